@@ -1,0 +1,180 @@
+# chirpd — real-time radar pulse compression. See README.md.
+#
+#   make            build everything into build/ (CUDA when nvcc is found)
+#   make run        install missing packages, build, run chirpd with a feeder
+#   make test       install missing packages, build, run every test
+#   make bench      build and run the benchmarks (prints tables)
+#   make fuzz       run every fuzz target for FUZZ_SECONDS each
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# Sources are discovered, not listed: src/*.c is the core (chirpd's modules),
+# src/ring*.c is libchirpring, src/<bin>.c for each of BIN_NAMES is a
+# program, src/*.cu the CUDA backend, tests/test_*.c the cmocka suites,
+# bench/*.c the benchmarks, tests/fuzz/fuzz_*.c the libFuzzer targets.
+
+BUILD     ?= build
+SAN       ?=
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+PKG_CONFIG ?= pkg-config
+
+# CUDA=1 builds the CUDA backend, CUDA=0 does not. Default: when nvcc
+# exists, except in sanitizer builds (the CUDA runtime is not instrumented
+# and CI has no GPU to exercise it).
+ifeq ($(origin CUDA),undefined)
+  ifneq ($(SAN),)
+    CUDA := 0
+  else
+    CUDA := $(if $(wildcard $(NVCC)),1,0)
+  endif
+endif
+
+BIN_NAMES := chirpd chirpctl chirp-feed chirp-tap
+
+# --- dependencies (pkg-config when present, plain -l flags otherwise: the
+# GPU host may lack pkg-config) -------------------------------------------
+HAVE_PKG_CONFIG := $(shell command -v $(PKG_CONFIG) >/dev/null 2>&1 && echo 1)
+pkg_cflags = $(if $(HAVE_PKG_CONFIG),$(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null))
+pkg_libs   = $(or $(if $(HAVE_PKG_CONFIG),$(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)),$(2))
+
+DEP_CFLAGS := $(foreach p,inih fftw3f jansson libsystemd libmicrohttpd numa,$(call pkg_cflags,$(p)))
+DEP_LIBS   := $(call pkg_libs,inih,-linih) \
+              $(call pkg_libs,fftw3f,-lfftw3f) -lfftw3f_threads \
+              $(call pkg_libs,jansson,-ljansson) \
+              $(call pkg_libs,libsystemd,-lsystemd) \
+              $(call pkg_libs,libmicrohttpd,-lmicrohttpd) \
+              -lnuma -lpthread -lm -lrt
+CMOCKA_CFLAGS := $(call pkg_cflags,cmocka)
+CMOCKA_LIBS   := $(call pkg_libs,cmocka,-lcmocka)
+
+# --- flags ------------------------------------------------------------------
+OPT      ?= -O2
+WARN     := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wformat=2 -Wno-format-nonliteral
+CFLAGS   ?= $(OPT) -g
+ALL_CFLAGS := -std=gnu11 -pthread -fPIC -D_GNU_SOURCE $(WARN) -Iinclude -Isrc $(DEP_CFLAGS) $(CFLAGS)
+LDFLAGS  ?=
+ALL_LDFLAGS := -pthread $(LDFLAGS)
+
+ifeq ($(SAN),asan)
+  ALL_CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  ALL_LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(SAN),tsan)
+  ALL_CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
+  ALL_LDFLAGS += -fsanitize=thread
+else ifneq ($(SAN),)
+  $(error SAN must be asan, tsan or empty)
+endif
+
+NVCC_ARCH  ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -Iinclude -Isrc
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++ -ldl
+
+ifeq ($(CUDA),1)
+  ALL_CFLAGS += -DCHIRP_HAVE_CUDA -I$(CUDA_HOME)/include
+  CU_SRCS    := $(wildcard src/*.cu)
+  LINK_CUDA  := $(CUDA_LIBS)
+else
+  CU_SRCS    :=
+  LINK_CUDA  :=
+endif
+
+# --- sources ----------------------------------------------------------------
+BIN_SRCS   := $(addprefix src/,$(addsuffix .c,$(BIN_NAMES)))
+RING_SRCS  := $(wildcard src/ring*.c)
+CORE_SRCS  := $(filter-out $(BIN_SRCS) $(RING_SRCS),$(wildcard src/*.c))
+TEST_SRCS  := $(wildcard tests/test_*.c)
+BENCH_SRCS := $(wildcard bench/*.c)
+
+OBJ        := $(BUILD)/obj
+CORE_OBJS  := $(patsubst src/%.c,$(OBJ)/%.o,$(CORE_SRCS)) $(patsubst src/%.cu,$(OBJ)/%.cu.o,$(CU_SRCS))
+RING_OBJS  := $(patsubst src/%.c,$(OBJ)/%.o,$(RING_SRCS))
+CORE_LIB   := $(BUILD)/lib/libchirpcore.a
+RING_LIB   := $(BUILD)/lib/libchirpring.a
+RING_SO    := $(BUILD)/lib/libchirpring.so.1
+BINS       := $(patsubst src/%.c,$(BUILD)/bin/%,$(wildcard $(BIN_SRCS)))
+TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+BENCHES    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
+LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
+
+.PHONY: all bins libs tests benches run test bench fuzz fuzz-short install uninstall clean deps info
+.DEFAULT_GOAL := all
+
+all: libs bins tests benches
+	@if [ "$(CUDA)" = 1 ]; then echo "chirpd: built with the CUDA backend ($(NVCC))"; \
+	 else echo "chirpd: built CPU-only (no nvcc at $(NVCC); set CUDA_HOME to enable the CUDA backend)"; fi
+
+libs: $(CORE_LIB) $(RING_LIB) $(if $(RING_SRCS),$(RING_SO))
+bins: $(BINS)
+tests: $(TESTS)
+benches: $(BENCHES)
+
+info:
+	@echo "CUDA=$(CUDA) SAN=$(SAN) BUILD=$(BUILD)"
+	@echo "core: $(CORE_SRCS) $(CU_SRCS)"
+	@echo "ring: $(RING_SRCS)"
+
+$(OBJ)/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(OBJ)/%.cu.o: src/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -DCHIRP_HAVE_CUDA -MMD -MP -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(RING_LIB): $(RING_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(RING_SO): $(RING_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.1 -o $@ $^ -lrt
+	ln -sf libchirpring.so.1 $(BUILD)/lib/libchirpring.so
+
+$(BUILD)/bin/%: src/%.c $(CORE_LIB) $(RING_LIB)
+	@mkdir -p $(@D) $(OBJ)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bin-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL)
+
+$(BUILD)/tests/%: tests/%.c $(CORE_LIB) $(RING_LIB)
+	@mkdir -p $(@D) $(OBJ)
+	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL) $(CMOCKA_LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(CORE_LIB) $(RING_LIB)
+	@mkdir -p $(@D) $(OBJ)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bench-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL)
+
+-include $(wildcard $(OBJ)/*.d)
+
+# --- the two commands README names -----------------------------------------
+deps:
+	@scripts/install-deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/run-demo.sh $(BUILD)
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/test-all.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/bench-all.sh $(BUILD)
+
+FUZZ_SECONDS ?= 3600
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-short:
+	@scripts/fuzz.sh 20
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+-include mk/install.mk

@@ -1,0 +1,206 @@
+/*
+ * pc.h — pulse compression, defined once for every backend.
+ *
+ * DEFINITION
+ *   A CPI is C channels x P pulses x R range samples, laid out
+ *   [channel][pulse][range] with range contiguous, everywhere (ring slots,
+ *   host buffers, device buffers modulo pitch, output).
+ *
+ *   For each pulse row x[0..R-1], output gate n = 0..R-1 is
+ *
+ *       y[n] = g * sum_{k=0}^{L-1} x[n+k] * conj(h[k]),   x[m] = 0 for m >= R
+ *
+ *   where h = w . s is the reference waveform s (length L) times the window w
+ *   (applied in time). A target echo that starts at sample d peaks at gate d.
+ *   g = 1/||h||_2 (normalize = noise, the default: white noise keeps its
+ *   power) or g = 1 (normalize = none).
+ *
+ *   It is computed by fast convolution with an FFT of length nfft >= R+L-1
+ *   (no wrap-around): Y = FFT(x) . conj(FFT(h)), y = IFFT(Y)[0..R-1].
+ *   nfft = the smallest 2^a 3^b 5^c 7^d >= R+L-1 unless forced; a forced
+ *   nfft < R+L-1 is rejected.
+ *
+ *   Input formats:  cf32 — interleaved float32 I,Q;
+ *                   sc16 — interleaved int16 I,Q, value = int16 / 32768.
+ *   Output modes:   complex   — cf32 y[n];
+ *                   magnitude — float32 |y[n]|;
+ *                   power_db  — float32 10 log10(|y[n]|^2), with
+ *                               |y|^2 clamped below at PC_POWER_FLOOR so a
+ *                               zero output reads PC_POWER_DB_FLOOR dB
+ *                               instead of -inf.
+ *
+ * Every backend (CPU/FFTW, CUDA/cuFFT) implements exactly this; the CPU
+ * backend is the reference the GPU is tested against.
+ *
+ * LIFECYCLE
+ *   pc_create() validates, builds plans, buffers and the reference spectrum;
+ *   pc_submit()/pc_poll() run CPIs with no allocation; pc_destroy() frees.
+ *   A struct pc is used by one thread at a time.
+ */
+#ifndef CHIRP_PC_H
+#define CHIRP_PC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PC_POWER_FLOOR     1e-30f   /* |y|^2 floor for power_db            */
+#define PC_POWER_DB_FLOOR  (-300.0f) /* = 10 log10(PC_POWER_FLOOR)         */
+
+enum pc_format    { PC_FMT_CF32 = 0, PC_FMT_SC16 = 1 };
+enum pc_output    { PC_OUT_COMPLEX = 0, PC_OUT_MAGNITUDE = 1, PC_OUT_POWER_DB = 2 };
+enum pc_normalize { PC_NORM_NOISE = 0, PC_NORM_NONE = 1 };
+enum pc_backend   { PC_BACKEND_AUTO = 0, PC_BACKEND_CPU = 1, PC_BACKEND_CUDA = 2 };
+enum pc_staging   { PC_STAGING_AUTO = 0, PC_STAGING_REGISTER = 1, PC_STAGING_COPY = 2 };
+
+/* Bytes of one input sample / one output gate. */
+size_t pc_format_sample_bytes(enum pc_format f);   /* cf32: 8, sc16: 4     */
+size_t pc_output_sample_bytes(enum pc_output m);   /* complex: 8, else 4   */
+
+const char *pc_format_name(enum pc_format f);      /* "cf32", "sc16"       */
+const char *pc_output_name(enum pc_output m);      /* "complex", ...       */
+const char *pc_backend_name(enum pc_backend b);    /* "auto", "cpu", "cuda"*/
+
+/*
+ * Smallest 2^a 3^b 5^c 7^d >= n (n >= 1). Returns 0 if none fits in size_t.
+ */
+size_t pc_good_fft_size(size_t n);
+
+struct pc_params {
+	/* Geometry: channels >= 1, pulses >= 1, samples (R) >= 1. */
+	unsigned channels;
+	unsigned pulses;
+	unsigned samples;
+
+	enum pc_format    in_format;
+	enum pc_output    out_mode;
+	enum pc_normalize normalize;
+
+	/*
+	 * Windowed reference h = w . s, interleaved float32 (re, im),
+	 * ref_len (L) complex samples, 1 <= L <= samples. Copied by pc_create;
+	 * the caller keeps ownership.
+	 */
+	const float *ref;
+	size_t ref_len;
+
+	size_t nfft;                 /* 0 = auto, else >= R+L-1             */
+
+	enum pc_backend backend;     /* AUTO: CUDA if a usable device, else CPU */
+	int cpu_threads;             /* CPU backend: FFTW threads, >= 1      */
+	int gpu;                     /* CUDA: device index (>= 0), or -1 to use gpu_bus_id */
+	const char *gpu_bus_id;      /* CUDA: PCI bus id "0000:41:00.0", or NULL */
+	unsigned streams;            /* CUDA: ping-pong depth, >= 1 (default 2) */
+	enum pc_staging staging;     /* CUDA: register ring memory or copy   */
+};
+
+/* Fill p with defaults (cf32, complex, noise, auto nfft, 1 thread, 2 streams). */
+void pc_params_init(struct pc_params *p);
+
+/*
+ * Check p without building anything. Returns 0, or -EINVAL with a precise
+ * reason in err ("pulse length L=600 exceeds range samples R=500").
+ */
+int pc_params_check(const struct pc_params *p, char *err, size_t errlen);
+
+struct pc;
+
+/*
+ * Build a pulse compressor. Returns NULL with the reason in err (never
+ * half-built). Plans, device buffers and the reference spectrum are made
+ * here, once.
+ */
+struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen);
+void pc_destroy(struct pc *pc);
+
+/* What was built: backend actually chosen, device, staging, nfft, depth. */
+struct pc_info {
+	enum pc_backend backend;
+	size_t nfft;
+	size_t ref_len;
+	unsigned depth;              /* CPIs that may be in flight at once   */
+	char device[128];            /* "cpu (fftw3f, 4 threads)" / "NVIDIA H200 (0000:41:00.0)" */
+	char staging[32];            /* "none" / "registered" / "copy"       */
+	int numa_node;               /* device's NUMA node, -1 if unknown    */
+};
+void pc_get_info(const struct pc *pc, struct pc_info *info);
+
+/* Bytes of one input CPI / one output CPI (packed, no padding). */
+size_t pc_in_bytes(const struct pc *pc);
+size_t pc_out_bytes(const struct pc *pc);
+
+/*
+ * Tell the backend that [base, base+len) is host memory that CPIs will be
+ * read from or written to (a ring's data region). The CUDA backend
+ * registers it for in-place DMA (cudaHostRegister); if that fails it falls
+ * back to pinned staging copies and says so in pc_info.staging. The CPU
+ * backend ignores it. Call before the first pc_submit; unregistered on
+ * pc_destroy or pc_unregister_host.
+ */
+int pc_register_host(struct pc *pc, void *base, size_t len);
+void pc_unregister_host(struct pc *pc, void *base);
+
+/*
+ * Asynchronous execution, the same for every backend.
+ *
+ * pc_submit queues one CPI: read pc_in_bytes() from in, write
+ * pc_out_bytes() to out. in and out must stay valid until the CPI is
+ * reported by pc_poll with PC_DONE_INPUT (in may be reused) and
+ * PC_DONE_OUTPUT (out holds the result), respectively. Returns 0, -EAGAIN
+ * if depth CPIs are already in flight, or another negative errno on a
+ * backend failure (the pc is then failed: every later call returns -EIO).
+ *
+ * The CPU backend computes in pc_submit and reports both flags at once.
+ */
+enum {
+	PC_DONE_INPUT  = 1u << 0,
+	PC_DONE_OUTPUT = 1u << 1,
+};
+
+struct pc_done {
+	uint64_t tag;                /* as given to pc_submit                */
+	unsigned flags;              /* PC_DONE_*                            */
+	uint32_t nonfinite_rows;     /* rows whose input held NaN or Inf     */
+};
+
+int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag);
+
+/*
+ * Report progress of CPIs in submission order. Writes at most max entries
+ * to done; an entry appears once with PC_DONE_INPUT and again (or in the
+ * same entry) with PC_DONE_OUTPUT. timeout_ms: 0 = do not wait, > 0 = wait
+ * up to that long for at least one event, < 0 = wait until one arrives
+ * (or nothing is in flight). Returns the number of entries, or a negative
+ * errno on backend failure.
+ */
+int pc_poll(struct pc *pc, struct pc_done *done, int max, int timeout_ms);
+
+/* Number of CPIs submitted and not yet reported with PC_DONE_OUTPUT. */
+unsigned pc_in_flight(const struct pc *pc);
+
+/*
+ * Synchronous convenience: submit and wait for this CPI's output.
+ * Returns 0 or a negative errno; *nonfinite_rows (may be NULL) is set.
+ */
+int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows);
+
+/* Last backend error text ("cufftExecC2C: CUFFT_EXEC_FAILED"), or "". */
+const char *pc_last_error(const struct pc *pc);
+
+/*
+ * Test hook: make the next backend call fail as a device error would
+ * (CUDA backend), so fault handling can be tested. No-op on the CPU backend
+ * unless CHIRP_FAULT_INJECT is compiled in. Returns 0 if armed.
+ */
+int pc_inject_fault(struct pc *pc);
+
+/* Whether a usable CUDA device exists (and the build has CUDA). */
+int pc_cuda_available(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CHIRP_PC_H */

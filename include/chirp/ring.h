@@ -1,0 +1,180 @@
+/*
+ * chirp/ring.h — lock-free single-producer/single-consumer ring of CPIs in
+ * POSIX shared memory. Stable public ABI of libchirpring (pkg-config
+ * chirpring): a digitizer driver links it to hand CPIs to chirpd, and
+ * chirpd uses it to hand results to downstream consumers.
+ *
+ * (The concurrency contract, memory layout and crash rules are stated in
+ * full at the top of src/ring.c and summarised here.)
+ *
+ *  - One producer process and one consumer process per ring. No locks.
+ *  - Slots are fixed size, one CPI each, payloads aligned to >= 4096 bytes
+ *    (2 MiB with huge pages), so a block never wraps and the data region
+ *    can be registered for GPU DMA in place.
+ *  - The producer never blocks: chirp_ring_reserve() on a full ring drops
+ *    the block, counts it (overruns) and marks the next committed block
+ *    CHIRP_RING_DISCONTINUITY. Block sequence numbers count dropped blocks
+ *    too, so the consumer sees every gap.
+ *  - Commit is the only publication: a producer killed mid-write never
+ *    delivers a torn block.
+ *  - Every field read from shared memory is validated; a corrupted header
+ *    yields an error, never a crash.
+ *
+ * Functions return 0 or a negative errno and, where they take err/errlen,
+ * a sentence a person can read.
+ */
+#ifndef CHIRP_RING_H
+#define CHIRP_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CHIRP_RING_ABI_VERSION 1u
+
+/* Sample formats of a ring's payload. */
+enum chirp_ring_format {
+	CHIRP_RING_CF32 = 0,   /* interleaved float32 I,Q                   */
+	CHIRP_RING_SC16 = 1,   /* interleaved int16 I,Q (value / 32768)     */
+	CHIRP_RING_RF32 = 2,   /* real float32 (magnitude, power_db output) */
+};
+
+/* Block flags (chirp_ring_block.flags). */
+#define CHIRP_RING_DISCONTINUITY  (1u << 0) /* blocks were lost before this one */
+#define CHIRP_RING_NONFINITE      (1u << 1) /* payload holds NaN/Inf (set by chirpd on output) */
+
+enum chirp_ring_role { CHIRP_RING_PRODUCER = 1, CHIRP_RING_CONSUMER = 2 };
+
+/* What the creator of a ring decides. */
+struct chirp_ring_geometry {
+	uint32_t channels;        /* >= 1                                     */
+	uint32_t pulses;          /* >= 1                                     */
+	uint32_t samples;         /* range samples per pulse, >= 1            */
+	uint32_t format;          /* enum chirp_ring_format                   */
+	uint32_t slots;           /* power of two, 2 .. 65536                  */
+	double sample_rate_hz;    /* informational, > 0                        */
+};
+
+struct chirp_ring_opts {
+	int hugepages;            /* back with hugetlbfs (/dev/hugepages)      */
+	mode_t mode;              /* shm object mode; 0 = 0600                 */
+	gid_t group;              /* chown to this group if != (gid_t)-1       */
+	int allow_foreign_owner;  /* attach to a ring owned by another uid    */
+};
+
+/* One committed block as the consumer sees it. */
+struct chirp_ring_block {
+	uint64_t seq;             /* block number; counts dropped blocks too  */
+	uint64_t timestamp_ns;    /* producer's CLOCK_REALTIME at commit, or its own */
+	uint64_t first_sample;    /* index of the first sample of the block    */
+	uint32_t flags;           /* CHIRP_RING_*                               */
+	uint32_t slot;            /* slot index (for GPU bookkeeping)          */
+	uint64_t len;             /* payload bytes                              */
+	void *payload;            /* valid until chirp_ring_release()          */
+};
+
+/* Counters kept in the shared header. */
+struct chirp_ring_stats {
+	uint64_t committed;       /* blocks published by the producer          */
+	uint64_t released;        /* blocks released by the consumer           */
+	uint64_t overruns;        /* blocks the producer dropped (ring full)   */
+	uint64_t skipped;         /* blocks a (re)attaching consumer skipped   */
+	uint64_t epoch;           /* changes whenever the ring is re-created   */
+};
+
+struct chirp_ring;
+
+/* Payload bytes of one CPI for a geometry (0 if invalid). */
+uint64_t chirp_ring_cpi_bytes(const struct chirp_ring_geometry *g);
+
+/*
+ * Create the ring NAME ("/chirpd-in") with geometry g, taking role. If a
+ * ring of that name exists with the same geometry and ABI it is re-attached
+ * (state kept, so a restarted consumer resumes); with a different geometry
+ * or version it is retired (producers attached to it see -ESTALE) and
+ * re-created with a new epoch. opts may be NULL.
+ */
+struct chirp_ring *chirp_ring_create(const char *name,
+				     const struct chirp_ring_geometry *g,
+				     enum chirp_ring_role role,
+				     const struct chirp_ring_opts *opts,
+				     char *err, size_t errlen);
+
+/*
+ * Attach to an existing ring by name. The header is validated (magic,
+ * version, sizes, geometry, indices) before anything else is touched.
+ * Returns NULL with a reason (e.g. "no ring /chirpd-in: is chirpd
+ * running?", "ABI version 7, this library speaks 1").
+ */
+struct chirp_ring *chirp_ring_attach(const char *name, enum chirp_ring_role role,
+				     const struct chirp_ring_opts *opts,
+				     char *err, size_t errlen);
+
+void chirp_ring_detach(struct chirp_ring *r);
+
+/* Remove the name (the memory lives until every mapping is gone). */
+int chirp_ring_unlink(const char *name);
+
+/* Geometry, data region (for cudaHostRegister), stats, epoch. */
+void chirp_ring_geometry(const struct chirp_ring *r, struct chirp_ring_geometry *g);
+void chirp_ring_data(const struct chirp_ring *r, void **base, size_t *len);
+uint64_t chirp_ring_slot_bytes(const struct chirp_ring *r);  /* payload stride */
+int chirp_ring_stats(const struct chirp_ring *r, struct chirp_ring_stats *st);
+
+/*
+ * Re-validate the shared header (after a wait, or periodically). Returns 0,
+ * -ESTALE if the ring was retired/re-created (re-attach by name), or
+ * -EBADMSG if it is corrupt.
+ */
+int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen);
+
+/* ---- producer -------------------------------------------------------- */
+
+/*
+ * Reserve the next slot for writing in place. Never blocks. Returns 0 and
+ * sets *payload; -ENOBUFS if the ring is full (the block is counted as an
+ * overrun and the next commit carries CHIRP_RING_DISCONTINUITY); -ESTALE if
+ * the ring was re-created. A second reserve without commit returns the same
+ * slot.
+ */
+int chirp_ring_reserve(struct chirp_ring *r, void **payload);
+
+/*
+ * Publish the reserved slot (release store of the producer index).
+ * timestamp_ns 0 = now (CLOCK_REALTIME). Wakes a sleeping consumer.
+ */
+int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns,
+		      uint64_t first_sample, uint32_t flags);
+
+/* ---- consumer -------------------------------------------------------- */
+
+/*
+ * Take the next committed block not yet taken, leaving it in the ring
+ * (zero copy). Several may be held at once; they are released in order.
+ * Returns 0, -EAGAIN if none is committed, -ESTALE/-EBADMSG as
+ * chirp_ring_check, -EBADMSG also for a descriptor that fails validation
+ * (the block is then skipped and counted).
+ */
+int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk);
+
+/* Release the oldest held block back to the producer. */
+int chirp_ring_release(struct chirp_ring *r);
+
+/* Number of committed blocks not yet taken by peek. */
+uint64_t chirp_ring_available(const struct chirp_ring *r);
+
+/*
+ * Wait until a block is committed (consumer) or a slot is free (producer),
+ * spinning briefly then sleeping on a shared futex, at most timeout_ns.
+ * Returns 0 when ready, -ETIMEDOUT, -EINTR.
+ */
+int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CHIRP_RING_H */

@@ -1,0 +1,113 @@
+/*
+ * config.h — chirpd's configuration, declared once.
+ *
+ * One table in config.c (name, section, type, default, min, max, whether it
+ * can change on reload, help text) drives parsing (inih), defaults, range
+ * checks, --check output, the `config` control reply, `make`'s generated
+ * documentation and conf/chirpd.conf's comments. Errors read
+ * "FILE:LINE: [section] key: reason".
+ */
+#ifndef CHIRP_CONFIG_H
+#define CHIRP_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "chirp/pc.h"
+#include "waveform.h"
+
+struct json_t;
+
+enum cfg_numa_node { CFG_NUMA_AUTO = -2, CFG_NUMA_NONE = -1 /* >= 0: node */ };
+enum cfg_realtime  { CFG_RT_OFF = 0, CFG_RT_PREFERRED = 1, CFG_RT_REQUIRED = 2 };
+
+#define CFG_PATH_MAX 256
+
+struct chirp_config {
+	char path[CFG_PATH_MAX];             /* file it was read from       */
+
+	/* [daemon] */
+	char control_socket[CFG_PATH_MAX];   /* default /run/chirpd/control.sock */
+	int log_level;                       /* LOG_* from syslog.h         */
+	char control_group[64];              /* group allowed to mutate ("" = none) */
+
+	/* [numa] */
+	int numa_node;                       /* CFG_NUMA_AUTO, CFG_NUMA_NONE, or node */
+	char cpus[128];                      /* cpu list "2-5,8" ("" = node's cpus) */
+	int realtime;                        /* enum cfg_realtime           */
+	int rt_priority;                     /* SCHED_FIFO 1..99            */
+	int lock_memory;                     /* mlockall                    */
+
+	/* [input] */
+	char input_ring[CFG_PATH_MAX];       /* default /chirpd-in          */
+	unsigned input_slots;                /* power of two                */
+	enum pc_format format;
+	int input_hugepages;
+
+	/* [cpi] */
+	unsigned channels, pulses, samples;
+
+	/* [waveform] */
+	struct wf_params wf;                 /* wf.file points at wf_file   */
+	char wf_file[CFG_PATH_MAX];
+
+	/* [processing] */
+	enum pc_backend backend;
+	int gpu;                             /* index, or -1 with gpu_bus_id */
+	char gpu_bus_id[32];
+	unsigned streams;
+	size_t nfft;                         /* 0 = auto                    */
+	enum pc_normalize normalize;
+	int cpu_threads;
+	enum pc_staging staging;
+
+	/* [output] */
+	enum pc_output out_mode;
+	char output_ring[CFG_PATH_MAX];      /* default /chirpd-out         */
+	unsigned output_slots;
+	char output_file[CFG_PATH_MAX];      /* also append results here ("" = off) */
+
+	/* [metrics] */
+	char metrics_listen[64];             /* "127.0.0.1:9464", "" = off  */
+};
+
+/* Defaults for every key. */
+void config_defaults(struct chirp_config *c);
+
+/*
+ * Parse FILE into c (defaults first). Every error is written to errs as
+ * one line "FILE:LINE: [section] key: reason" (errs may be NULL) and
+ * counted; returns the number of errors (0 = valid), or -errno if the
+ * file cannot be read. Consistency checks (pulse longer than a range line,
+ * bandwidth above the sample rate, ...) are included, with the line of the
+ * key that makes the combination wrong.
+ */
+int config_load(struct chirp_config *c, const char *file, FILE *errs);
+
+/* Same, from a string in memory (name is used in messages). */
+int config_load_string(struct chirp_config *c, const char *name,
+		       const char *text, FILE *errs);
+
+/* Write the effective configuration as an INI file that config_load reads back. */
+void config_print(const struct chirp_config *c, FILE *out);
+
+/* The effective configuration as a JSON object (jansson json_t *; caller decrefs). */
+struct json_t *config_to_json(const struct chirp_config *c);
+
+/*
+ * Keys whose values differ between a and b and that cannot change on
+ * reload: writes "section.key" names, comma separated, into buf; returns
+ * how many.
+ */
+int config_restart_keys(const struct chirp_config *a, const struct chirp_config *b,
+			char *buf, size_t len);
+
+/* Pulse-compression parameters from a configuration. The reference is built
+ * by the caller with wf_build(&c->wf, c->samples, ...). */
+void config_pc_params(const struct chirp_config *c, struct pc_params *p);
+
+/* Write conf/chirpd.conf-style documentation of every key to out. */
+void config_write_reference(FILE *out);
+
+#endif /* CHIRP_CONFIG_H */

@@ -1,0 +1,65 @@
+/*
+ * pc_backend.h — the small table of functions a pulse-compression backend
+ * implements (private to the pc module: pc.c, pc_cpu.c, pc_cuda.cu).
+ *
+ * pc.c validates parameters, chooses nfft, computes the reference spectrum
+ * once in double precision and hands each backend a ready-to-multiply
+ * filter:
+ *
+ *     filt[f] = g * conj(FFT_nfft(h)[f]) / nfft,   f = 0..nfft-1
+ *
+ * (the 1/nfft folds the unnormalized inverse FFT in). A backend then does,
+ * per row: pad x to nfft, forward FFT, multiply by filt, inverse FFT, take
+ * gates 0..R-1, apply the output mode. Nothing outside pc_cpu.c includes
+ * fftw3.h and nothing outside pc_cuda.cu includes cufft.h / cuda_runtime.h.
+ */
+#ifndef CHIRP_PC_BACKEND_H
+#define CHIRP_PC_BACKEND_H
+
+#include "chirp/pc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What every backend receives from pc.c (validated, resolved). */
+struct pc_setup {
+	unsigned channels, pulses, samples;  /* C, P, R                      */
+	size_t rows;                         /* C * P                        */
+	size_t nfft;
+	size_t ref_len;                      /* L                            */
+	enum pc_format in_format;
+	enum pc_output out_mode;
+	const float *filt;                   /* 2*nfft floats, see above     */
+	int cpu_threads;
+	int gpu;
+	const char *gpu_bus_id;
+	unsigned streams;
+	enum pc_staging staging;
+};
+
+struct pc_backend_ops {
+	const char *name;
+	/* Build backend state. Returns NULL with a reason in err. */
+	void *(*create)(const struct pc_setup *s, char *err, size_t errlen);
+	void (*destroy)(void *be);
+	void (*info)(void *be, struct pc_info *info);
+	int (*register_host)(void *be, void *base, size_t len);
+	void (*unregister_host)(void *be, void *base);
+	int (*submit)(void *be, const void *in, void *out, uint64_t tag);
+	int (*poll)(void *be, struct pc_done *done, int max, int timeout_ms);
+	unsigned (*in_flight)(void *be);
+	const char *(*last_error)(void *be);
+	int (*inject_fault)(void *be);
+};
+
+extern const struct pc_backend_ops pc_cpu_ops;
+#ifdef CHIRP_HAVE_CUDA
+extern const struct pc_backend_ops pc_cuda_ops;
+int pc_cuda_probe(void);             /* >0 if a usable device exists     */
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CHIRP_PC_BACKEND_H */
