@@ -1,0 +1,274 @@
+# tests/e2e/lib.sh — shared helpers for chirpd end-to-end tests.
+#
+# Source it from a test script:
+#
+#     . "$(dirname "$0")/lib.sh"
+#     e2e_init reload            # temp dir, unique names, cleanup trap
+#     e2e_config processing.cpu_threads=1 cpi.samples=1000
+#     e2e_start_chirpd           # starts chirpd, waits until it answers ping
+#     e2e_ctl stats              # chirpctl against this test's socket
+#     e2e_stop_chirpd || e2e_fail "chirpd exited $?"
+#     e2e_pass
+#
+# Exit codes follow scripts/test-all.sh: 0 pass, 77 skipped, else fail.
+# Every name a test creates (shm rings, socket, files) is unique to the test
+# and its pid, so tests can run in parallel. Everything started through these
+# helpers (or registered with e2e_track) is killed by the EXIT trap, and the
+# shm objects are unlinked. E2E_KEEP=1 keeps the temp dir for debugging.
+#
+# Variables set by e2e_init:
+#   E2E_NAME      test name
+#   BUILD         build dir ($CHIRP_BUILD, default build)
+#   BIN           $BUILD/bin
+#   CHIRPD CHIRPCTL CHIRP_FEED CHIRP_TAP   program paths
+#   T             temp dir (config, logs, socket)
+#   CONF          $T/chirpd.conf
+#   SOCK          $T/control.sock
+#   IN_RING OUT_RING   unique shm names ("/chirp-e2e-NAME-PID-in")
+#   CHIRPD_LOG    $T/chirpd.log (chirpd's stderr)
+#   CHIRPD_PID    pid of the running chirpd (after e2e_start_chirpd)
+#   PY            /usr/bin/python3 (has numpy)
+
+E2E_PIDS=()
+CHIRPD_PID=
+
+e2e_log() { echo "[$(date +%H:%M:%S.%N | cut -c1-12)] $E2E_NAME: $*"; }
+
+e2e_skip() {
+	e2e_log "SKIP: $*"
+	echo "skipped: $*"
+	exit 77
+}
+
+# e2e_fail MSG — print MSG and the tail of chirpd's log, exit 1.
+e2e_fail() {
+	e2e_log "FAIL: $*"
+	if [ -n "${CHIRPD_LOG:-}" ] && [ -f "$CHIRPD_LOG" ]; then
+		echo "--- chirpd log (tail) ---"
+		tail -n 40 "$CHIRPD_LOG"
+	fi
+	exit 1
+}
+
+e2e_pass() {
+	e2e_log "PASS"
+	exit 0
+}
+
+# e2e_track PID... — kill these on exit.
+e2e_track() { E2E_PIDS+=("$@"); }
+
+_e2e_cleanup() {
+	local rc=$? p
+	trap - EXIT INT TERM
+	for p in "${E2E_PIDS[@]}" $CHIRPD_PID; do
+		[ -n "$p" ] && kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${E2E_PIDS[@]}" $CHIRPD_PID; do
+		[ -n "$p" ] || continue
+		for _ in $(seq 1 30); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -f /dev/shm/"${E2E_UNIQ:-none}"* 2>/dev/null
+	if [ -n "${T:-}" ] && [ -d "$T" ]; then
+		if [ "${E2E_KEEP:-0}" = 1 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ "${E2E_KEEP_ON_FAIL:-0}" = 1 ]; }; then
+			echo "kept $T"
+		else
+			rm -rf "$T"
+		fi
+	fi
+	exit $rc
+}
+
+# e2e_init NAME — set up names, temp dir and the cleanup trap; skip if the
+# programs are not built.
+e2e_init() {
+	E2E_NAME=${1:-$(basename "$0" .sh)}
+	BUILD=${CHIRP_BUILD:-build}
+	case $BUILD in /*) ;; *) BUILD=$(pwd)/$BUILD;; esac
+	BIN=$BUILD/bin
+	CHIRPD=$BIN/chirpd
+	CHIRPCTL=$BIN/chirpctl
+	CHIRP_FEED=$BIN/chirp-feed
+	CHIRP_TAP=$BIN/chirp-tap
+	PY=/usr/bin/python3
+	E2E_UNIQ=chirp-e2e-$E2E_NAME-$$
+	IN_RING=/$E2E_UNIQ-in
+	OUT_RING=/$E2E_UNIQ-out
+	T=$(mktemp -d "${TMPDIR:-/tmp}/chirp-e2e-$E2E_NAME.XXXXXX") || exit 1
+	chmod 755 "$T"
+	CONF=$T/chirpd.conf
+	SOCK=$T/control.sock
+	CHIRPD_LOG=$T/chirpd.log
+	trap _e2e_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	local b
+	for b in "$CHIRPD" "$CHIRPCTL"; do
+		[ -x "$b" ] || e2e_skip "$b is not built"
+	done
+	# Under ASan the daemon is slower; tests scale waits by this factor.
+	E2E_SLOW=1
+	case $BUILD in *asan*|*tsan*) E2E_SLOW=3;; esac
+	export CHIRP_LOG_PREFIX=0
+}
+
+# e2e_need PROGRAM... — skip unless these chirp programs are built.
+e2e_need() {
+	local b
+	for b in "$@"; do
+		[ -x "$BIN/$b" ] || e2e_skip "$BIN/$b is not built"
+	done
+}
+
+# e2e_config [section.key=value ...] — write $CONF: a small CPU-backend
+# configuration on this test's rings and socket, with overrides.
+# Defaults: 2 channels x 8 pulses x 1000 samples cf32, LFM 10 MHz at
+# 25 MHz, 4 us, hamming, complex output, 1 FFTW thread, no NUMA/RT.
+e2e_config() {
+	local -A kv=(
+		[daemon.control_socket]=$SOCK
+		[daemon.log_level]=info
+		[numa.node]=none
+		[numa.realtime]=off
+		[numa.lock_memory]=no
+		[input.ring]=$IN_RING
+		[input.slots]=16
+		[input.format]=cf32
+		[cpi.channels]=2
+		[cpi.pulses]=8
+		[cpi.samples]=1000
+		[waveform.type]=lfm
+		[waveform.sample_rate_hz]=25e6
+		[waveform.bandwidth_hz]=10e6
+		[waveform.pulse_width_s]=4e-6
+		[waveform.window]=hamming
+		[processing.backend]=cpu
+		[processing.cpu_threads]=1
+		[processing.normalize]=noise
+		[output.mode]=complex
+		[output.ring]=$OUT_RING
+		[output.slots]=16
+	)
+	local a k
+	for a in "$@"; do
+		k=${a%%=*}
+		kv[$k]=${a#*=}
+	done
+	: >"$CONF"
+	local sec last=
+	for k in $(printf '%s\n' "${!kv[@]}" | sort); do
+		sec=${k%%.*}
+		if [ "$sec" != "$last" ]; then
+			[ -n "$last" ] && echo >>"$CONF"
+			echo "[$sec]" >>"$CONF"
+			last=$sec
+		fi
+		# An empty value writes no line (key left at its default).
+		[ -n "${kv[$k]}" ] && echo "${k#*.} = ${kv[$k]}" >>"$CONF"
+	done
+	return 0
+}
+
+# e2e_conf_get section.key — value last written by e2e_config (from $CONF).
+e2e_conf_get() {
+	local sec=${1%%.*} key=${1#*.}
+	awk -v s="[$sec]" -v k="$key" '
+		/^\[/ { in_s = ($0 == s); next }
+		in_s { split($0, a, "="); gsub(/ /, "", a[1]); if (a[1] == k) { sub(/^[^=]*= */, ""); print; exit } }' "$CONF"
+}
+
+# e2e_ctl ARGS... — chirpctl against this test's socket.
+e2e_ctl() { "$CHIRPCTL" -s "$SOCK" "$@"; }
+
+# e2e_wait TIMEOUT_S CMD... — run CMD every 0.1 s until it succeeds.
+e2e_wait() {
+	local t=$1 i n
+	shift
+	n=$(awk -v t="$t" -v s="${E2E_SLOW:-1}" 'BEGIN { printf "%d", t * s * 10 }')
+	for ((i = 0; i < n; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# e2e_start_chirpd [ARGS...] — start chirpd -c $CONF in the background
+# (stderr+stdout to $CHIRPD_LOG), wait until it answers ping. Extra
+# environment can be passed via `env` in E2E_CHIRPD_ENV (array).
+e2e_start_chirpd() {
+	"$CHIRPD" -c "$CONF" "$@" >>"$CHIRPD_LOG" 2>&1 &
+	CHIRPD_PID=$!
+	e2e_wait_ready
+}
+
+# e2e_wait_ready — wait for chirpd's socket and a ping reply (10 s).
+e2e_wait_ready() {
+	local i n=$((100 * ${E2E_SLOW:-1}))
+	for ((i = 0; i < n; i++)); do
+		if [ -n "$CHIRPD_PID" ] && ! kill -0 "$CHIRPD_PID" 2>/dev/null; then
+			wait "$CHIRPD_PID"
+			e2e_fail "chirpd exited ($?) before it was ready"
+		fi
+		if [ -S "$SOCK" ] && e2e_ctl ping >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	e2e_fail "chirpd did not answer ping within $((n / 10)) s"
+}
+
+# e2e_stop_chirpd [SIGNAL] — signal chirpd (TERM), wait up to 10 s; returns
+# its exit status (124 if it had to be killed).
+e2e_stop_chirpd() {
+	local sig=${1:-TERM} rc i pid=$CHIRPD_PID
+	[ -n "$pid" ] || return 0
+	kill -"$sig" "$pid" 2>/dev/null
+	for ((i = 0; i < 100 * ${E2E_SLOW:-1}; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		CHIRPD_PID=
+		return 124
+	fi
+	wait "$pid"
+	rc=$?
+	CHIRPD_PID=
+	return $rc
+}
+
+# e2e_stat NAME — one numeric field of `chirpctl stats` (JSON, --json),
+# searched anywhere in the reply by key name.
+e2e_stat() {
+	e2e_ctl --json stats | "$PY" -c '
+import json, sys
+want = sys.argv[1]
+def find(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == want and not isinstance(v, (dict, list)):
+                return v
+            r = find(v)
+            if r is not None:
+                return r
+    elif isinstance(o, list):
+        for v in o:
+            r = find(v)
+            if r is not None:
+                return r
+    return None
+v = find(json.load(sys.stdin))
+if v is None:
+    sys.exit("no field " + want)
+print(v)' "$1"
+}
+
+# e2e_json CMD [ARGS] — chirpctl --json CMD, pretty for logs.
+e2e_json() { e2e_ctl --json "$@"; }
