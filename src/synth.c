@@ -1,0 +1,402 @@
+/* synth.c — deterministic synthetic echoes; the model is in synth.h. */
+#include "synth.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "waveform.h"
+
+struct synth {
+	unsigned C, P, R;
+	enum pc_format format;
+	size_t L;
+	double *s;                     /* 2*L: pulse normalised to peak 1     */
+	struct synth_target t[SYNTH_MAX_TARGETS];
+	double amp[SYNTH_MAX_TARGETS]; /* linear amplitudes                   */
+	size_t nt;
+	double noise_sigma;            /* sqrt(noise_power)                   */
+	uint64_t seed;
+	double *row;                   /* 2*R scratch, one range line         */
+	uint64_t clipped;
+};
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void synth_params_init(struct synth_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->format = PC_FMT_CF32;
+}
+
+int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
+			size_t *n, char *err, size_t errlen)
+{
+	const char *p = spec;
+	size_t k = 0;
+
+	*n = 0;
+	if (!spec || !*spec) {
+		fail(err, errlen, "empty target list (want GATE:AMP_DB[:DOPPLER],...)");
+		return -EINVAL;
+	}
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char item[128], *q, *e;
+		unsigned long gate;
+		double amp, dop = 0;
+
+		if (k >= max) {
+			fail(err, errlen, "more than %zu targets", max);
+			return -EINVAL;
+		}
+		if (len == 0 || len >= sizeof(item)) {
+			fail(err, errlen, "target %zu: %s", k + 1,
+			     len ? "too long" : "empty (want GATE:AMP_DB[:DOPPLER])");
+			return -EINVAL;
+		}
+		memcpy(item, p, len);
+		item[len] = '\0';
+		q = item;
+		errno = 0;
+		if (*q < '0' || *q > '9') {
+			fail(err, errlen, "target %zu '%s': GATE is not a number", k + 1, item);
+			return -EINVAL;
+		}
+		gate = strtoul(q, &e, 10);
+		if (errno || e == q || *e != ':' || gate > 0x7fffffffUL) {
+			fail(err, errlen, "target %zu '%s': want GATE:AMP_DB[:DOPPLER] with GATE a sample index",
+			     k + 1, item);
+			return -EINVAL;
+		}
+		q = e + 1;
+		errno = 0;
+		amp = strtod(q, &e);
+		if (errno || e == q || (*e && *e != ':') || !isfinite(amp) ||
+		    amp < -300 || amp > 300) {
+			fail(err, errlen, "target %zu '%s': AMP_DB is not a number in -300..300",
+			     k + 1, item);
+			return -EINVAL;
+		}
+		if (*e == ':') {
+			q = e + 1;
+			errno = 0;
+			dop = strtod(q, &e);
+			if (errno || e == q || *e || !isfinite(dop) || dop < -0.5 || dop > 0.5) {
+				fail(err, errlen, "target %zu '%s': DOPPLER must be cycles per pulse in -0.5..0.5",
+				     k + 1, item);
+				return -EINVAL;
+			}
+		}
+		t[k].gate = (unsigned)gate;
+		t[k].amp_db = amp;
+		t[k].doppler = dop;
+		k++;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	*n = k;
+	return 0;
+}
+
+double synth_noise_power_for_snr(const struct synth_target *t, size_t n, double snr_db)
+{
+	double amax_db = n ? -INFINITY : 0.0;
+
+	for (size_t i = 0; i < n; i++)
+		if (t[i].amp_db > amax_db)
+			amax_db = t[i].amp_db;
+	return pow(10.0, (amax_db - snr_db) / 10.0);
+}
+
+struct synth *synth_create(const struct synth_params *p, char *err, size_t errlen)
+{
+	struct synth *s = NULL;
+	double peak = 0, sum = 0;
+	uint64_t cells;
+
+	if (!p->channels || !p->pulses || !p->samples) {
+		fail(err, errlen, "geometry %ux%ux%u: channels, pulses and samples must be >= 1",
+		     p->channels, p->pulses, p->samples);
+		return NULL;
+	}
+	cells = (uint64_t)p->channels * p->pulses * p->samples;
+	if (cells > (1ull << 32)) {
+		fail(err, errlen, "geometry %ux%ux%u is too large", p->channels, p->pulses, p->samples);
+		return NULL;
+	}
+	if (p->format != PC_FMT_CF32 && p->format != PC_FMT_SC16) {
+		fail(err, errlen, "format %d: want cf32 or sc16", (int)p->format);
+		return NULL;
+	}
+	if (!p->pulse || p->pulse_len < 1 || p->pulse_len > p->samples) {
+		fail(err, errlen, "pulse length L=%zu must be 1..R=%u", p->pulse_len, p->samples);
+		return NULL;
+	}
+	if (p->ntargets > SYNTH_MAX_TARGETS || (p->ntargets && !p->targets)) {
+		fail(err, errlen, "%zu targets: at most %d", p->ntargets, SYNTH_MAX_TARGETS);
+		return NULL;
+	}
+	if (!isfinite(p->noise_power) || p->noise_power < 0) {
+		fail(err, errlen, "noise power %g must be finite and >= 0", p->noise_power);
+		return NULL;
+	}
+	for (size_t i = 0; i < p->pulse_len; i++) {
+		double re = p->pulse[2 * i], im = p->pulse[2 * i + 1];
+		double m = sqrt(re * re + im * im);
+
+		if (!isfinite(m)) {
+			fail(err, errlen, "pulse sample %zu is not finite", i);
+			return NULL;
+		}
+		if (m > peak)
+			peak = m;
+	}
+	if (peak <= 0) {
+		fail(err, errlen, "pulse is all zeros");
+		return NULL;
+	}
+	for (size_t i = 0; i < p->ntargets; i++) {
+		const struct synth_target *t = &p->targets[i];
+
+		if (t->gate >= p->samples) {
+			fail(err, errlen, "target %zu gate %u is outside the range line (R=%u)",
+			     i + 1, t->gate, p->samples);
+			return NULL;
+		}
+		if (!isfinite(t->amp_db) || !isfinite(t->doppler) ||
+		    t->doppler < -0.5 || t->doppler > 0.5) {
+			fail(err, errlen, "target %zu: amplitude or doppler out of range", i + 1);
+			return NULL;
+		}
+		sum += pow(10.0, t->amp_db / 20.0);
+	}
+	/*
+	 * sc16 saturates at full scale. Echoes can only overlap up to the sum
+	 * of their amplitudes, so refuse a set that could clip without noise;
+	 * noise peaks are rare and are saturated and counted instead.
+	 */
+	if (p->format == PC_FMT_SC16 && sum > 1.0) {
+		fail(err, errlen, "sc16: targets sum to %+.1f dBFS and would clip; lower AMP_DB",
+		     20 * log10(sum));
+		return NULL;
+	}
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		fail(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->C = p->channels;
+	s->P = p->pulses;
+	s->R = p->samples;
+	s->format = p->format;
+	s->L = p->pulse_len;
+	s->nt = p->ntargets;
+	s->noise_sigma = sqrt(p->noise_power);
+	s->seed = p->seed;
+	s->s = malloc(2 * s->L * sizeof(double));
+	s->row = malloc(2 * (size_t)s->R * sizeof(double));
+	if (!s->s || !s->row) {
+		fail(err, errlen, "out of memory");
+		synth_destroy(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < 2 * s->L; i++)
+		s->s[i] = p->pulse[i] / peak;
+	for (size_t i = 0; i < s->nt; i++) {
+		s->t[i] = p->targets[i];
+		s->amp[i] = pow(10.0, p->targets[i].amp_db / 20.0);
+	}
+	return s;
+}
+
+void synth_destroy(struct synth *s)
+{
+	if (!s)
+		return;
+	free(s->s);
+	free(s->row);
+	free(s);
+}
+
+size_t synth_cpi_bytes(const struct synth *s)
+{
+	return (size_t)s->C * s->P * s->R * pc_format_sample_bytes(s->format);
+}
+
+uint64_t synth_first_sample(const struct synth *s, uint64_t k)
+{
+	return k * s->P * s->R;
+}
+
+int synth_cpi_index(const struct synth *s, uint64_t first_sample, uint64_t *k)
+{
+	uint64_t pr = (uint64_t)s->P * s->R;
+
+	if (first_sample % pr)
+		return -EINVAL;
+	*k = first_sample / pr;
+	return 0;
+}
+
+uint64_t synth_clipped(const struct synth *s)
+{
+	return s->clipped;
+}
+
+/*
+ * splitmix64 (Steele, Lea, Flood 2014): a counter-based generator whose
+ * output passes BigCrush; seeding it with a hash of (seed, CPI) gives each
+ * CPI an independent stream with no state carried between CPIs.
+ */
+static inline uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in (0, 1]. */
+static inline double u01(uint64_t *x)
+{
+	return ((double)(splitmix64(x) >> 11) + 1.0) * 0x1.0p-53;
+}
+
+static inline int16_t to_sc16(double v, uint64_t *clipped)
+{
+	double q = nearbyint(v * 32768.0);
+
+	if (q > 32767.0) {
+		(*clipped)++;
+		return 32767;
+	}
+	if (q < -32768.0) {
+		(*clipped)++;
+		return -32768;
+	}
+	return (int16_t)q;
+}
+
+int synth_generate(struct synth *s, uint64_t k, void *out, size_t len)
+{
+	uint64_t st = s->seed ^ 0x5851f42d4c957f2dull;
+	const double twopi = 6.283185307179586476925286766559;
+
+	if (!out || len < synth_cpi_bytes(s))
+		return -EINVAL;
+	/* Key the stream by (seed, k): mix the seed, then the CPI index. */
+	(void)splitmix64(&st);
+	st ^= k * 0xd1342543de82ef95ull;
+	(void)splitmix64(&st);
+
+	for (unsigned c = 0; c < s->C; c++) {
+		for (unsigned p = 0; p < s->P; p++) {
+			size_t row = (size_t)c * s->P + p;
+			uint64_t n = k * s->P + p;       /* global pulse index */
+			double *x = s->row;
+
+			if (s->noise_sigma > 0) {
+				for (unsigned i = 0; i < s->R; i++) {
+					/* |z|^2 ~ Exp(sigma^2): r = sigma sqrt(-ln u) */
+					double r = s->noise_sigma * sqrt(-log(u01(&st)));
+					double th = twopi * u01(&st);
+
+					x[2 * i] = r * cos(th);
+					x[2 * i + 1] = r * sin(th);
+				}
+			} else {
+				memset(x, 0, 2 * (size_t)s->R * sizeof(double));
+			}
+			for (size_t t = 0; t < s->nt; t++) {
+				double ph = 0, cr = s->amp[t], ci = 0;
+				unsigned g = s->t[t].gate;
+				size_t m = s->L;
+
+				if (s->t[t].doppler != 0) {
+					/* fractional part first keeps precision for large n */
+					double f = s->t[t].doppler * (double)(n % (1ull << 40));
+
+					ph = twopi * (f - floor(f));
+					cr = s->amp[t] * cos(ph);
+					ci = s->amp[t] * sin(ph);
+				}
+				if (g + m > s->R)
+					m = s->R - g;
+				for (size_t i = 0; i < m; i++) {
+					double sr = s->s[2 * i], si = s->s[2 * i + 1];
+
+					x[2 * (g + i)] += cr * sr - ci * si;
+					x[2 * (g + i) + 1] += cr * si + ci * sr;
+				}
+			}
+			if (s->format == PC_FMT_CF32) {
+				float *o = (float *)out + 2 * row * s->R;
+
+				for (size_t i = 0; i < 2 * (size_t)s->R; i++)
+					o[i] = (float)x[i];
+			} else {
+				int16_t *o = (int16_t *)out + 2 * row * s->R;
+
+				for (size_t i = 0; i < 2 * (size_t)s->R; i++)
+					o[i] = to_sc16(x[i], &s->clipped);
+			}
+		}
+	}
+	return 0;
+}
+
+struct synth *synth_create_from_config(const struct chirp_config *c,
+				       const struct synth_target *t, size_t n,
+				       double noise_power, uint64_t seed,
+				       char *err, size_t errlen)
+{
+	struct wf_params wf = c->wf;
+	struct synth_params p;
+	struct synth *s;
+	float *pulse = NULL;
+	size_t len = 0;
+	char why[256] = "";
+
+	/* The echo is the transmitted pulse s, not the windowed reference. */
+	wf.window = WIN_RECT;
+	if (c->wf_file[0])
+		wf.file = c->wf_file;
+	if (wf_build(&wf, c->samples, &pulse, &len, why, sizeof(why)) < 0) {
+		fail(err, errlen, "%s: waveform: %s", c->path[0] ? c->path : "config", why);
+		return NULL;
+	}
+	synth_params_init(&p);
+	p.channels = c->channels;
+	p.pulses = c->pulses;
+	p.samples = c->samples;
+	p.format = c->format;
+	p.pulse = pulse;
+	p.pulse_len = len;
+	p.targets = t;
+	p.ntargets = n;
+	p.noise_power = noise_power;
+	p.seed = seed;
+	s = synth_create(&p, err, errlen);
+	free(pulse);
+	return s;
+}

@@ -1,0 +1,117 @@
+/*
+ * synth.h — deterministic synthetic radar echoes, shared by chirp-feed (to
+ * produce CPIs) and chirp-tap --verify (to regenerate what was produced).
+ *
+ * MODEL (documented in doc/tools.md)
+ *   A CPI is C channels x P pulses x R range samples, [channel][pulse][range]
+ *   as in chirp/pc.h. Sample values are in full-scale units: cf32 as is,
+ *   sc16 = round(32768 * value) saturated to [-32768, 32767].
+ *
+ *   s is the transmitted pulse (the waveform built with a rect window),
+ *   scaled by synth_create so that max_k |s[k]| = 1. Each target
+ *   (gate, amp_db, doppler) adds, to every channel and pulse row,
+ *
+ *       x[gate + k] += a * exp(j*2*pi*doppler*n) * s[k],  k = 0..L-1,
+ *       a = 10^(amp_db/20)   (amp_db in dB full scale, <= 0 for sc16),
+ *       n = k_cpi * P + pulse (global pulse index), doppler in cycles/pulse,
+ *
+ *   truncated at the end of the row (gate + k >= R is not written), so its
+ *   compressed peak is at gate `gate`. Noise (optional) is complex white
+ *   Gaussian with power noise_power (full-scale units, E|z|^2), drawn from
+ *   a counter-based generator keyed by (seed, CPI index): CPI k depends only
+ *   on (parameters, seed, k), so anyone who knows them can regenerate it.
+ *
+ *   With --snr-db X the tools set noise_power = a_max^2 / 10^(X/10): X is
+ *   the per-sample SNR of the strongest target before compression (the
+ *   compressed SNR is X + 10 log10(L) dB for a unit-modulus pulse).
+ *
+ *   first_sample of CPI k is k * P * R (synth_first_sample).
+ *
+ * LIFECYCLE
+ *   synth_create() validates and allocates everything; synth_generate()
+ *   does no allocation; synth_destroy() frees. One thread at a time.
+ */
+#ifndef CHIRP_SYNTH_H
+#define CHIRP_SYNTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chirp/pc.h"
+
+#define SYNTH_MAX_TARGETS 64
+
+struct synth_target {
+	unsigned gate;               /* start sample of the echo, 0 <= gate < R  */
+	double amp_db;               /* peak amplitude, dB full scale             */
+	double doppler;              /* cycles per pulse, -0.5 .. 0.5 (0 = none)  */
+};
+
+struct synth_params {
+	unsigned channels, pulses, samples;  /* C, P, R >= 1                    */
+	enum pc_format format;               /* PC_FMT_CF32 or PC_FMT_SC16      */
+	const float *pulse;                  /* s: 2*pulse_len floats (re, im)  */
+	size_t pulse_len;                    /* L, 1 <= L <= R                  */
+	const struct synth_target *targets;  /* may be NULL when ntargets = 0   */
+	size_t ntargets;                     /* <= SYNTH_MAX_TARGETS            */
+	double noise_power;                  /* E|z|^2, full-scale units, >= 0  */
+	uint64_t seed;
+};
+
+void synth_params_init(struct synth_params *p);
+
+/*
+ * Parse "GATE:AMP_DB[:DOPPLER][,GATE:AMP_DB[:DOPPLER]...]" into t[0..max-1].
+ * Returns 0 and *n, or -EINVAL with the reason ("target 2 'x:3': GATE is
+ * not a number"). Gates are checked against R by synth_create.
+ */
+int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
+			size_t *n, char *err, size_t errlen);
+
+/*
+ * noise_power for a per-sample SNR of snr_db relative to the strongest
+ * target (see MODEL). With no targets the reference is full scale (0 dBFS).
+ */
+double synth_noise_power_for_snr(const struct synth_target *t, size_t n, double snr_db);
+
+struct synth;
+
+/*
+ * Validate p and build a generator. NULL with a reason in err, e.g.
+ * "target 1 gate 1200 is outside the range line (R=1000)", "sc16: targets
+ * sum to +1.2 dBFS and would clip". The pulse and targets are copied.
+ */
+struct synth *synth_create(const struct synth_params *p, char *err, size_t errlen);
+void synth_destroy(struct synth *s);
+
+/* Bytes of one generated CPI (C*P*R * 8 for cf32, * 4 for sc16). */
+size_t synth_cpi_bytes(const struct synth *s);
+
+/* first_sample of CPI k (k * P * R). */
+uint64_t synth_first_sample(const struct synth *s, uint64_t k);
+
+/* CPI index of a first_sample: 0, or -EINVAL if it is not a multiple of P*R. */
+int synth_cpi_index(const struct synth *s, uint64_t first_sample, uint64_t *k);
+
+/*
+ * Write CPI k into out (len must be >= synth_cpi_bytes). No allocation.
+ * Returns 0 or -EINVAL (buffer too small). sc16 samples that saturate are
+ * counted (synth_clipped).
+ */
+int synth_generate(struct synth *s, uint64_t k, void *out, size_t len);
+
+/* sc16 samples saturated since synth_create. */
+uint64_t synth_clipped(const struct synth *s);
+
+/*
+ * Build a generator from a chirpd configuration: geometry, input format and
+ * waveform (window forced to rect, so the echo is the transmitted pulse).
+ * Returns NULL with a reason.
+ */
+struct chirp_config;
+struct synth *synth_create_from_config(const struct chirp_config *c,
+				       const struct synth_target *t, size_t n,
+				       double noise_power, uint64_t seed,
+				       char *err, size_t errlen);
+
+#endif /* CHIRP_SYNTH_H */

@@ -1,0 +1,384 @@
+/* test_synth.c — the synthetic echo generator (src/synth.c). */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "synth.h"
+
+/* Random unit-modulus pulse (random phases): not a power-of-two length. */
+static float *random_pulse(size_t L, unsigned seed)
+{
+	float *p = malloc(2 * L * sizeof(float));
+
+	srand(seed);
+	for (size_t i = 0; i < L; i++) {
+		double th = 2 * M_PI * rand() / (double)RAND_MAX;
+		p[2 * i] = (float)cos(th);
+		p[2 * i + 1] = (float)sin(th);
+	}
+	return p;
+}
+
+static struct synth *make(unsigned C, unsigned P, unsigned R, enum pc_format f,
+			  const float *pulse, size_t L, const struct synth_target *t,
+			  size_t nt, double noise, uint64_t seed)
+{
+	struct synth_params p;
+	char err[256] = "";
+	struct synth *s;
+
+	synth_params_init(&p);
+	p.channels = C;
+	p.pulses = P;
+	p.samples = R;
+	p.format = f;
+	p.pulse = pulse;
+	p.pulse_len = L;
+	p.targets = t;
+	p.ntargets = nt;
+	p.noise_power = noise;
+	p.seed = seed;
+	s = synth_create(&p, err, sizeof(err));
+	if (!s)
+		print_error("synth_create: %s\n", err);
+	return s;
+}
+
+static void test_determinism(void **state)
+{
+	struct synth_target t[2] = { { 37, -6, 0.1 }, { 200, -20, 0 } };
+	float *pulse = random_pulse(51, 1);
+	struct synth *a = make(3, 5, 333, PC_FMT_CF32, pulse, 51, t, 2, 0.1, 42);
+	struct synth *b = make(3, 5, 333, PC_FMT_CF32, pulse, 51, t, 2, 0.1, 42);
+	struct synth *c = make(3, 5, 333, PC_FMT_CF32, pulse, 51, t, 2, 0.1, 43);
+	size_t n;
+	char *x, *y, *z;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	n = synth_cpi_bytes(a);
+	assert_int_equal(n, 3 * 5 * 333 * 8);
+	x = malloc(n);
+	y = malloc(n);
+	z = malloc(n);
+	/* CPI 7 from a fresh generator equals CPI 7 after other CPIs. */
+	assert_int_equal(synth_generate(a, 7, x, n), 0);
+	assert_int_equal(synth_generate(b, 0, y, n), 0);
+	assert_int_equal(synth_generate(b, 123456789, y, n), 0);
+	assert_int_equal(synth_generate(b, 7, y, n), 0);
+	assert_memory_equal(x, y, n);
+	/* Another CPI index or seed gives other noise. */
+	assert_int_equal(synth_generate(b, 8, y, n), 0);
+	assert_memory_not_equal(x, y, n);
+	assert_int_equal(synth_generate(c, 7, z, n), 0);
+	assert_memory_not_equal(x, z, n);
+	/* Too small a buffer is refused. */
+	assert_int_equal(synth_generate(a, 0, x, n - 1), -EINVAL);
+	free(x);
+	free(y);
+	free(z);
+	free(pulse);
+	synth_destroy(a);
+	synth_destroy(b);
+	synth_destroy(c);
+}
+
+/*
+ * Independent double-precision reference: direct time-domain correlation
+ * of each row with the pulse; the peak must be at each target's gate, and
+ * the noise-free samples must equal a * s exactly (to float rounding).
+ */
+static void test_target_placement(void **state)
+{
+	const unsigned C = 2, P = 3, R = 997;
+	const size_t L = 61;
+	struct synth_target t[3] = { { 100, -3, 0 }, { 450, -9, 0.25 }, { 960, -6, 0 } };
+	float *pulse = random_pulse(L, 2);
+	struct synth *s = make(C, P, R, PC_FMT_CF32, pulse, L, t, 3,
+			       synth_noise_power_for_snr(t, 3, 10.0), 9);
+	struct synth *q = make(C, P, R, PC_FMT_CF32, pulse, L, t, 1, 0, 9);
+	size_t n = synth_cpi_bytes(s);
+	float *x = malloc(n), *y = malloc(n);
+	double *corr = malloc(R * sizeof(double));
+
+	assert_non_null(s);
+	assert_non_null(q);
+	assert_int_equal(synth_generate(s, 5, x, n), 0);
+	for (unsigned row = 0; row < C * P; row++) {
+		const float *r = x + 2 * (size_t)row * R;
+
+		for (unsigned g = 0; g < R; g++) {
+			double re = 0, im = 0;
+
+			for (size_t k = 0; k < L && g + k < R; k++) {
+				double xr = r[2 * (g + k)], xi = r[2 * (g + k) + 1];
+				double hr = pulse[2 * k], hi = -pulse[2 * k + 1];
+
+				re += xr * hr - xi * hi;
+				im += xr * hi + xi * hr;
+			}
+			corr[g] = re * re + im * im;
+		}
+		/* Each target is a local maximum well above the rest. */
+		for (int i = 0; i < 3; i++) {
+			unsigned g = t[i].gate;
+			for (int d = -5; d <= 5; d++) {
+				if (d == 0 || (int)g + d < 0 || g + d >= R)
+					continue;
+				assert_true(corr[g] > corr[g + d]);
+			}
+		}
+		/* The global peak is the strongest target. */
+		unsigned best = 0;
+		for (unsigned g = 1; g < R; g++)
+			if (corr[g] > corr[best])
+				best = g;
+		assert_int_equal(best, 100);
+	}
+
+	/* Noise free, one target: x[g+k] = a * s[k], zero elsewhere. */
+	assert_int_equal(synth_generate(q, 3, y, n), 0);
+	double a = pow(10.0, -3 / 20.0);
+	for (unsigned row = 0; row < C * P; row++) {
+		const float *r = y + 2 * (size_t)row * R;
+		for (unsigned i = 0; i < R; i++) {
+			double er = 0, ei = 0;
+			if (i >= 100 && i < 100 + L) {
+				er = a * pulse[2 * (i - 100)];
+				ei = a * pulse[2 * (i - 100) + 1];
+			}
+			assert_true(fabs(r[2 * i] - er) < 1e-6);
+			assert_true(fabs(r[2 * i + 1] - ei) < 1e-6);
+		}
+	}
+	free(x);
+	free(y);
+	free(corr);
+	free(pulse);
+	synth_destroy(s);
+	synth_destroy(q);
+}
+
+/* Echo truncated at the end of the row; Doppler rotates pulse to pulse. */
+static void test_truncation_and_doppler(void **state)
+{
+	const unsigned P = 4, R = 101;
+	const size_t L = 20;
+	struct synth_target t = { 90, 0, 0.125 };
+	float *pulse = random_pulse(L, 3);
+	struct synth *s = make(1, P, R, PC_FMT_CF32, pulse, L, &t, 1, 0, 0);
+	size_t n = synth_cpi_bytes(s);
+	float *x = malloc(n);
+	const uint64_t k = 2;
+
+	assert_non_null(s);
+	assert_int_equal(synth_generate(s, k, x, n), 0);
+	for (unsigned p = 0; p < P; p++) {
+		const float *r = x + 2 * (size_t)p * R;
+		double ph = 2 * M_PI * 0.125 * (double)(k * P + p);
+		for (unsigned i = 90; i < R; i++) {
+			double sr = pulse[2 * (i - 90)], si = pulse[2 * (i - 90) + 1];
+			double er = cos(ph) * sr - sin(ph) * si;
+			double ei = cos(ph) * si + sin(ph) * sr;
+			assert_true(fabs(r[2 * i] - er) < 1e-6);
+			assert_true(fabs(r[2 * i + 1] - ei) < 1e-6);
+		}
+		for (unsigned i = 0; i < 90; i++)
+			assert_true(r[2 * i] == 0 && r[2 * i + 1] == 0);
+	}
+	free(x);
+	free(pulse);
+	synth_destroy(s);
+}
+
+/* Noise power, and the pulse is normalised to peak 1 whatever its scale. */
+static void test_noise_power(void **state)
+{
+	const unsigned R = 1009, P = 50;
+	float *pulse = random_pulse(7, 4);
+	struct synth *s = make(2, P, R, PC_FMT_CF32, pulse, 7, NULL, 0, 0.25, 77);
+	size_t n = synth_cpi_bytes(s), cnt = n / 8;
+	float *x = malloc(n);
+	double pw = 0, mre = 0, mim = 0, cross = 0;
+
+	assert_non_null(s);
+	assert_int_equal(synth_generate(s, 1, x, n), 0);
+	for (size_t i = 0; i < cnt; i++) {
+		pw += (double)x[2 * i] * x[2 * i] + (double)x[2 * i + 1] * x[2 * i + 1];
+		mre += x[2 * i];
+		mim += x[2 * i + 1];
+		cross += (double)x[2 * i] * x[2 * i + 1];
+	}
+	pw /= cnt;
+	mre /= cnt;
+	mim /= cnt;
+	cross /= cnt;
+	/* ~100k samples: standard error of the power ~0.3 %. */
+	assert_true(fabs(pw - 0.25) < 0.25 * 0.03);
+	assert_true(fabs(mre) < 0.01 && fabs(mim) < 0.01);
+	assert_true(fabs(cross) < 0.01);   /* I and Q uncorrelated */
+	assert_true(fabs(synth_noise_power_for_snr(NULL, 0, 20) - 0.01) < 1e-12);
+	free(x);
+	free(pulse);
+	synth_destroy(s);
+
+	/* A pulse of amplitude 5 is scaled to peak 1. */
+	float big[4] = { 5, 0, 0, 3 };
+	struct synth_target t = { 0, 0, 0 };
+	s = make(1, 1, 4, PC_FMT_CF32, big, 2, &t, 1, 0, 0);
+	assert_non_null(s);
+	float y[8];
+	assert_int_equal(synth_generate(s, 0, y, sizeof(y)), 0);
+	assert_true(fabs(y[0] - 1.0) < 1e-7 && fabs(y[3] - 0.6) < 1e-7);
+	synth_destroy(s);
+}
+
+static void test_sc16(void **state)
+{
+	const unsigned R = 257;
+	float *pulse = random_pulse(13, 5);
+	struct synth_target t = { 10, -6.0206, 0 };   /* a = 0.5 */
+	struct synth *s = make(1, 2, R, PC_FMT_SC16, pulse, 13, &t, 1, 0, 0);
+	size_t n;
+	int16_t *x;
+
+	assert_non_null(s);
+	n = synth_cpi_bytes(s);
+	assert_int_equal(n, 2 * R * 4);
+	x = malloc(n);
+	assert_int_equal(synth_generate(s, 0, x, n), 0);
+	for (unsigned i = 0; i < 13; i++) {
+		double a = pow(10.0, -6.0206 / 20);
+		assert_true(abs(x[2 * (10 + i)] - (int)lrint(a * pulse[2 * i] * 32768)) <= 1);
+		assert_true(abs(x[2 * (10 + i) + 1] - (int)lrint(a * pulse[2 * i + 1] * 32768)) <= 1);
+	}
+	assert_int_equal(synth_clipped(s), 0);
+	synth_destroy(s);
+	free(x);
+
+	/* Targets that sum above full scale are refused for sc16... */
+	struct synth_target two[2] = { { 10, -3, 0 }, { 11, -3, 0 } };
+	struct synth_params p;
+	char err[256] = "";
+	synth_params_init(&p);
+	p.channels = 1;
+	p.pulses = 1;
+	p.samples = R;
+	p.format = PC_FMT_SC16;
+	p.pulse = pulse;
+	p.pulse_len = 13;
+	p.targets = two;
+	p.ntargets = 2;
+	assert_null(synth_create(&p, err, sizeof(err)));
+	assert_non_null(strstr(err, "clip"));
+	/* ...but are fine for cf32. */
+	p.format = PC_FMT_CF32;
+	s = synth_create(&p, err, sizeof(err));
+	assert_non_null(s);
+	synth_destroy(s);
+
+	/* Loud noise saturates and is counted. */
+	s = make(1, 1, R, PC_FMT_SC16, pulse, 13, NULL, 0, 4.0, 1);
+	assert_non_null(s);
+	x = malloc(synth_cpi_bytes(s));
+	assert_int_equal(synth_generate(s, 0, x, synth_cpi_bytes(s)), 0);
+	assert_true(synth_clipped(s) > 0);
+	free(x);
+	synth_destroy(s);
+	free(pulse);
+}
+
+static void test_create_rejects(void **state)
+{
+	float pulse[2 * 10] = { 1, 0 };
+	struct synth_target t = { 50, -6, 0 };
+	struct synth_params p;
+	char err[256];
+
+	synth_params_init(&p);
+	p.channels = 1;
+	p.pulses = 1;
+	p.samples = 50;
+	p.pulse = pulse;
+	p.pulse_len = 10;
+	p.targets = &t;
+	p.ntargets = 1;
+	err[0] = 0;
+	assert_null(synth_create(&p, err, sizeof(err)));   /* gate 50 >= R */
+	assert_non_null(strstr(err, "gate 50"));
+	t.gate = 0;
+	p.pulse_len = 51;
+	assert_null(synth_create(&p, err, sizeof(err)));   /* L > R */
+	assert_non_null(strstr(err, "L=51"));
+	p.pulse_len = 10;
+	p.channels = 0;
+	assert_null(synth_create(&p, err, sizeof(err)));
+	p.channels = 1;
+	p.noise_power = -1;
+	assert_null(synth_create(&p, err, sizeof(err)));
+	p.noise_power = NAN;
+	assert_null(synth_create(&p, err, sizeof(err)));
+	p.noise_power = 0;
+	memset(pulse, 0, sizeof(pulse));
+	assert_null(synth_create(&p, err, sizeof(err)));    /* all-zero pulse */
+	assert_non_null(strstr(err, "zeros"));
+	pulse[0] = 1;
+	p.format = (enum pc_format)7;
+	assert_null(synth_create(&p, err, sizeof(err)));
+	p.format = PC_FMT_CF32;
+	struct synth *s = synth_create(&p, err, sizeof(err));
+	assert_non_null(s);
+	uint64_t k = 0;
+	assert_int_equal(synth_first_sample(s, 3), 150);
+	assert_int_equal(synth_cpi_index(s, 150, &k), 0);
+	assert_int_equal(k, 3);
+	assert_int_equal(synth_cpi_index(s, 151, &k), -EINVAL);
+	synth_destroy(s);
+}
+
+static void test_parse_targets(void **state)
+{
+	struct synth_target t[4];
+	size_t n = 99;
+	char err[256];
+
+	assert_int_equal(synth_parse_targets("100:-6,250:-20.5:0.25", t, 4, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(t[0].gate, 100);
+	assert_true(t[0].amp_db == -6 && t[0].doppler == 0);
+	assert_int_equal(t[1].gate, 250);
+	assert_true(t[1].amp_db == -20.5 && t[1].doppler == 0.25);
+
+	const char *bad[] = { "", "100", "x:3", "100:", "100:abc", "-5:3", "100:-6,",
+			      ",100:-6", "100:-6:0.7", "100:-6:0.1:3", "100:1e999",
+			      "99999999999:0", "1:0,2:0,3:0,4:0,5:0", NULL };
+	for (int i = 0; bad[i]; i++) {
+		err[0] = 0;
+		assert_int_equal(synth_parse_targets(bad[i], t, 4, &n, err, sizeof(err)), -EINVAL);
+		assert_true(err[0] != 0);
+	}
+	assert_int_equal(synth_parse_targets(NULL, t, 4, &n, err, sizeof(err)), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_target_placement),
+		cmocka_unit_test(test_truncation_and_doppler),
+		cmocka_unit_test(test_noise_power),
+		cmocka_unit_test(test_sc16),
+		cmocka_unit_test(test_create_rejects),
+		cmocka_unit_test(test_parse_targets),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
