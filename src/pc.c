@@ -1,0 +1,650 @@
+/*
+ * pc.c — the backend-independent part of pulse compression (see chirp/pc.h).
+ *
+ * Validates parameters, chooses nfft and the backend, computes the filter
+ *
+ *     filt[f] = g * conj(FFT_nfft(h)[f]) / nfft
+ *
+ * once in double precision, and dispatches submit/poll to the backend's ops
+ * table (pc_backend.h). Nothing here includes fftw3.h or CUDA headers.
+ *
+ * Failure policy: once a backend call fails (anything but -EAGAIN from
+ * submit), the pc is "failed" and every later data-path call returns -EIO;
+ * the owner destroys it and builds a new one. That keeps a half-working GPU
+ * from silently producing garbage.
+ */
+#include "chirp/pc.h"
+#include "pc_backend.h"
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pc {
+	const struct pc_backend_ops *ops;
+	void *be;
+	enum pc_backend backend;     /* the one chosen                      */
+	struct pc_setup setup;
+	float *filt;                 /* 2*nfft floats, lives as long as pc  */
+	char *gpu_bus_id;            /* copy, setup.gpu_bus_id points here  */
+	size_t in_bytes, out_bytes;
+	bool failed;
+	char err[256];               /* why it failed (pc_last_error)       */
+};
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+size_t pc_format_sample_bytes(enum pc_format f)
+{
+	switch (f) {
+	case PC_FMT_CF32: return 8;
+	case PC_FMT_SC16: return 4;
+	}
+	return 0;
+}
+
+size_t pc_output_sample_bytes(enum pc_output m)
+{
+	switch (m) {
+	case PC_OUT_COMPLEX: return 8;
+	case PC_OUT_MAGNITUDE: return 4;
+	case PC_OUT_POWER_DB: return 4;
+	}
+	return 0;
+}
+
+const char *pc_format_name(enum pc_format f)
+{
+	switch (f) {
+	case PC_FMT_CF32: return "cf32";
+	case PC_FMT_SC16: return "sc16";
+	}
+	return "?";
+}
+
+const char *pc_output_name(enum pc_output m)
+{
+	switch (m) {
+	case PC_OUT_COMPLEX: return "complex";
+	case PC_OUT_MAGNITUDE: return "magnitude";
+	case PC_OUT_POWER_DB: return "power_db";
+	}
+	return "?";
+}
+
+const char *pc_backend_name(enum pc_backend b)
+{
+	switch (b) {
+	case PC_BACKEND_AUTO: return "auto";
+	case PC_BACKEND_CPU: return "cpu";
+	case PC_BACKEND_CUDA: return "cuda";
+	}
+	return "?";
+}
+
+size_t pc_good_fft_size(size_t n)
+{
+	size_t best = 0;
+
+	if (n <= 1)
+		return 1;
+	/*
+	 * Enumerate 2^a 3^b 5^c 7^d >= n, keep the smallest. For each
+	 * p = 7^d 5^c 3^b (all <= about 2n) the smallest power of two that
+	 * lifts p to >= n is found directly. O(log^3 n).
+	 */
+	for (size_t p7 = 1;; p7 *= 7) {
+		for (size_t p5 = p7;; p5 *= 5) {
+			for (size_t p3 = p5;; p3 *= 3) {
+				size_t v = p3;
+
+				while (v < n) {
+					if (v > SIZE_MAX / 2) {
+						v = 0;
+						break;
+					}
+					v *= 2;
+				}
+				if (v && (best == 0 || v < best))
+					best = v;
+				if (p3 >= n || p3 > SIZE_MAX / 3)
+					break;
+			}
+			if (p5 >= n || p5 > SIZE_MAX / 5)
+				break;
+		}
+		if (p7 >= n || p7 > SIZE_MAX / 7)
+			break;
+	}
+	return best;
+}
+
+void pc_params_init(struct pc_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->channels = 1;
+	p->pulses = 1;
+	p->samples = 1;
+	p->in_format = PC_FMT_CF32;
+	p->out_mode = PC_OUT_COMPLEX;
+	p->normalize = PC_NORM_NOISE;
+	p->ref = NULL;
+	p->ref_len = 0;
+	p->nfft = 0;
+	p->backend = PC_BACKEND_AUTO;
+	p->cpu_threads = 1;
+	p->gpu = 0;
+	p->gpu_bus_id = NULL;
+	p->streams = 2;
+	p->staging = PC_STAGING_AUTO;
+}
+
+/* ||h||^2 in double; -1 if any sample is not finite. */
+static double ref_energy(const float *ref, size_t len)
+{
+	double e = 0.0;
+
+	for (size_t i = 0; i < 2 * len; i++) {
+		if (!isfinite(ref[i]))
+			return -1.0;
+		e += (double)ref[i] * ref[i];
+	}
+	return e;
+}
+
+int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
+{
+	size_t R, L, need, rows, tmp;
+	double e;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!p) {
+		seterr(err, errlen, "no parameters");
+		return -EINVAL;
+	}
+	if (p->channels < 1 || p->pulses < 1 || p->samples < 1) {
+		seterr(err, errlen, "CPI geometry channels=%u pulses=%u samples=%u: each must be at least 1",
+		       p->channels, p->pulses, p->samples);
+		return -EINVAL;
+	}
+	if (pc_format_sample_bytes(p->in_format) == 0) {
+		seterr(err, errlen, "format %d: unknown input format (cf32 or sc16)", (int)p->in_format);
+		return -EINVAL;
+	}
+	if (pc_output_sample_bytes(p->out_mode) == 0) {
+		seterr(err, errlen, "output mode %d: unknown (complex, magnitude or power_db)", (int)p->out_mode);
+		return -EINVAL;
+	}
+	if (p->normalize != PC_NORM_NOISE && p->normalize != PC_NORM_NONE) {
+		seterr(err, errlen, "normalize %d: unknown (noise or none)", (int)p->normalize);
+		return -EINVAL;
+	}
+	if (p->backend != PC_BACKEND_AUTO && p->backend != PC_BACKEND_CPU &&
+	    p->backend != PC_BACKEND_CUDA) {
+		seterr(err, errlen, "backend %d: unknown (auto, cpu or cuda)", (int)p->backend);
+		return -EINVAL;
+	}
+	if (p->staging != PC_STAGING_AUTO && p->staging != PC_STAGING_REGISTER &&
+	    p->staging != PC_STAGING_COPY) {
+		seterr(err, errlen, "staging %d: unknown (auto, register or copy)", (int)p->staging);
+		return -EINVAL;
+	}
+	if (p->ref_len < 1 || !p->ref) {
+		seterr(err, errlen, "pulse length L=0: the reference waveform is empty");
+		return -EINVAL;
+	}
+	R = p->samples;
+	L = p->ref_len;
+	if (L > R) {
+		seterr(err, errlen, "pulse length L=%zu samples exceeds range samples R=%zu", L, R);
+		return -EINVAL;
+	}
+	e = ref_energy(p->ref, L);
+	if (e < 0.0) {
+		seterr(err, errlen, "reference waveform holds a NaN or Inf sample");
+		return -EINVAL;
+	}
+	if (!(e > 0.0)) {
+		seterr(err, errlen, "reference waveform is all zeros: nothing to correlate with");
+		return -EINVAL;
+	}
+	need = R + L - 1;
+	if (p->nfft != 0 && p->nfft < need) {
+		seterr(err, errlen, "nfft %zu < R+L-1 = %zu: the correlation would wrap", p->nfft, need);
+		return -EINVAL;
+	}
+	tmp = p->nfft ? p->nfft : pc_good_fft_size(need);
+	if (tmp == 0 || tmp > INT_MAX) {
+		seterr(err, errlen, "nfft %zu for R+L-1 = %zu is too large (limit %d)", tmp, need, INT_MAX);
+		return -EINVAL;
+	}
+	rows = (size_t)p->channels * p->pulses;
+	if (__builtin_mul_overflow(rows, R, &tmp) || __builtin_mul_overflow(tmp, (size_t)8, &tmp)) {
+		seterr(err, errlen, "CPI of %u x %u x %u samples is too large to address",
+		       p->channels, p->pulses, p->samples);
+		return -EINVAL;
+	}
+	if (p->cpu_threads < 1 || p->cpu_threads > 1024) {
+		seterr(err, errlen, "cpu_threads %d: must be 1..1024", p->cpu_threads);
+		return -EINVAL;
+	}
+	if (p->backend != PC_BACKEND_CPU) {
+		if (p->streams < 1 || p->streams > 64) {
+			seterr(err, errlen, "streams %u: must be 1..64", p->streams);
+			return -EINVAL;
+		}
+		if (p->gpu < -1) {
+			seterr(err, errlen, "gpu %d: must be a device index >= 0, or -1 with gpu_bus_id", p->gpu);
+			return -EINVAL;
+		}
+		if (p->gpu == -1 && (!p->gpu_bus_id || !*p->gpu_bus_id)) {
+			seterr(err, errlen, "gpu -1 needs gpu_bus_id (a PCI bus id like 0000:41:00.0)");
+			return -EINVAL;
+		}
+	}
+#ifndef CHIRP_HAVE_CUDA
+	if (p->backend == PC_BACKEND_CUDA) {
+		seterr(err, errlen, "backend cuda: this chirpd was built without CUDA (no nvcc at build time); use backend cpu or auto");
+		return -EINVAL;
+	}
+#endif
+	return 0;
+}
+
+/* ---- reference spectrum, double precision ---------------------------- */
+
+/* nfft <= INT_MAX (checked), so the index products below fit in uint64_t. */
+
+struct cplx { double re, im; };
+
+static size_t smallest_factor(size_t n)
+{
+	static const size_t small[] = { 2, 3, 5, 7 };
+
+	for (size_t i = 0; i < 4; i++)
+		if (n % small[i] == 0)
+			return small[i];
+	for (size_t f = 11; f * f <= n; f += 2)
+		if (n % f == 0)
+			return f;
+	return n;
+}
+
+/*
+ * Recursive mixed-radix decimation-in-time DFT of n points of in (stride
+ * istride) into out[0..n-1]. tw[m] = exp(-2 pi i m / N) for the full size
+ * N; twstride = N / n. tmp holds at least the largest factor. Cost
+ * O(n * sum of prime factors): fine for setup, and exact twiddles (no
+ * recurrences) keep the error at the double rounding level.
+ */
+static void dft_rec(const struct cplx *in, size_t istride, struct cplx *out,
+		    size_t n, const struct cplx *tw, size_t N, size_t twstride,
+		    struct cplx *tmp)
+{
+	size_t p, m;
+
+	if (n == 1) {
+		out[0] = in[0];
+		return;
+	}
+	p = smallest_factor(n);
+	m = n / p;
+	for (size_t r = 0; r < p; r++)
+		dft_rec(in + r * istride, istride * p, out + r * m, m, tw, N,
+			twstride * p, tmp);
+	/* X[k + q m] = sum_r W_n^{r (k + q m)} Y_r[k] */
+	for (size_t k = 0; k < m; k++) {
+		for (size_t r = 0; r < p; r++)
+			tmp[r] = out[r * m + k];
+		for (size_t q = 0; q < p; q++) {
+			size_t idx = k + q * m;
+			double sr = 0.0, si = 0.0;
+
+			for (size_t r = 0; r < p; r++) {
+				/* W_n^e = W_N^(e * N/n), reduced mod N */
+				size_t e = (size_t)((uint64_t)r * idx % n) * twstride;
+				const struct cplx *w = &tw[e];
+
+				sr += tmp[r].re * w->re - tmp[r].im * w->im;
+				si += tmp[r].re * w->im + tmp[r].im * w->re;
+			}
+			out[idx].re = sr;
+			out[idx].im = si;
+		}
+	}
+}
+
+/* Largest prime factor of n. */
+static size_t largest_factor(size_t n)
+{
+	size_t big = 1;
+
+	while (n > 1) {
+		size_t f = smallest_factor(n);
+
+		big = f;
+		n /= f;
+	}
+	return big;
+}
+
+/*
+ * filt[f] = g conj(H[f]) / nfft with H = DFT_nfft of h zero-padded.
+ * Returns 0 or -ENOMEM.
+ */
+static int make_filter(const float *ref, size_t L, size_t nfft, double g, float *filt)
+{
+	struct cplx *tw = NULL, *x = NULL, *X = NULL, *tmp = NULL;
+	size_t pmax = largest_factor(nfft);
+	int rc = -ENOMEM;
+
+	tw = malloc(nfft * sizeof(*tw));
+	X = malloc(nfft * sizeof(*X));
+	if (!tw || !X)
+		goto out;
+	for (size_t m = 0; m < nfft; m++) {
+		double a = -2.0 * M_PI * (double)m / (double)nfft;
+
+		tw[m].re = cos(a);
+		tw[m].im = sin(a);
+	}
+	/* Mixed-radix costs ~nfft * pmax, the direct sum L * nfft: take the cheaper. */
+	if ((double)nfft * (double)(pmax < L ? pmax : L) > 1e10)
+		log_warn("nfft %zu has a prime factor %zu: building the reference spectrum is slow; "
+			 "prefer an nfft of the form 2^a 3^b 5^c 7^d", nfft, pmax);
+	if (pmax <= L) {
+		x = calloc(nfft, sizeof(*x));
+		tmp = malloc(pmax * sizeof(*tmp));
+		if (!x || !tmp)
+			goto out;
+		for (size_t k = 0; k < L; k++) {
+			x[k].re = ref[2 * k];
+			x[k].im = ref[2 * k + 1];
+		}
+		dft_rec(x, 1, X, nfft, tw, nfft, 1, tmp);
+	} else {
+		/* Direct DFT over the L nonzero samples: O(L nfft). */
+		for (size_t f = 0; f < nfft; f++) {
+			double sr = 0.0, si = 0.0;
+
+			for (size_t k = 0; k < L; k++) {
+				size_t e = (size_t)((uint64_t)k * f % nfft);
+				double hr = ref[2 * k], hi = ref[2 * k + 1];
+
+				sr += hr * tw[e].re - hi * tw[e].im;
+				si += hr * tw[e].im + hi * tw[e].re;
+			}
+			X[f].re = sr;
+			X[f].im = si;
+		}
+	}
+	for (size_t f = 0; f < nfft; f++) {
+		filt[2 * f] = (float)(g * X[f].re / (double)nfft);
+		filt[2 * f + 1] = (float)(-g * X[f].im / (double)nfft);
+	}
+	rc = 0;
+out:
+	free(tw);
+	free(x);
+	free(X);
+	free(tmp);
+	return rc;
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+int pc_cuda_available(void)
+{
+#ifdef CHIRP_HAVE_CUDA
+	return pc_cuda_probe() > 0;
+#else
+	return 0;
+#endif
+}
+
+struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
+{
+	struct pc *pc = NULL;
+	char why[256] = "";
+	double g;
+	int rc;
+
+	rc = pc_params_check(p, err, errlen);
+	if (rc < 0)
+		return NULL;
+	pc = calloc(1, sizeof(*pc));
+	if (!pc) {
+		seterr(err, errlen, "out of memory");
+		return NULL;
+	}
+	pc->setup.channels = p->channels;
+	pc->setup.pulses = p->pulses;
+	pc->setup.samples = p->samples;
+	pc->setup.rows = (size_t)p->channels * p->pulses;
+	pc->setup.ref_len = p->ref_len;
+	pc->setup.nfft = p->nfft ? p->nfft : pc_good_fft_size((size_t)p->samples + p->ref_len - 1);
+	pc->setup.in_format = p->in_format;
+	pc->setup.out_mode = p->out_mode;
+	pc->setup.cpu_threads = p->cpu_threads;
+	pc->setup.gpu = p->gpu;
+	pc->setup.streams = p->streams;
+	pc->setup.staging = p->staging;
+	if (p->gpu_bus_id) {
+		pc->gpu_bus_id = strdup(p->gpu_bus_id);
+		if (!pc->gpu_bus_id) {
+			seterr(err, errlen, "out of memory");
+			goto fail;
+		}
+	}
+	pc->setup.gpu_bus_id = pc->gpu_bus_id;
+	pc->in_bytes = pc->setup.rows * p->samples * pc_format_sample_bytes(p->in_format);
+	pc->out_bytes = pc->setup.rows * p->samples * pc_output_sample_bytes(p->out_mode);
+
+	pc->filt = malloc(2 * pc->setup.nfft * sizeof(float));
+	if (!pc->filt) {
+		seterr(err, errlen, "out of memory for a %zu-point reference spectrum", pc->setup.nfft);
+		goto fail;
+	}
+	g = p->normalize == PC_NORM_NOISE ? 1.0 / sqrt(ref_energy(p->ref, p->ref_len)) : 1.0;
+	if (make_filter(p->ref, p->ref_len, pc->setup.nfft, g, pc->filt) < 0) {
+		seterr(err, errlen, "out of memory computing the reference spectrum (nfft %zu)", pc->setup.nfft);
+		goto fail;
+	}
+	pc->setup.filt = pc->filt;
+
+	pc->backend = p->backend;
+	if (pc->backend == PC_BACKEND_AUTO)
+		pc->backend = pc_cuda_available() ? PC_BACKEND_CUDA : PC_BACKEND_CPU;
+#ifdef CHIRP_HAVE_CUDA
+	if (pc->backend == PC_BACKEND_CUDA) {
+		pc->ops = &pc_cuda_ops;
+		pc->be = pc->ops->create(&pc->setup, why, sizeof(why));
+		if (!pc->be && p->backend == PC_BACKEND_AUTO) {
+			log_warn("backend auto: CUDA device unusable (%s); using the CPU backend", why);
+			pc->backend = PC_BACKEND_CPU;
+		}
+	}
+#endif
+	if (pc->backend == PC_BACKEND_CPU) {
+		pc->ops = &pc_cpu_ops;
+		pc->be = pc->ops->create(&pc->setup, why, sizeof(why));
+	}
+	if (!pc->be) {
+		seterr(err, errlen, "backend %s: %s", pc_backend_name(pc->backend),
+		       why[0] ? why : "cannot be created");
+		goto fail;
+	}
+	return pc;
+fail:
+	pc_destroy(pc);
+	return NULL;
+}
+
+void pc_destroy(struct pc *pc)
+{
+	if (!pc)
+		return;
+	if (pc->be)
+		pc->ops->destroy(pc->be);
+	free(pc->filt);
+	free(pc->gpu_bus_id);
+	free(pc);
+}
+
+void pc_get_info(const struct pc *pc, struct pc_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->numa_node = -1;
+	snprintf(info->staging, sizeof(info->staging), "none");
+	if (pc->ops->info)
+		pc->ops->info(pc->be, info);
+	info->backend = pc->backend;
+	info->nfft = pc->setup.nfft;
+	info->ref_len = pc->setup.ref_len;
+}
+
+size_t pc_in_bytes(const struct pc *pc)
+{
+	return pc->in_bytes;
+}
+
+size_t pc_out_bytes(const struct pc *pc)
+{
+	return pc->out_bytes;
+}
+
+int pc_register_host(struct pc *pc, void *base, size_t len)
+{
+	if (pc->failed)
+		return -EIO;
+	if (!pc->ops->register_host)
+		return 0;
+	return pc->ops->register_host(pc->be, base, len);
+}
+
+void pc_unregister_host(struct pc *pc, void *base)
+{
+	if (pc->ops->unregister_host)
+		pc->ops->unregister_host(pc->be, base);
+}
+
+/* Mark the pc failed after a backend error rc; keep the backend's words. */
+static int pc_fail(struct pc *pc, int rc, const char *call)
+{
+	const char *why = pc->ops->last_error ? pc->ops->last_error(pc->be) : "";
+
+	if (!pc->failed) {
+		pc->failed = true;
+		snprintf(pc->err, sizeof(pc->err), "%s", why && *why ? why : strerror(-rc));
+		log_err("pulse compression (%s backend) failed in %s: %s",
+			pc_backend_name(pc->backend), call, pc->err);
+	}
+	return rc;
+}
+
+int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag)
+{
+	int rc;
+
+	if (pc->failed)
+		return -EIO;
+	/* Bad arguments are the caller's bug, not a backend failure. */
+	if (!in || !out || ((uintptr_t)in | (uintptr_t)out) % 4 != 0)
+		return -EINVAL;
+	rc = pc->ops->submit(pc->be, in, out, tag);
+	if (rc < 0 && rc != -EAGAIN)
+		return pc_fail(pc, rc, "submit");
+	return rc;
+}
+
+int pc_poll(struct pc *pc, struct pc_done *done, int max, int timeout_ms)
+{
+	int rc;
+
+	if (pc->failed)
+		return -EIO;
+	if (!done || max < 1)
+		return -EINVAL;
+	rc = pc->ops->poll(pc->be, done, max, timeout_ms);
+	if (rc < 0)
+		return pc_fail(pc, rc, "poll");
+	return rc;
+}
+
+unsigned pc_in_flight(const struct pc *pc)
+{
+	return pc->ops->in_flight(pc->be);
+}
+
+/*
+ * Needs nothing else in flight (-EBUSY otherwise): entries polled here
+ * belong to this CPI only, so no other CPI's completion is swallowed.
+ */
+int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows)
+{
+	static const uint64_t tag = UINT64_C(0x7063657865637574); /* "pcexecut" */
+	struct pc_done d[4];
+	int rc, n;
+
+	if (pc->failed)
+		return -EIO;
+	if (pc_in_flight(pc) != 0)
+		return -EBUSY;
+	rc = pc_submit(pc, in, out, tag);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		n = pc_poll(pc, d, 4, -1);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			if (d[i].tag == tag && (d[i].flags & PC_DONE_OUTPUT)) {
+				if (nonfinite_rows)
+					*nonfinite_rows = d[i].nonfinite_rows;
+				return 0;
+			}
+		}
+		if (n == 0 && pc_in_flight(pc) == 0) {
+			/* The backend lost our CPI: a bug, never silently pass. */
+			snprintf(pc->err, sizeof(pc->err), "CPI vanished from the backend queue");
+			pc->failed = true;
+			return -EIO;
+		}
+	}
+}
+
+const char *pc_last_error(const struct pc *pc)
+{
+	if (pc->failed)
+		return pc->err;
+	if (pc->ops->last_error)
+		return pc->ops->last_error(pc->be);
+	return "";
+}
+
+int pc_inject_fault(struct pc *pc)
+{
+	if (!pc->ops->inject_fault)
+		return -ENOTSUP;
+	return pc->ops->inject_fault(pc->be);
+}

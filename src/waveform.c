@@ -1,0 +1,448 @@
+/*
+ * waveform.c — reference waveforms and windows (see waveform.h).
+ *
+ * Everything is computed in double precision and rounded to float once, at
+ * the end, so the reference handed to pc_create() is as exact as cf32 allows.
+ * Runs at setup/reload only; allocation is fine here.
+ */
+#include "waveform.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const type_names[] = {
+	[WF_LFM] = "lfm", [WF_BARKER13] = "barker13", [WF_FILE] = "file",
+};
+
+static const char *const window_names[] = {
+	[WIN_RECT] = "rect", [WIN_HAMMING] = "hamming", [WIN_HANN] = "hann",
+	[WIN_BLACKMAN] = "blackman", [WIN_TAYLOR] = "taylor",
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void wf_params_init(struct wf_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->type = WF_LFM;
+	p->sample_rate_hz = 25e6;
+	p->bandwidth_hz = 10e6;
+	p->pulse_width_s = 20e-6;
+	p->chip_samples = 1;
+	p->file = NULL;
+	p->window = WIN_RECT;
+	p->taylor_nbar = 4;
+	p->taylor_sll_db = 35.0;
+}
+
+const char *wf_type_name(enum wf_type t)
+{
+	if ((unsigned)t < NELEM(type_names) && type_names[t])
+		return type_names[t];
+	return "?";
+}
+
+const char *wf_window_name(enum wf_window w)
+{
+	if ((unsigned)w < NELEM(window_names) && window_names[w])
+		return window_names[w];
+	return "?";
+}
+
+int wf_type_parse(const char *s, enum wf_type *t)
+{
+	if (!s || !t)
+		return -EINVAL;
+	for (unsigned i = 0; i < NELEM(type_names); i++) {
+		if (type_names[i] && strcasecmp(s, type_names[i]) == 0) {
+			*t = (enum wf_type)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int wf_window_parse(const char *s, enum wf_window *w)
+{
+	if (!s || !w)
+		return -EINVAL;
+	for (unsigned i = 0; i < NELEM(window_names); i++) {
+		if (window_names[i] && strcasecmp(s, window_names[i]) == 0) {
+			*w = (enum wf_window)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/*
+ * Taylor window as scipy.signal.windows.taylor(n, nbar, sll_db, norm=True,
+ * sym=True): the standard Taylor distribution with nbar nearly constant-level
+ * sidelobes adjacent to the main lobe at -sll_db dB, scaled so the value at
+ * the centre (the maximum) is 1.
+ */
+static int taylor_fill(unsigned nbar, double sll_db, double *w, size_t n)
+{
+	double B, A, A2, s2, *Fm = NULL;
+	int rc = -EINVAL;
+
+	if (nbar < 1 || !(sll_db > 0.0) || !isfinite(sll_db))
+		goto out;
+	Fm = calloc(nbar, sizeof(*Fm));
+	if (!Fm) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	B = pow(10.0, sll_db / 20.0);
+	A = acosh(B) / M_PI;
+	A2 = A * A;
+	s2 = (double)nbar * nbar / (A2 + (nbar - 0.5) * (nbar - 0.5));
+	for (unsigned m = 1; m < nbar; m++) {
+		double m2 = (double)m * m, numer = 1.0, denom = 1.0;
+
+		for (unsigned i = 1; i < nbar; i++) {
+			numer *= 1.0 - m2 / s2 / (A2 + (i - 0.5) * (i - 0.5));
+			if (i != m)
+				denom *= 1.0 - m2 / ((double)i * i);
+		}
+		Fm[m] = ((m % 2) ? 1.0 : -1.0) * numer / (2.0 * denom);
+	}
+
+	/* W(x) = 1 + 2 sum_m Fm cos(2 pi m (x - n/2 + 1/2) / n) */
+	double scale = 1.0;
+	for (int pass = 0; pass < 2; pass++) {
+		size_t count = pass == 0 ? 1 : n;
+		for (size_t k = 0; k < count; k++) {
+			double x = pass == 0 ? (n - 1) / 2.0 : (double)k;
+			double v = 1.0;
+
+			for (unsigned m = 1; m < nbar; m++)
+				v += 2.0 * Fm[m] *
+				     cos(2.0 * M_PI * m * (x - n / 2.0 + 0.5) / n);
+			if (pass == 0)
+				scale = 1.0 / v;
+			else
+				w[k] = v * scale;
+		}
+	}
+	rc = 0;
+out:
+	free(Fm);
+	return rc;
+}
+
+int wf_window_fill(enum wf_window win, unsigned nbar, double sll_db,
+		   double *w, size_t n)
+{
+	if (!w || n == 0)
+		return -EINVAL;
+	if (win == WIN_TAYLOR)
+		return taylor_fill(nbar, sll_db, w, n);
+	if (n == 1) {
+		if ((unsigned)win > WIN_TAYLOR)
+			return -EINVAL;
+		w[0] = 1.0;
+		return 0;
+	}
+	/* Symmetric forms: the phase runs over [0, 2 pi] across n samples. */
+	for (size_t k = 0; k < n; k++) {
+		double ph = 2.0 * M_PI * (double)k / (double)(n - 1);
+
+		switch (win) {
+		case WIN_RECT:
+			w[k] = 1.0;
+			break;
+		case WIN_HAMMING:
+			w[k] = 0.54 - 0.46 * cos(ph);
+			break;
+		case WIN_HANN:
+			w[k] = 0.5 - 0.5 * cos(ph);
+			break;
+		case WIN_BLACKMAN:
+			w[k] = 0.42 - 0.5 * cos(ph) + 0.08 * cos(2.0 * ph);
+			if (w[k] < 0.0)   /* -1.4e-17 at the ends: rounding */
+				w[k] = 0.0;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Read a cf32_le reference from path. max_len bounds L (= R). Returns 0 with
+ * *out (2*L doubles) or a negative errno with the reason.
+ */
+static int read_cf32_file(const char *path, unsigned max_len, double **out,
+			  size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	uint32_t *raw = NULL;
+	double *d = NULL;
+	size_t n, nbytes, got = 0;
+	int fd = -1, rc;
+
+	if (!path || !*path) {
+		seterr(err, errlen, "waveform type file needs a file path");
+		return -EINVAL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		seterr(err, errlen, "waveform file %s: cannot open: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "waveform file %s: fstat: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
+		seterr(err, errlen, "waveform file %s: not a regular file", path);
+		goto out;
+	}
+	if (st.st_size == 0) {
+		rc = -EINVAL;
+		seterr(err, errlen, "waveform file %s: empty (need cf32_le samples, 8 bytes each)", path);
+		goto out;
+	}
+	if (st.st_size % 8 != 0) {
+		rc = -EINVAL;
+		seterr(err, errlen,
+		       "waveform file %s: size %lld bytes is not a multiple of 8 (cf32_le: 8 bytes per sample)",
+		       path, (long long)st.st_size);
+		goto out;
+	}
+	if ((unsigned long long)st.st_size / 8 > max_len) {
+		rc = -EINVAL;
+		seterr(err, errlen,
+		       "pulse length L=%lld samples (waveform file %s) exceeds range samples R=%u",
+		       (long long)st.st_size / 8, path, max_len);
+		goto out;
+	}
+	n = (size_t)st.st_size / 8;
+	nbytes = n * 8;
+	raw = malloc(nbytes);
+	d = malloc(2 * n * sizeof(*d));
+	if (!raw || !d) {
+		rc = -ENOMEM;
+		seterr(err, errlen, "waveform file %s: out of memory for %zu samples", path, n);
+		goto out;
+	}
+	while (got < nbytes) {
+		ssize_t r = read(fd, (char *)raw + got, nbytes - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			seterr(err, errlen, "waveform file %s: read: %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0) {
+			rc = -EIO;
+			seterr(err, errlen, "waveform file %s: short read (%zu of %zu bytes; file changed?)",
+			       path, got, nbytes);
+			goto out;
+		}
+		got += (size_t)r;
+	}
+	for (size_t i = 0; i < 2 * n; i++) {
+		uint32_t u = le32toh(raw[i]);
+		float f;
+
+		memcpy(&f, &u, sizeof(f));
+		if (!isfinite(f)) {
+			rc = -EINVAL;
+			seterr(err, errlen, "waveform file %s: sample %zu is not finite", path, i / 2);
+			goto out;
+		}
+		d[i] = f;
+	}
+	*out = d;
+	*len = n;
+	d = NULL;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(raw);
+	free(d);
+	return rc;
+}
+
+int wf_build(const struct wf_params *p, unsigned range_samples,
+	     float **ref, size_t *len, char *err, size_t errlen)
+{
+	double *s = NULL, *w = NULL, energy = 0.0;
+	float *h = NULL;
+	size_t L = 0;
+	int rc = -EINVAL;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!p || !ref || !len) {
+		seterr(err, errlen, "wf_build: missing argument");
+		return -EINVAL;
+	}
+	if (range_samples < 1) {
+		seterr(err, errlen, "range samples R=0: need at least 1");
+		return -EINVAL;
+	}
+	if ((unsigned)p->window > WIN_TAYLOR) {
+		seterr(err, errlen, "window: unknown window %d", (int)p->window);
+		return -EINVAL;
+	}
+	if (p->window == WIN_TAYLOR) {
+		if (p->taylor_nbar < 1) {
+			seterr(err, errlen, "taylor_nbar %u: must be at least 1", p->taylor_nbar);
+			return -EINVAL;
+		}
+		if (!(p->taylor_sll_db > 0.0) || !isfinite(p->taylor_sll_db)) {
+			seterr(err, errlen, "taylor_sll_db %g: must be a positive number of dB", p->taylor_sll_db);
+			return -EINVAL;
+		}
+	}
+
+	switch (p->type) {
+	case WF_LFM: {
+		double fs = p->sample_rate_hz, B = p->bandwidth_hz, tau = p->pulse_width_s, Ld;
+
+		if (!(fs > 0.0) || !isfinite(fs)) {
+			seterr(err, errlen, "sample_rate_hz %g: must be positive", fs);
+			goto out;
+		}
+		if (!(B > 0.0) || !isfinite(B)) {
+			seterr(err, errlen, "bandwidth_hz %g: must be positive", B);
+			goto out;
+		}
+		if (B > fs) {
+			seterr(err, errlen, "bandwidth_hz %g exceeds sample_rate_hz %g", B, fs);
+			goto out;
+		}
+		if (!(tau > 0.0) || !isfinite(tau)) {
+			seterr(err, errlen, "pulse_width_s %g: must be positive", tau);
+			goto out;
+		}
+		Ld = round(tau * fs);
+		if (Ld < 1.0) {
+			seterr(err, errlen,
+			       "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
+			       tau * fs);
+			goto out;
+		}
+		if (Ld > (double)range_samples) {
+			seterr(err, errlen,
+			       "pulse length L=%.0f samples (pulse_width_s*sample_rate_hz) exceeds range samples R=%u",
+			       Ld, range_samples);
+			goto out;
+		}
+		L = (size_t)Ld;
+		s = malloc(2 * L * sizeof(*s));
+		if (!s)
+			goto nomem;
+		/* s[k] = exp(j pi (B/tau) t_k^2), t_k = k/fs - tau/2 */
+		for (size_t k = 0; k < L; k++) {
+			double t = (double)k / fs - tau / 2.0;
+			double ph = M_PI * (B / tau) * t * t;
+
+			s[2 * k] = cos(ph);
+			s[2 * k + 1] = sin(ph);
+		}
+		break;
+	}
+	case WF_BARKER13: {
+		static const int chips[13] = { 1, 1, 1, 1, 1, -1, -1, 1, 1, -1, 1, -1, 1 };
+		unsigned cs = p->chip_samples;
+
+		if (cs < 1) {
+			seterr(err, errlen, "chip_samples 0: must be at least 1");
+			goto out;
+		}
+		if (13.0 * cs > (double)range_samples) {
+			seterr(err, errlen,
+			       "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
+			       13.0 * cs, range_samples);
+			goto out;
+		}
+		L = 13 * (size_t)cs;
+		s = malloc(2 * L * sizeof(*s));
+		if (!s)
+			goto nomem;
+		for (size_t k = 0; k < L; k++) {
+			s[2 * k] = chips[k / cs];
+			s[2 * k + 1] = 0.0;
+		}
+		break;
+	}
+	case WF_FILE:
+		rc = read_cf32_file(p->file, range_samples, &s, &L, err, errlen);
+		if (rc < 0)
+			goto out;
+		rc = -EINVAL;
+		break;
+	default:
+		seterr(err, errlen, "waveform type %d: unknown", (int)p->type);
+		goto out;
+	}
+
+	w = malloc(L * sizeof(*w));
+	h = malloc(2 * L * sizeof(*h));
+	if (!w || !h)
+		goto nomem;
+	rc = wf_window_fill(p->window, p->taylor_nbar, p->taylor_sll_db, w, L);
+	if (rc < 0) {
+		seterr(err, errlen, "window %s: cannot build for L=%zu", wf_window_name(p->window), L);
+		goto out;
+	}
+	for (size_t k = 0; k < L; k++) {
+		h[2 * k] = (float)(w[k] * s[2 * k]);
+		h[2 * k + 1] = (float)(w[k] * s[2 * k + 1]);
+		energy += (double)h[2 * k] * h[2 * k] + (double)h[2 * k + 1] * h[2 * k + 1];
+	}
+	if (!(energy > 0.0)) {
+		rc = -EINVAL;
+		seterr(err, errlen, "reference waveform is all zeros (after the %s window): nothing to correlate with",
+		       wf_window_name(p->window));
+		goto out;
+	}
+	*ref = h;
+	*len = L;
+	h = NULL;
+	rc = 0;
+	goto out;
+nomem:
+	rc = -ENOMEM;
+	seterr(err, errlen, "out of memory building a %zu-sample reference", L);
+out:
+	free(s);
+	free(w);
+	free(h);
+	return rc;
+}
