@@ -59,7 +59,7 @@ struct chirp_config {
 	unsigned streams;
 	size_t nfft;                         /* 0 = auto                    */
 	enum pc_normalize normalize;
-	int cpu_threads;
+	int cpu_threads;                     /* 0 = auto (config_cpu_threads) */
 	enum pc_staging staging;
 
 	/* [output] */
@@ -107,7 +107,26 @@ int config_restart_keys(const struct chirp_config *a, const struct chirp_config 
  * by the caller with wf_build(&c->wf, c->samples, ...). */
 void config_pc_params(const struct chirp_config *c, struct pc_params *p);
 
-/* Write conf/chirpd.conf-style documentation of every key to out. */
+/* Write conf/chirpd.conf-style documentation of every key to out
+ * (conf/chirpd.conf is exactly this output; test_config checks it). */
 void config_write_reference(FILE *out);
+
+/* The same reference as Markdown (doc/config.md is exactly this output). */
+void config_write_markdown(FILE *out);
+
+/*
+ * &c->wf with wf.file pointing at c->wf_file (or NULL if empty). Use it
+ * instead of &c->wf after copying a struct chirp_config (struct copies
+ * carry the old wf.file pointer).
+ */
+const struct wf_params *config_wf(struct chirp_config *c);
+
+/* 1 if [section] key can change on reload, 0 if it needs a restart,
+ * -ENOENT if there is no such key. */
+int config_key_reloadable(const char *section, const char *name);
+
+/* FFTW threads to use: cpu_threads, or for auto (0) the number of cpus in
+ * [numa] cpus, else online cpus, at most 8. */
+int config_cpu_threads(const struct chirp_config *c);
 
 #endif /* CHIRP_CONFIG_H */

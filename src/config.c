@@ -1,0 +1,1448 @@
+/*
+ * config.c — chirpd's configuration, declared once (see config.h).
+ *
+ * cfg_tab[] below is the only place a key exists. Each entry gives the
+ * section and name, the type, where the value lives in struct
+ * chirp_config, the default (as the text a user would write, parsed by the
+ * same code as the file, so defaults cannot drift from what is documented),
+ * the range, whether the key can change on reload, and the help text.
+ * Parsing, defaults, --check, config_print, the JSON reply, the restart-key
+ * list and the reference documentation (conf/chirpd.conf, doc/config.md)
+ * all walk this table.
+ *
+ * Parsing uses inih through ini_parse_stream with our own line reader. The
+ * reader counts lines (inih calls the handler for a line before reading
+ * the next, so the count is the handler's line number), and rejects what
+ * inih would silently accept or misreport: lines with no '=', section
+ * headers with junk after ']', unknown or repeated sections, control
+ * characters and over-long lines. It also strips leading blanks, which
+ * turns off inih's multi-line continuation (a continuation would look like
+ * a duplicate key), and inline comments that start with " #" or " ;".
+ * Every problem is reported, not just the first.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <grp.h>
+#include <ini.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "log.h"
+
+_Static_assert(sizeof(enum pc_format) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum wf_type) == sizeof(int), "enums are stored as int");
+
+/* Largest config file we read: a real one is a few KiB. */
+#define CFG_FILE_MAX (1u << 20)
+
+enum ktype {
+	T_STR,        /* char[size]; optional check function                  */
+	T_BOOL,       /* int 0/1: true|false|yes|no|on|off|1|0                */
+	T_INT,        /* int in [min, max]                                    */
+	T_UINT,       /* unsigned in [min, max]                               */
+	T_DOUBLE,     /* double in [min, max] (F_MIN_EXCL: min excluded)      */
+	T_ENUM,       /* int, one of choices                                  */
+	T_NUMA,       /* int: auto | none | node number                       */
+	T_GPU,        /* gpu (int) + gpu_bus_id: index or PCI bus id          */
+	T_NFFT,       /* size_t: auto (0) | N                                 */
+	T_AUTO_INT,   /* int: auto (0) | N in [min, max]                      */
+};
+
+#define F_MIN_EXCL  (1u << 0)   /* value must be > min                    */
+#define F_POW2      (1u << 1)   /* value must be a power of two           */
+
+struct cfg_choice { const char *name; int value; };
+
+struct cfg_key {
+	const char *section;
+	const char *name;
+	enum ktype type;
+	size_t off;
+	size_t size;                /* T_STR: buffer size                     */
+	const char *def;            /* default, as written in a file          */
+	double min, max;
+	unsigned flags;
+	const struct cfg_choice *choices;   /* T_ENUM, NULL-name terminated   */
+	int (*check)(const char *v, char *err, size_t len);  /* T_STR         */
+	int reload;                 /* 1: can change on reload                */
+	const char *help;
+};
+
+static const char *const cfg_sections[] = {
+	"daemon", "numa", "input", "cpi", "waveform", "processing", "output", "metrics", NULL,
+};
+
+static const struct cfg_choice ch_loglevel[] = {
+	{ "error", LOG_ERR }, { "warning", LOG_WARNING }, { "notice", LOG_NOTICE },
+	{ "info", LOG_INFO }, { "debug", LOG_DEBUG }, { NULL, 0 },
+};
+static const struct cfg_choice ch_realtime[] = {
+	{ "off", CFG_RT_OFF }, { "preferred", CFG_RT_PREFERRED },
+	{ "required", CFG_RT_REQUIRED }, { NULL, 0 },
+};
+static const struct cfg_choice ch_format[] = {
+	{ "cf32", PC_FMT_CF32 }, { "sc16", PC_FMT_SC16 }, { NULL, 0 },
+};
+static const struct cfg_choice ch_wftype[] = {
+	{ "lfm", WF_LFM }, { "barker13", WF_BARKER13 }, { "file", WF_FILE }, { NULL, 0 },
+};
+static const struct cfg_choice ch_window[] = {
+	{ "rect", WIN_RECT }, { "hamming", WIN_HAMMING }, { "hann", WIN_HANN },
+	{ "blackman", WIN_BLACKMAN }, { "taylor", WIN_TAYLOR }, { NULL, 0 },
+};
+static const struct cfg_choice ch_backend[] = {
+	{ "auto", PC_BACKEND_AUTO }, { "cuda", PC_BACKEND_CUDA }, { "cpu", PC_BACKEND_CPU },
+	{ NULL, 0 },
+};
+static const struct cfg_choice ch_normalize[] = {
+	{ "noise", PC_NORM_NOISE }, { "none", PC_NORM_NONE }, { NULL, 0 },
+};
+static const struct cfg_choice ch_staging[] = {
+	{ "auto", PC_STAGING_AUTO }, { "register", PC_STAGING_REGISTER },
+	{ "copy", PC_STAGING_COPY }, { NULL, 0 },
+};
+static const struct cfg_choice ch_outmode[] = {
+	{ "complex", PC_OUT_COMPLEX }, { "magnitude", PC_OUT_MAGNITUDE },
+	{ "power_db", PC_OUT_POWER_DB }, { NULL, 0 },
+};
+
+static int check_socket_path(const char *v, char *err, size_t len);
+static int check_group(const char *v, char *err, size_t len);
+static int check_cpus(const char *v, char *err, size_t len);
+static int check_shm_name(const char *v, char *err, size_t len);
+static int check_file_path(const char *v, char *err, size_t len);
+static int check_listen(const char *v, char *err, size_t len);
+
+#define OFF(f)  offsetof(struct chirp_config, f)
+#define SZ(f)   sizeof(((struct chirp_config *)0)->f)
+
+static const struct cfg_key cfg_tab[] = {
+	/* [daemon] */
+	{ "daemon", "control_socket", T_STR, OFF(control_socket), SZ(control_socket),
+	  "/run/chirpd/control.sock", 0, 0, 0, NULL, check_socket_path, 0,
+	  "Unix socket for chirpctl (created mode 0660; parent directory created if missing)." },
+	{ "daemon", "control_group", T_STR, OFF(control_group), SZ(control_group),
+	  "", 0, 0, 0, NULL, check_group, 0,
+	  "Group that owns the control socket and may run mutating commands (reload, pause, resume, log-level); empty = only root and chirpd's own user." },
+	{ "daemon", "log_level", T_ENUM, OFF(log_level), 0,
+	  "info", 0, 0, 0, ch_loglevel, NULL, 1,
+	  "Least important messages logged: error, warning, notice, info or debug." },
+
+	/* [numa] */
+	{ "numa", "node", T_NUMA, OFF(numa_node), 0,
+	  "auto", 0, 1023, 0, NULL, NULL, 0,
+	  "NUMA node for the data path threads and buffers: auto (the GPU's node, else the node of the first cpu), a node number, or none (no binding)." },
+	{ "numa", "cpus", T_STR, OFF(cpus), SZ(cpus),
+	  "", 0, 0, 0, NULL, check_cpus, 0,
+	  "CPUs for the data path threads, as a list like 2-5,8; empty = the node's cpus (or all with node = none)." },
+	{ "numa", "realtime", T_ENUM, OFF(realtime), 0,
+	  "off", 0, 0, 0, ch_realtime, NULL, 0,
+	  "SCHED_FIFO for the data path thread: off, preferred (try, warn if not permitted) or required (fail to start if not permitted)." },
+	{ "numa", "rt_priority", T_INT, OFF(rt_priority), 0,
+	  "50", 1, 99, 0, NULL, NULL, 0,
+	  "SCHED_FIFO priority 1..99 when realtime is not off." },
+	{ "numa", "lock_memory", T_BOOL, OFF(lock_memory), 0,
+	  "false", 0, 0, 0, NULL, NULL, 0,
+	  "mlockall() so the data path never page-faults (needs CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK; a failure is a warning)." },
+
+	/* [input] */
+	{ "input", "ring", T_STR, OFF(input_ring), SZ(input_ring),
+	  "/chirpd-in", 0, 0, 0, NULL, check_shm_name, 0,
+	  "POSIX shared memory name of the input ring the digitizer writes CPIs into." },
+	{ "input", "slots", T_UINT, OFF(input_slots), 0,
+	  "16", 2, 65536, F_POW2, NULL, NULL, 1,
+	  "CPIs the input ring holds, a power of two 2..65536 (re-created on reload)." },
+	{ "input", "format", T_ENUM, OFF(format), 0,
+	  "cf32", 0, 0, 0, ch_format, NULL, 1,
+	  "Input sample format: cf32 (float32 I,Q) or sc16 (int16 I,Q, scaled by 1/32768)." },
+	{ "input", "hugepages", T_BOOL, OFF(input_hugepages), 0,
+	  "false", 0, 0, 0, NULL, NULL, 1,
+	  "Back the input ring with 2 MiB huge pages (/dev/hugepages must be mounted with free pages)." },
+
+	/* [cpi] */
+	{ "cpi", "channels", T_UINT, OFF(channels), 0,
+	  "1", 1, 4096, 0, NULL, NULL, 1,
+	  "Receive channels per CPI." },
+	{ "cpi", "pulses", T_UINT, OFF(pulses), 0,
+	  "128", 1, 1048576, 0, NULL, NULL, 1,
+	  "Pulses per CPI." },
+	{ "cpi", "samples", T_UINT, OFF(samples), 0,
+	  "4000", 1, 16777216, 0, NULL, NULL, 1,
+	  "Range samples per pulse (R), the length of one range line." },
+
+	/* [waveform] */
+	{ "waveform", "type", T_ENUM, OFF(wf.type), 0,
+	  "lfm", 0, 0, 0, ch_wftype, NULL, 1,
+	  "Reference waveform: lfm (linear FM chirp), barker13 (13-chip Barker code) or file (cf32 samples from file)." },
+	{ "waveform", "sample_rate_hz", T_DOUBLE, OFF(wf.sample_rate_hz), 0,
+	  "25e6", 0, 1e11, F_MIN_EXCL, NULL, NULL, 1,
+	  "Complex sample rate of the input in Hz." },
+	{ "waveform", "bandwidth_hz", T_DOUBLE, OFF(wf.bandwidth_hz), 0,
+	  "10e6", 0, 1e11, F_MIN_EXCL, NULL, NULL, 1,
+	  "lfm: swept bandwidth in Hz, at most sample_rate_hz (centred on 0 Hz)." },
+	{ "waveform", "pulse_width_s", T_DOUBLE, OFF(wf.pulse_width_s), 0,
+	  "10e-6", 0, 1, F_MIN_EXCL, NULL, NULL, 1,
+	  "lfm: pulse length in seconds; L = round(pulse_width_s * sample_rate_hz) samples, 1 <= L <= samples." },
+	{ "waveform", "chip_samples", T_UINT, OFF(wf.chip_samples), 0,
+	  "4", 1, 1048576, 0, NULL, NULL, 1,
+	  "barker13: samples per chip; L = 13 * chip_samples <= samples." },
+	{ "waveform", "file", T_STR, OFF(wf_file), SZ(wf_file),
+	  "", 0, 0, 0, NULL, check_file_path, 1,
+	  "file: path of the reference, little-endian cf32 samples (8 bytes each); L = size / 8 <= samples." },
+	{ "waveform", "window", T_ENUM, OFF(wf.window), 0,
+	  "hamming", 0, 0, 0, ch_window, NULL, 1,
+	  "Window applied to the reference in time: rect, hamming, hann, blackman or taylor." },
+	{ "waveform", "taylor_nbar", T_UINT, OFF(wf.taylor_nbar), 0,
+	  "5", 1, 100, 0, NULL, NULL, 1,
+	  "taylor: number of nearly constant-level sidelobes (nbar)." },
+	{ "waveform", "taylor_sll_db", T_DOUBLE, OFF(wf.taylor_sll_db), 0,
+	  "35", 0, 200, F_MIN_EXCL, NULL, NULL, 1,
+	  "taylor: peak sidelobe level below the main lobe, in dB (positive)." },
+
+	/* [processing] */
+	{ "processing", "backend", T_ENUM, OFF(backend), 0,
+	  "auto", 0, 0, 0, ch_backend, NULL, 0,
+	  "Where pulse compression runs: auto (CUDA if a usable GPU, else CPU), cuda or cpu." },
+	{ "processing", "gpu", T_GPU, OFF(gpu), 0,
+	  "0", 0, 1023, 0, NULL, NULL, 0,
+	  "cuda: GPU to use, a CUDA device index or a PCI bus id like 0000:41:00.0." },
+	{ "processing", "streams", T_UINT, OFF(streams), 0,
+	  "2", 1, 16, 0, NULL, NULL, 0,
+	  "cuda: CPIs in flight at once (copy in / compute / copy out overlap)." },
+	{ "processing", "staging", T_ENUM, OFF(staging), 0,
+	  "auto", 0, 0, 0, ch_staging, NULL, 0,
+	  "cuda: register the rings' memory for DMA in place (register), copy through pinned buffers (copy), or try register then copy (auto)." },
+	{ "processing", "nfft", T_NFFT, OFF(nfft), 0,
+	  "auto", 1, 1 << 28, 0, NULL, NULL, 1,
+	  "FFT length: auto (smallest 2^a 3^b 5^c 7^d >= samples + L - 1) or a number >= samples + L - 1." },
+	{ "processing", "normalize", T_ENUM, OFF(normalize), 0,
+	  "noise", 0, 0, 0, ch_normalize, NULL, 1,
+	  "Output scaling: noise (gain 1/||h||, white noise keeps its power) or none (gain 1)." },
+	{ "processing", "cpu_threads", T_AUTO_INT, OFF(cpu_threads), 0,
+	  "auto", 1, 1024, 0, NULL, NULL, 1,
+	  "cpu: FFTW threads: auto (one per cpu in [numa] cpus, else per online cpu, at most 8) or a number." },
+
+	/* [output] */
+	{ "output", "mode", T_ENUM, OFF(out_mode), 0,
+	  "complex", 0, 0, 0, ch_outmode, NULL, 1,
+	  "Result format: complex (cf32 y[n]), magnitude (float32 |y|) or power_db (float32 10 log10 |y|^2)." },
+	{ "output", "ring", T_STR, OFF(output_ring), SZ(output_ring),
+	  "/chirpd-out", 0, 0, 0, NULL, check_shm_name, 0,
+	  "POSIX shared memory name of the output ring consumers read results from." },
+	{ "output", "slots", T_UINT, OFF(output_slots), 0,
+	  "16", 2, 65536, F_POW2, NULL, NULL, 1,
+	  "CPIs the output ring holds, a power of two 2..65536." },
+	{ "output", "file", T_STR, OFF(output_file), SZ(output_file),
+	  "", 0, 0, 0, NULL, check_file_path, 1,
+	  "Also append every result CPI to this file (raw, output format); empty = off." },
+
+	/* [metrics] */
+	{ "metrics", "listen", T_STR, OFF(metrics_listen), SZ(metrics_listen),
+	  "", 0, 0, 0, NULL, check_listen, 0,
+	  "Serve Prometheus metrics over HTTP at host:port (e.g. 127.0.0.1:9464, [::1]:9464); empty = off." },
+};
+
+#define NKEYS (sizeof(cfg_tab) / sizeof(cfg_tab[0]))
+#define NSECTIONS (sizeof(cfg_sections) / sizeof(cfg_sections[0]) - 1)
+
+/* ---- value checks ------------------------------------------------------ */
+
+static int check_socket_path(const char *v, char *err, size_t len)
+{
+	if (v[0] != '/') {
+		snprintf(err, len, "'%s' is not an absolute path", v);
+		return -EINVAL;
+	}
+	if (strlen(v) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		snprintf(err, len, "path is %zu characters, a Unix socket path holds at most %zu",
+			 strlen(v), sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+static int check_group(const char *v, char *err, size_t len)
+{
+	struct group grp, *res = NULL;
+	char buf[4096];
+	int rc;
+
+	if (!v[0])
+		return 0;
+	for (const char *p = v; *p; p++) {
+		if (!isalnum((unsigned char)*p) && !strchr("._-", *p)) {
+			snprintf(err, len, "'%s' is not a valid group name", v);
+			return -EINVAL;
+		}
+	}
+	rc = getgrnam_r(v, &grp, buf, sizeof(buf), &res);
+	if (rc == 0 && !res) {
+		snprintf(err, len, "no group '%s' on this system", v);
+		return -ENOENT;
+	}
+	if (rc != 0) {
+		snprintf(err, len, "cannot look up group '%s': %s", v, strerror(rc));
+		return -rc;
+	}
+	return 0;
+}
+
+/* "2-5,8,10-11": ascending ranges of cpu numbers < CPU_SETSIZE. */
+static int check_cpus(const char *v, char *err, size_t len)
+{
+	const char *p = v;
+
+	if (!v[0])
+		return 0;
+	for (;;) {
+		char *end;
+		unsigned long a, b;
+
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		errno = 0;
+		a = strtoul(p, &end, 10);
+		b = a;
+		p = end;
+		if (*p == '-') {
+			p++;
+			if (!isdigit((unsigned char)*p))
+				goto bad;
+			b = strtoul(p, &end, 10);
+			p = end;
+		}
+		if (errno || a > b || b >= 1024) {
+			snprintf(err, len, "'%s': cpu range %lu-%lu is empty or beyond cpu 1023", v, a, b);
+			return -EINVAL;
+		}
+		if (*p == '\0')
+			return 0;
+		if (*p != ',')
+			goto bad;
+		p++;
+	}
+bad:
+	snprintf(err, len, "'%s' is not a cpu list like 2-5,8", v);
+	return -EINVAL;
+}
+
+/* POSIX shm names: "/name", one slash, at most NAME_MAX. */
+static int check_shm_name(const char *v, char *err, size_t len)
+{
+	if (v[0] != '/' || v[1] == '\0' || strchr(v + 1, '/')) {
+		snprintf(err, len, "'%s' is not a shared memory name like /chirpd-in (one leading '/', no other)", v);
+		return -EINVAL;
+	}
+	if (strlen(v) > NAME_MAX) {
+		snprintf(err, len, "name is longer than %d characters", NAME_MAX);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+static int check_file_path(const char *v, char *err, size_t len)
+{
+	(void)v; (void)err; (void)len;
+	return 0;   /* any path; existence is checked where it matters */
+}
+
+/* "host:port" or "[v6]:port", port 1..65535; "" = off. */
+static int check_listen(const char *v, char *err, size_t len)
+{
+	const char *colon;
+	char *end;
+	long port;
+
+	if (!v[0])
+		return 0;
+	if (v[0] == '[') {
+		const char *rb = strchr(v, ']');
+		if (!rb || rb == v + 1 || rb[1] != ':')
+			goto bad;
+		colon = rb + 1;
+	} else {
+		colon = strrchr(v, ':');
+		if (!colon || colon == v || memchr(v, ':', (size_t)(colon - v)))
+			goto bad;
+	}
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (!isdigit((unsigned char)colon[1]) || *end || errno || port < 1 || port > 65535)
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, len, "'%s' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464) with port 1..65535", v);
+	return -EINVAL;
+}
+
+/* ---- parsing one value ------------------------------------------------- */
+
+static int parse_bool(const char *v, int *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1", NULL };
+	static const char *const no[] = { "false", "no", "off", "0", NULL };
+
+	for (int i = 0; yes[i]; i++)
+		if (!strcasecmp(v, yes[i]))
+			return *out = 1, 0;
+	for (int i = 0; no[i]; i++)
+		if (!strcasecmp(v, no[i]))
+			return *out = 0, 0;
+	return -EINVAL;
+}
+
+/* Strict decimal integer: optional sign, digits, nothing else. */
+static int parse_ll(const char *v, long long *out)
+{
+	char *end;
+
+	if (!v[0] || isspace((unsigned char)v[0]))
+		return -EINVAL;
+	errno = 0;
+	*out = strtoll(v, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	return 0;
+}
+
+static void choices_list(const struct cfg_choice *ch, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; ch[i].name && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "|" : "", ch[i].name);
+}
+
+static int range_err(const struct cfg_key *k, const char *v, char *err, size_t len)
+{
+	if (k->flags & F_MIN_EXCL)
+		snprintf(err, len, "%s is out of range (> %g, <= %g)", v, k->min, k->max);
+	else
+		snprintf(err, len, "%s is out of range (%g..%g)", v, k->min, k->max);
+	return -ERANGE;
+}
+
+static int parse_int_range(const struct cfg_key *k, const char *v, long long *out,
+			   char *err, size_t len)
+{
+	int rc = parse_ll(v, out);
+
+	if (rc == -EINVAL) {
+		snprintf(err, len, "'%s' is not an integer", v);
+		return rc;
+	}
+	if (rc == -ERANGE || *out < (long long)k->min || *out > (long long)k->max)
+		return range_err(k, v, err, len);
+	if ((k->flags & F_POW2) && (*out & (*out - 1))) {
+		snprintf(err, len, "%s is not a power of two", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_value(const struct cfg_key *k, struct chirp_config *c, const char *v,
+		       char *err, size_t len)
+{
+	char *base = (char *)c + k->off;
+	long long ll;
+	int rc;
+
+	switch (k->type) {
+	case T_STR:
+		if (strlen(v) >= k->size) {
+			snprintf(err, len, "value is %zu characters, at most %zu allowed",
+				 strlen(v), k->size - 1);
+			return -ENAMETOOLONG;
+		}
+		if (k->check && (rc = k->check(v, err, len)) < 0)
+			return rc;
+		memcpy(base, v, strlen(v) + 1);
+		return 0;
+	case T_BOOL: {
+		int b;
+		if (parse_bool(v, &b) < 0) {
+			snprintf(err, len, "'%s' is not a boolean (true|false|yes|no|on|off|1|0)", v);
+			return -EINVAL;
+		}
+		*(int *)base = b;
+		return 0;
+	}
+	case T_INT:
+		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0)
+			return rc;
+		*(int *)base = (int)ll;
+		return 0;
+	case T_UINT:
+		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0)
+			return rc;
+		*(unsigned *)base = (unsigned)ll;
+		return 0;
+	case T_AUTO_INT:
+		if (!strcmp(v, "auto")) {
+			*(int *)base = 0;
+			return 0;
+		}
+		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0) {
+			if (rc == -EINVAL)
+				snprintf(err, len, "'%s' is neither auto nor an integer", v);
+			return rc;
+		}
+		*(int *)base = (int)ll;
+		return 0;
+	case T_NFFT:
+		if (!strcmp(v, "auto")) {
+			*(size_t *)base = 0;
+			return 0;
+		}
+		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0) {
+			if (rc == -EINVAL)
+				snprintf(err, len, "'%s' is neither auto nor an integer", v);
+			return rc;
+		}
+		*(size_t *)base = (size_t)ll;
+		return 0;
+	case T_DOUBLE: {
+		char *end;
+		double d;
+
+		if (!v[0] || isspace((unsigned char)v[0])) {
+			snprintf(err, len, "'%s' is not a number", v);
+			return -EINVAL;
+		}
+		errno = 0;
+		d = strtod(v, &end);
+		if (*end || end == v) {
+			snprintf(err, len, "'%s' is not a number", v);
+			return -EINVAL;
+		}
+		if (!isfinite(d) || errno == ERANGE || d > k->max ||
+		    ((k->flags & F_MIN_EXCL) ? d <= k->min : d < k->min))
+			return range_err(k, v, err, len);
+		*(double *)base = d;
+		return 0;
+	}
+	case T_ENUM:
+		for (int i = 0; k->choices[i].name; i++) {
+			if (!strcmp(v, k->choices[i].name)) {
+				*(int *)base = k->choices[i].value;
+				return 0;
+			}
+		}
+		{
+			char list[128];
+			choices_list(k->choices, list, sizeof(list));
+			snprintf(err, len, "'%s' is not one of %s", v, list);
+		}
+		return -EINVAL;
+	case T_NUMA:
+		if (!strcmp(v, "auto")) {
+			*(int *)base = CFG_NUMA_AUTO;
+			return 0;
+		}
+		if (!strcmp(v, "none")) {
+			*(int *)base = CFG_NUMA_NONE;
+			return 0;
+		}
+		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0) {
+			if (rc == -EINVAL)
+				snprintf(err, len, "'%s' is not auto, none or a node number", v);
+			return rc;
+		}
+		*(int *)base = (int)ll;
+		return 0;
+	case T_GPU:
+		/* A PCI bus id has a ':'; an index is a plain number. */
+		if (strchr(v, ':')) {
+			unsigned dom, bus, dev, fn;
+			char tail;
+			if (strlen(v) >= SZ(gpu_bus_id) ||
+			    (sscanf(v, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4 &&
+			     sscanf(v, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3) ||
+			    !isxdigit((unsigned char)v[0])) {
+				snprintf(err, len, "'%s' is neither a device index nor a PCI bus id like 0000:41:00.0", v);
+				return -EINVAL;
+			}
+			c->gpu = -1;
+			memcpy(c->gpu_bus_id, v, strlen(v) + 1);
+			return 0;
+		}
+		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0) {
+			if (rc == -EINVAL)
+				snprintf(err, len, "'%s' is neither a device index nor a PCI bus id like 0000:41:00.0", v);
+			return rc;
+		}
+		c->gpu = (int)ll;
+		c->gpu_bus_id[0] = '\0';
+		return 0;
+	}
+	snprintf(err, len, "internal error: key type %d", (int)k->type);
+	return -EINVAL;
+}
+
+/* The value of k in c as a user would write it (round-trips through parse_value). */
+static void format_value(const struct cfg_key *k, const struct chirp_config *c,
+			 char *buf, size_t len)
+{
+	const char *base = (const char *)c + k->off;
+
+	switch (k->type) {
+	case T_STR:
+		snprintf(buf, len, "%s", base);
+		return;
+	case T_BOOL:
+		snprintf(buf, len, "%s", *(const int *)base ? "true" : "false");
+		return;
+	case T_INT:
+		snprintf(buf, len, "%d", *(const int *)base);
+		return;
+	case T_UINT:
+		snprintf(buf, len, "%u", *(const unsigned *)base);
+		return;
+	case T_AUTO_INT:
+		if (*(const int *)base == 0)
+			snprintf(buf, len, "auto");
+		else
+			snprintf(buf, len, "%d", *(const int *)base);
+		return;
+	case T_NFFT:
+		if (*(const size_t *)base == 0)
+			snprintf(buf, len, "auto");
+		else
+			snprintf(buf, len, "%zu", *(const size_t *)base);
+		return;
+	case T_DOUBLE: {
+		double d = *(const double *)base;
+		/* Shortest %g that reads back exactly. */
+		for (int prec = 6; prec <= 17; prec++) {
+			snprintf(buf, len, "%.*g", prec, d);
+			if (strtod(buf, NULL) == d)
+				return;
+		}
+		return;
+	}
+	case T_ENUM:
+		for (int i = 0; k->choices[i].name; i++) {
+			if (k->choices[i].value == *(const int *)base) {
+				snprintf(buf, len, "%s", k->choices[i].name);
+				return;
+			}
+		}
+		snprintf(buf, len, "?");
+		return;
+	case T_NUMA: {
+		int n = *(const int *)base;
+		if (n == CFG_NUMA_AUTO)
+			snprintf(buf, len, "auto");
+		else if (n == CFG_NUMA_NONE)
+			snprintf(buf, len, "none");
+		else
+			snprintf(buf, len, "%d", n);
+		return;
+	}
+	case T_GPU:
+		if (c->gpu < 0)
+			snprintf(buf, len, "%s", c->gpu_bus_id);
+		else
+			snprintf(buf, len, "%d", c->gpu);
+		return;
+	}
+	snprintf(buf, len, "?");
+}
+
+static const struct cfg_key *find_key(const char *section, const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(cfg_tab[i].section, section) && !strcmp(cfg_tab[i].name, name))
+			return &cfg_tab[i];
+	return NULL;
+}
+
+static int section_index(const char *s)
+{
+	for (size_t i = 0; i < NSECTIONS; i++)
+		if (!strcmp(cfg_sections[i], s))
+			return (int)i;
+	return -1;
+}
+
+/* ---- defaults ---------------------------------------------------------- */
+
+void config_defaults(struct chirp_config *c)
+{
+	char err[256];
+
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < NKEYS; i++) {
+		/* The defaults are valid by construction; test_config checks it. */
+		if (parse_value(&cfg_tab[i], c, cfg_tab[i].def, err, sizeof(err)) < 0)
+			log_err("config: bad built-in default for [%s] %s: %s",
+				cfg_tab[i].section, cfg_tab[i].name, err);
+	}
+	c->wf.file = NULL;   /* wf_file is "" by default */
+}
+
+const struct wf_params *config_wf(struct chirp_config *c)
+{
+	c->wf.file = c->wf_file[0] ? c->wf_file : NULL;
+	return &c->wf;
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+struct load {
+	struct chirp_config *c;
+	const char *name;           /* file name for messages                 */
+	FILE *errs;
+	int nerr;
+	int line;                   /* line being parsed                      */
+	const char *text, *pos;     /* reader state                           */
+	const char *end;
+	int sec_line[NSECTIONS];    /* line of each section header, 0 = none */
+	int sec_known;              /* current section header was valid       */
+	int hdr_seen;               /* any section header line seen           */
+	int key_line[NKEYS];        /* line each key was set at, 0 = default */
+};
+
+static void report(struct load *ld, int line, const char *section, const char *key,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void report(struct load *ld, int line, const char *section, const char *key,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	ld->nerr++;
+	if (!ld->errs)
+		return;
+	if (line > 0)
+		fprintf(ld->errs, "%s:%d: ", ld->name, line);
+	else
+		fprintf(ld->errs, "%s: ", ld->name);
+	if (section && key)
+		fprintf(ld->errs, "[%s] %s: ", section, key);
+	else if (section)
+		fprintf(ld->errs, "[%s]: ", section);
+	va_start(ap, fmt);
+	vfprintf(ld->errs, fmt, ap);
+	va_end(ap);
+	fputc('\n', ld->errs);
+}
+
+/*
+ * inih reader: hands inih one cleaned line at a time (see the top of the
+ * file). str has room for num bytes.
+ */
+static char *reader(char *str, int num, void *stream)
+{
+	struct load *ld = stream;
+	const char *nl, *p, *e;
+	size_t n;
+
+	if (ld->pos >= ld->end || num < 4)
+		return NULL;
+	ld->line++;
+	nl = memchr(ld->pos, '\n', (size_t)(ld->end - ld->pos));
+	p = ld->pos;
+	e = nl ? nl : ld->end;
+	ld->pos = nl ? nl + 1 : ld->end;
+
+	if (ld->line == 1 && e - p >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
+		p += 3;                                   /* UTF-8 BOM */
+	if (e > p && e[-1] == '\r')
+		e--;
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	for (const char *q = p; q < e; q++) {
+		if ((unsigned char)*q < 0x20 && *q != '\t') {
+			report(ld, ld->line, NULL, NULL,
+			       "control character 0x%02x in line", (unsigned char)*q);
+			goto blank;
+		}
+		if (*q == 0x7f) {
+			report(ld, ld->line, NULL, NULL, "control character 0x7f in line");
+			goto blank;
+		}
+	}
+	if (p == e || *p == '#' || *p == ';')
+		goto blank;
+	/* Inline comment: blank then '#' or ';'. */
+	for (const char *q = p + 1; q < e; q++) {
+		if ((*q == '#' || *q == ';') && (q[-1] == ' ' || q[-1] == '\t')) {
+			e = q;
+			break;
+		}
+	}
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	n = (size_t)(e - p);
+	if (n > (size_t)num - 3) {
+		report(ld, ld->line, NULL, NULL, "line too long (%zu characters, at most %d)",
+		       n, num - 3);
+		goto blank;
+	}
+	if (*p == '[') {
+		const char *rb = memchr(p, ']', n);
+		char sec[64];
+		size_t sl;
+		int si;
+
+		ld->sec_known = 0;
+		ld->hdr_seen = 1;
+		if (!rb || rb != e - 1) {
+			report(ld, ld->line, NULL, NULL,
+			       rb ? "text after ']' in section header" :
+				    "section header without ']'");
+			/* Keys until the next good header are not reported again. */
+			goto blank;
+		}
+		const char *s0 = p + 1, *s1 = rb;
+		while (s0 < s1 && (*s0 == ' ' || *s0 == '\t'))
+			s0++;
+		while (s1 > s0 && (s1[-1] == ' ' || s1[-1] == '\t'))
+			s1--;
+		sl = (size_t)(s1 - s0);
+		if (sl >= sizeof(sec)) {
+			report(ld, ld->line, NULL, NULL, "unknown section (name too long)");
+			goto blank;
+		}
+		memcpy(sec, s0, sl);
+		sec[sl] = '\0';
+		si = section_index(sec);
+		if (si < 0) {
+			report(ld, ld->line, sec, NULL,
+			       "unknown section (sections: daemon, numa, input, cpi, waveform, processing, output, metrics)");
+			goto blank;
+		}
+		if (ld->sec_line[si]) {
+			report(ld, ld->line, sec, NULL, "duplicate section (first at line %d)",
+			       ld->sec_line[si]);
+			goto blank;
+		}
+		ld->sec_line[si] = ld->line;
+		ld->sec_known = 1;
+		n = (size_t)snprintf(str, (size_t)num, "[%s]\n", sec);
+		return str;
+	}
+	if (!memchr(p, '=', n) && !memchr(p, ':', n)) {
+		report(ld, ld->line, NULL, NULL, "syntax error: expected 'key = value' or '[section]'");
+		goto blank;
+	}
+	if (*p == '=' || *p == ':') {
+		report(ld, ld->line, NULL, NULL, "syntax error: missing key name before '%c'", *p);
+		goto blank;
+	}
+	if (!ld->sec_known) {
+		/* Outside any section, or in a rejected one. Only the first
+		 * case is news; inih would pass section "" or the bad name. */
+		if (!ld->hdr_seen) {
+			/* No valid section seen yet: say so for this key. */
+			char key[64];
+			const char *eq = p;
+			while (eq < e && *eq != '=' && *eq != ':')
+				eq++;
+			while (eq > p && (eq[-1] == ' ' || eq[-1] == '\t'))
+				eq--;
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+			report(ld, ld->line, NULL, NULL,
+			       "%s: key outside any known section (put it under [section])", key);
+		}
+		goto blank;
+	}
+	memcpy(str, p, n);
+	str[n] = '\n';
+	str[n + 1] = '\0';
+	return str;
+blank:
+	str[0] = '\n';
+	str[1] = '\0';
+	return str;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct load *ld = user;
+	const struct cfg_key *k = find_key(section, name);
+	char err[256];
+	size_t i;
+
+	if (!k) {
+		/* Suggest a key of the same name in another section. */
+		for (i = 0; i < NKEYS; i++)
+			if (!strcmp(cfg_tab[i].name, name))
+				break;
+		if (i < NKEYS)
+			report(ld, ld->line, section, name, "unknown key (did you mean [%s] %s?)",
+			       cfg_tab[i].section, name);
+		else
+			report(ld, ld->line, section, name, "unknown key");
+		return 1;
+	}
+	i = (size_t)(k - cfg_tab);
+	if (ld->key_line[i]) {
+		report(ld, ld->line, section, name, "duplicate key (first set at line %d)",
+		       ld->key_line[i]);
+		return 1;
+	}
+	ld->key_line[i] = ld->line;
+	err[0] = '\0';
+	if (parse_value(k, ld->c, value, err, sizeof(err)) < 0)
+		report(ld, ld->line, section, name, "%s", err);
+	return 1;
+}
+
+static int key_line(const struct load *ld, const char *section, const char *name)
+{
+	const struct cfg_key *k = find_key(section, name);
+	return k ? ld->key_line[k - cfg_tab] : 0;
+}
+
+/* The latest-set of two keys: the one whose line makes the combination wrong. */
+static const char *later(const struct load *ld, const char *sa, const char *ka,
+			 const char *sb, const char *kb, const char **sec, int *line)
+{
+	int la = key_line(ld, sa, ka), lb = key_line(ld, sb, kb);
+
+	if (lb > la) {
+		*sec = sb;
+		*line = lb;
+		return kb;
+	}
+	*sec = sa;
+	*line = la;
+	return ka;
+}
+
+/* Pulse length L in samples for the configured waveform, 0 if unknown. */
+static unsigned long long ref_len(const struct chirp_config *c, struct load *ld)
+{
+	switch (c->wf.type) {
+	case WF_LFM:
+		return (unsigned long long)llround(c->wf.pulse_width_s * c->wf.sample_rate_hz);
+	case WF_BARKER13:
+		return 13ull * c->wf.chip_samples;
+	case WF_FILE: {
+		struct stat st;
+		int line = key_line(ld, "waveform", "file");
+		if (!c->wf_file[0]) {
+			report(ld, line ? line : key_line(ld, "waveform", "type"), "waveform", "file",
+			       "type = file needs a file");
+			return 0;
+		}
+		if (stat(c->wf_file, &st) < 0) {
+			report(ld, line, "waveform", "file", "%s: %s", c->wf_file, strerror(errno));
+			return 0;
+		}
+		if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size % 8) {
+			report(ld, line, "waveform", "file",
+			       "%s: not a regular file of cf32 samples (size %lld is not a positive multiple of 8)",
+			       c->wf_file, (long long)st.st_size);
+			return 0;
+		}
+		return (unsigned long long)st.st_size / 8;
+	}
+	}
+	return 0;
+}
+
+/* Cross-key checks; each error at the line of the key that breaks it. */
+static void check_consistency(struct load *ld)
+{
+	struct chirp_config *c = ld->c;
+	const char *sec, *key;
+	unsigned long long L, R = c->samples, need;
+	int line;
+
+	if (c->wf.type == WF_LFM) {
+		if (c->wf.bandwidth_hz > c->wf.sample_rate_hz) {
+			key = later(ld, "waveform", "bandwidth_hz", "waveform", "sample_rate_hz",
+				    &sec, &line);
+			if (!strcmp(key, "bandwidth_hz"))
+				report(ld, line, sec, key, "%g exceeds sample_rate_hz %g",
+				       c->wf.bandwidth_hz, c->wf.sample_rate_hz);
+			else
+				report(ld, line, sec, key, "%g is below bandwidth_hz %g",
+				       c->wf.sample_rate_hz, c->wf.bandwidth_hz);
+		}
+	}
+	L = ref_len(c, ld);
+	if (c->wf.type == WF_LFM && L == 0) {
+		key = later(ld, "waveform", "pulse_width_s", "waveform", "sample_rate_hz", &sec, &line);
+		report(ld, line, sec, key,
+		       "pulse is shorter than one sample (pulse_width_s %g * sample_rate_hz %g < 0.5)",
+		       c->wf.pulse_width_s, c->wf.sample_rate_hz);
+	}
+	if (L > R) {
+		const char *wkey = c->wf.type == WF_LFM ? "pulse_width_s" :
+				   c->wf.type == WF_BARKER13 ? "chip_samples" : "file";
+		key = later(ld, "waveform", wkey, "cpi", "samples", &sec, &line);
+		if (c->wf.type == WF_LFM && key_line(ld, "waveform", "sample_rate_hz") > line) {
+			sec = "waveform";
+			key = "sample_rate_hz";
+			line = key_line(ld, "waveform", "sample_rate_hz");
+		}
+		report(ld, line, sec, key, "pulse length L=%llu exceeds range samples R=%llu",
+		       L, R);
+	}
+	need = R + (L ? L : 1) - 1;
+	if (c->nfft && L && c->nfft < need) {
+		key = later(ld, "processing", "nfft", "cpi", "samples", &sec, &line);
+		report(ld, line, sec, key, "nfft %zu is below samples + L - 1 = %llu (no wrap-around allowed)",
+		       c->nfft, need);
+	}
+
+	/* One CPI must fit a ring slot a 64-bit process can map. */
+	{
+		unsigned long long cpi = (unsigned long long)c->channels * c->pulses * R;
+		unsigned long long in_b = cpi * (c->format == PC_FMT_SC16 ? 4 : 8);
+		unsigned long long out_b = cpi * (c->out_mode == PC_OUT_COMPLEX ? 8 : 4);
+		const unsigned long long lim = 4ull << 30;
+		if (in_b > lim || out_b > lim) {
+			key = later(ld, "cpi", "pulses", "cpi", "samples", &sec, &line);
+			if (key_line(ld, "cpi", "channels") > line) {
+				sec = "cpi";
+				key = "channels";
+				line = key_line(ld, "cpi", "channels");
+			}
+			report(ld, line, sec, key,
+			       "a CPI of %u x %u x %llu samples is %.1f GiB, more than the 4 GiB a ring slot holds",
+			       c->channels, c->pulses, R, (double)(in_b > out_b ? in_b : out_b) / (1u << 30));
+		} else {
+			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+			unsigned long long phys = pages > 0 && psz > 0 ?
+				(unsigned long long)pages * (unsigned long long)psz : 0;
+			if (phys && in_b * c->input_slots > phys) {
+				line = key_line(ld, "input", "slots");
+				report(ld, line, "input", "slots",
+				       "input ring of %u slots x %.1f MiB = %.1f GiB exceeds this machine's memory (%.1f GiB)",
+				       c->input_slots, (double)in_b / (1 << 20),
+				       (double)in_b * c->input_slots / (1u << 30), (double)phys / (1u << 30));
+			}
+			if (phys && out_b * c->output_slots > phys) {
+				line = key_line(ld, "output", "slots");
+				report(ld, line, "output", "slots",
+				       "output ring of %u slots x %.1f MiB = %.1f GiB exceeds this machine's memory (%.1f GiB)",
+				       c->output_slots, (double)out_b / (1 << 20),
+				       (double)out_b * c->output_slots / (1u << 30), (double)phys / (1u << 30));
+			}
+		}
+	}
+
+	if (!strcmp(c->input_ring, c->output_ring)) {
+		key = later(ld, "input", "ring", "output", "ring", &sec, &line);
+		report(ld, line, sec, key, "input and output ring have the same name %s",
+		       c->input_ring);
+	}
+#ifndef CHIRP_HAVE_CUDA
+	if (c->backend == PC_BACKEND_CUDA)
+		report(ld, key_line(ld, "processing", "backend"), "processing", "backend",
+		       "this chirpd was built without CUDA (use auto or cpu)");
+#endif
+	if (c->realtime == CFG_RT_OFF && key_line(ld, "numa", "rt_priority") &&
+	    !key_line(ld, "numa", "realtime")) {
+		/* Not an error: rt_priority is documented as used only with
+		 * realtime; keep quiet to allow templated configs. */
+	}
+}
+
+static int load_text(struct chirp_config *c, const char *name, const char *text,
+		     size_t len, FILE *errs)
+{
+	struct load *ld = calloc(1, sizeof(*ld));
+	int rc;
+
+	if (!ld)
+		return -ENOMEM;
+	config_defaults(c);
+	snprintf(c->path, sizeof(c->path), "%s", name);
+	ld->c = c;
+	ld->name = name;
+	ld->errs = errs;
+	ld->text = ld->pos = text;
+	ld->end = text + len;
+	/* A NUL byte would end inih's line early; refuse the line instead. */
+	for (const char *z = memchr(text, '\0', len); z; ) {
+		int line = 1;
+		for (const char *q = text; q < z; q++)
+			line += *q == '\n';
+		report(ld, line, NULL, NULL, "NUL byte in file");
+		ld->end = z;    /* parse up to it, not beyond */
+		break;
+	}
+	rc = ini_parse_stream(reader, ld, handler, ld);
+	if (rc == -2) {
+		free(ld);
+		return -ENOMEM;
+	}
+	/* rc > 0 is inih's first bad line; the reader already reported it. */
+	/* Cross-key checks run even after errors so --check lists everything;
+	 * a key that failed to parse keeps its default. */
+	check_consistency(ld);
+	c->wf.file = c->wf_file[0] ? c->wf_file : NULL;
+	rc = ld->nerr;
+	free(ld);
+	return rc;
+}
+
+int config_load_string(struct chirp_config *c, const char *name, const char *text, FILE *errs)
+{
+	return load_text(c, name ? name : "(string)", text, strlen(text), errs);
+}
+
+int config_load(struct chirp_config *c, const char *file, FILE *errs)
+{
+	FILE *f = fopen(file, "rb");
+	char *buf = NULL;
+	size_t n;
+	int rc;
+
+	if (!f) {
+		rc = -errno;
+		if (errs)
+			fprintf(errs, "%s: %s\n", file, strerror(-rc));
+		return rc;
+	}
+	buf = malloc(CFG_FILE_MAX + 1);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	n = fread(buf, 1, CFG_FILE_MAX + 1, f);
+	if (ferror(f)) {
+		rc = -EIO;
+		if (errs)
+			fprintf(errs, "%s: read error\n", file);
+		goto out;
+	}
+	if (n > CFG_FILE_MAX) {
+		rc = -EFBIG;
+		if (errs)
+			fprintf(errs, "%s: larger than %u bytes; not a chirpd configuration\n",
+				file, CFG_FILE_MAX);
+		goto out;
+	}
+	rc = load_text(c, file, buf, n, errs);
+out:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+void config_print(const struct chirp_config *c, FILE *out)
+{
+	const char *sec = NULL;
+	char val[512];
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &cfg_tab[i];
+		if (!sec || strcmp(sec, k->section)) {
+			fprintf(out, "%s[%s]\n", sec ? "\n" : "", k->section);
+			sec = k->section;
+		}
+		format_value(k, c, val, sizeof(val));
+		fprintf(out, "%s =%s%s\n", k->name, val[0] ? " " : "", val);
+	}
+}
+
+struct json_t *config_to_json(const struct chirp_config *c)
+{
+	json_t *root = json_object(), *sec = NULL;
+	const char *secname = NULL;
+	char val[512];
+
+	if (!root)
+		return NULL;
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &cfg_tab[i];
+		const char *base = (const char *)c + k->off;
+		json_t *v;
+
+		if (!secname || strcmp(secname, k->section)) {
+			sec = json_object();
+			if (!sec || json_object_set_new(root, k->section, sec) < 0)
+				goto fail;
+			secname = k->section;
+		}
+		switch (k->type) {
+		case T_BOOL:
+			v = json_boolean(*(const int *)base);
+			break;
+		case T_INT:
+			v = json_integer(*(const int *)base);
+			break;
+		case T_UINT:
+			v = json_integer(*(const unsigned *)base);
+			break;
+		case T_DOUBLE:
+			v = json_real(*(const double *)base);
+			break;
+		case T_AUTO_INT:
+		case T_NFFT:
+		case T_NUMA:
+		case T_GPU:
+			format_value(k, c, val, sizeof(val));
+			if (isdigit((unsigned char)val[0]) && !strchr(val, ':'))
+				v = json_integer(strtoll(val, NULL, 10));
+			else
+				v = json_string(val);
+			break;
+		default:
+			format_value(k, c, val, sizeof(val));
+			v = json_string(val);
+			break;
+		}
+		if (!v || json_object_set_new(sec, k->name, v) < 0)
+			goto fail;
+	}
+	return root;
+fail:
+	json_decref(root);
+	return NULL;
+}
+
+int config_restart_keys(const struct chirp_config *a, const struct chirp_config *b,
+			char *buf, size_t len)
+{
+	char va[512], vb[512];
+	size_t n = 0;
+	int count = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &cfg_tab[i];
+		if (k->reload)
+			continue;
+		format_value(k, a, va, sizeof(va));
+		format_value(k, b, vb, sizeof(vb));
+		if (!strcmp(va, vb))
+			continue;
+		count++;
+		if (n < len) {
+			int w = snprintf(buf + n, len - n, "%s%s.%s", count > 1 ? "," : "",
+					 k->section, k->name);
+			if (w > 0)
+				n += (size_t)w;
+		}
+	}
+	return count;
+}
+
+int config_key_reloadable(const char *section, const char *name)
+{
+	const struct cfg_key *k = find_key(section, name);
+	return k ? k->reload : -ENOENT;
+}
+
+void config_pc_params(const struct chirp_config *c, struct pc_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->channels = c->channels;
+	p->pulses = c->pulses;
+	p->samples = c->samples;
+	p->in_format = c->format;
+	p->out_mode = c->out_mode;
+	p->normalize = c->normalize;
+	p->ref = NULL;
+	p->ref_len = 0;
+	p->nfft = c->nfft;
+	p->backend = c->backend;
+	p->cpu_threads = config_cpu_threads(c);
+	p->gpu = c->gpu;
+	p->gpu_bus_id = c->gpu < 0 ? c->gpu_bus_id : NULL;
+	p->streams = c->streams;
+	p->staging = c->staging;
+}
+
+/* cpus in a list like "2-5,8" (validated already), 0 if empty. */
+static int cpulist_count(const char *s)
+{
+	int n = 0;
+
+	while (*s) {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s)
+			break;
+		s = end;
+		if (*s == '-') {
+			b = strtol(s + 1, &end, 10);
+			s = end;
+		}
+		n += (int)(b - a + 1);
+		if (*s == ',')
+			s++;
+	}
+	return n;
+}
+
+int config_cpu_threads(const struct chirp_config *c)
+{
+	int n;
+
+	if (c->cpu_threads > 0)
+		return c->cpu_threads;
+	n = cpulist_count(c->cpus);
+	if (n <= 0) {
+		long on = sysconf(_SC_NPROCESSORS_ONLN);
+		n = on > 0 ? (int)on : 1;
+	}
+	return n > 8 ? 8 : n;
+}
+
+/* ---- reference documentation ------------------------------------------- */
+
+static void key_range(const struct cfg_key *k, char *buf, size_t len)
+{
+	switch (k->type) {
+	case T_ENUM:
+		choices_list(k->choices, buf, len);
+		return;
+	case T_BOOL:
+		snprintf(buf, len, "true|false");
+		return;
+	case T_INT:
+	case T_UINT:
+		snprintf(buf, len, "%g..%g%s", k->min, k->max,
+			 (k->flags & F_POW2) ? ", power of two" : "");
+		return;
+	case T_DOUBLE:
+		snprintf(buf, len, "%s %g .. %g", (k->flags & F_MIN_EXCL) ? ">" : ">=",
+			 k->min, k->max);
+		return;
+	case T_AUTO_INT:
+	case T_NFFT:
+		snprintf(buf, len, "auto|%g..%g", k->min, k->max);
+		return;
+	case T_NUMA:
+		snprintf(buf, len, "auto|none|0..%g", k->max);
+		return;
+	case T_GPU:
+		snprintf(buf, len, "0..%g|PCI bus id", k->max);
+		return;
+	case T_STR:
+		snprintf(buf, len, "text");
+		return;
+	}
+	buf[0] = '\0';
+}
+
+/* Write text wrapped at ~76 columns, each line starting with prefix. */
+static void wrap(FILE *out, const char *prefix, const char *text)
+{
+	const size_t width = 76;
+	size_t col = 0;
+
+	fputs(prefix, out);
+	col = strlen(prefix);
+	while (*text) {
+		size_t w = strcspn(text, " ");
+		if (col > strlen(prefix) && col + 1 + w > width) {
+			fputc('\n', out);
+			fputs(prefix, out);
+			col = strlen(prefix);
+		} else if (col > strlen(prefix)) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(text, 1, w, out);
+		col += w;
+		text += w;
+		while (*text == ' ')
+			text++;
+	}
+	fputc('\n', out);
+}
+
+void config_write_reference(FILE *out)
+{
+	const char *sec = NULL;
+	char range[160];
+
+	fputs("# chirpd.conf — chirpd's configuration (INI). Every key is shown with its\n"
+	      "# default; a key left out keeps the default. Generated from the table in\n"
+	      "# src/config.c (build/tests/test_config --write-docs); test_config checks\n"
+	      "# that this file matches it.\n"
+	      "#\n"
+	      "# Check a file with:  chirpd --check -c FILE\n"
+	      "# Apply changes with: chirpctl reload (or SIGHUP); keys marked\n"
+	      "# \"restart\" only take effect when chirpd restarts.\n", out);
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &cfg_tab[i];
+		if (!sec || strcmp(sec, k->section)) {
+			fprintf(out, "\n[%s]\n", k->section);
+			sec = k->section;
+		}
+		key_range(k, range, sizeof(range));
+		fputc('\n', out);
+		wrap(out, "# ", k->help);
+		fprintf(out, "# (%s; %s)\n", range, k->reload ? "reload" : "restart");
+		fprintf(out, "%s =%s%s\n", k->name, k->def[0] ? " " : "", k->def);
+	}
+}
+
+void config_write_markdown(FILE *out)
+{
+	const char *sec = NULL;
+	char range[160];
+
+	fputs("# chirpd configuration reference\n\n"
+	      "<!-- Generated from the table in src/config.c by\n"
+	      "     `build/tests/test_config --write-docs`; test_config fails if this\n"
+	      "     file and the table disagree. Edit the table, not this file. -->\n\n"
+	      "chirpd reads one INI file (`chirpd -c FILE`, default\n"
+	      "`/etc/chirpd/chirpd.conf`). Lines are `key = value` under a `[section]`;\n"
+	      "`#` or `;` start a comment (at the start of a line, or after a blank\n"
+	      "inside a line). Lines are at most 197 characters. A key left out keeps its\n"
+	      "default. Unknown sections and keys, repeated sections or keys, values out\n"
+	      "of range and inconsistent combinations are errors; each is reported as\n"
+	      "`FILE:LINE: [section] key: reason`, all of them, not just the first:\n\n"
+	      "    $ chirpd --check -c bad.conf\n"
+	      "    bad.conf:14: [waveform] bandwidth_hz 4e+07 exceeds sample_rate_hz 2.5e+07\n\n"
+	      "`chirpd --check -c FILE` prints the effective configuration (every key)\n"
+	      "or the errors, and exits non-zero on error. `chirpctl config` shows the\n"
+	      "configuration the daemon runs.\n\n"
+	      "**Reload.** `chirpctl reload` or SIGHUP parses the file again. If it has\n"
+	      "any error the daemon keeps the old configuration and reports the errors.\n"
+	      "Keys marked *restart* below cannot change on reload: if they differ the\n"
+	      "reload reply names them (`restart_keys`) and the rest is applied.\n\n"
+	      "**Consistency checks** (reported at the line of the key that makes the\n"
+	      "combination wrong, the later of the two):\n\n"
+	      "- lfm: `bandwidth_hz` <= `sample_rate_hz`; L = round(`pulse_width_s` x\n"
+	      "  `sample_rate_hz`) >= 1;\n"
+	      "- pulse length L (lfm as above, barker13: 13 x `chip_samples`, file: size/8)\n"
+	      "  <= `[cpi] samples`;\n"
+	      "- `type = file` needs `file`, a regular file of cf32 samples;\n"
+	      "- a forced `nfft` >= samples + L - 1 (no circular wrap-around);\n"
+	      "- one CPI <= 4 GiB; each ring (slots x CPI) fits the machine's memory;\n"
+	      "- input and output rings have different names;\n"
+	      "- `backend = cuda` needs a build with CUDA.\n\n", out);
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &cfg_tab[i];
+		if (!sec || strcmp(sec, k->section)) {
+			fprintf(out, "\n## [%s]\n\n", k->section);
+			fputs("| key | default | values | on reload | meaning |\n"
+			      "|---|---|---|---|---|\n", out);
+			sec = k->section;
+		}
+		key_range(k, range, sizeof(range));
+		fprintf(out, "| `%s` | `%s` | %s | %s | %s |\n", k->name,
+			k->def[0] ? k->def : "\"\"", range,
+			k->reload ? "applied" : "restart", k->help);
+	}
+}
