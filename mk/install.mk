@@ -1,0 +1,108 @@
+# mk/install.mk — `make install` and `make uninstall` (included by Makefile).
+#
+#   make install   [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc] ...
+#   make uninstall (same variables)
+#
+# Installs the programs, scripts/chirp-plot, libchirpring (.so.1, .so, .a)
+# with chirp/ring.h and chirpring.pc, the systemd units (ExecStart rewritten
+# to BINDIR), the sysusers.d entry for the chirpd user, the man pages and
+# /etc/chirpd/chirpd.conf. An existing chirpd.conf is never overwritten:
+# when it differs from the shipped one, the new file goes next to it as
+# chirpd.conf.new. Uninstall removes what install put there, except a
+# chirpd.conf (or .new) that differs from the shipped one, the chirpd user,
+# and /var/lib/chirpd. With an empty DESTDIR, as root, on a host running
+# systemd, install also runs ldconfig, systemd-sysusers and daemon-reload.
+#
+# SYSCONFDIR is /etc whatever PREFIX is: chirpd's units and documentation
+# name /etc/chirpd/chirpd.conf.
+
+VERSION     ?= 0.1.0
+BINDIR      ?= $(PREFIX)/bin
+LIBDIR      ?= $(PREFIX)/lib
+INCLUDEDIR  ?= $(PREFIX)/include
+DATADIR     ?= $(PREFIX)/share
+MANDIR      ?= $(DATADIR)/man
+DOCDIR      ?= $(DATADIR)/doc/chirpd
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSCONFDIR  ?= /etc
+# systemd searches /usr/local/lib/systemd/system as well as /usr/lib/...
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+INSTALL     ?= install
+
+INST_MANS   := $(wildcard doc/man/*.1 doc/man/*.5 doc/man/*.8)
+INST_UNITS  := systemd/chirpd.service systemd/chirpd@.service
+INST_SCRIPTS := $(wildcard scripts/chirp-plot)
+INST_DOCS   := $(wildcard doc/example_producer.c)
+D := $(DESTDIR)
+
+install: bins libs
+	@set -e; \
+	for b in $(BIN_NAMES); do \
+	  [ -f src/$$b.c ] || continue; \
+	  [ -x $(BUILD)/bin/$$b ] || { echo "install: $(BUILD)/bin/$$b was not built" >&2; exit 1; }; \
+	done
+	$(INSTALL) -d -m 0755 $(D)$(BINDIR) $(D)$(LIBDIR) $(D)$(PKGCONFIGDIR) \
+	  $(D)$(INCLUDEDIR)/chirp $(D)$(UNITDIR) $(D)$(SYSUSERSDIR) \
+	  $(D)$(MANDIR)/man1 $(D)$(MANDIR)/man5 $(D)$(MANDIR)/man8 $(D)$(SYSCONFDIR)/chirpd
+	$(INSTALL) -m 0755 $(BINS) $(INST_SCRIPTS) $(D)$(BINDIR)/
+ifneq ($(RING_SRCS),)
+	$(INSTALL) -m 0755 $(RING_SO) $(D)$(LIBDIR)/libchirpring.so.1
+	ln -sf libchirpring.so.1 $(D)$(LIBDIR)/libchirpring.so
+	$(INSTALL) -m 0644 $(RING_LIB) $(D)$(LIBDIR)/libchirpring.a
+endif
+	$(INSTALL) -m 0644 include/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/ring.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    chirpring.pc.in > $(D)$(PKGCONFIGDIR)/chirpring.pc.tmp
+	mv -f $(D)$(PKGCONFIGDIR)/chirpring.pc.tmp $(D)$(PKGCONFIGDIR)/chirpring.pc
+	chmod 0644 $(D)$(PKGCONFIGDIR)/chirpring.pc
+	@set -e; for u in $(INST_UNITS); do \
+	  echo "sed 's|/usr/local/bin/|$(BINDIR)/|g' $$u > $(D)$(UNITDIR)/$${u#systemd/}"; \
+	  sed 's|/usr/local/bin/|$(BINDIR)/|g' $$u > $(D)$(UNITDIR)/$${u#systemd/}.tmp; \
+	  chmod 0644 $(D)$(UNITDIR)/$${u#systemd/}.tmp; \
+	  mv -f $(D)$(UNITDIR)/$${u#systemd/}.tmp $(D)$(UNITDIR)/$${u#systemd/}; \
+	done
+	$(INSTALL) -m 0644 systemd/chirpd.sysusers $(D)$(SYSUSERSDIR)/chirpd.conf
+	@set -e; for m in $(INST_MANS); do \
+	  s=$${m##*.}; echo "$(INSTALL) -m 0644 $$m $(D)$(MANDIR)/man$$s/"; \
+	  $(INSTALL) -m 0644 $$m $(D)$(MANDIR)/man$$s/; \
+	done
+ifneq ($(INST_DOCS),)
+	$(INSTALL) -d -m 0755 $(D)$(DOCDIR)
+	$(INSTALL) -m 0644 $(INST_DOCS) $(D)$(DOCDIR)/
+endif
+	@set -e; c=$(D)$(SYSCONFDIR)/chirpd/chirpd.conf; \
+	if [ ! -e $$c ]; then \
+	  echo "$(INSTALL) -m 0644 conf/chirpd.conf $$c"; $(INSTALL) -m 0644 conf/chirpd.conf $$c; \
+	elif cmp -s conf/chirpd.conf $$c; then \
+	  echo "install: $$c is up to date"; \
+	else \
+	  $(INSTALL) -m 0644 conf/chirpd.conf $$c.new; \
+	  echo "install: kept your edited $$c; the shipped one is $$c.new"; \
+	fi
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+	  ldconfig 2>/dev/null || true; \
+	  if [ -d /run/systemd/system ]; then \
+	    systemd-sysusers $(SYSUSERSDIR)/chirpd.conf && systemctl daemon-reload; \
+	  else \
+	    echo "install: systemd is not running; later run: systemd-sysusers $(SYSUSERSDIR)/chirpd.conf"; \
+	  fi; \
+	fi
+
+uninstall:
+	rm -f $(addprefix $(D)$(BINDIR)/,$(BIN_NAMES) chirp-plot)
+	rm -f $(D)$(LIBDIR)/libchirpring.so.1 $(D)$(LIBDIR)/libchirpring.so $(D)$(LIBDIR)/libchirpring.a
+	rm -f $(D)$(INCLUDEDIR)/chirp/ring.h $(D)$(PKGCONFIGDIR)/chirpring.pc
+	rm -f $(D)$(UNITDIR)/chirpd.service $(D)$(UNITDIR)/chirpd@.service $(D)$(SYSUSERSDIR)/chirpd.conf
+	rm -f $(foreach m,$(INST_MANS),$(D)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+	rm -f $(D)$(DOCDIR)/example_producer.c
+	@set -e; for c in $(D)$(SYSCONFDIR)/chirpd/chirpd.conf $(D)$(SYSCONFDIR)/chirpd/chirpd.conf.new; do \
+	  [ -e $$c ] || continue; \
+	  if cmp -s conf/chirpd.conf $$c; then echo "rm -f $$c"; rm -f $$c; \
+	  else echo "uninstall: kept $$c (edited)"; fi; \
+	done
+	rmdir $(D)$(INCLUDEDIR)/chirp $(D)$(DOCDIR) $(D)$(SYSCONFDIR)/chirpd 2>/dev/null || true
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && [ -d /run/systemd/system ]; then \
+	  systemctl daemon-reload; ldconfig 2>/dev/null || true; fi
+	@echo "uninstall: the chirpd user, /var/lib/chirpd and any rings in /dev/shm are left in place"
