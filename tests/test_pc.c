@@ -1,0 +1,860 @@
+/*
+ * test_pc.c — pulse compression (pc.c + the CPU backend) against the
+ * definition in chirp/pc.h, checked with an independent direct
+ * double-precision time-domain correlation on fresh random data.
+ *
+ * The seed comes from the clock unless CHIRP_TEST_SEED is set; it is
+ * printed so a failure can be replayed.
+ */
+#include <complex.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "chirp/pc.h"
+#include "waveform.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	/* xorshift64* */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ull;
+}
+
+/* uniform in [-1, 1) */
+static double urand(void)
+{
+	return (double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+static int setup_seed(void **state)
+{
+	const char *s = getenv("CHIRP_TEST_SEED");
+
+	(void)state;
+	rng_state = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (rng_state == 0)
+		rng_state = 1;
+	printf("test_pc: CHIRP_TEST_SEED=%llu\n", (unsigned long long)rng_state);
+	return 0;
+}
+
+/* Direct correlation y[n] = g sum_k x[n+k] conj(h[k]), x = 0 beyond R. */
+static void ref_corr(const double complex *x, size_t rows, size_t R,
+		     const float *h, size_t L, double g, double complex *y)
+{
+	for (size_t r = 0; r < rows; r++) {
+		const double complex *xr = x + r * R;
+
+		for (size_t n = 0; n < R; n++) {
+			double complex s = 0;
+			size_t kmax = R - n < L ? R - n : L;
+
+			for (size_t k = 0; k < kmax; k++)
+				s += xr[n + k] * ((double)h[2 * k] - I * (double)h[2 * k + 1]);
+			y[r * R + n] = g * s;
+		}
+	}
+}
+
+static double ref_gain(const float *h, size_t L, enum pc_normalize norm)
+{
+	double e = 0;
+
+	if (norm == PC_NORM_NONE)
+		return 1.0;
+	for (size_t k = 0; k < 2 * L; k++)
+		e += (double)h[k] * h[k];
+	return 1.0 / sqrt(e);
+}
+
+static float *random_ref(size_t L)
+{
+	float *h = malloc(2 * L * sizeof(*h));
+
+	assert_non_null(h);
+	for (size_t k = 0; k < 2 * L; k++)
+		h[k] = (float)urand();
+	return h;
+}
+
+/* Random input in the given format plus its exact value in double. */
+static void *random_input(enum pc_format fmt, size_t n, double complex *xd)
+{
+	void *buf = malloc(n * pc_format_sample_bytes(fmt));
+
+	assert_non_null(buf);
+	for (size_t i = 0; i < n; i++) {
+		if (fmt == PC_FMT_CF32) {
+			float *f = buf;
+
+			f[2 * i] = (float)urand();
+			f[2 * i + 1] = (float)urand();
+			xd[i] = (double)f[2 * i] + I * (double)f[2 * i + 1];
+		} else {
+			int16_t *s = buf;
+
+			s[2 * i] = (int16_t)(rnd() >> 48);
+			s[2 * i + 1] = (int16_t)(rnd() >> 48);
+			xd[i] = s[2 * i] / 32768.0 + I * (s[2 * i + 1] / 32768.0);
+		}
+	}
+	return buf;
+}
+
+static void poison(void *buf, size_t bytes)
+{
+	float *f = buf;
+
+	for (size_t i = 0; i < bytes / sizeof(float); i++)
+		f[i] = NAN;
+}
+
+static void base_params(struct pc_params *p, unsigned C, unsigned P, unsigned R,
+			const float *h, size_t L)
+{
+	pc_params_init(p);
+	p->channels = C;
+	p->pulses = P;
+	p->samples = R;
+	p->ref = h;
+	p->ref_len = L;
+	p->backend = PC_BACKEND_CPU;
+}
+
+/* Compare pc output in mode m against the double reference y. */
+static void check_output(enum pc_output m, const void *out, const double complex *y, size_t n)
+{
+	double num = 0, den = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double yr = creal(y[i]), yi = cimag(y[i]), a2 = yr * yr + yi * yi;
+
+		switch (m) {
+		case PC_OUT_COMPLEX: {
+			const float *o = out;
+
+			assert_false(isnan(o[2 * i]) || isnan(o[2 * i + 1]));
+			num += (o[2 * i] - yr) * (o[2 * i] - yr) + (o[2 * i + 1] - yi) * (o[2 * i + 1] - yi);
+			den += a2;
+			break;
+		}
+		case PC_OUT_MAGNITUDE: {
+			const float *o = out;
+
+			assert_false(isnan(o[i]));
+			assert_true(o[i] >= 0.0f);
+			num += (o[i] - sqrt(a2)) * (o[i] - sqrt(a2));
+			den += a2;
+			break;
+		}
+		case PC_OUT_POWER_DB: {
+			const float *o = out;
+			double p;
+
+			assert_false(isnan(o[i]));
+			assert_true(o[i] >= PC_POWER_DB_FLOOR);
+			p = pow(10.0, o[i] / 10.0);
+			if (a2 < PC_POWER_FLOOR)
+				p = a2;   /* floored: checked by test_power_floor */
+			num += (p - a2) * (p - a2);
+			den += a2 * a2;
+			break;
+		}
+		}
+	}
+	if (den == 0)
+		return;
+	/* power is |y|^2: its relative error is twice that of y */
+	double tol = m == PC_OUT_POWER_DB ? 3e-5 : 1e-5;
+	double rel = sqrt(num / den);
+
+	if (!(rel <= tol))
+		fail_msg("%s output: relative L2 error %g > %g", pc_output_name(m), rel, tol);
+}
+
+/* ---- accuracy on random data ------------------------------------------- */
+
+struct acc_case {
+	unsigned C, P, R;
+	size_t L;
+	enum pc_format fmt;
+	enum pc_normalize norm;
+	int threads;
+	size_t nfft;          /* 0 = auto */
+	const char *block_kib; /* CHIRP_PC_BLOCK_KIB, NULL = default */
+};
+
+static void run_case(const struct acc_case *c)
+{
+	size_t rows = (size_t)c->C * c->P, n = rows * c->R;
+	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
+	float *h = random_ref(c->L);
+	void *in, *out;
+	char err[256];
+
+	assert_non_null(xd);
+	assert_non_null(y);
+	in = random_input(c->fmt, n, xd);
+	ref_corr(xd, rows, c->R, h, c->L, ref_gain(h, c->L, c->norm), y);
+	out = malloc(n * 8);
+	assert_non_null(out);
+	if (c->block_kib)
+		setenv("CHIRP_PC_BLOCK_KIB", c->block_kib, 1);
+	for (int m = PC_OUT_COMPLEX; m <= PC_OUT_POWER_DB; m++) {
+		struct pc_params p;
+		struct pc *pc;
+		struct pc_info info;
+		uint32_t nf = 99;
+
+		base_params(&p, c->C, c->P, c->R, h, c->L);
+		p.in_format = c->fmt;
+		p.out_mode = (enum pc_output)m;
+		p.normalize = c->norm;
+		p.cpu_threads = c->threads;
+		p.nfft = c->nfft;
+		pc = pc_create(&p, err, sizeof(err));
+		if (!pc)
+			fail_msg("pc_create R=%u L=%zu: %s", c->R, c->L, err);
+		pc_get_info(pc, &info);
+		assert_int_equal(info.backend, PC_BACKEND_CPU);
+		assert_int_equal(info.ref_len, c->L);
+		assert_int_equal(info.nfft, c->nfft ? c->nfft : pc_good_fft_size(c->R + c->L - 1));
+		assert_int_equal(pc_out_bytes(pc), n * pc_output_sample_bytes((enum pc_output)m));
+		poison(out, pc_out_bytes(pc));
+		assert_int_equal(pc_execute(pc, in, out, &nf), 0);
+		assert_int_equal(nf, 0);
+		check_output((enum pc_output)m, out, y, n);
+		pc_destroy(pc);
+	}
+	if (c->block_kib)
+		unsetenv("CHIRP_PC_BLOCK_KIB");
+	free(xd);
+	free(y);
+	free(h);
+	free(in);
+	free(out);
+}
+
+static void test_accuracy_random(void **state)
+{
+	static const struct acc_case cases[] = {
+		{ 1, 3, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, NULL },
+		{ 1, 3, 1000, 200, PC_FMT_SC16, PC_NORM_NONE, 1, 0, NULL },
+		{ 2, 1, 9000, 1000, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, NULL },
+		{ 1, 1, 9000, 1000, PC_FMT_SC16, PC_NORM_NOISE, 1, 0, NULL },
+		{ 1, 2, 257, 257, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, NULL },   /* L = R */
+		{ 1, 1, 1, 1, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, NULL },       /* smallest */
+		{ 2, 3, 777, 1, PC_FMT_SC16, PC_NORM_NONE, 1, 0, NULL },      /* L = 1 */
+		{ 3, 2, 4096, 512, PC_FMT_SC16, PC_NORM_NOISE, 1, 0, NULL },
+		{ 2, 5, 1000, 77, PC_FMT_CF32, PC_NORM_NOISE, 2, 0, NULL },   /* threads */
+		/* small blocks: several full blocks plus a tail block */
+		{ 1, 7, 1000, 100, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, "16" },
+		{ 3, 5, 1000, 100, PC_FMT_SC16, PC_NORM_NOISE, 2, 0, "24" },
+		/* forced nfft: prime (direct DFT path) and 2*5*11^2 (radix 11) */
+		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 1201, NULL },
+		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 1210, NULL },
+		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 4096, NULL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_case(&cases[i]);
+}
+
+/* ---- nfft --------------------------------------------------------------- */
+
+static int smooth7(size_t v)
+{
+	static const size_t f[] = { 2, 3, 5, 7 };
+
+	for (int i = 0; i < 4; i++)
+		while (v % f[i] == 0)
+			v /= f[i];
+	return v == 1;
+}
+
+static void test_good_fft_size(void **state)
+{
+	size_t expect = 1;
+
+	(void)state;
+	/* against a brute-force scan for every n up to 20000 */
+	for (size_t n = 1; n <= 20000; n++) {
+		if (expect < n)
+			for (expect = n; !smooth7(expect); expect++)
+				;
+		assert_int_equal(pc_good_fft_size(n), expect);
+	}
+	/* random larger n */
+	for (int i = 0; i < 200; i++) {
+		size_t n = (size_t)(rnd() % 50000000) + 1, v;
+
+		for (v = n; !smooth7(v); v++)
+			;
+		assert_int_equal(pc_good_fft_size(n), v);
+	}
+	assert_int_equal(pc_good_fft_size(0), 1);
+	assert_int_equal(pc_good_fft_size(SIZE_MAX), 0);
+}
+
+static void test_nfft_selection_and_rejection(void **state)
+{
+	float *h = random_ref(500);
+	struct pc_params p;
+	struct pc_info info;
+	struct pc *pc;
+	char err[256];
+
+	(void)state;
+	base_params(&p, 1, 2, 1000, h, 500);
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	pc_get_info(pc, &info);
+	assert_int_equal(info.nfft, 1500);   /* 1499 -> 2^2 3 5^3 */
+	pc_destroy(pc);
+
+	p.nfft = 1024;
+	assert_int_equal(pc_params_check(&p, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "nfft 1024 < R+L-1 = 1499: the correlation would wrap");
+	assert_null(pc_create(&p, err, sizeof(err)));
+	assert_string_equal(err, "nfft 1024 < R+L-1 = 1499: the correlation would wrap");
+
+	p.nfft = 1499;   /* exactly R+L-1: allowed */
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	pc_get_info(pc, &info);
+	assert_int_equal(info.nfft, 1499);
+	pc_destroy(pc);
+	free(h);
+}
+
+/* ---- parameter rejection ---------------------------------------------- */
+
+static void expect_reject(const struct pc_params *p, const char *needle)
+{
+	char err[256] = "";
+
+	assert_int_equal(pc_params_check(p, err, sizeof(err)), -EINVAL);
+	if (!strstr(err, needle))
+		fail_msg("error \"%s\" does not mention \"%s\"", err, needle);
+	err[0] = '\0';
+	assert_null(pc_create(p, err, sizeof(err)));
+	if (!strstr(err, needle))
+		fail_msg("pc_create error \"%s\" does not mention \"%s\"", err, needle);
+}
+
+static void test_rejections(void **state)
+{
+	float *h = random_ref(600), zero[8] = { 0 };
+	struct pc_params p;
+
+	(void)state;
+	base_params(&p, 1, 1, 500, h, 600);
+	expect_reject(&p, "pulse length L=600 samples exceeds range samples R=500");
+	base_params(&p, 1, 1, 500, h, 0);
+	expect_reject(&p, "L=0");
+	base_params(&p, 1, 1, 500, NULL, 10);
+	expect_reject(&p, "empty");
+	base_params(&p, 0, 1, 500, h, 10);
+	expect_reject(&p, "channels=0");
+	base_params(&p, 1, 0, 500, h, 10);
+	expect_reject(&p, "pulses=0");
+	base_params(&p, 1, 1, 0, h, 10);
+	expect_reject(&p, "samples=0");
+	base_params(&p, 1, 1, 500, zero, 4);
+	expect_reject(&p, "all zeros");
+	base_params(&p, 1, 1, 500, h, 10);
+	h[3] = NAN;
+	expect_reject(&p, "NaN");
+	h[3] = 0.5f;
+	base_params(&p, 1, 1, 500, h, 10);
+	p.in_format = (enum pc_format)7;
+	expect_reject(&p, "format");
+	base_params(&p, 1, 1, 500, h, 10);
+	p.out_mode = (enum pc_output)7;
+	expect_reject(&p, "output mode");
+	base_params(&p, 1, 1, 500, h, 10);
+	p.normalize = (enum pc_normalize)7;
+	expect_reject(&p, "normalize");
+	base_params(&p, 1, 1, 500, h, 10);
+	p.cpu_threads = 0;
+	expect_reject(&p, "cpu_threads 0");
+	base_params(&p, 1, 1, 500, h, 10);
+	p.backend = (enum pc_backend)9;
+	expect_reject(&p, "backend");
+	base_params(&p, 65536, 65536, 4000000000u, h, 10);
+	expect_reject(&p, "too large");
+	free(h);
+}
+
+static void test_backend_choice(void **state)
+{
+	float *h = random_ref(10);
+	struct pc_params p;
+	struct pc_info info;
+	struct pc *pc;
+	char err[256] = "";
+
+	(void)state;
+	base_params(&p, 1, 1, 100, h, 10);
+	p.backend = PC_BACKEND_AUTO;
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	pc_get_info(pc, &info);
+	assert_int_equal(info.backend, pc_cuda_available() ? PC_BACKEND_CUDA : PC_BACKEND_CPU);
+	pc_destroy(pc);
+	if (!pc_cuda_available()) {
+		/* Without a usable device, asking for CUDA is a clear error. */
+		p.backend = PC_BACKEND_CUDA;
+		assert_null(pc_create(&p, err, sizeof(err)));
+		assert_true(strstr(err, "cuda") != NULL);
+	}
+	assert_string_equal(pc_backend_name(PC_BACKEND_CPU), "cpu");
+	assert_string_equal(pc_backend_name(PC_BACKEND_CUDA), "cuda");
+	assert_string_equal(pc_backend_name(PC_BACKEND_AUTO), "auto");
+	assert_string_equal(pc_format_name(PC_FMT_CF32), "cf32");
+	assert_string_equal(pc_format_name(PC_FMT_SC16), "sc16");
+	assert_string_equal(pc_output_name(PC_OUT_COMPLEX), "complex");
+	assert_string_equal(pc_output_name(PC_OUT_MAGNITUDE), "magnitude");
+	assert_string_equal(pc_output_name(PC_OUT_POWER_DB), "power_db");
+	free(h);
+}
+
+/* ---- sizes, semantics, faults ----------------------------------------- */
+
+static void test_bytes(void **state)
+{
+	float *h = random_ref(10);
+	struct pc_params p;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(pc_format_sample_bytes(PC_FMT_CF32), 8);
+	assert_int_equal(pc_format_sample_bytes(PC_FMT_SC16), 4);
+	assert_int_equal(pc_output_sample_bytes(PC_OUT_COMPLEX), 8);
+	assert_int_equal(pc_output_sample_bytes(PC_OUT_MAGNITUDE), 4);
+	assert_int_equal(pc_output_sample_bytes(PC_OUT_POWER_DB), 4);
+	for (int f = PC_FMT_CF32; f <= PC_FMT_SC16; f++) {
+		for (int m = PC_OUT_COMPLEX; m <= PC_OUT_POWER_DB; m++) {
+			struct pc *pc;
+
+			base_params(&p, 3, 5, 101, h, 10);
+			p.in_format = (enum pc_format)f;
+			p.out_mode = (enum pc_output)m;
+			pc = pc_create(&p, err, sizeof(err));
+			assert_non_null(pc);
+			assert_int_equal(pc_in_bytes(pc), 3 * 5 * 101 * (f == PC_FMT_CF32 ? 8 : 4));
+			assert_int_equal(pc_out_bytes(pc), 3 * 5 * 101 * (m == PC_OUT_COMPLEX ? 8 : 4));
+			pc_destroy(pc);
+		}
+	}
+	free(h);
+}
+
+static void test_submit_poll(void **state)
+{
+	float *h = random_ref(20);
+	struct pc_params p;
+	struct pc_done d[4];
+	struct pc_info info;
+	struct pc *pc;
+	char err[256];
+	float *in, *out, *out2;
+	size_t n = 2 * 3 * 300;
+	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
+
+	(void)state;
+	assert_non_null(xd);
+	assert_non_null(y);
+	base_params(&p, 2, 3, 300, h, 20);
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	pc_get_info(pc, &info);
+	assert_true(info.depth >= 1);
+	assert_true(info.device[0] != '\0');
+	in = random_input(PC_FMT_CF32, n, xd);
+	ref_corr(xd, 6, 300, h, 20, ref_gain(h, 20, PC_NORM_NOISE), y);
+	out = malloc(pc_out_bytes(pc));
+	out2 = malloc(pc_out_bytes(pc));
+	poison(out, pc_out_bytes(pc));
+
+	assert_int_equal(pc_in_flight(pc), 0);
+	assert_int_equal(pc_poll(pc, d, 4, 0), 0);
+	assert_int_equal(pc_poll(pc, d, 4, -1), 0);   /* nothing in flight: no wait */
+	assert_int_equal(pc_submit(pc, in, out, 42), 0);
+	assert_int_equal(pc_in_flight(pc), 1);
+	/* depth reached: -EAGAIN, and the pc is not failed by it */
+	for (unsigned i = 1; i < info.depth; i++)
+		assert_int_equal(pc_submit(pc, in, out2, 43 + i), 0);
+	assert_int_equal(pc_submit(pc, in, out2, 99), -EAGAIN);
+	assert_int_equal(pc_execute(pc, in, out2, NULL), -EBUSY);
+	assert_int_equal(pc_poll(pc, d, 1, 100), 1);
+	assert_int_equal(d[0].tag, 42);
+	assert_true(d[0].flags & PC_DONE_INPUT);
+	assert_true(d[0].flags & PC_DONE_OUTPUT);
+	assert_int_equal(d[0].nonfinite_rows, 0);
+	check_output(PC_OUT_COMPLEX, out, y, n);
+	while (pc_in_flight(pc))
+		assert_true(pc_poll(pc, d, 4, -1) >= 0);
+	assert_int_equal(pc_poll(pc, d, 4, 0), 0);
+	/* bad arguments: -EINVAL without failing the pc */
+	assert_int_equal(pc_submit(pc, NULL, out, 1), -EINVAL);
+	assert_int_equal(pc_submit(pc, (char *)in + 1, out, 1), -EINVAL);
+	assert_int_equal(pc_submit(pc, in, out, 7), 0);
+	assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+	assert_int_equal(d[0].tag, 7);
+	assert_string_equal(pc_last_error(pc), "");
+	pc_destroy(pc);
+	free(in);
+	free(out);
+	free(out2);
+	free(xd);
+	free(y);
+	free(h);
+}
+
+static void test_fault_injection(void **state)
+{
+	float *h = random_ref(8);
+	struct pc_params p;
+	struct pc_done d[2];
+	struct pc *pc;
+	char err[256];
+	float *in = calloc(2 * 64, sizeof(float)), *out = calloc(2 * 64, sizeof(float));
+
+	(void)state;
+	base_params(&p, 1, 1, 64, h, 8);
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	if (pc_inject_fault(pc) != 0) {
+		pc_destroy(pc);
+		free(h); free(in); free(out);
+		skip();   /* built with CHIRP_NO_FAULT_INJECT */
+	}
+	assert_int_equal(pc_submit(pc, in, out, 1), -EIO);
+	/* failed: every later call says -EIO, and says why */
+	assert_int_equal(pc_submit(pc, in, out, 2), -EIO);
+	assert_int_equal(pc_poll(pc, d, 2, 0), -EIO);
+	assert_int_equal(pc_execute(pc, in, out, NULL), -EIO);
+	assert_true(strstr(pc_last_error(pc), "inject") != NULL);
+	pc_destroy(pc);
+	free(h);
+	free(in);
+	free(out);
+}
+
+static void test_nonfinite_rows(void **state)
+{
+	const unsigned C = 2, P = 4, R = 300;
+	float *h = random_ref(30);
+	struct pc_params p;
+	struct pc *pc;
+	char err[256];
+	size_t n = (size_t)C * P * R;
+	double complex *xd = malloc(n * sizeof(*xd));
+	float *in, *out = malloc(n * 8);
+	uint32_t nf = 0;
+
+	(void)state;
+	base_params(&p, C, P, R, h, 30);
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	in = random_input(PC_FMT_CF32, n, xd);
+	assert_int_equal(pc_execute(pc, in, out, &nf), 0);
+	assert_int_equal(nf, 0);
+	in[2 * (1 * R + 17)] = NAN;              /* row 1: NaN in I */
+	in[2 * (5 * R + 299) + 1] = INFINITY;    /* row 5: +Inf in Q, last sample */
+	in[2 * (5 * R + 3)] = -INFINITY;         /* row 5 again: still one row */
+	in[2 * (7 * R)] = -INFINITY;             /* row 7, first sample */
+	assert_int_equal(pc_execute(pc, in, out, &nf), 0);
+	assert_int_equal(nf, 3);
+	/* rows without bad input stay finite */
+	for (size_t i = 0; i < R; i++)
+		assert_true(isfinite(out[2 * (2 * R + i)]));
+	pc_destroy(pc);
+	free(in);
+	free(out);
+	free(xd);
+	free(h);
+}
+
+static void test_power_floor(void **state)
+{
+	float *h = random_ref(16);
+	struct pc_params p;
+	struct pc *pc;
+	char err[256];
+	int16_t *in = calloc(2 * 2 * 200, sizeof(int16_t));
+	float *out = malloc(2 * 200 * sizeof(float));
+
+	(void)state;
+	base_params(&p, 1, 2, 200, h, 16);
+	p.in_format = PC_FMT_SC16;
+	p.out_mode = PC_OUT_POWER_DB;
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	in[2 * (200 + 50)] = 32767;   /* row 1: one impulse */
+	poison(out, 2 * 200 * sizeof(float));
+	assert_int_equal(pc_execute(pc, in, out, NULL), 0);
+	for (size_t i = 0; i < 200; i++)   /* row 0 all zero: exactly the floor */
+		assert_true(out[i] == PC_POWER_DB_FLOOR);
+	/* row 1: the impulse at 50 shows at gates 50-15..50, floor elsewhere */
+	for (size_t i = 0; i < 200; i++) {
+		if (i + 15 >= 50 && i <= 50)
+			assert_true(out[200 + i] > -100.0f);
+		else
+			assert_true(out[200 + i] <= -100.0f);
+	}
+	assert_true(fabsf(10.0f * log10f(PC_POWER_FLOOR) - PC_POWER_DB_FLOOR) < 1e-3f);
+	pc_destroy(pc);
+	free(in);
+	free(out);
+	free(h);
+}
+
+/* ---- targets and sidelobes -------------------------------------------- */
+
+/* Compress one row with the echo s (unwindowed) starting at gates d[]. */
+static float *compress_echoes(const struct wf_params *wp, unsigned R, const size_t *d,
+			      const double *amp, int ntargets, size_t *Lout)
+{
+	struct wf_params raw = *wp;
+	float *h, *s, *in, *out;
+	size_t L, Ls;
+	struct pc_params p;
+	struct pc *pc;
+	char err[256];
+
+	assert_int_equal(wf_build(wp, R, &h, &L, err, sizeof(err)), 0);
+	raw.window = WIN_RECT;
+	assert_int_equal(wf_build(&raw, R, &s, &Ls, err, sizeof(err)), 0);
+	assert_int_equal(Ls, L);
+	in = calloc(2 * (size_t)R, sizeof(float));
+	out = malloc((size_t)R * sizeof(float));
+	for (int t = 0; t < ntargets; t++)
+		for (size_t k = 0; k < L && d[t] + k < R; k++) {
+			in[2 * (d[t] + k)] += (float)amp[t] * s[2 * k];
+			in[2 * (d[t] + k) + 1] += (float)amp[t] * s[2 * k + 1];
+		}
+	base_params(&p, 1, 1, R, h, L);
+	p.out_mode = PC_OUT_MAGNITUDE;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	assert_int_equal(pc_execute(pc, in, out, NULL), 0);
+	pc_destroy(pc);
+	free(h);
+	free(s);
+	free(in);
+	*Lout = L;
+	return out;
+}
+
+static size_t argmax(const float *v, size_t n)
+{
+	size_t best = 0;
+
+	for (size_t i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+static void lfm_bt100(struct wf_params *wp, enum wf_window win)
+{
+	wf_params_init(wp);
+	wp->type = WF_LFM;
+	wp->bandwidth_hz = 5e6;
+	wp->sample_rate_hz = 10e6;   /* 2 x B */
+	wp->pulse_width_s = 20e-6;   /* B tau = 100, L = 200 */
+	wp->window = win;
+	wp->taylor_nbar = 4;
+	wp->taylor_sll_db = 35.0;
+}
+
+static void test_point_target(void **state)
+{
+	struct wf_params wp;
+	size_t L;
+
+	(void)state;
+	for (int i = 0; i < 6; i++) {
+		size_t d = (size_t)(rnd() % 800);
+		double a = 1.0;
+		float *y;
+
+		lfm_bt100(&wp, i % 2 ? WIN_HAMMING : WIN_RECT);
+		y = compress_echoes(&wp, 1000, &d, &a, 1, &L);
+		assert_int_equal(argmax(y, 1000), d);
+		free(y);
+	}
+	/* Barker-13 too, 3 samples per chip */
+	wf_params_init(&wp);
+	wp.type = WF_BARKER13;
+	wp.chip_samples = 3;
+	for (int i = 0; i < 3; i++) {
+		size_t d = (size_t)(rnd() % 900);
+		double a = 1.0;
+		float *y = compress_echoes(&wp, 1000, &d, &a, 1, &L);
+
+		assert_int_equal(L, 39);
+		assert_int_equal(argmax(y, 1000), d);
+		free(y);
+	}
+}
+
+static void test_two_targets_resolved(void **state)
+{
+	struct wf_params wp;
+	size_t d[2], L;
+	double a[2] = { 1.0, 0.7 };
+	float *y;
+
+	(void)state;
+	lfm_bt100(&wp, WIN_HAMMING);
+	/* 10 samples apart = 5 resolution cells (c/2B), far less than L = 200 */
+	d[0] = 300 + (size_t)(rnd() % 100);
+	d[1] = d[0] + 10;
+	y = compress_echoes(&wp, 1000, d, a, 2, &L);
+	assert_true(d[1] - d[0] < L);
+	for (int t = 0; t < 2; t++) {
+		/* each target is a local peak ... */
+		assert_true(y[d[t]] > y[d[t] - 1] && y[d[t]] > y[d[t] + 1]);
+		/* ... of about its own amplitude (the other's sidelobes are < -40 dB) */
+		assert_true(fabs(y[d[t]] / y[d[0]] - a[t] / a[0]) < 0.05);
+	}
+	/* and a clear dip between them: < -6 dB of the smaller peak */
+	float dip = y[d[0] + 1];
+	for (size_t i = d[0] + 1; i < d[1]; i++)
+		if (y[i] < dip)
+			dip = y[i];
+	assert_true(20 * log10(dip / y[d[1]]) < -6.0);
+	free(y);
+}
+
+/* Peak sidelobe (dB) of a compressed point target: the largest value outside
+ * the main lobe, which ends at the first local minimum on each side. */
+static double peak_sidelobe_db(const float *y, size_t n)
+{
+	size_t pk = argmax(y, n), lo = pk, hi = pk;
+	float side = 0;
+
+	while (lo > 0 && y[lo - 1] < y[lo])
+		lo--;
+	while (hi + 1 < n && y[hi + 1] < y[hi])
+		hi++;
+	for (size_t i = 0; i < n; i++)
+		if ((i < lo || i > hi) && y[i] > side)
+			side = y[i];
+	return 20.0 * log10((double)side / y[pk]);
+}
+
+static void test_sidelobes(void **state)
+{
+	struct wf_params wp;
+	size_t d = 400, L;
+	double a = 1.0, psl;
+	float *y;
+
+	(void)state;
+	lfm_bt100(&wp, WIN_RECT);
+	y = compress_echoes(&wp, 1000, &d, &a, 1, &L);
+	assert_int_equal(L, 200);
+	psl = peak_sidelobe_db(y, 1000);
+	print_message("LFM BT=100 fs=2B rect: peak sidelobe %.2f dB\n", psl);
+	assert_true(psl <= -13.0 && psl >= -14.0);
+	free(y);
+
+	lfm_bt100(&wp, WIN_HAMMING);
+	y = compress_echoes(&wp, 1000, &d, &a, 1, &L);
+	psl = peak_sidelobe_db(y, 1000);
+	print_message("LFM BT=100 fs=2B hamming: peak sidelobe %.2f dB\n", psl);
+	assert_true(psl <= -40.0);
+	free(y);
+
+	lfm_bt100(&wp, WIN_TAYLOR);
+	y = compress_echoes(&wp, 1000, &d, &a, 1, &L);
+	psl = peak_sidelobe_db(y, 1000);
+	print_message("LFM BT=100 fs=2B taylor(4, 35 dB): peak sidelobe %.2f dB\n", psl);
+	assert_true(psl <= -34.0);
+	free(y);
+}
+
+/* normalize=noise keeps white-noise power: E|y|^2 = E|x|^2. */
+static void test_noise_gain(void **state)
+{
+	const unsigned R = 4000, P = 16;
+	struct wf_params wp;
+	struct pc_params p;
+	struct pc *pc;
+	float *h, *in, *out;
+	size_t L, n = (size_t)R * P;
+	double pin = 0, pout = 0;
+	char err[256];
+
+	(void)state;
+	lfm_bt100(&wp, WIN_HAMMING);
+	assert_int_equal(wf_build(&wp, R, &h, &L, err, sizeof(err)), 0);
+	base_params(&p, 1, P, R, h, L);
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	in = malloc(n * 8);
+	out = malloc(n * 8);
+	for (size_t i = 0; i < 2 * n; i++) {
+		/* Gaussian by Box-Muller */
+		double u1 = (urand() + 1.0) / 2.0 + 1e-300, u2 = urand();
+
+		in[i] = (float)(sqrt(-2.0 * log(u1)) * cos(M_PI * u2));
+	}
+	assert_int_equal(pc_execute(pc, in, out, NULL), 0);
+	for (size_t r = 0; r < P; r++)
+		for (size_t i = 0; i + L <= R; i++) {   /* gates with full overlap */
+			size_t j = r * R + i;
+
+			pin += (double)in[2 * j] * in[2 * j] + (double)in[2 * j + 1] * in[2 * j + 1];
+			pout += (double)out[2 * j] * out[2 * j] + (double)out[2 * j + 1] * out[2 * j + 1];
+		}
+	assert_true(fabs(pout / pin - 1.0) < 0.05);
+	pc_destroy(pc);
+	free(in);
+	free(out);
+	free(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_fft_size),
+		cmocka_unit_test(test_nfft_selection_and_rejection),
+		cmocka_unit_test(test_rejections),
+		cmocka_unit_test(test_backend_choice),
+		cmocka_unit_test(test_bytes),
+		cmocka_unit_test(test_submit_poll),
+		cmocka_unit_test(test_fault_injection),
+		cmocka_unit_test(test_nonfinite_rows),
+		cmocka_unit_test(test_power_floor),
+		cmocka_unit_test(test_accuracy_random),
+		cmocka_unit_test(test_point_target),
+		cmocka_unit_test(test_two_targets_resolved),
+		cmocka_unit_test(test_sidelobes),
+		cmocka_unit_test(test_noise_gain),
+	};
+
+	return cmocka_run_group_tests(tests, setup_seed, NULL);
+}
