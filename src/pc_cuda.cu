@@ -1,0 +1,1062 @@
+/*
+ * pc_cuda.cu — the CUDA (cuFFT) pulse-compression backend (pc_backend.h).
+ *
+ * The only file that includes cuda_runtime.h / cufft.h. It computes exactly
+ * the definition in chirp/pc.h, with the filter pc.c hands over in
+ * struct pc_setup.
+ *
+ * DATA PATH (one CPI)
+ *   Every CPI runs on one "set": a stream, its device buffers, its cuFFT
+ *   plan and two events. CPI k uses set k mod N (N = streams, the depth).
+ *
+ *     H2D    packed input slot -> d_in (rows x R, sc16 stays sc16: half the
+ *            PCIe bytes), cudaMemcpyAsync straight from the ring slot when
+ *            the slot lies in memory registered with cudaHostRegister, else
+ *            memcpy into a pinned staging buffer first ("copy" staging).
+ *            ev_in is recorded after it: the input slot may then be reused.
+ *     pad    d_in -> d_fft, pitched rows of nfft float2 (the pitch comes
+ *            from cudaMallocPitch, never assumed): converts sc16 (value /
+ *            32768, as the CPU backend), zero-pads [R, nfft), counts rows
+ *            holding NaN/Inf (one atomicAdd per bad row).
+ *     FFT    cufftExecC2C forward, in place, batched over rows (one plan per
+ *            set, made at create: idist = pitch / sizeof(float2)).
+ *     mul    d_fft[r][f] *= filt[f] (filt = g conj(H) / nfft, uploaded once).
+ *     IFFT   cufftExecC2C inverse, in place.
+ *     out    gates 0..R-1 -> d_out packed rows x R, in the output mode
+ *            (complex / magnitude / power_db): only the bytes asked for
+ *            cross PCIe.
+ *     D2H    d_out -> output slot (registered) or pinned staging (copied to
+ *            the slot in pc_poll), plus the 4-byte non-finite row count.
+ *            ev_out is recorded after it: the output slot is then complete.
+ *
+ *   Sets run on their own streams, so the H2D of CPI k+1 overlaps the FFTs
+ *   of k and the D2H of k-1 (the copy engines of each direction run
+ *   independently). No device-wide synchronisation, no allocation after
+ *   create (the pinned staging pool is allocated once, the first time an
+ *   unregistered buffer is seen, unless staging = copy made it at create).
+ *
+ *   Depth: a CPI occupies its set until its output is reported, so both
+ *   copy directions stay busy only if at least three CPIs can be in flight
+ *   (one in H2D, one in D2H, one between); depth 2 leaves the copy engines
+ *   idle while each CPI computes.
+ *
+ * COMPLETION
+ *   pc_poll reports in submission order: input completions (ev_in) in
+ *   order, output completions (ev_out) in order, an output never before its
+ *   input. It checks events with cudaEventQuery (non-blocking). To wait
+ *   without burning a core, each event is followed on one of two
+ *   notification streams (inputs, outputs) by a host function that bumps a
+ *   counter under a mutex and signals a condition variable; pc_poll sleeps
+ *   on that with the caller's timeout (CLOCK_MONOTONIC), then re-queries.
+ *   The host function runs on a CUDA runtime thread and touches only the
+ *   mutex, the counter and the condition variable.
+ *
+ * FAILURE
+ *   Every CUDA and cuFFT call is checked. A failure records "call: error
+ *   string" (pc_last_error), logs it once, and marks the backend failed:
+ *   every later submit/poll returns -EIO. There is no CPU fallback here;
+ *   the daemon decides (and says) what to do. pc_inject_fault makes the
+ *   next submit launch a kernel with an invalid configuration, so the real
+ *   error path is exercised.
+ *
+ * THREADS
+ *   One caller thread at a time (pc.h). cudaSetDevice is called at the top
+ *   of every entry point, because the current device is per host thread
+ *   and the daemon's data thread is not the thread that created us.
+ */
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pc_backend.h"
+extern "C" {
+#include "log.h"
+}
+
+#define CU_THREADS      256      /* threads per block of our kernels       */
+#define CU_MAX_REGIONS  16       /* host regions pc_register_host accepts   */
+#define CU_WAIT_SLICE_MS 1000    /* an endless wait re-queries this often  */
+
+struct cu_region {
+	char *base;
+	size_t len;
+	int owned;               /* we registered it (and unregister it)   */
+};
+
+struct cu_set {
+	cudaStream_t stream;
+	cufftHandle plan;
+	int have_plan;
+	void *d_in;              /* rows * R * in_sample_bytes, packed     */
+	float2 *d_fft;           /* rows x pitch bytes, nfft used per row  */
+	void *d_out;             /* rows * R * out_sample_bytes, packed    */
+	unsigned *d_nonfinite;   /* rows with NaN/Inf in this CPI          */
+	unsigned *h_nonfinite;   /* pinned copy of it                      */
+	void *h_in, *h_out;      /* pinned staging ("copy" staging only)   */
+	cudaEvent_t ev_in, ev_out;
+	int have_ev_in, have_ev_out;
+
+	/* The CPI in flight on this set. */
+	uint64_t tag;
+	void *out;               /* caller's output (staged: copy in poll) */
+	int stage_out;
+	int in_done;             /* input consumed (staged: at submit)     */
+	int in_reported, out_reported;
+};
+
+struct cu_be {
+	int dev;
+	char device[128];
+	int numa_node;
+
+	size_t rows, R, nfft, pitch_elems;
+	enum pc_format in_format;
+	enum pc_output out_mode;
+	size_t in_bytes, out_bytes;
+
+	float2 *d_filt;
+	struct cu_set *sets;
+	unsigned nsets;
+	unsigned head, count;    /* in-flight CPIs: sets head .. head+count-1 */
+
+	enum pc_staging staging;
+	struct cu_region regions[CU_MAX_REGIONS];
+	unsigned nregions;
+	int reg_failed;          /* a registration fell back to copies     */
+	int have_staging;        /* pinned staging buffers exist           */
+	int warned_unregistered;
+	uint64_t staged_cpis;    /* CPIs that went through staging copies  */
+
+	/* Completion notification (host functions on two streams). */
+	cudaStream_t notify_in, notify_out;
+	int have_notify_in, have_notify_out;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int have_sync;
+	uint64_t notify_seq;     /* under mu                                */
+
+	int failed;
+	int fault_armed;
+	char last_error[256];
+};
+
+/* ---- kernels ------------------------------------------------------------ */
+
+__device__ __forceinline__ int cu_nonfinite(float x)
+{
+	/* Exponent all ones: Inf or NaN. Bit test, immune to fast-math. */
+	return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
+}
+
+/*
+ * One block per row: in (packed rows x R) -> fft row (pitch pe elements),
+ * zero [R, nfft), count the row if it holds NaN/Inf (cf32 only; sc16 is
+ * always finite).
+ */
+template <int FMT>
+__global__ void k_pad(const void *__restrict__ in, float2 *__restrict__ fft,
+		      size_t pe, unsigned R, unsigned nfft, unsigned *nonfinite)
+{
+	size_t row = blockIdx.x;
+	float2 *dst = fft + row * pe;
+	int bad = 0;
+
+	if (FMT == PC_FMT_CF32) {
+		const float2 *src = (const float2 *)in + row * R;
+
+		for (unsigned n = threadIdx.x; n < R; n += blockDim.x) {
+			float2 v = src[n];
+
+			bad |= cu_nonfinite(v.x) | cu_nonfinite(v.y);
+			dst[n] = v;
+		}
+	} else {
+		const short2 *src = (const short2 *)in + row * R;
+		const float s = 1.0f / 32768.0f;   /* exact: a power of two */
+
+		for (unsigned n = threadIdx.x; n < R; n += blockDim.x) {
+			short2 v = src[n];
+
+			dst[n] = make_float2((float)v.x * s, (float)v.y * s);
+		}
+	}
+	for (unsigned n = R + threadIdx.x; n < nfft; n += blockDim.x)
+		dst[n] = make_float2(0.0f, 0.0f);
+	if (FMT == PC_FMT_CF32) {
+		bad = __syncthreads_or(bad);
+		if (bad && threadIdx.x == 0)
+			atomicAdd(nonfinite, 1u);
+	}
+}
+
+/* fft[r][f] *= filt[f]: x blocks over f, y blocks stride over rows. */
+__global__ void k_cmul(float2 *__restrict__ fft, size_t pe, unsigned nfft,
+		       size_t rows, const float2 *__restrict__ filt)
+{
+	unsigned f = blockIdx.x * blockDim.x + threadIdx.x;
+	float2 h;
+
+	if (f >= nfft)
+		return;
+	h = filt[f];
+	for (size_t r = blockIdx.y; r < rows; r += gridDim.y) {
+		float2 x = fft[r * pe + f];
+
+		fft[r * pe + f] = make_float2(x.x * h.x - x.y * h.y, x.x * h.y + x.y * h.x);
+	}
+}
+
+/* One block per row: gates 0..R-1 of the fft row -> packed output row. */
+template <int MODE>
+__global__ void k_out(const float2 *__restrict__ fft, size_t pe, unsigned R,
+		      void *__restrict__ out)
+{
+	size_t row = blockIdx.x;
+	const float2 *src = fft + row * pe;
+
+	for (unsigned n = threadIdx.x; n < R; n += blockDim.x) {
+		float2 y = src[n];
+
+		if (MODE == PC_OUT_COMPLEX) {
+			((float2 *)out)[row * R + n] = y;
+		} else {
+			float p = y.x * y.x + y.y * y.y;
+
+			if (MODE == PC_OUT_MAGNITUDE) {
+				((float *)out)[row * R + n] = sqrtf(p);
+			} else {
+				/* Clamp below, but let NaN through: corruption shows. */
+				if (p < PC_POWER_FLOOR)
+					p = PC_POWER_FLOOR;
+				((float *)out)[row * R + n] = 10.0f * log10f(p);
+			}
+		}
+	}
+}
+
+/* Launched with an invalid block size by pc_inject_fault. Never runs. */
+__global__ void k_fault(void)
+{
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static const char *cufft_str(cufftResult r)
+{
+	switch (r) {
+	case CUFFT_SUCCESS:                   return "CUFFT_SUCCESS";
+	case CUFFT_INVALID_PLAN:              return "CUFFT_INVALID_PLAN";
+	case CUFFT_ALLOC_FAILED:              return "CUFFT_ALLOC_FAILED";
+	case CUFFT_INVALID_TYPE:              return "CUFFT_INVALID_TYPE";
+	case CUFFT_INVALID_VALUE:             return "CUFFT_INVALID_VALUE";
+	case CUFFT_INTERNAL_ERROR:            return "CUFFT_INTERNAL_ERROR";
+	case CUFFT_EXEC_FAILED:               return "CUFFT_EXEC_FAILED";
+	case CUFFT_SETUP_FAILED:              return "CUFFT_SETUP_FAILED";
+	case CUFFT_INVALID_SIZE:              return "CUFFT_INVALID_SIZE";
+	case CUFFT_UNALIGNED_DATA:            return "CUFFT_UNALIGNED_DATA";
+	case CUFFT_INVALID_DEVICE:            return "CUFFT_INVALID_DEVICE";
+	case CUFFT_NO_WORKSPACE:              return "CUFFT_NO_WORKSPACE";
+	case CUFFT_NOT_IMPLEMENTED:           return "CUFFT_NOT_IMPLEMENTED";
+	case CUFFT_NOT_SUPPORTED:             return "CUFFT_NOT_SUPPORTED";
+	default:                              return "cuFFT error";
+	}
+}
+
+/*
+ * Record the first failure: "call: error", log it once, mark failed. call
+ * is the stringified expression; only the function name is kept.
+ */
+static void cu_fail(struct cu_be *be, const char *call, const char *what)
+{
+	size_t n = strcspn(call, "(<");
+
+	if (be->failed)
+		return;
+	be->failed = 1;
+	snprintf(be->last_error, sizeof(be->last_error), "%.*s: %s", (int)n, call, what);
+	log_err("cuda: %s", be->last_error);
+}
+
+#define CK(call)                                                             \
+	do {                                                                 \
+		cudaError_t e_ = (call);                                     \
+		if (e_ != cudaSuccess) {                                     \
+			cu_fail(be, #call, cudaGetErrorString(e_));          \
+			rc = -EIO;                                           \
+			goto out;                                            \
+		}                                                            \
+	} while (0)
+
+#define CKF(call)                                                            \
+	do {                                                                 \
+		cufftResult r_ = (call);                                     \
+		if (r_ != CUFFT_SUCCESS) {                                   \
+			cu_fail(be, #call, cufft_str(r_));                   \
+			rc = -EIO;                                           \
+			goto out;                                            \
+		}                                                            \
+	} while (0)
+
+/* After a kernel launch: the launch error, if any, by the kernel's name. */
+#define CKL(name)                                                            \
+	do {                                                                 \
+		cudaError_t e_ = cudaGetLastError();                         \
+		if (e_ != cudaSuccess) {                                     \
+			cu_fail(be, name, cudaGetErrorString(e_));           \
+			rc = -EIO;                                           \
+			goto out;                                            \
+		}                                                            \
+	} while (0)
+
+/* ---- probe -------------------------------------------------------------- */
+
+/*
+ * Lowest compute capability this build has code for (x 10: 90 = 9.0).
+ * nvcc lists the virtual architectures of -gencode in __CUDA_ARCH_LIST__;
+ * PTX of compute_XY runs on any device >= X.Y.
+ */
+static int cu_min_cc(void)
+{
+#ifdef __CUDA_ARCH_LIST__
+	static const int archs[] = { __CUDA_ARCH_LIST__ };
+	int m = INT_MAX;
+
+	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+		if (archs[i] < m)
+			m = archs[i];
+	return m / 10;
+#else
+	return 0;
+#endif
+}
+
+/* Whether device dev can run our kernels; a reason in why otherwise. */
+static int cu_device_usable(int dev, char *why, size_t whylen)
+{
+	int major = 0, minor = 0, cc;
+	cudaError_t e;
+
+	e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+	if (e == cudaSuccess)
+		e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+	if (e != cudaSuccess) {
+		snprintf(why, whylen, "device %d: cudaDeviceGetAttribute: %s", dev,
+			 cudaGetErrorString(e));
+		(void)cudaGetLastError();
+		return 0;
+	}
+	cc = major * 10 + minor;
+	if (cc < cu_min_cc()) {
+		snprintf(why, whylen, "device %d has compute capability %d.%d; this build has code "
+			 "for %d.%d and newer (NVCC_ARCH)", dev, major, minor,
+			 cu_min_cc() / 10, cu_min_cc() % 10);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Number of usable devices; 0 when there is no driver, no device, or none
+ * this build can run on. Logs one info line the first time it finds none.
+ */
+extern "C" int pc_cuda_probe(void)
+{
+	static int logged;
+	char why[160] = "";
+	int n = 0, usable = 0;
+	cudaError_t e;
+
+	e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess) {
+		snprintf(why, sizeof(why), "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+		(void)cudaGetLastError();
+		n = 0;
+	}
+	for (int i = 0; i < n; i++)
+		usable += cu_device_usable(i, why, sizeof(why));
+	if (usable == 0 && !logged) {
+		logged = 1;
+		log_info("cuda: no usable GPU (%s)", why[0] ? why : "no devices");
+	}
+	return usable;
+}
+
+/* ---- create / destroy ------------------------------------------------------ */
+
+static void CUDART_CB cu_notify(void *arg)
+{
+	struct cu_be *be = (struct cu_be *)arg;
+
+	pthread_mutex_lock(&be->mu);
+	be->notify_seq++;
+	pthread_cond_broadcast(&be->cv);
+	pthread_mutex_unlock(&be->mu);
+}
+
+/* "NVIDIA H200 (0000:41:00.0)" and the NUMA node from sysfs. */
+static void cu_describe(struct cu_be *be)
+{
+	char bus[32] = "", path[96];
+	struct cudaDeviceProp prop;
+	FILE *f;
+	int node;
+
+	be->numa_node = -1;
+	if (cudaGetDeviceProperties(&prop, be->dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		snprintf(prop.name, sizeof(prop.name), "CUDA device %d", be->dev);
+	}
+	if (cudaDeviceGetPCIBusId(bus, sizeof(bus), be->dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		bus[0] = '\0';
+	}
+	for (char *c = bus; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	snprintf(be->device, sizeof(be->device), "%.90s (%s)", prop.name, bus[0] ? bus : "?");
+	if (!bus[0])
+		return;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", bus);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fscanf(f, "%d", &node) == 1 && node >= 0)
+		be->numa_node = node;
+	fclose(f);
+}
+
+/* Pinned staging for every set (once). Returns 0 or -EIO. */
+static int cu_alloc_staging(struct cu_be *be)
+{
+	int rc = 0;
+
+	if (be->have_staging)
+		return 0;
+	for (unsigned i = 0; i < be->nsets; i++) {
+		struct cu_set *s = &be->sets[i];
+
+		if (!s->h_in)
+			CK(cudaHostAlloc(&s->h_in, be->in_bytes, cudaHostAllocPortable));
+		if (!s->h_out)
+			CK(cudaHostAlloc(&s->h_out, be->out_bytes, cudaHostAllocPortable));
+	}
+	be->have_staging = 1;
+out:
+	return rc;
+}
+
+static void cu_destroy(void *p)
+{
+	struct cu_be *be = (struct cu_be *)p;
+
+	if (!be)
+		return;
+	/*
+	 * Errors below are ignored: after a device fault they all fail, and
+	 * we still free what the host holds.
+	 */
+	(void)cudaSetDevice(be->dev);
+	for (unsigned i = 0; i < be->nsets; i++)
+		if (be->sets[i].stream)
+			(void)cudaStreamSynchronize(be->sets[i].stream);
+	if (be->have_notify_in)
+		(void)cudaStreamSynchronize(be->notify_in);
+	if (be->have_notify_out)
+		(void)cudaStreamSynchronize(be->notify_out);
+	for (unsigned i = 0; i < be->nsets; i++) {
+		struct cu_set *s = &be->sets[i];
+
+		if (s->have_plan)
+			(void)cufftDestroy(s->plan);
+		if (s->have_ev_in)
+			(void)cudaEventDestroy(s->ev_in);
+		if (s->have_ev_out)
+			(void)cudaEventDestroy(s->ev_out);
+		if (s->stream)
+			(void)cudaStreamDestroy(s->stream);
+		(void)cudaFree(s->d_in);
+		(void)cudaFree(s->d_fft);
+		(void)cudaFree(s->d_out);
+		(void)cudaFree(s->d_nonfinite);
+		if (s->h_nonfinite)
+			(void)cudaFreeHost(s->h_nonfinite);
+		if (s->h_in)
+			(void)cudaFreeHost(s->h_in);
+		if (s->h_out)
+			(void)cudaFreeHost(s->h_out);
+	}
+	for (unsigned i = 0; i < be->nregions; i++)
+		if (be->regions[i].owned)
+			(void)cudaHostUnregister(be->regions[i].base);
+	if (be->have_notify_in)
+		(void)cudaStreamDestroy(be->notify_in);
+	if (be->have_notify_out)
+		(void)cudaStreamDestroy(be->notify_out);
+	(void)cudaFree(be->d_filt);
+	(void)cudaGetLastError();
+	if (be->have_sync) {
+		pthread_cond_destroy(&be->cv);
+		pthread_mutex_destroy(&be->mu);
+	}
+	free(be->sets);
+	free(be);
+}
+
+static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
+{
+	struct cu_be *be = NULL;
+	pthread_condattr_t ca;
+	struct cudaFuncAttributes fa;
+	size_t in_sz, out_sz, pitch = 0;
+	long long n[1], emb[1];
+	size_t work = 0;
+	int ndev = 0, rc = 0;
+	char why[160] = "";
+
+	in_sz = pc_format_sample_bytes(su->in_format);
+	out_sz = pc_output_sample_bytes(su->out_mode);
+	if (!in_sz || !out_sz || su->rows < 1 || su->samples < 1 || su->nfft < su->samples ||
+	    su->nfft > INT_MAX || su->rows > INT_MAX || su->streams < 1 || !su->filt) {
+		snprintf(err, errlen, "invalid setup (rows %zu, R %u, nfft %zu, streams %u)",
+			 su->rows, su->samples, su->nfft, su->streams);
+		return NULL;
+	}
+	be = (struct cu_be *)calloc(1, sizeof(*be));
+	if (!be) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	be->sets = (struct cu_set *)calloc(su->streams, sizeof(*be->sets));
+	if (!be->sets) {
+		free(be);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	be->nsets = su->streams;
+	be->rows = su->rows;
+	be->R = su->samples;
+	be->nfft = su->nfft;
+	be->in_format = su->in_format;
+	be->out_mode = su->out_mode;
+	be->in_bytes = su->rows * su->samples * in_sz;
+	be->out_bytes = su->rows * su->samples * out_sz;
+	be->staging = su->staging;
+	be->numa_node = -1;
+
+	if (pthread_mutex_init(&be->mu, NULL) != 0 || pthread_condattr_init(&ca) != 0) {
+		snprintf(be->last_error, sizeof(be->last_error), "pthread_mutex_init failed");
+		rc = -ENOMEM;
+		goto out;
+	}
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (pthread_cond_init(&be->cv, &ca) != 0) {
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_destroy(&be->mu);
+		snprintf(be->last_error, sizeof(be->last_error), "pthread_cond_init failed");
+		rc = -ENOMEM;
+		goto out;
+	}
+	pthread_condattr_destroy(&ca);
+	be->have_sync = 1;
+
+	/* Device: by index, or by PCI bus id. */
+	CK(cudaGetDeviceCount(&ndev));
+	if (su->gpu >= 0) {
+		if (su->gpu >= ndev) {
+			snprintf(be->last_error, sizeof(be->last_error),
+				 "gpu %d: no such device (%d CUDA device%s)", su->gpu, ndev,
+				 ndev == 1 ? "" : "s");
+			rc = -ENODEV;
+			goto out;
+		}
+		be->dev = su->gpu;
+	} else {
+		if (!su->gpu_bus_id || !*su->gpu_bus_id) {
+			snprintf(be->last_error, sizeof(be->last_error), "gpu -1 needs gpu_bus_id");
+			rc = -EINVAL;
+			goto out;
+		}
+		if (cudaDeviceGetByPCIBusId(&be->dev, su->gpu_bus_id) != cudaSuccess) {
+			(void)cudaGetLastError();
+			snprintf(be->last_error, sizeof(be->last_error),
+				 "gpu_bus_id %s: no CUDA device at that PCI address", su->gpu_bus_id);
+			rc = -ENODEV;
+			goto out;
+		}
+	}
+	if (!cu_device_usable(be->dev, why, sizeof(why))) {
+		snprintf(be->last_error, sizeof(be->last_error), "%s", why);
+		rc = -ENODEV;
+		goto out;
+	}
+	CK(cudaSetDevice(be->dev));
+	cu_describe(be);
+	/* Is there code for this device? (Fails here rather than at launch.) */
+	CK(cudaFuncGetAttributes(&fa, k_cmul));
+
+	CK(cudaMalloc((void **)&be->d_filt, be->nfft * sizeof(float2)));
+	CK(cudaMemcpy(be->d_filt, su->filt, be->nfft * sizeof(float2), cudaMemcpyHostToDevice));
+	CK(cudaStreamCreateWithFlags(&be->notify_in, cudaStreamNonBlocking));
+	be->have_notify_in = 1;
+	CK(cudaStreamCreateWithFlags(&be->notify_out, cudaStreamNonBlocking));
+	be->have_notify_out = 1;
+
+	for (unsigned i = 0; i < be->nsets; i++) {
+		struct cu_set *s = &be->sets[i];
+
+		CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+		CK(cudaEventCreateWithFlags(&s->ev_in, cudaEventDisableTiming));
+		s->have_ev_in = 1;
+		CK(cudaEventCreateWithFlags(&s->ev_out, cudaEventDisableTiming));
+		s->have_ev_out = 1;
+		CK(cudaMalloc(&s->d_in, be->in_bytes));
+		CK(cudaMalloc(&s->d_out, be->out_bytes));
+		CK(cudaMallocPitch((void **)&s->d_fft, &pitch, be->nfft * sizeof(float2), be->rows));
+		if (pitch % sizeof(float2) != 0) {
+			snprintf(be->last_error, sizeof(be->last_error),
+				 "cudaMallocPitch returned a pitch of %zu bytes, not a multiple of %zu: "
+				 "cuFFT needs the row distance in elements", pitch, sizeof(float2));
+			rc = -EINVAL;
+			goto out;
+		}
+		if (i > 0 && pitch / sizeof(float2) != be->pitch_elems) {
+			snprintf(be->last_error, sizeof(be->last_error),
+				 "cudaMallocPitch returned different pitches for equal buffers");
+			rc = -EINVAL;
+			goto out;
+		}
+		be->pitch_elems = pitch / sizeof(float2);
+		CK(cudaMalloc((void **)&s->d_nonfinite, sizeof(unsigned)));
+		CK(cudaHostAlloc((void **)&s->h_nonfinite, sizeof(unsigned), cudaHostAllocPortable));
+
+		CKF(cufftCreate(&s->plan));
+		s->have_plan = 1;
+		n[0] = (long long)be->nfft;
+		emb[0] = (long long)be->pitch_elems;
+		CKF(cufftMakePlanMany64(s->plan, 1, n, emb, 1, (long long)be->pitch_elems,
+					emb, 1, (long long)be->pitch_elems, CUFFT_C2C,
+					(long long)be->rows, &work));
+		CKF(cufftSetStream(s->plan, s->stream));
+	}
+	if (be->staging == PC_STAGING_COPY)
+		rc = cu_alloc_staging(be);
+	if (rc < 0)
+		goto out;
+	CK(cudaDeviceSynchronize());   /* setup only: the filter upload */
+	log_info("cuda: %s, nfft %zu, %u stream%s, row pitch %zu B, %s staging",
+		 be->device, be->nfft, be->nsets, be->nsets == 1 ? "" : "s",
+		 be->pitch_elems * sizeof(float2),
+		 be->staging == PC_STAGING_COPY ? "copy" : "register/auto");
+out:
+	if (rc < 0) {
+		snprintf(err, errlen, "%s", be->last_error[0] ? be->last_error : strerror(-rc));
+		cu_destroy(be);
+		return NULL;
+	}
+	return be;
+}
+
+/* ---- info / registration -------------------------------------------------- */
+
+static void cu_info(void *p, struct pc_info *info)
+{
+	struct cu_be *be = (struct cu_be *)p;
+	const char *st;
+
+	info->backend = PC_BACKEND_CUDA;
+	info->nfft = be->nfft;
+	info->depth = be->nsets;
+	snprintf(info->device, sizeof(info->device), "%s", be->device);
+	info->numa_node = be->numa_node;
+	if (be->staging == PC_STAGING_COPY)
+		st = "copy";
+	else if (be->reg_failed)
+		st = "copy (register failed)";
+	else if (be->nregions > 0 && be->staged_cpis == 0)
+		st = "registered";
+	else if (be->nregions > 0)
+		st = "registered+copy";
+	else if (be->staged_cpis > 0)
+		st = "copy";
+	else
+		st = "none";   /* nothing registered or staged yet */
+	snprintf(info->staging, sizeof(info->staging), "%s", st);
+}
+
+static void cu_add_region(struct cu_be *be, void *base, size_t len, int owned)
+{
+	struct cu_region *r = &be->regions[be->nregions++];
+
+	r->base = (char *)base;
+	r->len = len;
+	r->owned = owned;
+}
+
+static int cu_register_host(void *p, void *base, size_t len)
+{
+	struct cu_be *be = (struct cu_be *)p;
+	cudaError_t e;
+	int rc = 0;
+
+	if (be->failed)
+		return -EIO;
+	if (!base || len == 0)
+		return -EINVAL;
+	CK(cudaSetDevice(be->dev));
+	if (be->staging == PC_STAGING_COPY)
+		return 0;        /* configured: every CPI goes through staging */
+	if (be->nregions == CU_MAX_REGIONS) {
+		log_warn("cuda: more than %d host regions registered; staging the rest through copies",
+			 CU_MAX_REGIONS);
+		be->reg_failed = 1;
+		return cu_alloc_staging(be);
+	}
+	e = cudaHostRegister(base, len, cudaHostRegisterPortable);
+	if (e == cudaErrorHostMemoryAlreadyRegistered) {
+		(void)cudaGetLastError();
+		cu_add_region(be, base, len, 0);
+		return 0;
+	}
+	if (e != cudaSuccess) {
+		/* A read-only mapping (an input ring attached read-only) needs this flag. */
+		(void)cudaGetLastError();
+		e = cudaHostRegister(base, len, cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+	}
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError();
+		log_warn("cuda: cudaHostRegister(%p, %zu bytes): %s; staging through pinned copies "
+			 "instead (slower: one host memcpy per CPI)", base, len, cudaGetErrorString(e));
+		be->reg_failed = 1;
+		return cu_alloc_staging(be);
+	}
+	cu_add_region(be, base, len, 1);
+	log_info("cuda: registered %zu bytes at %p for in-place DMA", len, base);
+out:
+	return rc;
+}
+
+static void cu_unregister_host(void *p, void *base)
+{
+	struct cu_be *be = (struct cu_be *)p;
+
+	(void)cudaSetDevice(be->dev);
+	for (unsigned i = 0; i < be->nregions; i++) {
+		if (be->regions[i].base != base)
+			continue;
+		/* Nothing may still be copying from or to it. */
+		for (unsigned k = 0; k < be->nsets; k++)
+			(void)cudaStreamSynchronize(be->sets[k].stream);
+		if (be->regions[i].owned && cudaHostUnregister(base) != cudaSuccess) {
+			(void)cudaGetLastError();
+			log_warn("cuda: cudaHostUnregister(%p) failed", base);
+		}
+		be->regions[i] = be->regions[--be->nregions];
+		return;
+	}
+}
+
+/*
+ * Whether [p, p+len) can be a DMA source/target as is: inside a registered
+ * region, or memory CUDA already knows (device memory, cudaHostAlloc or
+ * registered elsewhere). Plain pageable memory needs staging.
+ */
+static int cu_dma_ok(struct cu_be *be, const void *p, size_t len, int *is_device)
+{
+	struct cudaPointerAttributes a;
+	const char *c = (const char *)p;
+
+	*is_device = 0;
+	for (unsigned i = 0; i < be->nregions; i++) {
+		const struct cu_region *r = &be->regions[i];
+
+		if (c >= r->base && len <= r->len && (size_t)(c - r->base) <= r->len - len)
+			return 1;
+	}
+	if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) {
+		*is_device = 1;
+		return 1;
+	}
+	return a.type == cudaMemoryTypeHost;
+}
+
+/* ---- data path -------------------------------------------------------------- */
+
+static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
+{
+	struct cu_be *be = (struct cu_be *)p;
+	struct cu_set *s;
+	const void *src = in;
+	void *dst = out;
+	int stage_in, stage_out, in_dev = 0, out_dev = 0, rc = 0;
+	unsigned rows = (unsigned)be->rows, R = (unsigned)be->R, nfft = (unsigned)be->nfft;
+	dim3 gmul;
+
+	if (be->failed)
+		return -EIO;
+	if (be->count == be->nsets)
+		return -EAGAIN;
+	CK(cudaSetDevice(be->dev));
+	s = &be->sets[(be->head + be->count) % be->nsets];
+
+	stage_in = !cu_dma_ok(be, in, be->in_bytes, &in_dev);
+	stage_out = !cu_dma_ok(be, out, be->out_bytes, &out_dev);
+	if (be->staging == PC_STAGING_COPY) {
+		stage_in = !in_dev;
+		stage_out = !out_dev;
+	}
+	if (stage_in || stage_out) {
+		if (!be->have_staging && !be->warned_unregistered) {
+			be->warned_unregistered = 1;
+			log_warn("cuda: CPI buffers are not in registered memory; staging through "
+				 "pinned copies (one host memcpy per CPI and direction)");
+		}
+		rc = cu_alloc_staging(be);
+		if (rc < 0)
+			goto out;
+		be->staged_cpis++;
+	}
+	if (stage_in) {
+		/* The set is free, so no copy still reads h_in. */
+		memcpy(s->h_in, in, be->in_bytes);
+		src = s->h_in;
+	}
+	if (stage_out)
+		dst = s->h_out;
+
+	CK(cudaMemsetAsync(s->d_nonfinite, 0, sizeof(unsigned), s->stream));
+	CK(cudaMemcpyAsync(s->d_in, src, be->in_bytes, cudaMemcpyDefault, s->stream));
+	CK(cudaEventRecord(s->ev_in, s->stream));
+
+	if (be->fault_armed) {
+		be->fault_armed = 0;
+		k_fault<<<1, 4096, 0, s->stream>>>();   /* > 1024 threads: invalid */
+		CKL("k_fault<<<1,4096>>> (injected fault)");
+	}
+	if (be->in_format == PC_FMT_CF32)
+		k_pad<PC_FMT_CF32><<<rows, CU_THREADS, 0, s->stream>>>(s->d_in, s->d_fft,
+			be->pitch_elems, R, nfft, s->d_nonfinite);
+	else
+		k_pad<PC_FMT_SC16><<<rows, CU_THREADS, 0, s->stream>>>(s->d_in, s->d_fft,
+			be->pitch_elems, R, nfft, s->d_nonfinite);
+	CKL("k_pad");
+	CKF(cufftExecC2C(s->plan, (cufftComplex *)s->d_fft, (cufftComplex *)s->d_fft, CUFFT_FORWARD));
+	gmul = dim3((nfft + CU_THREADS - 1) / CU_THREADS, rows < 65535 ? rows : 65535);
+	k_cmul<<<gmul, CU_THREADS, 0, s->stream>>>(s->d_fft, be->pitch_elems, nfft, be->rows,
+						    be->d_filt);
+	CKL("k_cmul");
+	CKF(cufftExecC2C(s->plan, (cufftComplex *)s->d_fft, (cufftComplex *)s->d_fft, CUFFT_INVERSE));
+	switch (be->out_mode) {
+	case PC_OUT_COMPLEX:
+		k_out<PC_OUT_COMPLEX><<<rows, CU_THREADS, 0, s->stream>>>(s->d_fft, be->pitch_elems, R, s->d_out);
+		break;
+	case PC_OUT_MAGNITUDE:
+		k_out<PC_OUT_MAGNITUDE><<<rows, CU_THREADS, 0, s->stream>>>(s->d_fft, be->pitch_elems, R, s->d_out);
+		break;
+	case PC_OUT_POWER_DB:
+		k_out<PC_OUT_POWER_DB><<<rows, CU_THREADS, 0, s->stream>>>(s->d_fft, be->pitch_elems, R, s->d_out);
+		break;
+	}
+	CKL("k_out");
+	CK(cudaMemcpyAsync(dst, s->d_out, be->out_bytes, cudaMemcpyDefault, s->stream));
+	CK(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
+			   cudaMemcpyDeviceToHost, s->stream));
+	CK(cudaEventRecord(s->ev_out, s->stream));
+
+	/* Wake-ups for pc_poll, off the compute stream so they delay nothing. */
+	CK(cudaStreamWaitEvent(be->notify_in, s->ev_in, 0));
+	CK(cudaLaunchHostFunc(be->notify_in, cu_notify, be));
+	CK(cudaStreamWaitEvent(be->notify_out, s->ev_out, 0));
+	CK(cudaLaunchHostFunc(be->notify_out, cu_notify, be));
+
+	s->tag = tag;
+	s->out = out;
+	s->stage_out = stage_out;
+	s->in_done = stage_in;    /* staged: the caller's input is free already */
+	s->in_reported = 0;
+	s->out_reported = 0;
+	be->count++;
+out:
+	return rc;
+}
+
+/* 1 done, 0 not yet, -EIO failed. */
+static int cu_query(struct cu_be *be, cudaEvent_t ev, const char *what)
+{
+	cudaError_t e = cudaEventQuery(ev);
+
+	if (e == cudaSuccess)
+		return 1;
+	if (e == cudaErrorNotReady)
+		return 0;
+	cu_fail(be, what, cudaGetErrorString(e));
+	return -EIO;
+}
+
+/* One non-blocking pass: report what completed, in order. */
+static int cu_pass(struct cu_be *be, struct pc_done *done, int max)
+{
+	int n = 0, in_chain = 1, out_chain = 1, r;
+
+	for (unsigned i = 0; i < be->count && n < max && (in_chain || out_chain); i++) {
+		struct cu_set *s = &be->sets[(be->head + i) % be->nsets];
+		unsigned fl = 0;
+
+		if (!s->in_reported) {
+			if (!in_chain)
+				r = 0;
+			else if (s->in_done)
+				r = 1;
+			else
+				r = cu_query(be, s->ev_in, "cudaEventQuery(input)");
+			if (r < 0)
+				return r;
+			if (r) {
+				s->in_done = 1;
+				fl |= PC_DONE_INPUT;
+			} else {
+				in_chain = 0;
+			}
+		}
+		if (!s->out_reported) {
+			/* An output never before its own input, nor before older outputs. */
+			if (out_chain && s->in_done) {
+				r = cu_query(be, s->ev_out, "cudaEventQuery(output)");
+				if (r < 0)
+					return r;
+			} else {
+				r = 0;
+			}
+			if (r) {
+				if (s->stage_out)
+					memcpy(s->out, s->h_out, be->out_bytes);
+				fl |= PC_DONE_OUTPUT;
+			} else {
+				out_chain = 0;
+			}
+		}
+		if (!fl)
+			continue;
+		if (fl & PC_DONE_INPUT)
+			s->in_reported = 1;
+		if (fl & PC_DONE_OUTPUT)
+			s->out_reported = 1;
+		done[n].tag = s->tag;
+		done[n].flags = fl;
+		done[n].nonfinite_rows = (fl & PC_DONE_OUTPUT) ? *s->h_nonfinite : 0;
+		n++;
+	}
+	while (be->count > 0 && be->sets[be->head].out_reported) {
+		be->head = (be->head + 1) % be->nsets;
+		be->count--;
+	}
+	return n;
+}
+
+static void ts_add_ms(struct timespec *t, long ms)
+{
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (ms % 1000) * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
+/*
+ * timeout_ms: 0 = one pass; > 0 = wait up to that long (CLOCK_MONOTONIC,
+ * woken by the host-function notifications, so no busy wait); < 0 = until
+ * something completes, re-querying every CU_WAIT_SLICE_MS so a device
+ * fault is still noticed.
+ */
+static int cu_poll(void *p, struct pc_done *done, int max, int timeout_ms)
+{
+	struct cu_be *be = (struct cu_be *)p;
+	struct timespec deadline, slice;
+	uint64_t seq;
+	int n, rc = 0, timed_out = 0;
+
+	if (be->failed)
+		return -EIO;
+	if (max < 1)
+		return -EINVAL;
+	CK(cudaSetDevice(be->dev));
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	if (timeout_ms > 0)
+		ts_add_ms(&deadline, timeout_ms);
+	for (;;) {
+		pthread_mutex_lock(&be->mu);
+		seq = be->notify_seq;
+		pthread_mutex_unlock(&be->mu);
+
+		n = cu_pass(be, done, max);
+		if (n != 0 || be->count == 0 || timeout_ms == 0 || timed_out)
+			return n;
+
+		pthread_mutex_lock(&be->mu);
+		while (be->notify_seq == seq) {
+			int w;
+
+			if (timeout_ms > 0) {
+				w = pthread_cond_timedwait(&be->cv, &be->mu, &deadline);
+			} else {
+				clock_gettime(CLOCK_MONOTONIC, &slice);
+				ts_add_ms(&slice, CU_WAIT_SLICE_MS);
+				w = pthread_cond_timedwait(&be->cv, &be->mu, &slice);
+			}
+			if (w == ETIMEDOUT) {
+				if (timeout_ms > 0)
+					timed_out = 1;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&be->mu);
+	}
+out:
+	return rc;
+}
+
+static unsigned cu_in_flight(void *p)
+{
+	return ((struct cu_be *)p)->count;
+}
+
+static const char *cu_last_error(void *p)
+{
+	return ((struct cu_be *)p)->last_error;
+}
+
+static int cu_inject_fault(void *p)
+{
+	struct cu_be *be = (struct cu_be *)p;
+
+	if (be->failed)
+		return -EIO;
+	be->fault_armed = 1;
+	return 0;
+}
+
+extern "C" const struct pc_backend_ops pc_cuda_ops = {
+	"cuda",
+	cu_create,
+	cu_destroy,
+	cu_info,
+	cu_register_host,
+	cu_unregister_host,
+	cu_submit,
+	cu_poll,
+	cu_in_flight,
+	cu_last_error,
+	cu_inject_fault,
+};

@@ -1,0 +1,588 @@
+/*
+ * test_pc_cuda.c — the CUDA backend against the CPU backend (the reference)
+ * and against an independent double-precision direct correlation.
+ *
+ * Every test skips (cmocka skip(): reported skipped, never passed) when
+ * pc_cuda_available() is 0: no GPU, no driver, or a build without CUDA.
+ *
+ * Sizes: R = 1000 and 9000 (row bytes 8000 and 72000 are not multiples of
+ * 256, and nfft rows of 1040/10000 points are not either, so the device
+ * pitch differs from the packed row), every window, both input formats,
+ * every output mode, stream depths 1, 2 and 4, registered and staged host
+ * memory, non-finite rows, device selection, and an injected device fault.
+ * Tolerance: relative L2 error <= 1e-5 (float32 FFTs on both sides).
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <cmocka.h>
+
+#include "chirp/pc.h"
+#include "waveform.h"
+
+#define TOL 1e-5
+
+#define NEED_GPU()                                                           \
+	do {                                                                 \
+		if (!pc_cuda_available()) {                                  \
+			print_message("no usable CUDA device: skipped\n");   \
+			skip();                                              \
+		}                                                            \
+	} while (0)
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+	/* splitmix64: deterministic per seed, independent of libc rand(). */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double rng_unit(void)   /* [-1, 1) */
+{
+	return (double)(rng_next() >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+/* Random CPI input: cf32 in [-1,1), or sc16 over most of the int16 range. */
+static void fill_input(void *buf, enum pc_format f, size_t samples)
+{
+	if (f == PC_FMT_CF32) {
+		float *x = buf;
+
+		for (size_t i = 0; i < 2 * samples; i++)
+			x[i] = (float)rng_unit();
+	} else {
+		int16_t *x = buf;
+
+		for (size_t i = 0; i < 2 * samples; i++)
+			x[i] = (int16_t)(rng_unit() * 30000.0);
+	}
+}
+
+/* LFM reference of L samples with a window, through the product's wf_build. */
+static float *make_ref(enum wf_window win, size_t L, unsigned R)
+{
+	struct wf_params w;
+	char err[256] = "";
+	float *ref = NULL;
+	size_t len = 0;
+
+	wf_params_init(&w);
+	w.type = WF_LFM;
+	w.sample_rate_hz = 25e6;
+	w.bandwidth_hz = 10e6;
+	w.pulse_width_s = (double)L / w.sample_rate_hz;
+	w.window = win;
+	if (wf_build(&w, R, &ref, &len, err, sizeof(err)) != 0)
+		fail_msg("wf_build: %s", err);
+	assert_int_equal(len, L);
+	return ref;
+}
+
+static struct pc *make_pc(enum pc_backend be, unsigned C, unsigned P, unsigned R,
+			  enum pc_format f, enum pc_output m, const float *ref, size_t L,
+			  unsigned streams, enum pc_staging staging)
+{
+	struct pc_params p;
+	char err[256] = "";
+	struct pc *pc;
+
+	pc_params_init(&p);
+	p.channels = C;
+	p.pulses = P;
+	p.samples = R;
+	p.in_format = f;
+	p.out_mode = m;
+	p.ref = ref;
+	p.ref_len = L;
+	p.backend = be;
+	p.streams = streams;
+	p.staging = staging;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create(%s): %s", pc_backend_name(be), err);
+	return pc;
+}
+
+/* ||a - b|| / ||b|| over n floats (NaN anywhere -> a large number). */
+static double rel_l2(const float *a, const float *b, size_t n)
+{
+	double num = 0.0, den = 0.0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)a[i] - (double)b[i];
+
+		num += d * d;
+		den += (double)b[i] * b[i];
+	}
+	if (!isfinite(num) || !isfinite(den))
+		return 1e30;
+	return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Poison: a NaN bit pattern the GPU never writes for finite inputs. */
+static void poison(void *buf, size_t bytes)
+{
+	memset(buf, 0xff, bytes);
+}
+
+/* Run one CPI synchronously on both and compare the outputs. */
+static double gpu_vs_cpu_once(unsigned C, unsigned P, unsigned R, enum pc_format f,
+			      enum pc_output m, enum wf_window win, size_t L,
+			      unsigned streams)
+{
+	float *ref = make_ref(win, L, R);
+	struct pc *cpu = make_pc(PC_BACKEND_CPU, C, P, R, f, m, ref, L, 1, PC_STAGING_AUTO);
+	struct pc *gpu = make_pc(PC_BACKEND_CUDA, C, P, R, f, m, ref, L, streams, PC_STAGING_AUTO);
+	size_t ib = pc_in_bytes(cpu), ob = pc_out_bytes(cpu);
+	void *in = malloc(ib);
+	float *yc = malloc(ob), *yg = malloc(ob);
+	uint32_t nfc = 99, nfg = 99;
+	double e;
+
+	assert_non_null(in);
+	assert_non_null(yc);
+	assert_non_null(yg);
+	assert_int_equal(pc_in_bytes(gpu), ib);
+	assert_int_equal(pc_out_bytes(gpu), ob);
+	fill_input(in, f, (size_t)C * P * R);
+	poison(yc, ob);
+	poison(yg, ob);
+	assert_int_equal(pc_execute(cpu, in, yc, &nfc), 0);
+	assert_int_equal(pc_execute(gpu, in, yg, &nfg), 0);
+	assert_int_equal(nfc, 0);
+	assert_int_equal(nfg, 0);
+	e = rel_l2(yg, yc, ob / sizeof(float));
+	print_message("  %-4s %-9s %-8s R=%-5u L=%-4zu streams=%u: rel L2 %.2e\n",
+		      pc_format_name(f), pc_output_name(m), wf_window_name(win), R, L,
+		      streams, e);
+	pc_destroy(cpu);
+	pc_destroy(gpu);
+	free(in);
+	free(yc);
+	free(yg);
+	free(ref);
+	return e;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+/* Every window x both formats x both sizes (complex output). */
+static void test_windows_formats_sizes(void **state)
+{
+	static const enum wf_window wins[] = { WIN_RECT, WIN_HAMMING, WIN_HANN, WIN_BLACKMAN, WIN_TAYLOR };
+	static const unsigned depths[] = { 1, 2, 4 };
+	unsigned k = 0;
+
+	(void)state;
+	NEED_GPU();
+	for (int f = PC_FMT_CF32; f <= PC_FMT_SC16; f++)
+		for (size_t w = 0; w < 5; w++) {
+			assert_true(gpu_vs_cpu_once(3, 5, 1000, f, PC_OUT_COMPLEX, wins[w], 137,
+						    depths[k++ % 3]) <= TOL);
+			assert_true(gpu_vs_cpu_once(2, 3, 9000, f, PC_OUT_COMPLEX, wins[w], 1000,
+						    depths[k++ % 3]) <= TOL);
+		}
+}
+
+/* Every output mode x both formats x both sizes x depths 1, 2, 4. */
+static void test_output_modes(void **state)
+{
+	static const unsigned depths[] = { 1, 2, 4 };
+
+	(void)state;
+	NEED_GPU();
+	for (int f = PC_FMT_CF32; f <= PC_FMT_SC16; f++)
+		for (int m = PC_OUT_COMPLEX; m <= PC_OUT_POWER_DB; m++)
+			for (size_t d = 0; d < 3; d++) {
+				assert_true(gpu_vs_cpu_once(2, 4, 1000, f, m, WIN_HAMMING, 250,
+							    depths[d]) <= TOL);
+				assert_true(gpu_vs_cpu_once(1, 3, 9000, f, m, WIN_TAYLOR, 1000,
+							    depths[d]) <= TOL);
+			}
+}
+
+/*
+ * GPU against y[n] = g sum_k x[n+k] conj(h[k]) computed directly in double,
+ * with no FFT and no code shared with either backend.
+ */
+static void test_direct_reference(void **state)
+{
+	static const unsigned Rs[] = { 1000, 9000 };
+	static const size_t Ls[] = { 313, 1000 };
+
+	(void)state;
+	NEED_GPU();
+	for (size_t t = 0; t < 2; t++) {
+		unsigned C = 1, P = 2, R = Rs[t];
+		size_t L = Ls[t], rows = (size_t)C * P;
+		float *ref = make_ref(WIN_HANN, L, R);
+		struct pc *gpu = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX,
+					 ref, L, 2, PC_STAGING_AUTO);
+		float *x = malloc(rows * R * 8), *y = malloc(rows * R * 8);
+		double *yr = malloc(rows * R * 2 * sizeof(double));
+		double g = 0.0, num = 0.0, den = 0.0;
+
+		assert_non_null(x);
+		assert_non_null(y);
+		assert_non_null(yr);
+		fill_input(x, PC_FMT_CF32, rows * R);
+		poison(y, rows * R * 8);
+		assert_int_equal(pc_execute(gpu, x, y, NULL), 0);
+		for (size_t k = 0; k < L; k++)
+			g += (double)ref[2 * k] * ref[2 * k] + (double)ref[2 * k + 1] * ref[2 * k + 1];
+		g = 1.0 / sqrt(g);
+		for (size_t r = 0; r < rows; r++)
+			for (size_t n = 0; n < R; n++) {
+				double sr = 0.0, si = 0.0;
+				const float *xr = x + 2 * r * R;
+
+				for (size_t k = 0; k < L && n + k < R; k++) {
+					double ar = xr[2 * (n + k)], ai = xr[2 * (n + k) + 1];
+					double hr = ref[2 * k], hi = ref[2 * k + 1];
+
+					sr += ar * hr + ai * hi;
+					si += ai * hr - ar * hi;
+				}
+				yr[2 * (r * R + n)] = g * sr;
+				yr[2 * (r * R + n) + 1] = g * si;
+			}
+		for (size_t i = 0; i < 2 * rows * R; i++) {
+			double d = (double)y[i] - yr[i];
+
+			num += d * d;
+			den += yr[i] * yr[i];
+		}
+		print_message("  direct reference R=%u L=%zu: rel L2 %.2e\n", R, L, sqrt(num / den));
+		assert_true(isfinite(num) && sqrt(num / den) <= TOL);
+		pc_destroy(gpu);
+		free(x);
+		free(y);
+		free(yr);
+		free(ref);
+	}
+}
+
+/*
+ * Many CPIs through pc_submit/pc_poll with the queue kept full, from host
+ * memory registered like a ring (MAP_SHARED), from plain malloc memory
+ * (staged), and with staging = copy. Checks every output against the CPU,
+ * the order of the reports and that input precedes output.
+ */
+static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging,
+			 enum pc_format f, enum pc_output m, const char *want_staging)
+{
+	const unsigned C = 2, P = 8, R = 1000, K = 13;
+	const size_t L = 200;
+	float *ref = make_ref(WIN_BLACKMAN, L, R);
+	struct pc *cpu = make_pc(PC_BACKEND_CPU, C, P, R, f, m, ref, L, 1, PC_STAGING_AUTO);
+	struct pc *gpu = make_pc(PC_BACKEND_CUDA, C, P, R, f, m, ref, L, streams, staging);
+	size_t ib = pc_in_bytes(gpu), ob = pc_out_bytes(gpu);
+	size_t islot = (ib + 4095) & ~(size_t)4095, oslot = (ob + 4095) & ~(size_t)4095;
+	char *inr, *outr;
+	float *want = malloc(ob);
+	uint64_t next_in = 0, next_out = 0, submitted = 0;
+	struct pc_info info;
+	int in_seen[13] = { 0 };
+
+	assert_non_null(want);
+	if (use_mmap) {
+		inr = mmap(NULL, islot * K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		outr = mmap(NULL, oslot * K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		assert_true(inr != MAP_FAILED && outr != MAP_FAILED);
+		assert_int_equal(pc_register_host(gpu, inr, islot * K), 0);
+		assert_int_equal(pc_register_host(gpu, outr, oslot * K), 0);
+	} else {
+		inr = malloc(islot * K);
+		outr = malloc(oslot * K);
+		assert_non_null(inr);
+		assert_non_null(outr);
+	}
+	for (unsigned k = 0; k < K; k++) {
+		fill_input(inr + k * islot, f, (size_t)C * P * R);
+		poison(outr + k * oslot, ob);
+	}
+	pc_get_info(gpu, &info);
+	assert_int_equal(info.depth, streams);
+
+	/* Keep the queue full; the in-flight count never exceeds the depth. */
+	while (next_out < K) {
+		struct pc_done d[8];
+		int n, rc;
+
+		while (submitted < K) {
+			rc = pc_submit(gpu, inr + submitted * islot, outr + submitted * oslot,
+				       1000 + submitted);
+			if (rc == -EAGAIN) {
+				assert_int_equal(pc_in_flight(gpu), streams);
+				break;
+			}
+			assert_int_equal(rc, 0);
+			submitted++;
+			assert_true(pc_in_flight(gpu) <= streams);
+		}
+		n = pc_poll(gpu, d, 8, 10000);
+		assert_true(n > 0);   /* 10 s: a generous safety bound, not a timing */
+		for (int i = 0; i < n; i++) {
+			uint64_t k = d[i].tag - 1000;
+
+			assert_true(k < K);
+			assert_true(d[i].flags != 0);
+			if (d[i].flags & PC_DONE_INPUT) {
+				assert_int_equal(k, next_in);   /* inputs in order */
+				in_seen[k] = 1;
+				next_in++;
+			}
+			if (d[i].flags & PC_DONE_OUTPUT) {
+				assert_int_equal(k, next_out);  /* outputs in order */
+				assert_true(in_seen[k]);        /* never before input */
+				assert_int_equal(d[i].nonfinite_rows, 0);
+				next_out++;
+			}
+		}
+	}
+	assert_int_equal(next_in, K);
+	assert_int_equal(pc_in_flight(gpu), 0);
+	{
+		struct pc_done d[2];
+
+		/* Nothing in flight: an endless wait returns at once. */
+		assert_int_equal(pc_poll(gpu, d, 2, -1), 0);
+	}
+	for (unsigned k = 0; k < K; k++) {
+		double e;
+
+		poison(want, ob);
+		assert_int_equal(pc_execute(cpu, inr + k * islot, want, NULL), 0);
+		e = rel_l2((float *)(outr + k * oslot), want, ob / sizeof(float));
+		if (!(e <= TOL))
+			fail_msg("CPI %u (streams %u, %s): rel L2 %.3e", k, streams,
+				 use_mmap ? "registered" : "malloc", e);
+	}
+	pc_get_info(gpu, &info);
+	print_message("  pipeline streams=%u %s %s/%s: %u CPIs ok, staging \"%s\"\n", streams,
+		      use_mmap ? "mmap" : "malloc", pc_format_name(f), pc_output_name(m), K,
+		      info.staging);
+	assert_string_equal(info.staging, want_staging);
+	pc_destroy(gpu);   /* unregisters before the memory goes */
+	pc_destroy(cpu);
+	if (use_mmap) {
+		munmap(inr, islot * K);
+		munmap(outr, oslot * K);
+	} else {
+		free(inr);
+		free(outr);
+	}
+	free(want);
+	free(ref);
+}
+
+static void test_pipeline_depths(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	run_pipeline(1, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "registered");
+	run_pipeline(2, 1, PC_STAGING_AUTO, PC_FMT_SC16, PC_OUT_MAGNITUDE, "registered");
+	run_pipeline(4, 1, PC_STAGING_REGISTER, PC_FMT_CF32, PC_OUT_POWER_DB, "registered");
+}
+
+static void test_pipeline_staging(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	run_pipeline(2, 0, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "copy");
+	run_pipeline(4, 0, PC_STAGING_AUTO, PC_FMT_SC16, PC_OUT_POWER_DB, "copy");
+	run_pipeline(2, 1, PC_STAGING_COPY, PC_FMT_CF32, PC_OUT_MAGNITUDE, "copy");
+}
+
+/* Rows with NaN/Inf are counted like the CPU counts them; others are exact. */
+static void test_nonfinite_rows(void **state)
+{
+	const unsigned C = 2, P = 5, R = 1000;
+	const size_t L = 100;
+	float *ref, *x, *yc, *yg;
+	struct pc *cpu, *gpu;
+	uint32_t nfc = 0, nfg = 0;
+	size_t ob;
+
+	(void)state;
+	NEED_GPU();
+	ref = make_ref(WIN_HAMMING, L, R);
+	cpu = make_pc(PC_BACKEND_CPU, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 1, PC_STAGING_AUTO);
+	gpu = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 2, PC_STAGING_AUTO);
+	ob = pc_out_bytes(gpu);
+	x = malloc(pc_in_bytes(gpu));
+	yc = malloc(ob);
+	yg = malloc(ob);
+	assert_non_null(x);
+	assert_non_null(yc);
+	assert_non_null(yg);
+	fill_input(x, PC_FMT_CF32, (size_t)C * P * R);
+	x[2 * (1 * R + 17)] = NAN;
+	x[2 * (4 * R + 999) + 1] = INFINITY;
+	x[2 * (7 * R + 0)] = -INFINITY;
+	x[2 * (7 * R + 5) + 1] = NAN;   /* same row twice: still one row */
+	assert_int_equal(pc_execute(cpu, x, yc, &nfc), 0);
+	assert_int_equal(pc_execute(gpu, x, yg, &nfg), 0);
+	assert_int_equal(nfg, 3);
+	assert_int_equal(nfg, nfc);
+	for (unsigned r = 0; r < C * P; r++) {
+		if (r == 1 || r == 4 || r == 7)
+			continue;
+		assert_true(rel_l2(yg + 2 * r * R, yc + 2 * r * R, 2 * R) <= TOL);
+	}
+	pc_destroy(cpu);
+	pc_destroy(gpu);
+	free(x);
+	free(yc);
+	free(yg);
+	free(ref);
+}
+
+/* An injected device error: failed state, -EIO from then on, a reason. */
+static void test_fault_injection(void **state)
+{
+	const unsigned C = 2, P = 4, R = 1000;
+	const size_t L = 100;
+	float *ref, *x, *y;
+	struct pc *gpu, *again;
+	struct pc_done d[4];
+	int n, rc;
+
+	(void)state;
+	NEED_GPU();
+	ref = make_ref(WIN_RECT, L, R);
+	gpu = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 2, PC_STAGING_AUTO);
+	x = malloc(pc_in_bytes(gpu));
+	y = malloc(2 * pc_out_bytes(gpu));
+	assert_non_null(x);
+	assert_non_null(y);
+	fill_input(x, PC_FMT_CF32, (size_t)C * P * R);
+	assert_int_equal(pc_execute(gpu, x, y, NULL), 0);
+	assert_string_equal(pc_last_error(gpu), "");
+
+	/* One CPI in flight, then the fault on the next submit. */
+	assert_int_equal(pc_submit(gpu, x, y, 1), 0);
+	assert_int_equal(pc_inject_fault(gpu), 0);
+	rc = pc_submit(gpu, x, (char *)y + pc_out_bytes(gpu), 2);
+	assert_true(rc < 0 && rc != -EAGAIN);
+	print_message("  injected fault: submit %d, \"%s\"\n", rc, pc_last_error(gpu));
+	assert_non_null(strstr(pc_last_error(gpu), "injected"));
+	assert_int_equal(pc_submit(gpu, x, y, 3), -EIO);
+	n = pc_poll(gpu, d, 4, 100);
+	assert_int_equal(n, -EIO);
+	/* The CPI that was in flight is not reported done: the owner counts it lost. */
+	assert_int_equal(pc_in_flight(gpu), 1);
+	assert_int_equal(pc_execute(gpu, x, y, NULL), -EIO);
+	pc_destroy(gpu);
+
+	/* The device itself is fine: a new pc works (how the daemon recovers). */
+	again = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 2, PC_STAGING_AUTO);
+	assert_int_equal(pc_execute(again, x, y, NULL), 0);
+	pc_destroy(again);
+	free(x);
+	free(y);
+	free(ref);
+}
+
+/* Info, device by PCI bus id, bad device choices rejected with a reason. */
+static void test_device_selection(void **state)
+{
+	const unsigned R = 1000;
+	const size_t L = 100;
+	struct pc_params p;
+	struct pc_info info, info2;
+	char err[256], bus[64] = "";
+	const char *lp, *rp;
+	float *ref;
+	struct pc *pc;
+
+	(void)state;
+	NEED_GPU();
+	ref = make_ref(WIN_RECT, L, R);
+	pc = make_pc(PC_BACKEND_CUDA, 1, 2, R, PC_FMT_SC16, PC_OUT_MAGNITUDE, ref, L, 3, PC_STAGING_AUTO);
+	pc_get_info(pc, &info);
+	print_message("  device \"%s\", numa %d, nfft %zu, depth %u\n", info.device,
+		      info.numa_node, info.nfft, info.depth);
+	assert_int_equal(info.backend, PC_BACKEND_CUDA);
+	assert_int_equal(info.depth, 3);
+	assert_int_equal(info.ref_len, L);
+	assert_true(info.nfft >= R + L - 1);
+	assert_true(info.numa_node >= -1);
+	lp = strrchr(info.device, '(');
+	rp = strrchr(info.device, ')');
+	assert_non_null(lp);
+	assert_non_null(rp);
+	assert_true(rp > lp + 1 && (size_t)(rp - lp - 1) < sizeof(bus));
+	memcpy(bus, lp + 1, (size_t)(rp - lp - 1));
+	pc_destroy(pc);
+
+	pc_params_init(&p);
+	p.channels = 1;
+	p.pulses = 2;
+	p.samples = R;
+	p.ref = ref;
+	p.ref_len = L;
+	p.backend = PC_BACKEND_CUDA;
+	p.gpu = -1;
+	p.gpu_bus_id = bus;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("by bus id %s: %s", bus, err);
+	pc_get_info(pc, &info2);
+	assert_string_equal(info2.device, info.device);
+	pc_destroy(pc);
+
+	p.gpu_bus_id = "0000:ff:1f.7";
+	err[0] = '\0';
+	assert_null(pc_create(&p, err, sizeof(err)));
+	print_message("  bogus bus id: %s\n", err);
+	assert_non_null(strstr(err, "0000:ff:1f.7"));
+
+	p.gpu = 97;
+	p.gpu_bus_id = NULL;
+	err[0] = '\0';
+	assert_null(pc_create(&p, err, sizeof(err)));
+	print_message("  gpu 97: %s\n", err);
+	assert_non_null(strstr(err, "97"));
+
+	/* auto picks CUDA when a device is usable, and says so. */
+	p.gpu = 0;
+	p.backend = PC_BACKEND_AUTO;
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	pc_get_info(pc, &info2);
+	assert_int_equal(info2.backend, PC_BACKEND_CUDA);
+	pc_destroy(pc);
+	free(ref);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_device_selection),
+		cmocka_unit_test(test_direct_reference),
+		cmocka_unit_test(test_windows_formats_sizes),
+		cmocka_unit_test(test_output_modes),
+		cmocka_unit_test(test_pipeline_depths),
+		cmocka_unit_test(test_pipeline_staging),
+		cmocka_unit_test(test_nonfinite_rows),
+		cmocka_unit_test(test_fault_injection),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
