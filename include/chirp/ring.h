@@ -46,6 +46,9 @@ enum chirp_ring_format {
 /* Block flags (chirp_ring_block.flags). */
 #define CHIRP_RING_DISCONTINUITY  (1u << 0) /* blocks were lost before this one */
 #define CHIRP_RING_NONFINITE      (1u << 1) /* payload holds NaN/Inf (set by chirpd on output) */
+#define CHIRP_RING_REDELIVERED    (1u << 2) /* set by peek: a previous consumer took this
+					       block and died before releasing it; it may
+					       have been (partly) processed already */
 
 enum chirp_ring_role { CHIRP_RING_PRODUCER = 1, CHIRP_RING_CONSUMER = 2 };
 
@@ -61,8 +64,8 @@ struct chirp_ring_geometry {
 
 struct chirp_ring_opts {
 	int hugepages;            /* back with hugetlbfs (/dev/hugepages)      */
-	mode_t mode;              /* shm object mode; 0 = 0600                 */
-	gid_t group;              /* chown to this group if != (gid_t)-1       */
+	mode_t mode;              /* shm object mode; 0 = 0600 (0660 w/ group) */
+	gid_t group;              /* chown to this group; 0 or (gid_t)-1 = no  */
 	int allow_foreign_owner;  /* attach to a ring owned by another uid    */
 };
 
@@ -119,6 +122,15 @@ void chirp_ring_detach(struct chirp_ring *r);
 /* Remove the name (the memory lives until every mapping is gone). */
 int chirp_ring_unlink(const char *name);
 
+/*
+ * 1 if the other role is attached by a live process, 0 if not, negative
+ * errno on error. (Kernel-held lock: a crashed peer reads as 0 at once.)
+ */
+int chirp_ring_peer_attached(const struct chirp_ring *r);
+
+/* The name the ring was created/attached with. */
+const char *chirp_ring_name(const struct chirp_ring *r);
+
 /* Geometry, data region (for cudaHostRegister), stats, epoch. */
 void chirp_ring_geometry(const struct chirp_ring *r, struct chirp_ring_geometry *g);
 void chirp_ring_data(const struct chirp_ring *r, void **base, size_t *len);
@@ -149,6 +161,14 @@ int chirp_ring_reserve(struct chirp_ring *r, void **payload);
  */
 int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns,
 		      uint64_t first_sample, uint32_t flags);
+
+/*
+ * The newest committed block's descriptor (payload NULL): lets a restarted
+ * producer (chirpd on its output ring) see what it published before it
+ * died, e.g. to skip REDELIVERED input it had already processed. -ENOENT
+ * if nothing was ever committed.
+ */
+int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *blk);
 
 /* ---- consumer -------------------------------------------------------- */
 

@@ -1,0 +1,1331 @@
+/*
+ * ring.c — libchirpring: lock-free SPSC ring of CPIs in POSIX shared memory.
+ *
+ * CONCURRENCY CONTRACT
+ *
+ *  One producer and one consumer, each possibly in its own process, each
+ *  with its own mapping. Neither takes a lock. Exactly one handle of each
+ *  role may be attached at a time (enforced with an OFD lock on byte 0
+ *  (producer) / byte 1 (consumer) of the shm object; the kernel drops it
+ *  when the holder dies, so a crashed peer never blocks a restart).
+ *
+ *  hdr.prod   free-running u64, written only by the producer. Its release
+ *             store in chirp_ring_commit() publishes the slot payload and
+ *             the descriptor; it pairs with the acquire load in
+ *             chirp_ring_peek()/chirp_ring_available(). Commit is the ONLY
+ *             publication: a producer killed before it leaves a reserved
+ *             slot that nobody ever reads and the next producer overwrites.
+ *  hdr.cons   free-running u64, written only by the consumer. Its release
+ *             store in chirp_ring_release() hands the slot back (the
+ *             consumer's reads of the payload happen-before the producer's
+ *             next writes to it); it pairs with the acquire load in
+ *             chirp_ring_reserve().
+ *  Invariant  0 <= prod - cons <= slots (mod 2^64). The slot of position p
+ *             is p & (slots - 1); its payload may be written only while
+ *             p - cons < slots, read only while cons <= p < prod.
+ *  Caches     each side keeps a private copy of the other's index and
+ *             reloads it only when the copy says full (producer) / empty
+ *             (consumer), so the shared lines bounce once per batch.
+ *  Sleeping   a waiter (chirp_ring_wait) reads the futex word, stores
+ *             "sleeping" (seq_cst), fences, re-checks the index, and only
+ *             then FUTEX_WAITs on the word. The other side stores its index
+ *             (release), fences (seq_cst), and issues FUTEX_WAKE only if it
+ *             sees "sleeping" — after incrementing the word so a waiter
+ *             between its check and its sleep does not sleep. The fences
+ *             make this a Dekker pair: either the waiter sees the new index
+ *             or the waker sees "sleeping". Futexes are shared (not
+ *             _PRIVATE) because the two sides are different processes.
+ *  Counters   committed/overruns/pending_flags/next_seq (producer) and
+ *             released/skipped/taken (consumer) are single-writer atomics
+ *             read relaxed by anyone (statistics).
+ *
+ *  Untrusted  every field read from the shared mapping is validated before
+ *             it is used for addressing. Immutable geometry is validated
+ *             once at attach and kept in a private copy; the data path
+ *             addresses memory only through that copy and the masked
+ *             position, so a peer that scribbles on the header can produce
+ *             -EBADMSG, never an out-of-bounds access.
+ *
+ *  Not handled: a peer that ftruncate()s the object smaller makes our next
+ *  access SIGBUS (POSIX offers no way to forbid it short of sealing, which
+ *  shm_open objects do not support). Both sides must trust the owner uid;
+ *  that is what the 0600/0660 mode and the owner check are for.
+ */
+#include "ring_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct ring_hdr) <= RING_HDR_BYTES, "header fits page 0");
+_Static_assert(sizeof(struct ring_desc) == RING_DESC_BYTES, "descriptor is 64 bytes");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in shm");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free in shm");
+
+#define KNOWN_FLAGS (CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED)
+
+/* Spin this many polls before sleeping on the futex (about 10-50 us). */
+#define WAIT_SPIN 2000
+/* Longest single futex sleep, so a retired ring or a lost wake is noticed. */
+#define WAIT_SLICE_NS 100000000LL
+
+struct chirp_ring {
+	char name[NAME_MAX + 1];
+	char path[PATH_MAX];         /* hugetlbfs file, "" for POSIX shm      */
+	int fd;                      /* -1 for a memory image                 */
+	enum chirp_ring_role role;
+	uint8_t *base;
+	size_t map_bytes;
+	int own_map;                 /* munmap at detach                      */
+	struct ring_hdr *h;
+	struct ring_desc *desc;
+	uint8_t *data;
+	struct ring_layout L;        /* validated immutable copy              */
+	uint64_t mask;
+
+	/* producer */
+	uint64_t prod;               /* position of the next commit           */
+	uint64_t cons_cache;
+	int reserved;
+	int first_commit;            /* flag DISCONTINUITY on a resumed ring  */
+
+	/* consumer */
+	uint64_t cons;               /* oldest held (next to release)         */
+	uint64_t taken;              /* next to peek                          */
+	uint64_t prod_cache;
+	uint64_t redeliver_end;      /* positions < this were taken by a dead consumer */
+	int redelivering;            /* still before redeliver_end            */
+	uint64_t last_seq;
+	int have_last;
+	uint8_t *bad;                /* bitmap: held position failed validation */
+};
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t now_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t now_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static int futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns)
+{
+	struct timespec ts = {
+		.tv_sec = timeout_ns / 1000000000LL,
+		.tv_nsec = timeout_ns % 1000000000LL,
+	};
+	long rc = syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
+
+	return rc == 0 ? 0 : -errno;
+}
+
+static void futex_wake(_Atomic uint32_t *addr)
+{
+	atomic_fetch_add_explicit(addr, 1, memory_order_relaxed);
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* ---- geometry and layout -------------------------------------------------- */
+
+static uint64_t sample_bytes(uint32_t format)
+{
+	switch (format) {
+	case CHIRP_RING_CF32: return 8;
+	case CHIRP_RING_SC16: return 4;
+	case CHIRP_RING_RF32: return 4;
+	default: return 0;
+	}
+}
+
+static int geometry_check(const struct chirp_ring_geometry *g, uint64_t *cpi, char *err,
+			  size_t errlen)
+{
+	uint64_t n, sb = sample_bytes(g->format);
+
+	if (g->channels < 1 || g->pulses < 1 || g->samples < 1) {
+		seterr(err, errlen, "geometry %ux%ux%u: channels, pulses and samples must be >= 1",
+		       g->channels, g->pulses, g->samples);
+		return -EINVAL;
+	}
+	if (sb == 0) {
+		seterr(err, errlen, "sample format %u unknown (0 cf32, 1 sc16, 2 rf32)", g->format);
+		return -EINVAL;
+	}
+	if (g->slots < 2 || g->slots > RING_MAX_SLOTS || (g->slots & (g->slots - 1))) {
+		seterr(err, errlen, "slots %u: must be a power of two in 2..%u", g->slots,
+		       RING_MAX_SLOTS);
+		return -EINVAL;
+	}
+	/* !(x > 0) also rejects NaN */
+	if (!(g->sample_rate_hz > 0) || g->sample_rate_hz > 1e15) {
+		seterr(err, errlen, "sample_rate_hz %g: must be > 0 and finite", g->sample_rate_hz);
+		return -EINVAL;
+	}
+	if (__builtin_mul_overflow((uint64_t)g->channels, (uint64_t)g->pulses, &n) ||
+	    __builtin_mul_overflow(n, (uint64_t)g->samples, &n) ||
+	    __builtin_mul_overflow(n, sb, &n) || n > RING_MAX_TOTAL / 2) {
+		seterr(err, errlen, "geometry %ux%ux%u: CPI larger than %llu bytes", g->channels,
+		       g->pulses, g->samples, (unsigned long long)(RING_MAX_TOTAL / 2));
+		return -EINVAL;
+	}
+	*cpi = n;
+	return 0;
+}
+
+uint64_t chirp_ring_cpi_bytes(const struct chirp_ring_geometry *g)
+{
+	uint64_t n;
+
+	if (!g || geometry_check(g, &n, NULL, 0) < 0)
+		return 0;
+	return n;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+int ring_layout_compute(const struct chirp_ring_geometry *g, uint32_t align_bytes,
+			struct ring_layout *L, char *err, size_t errlen)
+{
+	uint64_t cpi, slot, data, total;
+	int rc;
+
+	rc = geometry_check(g, &cpi, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (align_bytes != RING_PAGE && align_bytes != RING_HUGE_PAGE) {
+		seterr(err, errlen, "alignment %u: must be 4096 or 2 MiB", align_bytes);
+		return -EINVAL;
+	}
+	slot = align_up(cpi, align_bytes);
+	data = align_up(RING_HDR_BYTES + (uint64_t)g->slots * RING_DESC_BYTES, align_bytes);
+	if (__builtin_mul_overflow(slot, (uint64_t)g->slots, &total) ||
+	    __builtin_add_overflow(total, data, &total) || total > RING_MAX_TOTAL) {
+		seterr(err, errlen, "ring of %u slots of %llu bytes exceeds %llu bytes", g->slots,
+		       (unsigned long long)slot, (unsigned long long)RING_MAX_TOTAL);
+		return -EINVAL;
+	}
+	memset(L, 0, sizeof(*L));
+	L->g = *g;
+	L->total_bytes = total;
+	L->desc_offset = RING_HDR_BYTES;
+	L->data_offset = data;
+	L->slot_bytes = slot;
+	L->payload_bytes = cpi;
+	L->slots = g->slots;
+	L->align_bytes = align_bytes;
+	return 0;
+}
+
+void ring_format_image(void *img, const struct ring_layout *L)
+{
+	struct ring_hdr *h = img;
+
+	/* Whole header + descriptor region to zero: positions 0, counters 0. */
+	memset(img, 0, L->data_offset);
+	h->abi_version = CHIRP_RING_ABI_VERSION;
+	h->header_bytes = RING_HDR_BYTES;
+	h->epoch = L->epoch;
+	h->total_bytes = L->total_bytes;
+	h->desc_offset = L->desc_offset;
+	h->data_offset = L->data_offset;
+	h->slot_bytes = L->slot_bytes;
+	h->payload_bytes = L->payload_bytes;
+	h->slots = L->slots;
+	h->desc_bytes = RING_DESC_BYTES;
+	h->channels = L->g.channels;
+	h->pulses = L->g.pulses;
+	h->samples = L->g.samples;
+	h->format = L->g.format;
+	h->align_bytes = L->align_bytes;
+	h->sample_rate_hz = L->g.sample_rate_hz;
+	h->created_ns = now_realtime_ns();
+	h->magic = RING_MAGIC;
+	/* Publishes everything above to an attacher's acquire load of state. */
+	atomic_store_explicit(&h->state, RING_STATE_READY, memory_order_release);
+}
+
+int ring_validate_header(const void *img, size_t img_bytes, struct ring_layout *L,
+			 char *err, size_t errlen)
+{
+	/* The image is shared with another process: cast away const only to
+	 * read atomics; nothing is written. */
+	struct ring_hdr *h = (struct ring_hdr *)img;
+	struct chirp_ring_geometry g;
+	struct ring_layout want;
+	uint64_t magic, prod, cons, taken;
+	uint32_t state, version, align;
+	int rc;
+
+	/* length first */
+	if (!img || img_bytes < RING_HDR_BYTES) {
+		seterr(err, errlen, "object is %zu bytes, smaller than a ring header (%u)",
+		       img_bytes, RING_HDR_BYTES);
+		return -EBADMSG;
+	}
+	/* then state (acquire: pairs with ring_format_image's release) */
+	state = atomic_load_explicit(&h->state, memory_order_acquire);
+	magic = h->magic;
+	if (state == RING_STATE_INIT && magic == 0) {
+		seterr(err, errlen, "ring is being created (or its creator died mid-way)");
+		return -EAGAIN;
+	}
+	if (magic != RING_MAGIC) {
+		seterr(err, errlen, "not a chirp ring (magic %#llx)", (unsigned long long)magic);
+		return -EBADMSG;
+	}
+	/* then version */
+	version = h->abi_version;
+	if (version != CHIRP_RING_ABI_VERSION) {
+		seterr(err, errlen, "ring ABI version %u, this library speaks %u", version,
+		       CHIRP_RING_ABI_VERSION);
+		return -EPROTO;
+	}
+	if (state == RING_STATE_RETIRED) {
+		seterr(err, errlen, "ring was retired (re-created with another geometry): re-attach");
+		return -ESTALE;
+	}
+	if (state != RING_STATE_READY) {
+		seterr(err, errlen, "ring header state %#x is invalid", state);
+		return -EBADMSG;
+	}
+	if (h->header_bytes != RING_HDR_BYTES || h->desc_bytes != RING_DESC_BYTES) {
+		seterr(err, errlen, "ring header/descriptor size %u/%u, expected %u/%u",
+		       h->header_bytes, h->desc_bytes, RING_HDR_BYTES, RING_DESC_BYTES);
+		return -EBADMSG;
+	}
+	/* then geometry: recompute the layout and insist on equality */
+	g.channels = h->channels;
+	g.pulses = h->pulses;
+	g.samples = h->samples;
+	g.format = h->format;
+	g.slots = h->slots;
+	g.sample_rate_hz = h->sample_rate_hz;
+	align = h->align_bytes;
+	rc = ring_layout_compute(&g, align, &want, err, errlen);
+	if (rc < 0)
+		return -EBADMSG;
+	if (h->total_bytes != want.total_bytes || h->desc_offset != want.desc_offset ||
+	    h->data_offset != want.data_offset || h->slot_bytes != want.slot_bytes ||
+	    h->payload_bytes != want.payload_bytes) {
+		seterr(err, errlen, "ring layout fields disagree with its geometry");
+		return -EBADMSG;
+	}
+	want.epoch = h->epoch;
+	if (want.epoch == 0) {
+		seterr(err, errlen, "ring epoch is 0");
+		return -EBADMSG;
+	}
+	if (want.total_bytes > img_bytes) {
+		seterr(err, errlen, "ring needs %llu bytes but the object has %zu",
+		       (unsigned long long)want.total_bytes, img_bytes);
+		return -EBADMSG;
+	}
+	/* then indices */
+	prod = atomic_load_explicit(&h->prod, memory_order_acquire);
+	cons = atomic_load_explicit(&h->cons, memory_order_acquire);
+	taken = atomic_load_explicit(&h->taken, memory_order_relaxed);
+	if (prod - cons > want.slots) {
+		seterr(err, errlen, "ring indices corrupt: producer %llu, consumer %llu, %u slots",
+		       (unsigned long long)prod, (unsigned long long)cons, want.slots);
+		return -EBADMSG;
+	}
+	(void)taken; /* may be stale by design; clamped by the consumer at attach */
+	*L = want;
+	return 0;
+}
+
+/* Field by field: struct padding is not copied by assignment. */
+static int layout_equal(const struct ring_layout *a, const struct ring_layout *b)
+{
+	return a->g.channels == b->g.channels && a->g.pulses == b->g.pulses &&
+	       a->g.samples == b->g.samples && a->g.format == b->g.format &&
+	       a->g.slots == b->g.slots &&
+	       memcmp(&a->g.sample_rate_hz, &b->g.sample_rate_hz, sizeof(double)) == 0 &&
+	       a->epoch == b->epoch && a->total_bytes == b->total_bytes &&
+	       a->desc_offset == b->desc_offset && a->data_offset == b->data_offset &&
+	       a->slot_bytes == b->slot_bytes && a->payload_bytes == b->payload_bytes &&
+	       a->slots == b->slots && a->align_bytes == b->align_bytes;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static int lock_role(int fd, enum chirp_ring_role role, int try_only)
+{
+	struct flock fl = {
+		.l_type = F_WRLCK,
+		.l_whence = SEEK_SET,
+		.l_start = role == CHIRP_RING_PRODUCER ? 0 : 1,
+		.l_len = 1,
+	};
+
+	if (try_only) {
+		if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+			return -errno;
+		return fl.l_type == F_UNLCK ? 0 : 1;
+	}
+	if (fcntl(fd, F_OFD_SETLK, &fl) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Set up a handle over a validated mapping. */
+static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
+{
+	struct ring_hdr *h = (struct ring_hdr *)r->base;
+	uint64_t prod, cons, taken;
+
+	r->h = h;
+	r->L = *L;
+	r->mask = L->slots - 1;
+	r->desc = (struct ring_desc *)(r->base + L->desc_offset);
+	r->data = r->base + L->data_offset;
+	prod = atomic_load_explicit(&h->prod, memory_order_acquire);
+	cons = atomic_load_explicit(&h->cons, memory_order_acquire);
+	if (r->role == CHIRP_RING_PRODUCER) {
+		r->prod = prod;
+		r->cons_cache = cons;
+		r->reserved = 0;
+		r->first_commit = atomic_load_explicit(&h->committed, memory_order_relaxed) != 0;
+		atomic_fetch_add_explicit(&h->prod_gen, 1, memory_order_relaxed);
+	} else {
+		r->bad = calloc(L->slots / 8 + 1, 1);
+		if (!r->bad)
+			return -ENOMEM;
+		taken = atomic_load_explicit(&h->taken, memory_order_relaxed);
+		/* Blocks a dead consumer took but did not release are delivered
+		 * again, flagged REDELIVERED; a bogus taken is ignored. */
+		if (taken - cons > prod - cons)
+			taken = cons;
+		r->cons = cons;
+		r->taken = cons;
+		r->prod_cache = prod;
+		r->redeliver_end = taken;
+		r->redelivering = taken != cons;
+		r->have_last = 0;
+		/* h->taken stays at the dead consumer's mark until we pass it, so a
+		 * second crash during redelivery still flags those blocks. */
+		atomic_store_explicit(&h->taken, taken, memory_order_relaxed);
+		atomic_store_explicit(&h->cons_sleeping, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&h->cons_gen, 1, memory_order_relaxed);
+	}
+	return 0;
+}
+
+static struct chirp_ring *handle_alloc(const char *name, enum chirp_ring_role role, char *err,
+				       size_t errlen)
+{
+	struct chirp_ring *r;
+
+	if (role != CHIRP_RING_PRODUCER && role != CHIRP_RING_CONSUMER) {
+		seterr(err, errlen, "role %d: must be producer or consumer", (int)role);
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		seterr(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->fd = -1;
+	r->role = role;
+	snprintf(r->name, sizeof(r->name), "%s", name ? name : "(image)");
+	return r;
+}
+
+static void handle_free(struct chirp_ring *r)
+{
+	if (!r)
+		return;
+	if (r->own_map && r->base)
+		munmap(r->base, r->map_bytes);
+	if (r->fd >= 0)
+		close(r->fd);   /* drops the OFD role lock */
+	free(r->bad);
+	free(r);
+}
+
+struct chirp_ring *ring_open_image(void *img, size_t img_bytes, enum chirp_ring_role role,
+				   char *err, size_t errlen)
+{
+	struct chirp_ring *r;
+	struct ring_layout L;
+
+	if (ring_validate_header(img, img_bytes, &L, err, errlen) < 0)
+		return NULL;
+	r = handle_alloc(NULL, role, err, errlen);
+	if (!r)
+		return NULL;
+	r->base = img;
+	r->map_bytes = img_bytes;
+	if (handle_init(r, &L) < 0) {
+		seterr(err, errlen, "out of memory");
+		handle_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static int name_check(const char *name, char *err, size_t errlen)
+{
+	size_t n;
+
+	if (!name || name[0] != '/') {
+		seterr(err, errlen, "ring name \"%s\": must start with '/' (e.g. /chirpd-in)",
+		       name ? name : "");
+		return -EINVAL;
+	}
+	n = strlen(name);
+	if (n < 2 || n > 200 || strchr(name + 1, '/')) {
+		seterr(err, errlen, "ring name \"%s\": one '/' then 1..199 characters, no other '/'",
+		       name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const char *hugetlbfs_dir(void)
+{
+	const char *d = getenv("CHIRP_HUGETLBFS");
+
+	return d && *d ? d : "/dev/hugepages";
+}
+
+/* Open the object; with O_CREAT it is created exclusively. */
+static int obj_open(struct chirp_ring *r, int hugepages, int flags, mode_t mode)
+{
+	int fd;
+
+	if (hugepages) {
+		snprintf(r->path, sizeof(r->path), "%s%s", hugetlbfs_dir(), r->name);
+		fd = open(r->path, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+	} else {
+		r->path[0] = '\0';
+		fd = shm_open(r->name, flags, mode);  /* O_CLOEXEC implied */
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+static int obj_unlink(const struct chirp_ring *r)
+{
+	int rc = r->path[0] ? unlink(r->path) : shm_unlink(r->name);
+
+	return rc < 0 ? -errno : 0;
+}
+
+static int owner_check(struct chirp_ring *r, const struct stat *st,
+		       const struct chirp_ring_opts *opts, char *err, size_t errlen)
+{
+	if (opts && opts->allow_foreign_owner)
+		return 0;
+	if (st->st_uid != geteuid()) {
+		seterr(err, errlen,
+		       "ring %s is owned by uid %u, not by us (uid %u): refusing "
+		       "(allow_foreign_owner to accept)", r->name, (unsigned)st->st_uid,
+		       (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st->st_mode & S_IWOTH) {
+		seterr(err, errlen, "ring %s is world-writable (mode %04o): refusing", r->name,
+		       (unsigned)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Map the validated object and set the handle up. fd already open. */
+static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts, char *err,
+			size_t errlen)
+{
+	struct ring_layout L, L2;
+	struct stat st;
+	void *p;
+	int rc;
+
+	if (fstat(r->fd, &st) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "fstat %s: %s", r->name, strerror(-rc));
+		return rc;
+	}
+	rc = owner_check(r, &st, opts, err, errlen);
+	if (rc < 0)
+		return rc;
+	if ((uint64_t)st.st_size < RING_HDR_BYTES) {
+		seterr(err, errlen, "ring %s is being created (size %lld)", r->name,
+		       (long long)st.st_size);
+		return -EAGAIN;
+	}
+	/* Header page alone first: validate before trusting any size in it. */
+	p = mmap(NULL, RING_HDR_BYTES, PROT_READ, MAP_SHARED, r->fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		seterr(err, errlen, "mmap %s header: %s", r->name, strerror(-rc));
+		return rc;
+	}
+	rc = ring_validate_header(p, (size_t)st.st_size, &L, err, errlen);
+	munmap(p, RING_HDR_BYTES);
+	if (rc < 0)
+		return rc;
+	p = mmap(NULL, L.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		seterr(err, errlen, "mmap %s (%llu bytes): %s", r->name,
+		       (unsigned long long)L.total_bytes, strerror(-rc));
+		return rc;
+	}
+	r->base = p;
+	r->map_bytes = L.total_bytes;
+	r->own_map = 1;
+	/* The header may have changed between the two mappings. */
+	rc = ring_validate_header(p, L.total_bytes, &L2, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (!layout_equal(&L, &L2)) {
+		seterr(err, errlen, "ring %s changed while attaching: retry", r->name);
+		return -EAGAIN;
+	}
+	rc = lock_role(r->fd, r->role, 0);
+	if (rc < 0) {
+		if (rc == -EAGAIN || rc == -EACCES)
+			seterr(err, errlen, "ring %s already has a live %s", r->name,
+			       r->role == CHIRP_RING_PRODUCER ? "producer" : "consumer");
+		else
+			seterr(err, errlen, "lock %s: %s", r->name, strerror(-rc));
+		return rc == -EAGAIN || rc == -EACCES ? -EBUSY : rc;
+	}
+	rc = handle_init(r, &L);
+	if (rc < 0)
+		seterr(err, errlen, "out of memory");
+	return rc;
+}
+
+struct chirp_ring *chirp_ring_attach(const char *name, enum chirp_ring_role role,
+				     const struct chirp_ring_opts *opts, char *err,
+				     size_t errlen)
+{
+	struct chirp_ring *r;
+	int rc, huge = opts && opts->hugepages;
+
+	if (name_check(name, err, errlen) < 0)
+		return NULL;
+	r = handle_alloc(name, role, err, errlen);
+	if (!r)
+		return NULL;
+	rc = obj_open(r, huge, O_RDWR, 0);
+	if (rc == -ENOENT && !huge)   /* a huge-page ring lives elsewhere */
+		rc = obj_open(r, 1, O_RDWR, 0);
+	if (rc < 0) {
+		if (rc == -ENOENT)
+			seterr(err, errlen, "no ring %s: is its creator (chirpd) running?", name);
+		else
+			seterr(err, errlen, "open ring %s: %s", name, strerror(-rc));
+		goto fail;
+	}
+	r->fd = rc;
+	if (map_and_init(r, opts, err, errlen) < 0)
+		goto fail;
+	return r;
+fail:
+	handle_free(r);
+	return NULL;
+}
+
+static void retire(struct ring_hdr *h)
+{
+	atomic_store_explicit(&h->state, RING_STATE_RETIRED, memory_order_release);
+	futex_wake(&h->cons_futex);
+	futex_wake(&h->prod_futex);
+}
+
+static uint64_t new_epoch(uint64_t old)
+{
+	uint64_t e = 0;
+
+	while (e == 0 || e == old) {
+		if (getrandom(&e, sizeof(e), 0) != sizeof(e))
+			e = now_realtime_ns() ^ ((uint64_t)getpid() << 32) ^ old;
+	}
+	return e;
+}
+
+/*
+ * An object of our name exists. Returns 1 if it was re-attached (r set up),
+ * 0 if it was retired and unlinked (create anew), <0 on a refusal.
+ */
+static int take_over_existing(struct chirp_ring *r, const struct ring_layout *want,
+			      const struct chirp_ring_opts *opts, uint64_t *old_epoch,
+			      char *err, size_t errlen)
+{
+	struct ring_layout have;
+	struct stat st;
+	char why[160] = "";
+	void *p;
+	int rc;
+
+	rc = obj_open(r, r->path[0] != '\0', O_RDWR, 0);
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc;   /* vanished: create */
+	r->fd = rc;
+	if (fstat(r->fd, &st) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "fstat %s: %s", r->name, strerror(-rc));
+		return rc;
+	}
+	rc = owner_check(r, &st, opts, err, errlen);
+	if (rc < 0)
+		return rc;
+	if ((uint64_t)st.st_size >= RING_HDR_BYTES) {
+		p = mmap(NULL, RING_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+		if (p == MAP_FAILED) {
+			rc = -errno;
+			seterr(err, errlen, "mmap %s header: %s", r->name, strerror(-rc));
+			return rc;
+		}
+		rc = ring_validate_header(p, (size_t)st.st_size, &have, why, sizeof(why));
+		if (rc == -EBADMSG && ((struct ring_hdr *)p)->magic != RING_MAGIC) {
+			munmap(p, RING_HDR_BYTES);
+			seterr(err, errlen, "%s exists and %s: not touching it (remove it if it is "
+			       "stale)", r->name, why);
+			return -EEXIST;
+		}
+		if (rc == 0 && have.g.channels == want->g.channels &&
+		    have.g.pulses == want->g.pulses && have.g.samples == want->g.samples &&
+		    have.g.format == want->g.format && have.g.slots == want->g.slots &&
+		    have.align_bytes == want->align_bytes) {
+			munmap(p, RING_HDR_BYTES);
+			/* Same geometry and ABI: keep state, resume. The sample rate is
+			 * informational and not part of the match. */
+			rc = map_and_init(r, opts, err, errlen);
+			return rc < 0 ? rc : 1;
+		}
+		/* Never retire a ring from under a live holder of our own role
+		 * (a second chirpd): that one must stop first. */
+		if (lock_role(r->fd, r->role, 1) == 1) {
+			munmap(p, RING_HDR_BYTES);
+			seterr(err, errlen, "ring %s (other geometry) already has a live %s",
+			       r->name, r->role == CHIRP_RING_PRODUCER ? "producer" : "consumer");
+			return -EBUSY;
+		}
+		*old_epoch = ((struct ring_hdr *)p)->epoch;
+		/* Retire it: attached peers see -ESTALE at their next call. The
+		 * header is ours (magic matched or creation was abandoned). */
+		if (((struct ring_hdr *)p)->magic == RING_MAGIC)
+			retire(p);
+		munmap(p, RING_HDR_BYTES);
+	}
+	close(r->fd);
+	r->fd = -1;
+	rc = obj_unlink(r);
+	if (rc < 0 && rc != -ENOENT) {
+		seterr(err, errlen, "unlink stale ring %s: %s", r->name, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_geometry *g,
+				     enum chirp_ring_role role,
+				     const struct chirp_ring_opts *opts, char *err,
+				     size_t errlen)
+{
+	struct chirp_ring *r = NULL;
+	struct ring_layout L;
+	uint64_t old_epoch = 0;
+	int grouped = opts && opts->group != (gid_t)-1 && opts->group != 0;
+	mode_t mode = opts && opts->mode ? (opts->mode & 0777) : grouped ? 0660 : 0600;
+	int huge = opts && opts->hugepages;
+	int rc, tries;
+	void *p;
+
+	if (name_check(name, err, errlen) < 0)
+		return NULL;
+	if (!g) {
+		seterr(err, errlen, "no geometry");
+		return NULL;
+	}
+	if (ring_layout_compute(g, huge ? RING_HUGE_PAGE : RING_PAGE, &L, err, errlen) < 0)
+		return NULL;
+	r = handle_alloc(name, role, err, errlen);
+	if (!r)
+		return NULL;
+
+	for (tries = 0; tries < 8; tries++) {
+		rc = obj_open(r, huge, O_RDWR | O_CREAT | O_EXCL, mode);
+		if (rc >= 0)
+			break;
+		if (rc != -EEXIST) {
+			seterr(err, errlen, "create ring %s%s: %s", huge ? "on hugetlbfs " : "",
+			       huge ? r->path : name, strerror(-rc));
+			goto fail;
+		}
+		rc = take_over_existing(r, &L, opts, &old_epoch, err, errlen);
+		if (rc == 1)
+			return r;            /* re-attached, state kept */
+		if (rc < 0)
+			goto fail;
+		/* retired and unlinked (or vanished): create again */
+	}
+	if (rc < 0) {
+		seterr(err, errlen, "create ring %s: lost a race with another creator 8 times",
+		       name);
+		goto fail;
+	}
+	r->fd = rc;
+	/* The mode given to open() was filtered by the umask: set it exactly. */
+	if (fchmod(r->fd, mode) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "fchmod %s %04o: %s", name, (unsigned)mode, strerror(-rc));
+		goto fail_unlink;
+	}
+	if (grouped && fchown(r->fd, (uid_t)-1, opts->group) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "chown %s to group %u: %s", name, (unsigned)opts->group,
+		       strerror(-rc));
+		goto fail_unlink;
+	}
+	if (ftruncate(r->fd, (off_t)L.total_bytes) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "size ring %s to %llu bytes: %s", name,
+		       (unsigned long long)L.total_bytes, strerror(-rc));
+		goto fail_unlink;
+	}
+	/* Reserve the memory now, so a full /dev/shm is an error here and not a
+	 * SIGBUS in the data path. */
+	rc = posix_fallocate(r->fd, 0, (off_t)L.total_bytes);
+	if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+		seterr(err, errlen, "reserve %llu bytes for ring %s: %s",
+		       (unsigned long long)L.total_bytes, name, strerror(rc));
+		rc = -rc;
+		goto fail_unlink;
+	}
+	p = mmap(NULL, L.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		seterr(err, errlen, "mmap ring %s (%llu bytes): %s", name,
+		       (unsigned long long)L.total_bytes, strerror(-rc));
+		goto fail_unlink;
+	}
+	r->base = p;
+	r->map_bytes = L.total_bytes;
+	r->own_map = 1;
+	rc = lock_role(r->fd, role, 0);
+	if (rc < 0) {
+		seterr(err, errlen, "lock %s: %s", name, strerror(-rc));
+		goto fail_unlink;
+	}
+	L.epoch = new_epoch(old_epoch);
+	ring_format_image(p, &L);
+	if (handle_init(r, &L) < 0) {
+		seterr(err, errlen, "out of memory");
+		goto fail_unlink;
+	}
+	return r;
+
+fail_unlink:
+	obj_unlink(r);
+fail:
+	handle_free(r);
+	return NULL;
+}
+
+void chirp_ring_detach(struct chirp_ring *r)
+{
+	handle_free(r);
+}
+
+int chirp_ring_unlink(const char *name)
+{
+	struct chirp_ring *r;
+	struct stat st;
+	void *p;
+	int rc = -ENOENT, fd, huge;
+
+	if (name_check(name, NULL, 0) < 0)
+		return -EINVAL;
+	r = handle_alloc(name, CHIRP_RING_CONSUMER, NULL, 0);
+	if (!r)
+		return -ENOMEM;
+	for (huge = 0; huge <= 1; huge++) {
+		fd = obj_open(r, huge, O_RDWR, 0);
+		if (fd < 0)
+			continue;
+		/* Tell attached peers (-ESTALE) before the name goes away. */
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= RING_HDR_BYTES) {
+			p = mmap(NULL, RING_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (p != MAP_FAILED) {
+				if (((struct ring_hdr *)p)->magic == RING_MAGIC)
+					retire(p);
+				munmap(p, RING_HDR_BYTES);
+			}
+		}
+		close(fd);
+		if (obj_unlink(r) == 0)
+			rc = 0;
+	}
+	handle_free(r);
+	return rc;
+}
+
+/* ---- accessors -------------------------------------------------------- */
+
+void chirp_ring_geometry(const struct chirp_ring *r, struct chirp_ring_geometry *g)
+{
+	*g = r->L.g;
+}
+
+void chirp_ring_data(const struct chirp_ring *r, void **base, size_t *len)
+{
+	*base = r->data;
+	*len = (size_t)(r->L.slot_bytes * r->L.slots);
+}
+
+uint64_t chirp_ring_slot_bytes(const struct chirp_ring *r)
+{
+	return r->L.slot_bytes;
+}
+
+const char *chirp_ring_name(const struct chirp_ring *r)
+{
+	return r->name;
+}
+
+int chirp_ring_stats(const struct chirp_ring *r, struct chirp_ring_stats *st)
+{
+	struct ring_hdr *h = r->h;
+
+	st->committed = atomic_load_explicit(&h->committed, memory_order_relaxed);
+	st->released = atomic_load_explicit(&h->released, memory_order_relaxed);
+	st->overruns = atomic_load_explicit(&h->overruns, memory_order_relaxed);
+	st->skipped = atomic_load_explicit(&h->skipped, memory_order_relaxed);
+	st->epoch = r->L.epoch;
+	return 0;
+}
+
+int chirp_ring_peer_attached(const struct chirp_ring *r)
+{
+	if (r->fd < 0)
+		return -ENOTSUP;
+	return lock_role(r->fd, r->role == CHIRP_RING_PRODUCER ? CHIRP_RING_CONSUMER
+							       : CHIRP_RING_PRODUCER, 1);
+}
+
+static int state_check(struct chirp_ring *r)
+{
+	uint32_t s = atomic_load_explicit(&r->h->state, memory_order_relaxed);
+
+	if (__builtin_expect(s == RING_STATE_READY, 1))
+		return 0;
+	return s == RING_STATE_RETIRED ? -ESTALE : -EBADMSG;
+}
+
+int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen)
+{
+	struct ring_layout L;
+	struct stat a, b;
+	int rc;
+
+	rc = ring_validate_header(r->base, r->map_bytes, &L, err, errlen);
+	if (rc < 0)
+		return rc == -ESTALE ? -ESTALE : -EBADMSG;
+	if (!layout_equal(&L, &r->L)) {
+		if (L.epoch != r->L.epoch) {
+			seterr(err, errlen, "ring %s epoch changed: re-attach", r->name);
+			return -ESTALE;
+		}
+		seterr(err, errlen, "ring %s header changed under us (corrupt)", r->name);
+		return -EBADMSG;
+	}
+	if (r->fd >= 0) {
+		/* The name may now denote another object (or none). */
+		char path[PATH_MAX];
+
+		if (r->path[0])
+			snprintf(path, sizeof(path), "%s", r->path);
+		else
+			snprintf(path, sizeof(path), "/dev/shm%s", r->name);
+		if (fstat(r->fd, &a) == 0 &&
+		    (stat(path, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
+			seterr(err, errlen, "ring %s was removed or replaced: re-attach", r->name);
+			return -ESTALE;
+		}
+	}
+	return 0;
+}
+
+/* ---- producer ------------------------------------------------------------ */
+
+int chirp_ring_reserve(struct chirp_ring *r, void **payload)
+{
+	uint64_t p = r->prod, c, used;
+	int rc;
+
+	if (r->role != CHIRP_RING_PRODUCER)
+		return -EPERM;
+	rc = state_check(r);
+	if (rc < 0)
+		return rc;
+	if (r->reserved)
+		goto out;
+	if (p - r->cons_cache >= r->L.slots) {
+		/* acquire: the consumer is done with the slot before we write it */
+		c = atomic_load_explicit(&r->h->cons, memory_order_acquire);
+		used = p - c;
+		if (used > r->L.slots)
+			return -EBADMSG;   /* consumer index ahead of us: corrupt */
+		r->cons_cache = c;
+		if (used == r->L.slots) {
+			/* Full: drop this block. It still takes a block number, so
+			 * the consumer sees the gap; the next commit is flagged. */
+			atomic_store_explicit(&r->h->overruns,
+				atomic_load_explicit(&r->h->overruns, memory_order_relaxed) + 1,
+				memory_order_relaxed);
+			atomic_store_explicit(&r->h->next_seq,
+				atomic_load_explicit(&r->h->next_seq, memory_order_relaxed) + 1,
+				memory_order_relaxed);
+			atomic_fetch_or_explicit(&r->h->pending_flags, CHIRP_RING_DISCONTINUITY,
+						 memory_order_relaxed);
+			return -ENOBUFS;
+		}
+	}
+	r->reserved = 1;
+out:
+	*payload = r->data + (p & r->mask) * r->L.slot_bytes;
+	return 0;
+}
+
+int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t first_sample,
+		      uint32_t flags)
+{
+	struct ring_hdr *h = r->h;
+	struct ring_desc *d;
+	uint64_t p = r->prod, seq;
+	uint32_t pending;
+	int rc;
+
+	if (r->role != CHIRP_RING_PRODUCER)
+		return -EPERM;
+	if (!r->reserved)
+		return -EINVAL;
+	rc = state_check(r);
+	if (rc < 0)
+		return rc;
+	if (timestamp_ns == 0)
+		timestamp_ns = now_realtime_ns();
+	seq = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
+	pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed);
+	if (r->first_commit)
+		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
+	flags = (flags | pending) & ~CHIRP_RING_REDELIVERED;
+
+	d = &r->desc[p & r->mask];
+	atomic_store_explicit(&d->pos, p, memory_order_relaxed);
+	atomic_store_explicit(&d->seq, seq, memory_order_relaxed);
+	atomic_store_explicit(&d->timestamp_ns, timestamp_ns, memory_order_relaxed);
+	atomic_store_explicit(&d->first_sample, first_sample, memory_order_relaxed);
+	atomic_store_explicit(&d->len, r->L.payload_bytes, memory_order_relaxed);
+	atomic_store_explicit(&d->flags, flags, memory_order_relaxed);
+	atomic_store_explicit(&h->next_seq, seq + 1, memory_order_relaxed);
+	atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
+	atomic_store_explicit(&h->committed,
+			      atomic_load_explicit(&h->committed, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	/* The publication: pairs with the consumer's acquire load of prod. */
+	atomic_store_explicit(&h->prod, p + 1, memory_order_release);
+	r->prod = p + 1;
+	r->reserved = 0;
+	r->first_commit = 0;
+	/* Dekker with chirp_ring_wait(): store prod; fence; load sleeping. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&h->cons_sleeping, memory_order_relaxed))
+		futex_wake(&h->cons_futex);
+	return 0;
+}
+
+int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *blk)
+{
+	struct ring_desc *d;
+	uint64_t p;
+
+	if (r->role != CHIRP_RING_PRODUCER)
+		return -EPERM;
+	if (atomic_load_explicit(&r->h->committed, memory_order_relaxed) == 0)
+		return -ENOENT;
+	p = r->prod - 1;
+	d = &r->desc[p & r->mask];
+	if (atomic_load_explicit(&d->pos, memory_order_relaxed) != p)
+		return -EBADMSG;
+	memset(blk, 0, sizeof(*blk));
+	blk->seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
+	blk->timestamp_ns = atomic_load_explicit(&d->timestamp_ns, memory_order_relaxed);
+	blk->first_sample = atomic_load_explicit(&d->first_sample, memory_order_relaxed);
+	blk->flags = atomic_load_explicit(&d->flags, memory_order_relaxed);
+	blk->slot = (uint32_t)(p & r->mask);
+	blk->len = r->L.payload_bytes;
+	blk->payload = NULL;   /* may already be in the consumer's hands */
+	return 0;
+}
+
+/* ---- consumer ------------------------------------------------------------ */
+
+/* Reload prod and validate it against what we hold. */
+static int load_prod(struct chirp_ring *r)
+{
+	uint64_t p = atomic_load_explicit(&r->h->prod, memory_order_acquire);
+
+	/* cons <= taken <= prod <= cons + slots */
+	if (p - r->cons > r->L.slots || p - r->cons < r->taken - r->cons)
+		return -EBADMSG;
+	r->prod_cache = p;
+	return 0;
+}
+
+uint64_t chirp_ring_available(const struct chirp_ring *r)
+{
+	uint64_t p;
+
+	if (r->role != CHIRP_RING_CONSUMER)
+		return 0;
+	p = atomic_load_explicit(&r->h->prod, memory_order_acquire);
+	if (p - r->cons > r->L.slots || p - r->cons < r->taken - r->cons)
+		return 0;
+	return p - r->taken;
+}
+
+static void bad_set(struct chirp_ring *r, uint64_t pos, int on)
+{
+	uint64_t i = pos & r->mask;
+
+	if (on)
+		r->bad[i / 8] |= (uint8_t)(1u << (i % 8));
+	else
+		r->bad[i / 8] &= (uint8_t)~(1u << (i % 8));
+}
+
+static int bad_get(const struct chirp_ring *r, uint64_t pos)
+{
+	uint64_t i = pos & r->mask;
+
+	return (r->bad[i / 8] >> (i % 8)) & 1;
+}
+
+static void publish_cons(struct chirp_ring *r, uint64_t c, uint64_t nreleased)
+{
+	struct ring_hdr *h = r->h;
+
+	atomic_store_explicit(&h->released,
+			      atomic_load_explicit(&h->released, memory_order_relaxed) + nreleased,
+			      memory_order_relaxed);
+	/* Hands the slots back: pairs with the producer's acquire of cons. */
+	atomic_store_explicit(&h->cons, c, memory_order_release);
+	r->cons = c;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&h->prod_sleeping, memory_order_relaxed))
+		futex_wake(&h->prod_futex);
+}
+
+int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
+{
+	struct ring_hdr *h = r->h;
+	struct ring_desc *d;
+	uint64_t t = r->taken, pos, seq, len;
+	uint32_t flags;
+	int rc, redelivered;
+
+	if (r->role != CHIRP_RING_CONSUMER)
+		return -EPERM;
+	rc = state_check(r);
+	if (rc < 0)
+		return rc;
+	if (t == r->prod_cache) {
+		rc = load_prod(r);
+		if (rc < 0)
+			return rc;
+		if (t == r->prod_cache)
+			return -EAGAIN;
+	}
+	d = &r->desc[t & r->mask];
+	pos = atomic_load_explicit(&d->pos, memory_order_relaxed);
+	seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
+	len = atomic_load_explicit(&d->len, memory_order_relaxed);
+	flags = atomic_load_explicit(&d->flags, memory_order_relaxed);
+	r->taken = t + 1;
+	redelivered = r->redelivering;
+	if (r->redelivering && t + 1 == r->redeliver_end)
+		r->redelivering = 0;
+	if (!r->redelivering)
+		atomic_store_explicit(&h->taken, t + 1, memory_order_relaxed);
+	if (pos != t || len == 0 || len > r->L.payload_bytes ||
+	    (r->have_last && seq - r->last_seq - 1 >= (1ull << 63))) {
+		/* Skip it and count it. Released with the held block before it,
+		 * or now if none is held. */
+		atomic_store_explicit(&h->skipped,
+				      atomic_load_explicit(&h->skipped, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+		if (r->cons == t)
+			publish_cons(r, t + 1, 0);
+		else
+			bad_set(r, t, 1);
+		return -EBADMSG;
+	}
+	if (r->have_last && seq != r->last_seq + 1)
+		flags |= CHIRP_RING_DISCONTINUITY;   /* the consumer trusts only seq */
+	r->last_seq = seq;
+	r->have_last = 1;
+	if (redelivered)
+		flags |= CHIRP_RING_REDELIVERED;
+	blk->seq = seq;
+	blk->timestamp_ns = atomic_load_explicit(&d->timestamp_ns, memory_order_relaxed);
+	blk->first_sample = atomic_load_explicit(&d->first_sample, memory_order_relaxed);
+	blk->flags = flags;
+	blk->slot = (uint32_t)(t & r->mask);
+	blk->len = len;
+	blk->payload = r->data + (t & r->mask) * r->L.slot_bytes;
+	return 0;
+}
+
+int chirp_ring_release(struct chirp_ring *r)
+{
+	uint64_t c = r->cons;
+
+	if (r->role != CHIRP_RING_CONSUMER)
+		return -EPERM;
+	if (c == r->taken)
+		return -EINVAL;   /* nothing held */
+	c++;
+	/* Skipped (invalid) blocks behind it go back too. */
+	while (c != r->taken && bad_get(r, c)) {
+		bad_set(r, c, 0);
+		c++;
+	}
+	publish_cons(r, c, 1);
+	return 0;
+}
+
+/* ---- waiting ---------------------------------------------------------- */
+
+static int ready(struct chirp_ring *r)
+{
+	if (atomic_load_explicit(&r->h->state, memory_order_relaxed) != RING_STATE_READY)
+		return 1;   /* let the caller's next call report it */
+	if (r->role == CHIRP_RING_CONSUMER)
+		return atomic_load_explicit(&r->h->prod, memory_order_acquire) != r->taken;
+	if (r->reserved)
+		return 1;
+	/* not full (or corrupt: reserve will say so) */
+	return r->prod - atomic_load_explicit(&r->h->cons, memory_order_acquire) != r->L.slots;
+}
+
+int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
+{
+	_Atomic uint32_t *word, *sleeping;
+	int64_t deadline, left;
+	uint32_t v;
+	int i, rc;
+
+	for (i = 0; i < WAIT_SPIN; i++) {
+		if (ready(r))
+			return 0;
+		cpu_relax();
+	}
+	if (r->role == CHIRP_RING_CONSUMER) {
+		word = &r->h->cons_futex;
+		sleeping = &r->h->cons_sleeping;
+	} else {
+		word = &r->h->prod_futex;
+		sleeping = &r->h->prod_sleeping;
+	}
+	deadline = timeout_ns < 0 ? INT64_MAX : now_mono_ns() + timeout_ns;
+	for (;;) {
+		v = atomic_load_explicit(word, memory_order_acquire);
+		atomic_store_explicit(sleeping, 1, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (ready(r)) {
+			rc = 0;
+			break;
+		}
+		left = deadline == INT64_MAX ? WAIT_SLICE_NS : deadline - now_mono_ns();
+		if (left <= 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (left > WAIT_SLICE_NS)
+			left = WAIT_SLICE_NS;
+		rc = futex_wait(word, v, left);
+		if (rc == -EINTR)
+			break;
+		/* 0 (woken), -EAGAIN (word moved), -ETIMEDOUT (slice): re-check */
+	}
+	atomic_store_explicit(sleeping, 0, memory_order_relaxed);
+	if (rc == 0 || rc == -EINTR)
+		return rc;
+	return ready(r) ? 0 : -ETIMEDOUT;
+}
+
+/* ---- test hooks ----------------------------------------------------------- */
+
+int ring_debug_set_seq(struct chirp_ring *r, uint64_t pos, uint64_t seq)
+{
+	struct ring_hdr *h = r->h;
+	uint64_t p = atomic_load_explicit(&h->prod, memory_order_acquire);
+
+	if (p != atomic_load_explicit(&h->cons, memory_order_acquire) || r->reserved ||
+	    (r->role == CHIRP_RING_CONSUMER && r->taken != r->cons))
+		return -EBUSY;
+	atomic_store_explicit(&h->cons, pos, memory_order_release);
+	atomic_store_explicit(&h->taken, pos, memory_order_relaxed);
+	atomic_store_explicit(&h->prod, pos, memory_order_release);
+	atomic_store_explicit(&h->next_seq, seq, memory_order_relaxed);
+	r->prod = r->cons_cache = r->cons = r->taken = r->prod_cache = pos;
+	r->redeliver_end = pos;
+	r->redelivering = 0;
+	r->have_last = 0;
+	return 0;
+}
+
+struct ring_hdr *ring_debug_hdr(struct chirp_ring *r)
+{
+	return r->h;
+}

@@ -1,0 +1,860 @@
+/*
+ * test_ring.c — unit tests of libchirpring (src/ring.c): lifecycle,
+ * zero-copy handoff, overruns, wrap-around at 2^32 and 2^64, re-attach and
+ * redelivery, retire on geometry change, validation of corrupted headers
+ * and descriptors, permissions, waiting.
+ *
+ * Each test uses its own ring name (/chirp-test-<pid>-<n>) so parallel runs
+ * and other suites never collide; every ring is unlinked at the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "chirp/ring.h"
+#include "ring_private.h"
+
+static char g_name[64];
+static int g_counter;
+
+static int setup(void **state)
+{
+	snprintf(g_name, sizeof(g_name), "/chirp-test-%d-%d", (int)getpid(), g_counter++);
+	chirp_ring_unlink(g_name);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	chirp_ring_unlink(g_name);
+	return 0;
+}
+
+/* A non-power-of-two CPI: 3 x 5 x 1000 cf32 = 120000 bytes. */
+static struct chirp_ring_geometry geo(uint32_t slots)
+{
+	struct chirp_ring_geometry g = {
+		.channels = 3, .pulses = 5, .samples = 1000,
+		.format = CHIRP_RING_CF32, .slots = slots, .sample_rate_hz = 25e6,
+	};
+	return g;
+}
+
+static struct chirp_ring *mk(const struct chirp_ring_geometry *g, enum chirp_ring_role role)
+{
+	char err[256] = "";
+	struct chirp_ring *r = chirp_ring_create(g_name, g, role, NULL, err, sizeof(err));
+
+	if (!r)
+		print_error("create %s: %s\n", g_name, err);
+	assert_non_null(r);
+	return r;
+}
+
+static struct chirp_ring *att(enum chirp_ring_role role)
+{
+	char err[256] = "";
+	struct chirp_ring *r = chirp_ring_attach(g_name, role, NULL, err, sizeof(err));
+
+	if (!r)
+		print_error("attach %s: %s\n", g_name, err);
+	assert_non_null(r);
+	return r;
+}
+
+/* Payload pattern determined by a key, so the reader can verify it. */
+static void fill(void *p, uint64_t len, uint64_t key)
+{
+	uint64_t *w = p, x = key * 0x9e3779b97f4a7c15ull + 1;
+
+	for (uint64_t i = 0; i < len / 8; i++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		w[i] = x;
+	}
+}
+
+static int check_fill(const void *p, uint64_t len, uint64_t key)
+{
+	const uint64_t *w = p;
+	uint64_t x = key * 0x9e3779b97f4a7c15ull + 1;
+
+	for (uint64_t i = 0; i < len / 8; i++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		if (w[i] != x)
+			return 0;
+	}
+	return 1;
+}
+
+static void push(struct chirp_ring *p, uint64_t key, uint32_t flags)
+{
+	void *pl;
+
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	fill(pl, chirp_ring_slot_bytes(p) < 120000 ? 0 : 120000, key);
+	assert_int_equal(chirp_ring_commit(p, 1000 + key, key * 5000, flags), 0);
+}
+
+/* ------------------------------------------------------------------------- */
+
+static void test_geometry(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	char err[256];
+
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 3ull * 5 * 1000 * 8);
+	g.format = CHIRP_RING_SC16;
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 3ull * 5 * 1000 * 4);
+	g.format = 9;
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
+	g = geo(6);     /* not a power of two */
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
+	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "power of two"));
+	g = geo(1);
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
+	g = geo(131072);
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
+	g = geo(8);
+	g.channels = 0;
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
+	g = geo(8);
+	g.sample_rate_hz = 0.0 / 0.0;
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
+	g = geo(8);
+	g.channels = g.pulses = g.samples = 0xffffffffu;   /* overflows */
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
+	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err)));
+	g = geo(8);
+	assert_null(chirp_ring_create("no-slash", &g, CHIRP_RING_CONSUMER, NULL, err,
+				      sizeof(err)));
+	assert_non_null(strstr(err, "'/'"));
+	assert_null(chirp_ring_create("/a/b", &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err)));
+	assert_null(chirp_ring_create(g_name, &g, 7, NULL, err, sizeof(err)));
+}
+
+static void test_create_attach_layout(void **state)
+{
+	struct chirp_ring_geometry g = geo(8), g2;
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p;
+	struct chirp_ring_stats st;
+	struct stat sb;
+	char path[128];
+	void *base;
+	size_t len;
+
+	p = att(CHIRP_RING_PRODUCER);
+	chirp_ring_geometry(p, &g2);
+	assert_int_equal(g2.channels, 3);
+	assert_int_equal(g2.pulses, 5);
+	assert_int_equal(g2.samples, 1000);
+	assert_int_equal(g2.slots, 8);
+	assert_true(g2.sample_rate_hz == 25e6);
+	assert_int_equal(chirp_ring_slot_bytes(p) % 4096, 0);
+	assert_true(chirp_ring_slot_bytes(p) >= 120000);
+	chirp_ring_data(c, &base, &len);
+	assert_int_equal((uintptr_t)base % 4096, 0);
+	assert_int_equal(len, 8 * chirp_ring_slot_bytes(c));
+	assert_int_equal(chirp_ring_stats(c, &st), 0);
+	assert_int_not_equal(st.epoch, 0);
+	assert_int_equal(st.committed, 0);
+	assert_string_equal(chirp_ring_name(c), g_name);
+	assert_int_equal(chirp_ring_peer_attached(c), 1);
+	assert_int_equal(chirp_ring_peer_attached(p), 1);
+	snprintf(path, sizeof(path), "/dev/shm%s", g_name);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(chirp_ring_check(c, NULL, 0), 0);
+	assert_int_equal(chirp_ring_check(p, NULL, 0), 0);
+	chirp_ring_detach(p);
+	assert_int_equal(chirp_ring_peer_attached(c), 0);
+	chirp_ring_detach(c);
+}
+
+static void test_attach_missing(void **state)
+{
+	char err[256] = "";
+
+	assert_null(chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "no ring"));
+	assert_int_equal(chirp_ring_unlink(g_name), -ENOENT);
+}
+
+static void test_single_role(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p, *p2, *c2;
+	char err[256] = "";
+
+	p = att(CHIRP_RING_PRODUCER);
+	p2 = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_null(p2);
+	assert_non_null(strstr(err, "live producer"));
+	c2 = chirp_ring_attach(g_name, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	assert_null(c2);
+	assert_non_null(strstr(err, "live consumer"));
+	/* a second creator in the consumer role is refused as well */
+	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "live consumer"));
+	g.slots = 8; /* even with another geometry: never retire a live consumer's ring */
+	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err)));
+	chirp_ring_detach(p);
+	p = att(CHIRP_RING_PRODUCER);   /* the role is free again */
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_handoff_and_inflight(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b[4];
+	void *pl, *pl2;
+	int i;
+
+	assert_int_equal(chirp_ring_peek(c, &b[0]), -EAGAIN);
+	assert_int_equal(chirp_ring_release(c), -EINVAL);
+	assert_int_equal(chirp_ring_commit(p, 0, 0, 0), -EINVAL);   /* nothing reserved */
+	assert_int_equal(chirp_ring_reserve(c, &pl), -EPERM);
+	assert_int_equal(chirp_ring_peek(p, &b[0]), -EPERM);
+
+	/* reserve twice -> same slot */
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl2), 0);
+	assert_ptr_equal(pl, pl2);
+	assert_int_equal((uintptr_t)pl % 4096, 0);
+	fill(pl, 120000, 0);
+	assert_int_equal(chirp_ring_available(c), 0);   /* not published yet */
+	assert_int_equal(chirp_ring_commit(p, 777, 0, CHIRP_RING_NONFINITE), 0);
+	for (i = 1; i < 4; i++)
+		push(p, i, 0);
+	assert_int_equal(chirp_ring_available(c), 4);
+
+	/* hold all four at once, release in order */
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b[i]), 0);
+		assert_int_equal(b[i].seq, i);
+		assert_int_equal(b[i].first_sample, i * 5000);
+		assert_int_equal(b[i].len, 120000);
+		assert_int_equal(b[i].slot, i);
+		assert_true(check_fill(b[i].payload, 120000, i));
+	}
+	assert_int_equal(b[0].timestamp_ns, 777);
+	assert_int_equal(b[0].flags, CHIRP_RING_NONFINITE);
+	assert_int_equal(b[1].flags, 0);
+	assert_int_equal(b[1].timestamp_ns, 1001);
+	assert_int_equal(chirp_ring_peek(c, &b[0]), -EAGAIN);
+	assert_int_equal(chirp_ring_available(c), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(chirp_ring_release(c), 0);
+	assert_int_equal(chirp_ring_release(c), -EINVAL);
+
+	/* timestamp 0 = now */
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	assert_int_equal(chirp_ring_commit(p, 0, 1, 0), 0);
+	assert_int_equal(chirp_ring_peek(c, &b[0]), 0);
+	assert_true(b[0].timestamp_ns > 1500000000ull * 1000000000ull);
+	assert_int_equal(chirp_ring_release(c), 0);
+
+	struct chirp_ring_stats st;
+	chirp_ring_stats(p, &st);
+	assert_int_equal(st.committed, 5);
+	assert_int_equal(st.released, 5);
+	assert_int_equal(st.overruns, 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_overrun(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	void *pl;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		push(p, i, 0);
+	/* full: three blocks dropped, each counted, each taking a number */
+	for (i = 0; i < 3; i++)
+		assert_int_equal(chirp_ring_reserve(p, &pl), -ENOBUFS);
+	chirp_ring_stats(p, &st);
+	assert_int_equal(st.overruns, 3);
+	assert_int_equal(st.committed, 4);
+	/* consumer holds one, releases one: space for exactly one */
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	push(p, 7, 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -ENOBUFS);   /* 8 dropped */
+	for (i = 1; i < 4; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.flags & CHIRP_RING_DISCONTINUITY, 0);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 7);                       /* 4, 5, 6 were dropped */
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
+	assert_true(check_fill(b.payload, 120000, 7));
+	assert_int_equal(chirp_ring_release(c), 0);
+	push(p, 9, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 9);                       /* 8 dropped */
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
+	assert_int_equal(chirp_ring_release(c), 0);
+	push(p, 10, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 10);
+	assert_int_equal(b.flags, 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.overruns, 4);
+	assert_int_equal(st.committed, 7);
+	/* every number is accounted for: committed + overruns = next seq */
+	assert_int_equal(st.committed + st.overruns, 11);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/* Run many blocks across a free-running index near base. */
+static void wrap_at(uint64_t pos, uint64_t seq)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p;
+	struct chirp_ring_block b;
+	void *pl;
+	uint64_t expect = seq, k, delivered = 0;
+	int held = 0;
+
+	assert_int_equal(ring_debug_set_seq(c, pos, seq), 0);
+	p = att(CHIRP_RING_PRODUCER);
+	for (k = 0; k < 40; k++) {
+		if (k % 7 == 3) {
+			/* fill up and drop one to cross the wrap with a gap too */
+			while (chirp_ring_reserve(p, &pl) == 0) {
+				fill(pl, 120000, expect);
+				assert_int_equal(chirp_ring_commit(p, 1, expect, 0), 0);
+				expect++;
+			}
+			expect++;   /* the dropped one */
+		} else if (chirp_ring_reserve(p, &pl) == 0) {
+			fill(pl, 120000, expect);
+			assert_int_equal(chirp_ring_commit(p, 1, expect, 0), 0);
+			expect++;
+		} else {
+			expect++;
+		}
+		/* consume everything, holding two at a time */
+		while (chirp_ring_peek(c, &b) == 0) {
+			assert_int_equal(b.first_sample, b.seq);
+			assert_true(check_fill(b.payload, 120000, b.seq));
+			assert_int_equal(b.slot, (uint32_t)((pos + delivered) & 3));
+			delivered++;
+			if (++held == 2) {
+				assert_int_equal(chirp_ring_release(c), 0);
+				held--;
+			}
+		}
+		while (held) {
+			assert_int_equal(chirp_ring_release(c), 0);
+			held--;
+		}
+		assert_int_equal(chirp_ring_check(c, NULL, 0), 0);
+	}
+	assert_int_equal(b.seq, expect - 1);
+	/* really crossed: the position wrapped past the base */
+	uint64_t now = atomic_load(&ring_debug_hdr(c)->prod);
+	assert_true(now - pos > 40);
+	if (pos > UINT64_MAX - 1000)
+		assert_true(now < 1000);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_wrap_2_32(void **state)
+{
+	wrap_at((1ull << 32) - 13, (1ull << 32) - 17);
+}
+
+static void test_wrap_2_64(void **state)
+{
+	wrap_at(UINT64_MAX - 12, UINT64_MAX - 16);
+}
+
+static void test_consumer_restart_redelivers(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	uint64_t epoch;
+	int i;
+
+	chirp_ring_stats(c, &st);
+	epoch = st.epoch;
+	for (i = 0; i < 6; i++)
+		push(p, i, 0);
+	/* consumer takes 0..3, releases 0..1, then "crashes" */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_detach(c);
+
+	/* restart as the creator with the same geometry: state is kept */
+	c = mk(&g, CHIRP_RING_CONSUMER);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.epoch, epoch);
+	for (i = 2; i < 6; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_true(check_fill(b.payload, 120000, i));
+		if (i < 4)
+			assert_true(b.flags & CHIRP_RING_REDELIVERED);
+		else
+			assert_false(b.flags & CHIRP_RING_REDELIVERED);
+		if (i == 2) {
+			/* crash again during redelivery: 2..3 still flagged */
+			chirp_ring_detach(c);
+			c = att(CHIRP_RING_CONSUMER);
+			assert_int_equal(chirp_ring_peek(c, &b), 0);
+			assert_int_equal(b.seq, 2);
+			assert_true(b.flags & CHIRP_RING_REDELIVERED);
+		}
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	/* the producer never noticed */
+	push(p, 6, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 6);
+	assert_int_equal(b.flags, 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_producer_restart(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b, last;
+	void *pl;
+
+	assert_int_equal(chirp_ring_last_commit(p, &last), -ENOENT);
+	push(p, 0, 0);
+	push(p, 1, 0);
+	assert_int_equal(chirp_ring_last_commit(p, &last), 0);
+	assert_int_equal(last.seq, 1);
+	assert_int_equal(last.first_sample, 5000);
+	/* reserved, half written, producer dies */
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	memset(pl, 0xee, 1000);
+	chirp_ring_detach(p);
+	assert_int_equal(chirp_ring_available(c), 2);
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_last_commit(p, &last), 0);
+	assert_int_equal(last.seq, 1);
+	push(p, 2, 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_true(check_fill(b.payload, 120000, i));   /* never the torn one */
+		/* a new producer on a used ring: its first block is flagged */
+		assert_int_equal(!!(b.flags & CHIRP_RING_DISCONTINUITY), i == 2);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_retire_on_new_geometry(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	uint64_t epoch;
+	void *pl;
+	char err[256] = "";
+
+	chirp_ring_stats(c, &st);
+	epoch = st.epoch;
+	push(p, 0, 0);
+	chirp_ring_detach(c);
+	g.samples = 2000;
+	c = mk(&g, CHIRP_RING_CONSUMER);
+	chirp_ring_stats(c, &st);
+	assert_int_not_equal(st.epoch, epoch);
+	assert_int_equal(st.committed, 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -ESTALE);
+	assert_int_equal(chirp_ring_check(p, err, sizeof(err)), -ESTALE);
+	assert_true(strlen(err) > 0);
+	assert_int_equal(chirp_ring_wait(p, 1000000), 0);   /* returns at once */
+	chirp_ring_detach(p);
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	memset(pl, 1, 240000);
+	assert_int_equal(chirp_ring_commit(p, 1, 2, 0), 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.len, 240000);
+	assert_int_equal(b.seq, 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	/* unlink retires too */
+	assert_int_equal(chirp_ring_unlink(g_name), 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -ESTALE);
+	assert_int_equal(chirp_ring_peek(c, &b), -ESTALE);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_version_mismatch(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p;
+	char err[256] = "";
+
+	ring_debug_hdr(c)->abi_version = 7;
+	p = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_null(p);
+	assert_non_null(strstr(err, "ABI version 7"));
+	assert_int_equal(chirp_ring_check(c, err, sizeof(err)), -EBADMSG);
+	chirp_ring_detach(c);
+	/* the creator replaces a ring of another version */
+	c = mk(&g, CHIRP_RING_CONSUMER);
+	p = att(CHIRP_RING_PRODUCER);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_foreign_object_untouched(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	char err[256] = "", buf[8192];
+	int fd = shm_open(g_name, O_CREAT | O_EXCL | O_RDWR, 0600);
+
+	assert_true(fd >= 0);
+	memset(buf, 'x', sizeof(buf));
+	assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
+	close(fd);
+	assert_null(chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "not a chirp ring"));
+	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "not a chirp ring"));
+	fd = shm_open(g_name, O_RDONLY, 0);
+	assert_true(fd >= 0);   /* still there, not clobbered */
+	assert_int_equal(read(fd, buf, 4), 4);
+	assert_memory_equal(buf, "xxxx", 4);
+	close(fd);
+}
+
+static void test_permissions(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring_opts o = { .mode = 0, .group = 12345 };
+	struct chirp_ring *c, *p;
+	char err[256] = "", path[128];
+	struct stat sb;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm%s", g_name);
+	c = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
+	if (!c && geteuid() != 0) {
+		skip();   /* chown to an arbitrary group needs root */
+	}
+	assert_non_null(c);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0660);
+	assert_int_equal(sb.st_gid, 12345);
+	chirp_ring_detach(c);
+	chirp_ring_unlink(g_name);
+
+	if (geteuid() != 0)
+		skip();
+	c = mk(&g, CHIRP_RING_CONSUMER);
+	fd = shm_open(g_name, O_RDWR, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(fchown(fd, 4321, (gid_t)-1), 0);
+	close(fd);
+	p = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_null(p);
+	assert_non_null(strstr(err, "owned by uid 4321"));
+	o.group = (gid_t)-1;
+	o.allow_foreign_owner = 1;
+	p = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, &o, err, sizeof(err));
+	assert_non_null(p);
+	chirp_ring_detach(p);
+	/* world-writable is refused too */
+	fd = shm_open(g_name, O_RDWR, 0);
+	assert_int_equal(fchown(fd, geteuid(), (gid_t)-1), 0);
+	assert_int_equal(fchmod(fd, 0666), 0);
+	close(fd);
+	p = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_null(p);
+	assert_non_null(strstr(err, "world-writable"));
+	chirp_ring_detach(c);
+}
+
+static void test_corrupt_indices(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct chirp_ring_block b;
+	char err[256] = "";
+	void *pl;
+
+	push(p, 0, 0);
+	push(p, 1, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);   /* loads prod = 2 */
+	/* producer index far ahead: the consumer must refuse, not read */
+	atomic_store(&h->prod, 1000);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);   /* still within the cached 2 */
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);
+	assert_int_equal(chirp_ring_available(c), 0);
+	assert_int_equal(chirp_ring_check(c, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "indices"));
+	assert_null(chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
+	/* index behind what we already took: refused as well */
+	atomic_store(&h->prod, 1);
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);
+	atomic_store(&h->prod, 2);
+	assert_int_equal(chirp_ring_check(c, NULL, 0), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	/* consumer index ahead of the producer */
+	atomic_store(&h->cons, 50);
+	push(p, 2, 0);       /* the cached consumer index lets these through */
+	push(p, 3, 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -EBADMSG);
+	atomic_store(&h->cons, 2);
+	/* geometry scribbled: check() notices */
+	h->slots = 64;
+	assert_int_equal(chirp_ring_check(p, err, sizeof(err)), -EBADMSG);
+	h->slots = 4;
+	h->slot_bytes += 4096;
+	assert_int_equal(chirp_ring_check(p, err, sizeof(err)), -EBADMSG);
+	h->slot_bytes -= 4096;
+	assert_int_equal(chirp_ring_check(p, NULL, 0), 0);
+	atomic_store(&h->state, 12345);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -EBADMSG);
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);
+	atomic_store(&h->state, RING_STATE_READY);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_corrupt_descriptor_skipped(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct ring_desc *d = (struct ring_desc *)((uint8_t *)h + h->desc_offset);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	int i;
+
+	for (i = 0; i < 6; i++)
+		push(p, i, 0);
+	atomic_store(&d[1].len, 1ull << 40);       /* beyond the slot */
+	atomic_store(&d[2].pos, 99);               /* stale descriptor */
+	atomic_store(&d[4].len, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);  /* 0 held */
+	assert_int_equal(b.seq, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 3);
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
+	assert_int_equal(chirp_ring_release(c), 0);   /* releases 0, 1, 2 */
+	assert_int_equal(atomic_load(&h->cons), 3);
+	assert_int_equal(chirp_ring_release(c), 0);   /* 3 */
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);   /* 4, none held: freed now */
+	assert_int_equal(atomic_load(&h->cons), 5);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 5);
+	assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.skipped, 3);
+	assert_int_equal(st.released, 3);
+	/* sequence number going backwards is corruption as well */
+	push(p, 6, 0);
+	atomic_store(&d[6].seq, 2);
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_wait_timeout(void **state)
+{
+	struct chirp_ring_geometry g = geo(2);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct timespec a, z;
+	double dt;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(chirp_ring_wait(c, 30000000), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &z);
+	dt = (z.tv_sec - a.tv_sec) + (z.tv_nsec - a.tv_nsec) * 1e-9;
+	assert_true(dt >= 0.029);
+	assert_true(dt < 10);    /* generous safety bound only */
+	assert_int_equal(atomic_load(&ring_debug_hdr(c)->cons_sleeping), 0);
+	assert_int_equal(chirp_ring_wait(p, 0), 0);       /* free space */
+	push(p, 0, 0);
+	push(p, 1, 0);
+	assert_int_equal(chirp_ring_wait(p, 20000000), -ETIMEDOUT);   /* full */
+	assert_int_equal(chirp_ring_wait(c, 0), 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/* Producer in a child process wakes a consumer asleep on the futex. */
+static void test_wait_wakes_across_processes(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER);
+	struct chirp_ring_block b;
+	int st, i;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct chirp_ring *p = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, NULL, 0);
+		void *pl;
+
+		if (!p)
+			_exit(2);
+		for (i = 0; i < 20; i++) {
+			usleep(2000);
+			if (chirp_ring_wait(p, 5000000000LL) != 0 || chirp_ring_reserve(p, &pl) != 0)
+				_exit(3);
+			fill(pl, 120000, i);
+			if (chirp_ring_commit(p, 0, i, 0) != 0)
+				_exit(4);
+		}
+		chirp_ring_detach(p);
+		_exit(0);
+	}
+	for (i = 0; i < 20; i++) {
+		int rc;
+
+		while ((rc = chirp_ring_wait(c, 5000000000LL)) == -EINTR)
+			;
+		assert_int_equal(rc, 0);
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_true(check_fill(b.payload, 120000, i));
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	chirp_ring_detach(c);
+}
+
+static void test_image_validation(void **state)
+{
+	struct chirp_ring_geometry g = geo(2);
+	struct ring_layout L, L2;
+	char err[256];
+	void *img;
+
+	assert_int_equal(ring_layout_compute(&g, RING_PAGE, &L, err, sizeof(err)), 0);
+	assert_int_equal(L.data_offset % 4096, 0);
+	assert_int_equal(L.slot_bytes, 122880);
+	L.epoch = 42;
+	img = aligned_alloc(4096, L.total_bytes);
+	assert_non_null(img);
+	ring_format_image(img, &L);
+	assert_int_equal(ring_validate_header(img, L.total_bytes, &L2, err, sizeof(err)), 0);
+	assert_int_equal(L2.epoch, 42);
+	assert_int_equal(ring_validate_header(img, L.total_bytes - 1, &L2, err, sizeof(err)),
+			 -EBADMSG);
+	assert_int_equal(ring_validate_header(img, 100, &L2, err, sizeof(err)), -EBADMSG);
+	((struct ring_hdr *)img)->magic ^= 1;
+	assert_int_equal(ring_validate_header(img, L.total_bytes, &L2, err, sizeof(err)),
+			 -EBADMSG);
+	((struct ring_hdr *)img)->magic ^= 1;
+	((struct ring_hdr *)img)->epoch = 0;
+	assert_int_equal(ring_validate_header(img, L.total_bytes, &L2, err, sizeof(err)),
+			 -EBADMSG);
+	((struct ring_hdr *)img)->epoch = 1;
+	((struct ring_hdr *)img)->data_offset += 4096;
+	assert_int_equal(ring_validate_header(img, L.total_bytes, &L2, err, sizeof(err)),
+			 -EBADMSG);
+	memset(img, 0, 4096);
+	assert_int_equal(ring_validate_header(img, L.total_bytes, &L2, err, sizeof(err)),
+			 -EAGAIN);
+	/* huge-page layout: everything 2 MiB aligned */
+	assert_int_equal(ring_layout_compute(&g, RING_HUGE_PAGE, &L, err, sizeof(err)), 0);
+	assert_int_equal(L.data_offset, 2u << 20);
+	assert_int_equal(L.slot_bytes, 2u << 20);
+	assert_int_equal(ring_layout_compute(&g, 8192, &L, err, sizeof(err)), -EINVAL);
+	free(img);
+}
+
+static void test_hugepages(void **state)
+{
+	struct chirp_ring_geometry g = geo(2);
+	struct chirp_ring_opts o = { .hugepages = 1, .group = (gid_t)-1 };
+	struct chirp_ring *c, *p;
+	char err[256] = "";
+	void *base;
+	size_t len;
+
+	c = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
+	if (!c) {
+		print_message("hugepages unavailable here: %s\n", err);
+		skip();
+	}
+	chirp_ring_data(c, &base, &len);
+	assert_int_equal((uintptr_t)base % (2u << 20), 0);
+	p = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_non_null(p);
+	push(p, 0, 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_geometry),
+		T(test_create_attach_layout),
+		T(test_attach_missing),
+		T(test_single_role),
+		T(test_handoff_and_inflight),
+		T(test_overrun),
+		T(test_wrap_2_32),
+		T(test_wrap_2_64),
+		T(test_consumer_restart_redelivers),
+		T(test_producer_restart),
+		T(test_retire_on_new_geometry),
+		T(test_version_mismatch),
+		T(test_foreign_object_untouched),
+		T(test_permissions),
+		T(test_corrupt_indices),
+		T(test_corrupt_descriptor_skipped),
+		T(test_wait_timeout),
+		T(test_wait_wakes_across_processes),
+		T(test_image_validation),
+		T(test_hugepages),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
