@@ -1,0 +1,828 @@
+/*
+ * pipeline.c — the data thread. See pipeline.h for the contract.
+ *
+ * The loop, per iteration (heartbeat++ each time):
+ *   1. While fewer than depth CPIs are in flight and we are not pausing,
+ *      stopping or swapping: peek an input block, check it, pick where the
+ *      result goes, pc_submit.
+ *   2. pc_poll; mark records done.
+ *   3. Retire the FIFO of records in input order: release inputs, commit
+ *      results (latency = now - input commit time), count.
+ *   4. If nothing happened: wait on the input ring (or on the pc when CPIs
+ *      are in flight) for a few ms, so stop/pause/swap requests are seen
+ *      within ~5 ms.
+ * The control thread never holds a lock the data thread waits for except
+ * the short swap handshake (a mutex taken for a pointer exchange).
+ */
+#include "pipeline.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define PIPE_MAX_DEPTH   64        /* sanity bound on pc_info.depth       */
+#define IDLE_WAIT_NS     5000000   /* 5 ms: reaction time to stop/pause   */
+#define STALE_GRACE_NS   3000000000ull  /* -ESTALE input without a swap   */
+
+enum out_kind {
+	OUT_RING = 0,        /* computed in place into the reserved output slot */
+	OUT_STAGING,         /* computed into staging, copied at completion      */
+	OUT_FILE_ONLY,       /* output ring full: computed for the file only     */
+	OUT_SKIP,            /* output ring full, no file: not computed          */
+};
+
+struct flight {
+	uint64_t seq, timestamp_ns, first_sample;
+	uint32_t flags;              /* flags for the output block               */
+	uint32_t nonfinite_rows;
+	enum out_kind kind;
+	void *out;                   /* where the pc writes                      */
+	int done_in, done_out, released;
+	uint64_t t_peek, t_submit, t_done;   /* CLOCK_MONOTONIC ns             */
+};
+
+struct pipeline_gen {
+	struct chirp_ring *in, *out;
+	struct pc *pc;
+	int out_fd;
+	unsigned depth;
+	size_t in_bytes, out_bytes;
+	uint64_t samples_per_cpi;
+	void *staging;               /* depth * out_stride, page aligned        */
+	size_t out_stride;
+	int staging_registered;
+};
+
+struct pipeline {
+	pthread_t thread;
+	int thread_started;
+	struct stats *st;
+	int notify_fd;
+	struct sysnuma_plan plan;
+	int have_plan;
+	struct sysnuma_applied applied;
+
+	/* start handshake */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int started;                 /* 1 ok, -1 refused (start_err)            */
+	char start_err[256];
+
+	/* swap handshake (under lock) */
+	struct pipeline_gen *pending;
+	struct pipeline_gen *retired;
+	uint64_t swap_gen_done;
+	atomic_int swap_requested;
+
+	struct pipeline_gen *cur;    /* data thread's; read by control under lock */
+	atomic_int state;
+	atomic_int stop_requested;
+	atomic_int pause_requested;
+	_Atomic uint64_t heartbeat;
+	char error[256];             /* written before state = FAILED (release) */
+
+	/* data-thread only */
+	struct flight fl[PIPE_MAX_DEPTH];
+	unsigned head, count, nsub;  /* FIFO of records; nsub submitted to pc  */
+	int have_last_seq;
+	uint64_t last_seq;
+	uint32_t carry_flags;        /* DISCONTINUITY for the next result        */
+	uint64_t overrun_base;       /* overruns of input rings no longer used  */
+	uint64_t stale_since;
+	int file_err_logged;
+};
+
+static const char *const state_names[] = {
+	[PIPE_STARTING] = "starting", [PIPE_RUNNING] = "running", [PIPE_PAUSED] = "paused",
+	[PIPE_STOPPED] = "stopped", [PIPE_FAILED] = "failed",
+};
+
+const char *pipeline_state_name(enum pipeline_state s)
+{
+	return (unsigned)s <= PIPE_FAILED ? state_names[s] : "?";
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- generations -------------------------------------------------------- */
+
+struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
+					 struct pc *pc, int out_fd,
+					 char *err, size_t errlen)
+{
+	struct pipeline_gen *g = NULL;
+	struct chirp_ring_geometry gi, go;
+	struct pc_info info;
+	void *base;
+	size_t len;
+	int ret;
+
+	if (!in || !out || !pc) {
+		snprintf(err, errlen, "pipeline generation needs input ring, output ring and pc");
+		return NULL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	g->in = in;
+	g->out = out;
+	g->pc = pc;
+	g->out_fd = out_fd;
+	pc_get_info(pc, &info);
+	g->depth = info.depth ? info.depth : 1;
+	if (g->depth > PIPE_MAX_DEPTH)
+		g->depth = PIPE_MAX_DEPTH;
+	g->in_bytes = pc_in_bytes(pc);
+	g->out_bytes = pc_out_bytes(pc);
+	chirp_ring_geometry(in, &gi);
+	chirp_ring_geometry(out, &go);
+	if (chirp_ring_cpi_bytes(&gi) != g->in_bytes) {
+		snprintf(err, errlen, "input ring CPI is %llu bytes, pulse compression expects %zu",
+			 (unsigned long long)chirp_ring_cpi_bytes(&gi), g->in_bytes);
+		goto fail;
+	}
+	if (chirp_ring_cpi_bytes(&go) != g->out_bytes) {
+		snprintf(err, errlen, "output ring CPI is %llu bytes, pulse compression writes %zu",
+			 (unsigned long long)chirp_ring_cpi_bytes(&go), g->out_bytes);
+		goto fail;
+	}
+	g->samples_per_cpi = (uint64_t)gi.channels * gi.pulses * gi.samples;
+
+	/* In-place DMA from/to the rings (the CPU backend ignores this). */
+	chirp_ring_data(in, &base, &len);
+	ret = pc_register_host(pc, base, len);
+	if (ret < 0)
+		log_warn("pc_register_host(input ring): %s; the backend stages copies", strerror(-ret));
+	chirp_ring_data(out, &base, &len);
+	ret = pc_register_host(pc, base, len);
+	if (ret < 0)
+		log_warn("pc_register_host(output ring): %s; the backend stages copies", strerror(-ret));
+
+	/* Staging: for depth > 1 every result (the output ring holds one
+	 * reservation at a time), for depth 1 one buffer for file-only results. */
+	g->out_stride = (g->out_bytes + 4095) & ~(size_t)4095;
+	{
+		unsigned nbuf = g->depth > 1 ? g->depth : (out_fd >= 0 ? 1 : 0);
+
+		if (nbuf) {
+			ret = posix_memalign(&g->staging, 4096, g->out_stride * nbuf);
+			if (ret) {
+				snprintf(err, errlen, "staging buffers (%zu bytes): %s",
+					 g->out_stride * nbuf, strerror(ret));
+				goto fail;
+			}
+			memset(g->staging, 0, g->out_stride * nbuf);   /* fault pages in now */
+			ret = pc_register_host(pc, g->staging, g->out_stride * nbuf);
+			if (ret == 0)
+				g->staging_registered = 1;
+		}
+	}
+	return g;
+fail:
+	pipeline_gen_destroy(g);
+	return NULL;
+}
+
+void pipeline_gen_destroy(struct pipeline_gen *g)
+{
+	void *base;
+	size_t len;
+
+	if (!g)
+		return;
+	if (g->staging_registered)
+		pc_unregister_host(g->pc, g->staging);
+	chirp_ring_data(g->in, &base, &len);
+	pc_unregister_host(g->pc, base);
+	chirp_ring_data(g->out, &base, &len);
+	pc_unregister_host(g->pc, base);
+	free(g->staging);
+	free(g);
+}
+
+struct chirp_ring *pipeline_gen_in(const struct pipeline_gen *g) { return g->in; }
+struct chirp_ring *pipeline_gen_out(const struct pipeline_gen *g) { return g->out; }
+struct pc *pipeline_gen_pc(const struct pipeline_gen *g) { return g->pc; }
+
+/* ---- data thread -------------------------------------------------------- */
+
+static void notify(struct pipeline *p)
+{
+	uint64_t one = 1;
+
+	if (p->notify_fd >= 0 && write(p->notify_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_err("pipeline: eventfd write: %s", strerror(errno));
+}
+
+static void set_state(struct pipeline *p, enum pipeline_state s)
+{
+	atomic_store_explicit(&p->state, s, memory_order_release);
+}
+
+static void fail(struct pipeline *p, const char *call, int ret)
+{
+	struct pipeline_gen *g = p->cur;
+	const char *be = g && g->pc ? pc_last_error(g->pc) : "";
+
+	snprintf(p->error, sizeof(p->error), "%s: %s%s%s", call, strerror(-ret),
+		 be && *be ? ": " : "", be ? be : "");
+	log_err("data path failed: %s", p->error);
+	stats_write_begin(p->st);
+	stats_count(p->st, ST_BACKEND_ERRORS, 1);
+	stats_write_end(p->st);
+	set_state(p, PIPE_FAILED);
+	notify(p);
+}
+
+static void update_overruns(struct pipeline *p)
+{
+	struct chirp_ring_stats rs;
+
+	if (chirp_ring_stats(p->cur->in, &rs) == 0)
+		stats_set(p->st, ST_INPUT_OVERRUNS, p->overrun_base + rs.overruns);
+}
+
+static void write_file(struct pipeline *p, const void *buf, size_t len)
+{
+	struct pipeline_gen *g = p->cur;
+	const char *c = buf;
+
+	/* Blocking write in the data path: [output] file is a debugging and
+	 * recording aid, documented as such; a failing file is counted and
+	 * never stops the pipeline. */
+	while (len) {
+		ssize_t n = write(g->out_fd, c, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			stats_count(p->st, ST_OUTPUT_FILE_ERRORS, 1);
+			if (!p->file_err_logged) {
+				log_err("[output] file: write: %s (further errors only counted)",
+					n < 0 ? strerror(errno) : "short write");
+				p->file_err_logged = 1;
+			}
+			return;
+		}
+		c += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Take one input block and submit it. Returns 1 if a block was taken, 0 if
+ * none is available, < 0 on a fatal error (already reported). */
+static int take_one(struct pipeline *p)
+{
+	struct pipeline_gen *g = p->cur;
+	struct chirp_ring_block blk;
+	struct flight *f;
+	unsigned idx;
+	void *outp = NULL;
+	int ret;
+
+	ret = chirp_ring_peek(g->in, &blk);
+	if (ret == -EAGAIN)
+		return 0;
+	if (ret == -ESTALE) {
+		/* Our own reload re-creates the ring just before handing the new
+		 * generation over; anything else is a second creator. */
+		uint64_t now = mono_ns();
+
+		if (!p->stale_since)
+			p->stale_since = now;
+		else if (now - p->stale_since > STALE_GRACE_NS) {
+			fail(p, "chirp_ring_peek(input)", ret);
+			return -1;
+		}
+		return 0;
+	}
+	if (ret == -EBADMSG) {
+		stats_write_begin(p->st);
+		stats_count(p->st, ST_BAD_BLOCKS, 1);
+		stats_write_end(p->st);
+		return 1;
+	}
+	if (ret < 0) {
+		fail(p, "chirp_ring_peek(input)", ret);
+		return -1;
+	}
+	p->stale_since = 0;
+
+	idx = (p->head + p->count) % PIPE_MAX_DEPTH;
+	f = &p->fl[idx];
+	memset(f, 0, sizeof(*f));
+	f->t_peek = mono_ns();
+	f->seq = blk.seq;
+	f->timestamp_ns = blk.timestamp_ns;
+	f->first_sample = blk.first_sample;
+	p->count++;
+
+	stats_write_begin(p->st);
+	if (p->have_last_seq && blk.seq != p->last_seq + 1) {
+		if (blk.seq > p->last_seq)
+			stats_count(p->st, ST_SEQUENCE_GAPS, blk.seq - p->last_seq - 1);
+		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+	}
+	if (blk.flags & CHIRP_RING_DISCONTINUITY)
+		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+	p->have_last_seq = 1;
+	p->last_seq = blk.seq;
+	stats_count(p->st, ST_CPIS_IN, 1);
+	update_overruns(p);
+
+	if (blk.len != g->in_bytes) {
+		/* The ring validated its descriptor; this is a geometry mismatch
+		 * we must not feed the backend. Released in order, no result. */
+		stats_count(p->st, ST_BAD_BLOCKS, 1);
+		f->kind = OUT_SKIP;
+		f->done_in = f->done_out = 1;
+		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		stats_write_end(p->st);
+		return 1;
+	}
+
+	if (g->depth > 1) {
+		f->kind = OUT_STAGING;
+		outp = (char *)g->staging + (size_t)idx % g->depth * g->out_stride;
+	} else {
+		ret = chirp_ring_reserve(g->out, &outp);
+		if (ret == 0) {
+			f->kind = OUT_RING;
+		} else {
+			/* -ENOBUFS (consumer slow or absent), -ESTALE: never wait. */
+			stats_count(p->st, ST_OUTPUT_DROPS, 1);
+			p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+			if (g->out_fd >= 0) {
+				f->kind = OUT_FILE_ONLY;
+				outp = g->staging;
+			} else {
+				f->kind = OUT_SKIP;
+			}
+		}
+	}
+	stats_write_end(p->st);
+
+	if (f->kind == OUT_SKIP) {
+		f->done_in = f->done_out = 1;
+		return 1;
+	}
+	f->out = outp;
+	f->t_submit = mono_ns();
+	ret = pc_submit(g->pc, blk.payload, outp, idx);
+	if (ret < 0) {
+		fail(p, "pc_submit", ret);
+		return -1;
+	}
+	p->nsub++;
+	return 1;
+}
+
+static void finish_one(struct pipeline *p, struct flight *f)
+{
+	struct pipeline_gen *g = p->cur;
+	uint32_t flags = 0;
+	uint64_t t0 = mono_ns(), now;
+	int delivered = 0, ret;
+
+	if (f->nonfinite_rows)
+		flags |= CHIRP_RING_NONFINITE;
+	if (f->kind != OUT_SKIP && g->out_fd >= 0)
+		write_file(p, f->out, g->out_bytes);
+
+	stats_write_begin(p->st);
+	if (f->kind == OUT_STAGING) {
+		void *slot;
+
+		ret = chirp_ring_reserve(g->out, &slot);
+		if (ret == 0) {
+			memcpy(slot, f->out, g->out_bytes);
+			f->kind = OUT_RING;
+		} else {
+			stats_count(p->st, ST_OUTPUT_DROPS, 1);
+			p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		}
+	}
+	if (f->kind == OUT_RING) {
+		ret = chirp_ring_commit(g->out, f->timestamp_ns, f->first_sample,
+					flags | p->carry_flags);
+		if (ret == 0) {
+			p->carry_flags = 0;
+			delivered = 1;
+		} else {
+			stats_count(p->st, ST_OUTPUT_DROPS, 1);
+			p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		}
+	}
+	now = mono_ns();
+	if (f->nonfinite_rows) {
+		stats_count(p->st, ST_NONFINITE_CPIS, 1);
+		stats_count(p->st, ST_NONFINITE_ROWS, f->nonfinite_rows);
+	}
+	if (f->kind != OUT_SKIP) {
+		stats_count(p->st, ST_SAMPLES_IN, g->samples_per_cpi);
+		stats_stage(p->st, STG_INPUT, f->t_submit - f->t_peek);
+		stats_stage(p->st, STG_COMPUTE, f->t_done - f->t_submit);
+		stats_stage(p->st, STG_OUTPUT, now - t0);
+	}
+	if (delivered) {
+		uint64_t rt = real_ns();
+
+		stats_count(p->st, ST_CPIS_OUT, 1);
+		stats_latency(p->st, rt > f->timestamp_ns ? rt - f->timestamp_ns : 0);
+	}
+	stats_write_end(p->st);
+}
+
+/* Poll the pc and retire finished records in input order. Returns the
+ * number of records retired, < 0 on failure. */
+static int progress(struct pipeline *p, int timeout_ms)
+{
+	struct pipeline_gen *g = p->cur;
+	struct pc_done done[PIPE_MAX_DEPTH];
+	int n = 0, retired = 0;
+
+	if (p->nsub) {
+		n = pc_poll(g->pc, done, PIPE_MAX_DEPTH, timeout_ms);
+		if (n < 0) {
+			fail(p, "pc_poll", n);
+			return n;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		unsigned idx = (unsigned)(done[i].tag % PIPE_MAX_DEPTH);
+		struct flight *f = &p->fl[idx];
+
+		if (done[i].flags & PC_DONE_INPUT)
+			f->done_in = 1;
+		if ((done[i].flags & PC_DONE_OUTPUT) && !f->done_out) {
+			f->done_out = 1;
+			f->t_done = mono_ns();
+			f->nonfinite_rows = done[i].nonfinite_rows;
+			p->nsub--;
+		}
+	}
+	/* Release inputs in order, as far as the backend is done reading. */
+	for (unsigned k = 0; k < p->count; k++) {
+		struct flight *f = &p->fl[(p->head + k) % PIPE_MAX_DEPTH];
+
+		if (f->released)
+			continue;
+		if (!f->done_in)
+			break;
+		int ret = chirp_ring_release(g->in);
+		if (ret < 0 && ret != -ESTALE) {
+			fail(p, "chirp_ring_release(input)", ret);
+			return ret;
+		}
+		f->released = 1;
+	}
+	/* Deliver results in order. */
+	while (p->count) {
+		struct flight *f = &p->fl[p->head];
+
+		if (!f->released || !f->done_out)
+			break;
+		finish_one(p, f);
+		p->head = (p->head + 1) % PIPE_MAX_DEPTH;
+		p->count--;
+		retired++;
+	}
+	return retired;
+}
+
+static void do_swap(struct pipeline *p)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->pending) {
+		struct pipeline_gen *old = p->cur;
+		struct chirp_ring_stats rs;
+
+		if (p->pending->in != old->in) {
+			/* A new input ring: sequence numbers start over, and the
+			 * old ring's overruns become history. */
+			if (chirp_ring_stats(old->in, &rs) == 0)
+				p->overrun_base += rs.overruns;
+			p->have_last_seq = 0;
+		}
+		p->cur = p->pending;
+		p->pending = NULL;
+		p->retired = old;
+		p->swap_gen_done++;
+		p->stale_since = 0;
+		p->file_err_logged = 0;
+	}
+	atomic_store(&p->swap_requested, 0);
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *data_thread(void *arg)
+{
+	struct pipeline *p = arg;
+	char err[256] = "";
+	int ret;
+
+	if (p->have_plan) {
+		ret = sysnuma_apply_thread(&p->plan, &p->applied, err, sizeof(err));
+	} else {
+		struct sysnuma_plan none = { .node = -1 };
+		ret = sysnuma_apply_thread(&none, &p->applied, err, sizeof(err));
+	}
+	pthread_mutex_lock(&p->lock);
+	if (ret < 0) {
+		snprintf(p->start_err, sizeof(p->start_err), "%s", err);
+		p->started = -1;
+	} else {
+		p->started = 1;
+	}
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	if (ret < 0)
+		return NULL;
+
+	set_state(p, atomic_load(&p->pause_requested) ? PIPE_PAUSED : PIPE_RUNNING);
+	for (;;) {
+		int stop = atomic_load_explicit(&p->stop_requested, memory_order_acquire);
+		int swap = atomic_load_explicit(&p->swap_requested, memory_order_acquire);
+		int pause = atomic_load_explicit(&p->pause_requested, memory_order_relaxed);
+		int busy = 0;
+
+		atomic_fetch_add_explicit(&p->heartbeat, 1, memory_order_relaxed);
+
+		if (!stop && !swap && !pause) {
+			while (p->count < p->cur->depth) {
+				ret = take_one(p);
+				if (ret < 0)
+					return NULL;
+				if (ret == 0)
+					break;
+				busy = 1;
+			}
+		}
+		ret = progress(p, 0);
+		if (ret < 0)
+			return NULL;
+		busy |= ret > 0;
+
+		if (p->count == 0) {
+			if (stop)
+				break;
+			if (swap) {
+				do_swap(p);
+				continue;
+			}
+		}
+		if (pause && !stop && !swap) {
+			enum pipeline_state want = p->count ? PIPE_RUNNING : PIPE_PAUSED;
+			if (atomic_load(&p->state) != (int)want)
+				set_state(p, want);
+		} else if (atomic_load(&p->state) == PIPE_PAUSED) {
+			set_state(p, PIPE_RUNNING);
+		}
+		if (busy)
+			continue;
+		if (p->nsub) {
+			ret = progress(p, 1);   /* wait for the backend, 1 ms */
+			if (ret < 0)
+				return NULL;
+		} else if (pause || stop || swap || p->stale_since) {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		} else {
+			ret = chirp_ring_wait(p->cur->in, IDLE_WAIT_NS);
+			if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR && ret != -ESTALE) {
+				fail(p, "chirp_ring_wait(input)", ret);
+				return NULL;
+			}
+			if (ret == 0 || ret == -ETIMEDOUT) {
+				stats_write_begin(p->st);
+				update_overruns(p);
+				stats_write_end(p->st);
+			}
+		}
+	}
+	set_state(p, PIPE_STOPPED);
+	notify(p);
+	return NULL;
+}
+
+/* ---- control side ------------------------------------------------------- */
+
+struct pipeline *pipeline_create(struct pipeline_gen *g, struct stats *st,
+				 const struct sysnuma_plan *plan, int notify_fd,
+				 char *err, size_t errlen)
+{
+	struct pipeline *p;
+	int ret;
+
+	if (!g || !st) {
+		snprintf(err, errlen, "pipeline needs a generation and stats");
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->cur = g;
+	p->st = st;
+	p->notify_fd = notify_fd;
+	if (plan) {
+		p->plan = *plan;
+		p->have_plan = 1;
+	}
+	atomic_init(&p->state, PIPE_STARTING);
+	pthread_mutex_init(&p->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&p->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	ret = pthread_create(&p->thread, NULL, data_thread, p);
+	if (ret) {
+		snprintf(err, errlen, "pthread_create: %s", strerror(ret));
+		goto fail;
+	}
+	p->thread_started = 1;
+	pthread_mutex_lock(&p->lock);
+	while (p->started == 0)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	if (p->started < 0) {
+		snprintf(err, errlen, "%s", p->start_err);
+		pthread_join(p->thread, NULL);
+		goto fail;
+	}
+	return p;
+fail:
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	return NULL;
+}
+
+void pipeline_applied(const struct pipeline *p, struct sysnuma_applied *a)
+{
+	*a = p->applied;   /* written before the start handshake, never after */
+}
+
+enum pipeline_state pipeline_state(const struct pipeline *p)
+{
+	return atomic_load_explicit(&((struct pipeline *)p)->state, memory_order_acquire);
+}
+
+uint64_t pipeline_heartbeat(const struct pipeline *p)
+{
+	return atomic_load_explicit(&((struct pipeline *)p)->heartbeat, memory_order_relaxed);
+}
+
+const char *pipeline_error(const struct pipeline *p)
+{
+	/* p->error is written before the release store of PIPE_FAILED. */
+	return pipeline_state(p) == PIPE_FAILED ? p->error : "";
+}
+
+void pipeline_pause(struct pipeline *p, int paused)
+{
+	atomic_store(&p->pause_requested, paused ? 1 : 0);
+}
+
+void pipeline_stop(struct pipeline *p)
+{
+	atomic_store_explicit(&p->stop_requested, 1, memory_order_release);
+}
+
+struct pipeline_gen *pipeline_current(const struct pipeline *p)
+{
+	struct pipeline *w = (struct pipeline *)p;
+	struct pipeline_gen *g;
+
+	pthread_mutex_lock(&w->lock);
+	g = w->cur;
+	pthread_mutex_unlock(&w->lock);
+	return g;
+}
+
+int pipeline_swap(struct pipeline *p, struct pipeline_gen *g, struct pipeline_gen **old,
+		  int timeout_ms, char *err, size_t errlen)
+{
+	struct timespec dl;
+	uint64_t want;
+	int ret = 0;
+
+	*old = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&p->lock);
+	{
+		enum pipeline_state s = pipeline_state(p);
+
+		if (s == PIPE_FAILED || s == PIPE_STOPPED) {
+			snprintf(err, errlen, "data path is %s", pipeline_state_name(s));
+			pthread_mutex_unlock(&p->lock);
+			return -EIO;
+		}
+	}
+	p->pending = g;
+	p->retired = NULL;
+	want = p->swap_gen_done + 1;
+	atomic_store_explicit(&p->swap_requested, 1, memory_order_release);
+	while (p->swap_gen_done < want) {
+		enum pipeline_state s = pipeline_state(p);
+
+		if (s == PIPE_FAILED || s == PIPE_STOPPED) {
+			ret = -EIO;
+			snprintf(err, errlen, "data path %s during the swap", pipeline_state_name(s));
+			break;
+		}
+		/* Wake up now and then to see a failure (no broadcast then). */
+		struct timespec step;
+		clock_gettime(CLOCK_MONOTONIC, &step);
+		step.tv_nsec += 50000000L;
+		if (step.tv_nsec >= 1000000000L) {
+			step.tv_sec++;
+			step.tv_nsec -= 1000000000L;
+		}
+		if (step.tv_sec > dl.tv_sec || (step.tv_sec == dl.tv_sec && step.tv_nsec > dl.tv_nsec))
+			step = dl;
+		int rc = pthread_cond_timedwait(&p->cond, &p->lock, &step);
+		if (rc == ETIMEDOUT && (step.tv_sec == dl.tv_sec && step.tv_nsec == dl.tv_nsec)) {
+			if (p->swap_gen_done >= want)
+				break;
+			ret = -ETIMEDOUT;
+			snprintf(err, errlen, "data path did not reach a CPI boundary within %d ms",
+				 timeout_ms);
+			break;
+		}
+	}
+	if (ret) {
+		/* Withdraw: the data thread takes pending only under the lock. */
+		p->pending = NULL;
+		atomic_store(&p->swap_requested, 0);
+	} else {
+		*old = p->retired;
+		p->retired = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+int pipeline_destroy(struct pipeline *p, int timeout_ms)
+{
+	struct timespec dl;
+	int rc;
+
+	if (!p)
+		return 0;
+	pipeline_stop(p);
+	if (p->thread_started) {
+		clock_gettime(CLOCK_REALTIME, &dl);   /* pthread_timedjoin_np: REALTIME */
+		dl.tv_sec += timeout_ms / 1000;
+		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		rc = pthread_timedjoin_np(p->thread, NULL, &dl);
+		if (rc == ETIMEDOUT) {
+			log_err("data thread did not stop within %d ms; leaving it", timeout_ms);
+			pthread_detach(p->thread);
+			return -ETIMEDOUT;
+		}
+	}
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	return 0;
+}

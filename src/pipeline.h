@@ -1,0 +1,125 @@
+/*
+ * pipeline.h — chirpd's data path: one thread that takes CPIs from the
+ * input ring, runs pulse compression and commits results to the output
+ * ring, never waiting on the control plane.
+ *
+ * GENERATIONS
+ *   A struct pipeline_gen bundles what one configuration uses: the input
+ *   ring (consumer), the output ring (producer), the pc, an optional output
+ *   file, plus the staging buffers the pipeline needs for that pc. The
+ *   caller (chirpd's main thread) owns the rings, the pc and the file; a gen
+ *   only borrows them, so two generations may share a ring when a reload
+ *   keeps its geometry. Destroy a gen before the pc it uses.
+ *
+ * RELOAD
+ *   pipeline_swap() hands a new generation to the data thread, which stops
+ *   taking CPIs, finishes every CPI in flight on the old pc (inputs released,
+ *   results committed), switches, and goes on with the next block of the
+ *   input ring: no CPI is lost or processed twice when the input ring is
+ *   kept. The call returns once the swap is done (or times out, in which
+ *   case nothing changed).
+ *
+ * ORDER AND LOSS
+ *   Inputs are released and results committed in input order. A full output
+ *   ring never blocks: the result is dropped and counted (output_drops); the
+ *   next result committed carries CHIRP_RING_DISCONTINUITY. Missing input
+ *   sequence numbers are counted (sequence_gaps) and marked the same way.
+ *   Each result carries its input's timestamp_ns and first_sample.
+ *
+ * THREADING
+ *   pipeline_* calls come from one control thread. The data thread talks
+ *   back through atomics (state, heartbeat), the stats seqlock, and an
+ *   eventfd (notify_fd) it writes 1 to whenever its state changes to
+ *   FAILED or STOPPED.
+ */
+#ifndef CHIRP_PIPELINE_H
+#define CHIRP_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chirp/pc.h"
+#include "chirp/ring.h"
+#include "stats.h"
+#include "sysnuma.h"
+
+enum pipeline_state {
+	PIPE_STARTING = 0,
+	PIPE_RUNNING,
+	PIPE_PAUSED,
+	PIPE_STOPPED,            /* drained and exited after pipeline_stop     */
+	PIPE_FAILED,             /* backend or ring failure; see pipeline_error */
+};
+
+const char *pipeline_state_name(enum pipeline_state s);  /* "running", ... */
+
+struct pipeline_gen;
+struct pipeline;
+
+/*
+ * A generation over borrowed in/out rings and pc. out_fd: file the results
+ * are also appended to (-1 = none; the fd stays the caller's). Checks that
+ * the pc's input/output CPI sizes match the rings' slots, registers the
+ * rings' data regions with the pc (GPU DMA in place) and allocates staging
+ * for pc depth > 1 (the output ring reserves one slot at a time). NULL with
+ * a reason on failure.
+ */
+struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
+					 struct pc *pc, int out_fd,
+					 char *err, size_t errlen);
+void pipeline_gen_destroy(struct pipeline_gen *g);
+struct chirp_ring *pipeline_gen_in(const struct pipeline_gen *g);
+struct chirp_ring *pipeline_gen_out(const struct pipeline_gen *g);
+struct pc *pipeline_gen_pc(const struct pipeline_gen *g);
+
+/*
+ * Start the data thread on generation g. The thread applies plan (cpu
+ * affinity, NUMA, SCHED_FIFO) to itself first; if that fails because
+ * realtime = required is not permitted, the thread exits and this returns
+ * NULL with the reason. plan may be NULL. stats and the eventfd notify_fd
+ * (-1 = none) must outlive the pipeline.
+ */
+struct pipeline *pipeline_create(struct pipeline_gen *g, struct stats *st,
+				 const struct sysnuma_plan *plan, int notify_fd,
+				 char *err, size_t errlen);
+
+/* What the data thread applied to itself (valid after pipeline_create). */
+void pipeline_applied(const struct pipeline *p, struct sysnuma_applied *a);
+
+enum pipeline_state pipeline_state(const struct pipeline *p);
+
+/* Advances on every loop iteration of the data thread, busy or idle. */
+uint64_t pipeline_heartbeat(const struct pipeline *p);
+
+/* Reason of PIPE_FAILED ("pc_submit: ..."), "" otherwise. */
+const char *pipeline_error(const struct pipeline *p);
+
+/* Stop / resume taking CPIs (CPIs in flight complete). */
+void pipeline_pause(struct pipeline *p, int paused);
+
+/*
+ * Hand g to the data thread and wait up to timeout_ms for it to be in use.
+ * On success returns 0 and *old is the previous generation (destroy it and
+ * whatever of its rings/pc the new one does not share). -ETIMEDOUT: the data
+ * thread did not reach a CPI boundary in time; the swap is withdrawn and g
+ * is not in use. -EIO: the pipeline is failed or stopped.
+ */
+int pipeline_swap(struct pipeline *p, struct pipeline_gen *g, struct pipeline_gen **old,
+		  int timeout_ms, char *err, size_t errlen);
+
+/* The generation in use. */
+struct pipeline_gen *pipeline_current(const struct pipeline *p);
+
+/* Ask the data thread to stop taking CPIs, drain the ones in flight, exit.
+ * Does not wait; state becomes PIPE_STOPPED (notify_fd is written). */
+void pipeline_stop(struct pipeline *p);
+
+/*
+ * Stop (if not yet) and join the thread, waiting at most timeout_ms; if the
+ * thread does not exit in time (hung backend) it is left detached, the
+ * pipeline is leaked on purpose and -ETIMEDOUT returned. Returns 0 when
+ * freed. The current generation is not destroyed.
+ */
+int pipeline_destroy(struct pipeline *p, int timeout_ms);
+
+#endif /* CHIRP_PIPELINE_H */

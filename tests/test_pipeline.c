@@ -1,0 +1,497 @@
+/*
+ * test_pipeline.c — the data thread end to end inside one process: real
+ * rings (this test is the digitizer and the downstream consumer), the CPU
+ * backend, and checks of order, loss accounting, flags, timestamps, the
+ * numerical result against a direct double-precision correlation, reload
+ * swaps under load with zero loss/duplication, pause, stop, heartbeat.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <complex.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "chirp/pc.h"
+#include "chirp/ring.h"
+#include "pipeline.h"
+#include "stats.h"
+#include "waveform.h"
+
+/* Geometry: not powers of two. */
+#define C 2
+#define P 3
+#define R 257
+
+struct fx {
+	char in_name[64], out_name[64];
+	struct chirp_ring *in_c, *out_p;     /* the pipeline's ends           */
+	struct chirp_ring *in_p, *out_c;     /* the test's ends               */
+	struct pc *pc;
+	float *ref;
+	size_t ref_len;
+	struct pipeline_gen *gen;
+	struct stats *st;
+	int efd;
+	struct pipeline *pl;
+};
+
+static uint64_t rs = 88172645463325252ull;
+static double urand(void)
+{
+	rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17;
+	return (double)(rs >> 11) / 9007199254740992.0;
+}
+
+static struct pc *make_pc(struct fx *f, enum wf_window win, char *err, size_t len)
+{
+	struct wf_params w;
+	struct pc_params p;
+	struct pc *pc;
+
+	wf_params_init(&w);
+	w.type = WF_LFM;
+	w.sample_rate_hz = 25e6;
+	w.bandwidth_hz = 8e6;
+	w.pulse_width_s = 1.24e-6;      /* L = 31 */
+	w.window = win;
+	free(f->ref);
+	f->ref = NULL;
+	if (wf_build(&w, R, &f->ref, &f->ref_len, err, len) < 0)
+		return NULL;
+	pc_params_init(&p);
+	p.channels = C; p.pulses = P; p.samples = R;
+	p.in_format = PC_FMT_CF32;
+	p.out_mode = PC_OUT_COMPLEX;
+	p.normalize = PC_NORM_NOISE;
+	p.ref = f->ref;
+	p.ref_len = f->ref_len;
+	p.backend = PC_BACKEND_CPU;
+	p.cpu_threads = 1;
+	pc = pc_create(&p, err, len);
+	return pc;
+}
+
+static void fx_open(struct fx *f, unsigned in_slots, unsigned out_slots)
+{
+	char err[256];
+	struct chirp_ring_geometry gi = { C, P, R, CHIRP_RING_CF32, in_slots, 25e6 };
+	struct chirp_ring_geometry go = { C, P, R, CHIRP_RING_CF32, out_slots, 25e6 };
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->in_name, sizeof(f->in_name), "/test-pipeline-%d-in", (int)getpid());
+	snprintf(f->out_name, sizeof(f->out_name), "/test-pipeline-%d-out", (int)getpid());
+	chirp_ring_unlink(f->in_name);
+	chirp_ring_unlink(f->out_name);
+	f->in_c = chirp_ring_create(f->in_name, &gi, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	if (!f->in_c) fail_msg("in ring: %s", err);
+	f->out_p = chirp_ring_create(f->out_name, &go, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	if (!f->out_p) fail_msg("out ring: %s", err);
+	f->in_p = chirp_ring_attach(f->in_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	if (!f->in_p) fail_msg("attach in: %s", err);
+	f->out_c = chirp_ring_attach(f->out_name, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	if (!f->out_c) fail_msg("attach out: %s", err);
+	f->pc = make_pc(f, WIN_HAMMING, err, sizeof(err));
+	if (!f->pc) fail_msg("pc: %s", err);
+	f->gen = pipeline_gen_create(f->in_c, f->out_p, f->pc, -1, err, sizeof(err));
+	if (!f->gen) fail_msg("gen: %s", err);
+	f->st = stats_create();
+	assert_non_null(f->st);
+	f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(f->efd >= 0);
+}
+
+static void fx_start(struct fx *f)
+{
+	char err[256];
+
+	f->pl = pipeline_create(f->gen, f->st, NULL, f->efd, err, sizeof(err));
+	if (!f->pl) fail_msg("pipeline: %s", err);
+}
+
+static void fx_close(struct fx *f)
+{
+	if (f->pl)
+		assert_int_equal(pipeline_destroy(f->pl, 5000), 0);
+	pipeline_gen_destroy(f->gen);
+	pc_destroy(f->pc);
+	chirp_ring_detach(f->in_p);
+	chirp_ring_detach(f->out_c);
+	chirp_ring_detach(f->in_c);
+	chirp_ring_detach(f->out_p);
+	chirp_ring_unlink(f->in_name);
+	chirp_ring_unlink(f->out_name);
+	stats_destroy(f->st);
+	free(f->ref);
+	close(f->efd);
+}
+
+/* Fill CPI k: noise plus a copy of the reference at gate 40 + k % 100. */
+static void fill_cpi(float *x, uint64_t k)
+{
+	for (size_t i = 0; i < 2u * C * P * R; i++)
+		x[i] = (float)(urand() - 0.5) * 0.1f;
+	(void)k;
+}
+
+static int produce(struct fx *f, uint64_t k, float *copy)
+{
+	void *pl;
+	int ret = chirp_ring_reserve(f->in_p, &pl);
+
+	if (ret)
+		return ret;
+	fill_cpi(pl, k);
+	if (copy)
+		memcpy(copy, pl, sizeof(float) * 2 * C * P * R);
+	return chirp_ring_commit(f->in_p, 1000000000ull + k, k * (uint64_t)P * R, 0);
+}
+
+static void snap(struct fx *f, struct stats_snapshot *s)
+{
+	stats_snapshot(f->st, s);
+}
+
+/* Wait until cond() holds, at most 20 s (a safety bound, not a speed goal). */
+#define WAIT_UNTIL(cond) do { \
+	for (int _i = 0; _i < 20000 && !(cond); _i++) { struct timespec _t = { 0, 1000000 }; nanosleep(&_t, NULL); } \
+	assert_true(cond); } while (0)
+
+static uint64_t counter(struct fx *f, enum stats_counter c)
+{
+	static struct stats_snapshot s;   /* big: keep it off the stack */
+	snap(f, &s);
+	return s.counter[c];
+}
+
+/* Direct correlation in double: y[n] = g sum_k x[n+k] conj(h[k]). */
+static void reference(const float *x, const float *h, size_t L, double complex *y)
+{
+	double e = 0;
+
+	for (size_t k = 0; k < L; k++)
+		e += (double)h[2 * k] * h[2 * k] + (double)h[2 * k + 1] * h[2 * k + 1];
+	double g = 1.0 / sqrt(e);
+	for (size_t n = 0; n < R; n++) {
+		double complex acc = 0;
+		for (size_t k = 0; k < L && n + k < R; k++)
+			acc += ((double)x[2 * (n + k)] + I * (double)x[2 * (n + k) + 1]) *
+			       conj((double)h[2 * k] + I * (double)h[2 * k + 1]);
+		y[n] = g * acc;
+	}
+}
+
+static void test_order_values_timestamps(void **state)
+{
+	(void)state;
+	struct fx f;
+	const unsigned N = 60;
+	float *copy = malloc(sizeof(float) * 2 * C * P * R * N);
+	double complex y[R];
+
+	assert_non_null(copy);
+	fx_open(&f, 8, 64);
+	fx_start(&f);
+	WAIT_UNTIL(pipeline_state(f.pl) == PIPE_RUNNING);
+	for (unsigned k = 0; k < N; k++) {
+		/* the test may outrun the pipeline: retry until a slot is free */
+		int ret;
+		while ((ret = produce(&f, k, copy + (size_t)k * 2 * C * P * R)) == -ENOBUFS)
+			chirp_ring_wait(f.in_p, 1000000);
+		assert_int_equal(ret, 0);
+	}
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == N);
+	/* The producer's retries counted overruns in the ring; with seq
+	 * numbers counting dropped blocks they appear as gaps too. */
+	uint64_t gaps = counter(&f, ST_SEQUENCE_GAPS);
+	assert_int_equal(gaps, counter(&f, ST_INPUT_OVERRUNS));
+	for (unsigned k = 0; k < N; k++) {
+		struct chirp_ring_block b;
+		assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+		assert_int_equal(b.first_sample, (uint64_t)k * P * R);
+		assert_int_equal(b.timestamp_ns, 1000000000ull + k);
+		assert_int_equal(b.len, sizeof(float) * 2 * C * P * R);
+		assert_int_equal(b.flags & CHIRP_RING_NONFINITE, 0);
+		if (k % 13 == 0) {
+			const float *out = b.payload;
+			for (unsigned row = 0; row < C * P; row++) {
+				reference(copy + (size_t)k * 2 * C * P * R + (size_t)row * 2 * R, f.ref, f.ref_len, y);
+				double num = 0, den = 0;
+				for (unsigned n = 0; n < R; n++) {
+					double complex o = out[2 * (row * R + n)] + I * out[2 * (row * R + n) + 1];
+					num += cabs(o - y[n]) * cabs(o - y[n]);
+					den += cabs(y[n]) * cabs(y[n]);
+				}
+				assert_true(sqrt(num / den) < 1e-4);
+			}
+		}
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+	}
+	assert_int_equal(counter(&f, ST_CPIS_IN), N);
+	assert_int_equal(counter(&f, ST_OUTPUT_DROPS), 0);
+	assert_int_equal(counter(&f, ST_SAMPLES_IN), (uint64_t)N * C * P * R);
+	static struct stats_snapshot s;
+	snap(&f, &s);
+	assert_int_equal(s.lat_count, N);
+	assert_true(stats_percentile(&s, 0.5) > 0);
+	assert_int_equal(s.stage_count[STG_COMPUTE], N);
+	fx_close(&f);
+	free(copy);
+}
+
+/* Nobody reads the output: the pipeline keeps taking input, counts drops,
+ * and marks the first result after the drops DISCONTINUITY. */
+static void test_slow_consumer_never_stalls(void **state)
+{
+	(void)state;
+	struct fx f;
+	const unsigned OUT = 4, N = 40;
+
+	fx_open(&f, 8, OUT);
+	fx_start(&f);
+	for (unsigned k = 0; k < N; k++) {
+		int ret;
+		while ((ret = produce(&f, k, NULL)) == -ENOBUFS)
+			chirp_ring_wait(f.in_p, 1000000);
+		assert_int_equal(ret, 0);
+	}
+	WAIT_UNTIL(counter(&f, ST_CPIS_IN) == N);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) + counter(&f, ST_OUTPUT_DROPS) == N);
+	assert_int_equal(counter(&f, ST_CPIS_OUT), OUT);
+	assert_int_equal(counter(&f, ST_OUTPUT_DROPS), N - OUT);
+	/* drain, then one more CPI: it carries DISCONTINUITY */
+	struct chirp_ring_block b;
+	for (unsigned k = 0; k < OUT; k++) {
+		assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+		assert_int_equal(b.first_sample, (uint64_t)k * P * R);
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+	}
+	assert_int_equal(produce(&f, N, NULL), 0);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == OUT + 1);
+	assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+	assert_int_equal(b.first_sample, (uint64_t)N * P * R);
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
+	assert_int_equal(chirp_ring_release(f.out_c), 0);
+	fx_close(&f);
+}
+
+/* Paused, the input ring fills and the producer overruns; after resume the
+ * lost blocks show as sequence gaps, equal to the ring's overruns, and the
+ * first result after the gap is marked. */
+static void test_pause_gaps_overruns(void **state)
+{
+	(void)state;
+	struct fx f;
+	const unsigned IN = 4, EXTRA = 7;
+	struct chirp_ring_block b;
+
+	fx_open(&f, IN, 64);
+	fx_start(&f);
+	pipeline_pause(f.pl, 1);
+	WAIT_UNTIL(pipeline_state(f.pl) == PIPE_PAUSED);
+	uint64_t hb = pipeline_heartbeat(f.pl);
+	WAIT_UNTIL(pipeline_heartbeat(f.pl) > hb + 3);   /* idle, still beating */
+	unsigned ok = 0, dropped = 0;
+	for (unsigned k = 0; k < IN + EXTRA; k++) {
+		int ret = produce(&f, k, NULL);
+		if (ret == 0) ok++;
+		else { assert_int_equal(ret, -ENOBUFS); dropped++; }
+	}
+	assert_int_equal(ok, IN);
+	assert_int_equal(dropped, EXTRA);
+	assert_int_equal(counter(&f, ST_CPIS_IN), 0);
+	pipeline_pause(f.pl, 0);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == IN);
+	assert_int_equal(produce(&f, 100, NULL), 0);   /* after the gap */
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == IN + 1);
+	assert_int_equal(counter(&f, ST_SEQUENCE_GAPS), EXTRA);
+	assert_int_equal(counter(&f, ST_INPUT_OVERRUNS), EXTRA);
+	for (unsigned k = 0; k < IN; k++) {
+		assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+		assert_int_equal(b.flags & CHIRP_RING_DISCONTINUITY, 0);
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+	}
+	assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
+	assert_int_equal(chirp_ring_release(f.out_c), 0);
+	fx_close(&f);
+}
+
+static void test_nonfinite_flagged(void **state)
+{
+	(void)state;
+	struct fx f;
+	void *pl;
+	struct chirp_ring_block b;
+
+	fx_open(&f, 4, 4);
+	fx_start(&f);
+	assert_int_equal(chirp_ring_reserve(f.in_p, &pl), 0);
+	fill_cpi(pl, 0);
+	((float *)pl)[2 * (1 * R + 17)] = NAN;          /* row 1 */
+	((float *)pl)[2 * (4 * R + 3) + 1] = INFINITY;  /* row 4 */
+	assert_int_equal(chirp_ring_commit(f.in_p, 0, 0, 0), 0);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == 1);
+	assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+	assert_true(b.flags & CHIRP_RING_NONFINITE);
+	assert_int_equal(chirp_ring_release(f.out_c), 0);
+	assert_int_equal(counter(&f, ST_NONFINITE_CPIS), 1);
+	assert_int_equal(counter(&f, ST_NONFINITE_ROWS), 2);
+	fx_close(&f);
+}
+
+/* A producer thread streams CPIs while the control side swaps in a new pc
+ * (different window) 20 times: every CPI comes out exactly once, in order. */
+struct feeder { struct fx *f; unsigned n; atomic_int done; };
+static void *feed_thread(void *arg)
+{
+	struct feeder *fd = arg;
+	for (unsigned k = 0; k < fd->n; k++) {
+		int ret;
+		while ((ret = produce(fd->f, k, NULL)) == -ENOBUFS)
+			chirp_ring_wait(fd->f->in_p, 1000000);
+		if (ret) break;
+		if (k % 8 == 0) { struct timespec t = { 0, 200000 }; nanosleep(&t, NULL); }
+	}
+	atomic_store(&fd->done, 1);
+	return NULL;
+}
+
+struct reader { struct fx *f; unsigned n; unsigned got; int order_ok; uint32_t flags_or; };
+static void *read_thread(void *arg)
+{
+	struct reader *rd = arg;
+	struct chirp_ring_block b;
+	rd->order_ok = 1;
+	for (int idle = 0; rd->got < rd->n && idle < 20000;) {
+		if (chirp_ring_peek(rd->f->out_c, &b) == 0) {
+			if (b.first_sample != (uint64_t)rd->got * P * R)
+				rd->order_ok = 0;
+			rd->flags_or |= b.flags;
+			rd->got++;
+			chirp_ring_release(rd->f->out_c);
+			idle = 0;
+		} else {
+			chirp_ring_wait(rd->f->out_c, 1000000);
+			idle++;
+		}
+	}
+	return NULL;
+}
+
+static void test_swap_under_load_no_loss(void **state)
+{
+	(void)state;
+	struct fx f;
+	const unsigned N = 600;
+	struct feeder fd = { .n = N };
+	struct reader rd = { .n = N };
+	pthread_t tf, tr;
+	char err[256];
+	static const enum wf_window wins[] = { WIN_HANN, WIN_RECT, WIN_BLACKMAN, WIN_HAMMING };
+
+	fx_open(&f, 64, 64);
+	fx_start(&f);
+	fd.f = &f;
+	rd.f = &f;
+	assert_int_equal(pthread_create(&tr, NULL, read_thread, &rd), 0);
+	assert_int_equal(pthread_create(&tf, NULL, feed_thread, &fd), 0);
+	for (int i = 0; i < 20; i++) {
+		struct pc *npc = make_pc(&f, wins[i % 4], err, sizeof(err));
+		struct pipeline_gen *ng, *old = NULL;
+		if (!npc) fail_msg("pc: %s", err);
+		ng = pipeline_gen_create(f.in_c, f.out_p, npc, -1, err, sizeof(err));
+		if (!ng) fail_msg("gen: %s", err);
+		assert_int_equal(pipeline_swap(f.pl, ng, &old, 10000, err, sizeof(err)), 0);
+		assert_ptr_equal(old, f.gen);
+		assert_ptr_equal(pipeline_current(f.pl), ng);
+		pipeline_gen_destroy(old);
+		pc_destroy(f.pc);
+		f.pc = npc;
+		f.gen = ng;
+		struct timespec t = { 0, 3000000 };
+		nanosleep(&t, NULL);
+	}
+	assert_int_equal(pthread_join(tf, NULL), 0);
+	assert_int_equal(pthread_join(tr, NULL), 0);
+	assert_int_equal(rd.got, N);
+	assert_true(rd.order_ok);
+	assert_int_equal(counter(&f, ST_CPIS_IN), N);
+	assert_int_equal(counter(&f, ST_CPIS_OUT), N);
+	assert_int_equal(counter(&f, ST_OUTPUT_DROPS), 0);
+	assert_int_equal(counter(&f, ST_SEQUENCE_GAPS), counter(&f, ST_INPUT_OVERRUNS));
+	fx_close(&f);
+}
+
+static void test_stop_drains_and_notifies(void **state)
+{
+	(void)state;
+	struct fx f;
+	uint64_t v;
+	struct pollfd pfd;
+
+	fx_open(&f, 8, 8);
+	fx_start(&f);
+	for (unsigned k = 0; k < 5; k++)
+		assert_int_equal(produce(&f, k, NULL), 0);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == 5);
+	pipeline_stop(f.pl);
+	pfd.fd = f.efd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	assert_int_equal(read(f.efd, &v, sizeof(v)), sizeof(v));
+	assert_int_equal(pipeline_state(f.pl), PIPE_STOPPED);
+	assert_string_equal(pipeline_error(f.pl), "");
+	/* a swap on a stopped pipeline is refused, nothing changes */
+	struct pipeline_gen *old = (void *)1;
+	char err[128];
+	assert_int_equal(pipeline_swap(f.pl, f.gen, &old, 100, err, sizeof(err)), -EIO);
+	assert_null(old);
+	fx_close(&f);
+}
+
+static void test_gen_rejects_mismatch(void **state)
+{
+	(void)state;
+	struct fx f;
+	char err[256];
+	struct chirp_ring_geometry g = { C, P, R + 1, CHIRP_RING_CF32, 4, 25e6 };
+	char name[64];
+	struct chirp_ring *other;
+
+	fx_open(&f, 4, 4);
+	snprintf(name, sizeof(name), "/test-pipeline-%d-x", (int)getpid());
+	other = chirp_ring_create(name, &g, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_non_null(other);
+	assert_null(pipeline_gen_create(f.in_c, other, f.pc, -1, err, sizeof(err)));
+	assert_non_null(strstr(err, "output ring"));
+	assert_null(pipeline_gen_create(NULL, f.out_p, f.pc, -1, err, sizeof(err)));
+	chirp_ring_detach(other);
+	chirp_ring_unlink(name);
+	fx_close(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_order_values_timestamps),
+		cmocka_unit_test(test_slow_consumer_never_stalls),
+		cmocka_unit_test(test_pause_gaps_overruns),
+		cmocka_unit_test(test_nonfinite_flagged),
+		cmocka_unit_test(test_swap_under_load_no_loss),
+		cmocka_unit_test(test_stop_drains_and_notifies),
+		cmocka_unit_test(test_gen_rejects_mismatch),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
