@@ -1,0 +1,293 @@
+/*
+ * test_ring_threads.c — producer and consumer on two threads, also run
+ * under ThreadSanitizer (tests/tsan.list).
+ *
+ *  - two mappings of one shm ring (what two processes see), lossless
+ *    (producer waits for space) and lossy (producer never waits; every
+ *    dropped block must show up as a counted overrun and a sequence gap
+ *    flagged DISCONTINUITY);
+ *  - two handles on ONE mapping (a memory image), so that TSan, which
+ *    tracks virtual addresses, sees the payload accesses of both sides at
+ *    the same addresses and checks they are ordered by the index
+ *    acquire/release pairs.
+ *
+ * Payloads carry a pattern derived from their first_sample; the consumer
+ * verifies every byte pattern word and holds 1..4 blocks in flight.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "chirp/ring.h"
+#include "ring_private.h"
+
+#ifdef __SANITIZE_THREAD__
+#define NBLOCKS 4000
+#else
+#define NBLOCKS 40000
+#endif
+
+struct ctx {
+	struct chirp_ring *p, *c;
+	int lossy;
+	uint64_t nblocks;
+	_Atomic int done;        /* producer finished: set after its last commit */
+	/* producer results */
+	uint64_t drops;
+	int prod_err;
+	/* consumer results */
+	uint64_t got, gaps, gap_blocks, bad, last;
+	int cons_err;
+	unsigned seed;
+};
+
+static uint64_t key_word(uint64_t key, uint64_t i)
+{
+	uint64_t x = (key + 1) * 0x9e3779b97f4a7c15ull ^ (i * 0xbf58476d1ce4e5b9ull);
+
+	x ^= x >> 31;
+	return x;
+}
+
+static void fill(void *p, uint64_t len, uint64_t key)
+{
+	uint64_t *w = p;
+
+	for (uint64_t i = 0; i < len / 8; i++)
+		w[i] = key_word(key, i);
+}
+
+static int verify(const void *p, uint64_t len, uint64_t key)
+{
+	const uint64_t *w = p;
+
+	for (uint64_t i = 0; i < len / 8; i++)
+		if (w[i] != key_word(key, i))
+			return 0;
+	return 1;
+}
+
+static unsigned rnd(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return (*s >> 16) & 0x7fff;
+}
+
+static void *producer(void *arg)
+{
+	struct ctx *x = arg;
+	uint64_t len = chirp_ring_cpi_bytes(&(struct chirp_ring_geometry){
+		.channels = 1, .pulses = 1, .samples = 300, .format = CHIRP_RING_CF32,
+		.slots = 16, .sample_rate_hz = 1 });
+	unsigned s = x->seed * 7 + 1;
+	void *pl;
+	int rc;
+
+	for (uint64_t k = 0; k < x->nblocks; k++) {
+		if (!x->lossy) {
+			rc = chirp_ring_wait(x->p, 10000000000LL);
+			if (rc != 0) {
+				x->prod_err = rc;
+				atomic_store(&x->done, 1);
+				return NULL;
+			}
+		}
+		rc = chirp_ring_reserve(x->p, &pl);
+		if (rc == -ENOBUFS) {
+			/* hardware keeps its cadence: the block is gone, time passes */
+			x->drops++;
+			if (rnd(&s) % 4 == 0)
+				usleep(20);
+			continue;
+		}
+		if (rc != 0) {
+			x->prod_err = rc;
+			atomic_store(&x->done, 1);
+			return NULL;
+		}
+		fill(pl, len, k);
+		rc = chirp_ring_commit(x->p, k + 1, k, 0);
+		if (rc != 0) {
+			x->prod_err = rc;
+			atomic_store(&x->done, 1);
+			return NULL;
+		}
+		if (x->lossy && rnd(&s) % 64 == 0)
+			sched_yield();
+	}
+	atomic_store(&x->done, 1);
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	struct ctx *x = arg;
+	struct chirp_ring_block b;
+	unsigned s = x->seed;
+	uint64_t last = UINT64_MAX;
+	int held = 0, want = 1, rc;
+
+	for (;;) {
+		rc = chirp_ring_peek(x->c, &b);
+		if (rc == -EAGAIN) {
+			/* drain what we hold before sleeping: the producer may need it */
+			while (held) {
+				chirp_ring_release(x->c);
+				held--;
+			}
+			if (atomic_load(&x->done) && chirp_ring_available(x->c) == 0)
+				break;   /* done was set after the last commit: nothing can follow */
+			rc = chirp_ring_wait(x->c, 50000000LL);
+			if (rc != 0 && rc != -ETIMEDOUT) {
+				x->cons_err = rc;
+				return NULL;
+			}
+			continue;
+		}
+		if (rc != 0) {
+			x->cons_err = rc;
+			return NULL;
+		}
+		x->got++;
+		if (b.first_sample != b.seq || b.timestamp_ns != b.seq + 1 ||
+		    !verify(b.payload, b.len, b.first_sample))
+			x->bad++;
+		if (last != UINT64_MAX && b.seq != last + 1) {
+			x->gaps++;
+			x->gap_blocks += b.seq - last - 1;
+			if (!(b.flags & CHIRP_RING_DISCONTINUITY))
+				x->bad++;
+		} else if (last != UINT64_MAX && (b.flags & CHIRP_RING_DISCONTINUITY)) {
+			x->bad++;
+		}
+		if (last == UINT64_MAX && b.seq != 0) {
+			x->gaps++;
+			x->gap_blocks += b.seq;
+		}
+		last = b.seq;
+		if (++held >= want) {
+			while (held) {
+				chirp_ring_release(x->c);
+				held--;
+			}
+			want = 1 + rnd(&s) % 4;
+			if (x->lossy && rnd(&s) % 64 == 0)
+				usleep(50);
+		}
+	}
+	while (held) {
+		chirp_ring_release(x->c);
+		held--;
+	}
+	x->last = last;
+	return NULL;
+}
+
+static void run(struct chirp_ring *c, struct chirp_ring *p, int lossy, unsigned seed)
+{
+	struct ctx x = { .p = p, .c = c, .lossy = lossy, .nblocks = NBLOCKS, .seed = seed };
+	struct chirp_ring_stats st;
+	pthread_t tp, tc;
+
+	assert_int_equal(pthread_create(&tc, NULL, consumer, &x), 0);
+	assert_int_equal(pthread_create(&tp, NULL, producer, &x), 0);
+	assert_int_equal(pthread_join(tp, NULL), 0);
+	assert_int_equal(pthread_join(tc, NULL), 0);
+	chirp_ring_stats(c, &st);
+	print_message("lossy=%d: %llu delivered, %llu dropped in %llu gaps\n", lossy,
+		      (unsigned long long)x.got, (unsigned long long)x.drops,
+		      (unsigned long long)x.gaps);
+	assert_int_equal(x.prod_err, 0);
+	assert_int_equal(x.cons_err, 0);
+	assert_int_equal(x.bad, 0);
+	assert_int_equal(st.overruns, x.drops);
+	assert_int_equal(st.committed, x.got);
+	assert_int_equal(st.released, x.got);
+	/* every block is either delivered or counted as dropped */
+	assert_int_equal(x.got + x.drops, x.nblocks);
+	/* drops show as gaps, except those after the last delivered block */
+	assert_true(x.last != UINT64_MAX);
+	assert_int_equal(x.gap_blocks + (x.nblocks - 1 - x.last), x.drops);
+	if (!lossy)
+		assert_int_equal(x.drops, 0);
+}
+
+static struct chirp_ring_geometry geo(void)
+{
+	struct chirp_ring_geometry g = {
+		.channels = 1, .pulses = 1, .samples = 300, .format = CHIRP_RING_CF32,
+		.slots = 16, .sample_rate_hz = 1,
+	};
+	return g;
+}
+
+static void shm_case(int lossy)
+{
+	struct chirp_ring_geometry g = geo();
+	char name[64], err[256] = "";
+	struct chirp_ring *c, *p;
+
+	snprintf(name, sizeof(name), "/chirp-test-thr-%d-%d", (int)getpid(), lossy);
+	chirp_ring_unlink(name);
+	c = chirp_ring_create(name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	assert_non_null(c);
+	p = chirp_ring_attach(name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_non_null(p);
+	run(c, p, lossy, 11 + lossy);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+	chirp_ring_unlink(name);
+}
+
+static void test_two_mappings_lossless(void **state) { shm_case(0); }
+static void test_two_mappings_lossy(void **state) { shm_case(1); }
+
+static void image_case(int lossy)
+{
+	struct chirp_ring_geometry g = geo();
+	struct ring_layout L;
+	struct chirp_ring *c, *p;
+	char err[256] = "";
+	void *img;
+
+	assert_int_equal(ring_layout_compute(&g, RING_PAGE, &L, err, sizeof(err)), 0);
+	L.epoch = 1;
+	img = aligned_alloc(4096, L.total_bytes);
+	assert_non_null(img);
+	ring_format_image(img, &L);
+	c = ring_open_image(img, L.total_bytes, CHIRP_RING_CONSUMER, err, sizeof(err));
+	assert_non_null(c);
+	p = ring_open_image(img, L.total_bytes, CHIRP_RING_PRODUCER, err, sizeof(err));
+	assert_non_null(p);
+	run(c, p, lossy, 21 + lossy);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+	free(img);
+}
+
+static void test_one_mapping_lossless(void **state) { image_case(0); }
+static void test_one_mapping_lossy(void **state) { image_case(1); }
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_mappings_lossless),
+		cmocka_unit_test(test_two_mappings_lossy),
+		cmocka_unit_test(test_one_mapping_lossless),
+		cmocka_unit_test(test_one_mapping_lossy),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
