@@ -1,0 +1,593 @@
+/*
+ * chirpctl — talk to chirpd's control socket.
+ *
+ *   chirpctl [-s SOCKET] [--json] [--timeout SEC] COMMAND [ARGS...]
+ *   chirpctl [-s SOCKET] [--interval SEC] [--count N] watch
+ *
+ * Sends one request line "COMMAND ARGS\n", reads one JSON reply line, and
+ * prints it for people (aligned "key: value" lines, nested objects
+ * indented; `metrics` prints its text raw) or, with --json, prints the
+ * reply as received for scripts. Exit status: 0 ok, 1 the daemon answered
+ * {"ok":false}, 2 usage or connection problems.
+ *
+ * The socket is -s, else $CHIRPD_SOCKET, else /run/chirpd/control.sock.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "control.h"
+
+#define DEFAULT_SOCKET "/run/chirpd/control.sock"
+#define REPLY_MAX      (16u << 20)
+
+#ifndef CHIRP_VERSION
+#define CHIRP_VERSION "0.1"
+#endif
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;      /* nothing else: the loop notices */
+}
+
+static void usage(FILE *out)
+{
+	fputs("usage: chirpctl [-s SOCKET] [--json] [--timeout SEC] COMMAND [ARGS...]\n"
+	      "       chirpctl [-s SOCKET] [--interval SEC] [--count N] watch\n"
+	      "\n"
+	      "Commands (the daemon lists its own with 'chirpctl help'):\n"
+	      "  ping, version, status, stats, config, metrics, help     anyone\n"
+	      "  reload, pause, resume, log-level LEVEL                  owner/root/group\n"
+	      "  watch      status and stats every second, like top (Ctrl-C ends)\n"
+	      "\n"
+	      "Options:\n"
+	      "  -s, --socket PATH   control socket (default $CHIRPD_SOCKET, else " DEFAULT_SOCKET ")\n"
+	      "  -j, --json          print the JSON reply as received (for scripts)\n"
+	      "  -t, --timeout SEC   wait at most SEC for the reply (default 5)\n"
+	      "  -i, --interval SEC  watch: refresh period (default 1)\n"
+	      "  -n, --count N       watch: stop after N refreshes\n"
+	      "  -h, --help          this text;  -V, --version\n"
+	      "\n"
+	      "Exit status: 0 ok, 1 chirpd answered with an error, 2 usage or connection error.\n",
+	      out);
+}
+
+/* ---- talking to the daemon ---- */
+
+struct conn {
+	int fd;
+	const char *path;
+	double timeout_s;
+	char *buf;              /* bytes received beyond the last reply */
+	size_t len, cap;
+};
+
+static int conn_open(struct conn *c, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (strlen(c->path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path %s is too long", c->path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, c->path, strlen(c->path) + 1);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		const char *hint = "";
+		if (e == ENOENT || e == ECONNREFUSED)
+			hint = " — is chirpd running?";
+		else if (e == EACCES || e == EPERM)
+			hint = " — are you in chirpd's control group?";
+		snprintf(err, errlen, "cannot connect to %s: %s%s", c->path, strerror(e), hint);
+		close(c->fd);
+		c->fd = -1;
+		return -e;
+	}
+	c->len = 0;
+	return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->len = 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * Send req (one line, no '\n') and read one reply line into *line
+ * (malloc'd, NUL-terminated, without '\n'). Returns 0 or -errno with err.
+ */
+static int conn_ask(struct conn *c, const char *req, char **line, char *err, size_t errlen)
+{
+	size_t n = strlen(req);
+	double deadline = mono_s() + c->timeout_s;
+	char *msg = malloc(n + 2);
+
+	if (!msg) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(msg, req, n);
+	msg[n] = '\n';
+	for (size_t off = 0; off < n + 1; ) {
+		ssize_t w = send(c->fd, msg + off, n + 1 - off, MSG_NOSIGNAL);
+		if (w < 0) {
+			int e = errno;
+			if (e == EINTR && !stop_flag)
+				continue;
+			free(msg);
+			snprintf(err, errlen, "sending to %s: %s", c->path, strerror(e));
+			return -e;
+		}
+		off += (size_t)w;
+	}
+	free(msg);
+
+	for (;;) {
+		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+		if (nl) {
+			size_t ll = (size_t)(nl - c->buf);
+			*line = malloc(ll + 1);
+			if (!*line) {
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			memcpy(*line, c->buf, ll);
+			(*line)[ll] = '\0';
+			c->len -= ll + 1;
+			memmove(c->buf, nl + 1, c->len);
+			return 0;
+		}
+		if (c->len >= REPLY_MAX) {
+			snprintf(err, errlen, "reply from %s is longer than %u bytes", c->path, REPLY_MAX);
+			return -EMSGSIZE;
+		}
+		if (c->cap - c->len < 4096) {
+			size_t cap = c->cap ? c->cap * 2 : 65536;
+			char *p = realloc(c->buf, cap);
+			if (!p) {
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			c->buf = p;
+			c->cap = cap;
+		}
+		double left = deadline - mono_s();
+		if (left <= 0) {
+			snprintf(err, errlen, "no reply from %s within %g s", c->path, c->timeout_s);
+			return -ETIMEDOUT;
+		}
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		int pr = poll(&p, 1, (int)ceil(left * 1000));
+		if (pr < 0 && errno == EINTR) {
+			if (stop_flag) {
+				snprintf(err, errlen, "interrupted");
+				return -EINTR;
+			}
+			continue;
+		}
+		if (pr <= 0)
+			continue;       /* the deadline check above ends it */
+		ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "reading from %s: %s", c->path, strerror(errno));
+			return -errno;
+		}
+		if (r == 0) {
+			snprintf(err, errlen, "%s closed the connection without a reply", c->path);
+			return -ECONNRESET;
+		}
+		c->len += (size_t)r;
+	}
+}
+
+/* ---- human-readable rendering ---- */
+
+static void print_scalar(FILE *out, json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		fputs(json_string_value(v), out);
+		break;
+	case JSON_INTEGER:
+		fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL: {
+		fprintf(out, "%.6g", json_real_value(v));
+		break;
+	}
+	case JSON_TRUE:
+		fputs("yes", out);
+		break;
+	case JSON_FALSE:
+		fputs("no", out);
+		break;
+	case JSON_NULL:
+		fputs("-", out);
+		break;
+	default:
+		break;
+	}
+}
+
+static int all_scalars(json_t *arr)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e)
+		if (json_is_object(e) || json_is_array(e))
+			return 0;
+	return 1;
+}
+
+/* prev (may be NULL) holds the previous values for rates; dt > 0 then. */
+static void render(FILE *out, json_t *obj, int indent, json_t *prev, double dt)
+{
+	const char *key;
+	json_t *v;
+	int width = 0;
+
+	json_object_foreach(obj, key, v) {
+		if (indent == 0 && (!strcmp(key, "ok") || !strcmp(key, "proto")))
+			continue;
+		if ((int)strlen(key) > width)
+			width = (int)strlen(key);
+	}
+	json_object_foreach(obj, key, v) {
+		if (indent == 0 && (!strcmp(key, "ok") || !strcmp(key, "proto")))
+			continue;
+		json_t *pv = prev ? json_object_get(prev, key) : NULL;
+		if (json_is_object(v)) {
+			fprintf(out, "%*s%s:\n", indent, "", key);
+			render(out, v, indent + 2, json_is_object(pv) ? pv : NULL, dt);
+		} else if (json_is_array(v) && all_scalars(v)) {
+			size_t i;
+			json_t *e;
+			fprintf(out, "%*s%s:%*s ", indent, "", key, width - (int)strlen(key), "");
+			json_array_foreach(v, i, e) {
+				if (i)
+					fputs(", ", out);
+				print_scalar(out, e);
+			}
+			fputc('\n', out);
+		} else if (json_is_array(v)) {
+			size_t i;
+			json_t *e;
+			fprintf(out, "%*s%s:\n", indent, "", key);
+			json_array_foreach(v, i, e) {
+				if (json_is_object(e)) {
+					fprintf(out, "%*s-\n", indent + 2, "");
+					render(out, e, indent + 4, NULL, 0);
+				} else {
+					fprintf(out, "%*s- ", indent + 2, "");
+					print_scalar(out, e);
+					fputc('\n', out);
+				}
+			}
+		} else {
+			fprintf(out, "%*s%s:%*s ", indent, "", key, width - (int)strlen(key), "");
+			print_scalar(out, v);
+			/* Counters that moved since the last refresh get a rate. */
+			if (pv && dt > 0 && json_is_integer(v) && json_is_integer(pv)) {
+				json_int_t d = json_integer_value(v) - json_integer_value(pv);
+				if (d > 0)
+					fprintf(out, "  (%.1f/s)", (double)d / dt);
+			}
+			fputc('\n', out);
+		}
+	}
+}
+
+static void render_help(FILE *out, json_t *reply)
+{
+	json_t *arr = json_object_get(reply, "commands"), *e;
+	size_t i;
+	int w = 0;
+
+	json_array_foreach(arr, i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+		const char *u = json_string_value(json_object_get(e, "usage"));
+		int l = (int)(strlen(n ? n : "") + (u && *u ? strlen(u) + 1 : 0));
+		if (l > w)
+			w = l;
+	}
+	json_array_foreach(arr, i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+		const char *u = json_string_value(json_object_get(e, "usage"));
+		const char *h = json_string_value(json_object_get(e, "help"));
+		char nu[256];
+		snprintf(nu, sizeof(nu), "%s%s%s", n ? n : "?", u && *u ? " " : "", u ? u : "");
+		fprintf(out, "  %-*s  %s%s\n", w, nu, h ? h : "",
+			json_is_true(json_object_get(e, "mutating")) ? " [mutating]" : "");
+	}
+}
+
+/* Print a reply for people. Returns the exit status (0 ok, 1 error). */
+static int show(const char *cmd, json_t *reply)
+{
+	if (!json_is_true(json_object_get(reply, "ok"))) {
+		const char *e = json_string_value(json_object_get(reply, "error"));
+		json_t *errs = json_object_get(reply, "errors"), *x;
+		size_t i;
+		fprintf(stderr, "chirpctl: %s: %s\n", cmd, e ? e : "failed (no reason given)");
+		json_array_foreach(errs, i, x)
+			if (json_is_string(x))
+				fprintf(stderr, "  %s\n", json_string_value(x));
+		return 1;
+	}
+	if (!strcmp(cmd, "metrics") && json_is_string(json_object_get(reply, "text"))) {
+		fputs(json_string_value(json_object_get(reply, "text")), stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "help") && json_is_array(json_object_get(reply, "commands"))) {
+		render_help(stdout, reply);
+		return 0;
+	}
+	if (json_object_size(reply) <= 2) {
+		puts("ok");
+		return 0;
+	}
+	render(stdout, reply, 0, NULL, 0);
+	return 0;
+}
+
+/* Request text from argv: words joined by one space, checked. */
+static int build_request(int argc, char **argv, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < argc; i++) {
+		size_t l = strlen(argv[i]);
+		for (size_t k = 0; k < l; k++) {
+			unsigned char ch = (unsigned char)argv[i][k];
+			if (ch < 0x20 || ch > 0x7e) {
+				fprintf(stderr, "chirpctl: argument '%s' has a character a request cannot carry\n",
+					argv[i]);
+				return -EINVAL;
+			}
+		}
+		if (n + l + 2 > len) {
+			fprintf(stderr, "chirpctl: request longer than %d bytes\n", CONTROL_REQ_MAX - 1);
+			return -E2BIG;
+		}
+		if (i)
+			buf[n++] = ' ';
+		memcpy(buf + n, argv[i], l);
+		n += l;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/* ---- watch ---- */
+
+static json_t *ask_json(struct conn *c, const char *req, char *err, size_t errlen)
+{
+	char *line = NULL;
+	json_error_t je;
+	json_t *j;
+
+	if (c->fd < 0 && conn_open(c, err, errlen) < 0)
+		return NULL;
+	if (conn_ask(c, req, &line, err, errlen) < 0) {
+		conn_close(c);
+		return NULL;
+	}
+	j = json_loads(line, 0, &je);
+	if (!j || !json_is_object(j)) {
+		snprintf(err, errlen, "reply to '%s' is not a JSON object: %s", req, je.text);
+		json_decref(j);
+		free(line);
+		conn_close(c);
+		return NULL;
+	}
+	free(line);
+	return j;
+}
+
+static int watch(struct conn *c, double interval, long count)
+{
+	int tty = isatty(STDOUT_FILENO);
+	json_t *prev_stats = NULL;
+	double prev_t = 0;
+	int rc = 0;
+
+	for (long n = 0; !stop_flag && (count <= 0 || n < count); n++) {
+		char err[512], ts[64];
+		json_t *status, *stats = NULL;
+		time_t now = time(NULL);
+		double t = mono_s();
+		struct tm tm;
+
+		localtime_r(&now, &tm);
+		strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+		status = ask_json(c, "status", err, sizeof(err));
+		if (status)
+			stats = ask_json(c, "stats", err, sizeof(err));
+		if (tty)
+			fputs("\033[H\033[2J", stdout);
+		else if (n)
+			fputc('\n', stdout);
+		printf("chirpd on %s — %s%s\n", c->path, ts, tty ? "  (Ctrl-C to quit)" : "");
+		if (!status || !stats) {
+			printf("  %s\n", err);
+			rc = 2;
+		} else {
+			rc = 0;
+			if (!json_is_true(json_object_get(status, "ok")) ||
+			    !json_is_true(json_object_get(stats, "ok")))
+				rc = 1;
+			printf("status:\n");
+			render(stdout, status, 2, NULL, 0);
+			printf("stats:\n");
+			render(stdout, stats, 2, prev_stats, prev_t ? t - prev_t : 0);
+			json_decref(prev_stats);
+			prev_stats = json_incref(stats);
+			prev_t = t;
+		}
+		fflush(stdout);
+		json_decref(status);
+		json_decref(stats);
+		if (count > 0 && n + 1 >= count)
+			break;
+		/* Sleep the rest of the interval; a signal cuts it short. */
+		double left = interval - (mono_s() - t);
+		if (left > 0) {
+			struct timespec d = { (time_t)left, (long)((left - floor(left)) * 1e9) };
+			nanosleep(&d, NULL);
+		}
+	}
+	json_decref(prev_stats);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct conn c = { .fd = -1, .timeout_s = 5 };
+	char req[CONTROL_REQ_MAX], err[512];
+	const char *env = getenv("CHIRPD_SOCKET");
+	double interval = 1;
+	long count = 0;
+	int json = 0, opt, rc;
+	char *line = NULL, *end;
+	json_t *reply;
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	c.path = env && *env ? env : DEFAULT_SOCKET;
+	/* '+': options end at the command, so "log-level -x" stays an argument. */
+	while ((opt = getopt_long(argc, argv, "+s:jt:i:n:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			c.path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 't':
+			c.timeout_s = strtod(optarg, &end);
+			if (*end || !(c.timeout_s > 0) || c.timeout_s > 86400) {
+				fprintf(stderr, "chirpctl: --timeout %s: need seconds > 0\n", optarg);
+				return 2;
+			}
+			break;
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (*end || !(interval >= 0.05) || interval > 3600) {
+				fprintf(stderr, "chirpctl: --interval %s: need 0.05 .. 3600 seconds\n", optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			count = strtol(optarg, &end, 10);
+			if (*end || count < 1) {
+				fprintf(stderr, "chirpctl: --count %s: need a positive integer\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("chirpctl %s (control protocol %d)\n", CHIRP_VERSION, CONTROL_PROTO);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (!strcmp(argv[optind], "watch")) {
+		if (optind + 1 != argc) {
+			fprintf(stderr, "chirpctl: watch takes no arguments\n");
+			return 2;
+		}
+		if (conn_open(&c, err, sizeof(err)) < 0) {
+			fprintf(stderr, "chirpctl: %s\n", err);
+			return 2;
+		}
+		rc = watch(&c, interval, count);
+		conn_close(&c);
+		free(c.buf);
+		return stop_flag ? 0 : rc;
+	}
+
+	if (build_request(argc - optind, argv + optind, req, sizeof(req)) < 0)
+		return 2;
+	if (conn_open(&c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "chirpctl: %s\n", err);
+		return 2;
+	}
+	if (conn_ask(&c, req, &line, err, sizeof(err)) < 0) {
+		fprintf(stderr, "chirpctl: %s\n", err);
+		conn_close(&c);
+		free(c.buf);
+		return 2;
+	}
+	conn_close(&c);
+	free(c.buf);
+
+	reply = json_loads(line, 0, NULL);
+	if (!reply || !json_is_object(reply)) {
+		fprintf(stderr, "chirpctl: reply is not a JSON object: %.200s\n", line);
+		json_decref(reply);
+		free(line);
+		return 2;
+	}
+	if (json) {
+		puts(line);
+		rc = json_is_true(json_object_get(reply, "ok")) ? 0 : 1;
+	} else {
+		rc = show(argv[optind], reply);
+	}
+	json_decref(reply);
+	free(line);
+	return rc;
+}
