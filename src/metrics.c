@@ -1,0 +1,277 @@
+/* metrics.c — see metrics.h. */
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "log.h"
+
+#define METRICS_BUF (64 * 1024)
+
+struct out {
+	char *buf;
+	size_t len, off;
+	int overflow;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->overflow)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->off, o->len - o->off, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->len - o->off) {
+		o->overflow = 1;
+		return;
+	}
+	o->off += (size_t)n;
+}
+
+static const char *const counter_help[ST_COUNTERS] = {
+	[ST_CPIS_IN] = "CPIs taken from the input ring.",
+	[ST_CPIS_OUT] = "Results committed to the output ring.",
+	[ST_INPUT_OVERRUNS] = "Input blocks the producer dropped because the input ring was full.",
+	[ST_SEQUENCE_GAPS] = "Input blocks missing by sequence number.",
+	[ST_OUTPUT_DROPS] = "Results dropped because the output ring was full (slow or absent consumer).",
+	[ST_NONFINITE_CPIS] = "CPIs whose input held NaN or Inf.",
+	[ST_NONFINITE_ROWS] = "Pulse rows whose input held NaN or Inf.",
+	[ST_BAD_BLOCKS] = "Input blocks rejected (invalid descriptor or size).",
+	[ST_BACKEND_ERRORS] = "Pulse-compression backend failures.",
+	[ST_SAMPLES_IN] = "Complex input samples processed.",
+	[ST_RELOADS] = "Configuration reloads applied.",
+	[ST_RELOAD_FAILURES] = "Configuration reloads rejected (old configuration kept).",
+	[ST_OUTPUT_FILE_ERRORS] = "Failed writes to the [output] file.",
+};
+
+int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *mi,
+		   char *buf, size_t len)
+{
+	struct out o = { buf, len, 0, 0 };
+	static const double qs[] = { 0.5, 0.99, 0.999, 1.0 };
+
+	if (len == 0)
+		return -ENOSPC;
+	buf[0] = 0;
+	put(&o, "# HELP chirpd_info Build and backend of this chirpd.\n"
+		"# TYPE chirpd_info gauge\n"
+		"chirpd_info{version=\"%s\",backend=\"%s\"} 1\n",
+	    mi->version ? mi->version : "", mi->backend ? mi->backend : "");
+	put(&o, "# HELP chirpd_up 1 while the data path is running or paused, 0 when failed or stopped.\n"
+		"# TYPE chirpd_up gauge\nchirpd_up %d\n",
+	    mi->state && (!strcmp(mi->state, "running") || !strcmp(mi->state, "paused")));
+	put(&o, "# HELP chirpd_state Data path state (1 for the current one).\n"
+		"# TYPE chirpd_state gauge\n");
+	{
+		static const char *const states[] = { "starting", "running", "paused", "stopped", "failed" };
+		for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+			put(&o, "chirpd_state{state=\"%s\"} %d\n", states[i],
+			    mi->state && !strcmp(mi->state, states[i]));
+	}
+	put(&o, "# HELP chirpd_uptime_seconds Seconds since chirpd started.\n"
+		"# TYPE chirpd_uptime_seconds gauge\nchirpd_uptime_seconds %.3f\n", mi->uptime_s);
+	for (int c = 0; c < ST_COUNTERS; c++) {
+		const char *n = stats_counter_name(c);
+		put(&o, "# HELP chirpd_%s_total %s\n# TYPE chirpd_%s_total counter\nchirpd_%s_total %llu\n",
+		    n, counter_help[c], n, n, (unsigned long long)sn->counter[c]);
+	}
+	put(&o, "# HELP chirpd_samples_per_second Input samples per second over the last interval.\n"
+		"# TYPE chirpd_samples_per_second gauge\nchirpd_samples_per_second %.1f\n",
+	    mi->samples_per_s);
+	put(&o, "# HELP chirpd_cpis_per_second CPIs per second over the last interval.\n"
+		"# TYPE chirpd_cpis_per_second gauge\nchirpd_cpis_per_second %.3f\n", mi->cpis_per_s);
+	put(&o, "# HELP chirpd_cpi_latency_seconds From a CPI's commit in the input ring to its "
+		"result's commit in the output ring (since start; quantile 1 = max).\n"
+		"# TYPE chirpd_cpi_latency_seconds summary\n");
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+		put(&o, "chirpd_cpi_latency_seconds{quantile=\"%g\"} %.9f\n", qs[i],
+		    (double)stats_percentile(sn, qs[i]) * 1e-9);
+	put(&o, "chirpd_cpi_latency_seconds_sum %.9f\nchirpd_cpi_latency_seconds_count %llu\n",
+	    (double)sn->lat_sum_ns * 1e-9, (unsigned long long)sn->lat_count);
+	put(&o, "# HELP chirpd_stage_seconds_total Time spent per pipeline stage.\n"
+		"# TYPE chirpd_stage_seconds_total counter\n");
+	for (int s = 0; s < STG_STAGES; s++)
+		put(&o, "chirpd_stage_seconds_total{stage=\"%s\"} %.9f\n", stats_stage_name(s),
+		    (double)sn->stage_sum_ns[s] * 1e-9);
+	put(&o, "# HELP chirpd_stage_max_seconds Longest time of one CPI per stage.\n"
+		"# TYPE chirpd_stage_max_seconds gauge\n");
+	for (int s = 0; s < STG_STAGES; s++)
+		put(&o, "chirpd_stage_max_seconds{stage=\"%s\"} %.9f\n", stats_stage_name(s),
+		    (double)sn->stage_max_ns[s] * 1e-9);
+	put(&o, "# HELP chirpd_numa_node NUMA node the data path is bound to (-1 none).\n"
+		"# TYPE chirpd_numa_node gauge\nchirpd_numa_node %d\n", mi->numa_node);
+	put(&o, "# HELP chirpd_realtime 1 if the data thread runs SCHED_FIFO.\n"
+		"# TYPE chirpd_realtime gauge\nchirpd_realtime %d\n", mi->realtime);
+	put(&o, "# HELP chirpd_control_clients Control socket clients connected.\n"
+		"# TYPE chirpd_control_clients gauge\nchirpd_control_clients %u\n", mi->control_clients);
+	if (o.overflow)
+		return -ENOSPC;
+	return (int)o.off;
+}
+
+/* ---- HTTP --------------------------------------------------------------- */
+
+struct metrics_http {
+	struct MHD_Daemon *d;
+	metrics_render_fn render;
+	void *ctx;
+	char *buf;
+};
+
+int metrics_parse_listen(const char *listen, struct sockaddr_storage *ss,
+			 char *err, size_t errlen)
+{
+	char host[64];
+	const char *colon, *port_s;
+	char *end;
+	long port;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!listen || !*listen)
+		goto bad;
+	if (listen[0] == '[') {
+		const char *rb = strchr(listen, ']');
+		if (!rb || rb[1] != ':' || (size_t)(rb - listen - 1) >= sizeof(host))
+			goto bad;
+		memcpy(host, listen + 1, (size_t)(rb - listen - 1));
+		host[rb - listen - 1] = 0;
+		port_s = rb + 2;
+	} else {
+		colon = strrchr(listen, ':');
+		if (!colon || (size_t)(colon - listen) >= sizeof(host))
+			goto bad;
+		memcpy(host, listen, (size_t)(colon - listen));
+		host[colon - listen] = 0;
+		port_s = colon + 1;
+	}
+	errno = 0;
+	port = strtol(port_s, &end, 10);
+	if (errno || end == port_s || *end || port < 1 || port > 65535)
+		goto bad;
+	{
+		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+		if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+			a4->sin_family = AF_INET;
+			a4->sin_port = htons((uint16_t)port);
+			return 0;
+		}
+		if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+			a6->sin6_family = AF_INET6;
+			a6->sin6_port = htons((uint16_t)port);
+			return 0;
+		}
+	}
+bad:
+	snprintf(err, errlen, "listen '%s': expected a numeric HOST:PORT like 127.0.0.1:9464 or [::1]:9464",
+		 listen ? listen : "");
+	return -EINVAL;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *upload_data,
+			      size_t *upload_data_size, void **con_cls)
+{
+	struct metrics_http *m = cls;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	unsigned status = MHD_HTTP_OK;
+	const char *body;
+	size_t blen;
+	int n;
+
+	(void)version; (void)upload_data; (void)con_cls;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		body = "only GET\n";
+		status = MHD_HTTP_METHOD_NOT_ALLOWED;
+	} else if (*upload_data_size) {
+		body = "no body expected\n";
+		status = MHD_HTTP_BAD_REQUEST;
+	} else if (strcmp(url, "/metrics") && strcmp(url, "/")) {
+		body = "not found; try /metrics\n";
+		status = MHD_HTTP_NOT_FOUND;
+	} else {
+		n = m->render(m->ctx, m->buf, METRICS_BUF);
+		if (n < 0) {
+			body = "metrics unavailable\n";
+			status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		} else {
+			body = m->buf;
+		}
+	}
+	blen = strlen(body);
+	resp = MHD_create_response_from_buffer(blen, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	if (status == MHD_HTTP_OK)
+		MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+struct metrics_http *metrics_http_create(const char *listen, metrics_render_fn render,
+					 void *ctx, char *err, size_t errlen)
+{
+	struct metrics_http *m;
+	struct sockaddr_storage ss;
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+
+	if (metrics_parse_listen(listen, &ss, err, errlen) < 0)
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->buf = malloc(METRICS_BUF))) {
+		snprintf(err, errlen, "out of memory");
+		free(m);
+		return NULL;
+	}
+	m->render = render;
+	m->ctx = ctx;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	m->d = MHD_start_daemon(flags, 0, NULL, NULL, answer, m,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
+				MHD_OPTION_END);
+	if (!m->d) {
+		snprintf(err, errlen, "[metrics] listen %s: cannot listen (address in use or not local?)", listen);
+		free(m->buf);
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+int metrics_http_fd(const struct metrics_http *m)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD);
+
+	return i ? i->epoll_fd : -1;
+}
+
+int metrics_http_run(struct metrics_http *m)
+{
+	return MHD_run(m->d) == MHD_YES ? 0 : -EIO;
+}
+
+void metrics_http_destroy(struct metrics_http *m)
+{
+	if (!m)
+		return;
+	MHD_stop_daemon(m->d);
+	free(m->buf);
+	free(m);
+}

@@ -1,0 +1,66 @@
+/*
+ * metrics.h — Prometheus text exposition (format 0.0.4) of chirpd's stats,
+ * for the `metrics` control command and the optional HTTP endpoint
+ * ([metrics] listen = 127.0.0.1:9464, off by default).
+ *
+ * Names: chirpd_<counter>_total for counters (chirpd_cpis_in_total, ...),
+ * gauges for state/rates/uptime, and a summary chirpd_cpi_latency_seconds
+ * with quantiles 0.5, 0.99, 0.999 and 1 (max), _sum and _count, plus
+ * chirpd_stage_seconds_total{stage=...} per pipeline stage.
+ *
+ * The HTTP endpoint runs inside the daemon's event loop (libmicrohttpd in
+ * external-epoll mode: one fd to poll, no thread of its own) and answers
+ * GET /metrics only.
+ */
+#ifndef CHIRP_METRICS_H
+#define CHIRP_METRICS_H
+
+#include <stddef.h>
+
+#include "stats.h"
+
+/* What the exposition adds to the stats snapshot. */
+struct metrics_info {
+	const char *state;            /* "running", "paused", "failed", ...     */
+	const char *backend;          /* "cpu", "cuda"                          */
+	const char *version;
+	double uptime_s;
+	double samples_per_s;         /* over the last stats interval           */
+	double cpis_per_s;
+	int numa_node;                /* applied, -1 none                       */
+	int realtime;                 /* SCHED_FIFO applied                     */
+	unsigned control_clients;
+};
+
+/*
+ * Write the exposition into buf. Returns the length (excluding the NUL), or
+ * -ENOSPC if len is too small (64 KiB always suffices).
+ */
+int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *mi,
+		   char *buf, size_t len);
+
+/* Fills buf (len bytes) with the current exposition; returns length or -errno. */
+typedef int (*metrics_render_fn)(void *ctx, char *buf, size_t len);
+
+struct metrics_http;
+
+/*
+ * Listen on "HOST:PORT" ("127.0.0.1:9464", "[::1]:9464"). render is called
+ * from metrics_http_run() (the caller's thread) for each GET /metrics.
+ * Returns NULL with a reason ("listen 127.0.0.1:9464: Address in use").
+ */
+struct metrics_http *metrics_http_create(const char *listen, metrics_render_fn render,
+					 void *ctx, char *err, size_t errlen);
+
+/* A pollable fd (EPOLLIN) for the event loop; call metrics_http_run when
+ * readable and once a second (connection timeouts). */
+int metrics_http_fd(const struct metrics_http *m);
+int metrics_http_run(struct metrics_http *m);
+void metrics_http_destroy(struct metrics_http *m);
+
+/* Parse "HOST:PORT" into a sockaddr (numeric hosts only). 0 or -EINVAL. */
+struct sockaddr_storage;
+int metrics_parse_listen(const char *listen, struct sockaddr_storage *ss,
+			 char *err, size_t errlen);
+
+#endif /* CHIRP_METRICS_H */
