@@ -29,6 +29,7 @@ SYSCONFDIR  ?= /etc
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 INSTALL     ?= install
+PC_IN       ?= chirpring.pc.in
 
 INST_MANS   := $(wildcard doc/man/*.1 doc/man/*.5 doc/man/*.8)
 INST_UNITS  := systemd/chirpd.service systemd/chirpd@.service
@@ -54,7 +55,7 @@ endif
 	$(INSTALL) -m 0644 include/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/ring.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    chirpring.pc.in > $(D)$(PKGCONFIGDIR)/chirpring.pc.tmp
+	    $(PC_IN) > $(D)$(PKGCONFIGDIR)/chirpring.pc.tmp
 	mv -f $(D)$(PKGCONFIGDIR)/chirpring.pc.tmp $(D)$(PKGCONFIGDIR)/chirpring.pc
 	chmod 0644 $(D)$(PKGCONFIGDIR)/chirpring.pc
 	@set -e; for u in $(INST_UNITS); do \
