@@ -96,6 +96,7 @@ RING_SO    := $(BUILD)/lib/libchirpring.so.1
 BINS       := $(patsubst src/%.c,$(BUILD)/bin/%,$(wildcard $(BIN_SRCS)))
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 BENCHES    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+BENCHES    += $(if $(filter 1,$(CUDA)),$(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/*.cu)))
 
 LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 
@@ -148,6 +149,20 @@ $(BUILD)/tests/%: tests/%.c $(CORE_LIB) $(RING_LIB)
 $(BUILD)/bench/%: bench/%.c $(CORE_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bench-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL)
+
+# bench/*.cu: GPU benchmarks that need their own kernels (CUDA builds only),
+# compiled by nvcc and linked like bench/*.c.
+ifeq ($(CUDA),1)
+.SECONDARY: $(patsubst bench/%.cu,$(OBJ)/bench-%.cu.o,$(wildcard bench/*.cu))
+
+$(OBJ)/bench-%.cu.o: bench/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -DCHIRP_HAVE_CUDA -MMD -MP -c $< -o $@
+
+$(BUILD)/bench/%: $(OBJ)/bench-%.cu.o $(CORE_LIB) $(RING_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL)
+endif
 
 -include $(wildcard $(OBJ)/*.d)
 

@@ -232,7 +232,8 @@ __global__ void k_out(const float2 *__restrict__ fft, size_t pe, unsigned R,
 			float p = y.x * y.x + y.y * y.y;
 
 			if (MODE == PC_OUT_MAGNITUDE) {
-				((float *)out)[row * R + n] = sqrtf(p);
+				/* hypotf only where p overflows, as the CPU backend */
+				((float *)out)[row * R + n] = p <= 3.402823466e38f ? sqrtf(p) : hypotf(y.x, y.y);
 			} else {
 				/* Clamp below, but let NaN through: corruption shows. */
 				if (p < PC_POWER_FLOOR)
@@ -275,15 +276,18 @@ static const char *cufft_str(cufftResult r)
  * Record the first failure: "call: error", log it once, mark failed. call
  * is the stringified expression; only the function name is kept.
  */
-static void cu_fail(struct cu_be *be, const char *call, const char *what)
+static void cu_fail_n(struct cu_be *be, const char *call, size_t n, const char *what)
 {
-	size_t n = strcspn(call, "(<");
-
 	if (be->failed)
 		return;
 	be->failed = 1;
 	snprintf(be->last_error, sizeof(be->last_error), "%.*s: %s", (int)n, call, what);
 	log_err("cuda: %s", be->last_error);
+}
+
+static void cu_fail(struct cu_be *be, const char *call, const char *what)
+{
+	cu_fail_n(be, call, strcspn(call, "(<"), what);
 }
 
 #define CK(call)                                                             \
@@ -311,7 +315,7 @@ static void cu_fail(struct cu_be *be, const char *call, const char *what)
 	do {                                                                 \
 		cudaError_t e_ = cudaGetLastError();                         \
 		if (e_ != cudaSuccess) {                                     \
-			cu_fail(be, name, cudaGetErrorString(e_));           \
+			cu_fail_n(be, name, strlen(name), cudaGetErrorString(e_)); \
 			rc = -EIO;                                           \
 			goto out;                                            \
 		}                                                            \
