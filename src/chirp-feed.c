@@ -1,0 +1,744 @@
+/*
+ * chirp-feed — a producer for a chirpd input ring: replays raw CPIs or a
+ * SigMF recording, or synthesises echoes from a chirpd configuration.
+ * Usage and behaviour: chirp-feed --help and doc/tools.md.
+ *
+ * Data model (for the drop/gap accounting a test relies on): the feed
+ * models a digitizer. CPI k (k = 0, 1, ...) is produced at its time slot
+ * (with --rate) and committed with first_sample = k * P * R. If the ring
+ * is full the CPI is lost (counted as dropped; the ring flags the next
+ * block DISCONTINUITY and the block sequence number skips), unless
+ * --block, which waits for a free slot instead and never drops.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chirp/ring.h"
+#include "config.h"
+#include "log.h"
+#include "sigmf.h"
+#include "synth.h"
+#include "tool.h"
+
+enum src_kind { SRC_NONE, SRC_SYNTH, SRC_FILE, SRC_SIGMF };
+
+struct feed {
+	/* options */
+	const char *ring_name;
+	const char *config_path;
+	const char *targets_spec;
+	const char *file_path;
+	const char *sigmf_base;
+	double snr_db, noise_dbfs, rate, wait_s;
+	int have_snr, have_noise_dbfs;
+	uint64_t seed, count;
+	int loop, create, keep, block, prefilled, quiet, ignore_rate;
+	int created;                    /* we made the ring (unlink at exit)  */
+	int have_geometry, have_format, have_slots, have_rate_hz;
+	unsigned g_c, g_p, g_r, slots;
+	uint32_t g_fmt;
+	double sample_rate_hz;
+
+	/* state */
+	enum src_kind src;
+	struct chirp_config cfg;
+	int have_cfg;
+	struct synth_target targets[SYNTH_MAX_TARGETS];
+	size_t ntargets;
+	double noise_power;
+	struct synth *synth;
+	const uint8_t *map;             /* mmap'd file / sigmf data           */
+	size_t map_len;
+	uint32_t src_fmt;               /* ring format of the mapped data     */
+	uint64_t src_cpi_bytes;         /* bytes of one CPI in the source     */
+	uint64_t src_ncpi;
+	struct sigmf_meta meta;
+	struct chirp_ring *ring;
+	struct chirp_ring_geometry geo;
+	uint64_t cpi_bytes;             /* payload bytes of one ring CPI      */
+	uint8_t *written;               /* --prefilled: slot written once     */
+	uint64_t clipped;               /* cf32 -> sc16 saturations           */
+};
+
+static volatile sig_atomic_t stop_sig;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: chirp-feed [OPTIONS]\n"
+"Produce CPIs into a chirpd input ring.\n"
+"\n"
+"Source (one of):\n"
+"  -c, --config FILE      synthetic echoes with the geometry, format and waveform\n"
+"                         of this chirpd configuration, with:\n"
+"      --targets LIST     GATE:AMP_DB[:DOPPLER],...  echo at sample GATE, peak\n"
+"                         amplitude AMP_DB dB full scale, DOPPLER cycles/pulse\n"
+"      --snr-db X         add noise: per-sample SNR X dB of the strongest target\n"
+"      --noise-dbfs X     add noise of power X dBFS instead\n"
+"      --seed N           noise seed (default 1); CPI k depends only on seed and k\n"
+"      --file PATH        replay raw CPIs in the ring's format and layout\n"
+"      --sigmf BASE       replay a SigMF recording (ci16_le or cf32_le)\n"
+"\n"
+"Ring:\n"
+"  -r, --ring NAME        ring (default: [input] ring of -c, else /chirpd-in)\n"
+"      --wait SEC         wait up to SEC for the ring to appear (default 10)\n"
+"      --create           create the ring (geometry from -c, the recording or\n"
+"                         --geometry); removed at exit unless --keep\n"
+"      --geometry C,P,R   channels, pulses, range samples (with --create)\n"
+"      --format F         cf32 or sc16 (with --create)\n"
+"      --slots N          ring slots, power of two (with --create; default 16)\n"
+"      --sample-rate HZ   sample rate recorded in the ring (with --create)\n"
+"      --keep             leave a ring made with --create in place\n"
+"\n"
+"Pacing:\n"
+"      --rate CPI_PER_S   pace in real time (default: as fast as possible)\n"
+"  -n, --count N          stop after N CPIs (sent + dropped; default: no limit,\n"
+"                         or the recording's length without --loop)\n"
+"      --loop             replay the file or recording again and again\n"
+"      --block            wait for a free slot instead of dropping when full\n"
+"      --prefilled        write each slot once up front, then only commit\n"
+"                         (models a digitizer's DMA, for benchmarks)\n"
+"      --ignore-rate      replay a recording whose sample rate differs from the ring's\n"
+"  -q, --quiet            no progress line (it is shown only on a terminal anyway)\n"
+"  -h, --help\n"
+"\n"
+"At exit (end of data, --count, SIGINT/SIGTERM) a summary goes to stderr:\n"
+"  chirp-feed: sent N, dropped D (ring full), R CPI/s, M MB/s over T s\n"
+"Exit status: 0 done, 1 error, 2 usage.\n");
+}
+
+enum {
+	O_TARGETS = 256, O_SNR, O_NOISE, O_SEED, O_FILE, O_SIGMF, O_WAIT, O_CREATE,
+	O_GEOMETRY, O_FORMAT, O_SLOTS, O_SRATE, O_KEEP, O_RATE, O_LOOP, O_BLOCK,
+	O_PREFILLED, O_IGNRATE,
+};
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "ring", required_argument, NULL, 'r' },
+	{ "count", required_argument, NULL, 'n' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "targets", required_argument, NULL, O_TARGETS },
+	{ "snr-db", required_argument, NULL, O_SNR },
+	{ "noise-dbfs", required_argument, NULL, O_NOISE },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "file", required_argument, NULL, O_FILE },
+	{ "sigmf", required_argument, NULL, O_SIGMF },
+	{ "wait", required_argument, NULL, O_WAIT },
+	{ "create", no_argument, NULL, O_CREATE },
+	{ "geometry", required_argument, NULL, O_GEOMETRY },
+	{ "format", required_argument, NULL, O_FORMAT },
+	{ "slots", required_argument, NULL, O_SLOTS },
+	{ "sample-rate", required_argument, NULL, O_SRATE },
+	{ "keep", no_argument, NULL, O_KEEP },
+	{ "rate", required_argument, NULL, O_RATE },
+	{ "loop", no_argument, NULL, O_LOOP },
+	{ "block", no_argument, NULL, O_BLOCK },
+	{ "prefilled", no_argument, NULL, O_PREFILLED },
+	{ "ignore-rate", no_argument, NULL, O_IGNRATE },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int bad_arg(const char *opt, const char *val, const char *want)
+{
+	log_err("%s '%s': %s", opt, val, want);
+	return -EINVAL;
+}
+
+static int parse_args(struct feed *f, int argc, char **argv)
+{
+	int c, nsrc;
+	uint64_t u;
+
+	f->wait_s = 10;
+	f->seed = 1;
+	while ((c = getopt_long(argc, argv, "c:r:n:qh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': f->config_path = optarg; break;
+		case 'r': f->ring_name = optarg; break;
+		case 'n':
+			if (tool_parse_u64(optarg, &f->count) < 0 || f->count == 0)
+				return bad_arg("--count", optarg, "want a count >= 1");
+			break;
+		case 'q': f->quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		case O_TARGETS: f->targets_spec = optarg; break;
+		case O_SNR:
+			if (tool_parse_double(optarg, &f->snr_db) < 0)
+				return bad_arg("--snr-db", optarg, "want a number of dB");
+			f->have_snr = 1;
+			break;
+		case O_NOISE:
+			if (tool_parse_double(optarg, &f->noise_dbfs) < 0 || f->noise_dbfs > 20)
+				return bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
+			f->have_noise_dbfs = 1;
+			break;
+		case O_SEED:
+			if (tool_parse_u64(optarg, &f->seed) < 0)
+				return bad_arg("--seed", optarg, "want an unsigned integer");
+			break;
+		case O_FILE: f->file_path = optarg; break;
+		case O_SIGMF: f->sigmf_base = optarg; break;
+		case O_WAIT:
+			if (tool_parse_double(optarg, &f->wait_s) < 0 || f->wait_s < 0)
+				return bad_arg("--wait", optarg, "want seconds >= 0");
+			break;
+		case O_CREATE: f->create = 1; break;
+		case O_GEOMETRY:
+			if (tool_parse_geometry(optarg, &f->g_c, &f->g_p, &f->g_r) < 0)
+				return bad_arg("--geometry", optarg, "want CHANNELS,PULSES,SAMPLES");
+			f->have_geometry = 1;
+			break;
+		case O_FORMAT:
+			if (tool_parse_ring_format(optarg, &f->g_fmt) < 0 || f->g_fmt == CHIRP_RING_RF32)
+				return bad_arg("--format", optarg, "want cf32 or sc16");
+			f->have_format = 1;
+			break;
+		case O_SLOTS:
+			if (tool_parse_u64(optarg, &u) < 0 || u < 2 || u > 65536 || (u & (u - 1)))
+				return bad_arg("--slots", optarg, "want a power of two 2..65536");
+			f->slots = (unsigned)u;
+			f->have_slots = 1;
+			break;
+		case O_SRATE:
+			if (tool_parse_double(optarg, &f->sample_rate_hz) < 0 || f->sample_rate_hz <= 0)
+				return bad_arg("--sample-rate", optarg, "want Hz > 0");
+			f->have_rate_hz = 1;
+			break;
+		case O_KEEP: f->keep = 1; break;
+		case O_RATE:
+			if (tool_parse_double(optarg, &f->rate) < 0 || f->rate <= 0)
+				return bad_arg("--rate", optarg, "want CPIs per second > 0");
+			break;
+		case O_LOOP: f->loop = 1; break;
+		case O_BLOCK: f->block = 1; break;
+		case O_PREFILLED: f->prefilled = 1; break;
+		case O_IGNRATE: f->ignore_rate = 1; break;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		log_err("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	nsrc = !!f->file_path + !!f->sigmf_base + !!f->targets_spec;
+	if (nsrc != 1) {
+		log_err("give exactly one source: --targets (with -c), --file or --sigmf");
+		return -EINVAL;
+	}
+	if (f->targets_spec && !f->config_path) {
+		log_err("--targets needs -c chirpd.conf (geometry, format and waveform)");
+		return -EINVAL;
+	}
+	if (f->have_snr && f->have_noise_dbfs) {
+		log_err("--snr-db and --noise-dbfs are alternatives");
+		return -EINVAL;
+	}
+	if ((f->have_snr || f->have_noise_dbfs) && !f->targets_spec) {
+		log_err("--snr-db/--noise-dbfs apply to synthetic echoes (--targets)");
+		return -EINVAL;
+	}
+	if (f->loop && f->targets_spec) {
+		log_err("--loop applies to --file and --sigmf (synthetic echoes never end)");
+		return -EINVAL;
+	}
+	if (f->block && f->prefilled) {
+		log_err("--block and --prefilled do not go together (--prefilled models a digitizer)");
+		return -EINVAL;
+	}
+	if (!f->create && (f->have_geometry || f->have_format || f->have_slots || f->have_rate_hz)) {
+		log_err("--geometry, --format, --slots and --sample-rate only apply with --create");
+		return -EINVAL;
+	}
+	f->src = f->targets_spec ? SRC_SYNTH : f->file_path ? SRC_FILE : SRC_SIGMF;
+	return 0;
+}
+
+static int load_config(struct feed *f)
+{
+	int n = config_load(&f->cfg, f->config_path, stderr);
+
+	if (n != 0) {
+		if (n > 0)
+			log_err("%s: %d error%s", f->config_path, n, n == 1 ? "" : "s");
+		return -EINVAL;
+	}
+	f->have_cfg = 1;
+	return 0;
+}
+
+static int build_synth(struct feed *f)
+{
+	char err[512];
+
+	synth_destroy(f->synth);
+	f->synth = synth_create_from_config(&f->cfg, f->targets, f->ntargets, f->noise_power,
+					    f->seed, err, sizeof(err));
+	if (!f->synth) {
+		log_err("%s", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int map_file(struct feed *f, const char *path)
+{
+	struct stat st;
+	void *p;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0) {
+		log_err("%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		log_err("fstat %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+		rc = -EINVAL;
+		log_err("%s: not a regular non-empty file", path);
+		goto out;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		log_err("mmap %s: %s", path, strerror(errno));
+		goto out;
+	}
+	f->map = p;
+	f->map_len = (size_t)st.st_size;
+out:
+	close(fd);
+	return rc;
+}
+
+static uint32_t ring_fmt_of(enum sigmf_datatype d)
+{
+	return d == SIGMF_CI16_LE ? CHIRP_RING_SC16 : CHIRP_RING_CF32;
+}
+
+static size_t fmt_bytes(uint32_t fmt)
+{
+	return fmt == CHIRP_RING_CF32 ? 8 : 4;
+}
+
+/* Source set-up that does not need the ring (config, recording metadata). */
+static int prepare_source(struct feed *f)
+{
+	char err[512], meta[4096], data[4096];
+
+	if (f->config_path && load_config(f) < 0)
+		return -EINVAL;
+	if (f->src == SRC_SYNTH) {
+		if (synth_parse_targets(f->targets_spec, f->targets, SYNTH_MAX_TARGETS,
+					&f->ntargets, err, sizeof(err)) < 0) {
+			log_err("--targets: %s", err);
+			return -EINVAL;
+		}
+		if (f->have_snr)
+			f->noise_power = synth_noise_power_for_snr(f->targets, f->ntargets, f->snr_db);
+		else if (f->have_noise_dbfs)
+			f->noise_power = pow(10.0, f->noise_dbfs / 10.0);
+		return build_synth(f);
+	}
+	if (f->src == SRC_FILE)
+		return map_file(f, f->file_path);
+
+	if (sigmf_paths(f->sigmf_base, meta, data, sizeof(meta)) < 0) {
+		log_err("--sigmf %s: name too long", f->sigmf_base);
+		return -EINVAL;
+	}
+	if (sigmf_meta_read(meta, &f->meta, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		return -EINVAL;
+	}
+	if (f->meta.datatype == SIGMF_RF32_LE) {
+		log_err("%s: rf32_le is pulse-compressed output, not an input recording "
+			"(chirp-feed replays ci16_le and cf32_le)", meta);
+		return -EINVAL;
+	}
+	if (f->meta.output[0] && strcmp(f->meta.output, "input") != 0)
+		log_warn("%s: chirp:output is '%s': replaying compressed data as input",
+			 meta, f->meta.output);
+	f->src_fmt = ring_fmt_of(f->meta.datatype);
+	if (map_file(f, data) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* Geometry for --create: explicit options > config > recording. */
+static int create_geometry(struct feed *f, struct chirp_ring_geometry *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->slots = 16;
+	if (f->have_cfg) {
+		g->channels = f->cfg.channels;
+		g->pulses = f->cfg.pulses;
+		g->samples = f->cfg.samples;
+		g->format = (uint32_t)f->cfg.format;
+		g->slots = f->cfg.input_slots;
+		g->sample_rate_hz = f->cfg.wf.sample_rate_hz;
+	} else if (f->src == SRC_SIGMF && f->meta.channels) {
+		g->channels = f->meta.channels;
+		g->pulses = f->meta.pulses;
+		g->samples = f->meta.samples;
+		g->format = f->src_fmt;
+		g->sample_rate_hz = f->meta.sample_rate_hz;
+	} else if (f->src == SRC_SIGMF) {
+		g->format = f->src_fmt;
+		g->sample_rate_hz = f->meta.sample_rate_hz;
+	}
+	if (f->have_geometry) {
+		g->channels = f->g_c;
+		g->pulses = f->g_p;
+		g->samples = f->g_r;
+	}
+	if (f->have_format)
+		g->format = f->g_fmt;
+	if (f->have_slots)
+		g->slots = f->slots;
+	if (f->have_rate_hz)
+		g->sample_rate_hz = f->sample_rate_hz;
+	if (!g->channels) {
+		log_err("--create needs a geometry: -c chirpd.conf, --geometry C,P,R, or a recording with chirp: geometry");
+		return -EINVAL;
+	}
+	if (g->sample_rate_hz <= 0)
+		g->sample_rate_hz = 1;   /* informational only */
+	return 0;
+}
+
+static const char *ring_default(const struct feed *f)
+{
+	if (f->ring_name)
+		return f->ring_name;
+	if (f->have_cfg && f->cfg.input_ring[0])
+		return f->cfg.input_ring;
+	return "/chirpd-in";
+}
+
+/*
+ * Check the (new) ring geometry against the source. For synthetic echoes a
+ * mismatch re-reads the configuration once (chirpd re-creates its ring
+ * after a reload of that same file). Returns 0 or -EINVAL.
+ */
+static int match_source(struct feed *f, int may_reload)
+{
+	const struct chirp_ring_geometry *g = &f->geo;
+	char err[512];
+
+	f->cpi_bytes = chirp_ring_cpi_bytes(g);
+	if (g->format == CHIRP_RING_RF32) {
+		log_err("ring %s holds rf32 (compressed output): not an input ring", ring_default(f));
+		return -EINVAL;
+	}
+	switch (f->src) {
+	case SRC_SYNTH:
+		if (g->channels == f->cfg.channels && g->pulses == f->cfg.pulses &&
+		    g->samples == f->cfg.samples && g->format == (uint32_t)f->cfg.format)
+			break;
+		if (may_reload) {
+			log_notice("ring %s is %ux%ux%u %s, %s says %ux%ux%u %s: re-reading %s",
+				   ring_default(f), g->channels, g->pulses, g->samples,
+				   tool_ring_format_name(g->format), f->config_path, f->cfg.channels,
+				   f->cfg.pulses, f->cfg.samples, pc_format_name(f->cfg.format),
+				   f->config_path);
+			if (load_config(f) < 0 || build_synth(f) < 0)
+				return -EINVAL;
+			return match_source(f, 0);
+		}
+		log_err("ring %s is %ux%ux%u %s but %s describes %ux%ux%u %s",
+			ring_default(f), g->channels, g->pulses, g->samples,
+			tool_ring_format_name(g->format), f->config_path, f->cfg.channels,
+			f->cfg.pulses, f->cfg.samples, pc_format_name(f->cfg.format));
+		return -EINVAL;
+	case SRC_FILE:
+		if (f->map_len % f->cpi_bytes) {
+			log_err("%s: %zu bytes is not a whole number of CPIs of %" PRIu64
+				" bytes (ring %s: %ux%ux%u %s)", f->file_path, f->map_len,
+				f->cpi_bytes, ring_default(f), g->channels, g->pulses, g->samples,
+				tool_ring_format_name(g->format));
+			return -EINVAL;
+		}
+		f->src_fmt = g->format;
+		f->src_cpi_bytes = f->cpi_bytes;
+		f->src_ncpi = f->map_len / f->cpi_bytes;
+		break;
+	case SRC_SIGMF: {
+		uint64_t cpi_samples = (uint64_t)g->channels * g->pulses * g->samples;
+
+		if (f->meta.channels && (f->meta.channels != g->channels ||
+		    f->meta.pulses != g->pulses || f->meta.samples != g->samples)) {
+			log_err("%s: recording geometry %ux%ux%u does not match ring %s (%ux%ux%u)",
+				f->sigmf_base, f->meta.channels, f->meta.pulses, f->meta.samples,
+				ring_default(f), g->channels, g->pulses, g->samples);
+			return -EINVAL;
+		}
+		if (sigmf_check_data(&f->meta, f->map_len, cpi_samples, err, sizeof(err)) < 0) {
+			log_err("%s: %s", f->sigmf_base, err);
+			return -EINVAL;
+		}
+		if (fabs(f->meta.sample_rate_hz - g->sample_rate_hz) > 1e-6 * g->sample_rate_hz) {
+			if (!f->ignore_rate) {
+				log_err("%s: recorded at %.6g Hz but ring %s runs at %.6g Hz "
+					"(--ignore-rate to replay anyway)", f->sigmf_base,
+					f->meta.sample_rate_hz, ring_default(f), g->sample_rate_hz);
+				return -EINVAL;
+			}
+			log_warn("%s: recorded at %.6g Hz, ring at %.6g Hz (--ignore-rate)",
+				 f->sigmf_base, f->meta.sample_rate_hz, g->sample_rate_hz);
+		}
+		if (f->src_fmt != g->format)
+			log_notice("converting %s to the ring's %s", sigmf_datatype_name(f->meta.datatype),
+				   tool_ring_format_name(g->format));
+		f->src_cpi_bytes = cpi_samples * fmt_bytes(f->src_fmt);
+		f->src_ncpi = f->map_len / f->src_cpi_bytes;
+		break;
+	}
+	default:
+		return -EINVAL;
+	}
+	free(f->written);
+	f->written = NULL;
+	if (f->prefilled) {
+		f->written = calloc(g->slots, 1);
+		if (!f->written) {
+			log_err("out of memory");
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int open_ring(struct feed *f, int may_reload)
+{
+	char err[512];
+
+	if (f->create && !f->created) {
+		struct chirp_ring_geometry g;
+
+		if (create_geometry(f, &g) < 0)
+			return -EINVAL;
+		f->ring = chirp_ring_create(ring_default(f), &g, CHIRP_RING_PRODUCER, NULL,
+					    err, sizeof(err));
+		/* Once made, a re-created ring is someone else's: attach to it. */
+		f->created = f->ring != NULL;
+	} else {
+		f->ring = tool_attach_wait(ring_default(f), CHIRP_RING_PRODUCER, f->wait_s,
+					   &stop_sig, err, sizeof(err));
+	}
+	if (!f->ring) {
+		if (stop_sig)
+			return -EINTR;
+		log_err("%s%s", err, f->create ? "" : (f->wait_s > 0 ? " (gave up waiting)" : ""));
+		return -ENOENT;
+	}
+	chirp_ring_geometry(f->ring, &f->geo);
+	return match_source(f, may_reload);
+}
+
+static void convert(const uint8_t *src, uint32_t sfmt, uint8_t *dst, uint32_t dfmt,
+		    uint64_t nvals, uint64_t *clipped)
+{
+	if (sfmt == dfmt) {
+		memcpy(dst, src, nvals * (sfmt == CHIRP_RING_CF32 ? 4 : 2));
+		return;
+	}
+	if (sfmt == CHIRP_RING_SC16) {   /* -> cf32, exact */
+		const int16_t *s = (const int16_t *)src;
+		float *d = (float *)dst;
+
+		for (uint64_t i = 0; i < nvals; i++)
+			d[i] = (float)s[i] * (1.0f / 32768.0f);
+		return;
+	}
+	{                                 /* cf32 -> sc16, saturating */
+		const float *s = (const float *)src;
+		int16_t *d = (int16_t *)dst;
+
+		for (uint64_t i = 0; i < nvals; i++) {
+			float q = nearbyintf(s[i] * 32768.0f);
+
+			if (!(q <= 32767.0f && q >= -32768.0f)) {   /* also NaN */
+				(*clipped)++;
+				q = q > 0 ? 32767.0f : -32768.0f;
+			}
+			d[i] = (int16_t)q;
+		}
+	}
+}
+
+/* Fill a slot with CPI k of the source. */
+static void fill(struct feed *f, uint64_t k, void *payload)
+{
+	if (f->src == SRC_SYNTH) {
+		synth_generate(f->synth, k, payload, f->cpi_bytes);
+		return;
+	}
+	convert(f->map + (k % f->src_ncpi) * f->src_cpi_bytes, f->src_fmt, payload,
+		f->geo.format, 2ull * f->geo.channels * f->geo.pulses * f->geo.samples,
+		&f->clipped);
+}
+
+static void reattach(struct feed *f, const char *why)
+{
+	log_notice("ring %s %s: re-attaching", ring_default(f), why);
+	chirp_ring_detach(f->ring);
+	f->ring = NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct feed f;
+	struct tool_progress prog;
+	uint64_t k = 0, sent = 0, dropped = 0, limit;
+	double t0, t_end;
+	int rc = 1, r;
+
+	memset(&f, 0, sizeof(f));
+	sigmf_meta_init(&f.meta);
+	log_init(argv[0]);
+	if (parse_args(&f, argc, argv) < 0)
+		return 2;
+	if (tool_catch_signals(&stop_sig) < 0) {
+		log_err("sigaction: %s", strerror(errno));
+		return 1;
+	}
+	if (prepare_source(&f) < 0)
+		goto out;
+	r = open_ring(&f, 1);
+	if (r < 0) {
+		rc = r == -EINTR ? 0 : 1;
+		goto out;
+	}
+	limit = f.count;
+	if (f.src != SRC_SYNTH && !f.loop && (!limit || limit > f.src_ncpi))
+		limit = f.src_ncpi;
+	tool_progress_init(&prog, f.quiet);
+	t0 = tool_now();
+
+	while (!stop_sig && (!limit || k < limit)) {
+		void *payload;
+
+		if (!f.ring) {
+			r = open_ring(&f, 1);
+			if (r < 0) {
+				rc = r == -EINTR ? 0 : 1;
+				goto summary;
+			}
+			if (f.src != SRC_SYNTH && !f.loop && (!limit || limit > f.src_ncpi))
+				limit = f.src_ncpi;
+		}
+		if (f.rate > 0) {
+			double due = t0 + (double)k / f.rate, now = tool_now();
+
+			if (due > now) {
+				tool_sleep(due - now);
+				continue;   /* re-check stop and the time */
+			}
+		}
+		if (f.block) {
+			r = chirp_ring_wait(f.ring, 100000000LL);
+			if (r == -ETIMEDOUT || r == -EINTR) {
+				r = chirp_ring_check(f.ring, NULL, 0);
+				if (r == -ESTALE)
+					reattach(&f, "was re-created");
+				tool_progress(&prog, 0, "sent %" PRIu64 "  dropped %" PRIu64 "  (waiting for space)",
+					      sent, dropped);
+				continue;
+			}
+		}
+		r = chirp_ring_reserve(f.ring, &payload);
+		if (r == -ENOBUFS) {
+			dropped++;
+			k++;
+			continue;
+		}
+		if (r == -ESTALE) {
+			reattach(&f, "was re-created");
+			continue;
+		}
+		if (r < 0) {
+			log_err("reserve on ring %s: %s", ring_default(&f), strerror(-r));
+			goto summary;
+		}
+		if (f.written) {
+			void *base;
+			size_t len;
+			uint64_t slot;
+
+			chirp_ring_data(f.ring, &base, &len);
+			slot = (uint64_t)((uint8_t *)payload - (uint8_t *)base) / chirp_ring_slot_bytes(f.ring);
+			if (slot < f.geo.slots && !f.written[slot]) {
+				fill(&f, k, payload);
+				f.written[slot] = 1;
+			}
+		} else {
+			fill(&f, k, payload);
+		}
+		r = chirp_ring_commit(f.ring, 0, k * (uint64_t)f.geo.pulses * f.geo.samples, 0);
+		if (r == -ESTALE) {
+			reattach(&f, "was re-created");
+			continue;
+		}
+		if (r < 0) {
+			log_err("commit on ring %s: %s", ring_default(&f), strerror(-r));
+			goto summary;
+		}
+		sent++;
+		k++;
+		if (prog.on) {
+			double dt = tool_now() - t0;
+			char of[32] = "";
+
+			if (limit)
+				snprintf(of, sizeof(of), "/%" PRIu64, limit);
+			tool_progress(&prog, 0, "sent %" PRIu64 "%s  dropped %" PRIu64
+				      "  %.1f CPI/s  %.1f MB/s", sent, of, dropped,
+				      dt > 0 ? sent / dt : 0,
+				      dt > 0 ? sent * (double)f.cpi_bytes / dt / 1e6 : 0);
+		}
+	}
+	rc = 0;
+summary:
+	t_end = tool_now() - t0;
+	tool_progress_end(&prog);
+	fprintf(stderr, "chirp-feed: sent %" PRIu64 ", dropped %" PRIu64 " (ring full), "
+		"%.1f CPI/s, %.1f MB/s over %.2f s%s\n", sent, dropped,
+		t_end > 0 ? sent / t_end : 0.0,
+		t_end > 0 ? sent * (double)f.cpi_bytes / t_end / 1e6 : 0.0, t_end,
+		stop_sig ? " (interrupted)" : "");
+	if (f.clipped)
+		log_warn("%" PRIu64 " samples saturated converting cf32 to sc16", f.clipped);
+	if (f.synth && synth_clipped(f.synth))
+		log_warn("%" PRIu64 " sc16 samples saturated (noise peaks above full scale)",
+			 synth_clipped(f.synth));
+out:
+	if (f.ring) {
+		chirp_ring_detach(f.ring);
+		if (f.created && !f.keep)
+			chirp_ring_unlink(ring_default(&f));
+	}
+	synth_destroy(f.synth);
+	sigmf_meta_free(&f.meta);
+	free(f.written);
+	if (f.map)
+		munmap((void *)f.map, f.map_len);
+	return rc;
+}

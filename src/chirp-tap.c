@@ -1,0 +1,849 @@
+/*
+ * chirp-tap — a consumer of a chirp ring (normally chirpd's output ring):
+ * writes CPIs raw and/or as a SigMF recording, reports every gap, and can
+ * verify each CPI against a CPU recomputation from synthetic input.
+ * Usage and behaviour: chirp-tap --help and doc/tools.md.
+ *
+ * Gap accounting: block sequence numbers count dropped blocks too, so a
+ * jump from seq a to seq b > a+1 means b-a-1 CPIs were lost before b; it
+ * is reported once ("gap: N CPIs missing before seq b"). A block flagged
+ * DISCONTINUITY with no jump in seq means data was lost upstream of this
+ * ring (chirpd's input) and is reported too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chirp/pc.h"
+#include "chirp/ring.h"
+#include "config.h"
+#include "log.h"
+#include "sigmf.h"
+#include "synth.h"
+#include "tool.h"
+#include "waveform.h"
+
+/* Tolerance of --verify: relative L2 error per CPI (see doc/tools.md). */
+#define VERIFY_REL_L2 1e-4
+
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_TIMEOUT = 3, EXIT_VERIFY = 4, EXIT_GAP = 5 };
+
+struct tap {
+	/* options */
+	const char *ring_name, *config_path, *out_path, *sigmf_base, *targets_spec, *mode;
+	double wait_s, timeout_s, snr_db, noise_dbfs, sample_rate_hz;
+	int have_snr, have_noise_dbfs, have_geometry, have_format, have_slots, have_rate_hz;
+	uint64_t count, seed, stall_after, delay_ms;
+	int have_stall;
+	int create, keep, drain, verify, verify_input, fail_on_gap, quiet;
+	unsigned g_c, g_p, g_r, slots;
+	uint32_t g_fmt;
+
+	/* state */
+	int created;
+	struct chirp_config cfg;
+	int have_cfg;
+	struct chirp_ring *ring;
+	struct chirp_ring_geometry geo;
+	uint64_t cpi_bytes;
+	int out_fd, data_fd;
+	char meta_path[4096], data_path[4096];
+	struct sigmf_meta meta;
+
+	/* verify */
+	struct synth_target targets[SYNTH_MAX_TARGETS];
+	size_t ntargets;
+	struct synth *synth;
+	struct pc *pc;
+	void *vin, *vout;
+	size_t vin_bytes;
+
+	/* counters */
+	uint64_t received, gaps, missing, discontinuities, nonfinite, redelivered;
+	uint64_t verified, mismatches;
+	uint64_t last_seq;
+	int have_last;
+};
+
+static volatile sig_atomic_t stop_sig;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: chirp-tap [OPTIONS]\n"
+"Consume CPIs from a chirp ring (normally chirpd's output ring).\n"
+"\n"
+"  -r, --ring NAME        ring (default: [output] ring of -c, else /chirpd-out)\n"
+"  -c, --config FILE      chirpd configuration (ring name, output mode; --verify)\n"
+"  -n, --count N          stop after N CPIs (default: until SIGINT/SIGTERM)\n"
+"      --out PATH         write CPIs as raw data in the ring's format and layout\n"
+"      --sigmf BASE       write BASE.sigmf-data + BASE.sigmf-meta\n"
+"      --drain            consume and discard as fast as possible\n"
+"      --timeout SEC      give up (exit 3) if N CPIs have not arrived in SEC\n"
+"      --wait SEC         wait up to SEC for the ring to appear (default 10)\n"
+"      --mode M           label for --sigmf: input, complex, magnitude, power_db\n"
+"                         (default: the output mode of -c)\n"
+"      --fail-on-gap      exit 5 if any CPI was missing\n"
+"\n"
+"Verification (exit 4 on any mismatch):\n"
+"      --verify           recompute each output CPI on the CPU from the synthetic\n"
+"                         input (needs -c and the feed's --targets/--snr-db/--seed)\n"
+"      --verify-input     check each CPI equals the synthetic input exactly\n"
+"      --targets LIST  --snr-db X  --noise-dbfs X  --seed N   as for chirp-feed\n"
+"\n"
+"Without chirpd (tests):\n"
+"      --create           create the ring as consumer; removed at exit unless --keep\n"
+"      --geometry C,P,R  --format cf32|sc16|rf32  --slots N  --sample-rate HZ\n"
+"      --keep\n"
+"\n"
+"Fault models:\n"
+"      --delay-ms D       hold each CPI D ms before releasing it (slow consumer)\n"
+"      --stall-after N    stop consuming after N CPIs, stay attached until a signal\n"
+"\n"
+"  -q, --quiet            no progress line (shown only on a terminal anyway)\n"
+"  -h, --help\n"
+"\n"
+"stderr: one line per gap (\"gap: 3 CPIs missing before seq 1234\"), and a summary\n"
+"  chirp-tap: received N, gaps G (M CPIs missing), R CPI/s, B MB/s over T s\n"
+"Exit status: 0 done (N CPIs written), 1 error, 2 usage, 3 timeout,\n"
+"  4 verification mismatch, 5 gap (with --fail-on-gap).\n");
+}
+
+enum {
+	O_OUT = 256, O_SIGMF, O_DRAIN, O_TIMEOUT, O_WAIT, O_MODE, O_FAILGAP, O_VERIFY,
+	O_VERIFY_IN, O_TARGETS, O_SNR, O_NOISE, O_SEED, O_CREATE, O_GEOMETRY, O_FORMAT,
+	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL,
+};
+
+static const struct option long_opts[] = {
+	{ "ring", required_argument, NULL, 'r' },
+	{ "config", required_argument, NULL, 'c' },
+	{ "count", required_argument, NULL, 'n' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "out", required_argument, NULL, O_OUT },
+	{ "sigmf", required_argument, NULL, O_SIGMF },
+	{ "drain", no_argument, NULL, O_DRAIN },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "wait", required_argument, NULL, O_WAIT },
+	{ "mode", required_argument, NULL, O_MODE },
+	{ "fail-on-gap", no_argument, NULL, O_FAILGAP },
+	{ "verify", no_argument, NULL, O_VERIFY },
+	{ "verify-input", no_argument, NULL, O_VERIFY_IN },
+	{ "targets", required_argument, NULL, O_TARGETS },
+	{ "snr-db", required_argument, NULL, O_SNR },
+	{ "noise-dbfs", required_argument, NULL, O_NOISE },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "create", no_argument, NULL, O_CREATE },
+	{ "geometry", required_argument, NULL, O_GEOMETRY },
+	{ "format", required_argument, NULL, O_FORMAT },
+	{ "slots", required_argument, NULL, O_SLOTS },
+	{ "sample-rate", required_argument, NULL, O_SRATE },
+	{ "keep", no_argument, NULL, O_KEEP },
+	{ "delay-ms", required_argument, NULL, O_DELAY },
+	{ "stall-after", required_argument, NULL, O_STALL },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int bad_arg(const char *opt, const char *val, const char *want)
+{
+	log_err("%s '%s': %s", opt, val, want);
+	return -EINVAL;
+}
+
+static int parse_args(struct tap *t, int argc, char **argv)
+{
+	uint64_t u;
+	int c;
+
+	t->wait_s = 10;
+	t->seed = 1;
+	while ((c = getopt_long(argc, argv, "r:c:n:qh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': t->ring_name = optarg; break;
+		case 'c': t->config_path = optarg; break;
+		case 'n':
+			if (tool_parse_u64(optarg, &t->count) < 0 || t->count == 0)
+				return bad_arg("--count", optarg, "want a count >= 1");
+			break;
+		case 'q': t->quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		case O_OUT: t->out_path = optarg; break;
+		case O_SIGMF: t->sigmf_base = optarg; break;
+		case O_DRAIN: t->drain = 1; break;
+		case O_TIMEOUT:
+			if (tool_parse_double(optarg, &t->timeout_s) < 0 || t->timeout_s <= 0)
+				return bad_arg("--timeout", optarg, "want seconds > 0");
+			break;
+		case O_WAIT:
+			if (tool_parse_double(optarg, &t->wait_s) < 0 || t->wait_s < 0)
+				return bad_arg("--wait", optarg, "want seconds >= 0");
+			break;
+		case O_MODE:
+			if (strcmp(optarg, "input") && strcmp(optarg, "complex") &&
+			    strcmp(optarg, "magnitude") && strcmp(optarg, "power_db"))
+				return bad_arg("--mode", optarg, "want input, complex, magnitude or power_db");
+			t->mode = optarg;
+			break;
+		case O_FAILGAP: t->fail_on_gap = 1; break;
+		case O_VERIFY: t->verify = 1; break;
+		case O_VERIFY_IN: t->verify_input = 1; break;
+		case O_TARGETS: t->targets_spec = optarg; break;
+		case O_SNR:
+			if (tool_parse_double(optarg, &t->snr_db) < 0)
+				return bad_arg("--snr-db", optarg, "want a number of dB");
+			t->have_snr = 1;
+			break;
+		case O_NOISE:
+			if (tool_parse_double(optarg, &t->noise_dbfs) < 0 || t->noise_dbfs > 20)
+				return bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
+			t->have_noise_dbfs = 1;
+			break;
+		case O_SEED:
+			if (tool_parse_u64(optarg, &t->seed) < 0)
+				return bad_arg("--seed", optarg, "want an unsigned integer");
+			break;
+		case O_CREATE: t->create = 1; break;
+		case O_GEOMETRY:
+			if (tool_parse_geometry(optarg, &t->g_c, &t->g_p, &t->g_r) < 0)
+				return bad_arg("--geometry", optarg, "want CHANNELS,PULSES,SAMPLES");
+			t->have_geometry = 1;
+			break;
+		case O_FORMAT:
+			if (tool_parse_ring_format(optarg, &t->g_fmt) < 0)
+				return bad_arg("--format", optarg, "want cf32, sc16 or rf32");
+			t->have_format = 1;
+			break;
+		case O_SLOTS:
+			if (tool_parse_u64(optarg, &u) < 0 || u < 2 || u > 65536 || (u & (u - 1)))
+				return bad_arg("--slots", optarg, "want a power of two 2..65536");
+			t->slots = (unsigned)u;
+			t->have_slots = 1;
+			break;
+		case O_SRATE:
+			if (tool_parse_double(optarg, &t->sample_rate_hz) < 0 || t->sample_rate_hz <= 0)
+				return bad_arg("--sample-rate", optarg, "want Hz > 0");
+			t->have_rate_hz = 1;
+			break;
+		case O_KEEP: t->keep = 1; break;
+		case O_DELAY:
+			if (tool_parse_u64(optarg, &t->delay_ms) < 0 || t->delay_ms > 3600000)
+				return bad_arg("--delay-ms", optarg, "want milliseconds");
+			break;
+		case O_STALL:
+			if (tool_parse_u64(optarg, &t->stall_after) < 0)
+				return bad_arg("--stall-after", optarg, "want a count");
+			t->have_stall = 1;
+			break;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		log_err("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (t->drain && (t->out_path || t->sigmf_base)) {
+		log_err("--drain discards data: not with --out or --sigmf");
+		return -EINVAL;
+	}
+	if (!t->drain && !t->out_path && !t->sigmf_base && !t->verify && !t->verify_input) {
+		log_err("nothing to do: give --out, --sigmf, --drain or --verify");
+		return -EINVAL;
+	}
+	if (t->verify && t->verify_input) {
+		log_err("--verify (output ring) and --verify-input (input ring) are alternatives");
+		return -EINVAL;
+	}
+	if ((t->verify || t->verify_input) && (!t->config_path || !t->targets_spec)) {
+		log_err("--verify needs -c chirpd.conf and the feed's --targets (and --snr-db/--seed if used)");
+		return -EINVAL;
+	}
+	if (t->have_snr && t->have_noise_dbfs) {
+		log_err("--snr-db and --noise-dbfs are alternatives");
+		return -EINVAL;
+	}
+	if (!t->create && (t->have_geometry || t->have_format || t->have_slots || t->have_rate_hz)) {
+		log_err("--geometry, --format, --slots and --sample-rate only apply with --create");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const char *ring_default(const struct tap *t)
+{
+	if (t->ring_name)
+		return t->ring_name;
+	if (t->have_cfg && t->cfg.output_ring[0])
+		return t->cfg.output_ring;
+	return "/chirpd-out";
+}
+
+/* Ring format chirpd's output ring has for an output mode. */
+static uint32_t out_ring_format(enum pc_output m)
+{
+	return m == PC_OUT_COMPLEX ? CHIRP_RING_CF32 : CHIRP_RING_RF32;
+}
+
+static int setup_verify(struct tap *t)
+{
+	struct pc_params pp;
+	float *ref = NULL;
+	size_t len = 0;
+	double noise = 0;
+	char err[512];
+
+	if (synth_parse_targets(t->targets_spec, t->targets, SYNTH_MAX_TARGETS, &t->ntargets,
+				err, sizeof(err)) < 0) {
+		log_err("--targets: %s", err);
+		return -EINVAL;
+	}
+	if (t->have_snr)
+		noise = synth_noise_power_for_snr(t->targets, t->ntargets, t->snr_db);
+	else if (t->have_noise_dbfs)
+		noise = pow(10.0, t->noise_dbfs / 10.0);
+	t->synth = synth_create_from_config(&t->cfg, t->targets, t->ntargets, noise, t->seed,
+					    err, sizeof(err));
+	if (!t->synth) {
+		log_err("%s", err);
+		return -EINVAL;
+	}
+	t->vin_bytes = synth_cpi_bytes(t->synth);
+	t->vin = malloc(t->vin_bytes);
+	if (!t->vin) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	if (t->verify_input)
+		return 0;
+	/* The reference chirpd uses: the configured (windowed) waveform. */
+	if (wf_build(&t->cfg.wf, t->cfg.samples, &ref, &len, err, sizeof(err)) < 0) {
+		log_err("%s: waveform: %s", t->config_path, err);
+		return -EINVAL;
+	}
+	config_pc_params(&t->cfg, &pp);
+	pp.ref = ref;
+	pp.ref_len = len;
+	pp.backend = PC_BACKEND_CPU;
+	pp.cpu_threads = 1;
+	t->pc = pc_create(&pp, err, sizeof(err));
+	free(ref);
+	if (!t->pc) {
+		log_err("verify: pc_create: %s", err);
+		return -EINVAL;
+	}
+	t->vout = malloc(pc_out_bytes(t->pc));
+	if (!t->vout) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int create_geometry(struct tap *t, struct chirp_ring_geometry *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->slots = 16;
+	if (t->have_cfg) {
+		/* chirpd's output ring for this configuration */
+		g->channels = t->cfg.channels;
+		g->pulses = t->cfg.pulses;
+		g->samples = t->cfg.samples;
+		g->format = out_ring_format(t->cfg.out_mode);
+		g->slots = t->cfg.output_slots;
+		g->sample_rate_hz = t->cfg.wf.sample_rate_hz;
+	}
+	if (t->have_geometry) {
+		g->channels = t->g_c;
+		g->pulses = t->g_p;
+		g->samples = t->g_r;
+	}
+	if (t->have_format)
+		g->format = t->g_fmt;
+	if (t->have_slots)
+		g->slots = t->slots;
+	if (t->have_rate_hz)
+		g->sample_rate_hz = t->sample_rate_hz;
+	if (!g->channels) {
+		log_err("--create needs a geometry: -c chirpd.conf or --geometry C,P,R");
+		return -EINVAL;
+	}
+	if (g->sample_rate_hz <= 0)
+		g->sample_rate_hz = 1;
+	return 0;
+}
+
+/* Check a (re)attached ring against what we already write/verify. */
+static int check_geometry(struct tap *t, const struct chirp_ring_geometry *old)
+{
+	const struct chirp_ring_geometry *g = &t->geo;
+
+	t->cpi_bytes = chirp_ring_cpi_bytes(g);
+	if (old && (old->channels != g->channels || old->pulses != g->pulses ||
+		    old->samples != g->samples || old->format != g->format) &&
+	    (t->out_fd >= 0 || t->data_fd >= 0 || t->synth)) {
+		log_err("ring %s changed geometry from %ux%ux%u %s to %ux%ux%u %s mid-capture: stopping",
+			ring_default(t), old->channels, old->pulses, old->samples,
+			tool_ring_format_name(old->format), g->channels, g->pulses, g->samples,
+			tool_ring_format_name(g->format));
+		return -EINVAL;
+	}
+	if (t->verify_input) {
+		if (g->channels != t->cfg.channels || g->pulses != t->cfg.pulses ||
+		    g->samples != t->cfg.samples || g->format != (uint32_t)t->cfg.format) {
+			log_err("ring %s (%ux%ux%u %s) is not the input described by %s",
+				ring_default(t), g->channels, g->pulses, g->samples,
+				tool_ring_format_name(g->format), t->config_path);
+			return -EINVAL;
+		}
+	}
+	if (t->verify) {
+		if (g->channels != t->cfg.channels || g->pulses != t->cfg.pulses ||
+		    g->samples != t->cfg.samples || g->format != out_ring_format(t->cfg.out_mode) ||
+		    t->cpi_bytes != pc_out_bytes(t->pc)) {
+			log_err("ring %s (%ux%ux%u %s) is not the %s output described by %s",
+				ring_default(t), g->channels, g->pulses, g->samples,
+				tool_ring_format_name(g->format), pc_output_name(t->cfg.out_mode),
+				t->config_path);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int open_ring(struct tap *t)
+{
+	struct chirp_ring_geometry old = t->geo;
+	int had = t->geo.channels != 0;
+	char err[512];
+
+	if (t->create && !t->created) {
+		struct chirp_ring_geometry g;
+
+		if (create_geometry(t, &g) < 0)
+			return -EINVAL;
+		t->ring = chirp_ring_create(ring_default(t), &g, CHIRP_RING_CONSUMER, NULL,
+					    err, sizeof(err));
+		t->created = t->ring != NULL;
+	} else {
+		t->ring = tool_attach_wait(ring_default(t), CHIRP_RING_CONSUMER, t->wait_s,
+					   &stop_sig, err, sizeof(err));
+	}
+	if (!t->ring) {
+		if (stop_sig)
+			return -EINTR;
+		log_err("%s%s", err, t->create ? "" : " (gave up waiting)");
+		return -ENOENT;
+	}
+	chirp_ring_geometry(t->ring, &t->geo);
+	return check_geometry(t, had ? &old : NULL);
+}
+
+static int write_all(int fd, const void *buf, size_t len, const char *path)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			log_err("write %s: %s", path, strerror(errno));
+			return -errno;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int open_outputs(struct tap *t)
+{
+	if (t->out_path) {
+		t->out_fd = open(t->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (t->out_fd < 0) {
+			log_err("%s: %s", t->out_path, strerror(errno));
+			return -errno;
+		}
+	}
+	if (t->sigmf_base) {
+		if (sigmf_paths(t->sigmf_base, t->meta_path, t->data_path, sizeof(t->meta_path)) < 0) {
+			log_err("--sigmf %s: name too long", t->sigmf_base);
+			return -EINVAL;
+		}
+		t->data_fd = open(t->data_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (t->data_fd < 0) {
+			log_err("%s: %s", t->data_path, strerror(errno));
+			return -errno;
+		}
+		if (t->count && sigmf_meta_reserve(&t->meta, t->count) < 0) {
+			log_err("out of memory for %" PRIu64 " captures", t->count);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void sigmf_global(struct tap *t)
+{
+	const struct chirp_ring_geometry *g = &t->geo;
+
+	t->meta.datatype = g->format == CHIRP_RING_SC16 ? SIGMF_CI16_LE :
+			   g->format == CHIRP_RING_RF32 ? SIGMF_RF32_LE : SIGMF_CF32_LE;
+	t->meta.sample_rate_hz = g->sample_rate_hz;
+	t->meta.channels = g->channels;
+	t->meta.pulses = g->pulses;
+	t->meta.samples = g->samples;
+	if (t->mode)
+		snprintf(t->meta.output, sizeof(t->meta.output), "%s", t->mode);
+	else if (g->format == CHIRP_RING_SC16)
+		snprintf(t->meta.output, sizeof(t->meta.output), "input");
+	else if (t->have_cfg && g->format == out_ring_format(t->cfg.out_mode))
+		snprintf(t->meta.output, sizeof(t->meta.output), "%s", pc_output_name(t->cfg.out_mode));
+	snprintf(t->meta.recorder, sizeof(t->meta.recorder), "chirp-tap");
+	snprintf(t->meta.description, sizeof(t->meta.description), "CPIs from ring %s",
+		 ring_default(t));
+}
+
+/* Relative L2 error of got vs want (n floats). */
+static double rel_l2(const float *got, const float *want, size_t n)
+{
+	double num = 0, den = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)got[i] - want[i];
+
+		num += d * d;
+		den += (double)want[i] * want[i];
+	}
+	if (!isfinite(num))
+		return INFINITY;
+	if (den == 0)
+		return num == 0 ? 0 : INFINITY;
+	return sqrt(num / den);
+}
+
+/* power_db -> magnitude, so the comparison weighs gates by their signal. */
+static void db_to_mag(float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = powf(10.0f, x[i] / 20.0f);
+}
+
+static void verify_block(struct tap *t, const struct chirp_ring_block *b)
+{
+	uint64_t k;
+	double err;
+
+	if (synth_cpi_index(t->synth, b->first_sample, &k) < 0) {
+		t->mismatches++;
+		log_err("verify: seq %" PRIu64 ": first_sample %" PRIu64 " is not a CPI boundary",
+			b->seq, b->first_sample);
+		return;
+	}
+	synth_generate(t->synth, k, t->vin, t->vin_bytes);
+	if (t->verify_input) {
+		if (b->len != t->vin_bytes || memcmp(b->payload, t->vin, t->vin_bytes) != 0) {
+			t->mismatches++;
+			log_err("verify: seq %" PRIu64 " (CPI %" PRIu64 "): input differs from the synthetic CPI",
+				b->seq, k);
+		} else {
+			t->verified++;
+		}
+		return;
+	}
+	if (pc_execute(t->pc, t->vin, t->vout, NULL) < 0) {
+		log_err("verify: pc_execute: %s", pc_last_error(t->pc));
+		t->mismatches++;
+		return;
+	}
+	if (b->len != pc_out_bytes(t->pc)) {
+		t->mismatches++;
+		log_err("verify: seq %" PRIu64 ": %" PRIu64 " bytes, expected %zu", b->seq, b->len,
+			pc_out_bytes(t->pc));
+		return;
+	}
+	if (t->cfg.out_mode == PC_OUT_POWER_DB) {
+		/* Convert a copy of the received block (the ring's is read-only to us). */
+		size_t n = b->len / 4;
+		float *got = t->vin;   /* input is used up; C*P*R*4 <= its size */
+
+		memcpy(got, b->payload, b->len);
+		db_to_mag(got, n);
+		db_to_mag(t->vout, n);
+		err = rel_l2(got, t->vout, n);
+	} else {
+		err = rel_l2(b->payload, t->vout, b->len / 4);
+	}
+	if (!(err <= VERIFY_REL_L2)) {
+		t->mismatches++;
+		log_err("verify: seq %" PRIu64 " (CPI %" PRIu64 "): relative L2 error %.3g > %.0e",
+			b->seq, k, err, VERIFY_REL_L2);
+	} else {
+		t->verified++;
+	}
+}
+
+/* Account for one block's sequence number and flags. */
+static void track(struct tap *t, const struct chirp_ring_block *b, struct tool_progress *prog)
+{
+	if (t->have_last && b->seq != t->last_seq + 1) {
+		tool_progress_end(prog);
+		if (b->seq > t->last_seq) {
+			uint64_t n = b->seq - t->last_seq - 1;
+
+			t->gaps++;
+			t->missing += n;
+			fprintf(stderr, "gap: %" PRIu64 " CPI%s missing before seq %" PRIu64 "\n",
+				n, n == 1 ? "" : "s", b->seq);
+		} else {
+			t->gaps++;
+			fprintf(stderr, "gap: seq went back from %" PRIu64 " to %" PRIu64 "\n",
+				t->last_seq, b->seq);
+		}
+	} else if (b->flags & CHIRP_RING_DISCONTINUITY) {
+		tool_progress_end(prog);
+		t->discontinuities++;
+		fprintf(stderr, "discontinuity: data lost upstream before seq %" PRIu64 "\n", b->seq);
+	}
+	if (b->flags & CHIRP_RING_NONFINITE) {
+		tool_progress_end(prog);
+		t->nonfinite++;
+		fprintf(stderr, "nonfinite: seq %" PRIu64 " holds NaN/Inf (bad input samples)\n", b->seq);
+	}
+	if (b->flags & CHIRP_RING_REDELIVERED) {
+		tool_progress_end(prog);
+		t->redelivered++;
+		fprintf(stderr, "redelivered: seq %" PRIu64 " was taken by a consumer that died\n", b->seq);
+	}
+	t->last_seq = b->seq;
+	t->have_last = 1;
+}
+
+static int consume(struct tap *t, const struct chirp_ring_block *b)
+{
+	struct sigmf_capture c;
+
+	if (b->len != t->cpi_bytes) {
+		log_err("seq %" PRIu64 ": block of %" PRIu64 " bytes, ring CPI is %" PRIu64,
+			b->seq, b->len, t->cpi_bytes);
+		return -EBADMSG;
+	}
+	if (t->synth)
+		verify_block(t, b);
+	if (t->out_fd >= 0 && write_all(t->out_fd, b->payload, b->len, t->out_path) < 0)
+		return -EIO;
+	if (t->data_fd >= 0) {
+		if (write_all(t->data_fd, b->payload, b->len, t->data_path) < 0)
+			return -EIO;
+		c.sample_start = t->meta.ncaptures * (uint64_t)t->geo.channels * t->geo.pulses *
+				 t->geo.samples;
+		c.timestamp_ns = b->timestamp_ns;
+		c.seq = b->seq;
+		c.first_sample = b->first_sample;
+		c.flags = b->flags;
+		if (sigmf_meta_add_capture(&t->meta, &c) < 0) {
+			log_err("too many captures for one SigMF recording");
+			return -E2BIG;
+		}
+	}
+	return 0;
+}
+
+static int finish_sigmf(struct tap *t)
+{
+	char err[512];
+
+	if (t->data_fd < 0)
+		return 0;
+	if (fsync(t->data_fd) < 0 && errno != EINVAL)
+		log_warn("fsync %s: %s", t->data_path, strerror(errno));
+	sigmf_global(t);
+	if (sigmf_meta_write(&t->meta, t->meta_path, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		return -EIO;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct tap t;
+	struct tool_progress prog;
+	struct chirp_ring_block b;
+	double t0, deadline, dt;
+	int rc = EXIT_ERR, r, timed_out = 0;
+
+	memset(&t, 0, sizeof(t));
+	t.out_fd = t.data_fd = -1;
+	sigmf_meta_init(&t.meta);
+	log_init(argv[0]);
+	if (parse_args(&t, argc, argv) < 0)
+		return EXIT_USAGE;
+	if (tool_catch_signals(&stop_sig) < 0) {
+		log_err("sigaction: %s", strerror(errno));
+		return EXIT_ERR;
+	}
+	t0 = tool_now();
+	deadline = t.timeout_s > 0 ? t0 + t.timeout_s : INFINITY;
+	if (t.config_path) {
+		int n = config_load(&t.cfg, t.config_path, stderr);
+
+		if (n != 0) {
+			if (n > 0)
+				log_err("%s: %d error%s", t.config_path, n, n == 1 ? "" : "s");
+			goto out;
+		}
+		t.have_cfg = 1;
+	}
+	if ((t.verify || t.verify_input) && setup_verify(&t) < 0)
+		goto out;
+	if (open_outputs(&t) < 0)
+		goto out;
+	r = open_ring(&t);
+	if (r < 0) {
+		rc = r == -EINTR ? EXIT_OK : EXIT_ERR;
+		goto out;
+	}
+	tool_progress_init(&prog, t.quiet);
+
+	while (!stop_sig && (!t.count || t.received < t.count)) {
+		if (!t.ring) {
+			r = open_ring(&t);
+			if (r < 0)
+				goto summary;
+		}
+		if (tool_now() >= deadline) {
+			timed_out = 1;
+			break;
+		}
+		if (t.have_stall && t.received >= t.stall_after) {
+			/* Model a stuck consumer: attached, holding nothing, reading nothing. */
+			tool_progress(&prog, 0, "stalled after %" PRIu64 " CPIs", t.received);
+			tool_sleep(fmin(0.1, deadline - tool_now()));
+			continue;
+		}
+		r = chirp_ring_peek(t.ring, &b);
+		if (r == -EAGAIN) {
+			double left = deadline - tool_now();
+			int64_t ns = left > 0.1 ? 100000000LL : (int64_t)(left * 1e9);
+
+			if (ns > 0)
+				chirp_ring_wait(t.ring, ns);
+			continue;
+		}
+		if (r == -ESTALE) {
+			tool_progress_end(&prog);
+			log_notice("ring %s was re-created: re-attaching (sequence numbers restart)",
+				   ring_default(&t));
+			chirp_ring_detach(t.ring);
+			t.ring = NULL;
+			t.have_last = 0;
+			continue;
+		}
+		if (r == -EBADMSG) {
+			char why[256] = "";
+
+			tool_progress_end(&prog);
+			if (chirp_ring_check(t.ring, why, sizeof(why)) == -EBADMSG) {
+				log_err("ring %s is corrupt: %s", ring_default(&t), why);
+				goto summary;
+			}
+			/* Its sequence number is lost with it: the next block shows the gap. */
+			log_err("ring %s: a corrupt block descriptor was skipped", ring_default(&t));
+			continue;
+		}
+		if (r < 0) {
+			log_err("peek on ring %s: %s", ring_default(&t), strerror(-r));
+			goto summary;
+		}
+		track(&t, &b, &prog);
+		r = consume(&t, &b);
+		if (r < 0) {
+			chirp_ring_release(t.ring);
+			goto summary;
+		}
+		if (t.delay_ms)
+			tool_sleep(t.delay_ms / 1000.0);
+		r = chirp_ring_release(t.ring);
+		if (r < 0 && r != -ESTALE) {
+			log_err("release on ring %s: %s", ring_default(&t), strerror(-r));
+			goto summary;
+		}
+		t.received++;
+		if (prog.on) {
+			char of[32] = "";
+
+			dt = tool_now() - t0;
+			if (t.count)
+				snprintf(of, sizeof(of), "/%" PRIu64, t.count);
+			tool_progress(&prog, 0, "received %" PRIu64 "%s  gaps %" PRIu64 " (%" PRIu64
+				      " missing)  %.1f CPI/s%s", t.received, of, t.gaps, t.missing,
+				      dt > 0 ? t.received / dt : 0,
+				      t.synth ? (t.mismatches ? "  MISMATCH" : "  verified") : "");
+		}
+	}
+	if (timed_out)
+		rc = EXIT_TIMEOUT;
+	else if (stop_sig && t.count && t.received < t.count && !t.have_stall)
+		rc = EXIT_ERR;       /* interrupted before N: the capture is short */
+	else
+		rc = EXIT_OK;
+summary:
+	tool_progress_end(&prog);
+	dt = tool_now() - t0;
+	if (finish_sigmf(&t) < 0)
+		rc = EXIT_ERR;
+	if (t.out_fd >= 0 && close(t.out_fd) < 0) {
+		log_err("close %s: %s", t.out_path, strerror(errno));
+		rc = EXIT_ERR;
+	}
+	t.out_fd = -1;
+	fprintf(stderr, "chirp-tap: received %" PRIu64 ", gaps %" PRIu64 " (%" PRIu64 " CPIs missing), "
+		"%.1f CPI/s, %.1f MB/s over %.2f s%s\n", t.received, t.gaps, t.missing,
+		dt > 0 ? t.received / dt : 0.0,
+		dt > 0 ? t.received * (double)t.cpi_bytes / dt / 1e6 : 0.0, dt,
+		stop_sig ? " (interrupted)" : "");
+	if (t.discontinuities || t.nonfinite || t.redelivered)
+		fprintf(stderr, "chirp-tap: %" PRIu64 " upstream discontinuities, %" PRIu64
+			" non-finite CPIs, %" PRIu64 " redelivered\n",
+			t.discontinuities, t.nonfinite, t.redelivered);
+	if (t.synth) {
+		fprintf(stderr, "chirp-tap: verified %" PRIu64 ", mismatches %" PRIu64 "\n",
+			t.verified, t.mismatches);
+		if (t.mismatches && (rc == EXIT_OK || rc == EXIT_GAP))
+			rc = EXIT_VERIFY;
+	}
+	if (timed_out)
+		log_err("timeout: %" PRIu64 " of %" PRIu64 " CPIs arrived in %.1f s",
+			t.received, t.count, t.timeout_s);
+	if (rc == EXIT_OK && t.fail_on_gap && (t.missing || t.discontinuities))
+		rc = EXIT_GAP;
+out:
+	if (t.out_fd >= 0)
+		close(t.out_fd);
+	if (t.data_fd >= 0)
+		close(t.data_fd);
+	if (t.ring) {
+		chirp_ring_detach(t.ring);
+		if (t.created && !t.keep)
+			chirp_ring_unlink(ring_default(&t));
+	}
+	synth_destroy(t.synth);
+	pc_destroy(t.pc);
+	free(t.vin);
+	free(t.vout);
+	sigmf_meta_free(&t.meta);
+	return rc;
+}

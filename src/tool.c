@@ -1,0 +1,186 @@
+/* tool.c — helpers for chirp-feed and chirp-tap; see tool.h. */
+#include "tool.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int tool_parse_u64(const char *s, uint64_t *v)
+{
+	unsigned long long x;
+	char *e;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &e, 10);
+	if (errno || *e)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+int tool_parse_double(const char *s, double *v)
+{
+	char *e;
+	double x;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	x = strtod(s, &e);
+	if (errno || *e || !isfinite(x))
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+int tool_parse_geometry(const char *s, unsigned *c, unsigned *p, unsigned *r)
+{
+	unsigned long v[3];
+	const char *q = s;
+	char *e;
+
+	for (int i = 0; i < 3; i++) {
+		if (*q < '0' || *q > '9')
+			return -EINVAL;
+		errno = 0;
+		v[i] = strtoul(q, &e, 10);
+		if (errno || v[i] < 1 || v[i] > (1ul << 24))
+			return -EINVAL;
+		if (i < 2 && *e != ',' && *e != 'x')
+			return -EINVAL;
+		if (i == 2 && *e)
+			return -EINVAL;
+		q = e + 1;
+	}
+	*c = (unsigned)v[0];
+	*p = (unsigned)v[1];
+	*r = (unsigned)v[2];
+	return 0;
+}
+
+static const char *const fmt_names[] = {
+	[CHIRP_RING_CF32] = "cf32", [CHIRP_RING_SC16] = "sc16", [CHIRP_RING_RF32] = "rf32",
+};
+
+int tool_parse_ring_format(const char *s, uint32_t *fmt)
+{
+	for (uint32_t i = 0; i < 3; i++) {
+		if (strcmp(s, fmt_names[i]) == 0) {
+			*fmt = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *tool_ring_format_name(uint32_t fmt)
+{
+	return fmt < 3 ? fmt_names[fmt] : "?";
+}
+
+double tool_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int tool_sleep(double s)
+{
+	struct timespec ts;
+
+	if (s <= 0)
+		return 0;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_nsec = 999999999L;
+	return nanosleep(&ts, NULL) < 0 ? -errno : 0;
+}
+
+struct chirp_ring *tool_attach_wait(const char *name, enum chirp_ring_role role,
+				    double wait_s, volatile sig_atomic_t *stop,
+				    char *err, size_t errlen)
+{
+	double deadline = tool_now() + wait_s;
+	struct chirp_ring *r;
+
+	for (;;) {
+		r = chirp_ring_attach(name, role, NULL, err, errlen);
+		if (r)
+			return r;
+		if ((stop && *stop) || tool_now() >= deadline)
+			return NULL;
+		tool_sleep(0.05);
+	}
+}
+
+static volatile sig_atomic_t *sig_flag;
+
+static void on_signal(int sig)
+{
+	/* Only set the flag: the main loop does the work. */
+	if (sig_flag)
+		*sig_flag = sig;
+}
+
+int tool_catch_signals(volatile sig_atomic_t *flag)
+{
+	struct sigaction sa;
+
+	sig_flag = flag;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;   /* no SA_RESTART: sleeps return EINTR */
+	if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+void tool_progress_init(struct tool_progress *p, int quiet)
+{
+	memset(p, 0, sizeof(*p));
+	p->on = !quiet && isatty(STDERR_FILENO);
+}
+
+void tool_progress(struct tool_progress *p, int force, const char *fmt, ...)
+{
+	char line[256];
+	double now;
+	va_list ap;
+	int n;
+
+	if (!p->on)
+		return;
+	now = tool_now();
+	if (!force && now - p->last < 0.25)
+		return;
+	p->last = now;
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	/* \r and erase-to-end-of-line: one line that updates in place. */
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
+	p->shown = 1;
+}
+
+void tool_progress_end(struct tool_progress *p)
+{
+	if (p->on && p->shown) {
+		fputc('\n', stderr);
+		p->shown = 0;
+	}
+}

@@ -1,0 +1,60 @@
+/*
+ * tool.h — small helpers shared by the chirp-feed and chirp-tap programs
+ * (strict number parsing, geometry strings, waiting for a ring to appear,
+ * the terminal progress line). Not used by chirpd.
+ */
+#ifndef CHIRP_TOOL_H
+#define CHIRP_TOOL_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chirp/ring.h"
+
+/* Strict parsers: the whole string must be the number. 0 or -EINVAL. */
+int tool_parse_u64(const char *s, uint64_t *v);
+int tool_parse_double(const char *s, double *v);   /* finite only */
+
+/* "C,P,R" or "CxPxR", each 1..2^24. 0 or -EINVAL. */
+int tool_parse_geometry(const char *s, unsigned *c, unsigned *p, unsigned *r);
+
+/* "cf32" | "sc16" | "rf32" <-> enum chirp_ring_format. */
+int tool_parse_ring_format(const char *s, uint32_t *fmt);
+const char *tool_ring_format_name(uint32_t fmt);
+
+/* CLOCK_MONOTONIC in seconds. */
+double tool_now(void);
+
+/*
+ * Sleep up to s seconds; returns early (-EINTR) when a signal arrives, so
+ * the caller can look at its stop flag.
+ */
+int tool_sleep(double s);
+
+/*
+ * Attach to ring NAME in role, retrying every 50 ms for up to wait_s
+ * seconds (0 = one try) while *stop stays 0. Returns NULL with the last
+ * reason in err ("no ring /x: is its creator (chirpd) running?").
+ */
+struct chirp_ring *tool_attach_wait(const char *name, enum chirp_ring_role role,
+				    double wait_s, volatile sig_atomic_t *stop,
+				    char *err, size_t errlen);
+
+/* Install handlers for SIGINT/SIGTERM that only set *flag (no SA_RESTART). */
+int tool_catch_signals(volatile sig_atomic_t *flag);
+
+/* Progress line on stderr, only when stderr is a terminal and !quiet. */
+struct tool_progress {
+	int on;
+	double last;            /* tool_now() of the last line            */
+	int shown;              /* a line is on screen (needs a newline)  */
+};
+void tool_progress_init(struct tool_progress *p, int quiet);
+/* Print "\r<line>" at most 4 times a second (force = now). */
+void tool_progress(struct tool_progress *p, int force, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* End the line (before other output or at exit). */
+void tool_progress_end(struct tool_progress *p);
+
+#endif /* CHIRP_TOOL_H */
