@@ -1,0 +1,153 @@
+# tests/e2e/lib_fault.sh — helpers for the fault tests (tests/e2e/fault_*.sh),
+# on top of lib.sh. Source after lib.sh:
+#
+#     . "$(dirname "$0")/lib.sh"
+#     . "$(dirname "$0")/lib_fault.sh"
+#     fault_init producer_kill       # e2e_init + backend + feed/tap defaults
+#
+# Backend: CHIRP_TEST_BACKEND=cpu|cuda|auto (default cpu) is written into
+# [processing] backend by fault_config, so the same scripts run against the
+# CUDA backend on the GPU host (CHIRP_TEST_BACKEND=cuda scripts/test-all.sh).
+#
+# Every background process started here is registered with e2e_track, so
+# lib.sh's EXIT trap kills it; shm rings carry the test's unique prefix and
+# are unlinked by the same trap.
+
+FAULT_TOOL=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fault_tool.py
+# Synthetic source shared by chirp-feed and chirp-tap --verify.
+FAULT_TARGETS=${FAULT_TARGETS:-100:0,517:-12,901:-20}
+FAULT_SNR=${FAULT_SNR:-20}
+FAULT_SEED=${FAULT_SEED:-42}
+
+# fault_init NAME — e2e_init, plus the tools every fault test needs.
+fault_init() {
+	e2e_init "$1"
+	e2e_need chirp-feed chirp-tap
+	[ -x "$PY" ] || e2e_skip "$PY not found"
+	FAULT_BACKEND=${CHIRP_TEST_BACKEND:-cpu}
+	case $FAULT_BACKEND in cpu|cuda|auto) ;; *) e2e_fail "CHIRP_TEST_BACKEND=$FAULT_BACKEND: want cpu, cuda or auto";; esac
+}
+
+# fault_config [section.key=value ...] — e2e_config with the test backend.
+fault_config() {
+	e2e_config processing.backend="$FAULT_BACKEND" "$@"
+}
+
+# fault_check_backend — skip when the CUDA backend was asked for and chirpd
+# says it has none (call after the daemon has started).
+fault_skip_if_no_cuda() {
+	[ "$FAULT_BACKEND" = cuda ] || return 0
+	"$CHIRPD" --version 2>&1 | grep -qi cuda || e2e_skip "chirpd built without CUDA"
+}
+
+# fault_feed LOG [chirp-feed ARGS...] — start a synthetic feeder on the
+# input ring in the background (stderr to LOG); sets FEED_PID.
+fault_feed() {
+	local log=$1
+	shift
+	"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --targets "$FAULT_TARGETS" \
+		--snr-db "$FAULT_SNR" --seed "$FAULT_SEED" -q "$@" >>"$log" 2>&1 &
+	FEED_PID=$!
+	e2e_track "$FEED_PID"
+}
+
+# fault_tap LOG [chirp-tap ARGS...] — start a verifying consumer on the
+# output ring in the background (stderr to LOG); sets TAP_PID. Every CPI it
+# receives is recomputed on the CPU from the synthetic input and compared.
+fault_tap() {
+	local log=$1
+	shift
+	"$CHIRP_TAP" --ring "$OUT_RING" -c "$CONF" --verify --targets "$FAULT_TARGETS" \
+		--snr-db "$FAULT_SNR" --seed "$FAULT_SEED" -q "$@" >>"$log" 2>&1 &
+	TAP_PID=$!
+	e2e_track "$TAP_PID"
+}
+
+# fault_stop PID [TIMEOUT_S] — SIGTERM, wait (default 10 s, scaled by
+# E2E_SLOW), SIGKILL if needed; returns the exit status (137 if killed).
+fault_stop() {
+	local pid=$1 t=${2:-10} i n
+	n=$((t * 10 * ${E2E_SLOW:-1}))
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < n; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+# fault_tap_field LOG FIELD — a number from chirp-tap's summary lines:
+# received, gaps, missing, verified, mismatches, discontinuities, nonfinite,
+# redelivered (the last summary in LOG).
+fault_tap_field() {
+	local log=$1 f=$2
+	case $f in
+	received)   sed -n 's/^chirp-tap: received \([0-9]*\),.*/\1/p' "$log";;
+	gaps)       sed -n 's/^chirp-tap: received [0-9]*, gaps \([0-9]*\) .*/\1/p' "$log";;
+	missing)    sed -n 's/^chirp-tap: received .*(\([0-9]*\) CPIs missing).*/\1/p' "$log";;
+	verified)   sed -n 's/^chirp-tap: verified \([0-9]*\),.*/\1/p' "$log";;
+	mismatches) sed -n 's/^chirp-tap: verified [0-9]*, mismatches \([0-9]*\).*/\1/p' "$log";;
+	discontinuities) sed -n 's/^chirp-tap: \([0-9]*\) upstream discontinuities.*/\1/p' "$log";;
+	nonfinite)  sed -n 's/^chirp-tap: .*discontinuities, \([0-9]*\) non-finite.*/\1/p' "$log";;
+	redelivered) sed -n 's/^chirp-tap: .* non-finite CPIs, \([0-9]*\) redelivered.*/\1/p' "$log";;
+	*) echo "fault_tap_field: unknown field $f" >&2; return 1;;
+	esac | tail -n 1 | { read -r v; echo "${v:-0}"; }
+}
+
+# fault_feed_field LOG FIELD — sent or dropped, summed over every
+# chirp-feed summary line in LOG (several feeders may share a log).
+fault_feed_field() {
+	local log=$1 f=$2
+	case $f in
+	sent)    sed -n 's/^chirp-feed: sent \([0-9]*\),.*/\1/p' "$log";;
+	dropped) sed -n 's/^chirp-feed: sent [0-9]*, dropped \([0-9]*\) .*/\1/p' "$log";;
+	esac | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# fault_stat NAME — e2e_stat, but fail the test (with the reason) if chirpd
+# does not answer or has no such field.
+fault_stat() {
+	local v
+	v=$(e2e_stat "$1") || e2e_fail "chirpctl --json stats: no field '$1' (or no answer)"
+	echo "$v"
+}
+
+# fault_wait_stat NAME OP VALUE TIMEOUT_S — wait until stat NAME OP VALUE
+# (OP: -ge -gt -eq -le), e.g. fault_wait_stat cpis_out -ge 200 20.
+fault_wait_stat() {
+	local name=$1 op=$2 want=$3 t=$4 i n v
+	n=$((t * 10 * ${E2E_SLOW:-1}))
+	for ((i = 0; i < n; i++)); do
+		v=$(e2e_stat "$name" 2>/dev/null) && [ "${v%.*}" "$op" "$want" ] && return 0
+		sleep 0.1
+	done
+	e2e_log "stat $name is ${v:-?}, wanted $op $want after ${t}s (x${E2E_SLOW:-1})"
+	return 1
+}
+
+# fault_alive — chirpd's process exists and it answers ping.
+fault_alive() {
+	[ -n "$CHIRPD_PID" ] && kill -0 "$CHIRPD_PID" 2>/dev/null || return 1
+	timeout 10 "$CHIRPCTL" -s "$SOCK" ping >/dev/null 2>&1
+}
+
+# fault_rss_kb PID — resident set size in kB (VmRSS).
+fault_rss_kb() {
+	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+}
+
+# fault_expect_eq WHAT A B — fail unless A = B (integers).
+fault_expect_eq() {
+	[ "$2" -eq "$3" ] 2>/dev/null || e2e_fail "$1: $2 != $3"
+	e2e_log "$1: $2 = $3"
+}
+
+# fault_rand LO HI — a random integer in [LO, HI] from $RANDOM (seeded by
+# FAULT_RANDOM_SEED when set, so a failing sequence can be replayed).
+fault_rand() {
+	echo $(($1 + RANDOM % ($2 - $1 + 1)))
+}
+if [ -n "${FAULT_RANDOM_SEED:-}" ]; then
+	RANDOM=$FAULT_RANDOM_SEED
+fi
