@@ -199,7 +199,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "barker13: samples per chip; L = 13 * chip_samples <= samples." },
 	{ "waveform", "file", T_STR, OFF(wf_file), SZ(wf_file),
 	  "", 0, 0, 0, NULL, check_file_path, 1,
-	  "file: path of the reference, little-endian cf32 samples (8 bytes each); L = size / 8 <= samples." },
+	  "file: path of the reference, little-endian cf32 samples (8 bytes each; relative to the config file's directory); L = size / 8 <= samples." },
 	{ "waveform", "window", T_ENUM, OFF(wf.window), 0,
 	  "hamming", 0, 0, 0, ch_window, NULL, 1,
 	  "Window applied to the reference in time: rect, hamming, hann, blackman or taylor." },
@@ -245,7 +245,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "CPIs the output ring holds, a power of two 2..65536." },
 	{ "output", "file", T_STR, OFF(output_file), SZ(output_file),
 	  "", 0, 0, 0, NULL, check_file_path, 1,
-	  "Also append every result CPI to this file (raw, output format); empty = off." },
+	  "Also append every result CPI to this file (raw, output format; relative to the config file's directory); empty = off." },
 
 	/* [metrics] */
 	{ "metrics", "listen", T_STR, OFF(metrics_listen), SZ(metrics_listen),
@@ -715,6 +715,7 @@ struct load {
 	int sec_known;              /* current section header was valid       */
 	int hdr_seen;               /* any section header line seen           */
 	int key_line[NKEYS];        /* line each key was set at, 0 = default */
+	char base_dir[CFG_PATH_MAX];/* config file's directory ("" = cwd)     */
 };
 
 static void report(struct load *ld, int line, const char *section, const char *key,
@@ -899,8 +900,21 @@ static int handler(void *user, const char *section, const char *name, const char
 	}
 	ld->key_line[i] = ld->line;
 	err[0] = '\0';
-	if (parse_value(k, ld->c, value, err, sizeof(err)) < 0)
+	if (parse_value(k, ld->c, value, err, sizeof(err)) < 0) {
 		report(ld, ld->line, section, name, "%s", err);
+		return 1;
+	}
+	/* Relative file paths are relative to the config file's directory,
+	 * stored resolved so the daemon's cwd does not matter. */
+	if (k->check == check_file_path && value[0] && value[0] != '/' && ld->base_dir[0]) {
+		char *dst = (char *)ld->c + k->off;
+		int w = snprintf(dst, k->size, "%s/%s", ld->base_dir, value);
+		if (w < 0 || (size_t)w >= k->size) {
+			report(ld, ld->line, section, name,
+			       "%s/%s is longer than %zu characters", ld->base_dir, value, k->size - 1);
+			dst[0] = '\0';
+		}
+	}
 	return 1;
 }
 
@@ -1058,8 +1072,8 @@ static void check_consistency(struct load *ld)
 	}
 }
 
-static int load_text(struct chirp_config *c, const char *name, const char *text,
-		     size_t len, FILE *errs)
+static int load_text(struct chirp_config *c, const char *name, const char *base_dir,
+		     const char *text, size_t len, FILE *errs)
 {
 	struct load *ld = calloc(1, sizeof(*ld));
 	int rc;
@@ -1071,6 +1085,8 @@ static int load_text(struct chirp_config *c, const char *name, const char *text,
 	ld->c = c;
 	ld->name = name;
 	ld->errs = errs;
+	if (base_dir)
+		snprintf(ld->base_dir, sizeof(ld->base_dir), "%s", base_dir);
 	ld->text = ld->pos = text;
 	ld->end = text + len;
 	/* A NUL byte would end inih's line early; refuse the line instead. */
@@ -1099,7 +1115,7 @@ static int load_text(struct chirp_config *c, const char *name, const char *text,
 
 int config_load_string(struct chirp_config *c, const char *name, const char *text, FILE *errs)
 {
-	return load_text(c, name ? name : "(string)", text, strlen(text), errs);
+	return load_text(c, name ? name : "(string)", NULL, text, strlen(text), errs);
 }
 
 int config_load(struct chirp_config *c, const char *file, FILE *errs)
@@ -1134,7 +1150,18 @@ int config_load(struct chirp_config *c, const char *file, FILE *errs)
 				file, CFG_FILE_MAX);
 		goto out;
 	}
-	rc = load_text(c, file, buf, n, errs);
+	{
+		/* Directory of the file, for relative paths inside it. */
+		char dir[CFG_PATH_MAX];
+		const char *slash = strrchr(file, '/');
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else if (slash == file)
+			snprintf(dir, sizeof(dir), "/");
+		else
+			snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file);
+		rc = load_text(c, file, dir, buf, n, errs);
+	}
 out:
 	free(buf);
 	fclose(f);

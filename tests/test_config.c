@@ -1,0 +1,756 @@
+/*
+ * test_config.c — the configuration table, parser and its outputs.
+ *
+ *   - defaults, and every key parsed into the right field (the expected
+ *     values here are written independently of the table);
+ *   - every file in tests/configs/bad/ is rejected, with each "# expect:"
+ *     line appearing as FILE:expect in the errors (and "# errors: N" if
+ *     given), every file in tests/configs/good/ accepted;
+ *   - config_print round-trip, config_to_json, restart keys, consistency
+ *     checks at the boundaries, relative file paths;
+ *   - conf/chirpd.conf and doc/config.md are exactly what the table
+ *     generates (regenerate with: build/tests/test_config --write-docs).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "config.h"
+#include "log.h"
+
+/* Repository root: where tests/configs is (cwd, or from __FILE__). */
+static char root[512];
+
+static void find_root(void)
+{
+	if (access("tests/configs/bad", R_OK) == 0) {
+		snprintf(root, sizeof(root), ".");
+		return;
+	}
+	snprintf(root, sizeof(root), "%s", __FILE__);
+	char *slash = strrchr(root, '/');
+	if (slash) {
+		*slash = '\0';              /* .../tests */
+		slash = strrchr(root, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			snprintf(root, sizeof(root), ".");
+	}
+}
+
+/* Load text; return errors in *out (malloc'd) and the count. */
+static int load_str(struct chirp_config *c, const char *text, char **out)
+{
+	size_t len = 0;
+	char *buf = NULL;
+	FILE *m = open_memstream(&buf, &len);
+	int n;
+
+	assert_non_null(m);
+	n = config_load_string(c, "t.conf", text, m);
+	fclose(m);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return n;
+}
+
+static void expect_error(const char *text, const char *msg)
+{
+	struct chirp_config c;
+	char *errs;
+	int n = load_str(&c, text, &errs);
+
+	if (n < 1 || !strstr(errs, msg))
+		fail_msg("expected an error containing \"%s\", got %d: %s", msg, n, errs);
+	free(errs);
+}
+
+static void expect_ok(const char *text)
+{
+	struct chirp_config c;
+	char *errs;
+	int n = load_str(&c, text, &errs);
+
+	if (n != 0)
+		fail_msg("expected no error, got %d: %s", n, errs);
+	free(errs);
+}
+
+static void test_defaults(void **state)
+{
+	struct chirp_config d, e;
+	char *errs;
+
+	config_defaults(&d);
+	assert_string_equal(d.control_socket, "/run/chirpd/control.sock");
+	assert_string_equal(d.control_group, "");
+	assert_int_equal(d.log_level, LOG_INFO);
+	assert_int_equal(d.numa_node, CFG_NUMA_AUTO);
+	assert_string_equal(d.cpus, "");
+	assert_int_equal(d.realtime, CFG_RT_OFF);      /* unprivileged make run */
+	assert_int_equal(d.lock_memory, 0);
+	assert_string_equal(d.input_ring, "/chirpd-in");
+	assert_string_equal(d.output_ring, "/chirpd-out");
+	assert_int_equal(d.format, PC_FMT_CF32);
+	assert_int_equal(d.wf.type, WF_LFM);
+	assert_true(d.wf.bandwidth_hz <= d.wf.sample_rate_hz);
+	assert_int_equal(d.backend, PC_BACKEND_AUTO);
+	assert_int_equal(d.nfft, 0);
+	assert_int_equal(d.normalize, PC_NORM_NOISE);
+	assert_int_equal(d.cpu_threads, 0);
+	assert_int_equal(d.out_mode, PC_OUT_COMPLEX);
+	assert_string_equal(d.output_file, "");
+	assert_string_equal(d.metrics_listen, "");     /* metrics off by default */
+	assert_true((d.input_slots & (d.input_slots - 1)) == 0);
+	assert_null(d.wf.file);
+
+	/* An empty file is the defaults, and they pass every check. */
+	assert_int_equal(load_str(&e, "", &errs), 0);
+	free(errs);
+	memset(e.path, 0, sizeof(e.path));
+	memset(d.path, 0, sizeof(d.path));
+	assert_memory_equal(&d, &e, sizeof(d));
+	assert_true(config_cpu_threads(&d) >= 1 && config_cpu_threads(&d) <= 8);
+}
+
+static void test_every_key(void **state)
+{
+	static const char text[] =
+		"[daemon]\n"
+		"control_socket = /tmp/x/ctl.sock\n"
+		"control_group = root\n"
+		"log_level = debug\n"
+		"[numa]\n"
+		"node = 1\n"
+		"cpus = 2-5,8\n"
+		"realtime = required\n"
+		"rt_priority = 70\n"
+		"lock_memory = yes\n"
+		"[input]\n"
+		"ring = /in-x\n"
+		"slots = 64\n"
+		"format = sc16\n"
+		"hugepages = on\n"
+		"[cpi]\n"
+		"channels = 3\n"
+		"pulses = 17\n"
+		"samples = 1234\n"
+		"[waveform]\n"
+		"type = barker13\n"
+		"sample_rate_hz = 12.5e6\n"
+		"bandwidth_hz = 5e6\n"
+		"pulse_width_s = 2e-6\n"
+		"chip_samples = 7\n"
+		"file = /tmp/ref.cf32\n"
+		"window = taylor\n"
+		"taylor_nbar = 6\n"
+		"taylor_sll_db = 40.5\n"
+		"[processing]\n"
+		"backend = cpu\n"
+		"gpu = 0000:41:00.0\n"
+		"streams = 3\n"
+		"staging = copy\n"
+		"nfft = 1500\n"
+		"normalize = none\n"
+		"cpu_threads = 5\n"
+		"[output]\n"
+		"mode = power_db\n"
+		"ring = /out-x\n"
+		"slots = 8\n"
+		"file = /tmp/out.bin\n"
+		"[metrics]\n"
+		"listen = 127.0.0.1:9464\n";
+	struct chirp_config c;
+	char *errs;
+	int n = load_str(&c, text, &errs);
+
+	if (n)
+		fail_msg("%s", errs);
+	free(errs);
+	assert_string_equal(c.control_socket, "/tmp/x/ctl.sock");
+	assert_string_equal(c.control_group, "root");
+	assert_int_equal(c.log_level, LOG_DEBUG);
+	assert_int_equal(c.numa_node, 1);
+	assert_string_equal(c.cpus, "2-5,8");
+	assert_int_equal(c.realtime, CFG_RT_REQUIRED);
+	assert_int_equal(c.rt_priority, 70);
+	assert_int_equal(c.lock_memory, 1);
+	assert_string_equal(c.input_ring, "/in-x");
+	assert_int_equal(c.input_slots, 64);
+	assert_int_equal(c.format, PC_FMT_SC16);
+	assert_int_equal(c.input_hugepages, 1);
+	assert_int_equal(c.channels, 3);
+	assert_int_equal(c.pulses, 17);
+	assert_int_equal(c.samples, 1234);
+	assert_int_equal(c.wf.type, WF_BARKER13);
+	assert_true(c.wf.sample_rate_hz == 12.5e6);
+	assert_true(c.wf.bandwidth_hz == 5e6);
+	assert_true(c.wf.pulse_width_s == 2e-6);
+	assert_int_equal(c.wf.chip_samples, 7);
+	assert_string_equal(c.wf_file, "/tmp/ref.cf32");
+	assert_ptr_equal(c.wf.file, c.wf_file);
+	assert_int_equal(c.wf.window, WIN_TAYLOR);
+	assert_int_equal(c.wf.taylor_nbar, 6);
+	assert_true(c.wf.taylor_sll_db == 40.5);
+	assert_int_equal(c.backend, PC_BACKEND_CPU);
+	assert_int_equal(c.gpu, -1);
+	assert_string_equal(c.gpu_bus_id, "0000:41:00.0");
+	assert_int_equal(c.streams, 3);
+	assert_int_equal(c.staging, PC_STAGING_COPY);
+	assert_int_equal(c.nfft, 1500);
+	assert_int_equal(c.normalize, PC_NORM_NONE);
+	assert_int_equal(c.cpu_threads, 5);
+	assert_int_equal(config_cpu_threads(&c), 5);
+	assert_int_equal(c.out_mode, PC_OUT_POWER_DB);
+	assert_string_equal(c.output_ring, "/out-x");
+	assert_int_equal(c.output_slots, 8);
+	assert_string_equal(c.output_file, "/tmp/out.bin");
+	assert_string_equal(c.metrics_listen, "127.0.0.1:9464");
+
+	/* pc_params mirror the configuration. */
+	struct pc_params p;
+	config_pc_params(&c, &p);
+	assert_int_equal(p.channels, 3);
+	assert_int_equal(p.pulses, 17);
+	assert_int_equal(p.samples, 1234);
+	assert_int_equal(p.in_format, PC_FMT_SC16);
+	assert_int_equal(p.out_mode, PC_OUT_POWER_DB);
+	assert_int_equal(p.normalize, PC_NORM_NONE);
+	assert_int_equal(p.nfft, 1500);
+	assert_int_equal(p.backend, PC_BACKEND_CPU);
+	assert_int_equal(p.cpu_threads, 5);
+	assert_int_equal(p.gpu, -1);
+	assert_string_equal(p.gpu_bus_id, "0000:41:00.0");
+	assert_int_equal(p.streams, 3);
+	assert_int_equal(p.staging, PC_STAGING_COPY);
+	assert_null(p.ref);
+
+	/* Auto threads follow the cpu list (4 + 1 cpus). */
+	c.cpu_threads = 0;
+	assert_int_equal(config_cpu_threads(&c), 5);
+}
+
+static void test_syntax_variants(void **state)
+{
+	struct chirp_config c;
+	char *errs;
+
+	/* BOM, CRLF, blanks, "key: value", comments of both kinds, inline
+	 * comments, a numeric gpu index, upper-case booleans. */
+	assert_int_equal(load_str(&c,
+		"\xEF\xBB\xBF; comment\r\n"
+		"  [ cpi ]  \r\n"
+		"   samples: 2000   # range line\r\n"
+		"\tpulses = 32 ; inline\r\n"
+		"[processing]\n"
+		"gpu = 2\n"
+		"[numa]\n"
+		"lock_memory = TRUE\n"
+		"node = none\n", &errs), 0);
+	free(errs);
+	assert_int_equal(c.samples, 2000);
+	assert_int_equal(c.pulses, 32);
+	assert_int_equal(c.gpu, 2);
+	assert_string_equal(c.gpu_bus_id, "");
+	assert_int_equal(c.lock_memory, 1);
+	assert_int_equal(c.numa_node, CFG_NUMA_NONE);
+
+	/* An indented line after a key is a key of its own, not inih's
+	 * continuation of the previous value. */
+	expect_error("[cpi]\nsamples = 100\n  samples = 200\n", "t.conf:3: [cpi] samples: duplicate key");
+	/* A key under a rejected section is not attributed to the previous one. */
+	assert_int_equal(load_str(&c, "[cpi]\nsamples = 1000\n[nope]\npulses = 5\n", &errs), 1);
+	assert_int_equal(c.pulses, 128);
+	free(errs);
+}
+
+/* ---- the corpus ---- */
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf)
+		buf[n] = '\0';
+	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted list of *.conf in dir. */
+static int list_confs(const char *dir, char ***names)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0, cap = 0;
+
+	*names = NULL;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l < 6 || strcmp(e->d_name + l - 5, ".conf"))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*names = realloc(*names, (size_t)cap * sizeof(char *));
+			assert_non_null(*names);
+		}
+		(*names)[n++] = strdup(e->d_name);
+	}
+	closedir(d);
+	qsort(*names, (size_t)n, sizeof(char *), cmp_str);
+	return n;
+}
+
+static void test_bad_corpus(void **state)
+{
+	char dir[600], path[1200];
+	char **names;
+	int n, checked = 0;
+
+	snprintf(dir, sizeof(dir), "%s/tests/configs/bad", root);
+	n = list_confs(dir, &names);
+	assert_true(n >= 30);
+	for (int i = 0; i < n; i++) {
+		struct chirp_config c;
+		char *text, *errs = NULL, *line, *save = NULL;
+		size_t elen = 0;
+		int nexp = 0, want_count = -1, got;
+		FILE *m;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		text = slurp(path, NULL);
+		assert_non_null(text);
+		m = open_memstream(&errs, &elen);
+		got = config_load(&c, path, m);
+		fclose(m);
+		if (got <= 0)
+			fail_msg("%s: accepted (%d), expected rejection", names[i], got);
+		/* Header lines: "# expect: LINE: [section] key: reason" and
+		 * optionally "# errors: N". The text is only read up to its
+		 * first NUL (nul_byte.conf), which is after the header. */
+		for (line = strtok_r(text, "\n", &save); line && line[0] == '#';
+		     line = strtok_r(NULL, "\n", &save)) {
+			char want[1400];
+			if (!strncmp(line, "# expect: ", 10)) {
+				snprintf(want, sizeof(want), "%s:%s", path, line + 10);
+				if (!strstr(errs, want))
+					fail_msg("%s: missing error \"%s\"; got:\n%s", names[i], want, errs);
+				nexp++;
+			} else if (!strncmp(line, "# errors: ", 10)) {
+				want_count = atoi(line + 10);
+			}
+		}
+		if (nexp == 0)
+			fail_msg("%s: no '# expect:' line", names[i]);
+		if (want_count >= 0 && got != want_count)
+			fail_msg("%s: %d errors, expected %d:\n%s", names[i], got, want_count, errs);
+		/* Each error is one line, starting with the file name. */
+		{
+			int lines = 0;
+			for (char *p = errs; *p; p++)
+				lines += *p == '\n';
+			assert_int_equal(lines, got);
+			assert_int_equal(strncmp(errs, path, strlen(path)), 0);
+		}
+		checked++;
+		free(errs);
+		free(text);
+		free(names[i]);
+	}
+	free(names);
+	print_message("checked %d bad configs\n", checked);
+}
+
+static void test_good_corpus(void **state)
+{
+	char dir[600], path[1200];
+	char **names;
+	int n;
+
+	snprintf(dir, sizeof(dir), "%s/tests/configs/good", root);
+	n = list_confs(dir, &names);
+	assert_true(n >= 3);
+	for (int i = 0; i < n; i++) {
+		struct chirp_config c, back;
+		char *errs = NULL, *printed = NULL;
+		size_t elen = 0, plen = 0;
+		FILE *m;
+		int got;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		m = open_memstream(&errs, &elen);
+		got = config_load(&c, path, m);
+		fclose(m);
+		if (got != 0)
+			fail_msg("%s: rejected: %s", names[i], errs);
+		free(errs);
+
+		/* Round trip: print, load the printout, same configuration. */
+		m = open_memstream(&printed, &plen);
+		config_print(&c, m);
+		fclose(m);
+		m = open_memstream(&errs, &elen);
+		got = config_load_string(&back, "printed", printed, m);
+		fclose(m);
+		if (got != 0)
+			fail_msg("%s: printout rejected: %s\n%s", names[i], errs, printed);
+		memset(back.path, 0, sizeof(back.path));
+		memset(c.path, 0, sizeof(c.path));
+		back.wf.file = c.wf.file = NULL;
+		assert_memory_equal(&c, &back, sizeof(c));
+		free(errs);
+		free(printed);
+		free(names[i]);
+	}
+	free(names);
+}
+
+static void test_round_trip_random(void **state)
+{
+	/* Doubles that are not short decimals survive print/load exactly. */
+	unsigned seed = 7;
+	for (int i = 0; i < 200; i++) {
+		struct chirp_config c, back;
+		char text[512], *printed = NULL, *errs;
+		size_t plen = 0;
+		double fs = 1e6 + (double)rand_r(&seed) / RAND_MAX * 1e8;
+		double bw = fs * (0.01 + 0.98 * (double)rand_r(&seed) / RAND_MAX);
+		double tau = (10.0 + (double)(rand_r(&seed) % 900)) / fs;
+		FILE *m;
+
+		snprintf(text, sizeof(text),
+			 "[cpi]\nsamples = %u\n[waveform]\nsample_rate_hz = %.17g\n"
+			 "bandwidth_hz = %.17g\npulse_width_s = %.17g\ntaylor_sll_db = %.17g\n",
+			 1000u + (unsigned)(rand_r(&seed) % 5000), fs, bw, tau,
+			 20 + 60 * (double)rand_r(&seed) / RAND_MAX);
+		if (load_str(&c, text, &errs) != 0)
+			fail_msg("%s\n%s", text, errs);
+		free(errs);
+		m = open_memstream(&printed, &plen);
+		config_print(&c, m);
+		fclose(m);
+		assert_int_equal(load_str(&back, printed, NULL), 0);
+		assert_true(back.wf.sample_rate_hz == c.wf.sample_rate_hz);
+		assert_true(back.wf.bandwidth_hz == c.wf.bandwidth_hz);
+		assert_true(back.wf.pulse_width_s == c.wf.pulse_width_s);
+		assert_true(back.wf.taylor_sll_db == c.wf.taylor_sll_db);
+		free(printed);
+	}
+}
+
+static void test_consistency_bounds(void **state)
+{
+	/* L = round(tau * fs) = R exactly is fine; R - 1 is not. */
+	expect_ok("[cpi]\nsamples = 250\n[waveform]\nsample_rate_hz = 25e6\npulse_width_s = 10e-6\n");
+	expect_error("[cpi]\nsamples = 249\n[waveform]\nsample_rate_hz = 25e6\npulse_width_s = 10e-6\n",
+		     "t.conf:5: [waveform] pulse_width_s: pulse length L=250 exceeds range samples R=249");
+	/* B = fs is allowed, B slightly above is not. */
+	expect_ok("[waveform]\nsample_rate_hz = 25e6\nbandwidth_hz = 25e6\n");
+	expect_error("[waveform]\nsample_rate_hz = 25e6\nbandwidth_hz = 25.000001e6\n",
+		     "t.conf:3: [waveform] bandwidth_hz:");
+	/* Forced nfft: R + L - 1 is the smallest allowed. R=1000, L=250. */
+	expect_ok("[cpi]\nsamples = 1000\n[waveform]\npulse_width_s = 10e-6\n[processing]\nnfft = 1249\n");
+	expect_error("[cpi]\nsamples = 1000\n[waveform]\npulse_width_s = 10e-6\n[processing]\nnfft = 1248\n",
+		     "t.conf:6: [processing] nfft: nfft 1248 is below samples + L - 1 = 1249");
+	/* ... reported at the samples line when that comes later. */
+	expect_error("[processing]\nnfft = 1248\n[cpi]\nsamples = 1000\n",
+		     "t.conf:4: [cpi] samples: nfft 1248 is below samples + L - 1 = 1249");
+	/* barker13: 13 x chip_samples against R. */
+	expect_ok("[cpi]\nsamples = 130\n[waveform]\ntype = barker13\nchip_samples = 10\n");
+	expect_error("[cpi]\nsamples = 129\n[waveform]\ntype = barker13\nchip_samples = 10\n",
+		     "t.conf:5: [waveform] chip_samples: pulse length L=130 exceeds range samples R=129");
+	/* LFM bounds only apply to lfm: a barker13 config ignores B > fs. */
+	expect_ok("[waveform]\ntype = barker13\nsample_rate_hz = 1e6\nbandwidth_hz = 2e6\n");
+	/* Slots: powers of two only, at the limits. */
+	expect_ok("[input]\nslots = 2\n[output]\nslots = 65536\n[cpi]\npulses = 1\nsamples = 300\n");
+	expect_error("[output]\nslots = 3\n", "t.conf:2: [output] slots: 3 is not a power of two");
+	/* backend = cuda needs a CUDA build. */
+#ifdef CHIRP_HAVE_CUDA
+	expect_ok("[processing]\nbackend = cuda\n");
+#else
+	expect_error("[processing]\nbackend = cuda\n",
+		     "t.conf:2: [processing] backend: this chirpd was built without CUDA");
+#endif
+	/* Errors in both parse and cross checks are all listed. */
+	{
+		struct chirp_config c;
+		char *errs;
+		int n = load_str(&c, "[cpi]\nsamples = 100\n[waveform]\nwindow = x\nbandwidth_hz = 1e9\n", &errs);
+		assert_int_equal(n, 3);   /* window, B > fs, L=250 > R=100 */
+		free(errs);
+	}
+}
+
+static void test_file_waveform(void **state)
+{
+	char dir[] = "/tmp/chirp-tcfg-XXXXXX", conf[128], ref[128];
+	struct chirp_config c;
+	float samples[2 * 40] = { 0 };
+	FILE *f;
+	char *errs = NULL;
+	size_t elen = 0;
+	int n;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(ref, sizeof(ref), "%s/ref.cf32", dir);
+	f = fopen(ref, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(samples, sizeof(float), 80, f), 80);   /* L = 40 */
+	fclose(f);
+
+	/* Relative to the config file's directory, not the cwd. */
+	snprintf(conf, sizeof(conf), "%s/a.conf", dir);
+	f = fopen(conf, "w");
+	fprintf(f, "[cpi]\nsamples = 40\n[waveform]\ntype = file\nfile = ref.cf32\n");
+	fclose(f);
+	f = open_memstream(&errs, &elen);
+	n = config_load(&c, conf, f);
+	fclose(f);
+	if (n)
+		fail_msg("%s", errs);
+	free(errs);
+	assert_string_equal(c.wf_file, ref);
+	assert_string_equal(config_wf(&c)->file, ref);
+
+	/* L = 40 > R = 39. */
+	f = fopen(conf, "w");
+	fprintf(f, "[waveform]\ntype = file\nfile = ref.cf32\n[cpi]\nsamples = 39\n");
+	fclose(f);
+	errs = NULL;
+	f = open_memstream(&errs, &elen);
+	n = config_load(&c, conf, f);
+	fclose(f);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(errs, ":5: [cpi] samples: pulse length L=40 exceeds range samples R=39"));
+	free(errs);
+
+	/* A size that is not a multiple of 8 bytes. */
+	f = fopen(ref, "ab");
+	fputc(0, f);
+	fclose(f);
+	f = fopen(conf, "w");
+	fprintf(f, "[waveform]\ntype = file\nfile = ref.cf32\n");
+	fclose(f);
+	errs = NULL;
+	f = open_memstream(&errs, &elen);
+	n = config_load(&c, conf, f);
+	fclose(f);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(errs, ":3: [waveform] file:"));
+	assert_non_null(strstr(errs, "not a positive multiple of 8"));
+	free(errs);
+
+	unlink(ref);
+	unlink(conf);
+	rmdir(dir);
+}
+
+static void test_load_errors(void **state)
+{
+	struct chirp_config c;
+	char *errs = NULL;
+	size_t elen = 0;
+	FILE *m = open_memstream(&errs, &elen);
+
+	assert_int_equal(config_load(&c, "/nonexistent/chirpd.conf", m), -ENOENT);
+	fclose(m);
+	assert_non_null(strstr(errs, "/nonexistent/chirpd.conf: No such file or directory"));
+	free(errs);
+	/* errs may be NULL: errors are still counted. */
+	assert_int_equal(config_load_string(&c, "x", "[cpi]\nsamples = 0\npulses = 0\n", NULL), 2);
+}
+
+static void test_restart_keys(void **state)
+{
+	struct chirp_config a, b;
+	char buf[256];
+
+	config_defaults(&a);
+	b = a;
+	assert_int_equal(config_restart_keys(&a, &b, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+
+	/* Reloadable changes need no restart. */
+	b.wf.bandwidth_hz = 5e6;
+	b.wf.window = WIN_HANN;
+	b.out_mode = PC_OUT_MAGNITUDE;
+	b.log_level = LOG_DEBUG;
+	b.samples = 3000;
+	b.input_slots = 32;
+	b.format = PC_FMT_SC16;
+	b.normalize = PC_NORM_NONE;
+	b.nfft = 8192;
+	assert_int_equal(config_restart_keys(&a, &b, buf, sizeof(buf)), 0);
+
+	/* These do. */
+	snprintf(b.control_socket, sizeof(b.control_socket), "/tmp/other.sock");
+	b.backend = PC_BACKEND_CPU;
+	b.realtime = CFG_RT_PREFERRED;
+	snprintf(b.output_ring, sizeof(b.output_ring), "/other-out");
+	assert_int_equal(config_restart_keys(&a, &b, buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "daemon.control_socket,numa.realtime,processing.backend,output.ring");
+	/* A short buffer is truncated, the count stays right. */
+	assert_int_equal(config_restart_keys(&a, &b, buf, 10), 4);
+	assert_true(strlen(buf) < 10);
+	/* gpu by bus id vs index is a change. */
+	b = a;
+	b.gpu = -1;
+	snprintf(b.gpu_bus_id, sizeof(b.gpu_bus_id), "0000:41:00.0");
+	assert_int_equal(config_restart_keys(&a, &b, buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "processing.gpu");
+
+	assert_int_equal(config_key_reloadable("waveform", "window"), 1);
+	assert_int_equal(config_key_reloadable("processing", "backend"), 0);
+	assert_int_equal(config_key_reloadable("waveform", "nope"), -ENOENT);
+}
+
+static void test_json(void **state)
+{
+	struct chirp_config c;
+	json_t *j, *s;
+
+	assert_int_equal(load_str(&c, "[numa]\nnode = 2\n[processing]\ngpu = 0000:41:00.0\nnfft = 8192\n", NULL), 0);
+	j = config_to_json(&c);
+	assert_non_null(j);
+	s = json_object_get(j, "cpi");
+	assert_true(json_is_object(s));
+	assert_int_equal(json_integer_value(json_object_get(s, "samples")), 4000);
+	s = json_object_get(j, "waveform");
+	assert_true(json_is_real(json_object_get(s, "sample_rate_hz")));
+	assert_true(json_real_value(json_object_get(s, "sample_rate_hz")) == 25e6);
+	assert_string_equal(json_string_value(json_object_get(s, "window")), "hamming");
+	s = json_object_get(j, "processing");
+	assert_string_equal(json_string_value(json_object_get(s, "gpu")), "0000:41:00.0");
+	assert_int_equal(json_integer_value(json_object_get(s, "nfft")), 8192);
+	assert_string_equal(json_string_value(json_object_get(s, "cpu_threads")), "auto");
+	s = json_object_get(j, "numa");
+	assert_int_equal(json_integer_value(json_object_get(s, "node")), 2);
+	assert_true(json_is_false(json_object_get(s, "lock_memory")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "metrics"), "listen")), "");
+	/* Every section is present. */
+	const char *secs[] = { "daemon", "numa", "input", "cpi", "waveform", "processing", "output", "metrics" };
+	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
+		assert_true(json_is_object(json_object_get(j, secs[i])));
+	assert_int_equal(json_object_size(j), 8);
+	json_decref(j);
+}
+
+/* conf/chirpd.conf and doc/config.md are exactly the generated text. */
+static void check_generated(const char *rel, void (*gen)(FILE *))
+{
+	char path[700], *want = NULL, *have;
+	size_t wlen = 0, hlen = 0;
+	FILE *m = open_memstream(&want, &wlen);
+
+	gen(m);
+	fclose(m);
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	have = slurp(path, &hlen);
+	if (!have)
+		fail_msg("%s is missing (build/tests/test_config --write-docs writes it)", rel);
+	if (hlen != wlen || memcmp(have, want, wlen))
+		fail_msg("%s differs from the table in src/config.c; regenerate with "
+			 "build/tests/test_config --write-docs", rel);
+	free(have);
+	free(want);
+}
+
+static void test_reference_files(void **state)
+{
+	struct chirp_config c, d;
+	char path[700], *errs = NULL;
+	size_t elen = 0;
+	FILE *m;
+
+	check_generated("conf/chirpd.conf", config_write_reference);
+	check_generated("doc/config.md", config_write_markdown);
+	/* The shipped file is valid and is exactly the defaults. */
+	snprintf(path, sizeof(path), "%s/conf/chirpd.conf", root);
+	m = open_memstream(&errs, &elen);
+	assert_int_equal(config_load(&c, path, m), 0);
+	fclose(m);
+	free(errs);
+	config_defaults(&d);
+	memset(c.path, 0, sizeof(c.path));
+	memset(d.path, 0, sizeof(d.path));
+	assert_memory_equal(&c, &d, sizeof(c));
+}
+
+static int write_docs(void)
+{
+	char path[700];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/conf/chirpd.conf", root);
+	f = fopen(path, "w");
+	if (!f)
+		return perror(path), 1;
+	config_write_reference(f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/doc/config.md", root);
+	f = fopen(path, "w");
+	if (!f)
+		return perror(path), 1;
+	config_write_markdown(f);
+	fclose(f);
+	printf("wrote %s/conf/chirpd.conf and %s/doc/config.md\n", root, root);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_syntax_variants),
+		cmocka_unit_test(test_bad_corpus),
+		cmocka_unit_test(test_good_corpus),
+		cmocka_unit_test(test_round_trip_random),
+		cmocka_unit_test(test_consistency_bounds),
+		cmocka_unit_test(test_file_waveform),
+		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_restart_keys),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_reference_files),
+	};
+
+	log_init("test_config");
+	find_root();
+	if (argc > 1 && !strcmp(argv[1], "--write-docs"))
+		return write_docs();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
