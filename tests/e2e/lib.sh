@@ -135,7 +135,7 @@ e2e_config() {
 		[daemon.log_level]=info
 		[numa.node]=none
 		[numa.realtime]=off
-		[numa.lock_memory]=no
+		[numa.lock_memory]=false
 		[input.ring]=$IN_RING
 		[input.slots]=16
 		[input.format]=cf32
