@@ -96,7 +96,7 @@ static void usage(FILE *f)
 "      --create           create the ring (geometry from -c, the recording or\n"
 "                         --geometry); removed at exit unless --keep\n"
 "      --geometry C,P,R   channels, pulses, range samples (with --create)\n"
-"      --format F         cf32 or sc16 (with --create)\n"
+"      --format F         cf32 or sc16 (rf32 for --file; with --create)\n"
 "      --slots N          ring slots, power of two (with --create; default 16)\n"
 "      --sample-rate HZ   sample rate recorded in the ring (with --create)\n"
 "      --keep             leave a ring made with --create in place\n"
@@ -202,8 +202,8 @@ static int parse_args(struct feed *f, int argc, char **argv)
 			f->have_geometry = 1;
 			break;
 		case O_FORMAT:
-			if (tool_parse_ring_format(optarg, &f->g_fmt) < 0 || f->g_fmt == CHIRP_RING_RF32)
-				return bad_arg("--format", optarg, "want cf32 or sc16");
+			if (tool_parse_ring_format(optarg, &f->g_fmt) < 0)
+				return bad_arg("--format", optarg, "want cf32, sc16 (or rf32 for --file)");
 			f->have_format = 1;
 			break;
 		case O_SLOTS:
@@ -444,8 +444,10 @@ static int match_source(struct feed *f, int may_reload)
 	char err[512];
 
 	f->cpi_bytes = chirp_ring_cpi_bytes(g);
-	if (g->format == CHIRP_RING_RF32) {
-		log_err("ring %s holds rf32 (compressed output): not an input ring", ring_default(f));
+	if (g->format == CHIRP_RING_RF32 && f->src != SRC_FILE) {
+		/* Raw replay works on any ring (to test consumers of output rings). */
+		log_err("ring %s holds rf32 (compressed output): synthetic echoes and SigMF "
+			"recordings need a cf32 or sc16 ring", ring_default(f));
 		return -EINVAL;
 	}
 	switch (f->src) {
@@ -658,7 +660,7 @@ int main(int argc, char **argv)
 			if (r == -ETIMEDOUT || r == -EINTR) {
 				r = chirp_ring_check(f.ring, NULL, 0);
 				if (r == -ESTALE)
-					reattach(&f, "was re-created");
+					reattach(&f, "was removed or re-created");
 				tool_progress(&prog, 0, "sent %" PRIu64 "  dropped %" PRIu64 "  (waiting for space)",
 					      sent, dropped);
 				continue;
@@ -671,7 +673,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (r == -ESTALE) {
-			reattach(&f, "was re-created");
+			reattach(&f, "was removed or re-created");
 			continue;
 		}
 		if (r < 0) {
@@ -694,7 +696,7 @@ int main(int argc, char **argv)
 		}
 		r = chirp_ring_commit(f.ring, 0, k * (uint64_t)f.geo.pulses * f.geo.samples, 0);
 		if (r == -ESTALE) {
-			reattach(&f, "was re-created");
+			reattach(&f, "was removed or re-created");
 			continue;
 		}
 		if (r < 0) {

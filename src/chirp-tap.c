@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -541,37 +542,51 @@ static void db_to_mag(float *x, size_t n)
 		x[i] = powf(10.0f, x[i] / 20.0f);
 }
 
+/* Report the first few mismatches in full, then only count them. */
+#define VERIFY_REPORT_MAX 10
+
+static void mismatch(struct tap *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mismatch(struct tap *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	t->mismatches++;
+	if (t->mismatches > VERIFY_REPORT_MAX)
+		return;
+	va_start(ap, fmt);
+	log_vmsg(LOG_ERR, fmt, ap);
+	va_end(ap);
+	if (t->mismatches == VERIFY_REPORT_MAX)
+		log_err("verify: further mismatches are counted, not shown");
+}
+
 static void verify_block(struct tap *t, const struct chirp_ring_block *b)
 {
 	uint64_t k;
 	double err;
 
 	if (synth_cpi_index(t->synth, b->first_sample, &k) < 0) {
-		t->mismatches++;
-		log_err("verify: seq %" PRIu64 ": first_sample %" PRIu64 " is not a CPI boundary",
-			b->seq, b->first_sample);
+		mismatch(t, "verify: seq %" PRIu64 ": first_sample %" PRIu64 " is not a CPI boundary",
+			 b->seq, b->first_sample);
 		return;
 	}
 	synth_generate(t->synth, k, t->vin, t->vin_bytes);
 	if (t->verify_input) {
 		if (b->len != t->vin_bytes || memcmp(b->payload, t->vin, t->vin_bytes) != 0) {
-			t->mismatches++;
-			log_err("verify: seq %" PRIu64 " (CPI %" PRIu64 "): input differs from the synthetic CPI",
-				b->seq, k);
+			mismatch(t, "verify: seq %" PRIu64 " (CPI %" PRIu64 "): input differs from the synthetic CPI",
+				 b->seq, k);
 		} else {
 			t->verified++;
 		}
 		return;
 	}
 	if (pc_execute(t->pc, t->vin, t->vout, NULL) < 0) {
-		log_err("verify: pc_execute: %s", pc_last_error(t->pc));
-		t->mismatches++;
+		mismatch(t, "verify: pc_execute: %s", pc_last_error(t->pc));
 		return;
 	}
 	if (b->len != pc_out_bytes(t->pc)) {
-		t->mismatches++;
-		log_err("verify: seq %" PRIu64 ": %" PRIu64 " bytes, expected %zu", b->seq, b->len,
-			pc_out_bytes(t->pc));
+		mismatch(t, "verify: seq %" PRIu64 ": %" PRIu64 " bytes, expected %zu", b->seq, b->len,
+			 pc_out_bytes(t->pc));
 		return;
 	}
 	if (t->cfg.out_mode == PC_OUT_POWER_DB) {
@@ -587,9 +602,8 @@ static void verify_block(struct tap *t, const struct chirp_ring_block *b)
 		err = rel_l2(b->payload, t->vout, b->len / 4);
 	}
 	if (!(err <= VERIFY_REL_L2)) {
-		t->mismatches++;
-		log_err("verify: seq %" PRIu64 " (CPI %" PRIu64 "): relative L2 error %.3g > %.0e",
-			b->seq, k, err, VERIFY_REL_L2);
+		mismatch(t, "verify: seq %" PRIu64 " (CPI %" PRIu64 "): relative L2 error %.3g > %.0e",
+			 b->seq, k, err, VERIFY_REL_L2);
 	} else {
 		t->verified++;
 	}

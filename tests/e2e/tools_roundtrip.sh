@@ -1,0 +1,142 @@
+#!/bin/bash
+# tools_roundtrip.sh — chirp-feed -> ring -> chirp-tap without chirpd:
+# raw replay byte for byte (cf32, sc16), SigMF capture and its metadata,
+# SigMF replay (same format and ci16_le -> cf32 conversion), synthetic
+# echoes regenerated exactly by --verify-input, and the clear refusals of
+# bad recordings and files.
+. "$(dirname "$0")/tools_lib.inc"
+tools_init tools_roundtrip
+
+cd "$T" || exit 1
+RING=/$E2E_UNIQ-a
+RING2=/$E2E_UNIQ-b
+
+# feed_tap 'TAP ARGS' 'FEED ARGS' — tap --create on $RING in the background,
+# then the feed; both must exit 0. Logs in tap.log / feed.log.
+feed_tap() {
+	# shellcheck disable=SC2086
+	"$CHIRP_TAP" -r "$RING" --create --timeout $((30 * E2E_SLOW)) $1 >tap.log 2>&1 &
+	local tp=$!
+	e2e_track $tp
+	wait_ring "$RING"
+	# shellcheck disable=SC2086
+	"$CHIRP_FEED" -r "$RING" --block $2 >feed.log 2>&1 || { cat feed.log tap.log; e2e_fail "chirp-feed $2 failed"; }
+	wait_pid $tp 60 || { cat feed.log tap.log; e2e_fail "chirp-tap $1 failed ($?)"; }
+}
+
+# 1. raw cf32, odd geometry, 7 CPIs of random bytes (NaN patterns included:
+#    the ring does not look at payloads).
+head -c $((3 * 5 * 333 * 8 * 7)) /dev/urandom >in.raw
+feed_tap "--geometry 3,5,333 --format cf32 --slots 4 -n 7 --out out.raw" "--file in.raw"
+cmp in.raw out.raw || e2e_fail "raw cf32 round trip differs"
+grep -q "sent 7, dropped 0" feed.log || e2e_fail "feed summary: $(cat feed.log)"
+grep -q "received 7, gaps 0" tap.log || e2e_fail "tap summary: $(cat tap.log)"
+e2e_log "raw cf32 round trip ok"
+
+# 2. raw sc16, with --loop and --count beyond the file: 3 CPIs replayed as 8.
+head -c $((2 * 3 * 101 * 4 * 3)) /dev/urandom >in16.raw
+feed_tap "--geometry 2,3,101 --format sc16 --slots 2 -n 8 --out out16.raw" "--file in16.raw --loop --count 8"
+cat in16.raw in16.raw in16.raw | head -c $((2 * 3 * 101 * 4 * 8)) >want16.raw
+cmp want16.raw out16.raw || e2e_fail "raw sc16 loop round trip differs"
+e2e_log "raw sc16 --loop round trip ok"
+
+# 3. SigMF capture of the cf32 stream; metadata checked independently.
+feed_tap "--geometry 3,5,333 --format cf32 --slots 4 --sample-rate 25e6 -n 7 --sigmf cap" "--file in.raw"
+cmp in.raw cap.sigmf-data || e2e_fail "SigMF data differs from the input"
+"$PY" - cap.sigmf-meta <<'PYEOF' || e2e_fail "SigMF metadata check failed"
+import json, sys
+m = json.load(open(sys.argv[1]))
+g = m["global"]
+assert g["core:datatype"] == "cf32_le", g
+assert g["core:sample_rate"] == 25e6, g
+assert g["core:version"].startswith("1."), g
+assert (g["chirp:channels"], g["chirp:pulses"], g["chirp:samples"]) == (3, 5, 333), g
+caps = m["captures"]
+assert len(caps) == 7, len(caps)
+for i, c in enumerate(caps):
+    assert c["core:sample_start"] == i * 3 * 5 * 333, c
+    assert c["chirp:seq"] == i, c
+    assert c["chirp:first_sample"] == i * 5 * 333, c
+    assert c["core:datetime"].endswith("Z"), c
+assert m["annotations"] == []
+PYEOF
+e2e_log "SigMF capture ok"
+
+# 4. Replay the SigMF recording into another ring: same bytes again.
+RING_SAVE=$RING; RING=$RING2
+feed_tap "--geometry 3,5,333 --format cf32 --slots 4 --sample-rate 25e6 -n 7 --out replay.raw" "--sigmf cap"
+cmp in.raw replay.raw || e2e_fail "SigMF replay differs"
+RING=$RING_SAVE
+e2e_log "SigMF replay ok"
+
+# 5. ci16_le capture replayed into a cf32 ring: converted exactly (v/32768).
+feed_tap "--geometry 2,3,101 --format sc16 --slots 2 --sample-rate 1e6 -n 3 --sigmf cap16" "--file in16.raw"
+grep -q '"core:datatype": "ci16_le"' cap16.sigmf-meta || e2e_fail "sc16 capture is not ci16_le"
+RING=$RING2
+feed_tap "--geometry 2,3,101 --format cf32 --slots 2 --sample-rate 1e6 -n 3 --out conv.raw" "--sigmf cap16"
+RING=$RING_SAVE
+"$PY" -c '
+import numpy as np, sys
+a = np.fromfile("in16.raw", dtype="<i2").astype(np.float64) / 32768
+b = np.fromfile("conv.raw", dtype="<f4")
+sys.exit(0 if a.shape == b.shape and np.array_equal(a, b) else "ci16 -> cf32 conversion differs")
+' || e2e_fail "conversion check"
+e2e_log "ci16_le -> cf32 replay ok"
+
+# 6. Synthetic echoes (sc16, noise, Doppler) regenerated bit for bit by the tap.
+e2e_config input.ring="$RING" input.format=sc16 input.slots=4 cpi.channels=2 cpi.pulses=4 cpi.samples=500
+TGT=40:-6:0.1,300:-30
+"$CHIRP_TAP" -c "$CONF" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 25 \
+	--verify-input --targets $TGT --snr-db 12 --seed 99 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+tp=$!; e2e_track $tp
+wait_ring "$RING"
+"$CHIRP_FEED" -c "$CONF" --targets $TGT --snr-db 12 --seed 99 --count 25 --block >feed.log 2>&1 ||
+	{ cat feed.log; e2e_fail "synthetic feed failed"; }
+wait_pid $tp 60 || { cat tap.log; e2e_fail "verify-input failed"; }
+grep -q "verified 25, mismatches 0" tap.log || e2e_fail "verify summary: $(cat tap.log)"
+# Another seed must NOT verify (the check can fail).
+"$CHIRP_TAP" -c "$CONF" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 3 \
+	--verify-input --targets $TGT --snr-db 12 --seed 98 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+tp=$!; e2e_track $tp
+wait_ring "$RING"
+"$CHIRP_FEED" -c "$CONF" --targets $TGT --snr-db 12 --seed 99 --count 3 --block >feed.log 2>&1
+wait_pid $tp 60; rc=$?
+[ $rc -eq 4 ] || { cat tap.log; e2e_fail "a wrong seed verified (rc $rc)"; }
+grep -q "mismatches 3" tap.log || e2e_fail "mismatch count: $(cat tap.log)"
+e2e_log "synthetic echoes regenerated exactly"
+
+# 7. Refusals, each with a message that says what is wrong.
+expect_fail() {   # expect_fail PATTERN CMD... — CMD exits non-zero and says PATTERN
+	local pat=$1; shift
+	if "$@" >err.log 2>&1; then e2e_fail "accepted: $*"; fi
+	grep -q -- "$pat" err.log || { cat err.log; e2e_fail "no '$pat' from: $*"; }
+}
+cp cap.sigmf-data bad.sigmf-data
+head -c 200 cap.sigmf-meta >bad.sigmf-meta
+expect_fail "bad.sigmf-meta:[0-9]*:[0-9]*: invalid JSON" "$CHIRP_FEED" --sigmf bad --create -r "$RING2" --wait 0
+sed 's/cf32_le/cu8/' cap.sigmf-meta >bad.sigmf-meta
+expect_fail "core:datatype 'cu8' is not supported" "$CHIRP_FEED" --sigmf bad --create -r "$RING2" --wait 0
+grep -v core:sample_rate cap.sigmf-meta >bad.sigmf-meta
+expect_fail "core:sample_rate is missing" "$CHIRP_FEED" --sigmf bad --create -r "$RING2" --wait 0
+cp cap.sigmf-meta bad.sigmf-meta
+head -c $((3 * 5 * 333 * 8 * 6 + 16)) cap.sigmf-data >bad.sigmf-data
+expect_fail "not a whole number of CPIs" "$CHIRP_FEED" --sigmf bad --create -r "$RING2" --wait 0
+cp cap.sigmf-data bad.sigmf-data
+expect_fail "recorded at 2.5e+07 Hz but ring" "$CHIRP_FEED" --sigmf bad --create -r "$RING2" --sample-rate 20e6 --wait 0
+expect_fail "recording geometry 3x5x333 does not match" "$CHIRP_FEED" --sigmf bad --create -r "$RING2" --geometry 3,5,334 --wait 0
+head -c 1000 in.raw >short.raw
+expect_fail "not a whole number of CPIs" "$CHIRP_FEED" --file short.raw --create -r "$RING2" --geometry 3,5,333 --format cf32 --wait 0
+expect_fail "no ring" "$CHIRP_FEED" --file in.raw -r "/$E2E_UNIQ-none" --wait 0.2
+expect_fail "no ring" "$CHIRP_TAP" --drain -r "/$E2E_UNIQ-none" --wait 0.2
+expect_fail "give exactly one source" "$CHIRP_FEED" --file in.raw --sigmf cap
+expect_fail "GATE" "$CHIRP_FEED" -c "$CONF" --targets x:3
+expect_fail "gate 600 is outside" "$CHIRP_FEED" -c "$CONF" --targets 600:-6 --create -r "$RING2"
+e2e_log "refusals ok"
+
+# 8. tap --timeout: nothing arrives -> exit 3.
+"$CHIRP_TAP" -r "$RING" --create --geometry 1,1,16 --format cf32 -n 1 --drain --timeout 0.5 >tap.log 2>&1
+rc=$?
+[ $rc -eq 3 ] || { cat tap.log; e2e_fail "timeout exit $rc, want 3"; }
+grep -q "timeout: 0 of 1 CPIs" tap.log || e2e_fail "timeout message: $(cat tap.log)"
+
+e2e_pass
