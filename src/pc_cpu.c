@@ -3,24 +3,31 @@
  * (implements pc_backend.h; the reference the CUDA backend is tested
  * against).
  *
- * Per CPI, rows are processed in blocks of block_rows rows that fit in the
- * L2 cache (CHIRP_PC_BLOCK_KIB, default 256 KiB per thread): load + convert
- * + zero-pad the block into one work buffer, batched forward FFT over the
- * block, multiply by the filter, batched inverse FFT, write gates 0..R-1 in
- * the output mode. Doing the five passes on a cache-sized block instead of
+ * Per CPI, rows are processed in blocks of block_rows rows whose work
+ * buffer fits in the L2 cache (CHIRP_PC_BLOCK_KIB, default 256 KiB): load +
+ * convert + zero-pad the block, one batched forward FFT over the block,
+ * multiply by the filter, one batched inverse FFT, write gates 0..R-1 in the
+ * output mode. Running the five passes on a cache-sized block instead of on
  * the whole CPI keeps memory traffic at one read of the input and one write
- * of the output. The batched plans (one for a full block, one for the
- * remainder) and the work buffer are made once in create; submit/poll
- * allocate nothing.
+ * of the output.
+ *
+ * Threads: cpu_threads = T runs T-1 worker threads made at create plus the
+ * caller's thread. Each owns a work buffer; all share the two batched plans
+ * (one for a full block, one for the remainder) through the new-array
+ * execute functions, which FFTW documents as thread-safe. Blocks are handed
+ * out by an atomic counter, so a thread slowed by other load simply takes
+ * fewer blocks. Every pass (convert, FFT, multiply, store) is parallel, which
+ * fftwf_plan_with_nthreads would not give. Workers are created with all
+ * signals blocked (the daemon takes signals through a signalfd) and inherit
+ * the creator's CPU affinity and scheduling policy.
+ *
+ * No allocation after create: buffers, plans and threads are made there.
  *
  * Planning: FFTW_ESTIMATE by default (create stays fast: tests, reloads);
  * FFTW_MEASURE when the environment has CHIRP_FFTW_MEASURE=1 (the benchmark
- * sets it) — better plans, but create then takes up to seconds. The FFTW
+ * sets it): better plans, but create takes up to a few seconds. The FFTW
  * planner is not thread-safe, so every plan/destroy call in this process
- * goes through fftw_lock; fftwf_init_threads runs once (pthread_once).
- * cpu_threads > 1 plans with fftwf_plan_with_nthreads: FFTW splits each
- * block's rows between threads; the convert/multiply/store passes stay on
- * the calling thread.
+ * goes through fftw_lock.
  *
  * Fault injection (pc_inject_fault) is compiled in unless built with
  * -DCHIRP_NO_FAULT_INJECT: the next submit then fails with -EIO as a device
@@ -34,7 +41,9 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,26 +54,43 @@
 #define CHIRP_FAULT_INJECT 1
 #endif
 
+/* Serializes the FFTW planner (plan creation and destruction) process-wide. */
 static pthread_mutex_t fftw_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fftw_once = PTHREAD_ONCE_INIT;
-static int fftw_threads_ok;
 
-static void fftw_threads_init(void)
-{
-	fftw_threads_ok = fftwf_init_threads() != 0;
-}
+struct cpu_be;
+
+struct cpu_worker {
+	struct cpu_be *b;
+	pthread_t th;
+	bool started;
+	fftwf_complex *work;         /* block_rows * dist                   */
+};
 
 struct cpu_be {
 	size_t R, L, rows, nfft;
 	size_t dist;                 /* complex samples between rows in work */
+	size_t in_row, out_row;      /* bytes of one input / output row     */
 	enum pc_format fmt;
 	enum pc_output mode;
 	int threads;
-	size_t block_rows;
-	fftwf_complex *work;         /* block_rows * dist                   */
-	fftwf_complex *filt;         /* nfft                                */
+	size_t block_rows, nblocks;
+	float *fc, *fd;              /* filter as (c, c), (-d, d): 2*nfft   */
 	fftwf_plan fwd, inv;         /* block_rows rows                     */
 	fftwf_plan fwd_tail, inv_tail; /* rows % block_rows rows, or NULL   */
+	struct cpu_worker *w;        /* threads entries; w[0] is the caller */
+
+	/* Job hand-off to the workers: generation counter under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t go, idle;
+	bool sync_ok;                /* lock/go/idle initialized            */
+	uint64_t gen;                /* bumped per CPI                      */
+	bool quit;
+	int busy;                    /* workers still on this CPI           */
+	const void *job_in;
+	void *job_out;
+	atomic_size_t next_block;
+	atomic_uint nonfinite;
+
 	bool pending;                /* depth 1: one finished CPI to report */
 	struct pc_done done;
 	bool fault_armed;
@@ -96,23 +122,112 @@ static size_t env_size(const char *name, size_t dflt)
 		return dflt;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || *end || v == 0)
+	if (errno || *end || v == 0 || v > (1ull << 30))
 		return dflt;
 	return (size_t)v;
 }
 
-/* Plan howmany rows in place on b->work, under fftw_lock. NULL on failure. */
-static fftwf_plan plan_rows(struct cpu_be *b, size_t howmany, int sign)
+/*
+ * The per-sample loops below are written for the vectorizer: GCC builds
+ * them at -O3 twice (AVX2 and baseline x86-64) and picks one at load time
+ * (target_clones/ifunc), so one binary runs everywhere and uses AVX2 where
+ * it exists. Other compilers, and sanitizer builds (an instrumented ifunc
+ * resolver runs before the TSan runtime is up and crashes), get the plain
+ * loops.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define PC_HOT __attribute__((optimize("O3"), target_clones("avx2", "default")))
+#else
+#define PC_HOT
+#endif
+
+/*
+ * Load row x (R samples) into w, zero-padded to nfft. Returns 1 if x holds
+ * a NaN or Inf: a float is non-finite exactly when its exponent bits are
+ * all ones, i.e. (bits & 0x7fffffff) >= 0x7f800000; the max-reduction over
+ * the bit patterns vectorizes, a float compare chain would not.
+ */
+PC_HOT
+static int load_cf32(const float *restrict x, float *restrict w, size_t R, size_t nfft)
+{
+	uint32_t mx = 0;
+
+	memcpy(w, x, R * 2 * sizeof(float));
+	const uint32_t *u = (const uint32_t *)(void *)w;   /* fftwf_malloc'd: aligned */
+	for (size_t i = 0; i < 2 * R; i++) {
+		uint32_t a = u[i] & 0x7fffffffu;
+
+		mx = a > mx ? a : mx;
+	}
+	memset(w + 2 * R, 0, (nfft - R) * 2 * sizeof(float));
+	return mx >= 0x7f800000u;
+}
+
+PC_HOT
+static void load_sc16(const int16_t *restrict x, float *restrict w, size_t R, size_t nfft)
+{
+	const float scale = 1.0f / 32768.0f;
+
+	for (size_t i = 0; i < 2 * R; i++)
+		w[i] = (float)x[i] * scale;
+	memset(w + 2 * R, 0, (nfft - R) * 2 * sizeof(float));
+}
+
+/*
+ * w *= filt, complex. fc holds (c, c) and fd (-d, d) per bin, so the
+ * product is w * fc + swap(w) * fd: two multiply-adds per float with one
+ * in-register swap, no horizontal shuffles of the filter.
+ */
+PC_HOT
+static void mul_filt(float *restrict w, const float *restrict fc,
+		     const float *restrict fd, size_t nfft)
+{
+	for (size_t i = 0; i < 2 * nfft; i += 2) {
+		float a = w[i], b = w[i + 1];
+
+		w[i] = a * fc[i] + b * fd[i];
+		w[i + 1] = b * fc[i + 1] + a * fd[i + 1];
+	}
+}
+
+PC_HOT
+static void store_mag(const float *restrict w, float *restrict y, size_t R)
+{
+	for (size_t i = 0; i < R; i++) {
+		float re = w[2 * i], im = w[2 * i + 1];
+
+		y[i] = sqrtf(re * re + im * im);
+	}
+	/* |y| > ~1.8e19 overflows re^2+im^2: redo those few exactly */
+	for (size_t i = 0; i < R; i++)
+		if (y[i] > FLT_MAX)
+			y[i] = hypotf(w[2 * i], w[2 * i + 1]);
+}
+
+PC_HOT
+static void store_db(const float *restrict w, float *restrict y, size_t R)
+{
+	for (size_t i = 0; i < R; i++) {
+		float re = w[2 * i], im = w[2 * i + 1];
+		float p = re * re + im * im;
+
+		y[i] = p < PC_POWER_FLOOR ? PC_POWER_FLOOR : p;
+	}
+	for (size_t i = 0; i < R; i++)
+		y[i] = 10.0f * log10f(y[i]);
+}
+
+/* Plan howmany rows in place on work, under fftw_lock. NULL on failure. */
+static fftwf_plan plan_rows(struct cpu_be *b, fftwf_complex *work, size_t howmany, int sign)
 {
 	int n = (int)b->nfft;
 	fftwf_plan p;
 
 	pthread_mutex_lock(&fftw_lock);
-	if (fftw_threads_ok)
-		fftwf_plan_with_nthreads(b->threads);
 	p = fftwf_plan_many_dft(1, &n, (int)howmany,
-				b->work, NULL, 1, (int)b->dist,
-				b->work, NULL, 1, (int)b->dist,
+				work, NULL, 1, (int)b->dist,
+				work, NULL, 1, (int)b->dist,
 				sign, b->measure ? FFTW_MEASURE : FFTW_ESTIMATE);
 	pthread_mutex_unlock(&fftw_lock);
 	return p;
@@ -127,30 +242,141 @@ static void destroy_plan(fftwf_plan p)
 	pthread_mutex_unlock(&fftw_lock);
 }
 
+/* Rows [r0, r0+nr) through work; returns how many rows held NaN/Inf. */
+static uint32_t process_block(struct cpu_be *b, fftwf_complex *work,
+			      const void *in, void *out, size_t r0, size_t nr)
+{
+	bool tail = nr != b->block_rows;
+	uint32_t nonfinite = 0;
+
+	for (size_t i = 0; i < nr; i++) {
+		const char *x = (const char *)in + (r0 + i) * b->in_row;
+		float *w = (float *)(work + i * b->dist);
+
+		if (b->fmt == PC_FMT_CF32)
+			nonfinite += (uint32_t)load_cf32((const float *)x, w, b->R, b->nfft);
+		else
+			load_sc16((const int16_t *)x, w, b->R, b->nfft);
+	}
+	fftwf_execute_dft(tail ? b->fwd_tail : b->fwd, work, work);
+	for (size_t i = 0; i < nr; i++)
+		mul_filt((float *)(work + i * b->dist), b->fc, b->fd, b->nfft);
+	fftwf_execute_dft(tail ? b->inv_tail : b->inv, work, work);
+	for (size_t i = 0; i < nr; i++) {
+		const float *w = (const float *)(work + i * b->dist);
+		char *y = (char *)out + (r0 + i) * b->out_row;
+
+		switch (b->mode) {
+		case PC_OUT_COMPLEX:
+			memcpy(y, w, b->out_row);
+			break;
+		case PC_OUT_MAGNITUDE:
+			store_mag(w, (float *)y, b->R);
+			break;
+		case PC_OUT_POWER_DB:
+			store_db(w, (float *)y, b->R);
+			break;
+		}
+	}
+	return nonfinite;
+}
+
+/* Take blocks from the shared counter until none is left. */
+static void run_blocks(struct cpu_be *b, struct cpu_worker *w, const void *in, void *out)
+{
+	uint32_t nonfinite = 0;
+
+	for (;;) {
+		size_t k = atomic_fetch_add_explicit(&b->next_block, 1, memory_order_relaxed);
+		size_t r0, nr;
+
+		if (k >= b->nblocks)
+			break;
+		r0 = k * b->block_rows;
+		nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
+		nonfinite += process_block(b, w->work, in, out, r0, nr);
+	}
+	if (nonfinite)
+		atomic_fetch_add_explicit(&b->nonfinite, nonfinite, memory_order_relaxed);
+}
+
+/*
+ * Worker loop. The hand-off is a generation counter under b->lock: a new
+ * gen means a new CPI (job_in/job_out are read under the lock, so the
+ * mutex orders them); finishing decrements busy and the last one signals
+ * idle. The unlock/lock pairs also order the output writes before the
+ * caller's return from submit.
+ */
+static void *worker_main(void *arg)
+{
+	struct cpu_worker *w = arg;
+	struct cpu_be *b = w->b;
+	uint64_t seen = 0;
+
+	pthread_mutex_lock(&b->lock);
+	for (;;) {
+		while (!b->quit && b->gen == seen)
+			pthread_cond_wait(&b->go, &b->lock);
+		if (b->quit)
+			break;
+		seen = b->gen;
+		const void *in = b->job_in;
+		void *out = b->job_out;
+		pthread_mutex_unlock(&b->lock);
+		run_blocks(b, w, in, out);
+		pthread_mutex_lock(&b->lock);
+		if (--b->busy == 0)
+			pthread_cond_signal(&b->idle);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
+}
+
 static void cpu_destroy(void *be)
 {
 	struct cpu_be *b = be;
 
 	if (!b)
 		return;
+	if (b->w && b->sync_ok) {
+		pthread_mutex_lock(&b->lock);
+		b->quit = true;
+		pthread_cond_broadcast(&b->go);
+		pthread_mutex_unlock(&b->lock);
+		for (int t = 1; t < b->threads; t++)
+			if (b->w[t].started)
+				pthread_join(b->w[t].th, NULL);
+	}
+	if (b->sync_ok) {
+		pthread_cond_destroy(&b->go);
+		pthread_cond_destroy(&b->idle);
+		pthread_mutex_destroy(&b->lock);
+	}
 	destroy_plan(b->fwd);
 	destroy_plan(b->inv);
 	destroy_plan(b->fwd_tail);
 	destroy_plan(b->inv_tail);
-	fftwf_free(b->work);
-	fftwf_free(b->filt);
+	if (b->w)
+		for (int t = 0; t < b->threads; t++)
+			fftwf_free(b->w[t].work);
+	free(b->w);
+	fftwf_free(b->fc);
+	fftwf_free(b->fd);
 	free(b);
 }
 
 static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 {
 	struct cpu_be *b;
-	size_t row_bytes, target, tail;
+	size_t row_bytes, tail;
+	sigset_t all, old;
 	const char *m;
+	int rc;
 
-	if (s->nfft < s->samples + s->ref_len - 1 || s->nfft > INT_MAX || s->rows < 1) {
-		seterr(err, errlen, "cpu: invalid setup (nfft %zu, R %u, L %zu, rows %zu)",
-		       s->nfft, s->samples, s->ref_len, s->rows);
+	if (s->nfft < s->samples + s->ref_len - 1 || s->nfft > INT_MAX || s->rows < 1 ||
+	    s->cpu_threads < 1 || s->cpu_threads > 1024) {
+		seterr(err, errlen, "cpu: invalid setup (nfft %zu, R %u, L %zu, rows %zu, threads %d)",
+		       s->nfft, s->samples, s->ref_len, s->rows, s->cpu_threads);
 		return NULL;
 	}
 	b = calloc(1, sizeof(*b));
@@ -164,42 +390,50 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	b->nfft = s->nfft;
 	b->fmt = s->in_format;
 	b->mode = s->out_mode;
-	b->threads = s->cpu_threads > 0 ? s->cpu_threads : 1;
+	b->in_row = b->R * pc_format_sample_bytes(b->fmt);
+	b->out_row = b->R * pc_output_sample_bytes(b->mode);
+	b->threads = s->cpu_threads;
 	m = getenv("CHIRP_FFTW_MEASURE");
 	b->measure = m && strcmp(m, "1") == 0;
 	/* Rows start on 64-byte boundaries so every row is SIMD-aligned. */
 	b->dist = (b->nfft + 7) & ~(size_t)7;
-
-	pthread_once(&fftw_once, fftw_threads_init);
-	if (b->threads > 1 && !fftw_threads_ok) {
-		seterr(err, errlen, "cpu: fftwf_init_threads failed: cannot use cpu_threads %d", b->threads);
+	if (b->dist > INT_MAX) {
+		seterr(err, errlen, "cpu: nfft %zu too large for FFTW's int sizes", b->nfft);
 		goto fail;
 	}
 
-	/* Block: as many rows as fit in target bytes (at least one row). */
+	/* Block: as many rows as fit in the target bytes, at least one. */
 	row_bytes = b->dist * sizeof(fftwf_complex);
-	target = env_size("CHIRP_PC_BLOCK_KIB", 256) * 1024 * (size_t)b->threads;
-	b->block_rows = target / row_bytes;
+	b->block_rows = env_size("CHIRP_PC_BLOCK_KIB", 256) * 1024 / row_bytes;
 	if (b->block_rows < 1)
 		b->block_rows = 1;
-	if (b->block_rows > (size_t)b->threads && b->threads > 1)
-		b->block_rows -= b->block_rows % (size_t)b->threads; /* even split */
-	if (b->block_rows > b->rows)
-		b->block_rows = b->rows;
-	if (b->block_rows > INT_MAX / b->dist)
-		b->block_rows = INT_MAX / b->dist;
+	/* Enough blocks that every thread gets work. */
+	if (b->block_rows * (size_t)b->threads > b->rows)
+		b->block_rows = (b->rows + b->threads - 1) / b->threads;
+	if (b->block_rows > (size_t)INT_MAX / b->dist)
+		b->block_rows = (size_t)INT_MAX / b->dist;
+	b->nblocks = (b->rows + b->block_rows - 1) / b->block_rows;
 
-	b->work = fftwf_malloc(b->block_rows * row_bytes);
-	b->filt = fftwf_malloc(b->nfft * sizeof(fftwf_complex));
-	if (!b->work || !b->filt) {
-		seterr(err, errlen, "cpu: out of memory for a %zu x %zu work buffer",
-		       b->block_rows, b->dist);
-		goto fail;
+	b->w = calloc((size_t)b->threads, sizeof(*b->w));
+	b->fc = fftwf_malloc(b->nfft * 2 * sizeof(float));
+	b->fd = fftwf_malloc(b->nfft * 2 * sizeof(float));
+	if (!b->w || !b->fc || !b->fd)
+		goto nomem;
+	for (int t = 0; t < b->threads; t++) {
+		b->w[t].b = b;
+		b->w[t].work = fftwf_malloc(b->block_rows * row_bytes);
+		if (!b->w[t].work)
+			goto nomem;
 	}
-	memcpy(b->filt, s->filt, b->nfft * sizeof(fftwf_complex));
+	for (size_t f = 0; f < b->nfft; f++) {
+		b->fc[2 * f] = b->fc[2 * f + 1] = s->filt[2 * f];
+		b->fd[2 * f] = -s->filt[2 * f + 1];
+		b->fd[2 * f + 1] = s->filt[2 * f + 1];
+	}
 
-	b->fwd = plan_rows(b, b->block_rows, FFTW_FORWARD);
-	b->inv = plan_rows(b, b->block_rows, FFTW_BACKWARD);
+	/* FFTW_MEASURE scribbles on the array it plans with: plan on w[0]. */
+	b->fwd = plan_rows(b, b->w[0].work, b->block_rows, FFTW_FORWARD);
+	b->inv = plan_rows(b, b->w[0].work, b->block_rows, FFTW_BACKWARD);
 	if (!b->fwd || !b->inv) {
 		seterr(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
 		       b->nfft, b->block_rows);
@@ -207,15 +441,45 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	}
 	tail = b->rows % b->block_rows;
 	if (tail) {
-		b->fwd_tail = plan_rows(b, tail, FFTW_FORWARD);
-		b->inv_tail = plan_rows(b, tail, FFTW_BACKWARD);
+		b->fwd_tail = plan_rows(b, b->w[0].work, tail, FFTW_FORWARD);
+		b->inv_tail = plan_rows(b, b->w[0].work, tail, FFTW_BACKWARD);
 		if (!b->fwd_tail || !b->inv_tail) {
 			seterr(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
 			       b->nfft, tail);
 			goto fail;
 		}
 	}
+
+	if (pthread_mutex_init(&b->lock, NULL) != 0)
+		goto nomem;
+	if (pthread_cond_init(&b->go, NULL) != 0) {
+		pthread_mutex_destroy(&b->lock);
+		goto nomem;
+	}
+	if (pthread_cond_init(&b->idle, NULL) != 0) {
+		pthread_cond_destroy(&b->go);
+		pthread_mutex_destroy(&b->lock);
+		goto nomem;
+	}
+	b->sync_ok = true;
+	/* Workers start with every signal blocked; the caller's mask is restored. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int t = 1; t < b->threads; t++) {
+		rc = pthread_create(&b->w[t].th, NULL, worker_main, &b->w[t]);
+		if (rc != 0) {
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			seterr(err, errlen, "cpu: pthread_create for worker %d of %d: %s",
+			       t, b->threads - 1, strerror(rc));
+			goto fail;
+		}
+		b->w[t].started = true;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return b;
+nomem:
+	seterr(err, errlen, "cpu: out of memory for %d x %zu rows of %zu-point buffers",
+	       b->threads, b->block_rows, b->dist);
 fail:
 	cpu_destroy(b);
 	return NULL;
@@ -226,8 +490,8 @@ static void cpu_info(void *be, struct pc_info *info)
 	struct cpu_be *b = be;
 
 	info->depth = 1;
-	snprintf(info->device, sizeof(info->device), "cpu (fftw3f, %d thread%s, %s)",
-		 b->threads, b->threads == 1 ? "" : "s", b->measure ? "measured plans" : "estimated plans");
+	snprintf(info->device, sizeof(info->device), "cpu (fftw3f, %d thread%s, %s plans)",
+		 b->threads, b->threads == 1 ? "" : "s", b->measure ? "measured" : "estimated");
 	snprintf(info->staging, sizeof(info->staging), "none");
 	info->numa_node = -1;
 }
@@ -241,73 +505,9 @@ static void cpu_unregister_host(void *be, void *base)
 {
 }
 
-/*
- * Load row x (R samples) into w, zero-padded to nfft. Returns 1 if x holds
- * a NaN or Inf. !(|v| <= FLT_MAX) is true exactly for NaN and +-Inf, and
- * the or-reduction vectorizes.
- */
-static int load_cf32(const float *restrict x, float *restrict w, size_t R, size_t nfft)
-{
-	int bad = 0;
-
-	for (size_t i = 0; i < 2 * R; i++) {
-		float v = x[i];
-
-		w[i] = v;
-		bad |= !(fabsf(v) <= FLT_MAX);
-	}
-	memset(w + 2 * R, 0, (nfft - R) * 2 * sizeof(float));
-	return bad;
-}
-
-static void load_sc16(const int16_t *restrict x, float *restrict w, size_t R, size_t nfft)
-{
-	const float scale = 1.0f / 32768.0f;
-
-	for (size_t i = 0; i < 2 * R; i++)
-		w[i] = (float)x[i] * scale;
-	memset(w + 2 * R, 0, (nfft - R) * 2 * sizeof(float));
-}
-
-static void mul_filt(float *restrict w, const float *restrict f, size_t nfft)
-{
-	for (size_t i = 0; i < nfft; i++) {
-		float a = w[2 * i], bq = w[2 * i + 1], c = f[2 * i], d = f[2 * i + 1];
-
-		w[2 * i] = a * c - bq * d;
-		w[2 * i + 1] = a * d + bq * c;
-	}
-}
-
-static void store_mag(const float *restrict w, float *restrict y, size_t R)
-{
-	for (size_t i = 0; i < R; i++) {
-		float re = w[2 * i], im = w[2 * i + 1];
-		float p = re * re + im * im;
-
-		/* hypotf only where re^2+im^2 overflows (|y| > ~1.8e19) */
-		y[i] = p <= FLT_MAX ? sqrtf(p) : hypotf(re, im);
-	}
-}
-
-static void store_db(const float *restrict w, float *restrict y, size_t R)
-{
-	for (size_t i = 0; i < R; i++) {
-		float re = w[2 * i], im = w[2 * i + 1];
-		float p = re * re + im * im;
-
-		if (p < PC_POWER_FLOOR)
-			p = PC_POWER_FLOOR;
-		y[i] = 10.0f * log10f(p);
-	}
-}
-
 static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 {
 	struct cpu_be *b = be;
-	size_t in_row = b->R * pc_format_sample_bytes(b->fmt);
-	size_t out_row = b->R * pc_output_sample_bytes(b->mode);
-	uint32_t nonfinite = 0;
 
 	if (b->pending)
 		return -EAGAIN;
@@ -318,43 +518,27 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 		return -EIO;
 	}
 #endif
-	for (size_t r0 = 0; r0 < b->rows; r0 += b->block_rows) {
-		size_t nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
-		bool tail = nr != b->block_rows;
-
-		for (size_t i = 0; i < nr; i++) {
-			const char *x = (const char *)in + (r0 + i) * in_row;
-			float *w = (float *)(b->work + i * b->dist);
-
-			if (b->fmt == PC_FMT_CF32)
-				nonfinite += (uint32_t)load_cf32((const float *)x, w, b->R, b->nfft);
-			else
-				load_sc16((const int16_t *)x, w, b->R, b->nfft);
-		}
-		fftwf_execute(tail ? b->fwd_tail : b->fwd);
-		for (size_t i = 0; i < nr; i++)
-			mul_filt((float *)(b->work + i * b->dist), (const float *)b->filt, b->nfft);
-		fftwf_execute(tail ? b->inv_tail : b->inv);
-		for (size_t i = 0; i < nr; i++) {
-			const float *w = (const float *)(b->work + i * b->dist);
-			char *y = (char *)out + (r0 + i) * out_row;
-
-			switch (b->mode) {
-			case PC_OUT_COMPLEX:
-				memcpy(y, w, out_row);
-				break;
-			case PC_OUT_MAGNITUDE:
-				store_mag(w, (float *)y, b->R);
-				break;
-			case PC_OUT_POWER_DB:
-				store_db(w, (float *)y, b->R);
-				break;
-			}
-		}
+	atomic_store_explicit(&b->next_block, 0, memory_order_relaxed);
+	atomic_store_explicit(&b->nonfinite, 0, memory_order_relaxed);
+	if (b->threads > 1) {
+		pthread_mutex_lock(&b->lock);
+		b->job_in = in;
+		b->job_out = out;
+		b->busy = b->threads - 1;
+		b->gen++;
+		pthread_cond_broadcast(&b->go);
+		pthread_mutex_unlock(&b->lock);
+	}
+	run_blocks(b, &b->w[0], in, out);
+	if (b->threads > 1) {
+		pthread_mutex_lock(&b->lock);
+		while (b->busy > 0)
+			pthread_cond_wait(&b->idle, &b->lock);
+		pthread_mutex_unlock(&b->lock);
 	}
 	b->done.tag = tag;
 	b->done.flags = PC_DONE_INPUT | PC_DONE_OUTPUT;
-	b->done.nonfinite_rows = nonfinite;
+	b->done.nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
 	b->pending = true;
 	return 0;
 }
