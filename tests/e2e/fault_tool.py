@@ -20,6 +20,8 @@ Subcommands (each exits 0 on success, 1 with a reason on stderr otherwise):
                         offsets after the magic; indices = random values in
                         the producer/consumer index lines; descs = random
                         bytes over the slot descriptors.
+  ringstat SHM          print a ring's counters read from its shared header
+                        (committed, overruns, released, skipped, queued, epoch).
   nanfile PATH C P R N  write N raw cf32 CPIs (C x P x R) of small noise,
                         where CPI k (k odd) holds NaN and +Inf in some rows;
                         prints the number of CPIs and rows with non-finite
@@ -227,8 +229,8 @@ def cmd_corrupt(shm, mode, seed):
                 off = rng.randrange(8, 128)
                 hdr[off] = rng.getrandbits(8)
         elif mode == "indices":
-            # lines 1 and 2 (128..383): prod, next_seq, flags, cons, taken, ...
-            for off in (128, 136, 256, 264):
+            # producer line (256: prod, next_seq) and consumer line (384: cons, taken)
+            for off in (256, 264, 384, 392):
                 struct.pack_into("<Q", hdr, off, rng.getrandbits(64))
         elif mode == "descs":
             f.seek(4096)
@@ -246,6 +248,29 @@ def cmd_corrupt(shm, mode, seed):
         f.write(hdr)
         f.flush()
     print("corrupt: %s header mode %s (seed %d)" % (path, mode, seed))
+
+
+# Offsets in struct ring_hdr (src/ring_private.h, ABI version 1).
+HDR = {"magic": 0, "abi": 8, "epoch": 16, "slots": 64, "state": 104, "pos_base": 120,
+       "seq_base": 128, "prod": 256, "next_seq": 264, "cons": 384, "taken": 392,
+       "released": 400, "skipped": 408}
+
+
+def cmd_ringstat(shm):
+    """Print the ring's derived counters, read directly from shared memory:
+    committed = prod - pos_base, overruns = next_seq - seq_base - committed
+    (the same derivation as ring.c), released, skipped, and prod - cons."""
+    path = shm if shm.startswith("/dev/shm/") else "/dev/shm/" + shm.lstrip("/")
+    with open(path, "rb") as f:
+        h = f.read(4096)
+    q = lambda k: struct.unpack_from("<Q", h, HDR[k])[0]
+    if q("magic") != 0x474e525052494843:
+        die("%s: not a chirp ring (magic %#x)" % (path, q("magic")))
+    committed = (q("prod") - q("pos_base")) % 2**64
+    overruns = (q("next_seq") - q("seq_base") - committed) % 2**64
+    print("committed=%d overruns=%d released=%d skipped=%d queued=%d epoch=%d" %
+          (committed, overruns, q("released"), q("skipped"),
+           (q("prod") - q("cons")) % 2**64, q("epoch")))
 
 
 def cmd_nanfile(path, c, p, r, n):
@@ -277,6 +302,8 @@ def main(argv):
         cmd_half(argv[2], int(argv[3]), float(argv[4]))
     elif cmd == "corrupt":
         cmd_corrupt(argv[2], argv[3], int(argv[4]))
+    elif cmd == "ringstat":
+        cmd_ringstat(argv[2])
     elif cmd == "nanfile":
         cmd_nanfile(argv[2], *(int(a) for a in argv[3:7]))
     else:

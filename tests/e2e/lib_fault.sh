@@ -151,3 +151,10 @@ fault_rand() {
 if [ -n "${FAULT_RANDOM_SEED:-}" ]; then
 	RANDOM=$FAULT_RANDOM_SEED
 fi
+
+# fault_ring_field RING FIELD — committed, overruns, released, skipped,
+# queued or epoch of a ring, read from its shared header by fault_tool.py
+# (independent of chirpd's own counters).
+fault_ring_field() {
+	"$PY" "$FAULT_TOOL" ringstat "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
