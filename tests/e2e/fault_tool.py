@@ -23,9 +23,10 @@ Subcommands (each exits 0 on success, 1 with a reason on stderr otherwise):
   ringstat SHM          print a ring's counters read from its shared header
                         (committed, overruns, released, skipped, queued, epoch).
   nanfile PATH C P R N  write N raw cf32 CPIs (C x P x R) of small noise,
-                        where CPI k (k odd) holds NaN and +Inf in some rows;
+                        (see cmd_nanfile: clean, 2 poisoned rows, all NaN);
                         prints the number of CPIs and rows with non-finite
                         values (CPIS ROWS).
+  nancheck PATH C P R N check chirpd's complex results for that input.
 """
 import json
 import os
@@ -274,20 +275,70 @@ def cmd_ringstat(shm):
 
 
 def cmd_nanfile(path, c, p, r, n):
+    """CPI k: k even = the same clean CPI A (small noise); k % 4 == 1 = A with
+    NaN at [0][0][5] and +Inf (imaginary) at [C-1][P-1][R-1] (2 bad rows, or 1
+    if C*P == 1); k % 4 == 3 = all NaN. Prints "CPIS ROWS" with non-finite input."""
     import numpy as np
     rng = np.random.default_rng(7)
+    a = ((rng.standard_normal((c, p, r)) + 1j * rng.standard_normal((c, p, r))) * 0.01).astype(np.complex64)
     cpis = rows = 0
     with open(path, "wb") as f:
         for k in range(n):
-            x = (rng.standard_normal((c, p, r)) + 1j * rng.standard_normal((c, p, r))) * 0.01
-            x = x.astype(np.complex64)
-            if k % 2 == 1:
+            x = a.copy()
+            if k % 4 == 1:
                 x[0, 0, 5] = complex(float("nan"), 0)
                 x[c - 1, p - 1, r - 1] = complex(0, float("inf"))
                 cpis += 1
-                rows += 2 if (c > 1 or p > 1) else 1
+                rows += 2 if c * p > 1 else 1
+            elif k % 4 == 3:
+                x[:] = complex(float("nan"), float("nan"))
+                cpis += 1
+                rows += c * p
             f.write(x.tobytes())
     print(cpis, rows)
+
+
+def cmd_nancheck(path, c, p, r, n):
+    """Check chirpd's complex results for a nanfile input (tap --out PATH):
+    every clean CPI (k even) is finite and identical to the first; in a
+    partly poisoned CPI (k % 4 == 1) only the two poisoned rows are
+    non-finite and every other row equals the clean result's row; an all-NaN
+    CPI (k % 4 == 3) holds no finite garbage that could pass for data. So NaN
+    never leaks into other rows or later CPIs."""
+    import numpy as np
+    y = np.fromfile(path, dtype=np.complex64)
+    if y.size != n * c * p * r:
+        die("%s: %d samples, expected %d CPIs of %d" % (path, y.size, n, c * p * r))
+    y = y.reshape(n, c * p, r)
+    ref = y[0]
+    if not np.all(np.isfinite(ref)):
+        die("clean CPI 0 has non-finite output")
+    scale = np.max(np.abs(ref))
+    tol = 1e-5 * scale
+    bad_rows = {0, c * p - 1}
+    for k in range(n):
+        fin = np.isfinite(y[k]).all(axis=1)
+        if k % 4 in (0, 2):
+            if not fin.all():
+                die("clean CPI %d (after poisoned ones) has non-finite rows %s" % (k, np.where(~fin)[0][:5]))
+            err = np.max(np.abs(y[k] - ref))
+            if err > tol:
+                die("clean CPI %d differs from CPI 0 by %g (tolerance %g)" % (k, err, tol))
+        elif k % 4 == 1:
+            for row in range(c * p):
+                if row in bad_rows:
+                    if fin[row]:
+                        die("CPI %d row %d: poisoned input row has a finite output" % (k, row))
+                else:
+                    if not fin[row]:
+                        die("CPI %d row %d: NaN leaked into a clean row" % (k, row))
+                    err = np.max(np.abs(y[k][row] - ref[row]))
+                    if err > tol:
+                        die("CPI %d row %d differs from the clean row by %g" % (k, row, err))
+        else:
+            if fin.any():
+                die("all-NaN CPI %d has finite rows %s" % (k, np.where(fin)[0][:5]))
+    print("nancheck: %d CPIs ok: NaN/Inf confined to its rows" % n)
 
 
 def main(argv):
@@ -306,6 +357,8 @@ def main(argv):
         cmd_ringstat(argv[2])
     elif cmd == "nanfile":
         cmd_nanfile(argv[2], *(int(a) for a in argv[3:7]))
+    elif cmd == "nancheck":
+        cmd_nancheck(argv[2], *(int(a) for a in argv[3:7]))
     else:
         die("unknown subcommand " + cmd)
 
