@@ -16,7 +16,8 @@
 # SYSCONFDIR is /etc whatever PREFIX is: chirpd's units and documentation
 # name /etc/chirpd/chirpd.conf.
 
-VERSION     ?= 0.1.0
+# The programs' version (src/chirpd.c CHIRP_VERSION).
+VERSION     ?= $(or $(shell sed -n 's/^[[:punct:]]define CHIRP_VERSION "\(.*\)"/\1/p' src/chirpd.c 2>/dev/null),0.1)
 BINDIR      ?= $(PREFIX)/bin
 LIBDIR      ?= $(PREFIX)/lib
 INCLUDEDIR  ?= $(PREFIX)/include

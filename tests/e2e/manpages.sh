@@ -71,9 +71,17 @@ else
 	echo "note: conf/chirpd.conf missing; key reference not checked"
 fi
 
-# Options: --help against the page. The page's options are its bold
-# "-x"/"--xyz" words (SYNOPSIS and OPTIONS); --help's are every -x/--xyz.
-opts_help() { "$1" --help 2>&1 | grep -oE '(^|[][ (|,])--?[a-zA-Z][a-zA-Z0-9-]*' | grep -oE -- '--?[a-zA-Z][a-zA-Z0-9-]*' | sort -u; }
+# Options: --help against the page. --help's options are the -x/--xyz words
+# of its usage lines ("usage: PROG ..." and the lines continuing it) and of
+# the lines that start with an option; the page's are its bold "-x"/"--xyz"
+# words (SYNOPSIS, OPTIONS).
+opts_help() {
+	"$1" --help 2>&1 | awk -v prog="$(basename "$1")" '
+		/^usage:/ { print; next }
+		$1 == prog { print; next }
+		/^[ \t]*-/ { print }' |
+	grep -oE '(^|[][ (|,])--?[a-zA-Z][a-zA-Z0-9-]*' | grep -oE -- '--?[a-zA-Z][a-zA-Z0-9-]*' | sort -u
+}
 opts_page() { grep -oE '^\.(B|BR|BI|RB) .*' "$1" | sed 's/\\-/-/g' | grep -oE '(^|[ "])--?[a-zA-Z][a-zA-Z0-9-]*' | grep -oE -- '--?[a-zA-Z][a-zA-Z0-9-]*' | sort -u; }
 checked=0
 for b in chirpd chirpctl chirp-feed chirp-tap; do
