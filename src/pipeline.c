@@ -611,6 +611,12 @@ static void *data_thread(void *arg)
 		} else if (pause || stop || swap || p->stale_since) {
 			struct timespec ts = { 0, 1000000 };
 			nanosleep(&ts, NULL);
+			if (!p->stale_since) {
+				/* Paused: the producer's overruns keep counting. */
+				stats_write_begin(p->st);
+				update_overruns(p);
+				stats_write_end(p->st);
+			}
 		} else {
 			ret = chirp_ring_wait(p->cur->in, IDLE_WAIT_NS);
 			if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR && ret != -ESTALE) {

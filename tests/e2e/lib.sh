@@ -272,3 +272,12 @@ print(v)' "$1"
 
 # e2e_json CMD [ARGS] — chirpctl --json CMD, pretty for logs.
 e2e_json() { e2e_ctl --json "$@"; }
+
+# e2e_stat_ge NAME N / e2e_stat_gt NAME N — for e2e_wait (which re-runs its
+# command, so the stat must be read inside it, not expanded by the caller):
+#     e2e_wait 10 e2e_stat_ge cpis_out 100
+e2e_stat_ge() { local v; v=$(e2e_stat "$1") && [ "$v" -ge "$2" ]; }
+e2e_stat_gt() { local v; v=$(e2e_stat "$1") && [ "$v" -gt "$2" ]; }
+
+# e2e_state — the daemon's state from `status` ("running", "paused", ...).
+e2e_state() { e2e_ctl --json status | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["state"])'; }

@@ -1,0 +1,88 @@
+#!/bin/bash
+# daemon_notify.sh — the systemd notify protocol, seen from a test-owned
+# NOTIFY_SOCKET: READY=1, then WATCHDOG=1 pings (WATCHDOG_USEC set), then
+# around a reload RELOADING=1 with MONOTONIC_USEC followed by READY=1, more
+# pings, and STOPPING=1 on SIGTERM, in this order; STATUS= lines carry the
+# one-line summary; a failed reload says so in STATUS.
+. "$(dirname "$0")/lib.sh"
+e2e_init notify
+[ -x "$PY" ] || e2e_skip "$PY not found"
+
+NSOCK=$T/notify.sock
+NLOG=$T/notify.log
+"$PY" - "$NSOCK" "$NLOG" <<'PYEOF' &
+import os, socket, sys, time
+path, log = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(path)
+s.settimeout(0.2)
+with open(log, "w", buffering=1) as f:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            msg = s.recv(4096).decode()
+        except socket.timeout:
+            continue
+        # one line per message: monotonic usec at receipt, then the fields joined by |
+        f.write("%d %s\n" % (time.monotonic_ns() // 1000, msg.replace("\n", "|")))
+        if "STOPPING=1" in msg:
+            time.sleep(0.5)   # a few trailing messages, if any
+            break
+PYEOF
+LISTENER=$!
+e2e_track $LISTENER
+e2e_wait 5 test -S "$NSOCK" || e2e_fail "listener did not bind"
+
+e2e_config
+# WATCHDOG_PID unset: sd_watchdog_enabled() accepts WATCHDOG_USEC for any pid.
+NOTIFY_SOCKET=$NSOCK WATCHDOG_USEC=300000 e2e_start_chirpd
+e2e_wait 5 grep -q READY=1 "$NLOG" || e2e_fail "no READY=1"
+e2e_wait 5 grep -q WATCHDOG=1 "$NLOG" || e2e_fail "no WATCHDOG=1 after READY"
+sleep 0.5
+e2e_ctl reload >/dev/null || e2e_fail "reload failed"
+sleep 0.7
+# a bad reload: keeps running, STATUS names the failure
+cp "$CONF" "$T/good.conf"
+echo "samples = banana" >>"$CONF"   # appended to the last section
+e2e_ctl reload >/dev/null 2>&1 && e2e_fail "bad reload succeeded"
+cp "$T/good.conf" "$CONF"
+e2e_wait 5 grep -q "STATUS=.*last reload failed" "$NLOG" || e2e_fail "STATUS does not report the failed reload"
+sleep 0.5
+e2e_stop_chirpd || e2e_fail "chirpd exited $? on SIGTERM"
+wait $LISTENER 2>/dev/null
+
+echo "--- notify log"
+cut -c1-160 "$NLOG"
+"$PY" - "$NLOG" <<'PYEOF' || e2e_fail "notify sequence wrong"
+import sys
+events = []
+for line in open(sys.argv[1]):
+    t, msg = line.rstrip("\n").split(" ", 1)
+    fields = dict(kv.split("=", 1) for kv in msg.split("|") if "=" in kv)
+    events.append((int(t), fields))
+def idx(pred, start=0):
+    for i in range(start, len(events)):
+        if pred(events[i][1]):
+            return i
+    sys.exit("missing event after %d" % start)
+ready = idx(lambda f: f.get("READY") == "1")
+wd1 = idx(lambda f: f.get("WATCHDOG") == "1", ready)
+rel = idx(lambda f: f.get("RELOADING") == "1", wd1)
+f = events[rel][1]
+assert "MONOTONIC_USEC" in f, "RELOADING=1 without MONOTONIC_USEC"
+mu = int(f["MONOTONIC_USEC"])
+assert abs(mu - events[rel][0]) < 5_000_000, "MONOTONIC_USEC %d far from CLOCK_MONOTONIC %d" % (mu, events[rel][0])
+ready2 = idx(lambda f: f.get("READY") == "1", rel + 1)
+wd2 = idx(lambda f: f.get("WATCHDOG") == "1", ready2)
+stop = idx(lambda f: f.get("STOPPING") == "1", wd2)
+# nothing but STATUS after STOPPING: no more pings, no READY
+assert not any(e[1].get("WATCHDOG") or e[1].get("READY") for e in events[stop + 1:]), "pings after STOPPING"
+# pings are spaced about WATCHDOG_USEC/2 (150 ms) apart, never later than WATCHDOG_USEC
+pings = [t for t, f in events if f.get("WATCHDOG") == "1"]
+gaps = [b - a for a, b in zip(pings, pings[1:])]
+assert max(gaps) < 300_000 * 3, "pings %d us apart" % max(gaps)   # generous bound (loaded CI)
+assert any("STATUS" in f and "CPI/s" in f["STATUS"] for _, f in events), "no summary in STATUS"
+print("order ok: READY %d, WATCHDOG %d, RELOADING %d, READY %d, WATCHDOG %d, STOPPING %d; %d pings"
+      % (ready, wd1, rel, ready2, wd2, stop, len(pings)))
+PYEOF
+e2e_pass
