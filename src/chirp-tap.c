@@ -513,7 +513,7 @@ static void sigmf_global(struct tap *t)
 	else if (t->have_cfg && g->format == out_ring_format(t->cfg.out_mode))
 		snprintf(t->meta.output, sizeof(t->meta.output), "%s", pc_output_name(t->cfg.out_mode));
 	snprintf(t->meta.recorder, sizeof(t->meta.recorder), "chirp-tap");
-	snprintf(t->meta.description, sizeof(t->meta.description), "CPIs from ring %s",
+	snprintf(t->meta.description, sizeof(t->meta.description), "CPIs from ring %.200s",
 		 ring_default(t));
 }
 
