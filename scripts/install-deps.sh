@@ -10,6 +10,7 @@ pkgs=(gcc make pkg-config libc6-dev
       libjansson-dev libmicrohttpd-dev
       clang libclang-rt-dev               # libFuzzer targets, sanitizer runtimes
       curl procps psmisc util-linux       # tests: scrape metrics, pgrep/ps, setpriv
+      strace                              # tests/e2e/systemd_sandbox.sh: system-call audit
       systemd groff-base man-db           # systemd-analyze verify, man page checks
       python3 python3-numpy python3-matplotlib)  # scripts/chirp-plot
 if [ "${1:-}" = "--bench" ]; then
