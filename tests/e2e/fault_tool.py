@@ -21,7 +21,7 @@ Subcommands (each exits 0 on success, 1 with a reason on stderr otherwise):
                         the producer/consumer index lines; descs = random
                         bytes over the slot descriptors.
   ringstat SHM          print a ring's counters read from its shared header
-                        (committed, overruns, released, skipped, queued, epoch).
+                        (committed, overruns, consumed, held, queued, epoch).
   nanfile PATH C P R N  write N raw cf32 CPIs (C x P x R) of small noise,
                         (see cmd_nanfile: clean, 2 poisoned rows, all NaN);
                         prints the number of CPIs and rows with non-finite
@@ -261,20 +261,32 @@ HDR = {"magic": 0, "abi": 8, "epoch": 16, "slots": 64, "state": 104, "pos_base":
 
 
 def cmd_ringstat(shm):
-    """Print the ring's derived counters, read directly from shared memory:
+    """Print the ring's counters, read directly from shared memory:
     committed = prod - pos_base, overruns = next_seq - seq_base - committed
-    (the same derivation as ring.c), released, skipped, and prod - cons."""
+    (the derivation in ring_private.h), consumed = cons - pos_base (positions
+    handed back by the consumer), held = taken - cons, queued = prod - cons.
+    The offsets follow struct ring_hdr; a layout change is caught by the
+    magic/version/state/slots checks below (then update HDR)."""
     path = shm if shm.startswith("/dev/shm/") else "/dev/shm/" + shm.lstrip("/")
     with open(path, "rb") as f:
         h = f.read(4096)
     q = lambda k: struct.unpack_from("<Q", h, HDR[k])[0]
-    if q("magic") != 0x474e525052494843:
-        die("%s: not a chirp ring (magic %#x)" % (path, q("magic")))
-    committed = (q("prod") - q("pos_base")) % 2**64
+    d = lambda k: struct.unpack_from("<I", h, HDR[k])[0]
+    if q("magic") != 0x474e525052494843 or d("abi") != 1:
+        die("%s: not a chirp ring of ABI 1 (magic %#x, version %d)" % (path, q("magic"), d("abi")))
+    slots = d("slots")
+    if d("state") != 0x59444552 or slots < 2 or slots & (slots - 1):
+        die("%s: state %#x slots %d: not READY, or fault_tool.py's header offsets are stale"
+            % (path, d("state"), slots))
+    pb = q("pos_base")
+    committed = (q("prod") - pb) % 2**64
     overruns = (q("next_seq") - q("seq_base") - committed) % 2**64
-    print("committed=%d overruns=%d released=%d skipped=%d queued=%d epoch=%d" %
-          (committed, overruns, q("released"), q("skipped"),
-           (q("prod") - q("cons")) % 2**64, q("epoch")))
+    queued = (q("prod") - q("cons")) % 2**64
+    if queued > slots:
+        die("%s: prod - cons = %d > slots %d: header offsets are stale" % (path, queued, slots))
+    print("committed=%d overruns=%d consumed=%d held=%d queued=%d epoch=%d" %
+          (committed, overruns, (q("cons") - pb) % 2**64, (q("taken") - q("cons")) % 2**64,
+           queued, q("epoch")))
 
 
 def cmd_nanfile(path, c, p, r, n):

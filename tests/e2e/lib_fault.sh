@@ -152,7 +152,7 @@ if [ -n "${FAULT_RANDOM_SEED:-}" ]; then
 	RANDOM=$FAULT_RANDOM_SEED
 fi
 
-# fault_ring_field RING FIELD — committed, overruns, released, skipped,
+# fault_ring_field RING FIELD — committed, overruns, consumed, held,
 # queued or epoch of a ring, read from its shared header by fault_tool.py
 # (independent of chirpd's own counters).
 fault_ring_field() {
