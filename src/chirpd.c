@@ -103,6 +103,8 @@ struct daemon {
 	int exit_code;
 	char *mbuf;                       /* metrics text for the control reply */
 	char last_reload_error[256];
+	int broken;                       /* a failed reload left no rings     */
+	char broken_why[320];
 };
 
 static uint64_t mono_ns(void)
@@ -177,24 +179,23 @@ static void gen_destroy(struct gen *g)
 }
 
 /*
- * Build a generation for cfg. With old (a reload), rings whose geometry is
- * unchanged and an unchanged output file are borrowed from old; others are
- * re-created (a new input ring retires the old one: producers re-attach).
- * *recreated gets bit 0 for a new input ring, bit 1 for a new output ring.
+ * Build a generation for cfg, in two steps. gen_create: reference, pc,
+ * output file, and the rings of old (a reload) whose geometry is unchanged
+ * (borrowed); a ring that must change is left NULL. gen_attach: create the
+ * missing rings (a new input ring retires the old one: producers see
+ * -ESTALE and re-attach) and the pipeline generation. Between the two a
+ * reload parks the data thread and lets go of the old rings, because a
+ * ring cannot be re-created while we are still attached to it.
  */
 static struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
-			      struct gen *old, int *recreated, char *err, size_t errlen)
+			      struct gen *old, char *err, size_t errlen)
 {
 	struct gen *g = calloc(1, sizeof(*g));
 	struct chirp_ring_geometry gi, go, ogi, ogo;
-	struct chirp_ring_opts opts;
 	struct pc_params pp;
 	char why[256];
-	void *base;
-	size_t len;
 
-	if (recreated)
-		*recreated = 0;
+	(void)d;
 	if (!g) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -216,49 +217,21 @@ static struct gen *gen_create(const struct daemon *d, const struct chirp_config 
 	}
 	pc_get_info(g->pc, &g->info);
 
-	in_geometry(&g->cfg, &gi);
-	out_geometry(&g->cfg, &go);
 	if (old) {
+		in_geometry(&g->cfg, &gi);
+		out_geometry(&g->cfg, &go);
 		in_geometry(&old->cfg, &ogi);
 		out_geometry(&old->cfg, &ogo);
-	}
-	if (old && same_geometry(&gi, &ogi) && old->cfg.input_hugepages == g->cfg.input_hugepages &&
-	    !strcmp(old->cfg.input_ring, g->cfg.input_ring)) {
-		g->in = old->in;
-		g->in_borrowed = 1;
-	} else {
-		ring_opts(&g->cfg, &opts, g->cfg.input_hugepages);
-		g->in = chirp_ring_create(g->cfg.input_ring, &gi, CHIRP_RING_CONSUMER, &opts,
-					  why, sizeof(why));
-		if (!g->in) {
-			snprintf(err, errlen, "input ring %s: %s", g->cfg.input_ring, why);
-			goto fail;
+		if (old->in && same_geometry(&gi, &ogi) &&
+		    old->cfg.input_hugepages == g->cfg.input_hugepages &&
+		    !strcmp(old->cfg.input_ring, g->cfg.input_ring)) {
+			g->in = old->in;
+			g->in_borrowed = 1;
 		}
-		if (recreated)
-			*recreated |= 1;
-		if (d->plan.node >= 0) {
-			chirp_ring_data(g->in, &base, &len);
-			if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
-				log_warn("input ring: %s", why);
-		}
-	}
-	if (old && same_geometry(&go, &ogo) && !strcmp(old->cfg.output_ring, g->cfg.output_ring)) {
-		g->out = old->out;
-		g->out_borrowed = 1;
-	} else {
-		ring_opts(&g->cfg, &opts, 0);
-		g->out = chirp_ring_create(g->cfg.output_ring, &go, CHIRP_RING_PRODUCER, &opts,
-					   why, sizeof(why));
-		if (!g->out) {
-			snprintf(err, errlen, "output ring %s: %s", g->cfg.output_ring, why);
-			goto fail;
-		}
-		if (recreated)
-			*recreated |= 2;
-		if (d->plan.node >= 0) {
-			chirp_ring_data(g->out, &base, &len);
-			if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
-				log_warn("output ring: %s", why);
+		if (old->out && same_geometry(&go, &ogo) &&
+		    !strcmp(old->cfg.output_ring, g->cfg.output_ring)) {
+			g->out = old->out;
+			g->out_borrowed = 1;
 		}
 	}
 	if (g->cfg.output_file[0]) {
@@ -273,16 +246,67 @@ static struct gen *gen_create(const struct daemon *d, const struct chirp_config 
 			}
 		}
 	}
-	g->pg = pipeline_gen_create(g->in, g->out, g->pc, g->out_fd, why, sizeof(why));
-	if (!g->pg) {
-		snprintf(err, errlen, "%s", why);
-		goto fail;
-	}
-	pc_get_info(g->pc, &g->info);     /* staging may have changed */
 	return g;
 fail:
 	gen_destroy(g);
 	return NULL;
+}
+
+/* Create g's missing rings and its pipeline generation. *created gets bit 0
+ * for a new input ring, bit 1 for a new output ring. */
+static int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, size_t errlen)
+{
+	struct chirp_ring_geometry geo;
+	struct chirp_ring_opts opts;
+	char why[256];
+	void *base;
+	size_t len;
+
+	if (created)
+		*created = 0;
+	if (!g->in) {
+		in_geometry(&g->cfg, &geo);
+		ring_opts(&g->cfg, &opts, g->cfg.input_hugepages);
+		g->in = chirp_ring_create(g->cfg.input_ring, &geo, CHIRP_RING_CONSUMER, &opts,
+					  why, sizeof(why));
+		if (!g->in) {
+			snprintf(err, errlen, "input ring %s: %s", g->cfg.input_ring, why);
+			return -EIO;
+		}
+		if (created)
+			*created |= 1;
+		if (d->plan.node >= 0) {
+			chirp_ring_data(g->in, &base, &len);
+			if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
+				log_warn("input ring: %s", why);
+		}
+	}
+	if (!g->out) {
+		out_geometry(&g->cfg, &geo);
+		ring_opts(&g->cfg, &opts, 0);
+		g->out = chirp_ring_create(g->cfg.output_ring, &geo, CHIRP_RING_PRODUCER, &opts,
+					   why, sizeof(why));
+		if (!g->out) {
+			snprintf(err, errlen, "output ring %s: %s", g->cfg.output_ring, why);
+			return -EIO;
+		}
+		if (created)
+			*created |= 2;
+		if (d->plan.node >= 0) {
+			chirp_ring_data(g->out, &base, &len);
+			if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
+				log_warn("output ring: %s", why);
+		}
+	}
+	if (!g->pg) {
+		g->pg = pipeline_gen_create(g->in, g->out, g->pc, g->out_fd, why, sizeof(why));
+		if (!g->pg) {
+			snprintf(err, errlen, "%s", why);
+			return -EINVAL;
+		}
+	}
+	pc_get_info(g->pc, &g->info);     /* staging may have changed */
+	return 0;
 }
 
 /* ---- systemd ------------------------------------------------------------ */
@@ -291,6 +315,8 @@ static const char *state_name(const struct daemon *d)
 {
 	if (d->stopping)
 		return "stopping";
+	if (d->broken)
+		return "failed";
 	return d->pl ? pipeline_state_name(pipeline_state(d->pl)) : "starting";
 }
 
@@ -301,6 +327,10 @@ static void status_line(struct daemon *d, char *buf, size_t len)
 
 	if (d->pl && pipeline_state(d->pl) == PIPE_FAILED) {
 		snprintf(buf, len, "failed: %s", pipeline_error(d->pl));
+		return;
+	}
+	if (d->broken) {
+		snprintf(buf, len, "failed: %s", d->broken_why);
 		return;
 	}
 	if (d->snap_delta->lat_count)
@@ -460,15 +490,66 @@ static int do_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	if (config_restart_keys(&d->g->cfg, nc, why, sizeof(why)) > 0)
 		log_warn("reload: restart keys not held back: %s (chirpd needs an update)", why);
 
-	ng = gen_create(d, nc, d->g, &recreated, err, errlen);
+	ng = gen_create(d, nc, d->g, err, errlen);
 	if (!ng) {
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = pipeline_swap(d->pl, ng->pg, &oldpg, SWAP_TIMEOUT_MS, why, sizeof(why));
-	if (ret < 0) {
-		snprintf(err, errlen, "reload not applied: %s", why);
-		goto out;
+	if (ng->in && ng->out) {
+		/* Rings kept: build next to the running generation, swap at a
+		 * CPI boundary. */
+		ret = gen_attach(d, ng, &recreated, err, errlen);
+		if (ret < 0)
+			goto out;
+		ret = pipeline_swap(d->pl, ng->pg, &oldpg, SWAP_TIMEOUT_MS, why, sizeof(why));
+		if (ret < 0) {
+			snprintf(err, errlen, "reload not applied: %s", why);
+			goto out;
+		}
+	} else {
+		struct gen *og = d->g;
+
+		/* A ring changes: park the data thread (CPIs in flight finish),
+		 * let go of the old ring(s), create the new ones, swap in. */
+		ret = pipeline_swap(d->pl, NULL, &oldpg, SWAP_TIMEOUT_MS, why, sizeof(why));
+		if (ret < 0) {
+			snprintf(err, errlen, "reload not applied: %s", why);
+			goto out;
+		}
+		pipeline_gen_destroy(og->pg);
+		og->pg = NULL;
+		if (!ng->in && og->in) {
+			chirp_ring_detach(og->in);
+			og->in = NULL;
+		}
+		if (!ng->out && og->out) {
+			chirp_ring_detach(og->out);
+			og->out = NULL;
+		}
+		ret = gen_attach(d, ng, &recreated, err, errlen);
+		if (ret == 0) {
+			ret = pipeline_swap(d->pl, ng->pg, &oldpg, SWAP_TIMEOUT_MS, why, sizeof(why));
+			if (ret < 0)
+				snprintf(err, errlen, "reload not applied: %s", why);
+		}
+		if (ret < 0) {
+			/* Roll back to the old geometry: drop what the new
+			 * generation created first (a ring cannot be re-created
+			 * while attached), then restore the old rings. */
+			char e2[256];
+
+			gen_destroy(ng);
+			ng = NULL;
+			if (gen_attach(d, og, NULL, e2, sizeof(e2)) < 0 ||
+			    pipeline_swap(d->pl, og->pg, &oldpg, SWAP_TIMEOUT_MS, e2, sizeof(e2)) < 0) {
+				d->broken = 1;
+				snprintf(d->broken_why, sizeof(d->broken_why),
+					 "reload could not restore the previous rings: %s", e2);
+				log_err("%s; data path parked", d->broken_why);
+				sd_notifyf(0, "STATUS=failed: %s", d->broken_why);
+			}
+			goto out;
+		}
 	}
 	/* The new generation now owns what it borrowed. */
 	if (ng->in_borrowed) {
@@ -489,6 +570,7 @@ static int do_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	log_set_level(d->g->cfg.log_level);
 	stats_add(d->st, ST_RELOADS, 1);
 	d->last_reload_error[0] = 0;
+	d->broken = 0;
 	log_notice("reloaded %s in %.1f ms%s%s%s%s", d->config_path, (double)(mono_ns() - t0) * 1e-6,
 		   recreated & 1 ? "; input ring re-created (new epoch)" : "",
 		   recreated & 2 ? "; output ring re-created" : "",
@@ -795,7 +877,7 @@ static void on_tick(struct daemon *d)
 
 		/* Ping only for a data path that is alive and making rounds: a
 		 * hung backend call stops the heartbeat, and systemd restarts us. */
-		if (hb != d->wd_last_hb && (s == PIPE_RUNNING || s == PIPE_PAUSED)) {
+		if (hb != d->wd_last_hb && (s == PIPE_RUNNING || s == PIPE_PAUSED) && !d->broken) {
 			sd_notify(0, "WATCHDOG=1");
 			d->wd_pings++;
 		} else if (s != PIPE_FAILED) {
@@ -1055,8 +1137,8 @@ int main(int argc, char **argv)
 		}
 	}
 
-	d->g = gen_create(d, cfg, NULL, NULL, err, sizeof(err));
-	if (!d->g) {
+	d->g = gen_create(d, cfg, NULL, err, sizeof(err));
+	if (!d->g || gen_attach(d, d->g, NULL, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

@@ -76,7 +76,8 @@ struct pipeline {
 	char start_err[256];
 
 	/* swap handshake (under lock) */
-	struct pipeline_gen *pending;
+	struct pipeline_gen *pending;    /* NULL with pending_set: park        */
+	int pending_set;
 	struct pipeline_gen *retired;
 	uint64_t swap_gen_done;
 	atomic_int swap_requested;
@@ -95,6 +96,8 @@ struct pipeline {
 	uint64_t last_seq;
 	uint32_t carry_flags;        /* DISCONTINUITY for the next result        */
 	uint64_t overrun_base;       /* overruns of input rings no longer used  */
+	uint64_t ring_overruns;      /* last overruns read from the current ring */
+	uint64_t in_epoch;           /* epoch of the current input ring         */
 	uint64_t stale_since;
 	int file_err_logged;
 };
@@ -261,8 +264,10 @@ static void update_overruns(struct pipeline *p)
 {
 	struct chirp_ring_stats rs;
 
-	if (chirp_ring_stats(p->cur->in, &rs) == 0)
+	if (p->cur && chirp_ring_stats(p->cur->in, &rs) == 0) {
+		p->ring_overruns = rs.overruns;
 		stats_set(p->st, ST_INPUT_OVERRUNS, p->overrun_base + rs.overruns);
+	}
 }
 
 static void write_file(struct pipeline *p, const void *buf, size_t len)
@@ -516,19 +521,27 @@ static int progress(struct pipeline *p, int timeout_ms)
 static void do_swap(struct pipeline *p)
 {
 	pthread_mutex_lock(&p->lock);
-	if (p->pending) {
+	if (p->pending_set) {
 		struct pipeline_gen *old = p->cur;
 		struct chirp_ring_stats rs;
 
-		if (p->pending->in != old->in) {
+		if (old) {
+			stats_write_begin(p->st);
+			update_overruns(p);
+			stats_write_end(p->st);
+		}
+		if (p->pending && chirp_ring_stats(p->pending->in, &rs) == 0 &&
+		    rs.epoch != p->in_epoch) {
 			/* A new input ring: sequence numbers start over, and the
 			 * old ring's overruns become history. */
-			if (chirp_ring_stats(old->in, &rs) == 0)
-				p->overrun_base += rs.overruns;
+			p->overrun_base += p->ring_overruns;
+			p->ring_overruns = rs.overruns;
+			p->in_epoch = rs.epoch;
 			p->have_last_seq = 0;
 		}
-		p->cur = p->pending;
+		p->cur = p->pending;          /* NULL: parked, no ring touched */
 		p->pending = NULL;
+		p->pending_set = 0;
 		p->retired = old;
 		p->swap_gen_done++;
 		p->stale_since = 0;
@@ -572,6 +585,19 @@ static void *data_thread(void *arg)
 
 		atomic_fetch_add_explicit(&p->heartbeat, 1, memory_order_relaxed);
 
+		if (!p->cur) {
+			/* Parked for a reload that re-creates a ring. */
+			struct timespec ts = { 0, 1000000 };
+
+			if (stop)
+				break;
+			if (swap) {
+				do_swap(p);
+				continue;
+			}
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		if (!stop && !swap && !pause) {
 			while (p->count < p->cur->depth) {
 				ret = take_one(p);
@@ -655,6 +681,14 @@ struct pipeline *pipeline_create(struct pipeline_gen *g, struct stats *st,
 	}
 	p->cur = g;
 	p->st = st;
+	{
+		struct chirp_ring_stats rs;
+
+		if (chirp_ring_stats(g->in, &rs) == 0) {
+			p->in_epoch = rs.epoch;
+			p->overrun_base = 0;
+		}
+	}
 	p->notify_fd = notify_fd;
 	if (plan) {
 		p->plan = *plan;
@@ -761,6 +795,7 @@ int pipeline_swap(struct pipeline *p, struct pipeline_gen *g, struct pipeline_ge
 		}
 	}
 	p->pending = g;
+	p->pending_set = 1;
 	p->retired = NULL;
 	want = p->swap_gen_done + 1;
 	atomic_store_explicit(&p->swap_requested, 1, memory_order_release);
@@ -795,6 +830,7 @@ int pipeline_swap(struct pipeline *p, struct pipeline_gen *g, struct pipeline_ge
 	if (ret) {
 		/* Withdraw: the data thread takes pending only under the lock. */
 		p->pending = NULL;
+		p->pending_set = 0;
 		atomic_store(&p->swap_requested, 0);
 	} else {
 		*old = p->retired;

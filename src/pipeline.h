@@ -103,11 +103,16 @@ void pipeline_pause(struct pipeline *p, int paused);
  * whatever of its rings/pc the new one does not share). -ETIMEDOUT: the data
  * thread did not reach a CPI boundary in time; the swap is withdrawn and g
  * is not in use. -EIO: the pipeline is failed or stopped.
+ *
+ * g == NULL parks the data thread: it finishes the CPIs in flight and then
+ * touches no ring until the next swap (a reload that re-creates a ring
+ * must first let go of the old one). *old is then the generation it left;
+ * a later swap from the parked state returns *old == NULL.
  */
 int pipeline_swap(struct pipeline *p, struct pipeline_gen *g, struct pipeline_gen **old,
 		  int timeout_ms, char *err, size_t errlen);
 
-/* The generation in use. */
+/* The generation in use (NULL while parked). */
 struct pipeline_gen *pipeline_current(const struct pipeline *p);
 
 /* Ask the data thread to stop taking CPIs, drain the ones in flight, exit.

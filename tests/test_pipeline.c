@@ -434,6 +434,53 @@ static void test_swap_under_load_no_loss(void **state)
 	fx_close(&f);
 }
 
+/* Park, re-create the input ring (new slots = new geometry, new epoch), swap
+ * back in: CPIs flow from the new ring, its restarted sequence numbers are
+ * not counted as gaps, and overruns of the old ring stay counted. */
+static void test_park_and_new_input_ring(void **state)
+{
+	(void)state;
+	struct fx f;
+	char err[256];
+	struct pipeline_gen *old = NULL, *ng;
+	struct chirp_ring_geometry g = { C, P, R, CHIRP_RING_CF32, 8, 25e6 };
+
+	fx_open(&f, 2, 16);
+	fx_start(&f);
+	pipeline_pause(f.pl, 1);
+	WAIT_UNTIL(pipeline_state(f.pl) == PIPE_PAUSED);
+	for (int k = 0; k < 5; k++)
+		produce(&f, k, NULL);                     /* 2 fit, 3 overrun */
+	WAIT_UNTIL(counter(&f, ST_INPUT_OVERRUNS) == 3);
+	pipeline_pause(f.pl, 0);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == 2);
+	assert_int_equal(pipeline_swap(f.pl, NULL, &old, 5000, err, sizeof(err)), 0);
+	assert_ptr_equal(old, f.gen);
+	assert_null(pipeline_current(f.pl));
+	uint64_t hb = pipeline_heartbeat(f.pl);
+	WAIT_UNTIL(pipeline_heartbeat(f.pl) > hb + 2);  /* parked, still beating */
+	pipeline_gen_destroy(old);
+	chirp_ring_detach(f.in_c);
+	f.in_c = chirp_ring_create(f.in_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	if (!f.in_c) fail_msg("re-create: %s", err);
+	chirp_ring_detach(f.in_p);
+	f.in_p = chirp_ring_attach(f.in_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_non_null(f.in_p);
+	ng = pipeline_gen_create(f.in_c, f.out_p, f.pc, -1, err, sizeof(err));
+	assert_non_null(ng);
+	f.gen = ng;
+	assert_int_equal(pipeline_swap(f.pl, ng, &old, 5000, err, sizeof(err)), 0);
+	assert_null(old);
+	for (int k = 0; k < 6; k++)
+		assert_int_equal(produce(&f, 100 + k, NULL), 0);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == 8);
+	/* The old ring's overruns were never followed by a block there (no gap
+	 * seen), and the new ring's seq restarting at 0 is not a gap either. */
+	assert_int_equal(counter(&f, ST_SEQUENCE_GAPS), 0);
+	assert_int_equal(counter(&f, ST_INPUT_OVERRUNS), 3);
+	fx_close(&f);
+}
+
 static void test_stop_drains_and_notifies(void **state)
 {
 	(void)state;
@@ -490,6 +537,7 @@ int main(void)
 		cmocka_unit_test(test_pause_gaps_overruns),
 		cmocka_unit_test(test_nonfinite_flagged),
 		cmocka_unit_test(test_swap_under_load_no_loss),
+		cmocka_unit_test(test_park_and_new_input_ring),
 		cmocka_unit_test(test_stop_drains_and_notifies),
 		cmocka_unit_test(test_gen_rejects_mismatch),
 	};
