@@ -63,7 +63,8 @@ struct cpu_worker {
 	struct cpu_be *b;
 	pthread_t th;
 	bool started;
-	fftwf_complex *work;         /* block_rows * dist                   */
+	fftwf_complex *xin;          /* block_rows * dist: padded input rows */
+	fftwf_complex *work;         /* block_rows * dist: spectrum, output  */
 };
 
 struct cpu_be {
@@ -143,13 +144,13 @@ static size_t env_size(const char *name, size_t dflt)
 #endif
 
 /*
- * Load row x (R samples) into w, zero-padded to nfft. Returns 1 if x holds
+ * Load row x (R samples) into w (padding stays zero). Returns 1 if x holds
  * a NaN or Inf: a float is non-finite exactly when its exponent bits are
  * all ones, i.e. (bits & 0x7fffffff) >= 0x7f800000; the max-reduction over
  * the bit patterns vectorizes, a float compare chain would not.
  */
 PC_HOT
-static int load_cf32(const float *restrict x, float *restrict w, size_t R, size_t nfft)
+static int load_cf32(const float *restrict x, float *restrict w, size_t R)
 {
 	uint32_t mx = 0;
 
@@ -160,18 +161,16 @@ static int load_cf32(const float *restrict x, float *restrict w, size_t R, size_
 
 		mx = a > mx ? a : mx;
 	}
-	memset(w + 2 * R, 0, (nfft - R) * 2 * sizeof(float));
 	return mx >= 0x7f800000u;
 }
 
 PC_HOT
-static void load_sc16(const int16_t *restrict x, float *restrict w, size_t R, size_t nfft)
+static void load_sc16(const int16_t *restrict x, float *restrict w, size_t R)
 {
 	const float scale = 1.0f / 32768.0f;
 
 	for (size_t i = 0; i < 2 * R; i++)
 		w[i] = (float)x[i] * scale;
-	memset(w + 2 * R, 0, (nfft - R) * 2 * sizeof(float));
 }
 
 /*
@@ -218,17 +217,18 @@ static void store_db(const float *restrict w, float *restrict y, size_t R)
 		y[i] = 10.0f * log10f(y[i]);
 }
 
-/* Plan howmany rows in place on work, under fftw_lock. NULL on failure. */
-static fftwf_plan plan_rows(struct cpu_be *b, fftwf_complex *work, size_t howmany, int sign)
+/* Plan howmany rows src -> dst under fftw_lock. NULL on failure. */
+static fftwf_plan plan_rows(struct cpu_be *b, fftwf_complex *src, fftwf_complex *dst,
+			    size_t howmany, int sign, unsigned flags)
 {
 	int n = (int)b->nfft;
 	fftwf_plan p;
 
 	pthread_mutex_lock(&fftw_lock);
 	p = fftwf_plan_many_dft(1, &n, (int)howmany,
-				work, NULL, 1, (int)b->dist,
-				work, NULL, 1, (int)b->dist,
-				sign, b->measure ? FFTW_MEASURE : FFTW_ESTIMATE);
+				src, NULL, 1, (int)b->dist,
+				dst, NULL, 1, (int)b->dist,
+				sign, flags | (b->measure ? FFTW_MEASURE : FFTW_ESTIMATE));
 	pthread_mutex_unlock(&fftw_lock);
 	return p;
 }
@@ -242,23 +242,29 @@ static void destroy_plan(fftwf_plan p)
 	pthread_mutex_unlock(&fftw_lock);
 }
 
-/* Rows [r0, r0+nr) through work; returns how many rows held NaN/Inf. */
-static uint32_t process_block(struct cpu_be *b, fftwf_complex *work,
+/*
+ * Rows [r0, r0+nr) through one worker's buffers; returns how many rows held
+ * NaN/Inf. The forward FFT is out of place and preserves its input, so the
+ * zero padding of xin[R..nfft) written at create stays: a load writes only
+ * the R samples. The inverse runs in place on work.
+ */
+static uint32_t process_block(struct cpu_be *b, struct cpu_worker *wk,
 			      const void *in, void *out, size_t r0, size_t nr)
 {
 	bool tail = nr != b->block_rows;
+	fftwf_complex *work = wk->work;
 	uint32_t nonfinite = 0;
 
 	for (size_t i = 0; i < nr; i++) {
 		const char *x = (const char *)in + (r0 + i) * b->in_row;
-		float *w = (float *)(work + i * b->dist);
+		float *w = (float *)(wk->xin + i * b->dist);
 
 		if (b->fmt == PC_FMT_CF32)
-			nonfinite += (uint32_t)load_cf32((const float *)x, w, b->R, b->nfft);
+			nonfinite += (uint32_t)load_cf32((const float *)x, w, b->R);
 		else
-			load_sc16((const int16_t *)x, w, b->R, b->nfft);
+			load_sc16((const int16_t *)x, w, b->R);
 	}
-	fftwf_execute_dft(tail ? b->fwd_tail : b->fwd, work, work);
+	fftwf_execute_dft(tail ? b->fwd_tail : b->fwd, wk->xin, work);
 	for (size_t i = 0; i < nr; i++)
 		mul_filt((float *)(work + i * b->dist), b->fc, b->fd, b->nfft);
 	fftwf_execute_dft(tail ? b->inv_tail : b->inv, work, work);
@@ -294,7 +300,7 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, const void *in, v
 			break;
 		r0 = k * b->block_rows;
 		nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
-		nonfinite += process_block(b, w->work, in, out, r0, nr);
+		nonfinite += process_block(b, w, in, out, r0, nr);
 	}
 	if (nonfinite)
 		atomic_fetch_add_explicit(&b->nonfinite, nonfinite, memory_order_relaxed);
@@ -357,8 +363,10 @@ static void cpu_destroy(void *be)
 	destroy_plan(b->fwd_tail);
 	destroy_plan(b->inv_tail);
 	if (b->w)
-		for (int t = 0; t < b->threads; t++)
+		for (int t = 0; t < b->threads; t++) {
+			fftwf_free(b->w[t].xin);
 			fftwf_free(b->w[t].work);
+		}
 	free(b->w);
 	fftwf_free(b->fc);
 	fftwf_free(b->fd);
@@ -421,8 +429,9 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		goto nomem;
 	for (int t = 0; t < b->threads; t++) {
 		b->w[t].b = b;
+		b->w[t].xin = fftwf_malloc(b->block_rows * row_bytes);
 		b->w[t].work = fftwf_malloc(b->block_rows * row_bytes);
-		if (!b->w[t].work)
+		if (!b->w[t].xin || !b->w[t].work)
 			goto nomem;
 	}
 	for (size_t f = 0; f < b->nfft; f++) {
@@ -431,9 +440,10 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		b->fd[2 * f + 1] = s->filt[2 * f + 1];
 	}
 
-	/* FFTW_MEASURE scribbles on the array it plans with: plan on w[0]. */
-	b->fwd = plan_rows(b, b->w[0].work, b->block_rows, FFTW_FORWARD);
-	b->inv = plan_rows(b, b->w[0].work, b->block_rows, FFTW_BACKWARD);
+	/* FFTW_MEASURE scribbles on the arrays it plans with: plan on w[0]. */
+	b->fwd = plan_rows(b, b->w[0].xin, b->w[0].work, b->block_rows, FFTW_FORWARD,
+			   FFTW_PRESERVE_INPUT);
+	b->inv = plan_rows(b, b->w[0].work, b->w[0].work, b->block_rows, FFTW_BACKWARD, 0);
 	if (!b->fwd || !b->inv) {
 		seterr(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
 		       b->nfft, b->block_rows);
@@ -441,14 +451,19 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	}
 	tail = b->rows % b->block_rows;
 	if (tail) {
-		b->fwd_tail = plan_rows(b, b->w[0].work, tail, FFTW_FORWARD);
-		b->inv_tail = plan_rows(b, b->w[0].work, tail, FFTW_BACKWARD);
+		b->fwd_tail = plan_rows(b, b->w[0].xin, b->w[0].work, tail, FFTW_FORWARD,
+					FFTW_PRESERVE_INPUT);
+		b->inv_tail = plan_rows(b, b->w[0].work, b->w[0].work, tail, FFTW_BACKWARD, 0);
 		if (!b->fwd_tail || !b->inv_tail) {
 			seterr(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
 			       b->nfft, tail);
 			goto fail;
 		}
 	}
+
+	/* After planning: the zero padding of every input row, once. */
+	for (int t = 0; t < b->threads; t++)
+		memset(b->w[t].xin, 0, b->block_rows * row_bytes);
 
 	if (pthread_mutex_init(&b->lock, NULL) != 0)
 		goto nomem;
