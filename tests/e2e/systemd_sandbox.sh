@@ -10,7 +10,8 @@
 #     @privileged plus @chown, as this host's systemd expands them.
 # With a GPU (/dev/nvidiactl and a CUDA build) chirpd runs the cuda backend,
 # so CUDA's own calls are audited too. CHIRP_SYSCALL_ALLOWED=FILE gives the
-# allowed list (one name a line) on a host without systemd-analyze.
+# allowed list (one name a line) on a host without systemd-analyze, and
+# CHIRP_MDWE_EXEC a prebuilt mdwe_exec on one without a compiler.
 # Production build only (sanitizer runtimes make their own calls): skipped
 # (77) on build-asan/build-tsan, and without a C compiler or x86-64.
 . "$(dirname "$0")/lib.sh"
@@ -18,10 +19,13 @@ e2e_init sandbox
 e2e_need chirp-feed chirp-tap
 case $(basename "$BUILD") in *asan*|*tsan*) e2e_skip "audits the production build only (sanitizer runtimes make extra calls)";; esac
 [ "$(uname -m)" = x86_64 ] || e2e_skip "mdwe_exec's filter is x86-64 only"
-command -v cc >/dev/null || e2e_skip "no C compiler for mdwe_exec"
-
 SRC=$(cd "$(dirname "$0")" && pwd)
-cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$T/mdwe_exec" "$SRC/mdwe_exec.c" || e2e_fail "mdwe_exec does not build"
+if [ -n "${CHIRP_MDWE_EXEC:-}" ]; then   # prebuilt, for a host without a compiler
+	cp "$CHIRP_MDWE_EXEC" "$T/mdwe_exec" || e2e_fail "cannot copy $CHIRP_MDWE_EXEC"
+else
+	command -v cc >/dev/null || e2e_skip "no C compiler for mdwe_exec"
+	cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$T/mdwe_exec" "$SRC/mdwe_exec.c" || e2e_fail "mdwe_exec does not build"
+fi
 "$T/mdwe_exec" both --selftest || e2e_fail "the restriction is not in force"
 
 REAL_CHIRPD=$CHIRPD
