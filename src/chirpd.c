@@ -1137,6 +1137,15 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* The control socket first: a second chirpd on the same socket is
+	 * refused before it touches the running one's rings. Requests wait
+	 * in the backlog until the event loop runs. */
+	d->ctl = control_create(cfg->control_socket, 0660, cfg->control_group, commands, d,
+				err, sizeof(err));
+	if (!d->ctl) {
+		log_err("control socket %s: %s", cfg->control_socket, err);
+		goto out;
+	}
 	d->g = gen_create(d, cfg, NULL, err, sizeof(err));
 	if (!d->g || gen_attach(d, d->g, NULL, err, sizeof(err)) < 0) {
 		log_err("%s", err);
@@ -1146,12 +1155,6 @@ int main(int argc, char **argv)
 		 pc_backend_name(d->g->info.backend), d->g->info.device, d->g->info.nfft,
 		 d->g->info.depth, d->g->info.staging);
 
-	d->ctl = control_create(cfg->control_socket, 0660, cfg->control_group, commands, d,
-				err, sizeof(err));
-	if (!d->ctl) {
-		log_err("control socket %s: %s", cfg->control_socket, err);
-		goto out;
-	}
 	if (cfg->metrics_listen[0]) {
 		d->mh = metrics_http_create(cfg->metrics_listen, render_metrics, d, err, sizeof(err));
 		if (!d->mh) {
