@@ -743,6 +743,34 @@ static void report(struct load *ld, int line, const char *section, const char *k
 	fputc('\n', ld->errs);
 }
 
+/* Well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF)? */
+static int utf8_ok(const unsigned char *p, const unsigned char *e)
+{
+	while (p < e) {
+		unsigned c = *p++, need, min, cp;
+		if (c < 0x80)
+			continue;
+		if (c >= 0xC2 && c <= 0xDF)
+			need = 1, min = 0x80, cp = c & 0x1F;
+		else if (c >= 0xE0 && c <= 0xEF)
+			need = 2, min = 0x800, cp = c & 0x0F;
+		else if (c >= 0xF0 && c <= 0xF4)
+			need = 3, min = 0x10000, cp = c & 0x07;
+		else
+			return 0;
+		if ((size_t)(e - p) < need)
+			return 0;
+		for (unsigned i = 0; i < need; i++, p++) {
+			if ((*p & 0xC0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (*p & 0x3F);
+		}
+		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * inih reader: hands inih one cleaned line at a time (see the top of the
  * file). str has room for num bytes.
@@ -777,6 +805,10 @@ static char *reader(char *str, int num, void *stream)
 			report(ld, ld->line, NULL, NULL, "control character 0x7f in line");
 			goto blank;
 		}
+	}
+	if (!utf8_ok((const unsigned char *)p, (const unsigned char *)e)) {
+		report(ld, ld->line, NULL, NULL, "line is not valid UTF-8");
+		goto blank;
 	}
 	if (p == e || *p == '#' || *p == ';')
 		goto blank;

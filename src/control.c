@@ -5,7 +5,7 @@
  * never blocks: the listening socket and every client are non-blocking and
  * sit in one internal epoll set (control_fd()), together with a timerfd
  * that wakes us to close idle clients. Per call we handle at most one
- * epoll batch, and per client at most CLIENT_BURST requests, so one busy
+ * epoll batch, and per client at most CLIENT_BURST reads, so one busy
  * client cannot monopolise the loop; level-triggered epoll brings us back.
  *
  * Untrusted input is checked in this order (chrony's order): length (a line
@@ -38,7 +38,7 @@
 #include "log.h"
 
 #define OUT_MAX        (1u << 20)  /* queued reply bytes per client        */
-#define CLIENT_BURST   64          /* requests per client per dispatch     */
+#define CLIENT_BURST   4           /* socket reads per client per dispatch */
 #define EVENTS_MAX     64
 #define ACCEPT_BURST   64
 #define MAX_GROUPS     256
@@ -599,11 +599,13 @@ static int handle_line(struct control *c, struct client *cl, char *line, size_t 
  */
 static int client_read(struct control *c, struct client *cl)
 {
-	int answered = 0;
+	int reads = 0;
 
 	for (;;) {
-		/* Answer complete lines already buffered. */
-		while (!cl->closing && answered < CLIENT_BURST) {
+		/* Answer every complete line already buffered (at most 4 KiB of
+		 * them): lines left here would wait for the next byte from the
+		 * client, as epoll only reports the socket. */
+		while (!cl->closing) {
 			char *nl = memchr(cl->in, '\n', cl->inlen);
 			size_t ll;
 			if (!nl)
@@ -612,11 +614,10 @@ static int client_read(struct control *c, struct client *cl)
 			ll = (size_t)(nl - cl->in);
 			if (handle_line(c, cl, cl->in, ll) < 0)
 				return -1;
-			answered++;
 			cl->inlen -= ll + 1;
 			memmove(cl->in, nl + 1, cl->inlen);
 		}
-		if (cl->closing || answered >= CLIENT_BURST)
+		if (cl->closing)
 			return 0;
 		if (cl->inlen >= CONTROL_REQ_MAX) {
 			cl->closing = 1;
@@ -634,6 +635,10 @@ static int client_read(struct control *c, struct client *cl)
 			cl->closing = 1;
 			return 0;
 		}
+		/* Fairness: a few buffers per client per dispatch; unread data
+		 * keeps the socket readable, so epoll brings us back. */
+		if (reads++ >= CLIENT_BURST)
+			return 0;
 		ssize_t n = recv(cl->fd, cl->in + cl->inlen, CONTROL_REQ_MAX - cl->inlen,
 				 MSG_DONTWAIT);
 		if (n < 0) {

@@ -404,13 +404,26 @@ static void test_pipelined_and_eof(void **state)
 
 	start(f);
 	fd = cl_connect(f->path);
-	cl_send(fd, "ping\nstatus\necho a b\n", 22);
+	cl_send(fd, "ping\nstatus\necho a b\n", 21);
 	assert_true(cl_line(fd, line, sizeof(line), 5000) > 0);
 	assert_non_null(strstr(line, "\"pong\":true"));
 	assert_true(cl_line(fd, line, sizeof(line), 5000) > 0);
 	assert_non_null(strstr(line, "\"state\":\"running\""));
 	assert_true(cl_line(fd, line, sizeof(line), 5000) > 0);
 	assert_non_null(strstr(line, "\"args\":\"a b\""));
+
+	/* Many requests in one write (more than fit one dispatch's burst):
+	 * all answered without the client sending anything more. */
+	{
+		static char many[400 * 5];
+		for (int i = 0; i < 400; i++)
+			memcpy(many + 5 * i, "ping\n", 5);
+		cl_send(fd, many, sizeof(many));
+		for (int i = 0; i < 400; i++) {
+			assert_true(cl_line(fd, line, sizeof(line), 5000) > 0);
+			if (!strstr(line, "\"pong\":true")) fail_msg("reply %d: %s", i, line);
+		}
+	}
 	close(fd);
 
 	/* A last request without '\n' before shutdown(WR) is answered. */
