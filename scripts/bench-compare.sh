@@ -1,0 +1,112 @@
+#!/bin/bash
+# bench-compare.sh [BUILD] — chirpd's CPU backend against scipy's
+# fftconvolve and GNU Radio's fft_filter_ccc on the same CPIs, same machine,
+# one thread each, measured side by side in one run.
+#
+#   BUILD   build directory holding bench/bench_pc (default: build)
+#   env     COMPARE_ROUNDS (default 3), COMPARE_SECONDS per measurement
+#           (default 2), COMPARE_CPIS (default "4x128x4096:512 16x128x9000:1000")
+#
+# Each round runs chirpd, scipy and GNU Radio once per CPI, interleaved, so
+# load from other processes hits all three alike; each measurement is the
+# median CPI time over COMPARE_SECONDS; the table shows, per tool, the best
+# of the rounds' medians. MS/s = input complex samples per second / 1e6.
+# A tool whose dependency is missing is reported "skipped: <why>"; the
+# script still exits 0 (it is a report, not a test), non-zero only when
+# bench_pc itself is missing or fails.
+#   scipy:     /usr/bin/python3 with numpy + scipy (python3-scipy)
+#   GNU Radio: g++ and gnuradio-dev (scripts/install-deps.sh --bench);
+#              bench/compare/gr_fft_filter.cc is compiled into
+#              BUILD/bench-compare/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build=${1:-build}
+rounds=${COMPARE_ROUNDS:-3}
+seconds=${COMPARE_SECONDS:-2}
+cpis=${COMPARE_CPIS:-"4x128x4096:512 16x128x9000:1000"}
+bench=$build/bench/bench_pc
+py=/usr/bin/python3
+
+if [ ! -x "$bench" ]; then
+	echo "bench-compare: $bench not found: run make BUILD=$build first" >&2
+	exit 1
+fi
+
+# --- which comparisons can run -------------------------------------------
+scipy_ok=1 scipy_why=
+if [ ! -x "$py" ]; then
+	scipy_ok=0 scipy_why="no $py"
+elif ! "$py" -c 'import numpy, scipy.signal' 2>/dev/null; then
+	scipy_ok=0 scipy_why="$py lacks numpy/scipy (apt-get install python3-scipy)"
+fi
+
+gr_ok=1 gr_why=
+gr_bin=$build/bench-compare/gr_fft_filter
+if ! command -v g++ >/dev/null 2>&1; then
+	gr_ok=0 gr_why="no g++"
+elif ! pkg-config --exists gnuradio-filter 2>/dev/null; then
+	gr_ok=0 gr_why="GNU Radio not installed (scripts/install-deps.sh --bench installs gnuradio-dev)"
+else
+	mkdir -p "$build/bench-compare"
+	if [ ! -x "$gr_bin" ] || [ bench/compare/gr_fft_filter.cc -nt "$gr_bin" ]; then
+		# shellcheck disable=SC2046
+		if ! g++ -O2 -std=c++17 -o "$gr_bin" bench/compare/gr_fft_filter.cc \
+			$(pkg-config --cflags --libs gnuradio-filter volk 2>/dev/null) -lfmt \
+			>"$build/bench-compare/gr-build.log" 2>&1; then
+			gr_ok=0 gr_why="gr_fft_filter does not build (see $build/bench-compare/gr-build.log)"
+		fi
+	fi
+fi
+
+echo "bench-compare: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+echo "bench-compare: 1 thread each, cf32 in, complex out, LFM reference with Hamming window;"
+echo "               best of $rounds rounds of the median over ${seconds}s; MS/s = input samples/s / 1e6"
+[ $scipy_ok = 1 ] || echo "scipy: skipped: $scipy_why"
+[ $gr_ok = 1 ] || echo "gnuradio: skipped: $gr_why"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rc=0
+
+for cpi in $cpis; do
+	geom=${cpi%%:*} L=${cpi##*:}
+	IFS=x read -r C P R <<<"$geom"
+	for ((r = 1; r <= rounds; r++)); do
+		if ! "$bench" --threads 1 --tsv --seconds "$seconds" --cpi "$cpi" >>"$tmp/chirpd.$geom" 2>"$tmp/err"; then
+			echo "bench-compare: bench_pc failed: $(tail -1 "$tmp/err")" >&2
+			rc=1
+		fi
+		if [ $scipy_ok = 1 ]; then
+			"$py" bench/compare/scipy_pc.py "$C" "$P" "$R" "$L" "$seconds" >>"$tmp/scipy.$geom" 2>>"$tmp/scipy.check" ||
+				echo "scipy: failed on $cpi: $(tail -1 "$tmp/scipy.check")"
+		fi
+		if [ $gr_ok = 1 ]; then
+			"$gr_bin" "$C" "$P" "$R" "$L" "$seconds" >>"$tmp/gnuradio.$geom" 2>>"$tmp/gr.check" ||
+				echo "gnuradio: failed on $cpi: $(tail -1 "$tmp/gr.check")"
+		fi
+	done
+done
+
+# best median MS/s (column 10) of a tool's rounds, or "-"
+best() {
+	[ -s "$1" ] || { echo -; return; }
+	sort -t$'\t' -k10,10 -g "$1" | tail -1 | cut -f10
+}
+
+echo
+printf '%-14s %5s %6s %12s %12s %14s %13s %16s\n' "CPI CxPxR" "L" "nfft" "chirpd MS/s" \
+	"scipy MS/s" "gnuradio MS/s" "chirpd/scipy" "chirpd/gnuradio"
+for cpi in $cpis; do
+	geom=${cpi%%:*} L=${cpi##*:}
+	c=$(best "$tmp/chirpd.$geom") s=$(best "$tmp/scipy.$geom") g=$(best "$tmp/gnuradio.$geom")
+	nfft=$(cut -f4 "$tmp/chirpd.$geom" 2>/dev/null | head -1)
+	ratio() { if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; fi; }
+	printf '%-14s %5s %6s %12s %12s %14s %13s %16s\n' "$geom" "$L" "${nfft:--}" "$c" "$s" "$g" \
+		"$(ratio "$c" "$s")" "$(ratio "$c" "$g")"
+done
+echo
+[ -s "$tmp/scipy.check" ] && sed -n '1p' "$tmp/scipy.check"
+[ -s "$tmp/gr.check" ] && sed -n '1p' "$tmp/gr.check"
+echo "(gnuradio: all C*P rows as one stream through the overlap-add filter, padded to its block size)"
+exit $rc
