@@ -252,25 +252,25 @@ static int all_scalars(json_t *arr)
 }
 
 /* prev (may be NULL) holds the previous values for rates; dt > 0 then. */
-static void render(FILE *out, json_t *obj, int indent, json_t *prev, double dt)
+static void render(FILE *out, json_t *obj, int indent, json_t *prev, double dt, int top)
 {
 	const char *key;
 	json_t *v;
 	int width = 0;
 
 	json_object_foreach(obj, key, v) {
-		if (indent == 0 && (!strcmp(key, "ok") || !strcmp(key, "proto")))
+		if (top && (!strcmp(key, "ok") || !strcmp(key, "proto")))
 			continue;
 		if ((int)strlen(key) > width)
 			width = (int)strlen(key);
 	}
 	json_object_foreach(obj, key, v) {
-		if (indent == 0 && (!strcmp(key, "ok") || !strcmp(key, "proto")))
+		if (top && (!strcmp(key, "ok") || !strcmp(key, "proto")))
 			continue;
 		json_t *pv = prev ? json_object_get(prev, key) : NULL;
 		if (json_is_object(v)) {
 			fprintf(out, "%*s%s:\n", indent, "", key);
-			render(out, v, indent + 2, json_is_object(pv) ? pv : NULL, dt);
+			render(out, v, indent + 2, json_is_object(pv) ? pv : NULL, dt, 0);
 		} else if (json_is_array(v) && all_scalars(v)) {
 			size_t i;
 			json_t *e;
@@ -288,7 +288,7 @@ static void render(FILE *out, json_t *obj, int indent, json_t *prev, double dt)
 			json_array_foreach(v, i, e) {
 				if (json_is_object(e)) {
 					fprintf(out, "%*s-\n", indent + 2, "");
-					render(out, e, indent + 4, NULL, 0);
+					render(out, e, indent + 4, NULL, 0, 0);
 				} else {
 					fprintf(out, "%*s- ", indent + 2, "");
 					print_scalar(out, e);
@@ -298,8 +298,12 @@ static void render(FILE *out, json_t *obj, int indent, json_t *prev, double dt)
 		} else {
 			fprintf(out, "%*s%s:%*s ", indent, "", key, width - (int)strlen(key), "");
 			print_scalar(out, v);
-			/* Counters that moved since the last refresh get a rate. */
-			if (pv && dt > 0 && json_is_integer(v) && json_is_integer(pv)) {
+			/* Top-level counters that moved since the last refresh get
+			 * a rate (nested objects hold latencies and gauges). */
+			size_t kl = strlen(key);
+			if (top && pv && dt > 0 && json_is_integer(v) && json_is_integer(pv) &&
+			    !(kl > 6 && !strcmp(key + kl - 6, "_per_s")) &&
+			    !(kl > 3 && !strcmp(key + kl - 3, "_ns"))) {
 				json_int_t d = json_integer_value(v) - json_integer_value(pv);
 				if (d > 0)
 					fprintf(out, "  (%.1f/s)", (double)d / dt);
@@ -358,7 +362,7 @@ static int show(const char *cmd, json_t *reply)
 		puts("ok");
 		return 0;
 	}
-	render(stdout, reply, 0, NULL, 0);
+	render(stdout, reply, 0, NULL, 0, 1);
 	return 0;
 }
 
@@ -449,9 +453,9 @@ static int watch(struct conn *c, double interval, long count)
 			    !json_is_true(json_object_get(stats, "ok")))
 				rc = 1;
 			printf("status:\n");
-			render(stdout, status, 2, NULL, 0);
+			render(stdout, status, 2, NULL, 0, 1);
 			printf("stats:\n");
-			render(stdout, stats, 2, prev_stats, prev_t ? t - prev_t : 0);
+			render(stdout, stats, 2, prev_stats, prev_t ? t - prev_t : 0, 1);
 			json_decref(prev_stats);
 			prev_stats = json_incref(stats);
 			prev_t = t;
@@ -545,9 +549,27 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	if (!strcmp(argv[optind], "watch")) {
-		if (optind + 1 != argc) {
-			fprintf(stderr, "chirpctl: watch takes no arguments\n");
-			return 2;
+		/* Options may also follow the word: chirpctl watch --count 3. */
+		for (int i = optind + 1; i < argc; i++) {
+			const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+			if ((!strcmp(a, "-n") || !strcmp(a, "--count")) && v) {
+				count = strtol(v, &end, 10);
+				if (*end || count < 1) {
+					fprintf(stderr, "chirpctl: --count %s: need a positive integer\n", v);
+					return 2;
+				}
+				i++;
+			} else if ((!strcmp(a, "-i") || !strcmp(a, "--interval")) && v) {
+				interval = strtod(v, &end);
+				if (*end || !(interval >= 0.05) || interval > 3600) {
+					fprintf(stderr, "chirpctl: --interval %s: need 0.05 .. 3600 seconds\n", v);
+					return 2;
+				}
+				i++;
+			} else {
+				fprintf(stderr, "chirpctl: watch: unexpected '%s' (options: --count N, --interval SEC)\n", a);
+				return 2;
+			}
 		}
 		if (conn_open(&c, err, sizeof(err)) < 0) {
 			fprintf(stderr, "chirpctl: %s\n", err);
