@@ -27,13 +27,16 @@
  * FFTW_MEASURE when the environment has CHIRP_FFTW_MEASURE=1 (the benchmark
  * sets it): better plans, but create takes up to a few seconds. The FFTW
  * planner is not thread-safe, so every plan/destroy call in this process
- * goes through fftw_lock.
+ * goes through fftw_lock. CHIRP_FFTW_WISDOM=PATH imports FFTW wisdom from
+ * PATH before planning (a missing file is fine) and, with measured plans,
+ * writes the updated wisdom back, so measuring happens once per machine.
  *
  * Fault injection (pc_inject_fault) is compiled in unless built with
  * -DCHIRP_NO_FAULT_INJECT: the next submit then fails with -EIO as a device
  * error would, so the daemon's fault handling can be tested without a GPU.
  */
 #include "pc_backend.h"
+#include "log.h"
 
 #include <errno.h>
 #include <float.h>
@@ -378,7 +381,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	struct cpu_be *b;
 	size_t row_bytes, tail;
 	sigset_t all, old;
-	const char *m;
+	const char *m, *wisdom;
 	int rc;
 
 	if (s->nfft < s->samples + s->ref_len - 1 || s->nfft > INT_MAX || s->rows < 1 ||
@@ -440,6 +443,13 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		b->fd[2 * f + 1] = s->filt[2 * f + 1];
 	}
 
+	wisdom = getenv("CHIRP_FFTW_WISDOM");
+	if (wisdom && *wisdom) {
+		pthread_mutex_lock(&fftw_lock);
+		if (!fftwf_import_wisdom_from_filename(wisdom))
+			log_debug("CHIRP_FFTW_WISDOM %s: nothing imported (missing or not FFTW wisdom)", wisdom);
+		pthread_mutex_unlock(&fftw_lock);
+	}
 	/* FFTW_MEASURE scribbles on the arrays it plans with: plan on w[0]. */
 	b->fwd = plan_rows(b, b->w[0].xin, b->w[0].work, b->block_rows, FFTW_FORWARD,
 			   FFTW_PRESERVE_INPUT);
@@ -461,6 +471,12 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		}
 	}
 
+	if (wisdom && *wisdom && b->measure) {
+		pthread_mutex_lock(&fftw_lock);
+		if (!fftwf_export_wisdom_to_filename(wisdom))
+			log_warn("CHIRP_FFTW_WISDOM %s: cannot write FFTW wisdom", wisdom);
+		pthread_mutex_unlock(&fftw_lock);
+	}
 	/* After planning: the zero padding of every input row, once. */
 	for (int t = 0; t < b->threads; t++)
 		memset(b->w[t].xin, 0, b->block_rows * row_bytes);
