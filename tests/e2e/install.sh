@@ -71,6 +71,12 @@ have /usr/lib/sysusers.d/chirpd.conf
 for m in man8/chirpd.8 man5/chirpd.conf.5 man1/chirpctl.1 man1/chirp-feed.1 man1/chirp-tap.1; do
 	have /usr/share/man/$m
 done
+if command -v man >/dev/null; then   # the installed tree is a usable MANPATH
+	for p in 8:chirpd 5:chirpd.conf 1:chirpctl 1:chirp-feed 1:chirp-tap; do
+		MANPATH=$D/usr/share/man man -w "${p%%:*}" "${p#*:}" >/dev/null 2>&1 ||
+			fail "man cannot find ${p#*:}(${p%%:*}) in the installed tree"
+	done
+fi
 have /etc/chirpd/chirpd.conf
 cmp -s conf/chirpd.conf "$D/etc/chirpd/chirpd.conf" || fail "installed chirpd.conf differs from conf/chirpd.conf"
 [ -e "$D/etc/chirpd/chirpd.conf.new" ] && fail "first install made chirpd.conf.new"
