@@ -316,13 +316,30 @@ int synth_generate(struct synth *s, uint64_t k, void *out, size_t len)
 			double *x = s->row;
 
 			if (s->noise_sigma > 0) {
-				for (unsigned i = 0; i < s->R; i++) {
-					/* |z|^2 ~ Exp(sigma^2): r = sigma sqrt(-ln u) */
-					double r = s->noise_sigma * sqrt(-log(u01(&st)));
-					double th = twopi * u01(&st);
+				/*
+				 * Marsaglia's polar method: (u, v) uniform in the unit
+				 * disc, then (u, v) * sqrt(-2 ln q / q), q = u^2 + v^2,
+				 * are two independent N(0, 1). One log and one sqrt per
+				 * complex sample (no sin/cos): about twice as fast as
+				 * Box-Muller, which matters for big CPIs.
+				 */
+				const float k2 = (float)(s->noise_sigma * M_SQRT1_2);
 
-					x[2 * i] = r * cos(th);
-					x[2 * i + 1] = r * sin(th);
+				for (unsigned i = 0; i < s->R; i++) {
+					float u, v, q, f;
+
+					do {
+						/* u, v from the two 32-bit halves of one draw */
+						uint64_t z = splitmix64(&st);
+
+						u = (float)(int32_t)(z >> 32) * 0x1.0p-31f;
+						v = (float)(int32_t)(uint32_t)z * 0x1.0p-31f;
+						q = u * u + v * v;
+					} while (q >= 1.0f || q == 0.0f);
+					/* single precision is plenty for noise and 2-3x faster */
+					f = k2 * sqrtf(-2.0f * logf(q) / q);
+					x[2 * i] = u * f;
+					x[2 * i + 1] = v * f;
 				}
 			} else {
 				memset(x, 0, 2 * (size_t)s->R * sizeof(double));
