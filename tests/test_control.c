@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,7 +92,24 @@ static int h_mut(void *ctx, const char *args, const struct control_peer *peer,
 	return 0;
 }
 
+static int h_metrics(void *ctx, const char *args, const struct control_peer *peer,
+		     json_t *reply, char *err, size_t errlen)
+{
+	json_object_set_new(reply, "text", json_string("# TYPE x counter\nx_total 7\n"));
+	return 0;
+}
+
+static int h_stats(void *ctx, const char *args, const struct control_peer *peer,
+		   json_t *reply, char *err, size_t errlen)
+{
+	static int calls;      /* server thread only */
+	json_object_set_new(reply, "cpis_in", json_integer(100 * ++calls));
+	return 0;
+}
+
 static const struct control_cmd cmds[] = {
+	{ .name = "metrics", .fn = h_metrics, .help = "fake metrics" },
+	{ .name = "stats", .fn = h_stats, .help = "fake stats" },
 	{ .name = "status", .fn = h_status, .help = "fake status" },
 	{ .name = "fail", .fn = h_fail, .help = "always fails" },
 	{ .name = "noerr", .fn = h_noerr, .help = "fails without a message" },
@@ -318,7 +336,7 @@ static void test_reply_shapes(void **state)
 		size_t i;
 		int seen_echo = 0, seen_mut = 0;
 		assert_true(json_is_array(arr));
-		assert_int_equal(json_array_size(arr), 7);   /* 5 + help + ping */
+		assert_int_equal(json_array_size(arr), 9);   /* 7 + help + ping */
 		json_array_foreach(arr, i, e) {
 			const char *n = json_string_value(json_object_get(e, "name"));
 			assert_non_null(n);
@@ -749,6 +767,97 @@ static void test_stale_and_live_socket(void **state)
 	assert_non_null(strstr(err, "no-such-group-chirp"));
 }
 
+/* ---- chirpctl against this server ---- */
+
+static char chirpctl[600];
+
+/* Run a shell command; stdout and stderr into buf. Returns exit status. */
+static int run(char *buf, size_t len, const char *fmt, ...)
+{
+	char cmd[2048], tmp[] = "/tmp/chirp-tctl-out-XXXXXX";
+	va_list ap;
+	int fd = mkstemp(tmp), st;
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	strncat(cmd, " >", sizeof(cmd) - strlen(cmd) - 1);
+	strncat(cmd, tmp, sizeof(cmd) - strlen(cmd) - 1);
+	strncat(cmd, " 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+	st = system(cmd);
+	n = read(fd, buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(tmp);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static void test_chirpctl(void **state)
+{
+	struct fixture *f = *state;
+	char out[16384];
+	json_t *j;
+
+	if (!chirpctl[0] || access(chirpctl, X_OK) != 0)
+		skip();      /* chirpctl not built next to this test */
+	start(f);
+	assert_int_equal(run(out, sizeof(out), "%s -s %s ping", chirpctl, f->path), 0);
+	assert_string_equal(out, "pong: yes\n");
+
+	/* Aligned key: value lines. */
+	assert_int_equal(run(out, sizeof(out), "%s -s %s status", chirpctl, f->path), 0);
+	assert_non_null(strstr(out, "state:    running\n"));
+	assert_non_null(strstr(out, "answer:   42\n"));
+	assert_null(strstr(out, "proto"));
+
+	/* --json: the reply as sent, for scripts. */
+	assert_int_equal(run(out, sizeof(out), "%s -s %s --json status", chirpctl, f->path), 0);
+	j = json_loads(out, 0, NULL);
+	assert_non_null(j);
+	assert_true(is_ok(j));
+	json_decref(j);
+
+	/* metrics: the text, raw. */
+	assert_int_equal(run(out, sizeof(out), "%s -s %s metrics", chirpctl, f->path), 0);
+	assert_string_equal(out, "# TYPE x counter\nx_total 7\n");
+
+	/* Arguments are joined; $CHIRPD_SOCKET is the default socket. */
+	assert_int_equal(run(out, sizeof(out), "CHIRPD_SOCKET=%s %s echo a b", f->path, chirpctl), 0);
+	assert_string_equal(out, "args: a b\n");
+
+	/* {"ok":false} exits 1 with the reason (and listed errors). */
+	assert_int_equal(run(out, sizeof(out), "%s -s %s fail", chirpctl, f->path), 1);
+	assert_non_null(strstr(out, "chirpctl: fail: boom\n"));
+	assert_non_null(strstr(out, "  x.conf:3: [cpi] foo: unknown key\n"));
+	assert_int_equal(run(out, sizeof(out), "%s -s %s --json fail", chirpctl, f->path), 1);
+	assert_int_equal(run(out, sizeof(out), "%s -s %s status extra", chirpctl, f->path), 1);
+	assert_non_null(strstr(out, "takes no arguments"));
+
+	/* Connection and usage problems exit 2 with a clear message. */
+	assert_int_equal(run(out, sizeof(out), "%s -s %s/none.sock ping", chirpctl, f->dir), 2);
+	assert_non_null(strstr(out, "cannot connect to"));
+	assert_non_null(strstr(out, "No such file or directory — is chirpd running?"));
+	assert_int_equal(run(out, sizeof(out), "%s", chirpctl), 2);
+	assert_non_null(strstr(out, "usage:"));
+	assert_int_equal(run(out, sizeof(out), "%s --timeout x ping", chirpctl), 2);
+
+	/* watch: N refreshes, plain when piped, ends by itself. */
+	assert_int_equal(run(out, sizeof(out), "%s -s %s watch --count 2 --interval 0.1",
+			     chirpctl, f->path), 0);
+	{
+		int headers = 0;
+		for (char *p = out; (p = strstr(p, "chirpd on ")); p++)
+			headers++;
+		assert_int_equal(headers, 2);
+		assert_non_null(strstr(out, "state:"));
+		assert_non_null(strstr(out, "/s)"));       /* a rate on the second refresh */
+		assert_null(strstr(out, "\033["));     /* no screen control when piped */
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -763,7 +872,21 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_authority, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_authority_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_and_live_socket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chirpctl, setup, teardown),
 	};
+	/* chirpctl sits in ../bin next to this test binary (BUILD/tests). */
+	{
+		char self[512];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n > 0) {
+			self[n] = '\0';
+			char *slash = strrchr(self, '/');
+			if (slash) {
+				*slash = '\0';
+				snprintf(chirpctl, sizeof(chirpctl), "%s/../bin/chirpctl", self);
+			}
+		}
+	}
 
 	log_init("test_control");
 	log_set_level(LOG_WARNING);
