@@ -53,6 +53,7 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_RELOADS] = "Configuration reloads applied.",
 	[ST_RELOAD_FAILURES] = "Configuration reloads rejected (old configuration kept).",
 	[ST_OUTPUT_FILE_ERRORS] = "Failed writes to the [output] file.",
+	[ST_REDELIVERED_SKIPPED] = "Redelivered input blocks whose result a previous chirpd had already committed (not processed twice).",
 };
 
 int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *mi,

@@ -45,6 +45,7 @@ struct flight {
 	enum out_kind kind;
 	void *out;                   /* where the pc writes                      */
 	int done_in, done_out, released;
+	int redelivered;             /* skipped duplicate: no result, no stats  */
 	uint64_t t_peek, t_submit, t_done;   /* CLOCK_MONOTONIC ns             */
 };
 
@@ -297,6 +298,20 @@ static void write_file(struct pipeline *p, const void *buf, size_t len)
 	}
 }
 
+/*
+ * Whether the output ring's newest result is this block's or a later one's
+ * (results carry their input's timestamp_ns and first_sample, in order).
+ */
+static int already_delivered(const struct pipeline_gen *g, const struct chirp_ring_block *b)
+{
+	struct chirp_ring_block last;
+
+	if (chirp_ring_last_commit(g->out, &last) < 0)
+		return 0;
+	return last.timestamp_ns > b->timestamp_ns ||
+	       (last.timestamp_ns == b->timestamp_ns && last.first_sample >= b->first_sample);
+}
+
 /* Take one input block and submit it. Returns 1 if a block was taken, 0 if
  * none is available, < 0 on a fatal error (already reported). */
 static int take_one(struct pipeline *p)
@@ -335,6 +350,25 @@ static int take_one(struct pipeline *p)
 		return -1;
 	}
 	p->stale_since = 0;
+
+	if ((blk.flags & CHIRP_RING_REDELIVERED) && already_delivered(g, &blk)) {
+		/* A previous chirpd took this block, committed its result and
+		 * died before releasing it: do not deliver it twice. Released
+		 * in order like any other record. */
+		idx = (p->head + p->count) % PIPE_MAX_DEPTH;
+		f = &p->fl[idx];
+		memset(f, 0, sizeof(*f));
+		f->kind = OUT_SKIP;
+		f->done_in = f->done_out = 1;
+		f->redelivered = 1;
+		p->count++;
+		p->have_last_seq = 1;
+		p->last_seq = blk.seq;
+		stats_write_begin(p->st);
+		stats_count(p->st, ST_REDELIVERED_SKIPPED, 1);
+		stats_write_end(p->st);
+		return 1;
+	}
 
 	idx = (p->head + p->count) % PIPE_MAX_DEPTH;
 	f = &p->fl[idx];

@@ -40,6 +40,8 @@ enum stats_counter {
 	ST_RELOADS,            /* successful reloads (stats_add)              */
 	ST_RELOAD_FAILURES,    /* rejected reloads (stats_add)                */
 	ST_OUTPUT_FILE_ERRORS, /* failed writes to [output] file              */
+	ST_REDELIVERED_SKIPPED,/* redelivered input whose result a previous
+				  chirpd had already committed (not redone)  */
 	ST_COUNTERS
 };
 

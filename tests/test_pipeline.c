@@ -481,6 +481,45 @@ static void test_park_and_new_input_ring(void **state)
 	fx_close(&f);
 }
 
+/* A previous chirpd took CPIs 0 and 1, committed CPI 0's result and died
+ * holding both. The new pipeline gets both again flagged REDELIVERED: CPI 0
+ * is skipped (its result is already in the output ring), CPI 1 is
+ * processed, then CPI 2 as usual — each result exactly once. */
+static void test_redelivered_exactly_once(void **state)
+{
+	(void)state;
+	struct fx f;
+	char err[256];
+	struct chirp_ring_block b;
+	struct chirp_ring_geometry gi = { C, P, R, CHIRP_RING_CF32, 8, 25e6 };
+	void *slot;
+
+	fx_open(&f, 8, 16);
+	for (unsigned k = 0; k < 3; k++)
+		assert_int_equal(produce(&f, k, NULL), 0);
+	assert_int_equal(chirp_ring_peek(f.in_c, &b), 0);
+	assert_int_equal(chirp_ring_reserve(f.out_p, &slot), 0);
+	memset(slot, 0, sizeof(float) * 2 * C * P * R);
+	assert_int_equal(chirp_ring_commit(f.out_p, b.timestamp_ns, b.first_sample, 0), 0);
+	assert_int_equal(chirp_ring_peek(f.in_c, &b), 0);
+	pipeline_gen_destroy(f.gen);
+	chirp_ring_detach(f.in_c);                 /* "dies" holding two blocks */
+	f.in_c = chirp_ring_create(f.in_name, &gi, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	if (!f.in_c) fail_msg("re-attach: %s", err);
+	f.gen = pipeline_gen_create(f.in_c, f.out_p, f.pc, -1, err, sizeof(err));
+	assert_non_null(f.gen);
+	fx_start(&f);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == 2);
+	assert_int_equal(counter(&f, ST_REDELIVERED_SKIPPED), 1);
+	for (unsigned k = 0; k < 3; k++) {
+		assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+		assert_int_equal(b.first_sample, (uint64_t)k * P * R);
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+	}
+	assert_int_equal(chirp_ring_peek(f.out_c, &b), -EAGAIN);
+	fx_close(&f);
+}
+
 static void test_stop_drains_and_notifies(void **state)
 {
 	(void)state;
@@ -538,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_nonfinite_flagged),
 		cmocka_unit_test(test_swap_under_load_no_loss),
 		cmocka_unit_test(test_park_and_new_input_ring),
+		cmocka_unit_test(test_redelivered_exactly_once),
 		cmocka_unit_test(test_stop_drains_and_notifies),
 		cmocka_unit_test(test_gen_rejects_mismatch),
 	};
