@@ -74,6 +74,7 @@ struct control {
 	char group[64];
 	unsigned idle_ms;
 	int timer_armed;
+	int listen_paused;          /* out of fds: lfd out of epoll until the next tick */
 	struct client *clients[CONTROL_MAX_CLIENTS];
 	unsigned nclients;
 	struct control_stats st;
@@ -315,7 +316,7 @@ void control_set_idle_ms(struct control *c, unsigned ms)
 /* Periodic sweep while clients exist; off when there are none. */
 static void arm_timer(struct control *c)
 {
-	int want = c->nclients > 0;
+	int want = c->nclients > 0 || c->listen_paused;
 	struct itimerspec its = { 0 };
 
 	if (want == c->timer_armed)
@@ -668,8 +669,17 @@ static void accept_clients(struct control *c)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* The pending connection stays queued and the listening
+				 * socket stays readable: without this the event loop
+				 * would spin. Stop listening until the next timer tick. */
+				if (epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->lfd, NULL) == 0)
+					c->listen_paused = 1;
+				log_warn("control: accept: %s; not accepting for a moment",
+					 strerror(errno));
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
 				log_warn("control: accept: %s", strerror(errno));
+			}
 			return;
 		}
 		if (c->nclients >= CONTROL_MAX_CLIENTS) {
@@ -724,6 +734,8 @@ static void sweep_idle(struct control *c)
 	ssize_t r = read(c->tfd, &exp, sizeof(exp));   /* drain the tick */
 
 	(void)r;
+	if (c->listen_paused && ep_add(c->epfd, c->lfd, EPOLLIN, &tag_listen) == 0)
+		c->listen_paused = 0;
 	for (unsigned i = 0; i < c->nclients; ) {
 		struct client *cl = c->clients[i];
 		if (t - cl->last_ms >= c->idle_ms) {

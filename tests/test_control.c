@@ -767,6 +767,64 @@ static void test_stale_and_live_socket(void **state)
 	assert_non_null(strstr(err, "no-such-group-chirp"));
 }
 
+static double cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+/* Out of file descriptors: the server must not spin on a listening socket
+ * it cannot accept from, and must accept again once fds are free. */
+static void test_out_of_fds(void **state)
+{
+	struct fixture *f = *state;
+	struct rlimit old, lim;
+	int fds[64], n = 0, probe;
+	double c0, c1;
+	json_t *j;
+
+	start(f);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	probe = dup(0);                  /* lowest free fd now */
+	assert_true(probe >= 0);
+	close(probe);
+	lim = old;
+	lim.rlim_cur = (rlim_t)probe + 6;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	/* Connect until our own socket() fails; the server runs out first
+	 * or at the same time (it needs one fd per accepted client). */
+	while (n < 64) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		if (fd < 0)
+			break;
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			close(fd);
+			break;
+		}
+		fds[n++] = fd;
+		usleep(20000);
+	}
+	assert_true(n >= 1);
+	c0 = cpu_s();
+	usleep(500000);
+	c1 = cpu_s();
+	print_message("cpu while out of fds: %.3f s\n", c1 - c0);
+	/* A spinning loop burns 0.3-0.5 s of CPU here; generous bound. */
+	if (c1 - c0 > 0.15)
+		fail_msg("control loop used %.2f s CPU in 0.5 s while out of fds", c1 - c0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	/* Accepting again (the listening socket returns on a timer tick). */
+	j = ask(f, "ping");
+	assert_true(is_ok(j));
+	json_decref(j);
+}
+
 /* ---- chirpctl against this server ---- */
 
 static char chirpctl[600];
@@ -872,6 +930,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_authority, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_authority_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_and_live_socket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_fds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chirpctl, setup, teardown),
 	};
 	/* chirpctl sits in ../bin next to this test binary (BUILD/tests). */
