@@ -4,12 +4,14 @@
  *
  *   bench_pc [--threads LIST] [--cpi CxPxR:L]... [--format cf32|sc16]
  *            [--out complex|magnitude|power_db] [--nfft N] [--seconds S] [--tsv]
- *            [--estimate]
+ *            [--planner estimate|measure|patient] [--estimate]
  *
  * Defaults: the two CPIs of issue 2 (4x128x4096 with a 512-sample chirp,
  * 16x128x9000 with a 1000-sample chirp), cf32 in, complex out, threads
- * "1,2", FFTW_MEASURE plans (CHIRP_FFTW_MEASURE=1; --estimate turns it
- * off). Per configuration: 2 warm-up CPIs, then CPIs until S seconds
+ * "1,2", FFTW_PATIENT plans (--planner estimate|measure|patient sets
+ * CHIRP_FFTW_PLANNER; --estimate = --planner estimate). Patient planning
+ * takes about a minute per CPI shape: set CHIRP_FFTW_WISDOM=FILE (make bench
+ * does) to keep the plans between runs. Per configuration: 2 warm-up CPIs, then CPIs until S seconds
  * (default 2) and at least 5 have run; the median CPI time is reported
  * (and the fastest, which on a shared, noisy machine is the steadier
  * figure for comparing two builds).
@@ -48,7 +50,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: bench_pc [--threads 1,2] [--cpi CxPxR:L]... [--format cf32|sc16]\n"
 		   "                [--out complex|magnitude|power_db] [--nfft N] [--seconds S] [--tsv]\n"
-		   "                [--estimate]\n");
+		   "                [--planner estimate|measure|patient] [--estimate]\n");
 }
 
 /* Run one configuration; 0 on success. */
@@ -157,7 +159,8 @@ out:
 int main(int argc, char **argv)
 {
 	struct cpi cpis[8] = { { 4, 128, 4096, 512 }, { 16, 128, 9000, 1000 } };
-	int ncpi = 2, user_cpi = 0, threads[8] = { 1, 2 }, nthreads = 2, tsv = 0, measure = 1;
+	int ncpi = 2, user_cpi = 0, threads[8] = { 1, 2 }, nthreads = 2, tsv = 0;
+	const char *planner = "patient";
 	enum pc_format fmt = PC_FMT_CF32;
 	enum pc_output mode = PC_OUT_COMPLEX;
 	double seconds = 2.0;
@@ -170,7 +173,7 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--tsv")) {
 			tsv = 1;
 		} else if (!strcmp(a, "--estimate")) {
-			measure = 0;
+			planner = "estimate";
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return 0;
@@ -185,6 +188,9 @@ int main(int argc, char **argv)
 			     tok = strtok_r(NULL, ",", &save))
 				threads[nthreads++] = atoi(tok);
 			free(s);
+			i++;
+		} else if (!strcmp(a, "--planner")) {
+			planner = v;
 			i++;
 		} else if (!strcmp(a, "--nfft")) {
 			nfft = strtoull(v, NULL, 10);
@@ -217,11 +223,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	setenv("CHIRP_FFTW_MEASURE", measure ? "1" : "0", 1);
+	setenv("CHIRP_FFTW_PLANNER", planner, 1);
 
 	if (!tsv) {
-		printf("bench_pc: CPU backend (FFTW %s plans), median of >= 5 CPIs over %.1f s\n",
-		       measure ? "measured" : "estimated", seconds);
+		printf("bench_pc: CPU backend (FFTW %s plans%s), median of >= 5 CPIs over %.1f s\n",
+		       planner, getenv("CHIRP_FFTW_WISDOM") ? ", wisdom file" : "", seconds);
 		printf("%-14s %5s %6s %7s %5s %-9s %9s %9s %9s %11s %6s %8s\n", "CPI CxPxR", "L",
 		       "nfft", "threads", "in", "out", "ms/CPI", "best_ms", "MS/s", "MS/s/thread",
 		       "reps", "create_s");

@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 
 build=${1:-build}
 filter=${BENCH_FILTER:-.}
+# FFTW plans found by bench_pc's patient search are kept here between runs.
+export CHIRP_FFTW_WISDOM=${CHIRP_FFTW_WISDOM:-$build/fftw-wisdom}
 failed=0
 found=0
 

