@@ -8,7 +8,9 @@
  */
 #include <complex.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -837,6 +839,160 @@ static void test_noise_gain(void **state)
 	free(h);
 }
 
+/* ---- planner options and concurrent creation ------------------------- */
+
+/* One small random case through a fresh pc; fails on a wrong result. */
+static void small_case(unsigned R, size_t L, int threads)
+{
+	const unsigned P = 5;
+	size_t n = (size_t)P * R;
+	float *h = random_ref(L);
+	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
+	float *in, *out = malloc(n * 8);
+	struct pc_params p;
+	struct pc *pc;
+	char err[256];
+
+	assert_non_null(xd);
+	assert_non_null(y);
+	assert_non_null(out);
+	in = random_input(PC_FMT_CF32, n, xd);
+	ref_corr(xd, P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
+	base_params(&p, 1, P, R, h, L);
+	p.cpu_threads = threads;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	poison(out, n * 8);
+	assert_int_equal(pc_execute(pc, in, out, NULL), 0);
+	check_output(PC_OUT_COMPLEX, out, y, n);
+	pc_destroy(pc);
+	free(h);
+	free(xd);
+	free(y);
+	free(in);
+	free(out);
+}
+
+static void test_planner_and_wisdom(void **state)
+{
+	char path[] = "/tmp/test_pc_wisdom.XXXXXX";
+	int fd = mkstemp(path);
+	off_t size;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(path);   /* a missing wisdom file is fine */
+	setenv("CHIRP_FFTW_WISDOM", path, 1);
+	setenv("CHIRP_FFTW_PLANNER", "measure", 1);
+	small_case(96, 17, 1);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);   /* measured plans were written back */
+	size = lseek(fd, 0, SEEK_END);
+	close(fd);
+	assert_true(size > 0);
+	small_case(96, 17, 2);   /* and read again */
+	setenv("CHIRP_FFTW_PLANNER", "bogus", 1);   /* warns, still works */
+	small_case(50, 7, 1);
+	unsetenv("CHIRP_FFTW_PLANNER");
+	unsetenv("CHIRP_FFTW_WISDOM");
+	unlink(path);
+}
+
+/*
+ * Reload while running: pcs built, run and destroyed from several threads
+ * at once (the FFTW planner is not thread-safe; pc_cpu serializes it). Data
+ * and references are made on the main thread; workers only report errors
+ * (cmocka's asserts belong to the main thread).
+ */
+struct cjob {
+	unsigned R;
+	size_t L;
+	int threads;
+	float *h;
+	float *in;
+	double complex *y;
+	double rel;          /* result: relative L2 error, or -1 on failure */
+};
+
+#define CJOBS 6
+
+static void *create_loop(void *arg)
+{
+	struct cjob *j = arg;
+
+	for (int i = 0; i < CJOBS; i++, j++) {
+		size_t n = 5 * (size_t)j->R;
+		float *out = malloc(n * 8);
+		struct pc_params p;
+		struct pc *pc;
+		char err[256];
+		double num = 0, den = 0;
+
+		j->rel = -1;
+		base_params(&p, 1, 5, j->R, j->h, j->L);
+		p.cpu_threads = j->threads;
+		pc = pc_create(&p, err, sizeof(err));
+		if (!pc || !out || pc_execute(pc, j->in, out, NULL) != 0) {
+			pc_destroy(pc);
+			free(out);
+			continue;
+		}
+		for (size_t k = 0; k < n; k++) {
+			double complex d = out[2 * k] + I * out[2 * k + 1] - j->y[k];
+
+			num += creal(d) * creal(d) + cimag(d) * cimag(d);
+			den += creal(j->y[k]) * creal(j->y[k]) + cimag(j->y[k]) * cimag(j->y[k]);
+		}
+		j->rel = sqrt(num / den);
+		pc_destroy(pc);
+		free(out);
+	}
+	return NULL;
+}
+
+static void test_concurrent_create(void **state)
+{
+	struct cjob jobs[3][CJOBS];
+	pthread_t th[3];
+
+	(void)state;
+	for (int t = 0; t < 3; t++)
+		for (int i = 0; i < CJOBS; i++) {
+			struct cjob *j = &jobs[t][i];
+			size_t n;
+			double complex *xd;
+
+			j->R = 100 + 37 * (unsigned)(i + t);
+			j->L = 1 + 5 * (size_t)i;
+			j->threads = 1 + (i + t) % 2;
+			n = 5 * (size_t)j->R;
+			xd = malloc(n * sizeof(*xd));
+			j->y = malloc(n * sizeof(*j->y));
+			assert_non_null(xd);
+			assert_non_null(j->y);
+			j->h = random_ref(j->L);
+			j->in = random_input(PC_FMT_CF32, n, xd);
+			ref_corr(xd, 5, j->R, j->h, j->L, ref_gain(j->h, j->L, PC_NORM_NOISE), j->y);
+			free(xd);
+		}
+	for (int t = 0; t < 3; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, create_loop, jobs[t]), 0);
+	for (int t = 0; t < 3; t++)
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+	for (int t = 0; t < 3; t++)
+		for (int i = 0; i < CJOBS; i++) {
+			struct cjob *j = &jobs[t][i];
+
+			if (!(j->rel >= 0 && j->rel <= 1e-5))
+				fail_msg("thread %d job %d (R=%u L=%zu): relative error %g", t, i, j->R, j->L, j->rel);
+			free(j->h);
+			free(j->in);
+			free(j->y);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -854,6 +1010,8 @@ int main(void)
 		cmocka_unit_test(test_two_targets_resolved),
 		cmocka_unit_test(test_sidelobes),
 		cmocka_unit_test(test_noise_gain),
+		cmocka_unit_test(test_planner_and_wisdom),
+		cmocka_unit_test(test_concurrent_create),
 	};
 
 	return cmocka_run_group_tests(tests, setup_seed, NULL);
