@@ -71,10 +71,12 @@ for step in $steps; do
 		cat "$OUT"/test_pc_cuda.log "$OUT"/test_pc.log >"$OUT/tests.log" 2>/dev/null
 		rm -f "$OUT"/test_pc_cuda.log "$OUT"/test_pc.log;;
 	e2e)
-		say "GPU end-to-end tests"
-		TEST_PHASES=normal TEST_FILTER='^gpu_' TEST_LOGDIR=$OUT/e2e-logs \
-			scripts/test-all.sh 2>&1 | tee -a "$summary" | tail -20 || status=1
-		cat "$OUT"/e2e-logs/*gpu_*.log >"$OUT/e2e.log" 2>/dev/null
+		say "GPU end-to-end tests, and the fault tests against the CUDA backend"
+		CHIRP_TEST_BACKEND=cuda TEST_PHASES=normal TEST_FILTER="${E2E_FILTER:-^(gpu_|fault_)}" \
+			TEST_LOGDIR=$OUT/e2e-logs timeout -k 5 "${E2E_TIMEOUT:-240}" scripts/test-all.sh >"$OUT/e2e-run.log" 2>&1 || status=1
+		grep -E '^(ok|FAIL|skip)|passed,' "$OUT/e2e-run.log" | tee -a "$summary"
+		for f in "$OUT"/e2e-logs/*.sh.log; do echo "=== $f"; cat "$f"; done >"$OUT/e2e.log" 2>/dev/null
+		cat "$OUT/e2e-run.log" >>"$OUT/e2e.log"; rm -f "$OUT/e2e-run.log"
 		rm -rf "$OUT/e2e-logs";;
 	all)
 		say "all unit and e2e tests (normal build)"

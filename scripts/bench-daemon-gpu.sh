@@ -1,0 +1,120 @@
+#!/bin/bash
+# bench-daemon-gpu.sh [--soak] [TSV] — benchmark (d): the whole daemon on the
+# CUDA backend. For each configuration: chirp-feed --prefilled (as fast as
+# the input ring frees slots, like a digitizer's DMA) -> chirpd (backend =
+# cuda) -> chirp-tap --drain; chirpd's delivered CPIs are counted over
+# MEASURE_S seconds after a warm-up. Writes "geometry format output gsps"
+# lines (best over DAEMON_STREAMS) to TSV for bench_gpu --daemon-tsv, and a
+# table with the stage times chirpd measured.
+#
+# --soak: SOAK_S seconds (default 300) of 16x128x9000 cf32->complex paced at
+# 90 % of the capacity in TSV (measured first if absent); passes only with
+# zero drops anywhere (feeder, input ring, output ring, consumer gaps).
+#
+# Environment: CHIRP_BUILD (default build), DAEMON_STREAMS (default "3 1"),
+# MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick).
+# Exit 77 without a GPU or a CUDA build.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+export CHIRP_BUILD=${CHIRP_BUILD:-build}
+. tests/e2e/lib.sh
+. tests/e2e/lib_gpu.inc
+
+soak=0
+if [ "${1:-}" = --soak ]; then soak=1; shift; fi
+TSV=${1:-$CHIRP_BUILD/daemon.tsv}
+case $TSV in /*) ;; *) TSV=$(pwd)/$TSV;; esac
+e2e_init bench_daemon
+e2e_need chirp-feed chirp-tap
+gpu_need
+STREAMS=${DAEMON_STREAMS:-3 1}
+MEASURE_S=${MEASURE_S:-5}
+CONFIGS=${CONFIGS:-4x128x4096:cf32:complex 4x128x4096:cf32:magnitude 4x128x4096:sc16:complex 4x128x4096:sc16:magnitude 16x128x9000:cf32:complex 16x128x9000:cf32:magnitude 16x128x9000:sc16:complex 16x128x9000:sc16:magnitude}
+TARGETS=300:-6,1700:-12,3100:-20
+now() { date +%s.%N; }
+case_no=0
+
+# run_daemon GEOM FMT MODE STREAMS SECONDS [RATE] — one daemon run; sets
+# R_GSPS R_CPIS R_STAGES R_DROPS (feeder dropped + input overruns + output
+# drops + consumer gaps).
+run_daemon() {
+	local geom=$1 fmt=$2 mode=$3 s=$4 secs=$5 rate=${6:-} c p r l c0 c1 t0 t1 feed tap
+	IFS=x read -r c p r <<<"$geom"
+	l=$([ "$r" -ge 9000 ] && echo 1000 || echo 512)
+	case_no=$((case_no + 1))
+	e2e_config processing.backend=cuda processing.streams="$s" input.format="$fmt" output.mode="$mode" \
+		cpi.channels="$c" cpi.pulses="$p" cpi.samples="$r" waveform.pulse_width_s="$(gpu_pw "$l")" \
+		input.slots=8 output.slots=8 input.ring="$IN_RING-$case_no" output.ring="$OUT_RING-$case_no"
+	: >"$CHIRPD_LOG"
+	e2e_start_chirpd
+	"$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
+	tap=$!
+	e2e_track $tap
+	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 10 --prefilled ${rate:+--rate "$rate"} -q \
+		2>"$T/feed.log" &
+	feed=$!
+	e2e_track $feed
+	e2e_wait 60 e2e_stat_ge cpis_out 10 || e2e_fail "$geom $fmt $mode: no output after 60 s"
+	sleep 1
+	c0=$(e2e_stat cpis_out); t0=$(now)
+	sleep "$secs"
+	c1=$(e2e_stat cpis_out); t1=$(now)
+	R_STAGES=$(e2e_ctl --json stats | "$PY" -c '
+import json, sys
+s = json.load(sys.stdin)
+st = s.get("stages", {})
+def ms(k):
+    v = st.get(k, {})
+    for key in ("mean_ns", "avg_ns", "p50_ns"):
+        if key in v:
+            return "%.2f" % (v[key] / 1e6)
+    return "?"
+print("in %s / compute %s / out %s ms" % (ms("input"), ms("compute"), ms("output")))' 2>/dev/null)
+	kill -TERM $feed 2>/dev/null; wait $feed 2>/dev/null
+	sleep 1
+	kill -TERM $tap 2>/dev/null; wait $tap 2>/dev/null
+	local fdrop ovr odrop gaps
+	fdrop=$(sed -n 's/^chirp-feed: sent [0-9]*, dropped \([0-9]*\) .*/\1/p' "$T/feed.log" | tail -n 1)
+	ovr=$(e2e_stat input_overruns) odrop=$(e2e_stat output_drops)
+	gaps=$(sed -n 's/^chirp-tap: received [0-9]*, gaps \([0-9]*\) .*/\1/p' "$T/tap.log" | tail -n 1)
+	R_DROPS="feeder ${fdrop:-?}, input_overruns $ovr, output_drops $odrop, consumer gaps ${gaps:-?}"
+	R_CPIS=$(awk -v a="$c0" -v b="$c1" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.2f", (b - a) / (y - x) }')
+	R_GSPS=$(awk -v k="$R_CPIS" -v n=$((c * p * r)) 'BEGIN { printf "%.4f", k * n / 1e9 }')
+	R_SUM="${fdrop:-x}:$ovr:$odrop:${gaps:-x}"
+	e2e_stop_chirpd >/dev/null 2>&1
+	grep -E "error|warning" "$CHIRPD_LOG" | grep -v realtime | head -5
+}
+
+if [ $soak = 0 ]; then
+	: >"$TSV"
+	printf '%-12s %-5s %-9s %7s %9s %8s  %s\n' geometry in out streams "CPI/s" "GS/s" "chirpd stage means; drops while saturated"
+	for cfg in $CONFIGS; do
+		IFS=: read -r geom fmt mode <<<"$cfg"
+		best=0
+		for s in $STREAMS; do
+			run_daemon "$geom" "$fmt" "$mode" "$s" "$MEASURE_S"
+			printf '%-12s %-5s %-9s %7s %9s %8s  %s; %s\n' "$geom" "$fmt" "$mode" "$s" "$R_CPIS" "$R_GSPS" "$R_STAGES" "$R_DROPS"
+			best=$(awk -v a="$best" -v b="$R_GSPS" 'BEGIN { print (b > a ? b : a) }')
+		done
+		printf '%s %s %s %s\n' "$geom" "$fmt" "$mode" "$best" >>"$TSV"
+	done
+	echo "(d) written to $TSV"
+	e2e_pass
+fi
+
+# --soak
+SOAK_S=${SOAK_S:-300}
+geom=16x128x9000 fmt=cf32 mode=complex
+cap=$(awk -v g=$geom -v f=$fmt -v m=$mode '$1 == g && $2 == f && $3 == m { print $4 }' "$TSV" 2>/dev/null | tail -n 1)
+bests=3
+if [ -z "$cap" ]; then
+	run_daemon $geom $fmt $mode 3 "$MEASURE_S"
+	cap=$R_GSPS
+fi
+n=$((16 * 128 * 9000))
+rate=$(awk -v g="$cap" -v n=$n 'BEGIN { printf "%.2f", 0.9 * g * 1e9 / n }')
+e2e_log "soak: $geom $fmt->$mode, streams $bests, capacity $cap GS/s, paced at $rate CPI/s (90 %) for $SOAK_S s"
+run_daemon $geom $fmt $mode $bests "$SOAK_S" "$rate"
+e2e_log "soak: delivered $R_CPIS CPI/s ($R_GSPS GS/s); $R_STAGES; $R_DROPS"
+[ "$R_SUM" = "0:0:0:0" ] || e2e_fail "soak: drops ($R_DROPS)"
+e2e_pass
