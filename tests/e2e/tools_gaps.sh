@@ -14,7 +14,7 @@ head -c $((1 * 4 * 100 * 4 * 5)) /dev/urandom >in.raw
 tp=$!; e2e_track $tp
 wait_ring "$RING"
 "$CHIRP_FEED" -r "$RING" --file in.raw --loop --count 200 --rate 500 >feed.log 2>&1 || { cat feed.log; e2e_fail "feed failed"; }
-sleep 0.5   # let the tap drain the ring (4 x 20 ms)
+sleep "$(awk -v s="$E2E_SLOW" "BEGIN { print 0.5 * s }")"   # let the tap drain the ring (4 x 20 ms)
 kill -INT $tp
 wait_pid $tp 10 || { cat tap.log; e2e_fail "tap did not exit 0 on SIGINT"; }
 cat feed.log tap.log
