@@ -12,8 +12,8 @@
 #     no input overrun, sequence gap or output drop;
 #   - reloads / reload_failures count exactly;
 #   - no memory growth: chirpd's VmRSS after 100 reloads is within 10 MiB of
-#     its value after the first 5 (under ASan the quarantine is capped so the
-#     comparison stays meaningful).
+#     its value after the first 5 (under ASan the quarantine is capped and the
+#     bound is 30 MiB; LeakSanitizer checks for leaks at exit).
 # Environment: FAULT_RELOADS (default 100), CHIRP_TEST_BACKEND.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_fault.sh"
@@ -28,7 +28,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8:malloc_
 variant() {   # variant N [broken] — write configuration N into $CONF atomically
 	local n=$1 c=$CONF
 	CONF=$T/next.conf
-	fault_config input.slots=64 output.slots=64 cpi.pulses=4 \
+	fault_config input.slots=256 output.slots=256 cpi.pulses=4 \
 		processing.cpu_threads=$((n % 2 + 1)) \
 		processing.nfft=$([ $((n % 3)) -eq 0 ] && echo 1536 || echo auto) \
 		daemon.log_level=$([ $((n % 2)) -eq 0 ] && echo info || echo notice)
@@ -100,8 +100,11 @@ if sorted(ks) != list(range(sent)):
 PYEOF
 	e2e_fail "lost or duplicated CPIs across reloads"
 
-growth=$((rss1 - rss0))
-[ "$growth" -lt 10240 ] || e2e_fail "VmRSS grew by $growth kB over $((reloads - 5)) reloads"
-e2e_log "VmRSS growth over $((reloads - 5)) reloads: $growth kB (bound 10240)"
+# 10 MiB on a normal build; under sanitizers the allocator keeps more (a
+# bound 3x as large still catches a leak of ~300 kB per reload, and
+# LeakSanitizer checks chirpd's exit).
+growth=$((rss1 - rss0)) bound=$((10240 * E2E_SLOW))
+[ "$growth" -lt "$bound" ] || e2e_fail "VmRSS grew by $growth kB over $((reloads - 5)) reloads (bound $bound kB)"
+e2e_log "VmRSS growth over $((reloads - 5)) reloads: $growth kB (bound $bound kB)"
 e2e_stop_chirpd || e2e_fail "chirpd exited $? on SIGTERM"
 e2e_pass
