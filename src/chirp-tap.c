@@ -83,7 +83,8 @@ static void usage(FILE *f)
 "usage: chirp-tap [OPTIONS]\n"
 "Consume CPIs from a chirp ring (normally chirpd's output ring).\n"
 "\n"
-"  -r, --ring NAME        ring (default: [output] ring of -c, else /chirpd-out)\n"
+"  -r, --ring NAME        ring (default: [output] ring of -c ([input] ring with\n"
+"                         --verify-input), else /chirpd-out)\n"
 "  -c, --config FILE      chirpd configuration (ring name, output mode; --verify)\n"
 "  -n, --count N          stop after N CPIs (default: until SIGINT/SIGTERM)\n"
 "      --out PATH         write CPIs as raw data in the ring's format and layout\n"
@@ -285,6 +286,8 @@ static const char *ring_default(const struct tap *t)
 {
 	if (t->ring_name)
 		return t->ring_name;
+	if (t->have_cfg && t->verify_input && t->cfg.input_ring[0])
+		return t->cfg.input_ring;   /* --verify-input reads chirpd's input */
 	if (t->have_cfg && t->cfg.output_ring[0])
 		return t->cfg.output_ring;
 	return "/chirpd-out";
@@ -356,12 +359,13 @@ static int create_geometry(struct tap *t, struct chirp_ring_geometry *g)
 	memset(g, 0, sizeof(*g));
 	g->slots = 16;
 	if (t->have_cfg) {
-		/* chirpd's output ring for this configuration */
+		/* chirpd's output ring for this configuration (its input ring
+		 * with --verify-input) */
 		g->channels = t->cfg.channels;
 		g->pulses = t->cfg.pulses;
 		g->samples = t->cfg.samples;
-		g->format = out_ring_format(t->cfg.out_mode);
-		g->slots = t->cfg.output_slots;
+		g->format = t->verify_input ? (uint32_t)t->cfg.format : out_ring_format(t->cfg.out_mode);
+		g->slots = t->verify_input ? t->cfg.input_slots : t->cfg.output_slots;
 		g->sample_rate_hz = t->cfg.wf.sample_rate_hz;
 	}
 	if (t->have_geometry) {
