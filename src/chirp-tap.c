@@ -88,6 +88,7 @@ static void usage(FILE *f)
 "  -c, --config FILE      chirpd configuration (ring name, output mode; --verify)\n"
 "  -n, --count N          stop after N CPIs (default: until SIGINT/SIGTERM)\n"
 "      --out PATH         write CPIs as raw data in the ring's format and layout\n"
+"                         (- = standard output)\n"
 "      --sigmf BASE       write BASE.sigmf-data + BASE.sigmf-meta\n"
 "      --drain            consume and discard as fast as possible\n"
 "      --timeout SEC      give up (exit 3) if N CPIs have not arrived in SEC\n"
@@ -475,7 +476,13 @@ static int write_all(int fd, const void *buf, size_t len, const char *path)
 
 static int open_outputs(struct tap *t)
 {
-	if (t->out_path) {
+	if (t->out_path && strcmp(t->out_path, "-") == 0) {
+		t->out_fd = dup(STDOUT_FILENO);   /* closed at exit like a file */
+		if (t->out_fd < 0) {
+			log_err("dup stdout: %s", strerror(errno));
+			return -errno;
+		}
+	} else if (t->out_path) {
 		t->out_fd = open(t->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (t->out_fd < 0) {
 			log_err("%s: %s", t->out_path, strerror(errno));

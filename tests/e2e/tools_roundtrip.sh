@@ -32,6 +32,14 @@ cmp in.raw out.raw || e2e_fail "raw cf32 round trip differs"
 grep -q "sent 7, dropped 0" feed.log || e2e_fail "feed summary: $(cat feed.log)"
 grep -q "received 7, gaps 0" tap.log || e2e_fail "tap summary: $(cat tap.log)"
 e2e_log "raw cf32 round trip ok"
+# ...and to standard output (--out -), progress and summary staying on stderr.
+"$CHIRP_TAP" -r "$RING" --create --geometry 3,5,333 --format cf32 -n 7 --out - \
+	--timeout $((30 * E2E_SLOW)) >stdout.raw 2>tap.log &
+tp=$!; e2e_track $tp
+wait_ring "$RING"
+"$CHIRP_FEED" -r "$RING" --file in.raw --block 2>feed.log || e2e_fail "feed to stdout tap"
+wait_pid $tp 30 || { cat tap.log; e2e_fail "tap --out - failed"; }
+cmp in.raw stdout.raw || e2e_fail "--out - differs"
 
 # 2. raw sc16, with --loop and --count beyond the file: 3 CPIs replayed as 8.
 head -c $((2 * 3 * 101 * 4 * 3)) /dev/urandom >in16.raw
