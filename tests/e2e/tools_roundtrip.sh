@@ -91,6 +91,40 @@ sys.exit(0 if a.shape == b.shape and np.array_equal(a, b) else "ci16 -> cf32 con
 ' || e2e_fail "conversion check"
 e2e_log "ci16_le -> cf32 replay ok"
 
+# 5b. A foreign single-stream ci16_le recording (no chirp: keys, extra
+#     core: keys and annotations) is cut into CPIs of the ring's geometry.
+"$PY" - <<'PYEOF' || e2e_fail "writing the foreign recording"
+import json
+import numpy as np
+x = np.random.default_rng(3).integers(-32768, 32767, size=2 * 3 * 101 * 2 * 4, dtype=np.int16)
+x.astype("<i2").tofile("sdr.sigmf-data")
+json.dump({"global": {"core:datatype": "ci16_le", "core:sample_rate": 1e6, "core:version": "1.0.0",
+                      "core:hw": "some SDR", "core:author": "x"},
+           "captures": [{"core:sample_start": 0, "core:frequency": 9.4e9,
+                         "core:datetime": "2026-11-21T08:00:00Z"}],
+           "annotations": [{"core:sample_start": 10, "core:sample_count": 5, "core:label": "x"}]},
+          open("sdr.sigmf-meta", "w"))
+PYEOF
+RING=$RING2
+feed_tap "--geometry 2,3,101 --format sc16 --slots 2 --sample-rate 1e6 -n 4 --out sdr.raw" "--sigmf sdr.sigmf-meta"
+RING=$RING_SAVE
+cmp sdr.sigmf-data sdr.raw || e2e_fail "foreign recording replay differs"
+e2e_log "foreign ci16_le recording replayed"
+
+# 5c. Progress: a line updated in place on a terminal, nothing when piped.
+if command -v script >/dev/null 2>&1; then
+	"$CHIRP_TAP" -r "$RING" --create --geometry 2,3,101 --format sc16 --slots 2 --drain -n 300 \
+		--timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+	tp=$!; e2e_track $tp
+	wait_ring "$RING"
+	script -qec "$CHIRP_FEED -r $RING --file in16.raw --loop --count 300 --rate 1000 --block" /dev/null >tty.log 2>&1 ||
+		{ cat tty.log; e2e_fail "feed under script failed"; }
+	wait_pid $tp 30 || e2e_fail "tap for the progress test"
+	grep -q $'\rsent [0-9]*/300  dropped 0  ' tty.log || { od -c tty.log | head; e2e_fail "no progress line on a terminal"; }
+	grep -q $'\r' feed.log tap.log && e2e_fail "progress written to a file"
+	e2e_log "progress line on a terminal only"
+fi
+
 # 6. Synthetic echoes (sc16, noise, Doppler) regenerated bit for bit by the tap.
 e2e_config input.ring="$RING" input.format=sc16 input.slots=4 cpi.channels=2 cpi.pulses=4 cpi.samples=500
 TGT=40:-6:0.1,300:-30
