@@ -71,6 +71,7 @@ run_suite() {   # run_suite LABEL BUILD [LIST]
 	[ -n "$list" ] && return
 	for t in tests/e2e/*.sh; do
 		[ -f "$t" ] || continue
+		case $(basename "$t") in lib*.sh) continue;; esac   # sourced helpers, not tests
 		[[ $(basename "$t") =~ $filter ]] || continue
 		run_script "$label" "$t" "$build"
 	done
