@@ -2,7 +2,7 @@
 # fault_reload_load.sh — 100 reloads while CPIs stream through.
 #
 # The configuration file is replaced (atomically, as editors do) before each
-# reload, alternating settings that rebuild the pulse compressor without
+# reload (every 4th by SIGHUP, the others by chirpctl reload), alternating settings that rebuild the pulse compressor without
 # changing its result (cpu_threads 1/2, nfft auto/1536, log level); after
 # every 10th reload comes one of a broken file, which must be refused with
 # the running configuration kept (100 good + 10 broken).
@@ -50,7 +50,18 @@ ok=0 bad=0 t0=$(date +%s.%N)
 for ((i = 1; i <= reloads + reloads / 10; i++)); do
 	broken=$([ $((i % 11)) -eq 0 ] && echo broken)
 	variant "$i" $broken
-	if e2e_ctl reload >"$T/reload.out" 2>&1; then
+	if [ $((i % 4)) -eq 0 ]; then
+		# Every 4th by SIGHUP (no reply): wait until chirpd has counted it,
+		# then check it counted it the right way.
+		kill -HUP "$CHIRPD_PID"
+		if [ -n "$broken" ]; then bad=$((bad + 1)); else ok=$((ok + 1)); fi
+		for ((w = 0; w < 100 * E2E_SLOW; w++)); do
+			counts=$(e2e_ctl --json stats | "$PY" -c 'import json,sys; s=json.load(sys.stdin); print(s["reloads"], s["reload_failures"])')
+			[ "$counts" = "$ok $bad" ] && break
+			sleep 0.05
+		done
+		[ "$counts" = "$ok $bad" ] || e2e_fail "SIGHUP reload $i: reloads/failures are '$counts', want '$ok $bad'"
+	elif e2e_ctl reload >"$T/reload.out" 2>&1; then
 		ok=$((ok + 1))
 		[ -z "$broken" ] || e2e_fail "reload $i of a broken file succeeded"
 	else
