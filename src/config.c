@@ -454,6 +454,30 @@ static int parse_int_range(const struct cfg_key *k, const char *v, long long *ou
 	return 0;
 }
 
+/* n hex digits (1 <= n <= max) at *p, advancing p. */
+static int hex_run(const char **p, int max)
+{
+	int n = 0;
+
+	while (isxdigit((unsigned char)**p) && n <= max) {
+		(*p)++;
+		n++;
+	}
+	return n >= 1 && n <= max;
+}
+
+/* [DOMAIN:]BUS:DEVICE.FUNCTION in hex, as nvidia-smi and lspci -D write it. */
+static int pci_bus_id_ok(const char *v)
+{
+	const char *p = v, *colon2 = strchr(v, ':') ? strchr(strchr(v, ':') + 1, ':') : NULL;
+
+	if (colon2 && (!hex_run(&p, 8) || *p++ != ':'))
+		return 0;
+	if (!hex_run(&p, 2) || *p++ != ':' || !hex_run(&p, 2) || *p++ != '.')
+		return 0;
+	return *p >= '0' && *p <= '7' && p[1] == '\0';
+}
+
 static int parse_value(const struct cfg_key *k, struct chirp_config *c, const char *v,
 		       char *err, size_t len)
 {
@@ -567,12 +591,7 @@ static int parse_value(const struct cfg_key *k, struct chirp_config *c, const ch
 	case T_GPU:
 		/* A PCI bus id has a ':'; an index is a plain number. */
 		if (strchr(v, ':')) {
-			unsigned dom, bus, dev, fn;
-			char tail;
-			if (strlen(v) >= SZ(gpu_bus_id) ||
-			    (sscanf(v, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4 &&
-			     sscanf(v, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3) ||
-			    !isxdigit((unsigned char)v[0])) {
+			if (!pci_bus_id_ok(v) || strlen(v) >= SZ(gpu_bus_id)) {
 				snprintf(err, len, "'%s' is neither a device index nor a PCI bus id like 0000:41:00.0", v);
 				return -EINVAL;
 			}
@@ -905,6 +924,56 @@ blank:
 	return str;
 }
 
+/* Edit distance of two short strings (capped at 64 characters). */
+static unsigned edit_distance(const char *a, const char *b)
+{
+	unsigned prev[65], cur[65];
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la > 64 || lb > 64)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < d)
+				d = prev[j] + 1;
+			if (cur[j - 1] + 1 < d)
+				d = cur[j - 1] + 1;
+			cur[j] = d;
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof(unsigned));
+	}
+	return prev[lb];
+}
+
+/*
+ * The key a user probably meant: the same name in another section, else
+ * a name within 2 edits in this section (a typo: sample -> samples).
+ */
+static const struct cfg_key *suggest(const char *section, const char *name)
+{
+	const struct cfg_key *best = NULL;
+	unsigned bestd = 3;
+
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(cfg_tab[i].name, name))
+			return &cfg_tab[i];
+	for (size_t i = 0; i < NKEYS; i++) {
+		unsigned d;
+		if (strcmp(cfg_tab[i].section, section))
+			continue;
+		d = edit_distance(cfg_tab[i].name, name);
+		if (d < bestd) {
+			bestd = d;
+			best = &cfg_tab[i];
+		}
+	}
+	return best;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct load *ld = user;
@@ -913,13 +982,12 @@ static int handler(void *user, const char *section, const char *name, const char
 	size_t i;
 
 	if (!k) {
-		/* Suggest a key of the same name in another section. */
-		for (i = 0; i < NKEYS; i++)
-			if (!strcmp(cfg_tab[i].name, name))
-				break;
-		if (i < NKEYS)
+		const struct cfg_key *s = suggest(section, name);
+		if (s && strcmp(s->section, section))
 			report(ld, ld->line, section, name, "unknown key (did you mean [%s] %s?)",
-			       cfg_tab[i].section, name);
+			       s->section, s->name);
+		else if (s)
+			report(ld, ld->line, section, name, "unknown key (did you mean %s?)", s->name);
 		else
 			report(ld, ld->line, section, name, "unknown key");
 		return 1;
@@ -1168,11 +1236,12 @@ int config_load(struct chirp_config *c, const char *file, FILE *errs)
 		rc = -ENOMEM;
 		goto out;
 	}
+	errno = 0;
 	n = fread(buf, 1, CFG_FILE_MAX + 1, f);
 	if (ferror(f)) {
-		rc = -EIO;
+		rc = errno ? -errno : -EIO;
 		if (errs)
-			fprintf(errs, "%s: read error\n", file);
+			fprintf(errs, "%s: %s\n", file, strerror(-rc));
 		goto out;
 	}
 	if (n > CFG_FILE_MAX) {

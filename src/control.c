@@ -37,7 +37,7 @@
 
 #include "log.h"
 
-#define OUT_MAX        (1u << 20)  /* queued reply bytes per client        */
+#define OUT_MAX        (1u << 20)  /* reply backlog per client (bytes)     */
 #define CLIENT_BURST   4           /* socket reads per client per dispatch */
 #define EVENTS_MAX     64
 #define ACCEPT_BURST   64
@@ -407,7 +407,9 @@ static int client_flush(struct control *c, struct client *cl)
 /* Queue text (a reply line). Returns 0, or -1 if the client must be dropped. */
 static int client_queue(struct control *c, struct client *cl, const char *s, size_t n)
 {
-	if (cl->outlen + n > OUT_MAX) {
+	/* The cap is on backlog: one large reply (metrics) to a client that
+	 * reads is fine; replies piling up behind it are not. */
+	if (cl->outlen - cl->outoff > 0 && cl->outlen - cl->outoff + n > OUT_MAX) {
 		log_debug("control: pid %d does not read its replies; dropping it", (int)cl->peer.pid);
 		return -1;
 	}

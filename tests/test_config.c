@@ -269,6 +269,18 @@ static void test_syntax_variants(void **state)
 	assert_int_equal(c.lock_memory, 1);
 	assert_int_equal(c.numa_node, CFG_NUMA_NONE);
 
+	/* PCI bus ids with and without the domain. */
+	assert_int_equal(load_str(&c, "[processing]\ngpu = 41:00.0\n", NULL), 0);
+	assert_string_equal(c.gpu_bus_id, "41:00.0");
+	assert_int_equal(c.gpu, -1);
+	expect_error("[processing]\ngpu = 0000:41:00\n", "t.conf:2: [processing] gpu:");
+	expect_error("[processing]\ngpu = -1:41:00.0\n", "t.conf:2: [processing] gpu:");
+	expect_error("[processing]\ngpu = 000000000:41:00.0\n", "t.conf:2: [processing] gpu:");
+	/* Typos get a suggestion. */
+	expect_error("[cpi]\npulse = 3\n", "t.conf:2: [cpi] pulse: unknown key (did you mean pulses?)");
+	expect_error("[cpi]\nwindow = rect\n", "[cpi] window: unknown key (did you mean [waveform] window?)");
+	expect_error("[cpi]\nzzzzzz = 1\n", "t.conf:2: [cpi] zzzzzz: unknown key\n");
+
 	/* An indented line after a key is a key of its own, not inih's
 	 * continuation of the previous value. */
 	expect_error("[cpi]\nsamples = 100\n  samples = 200\n", "t.conf:3: [cpi] samples: duplicate key");
@@ -589,6 +601,13 @@ static void test_load_errors(void **state)
 	assert_int_equal(config_load(&c, "/nonexistent/chirpd.conf", m), -ENOENT);
 	fclose(m);
 	assert_non_null(strstr(errs, "/nonexistent/chirpd.conf: No such file or directory"));
+	free(errs);
+	/* A directory is not a config file. */
+	errs = NULL;
+	m = open_memstream(&errs, &elen);
+	assert_int_equal(config_load(&c, "/", m), -EISDIR);
+	fclose(m);
+	assert_non_null(strstr(errs, "/: Is a directory"));
 	free(errs);
 	/* errs may be NULL: errors are still counted. */
 	assert_int_equal(config_load_string(&c, "x", "[cpi]\nsamples = 0\npulses = 0\n", NULL), 2);

@@ -107,8 +107,24 @@ static int h_stats(void *ctx, const char *args, const struct control_peer *peer,
 	return 0;
 }
 
+/* One reply larger than the backlog cap (1 MiB). */
+static int h_big(void *ctx, const char *args, const struct control_peer *peer,
+		 json_t *reply, char *err, size_t errlen)
+{
+	size_t n = 3u << 20;
+	char *t = malloc(n + 1);
+	if (!t)
+		return -ENOMEM;
+	memset(t, 'm', n);
+	t[n] = '\0';
+	json_object_set_new(reply, "text", json_string(t));
+	free(t);
+	return 0;
+}
+
 static const struct control_cmd cmds[] = {
 	{ .name = "metrics", .fn = h_metrics, .help = "fake metrics" },
+	{ .name = "big", .fn = h_big, .help = "a 3 MiB reply" },
 	{ .name = "stats", .fn = h_stats, .help = "fake stats" },
 	{ .name = "status", .fn = h_status, .help = "fake status" },
 	{ .name = "fail", .fn = h_fail, .help = "always fails" },
@@ -336,7 +352,7 @@ static void test_reply_shapes(void **state)
 		size_t i;
 		int seen_echo = 0, seen_mut = 0;
 		assert_true(json_is_array(arr));
-		assert_int_equal(json_array_size(arr), 9);   /* 7 + help + ping */
+		assert_int_equal(json_array_size(arr), 10);  /* 8 + help + ping */
 		json_array_foreach(arr, i, e) {
 			const char *n = json_string_value(json_object_get(e, "name"));
 			assert_non_null(n);
@@ -364,6 +380,30 @@ static void test_reply_shapes(void **state)
 	assert_false(is_ok(j));
 	assert_string_equal(error_of(j), strerror(EINVAL));
 	json_decref(j);
+
+	/* A reply over the backlog cap still arrives whole. */
+	{
+		int fd = cl_connect(f->path);
+		char *big = malloc(4u << 20);
+		assert_non_null(big);
+		size_t n = 0;
+		cl_send(fd, "big\n", 4);
+		while (n == 0 || big[n - 1] != '\n') {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			assert_true(poll(&p, 1, 10000) == 1);
+			ssize_t r = recv(fd, big + n, (4u << 20) - 1 - n, 0);
+			assert_true(r > 0);
+			n += (size_t)r;
+		}
+		big[n - 1] = '\0';
+		assert_true(n > (3u << 20));
+		j = json_loads(big, 0, NULL);
+		assert_non_null(j);
+		assert_int_equal(strlen(json_string_value(json_object_get(j, "text"))), 3u << 20);
+		json_decref(j);
+		free(big);
+		close(fd);
+	}
 
 	j = ask(f, "mut");
 	assert_true(is_ok(j));   /* we are root or the owner */
@@ -800,7 +840,7 @@ static void test_out_of_fds(void **state)
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		if (fd < 0)
 			break;
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
+		memcpy(sa.sun_path, f->path, strlen(f->path) + 1);   /* < 108, see setup */
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 			close(fd);
 			break;
