@@ -6,20 +6,22 @@
  * struct pc_setup.
  *
  * DATA PATH (one CPI)
- *   Every CPI runs on one "set": a stream, its device buffers, its cuFFT
- *   plan and two events. CPI k uses set k mod N (N = streams, the depth).
+ *   Every CPI runs on one "set": its streams, device buffers, cuFFT plans
+ *   and events. CPI k uses set k mod N (N = streams, the depth). Within a
+ *   CPI, the rows are cut into chunks (CHUNKS below); per chunk:
  *
  *     H2D    packed input slot -> d_in (rows x R, sc16 stays sc16: half the
  *            PCIe bytes), cudaMemcpyAsync straight from the ring slot when
  *            the slot lies in memory registered with cudaHostRegister, else
  *            memcpy into a pinned staging buffer first ("copy" staging).
- *            ev_in is recorded after it: the input slot may then be reused.
+ *            ev_in is recorded after every chunk's H2D: the input slot
+ *            may then be reused.
  *     pad    d_in -> d_fft, pitched rows of nfft float2 (the pitch comes
  *            from cudaMallocPitch, never assumed): converts sc16 (value /
  *            32768, as the CPU backend), zero-pads [R, nfft), counts rows
  *            holding NaN/Inf (one atomicAdd per bad row).
- *     FFT    cufftExecC2C forward, in place, batched over rows (one plan per
- *            set, made at create: idist = pitch / sizeof(float2)).
+ *     FFT    cufftExecC2C forward, in place, batched over the chunk's rows
+ *            (plans made at create: idist = pitch / sizeof(float2)).
  *     mul    d_fft[r][f] *= filt[f] (filt = g conj(H) / nfft, uploaded once).
  *     IFFT   cufftExecC2C inverse, in place.
  *     out    gates 0..R-1 -> d_out packed rows x R, in the output mode
@@ -27,7 +29,8 @@
  *            cross PCIe.
  *     D2H    d_out -> output slot (registered) or pinned staging (copied to
  *            the slot in pc_poll), plus the 4-byte non-finite row count.
- *            ev_out is recorded after it: the output slot is then complete.
+ *            ev_out is recorded after every chunk's D2H: the output slot
+ *            is then complete.
  *
  *   Sets run on their own streams, so the H2D of CPI k+1 overlaps the FFTs
  *   of k and the D2H of k-1 (the copy engines of each direction run
@@ -35,10 +38,19 @@
  *   create (the pinned staging pool is allocated once, the first time an
  *   unregistered buffer is seen, unless staging = copy made it at create).
  *
- *   Depth: a CPI occupies its set until its output is reported, so both
- *   copy directions stay busy only if at least three CPIs can be in flight
- *   (one in H2D, one in D2H, one between); depth 2 leaves the copy engines
- *   idle while each CPI computes.
+ * CHUNKS
+ *   A CPI occupies its set until its output is reported, so without help
+ *   both copy directions would stay busy only with three or more CPIs in
+ *   flight, and a daemon that runs at depth 1 (to DMA straight into the
+ *   one output slot its ring lets it reserve) would copy in, compute and
+ *   copy out one after the other: about 45 % of the copy limit. So each
+ *   CPI's rows are cut into up to 8 chunks (about 4 MiB each, rows never
+ *   split), handed round-robin to CU_CHUNK_STREAMS streams of the set, each
+ *   with its own cuFFT plans (and work area). The H2D of chunk i+1 then runs
+ *   while chunk i computes and chunk i-1 drains: one CPI in flight keeps
+ *   both directions busy except for one chunk at each end. The set's own
+ *   stream starts the chunk streams (ev_start) and joins them: ev_in after
+ *   their last H2D, ev_out after all their work.
  *
  * COMPLETION
  *   pc_poll reports in submission order: input completions (ev_in) in
@@ -92,10 +104,26 @@ struct cu_region {
 	int owned;               /* we registered it (and unregister it)   */
 };
 
-struct cu_set {
+/*
+ * A set's work is split into row chunks over CU_CHUNK_STREAMS streams of its
+ * own, so even one CPI keeps both copy directions busy (see CHUNKS above).
+ */
+#define CU_CHUNK_STREAMS 3
+#define CU_MAX_CHUNKS    16
+
+struct cu_chunk_stream {
 	cudaStream_t stream;
-	cufftHandle plan;
-	int have_plan;
+	cufftHandle plan, plan_rem;  /* chunk_rows / rem_rows rows batched     */
+	int have_plan, have_plan_rem;
+	cudaEvent_t ev_h2d, ev_done; /* its last H2D copy / all its work done  */
+	int have_ev_h2d, have_ev_done;
+};
+
+struct cu_set {
+	cudaStream_t stream;     /* orders CPIs on this set; ev_in, ev_out */
+	struct cu_chunk_stream cs[CU_CHUNK_STREAMS];
+	cudaEvent_t ev_start;    /* chunk streams wait for it              */
+	int have_ev_start;
 	void *d_in;              /* rows * R * in_sample_bytes, packed     */
 	float2 *d_fft;           /* rows x pitch bytes, nfft used per row  */
 	void *d_out;             /* rows * R * out_sample_bytes, packed    */
@@ -119,6 +147,8 @@ struct cu_be {
 	int numa_node;
 
 	size_t rows, R, nfft, pitch_elems;
+	unsigned nchunks, ncs;   /* row chunks per CPI, chunk streams used */
+	size_t chunk_rows, rem_rows;  /* rows of each chunk, of the last    */
 	enum pc_format in_format;
 	enum pc_output out_mode;
 	size_t in_bytes, out_bytes;
@@ -478,8 +508,24 @@ static void cu_destroy(void *p)
 	for (unsigned i = 0; i < be->nsets; i++) {
 		struct cu_set *s = &be->sets[i];
 
-		if (s->have_plan)
-			(void)cufftDestroy(s->plan);
+		for (unsigned k = 0; k < CU_CHUNK_STREAMS; k++) {
+			struct cu_chunk_stream *c = &s->cs[k];
+
+			if (c->stream)
+				(void)cudaStreamSynchronize(c->stream);
+			if (c->have_plan)
+				(void)cufftDestroy(c->plan);
+			if (c->have_plan_rem)
+				(void)cufftDestroy(c->plan_rem);
+			if (c->have_ev_h2d)
+				(void)cudaEventDestroy(c->ev_h2d);
+			if (c->have_ev_done)
+				(void)cudaEventDestroy(c->ev_done);
+			if (c->stream)
+				(void)cudaStreamDestroy(c->stream);
+		}
+		if (s->have_ev_start)
+			(void)cudaEventDestroy(s->ev_start);
 		if (s->have_ev_in)
 			(void)cudaEventDestroy(s->ev_in);
 		if (s->have_ev_out)
@@ -512,6 +558,41 @@ static void cu_destroy(void *p)
 	}
 	free(be->sets);
 	free(be);
+}
+
+/*
+ * Row chunks per CPI: about one per CU_CHUNK_BYTES of the larger direction,
+ * at most 8 (each chunk costs ~7 API calls on the submitting thread), never
+ * an empty chunk. CHIRP_CUDA_CHUNKS=N (1..16) overrides: a tuning and test
+ * knob.
+ */
+#define CU_CHUNK_BYTES (4u << 20)
+
+static void cu_choose_chunks(struct cu_be *be)
+{
+	size_t big = be->in_bytes > be->out_bytes ? be->in_bytes : be->out_bytes;
+	size_t k = big / CU_CHUNK_BYTES;
+	const char *env = getenv("CHIRP_CUDA_CHUNKS");
+
+	if (k > 8)
+		k = 8;
+	if (env && *env) {
+		char *end;
+		long v = strtol(env, &end, 10);
+
+		if (*end == '\0' && v >= 1 && v <= CU_MAX_CHUNKS)
+			k = (size_t)v;
+		else
+			log_warn("cuda: CHIRP_CUDA_CHUNKS=%s ignored (want 1..%d)", env, CU_MAX_CHUNKS);
+	}
+	if (k < 1)
+		k = 1;
+	if (k > be->rows)
+		k = be->rows;
+	be->chunk_rows = (be->rows + k - 1) / k;
+	be->nchunks = (unsigned)((be->rows + be->chunk_rows - 1) / be->chunk_rows);
+	be->rem_rows = be->rows - (size_t)(be->nchunks - 1) * be->chunk_rows;
+	be->ncs = be->nchunks < CU_CHUNK_STREAMS ? be->nchunks : CU_CHUNK_STREAMS;
 }
 
 static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
@@ -554,6 +635,7 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	be->out_bytes = su->rows * su->samples * out_sz;
 	be->staging = su->staging;
 	be->numa_node = -1;
+	cu_choose_chunks(be);
 
 	if (pthread_mutex_init(&be->mu, NULL) != 0 || pthread_condattr_init(&ca) != 0) {
 		snprintf(be->last_error, sizeof(be->last_error), "pthread_mutex_init failed");
@@ -641,23 +723,42 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 		CK(cudaMalloc((void **)&s->d_nonfinite, sizeof(unsigned)));
 		CK(cudaHostAlloc((void **)&s->h_nonfinite, sizeof(unsigned), cudaHostAllocPortable));
 
-		CKF(cufftCreate(&s->plan));
-		s->have_plan = 1;
+		CK(cudaEventCreateWithFlags(&s->ev_start, cudaEventDisableTiming));
+		s->have_ev_start = 1;
 		n[0] = (long long)be->nfft;
 		emb[0] = (long long)be->pitch_elems;
-		CKF(cufftMakePlanMany64(s->plan, 1, n, emb, 1, (long long)be->pitch_elems,
-					emb, 1, (long long)be->pitch_elems, CUFFT_C2C,
-					(long long)be->rows, &work));
-		CKF(cufftSetStream(s->plan, s->stream));
+		for (unsigned k = 0; k < be->ncs; k++) {
+			struct cu_chunk_stream *c = &s->cs[k];
+
+			CK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+			CK(cudaEventCreateWithFlags(&c->ev_h2d, cudaEventDisableTiming));
+			c->have_ev_h2d = 1;
+			CK(cudaEventCreateWithFlags(&c->ev_done, cudaEventDisableTiming));
+			c->have_ev_done = 1;
+			CKF(cufftCreate(&c->plan));
+			c->have_plan = 1;
+			CKF(cufftMakePlanMany64(c->plan, 1, n, emb, 1, (long long)be->pitch_elems,
+						emb, 1, (long long)be->pitch_elems, CUFFT_C2C,
+						(long long)be->chunk_rows, &work));
+			CKF(cufftSetStream(c->plan, c->stream));
+			if (be->rem_rows == be->chunk_rows)
+				continue;
+			CKF(cufftCreate(&c->plan_rem));
+			c->have_plan_rem = 1;
+			CKF(cufftMakePlanMany64(c->plan_rem, 1, n, emb, 1, (long long)be->pitch_elems,
+						emb, 1, (long long)be->pitch_elems, CUFFT_C2C,
+						(long long)be->rem_rows, &work));
+			CKF(cufftSetStream(c->plan_rem, c->stream));
+		}
 	}
 	if (be->staging == PC_STAGING_COPY)
 		rc = cu_alloc_staging(be);
 	if (rc < 0)
 		goto out;
 	CK(cudaDeviceSynchronize());   /* setup only: the filter upload */
-	log_info("cuda: %s, nfft %zu, %u stream%s, row pitch %zu B, %s staging",
-		 be->device, be->nfft, be->nsets, be->nsets == 1 ? "" : "s",
-		 be->pitch_elems * sizeof(float2),
+	log_info("cuda: %s, nfft %zu, depth %u, %u chunk%s of %zu rows, row pitch %zu B, %s staging",
+		 be->device, be->nfft, be->nsets, be->nchunks, be->nchunks == 1 ? "" : "s",
+		 be->chunk_rows, be->pitch_elems * sizeof(float2),
 		 be->staging == PC_STAGING_COPY ? "copy" : "register/auto");
 out:
 	if (rc < 0) {
@@ -756,8 +857,11 @@ static void cu_unregister_host(void *p, void *base)
 		if (be->regions[i].base != base)
 			continue;
 		/* Nothing may still be copying from or to it. */
-		for (unsigned k = 0; k < be->nsets; k++)
+		for (unsigned k = 0; k < be->nsets; k++) {
 			(void)cudaStreamSynchronize(be->sets[k].stream);
+			for (unsigned j = 0; j < be->ncs; j++)
+				(void)cudaStreamSynchronize(be->sets[k].cs[j].stream);
+		}
 		if (be->regions[i].owned && cudaHostUnregister(base) != cudaSuccess) {
 			(void)cudaGetLastError();
 			log_warn("cuda: cudaHostUnregister(%p) failed", base);
@@ -804,7 +908,9 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	const void *src = in;
 	void *dst = out;
 	int stage_in, stage_out, in_dev = 0, out_dev = 0, rc = 0;
-	unsigned rows = (unsigned)be->rows, R = (unsigned)be->R, nfft = (unsigned)be->nfft;
+	unsigned R = (unsigned)be->R, nfft = (unsigned)be->nfft;
+	size_t in_sz = pc_format_sample_bytes(be->in_format);
+	size_t out_sz = pc_output_sample_bytes(be->out_mode);
 	dim3 gmul;
 
 	if (be->failed)
@@ -839,41 +945,77 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	if (stage_out)
 		dst = s->h_out;
 
+	/*
+	 * Main stream: reset the counter, then release the chunk streams
+	 * (everything earlier on this set is ordered before ev_start).
+	 */
 	CK(cudaMemsetAsync(s->d_nonfinite, 0, sizeof(unsigned), s->stream));
-	CK(cudaMemcpyAsync(s->d_in, src, be->in_bytes, cudaMemcpyDefault, s->stream));
-	CK(cudaEventRecord(s->ev_in, s->stream));
+	CK(cudaEventRecord(s->ev_start, s->stream));
+	for (unsigned k = 0; k < be->ncs; k++)
+		CK(cudaStreamWaitEvent(s->cs[k].stream, s->ev_start, 0));
 
-	if (be->fault_armed) {
-		be->fault_armed = 0;
-		k_fault<<<1, 4096, 0, s->stream>>>();   /* > 1024 threads: invalid */
-		CKL("k_fault<<<1,4096>>> (injected fault)");
+	/*
+	 * Chunk i on chunk stream i mod ncs: H2D, pad, FFT, multiply, IFFT,
+	 * output, D2H. The copy engines serve the streams in turn, so the H2D
+	 * of chunk i+1 runs while chunk i computes and the D2H of chunk i-1
+	 * drains: both directions stay busy even with one CPI in flight.
+	 */
+	for (unsigned i = 0; i < be->nchunks; i++) {
+		struct cu_chunk_stream *c = &s->cs[i % be->ncs];
+		size_t r0 = (size_t)i * be->chunk_rows;
+		int last = i == be->nchunks - 1;
+		unsigned nr = (unsigned)(last ? be->rem_rows : be->chunk_rows);
+		size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
+		const char *cin = (const char *)s->d_in + ioff;
+		float2 *fft = s->d_fft + r0 * be->pitch_elems;
+		void *cout = (char *)s->d_out + ooff;
+		cufftHandle plan = nr == be->chunk_rows ? c->plan : c->plan_rem;
+
+		CK(cudaMemcpyAsync((char *)s->d_in + ioff, (const char *)src + ioff,
+				   (size_t)nr * be->R * in_sz, cudaMemcpyDefault, c->stream));
+		if (i + be->ncs >= be->nchunks)   /* this stream's last H2D */
+			CK(cudaEventRecord(c->ev_h2d, c->stream));
+		if (be->fault_armed) {
+			be->fault_armed = 0;
+			k_fault<<<1, 4096, 0, c->stream>>>();   /* > 1024 threads: invalid */
+			CKL("k_fault<<<1,4096>>> (injected fault)");
+		}
+		if (be->in_format == PC_FMT_CF32)
+			k_pad<PC_FMT_CF32><<<nr, CU_THREADS, 0, c->stream>>>(cin, fft,
+				be->pitch_elems, R, nfft, s->d_nonfinite);
+		else
+			k_pad<PC_FMT_SC16><<<nr, CU_THREADS, 0, c->stream>>>(cin, fft,
+				be->pitch_elems, R, nfft, s->d_nonfinite);
+		CKL("k_pad");
+		CKF(cufftExecC2C(plan, (cufftComplex *)fft, (cufftComplex *)fft, CUFFT_FORWARD));
+		gmul = dim3((nfft + CU_THREADS - 1) / CU_THREADS, nr < 65535 ? nr : 65535);
+		k_cmul<<<gmul, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, nfft, nr, be->d_filt);
+		CKL("k_cmul");
+		CKF(cufftExecC2C(plan, (cufftComplex *)fft, (cufftComplex *)fft, CUFFT_INVERSE));
+		switch (be->out_mode) {
+		case PC_OUT_COMPLEX:
+			k_out<PC_OUT_COMPLEX><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
+			break;
+		case PC_OUT_MAGNITUDE:
+			k_out<PC_OUT_MAGNITUDE><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
+			break;
+		case PC_OUT_POWER_DB:
+			k_out<PC_OUT_POWER_DB><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
+			break;
+		}
+		CKL("k_out");
+		CK(cudaMemcpyAsync((char *)dst + ooff, cout, (size_t)nr * be->R * out_sz,
+				   cudaMemcpyDefault, c->stream));
 	}
-	if (be->in_format == PC_FMT_CF32)
-		k_pad<PC_FMT_CF32><<<rows, CU_THREADS, 0, s->stream>>>(s->d_in, s->d_fft,
-			be->pitch_elems, R, nfft, s->d_nonfinite);
-	else
-		k_pad<PC_FMT_SC16><<<rows, CU_THREADS, 0, s->stream>>>(s->d_in, s->d_fft,
-			be->pitch_elems, R, nfft, s->d_nonfinite);
-	CKL("k_pad");
-	CKF(cufftExecC2C(s->plan, (cufftComplex *)s->d_fft, (cufftComplex *)s->d_fft, CUFFT_FORWARD));
-	gmul = dim3((nfft + CU_THREADS - 1) / CU_THREADS, rows < 65535 ? rows : 65535);
-	k_cmul<<<gmul, CU_THREADS, 0, s->stream>>>(s->d_fft, be->pitch_elems, nfft, be->rows,
-						    be->d_filt);
-	CKL("k_cmul");
-	CKF(cufftExecC2C(s->plan, (cufftComplex *)s->d_fft, (cufftComplex *)s->d_fft, CUFFT_INVERSE));
-	switch (be->out_mode) {
-	case PC_OUT_COMPLEX:
-		k_out<PC_OUT_COMPLEX><<<rows, CU_THREADS, 0, s->stream>>>(s->d_fft, be->pitch_elems, R, s->d_out);
-		break;
-	case PC_OUT_MAGNITUDE:
-		k_out<PC_OUT_MAGNITUDE><<<rows, CU_THREADS, 0, s->stream>>>(s->d_fft, be->pitch_elems, R, s->d_out);
-		break;
-	case PC_OUT_POWER_DB:
-		k_out<PC_OUT_POWER_DB><<<rows, CU_THREADS, 0, s->stream>>>(s->d_fft, be->pitch_elems, R, s->d_out);
-		break;
+
+	/* Join: ev_in after every H2D, ev_out after every D2H and the count. */
+	for (unsigned k = 0; k < be->ncs; k++) {
+		CK(cudaEventRecord(s->cs[k].ev_done, s->cs[k].stream));
+		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_h2d, 0));
 	}
-	CKL("k_out");
-	CK(cudaMemcpyAsync(dst, s->d_out, be->out_bytes, cudaMemcpyDefault, s->stream));
+	CK(cudaEventRecord(s->ev_in, s->stream));
+	for (unsigned k = 0; k < be->ncs; k++)
+		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
 	CK(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
 			   cudaMemcpyDeviceToHost, s->stream));
 	CK(cudaEventRecord(s->ev_out, s->stream));

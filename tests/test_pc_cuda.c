@@ -595,6 +595,28 @@ static void test_device_selection(void **state)
 	free(ref);
 }
 
+/*
+ * Row chunks forced small (CHIRP_CUDA_CHUNKS), with a shorter last chunk:
+ * every chunk boundary, the per-chunk plans, the join of the chunk streams
+ * (input/output order), non-finite counting across chunks and a fault in a
+ * chunk stream. (Large CPIs are chunked by default; these sizes would not be.)
+ */
+static void test_chunked(void **state)
+{
+	NEED_GPU();
+	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "3", 1), 0);   /* 16 rows: 6+6+4 */
+	run_pipeline(1, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "registered");
+	run_pipeline(2, 0, PC_STAGING_AUTO, PC_FMT_SC16, PC_OUT_MAGNITUDE, "copy");
+	assert_true(gpu_vs_cpu_once(2, 4, 9000, PC_FMT_CF32, PC_OUT_POWER_DB, WIN_TAYLOR, 1000, 2) <= TOL);
+	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "7", 1), 0);   /* 10 rows: 2+2+2+2+2 */
+	test_nonfinite_rows(state);
+	assert_true(gpu_vs_cpu_once(1, 10, 1000, PC_FMT_SC16, PC_OUT_COMPLEX, WIN_HANN, 333, 4) <= TOL);
+	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "16", 1), 0);  /* more chunks than rows */
+	assert_true(gpu_vs_cpu_once(1, 5, 1000, PC_FMT_CF32, PC_OUT_MAGNITUDE, WIN_RECT, 100, 1) <= TOL);
+	test_fault_injection(state);
+	unsetenv("CHIRP_CUDA_CHUNKS");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -606,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_pipeline_staging),
 		cmocka_unit_test(test_nonfinite_rows),
 		cmocka_unit_test(test_fault_injection),
+		cmocka_unit_test(test_chunked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
