@@ -16,7 +16,9 @@
  * (and the fastest, which on a shared, noisy machine is the steadier
  * figure for comparing two builds).
  * MS/s = input complex samples (C*P*R) per second / 1e6; "per thread"
- * divides by the thread count.
+ * divides by the thread count. MS/cpu-s divides by the process's CPU time
+ * instead of wall time: on a shared machine where other jobs steal the CPU
+ * it is the steadier per-thread figure.
  */
 #include "chirp/pc.h"
 #include "waveform.h"
@@ -36,6 +38,15 @@ static double now_s(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of the whole process (all its threads), seconds. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -63,7 +74,7 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	struct pc *pc = NULL;
 	float *h = NULL;
 	void *in = NULL, *out = NULL;
-	double *t = NULL, t_create;
+	double *t = NULL, *tc = NULL, t_create;
 	size_t L, n, maxrep = 100000, reps = 0;
 	char err[256];
 	int rc = -1;
@@ -101,7 +112,8 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	in = malloc(pc_in_bytes(pc));
 	out = malloc(pc_out_bytes(pc));
 	t = malloc(maxrep * sizeof(*t));
-	if (!in || !out || !t) {
+	tc = malloc(maxrep * sizeof(*tc));
+	if (!in || !out || !t || !tc) {
 		fprintf(stderr, "bench_pc: out of memory\n");
 		goto out;
 	}
@@ -127,25 +139,29 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	}
 	double t_end = now_s() + seconds;
 	while (reps < maxrep && (reps < 5 || now_s() < t_end)) {
-		double t0 = now_s();
+		double t0 = now_s(), c0 = cpu_s();
 
 		if (pc_execute(pc, in, out, NULL) < 0) {
 			fprintf(stderr, "bench_pc: pc_execute: %s\n", pc_last_error(pc));
 			goto out;
 		}
-		t[reps++] = now_s() - t0;
+		t[reps] = now_s() - t0;
+		tc[reps++] = cpu_s() - c0;
 	}
 	qsort(t, reps, sizeof(*t), cmp_d);
+	qsort(tc, reps, sizeof(*tc), cmp_d);
 	double med = t[reps / 2], best = t[0], msps = n / med / 1e6;
+	double cmed = tc[reps / 2], cpu_msps = n / cmed / 1e6;
 
 	if (tsv)
-		printf("chirpd\t%ux%ux%u\t%zu\t%zu\t%d\t%s\t%s\t%.4f\t%.2f\t%.2f\t%.4f\n",
+		printf("chirpd\t%ux%ux%u\t%zu\t%zu\t%d\t%s\t%s\t%.4f\t%.2f\t%.2f\t%.4f\t%.4f\t%.2f\n",
 		       c->C, c->P, c->R, L, info.nfft, threads, pc_format_name(fmt),
-		       pc_output_name(mode), med * 1e3, msps, msps / threads, best * 1e3);
+		       pc_output_name(mode), med * 1e3, msps, msps / threads, best * 1e3,
+		       cmed * 1e3, cpu_msps);
 	else
-		printf("%-14s %5zu %6zu %7d %5s %-9s %9.2f %9.2f %9.1f %11.1f %6zu %8.2f\n",
+		printf("%-14s %5zu %6zu %7d %5s %-9s %9.2f %9.2f %9.1f %11.1f %11.1f %6zu %8.2f\n",
 		       "", L, info.nfft, threads, pc_format_name(fmt), pc_output_name(mode),
-		       med * 1e3, best * 1e3, msps, msps / threads, reps, t_create);
+		       med * 1e3, best * 1e3, msps, msps / threads, cpu_msps, reps, t_create);
 	rc = 0;
 out:
 	pc_destroy(pc);
@@ -153,6 +169,7 @@ out:
 	free(in);
 	free(out);
 	free(t);
+	free(tc);
 	return rc;
 }
 
@@ -228,10 +245,11 @@ int main(int argc, char **argv)
 	if (!tsv) {
 		printf("bench_pc: CPU backend (FFTW %s plans%s), median of >= 5 CPIs over %.1f s\n",
 		       planner, getenv("CHIRP_FFTW_WISDOM") ? ", wisdom file" : "", seconds);
-		printf("%-14s %5s %6s %7s %5s %-9s %9s %9s %9s %11s %6s %8s\n", "CPI CxPxR", "L",
+		printf("%-14s %5s %6s %7s %5s %-9s %9s %9s %9s %11s %11s %6s %8s\n", "CPI CxPxR", "L",
 		       "nfft", "threads", "in", "out", "ms/CPI", "best_ms", "MS/s", "MS/s/thread",
-		       "reps", "create_s");
-		printf("(ms/CPI and MS/s: median; best_ms: fastest CPI)\n");
+		       "MS/cpu-s", "reps", "create_s");
+		printf("(ms/CPI, MS/s: median wall time; best_ms: fastest CPI; MS/cpu-s: samples per\n"
+		       " second of CPU time over all threads, median -- steadier on a loaded machine)\n");
 	}
 	for (int c = 0; c < ncpi; c++) {
 		if (!tsv)

@@ -15,6 +15,9 @@
 # load from other processes hits all three alike; each measurement is the
 # median CPI time over COMPARE_SECONDS; the table shows, per tool, the best
 # of the rounds' medians. MS/s = input complex samples per second / 1e6.
+# Two tables: from wall time, and from the process's CPU time (what one
+# thread delivers while it has a CPU; on a shared, loaded machine the wall
+# figures swing with other jobs, the CPU-time figures much less).
 # A tool whose dependency is missing is reported "skipped: <why>"; the
 # script still exits 0 (it is a report, not a test), non-zero only when
 # bench_pc itself is missing or fails.
@@ -96,24 +99,33 @@ for cpi in $cpis; do
 	done
 done
 
-# best median MS/s (column 10) of a tool's rounds, or "-"
+# best (highest) of a tool's rounds in TSV column $2, or "-"
 best() {
 	[ -s "$1" ] || { echo -; return; }
-	sort -t$'\t' -k10,10 -g "$1" | tail -1 | cut -f10
+	sort -t$'\t' -k"$2,$2" -g "$1" | tail -1 | cut -f"$2"
+}
+ratio() {
+	if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; fi
 }
 
-echo
-printf '%-14s %5s %6s %12s %12s %12s %14s %13s %16s\n' "CPI CxPxR" "L" "nfft" "chirpd MS/s" \
-	"(measure)" "scipy MS/s" "gnuradio MS/s" "chirpd/scipy" "chirpd/gnuradio"
-for cpi in $cpis; do
-	geom=${cpi%%:*} L=${cpi##*:}
-	c=$(best "$tmp/chirpd-patient.$geom") cm=$(best "$tmp/chirpd-measure.$geom")
-	s=$(best "$tmp/scipy.$geom") g=$(best "$tmp/gnuradio.$geom")
-	nfft=$(cut -f4 "$tmp/chirpd-patient.$geom" 2>/dev/null | head -1)
-	ratio() { if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; fi; }
-	printf '%-14s %5s %6s %12s %12s %12s %14s %13s %16s\n' "$geom" "$L" "${nfft:--}" "$c" "$cm" "$s" "$g" \
-		"$(ratio "$c" "$s")" "$(ratio "$c" "$g")"
-done
+# table TITLE COLUMN
+table() {
+	echo
+	echo "$1"
+	printf '%-14s %5s %6s %12s %11s %11s %14s %13s %16s\n' "CPI CxPxR" "L" "nfft" "chirpd MS/s" \
+		"(measure)" "scipy MS/s" "gnuradio MS/s" "chirpd/scipy" "chirpd/gnuradio"
+	for cpi in $cpis; do
+		geom=${cpi%%:*} L=${cpi##*:}
+		c=$(best "$tmp/chirpd-patient.$geom" "$2") cm=$(best "$tmp/chirpd-measure.$geom" "$2")
+		s=$(best "$tmp/scipy.$geom" "$2") g=$(best "$tmp/gnuradio.$geom" "$2")
+		nfft=$(cut -f4 "$tmp/chirpd-patient.$geom" 2>/dev/null | head -1)
+		printf '%-14s %5s %6s %12s %11s %11s %14s %13s %16s\n' "$geom" "$L" "${nfft:--}" "$c" "$cm" \
+			"$s" "$g" "$(ratio "$c" "$s")" "$(ratio "$c" "$g")"
+	done
+}
+
+table "Wall time: MS/s from the median CPI time (best of $rounds rounds)" 10
+table "CPU time: MS/s per CPU-second of the process (median, best of $rounds rounds) -- steadier when other jobs share the machine" 13
 echo
 [ -s "$tmp/scipy.check" ] && sed -n '1p' "$tmp/scipy.check"
 [ -s "$tmp/gr.check" ] && sed -n '1p' "$tmp/gr.check"
