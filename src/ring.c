@@ -35,9 +35,11 @@
  *             make this a Dekker pair: either the waiter sees the new index
  *             or the waker sees "sleeping". Futexes are shared (not
  *             _PRIVATE) because the two sides are different processes.
- *  Counters   committed/overruns/pending_flags/next_seq (producer) and
- *             released/skipped/taken (consumer) are single-writer atomics
- *             read relaxed by anyone (statistics).
+ *  Counters   next_seq/pending_flags (producer) and skipped/taken
+ *             and released (consumer) are single-writer atomics read
+ *             relaxed by anyone. committed/overruns are derived from them
+ *             (see ring_private.h), so a SIGKILL between two stores can
+ *             never make a lost block uncounted.
  *
  *  Untrusted  every field read from the shared mapping is validated before
  *             it is used for addressing. Immutable geometry is validated
@@ -430,7 +432,18 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 		r->prod = prod;
 		r->cons_cache = cons;
 		r->reserved = 0;
-		r->first_commit = atomic_load_explicit(&h->committed, memory_order_relaxed) != 0;
+		r->first_commit = prod != h->pos_base;
+		if (r->first_commit) {
+			/* A producer killed between storing prod and next_seq left
+			 * next_seq behind the last published block: repair it. */
+			struct ring_desc *d = &r->desc[(prod - 1) & r->mask];
+			uint64_t seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
+			uint64_t next = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
+
+			if (atomic_load_explicit(&d->pos, memory_order_relaxed) == prod - 1 &&
+			    seq - next < (1ull << 63))
+				atomic_store_explicit(&h->next_seq, seq + 1, memory_order_relaxed);
+		}
 		atomic_fetch_add_explicit(&h->prod_gen, 1, memory_order_relaxed);
 	} else {
 		r->bad = calloc(L->slots / 8 + 1, 1);
@@ -936,10 +949,27 @@ int chirp_ring_stats(const struct chirp_ring *r, struct chirp_ring_stats *st)
 {
 	struct ring_hdr *h = r->h;
 
-	st->committed = atomic_load_explicit(&h->committed, memory_order_relaxed);
+	uint64_t n1, n2, prod, skipped, ov = 0;
+	int i;
+
+	/* prod and next_seq move one after the other (commit: prod, then
+	 * next_seq): read until a consistent pair; a producer that died between
+	 * the two stores leaves overruns at most 1 high until it is replaced. */
+	for (i = 0; i < 64; i++) {
+		n1 = atomic_load_explicit(&h->next_seq, memory_order_acquire);
+		prod = atomic_load_explicit(&h->prod, memory_order_acquire);
+		n2 = atomic_load_explicit(&h->next_seq, memory_order_acquire);
+		ov = n2 - h->seq_base - (prod - h->pos_base);
+		if (n1 == n2 && ov < (1ull << 63))
+			break;
+	}
+	if (ov >= (1ull << 63))
+		ov = 0;
+	skipped = atomic_load_explicit(&h->skipped, memory_order_relaxed);
+	st->committed = prod - h->pos_base;
+	st->overruns = ov;
+	st->skipped = skipped;
 	st->released = atomic_load_explicit(&h->released, memory_order_relaxed);
-	st->overruns = atomic_load_explicit(&h->overruns, memory_order_relaxed);
-	st->skipped = atomic_load_explicit(&h->skipped, memory_order_relaxed);
 	st->epoch = r->L.epoch;
 	return 0;
 }
@@ -1019,14 +1049,13 @@ int chirp_ring_reserve(struct chirp_ring *r, void **payload)
 		if (used == r->L.slots) {
 			/* Full: drop this block. It still takes a block number, so
 			 * the consumer sees the gap; the next commit is flagged. */
-			atomic_store_explicit(&r->h->overruns,
-				atomic_load_explicit(&r->h->overruns, memory_order_relaxed) + 1,
-				memory_order_relaxed);
+			atomic_store_explicit(&r->h->pending_flags,
+				atomic_load_explicit(&r->h->pending_flags, memory_order_relaxed) |
+				CHIRP_RING_DISCONTINUITY, memory_order_relaxed);
+			/* the one store that counts the drop (see ring_private.h) */
 			atomic_store_explicit(&r->h->next_seq,
 				atomic_load_explicit(&r->h->next_seq, memory_order_relaxed) + 1,
-				memory_order_relaxed);
-			atomic_fetch_or_explicit(&r->h->pending_flags, CHIRP_RING_DISCONTINUITY,
-						 memory_order_relaxed);
+				memory_order_release);
 			return -ENOBUFS;
 		}
 	}
@@ -1067,13 +1096,11 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	atomic_store_explicit(&d->first_sample, first_sample, memory_order_relaxed);
 	atomic_store_explicit(&d->len, r->L.payload_bytes, memory_order_relaxed);
 	atomic_store_explicit(&d->flags, flags, memory_order_relaxed);
-	atomic_store_explicit(&h->next_seq, seq + 1, memory_order_relaxed);
-	atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
-	atomic_store_explicit(&h->committed,
-			      atomic_load_explicit(&h->committed, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
 	/* The publication: pairs with the consumer's acquire load of prod. */
 	atomic_store_explicit(&h->prod, p + 1, memory_order_release);
+	atomic_store_explicit(&h->next_seq, seq + 1, memory_order_release);
+	if (pending)
+		atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
 	r->prod = p + 1;
 	r->reserved = 0;
 	r->first_commit = 0;
@@ -1091,7 +1118,7 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
 
 	if (r->role != CHIRP_RING_PRODUCER)
 		return -EPERM;
-	if (atomic_load_explicit(&r->h->committed, memory_order_relaxed) == 0)
+	if (r->prod == r->h->pos_base)
 		return -ENOENT;
 	p = r->prod - 1;
 	d = &r->desc[p & r->mask];
@@ -1155,9 +1182,10 @@ static void publish_cons(struct chirp_ring *r, uint64_t c, uint64_t nreleased)
 {
 	struct ring_hdr *h = r->h;
 
-	atomic_store_explicit(&h->released,
-			      atomic_load_explicit(&h->released, memory_order_relaxed) + nreleased,
-			      memory_order_relaxed);
+	if (nreleased)
+		atomic_store_explicit(&h->released,
+			atomic_load_explicit(&h->released, memory_order_relaxed) + nreleased,
+			memory_order_relaxed);
 	/* Hands the slots back: pairs with the producer's acquire of cons. */
 	atomic_store_explicit(&h->cons, c, memory_order_release);
 	r->cons = c;
@@ -1318,6 +1346,8 @@ int ring_debug_set_seq(struct chirp_ring *r, uint64_t pos, uint64_t seq)
 	atomic_store_explicit(&h->taken, pos, memory_order_relaxed);
 	atomic_store_explicit(&h->prod, pos, memory_order_release);
 	atomic_store_explicit(&h->next_seq, seq, memory_order_relaxed);
+	h->pos_base = pos;
+	h->seq_base = seq;
 	r->prod = r->cons_cache = r->cons = r->taken = r->prod_cache = pos;
 	r->redeliver_end = pos;
 	r->redelivering = 0;

@@ -63,19 +63,19 @@ struct ring_hdr {
 	_Atomic uint32_t state;     /* RING_STATE_*                           */
 	uint32_t pad1;
 	uint64_t created_ns;        /* CLOCK_REALTIME, informational          */
+	uint64_t pos_base;          /* prod/cons at creation (0; tests move it) */
+	uint64_t seq_base;          /* next_seq at creation                    */
 
 	/* --- line 1: written by the producer only --- */
 	_Alignas(RING_LINE) _Atomic uint64_t prod;  /* next position to commit */
 	_Atomic uint64_t next_seq;      /* block number of the next block      */
-	_Atomic uint64_t committed;     /* counter                              */
-	_Atomic uint64_t overruns;      /* blocks dropped on a full ring        */
 	_Atomic uint32_t pending_flags; /* ORed into the next commit            */
 	_Atomic uint32_t prod_gen;      /* +1 per producer attach               */
 
 	/* --- line 2: written by the consumer only --- */
 	_Alignas(RING_LINE) _Atomic uint64_t cons;  /* next position to release */
 	_Atomic uint64_t taken;         /* next position to peek (for resume)   */
-	_Atomic uint64_t released;      /* counter                              */
+	_Atomic uint64_t released;      /* counter (consumer statistics)        */
 	_Atomic uint64_t skipped;       /* descriptors that failed validation   */
 	_Atomic uint32_t cons_gen;      /* +1 per consumer attach               */
 
@@ -89,6 +89,19 @@ struct ring_hdr {
 
 	_Alignas(RING_LINE) uint8_t reserved_tail[1];
 };
+
+/*
+ * Counters are derived, not counted, so that a producer killed between any
+ * two of its stores leaves them consistent:
+ *   committed = prod - pos_base           (each position is one commit)
+ *   overruns  = next_seq - seq_base - committed
+ *                                          (each block number is either
+ *                                           committed or dropped)
+ * A drop is the single store next_seq + 1 (after setting pending_flags, so
+ * a crash in between yields a spare DISCONTINUITY, never a missing one).
+ * A commit stores prod, then next_seq; a producer that attaches after a
+ * crash between the two repairs next_seq from the last descriptor.
+ */
 
 /*
  * One per slot, written by the producer before the release store of

@@ -481,6 +481,45 @@ static void test_producer_restart(void **state)
 	chirp_ring_detach(c);
 }
 
+/* Producer killed between publishing prod and advancing next_seq. */
+static void test_producer_crash_mid_commit(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	void *pl;
+
+	push(p, 0, 0);
+	push(p, 1, 0);
+	atomic_store(&h->next_seq, 1);             /* as if killed before the store */
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.committed, 2);
+	assert_int_equal(st.overruns, 0);          /* never negative */
+	chirp_ring_detach(p);
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(atomic_load(&h->next_seq), 2);   /* repaired */
+	push(p, 2, 0);
+	/* and a drop that set the flag but died before counting */
+	for (int i = 3; i < 8; i++)
+		push(p, i, 0);
+	atomic_fetch_or(&h->pending_flags, CHIRP_RING_DISCONTINUITY);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);               /* no duplicate, no gap */
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	assert_int_equal(chirp_ring_commit(p, 1, 8, 0), 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);   /* spare flag, never a missing one */
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.overruns, 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
 static void test_retire_on_new_geometry(void **state)
 {
 	struct chirp_ring_geometry g = geo(8);
@@ -843,6 +882,7 @@ int main(void)
 		T(test_wrap_2_64),
 		T(test_consumer_restart_redelivers),
 		T(test_producer_restart),
+		T(test_producer_crash_mid_commit),
 		T(test_retire_on_new_geometry),
 		T(test_version_mismatch),
 		T(test_foreign_object_untouched),
