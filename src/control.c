@@ -103,7 +103,12 @@ static int make_parent(const char *path, char *err, size_t errlen)
 		if (*p == '/' || *p == '\0') {
 			char c = *p;
 			*p = '\0';
-			if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			if (mkdir(dir, 0755) == 0) {
+				/* Not narrowed by the umask: group members must
+				 * reach the socket inside. */
+				if (chmod(dir, 0755) < 0)
+					log_warn("control: chmod %s: %s", dir, strerror(errno));
+			} else if (errno != EEXIST) {
 				int e = errno;
 				snprintf(err, errlen, "cannot create directory %s: %s", dir, strerror(e));
 				return -e;

@@ -174,7 +174,10 @@ static int setup(void **state)
 		return -1;
 	/* A subdirectory that does not exist yet: control_create makes it. */
 	snprintf(f->path, sizeof(f->path), "%s/run/control.sock", f->dir);
+	/* A strict umask must not narrow the directory or the socket. */
+	mode_t um = umask(077);
 	f->ctl = control_create(f->path, 0660, "", cmds, f, err, sizeof(err));
+	umask(um);
 	if (!f->ctl) {
 		fprintf(stderr, "control_create: %s\n", err);
 		return -1;
@@ -330,6 +333,12 @@ static void test_reply_shapes(void **state)
 	assert_int_equal(stat(f->path, &st), 0);
 	assert_true(S_ISSOCK(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0660);
+	{
+		char sub[160];
+		snprintf(sub, sizeof(sub), "%s/run", f->dir);
+		assert_int_equal(stat(sub, &st), 0);
+		assert_int_equal(st.st_mode & 0777, 0755);
+	}
 	start(f);
 
 	j = ask(f, "ping");
