@@ -337,6 +337,63 @@ static void render_help(FILE *out, json_t *reply)
 	}
 }
 
+/*
+ * `config`: {"path":..., "config":{section:{key:value}}} printed as the INI
+ * file chirpd reads, so `chirpctl config > running.conf` can be checked
+ * with chirpd --check or edited and reloaded.
+ */
+static int render_config_ini(FILE *out, json_t *reply)
+{
+	json_t *cfg = json_object_get(reply, "config"), *sec, *v;
+	const char *sname, *key;
+	int first = 1;
+
+	if (!json_is_object(cfg))
+		return -1;
+	json_object_foreach(cfg, sname, sec)
+		if (!json_is_object(sec))
+			return -1;
+	if (json_is_string(json_object_get(reply, "path")))
+		fprintf(out, "# effective configuration of chirpd (read from %s)\n",
+			json_string_value(json_object_get(reply, "path")));
+	json_object_foreach(cfg, sname, sec) {
+		fprintf(out, "%s[%s]\n", first ? "" : "\n", sname);
+		first = 0;
+		json_object_foreach(sec, key, v) {
+			char num[64];
+			fprintf(out, "%s =", key);
+			switch (json_typeof(v)) {
+			case JSON_STRING:
+				if (*json_string_value(v))
+					fprintf(out, " %s", json_string_value(v));
+				break;
+			case JSON_INTEGER:
+				fprintf(out, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+				break;
+			case JSON_REAL:
+				/* Shortest text that reads back to the same double. */
+				for (int prec = 6; prec <= 17; prec++) {
+					snprintf(num, sizeof(num), "%.*g", prec, json_real_value(v));
+					if (strtod(num, NULL) == json_real_value(v))
+						break;
+				}
+				fprintf(out, " %s", num);
+				break;
+			case JSON_TRUE:
+				fputs(" true", out);
+				break;
+			case JSON_FALSE:
+				fputs(" false", out);
+				break;
+			default:
+				break;
+			}
+			fputc('\n', out);
+		}
+	}
+	return 0;
+}
+
 /* Print a reply for people. Returns the exit status (0 ok, 1 error). */
 static int show(const char *cmd, json_t *reply)
 {
@@ -354,6 +411,8 @@ static int show(const char *cmd, json_t *reply)
 		fputs(json_string_value(json_object_get(reply, "text")), stdout);
 		return 0;
 	}
+	if (!strcmp(cmd, "config") && render_config_ini(stdout, reply) == 0)
+		return 0;
 	if (!strcmp(cmd, "help") && json_is_array(json_object_get(reply, "commands"))) {
 		render_help(stdout, reply);
 		return 0;

@@ -31,6 +31,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "config.h"
 #include "control.h"
 #include "log.h"
 
@@ -122,7 +123,22 @@ static int h_big(void *ctx, const char *args, const struct control_peer *peer,
 	return 0;
 }
 
+/* Like chirpd's: the configuration as JSON (here the defaults, with one
+ * value that does not print exactly in 6 digits). */
+static int h_config(void *ctx, const char *args, const struct control_peer *peer,
+		    json_t *reply, char *err, size_t errlen)
+{
+	struct chirp_config c;
+	config_defaults(&c);
+	c.wf.sample_rate_hz = 1e8 / 3;
+	c.wf.bandwidth_hz = 1e7 / 3;
+	json_object_set_new(reply, "path", json_string("/etc/chirpd/chirpd.conf"));
+	json_object_set_new(reply, "config", config_to_json(&c));
+	return 0;
+}
+
 static const struct control_cmd cmds[] = {
+	{ .name = "config", .fn = h_config, .help = "fake config" },
 	{ .name = "metrics", .fn = h_metrics, .help = "fake metrics" },
 	{ .name = "big", .fn = h_big, .help = "a 3 MiB reply" },
 	{ .name = "stats", .fn = h_stats, .help = "fake stats" },
@@ -361,7 +377,7 @@ static void test_reply_shapes(void **state)
 		size_t i;
 		int seen_echo = 0, seen_mut = 0;
 		assert_true(json_is_array(arr));
-		assert_int_equal(json_array_size(arr), 10);  /* 8 + help + ping */
+		assert_int_equal(json_array_size(arr), 11);  /* 9 + help + ping */
 		json_array_foreach(arr, i, e) {
 			const char *n = json_string_value(json_object_get(e, "name"));
 			assert_non_null(n);
@@ -930,6 +946,28 @@ static void test_chirpctl(void **state)
 	/* metrics: the text, raw. */
 	assert_int_equal(run(out, sizeof(out), "%s -s %s metrics", chirpctl, f->path), 0);
 	assert_string_equal(out, "# TYPE x counter\nx_total 7\n");
+
+	/* config: printed as an INI file that loads back to the same values. */
+	assert_int_equal(run(out, sizeof(out), "%s -s %s config", chirpctl, f->path), 0);
+	assert_non_null(strstr(out, "# effective configuration of chirpd (read from /etc/chirpd/chirpd.conf)\n"));
+	assert_non_null(strstr(out, "[waveform]\ntype = lfm\n"));
+	{
+		struct chirp_config c, d;
+		char *errs = NULL;
+		size_t elen = 0;
+		FILE *m = open_memstream(&errs, &elen);
+		int n = config_load_string(&c, "from-chirpctl", out, m);
+		fclose(m);
+		if (n)
+			fail_msg("chirpctl config output does not load: %s\n%s", errs, out);
+		free(errs);
+		config_defaults(&d);
+		d.wf.sample_rate_hz = 1e8 / 3;
+		d.wf.bandwidth_hz = 1e7 / 3;
+		memset(c.path, 0, sizeof(c.path));
+		memset(d.path, 0, sizeof(d.path));
+		assert_memory_equal(&c, &d, sizeof(c));
+	}
 
 	/* Arguments are joined; $CHIRPD_SOCKET is the default socket. */
 	assert_int_equal(run(out, sizeof(out), "CHIRPD_SOCKET=%s %s echo a b", f->path, chirpctl), 0);

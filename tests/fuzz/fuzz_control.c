@@ -50,13 +50,23 @@ static const struct control_cmd cmds[] = {
 	{ .name = NULL },
 };
 
+static char sock_dir[64];
+
+static void cleanup(void)
+{
+	control_destroy(srv);       /* unlinks the socket */
+	srv = NULL;
+	rmdir(sock_dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char err[256], dir[] = "/tmp/chirp-fuzzctl-XXXXXX";
+	char err[256], *dir = sock_dir;
 
 	(void)argc; (void)argv;
 	log_init("fuzz_control");
 	log_set_level(LOG_ERR);
+	snprintf(sock_dir, sizeof(sock_dir), "/tmp/chirp-fuzzctl-XXXXXX");
 	if (!mkdtemp(dir))
 		abort();
 	snprintf(sock_path, sizeof(sock_path), "%s/c.sock", dir);
@@ -65,6 +75,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "control_create: %s\n", err);
 		abort();
 	}
+	atexit(cleanup);
 	return 0;
 }
 
