@@ -351,10 +351,13 @@ static int check_shm_name(const char *v, char *err, size_t len)
 	return 0;
 }
 
+/* Any path. Also marks the keys whose relative paths are resolved
+ * against the config file's directory (see handler). Existence is checked
+ * where it matters (the waveform file, in check_consistency). */
 static int check_file_path(const char *v, char *err, size_t len)
 {
 	(void)v; (void)err; (void)len;
-	return 0;   /* any path; existence is checked where it matters */
+	return 0;
 }
 
 /* "host:port" or "[v6]:port", port 1..65535; "" = off. */
@@ -1165,11 +1168,9 @@ static void check_consistency(struct load *ld)
 		report(ld, key_line(ld, "processing", "backend"), "processing", "backend",
 		       "this chirpd was built without CUDA (use auto or cpu)");
 #endif
-	if (c->realtime == CFG_RT_OFF && key_line(ld, "numa", "rt_priority") &&
-	    !key_line(ld, "numa", "realtime")) {
-		/* Not an error: rt_priority is documented as used only with
-		 * realtime; keep quiet to allow templated configs. */
-	}
+	/* Keys that only matter for another choice (rt_priority with
+	 * realtime = off, taylor_* with another window, gpu with backend =
+	 * cpu) are accepted silently, so one template can serve many hosts. */
 }
 
 static int load_text(struct chirp_config *c, const char *name, const char *base_dir,
