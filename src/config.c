@@ -980,10 +980,17 @@ static const struct cfg_key *suggest(const char *section, const char *name)
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct load *ld = user;
-	const struct cfg_key *k = find_key(section, name);
+	const struct cfg_key *k;
 	char err[256];
 	size_t i;
 
+	/* inih built with INI_CALL_HANDLER_ON_NEW_SECTION calls us with no
+	 * name at each header (the reader has checked it already). */
+	if (!section || !name)
+		return 1;
+	if (!value)
+		value = "";     /* INI_ALLOW_NO_VALUE; the reader rejects such lines */
+	k = find_key(section, name);
 	if (!k) {
 		const struct cfg_key *s = suggest(section, name);
 		if (s && strcmp(s->section, section))
