@@ -142,7 +142,7 @@ static const struct cfg_key cfg_tab[] = {
 	/* [numa] */
 	{ "numa", "node", T_NUMA, OFF(numa_node), 0,
 	  "auto", 0, 1023, 0, NULL, NULL, 0,
-	  "NUMA node for the data path threads and buffers: auto (the GPU's node, else the node of the first cpu), a node number, or none (no binding)." },
+	  "NUMA node for the data path threads and buffers: auto (the GPU's node from sysfs; no binding without a GPU), a node number, or none (no binding)." },
 	{ "numa", "cpus", T_STR, OFF(cpus), SZ(cpus),
 	  "", 0, 0, 0, NULL, check_cpus, 0,
 	  "CPUs for the data path threads, as a list like 2-5,8; empty = the node's cpus (or all with node = none)." },
@@ -1532,6 +1532,16 @@ void config_write_reference(FILE *out)
 	}
 }
 
+/* Text inside a Markdown table cell: '|' would end the cell. */
+static void md_cell(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputc('\\', out);
+		fputc(*s, out);
+	}
+}
+
 void config_write_markdown(FILE *out)
 {
 	const char *sec = NULL;
@@ -1549,7 +1559,8 @@ void config_write_markdown(FILE *out)
 	      "of range and inconsistent combinations are errors; each is reported as\n"
 	      "`FILE:LINE: [section] key: reason`, all of them, not just the first:\n\n"
 	      "    $ chirpd --check -c bad.conf\n"
-	      "    bad.conf:14: [waveform] bandwidth_hz 4e+07 exceeds sample_rate_hz 2.5e+07\n\n"
+	      "    bad.conf:14: [waveform] bandwidth_hz: 4e+07 exceeds sample_rate_hz 2.5e+07\n"
+	      "    bad.conf:21: [cpi] sample: unknown key (did you mean samples?)\n\n"
 	      "`chirpd --check -c FILE` prints the effective configuration (every key)\n"
 	      "or the errors, and exits non-zero on error. `chirpctl config` shows the\n"
 	      "configuration the daemon runs.\n\n"
@@ -1577,8 +1588,10 @@ void config_write_markdown(FILE *out)
 			sec = k->section;
 		}
 		key_range(k, range, sizeof(range));
-		fprintf(out, "| `%s` | `%s` | %s | %s | %s |\n", k->name,
-			k->def[0] ? k->def : "\"\"", range,
-			k->reload ? "applied" : "restart", k->help);
+		fprintf(out, "| `%s` | `%s` | ", k->name, k->def[0] ? k->def : "\"\"");
+		md_cell(out, range);
+		fprintf(out, " | %s | ", k->reload ? "applied" : "restart");
+		md_cell(out, k->help);
+		fputs(" |\n", out);
 	}
 }
