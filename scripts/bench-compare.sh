@@ -82,7 +82,10 @@ for cpi in $cpis; do
 	IFS=x read -r C P R <<<"$geom"
 	for ((r = 1; r <= rounds; r++)); do
 		for pl in patient measure; do
-			if ! "$bench" --planner $pl --threads 1 --tsv --seconds "$seconds" --cpi "$cpi" \
+			# FFTW uses patient wisdom for measure requests too: keep them apart
+			wis=$CHIRP_FFTW_WISDOM
+			[ $pl = measure ] && wis=$CHIRP_FFTW_WISDOM.measure
+			if ! CHIRP_FFTW_WISDOM=$wis "$bench" --planner $pl --threads 1 --tsv --seconds "$seconds" --cpi "$cpi" \
 				>>"$tmp/chirpd-$pl.$geom" 2>"$tmp/err"; then
 				echo "bench-compare: bench_pc failed: $(tail -1 "$tmp/err")" >&2
 				rc=1
