@@ -7,9 +7,10 @@
 # lines (best over DAEMON_STREAMS) to TSV for bench_gpu --daemon-tsv, and a
 # table with the stage times chirpd measured.
 #
-# --soak: SOAK_S seconds (default 300) of 16x128x9000 cf32->complex paced at
-# 90 % of the capacity in TSV (measured first if absent); passes only with
-# zero drops anywhere (feeder, input ring, output ring, consumer gaps).
+# --soak: SOAK_S seconds (default 300) of 16x128x9000 cf32->complex with
+# SOAK_STREAMS (default 1) paced at 90 % of the capacity in TSV (measured
+# first if absent); passes only with zero drops anywhere (feeder, input
+# ring, output ring, consumer gaps).
 #
 # Environment: CHIRP_BUILD (default build), DAEMON_STREAMS (default "3 1"),
 # MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick).
@@ -106,9 +107,9 @@ fi
 SOAK_S=${SOAK_S:-300}
 geom=16x128x9000 fmt=cf32 mode=complex
 cap=$(awk -v g=$geom -v f=$fmt -v m=$mode '$1 == g && $2 == f && $3 == m { print $4 }' "$TSV" 2>/dev/null | tail -n 1)
-bests=3
+bests=${SOAK_STREAMS:-1}
 if [ -z "$cap" ]; then
-	run_daemon $geom $fmt $mode 3 "$MEASURE_S"
+	run_daemon $geom $fmt $mode "$bests" "$MEASURE_S"
 	cap=$R_GSPS
 fi
 n=$((16 * 128 * 9000))

@@ -44,8 +44,9 @@
  *   flight, and a daemon that runs at depth 1 (to DMA straight into the
  *   one output slot its ring lets it reserve) would copy in, compute and
  *   copy out one after the other: about 45 % of the copy limit. So each
- *   CPI's rows are cut into up to 8 chunks (about 4 MiB each, rows never
- *   split), handed round-robin to CU_CHUNK_STREAMS streams of the set, each
+ *   CPI's rows are cut into chunks (rows never split; how many depends on
+ *   the depth, cu_choose_chunks), handed round-robin to CU_CHUNK_STREAMS
+ *   streams of the set, each
  *   with its own cuFFT plans (and work area). The H2D of chunk i+1 then runs
  *   while chunk i computes and chunk i-1 drains: one CPI in flight keeps
  *   both directions busy except for one chunk at each end. The set's own
@@ -61,7 +62,12 @@
  *   counter under a mutex and signals a condition variable; pc_poll sleeps
  *   on that with the caller's timeout (CLOCK_MONOTONIC), then re-queries.
  *   The host function runs on a CUDA runtime thread and touches only the
- *   mutex, the counter and the condition variable.
+ *   mutex, the counter and the condition variable. Exception: once the
+ *   oldest CPI's input is done (only its tail is left), pc_poll polls the
+ *   events for up to CU_SPIN_US (300 us) before sleeping, because the
+ *   wake-up through the host function costs tens of microseconds of idle
+ *   copy engines per CPI at depth 1. A poll thread thus spins for at most
+ *   that long per CPI.
  *
  * FAILURE
  *   Every CUDA and cuFFT call is checked. A failure records "call: error
@@ -561,21 +567,28 @@ static void cu_destroy(void *p)
 }
 
 /*
- * Row chunks per CPI: about one per CU_CHUNK_BYTES of the larger direction,
- * at most 8 (each chunk costs ~7 API calls on the submitting thread), never
- * an empty chunk. CHIRP_CUDA_CHUNKS=N (1..16) overrides: a tuning and test
- * knob.
+ * Row chunks per CPI. Chunks pay for themselves where few CPIs are in
+ * flight; each costs ~7 API calls on the submitting thread and smaller
+ * launches, which measurably slowed depth 3 at 4x128x4096 (H200, see
+ * doc/cuda.md). So: depth 1, one chunk per ~2 MiB of the larger direction,
+ * at most 16; depth 2, one per ~32 MiB, at most 4; deeper, none. Never an
+ * empty chunk. CHIRP_CUDA_CHUNKS=N (1..16) overrides: a tuning and test knob.
  */
-#define CU_CHUNK_BYTES (4u << 20)
-
 static void cu_choose_chunks(struct cu_be *be)
 {
 	size_t big = be->in_bytes > be->out_bytes ? be->in_bytes : be->out_bytes;
-	size_t k = big / CU_CHUNK_BYTES;
+	size_t k = 1;
 	const char *env = getenv("CHIRP_CUDA_CHUNKS");
 
-	if (k > 8)
-		k = 8;
+	if (be->nsets == 1) {
+		k = big / (2u << 20);
+		if (k > 16)
+			k = 16;
+	} else if (be->nsets == 2) {
+		k = big / (32u << 20);
+		if (k > 4)
+			k = 4;
+	}
 	if (env && *env) {
 		char *end;
 		long v = strtol(env, &end, 10);
@@ -1120,6 +1133,44 @@ static void ts_add_ms(struct timespec *t, long ms)
 	}
 }
 
+static uint64_t ts_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+/*
+ * The tail of the oldest CPI: its input is done, only its last chunk's
+ * compute and D2H remain (a fraction of a millisecond). Waking through the
+ * host-function notification costs tens of microseconds, which at depth 1
+ * is idle time for both copy engines, so here we poll the events for up to
+ * CU_SPIN_US instead (and never past the caller's deadline). Earlier in a
+ * CPI we sleep. Returns what cu_pass returns (0: keep waiting).
+ */
+#define CU_SPIN_US 300
+
+static int cu_spin_tail(struct cu_be *be, struct pc_done *done, int max,
+			const struct timespec *deadline)
+{
+	const struct cu_set *s = &be->sets[be->head];
+	struct timespec now;
+	uint64_t end;
+	int n;
+
+	if (be->count == 0 || !s->in_done || s->out_reported)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	end = ts_ns(&now) + CU_SPIN_US * 1000ull;
+	if (deadline && ts_ns(deadline) < end)
+		end = ts_ns(deadline);
+	do {
+		n = cu_pass(be, done, max);
+		if (n != 0)
+			return n;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (ts_ns(&now) < end);
+	return 0;
+}
+
 /*
  * timeout_ms: 0 = one pass; > 0 = wait up to that long (CLOCK_MONOTONIC,
  * woken by the host-function notifications, so no busy wait); < 0 = until
@@ -1148,6 +1199,9 @@ static int cu_poll(void *p, struct pc_done *done, int max, int timeout_ms)
 
 		n = cu_pass(be, done, max);
 		if (n != 0 || be->count == 0 || timeout_ms == 0 || timed_out)
+			return n;
+		n = cu_spin_tail(be, done, max, timeout_ms > 0 ? &deadline : NULL);
+		if (n != 0)
 			return n;
 
 		pthread_mutex_lock(&be->mu);
