@@ -1280,8 +1280,8 @@ static int ready(struct chirp_ring *r)
 		return 1;   /* let the caller's next call report it */
 	if (r->role == CHIRP_RING_CONSUMER)
 		return atomic_load_explicit(&r->h->prod, memory_order_acquire) != r->taken;
-	if (r->reserved)
-		return 1;
+	if (r->reserved || r->prod - r->cons_cache < r->L.slots)
+		return 1;   /* the cached index already says there is room */
 	/* not full (or corrupt: reserve will say so) */
 	return r->prod - atomic_load_explicit(&r->h->cons, memory_order_acquire) != r->L.slots;
 }
