@@ -30,6 +30,7 @@
 #define PIPE_MAX_DEPTH   64        /* sanity bound on pc_info.depth       */
 #define IDLE_WAIT_NS     5000000   /* 5 ms: reaction time to stop/pause   */
 #define STALE_GRACE_NS   3000000000ull  /* -ESTALE input without a swap   */
+#define BAD_HEADER_NS    1000000000ull  /* corrupt input header: give up   */
 
 enum out_kind {
 	OUT_RING = 0,        /* computed in place into the reserved output slot */
@@ -100,6 +101,8 @@ struct pipeline {
 	uint64_t ring_overruns;      /* last overruns read from the current ring */
 	uint64_t in_epoch;           /* epoch of the current input ring         */
 	uint64_t stale_since;
+	uint64_t bad_blocks, bad_logged_ns, bad_header_since;
+	int bad_pause;               /* last peek was invalid: wait a little    */
 	int file_err_logged;
 };
 
@@ -312,6 +315,50 @@ static int already_delivered(const struct pipeline_gen *g, const struct chirp_ri
 	       (last.timestamp_ns == b->timestamp_ns && last.first_sample >= b->first_sample);
 }
 
+/*
+ * peek said -EBADMSG: a slot descriptor failed validation (the ring skipped
+ * and counted it) or the shared header itself is corrupt (every peek fails).
+ * Count, say so in the log (at most once a second: this is the data
+ * thread), and give up on a header that stays corrupt for BAD_HEADER_NS:
+ * the data path fails, the watchdog stops, and a restarted chirpd
+ * re-validates (and if need be re-creates) the ring. Returns 0 (so the
+ * loop waits instead of spinning) or -1 when failed.
+ */
+static int bad_input(struct pipeline *p)
+{
+	struct pipeline_gen *g = p->cur;
+	char why[160] = "";
+	uint64_t now = mono_ns(), bad;
+	int hdr = chirp_ring_check(g->in, why, sizeof(why));
+
+	stats_write_begin(p->st);
+	stats_count(p->st, ST_BAD_BLOCKS, 1);
+	stats_write_end(p->st);
+	bad = ++p->bad_blocks;
+	if (hdr == -EBADMSG) {
+		if (!p->bad_header_since)
+			p->bad_header_since = now;
+		if (now - p->bad_header_since > BAD_HEADER_NS) {
+			snprintf(p->error, sizeof(p->error), "input ring %s: header corrupt: %s",
+				 chirp_ring_name(g->in), why);
+			log_err("data path failed: %s", p->error);
+			set_state(p, PIPE_FAILED);
+			notify(p);
+			return -1;
+		}
+	} else {
+		p->bad_header_since = 0;
+	}
+	if (now - p->bad_logged_ns >= 1000000000ull) {
+		log_err("input ring %s: corrupt %s: %s (%llu invalid blocks so far)",
+			chirp_ring_name(g->in), hdr == -EBADMSG ? "header" : "block descriptor",
+			why[0] ? why : "skipped by the ring", (unsigned long long)bad);
+		p->bad_logged_ns = now;
+	}
+	p->bad_pause = 1;
+	return 0;
+}
+
 /* Take one input block and submit it. Returns 1 if a block was taken, 0 if
  * none is available, < 0 on a fatal error (already reported). */
 static int take_one(struct pipeline *p)
@@ -339,17 +386,14 @@ static int take_one(struct pipeline *p)
 		}
 		return 0;
 	}
-	if (ret == -EBADMSG) {
-		stats_write_begin(p->st);
-		stats_count(p->st, ST_BAD_BLOCKS, 1);
-		stats_write_end(p->st);
-		return 1;
-	}
+	if (ret == -EBADMSG)
+		return bad_input(p);
 	if (ret < 0) {
 		fail(p, "chirp_ring_peek(input)", ret);
 		return -1;
 	}
 	p->stale_since = 0;
+	p->bad_header_since = 0;
 
 	if ((blk.flags & CHIRP_RING_REDELIVERED) && already_delivered(g, &blk)) {
 		/* A previous chirpd took this block, committed its result and
@@ -668,7 +712,8 @@ static void *data_thread(void *arg)
 			ret = progress(p, 1);   /* wait for the backend, 1 ms */
 			if (ret < 0)
 				return NULL;
-		} else if (pause || stop || swap || p->stale_since) {
+		} else if (pause || stop || swap || p->stale_since || p->bad_pause) {
+			p->bad_pause = 0;
 			struct timespec ts = { 0, 1000000 };
 			nanosleep(&ts, NULL);
 			if (!p->stale_since) {
