@@ -133,6 +133,10 @@ struct ring_layout {
 	uint32_t align_bytes;
 };
 
+/* Internal to libchirpring: not exported from libchirpring.so (still
+ * linkable from the static library, which the tests and fuzzer use). */
+#pragma GCC visibility push(hidden)
+
 /*
  * Compute the layout for a geometry (epoch left 0). align_bytes is
  * RING_PAGE or RING_HUGE_PAGE. Returns 0 or -EINVAL with a reason.
@@ -170,5 +174,7 @@ int ring_debug_set_seq(struct chirp_ring *r, uint64_t pos, uint64_t seq);
 
 /* The mapped header, for tests that corrupt it on purpose. */
 struct ring_hdr *ring_debug_hdr(struct chirp_ring *r);
+
+#pragma GCC visibility pop
 
 #endif /* CHIRP_RING_PRIVATE_H */
