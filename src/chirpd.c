@@ -1110,6 +1110,22 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	/* The control socket first: a second chirpd on the same socket is
+	 * refused before it touches the running one's rings. Requests wait
+	 * in the backlog until the event loop runs. */
+	d->ctl = control_create(cfg->control_socket, 0660, cfg->control_group, commands, d,
+				err, sizeof(err));
+	if (!d->ctl) {
+		log_err("control socket %s: %s", cfg->control_socket, err);
+		goto out;
+	}
+	/* The pc first (its device's NUMA node), then the plan, then the
+	 * rings bound to the node. */
+	d->g = gen_create(d, cfg, NULL, err, sizeof(err));
+	if (!d->g) {
+		log_err("%s", err);
+		goto out;
+	}
 	/* Where the data path runs. */
 	{
 		struct sysnuma_req req = {
@@ -1117,10 +1133,20 @@ int main(int argc, char **argv)
 			.realtime = cfg->realtime, .rt_priority = cfg->rt_priority,
 			.lock_memory = cfg->lock_memory,
 		};
+		/* node = auto with the GPU given by index: the backend knows
+		 * its device's node (pc_info.numa_node). */
+		int from_backend = cfg->numa_node == CFG_NUMA_AUTO && !cfg->gpu_bus_id[0] &&
+				   d->g->info.numa_node >= 0;
+
+		if (from_backend)
+			req.node = d->g->info.numa_node;
 		if (sysnuma_resolve(&req, NULL, &d->plan, err, sizeof(err)) < 0) {
 			log_err("%s: [numa] %s", path, err);
 			goto out;
 		}
+		if (from_backend)
+			snprintf(d->plan.node_source, sizeof(d->plan.node_source),
+				 "auto: %.60s numa_node %d", d->g->info.device, d->g->info.numa_node);
 		snprintf(d->memory_note, sizeof(d->memory_note), "not requested");
 		if (cfg->lock_memory) {
 			struct sysnuma_applied a = { 0 };
@@ -1137,17 +1163,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	/* The control socket first: a second chirpd on the same socket is
-	 * refused before it touches the running one's rings. Requests wait
-	 * in the backlog until the event loop runs. */
-	d->ctl = control_create(cfg->control_socket, 0660, cfg->control_group, commands, d,
-				err, sizeof(err));
-	if (!d->ctl) {
-		log_err("control socket %s: %s", cfg->control_socket, err);
-		goto out;
-	}
-	d->g = gen_create(d, cfg, NULL, err, sizeof(err));
-	if (!d->g || gen_attach(d, d->g, NULL, err, sizeof(err)) < 0) {
+	if (gen_attach(d, d->g, NULL, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

@@ -166,4 +166,32 @@ else
 fi
 
 e2e_stop_chirpd || e2e_fail "chirpd exited $?"
+
+# --- metrics over HTTP -----------------------------------------------------------
+for try in 1 2 3 4 5; do
+	port=$((20000 + (RANDOM % 40000)))
+	e2e_config metrics.listen=127.0.0.1:$port
+	: >"$CHIRPD_LOG"
+	"$CHIRPD" -c "$CONF" >>"$CHIRPD_LOG" 2>&1 &
+	CHIRPD_PID=$!
+	if e2e_wait 10 e2e_ctl ping; then break; fi
+	grep -q "metrics" "$CHIRPD_LOG" || e2e_fail "chirpd did not start: $(cat "$CHIRPD_LOG")"
+	wait $CHIRPD_PID; CHIRPD_PID=    # port taken: try another
+done
+[ -n "$CHIRPD_PID" ] || e2e_skip "no free local port for the metrics endpoint"
+"$PY" - "$port" <<'PYEOF' || e2e_fail "metrics endpoint"
+import sys, urllib.request, urllib.error
+base = "http://127.0.0.1:%s" % sys.argv[1]
+r = urllib.request.urlopen(base + "/metrics", timeout=10)
+body = r.read().decode()
+assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+assert "# TYPE chirpd_cpis_in_total counter" in body and "chirpd_up 1" in body, body[:400]
+try:
+    urllib.request.urlopen(base + "/nope", timeout=10)
+    sys.exit("no 404")
+except urllib.error.HTTPError as e:
+    assert e.code == 404
+print("metrics endpoint ok, %d bytes" % len(body))
+PYEOF
+e2e_stop_chirpd || e2e_fail "chirpd exited $? (metrics run)"
 e2e_pass

@@ -17,7 +17,8 @@ C=2 P=8 R=1000
 # would count.
 run_case() {
 	local fmt=$1 mode=$2 raw=$T/out-$1-$2.raw
-	e2e_config input.format="$fmt" output.mode="$mode" input.ring="$IN_RING-$fmt-$mode" output.ring="$OUT_RING-$fmt-$mode" cpi.channels=$C cpi.pulses=$P cpi.samples=$R
+	shift 2
+	e2e_config "$@" input.format="$fmt" output.mode="$mode" input.ring="$IN_RING-$fmt-$mode" output.ring="$OUT_RING-$fmt-$mode" cpi.channels=$C cpi.pulses=$P cpi.samples=$R
 	e2e_start_chirpd
 	# Consumer first, so no result meets an empty output ring.
 	"$CHIRP_TAP" -c "$CONF" -n $N --out "$raw" --timeout $((30 * E2E_SLOW)) -q --fail-on-gap \
@@ -60,10 +61,15 @@ for g in gates:
 print(f"{rows.shape[0]} rows x {len(gates)} targets checked, {bad} wrong")
 sys.exit(1 if bad else 0)
 PYEOF
+	if [ -n "$(e2e_conf_get output.file)" ]; then
+		# [output] file holds exactly what the ring delivered
+		cmp "$raw" "$(e2e_conf_get output.file)" || e2e_fail "[output] file differs from the ring's results"
+		e2e_log "[output] file identical to the $N results read from the ring"
+	fi
 	rm -f "$raw"
 }
 
-run_case cf32 complex
+run_case cf32 complex output.file="$T/file.raw"
 run_case sc16 power_db
 run_case cf32 magnitude
 e2e_pass
