@@ -94,6 +94,7 @@ struct pipeline {
 	/* data-thread only */
 	struct flight fl[PIPE_MAX_DEPTH];
 	unsigned head, count, nsub;  /* FIFO of records; nsub submitted to pc  */
+	uint64_t staged;             /* results sent to staging so far          */
 	int have_last_seq;
 	uint64_t last_seq;
 	uint32_t carry_flags;        /* DISCONTINUITY for the next result        */
@@ -448,8 +449,12 @@ static int take_one(struct pipeline *p)
 	}
 
 	if (g->depth > 1) {
+		/* Round robin over depth buffers: records retire in order and
+		 * at most depth are in flight, so buffer n % depth is free again
+		 * when record n + depth is taken. (idx % depth would collide
+		 * where depth does not divide PIPE_MAX_DEPTH.) */
 		f->kind = OUT_STAGING;
-		outp = (char *)g->staging + (size_t)idx % g->depth * g->out_stride;
+		outp = (char *)g->staging + (size_t)(p->staged++ % g->depth) * g->out_stride;
 	} else {
 		ret = chirp_ring_reserve(g->out, &outp);
 		if (ret == 0) {

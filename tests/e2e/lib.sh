@@ -128,7 +128,8 @@ e2e_need() {
 # e2e_config [section.key=value ...] — write $CONF: a small CPU-backend
 # configuration on this test's rings and socket, with overrides.
 # Defaults: 2 channels x 8 pulses x 1000 samples cf32, LFM 10 MHz at
-# 25 MHz, 4 us, hamming, complex output, 1 FFTW thread, no NUMA/RT.
+# 25 MHz, 4 us, hamming, complex output, 1 FFTW thread, no NUMA/RT; backend
+# $CHIRP_TEST_BACKEND (default cpu; cuda on the GPU host).
 e2e_config() {
 	local -A kv=(
 		[daemon.control_socket]=$SOCK
@@ -147,7 +148,7 @@ e2e_config() {
 		[waveform.bandwidth_hz]=10e6
 		[waveform.pulse_width_s]=4e-6
 		[waveform.window]=hamming
-		[processing.backend]=cpu
+		[processing.backend]=${CHIRP_TEST_BACKEND:-cpu}
 		[processing.cpu_threads]=1
 		[processing.normalize]=noise
 		[output.mode]=complex
