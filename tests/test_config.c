@@ -746,7 +746,7 @@ static int write_docs(void)
 		return perror(path), 1;
 	config_write_markdown(f);
 	fclose(f);
-	printf("wrote %s/conf/chirpd.conf and %s/doc/config.md\n", root, root);
+	printf("wrote %s/conf/chirpd.conf and %s/doc/config.md; now run scripts/gen-conf-man.sh for chirpd.conf(5)\n", root, root);
 	return 0;
 }
 
