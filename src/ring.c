@@ -589,6 +589,15 @@ static int owner_check(struct chirp_ring *r, const struct stat *st,
 	return 0;
 }
 
+/*
+ * Bytes to map to read a header: one page, or one huge page on hugetlbfs
+ * (whose mappings are in huge-page units).
+ */
+static size_t probe_bytes(const struct chirp_ring *r)
+{
+	return r->path[0] ? RING_HUGE_PAGE : RING_HDR_BYTES;
+}
+
 /* Map the validated object and set the handle up. fd already open. */
 static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts, char *err,
 			size_t errlen)
@@ -606,20 +615,20 @@ static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts
 	rc = owner_check(r, &st, opts, err, errlen);
 	if (rc < 0)
 		return rc;
-	if ((uint64_t)st.st_size < RING_HDR_BYTES) {
+	if ((uint64_t)st.st_size < probe_bytes(r)) {
 		seterr(err, errlen, "ring %s is being created (size %lld)", r->name,
 		       (long long)st.st_size);
 		return -EAGAIN;
 	}
 	/* Header page alone first: validate before trusting any size in it. */
-	p = mmap(NULL, RING_HDR_BYTES, PROT_READ, MAP_SHARED, r->fd, 0);
+	p = mmap(NULL, probe_bytes(r), PROT_READ, MAP_SHARED, r->fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
 		seterr(err, errlen, "mmap %s header: %s", r->name, strerror(-rc));
 		return rc;
 	}
 	rc = ring_validate_header(p, (size_t)st.st_size, &L, err, errlen);
-	munmap(p, RING_HDR_BYTES);
+	munmap(p, probe_bytes(r));
 	if (rc < 0)
 		return rc;
 	p = mmap(NULL, L.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
@@ -662,11 +671,15 @@ struct chirp_ring *chirp_ring_attach(const char *name, enum chirp_ring_role role
 	struct chirp_ring *r;
 	int rc, huge = opts && opts->hugepages;
 
-	if (name_check(name, err, errlen) < 0)
+	if (name_check(name, err, errlen) < 0) {
+		errno = EINVAL;
 		return NULL;
+	}
 	r = handle_alloc(name, role, err, errlen);
-	if (!r)
+	if (!r) {
+		errno = role == CHIRP_RING_PRODUCER || role == CHIRP_RING_CONSUMER ? ENOMEM : EINVAL;
 		return NULL;
+	}
 	rc = obj_open(r, huge, O_RDWR, 0);
 	if (rc == -ENOENT && !huge)   /* a huge-page ring lives elsewhere */
 		rc = obj_open(r, 1, O_RDWR, 0);
@@ -678,11 +691,13 @@ struct chirp_ring *chirp_ring_attach(const char *name, enum chirp_ring_role role
 		goto fail;
 	}
 	r->fd = rc;
-	if (map_and_init(r, opts, err, errlen) < 0)
+	rc = map_and_init(r, opts, err, errlen);
+	if (rc < 0)
 		goto fail;
 	return r;
 fail:
 	handle_free(r);
+	errno = -rc;
 	return NULL;
 }
 
@@ -730,8 +745,8 @@ static int take_over_existing(struct chirp_ring *r, const struct ring_layout *wa
 	rc = owner_check(r, &st, opts, err, errlen);
 	if (rc < 0)
 		return rc;
-	if ((uint64_t)st.st_size >= RING_HDR_BYTES) {
-		p = mmap(NULL, RING_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if ((uint64_t)st.st_size >= probe_bytes(r)) {
+		p = mmap(NULL, probe_bytes(r), PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
 		if (p == MAP_FAILED) {
 			rc = -errno;
 			seterr(err, errlen, "mmap %s header: %s", r->name, strerror(-rc));
@@ -739,7 +754,7 @@ static int take_over_existing(struct chirp_ring *r, const struct ring_layout *wa
 		}
 		rc = ring_validate_header(p, (size_t)st.st_size, &have, why, sizeof(why));
 		if (rc == -EBADMSG && ((struct ring_hdr *)p)->magic != RING_MAGIC) {
-			munmap(p, RING_HDR_BYTES);
+			munmap(p, probe_bytes(r));
 			seterr(err, errlen, "%s exists and %s: not touching it (remove it if it is "
 			       "stale)", r->name, why);
 			return -EEXIST;
@@ -747,17 +762,18 @@ static int take_over_existing(struct chirp_ring *r, const struct ring_layout *wa
 		if (rc == 0 && have.g.channels == want->g.channels &&
 		    have.g.pulses == want->g.pulses && have.g.samples == want->g.samples &&
 		    have.g.format == want->g.format && have.g.slots == want->g.slots &&
+		    have.g.sample_rate_hz == want->g.sample_rate_hz &&
 		    have.align_bytes == want->align_bytes) {
-			munmap(p, RING_HDR_BYTES);
-			/* Same geometry and ABI: keep state, resume. The sample rate is
-			 * informational and not part of the match. */
+			munmap(p, probe_bytes(r));
+			/* Same geometry and ABI: keep state, resume. (The sample rate
+			 * is part of the match: consumers label data with it.) */
 			rc = map_and_init(r, opts, err, errlen);
 			return rc < 0 ? rc : 1;
 		}
 		/* Never retire a ring from under a live holder of our own role
 		 * (a second chirpd): that one must stop first. */
 		if (lock_role(r->fd, r->role, 1) == 1) {
-			munmap(p, RING_HDR_BYTES);
+			munmap(p, probe_bytes(r));
 			seterr(err, errlen, "ring %s (other geometry) already has a live %s",
 			       r->name, r->role == CHIRP_RING_PRODUCER ? "producer" : "consumer");
 			return -EBUSY;
@@ -767,7 +783,7 @@ static int take_over_existing(struct chirp_ring *r, const struct ring_layout *wa
 		 * header is ours (magic matched or creation was abandoned). */
 		if (((struct ring_hdr *)p)->magic == RING_MAGIC)
 			retire(p);
-		munmap(p, RING_HDR_BYTES);
+		munmap(p, probe_bytes(r));
 	}
 	close(r->fd);
 	r->fd = -1;
@@ -790,25 +806,29 @@ struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_g
 	int grouped = opts && opts->group != (gid_t)-1 && opts->group != 0;
 	mode_t mode = opts && opts->mode ? (opts->mode & 0777) : grouped ? 0660 : 0600;
 	int huge = opts && opts->hugepages;
-	int rc, tries;
+	int rc = -EINVAL, tries, fd = -1;
 	void *p;
 
 	if (name_check(name, err, errlen) < 0)
-		return NULL;
+		goto fail;
 	if (!g) {
 		seterr(err, errlen, "no geometry");
-		return NULL;
+		goto fail;
 	}
 	if (ring_layout_compute(g, huge ? RING_HUGE_PAGE : RING_PAGE, &L, err, errlen) < 0)
-		return NULL;
+		goto fail;
 	r = handle_alloc(name, role, err, errlen);
-	if (!r)
-		return NULL;
+	if (!r) {
+		rc = role == CHIRP_RING_PRODUCER || role == CHIRP_RING_CONSUMER ? -ENOMEM : -EINVAL;
+		goto fail;
+	}
 
 	for (tries = 0; tries < 8; tries++) {
 		rc = obj_open(r, huge, O_RDWR | O_CREAT | O_EXCL, mode);
-		if (rc >= 0)
+		if (rc >= 0) {
+			fd = rc;
 			break;
+		}
 		if (rc != -EEXIST) {
 			seterr(err, errlen, "create ring %s%s: %s", huge ? "on hugetlbfs " : "",
 			       huge ? r->path : name, strerror(-rc));
@@ -821,12 +841,13 @@ struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_g
 			goto fail;
 		/* retired and unlinked (or vanished): create again */
 	}
-	if (rc < 0) {
+	if (fd < 0) {
+		rc = -EEXIST;
 		seterr(err, errlen, "create ring %s: lost a race with another creator 8 times",
 		       name);
 		goto fail;
 	}
-	r->fd = rc;
+	r->fd = fd;
 	/* The mode given to open() was filtered by the umask: set it exactly. */
 	if (fchmod(r->fd, mode) < 0) {
 		rc = -errno;
@@ -872,6 +893,7 @@ struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_g
 	L.epoch = new_epoch(old_epoch);
 	ring_format_image(p, &L);
 	if (handle_init(r, &L) < 0) {
+		rc = -ENOMEM;
 		seterr(err, errlen, "out of memory");
 		goto fail_unlink;
 	}
@@ -881,6 +903,7 @@ fail_unlink:
 	obj_unlink(r);
 fail:
 	handle_free(r);
+	errno = -rc;
 	return NULL;
 }
 
@@ -906,12 +929,12 @@ int chirp_ring_unlink(const char *name)
 		if (fd < 0)
 			continue;
 		/* Tell attached peers (-ESTALE) before the name goes away. */
-		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= RING_HDR_BYTES) {
-			p = mmap(NULL, RING_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= probe_bytes(r)) {
+			p = mmap(NULL, probe_bytes(r), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 			if (p != MAP_FAILED) {
 				if (((struct ring_hdr *)p)->magic == RING_MAGIC)
 					retire(p);
-				munmap(p, RING_HDR_BYTES);
+				munmap(p, probe_bytes(r));
 			}
 		}
 		close(fd);

@@ -854,6 +854,7 @@ static void test_hugepages(void **state)
 	void *base;
 	size_t len;
 
+	/* CHIRP_HUGETLBFS names the hugetlbfs mount (default /dev/hugepages) */
 	c = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
 	if (!c) {
 		print_message("hugepages unavailable here: %s\n", err);
@@ -861,9 +862,23 @@ static void test_hugepages(void **state)
 	}
 	chirp_ring_data(c, &base, &len);
 	assert_int_equal((uintptr_t)base % (2u << 20), 0);
+	/* attach without saying hugepages: found on hugetlbfs all the same */
 	p = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
 	assert_non_null(p);
+	assert_int_equal(chirp_ring_slot_bytes(p), 2u << 20);
 	push(p, 0, 0);
+	assert_int_equal(chirp_ring_check(p, err, sizeof(err)), 0);
+	assert_int_equal(chirp_ring_available(c), 1);
+	/* resume, then retire on a new geometry, as with POSIX shm */
+	chirp_ring_detach(c);
+	c = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(chirp_ring_available(c), 1);
+	chirp_ring_detach(c);
+	g.slots = 4;
+	c = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(chirp_ring_reserve(p, &base), -ESTALE);
 	chirp_ring_detach(p);
 	chirp_ring_detach(c);
 }
