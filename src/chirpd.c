@@ -92,6 +92,7 @@ struct daemon {
 	uint64_t wd_usec;                 /* 0 = no watchdog                   */
 	uint64_t wd_last_ns, wd_last_hb;
 	uint64_t wd_pings;
+	int wd_stalled;                   /* logged once per stall              */
 
 	struct stats_snapshot *snap_prev, *snap_now, *snap_delta;
 	uint64_t stats_last_ns;
@@ -880,9 +881,13 @@ static void on_tick(struct daemon *d)
 		if (hb != d->wd_last_hb && (s == PIPE_RUNNING || s == PIPE_PAUSED) && !d->broken) {
 			sd_notify(0, "WATCHDOG=1");
 			d->wd_pings++;
-		} else if (s != PIPE_FAILED) {
+			if (d->wd_stalled)
+				log_notice("watchdog: data path heartbeat advances again");
+			d->wd_stalled = 0;
+		} else if (s != PIPE_FAILED && !d->wd_stalled) {
 			log_warn("watchdog: data path heartbeat stalled (state %s); not pinging",
 				 pipeline_state_name(s));
+			d->wd_stalled = 1;
 		}
 		d->wd_last_hb = hb;
 		d->wd_last_ns = now;
