@@ -1031,6 +1031,26 @@ int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen)
 		seterr(err, errlen, "ring %s header changed under us (corrupt)", r->name);
 		return -EBADMSG;
 	}
+	/* Our side's view of the indices (what peek/reserve check). */
+	if (r->role == CHIRP_RING_CONSUMER) {
+		uint64_t p = atomic_load_explicit(&r->h->prod, memory_order_acquire);
+
+		if (p - r->cons > r->L.slots || p - r->cons < r->taken - r->cons) {
+			seterr(err, errlen, "ring %s producer index %llu is outside what we hold "
+			       "(%llu..%llu): corrupt", r->name, (unsigned long long)p,
+			       (unsigned long long)r->cons, (unsigned long long)r->taken);
+			return -EBADMSG;
+		}
+	} else {
+		uint64_t c = atomic_load_explicit(&r->h->cons, memory_order_acquire);
+
+		if (r->prod - c > r->L.slots) {
+			seterr(err, errlen, "ring %s consumer index %llu is ahead of ours (%llu): "
+			       "corrupt", r->name, (unsigned long long)c,
+			       (unsigned long long)r->prod);
+			return -EBADMSG;
+		}
+	}
 	if (r->fd >= 0) {
 		/* The name may now denote another object (or none). */
 		char path[PATH_MAX];

@@ -670,6 +670,7 @@ static void test_corrupt_indices(void **state)
 	/* index behind what we already took: refused as well */
 	atomic_store(&h->prod, 1);
 	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);
+	assert_int_equal(chirp_ring_check(c, err, sizeof(err)), -EBADMSG);
 	atomic_store(&h->prod, 2);
 	assert_int_equal(chirp_ring_check(c, NULL, 0), 0);
 	assert_int_equal(chirp_ring_release(c), 0);
@@ -679,6 +680,7 @@ static void test_corrupt_indices(void **state)
 	push(p, 2, 0);       /* the cached consumer index lets these through */
 	push(p, 3, 0);
 	assert_int_equal(chirp_ring_reserve(p, &pl), -EBADMSG);
+	assert_int_equal(chirp_ring_check(p, err, sizeof(err)), -EBADMSG);
 	atomic_store(&h->cons, 2);
 	/* geometry scribbled: check() notices */
 	h->slots = 64;
