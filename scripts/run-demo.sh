@@ -23,7 +23,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 BIN=$BUILD/bin
-PY=/usr/bin/python3
+PY=${RUN_PY:-/usr/bin/python3}   # with numpy
 for b in chirpd chirpctl chirp-feed chirp-tap; do
 	[ -x "$BIN/$b" ] || { echo "run-demo: $BIN/$b is not built (run make)" >&2; exit 1; }
 done

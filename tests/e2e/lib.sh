@@ -27,7 +27,7 @@
 #   IN_RING OUT_RING   unique shm names ("/chirp-e2e-NAME-PID-in")
 #   CHIRPD_LOG    $T/chirpd.log (chirpd's stderr)
 #   CHIRPD_PID    pid of the running chirpd (after e2e_start_chirpd)
-#   PY            /usr/bin/python3 (has numpy)
+#   PY            $CHIRP_TEST_PY or /usr/bin/python3 (needs numpy)
 
 E2E_PIDS=()
 CHIRPD_PID=
@@ -95,7 +95,7 @@ e2e_init() {
 	CHIRPCTL=$BIN/chirpctl
 	CHIRP_FEED=$BIN/chirp-feed
 	CHIRP_TAP=$BIN/chirp-tap
-	PY=/usr/bin/python3
+	PY=${CHIRP_TEST_PY:-/usr/bin/python3}   # needs numpy; override on hosts without it
 	E2E_UNIQ=chirp-e2e-$E2E_NAME-$$
 	IN_RING=/$E2E_UNIQ-in
 	OUT_RING=/$E2E_UNIQ-out
