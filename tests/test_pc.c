@@ -630,6 +630,72 @@ static void test_power_floor(void **state)
 	free(h);
 }
 
+/*
+ * Output modes over the whole float range: h = [1], L = 1, normalize none,
+ * so y = x; one nonzero sample per row, |x| from 1e-16 to 3e19 (|x|^2 above
+ * FLT_MAX: the overflow path), plus NaN and Inf rows.
+ */
+static void test_output_range(void **state)
+{
+	const unsigned P = 80, R = 4;
+	float one[2] = { 1.0f, 0.0f };
+	float *in = calloc(2 * (size_t)P * R, sizeof(float));
+	float *mag = malloc((size_t)P * R * sizeof(float)), *db = malloc((size_t)P * R * sizeof(float));
+	double amp[80];
+	struct pc_params p;
+	struct pc *pc;
+	char err[256];
+	uint32_t nf;
+
+	(void)state;
+	for (unsigned r = 0; r < P - 2; r++) {
+		double ph = urand() * M_PI;
+
+		amp[r] = pow(10.0, -16.0 + 35.5 * r / (P - 3));   /* 1e-16 .. 3.2e19 */
+		in[2 * (r * R + r % R)] = (float)(amp[r] * cos(ph));
+		in[2 * (r * R + r % R) + 1] = (float)(amp[r] * sin(ph));
+		amp[r] = hypot(in[2 * (r * R + r % R)], in[2 * (r * R + r % R) + 1]);
+	}
+	in[2 * ((P - 2) * R + 1)] = NAN;
+	in[2 * ((P - 1) * R + 2) + 1] = INFINITY;
+	base_params(&p, 1, P, R, one, 1);
+	p.normalize = PC_NORM_NONE;
+	for (int m = PC_OUT_MAGNITUDE; m <= PC_OUT_POWER_DB; m++) {
+		p.out_mode = (enum pc_output)m;
+		pc = pc_create(&p, err, sizeof(err));
+		assert_non_null(pc);
+		assert_int_equal(pc_execute(pc, in, m == PC_OUT_MAGNITUDE ? mag : db, &nf), 0);
+		assert_int_equal(nf, 2);
+		pc_destroy(pc);
+	}
+	for (unsigned r = 0; r < P - 2; r++) {
+		for (unsigned g = 0; g < R; g++) {
+			size_t i = r * R + g;
+
+			if (g != r % R) {
+				assert_true(mag[i] == 0.0f);
+				assert_true(db[i] == PC_POWER_DB_FLOOR);
+				continue;
+			}
+			double want_db = 20.0 * log10(amp[r]);
+
+			if (!(fabs(mag[i] / amp[r] - 1.0) < 1e-6))
+				fail_msg("row %u: |y| %g, want %g", r, mag[i], amp[r]);
+			if (want_db < PC_POWER_DB_FLOOR)
+				want_db = PC_POWER_DB_FLOOR;
+			if (!(fabs(db[i] - want_db) < 1e-4))
+				fail_msg("row %u: %.6f dB, want %.6f dB", r, db[i], want_db);
+		}
+	}
+	/* NaN in, NaN out; Inf in (the FFT turns it into NaN), non-finite out:
+	 * never a made-up finite number */
+	assert_true(isnan(mag[(P - 2) * R + 1]) && isnan(db[(P - 2) * R + 1]));
+	assert_true(!isfinite(mag[(P - 1) * R + 2]) && !isfinite(db[(P - 1) * R + 2]));
+	free(in);
+	free(mag);
+	free(db);
+}
+
 /* ---- targets and sidelobes -------------------------------------------- */
 
 /* Compress one row with the echo s (unwindowed) starting at gates d[]. */
@@ -1005,6 +1071,7 @@ int main(void)
 		cmocka_unit_test(test_fault_injection),
 		cmocka_unit_test(test_nonfinite_rows),
 		cmocka_unit_test(test_power_floor),
+		cmocka_unit_test(test_output_range),
 		cmocka_unit_test(test_accuracy_random),
 		cmocka_unit_test(test_point_target),
 		cmocka_unit_test(test_two_targets_resolved),
