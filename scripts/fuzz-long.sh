@@ -9,8 +9,10 @@
 # UBSan) with a 1-second run, then each runs in build-fuzz-long/ with its
 # own working corpus seeded from tests/fuzz/corpus/<target>/. Logs:
 # build-fuzz-long/<target>.log; crash reproducers: build-fuzz-long/crash-*.
+# A crash ends a libFuzzer run; the script keeps the reproducer and starts
+# the target again for the rest of the hour (execs are summed over runs).
 # When all targets have finished, build-fuzz-long/summary.txt holds one
-# line per target: "NAME execs=N secs=S crashes=C rc=R".
+# line per target: "NAME execs=N secs=S runs=K crashes=C rc=R".
 #
 # Environment: FUZZ_LONG_DIR (default build-fuzz-long), FUZZ_TARGETS
 # (space-separated names, default all).
@@ -48,15 +50,28 @@ for name in "${names[@]}"; do
 	(
 		cd "$out" || exit 1
 		start=$(date +%s)
-		# -ignore_crashes=0: stop at the first crash, keep the reproducer.
-		ASAN_OPTIONS=detect_leaks=1 nice -n 19 "./$name" -max_total_time="$secs" \
-			-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-			-artifact_prefix="./$name-" "corpus-$name" >"$name.log" 2>&1
-		rc=$?
+		deadline=$((start + secs))
+		execs=0 runs=0 rc=0
+		: >"$name.log"
+		# libFuzzer stops at the first crash (the reproducer is kept as
+		# $name-crash-*); the hour goes on with a new run for the time that
+		# is left, so one finding does not end the measurement.
+		while [ $(( left = deadline - $(date +%s) )) -gt 5 ]; do
+			runs=$((runs + 1))
+			echo "=== run $runs, ${left}s left" >>"$name.log"
+			ASAN_OPTIONS=detect_leaks=1 nice -n 19 "./$name" -max_total_time="$left" \
+				-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+				-artifact_prefix="./$name-" "corpus-$name" >"$name.run.log" 2>&1
+			r=$?
+			cat "$name.run.log" >>"$name.log"
+			n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$name.run.log" | tail -1)
+			execs=$((execs + ${n:-0}))
+			[ $r -eq 0 ] || rc=$r
+			[ $r -eq 0 ] && break
+		done
 		end=$(date +%s)
-		execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$name.log" | tail -1)
 		crashes=$(ls "$name"-crash-* "$name"-leak-* "$name"-timeout-* "$name"-oom-* 2>/dev/null | wc -l)
-		echo "$name execs=${execs:-?} secs=$((end - start)) crashes=$crashes rc=$rc" >"$name.result"
+		echo "$name execs=$execs secs=$((end - start)) runs=$runs crashes=$crashes rc=$rc" >"$name.result"
 	) &
 	pids+=($!)
 	echo "fuzz-long: started $name (pid $!) for ${secs}s, log $out/$name.log"
