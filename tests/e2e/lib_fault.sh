@@ -26,6 +26,9 @@ fault_init() {
 	[ -x "$PY" ] || e2e_skip "$PY not found"
 	FAULT_BACKEND=${CHIRP_TEST_BACKEND:-cpu}
 	case $FAULT_BACKEND in cpu|cuda|auto) ;; *) e2e_fail "CHIRP_TEST_BACKEND=$FAULT_BACKEND: want cpu, cuda or auto";; esac
+	if [ "$FAULT_BACKEND" = cuda ] && ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+		e2e_skip "CHIRP_TEST_BACKEND=cuda but no NVIDIA GPU here"
+	fi
 }
 
 # fault_config [section.key=value ...] — e2e_config with the test backend.
@@ -33,11 +36,12 @@ fault_config() {
 	e2e_config processing.backend="$FAULT_BACKEND" "$@"
 }
 
-# fault_check_backend — skip when the CUDA backend was asked for and chirpd
-# says it has none (call after the daemon has started).
+# fault_skip_if_no_cuda — with CHIRP_TEST_BACKEND=cuda, skip (exit 77) on
+# a machine without an NVIDIA GPU, or when the running chirpd did not come
+# up on the CUDA backend (a CPU-only build). Call after e2e_start_chirpd.
 fault_skip_if_no_cuda() {
 	[ "$FAULT_BACKEND" = cuda ] || return 0
-	"$CHIRPD" --version 2>&1 | grep -qi cuda || e2e_skip "chirpd built without CUDA"
+	e2e_json status | grep -q '"backend": *"cuda"' || e2e_skip "chirpd is not running the CUDA backend"
 }
 
 # fault_feed LOG [chirp-feed ARGS...] — start a synthetic feeder on the
