@@ -111,6 +111,9 @@ struct chirp_ring {
 	uint64_t last_seq;
 	int have_last;
 	uint8_t *bad;                /* bitmap: held position failed validation */
+
+	uint64_t late_wakes;         /* full futex slices that then found work  */
+	uint64_t sleeps;             /* futex sleeps (tests)                     */
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -149,6 +152,23 @@ static inline void cpu_relax(void)
 	__builtin_ia32_pause();
 #elif defined(__aarch64__)
 	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/*
+ * Full fence for the sleeping handshake. ThreadSanitizer does not model
+ * standalone fences (GCC warns under -fsanitize=thread), so its builds use
+ * a seq_cst read-modify-write instead, which is a full barrier in hardware
+ * on x86 (lock prefix).
+ */
+static inline void full_fence(void)
+{
+#if defined(__SANITIZE_THREAD__)
+	static _Atomic uint32_t tsan_fence;
+
+	atomic_fetch_add_explicit(&tsan_fence, 0, memory_order_seq_cst);
+#else
+	atomic_thread_fence(memory_order_seq_cst);
 #endif
 }
 
@@ -1148,7 +1168,7 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	r->reserved = 0;
 	r->first_commit = 0;
 	/* Dekker with chirp_ring_wait(): store prod; fence; load sleeping. */
-	atomic_thread_fence(memory_order_seq_cst);
+	full_fence();
 	if (atomic_load_explicit(&h->cons_sleeping, memory_order_relaxed))
 		futex_wake(&h->cons_futex);
 	return 0;
@@ -1232,7 +1252,7 @@ static void publish_cons(struct chirp_ring *r, uint64_t c, uint64_t nreleased)
 	/* Hands the slots back: pairs with the producer's acquire of cons. */
 	atomic_store_explicit(&h->cons, c, memory_order_release);
 	r->cons = c;
-	atomic_thread_fence(memory_order_seq_cst);
+	full_fence();
 	if (atomic_load_explicit(&h->prod_sleeping, memory_order_relaxed))
 		futex_wake(&h->prod_futex);
 }
@@ -1352,7 +1372,7 @@ int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
 	for (;;) {
 		v = atomic_load_explicit(word, memory_order_acquire);
 		atomic_store_explicit(sleeping, 1, memory_order_seq_cst);
-		atomic_thread_fence(memory_order_seq_cst);
+		full_fence();
 		if (ready(r)) {
 			rc = 0;
 			break;
@@ -1364,9 +1384,14 @@ int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
 		}
 		if (left > WAIT_SLICE_NS)
 			left = WAIT_SLICE_NS;
+		r->sleeps++;
 		rc = futex_wait(word, v, left);
 		if (rc == -EINTR)
 			break;
+		/* Slept a whole slice and there was work: a wake-up was lost
+		 * (or the peer stalled as long). Counted for the tests. */
+		if (rc == -ETIMEDOUT && left == WAIT_SLICE_NS && ready(r))
+			r->late_wakes++;
 		/* 0 (woken), -EAGAIN (word moved), -ETIMEDOUT (slice): re-check */
 	}
 	atomic_store_explicit(sleeping, 0, memory_order_relaxed);
@@ -1401,4 +1426,14 @@ int ring_debug_set_seq(struct chirp_ring *r, uint64_t pos, uint64_t seq)
 struct ring_hdr *ring_debug_hdr(struct chirp_ring *r)
 {
 	return r->h;
+}
+
+uint64_t ring_debug_late_wakes(const struct chirp_ring *r)
+{
+	return r->late_wakes;
+}
+
+uint64_t ring_debug_sleeps(const struct chirp_ring *r)
+{
+	return r->sleeps;
 }

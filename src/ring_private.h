@@ -175,6 +175,15 @@ int ring_debug_set_seq(struct chirp_ring *r, uint64_t pos, uint64_t seq);
 /* The mapped header, for tests that corrupt it on purpose. */
 struct ring_hdr *ring_debug_hdr(struct chirp_ring *r);
 
+/*
+ * Futex sleeps of this handle that lasted a full slice (100 ms) and then
+ * found work: each is a lost wake-up unless the peer stalled that long.
+ */
+uint64_t ring_debug_late_wakes(const struct chirp_ring *r);
+
+/* Futex sleeps of this handle so far. */
+uint64_t ring_debug_sleeps(const struct chirp_ring *r);
+
 #pragma GCC visibility pop
 
 #endif /* CHIRP_RING_PRIVATE_H */

@@ -35,8 +35,10 @@
 
 #ifdef __SANITIZE_THREAD__
 #define NBLOCKS 4000
+#define PACE_US 2000   /* instrumented spinning is slow: pace so waits sleep */
 #else
 #define NBLOCKS 40000
+#define PACE_US 200
 #endif
 
 struct ctx {
@@ -280,6 +282,134 @@ static void image_case(int lossy)
 static void test_one_mapping_lossless(void **state) { image_case(0); }
 static void test_one_mapping_lossy(void **state) { image_case(1); }
 
+/*
+ * The futex handshake: a paced producer (one block per PACE_US) and a
+ * consumer that sleeps in chirp_ring_wait() before every block; then the
+ * roles reversed (a consumer paced the same way frees slots of a full ring
+ * for a producer asleep waiting for room). A lost wake-up would show as a
+ * sleep of a whole 100 ms slice that then found work.
+ */
+struct pace {
+	struct chirp_ring *r;
+	int n, err;
+	uint64_t base;   /* blocks committed before the phase */
+};
+
+static void *paced_producer(void *arg)
+{
+	struct pace *x = arg;
+	void *pl;
+
+	for (int i = 0; i < x->n; ) {
+		usleep(PACE_US);
+		int rc = chirp_ring_reserve(x->r, &pl);
+
+		if (rc == -ENOBUFS)
+			continue;   /* consumer descheduled: drop, try block i again */
+		if (rc != 0 || chirp_ring_commit(x->r, 1, i, 0) != 0)
+			x->err++;
+		i++;
+		/* ping-pong: nothing more until the consumer has it, so a lost
+		 * wake-up cannot be covered up by the next block's wake-up */
+		struct chirp_ring_stats st;
+		do {
+			usleep(50);
+			chirp_ring_stats(x->r, &st);
+		} while (st.released < (uint64_t)i);
+	}
+	return NULL;
+}
+
+static void *paced_consumer(void *arg)
+{
+	struct pace *x = arg;
+	struct chirp_ring_block b;
+
+	struct chirp_ring_stats st;
+
+	for (int i = 0; i < x->n; ) {
+		usleep(PACE_US);
+		if (chirp_ring_peek(x->r, &b) == 0) {
+			chirp_ring_release(x->r);
+			i++;
+			/* wait until the (sleeping) producer refilled the slot */
+			do {
+				usleep(50);
+				chirp_ring_stats(x->r, &st);
+			} while (i + 2 <= x->n && st.committed < x->base + (uint64_t)i + 2);
+		}
+	}
+	return NULL;
+}
+
+static void test_futex_handshake(void **state)
+{
+	struct chirp_ring_geometry g = geo();
+	struct ring_layout L;
+	struct chirp_ring *c, *p;
+	struct chirp_ring_block b;
+	struct pace x = { .n = 500 };
+	pthread_t t;
+	char err[256] = "";
+	void *img, *pl;
+	int rc;
+
+	g.slots = 2;
+	assert_int_equal(ring_layout_compute(&g, RING_PAGE, &L, err, sizeof(err)), 0);
+	L.epoch = 1;
+	img = aligned_alloc(4096, L.total_bytes);
+	assert_non_null(img);
+	ring_format_image(img, &L);
+	c = ring_open_image(img, L.total_bytes, CHIRP_RING_CONSUMER, err, sizeof(err));
+	p = ring_open_image(img, L.total_bytes, CHIRP_RING_PRODUCER, err, sizeof(err));
+	assert_non_null(c);
+	assert_non_null(p);
+
+	/* consumer sleeps, producer wakes */
+	x.r = p;
+	assert_int_equal(pthread_create(&t, NULL, paced_producer, &x), 0);
+	for (int i = 0; i < x.n; i++) {
+		while ((rc = chirp_ring_wait(c, 10000000000LL)) == -EINTR)
+			;
+		assert_int_equal(rc, 0);
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.first_sample, i);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(x.err, 0);
+
+	/* producer sleeps on a full ring, consumer wakes */
+	x.r = c;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+		assert_int_equal(chirp_ring_commit(p, 1, i, 0), 0);
+	}
+	x.base = x.n;
+	assert_int_equal(pthread_create(&t, NULL, paced_consumer, &x), 0);
+	for (int i = 2; i < x.n; i++) {
+		while ((rc = chirp_ring_wait(p, 10000000000LL)) == -EINTR)
+			;
+		assert_int_equal(rc, 0);
+		assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+		assert_int_equal(chirp_ring_commit(p, 1, i, 0), 0);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	print_message("futex sleeps: consumer %llu, producer %llu; late wake-ups: %llu, %llu\n",
+		      (unsigned long long)ring_debug_sleeps(c),
+		      (unsigned long long)ring_debug_sleeps(p),
+		      (unsigned long long)ring_debug_late_wakes(c),
+		      (unsigned long long)ring_debug_late_wakes(p));
+	/* the test is about sleeping: most waits must have slept */
+	assert_true(ring_debug_sleeps(c) > (uint64_t)x.n / 4);
+	assert_true(ring_debug_sleeps(p) > (uint64_t)x.n / 4);
+	assert_int_equal(ring_debug_late_wakes(c), 0);
+	assert_int_equal(ring_debug_late_wakes(p), 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_two_mappings_lossy),
 		cmocka_unit_test(test_one_mapping_lossless),
 		cmocka_unit_test(test_one_mapping_lossy),
+		cmocka_unit_test(test_futex_handshake),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
