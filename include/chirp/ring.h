@@ -111,7 +111,12 @@ struct chirp_ring *chirp_ring_create(const char *name,
  * Attach to an existing ring by name. The header is validated (magic,
  * version, sizes, geometry, indices) before anything else is touched.
  * Returns NULL with a reason (e.g. "no ring /chirpd-in: is chirpd
- * running?", "ABI version 7, this library speaks 1").
+ * running?", "ABI version 7, this library speaks 1") and errno set:
+ * ENOENT (no ring yet), EAGAIN (being created), EBUSY (that role already
+ * has a live process), EPERM (owner/mode refused), EPROTO (ABI version),
+ * ESTALE (retired), EBADMSG (not a ring, or corrupt). Looks in /dev/shm,
+ * then on hugetlbfs. One producer and one consumer at a time; a crashed
+ * holder frees its role at once (kernel-held lock).
  */
 struct chirp_ring *chirp_ring_attach(const char *name, enum chirp_ring_role role,
 				     const struct chirp_ring_opts *opts,
@@ -138,9 +143,11 @@ uint64_t chirp_ring_slot_bytes(const struct chirp_ring *r);  /* payload stride *
 int chirp_ring_stats(const struct chirp_ring *r, struct chirp_ring_stats *st);
 
 /*
- * Re-validate the shared header (after a wait, or periodically). Returns 0,
- * -ESTALE if the ring was retired/re-created (re-attach by name), or
- * -EBADMSG if it is corrupt.
+ * Re-validate the shared header and our view of the indices (after a
+ * wait, or periodically, or after peek returned -EBADMSG: 0 then means one
+ * descriptor was skipped, -EBADMSG that the ring itself is corrupt).
+ * Returns 0, -ESTALE if the ring was retired/re-created/removed (re-attach
+ * by name), or -EBADMSG if it is corrupt.
  */
 int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen);
 
@@ -177,7 +184,9 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
  * (zero copy). Several may be held at once; they are released in order.
  * Returns 0, -EAGAIN if none is committed, -ESTALE/-EBADMSG as
  * chirp_ring_check, -EBADMSG also for a descriptor that fails validation
- * (the block is then skipped and counted).
+ * (the block is then skipped and counted). blk->flags has DISCONTINUITY
+ * whenever blk->seq is not the previous block's + 1, and REDELIVERED for
+ * blocks a dead consumer had taken but not released.
  */
 int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk);
 
@@ -189,8 +198,10 @@ uint64_t chirp_ring_available(const struct chirp_ring *r);
 
 /*
  * Wait until a block is committed (consumer) or a slot is free (producer),
- * spinning briefly then sleeping on a shared futex, at most timeout_ns.
- * Returns 0 when ready, -ETIMEDOUT, -EINTR.
+ * spinning briefly then sleeping on a shared futex, at most timeout_ns
+ * (< 0: no limit; each sleep still re-checks every 100 ms). Returns 0 when
+ * ready (also when the ring was retired: the next call says -ESTALE),
+ * -ETIMEDOUT, -EINTR. The peer issues FUTEX_WAKE only while we sleep.
  */
 int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns);
 
