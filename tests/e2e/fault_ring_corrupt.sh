@@ -8,7 +8,9 @@
 #    naming the ring, or it keeps answering and then either reports the
 #    corrupt input ring in its log or carries on with bad_blocks = 0 (a
 #    scribble that its private copy of the layout makes harmless); counting
-#    bad blocks without a word in the log is a failure. SIGTERM must still stop
+#    bad blocks without a word in the log is a failure, and so is staying
+#    "running" while taking nothing from a producer that still commits (it
+#    must resume, or declare its data path failed). SIGTERM must still stop
 #    it within 2 s (x3 under sanitizers), exit 0, or 1 if it reported the
 #    data path failed. The producer and consumer must not crash either.
 #    Then a fresh chirpd on
@@ -110,6 +112,19 @@ for mode in ${FAULT_CORRUPT_MODES:-fields indices indices all}; do
 			# Silence is acceptable only if the scribble really was harmless.
 			[ -n "$said" ] || [ "$bad" -eq 0 ] ||
 				e2e_fail "$tag: chirpd counts $bad bad blocks in 2 s on the corrupt ring $IN_RING and logs nothing about it"
+			# A "running" chirpd must be processing again while the producer
+			# still commits; otherwise it must have declared its data path
+			# failed (so the watchdog restarts it). Running and discarding
+			# everything forever is the failure.
+			if kill -0 "$feed" 2>/dev/null; then
+				in0=$(fault_stat cpis_in)
+				sleep 2
+				in1=$(fault_stat cpis_in)
+				state=$(e2e_json status | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+				e2e_log "$tag: producer still running; chirpd state $state, cpis_in $in0 -> $in1, bad_blocks $(fault_stat bad_blocks)"
+				[ "$state" = failed ] || [ "$in1" -gt "$in0" ] ||
+					e2e_fail "$tag: chirpd says '$state' but has taken nothing for 2 s while the producer commits (bad_blocks $(fault_stat bad_blocks))"
+			fi
 			t0=$(date +%s%N)
 			e2e_stop_chirpd; rc=$?
 			ms=$(( ($(date +%s%N) - t0) / 1000000 ))
