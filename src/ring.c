@@ -750,8 +750,8 @@ static int take_over_existing(struct chirp_ring *r, const struct ring_layout *wa
 	struct ring_layout have;
 	struct stat st;
 	char why[160] = "";
+	int rc, incomplete = 1;   /* no READY/retired header of ours yet */
 	void *p;
-	int rc;
 
 	rc = obj_open(r, r->path[0] != '\0', O_RDWR, 0);
 	if (rc < 0)
@@ -798,12 +798,19 @@ static int take_over_existing(struct chirp_ring *r, const struct ring_layout *wa
 			       r->name, r->role == CHIRP_RING_PRODUCER ? "producer" : "consumer");
 			return -EBUSY;
 		}
+		incomplete = rc == -EAGAIN;
 		*old_epoch = ((struct ring_hdr *)p)->epoch;
 		/* Retire it: attached peers see -ESTALE at their next call. The
 		 * header is ours (magic matched or creation was abandoned). */
 		if (((struct ring_hdr *)p)->magic == RING_MAGIC)
 			retire(p);
 		munmap(p, probe_bytes(r));
+	}
+	/* A half-made object with a live holder is another creator at work. */
+	if (incomplete && (lock_role(r->fd, CHIRP_RING_PRODUCER, 1) == 1 ||
+			   lock_role(r->fd, CHIRP_RING_CONSUMER, 1) == 1)) {
+		seterr(err, errlen, "ring %s is being created by another process", r->name);
+		return -EBUSY;
 	}
 	close(r->fd);
 	r->fd = -1;
@@ -868,6 +875,13 @@ struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_g
 		goto fail;
 	}
 	r->fd = fd;
+	/* Take our role at once, so a second creator racing us sees a live
+	 * holder instead of a half-made object it may remove. */
+	rc = lock_role(r->fd, role, 0);
+	if (rc < 0) {
+		seterr(err, errlen, "lock %s: %s", name, strerror(-rc));
+		goto fail_unlink;
+	}
 	/* The mode given to open() was filtered by the umask: set it exactly. */
 	if (fchmod(r->fd, mode) < 0) {
 		rc = -errno;
@@ -905,11 +919,6 @@ struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_g
 	r->base = p;
 	r->map_bytes = L.total_bytes;
 	r->own_map = 1;
-	rc = lock_role(r->fd, role, 0);
-	if (rc < 0) {
-		seterr(err, errlen, "lock %s: %s", name, strerror(-rc));
-		goto fail_unlink;
-	}
 	L.epoch = new_epoch(old_epoch);
 	ring_format_image(p, &L);
 	if (handle_init(r, &L) < 0) {

@@ -600,6 +600,37 @@ static void test_foreign_object_untouched(void **state)
 	close(fd);
 }
 
+/* A half-made object: removed if abandoned, left alone while its creator lives. */
+static void test_half_created(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 1, .l_len = 1 };
+	struct chirp_ring *c, *p;
+	char err[256] = "";
+	int fd = shm_open(g_name, O_CREAT | O_EXCL | O_RDWR, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_OFD_SETLK, &fl), 0);   /* a live creator */
+	assert_null(chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
+	assert_int_equal(errno, EAGAIN);
+	assert_non_null(strstr(err, "being created"));
+	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
+	assert_int_equal(errno, EBUSY);
+	assert_non_null(strstr(err, "being created by another process"));
+	/* it grows to a zeroed page: still being created */
+	assert_int_equal(ftruncate(fd, 65536), 0);
+	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
+	assert_int_equal(errno, EBUSY);
+	close(fd);                                           /* the creator died */
+	c = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	assert_non_null(c);
+	p = att(CHIRP_RING_PRODUCER);
+	push(p, 0, 0);
+	assert_int_equal(chirp_ring_available(c), 1);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
 static void test_permissions(void **state)
 {
 	struct chirp_ring_geometry g = geo(4);
@@ -903,6 +934,7 @@ int main(void)
 		T(test_retire_on_new_geometry),
 		T(test_version_mismatch),
 		T(test_foreign_object_untouched),
+		T(test_half_created),
 		T(test_permissions),
 		T(test_corrupt_indices),
 		T(test_corrupt_descriptor_skipped),
