@@ -39,7 +39,7 @@
 #include "chirp/ring.h"
 #include "ring_private.h"
 
-#define ROUNDS 60
+#define ROUNDS 200
 
 struct shared {
 	_Atomic uint64_t attempts;   /* next first_sample: shared by all producers */
@@ -296,7 +296,7 @@ static void test_sigkill_consumers(void **state)
 	int round, status;
 	uint64_t words;
 	pid_t pid;
-	enum { N = 4000, CROUNDS = 40 };
+	enum { N = 10000, CROUNDS = 100 };
 
 	snprintf(name, sizeof(name), "/chirp-test-stressc-%d", (int)getpid());
 	chirp_ring_unlink(name);
