@@ -5,9 +5,20 @@
  * chirpd uses it to hand results to downstream consumers.
  *
  * (The concurrency contract, memory layout and crash rules are stated in
- * full at the top of src/ring.c and summarised here.)
+ * full at the top of src/ring.c and in src/ring_private.h, and summarised
+ * here.)
  *
- *  - One producer process and one consumer process per ring. No locks.
+ *  - One producer process and one consumer process per ring, each with its
+ *    own mapping; a second one of either role is refused (-EBUSY). No locks
+ *    in the data path. Each handle is driven by one thread; stats,
+ *    geometry, data, name and peer_attached may be called from any thread.
+ *  - Indices are free-running u64 positions on separate 128-byte lines.
+ *    The producer's release store of its index in chirp_ring_commit()
+ *    publishes payload and descriptor; it pairs with the consumer's acquire
+ *    load in chirp_ring_peek(). The consumer's release store in
+ *    chirp_ring_release() hands the slot back; it pairs with the producer's
+ *    acquire load in chirp_ring_reserve(). Each side caches the other's
+ *    index and reloads it only when the cache says full/empty.
  *  - Slots are fixed size, one CPI each, payloads aligned to >= 4096 bytes
  *    (2 MiB with huge pages), so a block never wraps and the data region
  *    can be registered for GPU DMA in place.
