@@ -1365,11 +1365,14 @@ int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
 	uint32_t v;
 	int i, rc;
 
-	for (i = 0; i < WAIT_SPIN; i++) {
+	/* timeout 0 is a poll: one look, no spinning */
+	for (i = 0; i < (timeout_ns == 0 ? 1 : WAIT_SPIN); i++) {
 		if (ready(r))
 			return 0;
 		cpu_relax();
 	}
+	if (timeout_ns == 0)
+		return -ETIMEDOUT;
 	if (r->role == CHIRP_RING_CONSUMER) {
 		word = &r->h->cons_futex;
 		sleeping = &r->h->cons_sleeping;

@@ -789,6 +789,7 @@ static void test_wait_timeout(void **state)
 	push(p, 1, 0);
 	assert_int_equal(chirp_ring_wait(p, 20000000), -ETIMEDOUT);   /* full */
 	assert_int_equal(chirp_ring_wait(c, 0), 0);
+	assert_int_equal(chirp_ring_wait(p, 0), -ETIMEDOUT);   /* a poll */
 	chirp_ring_detach(p);
 	chirp_ring_detach(c);
 }
