@@ -210,9 +210,10 @@ uint64_t chirp_ring_available(const struct chirp_ring *r);
 /*
  * Wait until a block is committed (consumer) or a slot is free (producer),
  * spinning briefly then sleeping on a shared futex, at most timeout_ns
- * (< 0: no limit; each sleep still re-checks every 100 ms). Returns 0 when
- * ready (also when the ring was retired: the next call says -ESTALE),
- * -ETIMEDOUT, -EINTR. The peer issues FUTEX_WAKE only while we sleep.
+ * (0: one poll; < 0: no limit, each sleep still re-checks every 100 ms).
+ * Returns 0 when ready (also when the ring was retired: the next call
+ * says -ESTALE), -ETIMEDOUT, -EINTR. The peer issues FUTEX_WAKE only
+ * while we sleep.
  */
 int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns);
 
