@@ -8,9 +8,11 @@
 # table with the stage times chirpd measured.
 #
 # --soak: SOAK_S seconds (default 300) of 16x128x9000 cf32->complex with
-# SOAK_STREAMS (default 1) paced at 90 % of the capacity in TSV (measured
-# first if absent); passes only with zero drops anywhere (feeder, input
-# ring, output ring, consumer gaps).
+# SOAK_STREAMS (default 1) and SOAK_CFG (default "input.slots=32
+# numa.realtime=preferred": 120 ms of input buffering, SCHED_FIFO when
+# permitted), paced at 90 % of the capacity measured first with the same
+# settings (SOAK_MEASURE_S, default 10 s); passes only with zero drops
+# anywhere (feeder, input ring, output ring, consumer gaps).
 #
 # Environment: CHIRP_BUILD (default build), DAEMON_STREAMS (default "3 1"),
 # MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick).
@@ -45,7 +47,8 @@ run_daemon() {
 	case_no=$((case_no + 1))
 	e2e_config processing.backend=cuda processing.streams="$s" input.format="$fmt" output.mode="$mode" \
 		cpi.channels="$c" cpi.pulses="$p" cpi.samples="$r" waveform.pulse_width_s="$(gpu_pw "$l")" \
-		input.slots=8 output.slots=8 input.ring="$IN_RING-$case_no" output.ring="$OUT_RING-$case_no"
+		input.slots=8 output.slots=8 input.ring="$IN_RING-$case_no" output.ring="$OUT_RING-$case_no" \
+		${EXTRA_CFG:-}
 	: >"$CHIRPD_LOG"
 	e2e_start_chirpd
 	"$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
@@ -58,7 +61,18 @@ run_daemon() {
 	e2e_wait 60 e2e_stat_ge cpis_out 10 || e2e_fail "$geom $fmt $mode: no output after 60 s"
 	sleep 1
 	c0=$(e2e_stat cpis_out); t0=$(now)
-	sleep "$secs"
+	if [ "$secs" -gt 30 ]; then
+		# long runs: a line every 30 s, so a drop shows when it happened
+		local left=$secs o=0 v
+		while [ "$left" -gt 0 ]; do
+			sleep $((left < 30 ? left : 30)); left=$((left - 30))
+			v=$(e2e_stat input_overruns)
+			e2e_log "  cpis_out $(e2e_stat cpis_out), input_overruns $v (+$((v - o))), output_drops $(e2e_stat output_drops)"
+			o=$v
+		done
+	else
+		sleep "$secs"
+	fi
 	c1=$(e2e_stat cpis_out); t1=$(now)
 	R_STAGES=$(e2e_ctl --json stats | "$PY" -c '
 import json, sys
@@ -103,15 +117,15 @@ if [ $soak = 0 ]; then
 	e2e_pass
 fi
 
-# --soak
+# --soak: capacity measured first with the soak's own settings, then 90 %.
 SOAK_S=${SOAK_S:-300}
 geom=16x128x9000 fmt=cf32 mode=complex
-cap=$(awk -v g=$geom -v f=$fmt -v m=$mode '$1 == g && $2 == f && $3 == m { print $4 }' "$TSV" 2>/dev/null | tail -n 1)
 bests=${SOAK_STREAMS:-1}
-if [ -z "$cap" ]; then
-	run_daemon $geom $fmt $mode "$bests" "$MEASURE_S"
-	cap=$R_GSPS
-fi
+EXTRA_CFG=${SOAK_CFG:-input.slots=32 numa.realtime=preferred}
+e2e_log "soak settings: streams $bests, $EXTRA_CFG"
+run_daemon $geom $fmt $mode "$bests" "${SOAK_MEASURE_S:-10}"
+cap=$R_GSPS
+e2e_log "soak: capacity $cap GS/s ($R_CPIS CPI/s; $R_STAGES)"
 n=$((16 * 128 * 9000))
 rate=$(awk -v g="$cap" -v n=$n 'BEGIN { printf "%.2f", 0.9 * g * 1e9 / n }')
 e2e_log "soak: $geom $fmt->$mode, streams $bests, capacity $cap GS/s, paced at $rate CPI/s (90 %) for $SOAK_S s"

@@ -13,7 +13,8 @@
 #           capacity, zero drops expected
 #
 # Default steps: build test bench. Environment: OUT (log dir), JOBS (make -j),
-# DEPTHS (bench depths, default 2,3,4), SOAK_S.
+# DEPTHS (bench depths, default 2,3,4), DAEMON_TSV (earlier (d) results for
+# the bench table), SOAK_S.
 # Offline GPU hosts: the caller sources .deps/unpack.sh first (see doc/cuda.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -85,7 +86,8 @@ for step in $steps; do
 		rm -rf "$OUT/all-logs";;
 	bench)
 		say "bench_gpu (a) (b) (c)"
-		build/bench/bench_gpu --depths "$DEPTHS" --tsv "$OUT/bench.tsv" 2>&1 | tee "$OUT/bench.log" || status=1
+		build/bench/bench_gpu --depths "$DEPTHS" --tsv "$OUT/bench.tsv" \
+			${DAEMON_TSV:+--daemon-tsv "$DAEMON_TSV"} 2>&1 | tee "$OUT/bench.log" || status=1
 		sed -n '/^GS\/s/,$p' "$OUT/bench.log" >>"$summary";;
 	daemon)
 		say "bench (d): the whole daemon"
