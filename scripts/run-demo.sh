@@ -135,6 +135,7 @@ PYEOF
 PIDS+=($!)
 "$BIN/chirp-tap" -c "$CONF" --out "$D/results" -q 2>"$D/tap.log" &
 TAP=$!
+sleep 0.5   # the consumer attaches first: no result meets an empty output ring
 "$BIN/chirp-feed" -c "$CONF" --targets "$TARGETS" --snr-db "$SNR" --rate "$RATE" -q 2>"$D/feed.log" &
 FEED=$!
 
