@@ -635,6 +635,12 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 			goto fail;
 		}
 		b->w[t].started = true;
+		{
+			char name[16];   /* visible in top -H, ps -L: "pc-cpu/1" ... */
+
+			snprintf(name, sizeof(name), "pc-cpu/%u", (unsigned)t % 10000u);
+			pthread_setname_np(b->w[t].th, name);   /* cosmetic: ignore errors */
+		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return b;
