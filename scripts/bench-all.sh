@@ -24,14 +24,13 @@ for b in "$build"/bench/*; do
 	found=1
 	echo
 	echo "=== $name"
-	if ! "$b"; then
-		rc=$?
-		if [ $rc -eq 77 ]; then
-			echo "$name: skipped"
-		else
-			echo "$name: FAILED (exit $rc)"
-			failed=1
-		fi
+	"$b"
+	rc=$?
+	if [ $rc -eq 77 ]; then
+		echo "$name: skipped"
+	elif [ $rc -ne 0 ]; then
+		echo "$name: FAILED (exit $rc)"
+		failed=1
 	fi
 done
 [ $found = 1 ] || echo "bench-all: no benchmark programs in $build/bench (run make BUILD=$build first)"
