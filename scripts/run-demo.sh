@@ -67,6 +67,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo; echo "stopping..."; exit 0' INT TERM
+trap 'exit 1' HUP PIPE   # a closed terminal or pipe still cleans up
 
 # The shipped configuration with the demo's names (every other key as shipped).
 awk -v sock="$SOCK" -v in_ring="$IN" -v out_ring="$OUT" '
@@ -94,7 +95,8 @@ done
 # looks at the newest CPI once a second and writes the gates it found.
 mkfifo "$D/results"
 "$PY" - "$D/effective.conf" "$D/results" "$D/gates" <<'PYEOF' &
-import configparser, os, sys, time
+import configparser, os, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C: the script stops us, no traceback
 import numpy as np
 cfg = configparser.ConfigParser(inline_comment_prefixes=("#",))
 cfg.read(sys.argv[1])
