@@ -96,8 +96,11 @@ struct chirp_ring {
 	struct ring_layout L;        /* validated immutable copy              */
 	uint64_t mask;
 
-	/* producer */
+	/* producer: its own state is kept here and only mirrored into the
+	 * header, so a peer scribbling on the header cannot steer it */
 	uint64_t prod;               /* position of the next commit           */
+	uint64_t next_seq;           /* block number of the next block        */
+	uint32_t pending;            /* flags for the next commit             */
 	uint64_t cons_cache;
 	int reserved;
 	int first_commit;            /* flag DISCONTINUITY on a resumed ring  */
@@ -283,6 +286,23 @@ int ring_layout_compute(const struct chirp_ring_geometry *g, uint32_t align_byte
 	return 0;
 }
 
+/*
+ * Mark every descriptor as written one lap before position base, i.e. not
+ * committed: a committed position p always has desc.pos == p, a slot not
+ * yet written in this lap has desc.pos == p - slots.
+ */
+static void mark_unwritten(void *img, const struct ring_layout *L, uint64_t base)
+{
+	struct ring_desc *d = (struct ring_desc *)((uint8_t *)img + L->desc_offset);
+
+	for (uint64_t i = 0; i < L->slots; i++) {
+		/* the first position >= base that uses slot i */
+		uint64_t pos = base + ((i - base) & (L->slots - 1));
+
+		atomic_store_explicit(&d[i].pos, pos - L->slots, memory_order_relaxed);
+	}
+}
+
 void ring_format_image(void *img, const struct ring_layout *L)
 {
 	struct ring_hdr *h = img;
@@ -306,6 +326,7 @@ void ring_format_image(void *img, const struct ring_layout *L)
 	h->align_bytes = L->align_bytes;
 	h->sample_rate_hz = L->g.sample_rate_hz;
 	h->created_ns = now_realtime_ns();
+	mark_unwritten(img, L, 0);
 	h->magic = RING_MAGIC;
 	/* Publishes everything above to an attacher's acquire load of state. */
 	atomic_store_explicit(&h->state, RING_STATE_READY, memory_order_release);
@@ -464,6 +485,8 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 			    seq - next < (1ull << 63))
 				atomic_store_explicit(&h->next_seq, seq + 1, memory_order_relaxed);
 		}
+		r->next_seq = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
+		r->pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed);
 		atomic_fetch_add_explicit(&h->prod_gen, 1, memory_order_relaxed);
 	} else {
 		r->bad = calloc(L->slots / 8 + 1, 1);
@@ -1063,11 +1086,18 @@ int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen)
 	/* Our side's view of the indices (what peek/reserve check). */
 	if (r->role == CHIRP_RING_CONSUMER) {
 		uint64_t p = atomic_load_explicit(&r->h->prod, memory_order_acquire);
+		struct ring_desc *d = &r->desc[(p - 1) & r->mask];
 
 		if (p - r->cons > r->L.slots || p - r->cons < r->taken - r->cons) {
 			seterr(err, errlen, "ring %s producer index %llu is outside what we hold "
 			       "(%llu..%llu): corrupt", r->name, (unsigned long long)p,
 			       (unsigned long long)r->cons, (unsigned long long)r->taken);
+			return -EBADMSG;
+		}
+		if (p != r->taken &&
+		    atomic_load_explicit(&d->pos, memory_order_relaxed) == p - 1 - r->L.slots) {
+			seterr(err, errlen, "ring %s producer index %llu is ahead of the data it "
+			       "published: corrupt", r->name, (unsigned long long)p);
 			return -EBADMSG;
 		}
 	} else {
@@ -1112,6 +1142,9 @@ int chirp_ring_reserve(struct chirp_ring *r, void **payload)
 	if (r->reserved)
 		goto out;
 	if (p - r->cons_cache >= r->L.slots) {
+		/* Our own index is ours alone: put it back if scribbled on. */
+		if (atomic_load_explicit(&r->h->prod, memory_order_relaxed) != p)
+			atomic_store_explicit(&r->h->prod, p, memory_order_release);
 		/* acquire: the consumer is done with the slot before we write it */
 		c = atomic_load_explicit(&r->h->cons, memory_order_acquire);
 		used = p - c;
@@ -1121,13 +1154,11 @@ int chirp_ring_reserve(struct chirp_ring *r, void **payload)
 		if (used == r->L.slots) {
 			/* Full: drop this block. It still takes a block number, so
 			 * the consumer sees the gap; the next commit is flagged. */
-			atomic_store_explicit(&r->h->pending_flags,
-				atomic_load_explicit(&r->h->pending_flags, memory_order_relaxed) |
-				CHIRP_RING_DISCONTINUITY, memory_order_relaxed);
+			r->pending |= CHIRP_RING_DISCONTINUITY;
+			atomic_store_explicit(&r->h->pending_flags, r->pending, memory_order_relaxed);
 			/* the one store that counts the drop (see ring_private.h) */
-			atomic_store_explicit(&r->h->next_seq,
-				atomic_load_explicit(&r->h->next_seq, memory_order_relaxed) + 1,
-				memory_order_release);
+			r->next_seq++;
+			atomic_store_explicit(&r->h->next_seq, r->next_seq, memory_order_release);
 			return -ENOBUFS;
 		}
 	}
@@ -1155,8 +1186,8 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 		return rc;
 	if (timestamp_ns == 0)
 		timestamp_ns = now_realtime_ns();
-	seq = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
-	pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed);
+	seq = r->next_seq;
+	pending = r->pending;
 	if (r->first_commit)
 		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
 	flags = (flags | pending) & ~CHIRP_RING_REDELIVERED;
@@ -1173,6 +1204,8 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	atomic_store_explicit(&h->next_seq, seq + 1, memory_order_release);
 	if (pending)
 		atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
+	r->next_seq = seq + 1;
+	r->pending = 0;
 	r->prod = p + 1;
 	r->reserved = 0;
 	r->first_commit = 0;
@@ -1213,6 +1246,10 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
 static int load_prod(struct chirp_ring *r)
 {
 	uint64_t p = atomic_load_explicit(&r->h->prod, memory_order_acquire);
+
+	/* Our own index is ours alone: put it back if scribbled on. */
+	if (atomic_load_explicit(&r->h->cons, memory_order_relaxed) != r->cons)
+		atomic_store_explicit(&r->h->cons, r->cons, memory_order_release);
 
 	/* cons <= taken <= prod <= cons + slots */
 	if (p - r->cons > r->L.slots || p - r->cons < r->taken - r->cons)
@@ -1291,14 +1328,21 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 	seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
 	len = atomic_load_explicit(&d->len, memory_order_relaxed);
 	flags = atomic_load_explicit(&d->flags, memory_order_relaxed);
+	if (pos == t - r->L.slots) {
+		/* The slot still holds the previous lap: it was never committed,
+		 * so the producer index is ahead of the data (scribbled on).
+		 * Take nothing; reload the index next time (a real commit
+		 * rewrites it). */
+		r->prod_cache = t;
+		return -EBADMSG;
+	}
 	r->taken = t + 1;
 	redelivered = r->redelivering;
 	if (r->redelivering && t + 1 == r->redeliver_end)
 		r->redelivering = 0;
 	if (!r->redelivering)
 		atomic_store_explicit(&h->taken, t + 1, memory_order_relaxed);
-	if (pos != t || len == 0 || len > r->L.payload_bytes ||
-	    (r->have_last && seq - r->last_seq - 1 >= (1ull << 63))) {
+	if (pos != t || len == 0 || len > r->L.payload_bytes) {
 		/* Skip it and count it. Released with the held block before it,
 		 * or now if none is held. */
 		atomic_store_explicit(&h->skipped,
@@ -1310,8 +1354,11 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 			bad_set(r, t, 1);
 		return -EBADMSG;
 	}
+	/* The consumer trusts only seq; a number that went backwards (a
+	 * producer's count scribbled on) is a discontinuity too, not a reason
+	 * to refuse every block from now on. */
 	if (r->have_last && seq != r->last_seq + 1)
-		flags |= CHIRP_RING_DISCONTINUITY;   /* the consumer trusts only seq */
+		flags |= CHIRP_RING_DISCONTINUITY;
 	r->last_seq = seq;
 	r->have_last = 1;
 	if (redelivered)
@@ -1428,6 +1475,9 @@ int ring_debug_set_seq(struct chirp_ring *r, uint64_t pos, uint64_t seq)
 	atomic_store_explicit(&h->next_seq, seq, memory_order_relaxed);
 	h->pos_base = pos;
 	h->seq_base = seq;
+	mark_unwritten(r->base, &r->L, pos);
+	r->next_seq = seq;
+	r->pending = 0;
 	r->prod = r->cons_cache = r->cons = r->taken = r->prod_cache = pos;
 	r->redeliver_end = pos;
 	r->redelivering = 0;

@@ -481,6 +481,64 @@ static void test_producer_restart(void **state)
 	chirp_ring_detach(c);
 }
 
+/*
+ * Indices scribbled on by a third party while both sides run: nobody
+ * crashes, nothing unwritten is delivered, and the ring heals itself as
+ * soon as each side stores its own index again.
+ */
+static void test_scribbled_indices_heal(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct chirp_ring_block b;
+	char err[256] = "";
+	void *pl;
+	int i;
+
+	push(p, 0, 0);
+	push(p, 1, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	/* producer index moved ahead, inside the window: slots 2..5 unwritten */
+	atomic_store(&h->prod, 6);
+	atomic_store(&h->next_seq, 12345);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);    /* 1 is real (cached) */
+	assert_int_equal(b.seq, 1);
+	assert_int_equal(chirp_ring_release(c), 0);
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);   /* 2 was never written */
+	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);   /* still nothing taken */
+	assert_int_equal(chirp_ring_check(c, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "ahead of the data"));
+	/* the producer's next commit rewrites its index (and its own count) */
+	push(p, 2, 0);
+	assert_int_equal(chirp_ring_check(c, NULL, 0), 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 2);                      /* scribbled count not used */
+	assert_int_equal(b.flags & CHIRP_RING_DISCONTINUITY, 0);
+	assert_true(check_fill(b.payload, 120000, 2));
+	assert_int_equal(chirp_ring_release(c), 0);
+	/* consumer index scribbled ahead: the producer refuses, the consumer
+	 * puts its index back at its next look, the producer goes on */
+	for (i = 3; i < 11; i++)
+		push(p, i, 0);   /* 3..10 fill the ring */
+	atomic_store(&h->cons, 40);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -EBADMSG);
+	for (i = 3; i < 11; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(chirp_ring_peek(c, &b), -EAGAIN);    /* repairs cons */
+	assert_int_equal(atomic_load(&h->cons), 11);
+	push(p, 11, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 11);
+	assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
 /* Producer killed between publishing prod and advancing next_seq. */
 static void test_producer_crash_mid_commit(void **state)
 {
@@ -505,6 +563,8 @@ static void test_producer_crash_mid_commit(void **state)
 	for (int i = 3; i < 8; i++)
 		push(p, i, 0);
 	atomic_fetch_or(&h->pending_flags, CHIRP_RING_DISCONTINUITY);
+	chirp_ring_detach(p);                      /* ...and died there */
+	p = att(CHIRP_RING_PRODUCER);
 	for (int i = 0; i < 8; i++) {
 		assert_int_equal(chirp_ring_peek(c, &b), 0);
 		assert_int_equal(b.seq, i);               /* no duplicate, no gap */
@@ -762,10 +822,19 @@ static void test_corrupt_descriptor_skipped(void **state)
 	chirp_ring_stats(c, &st);
 	assert_int_equal(st.skipped, 3);
 	assert_int_equal(st.released, 3);
-	/* sequence number going backwards is corruption as well */
+	/* a block number going backwards (the producer's count scribbled on)
+	 * is a discontinuity, not a reason to refuse this and every later block */
 	push(p, 6, 0);
+	push(p, 7, 0);
 	atomic_store(&d[6].seq, 2);
-	assert_int_equal(chirp_ring_peek(c, &b), -EBADMSG);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 2);
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 7);
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
+	assert_int_equal(chirp_ring_release(c), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
 	chirp_ring_detach(p);
 	chirp_ring_detach(c);
 }
@@ -931,6 +1000,7 @@ int main(void)
 		T(test_wrap_2_64),
 		T(test_consumer_restart_redelivers),
 		T(test_producer_restart),
+		T(test_scribbled_indices_heal),
 		T(test_producer_crash_mid_commit),
 		T(test_retire_on_new_geometry),
 		T(test_version_mismatch),
