@@ -302,6 +302,8 @@ static void write_file(struct pipeline *p, const void *buf, size_t len)
 	}
 }
 
+static int progress(struct pipeline *p, int timeout_ms);
+
 /*
  * Whether the output ring's newest result is this block's or a later one's
  * (results carry their input's timestamp_ns and first_sample, in order).
@@ -480,6 +482,13 @@ static int take_one(struct pipeline *p)
 	f->out = outp;
 	f->t_submit = mono_ns();
 	ret = pc_submit(g->pc, blk.payload, outp, idx);
+	for (int tries = 0; ret == -EAGAIN && tries < 1000; tries++) {
+		/* Cannot happen while nsub < depth; if the backend counts
+		 * differently, let it finish something instead of failing. */
+		if (progress(p, 1) < 0)
+			return -1;
+		ret = pc_submit(g->pc, blk.payload, outp, idx);
+	}
 	if (ret < 0) {
 		fail(p, "pc_submit", ret);
 		return -1;
