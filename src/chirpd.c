@@ -300,7 +300,8 @@ static int gen_attach(const struct daemon *d, struct gen *g, int *created, char 
 		}
 	}
 	if (!g->pg) {
-		g->pg = pipeline_gen_create(g->in, g->out, g->pc, g->out_fd, why, sizeof(why));
+		g->pg = pipeline_gen_create(g->in, g->out, g->pc, g->out_fd, d->plan.node,
+					    why, sizeof(why));
 		if (!g->pg) {
 			snprintf(err, errlen, "%s", why);
 			return -EINVAL;

@@ -59,6 +59,7 @@ struct pipeline_gen {
 	uint64_t samples_per_cpi;
 	void *staging;               /* depth * out_stride, page aligned        */
 	size_t out_stride;
+	size_t staging_len;
 	int staging_registered;
 };
 
@@ -136,7 +137,7 @@ static uint64_t real_ns(void)
 /* ---- generations -------------------------------------------------------- */
 
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
-					 struct pc *pc, int out_fd,
+					 struct pc *pc, int out_fd, int numa_node,
 					 char *err, size_t errlen)
 {
 	struct pipeline_gen *g = NULL;
@@ -202,7 +203,11 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 					 g->out_stride * nbuf, strerror(ret));
 				goto fail;
 			}
-			memset(g->staging, 0, g->out_stride * nbuf);   /* fault pages in now */
+			g->staging_len = g->out_stride * nbuf;
+			if (numa_node >= 0 &&
+			    sysnuma_bind_memory(g->staging, g->staging_len, numa_node, err, errlen) < 0)
+				log_warn("staging buffers: %s", err);
+			memset(g->staging, 0, g->staging_len);   /* fault pages in now */
 			ret = pc_register_host(pc, g->staging, g->out_stride * nbuf);
 			if (ret == 0)
 				g->staging_registered = 1;
@@ -234,6 +239,12 @@ void pipeline_gen_destroy(struct pipeline_gen *g)
 struct chirp_ring *pipeline_gen_in(const struct pipeline_gen *g) { return g->in; }
 struct chirp_ring *pipeline_gen_out(const struct pipeline_gen *g) { return g->out; }
 struct pc *pipeline_gen_pc(const struct pipeline_gen *g) { return g->pc; }
+
+void pipeline_gen_staging(const struct pipeline_gen *g, void **base, size_t *len)
+{
+	*base = g->staging;
+	*len = g->staging ? g->staging_len : 0;
+}
 
 /* ---- data thread -------------------------------------------------------- */
 

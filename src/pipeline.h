@@ -61,16 +61,19 @@ struct pipeline;
  * are also appended to (-1 = none; the fd stays the caller's). Checks that
  * the pc's input/output CPI sizes match the rings' slots, registers the
  * rings' data regions with the pc (GPU DMA in place) and allocates staging
- * for pc depth > 1 (the output ring reserves one slot at a time). NULL with
+ * for pc depth > 1 (the output ring reserves one slot at a time), bound to
+ * numa_node (-1 = no binding) before it is touched or registered. NULL with
  * a reason on failure.
  */
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
-					 struct pc *pc, int out_fd,
+					 struct pc *pc, int out_fd, int numa_node,
 					 char *err, size_t errlen);
 void pipeline_gen_destroy(struct pipeline_gen *g);
 struct chirp_ring *pipeline_gen_in(const struct pipeline_gen *g);
 struct chirp_ring *pipeline_gen_out(const struct pipeline_gen *g);
 struct pc *pipeline_gen_pc(const struct pipeline_gen *g);
+/* The generation's staging buffers (*len 0 if none), e.g. to bind to a NUMA node. */
+void pipeline_gen_staging(const struct pipeline_gen *g, void **base, size_t *len);
 
 /*
  * Start the data thread on generation g. The thread applies plan (cpu

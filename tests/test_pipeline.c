@@ -104,7 +104,7 @@ static void fx_open(struct fx *f, unsigned in_slots, unsigned out_slots)
 	if (!f->out_c) fail_msg("attach out: %s", err);
 	f->pc = make_pc(f, WIN_HAMMING, err, sizeof(err));
 	if (!f->pc) fail_msg("pc: %s", err);
-	f->gen = pipeline_gen_create(f->in_c, f->out_p, f->pc, -1, err, sizeof(err));
+	f->gen = pipeline_gen_create(f->in_c, f->out_p, f->pc, -1, -1, err, sizeof(err));
 	if (!f->gen) fail_msg("gen: %s", err);
 	f->st = stats_create();
 	assert_non_null(f->st);
@@ -401,7 +401,9 @@ static void test_swap_under_load_no_loss(void **state)
 	char err[256];
 	static const enum wf_window wins[] = { WIN_HANN, WIN_RECT, WIN_BLACKMAN, WIN_HAMMING };
 
-	fx_open(&f, 64, 64);
+	/* Output ring larger than N: a reader starved by a loaded machine must
+	 * not turn into output drops; this test is about the swaps. */
+	fx_open(&f, 64, 1024);
 	fx_start(&f);
 	fd.f = &f;
 	rd.f = &f;
@@ -411,7 +413,7 @@ static void test_swap_under_load_no_loss(void **state)
 		struct pc *npc = make_pc(&f, wins[i % 4], err, sizeof(err));
 		struct pipeline_gen *ng, *old = NULL;
 		if (!npc) fail_msg("pc: %s", err);
-		ng = pipeline_gen_create(f.in_c, f.out_p, npc, -1, err, sizeof(err));
+		ng = pipeline_gen_create(f.in_c, f.out_p, npc, -1, -1, err, sizeof(err));
 		if (!ng) fail_msg("gen: %s", err);
 		assert_int_equal(pipeline_swap(f.pl, ng, &old, 10000, err, sizeof(err)), 0);
 		assert_ptr_equal(old, f.gen);
@@ -466,7 +468,7 @@ static void test_park_and_new_input_ring(void **state)
 	chirp_ring_detach(f.in_p);
 	f.in_p = chirp_ring_attach(f.in_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
 	assert_non_null(f.in_p);
-	ng = pipeline_gen_create(f.in_c, f.out_p, f.pc, -1, err, sizeof(err));
+	ng = pipeline_gen_create(f.in_c, f.out_p, f.pc, -1, -1, err, sizeof(err));
 	assert_non_null(ng);
 	f.gen = ng;
 	assert_int_equal(pipeline_swap(f.pl, ng, &old, 5000, err, sizeof(err)), 0);
@@ -506,7 +508,7 @@ static void test_redelivered_exactly_once(void **state)
 	chirp_ring_detach(f.in_c);                 /* "dies" holding two blocks */
 	f.in_c = chirp_ring_create(f.in_name, &gi, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
 	if (!f.in_c) fail_msg("re-attach: %s", err);
-	f.gen = pipeline_gen_create(f.in_c, f.out_p, f.pc, -1, err, sizeof(err));
+	f.gen = pipeline_gen_create(f.in_c, f.out_p, f.pc, -1, -1, err, sizeof(err));
 	assert_non_null(f.gen);
 	fx_start(&f);
 	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == 2);
@@ -560,9 +562,9 @@ static void test_gen_rejects_mismatch(void **state)
 	snprintf(name, sizeof(name), "/test-pipeline-%d-x", (int)getpid());
 	other = chirp_ring_create(name, &g, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
 	assert_non_null(other);
-	assert_null(pipeline_gen_create(f.in_c, other, f.pc, -1, err, sizeof(err)));
+	assert_null(pipeline_gen_create(f.in_c, other, f.pc, -1, -1, err, sizeof(err)));
 	assert_non_null(strstr(err, "output ring"));
-	assert_null(pipeline_gen_create(NULL, f.out_p, f.pc, -1, err, sizeof(err)));
+	assert_null(pipeline_gen_create(NULL, f.out_p, f.pc, -1, -1, err, sizeof(err)));
 	chirp_ring_detach(other);
 	chirp_ring_unlink(name);
 	fx_close(&f);

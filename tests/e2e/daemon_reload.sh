@@ -16,7 +16,10 @@ SEED=11
 N=$((900 / E2E_SLOW))
 RATE=$((150 / E2E_SLOW))
 
-e2e_config input.slots=64 output.slots=64
+# Output ring deep enough (2 s of results) that a verifying reader starved
+# on a loaded machine does not turn into output drops: this test is about
+# reloads.
+e2e_config input.slots=64 output.slots=256
 cp "$CONF" "$T/base.conf"
 e2e_start_chirpd
 
@@ -35,9 +38,9 @@ for i in $(seq 1 20); do
 	# Alternate things that rebuild the pc and the output file handling but
 	# leave the results bit-compatible with --verify.
 	if [ $((i % 2)) = 0 ]; then
-		e2e_config input.slots=64 output.slots=64 processing.cpu_threads=2 output.file="$T/results.raw"
+		e2e_config input.slots=64 output.slots=256 processing.cpu_threads=2 output.file="$T/results.raw"
 	else
-		e2e_config input.slots=64 output.slots=64 processing.cpu_threads=1 daemon.log_level=debug
+		e2e_config input.slots=64 output.slots=256 processing.cpu_threads=1 daemon.log_level=debug
 	fi
 	if [ $((i % 4)) = 0 ]; then
 		kill -HUP "$CHIRPD_PID"
@@ -83,7 +86,7 @@ e2e_log "B: bad reloads rejected with $CONF:$line, old configuration kept"
 
 # --- C: geometry change and a restart-only key ------------------------------------
 epoch0=$(e2e_ctl --json status | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["rings"]["input_epoch"])')
-e2e_config input.slots=64 output.slots=64 cpi.samples=800 input.ring="$IN_RING-renamed"
+e2e_config input.slots=64 output.slots=256 cpi.samples=800 input.ring="$IN_RING-renamed"
 out=$(e2e_ctl --json reload) || e2e_fail "geometry reload: $out"
 echo "$out" | "$PY" -c '
 import json, sys
@@ -100,7 +103,7 @@ assert s['rings']['input'] == '$IN_RING', s['rings']          # restart key kept
 assert s['rings']['input_epoch'] != $epoch0, 'epoch unchanged'
 " || e2e_fail "status after geometry reload: $st"
 # chirp-feed/tap use the effective ring name (restart keys stay as running)
-e2e_config input.slots=64 output.slots=64 cpi.samples=800
+e2e_config input.slots=64 output.slots=256 cpi.samples=800
 "$CHIRP_TAP" -c "$CONF" -n 20 --verify --targets $TG --snr-db 20 --seed $SEED --fail-on-gap \
 	--timeout $((30 * E2E_SLOW)) -q 2>"$T/tap2.log" &
 TAP=$!
