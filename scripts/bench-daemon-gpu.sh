@@ -8,11 +8,13 @@
 # table with the stage times chirpd measured.
 #
 # --soak: SOAK_S seconds (default 300) of 16x128x9000 cf32->complex with
-# SOAK_STREAMS (default 1) and SOAK_CFG (default "input.slots=32
-# numa.realtime=preferred": 120 ms of input buffering, SCHED_FIFO when
-# permitted), paced at 90 % of the capacity measured first with the same
-# settings (SOAK_MEASURE_S, default 10 s); passes only with zero drops
-# anywhere (feeder, input ring, output ring, consumer gaps).
+# SOAK_STREAMS (default 1) and SOAK_CFG (default "input.slots=16": ~60 ms of
+# input buffering), paced at 90 % of the capacity measured first with the
+# same settings (SOAK_MEASURE_S, default 10 s). The window starts once the
+# feeder is on schedule (its --prefilled first pass is slow and is followed
+# by a catch-up burst; those drops are the feeder's, reported separately);
+# passes only with zero input overruns and output drops inside the window
+# and zero consumer gaps.
 #
 # Environment: CHIRP_BUILD (default build), DAEMON_STREAMS (default "3 1"),
 # MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick).
@@ -59,11 +61,31 @@ run_daemon() {
 	feed=$!
 	e2e_track $feed
 	e2e_wait 60 e2e_stat_ge cpis_out 10 || e2e_fail "$geom $fmt $mode: no output after 60 s"
-	sleep 1
+	# chirp-feed --prefilled writes each slot's synthetic data the first
+	# time it reserves it: a slow first pass, after which a paced feeder
+	# is behind its schedule and bursts. Measure only after that: unpaced,
+	# once the ring has overflowed (first pass done); paced, once the input
+	# overruns have stood still for 10 s (back on schedule).
+	local o0 o1 waited=0
+	if [ -z "$rate" ]; then
+		e2e_wait 120 e2e_stat_gt input_overruns 0 || e2e_log "feeder never filled the ring"
+		sleep 1
+	else
+		o0=$(e2e_stat input_overruns)
+		while [ $waited -lt 180 ]; do
+			sleep 10; waited=$((waited + 10))
+			o1=$(e2e_stat input_overruns)
+			[ "$o1" = "$o0" ] && break
+			o0=$o1
+		done
+		e2e_log "  feeder on schedule after ${waited} s; $o1 overruns before the measured window"
+	fi
+	local ovr0 odrop0
+	ovr0=$(e2e_stat input_overruns) odrop0=$(e2e_stat output_drops)
 	c0=$(e2e_stat cpis_out); t0=$(now)
 	if [ "$secs" -gt 30 ]; then
 		# long runs: a line every 30 s, so a drop shows when it happened
-		local left=$secs o=0 v
+		local left=$secs o=$ovr0 v
 		while [ "$left" -gt 0 ]; do
 			sleep $((left < 30 ? left : 30)); left=$((left - 30))
 			v=$(e2e_stat input_overruns)
@@ -91,6 +113,7 @@ print("in %s / compute %s / out %s ms" % (ms("input"), ms("compute"), ms("output
 	local fdrop ovr odrop gaps
 	fdrop=$(sed -n 's/^chirp-feed: sent [0-9]*, dropped \([0-9]*\) .*/\1/p' "$T/feed.log" | tail -n 1)
 	ovr=$(e2e_stat input_overruns) odrop=$(e2e_stat output_drops)
+	R_WIN_DROPS=$(( (ovr - ovr0) + (odrop - odrop0) ))
 	gaps=$(sed -n 's/^chirp-tap: received [0-9]*, gaps \([0-9]*\) .*/\1/p' "$T/tap.log" | tail -n 1)
 	R_DROPS="feeder ${fdrop:-?}, input_overruns $ovr, output_drops $odrop, consumer gaps ${gaps:-?}"
 	R_CPIS=$(awk -v a="$c0" -v b="$c1" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.2f", (b - a) / (y - x) }')
@@ -119,17 +142,20 @@ fi
 
 # --soak: capacity measured first with the soak's own settings, then 90 %.
 SOAK_S=${SOAK_S:-300}
-geom=16x128x9000 fmt=cf32 mode=complex
+geom=${SOAK_GEOM:-16x128x9000} fmt=cf32 mode=complex
 bests=${SOAK_STREAMS:-1}
-EXTRA_CFG=${SOAK_CFG:-input.slots=32 numa.realtime=preferred}
+EXTRA_CFG=${SOAK_CFG:-input.slots=16}
 e2e_log "soak settings: streams $bests, $EXTRA_CFG"
 run_daemon $geom $fmt $mode "$bests" "${SOAK_MEASURE_S:-10}"
 cap=$R_GSPS
 e2e_log "soak: capacity $cap GS/s ($R_CPIS CPI/s; $R_STAGES)"
-n=$((16 * 128 * 9000))
+n=$(echo "$geom" | awk -Fx '{ print $1 * $2 * $3 }')
 rate=$(awk -v g="$cap" -v n=$n 'BEGIN { printf "%.2f", 0.9 * g * 1e9 / n }')
 e2e_log "soak: $geom $fmt->$mode, streams $bests, capacity $cap GS/s, paced at $rate CPI/s (90 %) for $SOAK_S s"
 run_daemon $geom $fmt $mode $bests "$SOAK_S" "$rate"
 e2e_log "soak: delivered $R_CPIS CPI/s ($R_GSPS GS/s); $R_STAGES; $R_DROPS"
-[ "$R_SUM" = "0:0:0:0" ] || e2e_fail "soak: drops ($R_DROPS)"
+e2e_log "soak: drops inside the measured $SOAK_S s: $R_WIN_DROPS (input overruns + output drops)"
+[ "$R_WIN_DROPS" = 0 ] || e2e_fail "soak: $R_WIN_DROPS drops in the measured window ($R_DROPS)"
+gaps=${R_SUM##*:}
+[ "$gaps" = 0 ] || e2e_fail "soak: the consumer saw $gaps gaps"
 e2e_pass
