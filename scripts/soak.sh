@@ -15,7 +15,9 @@
 # Usage: scripts/soak.sh [OUTDIR]   (default build-soak/)
 # Environment: CHIRP_BUILD (build), SOAK_SECONDS, SOAK_CAPACITY_SECONDS,
 #   SOAK_LOAD, SOAK_GEOMETRY (C,P,R; default 1,128,4000), SOAK_THREADS
-#   (FFTW threads, default 1).
+#   (FFTW threads, default 1), SOAK_REALTIME ([numa] realtime: off (default)
+#   or preferred = SCHED_FIFO data thread, as a deployment on a shared host
+#   would run it).
 # Exit 0 if there were no drops and RSS grew by less than 10 MiB.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +32,7 @@ cap_secs=${SOAK_CAPACITY_SECONDS:-20}
 load=${SOAK_LOAD:-0.8}
 IFS=, read -r C P R <<<"${SOAK_GEOMETRY:-1,128,4000}"
 threads=${SOAK_THREADS:-1}
+realtime=${SOAK_REALTIME:-off}
 PY=/usr/bin/python3
 for b in chirpd chirpctl chirp-feed chirp-tap; do
 	[ -x "$BUILD/bin/$b" ] || { echo "soak: $BUILD/bin/$b not built"; exit 1; }
@@ -55,7 +58,7 @@ control_socket = $SOCK
 log_level = notice
 [numa]
 node = none
-realtime = off
+realtime = $realtime
 [input]
 ring = $IN
 slots = 64
@@ -117,7 +120,7 @@ tap() {
 }
 
 : >"$out/chirpd.log"
-echo "soak: $(date -u +%FT%TZ) on $(hostname), $(nproc) cpus, geometry ${C}x${P}x${R} cf32, $threads FFTW thread(s)"
+echo "soak: $(date -u +%FT%TZ) on $(hostname), $(nproc) cpus, geometry ${C}x${P}x${R} cf32, $threads FFTW thread(s), realtime $realtime"
 
 # ---- 1. capacity ----
 start_chirpd
@@ -166,7 +169,8 @@ ip99=$(awk -F, 'NR > 1 { print $12 }' "$out/soak.csv" | sort -n | awk '{ a[NR] =
 	echo "date            $(date -u +%F)"
 	echo "machine         $(hostname), $(nproc) cpus ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), shared"
 	echo "commit          $(git rev-parse --short HEAD 2>/dev/null)"
-	echo "geometry        ${C}x${P}x${R} cf32 -> complex, CPU backend, $threads FFTW thread(s)"
+	echo "geometry        ${C}x${P}x${R} cf32 -> complex, CPU backend, $threads FFTW thread(s), realtime $realtime"
+	grep -o 'realtime [A-Za-z_]*' "$out/chirpd.log" | tail -1 | sed 's/^/chirpd says     /'
 	echo "capacity        $cap CPI/s (prefilled feed, ${cap_secs} s)"
 	echo "soak            $rate CPI/s ($load x capacity) for ${secs} s"
 	echo "cpis            in $cin, out $cout"
