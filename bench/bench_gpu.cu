@@ -28,7 +28,7 @@
  * (c') and of (b) is checked against the CPU backend (relative L2).
  *
  * Usage: bench_gpu [--gpu N] [--depths 2,3,4] [--reps 5] [--quick]
- *                  [--tsv FILE] [--daemon-tsv FILE]
+ *                  [--only 4x128x4096|16x128x9000] [--tsv FILE] [--daemon-tsv FILE]
  * Exits 77 (skipped) when there is no usable CUDA device.
  */
 #include <cuda_runtime.h>
@@ -466,6 +466,7 @@ int main(int argc, char **argv)
 	const char *tsv = NULL, *dtsv = NULL;
 	struct cudaDeviceProp prop;
 	int nres = 0, quick = 0;
+	const char *only = NULL;
 	FILE *out = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -487,6 +488,8 @@ int main(int argc, char **argv)
 				depths[ndepths++] = (unsigned)v;
 				s = *e == ',' ? e + 1 : e;
 			}
+		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			only = argv[++i];
 		} else if (!strcmp(argv[i], "--quick")) {
 			quick = 1;
 		} else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) {
@@ -495,7 +498,7 @@ int main(int argc, char **argv)
 			dtsv = argv[++i];
 		} else {
 			fprintf(stderr, "usage: %s [--gpu N] [--depths 2,3,4] [--reps 5] [--quick] "
-				"[--tsv FILE] [--daemon-tsv FILE]\n", argv[0]);
+				"[--only GEOMETRY] [--tsv FILE] [--daemon-tsv FILE]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -550,6 +553,9 @@ int main(int argc, char **argv)
 
 	for (int gi = 0; gi < 2; gi++) {
 		const struct geom *g = &geoms[gi];
+
+		if (only && strcmp(only, g->name) != 0)
+			continue;
 		size_t S = (size_t)g->C * g->P * g->R;
 		float *ref = make_ref(g->L, g->R);
 		int n = quick ? g->ncpi / 4 : g->ncpi;

@@ -103,6 +103,7 @@ extern "C" {
 #define CU_THREADS      256      /* threads per block of our kernels       */
 #define CU_MAX_REGIONS  16       /* host regions pc_register_host accepts   */
 #define CU_WAIT_SLICE_MS 1000    /* an endless wait re-queries this often  */
+#define CU_SPIN_US      300      /* pc_poll's tail spin; CHIRP_CUDA_SPIN_US=0..10000 */
 
 struct cu_region {
 	char *base;
@@ -180,6 +181,7 @@ struct cu_be {
 	int have_sync;
 	uint64_t notify_seq;     /* under mu                                */
 
+	unsigned spin_us;        /* tail spin in pc_poll (CU_SPIN_US)      */
 	int failed;
 	int fault_armed;
 	char last_error[256];
@@ -649,6 +651,20 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	be->staging = su->staging;
 	be->numa_node = -1;
 	cu_choose_chunks(be);
+	be->spin_us = CU_SPIN_US;
+	{
+		const char *env = getenv("CHIRP_CUDA_SPIN_US");
+		char *end;
+		long v;
+
+		if (env && *env) {
+			v = strtol(env, &end, 10);
+			if (*end == '\0' && v >= 0 && v <= 10000)
+				be->spin_us = (unsigned)v;
+			else
+				log_warn("cuda: CHIRP_CUDA_SPIN_US=%s ignored (want 0..10000)", env);
+		}
+	}
 
 	if (pthread_mutex_init(&be->mu, NULL) != 0 || pthread_condattr_init(&ca) != 0) {
 		snprintf(be->last_error, sizeof(be->last_error), "pthread_mutex_init failed");
@@ -1146,7 +1162,6 @@ static uint64_t ts_ns(const struct timespec *t)
  * CU_SPIN_US instead (and never past the caller's deadline). Earlier in a
  * CPI we sleep. Returns what cu_pass returns (0: keep waiting).
  */
-#define CU_SPIN_US 300
 
 static int cu_spin_tail(struct cu_be *be, struct pc_done *done, int max,
 			const struct timespec *deadline)
@@ -1156,10 +1171,10 @@ static int cu_spin_tail(struct cu_be *be, struct pc_done *done, int max,
 	uint64_t end;
 	int n;
 
-	if (be->count == 0 || !s->in_done || s->out_reported)
+	if (be->count == 0 || !s->in_done || s->out_reported || be->spin_us == 0)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	end = ts_ns(&now) + CU_SPIN_US * 1000ull;
+	end = ts_ns(&now) + be->spin_us * 1000ull;
 	if (deadline && ts_ns(deadline) < end)
 		end = ts_ns(deadline);
 	do {
