@@ -49,18 +49,9 @@
  *   streams of the set, each
  *   with its own cuFFT plans (and work area). The H2D of chunk i+1 then runs
  *   while chunk i computes and chunk i-1 drains: one CPI in flight keeps
- *   both directions busy except for one chunk at each end. Chunk stream 0
- *   is the set's own stream; it starts the others (ev_start) and joins them
- *   before ev_out; ev_in is recorded after the last chunk's H2D once that
- *   stream has waited for the others' last H2D.
- *
- *   Streams matter: CUDA maps streams onto CUDA_DEVICE_MAX_CONNECTIONS
- *   hardware queues (default 8), and streams sharing a queue serialise
- *   falsely. We use depth x chunk streams (1..3) + 2 notification streams:
- *   5 at depth 1, 8 at depth 2, depth + 2 deeper. Beyond 8 (depth >= 7),
- *   set CUDA_DEVICE_MAX_CONNECTIONS (up to 32) in the daemon's environment.
- *   (A first version with a separate join stream per set used 10 streams at
- *   depth 4 and lost ~10 % of throughput there.)
+ *   both directions busy except for one chunk at each end. The set's own
+ *   stream starts the chunk streams (ev_start) and joins them: ev_in after
+ *   their last H2D, ev_out after all their work.
  *
  * COMPLETION
  *   pc_poll reports in submission order: input completions (ev_in) in
@@ -138,7 +129,7 @@ struct cu_chunk_stream {
 struct cu_set {
 	cudaStream_t stream;     /* orders CPIs on this set; ev_in, ev_out */
 	struct cu_chunk_stream cs[CU_CHUNK_STREAMS];
-	cudaEvent_t ev_start;    /* chunk streams 1.. wait for it          */
+	cudaEvent_t ev_start;    /* chunk streams wait for it              */
 	int have_ev_start;
 	void *d_in;              /* rows * R * in_sample_bytes, packed     */
 	float2 *d_fft;           /* rows x pitch bytes, nfft used per row  */
@@ -538,7 +529,7 @@ static void cu_destroy(void *p)
 				(void)cudaEventDestroy(c->ev_h2d);
 			if (c->have_ev_done)
 				(void)cudaEventDestroy(c->ev_done);
-			if (c->stream && k > 0)   /* cs[0] is the set's own stream */
+			if (c->stream)
 				(void)cudaStreamDestroy(c->stream);
 		}
 		if (s->have_ev_start)
@@ -768,10 +759,7 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 		for (unsigned k = 0; k < be->ncs; k++) {
 			struct cu_chunk_stream *c = &s->cs[k];
 
-			if (k == 0)
-				c->stream = s->stream;
-			else
-				CK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+			CK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
 			CK(cudaEventCreateWithFlags(&c->ev_h2d, cudaEventDisableTiming));
 			c->have_ev_h2d = 1;
 			CK(cudaEventCreateWithFlags(&c->ev_done, cudaEventDisableTiming));
@@ -991,11 +979,9 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	 * (everything earlier on this set is ordered before ev_start).
 	 */
 	CK(cudaMemsetAsync(s->d_nonfinite, 0, sizeof(unsigned), s->stream));
-	if (be->ncs > 1) {
-		CK(cudaEventRecord(s->ev_start, s->stream));
-		for (unsigned k = 1; k < be->ncs; k++)
-			CK(cudaStreamWaitEvent(s->cs[k].stream, s->ev_start, 0));
-	}
+	CK(cudaEventRecord(s->ev_start, s->stream));
+	for (unsigned k = 0; k < be->ncs; k++)
+		CK(cudaStreamWaitEvent(s->cs[k].stream, s->ev_start, 0));
 
 	/*
 	 * Chunk i on chunk stream i mod ncs: H2D, pad, FFT, multiply, IFFT,
@@ -1014,18 +1000,9 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		void *cout = (char *)s->d_out + ooff;
 		cufftHandle plan = nr == be->chunk_rows ? c->plan : c->plan_rem;
 
-		if (last) {
-			/* ev_in after every H2D: first wait for the other
-			 * streams' last ones (issued earlier, so ~no delay). */
-			for (unsigned k = 0; k < be->ncs; k++)
-				if (k != i % be->ncs)
-					CK(cudaStreamWaitEvent(c->stream, s->cs[k].ev_h2d, 0));
-		}
 		CK(cudaMemcpyAsync((char *)s->d_in + ioff, (const char *)src + ioff,
 				   (size_t)nr * be->R * in_sz, cudaMemcpyDefault, c->stream));
-		if (last)
-			CK(cudaEventRecord(s->ev_in, c->stream));
-		else if (i + be->ncs >= be->nchunks)   /* this stream's last H2D */
+		if (i + be->ncs >= be->nchunks)   /* this stream's last H2D */
 			CK(cudaEventRecord(c->ev_h2d, c->stream));
 		if (be->fault_armed) {
 			be->fault_armed = 0;
@@ -1060,11 +1037,14 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 				   cudaMemcpyDefault, c->stream));
 	}
 
-	/* Join into the set's stream (= chunk stream 0): ev_out after all. */
-	for (unsigned k = 1; k < be->ncs; k++) {
+	/* Join: ev_in after every H2D, ev_out after every D2H and the count. */
+	for (unsigned k = 0; k < be->ncs; k++) {
 		CK(cudaEventRecord(s->cs[k].ev_done, s->cs[k].stream));
-		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
+		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_h2d, 0));
 	}
+	CK(cudaEventRecord(s->ev_in, s->stream));
+	for (unsigned k = 0; k < be->ncs; k++)
+		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
 	CK(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
 			   cudaMemcpyDeviceToHost, s->stream));
 	CK(cudaEventRecord(s->ev_out, s->stream));
