@@ -35,6 +35,17 @@ if [ -z "${CUDA_HOME:-}" ] && [ ! -x /usr/local/cuda/bin/nvcc ] && command -v nv
 	export CUDA_HOME
 fi
 
+# The e2e tests need a python3 with numpy; the GPU image's /usr/bin/python3
+# has none, its torch venv has.
+if [ -z "${CHIRP_TEST_PY:-}" ] && ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+	for py in /opt/torch/.venv/bin/python3 "$(command -v python3)"; do
+		if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then
+			export CHIRP_TEST_PY=$py
+			break
+		fi
+	done
+fi
+
 {
 	echo "gpu-run.sh $steps — $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname)"
 	nvidia-smi --query-gpu=name,pci.bus_id,driver_version,pcie.link.gen.current,pcie.link.width.current,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
