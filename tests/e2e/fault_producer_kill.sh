@@ -39,7 +39,10 @@ for ((i = 1; i <= rounds; i++)); do
 	# Random lifetime 20..400 ms: kills land during attach, between
 	# commits, and in the middle of writing a slot.
 	ms=$(fault_rand 20 400)
-	sleep "$(printf '0.%03d' "$ms")"
+	# Paused rounds live long enough to fill the 8 slots and drop (the
+	# producer's start takes ~0.1 s, more under ASan).
+	((pause)) && ms=$(fault_rand 300 600)
+	sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
 	kill -KILL "$FEED_PID" 2>/dev/null && kills=$((kills + 1))
 	wait "$FEED_PID" 2>/dev/null
 	if ((pause)); then
