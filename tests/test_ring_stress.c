@@ -405,11 +405,23 @@ static void test_sigkill_consumers(void **state)
 	munmap(seen, (N + 1) * sizeof(uint64_t));
 }
 
+/* A failed assertion skips the test's own unlink: never leave rings behind. */
+static int cleanup(void **state)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "/chirp-test-stress-%d", (int)getpid());
+	chirp_ring_unlink(name);
+	snprintf(name, sizeof(name), "/chirp-test-stressc-%d", (int)getpid());
+	chirp_ring_unlink(name);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sigkill_producers),
-		cmocka_unit_test(test_sigkill_consumers),
+		cmocka_unit_test_teardown(test_sigkill_producers, cleanup),
+		cmocka_unit_test_teardown(test_sigkill_consumers, cleanup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
