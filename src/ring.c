@@ -23,6 +23,16 @@
  *  Invariant  0 <= prod - cons <= slots (mod 2^64). The slot of position p
  *             is p & (slots - 1); its payload may be written only while
  *             p - cons < slots, read only while cons <= p < prod.
+ *  Reserved   the producer may hold nres reservations (0 <= nres <= slots,
+ *             producer-private, never in shared memory): positions prod ..
+ *             prod + nres - 1, each with p - cons < slots when it was
+ *             handed out. chirp_ring_commit publishes only position prod
+ *             (the oldest), so commits are in reservation order and a
+ *             reservation is visible to nobody until committed. Block
+ *             numbers are assigned at reservation (a drop between two
+ *             reservations takes the number between theirs and flags the
+ *             later one); hdr.next_seq excludes outstanding reservations so
+ *             the derived counters never count them (ring_private.h).
  *  Caches     each side keeps a private copy of the other's index and
  *             reloads it only when the copy says full (producer) / empty
  *             (consumer), so the shared lines bounce once per batch.
@@ -102,7 +112,12 @@ struct chirp_ring {
 	uint64_t next_seq;           /* block number of the next block        */
 	uint32_t pending;            /* flags for the next commit             */
 	uint64_t cons_cache;
-	int reserved;
+	uint32_t nres;               /* outstanding reservations, at positions
+					prod .. prod + nres - 1 (producer-private) */
+	int res_single;              /* the one held came from chirp_ring_reserve */
+	uint64_t *res_seq;           /* [slots] block number of each reservation,
+					indexed by position & mask             */
+	uint32_t *res_flags;         /* [slots] flags it carries (a drop before it) */
 	int first_commit;            /* flag DISCONTINUITY on a resumed ring  */
 
 	/* consumer */
@@ -472,18 +487,31 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 	if (r->role == CHIRP_RING_PRODUCER) {
 		r->prod = prod;
 		r->cons_cache = cons;
-		r->reserved = 0;
+		r->nres = 0;
+		r->res_single = 0;
+		r->res_seq = calloc(L->slots, sizeof(*r->res_seq));
+		r->res_flags = calloc(L->slots, sizeof(*r->res_flags));
+		if (!r->res_seq || !r->res_flags)
+			return -ENOMEM;
 		r->first_commit = prod != h->pos_base;
 		if (r->first_commit) {
 			/* A producer killed between storing prod and next_seq left
-			 * next_seq behind the last published block: repair it. */
+			 * next_seq one behind: repair it. The descriptor records the
+			 * value its commit was about to store (count_after; 0 from
+			 * producers built before it existed, which assigned block
+			 * numbers at commit, so seq + 1 is that value for them). */
 			struct ring_desc *d = &r->desc[(prod - 1) & r->mask];
 			uint64_t seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
+			uint64_t after = atomic_load_explicit(&d->count_after, memory_order_relaxed);
 			uint64_t next = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
 
-			if (atomic_load_explicit(&d->pos, memory_order_relaxed) == prod - 1 &&
-			    seq - next < (1ull << 63))
-				atomic_store_explicit(&h->next_seq, seq + 1, memory_order_relaxed);
+			if (atomic_load_explicit(&d->pos, memory_order_relaxed) == prod - 1) {
+				if (after == next + 1)
+					atomic_store_explicit(&h->next_seq, after, memory_order_relaxed);
+				else if (seq - next < (1ull << 63))
+					atomic_store_explicit(&h->next_seq, seq + 1,
+							      memory_order_relaxed);
+			}
 		}
 		r->next_seq = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
 		r->pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed);
@@ -541,6 +569,8 @@ static void handle_free(struct chirp_ring *r)
 	if (r->fd >= 0)
 		close(r->fd);   /* drops the OFD role lock */
 	free(r->bad);
+	free(r->res_seq);
+	free(r->res_flags);
 	free(r);
 }
 
@@ -1129,9 +1159,54 @@ int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen)
 
 /* ---- producer ------------------------------------------------------------ */
 
+/*
+ * Reserve position prod + nres (the slot after those already reserved).
+ * Block numbers are handed out here, in reservation order, so a block
+ * dropped while earlier ones are still reserved gets the number after
+ * theirs and the gap (DISCONTINUITY) lands on the next reservation after
+ * it, not on an earlier block that commits later.
+ */
+static int reserve_at_end(struct chirp_ring *r, void **payload)
+{
+	uint64_t p = r->prod + r->nres, c, used;
+
+	if (r->nres >= r->L.slots) {
+		/* every slot is ours already: this block cannot have one */
+		goto drop;
+	}
+	if (p - r->cons_cache >= r->L.slots) {
+		/* Our own index is ours alone: put it back if scribbled on. */
+		if (atomic_load_explicit(&r->h->prod, memory_order_relaxed) != r->prod)
+			atomic_store_explicit(&r->h->prod, r->prod, memory_order_release);
+		/* acquire: the consumer is done with the slot before we write it */
+		c = atomic_load_explicit(&r->h->cons, memory_order_acquire);
+		used = r->prod - c;
+		if (used > r->L.slots)
+			return -EBADMSG;   /* consumer index ahead of us: corrupt */
+		r->cons_cache = c;
+		if (p - c >= r->L.slots)
+			goto drop;
+	}
+	r->res_seq[p & r->mask] = r->next_seq++;
+	r->res_flags[p & r->mask] = r->pending;
+	r->pending = 0;      /* hdr.pending_flags stays set until it is committed */
+	r->nres++;
+	*payload = r->data + (p & r->mask) * r->L.slot_bytes;
+	return 0;
+drop:
+	/* Full: drop this block. It still takes a block number, so the
+	 * consumer sees the gap; the next reservation is flagged. */
+	r->pending |= CHIRP_RING_DISCONTINUITY;
+	atomic_store_explicit(&r->h->pending_flags, CHIRP_RING_DISCONTINUITY,
+			      memory_order_relaxed);
+	r->next_seq++;
+	/* the one store that counts the drop (see ring_private.h) */
+	atomic_store_explicit(&r->h->next_seq, r->next_seq - r->nres, memory_order_release);
+	return -ENOBUFS;
+}
+
 int chirp_ring_reserve(struct chirp_ring *r, void **payload)
 {
-	uint64_t p = r->prod, c, used;
 	int rc;
 
 	if (r->role != CHIRP_RING_PRODUCER)
@@ -1139,33 +1214,36 @@ int chirp_ring_reserve(struct chirp_ring *r, void **payload)
 	rc = state_check(r);
 	if (rc < 0)
 		return rc;
-	if (r->reserved)
-		goto out;
-	if (p - r->cons_cache >= r->L.slots) {
-		/* Our own index is ours alone: put it back if scribbled on. */
-		if (atomic_load_explicit(&r->h->prod, memory_order_relaxed) != p)
-			atomic_store_explicit(&r->h->prod, p, memory_order_release);
-		/* acquire: the consumer is done with the slot before we write it */
-		c = atomic_load_explicit(&r->h->cons, memory_order_acquire);
-		used = p - c;
-		if (used > r->L.slots)
-			return -EBADMSG;   /* consumer index ahead of us: corrupt */
-		r->cons_cache = c;
-		if (used == r->L.slots) {
-			/* Full: drop this block. It still takes a block number, so
-			 * the consumer sees the gap; the next commit is flagged. */
-			r->pending |= CHIRP_RING_DISCONTINUITY;
-			atomic_store_explicit(&r->h->pending_flags, r->pending, memory_order_relaxed);
-			/* the one store that counts the drop (see ring_private.h) */
-			r->next_seq++;
-			atomic_store_explicit(&r->h->next_seq, r->next_seq, memory_order_release);
-			return -ENOBUFS;
-		}
+	if (r->nres > 1)
+		return -EBUSY;   /* several held via reserve_next: ambiguous */
+	if (r->nres == 1) {
+		*payload = r->data + (r->prod & r->mask) * r->L.slot_bytes;
+		return 0;
 	}
-	r->reserved = 1;
-out:
-	*payload = r->data + (p & r->mask) * r->L.slot_bytes;
-	return 0;
+	rc = reserve_at_end(r, payload);
+	if (rc == 0)
+		r->res_single = 1;
+	return rc;
+}
+
+int chirp_ring_reserve_next(struct chirp_ring *r, void **payload)
+{
+	int rc;
+
+	if (r->role != CHIRP_RING_PRODUCER)
+		return -EPERM;
+	rc = state_check(r);
+	if (rc < 0)
+		return rc;
+	rc = reserve_at_end(r, payload);
+	if (rc == 0)
+		r->res_single = 0;
+	return rc;
+}
+
+uint32_t chirp_ring_reserved(const struct chirp_ring *r)
+{
+	return r->role == CHIRP_RING_PRODUCER ? r->nres : 0;
 }
 
 int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t first_sample,
@@ -1173,24 +1251,26 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 {
 	struct ring_hdr *h = r->h;
 	struct ring_desc *d;
-	uint64_t p = r->prod, seq;
-	uint32_t pending;
+	uint64_t p = r->prod, seq, after;
+	uint32_t pending, left = 0;
 	int rc;
 
 	if (r->role != CHIRP_RING_PRODUCER)
 		return -EPERM;
-	if (!r->reserved)
+	if (r->nres == 0)
 		return -EINVAL;
 	rc = state_check(r);
 	if (rc < 0)
 		return rc;
 	if (timestamp_ns == 0)
 		timestamp_ns = now_realtime_ns();
-	seq = r->next_seq;
-	pending = r->pending;
+	seq = r->res_seq[p & r->mask];
+	pending = r->res_flags[p & r->mask];
 	if (r->first_commit)
 		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
 	flags = (flags | pending) & ~CHIRP_RING_REDELIVERED;
+	/* hdr.next_seq = next unassigned - outstanding, one fewer outstanding */
+	after = r->next_seq - (r->nres - 1);
 
 	d = &r->desc[p & r->mask];
 	atomic_store_explicit(&d->pos, p, memory_order_relaxed);
@@ -1199,16 +1279,20 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	atomic_store_explicit(&d->first_sample, first_sample, memory_order_relaxed);
 	atomic_store_explicit(&d->len, r->L.payload_bytes, memory_order_relaxed);
 	atomic_store_explicit(&d->flags, flags, memory_order_relaxed);
+	atomic_store_explicit(&d->count_after, after, memory_order_relaxed);
 	/* The publication: pairs with the consumer's acquire load of prod. */
 	atomic_store_explicit(&h->prod, p + 1, memory_order_release);
-	atomic_store_explicit(&h->next_seq, seq + 1, memory_order_release);
-	if (pending)
-		atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
-	r->next_seq = seq + 1;
-	r->pending = 0;
+	atomic_store_explicit(&h->next_seq, after, memory_order_release);
 	r->prod = p + 1;
-	r->reserved = 0;
+	r->nres--;
 	r->first_commit = 0;
+	/* A drop not yet carried by a committed block keeps pending_flags set
+	 * (a successor producer then flags its first commit). */
+	for (uint32_t i = 0; i < r->nres; i++)
+		left |= r->res_flags[(r->prod + i) & r->mask];
+	left |= r->pending;
+	if (pending && !left)
+		atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
 	/* Dekker with chirp_ring_wait(): store prod; fence; load sleeping. */
 	full_fence();
 	if (atomic_load_explicit(&h->cons_sleeping, memory_order_relaxed))
@@ -1399,10 +1483,17 @@ static int ready(struct chirp_ring *r)
 		return 1;   /* let the caller's next call report it */
 	if (r->role == CHIRP_RING_CONSUMER)
 		return atomic_load_explicit(&r->h->prod, memory_order_acquire) != r->taken;
-	if (r->reserved || r->prod - r->cons_cache < r->L.slots)
+	/* chirp_ring_reserve would hand back the slot it holds */
+	if (r->nres == 1 && r->res_single)
+		return 1;
+	if (r->nres >= r->L.slots)
+		return 0;   /* every slot is reserved: commit first */
+	if (r->prod + r->nres - r->cons_cache < r->L.slots)
 		return 1;   /* the cached index already says there is room */
-	/* not full (or corrupt: reserve will say so) */
-	return r->prod - atomic_load_explicit(&r->h->cons, memory_order_acquire) != r->L.slots;
+	/* room for one more (or corrupt: reserve will say so) */
+	return r->prod + r->nres - atomic_load_explicit(&r->h->cons, memory_order_acquire) <
+	       r->L.slots ||
+	       r->prod - atomic_load_explicit(&r->h->cons, memory_order_relaxed) > r->L.slots;
 }
 
 int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
@@ -1466,7 +1557,7 @@ int ring_debug_set_seq(struct chirp_ring *r, uint64_t pos, uint64_t seq)
 	struct ring_hdr *h = r->h;
 	uint64_t p = atomic_load_explicit(&h->prod, memory_order_acquire);
 
-	if (p != atomic_load_explicit(&h->cons, memory_order_acquire) || r->reserved ||
+	if (p != atomic_load_explicit(&h->cons, memory_order_acquire) || r->nres ||
 	    (r->role == CHIRP_RING_CONSUMER && r->taken != r->cons))
 		return -EBUSY;
 	atomic_store_explicit(&h->cons, pos, memory_order_release);

@@ -97,10 +97,16 @@ struct ring_hdr {
  *   overruns  = next_seq - seq_base - committed
  *                                          (each block number is either
  *                                           committed or dropped)
+ * so hdr.next_seq is NOT always the block number of the next block: with
+ * several reservations outstanding (chirp_ring_reserve_next) each already
+ * holds its block number privately, and
+ *   hdr.next_seq = seq_base + committed + dropped
+ *                = (producer's next unassigned number) - (outstanding)
  * A drop is the single store next_seq + 1 (after setting pending_flags, so
  * a crash in between yields a spare DISCONTINUITY, never a missing one).
- * A commit stores prod, then next_seq; a producer that attaches after a
- * crash between the two repairs next_seq from the last descriptor.
+ * A commit stores prod, then next_seq + 1; a producer that attaches after a
+ * crash between the two repairs next_seq from the last descriptor
+ * (count_after = the value that commit was about to store).
  */
 
 /*
@@ -117,7 +123,10 @@ struct ring_desc {
 	_Atomic uint64_t len;          /* payload bytes, 1..payload_bytes    */
 	_Atomic uint32_t flags;
 	uint32_t pad0;
-	uint64_t pad1[2];
+	_Atomic uint64_t count_after;  /* hdr.next_seq this commit stores after
+					  hdr.prod (crash repair only; was
+					  padding, 0 from older producers) */
+	uint64_t pad1;
 };
 
 /* Validated, process-local copy of the immutable part of a header. */

@@ -986,6 +986,276 @@ static void test_hugepages(void **state)
 	chirp_ring_detach(c);
 }
 
+/* ---- several outstanding reservations (chirp_ring_reserve_next) ---------- */
+
+static void test_reserve_next_basic(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	void *pl[8], *x;
+	int i;
+
+	assert_int_equal(chirp_ring_reserve_next(c, &x), -EPERM);
+	assert_int_equal(chirp_ring_reserved(c), 0);
+	assert_int_equal(chirp_ring_commit(p, 1, 0, 0), -EINVAL);   /* none reserved */
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(chirp_ring_reserve_next(p, &pl[i]), 0);
+		assert_int_equal(chirp_ring_reserved(p), i + 1);
+		for (int j = 0; j < i; j++)
+			assert_ptr_not_equal(pl[i], pl[j]);   /* five distinct slots */
+		fill(pl[i], 120000, 100 + i);
+	}
+	/* more than one held: reserve cannot say which */
+	assert_int_equal(chirp_ring_reserve(p, &x), -EBUSY);
+	/* nothing is visible and nothing counted until committed */
+	assert_int_equal(chirp_ring_available(c), 0);
+	assert_int_equal(chirp_ring_peek(c, &b), -EAGAIN);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.committed, 0);
+	assert_int_equal(st.overruns, 0);
+	/* commits publish the oldest first */
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(chirp_ring_commit(p, 500 + i, 100 + i, 0), 0);
+		assert_int_equal(chirp_ring_reserved(p), 4 - i);
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.first_sample, 100 + i);
+		assert_int_equal(b.timestamp_ns, 500 + i);
+		assert_int_equal(b.flags, 0);
+		assert_int_equal(b.slot, i);   /* separate mappings: compare slots */
+		assert_true(check_fill(b.payload, 120000, 100 + i));
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	/* one held: reserve returns it (old behaviour), reserve_next adds one */
+	assert_int_equal(chirp_ring_reserve(p, &x), 0);
+	assert_ptr_equal(x, pl[4]);
+	assert_int_equal(chirp_ring_reserve(p, &x), 0);
+	assert_ptr_equal(x, pl[4]);
+	assert_int_equal(chirp_ring_reserved(p), 1);
+	assert_int_equal(chirp_ring_reserve_next(p, &x), 0);
+	assert_ptr_not_equal(x, pl[4]);
+	fill(x, 120000, 105);
+	assert_int_equal(chirp_ring_commit(p, 504, 104, 0), 0);
+	assert_int_equal(chirp_ring_commit(p, 505, 105, 0), 0);
+	assert_int_equal(chirp_ring_commit(p, 506, 106, 0), -EINVAL);
+	for (i = 4; i < 6; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.first_sample, 100 + i);
+		assert_true(check_fill(b.payload, 120000, 100 + i));
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.committed, 6);
+	assert_int_equal(st.overruns, 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/* Drops while earlier reservations are outstanding: the gap and the
+ * DISCONTINUITY flag land after them, the counts are exact throughout. */
+static void test_reserve_next_drops(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	void *pl;
+	uint64_t want_seq[] = { 0, 1, 2, 3, 6, 7 };
+	uint32_t want_disc[] = { 0, 0, 0, 0, 1, 0 };
+	int i;
+
+	for (i = 0; i < 4; i++) {                            /* A B C D = 0..3 */
+		assert_int_equal(chirp_ring_reserve_next(p, &pl), 0);
+		fill(pl, 120000, i);
+	}
+	assert_int_equal(chirp_ring_reserve_next(p, &pl), -ENOBUFS);   /* 4 dropped */
+	assert_int_equal(chirp_ring_reserve(p, &pl), -EBUSY);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.overruns, 1);                   /* counted at once */
+	assert_int_equal(st.committed, 0);
+	assert_int_equal(chirp_ring_wait(p, 0), -ETIMEDOUT); /* every slot reserved */
+	assert_int_equal(chirp_ring_commit(p, 1, 0, 0), 0);
+	assert_int_equal(chirp_ring_commit(p, 1, 1, 0), 0);
+	/* consumer has released nothing: still full */
+	assert_int_equal(chirp_ring_reserve_next(p, &pl), -ENOBUFS);   /* 5 dropped */
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.overruns, 2);
+	assert_int_equal(st.committed, 2);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(chirp_ring_wait(p, 0), 0);
+	for (i = 6; i < 8; i++) {                           /* E F = 6, 7 */
+		assert_int_equal(chirp_ring_reserve_next(p, &pl), 0);
+		fill(pl, 120000, i);
+	}
+	assert_int_equal(chirp_ring_reserved(p), 4);
+	assert_int_equal(chirp_ring_commit(p, 1, 2, 0), 0);    /* C */
+	assert_int_equal(chirp_ring_commit(p, 1, 3, 0), 0);    /* D */
+	assert_int_equal(chirp_ring_commit(p, 1, 6, CHIRP_RING_NONFINITE), 0);   /* E */
+	assert_int_equal(chirp_ring_commit(p, 1, 7, 0), 0);    /* F */
+	for (i = 2; i < 6; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, want_seq[i]);
+		assert_int_equal(b.first_sample, want_seq[i]);
+		assert_int_equal(!!(b.flags & CHIRP_RING_DISCONTINUITY), want_disc[i]);
+		assert_true(check_fill(b.payload, 120000, want_seq[i]));
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_true(b.flags == 0);
+	assert_int_equal(atomic_load(&ring_debug_hdr(c)->pending_flags), 0);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.committed, 6);
+	assert_int_equal(st.overruns, 2);
+	assert_int_equal(st.committed + st.overruns, 8);     /* every number accounted */
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/*
+ * Random mix of reserve_next / commit / peek / release against a model,
+ * starting at position pos and block number seq (so the indices cross 2^64
+ * with reservations outstanding): payload, seq, flags and counters exact.
+ */
+static void reserve_next_model(uint64_t pos, uint64_t seq)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p;
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	uint64_t res[8], next = seq, last = 0, got = 0, drops = 0, commits = 0;
+	unsigned nres = 0, held = 0, s = 12345;
+	int have_last = 0, gap_pending = 0;
+	void *pl;
+
+	assert_int_equal(ring_debug_set_seq(c, pos, seq), 0);
+	p = att(CHIRP_RING_PRODUCER);
+	for (int k = 0; k < 3000; k++) {
+		s = s * 1103515245u + 12345u;
+		switch ((s >> 16) % 4) {
+		case 0:
+		case 1: {
+			int rc = chirp_ring_reserve_next(p, &pl);
+
+			if (nres + held + (commits - got) >= 8) {
+				/* model: every slot reserved, committed or held */
+				assert_int_equal(rc, -ENOBUFS);
+				drops++;
+				next++;
+				gap_pending = 1;
+			} else {
+				assert_int_equal(rc, 0);
+				fill(pl, 120000, next);
+				res[nres++] = next++;
+			}
+			break;
+		}
+		case 2:
+			if (!nres) {
+				assert_int_equal(chirp_ring_commit(p, 1, 0, 0), -EINVAL);
+				break;
+			}
+			assert_int_equal(chirp_ring_commit(p, 1, res[0], 0), 0);
+			memmove(res, res + 1, --nres * sizeof(res[0]));
+			commits++;
+			break;
+		default:
+			if (chirp_ring_peek(c, &b) == 0) {
+				assert_true(commits > got);
+				assert_int_equal(b.seq, b.first_sample);
+				assert_true(check_fill(b.payload, 120000, b.seq));
+				if (have_last) {
+					assert_int_equal(!!(b.flags & CHIRP_RING_DISCONTINUITY),
+							 b.seq != last + 1);
+				}
+				last = b.seq;
+				have_last = 1;
+				got++;
+				held++;
+			} else {
+				assert_int_equal(commits, got);
+			}
+			if (held && ((s >> 8) & 1)) {
+				assert_int_equal(chirp_ring_release(c), 0);
+				held--;
+			}
+			break;
+		}
+		assert_int_equal(chirp_ring_reserved(p), nres);
+		chirp_ring_stats(c, &st);
+		assert_int_equal(st.committed, commits);
+		assert_int_equal(st.overruns, drops);
+	}
+	(void)gap_pending;
+	assert_true(drops > 0 && commits > 100);
+	assert_true(atomic_load(&ring_debug_hdr(c)->prod) - pos == commits);
+	if (pos > UINT64_MAX - 1000)
+		assert_true(atomic_load(&ring_debug_hdr(c)->prod) < 5000);   /* wrapped */
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_reserve_next_model(void **state)
+{
+	reserve_next_model(0, 0);
+}
+
+static void test_reserve_next_wrap_2_64(void **state)
+{
+	reserve_next_model(UINT64_MAX - 5, UINT64_MAX - 9);
+}
+
+/* A producer killed with reservations outstanding (and a drop after them):
+ * none of them is ever delivered, the counts stay exact, the successor's
+ * first commit is a DISCONTINUITY. Also the crash between the two stores
+ * of a commit when a later drop is already counted. */
+static void test_reserve_next_crash(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	void *pl;
+	int i;
+
+	for (i = 0; i < 3; i++)                             /* 0 1 2 */
+		assert_int_equal(chirp_ring_reserve_next(p, &pl), 0);
+	assert_int_equal(chirp_ring_commit(p, 1, 0, 0), 0);  /* 0 out */
+	assert_int_equal(chirp_ring_reserve_next(p, &pl), 0);    /* 3 */
+	assert_int_equal(chirp_ring_reserve_next(p, &pl), -ENOBUFS);   /* 4 dropped */
+	/* commit 1 but "die" between storing prod and next_seq */
+	assert_int_equal(chirp_ring_commit(p, 1, 1, 0), 0);
+	atomic_store(&h->next_seq, atomic_load(&h->next_seq) - 1);
+	chirp_ring_detach(p);                                /* 2, 3 never committed */
+	p = att(CHIRP_RING_PRODUCER);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.committed, 2);
+	assert_int_equal(st.overruns, 1);                    /* repaired: 4's drop kept */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(chirp_ring_peek(c, &b), -EAGAIN);   /* 2, 3 never delivered */
+	assert_int_equal(chirp_ring_reserve_next(p, &pl), 0);
+	assert_int_equal(chirp_ring_commit(p, 1, 9, 0), 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
+	assert_true(b.seq > 1);
+	assert_int_equal(b.first_sample, 9);
+	assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.committed, 3);
+	assert_int_equal(st.overruns, 1);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1013,6 +1283,11 @@ int main(void)
 		T(test_wait_wakes_across_processes),
 		T(test_image_validation),
 		T(test_hugepages),
+		T(test_reserve_next_basic),
+		T(test_reserve_next_drops),
+		T(test_reserve_next_model),
+		T(test_reserve_next_wrap_2_64),
+		T(test_reserve_next_crash),
 #undef T
 	};
 

@@ -44,6 +44,8 @@
 struct ctx {
 	struct chirp_ring *p, *c;
 	int lossy;
+	unsigned kres;           /* 0: reserve/commit; else reserve_next with up
+				    to kres outstanding, committed oldest first */
 	uint64_t nblocks;
 	_Atomic int done;        /* producer finished: set after its last commit */
 	/* producer results */
@@ -94,10 +96,51 @@ static void *producer(void *arg)
 		.channels = 1, .pulses = 1, .samples = 300, .format = CHIRP_RING_CF32,
 		.slots = 16, .sample_rate_hz = 1 });
 	unsigned s = x->seed * 7 + 1;
+	uint64_t held[16];       /* keys of outstanding reservations, oldest first */
+	unsigned nheld = 0;
 	void *pl;
 	int rc;
 
 	for (uint64_t k = 0; k < x->nblocks; k++) {
+		if (x->kres) {
+			/* like a GPU: up to kres blocks written at once; commit
+			 * the oldest when kres are out (or now and then early) */
+			if (nheld == x->kres || (nheld && rnd(&s) % 3 == 0)) {
+				rc = chirp_ring_commit(x->p, held[0] + 1, held[0], 0);
+				if (rc != 0) {
+					x->prod_err = rc;
+					break;
+				}
+				memmove(held, held + 1, --nheld * sizeof(held[0]));
+			}
+			if (!x->lossy) {
+				rc = chirp_ring_wait(x->p, 10000000000LL);
+				if (rc != 0) {
+					x->prod_err = rc;
+					break;
+				}
+			}
+			rc = chirp_ring_reserve_next(x->p, &pl);
+			if (rc == -ENOBUFS) {
+				x->drops++;
+				if (rnd(&s) % 4 == 0)
+					usleep(20);
+				continue;
+			}
+			if (rc != 0) {
+				x->prod_err = rc;
+				break;
+			}
+			if (chirp_ring_reserved(x->p) != nheld + 1) {
+				x->prod_err = -EPROTO;
+				break;
+			}
+			fill(pl, len, k);
+			held[nheld++] = k;
+			if (x->lossy && rnd(&s) % 64 == 0)
+				sched_yield();
+			continue;
+		}
 		if (!x->lossy) {
 			rc = chirp_ring_wait(x->p, 10000000000LL);
 			if (rc != 0) {
@@ -128,6 +171,11 @@ static void *producer(void *arg)
 		}
 		if (x->lossy && rnd(&s) % 64 == 0)
 			sched_yield();
+	}
+	for (unsigned i = 0; i < nheld && !x->prod_err; i++) {
+		rc = chirp_ring_commit(x->p, held[i] + 1, held[i], 0);
+		if (rc != 0)
+			x->prod_err = rc;
 	}
 	atomic_store(&x->done, 1);
 	return NULL;
@@ -197,9 +245,11 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
-static void run(struct chirp_ring *c, struct chirp_ring *p, int lossy, unsigned seed)
+static void run_k(struct chirp_ring *c, struct chirp_ring *p, int lossy, unsigned seed,
+		  unsigned kres)
 {
-	struct ctx x = { .p = p, .c = c, .lossy = lossy, .nblocks = NBLOCKS, .seed = seed };
+	struct ctx x = { .p = p, .c = c, .lossy = lossy, .nblocks = NBLOCKS, .seed = seed,
+			 .kres = kres };
 	struct chirp_ring_stats st;
 	pthread_t tp, tc;
 
@@ -208,7 +258,7 @@ static void run(struct chirp_ring *c, struct chirp_ring *p, int lossy, unsigned 
 	assert_int_equal(pthread_join(tp, NULL), 0);
 	assert_int_equal(pthread_join(tc, NULL), 0);
 	chirp_ring_stats(c, &st);
-	print_message("lossy=%d: %llu delivered, %llu dropped in %llu gaps\n", lossy,
+	print_message("lossy=%d kres=%u: %llu delivered, %llu dropped in %llu gaps\n", lossy, kres,
 		      (unsigned long long)x.got, (unsigned long long)x.drops,
 		      (unsigned long long)x.gaps);
 	assert_int_equal(x.prod_err, 0);
@@ -224,6 +274,11 @@ static void run(struct chirp_ring *c, struct chirp_ring *p, int lossy, unsigned 
 	assert_int_equal(x.gap_blocks + (x.nblocks - 1 - x.last), x.drops);
 	if (!lossy)
 		assert_int_equal(x.drops, 0);
+}
+
+static void run(struct chirp_ring *c, struct chirp_ring *p, int lossy, unsigned seed)
+{
+	run_k(c, p, lossy, seed, 0);
 }
 
 static struct chirp_ring_geometry geo(void)
@@ -278,6 +333,30 @@ static void image_case(int lossy)
 	chirp_ring_detach(c);
 	free(img);
 }
+
+/* Producer holding K outstanding reservations (reserve_next) against a
+ * consumer in another mapping: K = 4 and K = slots (16). */
+static void multi_case(int lossy, unsigned kres)
+{
+	struct chirp_ring_geometry g = geo();
+	char name[64], err[256] = "";
+	struct chirp_ring *c, *p;
+
+	snprintf(name, sizeof(name), "/chirp-test-thrk-%d-%d-%u", (int)getpid(), lossy, kres);
+	chirp_ring_unlink(name);
+	c = chirp_ring_create(name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	assert_non_null(c);
+	p = chirp_ring_attach(name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_non_null(p);
+	run_k(c, p, lossy, 31 + lossy + kres, kres);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+	chirp_ring_unlink(name);
+}
+
+static void test_reserve_next_lossless(void **state) { multi_case(0, 4); }
+static void test_reserve_next_lossy(void **state) { multi_case(1, 4); }
+static void test_reserve_next_all_slots_lossy(void **state) { multi_case(1, 16); }
 
 static void test_one_mapping_lossless(void **state) { image_case(0); }
 static void test_one_mapping_lossy(void **state) { image_case(1); }
@@ -418,6 +497,9 @@ int main(void)
 		cmocka_unit_test(test_one_mapping_lossless),
 		cmocka_unit_test(test_one_mapping_lossy),
 		cmocka_unit_test(test_futex_handshake),
+		cmocka_unit_test(test_reserve_next_lossless),
+		cmocka_unit_test(test_reserve_next_lossy),
+		cmocka_unit_test(test_reserve_next_all_slots_lossy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

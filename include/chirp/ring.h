@@ -26,6 +26,8 @@
  *    the block, counts it (overruns) and marks the next committed block
  *    CHIRP_RING_DISCONTINUITY. Block sequence numbers count dropped blocks
  *    too, so the consumer sees every gap.
+ *  - The producer may hold up to slots reservations at once
+ *    (chirp_ring_reserve_next) and commits them in reservation order.
  *  - Commit is the only publication: a producer killed mid-write never
  *    delivers a torn block.
  *  - Every field read from shared memory is validated; a corrupted header
@@ -169,13 +171,40 @@ int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen);
  * sets *payload; -ENOBUFS if the ring is full (the block is counted as an
  * overrun and the next commit carries CHIRP_RING_DISCONTINUITY); -ESTALE if
  * the ring was re-created. A second reserve without commit returns the same
- * slot.
+ * slot. -EBUSY if more than one reservation is outstanding (made with
+ * chirp_ring_reserve_next: which one to return would be ambiguous).
  */
 int chirp_ring_reserve(struct chirp_ring *r, void **payload);
 
 /*
- * Publish the reserved slot (release store of the producer index).
+ * Reserve the slot AFTER those already reserved, so that several blocks
+ * can be written at once (e.g. by GPU DMA, one per CPI in flight). Up to
+ * slots reservations may be outstanding; chirp_ring_commit() publishes
+ * them strictly in reservation order (always the oldest). Never blocks.
+ * Returns 0 and sets *payload; -ENOBUFS if no slot is free beyond those
+ * reserved: that block is dropped, counted as an overrun, consumes its
+ * block number (the one after the outstanding reservations'), and the
+ * next reservation after it carries CHIRP_RING_DISCONTINUITY when it is
+ * committed (earlier outstanding ones do not); -ESTALE, -EBADMSG as
+ * chirp_ring_reserve. Block numbers are assigned here, in reservation
+ * order. A reservation never committed (producer killed) is never
+ * delivered; its block number is never seen, and the next producer's first
+ * commit carries DISCONTINUITY.
+ *
+ * Mixing: with none outstanding, chirp_ring_reserve and
+ * chirp_ring_reserve_next do the same; with one outstanding,
+ * chirp_ring_reserve returns it and chirp_ring_reserve_next reserves
+ * another; with more, chirp_ring_reserve says -EBUSY.
+ */
+int chirp_ring_reserve_next(struct chirp_ring *r, void **payload);
+
+/* Reservations outstanding (producer; 0 for a consumer handle). */
+uint32_t chirp_ring_reserved(const struct chirp_ring *r);
+
+/*
+ * Publish the oldest reserved slot (release store of the producer index).
  * timestamp_ns 0 = now (CLOCK_REALTIME). Wakes a sleeping consumer.
+ * -EINVAL if nothing is reserved.
  */
 int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns,
 		      uint64_t first_sample, uint32_t flags);
@@ -208,7 +237,8 @@ int chirp_ring_release(struct chirp_ring *r);
 uint64_t chirp_ring_available(const struct chirp_ring *r);
 
 /*
- * Wait until a block is committed (consumer) or a slot is free (producer),
+ * Wait until a block is committed (consumer) or a slot is free beyond those
+ * reserved (producer; also at once when chirp_ring_reserve holds one),
  * spinning briefly then sleeping on a shared futex, at most timeout_ns
  * (0: one poll; < 0: no limit, each sleep still re-checks every 100 ms).
  * Returns 0 when ready (also when the ring was retired: the next call
