@@ -155,6 +155,7 @@ void pc_params_init(struct pc_params *p)
 	p->gpu = 0;
 	p->gpu_bus_id = NULL;
 	p->streams = 2;
+	p->cpu_depth = 1;
 	p->staging = PC_STAGING_AUTO;
 }
 
@@ -246,6 +247,10 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 	}
 	if (p->cpu_threads < 1 || p->cpu_threads > 1024) {
 		seterr(err, errlen, "cpu_threads %d: must be 1..1024", p->cpu_threads);
+		return -EINVAL;
+	}
+	if (p->cpu_depth > 64) {   /* 0 (a zeroed struct) means 1 */
+		seterr(err, errlen, "cpu_depth %u: must be 1..64", p->cpu_depth);
 		return -EINVAL;
 	}
 	if (p->backend != PC_BACKEND_CPU) {
@@ -448,6 +453,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 	pc->setup.cpu_threads = p->cpu_threads;
 	pc->setup.gpu = p->gpu;
 	pc->setup.streams = p->streams;
+	pc->setup.cpu_depth = p->cpu_depth ? p->cpu_depth : 1;
 	pc->setup.staging = p->staging;
 	if (p->gpu_bus_id) {
 		pc->gpu_bus_id = strdup(p->gpu_bus_id);

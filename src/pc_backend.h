@@ -36,6 +36,7 @@ struct pc_setup {
 	const char *gpu_bus_id;
 	unsigned streams;
 	enum pc_staging staging;
+	unsigned cpu_depth;                  /* CPU completion queue, 1..64  */
 };
 
 struct pc_backend_ops {

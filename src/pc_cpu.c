@@ -99,8 +99,10 @@ struct cpu_be {
 	atomic_size_t next_block;
 	atomic_uint nonfinite;
 
-	bool pending;                /* depth 1: one finished CPI to report */
-	struct pc_done done;
+	/* Finished CPIs not yet reported by poll: a FIFO of depth entries
+	 * (cpu_depth; computed in submit, reported in order by poll). */
+	struct pc_done *q;
+	unsigned depth, qhead, qcount;
 	bool fault_armed;
 	unsigned planner;            /* FFTW_ESTIMATE / _MEASURE / _PATIENT */
 	char err[256];
@@ -489,6 +491,7 @@ static void cpu_destroy(void *be)
 	free(b->w);
 	fftwf_free(b->fc);
 	fftwf_free(b->fd);
+	free(b->q);
 	free(b);
 }
 
@@ -520,6 +523,13 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	b->in_row = b->R * pc_format_sample_bytes(b->fmt);
 	b->out_row = b->R * pc_output_sample_bytes(b->mode);
 	b->threads = s->cpu_threads;
+	b->depth = s->cpu_depth >= 1 && s->cpu_depth <= 64 ? s->cpu_depth : 1;
+	b->q = calloc(b->depth, sizeof(*b->q));
+	if (!b->q) {
+		seterr(err, errlen, "cpu: out of memory");
+		free(b);
+		return NULL;
+	}
 	b->planner = FFTW_ESTIMATE;
 	m = getenv("CHIRP_FFTW_MEASURE");
 	if (m && strcmp(m, "1") == 0)
@@ -656,7 +666,7 @@ static void cpu_info(void *be, struct pc_info *info)
 {
 	struct cpu_be *b = be;
 
-	info->depth = 1;
+	info->depth = b->depth;
 	snprintf(info->device, sizeof(info->device), "cpu (fftw3f, %d thread%s, %s plans)",
 		 b->threads, b->threads == 1 ? "" : "s",
 		 b->planner == FFTW_PATIENT ? "patient" :
@@ -678,7 +688,7 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 {
 	struct cpu_be *b = be;
 
-	if (b->pending)
+	if (b->qcount == b->depth)
 		return -EAGAIN;
 #ifdef CHIRP_FAULT_INJECT
 	if (b->fault_armed) {
@@ -705,10 +715,14 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 			pthread_cond_wait(&b->idle, &b->lock);
 		pthread_mutex_unlock(&b->lock);
 	}
-	b->done.tag = tag;
-	b->done.flags = PC_DONE_INPUT | PC_DONE_OUTPUT;
-	b->done.nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
-	b->pending = true;
+	{
+		struct pc_done *d = &b->q[(b->qhead + b->qcount) % b->depth];
+
+		d->tag = tag;
+		d->flags = PC_DONE_INPUT | PC_DONE_OUTPUT;
+		d->nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
+		b->qcount++;
+	}
 	return 0;
 }
 
@@ -716,19 +730,21 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 static int cpu_poll(void *be, struct pc_done *done, int max, int timeout_ms)
 {
 	struct cpu_be *b = be;
+	int n = 0;
 
-	if (!b->pending || max < 1)
-		return 0;
-	done[0] = b->done;
-	b->pending = false;
-	return 1;
+	while (b->qcount && n < max) {
+		done[n++] = b->q[b->qhead];
+		b->qhead = (b->qhead + 1) % b->depth;
+		b->qcount--;
+	}
+	return n;
 }
 
 static unsigned cpu_in_flight(void *be)
 {
 	struct cpu_be *b = be;
 
-	return b->pending ? 1 : 0;
+	return b->qcount;
 }
 
 static const char *cpu_last_error(void *be)

@@ -531,6 +531,81 @@ static void test_submit_poll(void **state)
 	free(h);
 }
 
+/* CPU backend with cpu_depth > 1: up to depth CPIs queued, completions in
+ * submission order through pc_poll (max honoured), each output right. */
+static void test_cpu_depth(void **state)
+{
+	enum { D = 3, N = 5 };
+	float *h = random_ref(17);
+	struct pc_params p;
+	struct pc_done d[8];
+	struct pc_info info;
+	struct pc *pc;
+	char err[256];
+	size_t n = 2 * 2 * 211;
+	double complex *xd[N], *y[N];
+	float *in[N], *out[N];
+	uint64_t next_tag = 0;
+
+	(void)state;
+	base_params(&p, 2, 2, 211, h, 17);
+	p.cpu_depth = 65;
+	assert_null(pc_create(&p, err, sizeof(err)));
+	assert_non_null(strstr(err, "cpu_depth"));
+	p.cpu_depth = D;
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	pc_get_info(pc, &info);
+	assert_int_equal(info.depth, D);
+	for (int i = 0; i < N; i++) {
+		xd[i] = malloc(n * sizeof(*xd[i]));
+		y[i] = malloc(n * sizeof(*y[i]));
+		assert_non_null(xd[i]);
+		assert_non_null(y[i]);
+		in[i] = random_input(PC_FMT_CF32, n, xd[i]);
+		ref_corr(xd[i], 4, 211, h, 17, ref_gain(h, 17, PC_NORM_NOISE), y[i]);
+		out[i] = malloc(pc_out_bytes(pc));
+		poison(out[i], pc_out_bytes(pc));
+	}
+	for (int i = 0; i < D; i++) {
+		assert_int_equal(pc_submit(pc, in[i], out[i], 100 + i), 0);
+		assert_int_equal(pc_in_flight(pc), i + 1);
+	}
+	assert_int_equal(pc_submit(pc, in[D], out[D], 100 + D), -EAGAIN);
+	assert_int_equal(pc_execute(pc, in[D], out[D], NULL), -EBUSY);
+	/* max honoured, order kept */
+	assert_int_equal(pc_poll(pc, d, 2, 0), 2);
+	assert_int_equal(d[0].tag, 100);
+	assert_int_equal(d[1].tag, 101);
+	assert_int_equal(pc_in_flight(pc), D - 2);
+	for (int i = D; i < N; i++)
+		assert_int_equal(pc_submit(pc, in[i], out[i], 100 + i), 0);
+	assert_int_equal(pc_in_flight(pc), N - 2);
+	next_tag = 102;
+	while (pc_in_flight(pc)) {
+		int k = pc_poll(pc, d, 8, -1);
+
+		assert_true(k > 0);
+		for (int j = 0; j < k; j++) {
+			assert_int_equal(d[j].tag, next_tag++);
+			assert_int_equal(d[j].flags, PC_DONE_INPUT | PC_DONE_OUTPUT);
+		}
+	}
+	assert_int_equal(next_tag, 100 + N);
+	for (int i = 0; i < N; i++)
+		check_output(PC_OUT_COMPLEX, out[i], y[i], n);
+	assert_int_equal(pc_execute(pc, in[0], out[1], NULL), 0);
+	check_output(PC_OUT_COMPLEX, out[1], y[0], n);
+	pc_destroy(pc);
+	for (int i = 0; i < N; i++) {
+		free(xd[i]);
+		free(y[i]);
+		free(in[i]);
+		free(out[i]);
+	}
+	free(h);
+}
+
 static void test_fault_injection(void **state)
 {
 	float *h = random_ref(8);
@@ -1068,6 +1143,7 @@ int main(void)
 		cmocka_unit_test(test_backend_choice),
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_submit_poll),
+		cmocka_unit_test(test_cpu_depth),
 		cmocka_unit_test(test_fault_injection),
 		cmocka_unit_test(test_nonfinite_rows),
 		cmocka_unit_test(test_power_floor),

@@ -95,6 +95,13 @@ struct pc_params {
 	const char *gpu_bus_id;      /* CUDA: PCI bus id "0000:41:00.0", or NULL */
 	unsigned streams;            /* CUDA: ping-pong depth, >= 1 (default 2) */
 	enum pc_staging staging;     /* CUDA: register ring memory or copy   */
+	unsigned cpu_depth;          /* CPU: completion-queue depth, 1..64 (default 1;
+					0 also means 1).
+					> 1 computes in pc_submit as always but
+					reports through pc_poll, with up to
+					cpu_depth CPIs "in flight": lets the
+					depth > 1 paths of callers (the daemon's
+					pipeline) run and be tested without a GPU */
 };
 
 /* Fill p with defaults (cf32, complex, noise, auto nfft, 1 thread, 2 streams). */
@@ -153,7 +160,8 @@ void pc_unregister_host(struct pc *pc, void *base);
  * if depth CPIs are already in flight, or another negative errno on a
  * backend failure (the pc is then failed: every later call returns -EIO).
  *
- * The CPU backend computes in pc_submit and reports both flags at once.
+ * The CPU backend computes in pc_submit and reports both flags at once
+ * (in the next pc_poll; with cpu_depth > 1 up to cpu_depth CPIs wait there).
  */
 enum {
 	PC_DONE_INPUT  = 1u << 0,
