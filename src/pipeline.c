@@ -33,15 +33,15 @@
 #define BAD_HEADER_NS    1000000000ull  /* corrupt input header: give up   */
 
 enum out_kind {
-	OUT_RING = 0,        /* computed in place into the reserved output slot */
-	OUT_STAGING,         /* computed into staging, copied at completion      */
+	OUT_RING = 0,        /* computed in place into its reserved output slot  */
 	OUT_FILE_ONLY,       /* output ring full: computed for the file only     */
 	OUT_SKIP,            /* output ring full, no file: not computed          */
 };
 
 struct flight {
 	uint64_t seq, timestamp_ns, first_sample;
-	uint32_t flags;              /* flags for the output block               */
+	uint32_t flags;              /* flags for the output block: the carry
+					(gaps before it) taken at reservation */
 	uint32_t nonfinite_rows;
 	enum out_kind kind;
 	void *out;                   /* where the pc writes                      */
@@ -57,7 +57,8 @@ struct pipeline_gen {
 	unsigned depth;
 	size_t in_bytes, out_bytes;
 	uint64_t samples_per_cpi;
-	void *staging;               /* depth * out_stride, page aligned        */
+	void *staging;               /* file-only scratch: depth * out_stride,
+					page aligned; NULL without [output] file */
 	size_t out_stride;
 	size_t staging_len;
 	int staging_registered;
@@ -95,10 +96,12 @@ struct pipeline {
 	/* data-thread only */
 	struct flight fl[PIPE_MAX_DEPTH];
 	unsigned head, count, nsub;  /* FIFO of records; nsub submitted to pc  */
-	uint64_t staged;             /* results sent to staging so far          */
+	uint64_t staged;             /* file-only results sent to scratch so far */
 	int have_last_seq;
 	uint64_t last_seq;
-	uint32_t carry_flags;        /* DISCONTINUITY for the next result        */
+	uint32_t carry_flags;        /* DISCONTINUITY for the next reservation   */
+	uint32_t commit_carry;       /* DISCONTINUITY for the next commit (an
+					earlier commit failed)                 */
 	uint64_t overrun_base;       /* overruns of input rings no longer used  */
 	uint64_t ring_overruns;      /* last overruns read from the current ring */
 	uint64_t in_epoch;           /* epoch of the current input ring         */
@@ -190,11 +193,13 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 	if (ret < 0)
 		log_warn("pc_register_host(output ring): %s; the backend stages copies", strerror(-ret));
 
-	/* Staging: for depth > 1 every result (the output ring holds one
-	 * reservation at a time), for depth 1 one buffer for file-only results. */
+	/* Every result goes straight into its own output ring slot (one
+	 * reservation per CPI in flight, chirp_ring_reserve_next). Scratch is
+	 * needed only for results the ring has no room for that still go to
+	 * the [output] file: one buffer per CPI in flight. */
 	g->out_stride = (g->out_bytes + 4095) & ~(size_t)4095;
 	{
-		unsigned nbuf = g->depth > 1 ? g->depth : (out_fd >= 0 ? 1 : 0);
+		unsigned nbuf = out_fd >= 0 ? g->depth : 0;
 
 		if (nbuf) {
 			ret = posix_memalign(&g->staging, 4096, g->out_stride * nbuf);
@@ -206,7 +211,7 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 			g->staging_len = g->out_stride * nbuf;
 			if (numa_node >= 0 &&
 			    sysnuma_bind_memory(g->staging, g->staging_len, numa_node, err, errlen) < 0)
-				log_warn("staging buffers: %s", err);
+				log_warn("file-only scratch buffers: %s", err);
 			memset(g->staging, 0, g->staging_len);   /* fault pages in now */
 			ret = pc_register_host(pc, g->staging, g->out_stride * nbuf);
 			if (ret == 0)
@@ -461,27 +466,30 @@ static int take_one(struct pipeline *p)
 		return 1;
 	}
 
-	if (g->depth > 1) {
-		/* Round robin over depth buffers: records retire in order and
-		 * at most depth are in flight, so buffer n % depth is free again
-		 * when record n + depth is taken. (idx % depth would collide
-		 * where depth does not divide PIPE_MAX_DEPTH.) */
-		f->kind = OUT_STAGING;
-		outp = (char *)g->staging + (size_t)(p->staged++ % g->depth) * g->out_stride;
+	/* The output slot is reserved now, so the backend writes the result
+	 * in place (GPU: DMA into the registered ring). At most depth records
+	 * are in the FIFO, so at most depth reservations are outstanding;
+	 * they are committed in this same order by finish_one. */
+	ret = chirp_ring_reserve_next(g->out, &outp);
+	if (ret == 0) {
+		f->kind = OUT_RING;
+		f->flags = p->carry_flags;    /* gaps before this result */
+		p->carry_flags = 0;
 	} else {
-		ret = chirp_ring_reserve(g->out, &outp);
-		if (ret == 0) {
-			f->kind = OUT_RING;
+		/* -ENOBUFS (consumer slow or absent), -ESTALE: never wait. */
+		stats_count(p->st, ST_OUTPUT_DROPS, 1);
+		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		if (g->out_fd >= 0) {
+			/* Round robin over depth buffers: records retire in order
+			 * and at most depth are in the FIFO, so buffer n % depth
+			 * is free again when file-only record n + depth is taken.
+			 * (idx % depth would collide where depth does not divide
+			 * PIPE_MAX_DEPTH.) */
+			f->kind = OUT_FILE_ONLY;
+			outp = (char *)g->staging +
+			       (size_t)(p->staged++ % g->depth) * g->out_stride;
 		} else {
-			/* -ENOBUFS (consumer slow or absent), -ESTALE: never wait. */
-			stats_count(p->st, ST_OUTPUT_DROPS, 1);
-			p->carry_flags |= CHIRP_RING_DISCONTINUITY;
-			if (g->out_fd >= 0) {
-				f->kind = OUT_FILE_ONLY;
-				outp = g->staging;
-			} else {
-				f->kind = OUT_SKIP;
-			}
+			f->kind = OUT_SKIP;
 		}
 	}
 	stats_write_end(p->st);
@@ -521,27 +529,21 @@ static void finish_one(struct pipeline *p, struct flight *f)
 		write_file(p, f->out, g->out_bytes);
 
 	stats_write_begin(p->st);
-	if (f->kind == OUT_STAGING) {
-		void *slot;
-
-		ret = chirp_ring_reserve(g->out, &slot);
-		if (ret == 0) {
-			memcpy(slot, f->out, g->out_bytes);
-			f->kind = OUT_RING;
-		} else {
-			stats_count(p->st, ST_OUTPUT_DROPS, 1);
-			p->carry_flags |= CHIRP_RING_DISCONTINUITY;
-		}
-	}
 	if (f->kind == OUT_RING) {
+		/* Publishes the oldest reservation: this record's, since
+		 * records retire in the order they reserved. (p->carry_flags
+		 * belongs to records not yet reserved: not used here.) */
 		ret = chirp_ring_commit(g->out, f->timestamp_ns, f->first_sample,
-					flags | p->carry_flags);
+					flags | f->flags | p->commit_carry);
 		if (ret == 0) {
-			p->carry_flags = 0;
+			p->commit_carry = 0;
 			delivered = 1;
 		} else {
+			/* Only a retired ring (-ESTALE) makes commit fail, and
+			 * then every later reserve and commit fails too, so the
+			 * reservation left outstanding is never published. */
 			stats_count(p->st, ST_OUTPUT_DROPS, 1);
-			p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+			p->commit_carry |= CHIRP_RING_DISCONTINUITY;
 		}
 	}
 	now = mono_ns();

@@ -61,7 +61,7 @@ struct pipeline;
  * are also appended to (-1 = none; the fd stays the caller's). Checks that
  * the pc's input/output CPI sizes match the rings' slots, registers the
  * rings' data regions with the pc (GPU DMA in place) and allocates staging
- * for pc depth > 1 (the output ring reserves one slot at a time), bound to
+ * only for [output] file results the output ring has no room for, bound to
  * numa_node (-1 = no binding) before it is touched or registered. NULL with
  * a reason on failure.
  */

@@ -4,6 +4,11 @@
  * backend, and checks of order, loss accounting, flags, timestamps, the
  * numerical result against a direct double-precision correlation, reload
  * swaps under load with zero loss/duplication, pause, stop, heartbeat.
+ *
+ * The main cases run at backend depth 1, 2 and 4 (the CPU backend's
+ * cpu_depth: completions through pc_poll with up to depth CPIs in flight),
+ * so the depth > 1 path — one output ring reservation per CPI in flight,
+ * results written in place, commits in order — is tested without a GPU.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -47,6 +53,12 @@ struct fx {
 	struct pipeline *pl;
 };
 
+static unsigned g_depth = 1;   /* cpu_depth of the pcs the fixture makes */
+
+static int set_depth1(void **state) { (void)state; g_depth = 1; return 0; }
+static int set_depth2(void **state) { (void)state; g_depth = 2; return 0; }
+static int set_depth4(void **state) { (void)state; g_depth = 4; return 0; }
+
 static uint64_t rs = 88172645463325252ull;
 static double urand(void)
 {
@@ -54,7 +66,8 @@ static double urand(void)
 	return (double)(rs >> 11) / 9007199254740992.0;
 }
 
-static struct pc *make_pc(struct fx *f, enum wf_window win, char *err, size_t len)
+static struct pc *make_pc(struct fx *f, enum wf_window win, unsigned depth, char *err,
+			  size_t len)
 {
 	struct wf_params w;
 	struct pc_params p;
@@ -79,11 +92,18 @@ static struct pc *make_pc(struct fx *f, enum wf_window win, char *err, size_t le
 	p.ref_len = f->ref_len;
 	p.backend = PC_BACKEND_CPU;
 	p.cpu_threads = 1;
+	p.cpu_depth = depth;
 	pc = pc_create(&p, err, len);
+	if (pc) {
+		struct pc_info info;
+
+		pc_get_info(pc, &info);
+		assert_int_equal(info.depth, depth);
+	}
 	return pc;
 }
 
-static void fx_open(struct fx *f, unsigned in_slots, unsigned out_slots)
+static void fx_open_fd(struct fx *f, unsigned in_slots, unsigned out_slots, int out_fd)
 {
 	char err[256];
 	struct chirp_ring_geometry gi = { C, P, R, CHIRP_RING_CF32, in_slots, 25e6 };
@@ -102,14 +122,19 @@ static void fx_open(struct fx *f, unsigned in_slots, unsigned out_slots)
 	if (!f->in_p) fail_msg("attach in: %s", err);
 	f->out_c = chirp_ring_attach(f->out_name, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
 	if (!f->out_c) fail_msg("attach out: %s", err);
-	f->pc = make_pc(f, WIN_HAMMING, err, sizeof(err));
+	f->pc = make_pc(f, WIN_HAMMING, g_depth, err, sizeof(err));
 	if (!f->pc) fail_msg("pc: %s", err);
-	f->gen = pipeline_gen_create(f->in_c, f->out_p, f->pc, -1, -1, err, sizeof(err));
+	f->gen = pipeline_gen_create(f->in_c, f->out_p, f->pc, out_fd, -1, err, sizeof(err));
 	if (!f->gen) fail_msg("gen: %s", err);
 	f->st = stats_create();
 	assert_non_null(f->st);
 	f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	assert_true(f->efd >= 0);
+}
+
+static void fx_open(struct fx *f, unsigned in_slots, unsigned out_slots)
+{
+	fx_open_fd(f, in_slots, out_slots, -1);
 }
 
 static void fx_start(struct fx *f)
@@ -410,7 +435,10 @@ static void test_swap_under_load_no_loss(void **state)
 	assert_int_equal(pthread_create(&tr, NULL, read_thread, &rd), 0);
 	assert_int_equal(pthread_create(&tf, NULL, feed_thread, &fd), 0);
 	for (int i = 0; i < 20; i++) {
-		struct pc *npc = make_pc(&f, wins[i % 4], err, sizeof(err));
+		/* the depth changes across swaps too: 1 -> 2 -> 4 -> ... */
+		static const unsigned depths[] = { 1, 2, 4 };
+		struct pc *npc = make_pc(&f, wins[i % 4], depths[(i + g_depth) % 3], err,
+					 sizeof(err));
 		struct pipeline_gen *ng, *old = NULL;
 		if (!npc) fail_msg("pc: %s", err);
 		ng = pipeline_gen_create(f.in_c, f.out_p, npc, -1, -1, err, sizeof(err));
@@ -549,6 +577,119 @@ static void test_stop_drains_and_notifies(void **state)
 	fx_close(&f);
 }
 
+/* RMS error of one CPI's complex output against the direct reference. */
+static double cpi_error(const float *out, const float *in, const struct fx *f)
+{
+	double complex y[R];
+	double num = 0, den = 0;
+
+	for (unsigned row = 0; row < C * P; row++) {
+		reference(in + (size_t)row * 2 * R, f->ref, f->ref_len, y);
+		for (unsigned n = 0; n < R; n++) {
+			double complex o = out[2 * (row * R + n)] + I * out[2 * (row * R + n) + 1];
+			num += cabs(o - y[n]) * cabs(o - y[n]);
+			den += cabs(y[n]) * cabs(y[n]);
+		}
+	}
+	return sqrt(num / den);
+}
+
+/*
+ * A consumer that stalls between bursts: each burst of B CPIs meets an
+ * output ring with F free slots. With up to depth CPIs in flight, each
+ * holding its own reservation, exactly the first min(B, F) of the burst
+ * are delivered — written in place, checked against the direct reference —
+ * and the rest are dropped: counted exactly, each taking its block number
+ * (out seq == input index), DISCONTINUITY on exactly the first delivered
+ * result after a drop. Every result, delivered or not, also reaches the
+ * [output] file in input order (dropped ones via the scratch buffers).
+ */
+static void test_stalled_consumer_exact(void **state)
+{
+	(void)state;
+	enum { OUT = 4, ROUNDS = 12, MAXN = 8 * ROUNDS };
+	const size_t cpi_floats = 2u * C * P * R, cpi_bytes = sizeof(float) * cpi_floats;
+	struct fx f;
+	struct chirp_ring_block b;
+	float *copy = malloc(cpi_bytes * MAXN), *buf = malloc(cpi_bytes);
+	uint64_t fifo[OUT], total = 0, delivered = 0, drops = 0, last_read = UINT64_MAX;
+	unsigned nheld = 0;
+	int fd = memfd_create("test-pipeline-out", MFD_CLOEXEC);
+
+	assert_non_null(copy);
+	assert_non_null(buf);
+	assert_true(fd >= 0);
+	fx_open_fd(&f, 8, OUT, fd);
+	fx_start(&f);
+	WAIT_UNTIL(pipeline_state(f.pl) == PIPE_RUNNING);
+	for (unsigned r = 0; r < ROUNDS; r++) {
+		/* the consumer reads 0, 1 or everything it has, then stalls */
+		unsigned nread = r % 3 == 0 ? 0 : r % 3 == 1 ? (nheld ? 1 : 0) : nheld;
+
+		for (unsigned i = 0; i < nread; i++) {
+			uint64_t k = fifo[0];
+
+			assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+			assert_int_equal(b.first_sample, k * P * R);
+			assert_int_equal(b.timestamp_ns, 1000000000ull + k);
+			assert_int_equal(b.seq, k);        /* drops took their numbers */
+			assert_int_equal(!!(b.flags & CHIRP_RING_DISCONTINUITY),
+					 last_read != UINT64_MAX && k != last_read + 1);
+			assert_true(cpi_error(b.payload, copy + k * cpi_floats, &f) < 1e-4);
+			assert_int_equal(chirp_ring_release(f.out_c), 0);
+			last_read = k;
+			memmove(fifo, fifo + 1, --nheld * sizeof(fifo[0]));
+		}
+		unsigned burst = 2 + (r * 5) % 7;      /* 2..8: fits the input ring */
+		unsigned freeslots = OUT - nheld;
+		for (unsigned i = 0; i < burst; i++) {
+			uint64_t k = total++;
+
+			assert_int_equal(produce(&f, k, copy + k * cpi_floats), 0);
+			if (i < freeslots) {
+				fifo[nheld++] = k;
+				delivered++;
+			} else {
+				drops++;
+			}
+		}
+		WAIT_UNTIL(counter(&f, ST_CPIS_IN) == total &&
+			   counter(&f, ST_CPIS_OUT) + counter(&f, ST_OUTPUT_DROPS) == total);
+		assert_int_equal(counter(&f, ST_CPIS_OUT), delivered);
+		assert_int_equal(counter(&f, ST_OUTPUT_DROPS), drops);
+		assert_int_equal(chirp_ring_available(f.out_c), nheld);
+	}
+	assert_true(drops > 10 && delivered > 10);
+	while (nheld) {
+		uint64_t k = fifo[0];
+
+		assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+		assert_int_equal(b.seq, k);
+		assert_int_equal(!!(b.flags & CHIRP_RING_DISCONTINUITY),
+				 last_read != UINT64_MAX && k != last_read + 1);
+		assert_true(cpi_error(b.payload, copy + k * cpi_floats, &f) < 1e-4);
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+		last_read = k;
+		memmove(fifo, fifo + 1, --nheld * sizeof(fifo[0]));
+	}
+	assert_int_equal(chirp_ring_peek(f.out_c, &b), -EAGAIN);
+	struct chirp_ring_stats rst;
+	assert_int_equal(chirp_ring_stats(f.out_c, &rst), 0);
+	assert_int_equal(rst.committed, delivered);
+	assert_int_equal(rst.overruns, drops);
+	/* the file: every CPI, in order */
+	assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)(total * cpi_bytes));
+	for (uint64_t k = 0; k < total; k++) {
+		assert_int_equal(pread(fd, buf, cpi_bytes, (off_t)(k * cpi_bytes)),
+				 (ssize_t)cpi_bytes);
+		assert_true(cpi_error(buf, copy + k * cpi_floats, &f) < 1e-4);
+	}
+	fx_close(&f);
+	close(fd);
+	free(copy);
+	free(buf);
+}
+
 static void test_gen_rejects_mismatch(void **state)
 {
 	(void)state;
@@ -570,18 +711,33 @@ static void test_gen_rejects_mismatch(void **state)
 	fx_close(&f);
 }
 
+#define AT(f, d) { #f "@depth" #d, f, set_depth##d, NULL, NULL }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_order_values_timestamps),
-		cmocka_unit_test(test_slow_consumer_never_stalls),
-		cmocka_unit_test(test_pause_gaps_overruns),
-		cmocka_unit_test(test_nonfinite_flagged),
-		cmocka_unit_test(test_swap_under_load_no_loss),
-		cmocka_unit_test(test_park_and_new_input_ring),
-		cmocka_unit_test(test_redelivered_exactly_once),
-		cmocka_unit_test(test_stop_drains_and_notifies),
-		cmocka_unit_test(test_gen_rejects_mismatch),
+		AT(test_order_values_timestamps, 1),
+		AT(test_order_values_timestamps, 2),
+		AT(test_order_values_timestamps, 4),
+		AT(test_slow_consumer_never_stalls, 1),
+		AT(test_slow_consumer_never_stalls, 2),
+		AT(test_slow_consumer_never_stalls, 4),
+		AT(test_stalled_consumer_exact, 1),
+		AT(test_stalled_consumer_exact, 2),
+		AT(test_stalled_consumer_exact, 4),
+		AT(test_pause_gaps_overruns, 1),
+		AT(test_pause_gaps_overruns, 4),
+		AT(test_nonfinite_flagged, 1),
+		AT(test_nonfinite_flagged, 4),
+		AT(test_swap_under_load_no_loss, 1),
+		AT(test_swap_under_load_no_loss, 2),
+		AT(test_park_and_new_input_ring, 1),
+		AT(test_park_and_new_input_ring, 4),
+		AT(test_redelivered_exactly_once, 1),
+		AT(test_redelivered_exactly_once, 4),
+		AT(test_stop_drains_and_notifies, 2),
+		AT(test_gen_rejects_mismatch, 1),
 	};
+
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
