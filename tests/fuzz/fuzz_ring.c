@@ -81,10 +81,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			poke(data + n - (pk + 1) * POKE_BYTES, L.data_offset);
 			pk++;
 		}
-		rc = chirp_ring_reserve(p, &pl);
-		if (rc == 0) {
-			memset(pl, 0xa5, L.payload_bytes);
-			chirp_ring_commit(p, 1, (uint64_t)i, 0);
+		if (i % 3 == 2) {
+			/* two outstanding reservations, committed in order */
+			for (int k = 0; k < 2; k++)
+				if (chirp_ring_reserve_next(p, &pl) == 0)
+					memset(pl, 0x5a, L.payload_bytes);
+			while (chirp_ring_reserved(p) &&
+			       chirp_ring_commit(p, 1, (uint64_t)i, 0) == 0)
+				;
+		} else {
+			rc = chirp_ring_reserve(p, &pl);
+			if (rc == 0) {
+				memset(pl, 0xa5, L.payload_bytes);
+				chirp_ring_commit(p, 1, (uint64_t)i, 0);
+			}
 		}
 		chirp_ring_available(c);
 		chirp_ring_stats(c, &st);
