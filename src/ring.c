@@ -1288,11 +1288,13 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	r->first_commit = 0;
 	/* A drop not yet carried by a committed block keeps pending_flags set
 	 * (a successor producer then flags its first commit). */
-	for (uint32_t i = 0; i < r->nres; i++)
-		left |= r->res_flags[(r->prod + i) & r->mask];
-	left |= r->pending;
-	if (pending && !left)
-		atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
+	if (pending) {
+		for (uint32_t i = 0; i < r->nres; i++)
+			left |= r->res_flags[(r->prod + i) & r->mask];
+		left |= r->pending;
+		if (!left)
+			atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
+	}
 	/* Dekker with chirp_ring_wait(): store prod; fence; load sleeping. */
 	full_fence();
 	if (atomic_load_explicit(&h->cons_sleeping, memory_order_relaxed))
