@@ -19,7 +19,7 @@
  *             store in chirp_ring_release() hands the slot back (the
  *             consumer's reads of the payload happen-before the producer's
  *             next writes to it); it pairs with the acquire load in
- *             chirp_ring_reserve().
+ *             chirp_ring_reserve()/chirp_ring_reserve_next().
  *  Invariant  0 <= prod - cons <= slots (mod 2^64). The slot of position p
  *             is p & (slots - 1); its payload may be written only while
  *             p - cons < slots, read only while cons <= p < prod.

@@ -17,7 +17,7 @@
  *    publishes payload and descriptor; it pairs with the consumer's acquire
  *    load in chirp_ring_peek(). The consumer's release store in
  *    chirp_ring_release() hands the slot back; it pairs with the producer's
- *    acquire load in chirp_ring_reserve(). Each side caches the other's
+ *    acquire load in chirp_ring_reserve[_next](). Each side caches the other's
  *    index and reloads it only when the cache says full/empty.
  *  - Slots are fixed size, one CPI each, payloads aligned to >= 4096 bytes
  *    (2 MiB with huge pages), so a block never wraps and the data region
