@@ -28,7 +28,7 @@ e2e_start_chirpd
 	--timeout $((60 * E2E_SLOW)) -q 2>"$T/tap.log" &
 TAP=$!
 e2e_track $TAP
-sleep 0.3
+e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
 "$CHIRP_FEED" -c "$CONF" --targets $TG --snr-db 20 --seed $SEED -n $N --rate $RATE --block -q \
 	2>"$T/feed.log" &
 FEED=$!
@@ -108,7 +108,7 @@ e2e_config input.slots=64 output.slots=256 cpi.samples=800
 	--timeout $((30 * E2E_SLOW)) -q 2>"$T/tap2.log" &
 TAP=$!
 e2e_track $TAP
-sleep 0.3
+e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
 "$CHIRP_FEED" -c "$CONF" --targets $TG --snr-db 20 --seed $SEED -n 20 --rate 100 --block -q 2>"$T/feed2.log" ||
 	e2e_fail "feed on the new geometry: $(cat "$T/feed2.log")"
 wait $TAP || e2e_fail "tap on the new geometry exited $?: $(tail -5 "$T/tap2.log")"

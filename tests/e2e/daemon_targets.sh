@@ -25,7 +25,7 @@ run_case() {
 		2>"$T/tap.log" &
 	local tap=$!
 	e2e_track $tap
-	sleep 0.3
+	e2e_wait_consumer "$(e2e_conf_get output.ring)" $tap
 	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 30 --seed 7 -n $N --rate 100 --block -q \
 		2>"$T/feed.log" || e2e_fail "chirp-feed failed: $(cat "$T/feed.log")"
 	wait $tap || e2e_fail "chirp-tap exited $?: $(cat "$T/tap.log")"

@@ -24,6 +24,7 @@ fault_skip_if_no_cuda
 	>"$T/tap.log" 2>&1 &
 TAP_PID=$!
 e2e_track $TAP_PID
+e2e_wait_consumer "$OUT_RING" $TAP_PID
 "$CHIRP_FEED" --ring "$IN_RING" --file "$T/in.cf32" --rate 100 -q >"$T/feed.log" 2>&1 ||
 	e2e_fail "chirp-feed: $(tail -3 "$T/feed.log")"
 wait $TAP_PID; rc=$?

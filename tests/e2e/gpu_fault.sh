@@ -62,7 +62,7 @@ e2e_log "device $(gpu_status device), staging $(gpu_status staging), depth $(gpu
 "$CHIRP_TAP" -c "$CONF" --verify --targets "$TARGETS" --snr-db 20 --seed $SEED -q 2>"$T/tap.log" &
 TAP=$!
 e2e_track $TAP
-sleep 0.3
+e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
 "$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 20 --seed $SEED --rate 100 -q 2>"$T/feed.log" &
 FEED=$!
 e2e_track $FEED

@@ -34,7 +34,7 @@ run_case() {
 		--timeout $((60 * E2E_SLOW)) --fail-on-gap -q 2>"$tlog" &
 	local tap=$!
 	e2e_track $tap
-	sleep 0.3
+	e2e_wait_consumer "$(e2e_conf_get output.ring)" $tap
 	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 20 --seed $SEED -n "$n" --block -q \
 		2>"$flog" || e2e_fail "$name: chirp-feed failed: $(cat "$flog")"
 	wait $tap || e2e_fail "$name: chirp-tap exited $?: $(tail -5 "$tlog")"

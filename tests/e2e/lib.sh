@@ -198,6 +198,45 @@ e2e_wait() {
 	return 1
 }
 
+# e2e_wait_consumer RING PID [TIMEOUT_S] — wait until a consumer holds RING
+# (its kernel-held role lock: byte 1 of /dev/shm/RING, an OFD write lock,
+# as chirp_ring_attach takes it), failing the test if PID (the consumer we
+# started) exits first or TIMEOUT_S (default 20, scaled by E2E_SLOW) passes.
+# Start the consumer, call this, then the producer: a consumer that attaches
+# late on a loaded machine finds its ring already overflowed (the producer
+# never blocks), and a fixed sleep cannot know how late it will be.
+e2e_wait_consumer() {
+	local ring=$1 pid=$2 t=${3:-20} why
+	why=$("$PY" - "/dev/shm/${ring#/}" "$pid" "$((t * ${E2E_SLOW:-1}))" 2>&1 <<'PYEOF'
+import fcntl, os, struct, sys, time
+path, pid, limit = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+end = time.monotonic() + limit
+while time.monotonic() < end:
+    try:   # gone, or a zombie its shell has not reaped yet
+        with open("/proc/%d/stat" % pid) as f:
+            dead = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        dead = True
+    if dead:
+        sys.exit("the consumer (pid %d) exited before it attached to %s" % (pid, path))
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        fd = -1
+    if fd >= 0:
+        try:   # struct flock (x86-64/aarch64): type, whence, start, len, pid
+            fl = struct.pack("hh4xqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 1, 1, 0)
+            held = struct.unpack("hh4xqqi4x", fcntl.fcntl(fd, fcntl.F_OFD_GETLK, fl))[0] != fcntl.F_UNLCK
+        finally:
+            os.close(fd)
+        if held:
+            sys.exit(0)
+    time.sleep(0.02)
+sys.exit("no consumer attached to %s within %.0f s" % (path, limit))
+PYEOF
+) || e2e_fail "waiting for the consumer of $ring: $why"
+}
+
 # e2e_start_chirpd [ARGS...] — start chirpd -c $CONF in the background
 # (stderr+stdout to $CHIRPD_LOG), wait until it answers ping. Extra
 # environment can be passed via `env` in E2E_CHIRPD_ENV (array).

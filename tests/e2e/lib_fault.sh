@@ -58,6 +58,10 @@ fault_feed() {
 # fault_tap LOG [chirp-tap ARGS...] — start a verifying consumer on the
 # output ring in the background (stderr to LOG); sets TAP_PID. Every CPI it
 # receives is recomputed on the CPU from the synthetic input and compared.
+# Returns once the tap holds the consumer role (e2e_wait_consumer), so a
+# producer started next cannot overflow the output ring before the tap is
+# there (--verify setup takes a while on a loaded machine); needs chirpd
+# (the output ring's creator) running.
 fault_tap() {
 	local log=$1
 	shift
@@ -65,6 +69,7 @@ fault_tap() {
 		--snr-db "$FAULT_SNR" --seed "$FAULT_SEED" -q "$@" >>"$log" 2>&1 &
 	TAP_PID=$!
 	e2e_track "$TAP_PID"
+	e2e_wait_consumer "$OUT_RING" "$TAP_PID"
 }
 
 # fault_stop PID [TIMEOUT_S] — SIGTERM, wait (default 10 s, scaled by

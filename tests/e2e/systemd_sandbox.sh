@@ -42,7 +42,7 @@ workload() {
 		--timeout $((30 * E2E_SLOW)) --fail-on-gap -q 2>"$T/tap.log" &
 	local tap=$!
 	e2e_track $tap
-	sleep 0.3
+	e2e_wait_consumer "$(e2e_conf_get output.ring)" $tap
 	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 25 --seed 5 -n $N --block -q \
 		2>"$T/feed.log" || e2e_fail "chirp-feed failed: $(cat "$T/feed.log")"
 	wait $tap || e2e_fail "chirp-tap --verify exited $?: $(cat "$T/tap.log")"
