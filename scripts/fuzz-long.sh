@@ -70,7 +70,8 @@ for name in "${names[@]}"; do
 			[ $r -eq 0 ] && break
 		done
 		end=$(date +%s)
-		crashes=$(ls "$name"-crash-* "$name"-leak-* "$name"-timeout-* "$name"-oom-* 2>/dev/null | wc -l)
+		arts=("$name"-crash-* "$name"-leak-* "$name"-timeout-* "$name"-oom-*)   # nullglob is on
+		crashes=${#arts[@]}
 		echo "$name execs=$execs secs=$((end - start)) runs=$runs crashes=$crashes rc=$rc" >"$name.result"
 	) &
 	pids+=($!)
