@@ -9,7 +9,8 @@ e2e_need chirp-feed chirp-tap
 [ -x "$PY" ] || e2e_skip "$PY not found"
 
 TARGETS=120:-6,400:-14,777:-20
-N=24
+N=24   # results a case makes; its output ring (32 slots) holds them all, so a tap
+       # descheduled for a while on a loaded box loses none (chirpd never blocks)
 C=2 P=8 R=1000
 
 # run_case FORMAT MODE — fresh rings per case: a producer re-attaching to a
@@ -18,7 +19,7 @@ C=2 P=8 R=1000
 run_case() {
 	local fmt=$1 mode=$2 raw=$T/out-$1-$2.raw
 	shift 2
-	e2e_config "$@" input.format="$fmt" output.mode="$mode" input.ring="$IN_RING-$fmt-$mode" output.ring="$OUT_RING-$fmt-$mode" cpi.channels=$C cpi.pulses=$P cpi.samples=$R
+	e2e_config "$@" output.slots=32 input.format="$fmt" output.mode="$mode" input.ring="$IN_RING-$fmt-$mode" output.ring="$OUT_RING-$fmt-$mode" cpi.channels=$C cpi.pulses=$P cpi.samples=$R
 	e2e_start_chirpd
 	# Consumer first, so no result meets an empty output ring.
 	"$CHIRP_TAP" -c "$CONF" -n $N --out "$raw" --timeout $((30 * E2E_SLOW)) -q --fail-on-gap \

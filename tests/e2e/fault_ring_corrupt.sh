@@ -67,7 +67,8 @@ start_or_refuse() {
 	e2e_fail "chirpd ($tag) neither started nor exited"
 }
 
-# verified_run TAG — 20 CPIs through the running chirpd, all verified.
+# verified_run TAG — 20 CPIs through the running chirpd, all verified (the
+# output ring, 32 slots, holds them all however late the tap is scheduled).
 verified_run() {
 	local tag=$1 rc
 	fault_tap "$T/tap-$tag-ok.log" --count 20 --timeout 30
@@ -92,7 +93,7 @@ for mode in ${FAULT_CORRUPT_MODES:-fields indices indices all}; do
 		tag=$mode-$seed
 		IN_RING=/$E2E_UNIQ-$tag-in OUT_RING=/$E2E_UNIQ-$tag-out
 		CHIRPD_LOG=$T/chirpd-$tag.log
-		fault_config input.slots=16 output.slots=16 cpi.pulses=4
+		fault_config input.slots=16 output.slots=32 cpi.pulses=4
 		e2e_start_chirpd
 		fault_skip_if_no_cuda
 		fault_tap "$T/tap-$tag.log"
@@ -203,7 +204,7 @@ for kind in empty short random; do
 	tag=garbage-$kind
 	IN_RING=/$E2E_UNIQ-$tag-in OUT_RING=/$E2E_UNIQ-$tag-out
 	CHIRPD_LOG=$T/chirpd-$tag.log
-	fault_config input.slots=16 output.slots=16 cpi.pulses=4
+	fault_config input.slots=16 output.slots=32 cpi.pulses=4
 	case $kind in
 	empty)  : >"/dev/shm$IN_RING";;
 	short)  head -c 100 /dev/urandom >"/dev/shm$IN_RING";;

@@ -34,6 +34,7 @@ BACKEND=cpu
 [ -e /dev/nvidiactl ] && [ -x "$BUILD/tests/test_pc_cuda" ] && BACKEND=cuda
 TARGETS=150:-6,600:-18:0.0625
 N=20
+slots_for() { local s=2; while [ $s -lt "$1" ]; do s=$((s * 2)); done; echo $s; }
 
 # workload — round trip checked by chirp-tap --verify, then every command,
 # a reload, the metrics endpoint.
@@ -60,9 +61,12 @@ workload() {
 
 # The settings that make chirpd use the calls the unit grants: NUMA
 # binding, SCHED_FIFO (preferred: a refusal is a warning), mlockall, the
-# metrics listener.
+# metrics listener. The output ring holds all N results: chirpd (SCHED_FIFO)
+# turns the feed's burst into results faster than the verifying tap may be
+# scheduled on a loaded 2-core box, and the producer never blocks, so a
+# 16-slot ring lost the last results there ("16 of 20 CPIs arrived").
 e2e_config processing.backend=$BACKEND numa.node=auto numa.realtime=preferred numa.lock_memory=true daemon.control_group="$(id -gn)" \
-	metrics.listen=127.0.0.1:$PORT
+	output.slots=$(slots_for $N) metrics.listen=127.0.0.1:$PORT
 
 # --- 1. MemoryDenyWriteExecute ------------------------------------------------
 printf '#!/bin/sh\nexec "%s" both "%s" "$@"\n' "$T/mdwe_exec" "$REAL_CHIRPD" >"$T/chirpd-mdwe"
@@ -109,7 +113,7 @@ fi
 
 # Fresh rings: a producer re-attaching to a used ring marks a discontinuity.
 e2e_config processing.backend=$BACKEND numa.node=auto numa.realtime=preferred numa.lock_memory=true daemon.control_group="$(id -gn)" \
-	metrics.listen=127.0.0.1:$PORT input.ring="$IN_RING-2" output.ring="$OUT_RING-2"
+	output.slots=$(slots_for $N) metrics.listen=127.0.0.1:$PORT input.ring="$IN_RING-2" output.ring="$OUT_RING-2"
 strace -f -qq -o "$T/trace" "$REAL_CHIRPD" -c "$CONF" >>"$CHIRPD_LOG" 2>&1 &
 CHIRPD_PID=$!
 e2e_wait_ready
