@@ -850,9 +850,18 @@ summary:
 		if (t.mismatches && (rc == EXIT_OK || rc == EXIT_GAP))
 			rc = EXIT_VERIFY;
 	}
-	if (timed_out)
+	if (timed_out) {
+		struct chirp_ring_stats st;
+
 		log_err("timeout: %" PRIu64 " of %" PRIu64 " CPIs arrived in %.1f s",
 			t.received, t.count, t.timeout_s);
+		/* Blocks dropped after the last one we took leave no gap for us
+		 * to see; the ring's own count says where the rest went. */
+		if (t.ring && chirp_ring_stats(t.ring, &st) == 0 && st.overruns)
+			log_err("ring %s: the producer dropped %" PRIu64 " blocks because the ring "
+				"was full (consumer attached late or fell behind)",
+				ring_default(&t), st.overruns);
+	}
 	if (rc == EXIT_OK && t.fail_on_gap && (t.missing || t.discontinuities))
 		rc = EXIT_GAP;
 out:
