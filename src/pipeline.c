@@ -516,7 +516,7 @@ static int take_one(struct pipeline *p)
 	return 1;
 }
 
-static void finish_one(struct pipeline *p, struct flight *f)
+static int finish_one(struct pipeline *p, struct flight *f)
 {
 	struct pipeline_gen *g = p->cur;
 	uint32_t flags = 0;
@@ -538,12 +538,21 @@ static void finish_one(struct pipeline *p, struct flight *f)
 		if (ret == 0) {
 			p->commit_carry = 0;
 			delivered = 1;
-		} else {
-			/* Only a retired ring (-ESTALE) makes commit fail, and
-			 * then every later reserve and commit fails too, so the
-			 * reservation left outstanding is never published. */
+		} else if (ret == -ESTALE) {
+			/* Retired for good: every later reserve and commit on
+			 * this handle fails too, so the reservation left
+			 * outstanding is never published. */
 			stats_count(p->st, ST_OUTPUT_DROPS, 1);
 			p->commit_carry |= CHIRP_RING_DISCONTINUITY;
+		} else {
+			/* -EBADMSG (header corrupt): the reservation stays the
+			 * oldest, so a later commit that succeeded would publish
+			 * this slot under the next result's descriptor. Never
+			 * mislabel data: fail the data path (the watchdog stops;
+			 * a restarted chirpd re-validates the ring). */
+			stats_write_end(p->st);
+			fail(p, "chirp_ring_commit(output)", ret);
+			return -1;
 		}
 	}
 	now = mono_ns();
@@ -564,6 +573,7 @@ static void finish_one(struct pipeline *p, struct flight *f)
 		stats_latency(p->st, rt > f->timestamp_ns ? rt - f->timestamp_ns : 0);
 	}
 	stats_write_end(p->st);
+	return 0;
 }
 
 /* Poll the pc and retire finished records in input order. Returns the
@@ -615,7 +625,8 @@ static int progress(struct pipeline *p, int timeout_ms)
 
 		if (!f->released || !f->done_out)
 			break;
-		finish_one(p, f);
+		if (finish_one(p, f) < 0)
+			return -EIO;   /* failed, already reported */
 		p->head = (p->head + 1) % PIPE_MAX_DEPTH;
 		p->count--;
 		retired++;

@@ -204,7 +204,9 @@ uint32_t chirp_ring_reserved(const struct chirp_ring *r);
 /*
  * Publish the oldest reserved slot (release store of the producer index).
  * timestamp_ns 0 = now (CLOCK_REALTIME). Wakes a sleeping consumer.
- * -EINVAL if nothing is reserved.
+ * -EINVAL if nothing is reserved; -ESTALE (retired: every later call fails
+ * too) or -EBADMSG (header corrupt) leave the reservation outstanding, and
+ * it stays the one the next successful commit publishes.
  */
 int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns,
 		      uint64_t first_sample, uint32_t flags);
