@@ -66,7 +66,7 @@ workload() {
 # scheduled on a loaded 2-core box, and the producer never blocks, so a
 # 16-slot ring lost the last results there ("16 of 20 CPIs arrived").
 e2e_config processing.backend=$BACKEND numa.node=auto numa.realtime=preferred numa.lock_memory=true daemon.control_group="$(id -gn)" \
-	output.slots=$(slots_for $N) metrics.listen=127.0.0.1:$PORT
+	output.slots="$(slots_for $N)" metrics.listen=127.0.0.1:$PORT
 
 # --- 1. MemoryDenyWriteExecute ------------------------------------------------
 printf '#!/bin/sh\nexec "%s" both "%s" "$@"\n' "$T/mdwe_exec" "$REAL_CHIRPD" >"$T/chirpd-mdwe"
@@ -113,7 +113,7 @@ fi
 
 # Fresh rings: a producer re-attaching to a used ring marks a discontinuity.
 e2e_config processing.backend=$BACKEND numa.node=auto numa.realtime=preferred numa.lock_memory=true daemon.control_group="$(id -gn)" \
-	output.slots=$(slots_for $N) metrics.listen=127.0.0.1:$PORT input.ring="$IN_RING-2" output.ring="$OUT_RING-2"
+	output.slots="$(slots_for $N)" metrics.listen=127.0.0.1:$PORT input.ring="$IN_RING-2" output.ring="$OUT_RING-2"
 strace -f -qq -o "$T/trace" "$REAL_CHIRPD" -c "$CONF" >>"$CHIRPD_LOG" 2>&1 &
 CHIRPD_PID=$!
 e2e_wait_ready
