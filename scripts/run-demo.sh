@@ -18,6 +18,9 @@
 #   RUN_SOCKET=PATH   control socket (default: a fresh one under
 #                     $XDG_RUNTIME_DIR, or /tmp — also when run as root, so a
 #                     production instance's /run/chirpd socket is never touched)
+#   RUN_PLOT=FILE.png at the end, capture RUN_PLOT_CPIS (default 16) more CPIs
+#                     as SigMF and draw them with scripts/chirp-plot (range-time
+#                     intensity and range profile with the peaks annotated)
 # Rings are /chirpd-demo-PID-in/-out, never the production names.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -159,13 +162,27 @@ print("%4ds  in %6d  out %6d  %6.1f CPI/s %7.2f MS/s  p50 %6.2f ms p99 %6.2f ms 
 	fi
 done
 
+# Optional picture: the live tap lets go of the output ring (one consumer
+# per ring), a second tap records a short SigMF capture, chirp-plot draws it.
+if [ -n "${RUN_PLOT:-}" ]; then
+	kill -TERM "$TAP" 2>/dev/null; wait "$TAP" 2>/dev/null; TAP=
+	if "$BIN/chirp-tap" -c "$CONF" -n "${RUN_PLOT_CPIS:-16}" --sigmf "$D/capture" \
+		--timeout 30 -q 2>"$D/plot-tap.log" &&
+	   "$PY" scripts/chirp-plot "$D/capture" -o "$RUN_PLOT" >"$D/plot.log" 2>&1; then
+		echo "picture: $RUN_PLOT ($(head -n 1 "$D/plot.log"))"
+	else
+		echo "picture: failed: $(cat "$D/plot-tap.log" "$D/plot.log" 2>/dev/null | tail -n 3)"
+		plot_failed=1
+	fi
+fi
+
 found=$(cat "$D/gates" 2>/dev/null)
 missing=
 for t in ${TARGETS//,/ }; do
 	g=${t%%:*}
 	echo " $found" | grep -q " $g(" || missing="$missing $g"
 done
-if [ -z "$missing" ]; then
+if [ -z "$missing" ] && [ -z "${plot_failed:-}" ]; then
 	echo "every target found at its gate: $found"
 	exit 0
 fi
