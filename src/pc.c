@@ -14,6 +14,7 @@
  * from silently producing garbage.
  */
 #include "chirp/pc.h"
+#include "errbuf.h"
 #include "pc_backend.h"
 #include "log.h"
 
@@ -39,19 +40,6 @@ struct pc {
 	char err[256];               /* why it failed (pc_last_error)       */
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 size_t pc_format_sample_bytes(enum pc_format f)
 {
@@ -180,96 +168,96 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 	if (err && errlen)
 		err[0] = '\0';
 	if (!p) {
-		seterr(err, errlen, "no parameters");
+		errbuf_set(err, errlen, "no parameters");
 		return -EINVAL;
 	}
 	if (p->channels < 1 || p->pulses < 1 || p->samples < 1) {
-		seterr(err, errlen, "CPI geometry channels=%u pulses=%u samples=%u: each must be at least 1",
+		errbuf_set(err, errlen, "CPI geometry channels=%u pulses=%u samples=%u: each must be at least 1",
 		       p->channels, p->pulses, p->samples);
 		return -EINVAL;
 	}
 	if (pc_format_sample_bytes(p->in_format) == 0) {
-		seterr(err, errlen, "format %d: unknown input format (cf32 or sc16)", (int)p->in_format);
+		errbuf_set(err, errlen, "format %d: unknown input format (cf32 or sc16)", (int)p->in_format);
 		return -EINVAL;
 	}
 	if (pc_output_sample_bytes(p->out_mode) == 0) {
-		seterr(err, errlen, "output mode %d: unknown (complex, magnitude or power_db)", (int)p->out_mode);
+		errbuf_set(err, errlen, "output mode %d: unknown (complex, magnitude or power_db)", (int)p->out_mode);
 		return -EINVAL;
 	}
 	if (p->normalize != PC_NORM_NOISE && p->normalize != PC_NORM_NONE) {
-		seterr(err, errlen, "normalize %d: unknown (noise or none)", (int)p->normalize);
+		errbuf_set(err, errlen, "normalize %d: unknown (noise or none)", (int)p->normalize);
 		return -EINVAL;
 	}
 	if (p->backend != PC_BACKEND_AUTO && p->backend != PC_BACKEND_CPU &&
 	    p->backend != PC_BACKEND_CUDA) {
-		seterr(err, errlen, "backend %d: unknown (auto, cpu or cuda)", (int)p->backend);
+		errbuf_set(err, errlen, "backend %d: unknown (auto, cpu or cuda)", (int)p->backend);
 		return -EINVAL;
 	}
 	if (p->staging != PC_STAGING_AUTO && p->staging != PC_STAGING_REGISTER &&
 	    p->staging != PC_STAGING_COPY) {
-		seterr(err, errlen, "staging %d: unknown (auto, register or copy)", (int)p->staging);
+		errbuf_set(err, errlen, "staging %d: unknown (auto, register or copy)", (int)p->staging);
 		return -EINVAL;
 	}
 	if (p->ref_len < 1 || !p->ref) {
-		seterr(err, errlen, "pulse length L=0: the reference waveform is empty");
+		errbuf_set(err, errlen, "pulse length L=0: the reference waveform is empty");
 		return -EINVAL;
 	}
 	R = p->samples;
 	L = p->ref_len;
 	if (L > R) {
-		seterr(err, errlen, "pulse length L=%zu samples exceeds range samples R=%zu", L, R);
+		errbuf_set(err, errlen, "pulse length L=%zu samples exceeds range samples R=%zu", L, R);
 		return -EINVAL;
 	}
 	e = ref_energy(p->ref, L);
 	if (e < 0.0) {
-		seterr(err, errlen, "reference waveform holds a NaN or Inf sample");
+		errbuf_set(err, errlen, "reference waveform holds a NaN or Inf sample");
 		return -EINVAL;
 	}
 	if (!(e > 0.0)) {
-		seterr(err, errlen, "reference waveform is all zeros: nothing to correlate with");
+		errbuf_set(err, errlen, "reference waveform is all zeros: nothing to correlate with");
 		return -EINVAL;
 	}
 	need = R + L - 1;
 	if (p->nfft != 0 && p->nfft < need) {
-		seterr(err, errlen, "nfft %zu < R+L-1 = %zu: the correlation would wrap", p->nfft, need);
+		errbuf_set(err, errlen, "nfft %zu < R+L-1 = %zu: the correlation would wrap", p->nfft, need);
 		return -EINVAL;
 	}
 	tmp = p->nfft ? p->nfft : pc_good_fft_size(need);
 	if (tmp == 0 || tmp > INT_MAX) {
-		seterr(err, errlen, "nfft %zu for R+L-1 = %zu is too large (limit %d)", tmp, need, INT_MAX);
+		errbuf_set(err, errlen, "nfft %zu for R+L-1 = %zu is too large (limit %d)", tmp, need, INT_MAX);
 		return -EINVAL;
 	}
 	rows = (size_t)p->channels * p->pulses;
 	if (__builtin_mul_overflow(rows, R, &tmp) || __builtin_mul_overflow(tmp, (size_t)8, &tmp)) {
-		seterr(err, errlen, "CPI of %u x %u x %u samples is too large to address",
+		errbuf_set(err, errlen, "CPI of %u x %u x %u samples is too large to address",
 		       p->channels, p->pulses, p->samples);
 		return -EINVAL;
 	}
 	if (p->cpu_threads < 1 || p->cpu_threads > 1024) {
-		seterr(err, errlen, "cpu_threads %d: must be 1..1024", p->cpu_threads);
+		errbuf_set(err, errlen, "cpu_threads %d: must be 1..1024", p->cpu_threads);
 		return -EINVAL;
 	}
 	if (p->cpu_depth > 64) {   /* 0 (a zeroed struct) means 1 */
-		seterr(err, errlen, "cpu_depth %u: must be 1..64", p->cpu_depth);
+		errbuf_set(err, errlen, "cpu_depth %u: must be 1..64", p->cpu_depth);
 		return -EINVAL;
 	}
 	if (p->backend != PC_BACKEND_CPU) {
 		if (p->streams < 1 || p->streams > 64) {
-			seterr(err, errlen, "streams %u: must be 1..64", p->streams);
+			errbuf_set(err, errlen, "streams %u: must be 1..64", p->streams);
 			return -EINVAL;
 		}
 		if (p->gpu < -1) {
-			seterr(err, errlen, "gpu %d: must be a device index >= 0, or -1 with gpu_bus_id", p->gpu);
+			errbuf_set(err, errlen, "gpu %d: must be a device index >= 0, or -1 with gpu_bus_id", p->gpu);
 			return -EINVAL;
 		}
 		if (p->gpu == -1 && (!p->gpu_bus_id || !*p->gpu_bus_id)) {
-			seterr(err, errlen, "gpu -1 needs gpu_bus_id (a PCI bus id like 0000:41:00.0)");
+			errbuf_set(err, errlen, "gpu -1 needs gpu_bus_id (a PCI bus id like 0000:41:00.0)");
 			return -EINVAL;
 		}
 	}
 #ifndef CHIRP_HAVE_CUDA
 	if (p->backend == PC_BACKEND_CUDA) {
-		seterr(err, errlen, "backend cuda: this chirpd was built without CUDA (no nvcc at build time); use backend cpu or auto");
+		errbuf_set(err, errlen, "backend cuda: this chirpd was built without CUDA (no nvcc at build time); use backend cpu or auto");
 		return -EINVAL;
 	}
 #endif
@@ -439,7 +427,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 		return NULL;
 	pc = calloc(1, sizeof(*pc));
 	if (!pc) {
-		seterr(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	pc->setup.channels = p->channels;
@@ -458,7 +446,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 	if (p->gpu_bus_id) {
 		pc->gpu_bus_id = strdup(p->gpu_bus_id);
 		if (!pc->gpu_bus_id) {
-			seterr(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			goto fail;
 		}
 	}
@@ -468,12 +456,12 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 
 	pc->filt = malloc(2 * pc->setup.nfft * sizeof(float));
 	if (!pc->filt) {
-		seterr(err, errlen, "out of memory for a %zu-point reference spectrum", pc->setup.nfft);
+		errbuf_set(err, errlen, "out of memory for a %zu-point reference spectrum", pc->setup.nfft);
 		goto fail;
 	}
 	g = p->normalize == PC_NORM_NOISE ? 1.0 / sqrt(ref_energy(p->ref, p->ref_len)) : 1.0;
 	if (make_filter(p->ref, p->ref_len, pc->setup.nfft, g, pc->filt) < 0) {
-		seterr(err, errlen, "out of memory computing the reference spectrum (nfft %zu)", pc->setup.nfft);
+		errbuf_set(err, errlen, "out of memory computing the reference spectrum (nfft %zu)", pc->setup.nfft);
 		goto fail;
 	}
 	pc->setup.filt = pc->filt;
@@ -496,7 +484,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 		pc->be = pc->ops->create(&pc->setup, why, sizeof(why));
 	}
 	if (!pc->be) {
-		seterr(err, errlen, "backend %s: %s", pc_backend_name(pc->backend),
+		errbuf_set(err, errlen, "backend %s: %s", pc_backend_name(pc->backend),
 		       why[0] ? why : "cannot be created");
 		goto fail;
 	}

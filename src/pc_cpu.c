@@ -37,6 +37,7 @@
  * error would, so the daemon's fault handling can be tested without a GPU.
  */
 #include "pc_backend.h"
+#include "errbuf.h"
 #include "log.h"
 
 #include <errno.h>
@@ -108,19 +109,6 @@ struct cpu_be {
 	char err[256];
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static size_t env_size(const char *name, size_t dflt)
 {
@@ -505,13 +493,13 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 
 	if (s->nfft < s->samples + s->ref_len - 1 || s->nfft > INT_MAX || s->rows < 1 ||
 	    s->cpu_threads < 1 || s->cpu_threads > 1024) {
-		seterr(err, errlen, "cpu: invalid setup (nfft %zu, R %u, L %zu, rows %zu, threads %d)",
+		errbuf_set(err, errlen, "cpu: invalid setup (nfft %zu, R %u, L %zu, rows %zu, threads %d)",
 		       s->nfft, s->samples, s->ref_len, s->rows, s->cpu_threads);
 		return NULL;
 	}
 	b = calloc(1, sizeof(*b));
 	if (!b) {
-		seterr(err, errlen, "cpu: out of memory");
+		errbuf_set(err, errlen, "cpu: out of memory");
 		return NULL;
 	}
 	b->R = s->samples;
@@ -526,7 +514,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	b->depth = s->cpu_depth >= 1 && s->cpu_depth <= 64 ? s->cpu_depth : 1;
 	b->q = calloc(b->depth, sizeof(*b->q));
 	if (!b->q) {
-		seterr(err, errlen, "cpu: out of memory");
+		errbuf_set(err, errlen, "cpu: out of memory");
 		free(b);
 		return NULL;
 	}
@@ -549,7 +537,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	/* Rows start on 64-byte boundaries so every row is SIMD-aligned. */
 	b->dist = (b->nfft + 7) & ~(size_t)7;
 	if (b->dist > INT_MAX) {
-		seterr(err, errlen, "cpu: nfft %zu too large for FFTW's int sizes", b->nfft);
+		errbuf_set(err, errlen, "cpu: nfft %zu too large for FFTW's int sizes", b->nfft);
 		goto fail;
 	}
 
@@ -595,7 +583,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 			   FFTW_PRESERVE_INPUT);
 	b->inv = plan_rows(b, b->w[0].work, b->w[0].work, b->block_rows, FFTW_BACKWARD, 0);
 	if (!b->fwd || !b->inv) {
-		seterr(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
+		errbuf_set(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
 		       b->nfft, b->block_rows);
 		goto fail;
 	}
@@ -605,7 +593,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 					FFTW_PRESERVE_INPUT);
 		b->inv_tail = plan_rows(b, b->w[0].work, b->w[0].work, tail, FFTW_BACKWARD, 0);
 		if (!b->fwd_tail || !b->inv_tail) {
-			seterr(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
+			errbuf_set(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
 			       b->nfft, tail);
 			goto fail;
 		}
@@ -640,7 +628,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		rc = pthread_create(&b->w[t].th, NULL, worker_main, &b->w[t]);
 		if (rc != 0) {
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			seterr(err, errlen, "cpu: pthread_create for worker %d of %d: %s",
+			errbuf_set(err, errlen, "cpu: pthread_create for worker %d of %d: %s",
 			       t, b->threads - 1, strerror(rc));
 			goto fail;
 		}
@@ -655,7 +643,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return b;
 nomem:
-	seterr(err, errlen, "cpu: out of memory for %d x %zu rows of %zu-point buffers",
+	errbuf_set(err, errlen, "cpu: out of memory for %d x %zu rows of %zu-point buffers",
 	       b->threads, b->block_rows, b->dist);
 fail:
 	cpu_destroy(b);

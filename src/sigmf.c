@@ -1,5 +1,6 @@
 /* sigmf.c — SigMF metadata for CPI recordings; see sigmf.h. */
 #include "sigmf.h"
+#include "errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,18 +22,6 @@ static const char *const dt_names[] = {
 	[SIGMF_RF32_LE] = "rf32_le",
 };
 
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 const char *sigmf_datatype_name(enum sigmf_datatype d)
 {
@@ -298,19 +287,19 @@ int sigmf_meta_write(const struct sigmf_meta *m, const char *path, char *err, si
 	int fd = -1, rc = 0;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-		fail(err, errlen, "%s: path too long", path);
+		errbuf_set(err, errlen, "%s: path too long", path);
 		return -ENAMETOOLONG;
 	}
 	text = sigmf_meta_dump(m);
 	if (!text) {
-		fail(err, errlen, "%s: out of memory serialising metadata", path);
+		errbuf_set(err, errlen, "%s: out of memory serialising metadata", path);
 		return -ENOMEM;
 	}
 	len = strlen(text);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rc = -errno;
-		fail(err, errlen, "open %s: %s", tmp, strerror(errno));
+		errbuf_set(err, errlen, "open %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	while (off < len) {
@@ -320,26 +309,26 @@ int sigmf_meta_write(const struct sigmf_meta *m, const char *path, char *err, si
 			continue;
 		if (w < 0) {
 			rc = -errno;
-			fail(err, errlen, "write %s: %s", tmp, strerror(errno));
+			errbuf_set(err, errlen, "write %s: %s", tmp, strerror(errno));
 			goto out;
 		}
 		off += (size_t)w;
 	}
 	if (fsync(fd) < 0) {
 		rc = -errno;
-		fail(err, errlen, "fsync %s: %s", tmp, strerror(errno));
+		errbuf_set(err, errlen, "fsync %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
 		rc = -errno;
-		fail(err, errlen, "close %s: %s", tmp, strerror(errno));
+		errbuf_set(err, errlen, "close %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	fd = -1;
 	if (rename(tmp, path) < 0) {
 		rc = -errno;
-		fail(err, errlen, "rename %s -> %s: %s", tmp, path, strerror(errno));
+		errbuf_set(err, errlen, "rename %s -> %s: %s", tmp, path, strerror(errno));
 	}
 out:
 	if (fd >= 0)
@@ -365,7 +354,7 @@ static int get_uint(json_t *o, const char *key, uint64_t max, uint64_t *v,
 		return 0;
 	if (!json_is_integer(j) || json_integer_value(j) < 0 ||
 	    (uint64_t)json_integer_value(j) > max) {
-		fail(err, errlen, "%s: %s must be an integer in 0..%" PRIu64, where, key, max);
+		errbuf_set(err, errlen, "%s: %s must be an integer in 0..%" PRIu64, where, key, max);
 		return -1;
 	}
 	*v = (uint64_t)json_integer_value(j);
@@ -381,12 +370,12 @@ static int get_str(json_t *o, const char *key, char *buf, size_t len,
 	if (!j)
 		return 0;
 	if (!json_is_string(j)) {
-		fail(err, errlen, "%s: %s must be a string", where, key);
+		errbuf_set(err, errlen, "%s: %s must be a string", where, key);
 		return -1;
 	}
 	if (buf) {
 		if (json_string_length(j) >= len || strlen(json_string_value(j)) != json_string_length(j)) {
-			fail(err, errlen, "%s: %s is too long or holds a NUL", where, key);
+			errbuf_set(err, errlen, "%s: %s is too long or holds a NUL", where, key);
 			return -1;
 		}
 		memcpy(buf, json_string_value(j), json_string_length(j) + 1);
@@ -406,7 +395,7 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 	snprintf(where, sizeof(where), "%s: global", name);
 	j = json_object_get(g, "core:datatype");
 	if (!j || !json_is_string(j)) {
-		fail(err, errlen, "%s: core:datatype is missing or not a string", where);
+		errbuf_set(err, errlen, "%s: core:datatype is missing or not a string", where);
 		return -EINVAL;
 	}
 	if (get_str(g, "core:datatype", dt, sizeof(dt), where, err, errlen) < 0)
@@ -414,28 +403,28 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 	if (sigmf_datatype_parse(dt, &m->datatype) < 0) {
 		size_t n = strlen(dt);
 
-		fail(err, errlen, "%s: core:datatype '%s' is not supported (%s; chirp reads cf32_le, ci16_le and rf32_le)",
+		errbuf_set(err, errlen, "%s: core:datatype '%s' is not supported (%s; chirp reads cf32_le, ci16_le and rf32_le)",
 		     where, dt, n > 3 && strcmp(dt + n - 3, "_be") == 0 ? "big endian" : "unknown type");
 		return -EINVAL;
 	}
 	j = json_object_get(g, "core:sample_rate");
 	if (!j) {
-		fail(err, errlen, "%s: core:sample_rate is missing", where);
+		errbuf_set(err, errlen, "%s: core:sample_rate is missing", where);
 		return -EINVAL;
 	}
 	if (!json_is_number(j) || !isfinite(json_number_value(j)) || json_number_value(j) <= 0) {
-		fail(err, errlen, "%s: core:sample_rate must be a positive number", where);
+		errbuf_set(err, errlen, "%s: core:sample_rate must be a positive number", where);
 		return -EINVAL;
 	}
 	m->sample_rate_hz = json_number_value(j);
 	j = json_object_get(g, "core:version");
 	if (!j || !json_is_string(j)) {
-		fail(err, errlen, "%s: core:version is missing or not a string", where);
+		errbuf_set(err, errlen, "%s: core:version is missing or not a string", where);
 		return -EINVAL;
 	}
 	j = json_object_get(g, "core:num_channels");
 	if (j && (!json_is_integer(j) || json_integer_value(j) != 1)) {
-		fail(err, errlen, "%s: core:num_channels must be 1 (channels are laid out per CPI, see chirp:channels)",
+		errbuf_set(err, errlen, "%s: core:num_channels must be 1 (channels are laid out per CPI, see chirp:channels)",
 		     where);
 		return -EINVAL;
 	}
@@ -445,7 +434,7 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 		return -EINVAL;
 	if (m->output[0] && strcmp(m->output, "input") && strcmp(m->output, "complex") &&
 	    strcmp(m->output, "magnitude") && strcmp(m->output, "power_db")) {
-		fail(err, errlen, "%s: chirp:output '%s' is not input, complex, magnitude or power_db",
+		errbuf_set(err, errlen, "%s: chirp:output '%s' is not input, complex, magnitude or power_db",
 		     where, m->output);
 		return -EINVAL;
 	}
@@ -454,18 +443,18 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 		if (have[i] < 0)
 			return -EINVAL;
 		if (have[i] && v[i] == 0) {
-			fail(err, errlen, "%s: %s must be >= 1", where, dims[i]);
+			errbuf_set(err, errlen, "%s: %s must be >= 1", where, dims[i]);
 			return -EINVAL;
 		}
 	}
 	if (have[0] != have[1] || have[1] != have[2]) {
-		fail(err, errlen, "%s: chirp:channels, chirp:pulses and chirp:samples go together (some are missing)",
+		errbuf_set(err, errlen, "%s: chirp:channels, chirp:pulses and chirp:samples go together (some are missing)",
 		     where);
 		return -EINVAL;
 	}
 	if (have[0]) {
 		if (v[0] * v[1] * v[2] > (1ull << 32)) {
-			fail(err, errlen, "%s: CPI of %" PRIu64 "x%" PRIu64 "x%" PRIu64 " samples is too large",
+			errbuf_set(err, errlen, "%s: CPI of %" PRIu64 "x%" PRIu64 "x%" PRIu64 " samples is too large",
 			     where, v[0], v[1], v[2]);
 			return -EINVAL;
 		}
@@ -474,7 +463,7 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 		m->samples = (unsigned)v[2];
 	}
 	if (m->datatype == SIGMF_RF32_LE && !strcmp(m->output, "complex")) {
-		fail(err, errlen, "%s: chirp:output complex needs a complex datatype, not rf32_le", where);
+		errbuf_set(err, errlen, "%s: chirp:output complex needs a complex datatype, not rf32_le", where);
 		return -EINVAL;
 	}
 	return 0;
@@ -487,12 +476,12 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 	int rc;
 
 	if (n > SIGMF_MAX_CAPTURES) {
-		fail(err, errlen, "%s: %zu captures (at most %u)", name, n, SIGMF_MAX_CAPTURES);
+		errbuf_set(err, errlen, "%s: %zu captures (at most %u)", name, n, SIGMF_MAX_CAPTURES);
 		return -EINVAL;
 	}
 	rc = sigmf_meta_reserve(m, n);
 	if (rc < 0) {
-		fail(err, errlen, "%s: out of memory for %zu captures", name, n);
+		errbuf_set(err, errlen, "%s: out of memory for %zu captures", name, n);
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -503,7 +492,7 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 
 		snprintf(where, sizeof(where), "%s: captures[%zu]", name, i);
 		if (!json_is_object(o)) {
-			fail(err, errlen, "%s: not an object", where);
+			errbuf_set(err, errlen, "%s: not an object", where);
 			return -EINVAL;
 		}
 		if (get_uint(o, "core:sample_start", INT64_MAX, &c.sample_start, where, err, errlen) < 0 ||
@@ -513,14 +502,14 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 			return -EINVAL;
 		c.flags = (uint32_t)f;
 		if (i > 0 && c.sample_start <= m->captures[i - 1].sample_start) {
-			fail(err, errlen, "%s: core:sample_start %" PRIu64 " does not increase (previous %" PRIu64 ")",
+			errbuf_set(err, errlen, "%s: core:sample_start %" PRIu64 " does not increase (previous %" PRIu64 ")",
 			     where, c.sample_start, m->captures[i - 1].sample_start);
 			return -EINVAL;
 		}
 		j = json_object_get(o, "core:datetime");
 		if (j) {
 			if (!json_is_string(j) || sigmf_parse_datetime(json_string_value(j), &c.timestamp_ns) < 0) {
-				fail(err, errlen, "%s: core:datetime is not an ISO 8601 UTC time like 2026-11-21T09:40:01.5Z",
+				errbuf_set(err, errlen, "%s: core:datetime is not an ISO 8601 UTC time like 2026-11-21T09:40:01.5Z",
 				     where);
 				return -EINVAL;
 			}
@@ -541,31 +530,31 @@ int sigmf_meta_parse(const char *text, size_t len, const char *name,
 	if (!name)
 		name = "sigmf-meta";
 	if (len > SIGMF_MAX_META_BYTES) {
-		fail(err, errlen, "%s: %zu bytes of metadata (at most %u)", name, len, SIGMF_MAX_META_BYTES);
+		errbuf_set(err, errlen, "%s: %zu bytes of metadata (at most %u)", name, len, SIGMF_MAX_META_BYTES);
 		return -EINVAL;
 	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		fail(err, errlen, "%s:%d:%d: invalid JSON: %s", name, je.line, je.column, je.text);
+		errbuf_set(err, errlen, "%s:%d:%d: invalid JSON: %s", name, je.line, je.column, je.text);
 		return -EINVAL;
 	}
 	if (!json_is_object(root)) {
-		fail(err, errlen, "%s: top level is not a JSON object", name);
+		errbuf_set(err, errlen, "%s: top level is not a JSON object", name);
 		goto out;
 	}
 	g = json_object_get(root, "global");
 	if (!json_is_object(g)) {
-		fail(err, errlen, "%s: \"global\" is missing or not an object", name);
+		errbuf_set(err, errlen, "%s: \"global\" is missing or not an object", name);
 		goto out;
 	}
 	caps = json_object_get(root, "captures");
 	if (!json_is_array(caps)) {
-		fail(err, errlen, "%s: \"captures\" is missing or not an array", name);
+		errbuf_set(err, errlen, "%s: \"captures\" is missing or not an array", name);
 		goto out;
 	}
 	ann = json_object_get(root, "annotations");
 	if (ann && !json_is_array(ann)) {
-		fail(err, errlen, "%s: \"annotations\" is not an array", name);
+		errbuf_set(err, errlen, "%s: \"annotations\" is not an array", name);
 		goto out;
 	}
 	rc = parse_global(g, name, m, err, errlen);
@@ -590,23 +579,23 @@ int sigmf_meta_read(const char *path, struct sigmf_meta *m, char *err, size_t er
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		fail(err, errlen, "%s: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s: %s", path, strerror(errno));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		fail(err, errlen, "%s: fstat: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s: fstat: %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)SIGMF_MAX_META_BYTES) {
 		rc = -EINVAL;
-		fail(err, errlen, "%s: not a regular file of at most %u bytes", path, SIGMF_MAX_META_BYTES);
+		errbuf_set(err, errlen, "%s: not a regular file of at most %u bytes", path, SIGMF_MAX_META_BYTES);
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		rc = -ENOMEM;
-		fail(err, errlen, "%s: out of memory", path);
+		errbuf_set(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	while (off < (size_t)st.st_size) {
@@ -616,7 +605,7 @@ int sigmf_meta_read(const char *path, struct sigmf_meta *m, char *err, size_t er
 			continue;
 		if (r < 0) {
 			rc = -errno;
-			fail(err, errlen, "%s: read: %s", path, strerror(errno));
+			errbuf_set(err, errlen, "%s: read: %s", path, strerror(errno));
 			goto out;
 		}
 		if (r == 0)
@@ -639,11 +628,11 @@ int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 	if (!cpi)
 		cpi = cpi_samples_hint;
 	if (data_bytes == 0) {
-		fail(err, errlen, "data file is empty");
+		errbuf_set(err, errlen, "data file is empty");
 		return -EINVAL;
 	}
 	if (data_bytes % sb) {
-		fail(err, errlen, "data is %" PRIu64 " bytes, not a whole number of %s samples (%" PRIu64 " bytes)",
+		errbuf_set(err, errlen, "data is %" PRIu64 " bytes, not a whole number of %s samples (%" PRIu64 " bytes)",
 		     data_bytes, sigmf_datatype_name(m->datatype), sb);
 		return -EINVAL;
 	}
@@ -653,13 +642,13 @@ int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 
 		if (m->channels)
 			snprintf(dims, sizeof(dims), " (%ux%ux%u)", m->channels, m->pulses, m->samples);
-		fail(err, errlen, "data is %" PRIu64 " samples, not a whole number of CPIs of %" PRIu64
+		errbuf_set(err, errlen, "data is %" PRIu64 " samples, not a whole number of CPIs of %" PRIu64
 		     " samples%s; truncated recording?", total, cpi, dims);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < m->ncaptures; i++) {
 		if (m->captures[i].sample_start >= total) {
-			fail(err, errlen, "captures[%zu]: core:sample_start %" PRIu64 " is beyond the data (%" PRIu64 " samples)",
+			errbuf_set(err, errlen, "captures[%zu]: core:sample_start %" PRIu64 " is beyond the data (%" PRIu64 " samples)",
 			     i, m->captures[i].sample_start, total);
 			return -EINVAL;
 		}

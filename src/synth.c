@@ -1,5 +1,6 @@
 /* synth.c — deterministic synthetic echoes; the model is in synth.h. */
 #include "synth.h"
+#include "errbuf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -25,18 +26,6 @@ struct synth {
 	uint64_t clipped;
 };
 
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void synth_params_init(struct synth_params *p)
 {
@@ -52,7 +41,7 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 
 	*n = 0;
 	if (!spec || !*spec) {
-		fail(err, errlen, "empty target list (want GATE:AMP_DB[:DOPPLER],...)");
+		errbuf_set(err, errlen, "empty target list (want GATE:AMP_DB[:DOPPLER],...)");
 		return -EINVAL;
 	}
 	for (;;) {
@@ -63,11 +52,11 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 		double amp, dop = 0;
 
 		if (k >= max) {
-			fail(err, errlen, "more than %zu targets", max);
+			errbuf_set(err, errlen, "more than %zu targets", max);
 			return -EINVAL;
 		}
 		if (len == 0 || len >= sizeof(item)) {
-			fail(err, errlen, "target %zu: %s", k + 1,
+			errbuf_set(err, errlen, "target %zu: %s", k + 1,
 			     len ? "too long" : "empty (want GATE:AMP_DB[:DOPPLER])");
 			return -EINVAL;
 		}
@@ -76,12 +65,12 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 		q = item;
 		errno = 0;
 		if (*q < '0' || *q > '9') {
-			fail(err, errlen, "target %zu '%s': GATE is not a number", k + 1, item);
+			errbuf_set(err, errlen, "target %zu '%s': GATE is not a number", k + 1, item);
 			return -EINVAL;
 		}
 		gate = strtoul(q, &e, 10);
 		if (errno || e == q || *e != ':' || gate > 0x7fffffffUL) {
-			fail(err, errlen, "target %zu '%s': want GATE:AMP_DB[:DOPPLER] with GATE a sample index",
+			errbuf_set(err, errlen, "target %zu '%s': want GATE:AMP_DB[:DOPPLER] with GATE a sample index",
 			     k + 1, item);
 			return -EINVAL;
 		}
@@ -90,7 +79,7 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 		amp = strtod(q, &e);
 		if (errno || e == q || (*e && *e != ':') || !isfinite(amp) ||
 		    amp < -300 || amp > 300) {
-			fail(err, errlen, "target %zu '%s': AMP_DB is not a number in -300..300",
+			errbuf_set(err, errlen, "target %zu '%s': AMP_DB is not a number in -300..300",
 			     k + 1, item);
 			return -EINVAL;
 		}
@@ -99,7 +88,7 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 			errno = 0;
 			dop = strtod(q, &e);
 			if (errno || e == q || *e || !isfinite(dop) || dop < -0.5 || dop > 0.5) {
-				fail(err, errlen, "target %zu '%s': DOPPLER must be cycles per pulse in -0.5..0.5",
+				errbuf_set(err, errlen, "target %zu '%s': DOPPLER must be cycles per pulse in -0.5..0.5",
 				     k + 1, item);
 				return -EINVAL;
 			}
@@ -133,29 +122,29 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 	uint64_t cells;
 
 	if (!p->channels || !p->pulses || !p->samples) {
-		fail(err, errlen, "geometry %ux%ux%u: channels, pulses and samples must be >= 1",
+		errbuf_set(err, errlen, "geometry %ux%ux%u: channels, pulses and samples must be >= 1",
 		     p->channels, p->pulses, p->samples);
 		return NULL;
 	}
 	cells = (uint64_t)p->channels * p->pulses * p->samples;
 	if (cells > (1ull << 32)) {
-		fail(err, errlen, "geometry %ux%ux%u is too large", p->channels, p->pulses, p->samples);
+		errbuf_set(err, errlen, "geometry %ux%ux%u is too large", p->channels, p->pulses, p->samples);
 		return NULL;
 	}
 	if (p->format != PC_FMT_CF32 && p->format != PC_FMT_SC16) {
-		fail(err, errlen, "format %d: want cf32 or sc16", (int)p->format);
+		errbuf_set(err, errlen, "format %d: want cf32 or sc16", (int)p->format);
 		return NULL;
 	}
 	if (!p->pulse || p->pulse_len < 1 || p->pulse_len > p->samples) {
-		fail(err, errlen, "pulse length L=%zu must be 1..R=%u", p->pulse_len, p->samples);
+		errbuf_set(err, errlen, "pulse length L=%zu must be 1..R=%u", p->pulse_len, p->samples);
 		return NULL;
 	}
 	if (p->ntargets > SYNTH_MAX_TARGETS || (p->ntargets && !p->targets)) {
-		fail(err, errlen, "%zu targets: at most %d", p->ntargets, SYNTH_MAX_TARGETS);
+		errbuf_set(err, errlen, "%zu targets: at most %d", p->ntargets, SYNTH_MAX_TARGETS);
 		return NULL;
 	}
 	if (!isfinite(p->noise_power) || p->noise_power < 0) {
-		fail(err, errlen, "noise power %g must be finite and >= 0", p->noise_power);
+		errbuf_set(err, errlen, "noise power %g must be finite and >= 0", p->noise_power);
 		return NULL;
 	}
 	for (size_t i = 0; i < p->pulse_len; i++) {
@@ -163,27 +152,27 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 		double m = sqrt(re * re + im * im);
 
 		if (!isfinite(m)) {
-			fail(err, errlen, "pulse sample %zu is not finite", i);
+			errbuf_set(err, errlen, "pulse sample %zu is not finite", i);
 			return NULL;
 		}
 		if (m > peak)
 			peak = m;
 	}
 	if (peak <= 0) {
-		fail(err, errlen, "pulse is all zeros");
+		errbuf_set(err, errlen, "pulse is all zeros");
 		return NULL;
 	}
 	for (size_t i = 0; i < p->ntargets; i++) {
 		const struct synth_target *t = &p->targets[i];
 
 		if (t->gate >= p->samples) {
-			fail(err, errlen, "target %zu gate %u is outside the range line (R=%u)",
+			errbuf_set(err, errlen, "target %zu gate %u is outside the range line (R=%u)",
 			     i + 1, t->gate, p->samples);
 			return NULL;
 		}
 		if (!isfinite(t->amp_db) || !isfinite(t->doppler) ||
 		    t->doppler < -0.5 || t->doppler > 0.5) {
-			fail(err, errlen, "target %zu: amplitude or doppler out of range", i + 1);
+			errbuf_set(err, errlen, "target %zu: amplitude or doppler out of range", i + 1);
 			return NULL;
 		}
 		sum += pow(10.0, t->amp_db / 20.0);
@@ -194,14 +183,14 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 	 * noise peaks are rare and are saturated and counted instead.
 	 */
 	if (p->format == PC_FMT_SC16 && sum > 1.0) {
-		fail(err, errlen, "sc16: targets sum to %+.1f dBFS and would clip; lower AMP_DB",
+		errbuf_set(err, errlen, "sc16: targets sum to %+.1f dBFS and would clip; lower AMP_DB",
 		     20 * log10(sum));
 		return NULL;
 	}
 
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		fail(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	s->C = p->channels;
@@ -215,7 +204,7 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 	s->s = malloc(2 * s->L * sizeof(double));
 	s->row = malloc(2 * (size_t)s->R * sizeof(double));
 	if (!s->s || !s->row) {
-		fail(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		synth_destroy(s);
 		return NULL;
 	}
@@ -399,7 +388,7 @@ struct synth *synth_create_from_config(const struct chirp_config *c,
 	if (c->wf_file[0])
 		wf.file = c->wf_file;
 	if (wf_build(&wf, c->samples, &pulse, &len, why, sizeof(why)) < 0) {
-		fail(err, errlen, "%s: waveform: %s", c->path[0] ? c->path : "config", why);
+		errbuf_set(err, errlen, "%s: waveform: %s", c->path[0] ? c->path : "config", why);
 		return NULL;
 	}
 	synth_params_init(&p);

@@ -6,6 +6,7 @@
  * Runs at setup/reload only; allocation is fine here.
  */
 #include "waveform.h"
+#include "errbuf.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -31,19 +32,6 @@ static const char *const window_names[] = {
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void wf_params_init(struct wf_params *p)
 {
@@ -208,40 +196,40 @@ static int read_cf32_file(const char *path, unsigned max_len, double **out,
 	int fd = -1, rc;
 
 	if (!path || !*path) {
-		seterr(err, errlen, "waveform type file needs a file path");
+		errbuf_set(err, errlen, "waveform type file needs a file path");
 		return -EINVAL;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		seterr(err, errlen, "waveform file %s: cannot open: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "waveform file %s: cannot open: %s", path, strerror(errno));
 		goto out;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		seterr(err, errlen, "waveform file %s: fstat: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "waveform file %s: fstat: %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		rc = -EINVAL;
-		seterr(err, errlen, "waveform file %s: not a regular file", path);
+		errbuf_set(err, errlen, "waveform file %s: not a regular file", path);
 		goto out;
 	}
 	if (st.st_size == 0) {
 		rc = -EINVAL;
-		seterr(err, errlen, "waveform file %s: empty (need cf32_le samples, 8 bytes each)", path);
+		errbuf_set(err, errlen, "waveform file %s: empty (need cf32_le samples, 8 bytes each)", path);
 		goto out;
 	}
 	if (st.st_size % 8 != 0) {
 		rc = -EINVAL;
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		       "waveform file %s: size %lld bytes is not a multiple of 8 (cf32_le: 8 bytes per sample)",
 		       path, (long long)st.st_size);
 		goto out;
 	}
 	if ((unsigned long long)st.st_size / 8 > max_len) {
 		rc = -EINVAL;
-		seterr(err, errlen,
+		errbuf_set(err, errlen,
 		       "pulse length L=%lld samples (waveform file %s) exceeds range samples R=%u",
 		       (long long)st.st_size / 8, path, max_len);
 		goto out;
@@ -252,7 +240,7 @@ static int read_cf32_file(const char *path, unsigned max_len, double **out,
 	d = malloc(2 * n * sizeof(*d));
 	if (!raw || !d) {
 		rc = -ENOMEM;
-		seterr(err, errlen, "waveform file %s: out of memory for %zu samples", path, n);
+		errbuf_set(err, errlen, "waveform file %s: out of memory for %zu samples", path, n);
 		goto out;
 	}
 	while (got < nbytes) {
@@ -262,12 +250,12 @@ static int read_cf32_file(const char *path, unsigned max_len, double **out,
 			continue;
 		if (r < 0) {
 			rc = -errno;
-			seterr(err, errlen, "waveform file %s: read: %s", path, strerror(errno));
+			errbuf_set(err, errlen, "waveform file %s: read: %s", path, strerror(errno));
 			goto out;
 		}
 		if (r == 0) {
 			rc = -EIO;
-			seterr(err, errlen, "waveform file %s: short read (%zu of %zu bytes; file changed?)",
+			errbuf_set(err, errlen, "waveform file %s: short read (%zu of %zu bytes; file changed?)",
 			       path, got, nbytes);
 			goto out;
 		}
@@ -280,7 +268,7 @@ static int read_cf32_file(const char *path, unsigned max_len, double **out,
 		memcpy(&f, &u, sizeof(f));
 		if (!isfinite(f)) {
 			rc = -EINVAL;
-			seterr(err, errlen, "waveform file %s: sample %zu is not finite", path, i / 2);
+			errbuf_set(err, errlen, "waveform file %s: sample %zu is not finite", path, i / 2);
 			goto out;
 		}
 		d[i] = f;
@@ -308,24 +296,24 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 	if (err && errlen)
 		err[0] = '\0';
 	if (!p || !ref || !len) {
-		seterr(err, errlen, "wf_build: missing argument");
+		errbuf_set(err, errlen, "wf_build: missing argument");
 		return -EINVAL;
 	}
 	if (range_samples < 1) {
-		seterr(err, errlen, "range samples R=0: need at least 1");
+		errbuf_set(err, errlen, "range samples R=0: need at least 1");
 		return -EINVAL;
 	}
 	if ((unsigned)p->window > WIN_TAYLOR) {
-		seterr(err, errlen, "window: unknown window %d", (int)p->window);
+		errbuf_set(err, errlen, "window: unknown window %d", (int)p->window);
 		return -EINVAL;
 	}
 	if (p->window == WIN_TAYLOR) {
 		if (p->taylor_nbar < 1) {
-			seterr(err, errlen, "taylor_nbar %u: must be at least 1", p->taylor_nbar);
+			errbuf_set(err, errlen, "taylor_nbar %u: must be at least 1", p->taylor_nbar);
 			return -EINVAL;
 		}
 		if (!(p->taylor_sll_db > 0.0) || !isfinite(p->taylor_sll_db)) {
-			seterr(err, errlen, "taylor_sll_db %g: must be a positive number of dB", p->taylor_sll_db);
+			errbuf_set(err, errlen, "taylor_sll_db %g: must be a positive number of dB", p->taylor_sll_db);
 			return -EINVAL;
 		}
 	}
@@ -335,30 +323,30 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 		double fs = p->sample_rate_hz, B = p->bandwidth_hz, tau = p->pulse_width_s, Ld;
 
 		if (!(fs > 0.0) || !isfinite(fs)) {
-			seterr(err, errlen, "sample_rate_hz %g: must be positive", fs);
+			errbuf_set(err, errlen, "sample_rate_hz %g: must be positive", fs);
 			goto out;
 		}
 		if (!(B > 0.0) || !isfinite(B)) {
-			seterr(err, errlen, "bandwidth_hz %g: must be positive", B);
+			errbuf_set(err, errlen, "bandwidth_hz %g: must be positive", B);
 			goto out;
 		}
 		if (B > fs) {
-			seterr(err, errlen, "bandwidth_hz %g exceeds sample_rate_hz %g", B, fs);
+			errbuf_set(err, errlen, "bandwidth_hz %g exceeds sample_rate_hz %g", B, fs);
 			goto out;
 		}
 		if (!(tau > 0.0) || !isfinite(tau)) {
-			seterr(err, errlen, "pulse_width_s %g: must be positive", tau);
+			errbuf_set(err, errlen, "pulse_width_s %g: must be positive", tau);
 			goto out;
 		}
 		Ld = round(tau * fs);
 		if (Ld < 1.0) {
-			seterr(err, errlen,
+			errbuf_set(err, errlen,
 			       "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
 			       tau * fs);
 			goto out;
 		}
 		if (Ld > (double)range_samples) {
-			seterr(err, errlen,
+			errbuf_set(err, errlen,
 			       "pulse length L=%.0f samples (pulse_width_s*sample_rate_hz) exceeds range samples R=%u",
 			       Ld, range_samples);
 			goto out;
@@ -382,11 +370,11 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 		unsigned cs = p->chip_samples;
 
 		if (cs < 1) {
-			seterr(err, errlen, "chip_samples 0: must be at least 1");
+			errbuf_set(err, errlen, "chip_samples 0: must be at least 1");
 			goto out;
 		}
 		if (13.0 * cs > (double)range_samples) {
-			seterr(err, errlen,
+			errbuf_set(err, errlen,
 			       "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
 			       13.0 * cs, range_samples);
 			goto out;
@@ -408,7 +396,7 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 		rc = -EINVAL;
 		break;
 	default:
-		seterr(err, errlen, "waveform type %d: unknown", (int)p->type);
+		errbuf_set(err, errlen, "waveform type %d: unknown", (int)p->type);
 		goto out;
 	}
 
@@ -418,7 +406,7 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 		goto nomem;
 	rc = wf_window_fill(p->window, p->taylor_nbar, p->taylor_sll_db, w, L);
 	if (rc < 0) {
-		seterr(err, errlen, "window %s: cannot build for L=%zu", wf_window_name(p->window), L);
+		errbuf_set(err, errlen, "window %s: cannot build for L=%zu", wf_window_name(p->window), L);
 		goto out;
 	}
 	for (size_t k = 0; k < L; k++) {
@@ -428,7 +416,7 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 	}
 	if (!(energy > 0.0)) {
 		rc = -EINVAL;
-		seterr(err, errlen, "reference waveform is all zeros (after the %s window): nothing to correlate with",
+		errbuf_set(err, errlen, "reference waveform is all zeros (after the %s window): nothing to correlate with",
 		       wf_window_name(p->window));
 		goto out;
 	}
@@ -439,7 +427,7 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 	goto out;
 nomem:
 	rc = -ENOMEM;
-	seterr(err, errlen, "out of memory building a %zu-sample reference", L);
+	errbuf_set(err, errlen, "out of memory building a %zu-sample reference", L);
 out:
 	free(s);
 	free(w);
