@@ -756,40 +756,34 @@ static void wait_state(struct daemon *d, enum pipeline_state want, int ms)
 	}
 }
 
-static int cmd_pause(void *ctx, const char *args, const struct control_peer *peer,
-		     json_t *reply, char *err, size_t errlen)
+/* pause (on = 1) or resume (on = 0) the data thread and wait until it says so. */
+static int set_paused(struct daemon *d, int on, const struct control_peer *peer,
+		      json_t *reply, char *err, size_t errlen)
 {
-	struct daemon *d = ctx;
-
-	(void)args; (void)peer;
 	if (pipeline_state(d->pl) == PIPE_FAILED || d->stopping) {
 		snprintf(err, errlen, "data path is %s", state_name(d));
 		return -EIO;
 	}
-	pipeline_pause(d->pl, 1);
-	wait_state(d, PIPE_PAUSED, 1000);
-	log_notice("paused (pid %d)", (int)peer->pid);
+	pipeline_pause(d->pl, on);
+	wait_state(d, on ? PIPE_PAUSED : PIPE_RUNNING, 1000);
+	log_notice("%s (pid %d)", on ? "paused" : "resumed", (int)peer->pid);
 	json_object_set_new(reply, "state", json_string(state_name(d)));
 	notify_status(d);
 	return 0;
 }
 
+static int cmd_pause(void *ctx, const char *args, const struct control_peer *peer,
+		     json_t *reply, char *err, size_t errlen)
+{
+	(void)args;
+	return set_paused(ctx, 1, peer, reply, err, errlen);
+}
+
 static int cmd_resume(void *ctx, const char *args, const struct control_peer *peer,
 		      json_t *reply, char *err, size_t errlen)
 {
-	struct daemon *d = ctx;
-
-	(void)args; (void)peer;
-	if (pipeline_state(d->pl) == PIPE_FAILED || d->stopping) {
-		snprintf(err, errlen, "data path is %s", state_name(d));
-		return -EIO;
-	}
-	pipeline_pause(d->pl, 0);
-	wait_state(d, PIPE_RUNNING, 1000);
-	log_notice("resumed (pid %d)", (int)peer->pid);
-	json_object_set_new(reply, "state", json_string(state_name(d)));
-	notify_status(d);
-	return 0;
+	(void)args;
+	return set_paused(ctx, 0, peer, reply, err, errlen);
 }
 
 static int cmd_metrics(void *ctx, const char *args, const struct control_peer *peer,
