@@ -290,6 +290,57 @@ static void test_syntax_variants(void **state)
 	free(errs);
 }
 
+/* A value that starts with ';' or '#' would print as a comment, so it is
+ * refused where it is read (fuzz_config, cause A in doc/reliability.md). */
+static void test_comment_start_values(void **state)
+{
+	(void)state;
+	expect_error("\n\n[metrics]\nlisten=;:9\n",
+		     "t.conf:4: [metrics] listen: value starts with ';'");
+	expect_error("[output]\nfile=###x\n",
+		     "t.conf:2: [output] file: value starts with '#'");
+	expect_error("[waveform]\ntype = file\nfile=#ref.cf32\n",
+		     "t.conf:3: [waveform] file: value starts with '#'");
+	expect_error("[daemon]\ncontrol_group =;x\n",
+		     "t.conf:2: [daemon] control_group: value starts with ';'");
+	/* ';' and '#' inside a value are kept and survive a round trip. */
+	{
+		struct chirp_config c, back;
+		char *printed = NULL;
+		size_t plen = 0;
+		FILE *m;
+
+		assert_int_equal(load_str(&c, "[output]\nfile = /tmp/a#b;c\n", NULL), 0);
+		assert_string_equal(c.output_file, "/tmp/a#b;c");
+		m = open_memstream(&printed, &plen);
+		assert_non_null(m);
+		config_print(&c, m);
+		fclose(m);
+		assert_int_equal(load_str(&back, printed, NULL), 0);
+		assert_string_equal(back.output_file, c.output_file);
+		free(printed);
+	}
+}
+
+/* [metrics] listen: a numeric host, as the listener accepts at start. */
+static void test_listen_host(void **state)
+{
+	struct chirp_config c;
+
+	(void)state;
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = 0.0.0.0:1\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = [::]:65535\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = [fe80::1:2]:9464\n", NULL), 0);
+	expect_error("[metrics]\nlisten=;:9\n", "t.conf:2: [metrics] listen: value starts");
+	expect_error("[metrics]\nlisten = x;:9\n", "host 'x;' is not a numeric IPv4 address");
+	expect_error("[metrics]\nlisten = localhost:9464\n", "host 'localhost' is not a numeric IPv4");
+	expect_error("[metrics]\nlisten = 127.0.0.1.5:9464\n", "is not a numeric IPv4");
+	expect_error("[metrics]\nlisten = 256.0.0.1:9464\n", "is not a numeric IPv4");
+	expect_error("[metrics]\nlisten = [127.0.0.1x]:9464\n", "is not a numeric IPv6");
+	expect_error("[metrics]\nlisten = [::1]:0\n", "with port 1..65535");
+	expect_error("[metrics]\nlisten = 127.0.0.1:\n", "with port 1..65535");
+}
+
 /* ---- the corpus ---- */
 
 static char *slurp(const char *path, size_t *len)
@@ -756,6 +807,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_syntax_variants),
+		cmocka_unit_test(test_comment_start_values),
+		cmocka_unit_test(test_listen_host),
 		cmocka_unit_test(test_bad_corpus),
 		cmocka_unit_test(test_good_corpus),
 		cmocka_unit_test(test_round_trip_random),
