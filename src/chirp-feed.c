@@ -45,6 +45,7 @@ struct feed {
 	uint64_t seed, count;
 	int loop, create, keep, block, prefilled, quiet, ignore_rate;
 	int created;                    /* we made the ring (unlink at exit)  */
+	struct chirp_ring_opts ropts;   /* --allow-foreign-owner                */
 	int have_geometry, have_format, have_slots, have_rate_hz;
 	unsigned g_c, g_p, g_r, slots;
 	uint32_t g_fmt;
@@ -93,6 +94,8 @@ static void usage(FILE *f)
 "Ring:\n"
 "  -r, --ring NAME        ring (default: [input] ring of -c, else /chirpd-in)\n"
 "      --wait SEC         wait up to SEC for the ring to appear (default 10)\n"
+"      --allow-foreign-owner  use a ring owned by another user (e.g. chirpd's,\n"
+"                         shared through its control_group); default: refuse\n"
 "      --create           create the ring (geometry from -c, the recording or\n"
 "                         --geometry); removed at exit unless --keep\n"
 "      --geometry C,P,R   channels, pulses, range samples (with --create)\n"
@@ -119,7 +122,7 @@ static void usage(FILE *f)
 }
 
 enum {
-	O_TARGETS = 256, O_SNR, O_NOISE, O_SEED, O_FILE, O_SIGMF, O_WAIT, O_CREATE,
+	O_TARGETS = 256, O_SNR, O_NOISE, O_SEED, O_FILE, O_SIGMF, O_WAIT, O_FOREIGN, O_CREATE,
 	O_GEOMETRY, O_FORMAT, O_SLOTS, O_SRATE, O_KEEP, O_RATE, O_LOOP, O_BLOCK,
 	O_PREFILLED, O_IGNRATE,
 };
@@ -137,6 +140,7 @@ static const struct option long_opts[] = {
 	{ "file", required_argument, NULL, O_FILE },
 	{ "sigmf", required_argument, NULL, O_SIGMF },
 	{ "wait", required_argument, NULL, O_WAIT },
+	{ "allow-foreign-owner", no_argument, NULL, O_FOREIGN },
 	{ "create", no_argument, NULL, O_CREATE },
 	{ "geometry", required_argument, NULL, O_GEOMETRY },
 	{ "format", required_argument, NULL, O_FORMAT },
@@ -191,6 +195,7 @@ static int parse_args(struct feed *f, int argc, char **argv)
 			break;
 		case O_FILE: f->file_path = optarg; break;
 		case O_SIGMF: f->sigmf_base = optarg; break;
+		case O_FOREIGN: f->ropts.allow_foreign_owner = 1; break;
 		case O_WAIT:
 			if (tool_parse_double(optarg, &f->wait_s) < 0 || f->wait_s < 0)
 				return bad_arg("--wait", optarg, "want seconds >= 0");
@@ -537,12 +542,12 @@ static int open_ring(struct feed *f, int may_reload)
 
 		if (create_geometry(f, &g) < 0)
 			return -EINVAL;
-		f->ring = chirp_ring_create(ring_default(f), &g, CHIRP_RING_PRODUCER, NULL,
+		f->ring = chirp_ring_create(ring_default(f), &g, CHIRP_RING_PRODUCER, &f->ropts,
 					    err, sizeof(err));
 		/* Once made, a re-created ring is someone else's: attach to it. */
 		f->created = f->ring != NULL;
 	} else {
-		f->ring = tool_attach_wait(ring_default(f), CHIRP_RING_PRODUCER, f->wait_s,
+		f->ring = tool_attach_wait(ring_default(f), CHIRP_RING_PRODUCER, &f->ropts, f->wait_s,
 					   &stop_sig, err, sizeof(err));
 	}
 	if (!f->ring) {

@@ -49,6 +49,8 @@ struct tap {
 	unsigned g_c, g_p, g_r, slots;
 	uint32_t g_fmt;
 
+	struct chirp_ring_opts ropts;    /* --allow-foreign-owner */
+
 	/* state */
 	int created;
 	struct chirp_config cfg;
@@ -93,6 +95,8 @@ static void usage(FILE *f)
 "      --drain            consume and discard as fast as possible\n"
 "      --timeout SEC      give up (exit 3) if N CPIs have not arrived in SEC\n"
 "      --wait SEC         wait up to SEC for the ring to appear (default 10)\n"
+"      --allow-foreign-owner  use a ring owned by another user (e.g. chirpd's,\n"
+"                         shared through its control_group); default: refuse\n"
 "      --mode M           label for --sigmf: input, complex, magnitude, power_db\n"
 "                         (default: the output mode of -c)\n"
 "      --fail-on-gap      exit 5 if any CPI was missing\n"
@@ -122,7 +126,7 @@ static void usage(FILE *f)
 }
 
 enum {
-	O_OUT = 256, O_SIGMF, O_DRAIN, O_TIMEOUT, O_WAIT, O_MODE, O_FAILGAP, O_VERIFY,
+	O_OUT = 256, O_SIGMF, O_DRAIN, O_TIMEOUT, O_WAIT, O_FOREIGN, O_MODE, O_FAILGAP, O_VERIFY,
 	O_VERIFY_IN, O_TARGETS, O_SNR, O_NOISE, O_SEED, O_CREATE, O_GEOMETRY, O_FORMAT,
 	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL,
 };
@@ -138,6 +142,7 @@ static const struct option long_opts[] = {
 	{ "drain", no_argument, NULL, O_DRAIN },
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "wait", required_argument, NULL, O_WAIT },
+	{ "allow-foreign-owner", no_argument, NULL, O_FOREIGN },
 	{ "mode", required_argument, NULL, O_MODE },
 	{ "fail-on-gap", no_argument, NULL, O_FAILGAP },
 	{ "verify", no_argument, NULL, O_VERIFY },
@@ -187,6 +192,7 @@ static int parse_args(struct tap *t, int argc, char **argv)
 			if (tool_parse_double(optarg, &t->timeout_s) < 0 || t->timeout_s <= 0)
 				return bad_arg("--timeout", optarg, "want seconds > 0");
 			break;
+		case O_FOREIGN: t->ropts.allow_foreign_owner = 1; break;
 		case O_WAIT:
 			if (tool_parse_double(optarg, &t->wait_s) < 0 || t->wait_s < 0)
 				return bad_arg("--wait", optarg, "want seconds >= 0");
@@ -438,11 +444,11 @@ static int open_ring(struct tap *t)
 
 		if (create_geometry(t, &g) < 0)
 			return -EINVAL;
-		t->ring = chirp_ring_create(ring_default(t), &g, CHIRP_RING_CONSUMER, NULL,
+		t->ring = chirp_ring_create(ring_default(t), &g, CHIRP_RING_CONSUMER, &t->ropts,
 					    err, sizeof(err));
 		t->created = t->ring != NULL;
 	} else {
-		t->ring = tool_attach_wait(ring_default(t), CHIRP_RING_CONSUMER, t->wait_s,
+		t->ring = tool_attach_wait(ring_default(t), CHIRP_RING_CONSUMER, &t->ropts, t->wait_s,
 					   &stop_sig, err, sizeof(err));
 	}
 	if (!t->ring) {

@@ -147,10 +147,14 @@ static int same_geometry(const struct chirp_ring_geometry *a, const struct chirp
 	       a->sample_rate_hz == b->sample_rate_hz;
 }
 
-static void ring_opts(const struct chirp_config *c, struct chirp_ring_opts *o, int huge)
+/* huge: back with huge pages; foreign: adopt an existing object owned by
+ * another uid ([input]/[output] allow_foreign_owner). */
+static void ring_opts(const struct chirp_config *c, struct chirp_ring_opts *o, int huge,
+		      int foreign)
 {
 	memset(o, 0, sizeof(*o));
 	o->hugepages = huge;
+	o->allow_foreign_owner = foreign;
 	o->group = (gid_t)-1;
 	if (c->control_group[0]) {
 		/* The control group also gets the rings (digitizer, consumers). */
@@ -267,7 +271,7 @@ static int gen_attach(const struct daemon *d, struct gen *g, int *created, char 
 		*created = 0;
 	if (!g->in) {
 		in_geometry(&g->cfg, &geo);
-		ring_opts(&g->cfg, &opts, g->cfg.input_hugepages);
+		ring_opts(&g->cfg, &opts, g->cfg.input_hugepages, g->cfg.input_allow_foreign_owner);
 		g->in = chirp_ring_create(g->cfg.input_ring, &geo, CHIRP_RING_CONSUMER, &opts,
 					  why, sizeof(why));
 		if (!g->in) {
@@ -284,7 +288,7 @@ static int gen_attach(const struct daemon *d, struct gen *g, int *created, char 
 	}
 	if (!g->out) {
 		out_geometry(&g->cfg, &geo);
-		ring_opts(&g->cfg, &opts, 0);
+		ring_opts(&g->cfg, &opts, 0, g->cfg.output_allow_foreign_owner);
 		g->out = chirp_ring_create(g->cfg.output_ring, &geo, CHIRP_RING_PRODUCER, &opts,
 					   why, sizeof(why));
 		if (!g->out) {

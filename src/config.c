@@ -170,6 +170,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "input", "hugepages", T_BOOL, OFF(input_hugepages), 0,
 	  "false", 0, 0, 0, NULL, NULL, 1,
 	  "Back the input ring with 2 MiB huge pages (/dev/hugepages must be mounted with free pages)." },
+	{ "input", "allow_foreign_owner", T_BOOL, OFF(input_allow_foreign_owner), 0,
+	  "false", 0, 0, 0, NULL, NULL, 0,
+	  "Adopt an existing input ring object owned by another user (e.g. a digitizer driver that runs as its own user and created the ring first); false = refuse it, naming the owner. true also accepts the owner's choice of mode (the world-writable check is for our own rings)." },
 
 	/* [cpi] */
 	{ "cpi", "channels", T_UINT, OFF(channels), 0,
@@ -247,6 +250,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "output", "file", T_STR, OFF(output_file), SZ(output_file),
 	  "", 0, 0, 0, NULL, check_file_path, 1,
 	  "Also append every result CPI to this file (raw, output format; relative to the config file's directory); empty = off." },
+	{ "output", "allow_foreign_owner", T_BOOL, OFF(output_allow_foreign_owner), 0,
+	  "false", 0, 0, 0, NULL, NULL, 0,
+	  "Adopt an existing output ring object owned by another user; false = refuse it, naming the owner." },
 
 	/* [metrics] */
 	{ "metrics", "listen", T_STR, OFF(metrics_listen), SZ(metrics_listen),

@@ -44,6 +44,7 @@ struct chirp_config {
 	unsigned input_slots;                /* power of two                */
 	enum pc_format format;
 	int input_hugepages;
+	int input_allow_foreign_owner;       /* adopt a ring another uid owns */
 
 	/* [cpi] */
 	unsigned channels, pulses, samples;
@@ -67,6 +68,7 @@ struct chirp_config {
 	char output_ring[CFG_PATH_MAX];      /* default /chirpd-out         */
 	unsigned output_slots;
 	char output_file[CFG_PATH_MAX];      /* also append results here ("" = off) */
+	int output_allow_foreign_owner;      /* adopt a ring another uid owns */
 
 	/* [metrics] */
 	char metrics_listen[64];             /* "127.0.0.1:9464", "" = off  */

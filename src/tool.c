@@ -107,14 +107,14 @@ int tool_sleep(double s)
 }
 
 struct chirp_ring *tool_attach_wait(const char *name, enum chirp_ring_role role,
-				    double wait_s, volatile sig_atomic_t *stop,
+				    const struct chirp_ring_opts *opts, double wait_s, volatile sig_atomic_t *stop,
 				    char *err, size_t errlen)
 {
 	double deadline = tool_now() + wait_s;
 	struct chirp_ring *r;
 
 	for (;;) {
-		r = chirp_ring_attach(name, role, NULL, err, errlen);
+		r = chirp_ring_attach(name, role, opts, err, errlen);
 		if (r)
 			return r;
 		if ((stop && *stop) || tool_now() >= deadline)

@@ -34,10 +34,13 @@ int tool_sleep(double s);
 
 /*
  * Attach to ring NAME in role, retrying every 50 ms for up to wait_s
- * seconds (0 = one try) while *stop stays 0. Returns NULL with the last
- * reason in err ("no ring /x: is its creator (chirpd) running?").
+ * seconds (0 = one try) while *stop stays 0. opts as for
+ * chirp_ring_attach (NULL = defaults: refuse a ring another uid owns).
+ * Returns NULL with the last reason in err ("no ring /x: is its creator
+ * (chirpd) running?").
  */
 struct chirp_ring *tool_attach_wait(const char *name, enum chirp_ring_role role,
+				    const struct chirp_ring_opts *opts,
 				    double wait_s, volatile sig_atomic_t *stop,
 				    char *err, size_t errlen);
 

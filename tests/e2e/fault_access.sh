@@ -13,13 +13,13 @@
 #      the configured control group may mutate.
 #   4. Rings: another user cannot attach as producer to a 0600 ring (a clear
 #      error, not a crash); chirpd refuses to adopt an existing ring object
-#      owned by another uid (a squatted name) and says so.
+#      owned by another uid (a squatted name) and says so; with
+#      [input]/[output] allow_foreign_owner = true it adopts them.
+#   5. Group deployment: with control_group set, a producer and a consumer
+#      running as another user in that group are refused by default (the
+#      message names the owner) and work with --allow-foreign-owner: 5 CPIs
+#      fed by uid nobody, processed, and verified by a tap of uid nobody.
 # Needs root (to act as other users via setpriv); skipped otherwise.
-#
-# Not tested because it does not work today (doc/reliability.md, open
-# items): a producer running as another user in the control group cannot
-# attach to the 0660 ring, libchirpring's owner check refuses it and
-# chirp-feed/chirp-tap have no option to set allow_foreign_owner.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_fault.sh"
 fault_init access
@@ -82,6 +82,14 @@ wait $pid; rc=$?
 grep -q "$IN_RING.*owned by uid $NOBODY\|owned by uid $NOBODY.*$IN_RING" "$T/squat.log" ||
 	e2e_fail "squatted ring: no clear message: $(cat "$T/squat.log")"
 e2e_log "squatted ring refused: $(grep owned "$T/squat.log" | head -1)"
+
+# ---- 4c. ... adopted when configured ---------------------------------------
+chown "$NOBODY" "/dev/shm$OUT_RING" || e2e_fail "chown"
+fault_config input.allow_foreign_owner=true output.allow_foreign_owner=true
+e2e_start_chirpd || e2e_fail "chirpd with allow_foreign_owner did not adopt rings owned by uid $NOBODY"
+e2e_ctl ping >/dev/null || e2e_fail "chirpd with adopted rings does not answer"
+e2e_log "rings owned by uid $NOBODY adopted with allow_foreign_owner = true"
+e2e_stop_chirpd || e2e_fail "chirpd exit $?"
 rm -f "/dev/shm$IN_RING" "/dev/shm$OUT_RING"
 
 # ---- 2 + 3. with a control group -------------------------------------------
@@ -93,5 +101,29 @@ expect_mode "control socket (control_group)" "$SOCK" "660 root nogroup"
 as_nobody "$CHIRPCTL" -s "$SOCK" pause >/dev/null || e2e_fail "control group member cannot pause"
 as_nobody "$CHIRPCTL" -s "$SOCK" resume >/dev/null || e2e_fail "control group member cannot resume"
 out=$(as_nobody_gid0 "$CHIRPCTL" -s "$SOCK" ping 2>&1) && e2e_fail "gid 0 (not nogroup) could connect to a nogroup socket"
+
+# ---- 5. producer and consumer of another user in the control group ---------
+for prog in "$CHIRP_FEED --ring $IN_RING --targets 100:0 --snr-db 20 --count 5" \
+	    "$CHIRP_TAP --ring $OUT_RING --drain --count 5"; do
+	out=$(as_nobody $prog -c "$CONF" --wait 0 2>&1); rc=$?
+	[ $rc -ne 0 ] && [ $rc -lt 128 ] || e2e_fail "${prog%% *}: a ring owned by uid 0 was used without --allow-foreign-owner (exit $rc)"
+	grep -q "owned by uid 0" <<<"$out" || e2e_fail "${prog%% *}: refusal does not name the owner: $out"
+	e2e_log "default refusal: $(grep 'owned by' <<<"$out" | head -1)"
+done
+fault_expect_eq "cpis_in after the refused producer (group)" "$(fault_stat cpis_in)" 0
+as_nobody "$CHIRP_TAP" --ring "$OUT_RING" -c "$CONF" --allow-foreign-owner --verify \
+	--targets 100:0 --snr-db 20 --seed 7 -n 5 --timeout $((30 * ${E2E_SLOW:-1})) -q \
+	>"$T/tap-foreign.log" 2>&1 &
+TAP_PID=$!
+e2e_track "$TAP_PID"
+e2e_wait_consumer "$OUT_RING" "$TAP_PID"
+as_nobody "$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --allow-foreign-owner \
+	--targets 100:0 --snr-db 20 --seed 7 --count 5 --block --wait 0 -q >"$T/feed-foreign.log" 2>&1 ||
+	e2e_fail "uid $NOBODY in the control group with --allow-foreign-owner: chirp-feed failed: $(cat "$T/feed-foreign.log")"
+wait "$TAP_PID"; rc=$?
+[ $rc -eq 0 ] || e2e_fail "uid $NOBODY in the control group with --allow-foreign-owner: chirp-tap exit $rc: $(cat "$T/tap-foreign.log")"
+fault_expect_eq "cpis_in from the group member's producer" "$(fault_stat cpis_in)" 5
+fault_expect_eq "results verified by the group member's tap" "$(fault_tap_field "$T/tap-foreign.log" verified)" 5
+e2e_log "group member as producer and consumer with --allow-foreign-owner: 5 CPIs in, 5 verified"
 e2e_stop_chirpd || e2e_fail "chirpd exit $?"
 e2e_pass
