@@ -10,23 +10,37 @@
  *   - a configuration with no error prints (config_print) to text that
  *     loads with no error into the same configuration, and its JSON form
  *     and restart-key comparison work.
- * The memfd stays open until the round trip is done: a relative path in
- * the file (e.g. "[waveform] file = 3") resolves against /proc/self/fd,
- * and "/proc/self/fd/3" may be that very memfd; closing it before the
- * reload made the reload fail with ENOENT, which is the harness changing
- * the file system under the parser, not a parser bug.
+ * The file is a real one, conf_path in a private directory made once at
+ * start, and stays in place through the round trip. The first harness read
+ * a memfd through /proc/self/fd/N: a relative path in the file
+ * ("[waveform] file = 3") then resolved to /proc/self/fd/3, which came and
+ * went with the harness's and config_load's own descriptors, so the reload
+ * failed with ENOENT — the harness changing the file system under the
+ * parser, not a parser bug. In a fixed directory that only holds the
+ * config, a relative path means the same thing on load and on reload.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "config.h"
 #include "log.h"
+
+static char conf_dir[64], conf_path[96];
+
+static void cleanup(void)
+{
+	if (conf_path[0])
+		unlink(conf_path);
+	if (conf_dir[0])
+		rmdir(conf_dir);
+}
 
 static int count_lines(const char *s, const char *name)
 {
@@ -51,9 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *errs = NULL, *printed = NULL, *errs2 = NULL;
 	size_t elen = 0, plen = 0, e2len = 0;
 	const char *name;
-	char path[64];
 	FILE *m;
-	int n, fd = -1;
+	int n;
 
 	if (size < 1)
 		return 0;
@@ -61,21 +74,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!m)
 		return 0;
 	if (data[0] & 1) {
-		fd = memfd_create("fuzzconf", MFD_CLOEXEC);
-		if (fd < 0) {
-			fclose(m);
-			free(errs);
-			return 0;
-		}
-		if (write(fd, data + 1, size - 1) != (ssize_t)(size - 1)) {
-			close(fd);
-			fclose(m);
-			free(errs);
-			return 0;
-		}
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		name = path;
-		n = config_load(&c, path, m);
+		int fd = open(conf_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		ssize_t w;
+
+		if (fd < 0)
+			abort();        /* the harness's own directory: a harness bug */
+		w = write(fd, data + 1, size - 1);
+		if (close(fd) < 0 || w != (ssize_t)(size - 1))
+			abort();
+		name = conf_path;
+		n = config_load(&c, conf_path, m);
 	} else {
 		char *text = malloc(size);
 		memcpy(text, data + 1, size - 1);
@@ -87,13 +95,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(m);
 	if (n < 0) {
 		free(errs);
-		goto out;
+		return 0;
 	}
 	if (count_lines(errs, name) != n)
 		abort();
 	free(errs);
 	if (n != 0)
-		goto out;
+		return 0;
 
 	m = open_memstream(&printed, &plen);
 	config_print(&c, m);
@@ -127,9 +135,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	free(printed);
 	free(errs2);
-out:
-	if (fd >= 0)
-		close(fd);
 	return 0;
 }
 
@@ -138,5 +143,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc; (void)argv;
 	log_init("fuzz_config");
 	log_set_level(LOG_ERR);
+	{
+		const char *tmp = getenv("TMPDIR");
+		snprintf(conf_dir, sizeof(conf_dir), "%s/fuzz_config.XXXXXX",
+			 tmp && *tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+		if (!mkdtemp(conf_dir)) {
+			perror("fuzz_config: mkdtemp");
+			abort();
+		}
+		snprintf(conf_path, sizeof(conf_path), "%s/fuzz.conf", conf_dir);
+		atexit(cleanup);
+	}
 	return 0;
 }
