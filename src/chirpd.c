@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sysexits.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -1088,6 +1089,9 @@ int main(int argc, char **argv)
 	n = config_load(cfg, path, stderr);
 	if (n != 0) {
 		log_err("%s: %s", path, n < 0 ? strerror(-n) : "invalid configuration (errors above)");
+		/* EX_CONFIG: restarting cannot help until someone edits the file;
+		 * the units stop systemd's retries on it (RestartPreventExitStatus). */
+		ret = EX_CONFIG;
 		goto out;
 	}
 	log_set_level(cfg->log_level);

@@ -22,7 +22,12 @@ for l in $lines; do
 	grep -q "^$CONF:$l: \[" "$T/check.err" || e2e_fail "--check: no error for line $l: $(cat "$T/check.err")"
 done
 "$CHIRPD" --check -c "$T/does-not-exist.conf" >/dev/null 2>&1 && e2e_fail "--check of a missing file passed"
-"$CHIRPD" -c "$CONF" >/dev/null 2>&1 && e2e_fail "chirpd started on a bad config"
+"$CHIRPD" -c "$CONF" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 78 ] || e2e_fail "chirpd on a bad config exited $rc, want 78 (EX_CONFIG)"
+"$CHIRPD" -c "$T/does-not-exist.conf" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 78 ] || e2e_fail "chirpd on a missing config exited $rc, want 78 (EX_CONFIG)"
 e2e_log "--check ok"
 
 # --- second instance, realtime ------------------------------------------------------
