@@ -21,6 +21,7 @@
  * Every problem is reported, not just the first.
  */
 #include "config.h"
+#include "sysnuma.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -305,43 +306,13 @@ static int check_group(const char *v, char *err, size_t len)
 	return 0;
 }
 
-/* "2-5,8,10-11": ascending ranges of cpu numbers < CPU_SETSIZE. */
+/* "2-5,8,10-11": ranges of cpu numbers < CPU_SETSIZE (sysnuma's parser,
+ * the one that applies the list, so what --check accepts is what runs). */
 static int check_cpus(const char *v, char *err, size_t len)
 {
-	const char *p = v;
+	cpu_set_t set;
 
-	if (!v[0])
-		return 0;
-	for (;;) {
-		char *end;
-		unsigned long a, b;
-
-		if (!isdigit((unsigned char)*p))
-			goto bad;
-		errno = 0;
-		a = strtoul(p, &end, 10);
-		b = a;
-		p = end;
-		if (*p == '-') {
-			p++;
-			if (!isdigit((unsigned char)*p))
-				goto bad;
-			b = strtoul(p, &end, 10);
-			p = end;
-		}
-		if (errno || a > b || b >= 1024) {
-			snprintf(err, len, "'%s': cpu range %lu-%lu is empty or beyond cpu 1023", v, a, b);
-			return -EINVAL;
-		}
-		if (*p == '\0')
-			return 0;
-		if (*p != ',')
-			goto bad;
-		p++;
-	}
-bad:
-	snprintf(err, len, "'%s' is not a cpu list like 2-5,8", v);
-	return -EINVAL;
+	return v[0] ? sysnuma_parse_cpus(v, &set, err, len) : 0;
 }
 
 /* POSIX shm names: "/name", one slash, at most NAME_MAX. */
@@ -1450,23 +1421,12 @@ void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 /* cpus in a list like "2-5,8" (validated already), 0 if empty. */
 static int cpulist_count(const char *s)
 {
-	int n = 0;
+	cpu_set_t set;
+	char why[128];
 
-	while (*s) {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-		if (end == s)
-			break;
-		s = end;
-		if (*s == '-') {
-			b = strtol(s + 1, &end, 10);
-			s = end;
-		}
-		n += (int)(b - a + 1);
-		if (*s == ',')
-			s++;
-	}
-	return n;
+	if (!s[0] || sysnuma_parse_cpus(s, &set, why, sizeof(why)) < 0)
+		return 0;
+	return CPU_COUNT(&set);
 }
 
 int config_cpu_threads(const struct chirp_config *c)

@@ -100,7 +100,8 @@ int sysnuma_parse_cpus(const char *list, cpu_set_t *set, char *err, size_t errle
 			p = end;
 		}
 		if (a < 0 || b < a || b >= CPU_SETSIZE) {
-			snprintf(err, errlen, "cpu range %ld-%ld out of 0..%d", a, b, CPU_SETSIZE - 1);
+			snprintf(err, errlen, "'%s': cpu range %ld-%ld is empty or beyond cpu %d",
+				 list, a, b, CPU_SETSIZE - 1);
 			return -EINVAL;
 		}
 		for (long c = a; c <= b; c++)
@@ -115,7 +116,7 @@ int sysnuma_parse_cpus(const char *list, cpu_set_t *set, char *err, size_t errle
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "cpu list '%s': expected e.g. 2-5,8", list);
+	snprintf(err, errlen, "'%s' is not a cpu list like 2-5,8", list);
 	CPU_ZERO(set);
 	return -EINVAL;
 }
