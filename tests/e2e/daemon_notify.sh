@@ -12,28 +12,7 @@ e2e_init notify
 
 NSOCK=$T/notify.sock
 NLOG=$T/notify.log
-"$PY" - "$NSOCK" "$NLOG" <<'PYEOF' &
-import os, socket, sys, time
-path, log = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(path)
-s.settimeout(0.2)
-with open(log, "w", buffering=1) as f:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            msg = s.recv(4096).decode()
-        except socket.timeout:
-            continue
-        # one line per message: monotonic usec at receipt, then the fields joined by |
-        f.write("%d %s\n" % (time.monotonic_ns() // 1000, msg.replace("\n", "|")))
-        if "STOPPING=1" in msg:
-            time.sleep(0.5)   # a few trailing messages, if any
-            break
-PYEOF
-LISTENER=$!
-e2e_track $LISTENER
-e2e_wait 5 test -S "$NSOCK" || e2e_fail "listener did not bind"
+e2e_notify_listen "$NSOCK" "$NLOG" 120
 
 e2e_config
 # WATCHDOG_PID unset: sd_watchdog_enabled() accepts WATCHDOG_USEC for any pid.
@@ -59,7 +38,7 @@ sleep 1                      # > 3 watchdog intervals without pings
 e2e_stop_chirpd
 rc=$?
 [ $rc = 1 ] || e2e_fail "chirpd exited $rc on SIGTERM with a failed data path (expected 1)"
-wait $LISTENER 2>/dev/null
+wait $NOTIFY_LISTENER 2>/dev/null
 
 echo "--- notify log"
 cut -c1-160 "$NLOG"

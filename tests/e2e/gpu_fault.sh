@@ -32,25 +32,7 @@ FAULT=$T/gpu-fault
 NSOCK=$T/notify.sock
 NLOG=$T/notify.log
 
-"$PY" - "$NSOCK" "$NLOG" <<'PYEOF' &
-import socket, sys, time
-path, log = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(path)
-s.settimeout(0.2)
-with open(log, "w", buffering=1) as f:
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            msg = s.recv(4096).decode()
-        except socket.timeout:
-            continue
-        f.write("%d %s\n" % (time.monotonic_ns() // 1000, msg.replace("\n", "|")))
-        if "STOPPING=1" in msg:
-            break
-PYEOF
-e2e_track $!
-e2e_wait 5 test -S "$NSOCK" || e2e_fail "notify listener did not bind"
+e2e_notify_listen "$NSOCK" "$NLOG" 300
 
 e2e_config processing.backend=cuda processing.streams=$DEPTH cpi.channels=2 cpi.pulses=16 \
 	cpi.samples=1000 input.slots=64 output.slots=64

@@ -198,6 +198,35 @@ e2e_wait() {
 	return 1
 }
 
+# e2e_notify_listen SOCKET LOG [SECONDS] — a test-owned NOTIFY_SOCKET: binds
+# SOCKET (a unix datagram socket) in the background and writes one line per
+# message to LOG, "<monotonic usec at receipt> <fields joined by |>", until
+# STOPPING=1 (plus 0.5 s for trailing messages) or SECONDS (default 120).
+# Sets NOTIFY_LISTENER to its pid (tracked); returns once SOCKET is bound.
+e2e_notify_listen() {
+	"$PY" - "$1" "$2" "${3:-120}" <<'PYEOF' &
+import socket, sys, time
+path, log, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(path)
+s.settimeout(0.2)
+with open(log, "w", buffering=1) as f:
+    deadline = time.monotonic() + secs
+    while time.monotonic() < deadline:
+        try:
+            msg = s.recv(4096).decode()
+        except socket.timeout:
+            continue
+        f.write("%d %s\n" % (time.monotonic_ns() // 1000, msg.replace("\n", "|")))
+        if "STOPPING=1" in msg:
+            time.sleep(0.5)   # a few trailing messages, if any
+            break
+PYEOF
+	NOTIFY_LISTENER=$!
+	e2e_track $NOTIFY_LISTENER
+	e2e_wait 5 test -S "$1" || e2e_fail "notify listener did not bind $1"
+}
+
 # e2e_wait_consumer RING PID [TIMEOUT_S] — wait until a consumer holds RING
 # (its kernel-held role lock: byte 1 of /dev/shm/RING, an OFD write lock,
 # as chirp_ring_attach takes it), failing the test if PID (the consumer we
