@@ -46,10 +46,7 @@ struct feed {
 	int loop, create, keep, block, prefilled, quiet, ignore_rate;
 	int created;                    /* we made the ring (unlink at exit)  */
 	struct chirp_ring_opts ropts;   /* --allow-foreign-owner                */
-	int have_geometry, have_format, have_slots, have_rate_hz;
-	unsigned g_c, g_p, g_r, slots;
-	uint32_t g_fmt;
-	double sample_rate_hz;
+	struct tool_geom_opts geom;     /* --geometry --format --slots --sample-rate */
 
 	/* state */
 	enum src_kind src;
@@ -164,7 +161,6 @@ static int bad_arg(const char *opt, const char *val, const char *want)
 static int parse_args(struct feed *f, int argc, char **argv)
 {
 	int c, nsrc;
-	uint64_t u;
 
 	f->wait_s = 10;
 	f->seed = 1;
@@ -201,26 +197,11 @@ static int parse_args(struct feed *f, int argc, char **argv)
 				return bad_arg("--wait", optarg, "want seconds >= 0");
 			break;
 		case O_CREATE: f->create = 1; break;
-		case O_GEOMETRY:
-			if (tool_parse_geometry(optarg, &f->g_c, &f->g_p, &f->g_r) < 0)
-				return bad_arg("--geometry", optarg, "want CHANNELS,PULSES,SAMPLES");
-			f->have_geometry = 1;
-			break;
-		case O_FORMAT:
-			if (tool_parse_ring_format(optarg, &f->g_fmt) < 0)
-				return bad_arg("--format", optarg, "want cf32, sc16 (or rf32 for --file)");
-			f->have_format = 1;
-			break;
-		case O_SLOTS:
-			if (tool_parse_u64(optarg, &u) < 0 || u < 2 || u > 65536 || (u & (u - 1)))
-				return bad_arg("--slots", optarg, "want a power of two 2..65536");
-			f->slots = (unsigned)u;
-			f->have_slots = 1;
-			break;
-		case O_SRATE:
-			if (tool_parse_double(optarg, &f->sample_rate_hz) < 0 || f->sample_rate_hz <= 0)
-				return bad_arg("--sample-rate", optarg, "want Hz > 0");
-			f->have_rate_hz = 1;
+		case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
+			if (tool_geom_opt(&f->geom, c == O_GEOMETRY ? "--geometry" :
+					  c == O_FORMAT ? "--format" : c == O_SLOTS ? "--slots" :
+					  "--sample-rate", optarg, "want cf32, sc16 (or rf32 for --file)") < 0)
+				return -EINVAL;
 			break;
 		case O_KEEP: f->keep = 1; break;
 		case O_RATE:
@@ -265,7 +246,7 @@ static int parse_args(struct feed *f, int argc, char **argv)
 		log_err("--block and --prefilled do not go together (--prefilled models a digitizer)");
 		return -EINVAL;
 	}
-	if (!f->create && (f->have_geometry || f->have_format || f->have_slots || f->have_rate_hz)) {
+	if (!f->create && tool_geom_given(&f->geom)) {
 		log_err("--geometry, --format, --slots and --sample-rate only apply with --create");
 		return -EINVAL;
 	}
@@ -409,17 +390,7 @@ static int create_geometry(struct feed *f, struct chirp_ring_geometry *g)
 		g->format = f->src_fmt;
 		g->sample_rate_hz = f->meta.sample_rate_hz;
 	}
-	if (f->have_geometry) {
-		g->channels = f->g_c;
-		g->pulses = f->g_p;
-		g->samples = f->g_r;
-	}
-	if (f->have_format)
-		g->format = f->g_fmt;
-	if (f->have_slots)
-		g->slots = f->slots;
-	if (f->have_rate_hz)
-		g->sample_rate_hz = f->sample_rate_hz;
+	tool_geom_apply(&f->geom, g);
 	if (!g->channels) {
 		log_err("--create needs a geometry: -c chirpd.conf, --geometry C,P,R, or a recording with chirp: geometry");
 		return -EINVAL;

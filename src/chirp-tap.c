@@ -41,13 +41,12 @@ enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_TIMEOUT = 3, EXIT_VERIFY 
 struct tap {
 	/* options */
 	const char *ring_name, *config_path, *out_path, *sigmf_base, *targets_spec, *mode;
-	double wait_s, timeout_s, snr_db, noise_dbfs, sample_rate_hz;
-	int have_snr, have_noise_dbfs, have_geometry, have_format, have_slots, have_rate_hz;
+	double wait_s, timeout_s, snr_db, noise_dbfs;
+	int have_snr, have_noise_dbfs;
 	uint64_t count, seed, stall_after, delay_ms;
 	int have_stall;
 	int create, keep, drain, verify, verify_input, fail_on_gap, quiet;
-	unsigned g_c, g_p, g_r, slots;
-	uint32_t g_fmt;
+	struct tool_geom_opts geom;     /* --geometry --format --slots --sample-rate */
 
 	struct chirp_ring_opts ropts;    /* --allow-foreign-owner */
 
@@ -170,7 +169,6 @@ static int bad_arg(const char *opt, const char *val, const char *want)
 
 static int parse_args(struct tap *t, int argc, char **argv)
 {
-	uint64_t u;
 	int c;
 
 	t->wait_s = 10;
@@ -222,26 +220,11 @@ static int parse_args(struct tap *t, int argc, char **argv)
 				return bad_arg("--seed", optarg, "want an unsigned integer");
 			break;
 		case O_CREATE: t->create = 1; break;
-		case O_GEOMETRY:
-			if (tool_parse_geometry(optarg, &t->g_c, &t->g_p, &t->g_r) < 0)
-				return bad_arg("--geometry", optarg, "want CHANNELS,PULSES,SAMPLES");
-			t->have_geometry = 1;
-			break;
-		case O_FORMAT:
-			if (tool_parse_ring_format(optarg, &t->g_fmt) < 0)
-				return bad_arg("--format", optarg, "want cf32, sc16 or rf32");
-			t->have_format = 1;
-			break;
-		case O_SLOTS:
-			if (tool_parse_u64(optarg, &u) < 0 || u < 2 || u > 65536 || (u & (u - 1)))
-				return bad_arg("--slots", optarg, "want a power of two 2..65536");
-			t->slots = (unsigned)u;
-			t->have_slots = 1;
-			break;
-		case O_SRATE:
-			if (tool_parse_double(optarg, &t->sample_rate_hz) < 0 || t->sample_rate_hz <= 0)
-				return bad_arg("--sample-rate", optarg, "want Hz > 0");
-			t->have_rate_hz = 1;
+		case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
+			if (tool_geom_opt(&t->geom, c == O_GEOMETRY ? "--geometry" :
+					  c == O_FORMAT ? "--format" : c == O_SLOTS ? "--slots" :
+					  "--sample-rate", optarg, "want cf32, sc16 or rf32") < 0)
+				return -EINVAL;
 			break;
 		case O_KEEP: t->keep = 1; break;
 		case O_DELAY:
@@ -282,7 +265,7 @@ static int parse_args(struct tap *t, int argc, char **argv)
 		log_err("--snr-db and --noise-dbfs are alternatives");
 		return -EINVAL;
 	}
-	if (!t->create && (t->have_geometry || t->have_format || t->have_slots || t->have_rate_hz)) {
+	if (!t->create && tool_geom_given(&t->geom)) {
 		log_err("--geometry, --format, --slots and --sample-rate only apply with --create");
 		return -EINVAL;
 	}
@@ -375,17 +358,7 @@ static int create_geometry(struct tap *t, struct chirp_ring_geometry *g)
 		g->slots = t->verify_input ? t->cfg.input_slots : t->cfg.output_slots;
 		g->sample_rate_hz = t->cfg.wf.sample_rate_hz;
 	}
-	if (t->have_geometry) {
-		g->channels = t->g_c;
-		g->pulses = t->g_p;
-		g->samples = t->g_r;
-	}
-	if (t->have_format)
-		g->format = t->g_fmt;
-	if (t->have_slots)
-		g->slots = t->slots;
-	if (t->have_rate_hz)
-		g->sample_rate_hz = t->sample_rate_hz;
+	tool_geom_apply(&t->geom, g);
 	if (!g->channels) {
 		log_err("--create needs a geometry: -c chirpd.conf or --geometry C,P,R");
 		return -EINVAL;

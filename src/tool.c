@@ -1,5 +1,6 @@
 /* tool.c — helpers for chirp-feed and chirp-tap; see tool.h. */
 #include "tool.h"
+#include "log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -183,4 +184,61 @@ void tool_progress_end(struct tool_progress *p)
 		fputc('\n', stderr);
 		p->shown = 0;
 	}
+}
+
+int tool_geom_opt(struct tool_geom_opts *o, const char *opt, const char *arg,
+		  const char *formats_hint)
+{
+	const char *want;
+	uint64_t u;
+
+	if (!strcmp(opt, "--geometry")) {
+		want = "want CHANNELS,PULSES,SAMPLES";
+		if (tool_parse_geometry(arg, &o->c, &o->p, &o->r) < 0)
+			goto bad;
+		o->have_geometry = 1;
+	} else if (!strcmp(opt, "--format")) {
+		want = formats_hint;
+		if (tool_parse_ring_format(arg, &o->fmt) < 0)
+			goto bad;
+		o->have_format = 1;
+	} else if (!strcmp(opt, "--slots")) {
+		want = "want a power of two 2..65536";
+		if (tool_parse_u64(arg, &u) < 0 || u < 2 || u > 65536 || (u & (u - 1)))
+			goto bad;
+		o->slots = (unsigned)u;
+		o->have_slots = 1;
+	} else if (!strcmp(opt, "--sample-rate")) {
+		want = "want Hz > 0";
+		if (tool_parse_double(arg, &o->sample_rate_hz) < 0 || o->sample_rate_hz <= 0)
+			goto bad;
+		o->have_rate_hz = 1;
+	} else {
+		log_err("%s: not a geometry option", opt);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	log_err("%s '%s': %s", opt, arg, want);
+	return -EINVAL;
+}
+
+int tool_geom_given(const struct tool_geom_opts *o)
+{
+	return o->have_geometry || o->have_format || o->have_slots || o->have_rate_hz;
+}
+
+void tool_geom_apply(const struct tool_geom_opts *o, struct chirp_ring_geometry *g)
+{
+	if (o->have_geometry) {
+		g->channels = o->c;
+		g->pulses = o->p;
+		g->samples = o->r;
+	}
+	if (o->have_format)
+		g->format = o->fmt;
+	if (o->have_slots)
+		g->slots = o->slots;
+	if (o->have_rate_hz)
+		g->sample_rate_hz = o->sample_rate_hz;
 }

@@ -23,6 +23,28 @@ int tool_parse_geometry(const char *s, unsigned *c, unsigned *p, unsigned *r);
 int tool_parse_ring_format(const char *s, uint32_t *fmt);
 const char *tool_ring_format_name(uint32_t fmt);
 
+/*
+ * The ring geometry options of --create shared by chirp-feed and chirp-tap:
+ * --geometry C,P,R, --format F, --slots N, --sample-rate HZ. Each one given
+ * overrides what the configuration or recording says.
+ */
+struct tool_geom_opts {
+	int have_geometry, have_format, have_slots, have_rate_hz;
+	unsigned c, p, r, slots;
+	uint32_t fmt;
+	double sample_rate_hz;
+};
+
+/* Parse ARG of option OPT ("--geometry", "--format", "--slots",
+ * "--sample-rate") into o; formats_hint completes the --format error
+ * ("want cf32, sc16 or rf32"). 0, or -EINVAL with the error logged. */
+int tool_geom_opt(struct tool_geom_opts *o, const char *opt, const char *arg,
+		  const char *formats_hint);
+/* Whether any of the four was given. */
+int tool_geom_given(const struct tool_geom_opts *o);
+/* Apply the given ones to g. */
+void tool_geom_apply(const struct tool_geom_opts *o, struct chirp_ring_geometry *g);
+
 /* CLOCK_MONOTONIC in seconds. */
 double tool_now(void);
 
