@@ -108,8 +108,91 @@ extern "C" {
 struct cu_region {
 	char *base;
 	size_t len;
-	int owned;               /* we registered it (and unregister it)   */
+	int owned;               /* holds a reference in cu_regs below     */
 };
+
+/*
+ * Host registrations are per process (per CUDA context), not per pc: during
+ * a reload the new generation's pc registers the very ring mapping the old
+ * one still holds, and the old one is destroyed while the new one already
+ * copies from it. So registrations made here are counted process-wide and
+ * the last holder unregisters; a pc never pulls the pinning from under
+ * another's DMA. Memory registered outside chirp (cudaHostRegister by the
+ * application) is used but never unregistered by us (owned = 0).
+ */
+#define CU_MAX_REGS     64       /* process-wide registrations we made     */
+
+struct cu_reg {
+	char *base;
+	size_t len;
+	unsigned refs;
+};
+
+static pthread_mutex_t cu_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cu_reg cu_regs[CU_MAX_REGS];
+static unsigned cu_nregs;
+
+/* Take a reference on a registration of ours covering [base, base+len). */
+static int cu_reg_get(char *base, size_t len)
+{
+	int hit = 0;
+
+	pthread_mutex_lock(&cu_reg_lock);
+	for (unsigned i = 0; i < cu_nregs; i++)
+		if (cu_regs[i].base == base && cu_regs[i].len >= len) {
+			cu_regs[i].refs++;
+			hit = 1;
+			break;
+		}
+	pthread_mutex_unlock(&cu_reg_lock);
+	return hit;
+}
+
+/* Record a registration we just made (one reference); 0, or -ENOSPC. */
+static int cu_reg_add(char *base, size_t len)
+{
+	int rc = -ENOSPC;
+
+	pthread_mutex_lock(&cu_reg_lock);
+	if (cu_nregs < CU_MAX_REGS) {
+		cu_regs[cu_nregs].base = base;
+		cu_regs[cu_nregs].len = len;
+		cu_regs[cu_nregs].refs = 1;
+		cu_nregs++;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&cu_reg_lock);
+	return rc;
+}
+
+/*
+ * Drop a reference; the last one unregisters. The caller has synchronised
+ * its own streams; other holders still use the memory, which stays pinned.
+ * Returns 1 if this call unregistered it, 0 if others still hold it, -1 if
+ * cudaHostUnregister failed.
+ */
+static int cu_reg_put(char *base)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&cu_reg_lock);
+	for (unsigned i = 0; i < cu_nregs; i++) {
+		if (cu_regs[i].base != base)
+			continue;
+		if (--cu_regs[i].refs == 0) {
+			cu_regs[i] = cu_regs[--cu_nregs];
+			if (cudaHostUnregister(base) == cudaSuccess) {
+				rc = 1;
+			} else {
+				(void)cudaGetLastError();
+				rc = -1;
+			}
+		}
+		break;
+	}
+	pthread_mutex_unlock(&cu_reg_lock);
+	return rc;
+}
 
 /*
  * A set's work is split into row chunks over CU_CHUNK_STREAMS streams of its
@@ -552,8 +635,8 @@ static void cu_destroy(void *p)
 			(void)cudaFreeHost(s->h_out);
 	}
 	for (unsigned i = 0; i < be->nregions; i++)
-		if (be->regions[i].owned)
-			(void)cudaHostUnregister(be->regions[i].base);
+		if (be->regions[i].owned && cu_reg_put(be->regions[i].base) < 0)
+			log_warn("cuda: cudaHostUnregister(%p) failed", (void *)be->regions[i].base);
 	if (be->have_notify_in)
 		(void)cudaStreamDestroy(be->notify_in);
 	if (be->have_notify_out)
@@ -853,8 +936,15 @@ static int cu_register_host(void *p, void *base, size_t len)
 		be->reg_failed = 1;
 		return cu_alloc_staging(be);
 	}
+	if (cu_reg_get((char *)base, len)) {
+		/* Ours already (another pc: the other generation of a reload). */
+		cu_add_region(be, base, len, 1);
+		log_debug("cuda: %p (%zu bytes) already registered by chirp; shared", base, len);
+		return 0;
+	}
 	e = cudaHostRegister(base, len, cudaHostRegisterPortable);
 	if (e == cudaErrorHostMemoryAlreadyRegistered) {
+		/* Registered by the application: used, never unregistered by us. */
 		(void)cudaGetLastError();
 		cu_add_region(be, base, len, 0);
 		return 0;
@@ -868,6 +958,14 @@ static int cu_register_host(void *p, void *base, size_t len)
 		(void)cudaGetLastError();
 		log_warn("cuda: cudaHostRegister(%p, %zu bytes): %s; staging through pinned copies "
 			 "instead (slower: one host memcpy per CPI)", base, len, cudaGetErrorString(e));
+		be->reg_failed = 1;
+		return cu_alloc_staging(be);
+	}
+	if (cu_reg_add((char *)base, len) < 0) {
+		(void)cudaHostUnregister(base);
+		(void)cudaGetLastError();
+		log_warn("cuda: more than %d registrations in this process; staging %p through "
+			 "pinned copies", CU_MAX_REGS, base);
 		be->reg_failed = 1;
 		return cu_alloc_staging(be);
 	}
@@ -891,10 +989,8 @@ static void cu_unregister_host(void *p, void *base)
 			for (unsigned j = 0; j < be->ncs; j++)
 				(void)cudaStreamSynchronize(be->sets[k].cs[j].stream);
 		}
-		if (be->regions[i].owned && cudaHostUnregister(base) != cudaSuccess) {
-			(void)cudaGetLastError();
+		if (be->regions[i].owned && cu_reg_put((char *)base) < 0)
 			log_warn("cuda: cudaHostUnregister(%p) failed", base);
-		}
 		be->regions[i] = be->regions[--be->nregions];
 		return;
 	}

@@ -433,6 +433,108 @@ static void test_pipeline_staging(void **state)
 	run_pipeline(2, 1, PC_STAGING_COPY, PC_FMT_CF32, PC_OUT_MAGNITUDE, "copy");
 }
 
+#ifdef CHIRP_HAVE_CUDA
+#include <cuda_runtime.h>
+
+/* Whether p lies in page-locked host memory CUDA knows (registered). */
+static int host_registered(const void *p)
+{
+	struct cudaPointerAttributes a;
+
+	if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return 0;
+	}
+	return a.type == cudaMemoryTypeHost;
+}
+#else
+static int host_registered(const void *p) { (void)p; return 0; }
+#endif
+
+/*
+ * A reload's two generations: the new pc registers the ring mapping the old
+ * one holds, and the old one is destroyed while the new one has CPIs in
+ * flight from it. The mapping must stay registered until the last holder
+ * lets go (it once did not: the old pc unregistered it under the new one's
+ * DMA and the context died with "unspecified launch failure"), and the new
+ * pc's results must stay exact.
+ */
+static void test_shared_registration(void **state)
+{
+	const unsigned C = 2, P = 8, R = 1000, K = 6;
+	const size_t L = 200;
+	(void)state;
+	NEED_GPU();
+	float *ref = make_ref(WIN_HAMMING, L, R);
+	struct pc *cpu = make_pc(PC_BACKEND_CPU, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 1,
+				 PC_STAGING_AUTO);
+	struct pc *a = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 2,
+			       PC_STAGING_REGISTER);
+	struct pc *b = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 2,
+			       PC_STAGING_REGISTER);
+	size_t ib = pc_in_bytes(b), ob = pc_out_bytes(b);
+	size_t islot = (ib + 4095) & ~(size_t)4095, oslot = (ob + 4095) & ~(size_t)4095;
+	char *inr = mmap(NULL, islot * K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char *outr = mmap(NULL, oslot * K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	float *want = malloc(ob);
+	unsigned submitted = 0, done = 0;
+	struct pc_info info;
+
+	assert_true(inr != MAP_FAILED && outr != MAP_FAILED);
+	assert_non_null(want);
+	for (unsigned k = 0; k < K; k++) {
+		fill_input(inr + k * islot, PC_FMT_CF32, (size_t)C * P * R);
+		poison(outr + k * oslot, ob);
+	}
+	assert_false(host_registered(inr));
+	assert_int_equal(pc_register_host(a, inr, islot * K), 0);
+	assert_int_equal(pc_register_host(a, outr, oslot * K), 0);
+	assert_int_equal(pc_register_host(b, inr, islot * K), 0);
+	assert_int_equal(pc_register_host(b, outr, oslot * K), 0);
+	assert_true(host_registered(inr) && host_registered(outr));
+
+	/* b has CPIs in flight when a (the old generation) goes. */
+	assert_int_equal(pc_submit(b, inr, outr, 0), 0);
+	assert_int_equal(pc_submit(b, inr + islot, outr + oslot, 1), 0);
+	submitted = 2;
+	pc_destroy(a);
+	assert_true(host_registered(inr));
+	assert_true(host_registered(outr));
+	while (done < K) {
+		struct pc_done d[8];
+		int n;
+
+		while (submitted < K && pc_submit(b, inr + submitted * islot,
+						  outr + submitted * oslot, submitted) == 0)
+			submitted++;
+		n = pc_poll(b, d, 8, 10000);
+		assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+		for (int i = 0; i < n; i++)
+			if (d[i].flags & PC_DONE_OUTPUT)
+				done++;
+	}
+	for (unsigned k = 0; k < K; k++) {
+		double e;
+
+		poison(want, ob);
+		assert_int_equal(pc_execute(cpu, inr + k * islot, want, NULL), 0);
+		e = out_err((float *)(outr + k * oslot), want, ob / sizeof(float), PC_OUT_COMPLEX);
+		if (!(e <= TOL))
+			fail_msg("CPI %u after the other pc went: rel L2 %.3e", k, e);
+	}
+	pc_get_info(b, &info);
+	assert_string_equal(info.staging, "registered");
+	pc_destroy(b);   /* the last holder: now it is unregistered */
+	assert_false(host_registered(inr));
+	assert_false(host_registered(outr));
+	print_message("  shared registration: kept while one pc holds it, released by the last\n");
+	pc_destroy(cpu);
+	munmap(inr, islot * K);
+	munmap(outr, oslot * K);
+	free(want);
+	free(ref);
+}
+
 /* Rows with NaN/Inf are counted like the CPU counts them; others are exact. */
 static void test_nonfinite_rows(void **state)
 {
@@ -626,6 +728,7 @@ int main(void)
 		cmocka_unit_test(test_output_modes),
 		cmocka_unit_test(test_pipeline_depths),
 		cmocka_unit_test(test_pipeline_staging),
+		cmocka_unit_test(test_shared_registration),
 		cmocka_unit_test(test_nonfinite_rows),
 		cmocka_unit_test(test_fault_injection),
 		cmocka_unit_test(test_chunked),
