@@ -656,8 +656,10 @@ static void cu_destroy(void *p)
  * flight; each costs ~7 API calls on the submitting thread and smaller
  * launches, which measurably slowed depth 3 at 4x128x4096 (H200, see
  * doc/cuda.md). So: depth 1, one chunk per ~2 MiB of the larger direction,
- * at most 16; depth 2, one per ~32 MiB, at most 4; deeper, none. Never an
- * empty chunk. CHIRP_CUDA_CHUNKS=N (1..16) overrides: a tuning and test knob.
+ * at most 16; depth 2, one per ~4 MiB, at most 8 (whole daemon on an H200,
+ * cf32->complex, CHIRP_CUDA_CHUNKS 1/2/4/8: 4x128x4096 4.40/4.48/4.89/4.71
+ * GS/s, 16x128x9000 -/5.12/5.13/5.86); deeper, none. Never an empty
+ * chunk. CHIRP_CUDA_CHUNKS=N (1..16) overrides: a tuning and test knob.
  */
 static void cu_choose_chunks(struct cu_be *be)
 {
@@ -670,9 +672,9 @@ static void cu_choose_chunks(struct cu_be *be)
 		if (k > 16)
 			k = 16;
 	} else if (be->nsets == 2) {
-		k = big / (32u << 20);
-		if (k > 4)
-			k = 4;
+		k = big / (4u << 20);
+		if (k > 8)
+			k = 8;
 	}
 	if (env && *env) {
 		char *end;
