@@ -224,7 +224,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "cuda: GPU to use, a CUDA device index or a PCI bus id like 0000:41:00.0." },
 	{ "processing", "streams", T_UINT, OFF(streams), 0,
 	  "2", 1, 16, 0, NULL, NULL, 0,
-	  "cuda: CPIs in flight at once (copy in / compute / copy out overlap)." },
+	  "cuda: CPIs in flight at once (copy in / compute / copy out overlap); 4 ran fastest on an H200 (doc/cuda.md)." },
 	{ "processing", "staging", T_ENUM, OFF(staging), 0,
 	  "auto", 0, 0, 0, ch_staging, NULL, 0,
 	  "cuda: register the rings' memory for DMA in place (register), copy through pinned buffers (copy), or try register then copy (auto)." },
