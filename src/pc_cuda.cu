@@ -10,16 +10,18 @@
  *   and events. CPI k uses set k mod N (N = streams, the depth). Within a
  *   CPI, the rows are cut into chunks (CHUNKS below); per chunk:
  *
- *     H2D    packed input slot -> d_in (rows x R, sc16 stays sc16: half the
- *            PCIe bytes), cudaMemcpyAsync straight from the ring slot when
- *            the slot lies in memory registered with cudaHostRegister, else
- *            memcpy into a pinned staging buffer first ("copy" staging).
- *            ev_in is recorded after every chunk's H2D: the input slot
- *            may then be reused.
- *     pad    d_in -> d_fft, pitched rows of nfft float2 (the pitch comes
- *            from cudaMallocPitch, never assumed): converts sc16 (value /
- *            32768, as the CPU backend), zero-pads [R, nfft), counts rows
- *            holding NaN/Inf (one atomicAdd per bad row).
+ *     H2D    cf32: cudaMemcpy2DAsync from the packed slot (rows x R
+ *            float2) straight into the pitched FFT rows d_fft (nfft float2
+ *            per row, the pitch from cudaMallocPitch, never assumed).
+ *            sc16: cudaMemcpyAsync into a packed d_in (rows x R short2:
+ *            half the PCIe bytes). Straight from the ring slot when it lies
+ *            in memory registered with cudaHostRegister, else memcpy into a
+ *            pinned staging buffer first ("copy" staging). ev_in is
+ *            recorded after every chunk's H2D: the input slot may then be
+ *            reused.
+ *     pad    cf32: in place, zero [R, nfft) of each row and count rows
+ *            holding NaN/Inf (one atomicAdd per bad row). sc16: d_in ->
+ *            d_fft, value / 32768 as the CPU backend, zero [R, nfft).
  *     FFT    cufftExecC2C forward, in place, batched over the chunk's rows
  *            (plans made at create: idist = pitch / sizeof(float2)).
  *     mul    d_fft[r][f] *= filt[f] (filt = g conj(H) / nfft, uploaded once).
@@ -214,7 +216,7 @@ struct cu_set {
 	struct cu_chunk_stream cs[CU_CHUNK_STREAMS];
 	cudaEvent_t ev_start;    /* chunk streams wait for it              */
 	int have_ev_start;
-	void *d_in;              /* rows * R * in_sample_bytes, packed     */
+	void *d_in;              /* sc16 only: rows * R * 4 bytes, packed  */
 	float2 *d_fft;           /* rows x pitch bytes, nfft used per row  */
 	void *d_out;             /* rows * R * out_sample_bytes, packed    */
 	unsigned *d_nonfinite;   /* rows with NaN/Inf in this CPI          */
@@ -279,44 +281,46 @@ __device__ __forceinline__ int cu_nonfinite(float x)
 }
 
 /*
- * One block per row: in (packed rows x R) -> fft row (pitch pe elements),
- * zero [R, nfft), count the row if it holds NaN/Inf (cf32 only; sc16 is
- * always finite).
+ * cf32, one block per pitched fft row (pe elements) that the H2D already
+ * filled with R samples: zero [R, nfft) and count the row if it holds
+ * NaN/Inf.
  */
-template <int FMT>
-__global__ void k_pad(const void *__restrict__ in, float2 *__restrict__ fft,
-		      size_t pe, unsigned R, unsigned nfft, unsigned *nonfinite)
+__global__ void k_pad_cf32(float2 *__restrict__ fft, size_t pe, unsigned R, unsigned nfft,
+			   unsigned *nonfinite)
 {
-	size_t row = blockIdx.x;
-	float2 *dst = fft + row * pe;
+	float2 *row = fft + (size_t)blockIdx.x * pe;
 	int bad = 0;
 
-	if (FMT == PC_FMT_CF32) {
-		const float2 *src = (const float2 *)in + row * R;
+	for (unsigned n = threadIdx.x; n < R; n += blockDim.x) {
+		float2 v = row[n];
 
-		for (unsigned n = threadIdx.x; n < R; n += blockDim.x) {
-			float2 v = src[n];
+		bad |= cu_nonfinite(v.x) | cu_nonfinite(v.y);
+	}
+	for (unsigned n = R + threadIdx.x; n < nfft; n += blockDim.x)
+		row[n] = make_float2(0.0f, 0.0f);
+	bad = __syncthreads_or(bad);
+	if (bad && threadIdx.x == 0)
+		atomicAdd(nonfinite, 1u);
+}
 
-			bad |= cu_nonfinite(v.x) | cu_nonfinite(v.y);
-			dst[n] = v;
-		}
-	} else {
-		const short2 *src = (const short2 *)in + row * R;
-		const float s = 1.0f / 32768.0f;   /* exact: a power of two */
+/*
+ * sc16, one block per row: in (packed rows x R short2) -> fft row (pitch pe
+ * elements) as value / 32768, zero [R, nfft). Always finite.
+ */
+__global__ void k_pad_sc16(const short2 *__restrict__ in, float2 *__restrict__ fft,
+			   size_t pe, unsigned R, unsigned nfft)
+{
+	const short2 *src = in + (size_t)blockIdx.x * R;
+	float2 *dst = fft + (size_t)blockIdx.x * pe;
+	const float s = 1.0f / 32768.0f;   /* exact: a power of two */
 
-		for (unsigned n = threadIdx.x; n < R; n += blockDim.x) {
-			short2 v = src[n];
+	for (unsigned n = threadIdx.x; n < R; n += blockDim.x) {
+		short2 v = src[n];
 
-			dst[n] = make_float2((float)v.x * s, (float)v.y * s);
-		}
+		dst[n] = make_float2((float)v.x * s, (float)v.y * s);
 	}
 	for (unsigned n = R + threadIdx.x; n < nfft; n += blockDim.x)
 		dst[n] = make_float2(0.0f, 0.0f);
-	if (FMT == PC_FMT_CF32) {
-		bad = __syncthreads_or(bad);
-		if (bad && threadIdx.x == 0)
-			atomicAdd(nonfinite, 1u);
-	}
 }
 
 /* fft[r][f] *= filt[f]: x blocks over f, y blocks stride over rows. */
@@ -817,7 +821,8 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 		s->have_ev_in = 1;
 		CK(cudaEventCreateWithFlags(&s->ev_out, cudaEventDisableTiming));
 		s->have_ev_out = 1;
-		CK(cudaMalloc(&s->d_in, be->in_bytes));
+		if (be->in_format == PC_FMT_SC16)   /* cf32 lands in d_fft directly */
+			CK(cudaMalloc(&s->d_in, be->in_bytes));
 		CK(cudaMalloc(&s->d_out, be->out_bytes));
 		CK(cudaMallocPitch((void **)&s->d_fft, &pitch, be->nfft * sizeof(float2), be->rows));
 		if (pitch % sizeof(float2) != 0) {
@@ -1093,13 +1098,18 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		int last = i == be->nchunks - 1;
 		unsigned nr = (unsigned)(last ? be->rem_rows : be->chunk_rows);
 		size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
-		const char *cin = (const char *)s->d_in + ioff;
+		const char *cin = s->d_in ? (const char *)s->d_in + ioff : NULL;  /* sc16 */
 		float2 *fft = s->d_fft + r0 * be->pitch_elems;
 		void *cout = (char *)s->d_out + ooff;
 		cufftHandle plan = nr == be->chunk_rows ? c->plan : c->plan_rem;
 
-		CK(cudaMemcpyAsync((char *)s->d_in + ioff, (const char *)src + ioff,
-				   (size_t)nr * be->R * in_sz, cudaMemcpyDefault, c->stream));
+		if (be->in_format == PC_FMT_CF32)   /* packed slot rows -> pitched rows */
+			CK(cudaMemcpy2DAsync(fft, be->pitch_elems * sizeof(float2),
+					     (const char *)src + ioff, (size_t)be->R * in_sz,
+					     (size_t)be->R * in_sz, nr, cudaMemcpyDefault, c->stream));
+		else
+			CK(cudaMemcpyAsync((char *)s->d_in + ioff, (const char *)src + ioff,
+					   (size_t)nr * be->R * in_sz, cudaMemcpyDefault, c->stream));
 		if (i + be->ncs >= be->nchunks)   /* this stream's last H2D */
 			CK(cudaEventRecord(c->ev_h2d, c->stream));
 		if (be->fault_armed) {
@@ -1108,11 +1118,11 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 			CKL("k_fault<<<1,4096>>> (injected fault)");
 		}
 		if (be->in_format == PC_FMT_CF32)
-			k_pad<PC_FMT_CF32><<<nr, CU_THREADS, 0, c->stream>>>(cin, fft,
-				be->pitch_elems, R, nfft, s->d_nonfinite);
+			k_pad_cf32<<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, nfft,
+								     s->d_nonfinite);
 		else
-			k_pad<PC_FMT_SC16><<<nr, CU_THREADS, 0, c->stream>>>(cin, fft,
-				be->pitch_elems, R, nfft, s->d_nonfinite);
+			k_pad_sc16<<<nr, CU_THREADS, 0, c->stream>>>((const short2 *)cin, fft,
+								     be->pitch_elems, R, nfft);
 		CKL("k_pad");
 		CKF(cufftExecC2C(plan, (cufftComplex *)fft, (cufftComplex *)fft, CUFFT_FORWARD));
 		gmul = dim3((nfft + CU_THREADS - 1) / CU_THREADS, nr < 65535 ? nr : 65535);
