@@ -576,6 +576,8 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		pthread_mutex_lock(&fftw_lock);
 		if (!fftwf_import_wisdom_from_filename(wisdom))
 			log_debug("CHIRP_FFTW_WISDOM %s: nothing imported (missing or not FFTW wisdom)", wisdom);
+		else
+			log_info("cpu: FFTW wisdom imported from %s", wisdom);
 		pthread_mutex_unlock(&fftw_lock);
 	}
 	/* FFTW_MEASURE scribbles on the arrays it plans with: plan on w[0]. */
