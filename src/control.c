@@ -14,7 +14,9 @@
  * (none unless the entry has usage; then the handler checks them).
  *
  * Memory: one struct client (about 4 KiB) per connection, allocated at
- * accept, capped at CONTROL_MAX_CLIENTS. Replies are serialised by jansson
+ * accept, capped at CONTROL_MAX_CLIENTS (at the cap a newcomer evicts the
+ * client silent longest, if silent CONTROL_EVICT_MS; else it is refused).
+ * Replies are serialised by jansson
  * (allocation is fine here: this is not the data path) and queued up to
  * OUT_MAX bytes; a client that lets more pile up is dropped.
  */
@@ -73,6 +75,7 @@ struct control {
 	gid_t group_gid;
 	char group[64];
 	unsigned idle_ms;
+	unsigned evict_ms;
 	int timer_armed;
 	int listen_paused;          /* out of fds: lfd out of epoll until the next tick */
 	struct client *clients[CONTROL_MAX_CLIENTS];
@@ -207,6 +210,7 @@ struct control *control_create(const char *path, mode_t mode, const char *group,
 	c->root_is_owner = 1;
 	c->group_gid = (gid_t)-1;
 	c->idle_ms = CONTROL_IDLE_MS;
+	c->evict_ms = CONTROL_EVICT_MS;
 	snprintf(c->path, sizeof(c->path), "%s", path);
 
 	if (group && group[0]) {
@@ -316,6 +320,42 @@ void control_set_idle_ms(struct control *c, unsigned ms)
 {
 	c->idle_ms = ms ? ms : 1;
 	c->timer_armed = 0;     /* re-armed with the new period */
+}
+
+void control_set_evict_ms(struct control *c, unsigned ms)
+{
+	c->evict_ms = ms;
+}
+
+/*
+ * At the cap, make room for a newcomer: close the client that has been
+ * silent longest, if it has been silent at least evict_ms. So connections
+ * that sit idle (a script that never closes, half-sent requests) cannot
+ * lock the operator's chirpctl out until the idle timeout; only clients
+ * all active within the last evict_ms can. Returns 1 if one was closed.
+ */
+static void client_close(struct control *c, unsigned i);
+
+static int evict_idlest(struct control *c)
+{
+	uint64_t t = now_ms(), worst = 0;
+	unsigned idx = 0;
+
+	for (unsigned i = 0; i < c->nclients; i++) {
+		uint64_t idle = t - c->clients[i]->last_ms;
+
+		if (idle > worst) {
+			worst = idle;
+			idx = i;
+		}
+	}
+	if (c->nclients == 0 || worst < c->evict_ms)
+		return 0;
+	log_info("control: %u clients connected; closing pid %d, silent for %llu ms, for a newcomer",
+		 c->nclients, (int)c->clients[idx]->peer.pid, (unsigned long long)worst);
+	c->st.dropped++;
+	client_close(c, idx);
+	return 1;
 }
 
 /* Periodic sweep while clients exist; off when there are none. */
@@ -689,7 +729,7 @@ static void accept_clients(struct control *c)
 			}
 			return;
 		}
-		if (c->nclients >= CONTROL_MAX_CLIENTS) {
+		if (c->nclients >= CONTROL_MAX_CLIENTS && !evict_idlest(c)) {
 			static const char busy[] =
 				"{\"ok\":false,\"proto\":1,\"error\":\"too many clients\"}\n";
 			ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -45,6 +45,8 @@
 #define CONTROL_REQ_MAX      4096   /* bytes of one request line incl. '\n' */
 #define CONTROL_MAX_CLIENTS  256    /* concurrent connections              */
 #define CONTROL_IDLE_MS      5000   /* idle / half-sent client timeout     */
+#define CONTROL_EVICT_MS     1000   /* full table: a newcomer evicts the client
+				       idle longest, if idle this long  */
 #define CONTROL_ERR_MAX      256    /* size of the handler's err buffer    */
 
 struct control;                     /* opaque */
@@ -128,8 +130,9 @@ struct control_stats {
 	uint64_t accepted;              /* connections accepted               */
 	uint64_t requests;              /* requests answered (ok or not)      */
 	uint64_t errors;                /* replies with "ok":false            */
-	uint64_t refused;               /* over CONTROL_MAX_CLIENTS           */
-	uint64_t dropped;               /* closed: oversized, timeout, slow reader */
+	uint64_t refused;               /* over CONTROL_MAX_CLIENTS, none idle */
+	uint64_t dropped;               /* closed: oversized, timeout, slow reader,
+					   evicted for a newcomer             */
 };
 void control_get_stats(const struct control *c, struct control_stats *st);
 
@@ -142,9 +145,12 @@ const char *control_path(const struct control *c);
  *     geteuid()); with root_is_owner = 0, uid 0 is no longer special.
  *   control_set_group_gid: the gid that grants mutation ((gid_t)-1 = none).
  *   control_set_idle_ms: idle / half-sent timeout (default CONTROL_IDLE_MS).
+ *   control_set_evict_ms: how long a client must have been idle before a
+ *     newcomer at the cap may evict it (default CONTROL_EVICT_MS).
  */
 void control_set_owner_uid(struct control *c, uid_t uid, int root_is_owner);
 void control_set_group_gid(struct control *c, gid_t gid);
 void control_set_idle_ms(struct control *c, unsigned ms);
+void control_set_evict_ms(struct control *c, unsigned ms);
 
 #endif /* CHIRP_CONTROL_H */

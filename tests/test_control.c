@@ -670,6 +670,9 @@ static void test_many_clients(void **state)
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	if (rl.rlim_cur < 2 * OVER + 64)
 		skip();   /* cannot open enough fds here */
+	/* Refusal at the cap, not eviction (test_evict_idle): however slowly a
+	 * sanitizer build runs, none of these counts as idle. */
+	control_set_evict_ms(f->ctl, 600000);
 	start(f);
 
 	/* 200 connected at once, all sending before any reads. */
@@ -707,6 +710,75 @@ static void test_many_clients(void **state)
 	assert_int_equal(ok, CONTROL_MAX_CLIENTS - N);
 	assert_int_equal(refused, OVER - CONTROL_MAX_CLIENTS);
 	for (int i = 0; i < OVER; i++)
+		close(fds[i]);
+}
+
+/*
+ * A full table of silent clients must not lock the operator out: the
+ * newcomer gets its answer and the client silent longest is closed; with
+ * every client recently active the newcomer is refused instead.
+ */
+static void test_evict_idle(void **state)
+{
+	struct fixture *f = *state;
+	static int fds[CONTROL_MAX_CLIENTS];
+	struct rlimit rl;
+	char line[512];
+	int fd, closed = 0;
+	json_t *j;
+
+	raise_nofile(4096);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < 2 * CONTROL_MAX_CLIENTS + 64)
+		skip();
+	control_set_idle_ms(f->ctl, 600000);   /* no idle sweep in this test */
+	control_set_evict_ms(f->ctl, 600000);  /* first: no client counts as idle */
+	start(f);
+	for (int i = 0; i < CONTROL_MAX_CLIENTS; i++) {
+		fds[i] = cl_connect(f->path);
+		assert_true(fds[i] >= 0);
+		cl_send(fds[i], "ping\n", 5);   /* accepted and answered: in the table */
+		assert_true(cl_line(fds[i], line, sizeof(line), 10000) > 0);
+	}
+	/* All 256 just spoke: a newcomer is refused. */
+	fd = cl_connect(f->path);
+	assert_true(fd >= 0);
+	cl_send_any(fd, "ping\n", 5);
+	assert_true(cl_line(fd, line, sizeof(line), 10000) > 0);
+	assert_non_null(strstr(line, "too many clients"));
+	close(fd);
+	/* Now 300 ms of silence makes a client evictable (hooks are set while
+	 * the server thread is stopped; the clients stay connected). */
+	stop(f);
+	control_set_evict_ms(f->ctl, 300);
+	atomic_store(&f->stop, 0);
+	start(f);
+	/* Client 0 speaks again; the others stay silent past the threshold. */
+	usleep(400000);
+	cl_send(fds[0], "ping\n", 5);
+	assert_true(cl_line(fds[0], line, sizeof(line), 10000) > 0);
+	/* Now the newcomer is served, on a connection that stays usable. */
+	fd = cl_connect(f->path);
+	assert_true(fd >= 0);
+	j = ask_fd(fd, "status");
+	assert_true(is_ok(j));
+	assert_int_equal(json_integer_value(json_object_get(j, "clients")), CONTROL_MAX_CLIENTS);
+	assert_int_equal(json_integer_value(json_object_get(j, "dropped")), 1);
+	assert_int_equal(json_integer_value(json_object_get(j, "refused")), 1);
+	json_decref(j);
+	/* Exactly one silent client was closed, and not the one that spoke. */
+	for (int i = 0; i < CONTROL_MAX_CLIENTS; i++) {
+		char b;
+		ssize_t r = recv(fds[i], &b, 1, MSG_DONTWAIT);
+
+		if (r == 0)
+			closed++;
+		if (i == 0)
+			assert_true(r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+	}
+	assert_int_equal(closed, 1);
+	close(fd);
+	for (int i = 0; i < CONTROL_MAX_CLIENTS; i++)
 		close(fds[i]);
 }
 
@@ -1013,6 +1085,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_half_sent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_clients, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_evict_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_reader, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_authority, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_authority_group, setup, teardown),
