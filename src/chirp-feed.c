@@ -152,12 +152,6 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int bad_arg(const char *opt, const char *val, const char *want)
-{
-	log_err("%s '%s': %s", opt, val, want);
-	return -EINVAL;
-}
-
 static int parse_args(struct feed *f, int argc, char **argv)
 {
 	int c, nsrc;
@@ -170,31 +164,31 @@ static int parse_args(struct feed *f, int argc, char **argv)
 		case 'r': f->ring_name = optarg; break;
 		case 'n':
 			if (tool_parse_u64(optarg, &f->count) < 0 || f->count == 0)
-				return bad_arg("--count", optarg, "want a count >= 1");
+				return tool_bad_arg("--count", optarg, "want a count >= 1");
 			break;
 		case 'q': f->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case O_TARGETS: f->targets_spec = optarg; break;
 		case O_SNR:
 			if (tool_parse_double(optarg, &f->snr_db) < 0)
-				return bad_arg("--snr-db", optarg, "want a number of dB");
+				return tool_bad_arg("--snr-db", optarg, "want a number of dB");
 			f->have_snr = 1;
 			break;
 		case O_NOISE:
 			if (tool_parse_double(optarg, &f->noise_dbfs) < 0 || f->noise_dbfs > 20)
-				return bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
+				return tool_bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
 			f->have_noise_dbfs = 1;
 			break;
 		case O_SEED:
 			if (tool_parse_u64(optarg, &f->seed) < 0)
-				return bad_arg("--seed", optarg, "want an unsigned integer");
+				return tool_bad_arg("--seed", optarg, "want an unsigned integer");
 			break;
 		case O_FILE: f->file_path = optarg; break;
 		case O_SIGMF: f->sigmf_base = optarg; break;
 		case O_FOREIGN: f->ropts.allow_foreign_owner = 1; break;
 		case O_WAIT:
 			if (tool_parse_double(optarg, &f->wait_s) < 0 || f->wait_s < 0)
-				return bad_arg("--wait", optarg, "want seconds >= 0");
+				return tool_bad_arg("--wait", optarg, "want seconds >= 0");
 			break;
 		case O_CREATE: f->create = 1; break;
 		case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
@@ -206,7 +200,7 @@ static int parse_args(struct feed *f, int argc, char **argv)
 		case O_KEEP: f->keep = 1; break;
 		case O_RATE:
 			if (tool_parse_double(optarg, &f->rate) < 0 || f->rate <= 0)
-				return bad_arg("--rate", optarg, "want CPIs per second > 0");
+				return tool_bad_arg("--rate", optarg, "want CPIs per second > 0");
 			break;
 		case O_LOOP: f->loop = 1; break;
 		case O_BLOCK: f->block = 1; break;

@@ -161,12 +161,6 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int bad_arg(const char *opt, const char *val, const char *want)
-{
-	log_err("%s '%s': %s", opt, val, want);
-	return -EINVAL;
-}
-
 static int parse_args(struct tap *t, int argc, char **argv)
 {
 	int c;
@@ -179,7 +173,7 @@ static int parse_args(struct tap *t, int argc, char **argv)
 		case 'c': t->config_path = optarg; break;
 		case 'n':
 			if (tool_parse_u64(optarg, &t->count) < 0 || t->count == 0)
-				return bad_arg("--count", optarg, "want a count >= 1");
+				return tool_bad_arg("--count", optarg, "want a count >= 1");
 			break;
 		case 'q': t->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -188,17 +182,17 @@ static int parse_args(struct tap *t, int argc, char **argv)
 		case O_DRAIN: t->drain = 1; break;
 		case O_TIMEOUT:
 			if (tool_parse_double(optarg, &t->timeout_s) < 0 || t->timeout_s <= 0)
-				return bad_arg("--timeout", optarg, "want seconds > 0");
+				return tool_bad_arg("--timeout", optarg, "want seconds > 0");
 			break;
 		case O_FOREIGN: t->ropts.allow_foreign_owner = 1; break;
 		case O_WAIT:
 			if (tool_parse_double(optarg, &t->wait_s) < 0 || t->wait_s < 0)
-				return bad_arg("--wait", optarg, "want seconds >= 0");
+				return tool_bad_arg("--wait", optarg, "want seconds >= 0");
 			break;
 		case O_MODE:
 			if (strcmp(optarg, "input") && strcmp(optarg, "complex") &&
 			    strcmp(optarg, "magnitude") && strcmp(optarg, "power_db"))
-				return bad_arg("--mode", optarg, "want input, complex, magnitude or power_db");
+				return tool_bad_arg("--mode", optarg, "want input, complex, magnitude or power_db");
 			t->mode = optarg;
 			break;
 		case O_FAILGAP: t->fail_on_gap = 1; break;
@@ -207,17 +201,17 @@ static int parse_args(struct tap *t, int argc, char **argv)
 		case O_TARGETS: t->targets_spec = optarg; break;
 		case O_SNR:
 			if (tool_parse_double(optarg, &t->snr_db) < 0)
-				return bad_arg("--snr-db", optarg, "want a number of dB");
+				return tool_bad_arg("--snr-db", optarg, "want a number of dB");
 			t->have_snr = 1;
 			break;
 		case O_NOISE:
 			if (tool_parse_double(optarg, &t->noise_dbfs) < 0 || t->noise_dbfs > 20)
-				return bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
+				return tool_bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
 			t->have_noise_dbfs = 1;
 			break;
 		case O_SEED:
 			if (tool_parse_u64(optarg, &t->seed) < 0)
-				return bad_arg("--seed", optarg, "want an unsigned integer");
+				return tool_bad_arg("--seed", optarg, "want an unsigned integer");
 			break;
 		case O_CREATE: t->create = 1; break;
 		case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
@@ -229,11 +223,11 @@ static int parse_args(struct tap *t, int argc, char **argv)
 		case O_KEEP: t->keep = 1; break;
 		case O_DELAY:
 			if (tool_parse_u64(optarg, &t->delay_ms) < 0 || t->delay_ms > 3600000)
-				return bad_arg("--delay-ms", optarg, "want milliseconds");
+				return tool_bad_arg("--delay-ms", optarg, "want milliseconds");
 			break;
 		case O_STALL:
 			if (tool_parse_u64(optarg, &t->stall_after) < 0)
-				return bad_arg("--stall-after", optarg, "want a count");
+				return tool_bad_arg("--stall-after", optarg, "want a count");
 			t->have_stall = 1;
 			break;
 		default:

@@ -11,6 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
+int tool_bad_arg(const char *opt, const char *val, const char *want)
+{
+	log_err("%s '%s': %s", opt, val, want);
+	return -EINVAL;
+}
+
 int tool_parse_u64(const char *s, uint64_t *v)
 {
 	unsigned long long x;
@@ -219,8 +225,7 @@ int tool_geom_opt(struct tool_geom_opts *o, const char *opt, const char *arg,
 	}
 	return 0;
 bad:
-	log_err("%s '%s': %s", opt, arg, want);
-	return -EINVAL;
+	return tool_bad_arg(opt, arg, want);
 }
 
 int tool_geom_given(const struct tool_geom_opts *o)

@@ -16,6 +16,9 @@
 int tool_parse_u64(const char *s, uint64_t *v);
 int tool_parse_double(const char *s, double *v);   /* finite only */
 
+/* Log "OPT 'VAL': WANT" (a rejected option value); returns -EINVAL. */
+int tool_bad_arg(const char *opt, const char *val, const char *want);
+
 /* "C,P,R" or "CxPxR", each 1..2^24. 0 or -EINVAL. */
 int tool_parse_geometry(const char *s, unsigned *c, unsigned *p, unsigned *r);
 
