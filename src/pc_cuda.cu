@@ -134,35 +134,51 @@ static pthread_mutex_t cu_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cu_reg cu_regs[CU_MAX_REGS];
 static unsigned cu_nregs;
 
-/* Take a reference on a registration of ours covering [base, base+len). */
-static int cu_reg_get(char *base, size_t len)
+/*
+ * Get a hold on [base, base+len) for DMA, under cu_reg_lock so that two pcs
+ * never both find it unregistered: a reference on our registration if one
+ * covers it, else a new registration (read-only mappings need the ReadOnly
+ * flag). Returns 2 (registered now), 1 (shared: a reference on ours), 0
+ * (registered by the application: used, never unregistered by us),
+ * -ENOSPC (our table is full) or -EIO with *e the CUDA error.
+ */
+static int cu_reg_acquire(char *base, size_t len, cudaError_t *e)
 {
-	int hit = 0;
+	int rc = 2;
 
+	*e = cudaSuccess;
 	pthread_mutex_lock(&cu_reg_lock);
 	for (unsigned i = 0; i < cu_nregs; i++)
 		if (cu_regs[i].base == base && cu_regs[i].len >= len) {
 			cu_regs[i].refs++;
-			hit = 1;
-			break;
+			rc = 1;
+			goto out;
 		}
-	pthread_mutex_unlock(&cu_reg_lock);
-	return hit;
-}
-
-/* Record a registration we just made (one reference); 0, or -ENOSPC. */
-static int cu_reg_add(char *base, size_t len)
-{
-	int rc = -ENOSPC;
-
-	pthread_mutex_lock(&cu_reg_lock);
-	if (cu_nregs < CU_MAX_REGS) {
-		cu_regs[cu_nregs].base = base;
-		cu_regs[cu_nregs].len = len;
-		cu_regs[cu_nregs].refs = 1;
-		cu_nregs++;
-		rc = 0;
+	if (cu_nregs == CU_MAX_REGS) {
+		rc = -ENOSPC;
+		goto out;
 	}
+	*e = cudaHostRegister(base, len, cudaHostRegisterPortable);
+	if (*e == cudaErrorHostMemoryAlreadyRegistered) {
+		(void)cudaGetLastError();
+		*e = cudaSuccess;
+		rc = 0;
+		goto out;
+	}
+	if (*e != cudaSuccess) {
+		(void)cudaGetLastError();
+		*e = cudaHostRegister(base, len, cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+	}
+	if (*e != cudaSuccess) {
+		(void)cudaGetLastError();
+		rc = -EIO;
+		goto out;
+	}
+	cu_regs[cu_nregs].base = base;
+	cu_regs[cu_nregs].len = len;
+	cu_regs[cu_nregs].refs = 1;
+	cu_nregs++;
+out:
 	pthread_mutex_unlock(&cu_reg_lock);
 	return rc;
 }
@@ -170,8 +186,7 @@ static int cu_reg_add(char *base, size_t len)
 /*
  * Drop a reference; the last one unregisters. The caller has synchronised
  * its own streams; other holders still use the memory, which stays pinned.
- * Returns 1 if this call unregistered it, 0 if others still hold it, -1 if
- * cudaHostUnregister failed.
+ * Returns 0, or -1 if cudaHostUnregister failed.
  */
 static int cu_reg_put(char *base)
 {
@@ -183,9 +198,7 @@ static int cu_reg_put(char *base)
 			continue;
 		if (--cu_regs[i].refs == 0) {
 			cu_regs[i] = cu_regs[--cu_nregs];
-			if (cudaHostUnregister(base) == cudaSuccess) {
-				rc = 1;
-			} else {
+			if (cudaHostUnregister(base) != cudaSuccess) {
 				(void)cudaGetLastError();
 				rc = -1;
 			}
@@ -943,41 +956,24 @@ static int cu_register_host(void *p, void *base, size_t len)
 		be->reg_failed = 1;
 		return cu_alloc_staging(be);
 	}
-	if (cu_reg_get((char *)base, len)) {
-		/* Ours already (another pc: the other generation of a reload). */
-		cu_add_region(be, base, len, 1);
+	rc = cu_reg_acquire((char *)base, len, &e);
+	if (rc < 0) {
+		if (rc == -ENOSPC)
+			log_warn("cuda: more than %d registrations in this process; staging %p "
+				 "through pinned copies", CU_MAX_REGS, base);
+		else
+			log_warn("cuda: cudaHostRegister(%p, %zu bytes): %s; staging through pinned "
+				 "copies instead (slower: one host memcpy per CPI)", base, len,
+				 cudaGetErrorString(e));
+		be->reg_failed = 1;
+		return cu_alloc_staging(be);
+	}
+	cu_add_region(be, base, len, rc > 0);
+	if (rc == 2)
+		log_info("cuda: registered %zu bytes at %p for in-place DMA", len, base);
+	else if (rc == 1)   /* another pc's: the other generation of a reload */
 		log_debug("cuda: %p (%zu bytes) already registered by chirp; shared", base, len);
-		return 0;
-	}
-	e = cudaHostRegister(base, len, cudaHostRegisterPortable);
-	if (e == cudaErrorHostMemoryAlreadyRegistered) {
-		/* Registered by the application: used, never unregistered by us. */
-		(void)cudaGetLastError();
-		cu_add_region(be, base, len, 0);
-		return 0;
-	}
-	if (e != cudaSuccess) {
-		/* A read-only mapping (an input ring attached read-only) needs this flag. */
-		(void)cudaGetLastError();
-		e = cudaHostRegister(base, len, cudaHostRegisterPortable | cudaHostRegisterReadOnly);
-	}
-	if (e != cudaSuccess) {
-		(void)cudaGetLastError();
-		log_warn("cuda: cudaHostRegister(%p, %zu bytes): %s; staging through pinned copies "
-			 "instead (slower: one host memcpy per CPI)", base, len, cudaGetErrorString(e));
-		be->reg_failed = 1;
-		return cu_alloc_staging(be);
-	}
-	if (cu_reg_add((char *)base, len) < 0) {
-		(void)cudaHostUnregister(base);
-		(void)cudaGetLastError();
-		log_warn("cuda: more than %d registrations in this process; staging %p through "
-			 "pinned copies", CU_MAX_REGS, base);
-		be->reg_failed = 1;
-		return cu_alloc_staging(be);
-	}
-	cu_add_region(be, base, len, 1);
-	log_info("cuda: registered %zu bytes at %p for in-place DMA", len, base);
+	rc = 0;
 out:
 	return rc;
 }
