@@ -119,6 +119,10 @@ struct chirp_ring {
 					indexed by position & mask             */
 	uint32_t *res_flags;         /* [slots] flags it carries (a drop before it) */
 	int first_commit;            /* flag DISCONTINUITY on a resumed ring  */
+	uint32_t gen;                /* our prod_gen                          */
+	int prev_clean;              /* our predecessor left a clean mark     */
+	int continuous;              /* opted in: chirp_ring_set_continuous   */
+	int marked;                  /* we left a clean mark (mark_clean)     */
 
 	/* consumer */
 	uint64_t cons;               /* oldest held (next to release)         */
@@ -476,6 +480,7 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 {
 	struct ring_hdr *h = (struct ring_hdr *)r->base;
 	uint64_t prod, cons, taken;
+	uint32_t gen;
 
 	r->h = h;
 	r->L = *L;
@@ -515,7 +520,15 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 		}
 		r->next_seq = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
 		r->pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed);
-		atomic_fetch_add_explicit(&h->prod_gen, 1, memory_order_relaxed);
+		/* prod_gen before our increment is our predecessor's number; its
+		 * clean mark counts only if it is that number (a producer that
+		 * attached since and died without a mark breaks the chain). */
+		gen = atomic_fetch_add_explicit(&h->prod_gen, 1, memory_order_relaxed);
+		r->gen = gen + 1;
+		r->prev_clean = gen != 0 &&
+				atomic_load_explicit(&h->clean_gen, memory_order_acquire) == gen;
+		r->continuous = 0;
+		r->marked = 0;
 	} else {
 		r->bad = calloc(L->slots / 8 + 1, 1);
 		if (!r->bad)
@@ -1187,6 +1200,11 @@ static int reserve_at_end(struct chirp_ring *r, void **payload)
 		if (p - c >= r->L.slots)
 			goto drop;
 	}
+	if (r->marked) {
+		/* more data after the mark: it no longer says "nothing lost" */
+		atomic_store_explicit(&r->h->clean_gen, 0, memory_order_relaxed);
+		r->marked = 0;
+	}
 	r->res_seq[p & r->mask] = r->next_seq++;
 	r->res_flags[p & r->mask] = r->pending;
 	r->pending = 0;      /* hdr.pending_flags stays set until it is committed */
@@ -1266,8 +1284,10 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 		timestamp_ns = now_realtime_ns();
 	seq = r->res_seq[p & r->mask];
 	pending = r->res_flags[p & r->mask];
-	if (r->first_commit)
-		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
+	/* New producer on a used ring: flag, unless it continues a stream its
+	 * predecessor left with nothing lost (both opted in). */
+	if (r->first_commit && !(r->continuous && r->prev_clean))
+		pending |= CHIRP_RING_DISCONTINUITY;
 	flags = (flags | pending) & ~CHIRP_RING_REDELIVERED;
 	/* hdr.next_seq = next unassigned - outstanding, one fewer outstanding */
 	after = r->next_seq - (r->nres - 1);
@@ -1299,6 +1319,34 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	full_fence();
 	if (atomic_load_explicit(&h->cons_sleeping, memory_order_relaxed))
 		futex_wake(&h->cons_futex);
+	return 0;
+}
+
+int chirp_ring_set_continuous(struct chirp_ring *r)
+{
+	if (r->role != CHIRP_RING_PRODUCER)
+		return -EPERM;
+	r->continuous = 1;      /* matters only while first_commit is pending */
+	return (!r->first_commit || r->prev_clean) && !r->pending ? 1 : 0;
+}
+
+int chirp_ring_mark_clean(struct chirp_ring *r)
+{
+	int rc;
+
+	if (r->role != CHIRP_RING_PRODUCER)
+		return -EPERM;
+	rc = state_check(r);
+	if (rc < 0)
+		return rc;
+	if (r->nres || r->pending ||
+	    atomic_load_explicit(&r->h->pending_flags, memory_order_relaxed))
+		return -EBUSY;          /* something reserved, or a drop not yet carried */
+	if (r->gen == 0)
+		return -EOVERFLOW;      /* prod_gen wrapped to 0: 0 means "no mark" */
+	/* release: our last commit's stores are visible before the mark */
+	atomic_store_explicit(&r->h->clean_gen, r->gen, memory_order_release);
+	r->marked = 1;
 	return 0;
 }
 

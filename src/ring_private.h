@@ -71,6 +71,11 @@ struct ring_hdr {
 	_Atomic uint64_t next_seq;      /* block number of the next block      */
 	_Atomic uint32_t pending_flags; /* ORed into the next commit            */
 	_Atomic uint32_t prod_gen;      /* +1 per producer attach               */
+	_Atomic uint32_t clean_gen;     /* prod_gen of a producer that left with
+					   nothing lost (chirp_ring_mark_clean);
+					   0 = none. Zero in rings made before it
+					   existed: older libraries neither set
+					   nor read it (no ABI change). */
 
 	/* --- line 2: written by the consumer only --- */
 	_Alignas(RING_LINE) _Atomic uint64_t cons;  /* next position to release */

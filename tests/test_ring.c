@@ -1256,6 +1256,120 @@ static void test_reserve_next_crash(void **state)
 	chirp_ring_detach(c);
 }
 
+/* Take the next block: it must be seq, flagged DISCONTINUITY or not. */
+static void expect_block(struct chirp_ring *c, uint64_t seq, int disc)
+{
+	struct chirp_ring_block b;
+
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, seq);
+	assert_int_equal(!!(b.flags & CHIRP_RING_DISCONTINUITY), disc);
+	assert_int_equal(chirp_ring_release(c), 0);
+}
+
+/*
+ * Opt-in continuity across a restart: a producer that leaves a clean mark,
+ * followed directly by one that opts in, gives one stream (no flag, no
+ * gap); every other combination keeps the conservative flag.
+ */
+static void test_continuity(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p;
+	uint64_t seq = 0;
+	void *pl;
+
+	assert_int_equal(chirp_ring_mark_clean(c), -EPERM);
+	assert_int_equal(chirp_ring_set_continuous(c), -EPERM);
+
+	/* fresh ring: never flagged; the producer stops cleanly */
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_set_continuous(p), 1);
+	push(p, seq, 0);
+	expect_block(c, seq++, 0);
+	assert_int_equal(chirp_ring_mark_clean(p), 0);
+	chirp_ring_detach(p);
+
+	/* marked, successor opts in: one stream */
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_set_continuous(p), 1);
+	push(p, seq, 0);
+	expect_block(c, seq++, 0);
+	push(p, seq, 0);
+	expect_block(c, seq++, 0);
+	chirp_ring_detach(p);                          /* no mark: as if killed */
+
+	/* no mark: flagged although the successor opts in */
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_set_continuous(p), 0);
+	push(p, seq, 0);
+	expect_block(c, seq++, 1);
+	assert_int_equal(chirp_ring_mark_clean(p), 0);
+	chirp_ring_detach(p);
+
+	/* marked, successor does not opt in (a restarted driver): flagged */
+	p = att(CHIRP_RING_PRODUCER);
+	push(p, seq, 0);
+	expect_block(c, seq++, 1);
+	assert_int_equal(chirp_ring_mark_clean(p), 0);
+	chirp_ring_detach(p);
+
+	/* the mark holds for the next producer only: one in between that
+	 * leaves without a mark breaks the chain */
+	p = att(CHIRP_RING_PRODUCER);
+	chirp_ring_detach(p);
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_set_continuous(p), 0);
+	push(p, seq, 0);
+	expect_block(c, seq++, 1);
+
+	/* no mark while a reservation is outstanding; a reservation made after
+	 * the mark erases it (that block is lost when we leave) */
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	assert_int_equal(chirp_ring_mark_clean(p), -EBUSY);
+	assert_int_equal(chirp_ring_commit(p, 1, seq * 5000, 0), 0);
+	expect_block(c, seq++, 0);
+	assert_int_equal(chirp_ring_mark_clean(p), 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	chirp_ring_detach(p);
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_set_continuous(p), 0);
+	push(p, seq, 0);                               /* takes the lost one's number */
+	expect_block(c, seq++, 1);
+
+	/* a drop not yet carried by a committed block: no mark */
+	for (int i = 0; i < 8; i++)
+		push(p, seq + i, 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -ENOBUFS);   /* seq + 8 dropped */
+	assert_int_equal(chirp_ring_mark_clean(p), -EBUSY);
+	for (int i = 0; i < 8; i++)
+		expect_block(c, seq++, 0);
+	seq++;                                         /* the dropped one */
+	push(p, seq, 0);
+	expect_block(c, seq++, 1);                     /* carries the drop */
+	assert_int_equal(chirp_ring_mark_clean(p), 0);
+	chirp_ring_detach(p);
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_set_continuous(p), 1);
+	push(p, seq, 0);
+	expect_block(c, seq++, 0);
+
+	/* a drop the predecessor left pending still flags an opted-in successor */
+	for (int i = 0; i < 8; i++)
+		push(p, seq + i, 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -ENOBUFS);
+	chirp_ring_detach(p);
+	for (int i = 0; i < 8; i++)
+		expect_block(c, seq++, 0);
+	seq++;
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_set_continuous(p), 0);
+	push(p, seq, 0);
+	expect_block(c, seq++, 1);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1270,6 +1384,7 @@ int main(void)
 		T(test_wrap_2_64),
 		T(test_consumer_restart_redelivers),
 		T(test_producer_restart),
+		T(test_continuity),
 		T(test_scribbled_indices_heal),
 		T(test_producer_crash_mid_commit),
 		T(test_retire_on_new_geometry),

@@ -219,6 +219,35 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns,
  */
 int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *blk);
 
+/*
+ * Continuity across a clean restart (producer, opt-in on both ends).
+ *
+ * By default the first block a new producer commits on a used ring carries
+ * CHIRP_RING_DISCONTINUITY: a restarted digitizer driver has lost samples
+ * before the ring, and the consumer must be told. A producer whose stream
+ * does continue where its predecessor stopped (chirpd on its output ring:
+ * it resumes its input ring at the block after the last one it released,
+ * and the input's own flags carry any gap) opts in:
+ *
+ *  - chirp_ring_mark_clean(), as the last thing before chirp_ring_detach()
+ *    when nothing it took on was lost: leaves a mark in the header naming
+ *    this producer. -EBUSY (no mark) while a reservation is outstanding or
+ *    a drop has not yet been carried by a committed block. A reservation
+ *    made after the mark erases it. A producer that dies without marking
+ *    leaves no mark.
+ *  - chirp_ring_set_continuous(), after attach and before the first commit:
+ *    that commit is not flagged if the previous producer, and no producer
+ *    attached since, left the mark (block numbers then continue without a
+ *    gap, so the consumer sees one stream). Returns 1 if that is so, 0 if
+ *    the first commit will still be flagged (no mark, or a drop pending).
+ *
+ * Either side without opt-in (or a library older than these calls, which
+ * leaves the header word 0) keeps the conservative flag. Returns -EPERM on
+ * a consumer handle; mark_clean also -ESTALE/-EBADMSG as chirp_ring_check.
+ */
+int chirp_ring_mark_clean(struct chirp_ring *r);
+int chirp_ring_set_continuous(struct chirp_ring *r);
+
 /* ---- consumer -------------------------------------------------------- */
 
 /*
