@@ -690,6 +690,7 @@ static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts
 {
 	struct ring_layout L, L2;
 	struct stat st;
+	char why[200];
 	void *p;
 	int rc;
 
@@ -702,8 +703,9 @@ static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts
 	if (rc < 0)
 		return rc;
 	if ((uint64_t)st.st_size < probe_bytes(r)) {
-		seterr(err, errlen, "ring %s is being created (size %lld)", r->name,
-		       (long long)st.st_size);
+		seterr(err, errlen, "ring %s is %lld bytes, shorter than a ring header: being "
+		       "created, or a stale object (remove it if nothing is creating it)",
+		       r->name, (long long)st.st_size);
 		return -EAGAIN;
 	}
 	/* Header page alone first: validate before trusting any size in it. */
@@ -713,10 +715,12 @@ static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts
 		seterr(err, errlen, "mmap %s header: %s", r->name, strerror(-rc));
 		return rc;
 	}
-	rc = ring_validate_header(p, (size_t)st.st_size, &L, err, errlen);
+	rc = ring_validate_header(p, (size_t)st.st_size, &L, why, sizeof(why));
 	munmap(p, probe_bytes(r));
-	if (rc < 0)
+	if (rc < 0) {
+		seterr(err, errlen, "ring %s: %s", r->name, why);   /* name the object */
 		return rc;
+	}
 	p = mmap(NULL, L.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
@@ -728,9 +732,11 @@ static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts
 	r->map_bytes = L.total_bytes;
 	r->own_map = 1;
 	/* The header may have changed between the two mappings. */
-	rc = ring_validate_header(p, L.total_bytes, &L2, err, errlen);
-	if (rc < 0)
+	rc = ring_validate_header(p, L.total_bytes, &L2, why, sizeof(why));
+	if (rc < 0) {
+		seterr(err, errlen, "ring %s: %s", r->name, why);
 		return rc;
+	}
 	if (!layout_equal(&L, &L2)) {
 		seterr(err, errlen, "ring %s changed while attaching: retry", r->name);
 		return -EAGAIN;

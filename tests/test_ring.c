@@ -651,6 +651,7 @@ static void test_foreign_object_untouched(void **state)
 	close(fd);
 	assert_null(chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
 	assert_non_null(strstr(err, "not a chirp ring"));
+	assert_non_null(strstr(err, g_name + 1));           /* says which object */
 	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err)));
 	assert_non_null(strstr(err, "not a chirp ring"));
 	fd = shm_open(g_name, O_RDONLY, 0);
@@ -674,6 +675,8 @@ static void test_half_created(void **state)
 	assert_null(chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
 	assert_int_equal(errno, EAGAIN);
 	assert_non_null(strstr(err, "being created"));
+	assert_non_null(strstr(err, g_name + 1));
+	assert_non_null(strstr(err, "stale"));             /* and what else it may be */
 	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
 	assert_int_equal(errno, EBUSY);
 	assert_non_null(strstr(err, "being created by another process"));
