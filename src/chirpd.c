@@ -264,9 +264,11 @@ static int gen_attach(const struct daemon *d, struct gen *g, int *created, char 
 {
 	struct chirp_ring_geometry geo;
 	struct chirp_ring_opts opts;
+	struct chirp_ring_stats rst;
 	char why[256];
 	void *base;
 	size_t len;
+	int cont;
 
 	if (created)
 		*created = 0;
@@ -298,6 +300,19 @@ static int gen_attach(const struct daemon *d, struct gen *g, int *created, char 
 		}
 		if (created)
 			*created |= 2;
+		/* Our results continue the previous chirpd's when it stopped
+		 * cleanly: we resume the input where it left off, and input gaps
+		 * come flagged (doc/ring.md, "Continuity across a restart"). */
+		cont = chirp_ring_set_continuous(g->out);
+		if (chirp_ring_stats(g->out, &rst) == 0 && rst.committed > 0) {
+			if (cont == 1)
+				log_notice("output ring %s: the previous chirpd stopped cleanly; "
+					   "continuing its stream", g->cfg.output_ring);
+			else
+				log_notice("output ring %s: the previous producer did not stop "
+					   "cleanly; the first result carries DISCONTINUITY",
+					   g->cfg.output_ring);
+		}
 		if (d->plan.node >= 0) {
 			chirp_ring_data(g->out, &base, &len);
 			if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)

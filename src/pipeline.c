@@ -516,6 +516,29 @@ static int take_one(struct pipeline *p)
 	return 1;
 }
 
+/*
+ * Drained to a stop: if no gap is waiting to be carried by a result (every
+ * CPI taken was delivered or its loss already flagged on a committed one),
+ * leave the output ring's clean mark, so a restarted chirpd continues the
+ * stream without a DISCONTINUITY (chirp_ring_mark_clean; the successor
+ * opted in with chirp_ring_set_continuous). Called on the data thread,
+ * which drives the output ring's producer handle.
+ */
+static void mark_clean(struct pipeline *p)
+{
+	int ret;
+
+	if (p->carry_flags || p->commit_carry) {
+		log_notice("stopping with a gap not yet carried by a result: "
+			   "the next chirpd's first result will be flagged");
+		return;
+	}
+	ret = chirp_ring_mark_clean(p->cur->out);
+	if (ret < 0)
+		log_notice("output ring: no clean mark (%s): the next chirpd's first result "
+			   "will be flagged", strerror(-ret));
+}
+
 static int finish_one(struct pipeline *p, struct flight *f)
 {
 	struct pipeline_gen *g = p->cur;
@@ -730,8 +753,10 @@ static void *data_thread(void *arg)
 		busy |= ret > 0;
 
 		if (p->count == 0) {
-			if (stop)
+			if (stop) {
+				mark_clean(p);
 				break;
+			}
 			if (swap) {
 				do_swap(p);
 				continue;
