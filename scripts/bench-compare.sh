@@ -39,6 +39,7 @@ rounds=${COMPARE_ROUNDS:-3}
 seconds=${COMPARE_SECONDS:-2}
 cpis=${COMPARE_CPIS:-"4x128x4096:512 16x128x9000:1000"}
 bench=$build/bench/bench_pc
+floor=$build/bench/fft_floor
 py=/usr/bin/python3
 export CHIRP_FFTW_WISDOM=${CHIRP_FFTW_WISDOM:-$build/fftw-wisdom}
 
@@ -97,6 +98,11 @@ for cpi in $cpis; do
 				rc=1
 			fi
 		done
+		# the FFTs alone (bench/fft_floor.c): chirpd's and GNU Radio's
+		if [ -x "$floor" ] && ! "$floor" --tsv --seconds "$seconds" --cpi "$cpi" \
+			>>"$tmp/floor.$geom" 2>>"$tmp/floor.err"; then
+			echo "fft_floor: failed on $cpi: $(tail -1 "$tmp/floor.err")"
+		fi
 		if [ $scipy_ok = 1 ]; then
 			"$py" bench/compare/scipy_pc.py "$C" "$P" "$R" "$L" "$seconds" >>"$tmp/scipy.$geom" 2>>"$tmp/scipy.check" ||
 				echo "scipy: failed on $cpi: $(tail -1 "$tmp/scipy.check")"
@@ -141,6 +147,29 @@ table() {
 
 table "Wall time: MS/s from the median CPI time (best of $rounds rounds)" 10
 table "CPU time: MS/s per CPU-second of the process (median, best of $rounds rounds) -- steadier when other jobs share the machine" 13
+
+# FFTs alone: the most any work around FFTW can give (see bench/fft_floor.c)
+echo
+echo "FFTs alone (bench/fft_floor.c, CPU time, best of $rounds rounds): what chirpd and GNU Radio would"
+echo "deliver if everything but their FFTW calls cost nothing. ceiling = chirpd floor / GNU Radio as measured"
+echo "above (same output, CPU time): no change to chirpd's own code can take chirpd/gnuradio past it."
+echo "+ copies: chirpd's FFTs plus only copying each row in and out (vector copy, streaming stores out), the bytes"
+echo "any implementation moves. +copies vs gr: the most chirpd/gnuradio can reach without avoiding those copies."
+printf '%-14s %5s %6s %13s %9s %6s %15s %15s %12s %14s %14s\n' "CPI CxPxR" "L" "nfft" "chirpd floor" \
+	"+ copies" "F" "gr floor (msr)" "gr floor (pat)" "floor ratio" "ceiling vs gr" "+copies vs gr"
+for cpi in $cpis; do
+	geom=${cpi%%:*} L=${cpi##*:}
+	if [ ! -s "$tmp/floor.$geom" ]; then
+		printf '%-14s %5s  skipped: no %s\n' "$geom" "$L" "$floor"
+		continue
+	fi
+	cf=$(best "$tmp/floor.$geom" 5) cm=$(best "$tmp/floor.$geom" 6)
+	gm=$(best "$tmp/floor.$geom" 8) gp=$(best "$tmp/floor.$geom" 9)
+	nfft=$(cut -f4 "$tmp/floor.$geom" | head -1) F=$(cut -f7 "$tmp/floor.$geom" | head -1)
+	g=$(best "$tmp/gnuradio.$geom" 13)
+	printf '%-14s %5s %6s %13s %9s %6s %15s %15s %12s %14s %14s\n' "$geom" "$L" "$nfft" "$cf" "$cm" "$F" \
+		"$gm" "$gp" "$(ratio "$cf" "$gm")" "$(ratio "$cf" "$g")" "$(ratio "$cm" "$g")"
+done
 echo
 [ -s "$tmp/scipy.check" ] && sed -n '1p' "$tmp/scipy.check"
 [ -s "$tmp/gr.check" ] && awk '$1 == "gr_fft_filter:" && !seen[$2]++' "$tmp/gr.check"
