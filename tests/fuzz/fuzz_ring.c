@@ -5,7 +5,8 @@
  * The input is a ring image (header page + descriptors, as another process
  * could have left it), zero-extended to IMG_BYTES. It goes through
  * ring_validate_header(); if accepted, a consumer and a producer handle are
- * opened on it and driven (peek/release/reserve/commit/check/stats), while
+ * opened on it and driven (peek/release/reserve/commit/check/stats, the
+ * producer opted in to continuity and leaving clean marks), while
  * the last bytes of the input, read as (offset, value) pokes, scribble on
  * the header and descriptors between calls — a hostile or crashing peer.
  * Nothing may crash, read or write outside the image, or hang.
@@ -63,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p = ring_open_image(img, IMG_BYTES, CHIRP_RING_PRODUCER, err, sizeof(err));
 	if (!c || !p)
 		goto out;
+	chirp_ring_set_continuous(p);   /* reads the clean mark a peer may have forged */
 	dirty = IMG_BYTES;
 	for (i = 0; i < 3 * (int)L.slots + 4 && i < 600; i++) {
 		rc = chirp_ring_peek(c, &b);
@@ -100,6 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		chirp_ring_stats(c, &st);
 		chirp_ring_check(c, err, sizeof(err));
 		chirp_ring_last_commit(p, &b);
+		if (i % 7 == 6)
+			chirp_ring_mark_clean(p);   /* then reservations must erase it */
 	}
 out:
 	chirp_ring_detach(c);
