@@ -21,13 +21,13 @@
  * Every problem is reported, not just the first.
  */
 #include "config.h"
+#include "metrics.h"
 #include "sysnuma.h"
 
 #include <ctype.h>
 #include <stdarg.h>
 #include <errno.h>
 #include <grp.h>
-#include <arpa/inet.h>
 #include <ini.h>
 #include <jansson.h>
 #include <limits.h>
@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <syslog.h>
@@ -338,56 +339,14 @@ static int check_file_path(const char *v, char *err, size_t len)
 	return 0;
 }
 
-/* "host:port" or "[v6]:port", port 1..65535; "" = off. The host is a
- * numeric IPv4 or IPv6 literal, as metrics_parse_listen (metrics.c)
- * accepts when the listener starts: no name lookup, so --check and a
- * reload catch what would otherwise fail only at start. */
+/* "host:port" or "[v6]:port" with numeric hosts, port 1..65535; "" = off.
+ * metrics_parse_listen is the parser the listener uses at start, so --check
+ * and a reload catch what would otherwise fail only then. */
 static int check_listen(const char *v, char *err, size_t len)
 {
-	const char *colon, *h0;
-	char host[INET6_ADDRSTRLEN + 1];
-	unsigned char addr[sizeof(struct in6_addr)];
-	size_t hl;
-	char *end;
-	long port;
-	int v6;
+	struct sockaddr_storage ss;
 
-	if (!v[0])
-		return 0;
-	if (v[0] == '[') {
-		const char *rb = strchr(v, ']');
-		if (!rb || rb == v + 1 || rb[1] != ':')
-			goto bad;
-		h0 = v + 1;
-		hl = (size_t)(rb - h0);
-		colon = rb + 1;
-		v6 = 1;
-	} else {
-		colon = strrchr(v, ':');
-		if (!colon || colon == v || memchr(v, ':', (size_t)(colon - v)))
-			goto bad;
-		h0 = v;
-		hl = (size_t)(colon - v);
-		v6 = 0;
-	}
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (!isdigit((unsigned char)colon[1]) || *end || errno || port < 1 || port > 65535)
-		goto bad;
-	if (hl >= sizeof(host))
-		goto badhost;
-	memcpy(host, h0, hl);
-	host[hl] = '\0';
-	if (inet_pton(v6 ? AF_INET6 : AF_INET, host, addr) != 1)
-		goto badhost;
-	return 0;
-badhost:
-	snprintf(err, len, "'%s': host '%.*s' is not a numeric %s address (names are not looked up; e.g. 127.0.0.1:9464, [::1]:9464)",
-		 v, (int)(hl < 64 ? hl : 64), h0, v6 ? "IPv6" : "IPv4");
-	return -EINVAL;
-bad:
-	snprintf(err, len, "'%s' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464) with port 1..65535", v);
-	return -EINVAL;
+	return v[0] ? metrics_parse_listen(v, &ss, err, len) : 0;
 }
 
 /* ---- parsing one value ------------------------------------------------- */

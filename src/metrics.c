@@ -2,6 +2,7 @@
 #include "metrics.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -133,51 +134,64 @@ struct metrics_http {
 int metrics_parse_listen(const char *listen, struct sockaddr_storage *ss,
 			 char *err, size_t errlen)
 {
-	char host[64];
-	const char *colon, *port_s;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	const char *colon, *h0;
+	char host[INET6_ADDRSTRLEN + 1];
+	size_t hl;
 	char *end;
 	long port;
+	int v6, ok;
 
 	memset(ss, 0, sizeof(*ss));
-	if (!listen || !*listen)
-		goto bad;
+	if (!listen)
+		listen = "";
 	if (listen[0] == '[') {
 		const char *rb = strchr(listen, ']');
-		if (!rb || rb[1] != ':' || (size_t)(rb - listen - 1) >= sizeof(host))
+
+		if (!rb || rb == listen + 1 || rb[1] != ':')
 			goto bad;
-		memcpy(host, listen + 1, (size_t)(rb - listen - 1));
-		host[rb - listen - 1] = 0;
-		port_s = rb + 2;
+		h0 = listen + 1;
+		hl = (size_t)(rb - h0);
+		colon = rb + 1;
+		v6 = 1;
 	} else {
 		colon = strrchr(listen, ':');
-		if (!colon || (size_t)(colon - listen) >= sizeof(host))
+		if (!colon || colon == listen || memchr(listen, ':', (size_t)(colon - listen)))
 			goto bad;
-		memcpy(host, listen, (size_t)(colon - listen));
-		host[colon - listen] = 0;
-		port_s = colon + 1;
+		h0 = listen;
+		hl = (size_t)(colon - listen);
+		v6 = 0;
 	}
 	errno = 0;
-	port = strtol(port_s, &end, 10);
-	if (errno || end == port_s || *end || port < 1 || port > 65535)
+	port = strtol(colon + 1, &end, 10);
+	if (!isdigit((unsigned char)colon[1]) || *end || errno || port < 1 || port > 65535)
 		goto bad;
-	{
-		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-
-		if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-			a4->sin_family = AF_INET;
-			a4->sin_port = htons((uint16_t)port);
-			return 0;
-		}
-		if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-			a6->sin6_family = AF_INET6;
-			a6->sin6_port = htons((uint16_t)port);
-			return 0;
-		}
+	if (hl >= sizeof(host))
+		goto badhost;
+	memcpy(host, h0, hl);
+	host[hl] = '\0';
+	if (v6)
+		ok = inet_pton(AF_INET6, host, &a6->sin6_addr) == 1;
+	else
+		ok = inet_pton(AF_INET, host, &a4->sin_addr) == 1;
+	if (!ok)
+		goto badhost;
+	if (v6) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+	} else {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
 	}
+	return 0;
+badhost:
+	snprintf(err, errlen, "'%s': host '%.*s' is not a numeric %s address (names are not looked up; e.g. 127.0.0.1:9464, [::1]:9464)",
+		 listen, (int)(hl < 64 ? hl : 64), h0, v6 ? "IPv6" : "IPv4");
+	return -EINVAL;
 bad:
-	snprintf(err, errlen, "listen '%s': expected a numeric HOST:PORT like 127.0.0.1:9464 or [::1]:9464",
-		 listen ? listen : "");
+	snprintf(err, errlen, "'%s' is not host:port (e.g. 127.0.0.1:9464, [::1]:9464) with port 1..65535",
+		 listen);
 	return -EINVAL;
 }
 

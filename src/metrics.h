@@ -58,7 +58,12 @@ int metrics_http_fd(const struct metrics_http *m);
 int metrics_http_run(struct metrics_http *m);
 void metrics_http_destroy(struct metrics_http *m);
 
-/* Parse "HOST:PORT" into a sockaddr (numeric hosts only). 0 or -EINVAL. */
+/*
+ * Parse "HOST:PORT" or "[V6]:PORT" into a sockaddr: HOST a numeric IPv4
+ * address, V6 a numeric IPv6 address (no name lookup), PORT 1..65535. 0, or
+ * -EINVAL with the reason in err. config.c validates [metrics] listen with
+ * it, so what --check accepts is what the listener binds.
+ */
 struct sockaddr_storage;
 int metrics_parse_listen(const char *listen, struct sockaddr_storage *ss,
 			 char *err, size_t errlen);
