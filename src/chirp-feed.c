@@ -154,11 +154,11 @@ static const struct option long_opts[] = {
 
 static int parse_args(struct feed *f, int argc, char **argv)
 {
-	int c, nsrc;
+	int c, nsrc, li = 0;
 
 	f->wait_s = 10;
 	f->seed = 1;
-	while ((c = getopt_long(argc, argv, "c:r:n:qh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:r:n:qh", long_opts, &li)) != -1) {
 		switch (c) {
 		case 'c': f->config_path = optarg; break;
 		case 'r': f->ring_name = optarg; break;
@@ -192,9 +192,9 @@ static int parse_args(struct feed *f, int argc, char **argv)
 			break;
 		case O_CREATE: f->create = 1; break;
 		case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
-			if (tool_geom_opt(&f->geom, c == O_GEOMETRY ? "--geometry" :
-					  c == O_FORMAT ? "--format" : c == O_SLOTS ? "--slots" :
-					  "--sample-rate", optarg, "want cf32, sc16 (or rf32 for --file)") < 0)
+			/* long-only options: li names the one matched */
+			if (tool_geom_opt(&f->geom, long_opts[li].name, optarg,
+					  "want cf32, sc16 (or rf32 for --file)") < 0)
 				return -EINVAL;
 			break;
 		case O_KEEP: f->keep = 1; break;

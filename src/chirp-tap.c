@@ -163,11 +163,11 @@ static const struct option long_opts[] = {
 
 static int parse_args(struct tap *t, int argc, char **argv)
 {
-	int c;
+	int c, li = 0;
 
 	t->wait_s = 10;
 	t->seed = 1;
-	while ((c = getopt_long(argc, argv, "r:c:n:qh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:c:n:qh", long_opts, &li)) != -1) {
 		switch (c) {
 		case 'r': t->ring_name = optarg; break;
 		case 'c': t->config_path = optarg; break;
@@ -215,9 +215,9 @@ static int parse_args(struct tap *t, int argc, char **argv)
 			break;
 		case O_CREATE: t->create = 1; break;
 		case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
-			if (tool_geom_opt(&t->geom, c == O_GEOMETRY ? "--geometry" :
-					  c == O_FORMAT ? "--format" : c == O_SLOTS ? "--slots" :
-					  "--sample-rate", optarg, "want cf32, sc16 or rf32") < 0)
+			/* long-only options: li names the one matched */
+			if (tool_geom_opt(&t->geom, long_opts[li].name, optarg,
+					  "want cf32, sc16 or rf32") < 0)
 				return -EINVAL;
 			break;
 		case O_KEEP: t->keep = 1; break;

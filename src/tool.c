@@ -192,29 +192,31 @@ void tool_progress_end(struct tool_progress *p)
 	}
 }
 
-int tool_geom_opt(struct tool_geom_opts *o, const char *opt, const char *arg,
+int tool_geom_opt(struct tool_geom_opts *o, const char *name, const char *arg,
 		  const char *formats_hint)
 {
+	char opt[32];
 	const char *want;
 	uint64_t u;
 
-	if (!strcmp(opt, "--geometry")) {
+	snprintf(opt, sizeof(opt), "--%s", name);
+	if (!strcmp(name, "geometry")) {
 		want = "want CHANNELS,PULSES,SAMPLES";
 		if (tool_parse_geometry(arg, &o->c, &o->p, &o->r) < 0)
 			goto bad;
 		o->have_geometry = 1;
-	} else if (!strcmp(opt, "--format")) {
+	} else if (!strcmp(name, "format")) {
 		want = formats_hint;
 		if (tool_parse_ring_format(arg, &o->fmt) < 0)
 			goto bad;
 		o->have_format = 1;
-	} else if (!strcmp(opt, "--slots")) {
+	} else if (!strcmp(name, "slots")) {
 		want = "want a power of two 2..65536";
 		if (tool_parse_u64(arg, &u) < 0 || u < 2 || u > 65536 || (u & (u - 1)))
 			goto bad;
 		o->slots = (unsigned)u;
 		o->have_slots = 1;
-	} else if (!strcmp(opt, "--sample-rate")) {
+	} else if (!strcmp(name, "sample-rate")) {
 		want = "want Hz > 0";
 		if (tool_parse_double(arg, &o->sample_rate_hz) < 0 || o->sample_rate_hz <= 0)
 			goto bad;

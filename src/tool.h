@@ -38,10 +38,11 @@ struct tool_geom_opts {
 	double sample_rate_hz;
 };
 
-/* Parse ARG of option OPT ("--geometry", "--format", "--slots",
- * "--sample-rate") into o; formats_hint completes the --format error
- * ("want cf32, sc16 or rf32"). 0, or -EINVAL with the error logged. */
-int tool_geom_opt(struct tool_geom_opts *o, const char *opt, const char *arg,
+/* Parse ARG of the long option NAME ("geometry", "format", "slots",
+ * "sample-rate": getopt_long's long_opts[longindex].name) into o;
+ * formats_hint completes the --format error ("want cf32, sc16 or rf32").
+ * 0, or -EINVAL with the error logged. */
+int tool_geom_opt(struct tool_geom_opts *o, const char *name, const char *arg,
 		  const char *formats_hint);
 /* Whether any of the four was given. */
 int tool_geom_given(const struct tool_geom_opts *o);
