@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,7 +38,6 @@ struct pc {
 	bool failed;
 	char err[256];               /* why it failed (pc_last_error)       */
 };
-
 
 size_t pc_format_sample_bytes(enum pc_format f)
 {
@@ -173,7 +171,7 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 	}
 	if (p->channels < 1 || p->pulses < 1 || p->samples < 1) {
 		errbuf_set(err, errlen, "CPI geometry channels=%u pulses=%u samples=%u: each must be at least 1",
-		       p->channels, p->pulses, p->samples);
+			   p->channels, p->pulses, p->samples);
 		return -EINVAL;
 	}
 	if (pc_format_sample_bytes(p->in_format) == 0) {
@@ -230,7 +228,7 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 	rows = (size_t)p->channels * p->pulses;
 	if (__builtin_mul_overflow(rows, R, &tmp) || __builtin_mul_overflow(tmp, (size_t)8, &tmp)) {
 		errbuf_set(err, errlen, "CPI of %u x %u x %u samples is too large to address",
-		       p->channels, p->pulses, p->samples);
+			   p->channels, p->pulses, p->samples);
 		return -EINVAL;
 	}
 	if (p->cpu_threads < 1 || p->cpu_threads > 1024) {
@@ -485,7 +483,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 	}
 	if (!pc->be) {
 		errbuf_set(err, errlen, "backend %s: %s", pc_backend_name(pc->backend),
-		       why[0] ? why : "cannot be created");
+			   why[0] ? why : "cannot be created");
 		goto fail;
 	}
 	return pc;

@@ -50,7 +50,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -108,7 +107,6 @@ struct cpu_be {
 	unsigned planner;            /* FFTW_ESTIMATE / _MEASURE / _PATIENT */
 	char err[256];
 };
-
 
 static size_t env_size(const char *name, size_t dflt)
 {
@@ -494,7 +492,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	if (s->nfft < s->samples + s->ref_len - 1 || s->nfft > INT_MAX || s->rows < 1 ||
 	    s->cpu_threads < 1 || s->cpu_threads > 1024) {
 		errbuf_set(err, errlen, "cpu: invalid setup (nfft %zu, R %u, L %zu, rows %zu, threads %d)",
-		       s->nfft, s->samples, s->ref_len, s->rows, s->cpu_threads);
+			   s->nfft, s->samples, s->ref_len, s->rows, s->cpu_threads);
 		return NULL;
 	}
 	b = calloc(1, sizeof(*b));
@@ -586,7 +584,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	b->inv = plan_rows(b, b->w[0].work, b->w[0].work, b->block_rows, FFTW_BACKWARD, 0);
 	if (!b->fwd || !b->inv) {
 		errbuf_set(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
-		       b->nfft, b->block_rows);
+			   b->nfft, b->block_rows);
 		goto fail;
 	}
 	tail = b->rows % b->block_rows;
@@ -596,7 +594,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		b->inv_tail = plan_rows(b, b->w[0].work, b->w[0].work, tail, FFTW_BACKWARD, 0);
 		if (!b->fwd_tail || !b->inv_tail) {
 			errbuf_set(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
-			       b->nfft, tail);
+				   b->nfft, tail);
 			goto fail;
 		}
 	}
@@ -631,7 +629,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		if (rc != 0) {
 			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			errbuf_set(err, errlen, "cpu: pthread_create for worker %d of %d: %s",
-			       t, b->threads - 1, strerror(rc));
+				   t, b->threads - 1, strerror(rc));
 			goto fail;
 		}
 		b->w[t].started = true;
@@ -646,7 +644,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	return b;
 nomem:
 	errbuf_set(err, errlen, "cpu: out of memory for %d x %zu rows of %zu-point buffers",
-	       b->threads, b->block_rows, b->dist);
+		   b->threads, b->block_rows, b->dist);
 fail:
 	cpu_destroy(b);
 	return NULL;

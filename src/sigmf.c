@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +20,6 @@ static const char *const dt_names[] = {
 	[SIGMF_CI16_LE] = "ci16_le",
 	[SIGMF_RF32_LE] = "rf32_le",
 };
-
 
 const char *sigmf_datatype_name(enum sigmf_datatype d)
 {
@@ -404,7 +402,7 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 		size_t n = strlen(dt);
 
 		errbuf_set(err, errlen, "%s: core:datatype '%s' is not supported (%s; chirp reads cf32_le, ci16_le and rf32_le)",
-		     where, dt, n > 3 && strcmp(dt + n - 3, "_be") == 0 ? "big endian" : "unknown type");
+			   where, dt, n > 3 && strcmp(dt + n - 3, "_be") == 0 ? "big endian" : "unknown type");
 		return -EINVAL;
 	}
 	j = json_object_get(g, "core:sample_rate");
@@ -425,7 +423,7 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 	j = json_object_get(g, "core:num_channels");
 	if (j && (!json_is_integer(j) || json_integer_value(j) != 1)) {
 		errbuf_set(err, errlen, "%s: core:num_channels must be 1 (channels are laid out per CPI, see chirp:channels)",
-		     where);
+			   where);
 		return -EINVAL;
 	}
 	if (get_str(g, "core:description", m->description, sizeof(m->description), where, err, errlen) < 0 ||
@@ -435,7 +433,7 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 	if (m->output[0] && strcmp(m->output, "input") && strcmp(m->output, "complex") &&
 	    strcmp(m->output, "magnitude") && strcmp(m->output, "power_db")) {
 		errbuf_set(err, errlen, "%s: chirp:output '%s' is not input, complex, magnitude or power_db",
-		     where, m->output);
+			   where, m->output);
 		return -EINVAL;
 	}
 	for (int i = 0; i < 3; i++) {
@@ -449,13 +447,13 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 	}
 	if (have[0] != have[1] || have[1] != have[2]) {
 		errbuf_set(err, errlen, "%s: chirp:channels, chirp:pulses and chirp:samples go together (some are missing)",
-		     where);
+			   where);
 		return -EINVAL;
 	}
 	if (have[0]) {
 		if (v[0] * v[1] * v[2] > (1ull << 32)) {
 			errbuf_set(err, errlen, "%s: CPI of %" PRIu64 "x%" PRIu64 "x%" PRIu64 " samples is too large",
-			     where, v[0], v[1], v[2]);
+				   where, v[0], v[1], v[2]);
 			return -EINVAL;
 		}
 		m->channels = (unsigned)v[0];
@@ -503,14 +501,14 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 		c.flags = (uint32_t)f;
 		if (i > 0 && c.sample_start <= m->captures[i - 1].sample_start) {
 			errbuf_set(err, errlen, "%s: core:sample_start %" PRIu64 " does not increase (previous %" PRIu64 ")",
-			     where, c.sample_start, m->captures[i - 1].sample_start);
+				   where, c.sample_start, m->captures[i - 1].sample_start);
 			return -EINVAL;
 		}
 		j = json_object_get(o, "core:datetime");
 		if (j) {
 			if (!json_is_string(j) || sigmf_parse_datetime(json_string_value(j), &c.timestamp_ns) < 0) {
 				errbuf_set(err, errlen, "%s: core:datetime is not an ISO 8601 UTC time like 2026-11-21T09:40:01.5Z",
-				     where);
+					   where);
 				return -EINVAL;
 			}
 		}
@@ -633,7 +631,7 @@ int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 	}
 	if (data_bytes % sb) {
 		errbuf_set(err, errlen, "data is %" PRIu64 " bytes, not a whole number of %s samples (%" PRIu64 " bytes)",
-		     data_bytes, sigmf_datatype_name(m->datatype), sb);
+			   data_bytes, sigmf_datatype_name(m->datatype), sb);
 		return -EINVAL;
 	}
 	total = data_bytes / sb;
@@ -643,13 +641,13 @@ int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 		if (m->channels)
 			snprintf(dims, sizeof(dims), " (%ux%ux%u)", m->channels, m->pulses, m->samples);
 		errbuf_set(err, errlen, "data is %" PRIu64 " samples, not a whole number of CPIs of %" PRIu64
-		     " samples%s; truncated recording?", total, cpi, dims);
+			   " samples%s; truncated recording?", total, cpi, dims);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < m->ncaptures; i++) {
 		if (m->captures[i].sample_start >= total) {
 			errbuf_set(err, errlen, "captures[%zu]: core:sample_start %" PRIu64 " is beyond the data (%" PRIu64 " samples)",
-			     i, m->captures[i].sample_start, total);
+				   i, m->captures[i].sample_start, total);
 			return -EINVAL;
 		}
 	}

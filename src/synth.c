@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +24,6 @@ struct synth {
 	double *row;                   /* 2*R scratch, one range line         */
 	uint64_t clipped;
 };
-
 
 void synth_params_init(struct synth_params *p)
 {
@@ -57,7 +55,7 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 		}
 		if (len == 0 || len >= sizeof(item)) {
 			errbuf_set(err, errlen, "target %zu: %s", k + 1,
-			     len ? "too long" : "empty (want GATE:AMP_DB[:DOPPLER])");
+				   len ? "too long" : "empty (want GATE:AMP_DB[:DOPPLER])");
 			return -EINVAL;
 		}
 		memcpy(item, p, len);
@@ -71,7 +69,7 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 		gate = strtoul(q, &e, 10);
 		if (errno || e == q || *e != ':' || gate > 0x7fffffffUL) {
 			errbuf_set(err, errlen, "target %zu '%s': want GATE:AMP_DB[:DOPPLER] with GATE a sample index",
-			     k + 1, item);
+				   k + 1, item);
 			return -EINVAL;
 		}
 		q = e + 1;
@@ -80,7 +78,7 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 		if (errno || e == q || (*e && *e != ':') || !isfinite(amp) ||
 		    amp < -300 || amp > 300) {
 			errbuf_set(err, errlen, "target %zu '%s': AMP_DB is not a number in -300..300",
-			     k + 1, item);
+				   k + 1, item);
 			return -EINVAL;
 		}
 		if (*e == ':') {
@@ -89,7 +87,7 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 			dop = strtod(q, &e);
 			if (errno || e == q || *e || !isfinite(dop) || dop < -0.5 || dop > 0.5) {
 				errbuf_set(err, errlen, "target %zu '%s': DOPPLER must be cycles per pulse in -0.5..0.5",
-				     k + 1, item);
+					   k + 1, item);
 				return -EINVAL;
 			}
 		}
@@ -123,7 +121,7 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 
 	if (!p->channels || !p->pulses || !p->samples) {
 		errbuf_set(err, errlen, "geometry %ux%ux%u: channels, pulses and samples must be >= 1",
-		     p->channels, p->pulses, p->samples);
+			   p->channels, p->pulses, p->samples);
 		return NULL;
 	}
 	cells = (uint64_t)p->channels * p->pulses * p->samples;
@@ -167,7 +165,7 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 
 		if (t->gate >= p->samples) {
 			errbuf_set(err, errlen, "target %zu gate %u is outside the range line (R=%u)",
-			     i + 1, t->gate, p->samples);
+				   i + 1, t->gate, p->samples);
 			return NULL;
 		}
 		if (!isfinite(t->amp_db) || !isfinite(t->doppler) ||
@@ -184,7 +182,7 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 	 */
 	if (p->format == PC_FMT_SC16 && sum > 1.0) {
 		errbuf_set(err, errlen, "sc16: targets sum to %+.1f dBFS and would clip; lower AMP_DB",
-		     20 * log10(sum));
+			   20 * log10(sum));
 		return NULL;
 	}
 

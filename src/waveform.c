@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +30,6 @@ static const char *const window_names[] = {
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
 
 void wf_params_init(struct wf_params *p)
 {
@@ -223,15 +221,15 @@ static int read_cf32_file(const char *path, unsigned max_len, double **out,
 	if (st.st_size % 8 != 0) {
 		rc = -EINVAL;
 		errbuf_set(err, errlen,
-		       "waveform file %s: size %lld bytes is not a multiple of 8 (cf32_le: 8 bytes per sample)",
-		       path, (long long)st.st_size);
+			   "waveform file %s: size %lld bytes is not a multiple of 8 (cf32_le: 8 bytes per sample)",
+			   path, (long long)st.st_size);
 		goto out;
 	}
 	if ((unsigned long long)st.st_size / 8 > max_len) {
 		rc = -EINVAL;
 		errbuf_set(err, errlen,
-		       "pulse length L=%lld samples (waveform file %s) exceeds range samples R=%u",
-		       (long long)st.st_size / 8, path, max_len);
+			   "pulse length L=%lld samples (waveform file %s) exceeds range samples R=%u",
+			   (long long)st.st_size / 8, path, max_len);
 		goto out;
 	}
 	n = (size_t)st.st_size / 8;
@@ -256,7 +254,7 @@ static int read_cf32_file(const char *path, unsigned max_len, double **out,
 		if (r == 0) {
 			rc = -EIO;
 			errbuf_set(err, errlen, "waveform file %s: short read (%zu of %zu bytes; file changed?)",
-			       path, got, nbytes);
+				   path, got, nbytes);
 			goto out;
 		}
 		got += (size_t)r;
@@ -341,14 +339,14 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 		Ld = round(tau * fs);
 		if (Ld < 1.0) {
 			errbuf_set(err, errlen,
-			       "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
-			       tau * fs);
+				   "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
+				   tau * fs);
 			goto out;
 		}
 		if (Ld > (double)range_samples) {
 			errbuf_set(err, errlen,
-			       "pulse length L=%.0f samples (pulse_width_s*sample_rate_hz) exceeds range samples R=%u",
-			       Ld, range_samples);
+				   "pulse length L=%.0f samples (pulse_width_s*sample_rate_hz) exceeds range samples R=%u",
+				   Ld, range_samples);
 			goto out;
 		}
 		L = (size_t)Ld;
@@ -375,8 +373,8 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 		}
 		if (13.0 * cs > (double)range_samples) {
 			errbuf_set(err, errlen,
-			       "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
-			       13.0 * cs, range_samples);
+				   "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
+				   13.0 * cs, range_samples);
 			goto out;
 		}
 		L = 13 * (size_t)cs;
@@ -417,7 +415,7 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 	if (!(energy > 0.0)) {
 		rc = -EINVAL;
 		errbuf_set(err, errlen, "reference waveform is all zeros (after the %s window): nothing to correlate with",
-		       wf_window_name(p->window));
+			   wf_window_name(p->window));
 		goto out;
 	}
 	*ref = h;
