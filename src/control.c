@@ -327,6 +327,8 @@ void control_set_evict_ms(struct control *c, unsigned ms)
 	c->evict_ms = ms;
 }
 
+static void client_close(struct control *c, unsigned i);
+
 /*
  * At the cap, make room for a newcomer: close the client that has been
  * silent longest, if it has been silent at least evict_ms. So connections
@@ -334,8 +336,6 @@ void control_set_evict_ms(struct control *c, unsigned ms)
  * lock the operator's chirpctl out until the idle timeout; only clients
  * all active within the last evict_ms can. Returns 1 if one was closed.
  */
-static void client_close(struct control *c, unsigned i);
-
 static int evict_idlest(struct control *c)
 {
 	uint64_t t = now_ms(), worst = 0;
