@@ -121,7 +121,6 @@ struct chirp_ring {
 	int first_commit;            /* flag DISCONTINUITY on a resumed ring  */
 	uint32_t gen;                /* our prod_gen                          */
 	int prev_clean;              /* our predecessor left a clean mark     */
-	int continuous;              /* opted in: chirp_ring_set_continuous   */
 	int marked;                  /* we left a clean mark (mark_clean)     */
 
 	/* consumer */
@@ -527,7 +526,6 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 		r->gen = gen + 1;
 		r->prev_clean = gen != 0 &&
 				atomic_load_explicit(&h->clean_gen, memory_order_acquire) == gen;
-		r->continuous = 0;
 		r->marked = 0;
 	} else {
 		r->bad = calloc(L->slots / 8 + 1, 1);
@@ -1290,10 +1288,8 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 		timestamp_ns = now_realtime_ns();
 	seq = r->res_seq[p & r->mask];
 	pending = r->res_flags[p & r->mask];
-	/* New producer on a used ring: flag, unless it continues a stream its
-	 * predecessor left with nothing lost (both opted in). */
-	if (r->first_commit && !(r->continuous && r->prev_clean))
-		pending |= CHIRP_RING_DISCONTINUITY;
+	if (r->first_commit)
+		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
 	flags = (flags | pending) & ~CHIRP_RING_REDELIVERED;
 	/* hdr.next_seq = next unassigned - outstanding, one fewer outstanding */
 	after = r->next_seq - (r->nres - 1);
@@ -1332,8 +1328,11 @@ int chirp_ring_set_continuous(struct chirp_ring *r)
 {
 	if (r->role != CHIRP_RING_PRODUCER)
 		return -EPERM;
-	r->continuous = 1;      /* matters only while first_commit is pending */
-	return (!r->first_commit || r->prev_clean) && !r->pending ? 1 : 0;
+	/* Our first commit continues the predecessor's stream: no flag for the
+	 * change of producer (a drop still pending flags it all the same). */
+	if (r->first_commit && r->prev_clean)
+		r->first_commit = 0;
+	return !r->first_commit && !r->pending ? 1 : 0;
 }
 
 int chirp_ring_mark_clean(struct chirp_ring *r)
