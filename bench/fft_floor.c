@@ -170,6 +170,30 @@ static void run_job(const struct job *j)
 	}
 }
 
+/* Destroy j's plans and free its buffers (c may alias b). */
+static void job_free(struct job *j)
+{
+	fftwf_plan plans[] = { j->fwd, j->inv, j->fwd_tail, j->inv_tail };
+
+	for (size_t i = 0; i < sizeof(plans) / sizeof(plans[0]); i++)
+		if (plans[i])
+			fftwf_destroy_plan(plans[i]);
+	if (j->c != j->b)
+		fftwf_free(j->c);
+	fftwf_free(j->a);
+	fftwf_free(j->b);
+}
+
+/* GNU Radio's fft_filter_ccc FFT size for ntaps L: 2 * 2^ceil(log2 L). */
+static size_t gr_fftsize(size_t L)
+{
+	size_t F = 1;
+
+	while (F < L)
+		F <<= 1;
+	return 2 * F;
+}
+
 static double time_job(const struct job *j, double seconds)
 {
 	enum { MAXREP = 100000 };
@@ -255,16 +279,7 @@ out:
 	}
 	fftwf_free(cin);
 	fftwf_free(cout);
-	if (j.fwd)
-		fftwf_destroy_plan(j.fwd);
-	if (j.inv)
-		fftwf_destroy_plan(j.inv);
-	if (j.fwd_tail)
-		fftwf_destroy_plan(j.fwd_tail);
-	if (j.inv_tail)
-		fftwf_destroy_plan(j.inv_tail);
-	fftwf_free(j.a);
-	fftwf_free(j.b);
+	job_free(&j);
 	return t;
 }
 
@@ -294,13 +309,7 @@ static double gr_floor(const struct cpi *c, size_t F, unsigned flags, double sec
 out:
 	if (t < 0)
 		fprintf(stderr, "fft_floor: GNU Radio plans for F %zu failed\n", F);
-	if (j.fwd)
-		fftwf_destroy_plan(j.fwd);
-	if (j.inv)
-		fftwf_destroy_plan(j.inv);
-	fftwf_free(j.a);
-	fftwf_free(j.b);
-	fftwf_free(j.c);
+	job_free(&j);
 	return t;
 }
 
@@ -361,13 +370,8 @@ int main(int argc, char **argv)
 	 * FFTW answers a measure request with patient wisdom when it has
 	 * some, which would not be what GNU Radio runs.
 	 */
-	for (int k = 0; k < ncpi; k++) {
-		size_t F = 1;
-
-		while (F < cpis[k].L)
-			F <<= 1;
-		grm[k] = gr_floor(&cpis[k], 2 * F, FFTW_MEASURE, seconds);
-	}
+	for (int k = 0; k < ncpi; k++)
+		grm[k] = gr_floor(&cpis[k], gr_fftsize(cpis[k].L), FFTW_MEASURE, seconds);
 	if (wisdom && *wisdom)
 		fftwf_import_wisdom_from_filename(wisdom);   /* absent on the first run */
 
@@ -379,12 +383,9 @@ int main(int argc, char **argv)
 	}
 	for (int k = 0; k < ncpi; k++) {
 		const struct cpi *c = &cpis[k];
-		size_t nfft = pc_good_fft_size(c->R + c->L - 1), F = 1;
+		size_t nfft = pc_good_fft_size(c->R + c->L - 1), F = gr_fftsize(c->L);
 		double n = (double)c->C * c->P * c->R, tc, tm, tgp;
 
-		while (F < c->L)
-			F <<= 1;
-		F *= 2;
 		tc = chirpd_floor(c, nfft, seconds, &tm);
 		tgp = gr_floor(c, F, FFTW_PATIENT, seconds);
 		if (tc < 0 || tgp < 0 || grm[k] < 0) {
