@@ -27,6 +27,7 @@
 
 #include <jansson.h>
 
+#include "bench.h"
 #include "control.h"
 #include "log.h"
 
@@ -61,13 +62,6 @@ static void *server(void *arg)
 	return NULL;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int connect_srv(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -97,12 +91,6 @@ static int round_trip(int fd, const char *req, size_t len)
 		if (buf[r - 1] == '\n')
 			return 0;
 	}
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 static int latency(const char *label, const char *req, int n)

@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "bench.h"
 #include "chirp/pc.h"
 extern "C" {
 #include "waveform.h"
@@ -71,21 +72,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "bench_gpu: %s\n", what);
 	exit(1);
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static double median(double *v, int n)

@@ -20,6 +20,7 @@
  * instead of wall time: on a shared machine where other jobs steal the CPU
  * it is the steadier per-thread figure.
  */
+#include "bench.h"
 #include "chirp/pc.h"
 #include "waveform.h"
 
@@ -32,30 +33,6 @@
 #include <time.h>
 
 struct cpi { unsigned C, P, R; size_t L; };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* CPU time of the whole process (all its threads), seconds. */
-static double cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void usage(FILE *f)
 {

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "chirp/ring.h"
 
 #define MAX_LAT (1u << 20)
@@ -120,13 +121,6 @@ static void consumer(const char *name, struct result *res)
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -279,10 +273,10 @@ int main(int argc, char **argv)
 		}
 		if (!ok)
 			return 1;
-		qsort(rate, runs, sizeof(double), cmp_dbl);
-		qsort(sp50, runs, sizeof(double), cmp_dbl);
-		qsort(pp50, runs, sizeof(double), cmp_dbl);
-		qsort(pp99, runs, sizeof(double), cmp_dbl);
+		qsort(rate, runs, sizeof(double), cmp_d);
+		qsort(sp50, runs, sizeof(double), cmp_d);
+		qsort(pp50, runs, sizeof(double), cmp_d);
+		qsort(pp99, runs, sizeof(double), cmp_d);
 		printf("%-10s %6u %14.0f %14.0f %14.0f %14.0f\n", label, slots,
 		       rate[runs / 2], sp50[runs / 2], pp50[runs / 2], pp99[runs / 2]);
 	}

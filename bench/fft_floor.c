@@ -42,6 +42,7 @@
  * TSV (--tsv): floor CxPxR L nfft chirpd_MS/s chirpd+copies_MS/s F
  *              gr_measure_MS/s gr_patient_MS/s
  */
+#include "bench.h"
 #include "chirp/pc.h"
 
 #include <fftw3.h>
@@ -55,21 +56,6 @@
 #endif
 
 struct cpi { unsigned C, P, R; size_t L; };
-
-static double cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void usage(FILE *f)
 {
