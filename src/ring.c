@@ -1113,6 +1113,12 @@ static int state_check(struct chirp_ring *r)
 	return s == RING_STATE_RETIRED ? -ESTALE : -EBADMSG;
 }
 
+/* A producer call on a live ring: -EPERM for a consumer handle, else state_check. */
+static int producer_ready(struct chirp_ring *r)
+{
+	return r->role == CHIRP_RING_PRODUCER ? state_check(r) : -EPERM;
+}
+
 int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen)
 {
 	struct ring_layout L;
@@ -1231,9 +1237,7 @@ int chirp_ring_reserve(struct chirp_ring *r, void **payload)
 {
 	int rc;
 
-	if (r->role != CHIRP_RING_PRODUCER)
-		return -EPERM;
-	rc = state_check(r);
+	rc = producer_ready(r);
 	if (rc < 0)
 		return rc;
 	if (r->nres > 1)
@@ -1252,9 +1256,7 @@ int chirp_ring_reserve_next(struct chirp_ring *r, void **payload)
 {
 	int rc;
 
-	if (r->role != CHIRP_RING_PRODUCER)
-		return -EPERM;
-	rc = state_check(r);
+	rc = producer_ready(r);
 	if (rc < 0)
 		return rc;
 	rc = reserve_at_end(r, payload);
@@ -1339,9 +1341,7 @@ int chirp_ring_mark_clean(struct chirp_ring *r)
 {
 	int rc;
 
-	if (r->role != CHIRP_RING_PRODUCER)
-		return -EPERM;
-	rc = state_check(r);
+	rc = producer_ready(r);
 	if (rc < 0)
 		return rc;
 	if (r->nres || r->pending ||
