@@ -372,7 +372,8 @@ static int create_geometry(struct feed *f, struct chirp_ring_geometry *g)
 		g->pulses = f->cfg.pulses;
 		g->samples = f->cfg.samples;
 		g->format = (uint32_t)f->cfg.format;
-		g->slots = f->cfg.input_slots;
+		if (f->cfg.input_slots)   /* auto: chirpd sizes it; 16 here */
+			g->slots = f->cfg.input_slots;
 		g->sample_rate_hz = f->cfg.wf.sample_rate_hz;
 	} else if (f->src == SRC_SIGMF && f->meta.channels) {
 		g->channels = f->meta.channels;

@@ -350,6 +350,8 @@ static int create_geometry(struct tap *t, struct chirp_ring_geometry *g)
 		g->samples = t->cfg.samples;
 		g->format = t->verify_input ? (uint32_t)t->cfg.format : out_ring_format(t->cfg.out_mode);
 		g->slots = t->verify_input ? t->cfg.input_slots : t->cfg.output_slots;
+		if (!g->slots)   /* input slots = auto: chirpd sizes it; 16 here */
+			g->slots = 16;
 		g->sample_rate_hz = t->cfg.wf.sample_rate_hz;
 	}
 	tool_geom_apply(&t->geom, g);

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@
 #include "pipeline.h"
 #include "stats.h"
 #include "sysnuma.h"
+#include "trace.h"
 #include "waveform.h"
 
 #ifndef CHIRP_VERSION
@@ -58,6 +60,9 @@
 #define DRAIN_TIMEOUT_MS   1800     /* SIGTERM: exit within 2 s              */
 #define SWAP_TIMEOUT_MS    5000     /* reload: data path reaches a CPI boundary */
 #define METRICS_BUF        (64 * 1024)
+#define AUTO_SLOTS_MIN     16       /* slots = auto never sizes below this    */
+#define OVER_LOG_NS        1000000000ull   /* over-budget lines: at most 1/s  */
+#define TRACE_REPLY_MAX    4096     /* records in one trace reply             */
 
 enum ev_tag { EV_SIGNAL = 1, EV_TIMER, EV_CONTROL, EV_PIPE, EV_HTTP };
 
@@ -73,6 +78,8 @@ struct gen {
 	int in_borrowed, out_borrowed;
 	int out_fd, fd_borrowed;
 	struct pipeline_gen *pg;
+	double capacity_cps;              /* pc_calibrate at creation, CPI/s (0: unknown) */
+	unsigned slots_requested;         /* [input] slots as configured (0 = auto) */
 };
 
 struct daemon {
@@ -94,6 +101,12 @@ struct daemon {
 	uint64_t wd_last_ns, wd_last_hb;
 	uint64_t wd_pings;
 	int wd_stalled;                   /* logged once per stall              */
+
+	struct trace *trace;              /* flight recorder ([trace] records) */
+	struct trace_cpi *trace_buf;      /* TRACE_REPLY_MAX records for replies */
+	uint64_t over_logged;             /* over_last value already logged    */
+	uint64_t over_count_logged;       /* ST_OVER_BUDGET when last logged   */
+	uint64_t over_log_ns;
 
 	struct stats_snapshot *snap_prev, *snap_now, *snap_delta;
 	uint64_t stats_last_ns;
@@ -193,6 +206,93 @@ static void gen_destroy(struct gen *g)
  * reload parks the data thread and lets go of the old rings, because a
  * ring cannot be re-created while we are still attached to it.
  */
+/* Whether a and b's pcs do the same work on the same device, so a
+ * capacity measured for one holds for the other (a reload that changed
+ * nothing of the kind need not measure again under live load). */
+static int same_work(const struct gen *a, const struct gen *b)
+{
+	const struct chirp_config *x = &a->cfg, *y = &b->cfg;
+
+	return a->info.backend == b->info.backend && a->info.nfft == b->info.nfft &&
+	       a->info.depth == b->info.depth && x->channels == y->channels &&
+	       x->pulses == y->pulses && x->samples == y->samples && x->format == y->format &&
+	       x->out_mode == y->out_mode && x->cpu_threads == y->cpu_threads &&
+	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging;
+}
+
+/*
+ * slots = auto: the smallest power of two that holds buffer_ms of CPIs at
+ * the measured capacity, at least AUTO_SLOTS_MIN, and no more than a
+ * quarter of the machine's memory (then the largest that fits, with a
+ * warning: the operator asked for more slack than the host can pin).
+ */
+static unsigned auto_slots(const struct gen *g)
+{
+	uint64_t cpi = (uint64_t)g->cfg.channels * g->cfg.pulses * g->cfg.samples *
+		       pc_format_sample_bytes(g->cfg.format);
+	double want = ceil(g->cfg.input_buffer_ms * 1e-3 * g->capacity_cps);
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t budget = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : 0;
+	unsigned n = AUTO_SLOTS_MIN;
+
+	while (n < 65536 && n < want)
+		n *= 2;
+	if (budget && cpi) {
+		unsigned fit = n;
+
+		while (fit > 2 && (uint64_t)fit * cpi > budget)
+			fit /= 2;
+		if (fit < n) {
+			log_warn("[input] slots = auto: %u slots (%.0f ms at %.0f CPI/s) would take more "
+				 "than a quarter of this machine's memory; using %u",
+				 n, g->cfg.input_buffer_ms, g->capacity_cps, fit);
+			n = fit;
+		}
+	}
+	return n;
+}
+
+/* Milliseconds of input the ring of n slots holds at rate cps (0: unknown). */
+static double ring_ms(unsigned n, double cps)
+{
+	return cps > 0 ? (double)n / cps * 1e3 : 0;
+}
+
+static unsigned in_ring_slots(const struct gen *g)
+{
+	struct chirp_ring_geometry geo;
+
+	if (!g->in)
+		return g->cfg.input_slots;
+	chirp_ring_geometry(g->in, &geo);
+	return geo.slots;
+}
+
+/* Say how much time the input ring holds at capacity; warn below buffer_ms. */
+static void report_slack(const struct gen *g)
+{
+	unsigned n = in_ring_slots(g);
+	double ms = ring_ms(n, g->capacity_cps);
+
+	if (g->capacity_cps <= 0) {
+		log_warn("input ring %s: %u slots; capacity unknown (measurement failed), so the "
+			 "time they hold is unknown", g->cfg.input_ring, n);
+		return;
+	}
+	log_info("input ring %s: %u slots = %.1f ms at the measured capacity of %.0f CPI/s "
+		 "(%s, buffer_ms %g)", g->cfg.input_ring, n, ms, g->capacity_cps,
+		 g->slots_requested ? "slots fixed" : "slots = auto", g->cfg.input_buffer_ms);
+	if (ms < g->cfg.input_buffer_ms) {
+		unsigned need = 2;
+
+		while (need < 65536 && ring_ms(need, g->capacity_cps) < g->cfg.input_buffer_ms)
+			need *= 2;
+		log_warn("input ring %s holds only %.1f ms of CPIs at capacity, less than [input] "
+			 "buffer_ms = %g: a stall longer than that loses CPIs (slots = auto, or "
+			 "slots = %u)", g->cfg.input_ring, ms, g->cfg.input_buffer_ms, need);
+	}
+}
+
 static struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 			      struct gen *old, char *err, size_t errlen)
 {
@@ -222,6 +322,27 @@ static struct gen *gen_create(const struct daemon *d, const struct chirp_config 
 		goto fail;
 	}
 	pc_get_info(g->pc, &g->info);
+
+	/* Capacity, for slots = auto and for saying what the ring holds. The
+	 * measurement also warms the backend up before live data. */
+	g->slots_requested = cfg->input_slots;
+	if (old && same_work(old, g) && old->capacity_cps > 0) {
+		g->capacity_cps = old->capacity_cps;
+	} else if (pc_calibrate(g->pc, &g->capacity_cps, why, sizeof(why)) < 0) {
+		log_warn("capacity measurement failed: %s", why);
+		g->capacity_cps = 0;
+	} else {
+		log_info("capacity: %.0f CPI/s (%.2f GS/s) measured with depth %u",
+			 g->capacity_cps, g->capacity_cps * g->cfg.channels * g->cfg.pulses *
+			 g->cfg.samples * 1e-9, g->info.depth);
+	}
+	if (!g->cfg.input_slots) {
+		if (old && !old->slots_requested && same_work(old, g) &&
+		    old->cfg.input_buffer_ms == g->cfg.input_buffer_ms)
+			g->cfg.input_slots = old->cfg.input_slots;   /* keep the ring */
+		else
+			g->cfg.input_slots = auto_slots(g);
+	}
 
 	if (old) {
 		in_geometry(&g->cfg, &gi);
@@ -588,6 +709,8 @@ static int do_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	}
 	gen_destroy(d->g);
 	d->g = ng;
+	pipeline_set_budget(d->pl, (uint64_t)(ng->cfg.latency_budget_ms * 1e6));
+	report_slack(ng);
 	ng = NULL;
 	log_set_level(d->g->cfg.log_level);
 	stats_add(d->st, ST_RELOADS, 1);
@@ -681,8 +804,16 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(rings, "output", json_string(c->output_ring));
 	if (chirp_ring_stats(d->g->in, &rs) == 0)
 		json_object_set_new(rings, "input_epoch", json_integer((json_int_t)rs.epoch));
-	json_object_set_new(rings, "input_slots", json_integer(c->input_slots));
+	json_object_set_new(rings, "input_slots", json_integer(in_ring_slots(d->g)));
+	json_object_set_new(rings, "input_slots_auto", json_boolean(!d->g->slots_requested));
 	json_object_set_new(rings, "output_slots", json_integer(c->output_slots));
+	/* Buffer by time: what the input ring rides out, at capacity and now. */
+	json_object_set_new(rings, "capacity_cpi_per_s", json_real(d->g->capacity_cps));
+	json_object_set_new(rings, "input_ms_at_capacity",
+			    json_real(ring_ms(in_ring_slots(d->g), d->g->capacity_cps)));
+	json_object_set_new(rings, "input_ms_at_current_rate",
+			    json_real(ring_ms(in_ring_slots(d->g), d->cpis_per_s)));
+	json_object_set_new(rings, "buffer_ms", json_real(c->input_buffer_ms));
 	json_object_set_new(reply, "rings", rings);
 	json_object_set_new(reply, "numa", json_pack("{s:i, s:s, s:s, s:b, s:s}",
 		"node", d->applied.node, "source", d->plan.node_source, "cpus", d->applied.cpus,
@@ -740,6 +871,84 @@ static int cmd_stats(void *ctx, const char *args, const struct control_peer *pee
 	json_object_set_new(reply, "stages", stages);
 	json_object_set_new(reply, "consistent", json_boolean(s.consistent));
 	json_object_set_new(reply, "watchdog_pings", json_integer((json_int_t)d->wd_pings));
+	return 0;
+}
+
+static const char *const trace_flag_names[] = {
+	"delivered", "dropped", "skipped", "over_budget", "nonfinite", "discontinuity",
+};
+
+/* One flight-recorder record: stage stamps in us after the input commit. */
+static json_t *trace_json(const struct trace_cpi *r)
+{
+	json_t *o = json_object(), *t = json_object(), *fl = json_array();
+
+	if (!o || !t || !fl) {
+		json_decref(o);
+		json_decref(t);
+		json_decref(fl);
+		return NULL;
+	}
+	json_object_set_new(o, "seq", json_integer((json_int_t)r->seq));
+	json_object_set_new(o, "first_sample", json_integer((json_int_t)r->first_sample));
+	json_object_set_new(o, "timestamp_ns", json_integer((json_int_t)r->timestamp_ns));
+	json_object_set_new(o, "in_commit_mono_ns", json_integer((json_int_t)r->t[TR_IN_COMMIT]));
+	for (int i = TR_PEEK; i < TR_STAMPS; i++)
+		json_object_set_new(t, trace_stamp_name(i), r->t[i] && r->t[TR_IN_COMMIT] ?
+				    json_real((double)(int64_t)(r->t[i] - r->t[TR_IN_COMMIT]) * 1e-3) :
+				    json_null());
+	json_object_set_new(o, "t_us", t);
+	json_object_set_new(o, "latency_us", json_real((double)r->latency_ns * 1e-3));
+	json_object_set_new(o, "device_us", r->device_ns ? json_real((double)r->device_ns * 1e-3)
+							  : json_null());
+	json_object_set_new(o, "fill", json_integer(r->fill));
+	json_object_set_new(o, "in_flight", json_integer(r->in_flight));
+	for (unsigned b = 0; b < sizeof(trace_flag_names) / sizeof(trace_flag_names[0]); b++)
+		if (r->flags & (1u << b))
+			json_array_append_new(fl, json_string(trace_flag_names[b]));
+	json_object_set_new(o, "flags", fl);
+	return o;
+}
+
+static int cmd_trace(void *ctx, const char *args, const struct control_peer *peer,
+		     json_t *reply, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+	unsigned long n = 100;
+	unsigned got;
+	json_t *arr;
+
+	(void)peer;
+	if (*args) {
+		char *end;
+
+		errno = 0;
+		n = strtoul(args, &end, 10);
+		if (errno || *end || n < 1 || n > TRACE_REPLY_MAX || args[0] == '-') {
+			snprintf(err, errlen, "trace: N must be a number of CPIs 1..%d, not '%s'",
+				 TRACE_REPLY_MAX, args);
+			return -EINVAL;
+		}
+	}
+	got = trace_read(d->trace, d->trace_buf, (unsigned)n);
+	arr = json_array();
+	if (!arr)
+		return -ENOMEM;
+	for (unsigned i = 0; i < got; i++) {
+		json_t *o = trace_json(&d->trace_buf[i]);
+
+		if (!o || json_array_append_new(arr, o) < 0) {
+			json_decref(arr);
+			return -ENOMEM;
+		}
+	}
+	json_object_set_new(reply, "records", json_integer(trace_capacity(d->trace)));
+	json_object_set_new(reply, "total", json_integer((json_int_t)trace_total(d->trace)));
+	json_object_set_new(reply, "latency_budget_ms", json_real(d->g->cfg.latency_budget_ms));
+	json_object_set_new(reply, "stamps", json_string(
+		"t_us: microseconds after the producer committed the input (in_commit); "
+		"null = the stage did not happen"));
+	json_object_set_new(reply, "cpis", arr);
 	return 0;
 }
 
@@ -845,6 +1054,8 @@ static const struct control_cmd commands[] = {
 	{ .name = "stats", .fn = cmd_stats,
 	  .help = "counters, rates, latency p50/p99/p999/max, time per stage" },
 	{ .name = "config", .fn = cmd_config, .help = "the effective configuration" },
+	{ .name = "trace", .fn = cmd_trace, .usage = "[N]",
+	  .help = "flight recorder: stage timestamps of the last N CPIs (default 100)" },
 	{ .name = "metrics", .fn = cmd_metrics, .help = "Prometheus text exposition" },
 	{ .name = "reload", .mutating = 1, .fn = cmd_reload,
 	  .help = "re-read the configuration file and apply it between CPIs" },
@@ -881,6 +1092,38 @@ static void on_pipeline_event(struct daemon *d)
 	}
 }
 
+/*
+ * The data thread only counts and flags CPIs over the latency budget; here,
+ * on the main thread, the newest one is logged with its timeline, at most
+ * once per OVER_LOG_NS, with how many others there were since the last
+ * line.
+ */
+static void log_over_budget(struct daemon *d, uint64_t now)
+{
+	static struct stats_snapshot sn;   /* main thread only; 8 KiB off the stack */
+	uint64_t last = pipeline_over_budget_last(d->pl), count;
+	struct trace_cpi r;
+	char line[512];
+
+	if (last == d->over_logged || now - d->over_log_ns < OVER_LOG_NS)
+		return;
+	stats_snapshot(d->st, &sn);
+	count = sn.counter[ST_OVER_BUDGET];
+	d->over_logged = last;
+	d->over_log_ns = now;
+	if (trace_get(d->trace, last - 1, &r) < 0) {
+		log_warn("CPI over the latency budget of %g ms (%llu in all; its record was "
+			 "overwritten before it could be logged: [trace] records is small for this rate)",
+			 d->g->cfg.latency_budget_ms, (unsigned long long)count);
+	} else {
+		trace_format(&r, (uint64_t)(d->g->cfg.latency_budget_ms * 1e6), line, sizeof(line));
+		log_warn("CPI over the latency budget: %s (%llu over budget since start, %llu since "
+			 "the last such line)", line, (unsigned long long)count,
+			 (unsigned long long)(count - d->over_count_logged));
+	}
+	d->over_count_logged = count;
+}
+
 static void on_tick(struct daemon *d)
 {
 	uint64_t now = mono_ns(), exp;
@@ -913,6 +1156,7 @@ static void on_tick(struct daemon *d)
 		if (!d->stopping)
 			notify_status(d);
 	}
+	log_over_budget(d, now);
 	if (d->mh)
 		metrics_http_run(d->mh);
 }
@@ -1190,9 +1434,17 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
-	log_info("backend %s: %s, nfft %zu, depth %u, staging %s",
+	log_info("backend %s: %s, nfft %zu, depth %u, staging %s, %s",
 		 pc_backend_name(d->g->info.backend), d->g->info.device, d->g->info.nfft,
-		 d->g->info.depth, d->g->info.staging);
+		 d->g->info.depth, d->g->info.staging,
+		 d->g->info.busy_poll ? "busy poll" : "sleeping poll");
+	report_slack(d->g);
+	d->trace = trace_create(cfg->trace_records);
+	d->trace_buf = calloc(TRACE_REPLY_MAX, sizeof(*d->trace_buf));
+	if (!d->trace || !d->trace_buf) {
+		log_err("flight recorder of %u records: out of memory", cfg->trace_records);
+		goto out;
+	}
 
 	if (cfg->metrics_listen[0]) {
 		d->mh = metrics_http_create(cfg->metrics_listen, render_metrics, d, err, sizeof(err));
@@ -1220,11 +1472,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	d->pl = pipeline_create(d->g->pg, d->st, &d->plan, d->efd, err, sizeof(err));
+	d->pl = pipeline_create(d->g->pg, d->st, &d->plan, d->efd, d->trace, err, sizeof(err));
 	if (!d->pl) {
 		log_err("data path: %s", err);
 		goto out;
 	}
+	pipeline_set_budget(d->pl, (uint64_t)(cfg->latency_budget_ms * 1e6));
 	{
 		int mem = d->memory_locked;
 		pipeline_applied(d->pl, &d->applied);
@@ -1277,6 +1530,8 @@ out:
 	metrics_http_destroy(d->mh);
 	control_destroy(d->ctl);
 	gen_destroy(d->g);
+	trace_destroy(d->trace);
+	free(d->trace_buf);
 	if (d->epfd >= 0) close(d->epfd);
 	if (d->sigfd >= 0) close(d->sigfd);
 	if (d->tfd >= 0) close(d->tfd);

@@ -83,7 +83,8 @@ struct cfg_key {
 };
 
 static const char *const cfg_sections[] = {
-	"daemon", "numa", "input", "cpi", "waveform", "processing", "output", "metrics", NULL,
+	"daemon", "numa", "input", "cpi", "waveform", "processing", "output", "metrics", "trace",
+	NULL,
 };
 
 static const struct cfg_choice ch_loglevel[] = {
@@ -163,9 +164,12 @@ static const struct cfg_key cfg_tab[] = {
 	{ "input", "ring", T_STR, OFF(input_ring), SZ(input_ring),
 	  "/chirpd-in", 0, 0, 0, NULL, check_shm_name, 0,
 	  "POSIX shared memory name of the input ring the digitizer writes CPIs into." },
-	{ "input", "slots", T_UINT, OFF(input_slots), 0,
-	  "16", 2, 65536, F_POW2, NULL, NULL, 1,
-	  "CPIs the input ring holds, a power of two 2..65536 (re-created on reload)." },
+	{ "input", "slots", T_AUTO_INT, OFF(input_slots), 0,
+	  "auto", 2, 65536, F_POW2, NULL, NULL, 1,
+	  "CPIs the input ring holds: auto (enough for buffer_ms at the capacity chirpd measures at start, at least 16) or a power of two 2..65536 (re-created on reload when it changes)." },
+	{ "input", "buffer_ms", T_DOUBLE, OFF(input_buffer_ms), 0,
+	  "20", 1, 60000, 0, NULL, NULL, 1,
+	  "Milliseconds of input the ring must hold when the front end runs at chirpd's capacity: the longest stall chirpd rides out without losing a CPI. slots = auto sizes the ring from it; with a fixed slots (or a ring another program made) a ring holding less is warned about at start and reload." },
 	{ "input", "format", T_ENUM, OFF(format), 0,
 	  "cf32", 0, 0, 0, ch_format, NULL, 1,
 	  "Input sample format: cf32 (float32 I,Q) or sc16 (int16 I,Q, scaled by 1/32768)." },
@@ -226,6 +230,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "processing", "streams", T_UINT, OFF(streams), 0,
 	  "2", 1, 16, 0, NULL, NULL, 0,
 	  "cuda: CPIs in flight at once (copy in / compute / copy out overlap); 4 ran fastest on an H200 (doc/cuda.md)." },
+	{ "processing", "busy_poll", T_BOOL, OFF(busy_poll), 0,
+	  "true", 0, 0, 0, NULL, NULL, 1,
+	  "While CPIs are in flight the data thread polls the backend and the input ring without sleeping (one core busy under load, the lowest latency); false = sleep on the backend's completion notifications (up to 1 ms later to see new input)." },
 	{ "processing", "staging", T_ENUM, OFF(staging), 0,
 	  "auto", 0, 0, 0, ch_staging, NULL, 0,
 	  "cuda: register the rings' memory for DMA in place (register), copy through pinned buffers (copy), or try register then copy (auto)." },
@@ -260,6 +267,14 @@ static const struct cfg_key cfg_tab[] = {
 	{ "metrics", "listen", T_STR, OFF(metrics_listen), SZ(metrics_listen),
 	  "", 0, 0, 0, NULL, check_listen, 0,
 	  "Serve Prometheus metrics over HTTP at host:port, host a numeric IPv4 address or an IPv6 address in brackets (names are not looked up), port 1..65535 (e.g. 127.0.0.1:9464, [::1]:9464); empty = off." },
+
+	/* [trace] */
+	{ "trace", "records", T_UINT, OFF(trace_records), 0,
+	  "4096", 16, 1048576, 0, NULL, NULL, 0,
+	  "Flight recorder: stage timestamps of the last N CPIs, kept in memory allocated at start (chirpctl trace; about 150 bytes each)." },
+	{ "trace", "latency_budget_ms", T_DOUBLE, OFF(latency_budget_ms), 0,
+	  "20", 0, 60000, 0, NULL, NULL, 1,
+	  "A CPI delivered later than this after its input was committed is counted (over_budget) and logged with its timeline, at most one line a second; 0 = no budget." },
 };
 
 #define NKEYS (sizeof(cfg_tab) / sizeof(cfg_tab[0]))
@@ -412,7 +427,7 @@ static int parse_int_range(const struct cfg_key *k, const char *v, long long *ou
 		return range_err(k, v, err, len);
 	if ((k->flags & F_POW2) && (*out & (*out - 1))) {
 		snprintf(err, len, "%s is not a power of two", v);
-		return -EINVAL;
+		return -EDOM;   /* a number, but not one allowed: keep this text */
 	}
 	return 0;
 }
@@ -1120,7 +1135,7 @@ static void check_consistency(struct load *ld)
 			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 			unsigned long long phys = pages > 0 && psz > 0 ?
 				(unsigned long long)pages * (unsigned long long)psz : 0;
-			if (phys && in_b * c->input_slots > phys) {
+			if (phys && c->input_slots && in_b * c->input_slots > phys) {
 				line = key_line(ld, "input", "slots");
 				report(ld, line, "input", "slots",
 				       "input ring of %u slots x %.1f MiB = %.1f GiB exceeds this machine's memory (%.1f GiB)",
@@ -1375,6 +1390,7 @@ void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 	p->gpu_bus_id = c->gpu < 0 ? c->gpu_bus_id : NULL;
 	p->streams = c->streams;
 	p->staging = c->staging;
+	p->busy_poll = c->busy_poll;
 }
 
 /* cpus in a list like "2-5,8" (validated already), 0 if empty. */
@@ -1424,7 +1440,8 @@ static void key_range(const struct cfg_key *k, char *buf, size_t len)
 		return;
 	case T_AUTO_INT:
 	case T_NFFT:
-		snprintf(buf, len, "auto|%g..%g", k->min, k->max);
+		snprintf(buf, len, "auto|%g..%g%s", k->min, k->max,
+			 (k->flags & F_POW2) ? ", power of two" : "");
 		return;
 	case T_NUMA:
 		snprintf(buf, len, "auto|none|0..%g", k->max);

@@ -41,7 +41,11 @@ struct chirp_config {
 
 	/* [input] */
 	char input_ring[CFG_PATH_MAX];       /* default /chirpd-in          */
-	unsigned input_slots;                /* power of two                */
+	unsigned input_slots;                /* power of two, 0 = auto (sized
+						from input_buffer_ms and the
+						capacity measured at start) */
+	double input_buffer_ms;              /* slack the input ring holds at
+						capacity, ms                */
 	enum pc_format format;
 	int input_hugepages;
 	int input_allow_foreign_owner;       /* adopt a ring another uid owns */
@@ -62,6 +66,7 @@ struct chirp_config {
 	enum pc_normalize normalize;
 	int cpu_threads;                     /* 0 = auto (config_cpu_threads) */
 	enum pc_staging staging;
+	int busy_poll;                       /* poll, never sleep, with CPIs in flight */
 
 	/* [output] */
 	enum pc_output out_mode;
@@ -72,6 +77,10 @@ struct chirp_config {
 
 	/* [metrics] */
 	char metrics_listen[64];             /* "127.0.0.1:9464", "" = off  */
+
+	/* [trace] */
+	unsigned trace_records;              /* flight recorder: last N CPIs */
+	double latency_budget_ms;            /* 0 = no budget               */
 };
 
 /* Defaults for every key. */

@@ -55,6 +55,7 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_RELOAD_FAILURES] = "Configuration reloads rejected (old configuration kept).",
 	[ST_OUTPUT_FILE_ERRORS] = "Failed writes to the [output] file.",
 	[ST_REDELIVERED_SKIPPED] = "Redelivered input blocks whose result a previous chirpd had already committed (not processed twice).",
+	[ST_OVER_BUDGET] = "Delivered CPIs whose latency (output commit - input commit) exceeded [trace] latency_budget_ms.",
 };
 
 int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *mi,

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct pc {
 	const struct pc_backend_ops *ops;
@@ -143,6 +144,7 @@ void pc_params_init(struct pc_params *p)
 	p->streams = 2;
 	p->cpu_depth = 1;
 	p->staging = PC_STAGING_AUTO;
+	p->busy_poll = 0;
 }
 
 /* ||h||^2 in double; -1 if any sample is not finite. */
@@ -441,6 +443,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 	pc->setup.streams = p->streams;
 	pc->setup.cpu_depth = p->cpu_depth ? p->cpu_depth : 1;
 	pc->setup.staging = p->staging;
+	pc->setup.busy_poll = p->busy_poll ? 1 : 0;
 	if (p->gpu_bus_id) {
 		pc->gpu_bus_id = strdup(p->gpu_bus_id);
 		if (!pc->gpu_bus_id) {
@@ -513,6 +516,7 @@ void pc_get_info(const struct pc *pc, struct pc_info *info)
 	info->backend = pc->backend;
 	info->nfft = pc->setup.nfft;
 	info->ref_len = pc->setup.ref_len;
+	info->busy_poll = pc->setup.busy_poll;
 }
 
 size_t pc_in_bytes(const struct pc *pc)
@@ -623,6 +627,115 @@ int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_row
 			return -EIO;
 		}
 	}
+}
+
+/* Poll until CPIs are reported done; returns how many outputs, < 0 on error. */
+static int calib_drain(struct pc *pc, int wait_all)
+{
+	struct pc_done d[64];
+	int outs = 0, n;
+
+	do {
+		n = pc_poll(pc, d, 64, wait_all ? -1 : 0);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++)
+			outs += (d[i].flags & PC_DONE_OUTPUT) != 0;
+	} while (wait_all && pc_in_flight(pc) > 0);
+	return outs;
+}
+
+int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen)
+{
+	const uint64_t min_ns = 30000000ull, max_ns = 300000000ull;
+	struct pc_info info;
+	size_t in_len = (pc->in_bytes + 4095) & ~(size_t)4095;
+	size_t out_len = (pc->out_bytes + 4095) & ~(size_t)4095;
+	unsigned depth, min_cpis;
+	void *in = NULL, *out = NULL;
+	int reg_in = 0, reg_out = 0, rc, n;
+	uint64_t t0, now, done = 0, submitted = 0, x = 0x9e3779b97f4a7c15ull;
+	struct timespec ts;
+
+	*cpi_per_s = 0;
+	if (pc->failed || pc_in_flight(pc) != 0) {
+		errbuf_set(err, errlen, "backend busy or failed");
+		return -EBUSY;
+	}
+	pc_get_info(pc, &info);
+	depth = info.depth ? info.depth : 1;
+	min_cpis = 8 * depth;
+	if (posix_memalign(&in, 4096, in_len) != 0 || posix_memalign(&out, 4096, out_len) != 0) {
+		errbuf_set(err, errlen, "no memory for %zu + %zu bytes of scratch CPIs", in_len, out_len);
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* Random payload (xorshift64): finite cf32 in [-1, 1) or any sc16. */
+	if (pc->setup.in_format == PC_FMT_CF32) {
+		float *f = in;
+
+		for (size_t i = 0; i < pc->in_bytes / sizeof(float); i++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			f[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
+		}
+	} else {
+		uint16_t *s = in;
+
+		for (size_t i = 0; i < pc->in_bytes / sizeof(uint16_t); i++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			s[i] = (uint16_t)(x >> 48);
+		}
+	}
+	memset(out, 0, out_len);
+	reg_in = pc_register_host(pc, in, in_len) == 0;
+	reg_out = pc_register_host(pc, out, out_len) == 0;
+
+	/* Warm-up: depth CPIs, untimed. Every CPI reads one input and writes
+	 * one output buffer: the rate is what counts, not the results. */
+	for (unsigned i = 0; i < depth; i++) {
+		rc = pc_submit(pc, in, out, i);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = calib_drain(pc, 1);
+	if (rc < 0)
+		goto fail;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	for (;;) {
+		while (pc_in_flight(pc) < depth &&
+		       (done + pc_in_flight(pc) < min_cpis || now - t0 < min_ns) && now - t0 < max_ns) {
+			rc = pc_submit(pc, in, out, submitted++);
+			if (rc < 0)
+				goto fail;
+		}
+		n = calib_drain(pc, 0);
+		if (n < 0) {
+			rc = n;
+			goto fail;
+		}
+		done += (uint64_t)n;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (pc_in_flight(pc) == 0 && done >= 2 &&
+		    ((done >= min_cpis && now - t0 >= min_ns) || now - t0 >= max_ns))
+			break;
+	}
+	*cpi_per_s = (double)done / ((double)(now - t0) * 1e-9);
+	rc = 0;
+	goto out;
+fail:
+	errbuf_set(err, errlen, "%s: %s", strerror(-rc), pc_last_error(pc));
+	if (pc_in_flight(pc) > 0)
+		(void)calib_drain(pc, 1);
+out:
+	if (reg_in)
+		pc_unregister_host(pc, in);
+	if (reg_out)
+		pc_unregister_host(pc, out);
+	free(in);
+	free(out);
+	return rc;
 }
 
 const char *pc_last_error(const struct pc *pc)

@@ -37,6 +37,7 @@ struct pc_setup {
 	unsigned streams;
 	enum pc_staging staging;
 	unsigned cpu_depth;                  /* CPU completion queue, 1..64  */
+	int busy_poll;                       /* pc_params.busy_poll          */
 };
 
 struct pc_backend_ops {

@@ -39,6 +39,7 @@
 #include "pc_backend.h"
 #include "errbuf.h"
 #include "log.h"
+#include "timeutil.h"
 
 #include <errno.h>
 #include <float.h>
@@ -89,14 +90,17 @@ struct cpu_be {
 
 	/* Job hand-off to the workers: generation counter under lock. */
 	pthread_mutex_t lock;
-	pthread_cond_t go, idle;
-	bool sync_ok;                /* lock/go/idle initialized            */
-	uint64_t gen;                /* bumped per CPI                      */
+	pthread_cond_t go;
+	bool sync_ok;                /* lock/go initialized                 */
+	uint64_t gen;                /* bumped per CPI (under lock)         */
 	bool quit;
-	int busy;                    /* workers still on this CPI           */
 	const void *job_in;
 	void *job_out;
-	atomic_size_t next_block;
+	/* (gen << 32) | next block to claim: a worker claims a block only for
+	 * the CPI whose gen it read with job_in/job_out, so one that wakes
+	 * after its CPI finished claims nothing of the next one. */
+	_Atomic uint64_t ticket;
+	atomic_size_t blocks_done;   /* blocks of this CPI finished (release) */
 	atomic_uint nonfinite;
 
 	/* Finished CPIs not yet reported by poll: a FIFO of depth entries
@@ -393,32 +397,45 @@ static uint32_t process_block(struct cpu_be *b, struct cpu_worker *wk,
 	return nonfinite;
 }
 
-/* Take blocks from the shared counter until none is left. */
-static void run_blocks(struct cpu_be *b, struct cpu_worker *w, const void *in, void *out)
+/*
+ * Claim blocks of CPI gen until none is left (or the CPI is no longer gen).
+ * Each finished block is counted in blocks_done with a release, after a
+ * store fence for its streaming stores, so the caller that sees the count
+ * reach nblocks (acquire) sees the whole output and the non-finite count.
+ */
+static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
+		       const void *in, void *out)
 {
-	uint32_t nonfinite = 0;
-
 	for (;;) {
-		size_t k = atomic_fetch_add_explicit(&b->next_block, 1, memory_order_relaxed);
-		size_t r0, nr;
+		uint64_t v = atomic_load_explicit(&b->ticket, memory_order_relaxed);
+		size_t k, r0, nr;
+		uint32_t nonfinite;
 
-		if (k >= b->nblocks)
+		if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= b->nblocks)
 			break;
+		if (!atomic_compare_exchange_weak_explicit(&b->ticket, &v, v + 1,
+							   memory_order_acquire,
+							   memory_order_relaxed))
+			continue;
+		k = (size_t)(v & 0xffffffffu);
 		r0 = k * b->block_rows;
 		nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
-		nonfinite += process_block(b, w, in, out, r0, nr);
+		nonfinite = process_block(b, w, in, out, r0, nr);
+		if (nonfinite)
+			atomic_fetch_add_explicit(&b->nonfinite, nonfinite, memory_order_relaxed);
+		store_fence();   /* streaming stores visible before "done" */
+		atomic_fetch_add_explicit(&b->blocks_done, 1, memory_order_release);
 	}
-	store_fence();   /* streaming stores visible before "done" */
-	if (nonfinite)
-		atomic_fetch_add_explicit(&b->nonfinite, nonfinite, memory_order_relaxed);
 }
 
 /*
  * Worker loop. The hand-off is a generation counter under b->lock: a new
- * gen means a new CPI (job_in/job_out are read under the lock, so the
- * mutex orders them); finishing decrements busy and the last one signals
- * idle. The unlock/lock pairs also order the output writes before the
- * caller's return from submit.
+ * gen means a new CPI (job_in/job_out are read under the lock with it).
+ * The caller waits for the CPI's blocks, not for the workers: a worker
+ * that wakes late (another thread ran on its CPU, or the hypervisor took
+ * the vCPU) finds no block left and costs the CPI nothing. Waiting for
+ * every worker to check in made each CPI as slow as the slowest wake-up of
+ * T-1 threads, the CPU backend's latency tail on a VM.
  */
 static void *worker_main(void *arg)
 {
@@ -436,10 +453,8 @@ static void *worker_main(void *arg)
 		const void *in = b->job_in;
 		void *out = b->job_out;
 		pthread_mutex_unlock(&b->lock);
-		run_blocks(b, w, in, out);
+		run_blocks(b, w, seen, in, out);
 		pthread_mutex_lock(&b->lock);
-		if (--b->busy == 0)
-			pthread_cond_signal(&b->idle);
 	}
 	pthread_mutex_unlock(&b->lock);
 	return NULL;
@@ -462,7 +477,6 @@ static void cpu_destroy(void *be)
 	}
 	if (b->sync_ok) {
 		pthread_cond_destroy(&b->go);
-		pthread_cond_destroy(&b->idle);
 		pthread_mutex_destroy(&b->lock);
 	}
 	destroy_plan(b->fwd);
@@ -615,11 +629,6 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		pthread_mutex_destroy(&b->lock);
 		goto nomem;
 	}
-	if (pthread_cond_init(&b->idle, NULL) != 0) {
-		pthread_cond_destroy(&b->go);
-		pthread_mutex_destroy(&b->lock);
-		goto nomem;
-	}
 	b->sync_ok = true;
 	/* Workers start with every signal blocked; the caller's mask is restored. */
 	sigfillset(&all);
@@ -675,6 +684,7 @@ static void cpu_unregister_host(void *be, void *base)
 static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 {
 	struct cpu_be *b = be;
+	uint64_t t0, gen;
 
 	if (b->qcount == b->depth)
 		return -EAGAIN;
@@ -685,30 +695,34 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 		return -EIO;
 	}
 #endif
-	atomic_store_explicit(&b->next_block, 0, memory_order_relaxed);
+	t0 = mono_ns();
+	/* The previous CPI's blocks are all done (we waited for them), so
+	 * no worker touches these counters until the new ticket is out. */
 	atomic_store_explicit(&b->nonfinite, 0, memory_order_relaxed);
+	atomic_store_explicit(&b->blocks_done, 0, memory_order_relaxed);
+	gen = b->gen + 1;
+	atomic_store_explicit(&b->ticket, (gen & 0xffffffffu) << 32, memory_order_release);
 	if (b->threads > 1) {
 		pthread_mutex_lock(&b->lock);
 		b->job_in = in;
 		b->job_out = out;
-		b->busy = b->threads - 1;
-		b->gen++;
+		b->gen = gen;
 		pthread_cond_broadcast(&b->go);
 		pthread_mutex_unlock(&b->lock);
+	} else {
+		b->gen = gen;
 	}
-	run_blocks(b, &b->w[0], in, out);
-	if (b->threads > 1) {
-		pthread_mutex_lock(&b->lock);
-		while (b->busy > 0)
-			pthread_cond_wait(&b->idle, &b->lock);
-		pthread_mutex_unlock(&b->lock);
-	}
+	run_blocks(b, &b->w[0], gen, in, out);
+	/* Blocks other threads claimed are at most one block's work each. */
+	while (atomic_load_explicit(&b->blocks_done, memory_order_acquire) < b->nblocks)
+		cpu_relax();
 	{
 		struct pc_done *d = &b->q[(b->qhead + b->qcount) % b->depth];
 
 		d->tag = tag;
 		d->flags = PC_DONE_INPUT | PC_DONE_OUTPUT;
 		d->nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
+		d->device_ns = mono_ns() - t0;
 		b->qcount++;
 	}
 	return 0;

@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "timeutil.h"
+#include "trace.h"
 
 #define PIPE_MAX_DEPTH   64        /* sanity bound on pc_info.depth       */
 #define IDLE_WAIT_NS     5000000   /* 5 ms: reaction time to stop/pause   */
@@ -48,6 +50,12 @@ struct flight {
 	int done_in, done_out, released;
 	int redelivered;             /* skipped duplicate: no result, no stats  */
 	uint64_t t_peek, t_submit, t_done;   /* CLOCK_MONOTONIC ns             */
+	uint64_t t_in_commit;        /* producer's commit, converted to MONOTONIC */
+	uint64_t t_submitted, t_in_done, t_release;
+	uint64_t device_ns;          /* backend's own time for the CPI (0: none) */
+	uint32_t fill, in_flight;    /* input blocks waiting at peek; CPIs in the
+					backend at submit                      */
+	int out_dropped;             /* counted in output_drops                 */
 };
 
 struct pipeline_gen {
@@ -62,6 +70,7 @@ struct pipeline_gen {
 	size_t out_stride;
 	size_t staging_len;
 	int staging_registered;
+	int busy_poll;               /* pc_info.busy_poll: never sleep on the pc */
 };
 
 struct pipeline {
@@ -72,6 +81,10 @@ struct pipeline {
 	struct sysnuma_plan plan;
 	int have_plan;
 	struct sysnuma_applied applied;
+	struct trace *trace;         /* flight recorder (NULL: none)            */
+	_Atomic uint64_t budget_ns;  /* latency budget (0: none)                */
+	_Atomic uint64_t over_last;  /* 1 + trace record number of the newest
+					over-budget CPI (0: none yet)          */
 
 	/* start handshake */
 	pthread_mutex_t lock;
@@ -121,22 +134,6 @@ const char *pipeline_state_name(enum pipeline_state s)
 	return (unsigned)s <= PIPE_FAILED ? state_names[s] : "?";
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- generations -------------------------------------------------------- */
 
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
@@ -165,6 +162,7 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 	g->out_fd = out_fd;
 	pc_get_info(pc, &info);
 	g->depth = info.depth ? info.depth : 1;
+	g->busy_poll = info.busy_poll;
 	if (g->depth > PIPE_MAX_DEPTH)
 		g->depth = PIPE_MAX_DEPTH;
 	g->in_bytes = pc_in_bytes(pc);
@@ -424,6 +422,9 @@ static int take_one(struct pipeline *p)
 		f->kind = OUT_SKIP;
 		f->done_in = f->done_out = 1;
 		f->redelivered = 1;
+		f->seq = blk.seq;
+		f->timestamp_ns = blk.timestamp_ns;
+		f->first_sample = blk.first_sample;
 		p->count++;
 		p->have_last_seq = 1;
 		p->last_seq = blk.seq;
@@ -436,7 +437,15 @@ static int take_one(struct pipeline *p)
 	idx = (p->head + p->count) % PIPE_MAX_DEPTH;
 	f = &p->fl[idx];
 	memset(f, 0, sizeof(*f));
-	f->t_peek = mono_ns();
+	{
+		/* The producer stamps CLOCK_REALTIME; the recorder keeps one
+		 * clock, MONOTONIC, so convert with the offset read now. */
+		uint64_t rt = real_ns(), mt = mono_ns(), off = rt - mt;
+
+		f->t_peek = mt;
+		f->t_in_commit = blk.timestamp_ns > off ? blk.timestamp_ns - off : 0;
+		f->fill = (uint32_t)chirp_ring_available(g->in) + 1;
+	}
 	f->seq = blk.seq;
 	f->timestamp_ns = blk.timestamp_ns;
 	f->first_sample = blk.first_sample;
@@ -478,6 +487,7 @@ static int take_one(struct pipeline *p)
 	} else {
 		/* -ENOBUFS (consumer slow or absent), -ESTALE: never wait. */
 		stats_count(p->st, ST_OUTPUT_DROPS, 1);
+		f->out_dropped = 1;
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
 		if (g->out_fd >= 0) {
 			/* Round robin over depth buffers: records retire in order
@@ -499,6 +509,7 @@ static int take_one(struct pipeline *p)
 		return 1;
 	}
 	f->out = outp;
+	f->in_flight = p->nsub;
 	f->t_submit = mono_ns();
 	ret = pc_submit(g->pc, blk.payload, outp, idx);
 	for (int tries = 0; ret == -EAGAIN && tries < 1000; tries++) {
@@ -512,6 +523,7 @@ static int take_one(struct pipeline *p)
 		fail(p, "pc_submit", ret);
 		return -1;
 	}
+	f->t_submitted = mono_ns();
 	p->nsub++;
 	return 1;
 }
@@ -539,11 +551,55 @@ static void mark_clean(struct pipeline *p)
 			   "will be flagged", strerror(-ret));
 }
 
+/*
+ * The retired CPI's record for the flight recorder; returns 1 if it was
+ * over the latency budget. Stores only: the main thread reads and logs
+ * (chirpd's tick), so nothing here waits on I/O.
+ */
+static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
+		  uint64_t latency_ns, uint32_t out_flags, int delivered)
+{
+	uint64_t budget = atomic_load_explicit(&p->budget_ns, memory_order_relaxed);
+	struct trace_cpi r = {
+		.seq = f->seq, .first_sample = f->first_sample, .timestamp_ns = f->timestamp_ns,
+		.latency_ns = latency_ns, .device_ns = f->device_ns,
+		.fill = f->fill, .in_flight = f->in_flight,
+	};
+	int over = delivered && budget && latency_ns > budget;
+
+	r.t[TR_IN_COMMIT] = f->t_in_commit;
+	r.t[TR_PEEK] = f->t_peek;
+	r.t[TR_SUBMIT] = f->t_submit;
+	r.t[TR_SUBMITTED] = f->t_submitted;
+	r.t[TR_INPUT_DONE] = f->t_in_done;
+	r.t[TR_OUTPUT_DONE] = f->kind == OUT_SKIP ? 0 : f->t_done;
+	r.t[TR_RELEASE] = f->t_release;
+	r.t[TR_OUT_COMMIT] = delivered ? t_commit : 0;
+	if (delivered)
+		r.flags |= TRACE_DELIVERED;
+	else
+		r.flags |= f->out_dropped ? TRACE_DROPPED : TRACE_SKIPPED;
+	if (over)
+		r.flags |= TRACE_OVER_BUDGET;
+	if (f->nonfinite_rows)
+		r.flags |= TRACE_NONFINITE;
+	if (out_flags & CHIRP_RING_DISCONTINUITY)
+		r.flags |= TRACE_DISCONT;
+	if (p->trace) {
+		uint64_t k = trace_total(p->trace);
+
+		trace_put(p->trace, &r);
+		if (over)
+			atomic_store_explicit(&p->over_last, k + 1, memory_order_release);
+	}
+	return over;
+}
+
 static int finish_one(struct pipeline *p, struct flight *f)
 {
 	struct pipeline_gen *g = p->cur;
-	uint32_t flags = 0;
-	uint64_t t0 = mono_ns(), now;
+	uint32_t flags = 0, cflags = 0;
+	uint64_t t0 = mono_ns(), now, latency = 0;
 	int delivered = 0, ret;
 
 	if (f->nonfinite_rows)
@@ -556,8 +612,8 @@ static int finish_one(struct pipeline *p, struct flight *f)
 		/* Publishes the oldest reservation: this record's, since
 		 * records retire in the order they reserved. (p->carry_flags
 		 * belongs to records not yet reserved: not used here.) */
-		ret = chirp_ring_commit(g->out, f->timestamp_ns, f->first_sample,
-					flags | f->flags | p->commit_carry);
+		cflags = flags | f->flags | p->commit_carry;
+		ret = chirp_ring_commit(g->out, f->timestamp_ns, f->first_sample, cflags);
 		if (ret == 0) {
 			p->commit_carry = 0;
 			delivered = 1;
@@ -566,6 +622,7 @@ static int finish_one(struct pipeline *p, struct flight *f)
 			 * this handle fails too, so the reservation left
 			 * outstanding is never published. */
 			stats_count(p->st, ST_OUTPUT_DROPS, 1);
+			f->out_dropped = 1;
 			p->commit_carry |= CHIRP_RING_DISCONTINUITY;
 		} else {
 			/* -EBADMSG (header corrupt): the reservation stays the
@@ -592,9 +649,12 @@ static int finish_one(struct pipeline *p, struct flight *f)
 	if (delivered) {
 		uint64_t rt = real_ns();
 
+		latency = rt > f->timestamp_ns ? rt - f->timestamp_ns : 0;
 		stats_count(p->st, ST_CPIS_OUT, 1);
-		stats_latency(p->st, rt > f->timestamp_ns ? rt - f->timestamp_ns : 0);
+		stats_latency(p->st, latency);
 	}
+	if (record(p, f, now, latency, cflags, delivered))
+		stats_count(p->st, ST_OVER_BUDGET, 1);
 	stats_write_end(p->st);
 	return 0;
 }
@@ -618,12 +678,15 @@ static int progress(struct pipeline *p, int timeout_ms)
 		unsigned idx = (unsigned)(done[i].tag % PIPE_MAX_DEPTH);
 		struct flight *f = &p->fl[idx];
 
-		if (done[i].flags & PC_DONE_INPUT)
+		if ((done[i].flags & PC_DONE_INPUT) && !f->done_in) {
 			f->done_in = 1;
+			f->t_in_done = mono_ns();
+		}
 		if ((done[i].flags & PC_DONE_OUTPUT) && !f->done_out) {
 			f->done_out = 1;
 			f->t_done = mono_ns();
 			f->nonfinite_rows = done[i].nonfinite_rows;
+			f->device_ns = done[i].device_ns;
 			p->nsub--;
 		}
 	}
@@ -641,6 +704,7 @@ static int progress(struct pipeline *p, int timeout_ms)
 			return ret;
 		}
 		f->released = 1;
+		f->t_release = mono_ns();
 	}
 	/* Deliver results in order. */
 	while (p->count) {
@@ -771,6 +835,17 @@ static void *data_thread(void *arg)
 		}
 		if (busy)
 			continue;
+		if (p->nsub && p->cur->busy_poll && !stop && !swap && !pause) {
+			/* CPIs in flight: poll the backend and the input ring
+			 * without sleeping. A sleep on the backend leaves new
+			 * input waiting until the backend's wake-up (up to 1 ms,
+			 * plus the host's wake-up tail), and a wake-up through
+			 * another thread costs tens of microseconds of idle copy
+			 * engines per CPI. One core is busy while work is in
+			 * flight: [processing] busy_poll = false trades it back. */
+			cpu_relax();
+			continue;
+		}
 		if (p->nsub) {
 			ret = progress(p, 1);   /* wait for the backend, 1 ms */
 			if (ret < 0)
@@ -807,7 +882,7 @@ static void *data_thread(void *arg)
 
 struct pipeline *pipeline_create(struct pipeline_gen *g, struct stats *st,
 				 const struct sysnuma_plan *plan, int notify_fd,
-				 char *err, size_t errlen)
+				 struct trace *trace, char *err, size_t errlen)
 {
 	struct pipeline *p;
 	int ret;
@@ -823,6 +898,7 @@ struct pipeline *pipeline_create(struct pipeline_gen *g, struct stats *st,
 	}
 	p->cur = g;
 	p->st = st;
+	p->trace = trace;
 	{
 		struct chirp_ring_stats rs;
 
@@ -888,6 +964,16 @@ const char *pipeline_error(const struct pipeline *p)
 {
 	/* p->error is written before the release store of PIPE_FAILED. */
 	return pipeline_state(p) == PIPE_FAILED ? p->error : "";
+}
+
+void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns)
+{
+	atomic_store_explicit(&p->budget_ns, budget_ns, memory_order_relaxed);
+}
+
+uint64_t pipeline_over_budget_last(const struct pipeline *p)
+{
+	return atomic_load_explicit(&((struct pipeline *)p)->over_last, memory_order_acquire);
 }
 
 void pipeline_pause(struct pipeline *p, int paused)

@@ -42,6 +42,7 @@
 #include "chirp/ring.h"
 #include "stats.h"
 #include "sysnuma.h"
+#include "trace.h"
 
 enum pipeline_state {
 	PIPE_STARTING = 0,
@@ -79,12 +80,25 @@ void pipeline_gen_staging(const struct pipeline_gen *g, void **base, size_t *len
  * Start the data thread on generation g. The thread applies plan (cpu
  * affinity, NUMA, SCHED_FIFO) to itself first; if that fails because
  * realtime = required is not permitted, the thread exits and this returns
- * NULL with the reason. plan may be NULL. stats and the eventfd notify_fd
- * (-1 = none) must outlive the pipeline.
+ * NULL with the reason. plan may be NULL. stats, the eventfd notify_fd
+ * (-1 = none) and the flight recorder trace (NULL = none; one record per
+ * retired CPI, see trace.h) must outlive the pipeline.
  */
 struct pipeline *pipeline_create(struct pipeline_gen *g, struct stats *st,
 				 const struct sysnuma_plan *plan, int notify_fd,
-				 char *err, size_t errlen);
+				 struct trace *trace, char *err, size_t errlen);
+
+/*
+ * Latency budget (output commit - input commit), ns; 0 = none. A delivered
+ * CPI over it is counted (ST_OVER_BUDGET), flagged TRACE_OVER_BUDGET in its
+ * trace record, and its record number published for
+ * pipeline_over_budget_last(); the data thread itself never logs it. Any
+ * thread, any time (takes effect from the next CPI retired).
+ */
+void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns);
+
+/* 1 + the trace record number of the newest over-budget CPI, 0 if none. */
+uint64_t pipeline_over_budget_last(const struct pipeline *p);
 
 /* What the data thread applied to itself (valid after pipeline_create). */
 void pipeline_applied(const struct pipeline *p, struct sysnuma_applied *a);

@@ -42,6 +42,8 @@ enum stats_counter {
 	ST_OUTPUT_FILE_ERRORS, /* failed writes to [output] file              */
 	ST_REDELIVERED_SKIPPED,/* redelivered input whose result a previous
 				  chirpd had already committed (not redone)  */
+	ST_OVER_BUDGET,        /* delivered CPIs whose latency exceeded
+				  [trace] latency_budget_ms                  */
 	ST_COUNTERS
 };
 

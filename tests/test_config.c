@@ -732,10 +732,10 @@ static void test_json(void **state)
 	assert_true(json_is_false(json_object_get(s, "lock_memory")));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "metrics"), "listen")), "");
 	/* Every section is present. */
-	const char *secs[] = { "daemon", "numa", "input", "cpi", "waveform", "processing", "output", "metrics" };
+	const char *secs[] = { "daemon", "numa", "input", "cpi", "waveform", "processing", "output", "metrics", "trace" };
 	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
 		assert_true(json_is_object(json_object_get(j, secs[i])));
-	assert_int_equal(json_object_size(j), 8);
+	assert_int_equal(json_object_size(j), 9);
 	json_decref(j);
 }
 

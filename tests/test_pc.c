@@ -606,6 +606,60 @@ static void test_cpu_depth(void **state)
 	free(h);
 }
 
+/*
+ * pc_calibrate: a positive rate from a full-depth run, the pc left idle and
+ * still correct afterwards; refused while a CPI is in flight; a failing
+ * backend fails the measurement with its reason. device_ns is reported.
+ */
+static void test_calibrate(void **state)
+{
+	float *h = random_ref(17);
+	struct pc_params p;
+	struct pc_done d[4];
+	struct pc *pc;
+	char err[256];
+	size_t n = 3 * 5 * 301;
+	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
+	float *in, *out;
+	double cps = -1;
+
+	(void)state;
+	assert_non_null(xd);
+	assert_non_null(y);
+	base_params(&p, 3, 5, 301, h, 17);
+	p.cpu_depth = 3;
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	in = random_input(PC_FMT_CF32, n, xd);
+	ref_corr(xd, 15, 301, h, 17, ref_gain(h, 17, PC_NORM_NOISE), y);
+	out = malloc(pc_out_bytes(pc));
+	assert_non_null(out);
+	assert_int_equal(pc_calibrate(pc, &cps, err, sizeof(err)), 0);
+	assert_true(cps > 0);
+	assert_int_equal(pc_in_flight(pc), 0);
+	/* Busy: refused, nothing changed. */
+	assert_int_equal(pc_submit(pc, in, out, 7), 0);
+	assert_int_equal(pc_calibrate(pc, &cps, err, sizeof(err)), -EBUSY);
+	assert_int_equal(cps, 0);
+	assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+	assert_int_equal(d[0].tag, 7);
+	assert_true(d[0].device_ns > 0);
+	/* Still computes the definition after the measurement. */
+	poison(out, pc_out_bytes(pc));
+	assert_int_equal(pc_execute(pc, in, out, NULL), 0);
+	check_output(PC_OUT_COMPLEX, out, y, n);
+	if (pc_inject_fault(pc) == 0) {
+		assert_true(pc_calibrate(pc, &cps, err, sizeof(err)) < 0);
+		assert_non_null(strstr(err, "inject"));
+	}
+	pc_destroy(pc);
+	free(in);
+	free(out);
+	free(xd);
+	free(y);
+	free(h);
+}
+
 static void test_fault_injection(void **state)
 {
 	float *h = random_ref(8);
@@ -1145,6 +1199,7 @@ int main(void)
 		cmocka_unit_test(test_submit_poll),
 		cmocka_unit_test(test_cpu_depth),
 		cmocka_unit_test(test_fault_injection),
+		cmocka_unit_test(test_calibrate),
 		cmocka_unit_test(test_nonfinite_rows),
 		cmocka_unit_test(test_power_floor),
 		cmocka_unit_test(test_output_range),

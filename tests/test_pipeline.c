@@ -51,6 +51,7 @@ struct fx {
 	struct stats *st;
 	int efd;
 	struct pipeline *pl;
+	struct trace *tr;
 };
 
 static unsigned g_depth = 1;   /* cpu_depth of the pcs the fixture makes */
@@ -141,7 +142,9 @@ static void fx_start(struct fx *f)
 {
 	char err[256];
 
-	f->pl = pipeline_create(f->gen, f->st, NULL, f->efd, err, sizeof(err));
+	f->tr = trace_create(256);
+	assert_non_null(f->tr);
+	f->pl = pipeline_create(f->gen, f->st, NULL, f->efd, f->tr, err, sizeof(err));
 	if (!f->pl) fail_msg("pipeline: %s", err);
 }
 
@@ -158,6 +161,7 @@ static void fx_close(struct fx *f)
 	chirp_ring_unlink(f->in_name);
 	chirp_ring_unlink(f->out_name);
 	stats_destroy(f->st);
+	trace_destroy(f->tr);
 	free(f->ref);
 	close(f->efd);
 }
@@ -282,6 +286,122 @@ static void test_order_values_timestamps(void **state)
 	assert_int_equal(s.stage_count[STG_COMPUTE], N);
 	fx_close(&f);
 	free(copy);
+}
+
+static uint64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The flight recorder: one record per CPI in input order, the stages in
+ * time order, latency = output commit - input commit; a budget below every
+ * latency counts and flags each CPI and publishes the newest; results the
+ * full output ring could not take are recorded as dropped, not delivered.
+ */
+static void test_trace_records(void **state)
+{
+	(void)state;
+	struct fx f;
+	const unsigned N = 24, OUT = 4;
+	struct trace_cpi r[64];
+	unsigned got;
+
+	fx_open(&f, 8, 64);
+	fx_start(&f);
+	pipeline_set_budget(f.pl, 1);   /* 1 ns: every CPI is over */
+	WAIT_UNTIL(pipeline_state(f.pl) == PIPE_RUNNING);
+	for (unsigned k = 0; k < N; k++) {
+		void *pl;
+		int ret;
+
+		while ((ret = chirp_ring_reserve(f.in_p, &pl)) == -ENOBUFS)
+			chirp_ring_wait(f.in_p, 1000000);
+		assert_int_equal(ret, 0);
+		fill_cpi(pl, k);
+		assert_int_equal(chirp_ring_commit(f.in_p, now_real_ns(), (uint64_t)k * P * R, 0), 0);
+	}
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == N);
+	WAIT_UNTIL(trace_total(f.tr) == N);
+	got = trace_read(f.tr, r, 64);
+	assert_int_equal(got, N);
+	for (unsigned k = 0; k < N; k++) {
+		const struct trace_cpi *x = &r[k];
+
+		assert_int_equal(x->first_sample, (uint64_t)k * P * R);
+		if (k)   /* a reserve on a full ring counts a drop: seq skips */
+			assert_true(x->seq > r[k - 1].seq);
+		assert_true(x->flags & TRACE_DELIVERED);
+		assert_true(x->flags & TRACE_OVER_BUDGET);
+		assert_false(x->flags & (TRACE_DROPPED | TRACE_SKIPPED));
+		assert_true(x->t[TR_IN_COMMIT] > 0);
+		for (int s = TR_PEEK; s < TR_STAMPS; s++)
+			assert_true(x->t[s] > 0);
+		assert_true(x->t[TR_IN_COMMIT] <= x->t[TR_PEEK]);
+		assert_true(x->t[TR_PEEK] <= x->t[TR_SUBMIT]);
+		assert_true(x->t[TR_SUBMIT] <= x->t[TR_SUBMITTED]);
+		assert_true(x->t[TR_SUBMITTED] <= x->t[TR_OUTPUT_DONE]);
+		assert_true(x->t[TR_INPUT_DONE] <= x->t[TR_RELEASE]);
+		assert_true(x->t[TR_RELEASE] <= x->t[TR_OUT_COMMIT]);
+		assert_true(x->t[TR_OUTPUT_DONE] <= x->t[TR_OUT_COMMIT]);
+		assert_true(x->fill >= 1 && x->fill <= 8);
+		assert_true(x->latency_ns > 0);
+		/* latency is measured in REALTIME, the stamps in MONOTONIC:
+		 * the two spans agree within the clocks' skew over one CPI */
+		assert_true(llabs((long long)x->latency_ns -
+				  (long long)(x->t[TR_OUT_COMMIT] - x->t[TR_IN_COMMIT])) < 2000000);
+		assert_true(x->device_ns > 0);   /* CPU backend: compute time */
+	}
+	assert_int_equal(counter(&f, ST_OVER_BUDGET), N);
+	assert_int_equal(pipeline_over_budget_last(f.pl), N);   /* record N-1, plus 1 */
+	for (unsigned k = 0; k < N; k++) {
+		struct chirp_ring_block b;
+
+		assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+	}
+
+	/* No budget, and nobody reads: the ring's OUT slots fill, the rest is
+	 * dropped and recorded as such. */
+	fx_close(&f);
+	fx_open(&f, 8, OUT);
+	fx_start(&f);
+	pipeline_set_budget(f.pl, 0);
+	for (unsigned k = 0; k < N; k++) {
+		int ret;
+
+		while ((ret = produce(&f, k, NULL)) == -ENOBUFS)
+			chirp_ring_wait(f.in_p, 1000000);
+		assert_int_equal(ret, 0);
+	}
+	WAIT_UNTIL(trace_total(f.tr) == N);
+	got = trace_read(f.tr, r, 64);
+	assert_int_equal(got, N);
+	{
+		unsigned delivered = 0, dropped = 0;
+
+		for (unsigned k = 0; k < N; k++) {
+			assert_false(r[k].flags & TRACE_OVER_BUDGET);
+			if (r[k].flags & TRACE_DELIVERED) {
+				delivered++;
+				assert_true(r[k].t[TR_OUT_COMMIT] > 0);
+			} else {
+				assert_true(r[k].flags & TRACE_DROPPED);
+				assert_int_equal(r[k].t[TR_OUT_COMMIT], 0);
+				assert_int_equal(r[k].latency_ns, 0);
+				dropped++;
+			}
+		}
+		assert_int_equal(delivered, OUT);
+		assert_int_equal(dropped, N - OUT);
+		assert_int_equal(dropped, counter(&f, ST_OUTPUT_DROPS));
+	}
+	assert_int_equal(counter(&f, ST_OVER_BUDGET), 0);
+	assert_int_equal(pipeline_over_budget_last(f.pl), 0);
+	fx_close(&f);
 }
 
 /* Nobody reads the output: the pipeline keeps taking input, counts drops,
@@ -750,6 +870,8 @@ int main(void)
 		AT(test_redelivered_exactly_once, 4),
 		AT(test_stop_drains_and_notifies, 2),
 		AT(test_gen_rejects_mismatch, 1),
+		AT(test_trace_records, 1),
+		AT(test_trace_records, 4),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

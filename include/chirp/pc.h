@@ -102,6 +102,13 @@ struct pc_params {
 					cpu_depth CPIs "in flight": lets the
 					depth > 1 paths of callers (the daemon's
 					pipeline) run and be tested without a GPU */
+	int busy_poll;               /* 1: the caller polls (pc_poll with timeout
+					0) while CPIs are in flight and never
+					sleeps in pc_poll, so backends skip
+					their wake-up machinery (CUDA: no host
+					functions per CPI) and a pc_poll with a
+					timeout polls instead of sleeping.
+					Default 0. */
 };
 
 /* Fill p with defaults (cf32, complex, noise, auto nfft, 1 thread, 2 streams). */
@@ -132,6 +139,7 @@ struct pc_info {
 	char device[128];            /* "cpu (fftw3f, 4 threads)" / "NVIDIA H200 (0000:41:00.0)" */
 	char staging[32];            /* "none" / "registered" / "copy"       */
 	int numa_node;               /* device's NUMA node, -1 if unknown    */
+	int busy_poll;               /* pc_params.busy_poll as created       */
 };
 void pc_get_info(const struct pc *pc, struct pc_info *info);
 
@@ -172,6 +180,11 @@ struct pc_done {
 	uint64_t tag;                /* as given to pc_submit                */
 	unsigned flags;              /* PC_DONE_*                            */
 	uint32_t nonfinite_rows;     /* rows whose input held NaN or Inf     */
+	uint64_t device_ns;          /* with PC_DONE_OUTPUT: the backend's own
+					time for this CPI from its start on the
+					device to its result (CUDA: events on
+					the GPU; CPU: compute time), 0 if not
+					measured                             */
 };
 
 int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag);
@@ -194,6 +207,18 @@ unsigned pc_in_flight(const struct pc *pc);
  * Returns 0 or a negative errno; *nonfinite_rows (may be NULL) is set.
  */
 int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows);
+
+/*
+ * Measure this pc's capacity: CPIs per second it sustains with its full
+ * depth in flight, on random data (never zeros) in page-aligned scratch
+ * buffers registered like a ring (pc_register_host), after a warm-up of
+ * depth CPIs that also takes first-use costs (module load, plan
+ * initialisation, page faults) out of the first live CPIs. Runs at least
+ * 8 x depth CPIs and ~30 ms, at most ~300 ms (at least 2 CPIs). Nothing
+ * may be in flight. Returns 0 with *cpi_per_s, or a negative errno with a
+ * reason in err (scratch memory, or the backend failed).
+ */
+int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen);
 
 /* Last backend error text ("cufftExecC2C: CUFFT_EXEC_FAILED"), or "". */
 const char *pc_last_error(const struct pc *pc);

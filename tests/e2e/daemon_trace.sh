@@ -1,0 +1,95 @@
+#!/bin/bash
+# daemon_trace.sh — the flight recorder and the latency budget, end to end:
+# `chirpctl trace [N]` returns the last N CPIs' stage timelines in order,
+# with their stamps in time order and bad N refused; a CPI over
+# [trace] latency_budget_ms is counted (stats over_budget, metrics
+# chirpd_over_budget_total) and logged with its timeline at most once a
+# second; a budget raised by reload stops the lines. Also buffer by time:
+# status says what the input ring holds at the capacity measured at start,
+# and a ring holding less than buffer_ms is warned about.
+. "$(dirname "$0")/lib.sh"
+e2e_init trace
+e2e_need chirp-feed chirp-tap
+[ -x "$PY" ] || e2e_skip "$PY not found"
+
+# A budget no CPI can meet (1 us); 16 slots but 60 s of buffer_ms: warned.
+e2e_config trace.latency_budget_ms=0.001 trace.records=64 input.buffer_ms=60000
+e2e_start_chirpd
+"$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
+TAP=$!
+grep -q "input ring $IN_RING: 16 slots = .* ms at the measured capacity of .* CPI/s (slots fixed, buffer_ms 60000)" "$CHIRPD_LOG" ||
+	e2e_fail "no slack line at start: $(grep 'input ring' "$CHIRPD_LOG")"
+grep -q "input ring $IN_RING holds only .* ms of CPIs at capacity, less than \[input\] buffer_ms = 60000" "$CHIRPD_LOG" ||
+	e2e_fail "no warning for a ring shorter than buffer_ms"
+
+"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 100 --count 150 -q 2>"$T/feed.log" ||
+	e2e_fail "chirp-feed: $(cat "$T/feed.log")"
+e2e_wait 20 e2e_stat_ge cpis_out 150 || e2e_fail "only $(e2e_stat cpis_out) of 150 CPIs out"
+e2e_wait 5 grep -q "CPI over the latency budget: seq" "$CHIRPD_LOG" || e2e_fail "no over-budget line"
+
+e2e_ctl --json trace 50 >"$T/trace.json" || e2e_fail "trace 50: $(cat "$T/trace.json")"
+e2e_ctl --json trace >"$T/trace_default.json" || e2e_fail "trace (default N)"
+e2e_ctl --json status >"$T/status.json" || e2e_fail "status"
+e2e_ctl --json stats >"$T/stats.json" || e2e_fail "stats"
+e2e_ctl metrics >"$T/metrics.txt" || e2e_fail "metrics"
+"$PY" - "$T" <<'PYEOF' || e2e_fail "trace/status/stats replies wrong"
+import json, os, re, sys
+d = sys.argv[1]
+tr = json.load(open(os.path.join(d, "trace.json")))
+assert tr["ok"] and tr["records"] == 64 and tr["total"] == 150, (tr["records"], tr["total"])
+assert abs(tr["latency_budget_ms"] - 0.001) < 1e-9
+cpis = tr["cpis"]
+assert len(cpis) == 50, len(cpis)
+dft = json.load(open(os.path.join(d, "trace_default.json")))["cpis"]
+assert len(dft) == 64, len(dft)       # default 100, capped by the 64 records kept
+order = ["peek", "submit", "submitted", "output_done", "out_commit"]
+for i, c in enumerate(cpis):
+    # the last 50 of 150, in order: first_sample k * P * R with P R = 8000
+    assert c["first_sample"] == (100 + i) * 8 * 1000, (i, c["first_sample"])
+    assert c["flags"][:1] == ["delivered"] and "over_budget" in c["flags"], c["flags"]
+    t = c["t_us"]
+    vals = [t[k] for k in order]
+    assert all(v is not None and v >= 0 for v in vals), t
+    assert vals == sorted(vals), t
+    assert t["input_done"] <= t["release"] <= t["out_commit"], t
+    assert abs(c["latency_us"] - t["out_commit"]) < 2000, (c["latency_us"], t)
+    assert c["fill"] >= 1 and c["in_flight"] >= 0 and c["device_us"] > 0
+st = json.load(open(os.path.join(d, "status.json")))["rings"]
+assert st["input_slots"] == 16 and st["input_slots_auto"] is False
+assert st["capacity_cpi_per_s"] > 0
+assert abs(st["input_ms_at_capacity"] - 16 / st["capacity_cpi_per_s"] * 1e3) < 1e-6 * st["input_ms_at_capacity"] + 1e-9
+assert st["buffer_ms"] == 60000
+s = json.load(open(os.path.join(d, "stats.json")))
+assert s["over_budget"] == 150, s["over_budget"]
+m = open(os.path.join(d, "metrics.txt")).read()
+assert re.search(r"^chirpd_over_budget_total 150$", m, re.M), "metrics lack over_budget 150"
+print("trace, status and stats agree")
+PYEOF
+
+# Bad N: a clear error, chirpd keeps running.
+for bad in 0 -3 abc 4097 "1 2"; do
+	out=$(e2e_ctl trace $bad 2>&1) && e2e_fail "trace $bad accepted"
+	case $out in *"N must be a number of CPIs 1..4096"*|*"takes"*) ;; *) e2e_fail "trace $bad: '$out'";; esac
+done
+[ "$(e2e_state)" = running ] || e2e_fail "not running after bad trace requests"
+
+# At most one over-budget line a second (150 CPIs in 1.5 s over budget).
+lines=$(grep -c "CPI over the latency budget" "$CHIRPD_LOG")
+[ "$lines" -ge 1 ] && [ "$lines" -le 4 ] || e2e_fail "$lines over-budget lines for 1.5 s of CPIs"
+grep "CPI over the latency budget" "$CHIRPD_LOG" | tail -1 |
+	grep -Eq "seq [0-9]+ latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
+	e2e_fail "over-budget line format: $(grep 'over the latency budget' "$CHIRPD_LOG" | tail -1)"
+
+# A generous budget by reload: no more over-budget CPIs.
+sed -i 's/^latency_budget_ms = .*/latency_budget_ms = 60000/' "$CONF"
+e2e_ctl reload >/dev/null || e2e_fail "reload"
+before=$(e2e_stat over_budget)
+"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 100 --count 50 -q 2>"$T/feed2.log" ||
+	e2e_fail "chirp-feed 2"
+e2e_wait 20 e2e_stat_ge cpis_out 200 || e2e_fail "second feed not delivered"
+[ "$(e2e_stat over_budget)" = "$before" ] || e2e_fail "over_budget grew under a 60 s budget"
+[ "$(e2e_stat output_drops)" = 0 ] || e2e_fail "output drops with a draining consumer"
+e2e_stop_chirpd || e2e_fail "chirpd exited $?"
+kill "$TAP" 2>/dev/null
+wait "$TAP" 2>/dev/null
+e2e_pass
