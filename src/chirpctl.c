@@ -51,6 +51,7 @@ static void usage(FILE *out)
 	      "\n"
 	      "Commands (the daemon lists its own with 'chirpctl help'):\n"
 	      "  ping, version, status, stats, config, metrics, help     anyone\n"
+	      "  trace [N]  stage timelines of the last N CPIs (default 100)  anyone\n"
 	      "  reload, pause, resume, log-level LEVEL                  owner/root/group\n"
 	      "  watch      status and stats every second, like top (Ctrl-C ends)\n"
 	      "\n"
@@ -394,6 +395,54 @@ static int render_config_ini(FILE *out, json_t *reply)
 	return 0;
 }
 
+/*
+ * trace for people: one line per CPI, each stage in ms after the input
+ * commit ("-" where it did not happen), then latency, ring fill, CPIs in
+ * flight, device time and flags. --json gives every field.
+ */
+static void render_trace(FILE *out, json_t *reply)
+{
+	static const char *const st[] = { "peek", "submit", "submitted", "input_done",
+					  "output_done", "release", "out_commit" };
+	json_t *cpis = json_object_get(reply, "cpis"), *c;
+	size_t i;
+
+	fprintf(out, "flight recorder: %lld records kept, %lld CPIs recorded, budget %g ms; "
+		"stages in ms after the input commit\n",
+		(long long)json_integer_value(json_object_get(reply, "records")),
+		(long long)json_integer_value(json_object_get(reply, "total")),
+		json_number_value(json_object_get(reply, "latency_budget_ms")));
+	fprintf(out, "%10s %8s %8s %9s %8s %8s %8s %8s %8s %5s %4s %8s  %s\n", "seq", "peek",
+		"submit", "submitted", "in_done", "out_done", "release", "commit", "latency",
+		"fill", "infl", "device", "flags");
+	json_array_foreach(cpis, i, c) {
+		json_t *t = json_object_get(c, "t_us"), *fl = json_object_get(c, "flags"), *f;
+		size_t k;
+
+		fprintf(out, "%10lld", (long long)json_integer_value(json_object_get(c, "seq")));
+		for (size_t s = 0; s < sizeof(st) / sizeof(st[0]); s++) {
+			json_t *v = json_object_get(t, st[s]);
+			int w = s == 2 ? 9 : 8;
+
+			if (json_is_number(v))
+				fprintf(out, " %*.3f", w, json_number_value(v) * 1e-3);
+			else
+				fprintf(out, " %*s", w, "-");
+		}
+		fprintf(out, " %8.3f %5lld %4lld",
+			json_number_value(json_object_get(c, "latency_us")) * 1e-3,
+			(long long)json_integer_value(json_object_get(c, "fill")),
+			(long long)json_integer_value(json_object_get(c, "in_flight")));
+		if (json_is_number(json_object_get(c, "device_us")))
+			fprintf(out, " %8.3f ", json_number_value(json_object_get(c, "device_us")) * 1e-3);
+		else
+			fprintf(out, " %8s ", "-");
+		json_array_foreach(fl, k, f)
+			fprintf(out, "%s%s", k ? "," : " ", json_string_value(f));
+		fputc('\n', out);
+	}
+}
+
 /* Print a reply for people. Returns the exit status (0 ok, 1 error). */
 static int show(const char *cmd, json_t *reply)
 {
@@ -413,6 +462,10 @@ static int show(const char *cmd, json_t *reply)
 	}
 	if (!strcmp(cmd, "config") && render_config_ini(stdout, reply) == 0)
 		return 0;
+	if (!strcmp(cmd, "trace") && json_is_array(json_object_get(reply, "cpis"))) {
+		render_trace(stdout, reply);
+		return 0;
+	}
 	if (!strcmp(cmd, "help") && json_is_array(json_object_get(reply, "commands"))) {
 		render_help(stdout, reply);
 		return 0;

@@ -8,7 +8,8 @@
 
 /* A record as words, so every field is one relaxed atomic. */
 enum {
-	W_SEQ = 0, W_FIRST, W_TS, W_T0,
+	W_NUM = 0,          /* record number k: tells record k from k + n */
+	W_SEQ, W_FIRST, W_TS, W_T0,
 	W_LAT = W_T0 + TR_STAMPS, W_DEV, W_FILL, W_INFL, W_FLAGS,
 	W_WORDS
 };
@@ -82,6 +83,7 @@ void trace_put(struct trace *t, const struct trace_cpi *r)
 
 	atomic_store_explicit(&s->ver, v + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);   /* odd before the fields */
+	ST(s, W_NUM, k);
 	ST(s, W_SEQ, r->seq);
 	ST(s, W_FIRST, r->first_sample);
 	ST(s, W_TS, r->timestamp_ns);
@@ -101,15 +103,17 @@ uint64_t trace_total(const struct trace *t)
 	return atomic_load_explicit(&((struct trace *)t)->total, memory_order_acquire);
 }
 
-/* Copy slot of record k; 0, or -EAGAIN if the writer was on it. */
+/* Copy slot of record k; 0, or -EAGAIN if the writer was on it or it
+ * already holds a later record. */
 static int read_slot(const struct trace *t, uint64_t k, struct trace_cpi *out)
 {
 	struct trace_slot *s = &t->slot[k % t->n];
-	uint64_t v1, v2;
+	uint64_t v1, v2, num;
 
 	v1 = atomic_load_explicit(&s->ver, memory_order_acquire);
 	if (v1 & 1)
 		return -EAGAIN;
+	num = LD(s, W_NUM);
 	out->seq = LD(s, W_SEQ);
 	out->first_sample = LD(s, W_FIRST);
 	out->timestamp_ns = LD(s, W_TS);
@@ -122,7 +126,7 @@ static int read_slot(const struct trace *t, uint64_t k, struct trace_cpi *out)
 	out->flags = (uint32_t)LD(s, W_FLAGS);
 	atomic_thread_fence(memory_order_acquire);   /* the copy before the re-check */
 	v2 = atomic_load_explicit(&s->ver, memory_order_relaxed);
-	return v1 == v2 ? 0 : -EAGAIN;
+	return v1 == v2 && num == k ? 0 : -EAGAIN;
 }
 
 int trace_get(const struct trace *t, uint64_t k, struct trace_cpi *out)
@@ -132,13 +136,9 @@ int trace_get(const struct trace *t, uint64_t k, struct trace_cpi *out)
 	/* Record k lives in slot k % n until record k + n is written. */
 	if (k >= total || total - k > t->n)
 		return -ENOENT;
-	if (read_slot(t, k, out) < 0)
-		return -ENOENT;
-	/* Lapped between the check and the copy: the version matched, but it
-	 * may be record k + n's. */
-	if (trace_total(t) - k > t->n)
-		return -ENOENT;
-	return 0;
+	/* A consistent copy that says it is record k: the writer laps a slot
+	 * only by writing record k + n into it, which the number tells. */
+	return read_slot(t, k, out) < 0 ? -ENOENT : 0;
 }
 
 unsigned trace_read(const struct trace *t, struct trace_cpi *out, unsigned max)

@@ -16,11 +16,12 @@
  *   One writer (the data thread) calls trace_put(); any number of readers
  *   on other threads call trace_read()/trace_get() without ever blocking
  *   the writer. Each record is a seqlock of its own: the writer makes its
- *   version odd, stores the fields (relaxed atomics), makes it even with a
- *   release store; a reader loads the version (acquire), copies, fences
- *   (acquire) and loads the version again, and drops the copy when the two
- *   differ or were odd (the writer lapped it: that record is no longer one
- *   of the last N anyway). The count of records written is a release store
+ *   version odd, stores the fields (relaxed atomics) with the record's
+ *   number, makes it even with a release store; a reader loads the version
+ *   (acquire), copies, fences (acquire) and loads the version again, and
+ *   drops the copy when the two differ, were odd, or the number is not the
+ *   one it wanted (the writer lapped it: that record is no longer one of
+ *   the last N anyway). The count of records written is a release store
  *   after the record's even version, so a reader that sees the count sees
  *   the record. Nothing allocates after trace_create().
  */

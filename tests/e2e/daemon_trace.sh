@@ -66,6 +66,14 @@ assert re.search(r"^chirpd_over_budget_total 150$", m, re.M), "metrics lack over
 print("trace, status and stats agree")
 PYEOF
 
+# For people: a header and one line per CPI, stages in ms, flags last.
+e2e_ctl trace 3 >"$T/trace.txt" || e2e_fail "trace 3 (text)"
+[ "$(wc -l <"$T/trace.txt")" = 5 ] || e2e_fail "trace 3 text: $(cat "$T/trace.txt")"
+grep -q "^flight recorder: 64 records kept, 150 CPIs recorded, budget 0.001 ms" "$T/trace.txt" ||
+	e2e_fail "trace text header: $(head -1 "$T/trace.txt")"
+tail -1 "$T/trace.txt" | grep -Eq "^ +[0-9]+( +[0-9]+\.[0-9]{3}){8} +[0-9]+ +[0-9]+ +[0-9.]+  delivered,over_budget$" ||
+	e2e_fail "trace text line: $(tail -1 "$T/trace.txt")"
+
 # Bad N: a clear error, chirpd keeps running.
 for bad in 0 -3 abc 4097 "1 2"; do
 	out=$(e2e_ctl trace $bad 2>&1) && e2e_fail "trace $bad accepted"
