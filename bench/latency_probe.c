@@ -39,6 +39,10 @@
  * samples is the 9 990th). --raw FILE writes every latency (µs, one per
  * line, in arrival order) after the window. --marker FILE is created (empty)
  * when the window opens, so a script can snapshot counters at that moment.
+ * --linger: after the window, keep consuming (without measuring) until
+ * SIGINT/SIGTERM, so that chirpd's counters, read by a script once the
+ * summary line is out, do not count output drops caused by the probe having
+ * gone; the raw file is then written at exit.
  * Exit 0; 1 on error; 3 when no block arrived within --first-timeout.
  */
 #include <errno.h>
@@ -90,7 +94,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: latency_probe --ring NAME [--warmup S] [--measure S] [--wait S]\n"
 		   "       [--first-timeout S] [--max-samples N] [--raw FILE] [--marker FILE]\n"
-		   "       [--fs-step N] [--progress S]\n"
+		   "       [--fs-step N] [--progress S] [--linger]\n"
 		   "(see the comment at the top of bench/latency_probe.c)\n");
 }
 
@@ -112,6 +116,7 @@ int main(int argc, char **argv)
 		{ "max-samples", required_argument, NULL, 'N' }, { "raw", required_argument, NULL, 'o' },
 		{ "marker", required_argument, NULL, 'k' }, { "fs-step", required_argument, NULL, 's' },
 		{ "progress", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
+		{ "linger", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *ring_name = NULL, *raw_path = NULL, *marker = NULL;
@@ -123,7 +128,8 @@ int main(int argc, char **argv)
 	int64_t *lat = NULL;
 	uint64_t n = 0, overflow = 0, lost = 0, missing = 0, flagged = 0, blocks = 0;
 	uint64_t prev_seq = 0, prev_fs = 0;
-	int have_prev = 0, in_window = 0, c, rc = 1;
+	int have_prev = 0, in_window = 0, linger = 0, c, rc = 1;
+	int64_t *sorted = NULL;
 	double t_first = 0, t_open = 0, t_close = 0, t_prog = 0, t_start;
 	char err[256];
 
@@ -139,6 +145,7 @@ int main(int argc, char **argv)
 		case 'p': if (parse_d(optarg, &progress_s)) goto bad; break;
 		case 'N': if (parse_d(optarg, &v) || v < 1 || v > 1e9) goto bad; max_samples = (uint64_t)v; break;
 		case 's': if (parse_d(optarg, &v) || v < 1) goto bad; fs_step = (uint64_t)v; break;
+		case 'L': linger = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -268,7 +275,42 @@ bad:
 	}
 	{
 		double window = in_window ? (stop_sig ? now_s() : t_close) - t_open : 0, sum = 0;
+		int interrupted = stop_sig ? 1 : 0;
 
+		/* Percentiles from a sorted copy: the raw file keeps arrival order. */
+		sorted = malloc((n ? n : 1) * sizeof(*sorted));
+		if (!sorted) {
+			fprintf(stderr, "latency_probe: out of memory sorting %" PRIu64 " samples\n", n);
+			goto out;
+		}
+		memcpy(sorted, lat, n * sizeof(*lat));
+		for (uint64_t i = 0; i < n; i++)
+			sum += (double)lat[i];
+		qsort(sorted, n, sizeof(*sorted), cmp_i64);
+		printf("probe n=%" PRIu64 " p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f"
+		       " mean_us=%.1f lost=%" PRIu64 " missing=%" PRIu64 " flagged=%" PRIu64
+		       " window_s=%.3f rate=%.2f overflow=%" PRIu64 " interrupted=%d\n",
+		       n, pct_us(sorted, n, 0.50), pct_us(sorted, n, 0.90), pct_us(sorted, n, 0.99),
+		       pct_us(sorted, n, 0.999), n ? (double)sorted[n - 1] / 1e3 : NAN,
+		       n ? sum / (double)n / 1e3 : NAN, lost, missing, flagged, window,
+		       window > 0 ? (double)(n + overflow) / window : 0.0, overflow, interrupted);
+		if (fflush(stdout) != 0) {
+			fprintf(stderr, "latency_probe: stdout: %s\n", strerror(errno));
+			goto out;
+		}
+		while (linger && !stop_sig) {   /* drain, unmeasured, until told to stop */
+			struct chirp_ring_block b;
+			int ret = chirp_ring_peek(r, &b);
+
+			if (ret == 0)
+				ret = chirp_ring_release(r);
+			else if (ret == -EAGAIN)
+				ret = chirp_ring_wait(r, 100000000LL);
+			if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR) {
+				fprintf(stderr, "latency_probe: draining %s: %s\n", ring_name, strerror(-ret));
+				break;
+			}
+		}
 		if (raw_path) {
 			FILE *rf = fopen(raw_path, "w");
 
@@ -283,25 +325,12 @@ bad:
 				goto out;
 			}
 		}
-		for (uint64_t i = 0; i < n; i++)
-			sum += (double)lat[i];
-		qsort(lat, n, sizeof(*lat), cmp_i64);
-		printf("probe n=%" PRIu64 " p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f"
-		       " mean_us=%.1f lost=%" PRIu64 " missing=%" PRIu64 " flagged=%" PRIu64
-		       " window_s=%.3f rate=%.2f overflow=%" PRIu64 " interrupted=%d\n",
-		       n, pct_us(lat, n, 0.50), pct_us(lat, n, 0.90), pct_us(lat, n, 0.99),
-		       pct_us(lat, n, 0.999), n ? (double)lat[n - 1] / 1e3 : NAN,
-		       n ? sum / (double)n / 1e3 : NAN, lost, missing, flagged, window,
-		       window > 0 ? (double)(n + overflow) / window : 0.0, overflow, stop_sig ? 1 : 0);
-		if (fflush(stdout) != 0) {
-			fprintf(stderr, "latency_probe: stdout: %s\n", strerror(errno));
-			goto out;
-		}
 	}
 	rc = 0;
 out:
 	if (r)
 		chirp_ring_detach(r);
 	free(lat);
+	free(sorted);
 	return rc;
 }
