@@ -4,6 +4,10 @@
 #   make run        install missing packages, build, run chirpd with a feeder
 #   make test       install missing packages, build, run every test
 #   make bench      build and run the benchmarks (prints tables)
+#   make bench-latency  latency under load vs capacity and the host's noise
+#                   floor (scripts/bench-latency.sh; BACKEND=cpu|cuda GEOMETRY=CxPxR
+#                   REF_LEN=L LOADS="20 80" WARMUP=S MEASURE=S SOAK=S OUT=DIR,
+#                   BENCH_ARGS for any other option)
 #   make fuzz       run every fuzz target for FUZZ_SECONDS each
 #   make install    PREFIX=/usr/local DESTDIR=
 #
@@ -100,7 +104,7 @@ BENCHES    += $(if $(filter 1,$(CUDA)),$(patsubst bench/%.cu,$(BUILD)/bench/%,$(
 
 LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 
-.PHONY: all bins libs tests benches run test bench fuzz fuzz-short install uninstall clean deps info
+.PHONY: all bins libs tests benches run test bench bench-latency fuzz fuzz-short install uninstall clean deps info
 .DEFAULT_GOAL := all
 
 all: libs bins tests benches
@@ -181,6 +185,15 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench-all.sh $(BUILD)
+
+bench-latency: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/bench-latency.sh $(if $(BACKEND),--backend $(BACKEND)) \
+		$(if $(GEOMETRY),--geometry $(GEOMETRY)) $(if $(REF_LEN),--ref-len $(REF_LEN)) \
+		$(if $(FORMAT),--format $(FORMAT)) $(if $(MODE),--mode $(MODE)) \
+		$(if $(LOADS),--loads "$(LOADS)") $(if $(WARMUP),--warmup $(WARMUP)) \
+		$(if $(MEASURE),--measure $(MEASURE)) $(if $(SOAK),--soak $(SOAK)) \
+		$(if $(OUT),--out $(OUT)) $(BENCH_ARGS)
 
 FUZZ_SECONDS ?= 3600
 fuzz: deps

@@ -9,6 +9,9 @@
 #   bench   bench_gpu: (a) copy limits, (b) naive baseline, (c) backend alone
 #   daemon  scripts/bench-daemon-gpu.sh: (d) the whole daemon, then the bench
 #           table again with (d) filled in and its ratios
+#   latency scripts/bench-latency.sh --backend cuda (LAT_ARGS, e.g.
+#           "--geometry 16x128x9000 --ref-len 1000" or "--soak 300"), into
+#           $OUT/latency: latency per load, host noise and copy floor
 #   soak    SOAK_S seconds (default 300) at 90 % of the measured daemon
 #           capacity, zero drops expected
 #
@@ -117,6 +120,11 @@ for step in $steps; do
 				tee "$OUT/soak.log" | tail -15 || status=1
 			tail -5 "$OUT/soak.log" >>"$summary"
 		fi;;
+	latency)
+		say "bench-latency (cuda) ${LAT_ARGS:-}"
+		timeout -k 10 590 scripts/bench-latency.sh --backend cuda --out "$OUT/latency" ${LAT_ARGS:-} \
+			>"$OUT/latency.log" 2>&1 || status=1
+		sed -n '/^| load/,$p' "$OUT/latency.log" | tee -a "$summary";;
 	*)
 		echo "gpu-run.sh: unknown step $step" >&2; exit 2;;
 	esac

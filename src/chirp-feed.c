@@ -9,6 +9,19 @@
  * is full the CPI is lost (counted as dropped; the ring flags the next
  * block DISCONTINUITY and the block sequence number skips), unless
  * --block, which waits for a free slot instead and never drops.
+ *
+ * Pacing (--rate): CPI k is due on an absolute CLOCK_MONOTONIC schedule
+ * (clock_nanosleep TIMER_ABSTIME, so sleep overshoot never accumulates).
+ * The feed never bursts to catch up: when it wakes more than half a
+ * period after a CPI was due (preempted, stopped, a slow fill), it sends
+ * that CPI now, restarts the schedule from now and counts a late tick.
+ * Due times are therefore always at least one period apart, and two
+ * commits at most half a period closer than that. A digitizer does not
+ * fall behind; a feed that does is reported ("late ticks" at exit), so a
+ * benchmark can tell a lighter load than asked from a loss.
+ * With --prefilled and --rate, every free slot is reserved and written
+ * before the clock starts (reserve_next), so the paced loop only commits:
+ * no synthesis on the clock, no slow first pass.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,9 +80,53 @@ struct feed {
 	uint64_t cpi_bytes;             /* payload bytes of one ring CPI      */
 	uint8_t *written;               /* --prefilled: slot written once     */
 	uint64_t clipped;               /* cf32 -> sc16 saturations           */
+
+	/* pacing (--rate) */
+	double period_ns;               /* 1e9 / rate                          */
+	uint64_t sched_t0_ns;           /* CLOCK_MONOTONIC origin of the schedule */
+	uint64_t sched_n;               /* CPIs due since sched_t0_ns          */
+	uint64_t late_ticks;            /* schedule restarts (woke > period/2 late) */
+	uint64_t late_max_ns;           /* worst lateness at wake, any tick    */
 };
 
 static volatile sig_atomic_t stop_sig;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Wait for the next CPI's due time on the absolute schedule. Returns 0 when
+ * it is due (the schedule advanced by one CPI), -EINTR when a signal came
+ * first (look at the stop flag and call again: the due time is unchanged).
+ * Lateness > period / 2 restarts the schedule from now (see the top).
+ */
+static int pace_tick(struct feed *f)
+{
+	uint64_t due = f->sched_t0_ns + (uint64_t)((double)f->sched_n * f->period_ns), now;
+	struct timespec ts = { .tv_sec = (time_t)(due / 1000000000ull),
+			       .tv_nsec = (long)(due % 1000000000ull) };
+	int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+
+	if (r == EINTR)
+		return -EINTR;
+	if (r != 0)   /* EINVAL/ENOTSUP: cannot happen for CLOCK_MONOTONIC */
+		log_warn("clock_nanosleep: %s", strerror(r));
+	now = mono_ns();
+	if (now > due && now - due > f->late_max_ns)
+		f->late_max_ns = now - due;
+	if (now > due && (double)(now - due) > 0.5 * f->period_ns) {
+		f->late_ticks++;
+		f->sched_t0_ns = now;   /* this CPI goes now, the next one period later */
+		f->sched_n = 0;
+	}
+	f->sched_n++;
+	return 0;
+}
 
 static void usage(FILE *f)
 {
@@ -102,19 +159,25 @@ static void usage(FILE *f)
 "      --keep             leave a ring made with --create in place\n"
 "\n"
 "Pacing:\n"
-"      --rate CPI_PER_S   pace in real time (default: as fast as possible)\n"
+"      --rate CPI_PER_S   pace in real time on an absolute schedule (default: as\n"
+"                         fast as possible); never bursts: a wake more than half\n"
+"                         a period late restarts the schedule (late ticks, at exit)\n"
 "  -n, --count N          stop after N CPIs (sent + dropped; default: no limit,\n"
 "                         or the recording's length without --loop)\n"
 "      --loop             replay the file or recording again and again\n"
 "      --block            wait for a free slot instead of dropping when full\n"
+"                         (with --prefilled: a lossless saturating source)\n"
 "      --prefilled        write each slot once up front, then only commit\n"
-"                         (models a digitizer's DMA, for benchmarks)\n"
+"                         (models a digitizer's DMA, for benchmarks; with\n"
+"                         --rate all free slots are written before the clock starts)\n"
 "      --ignore-rate      replay a recording whose sample rate differs from the ring's\n"
 "  -q, --quiet            no progress line (it is shown only on a terminal anyway)\n"
 "  -h, --help\n"
 "\n"
 "At exit (end of data, --count, SIGINT/SIGTERM) a summary goes to stderr:\n"
 "  chirp-feed: sent N, dropped D (ring full), R CPI/s, M MB/s over T s\n"
+"and with --rate a second line:\n"
+"  chirp-feed: pacing R CPI/s: L late ticks (...), max lateness X us\n"
 "Exit status: 0 done, 1 error, 2 usage.\n");
 }
 
@@ -234,10 +297,6 @@ static int parse_args(struct feed *f, int argc, char **argv)
 	}
 	if (f->loop && f->targets_spec) {
 		log_err("--loop applies to --file and --sigmf (synthetic echoes never end)");
-		return -EINVAL;
-	}
-	if (f->block && f->prefilled) {
-		log_err("--block and --prefilled do not go together (--prefilled models a digitizer)");
 		return -EINVAL;
 	}
 	if (!f->create && tool_geom_given(&f->geom)) {
@@ -569,6 +628,39 @@ static void fill(struct feed *f, uint64_t k, void *payload)
 		&f->clipped);
 }
 
+/*
+ * --prefilled with --rate: reserve every slot that is free now and write
+ * CPIs k, k+1, ... into them, before the clock starts; the paced loop then
+ * commits these reservations in order and only commits afterwards (the
+ * slots stay written). Returns the number primed (never drops: only slots
+ * the consumer has released are taken), at most max.
+ */
+static uint64_t prime(struct feed *f, uint64_t k, uint64_t max)
+{
+	struct chirp_ring_stats st;
+	uint64_t n = 0, busy, want;
+	void *base, *payload;
+	size_t len;
+
+	if (chirp_ring_stats(f->ring, &st) < 0)
+		return 0;
+	busy = st.committed - st.released;   /* committed, not yet handed back */
+	want = busy < f->geo.slots ? f->geo.slots - busy : 0;
+	if (want > max)
+		want = max;   /* --count: never reserve what will not be sent */
+	chirp_ring_data(f->ring, &base, &len);
+	while (n < want && !stop_sig && chirp_ring_reserve_next(f->ring, &payload) == 0) {
+		uint64_t slot = (uint64_t)((uint8_t *)payload - (uint8_t *)base) /
+				chirp_ring_slot_bytes(f->ring);
+
+		fill(f, k + n, payload);
+		if (slot < f->geo.slots)
+			f->written[slot] = 1;
+		n++;
+	}
+	return n;
+}
+
 static void reattach(struct feed *f, const char *why)
 {
 	log_notice("ring %s %s: re-attaching", ring_default(f), why);
@@ -581,6 +673,8 @@ int main(int argc, char **argv)
 	struct feed f;
 	struct tool_progress prog;
 	uint64_t k = 0, sent = 0, dropped = 0, limit;
+	uint64_t ticked = UINT64_MAX;        /* k whose due time has come (--rate) */
+	uint64_t attaches = 1, primed_epoch = 0;   /* prime once per attach */
 	double t0, t_end;
 	int rc = 1, r;
 
@@ -604,7 +698,10 @@ int main(int argc, char **argv)
 	if (f.src != SRC_SYNTH && !f.loop && (!limit || limit > f.src_ncpi))
 		limit = f.src_ncpi;
 	tool_progress_init(&prog, f.quiet);
+	if (f.rate > 0)
+		f.period_ns = 1e9 / f.rate;
 	t0 = tool_now();
+	f.sched_t0_ns = mono_ns();
 
 	while (!stop_sig && (!limit || k < limit)) {
 		void *payload;
@@ -615,16 +712,25 @@ int main(int argc, char **argv)
 				rc = r == -EINTR ? 0 : 1;
 				goto summary;
 			}
+			attaches++;
 			if (f.src != SRC_SYNTH && !f.loop && (!limit || limit > f.src_ncpi))
 				limit = f.src_ncpi;
 		}
-		if (f.rate > 0) {
-			double due = t0 + (double)k / f.rate, now = tool_now();
-
-			if (due > now) {
-				tool_sleep(due - now);
-				continue;   /* re-check stop and the time */
-			}
+		if (f.rate > 0 && f.written && primed_epoch != attaches) {
+			/* before the clock (re)starts: see prime() */
+			primed_epoch = attaches;
+			prime(&f, k, limit ? limit - k : UINT64_MAX);
+			f.sched_t0_ns = mono_ns();
+			f.sched_n = 0;
+		}
+		if (f.rate > 0 && ticked != k) {
+			if (pace_tick(&f) < 0)
+				continue;   /* a signal: re-check stop; same due time */
+			ticked = k;
+		}
+		if (chirp_ring_reserved(f.ring) > 0) {
+			/* primed: reserved and written before the clock started */
+			goto commit;
 		}
 		if (f.block) {
 			r = chirp_ring_wait(f.ring, 100000000LL);
@@ -665,6 +771,7 @@ int main(int argc, char **argv)
 		} else {
 			fill(&f, k, payload);
 		}
+commit:
 		r = chirp_ring_commit(f.ring, 0, k * (uint64_t)f.geo.pulses * f.geo.samples, 0);
 		if (r == -ESTALE) {
 			reattach(&f, "was removed or re-created");
@@ -697,6 +804,10 @@ summary:
 		t_end > 0 ? sent / t_end : 0.0,
 		t_end > 0 ? sent * (double)f.cpi_bytes / t_end / 1e6 : 0.0, t_end,
 		stop_sig ? " (interrupted)" : "");
+	if (f.rate > 0)
+		fprintf(stderr, "chirp-feed: pacing %.6g CPI/s: %" PRIu64 " late ticks (woke more "
+			"than half a period late: schedule restarted, no catch-up), max lateness "
+			"%.1f us\n", f.rate, f.late_ticks, f.late_max_ns / 1e3);
 	if (f.clipped)
 		log_warn("%" PRIu64 " samples saturated converting cf32 to sc16", f.clipped);
 	if (f.synth && synth_clipped(f.synth))

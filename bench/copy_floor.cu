@@ -1,0 +1,282 @@
+/*
+ * copy_floor.cu — the GPU platform's latency floor for chirpd's data path:
+ * the raw copy path alone, no chirpd, no FFT. At a paced rate, each tick
+ * moves one CPI's input bytes host->device and its output bytes
+ * device->host from cudaHostRegister'ed MAP_SHARED memory (what a ring's
+ * data region is), in --chunks pieces over --streams streams (chunk i on
+ * stream i % streams, its H2D then its D2H), and waits for completion with
+ * cudaStreamSynchronize on every stream. Latency of a tick = completion −
+ * the tick's start (CLOCK_MONOTONIC just after the paced wake, the moment a
+ * producer would commit). One CPI in flight at a time.
+ *
+ *   copy_floor --in-bytes N --out-bytes M --rate CPI_PER_S [--seconds 10]
+ *              [--warmup 4] [--chunks 4] [--streams 2] [--gpu 0] [--raw FILE]
+ *   copy_floor --self-check [--in-bytes N]
+ *
+ * Pacing is chirp-feed's: an absolute CLOCK_MONOTONIC schedule; a wake more
+ * than half a period late (or a copy that ran past the next tick) restarts
+ * the schedule from now and counts a late tick — never a burst.
+ *
+ * Output (stdout), one line, key=value, microseconds (nearest-rank):
+ *   copy rate=… in_bytes=… out_bytes=… n=… p50_us=… p90_us=… p99_us=…
+ *        p999_us=… max_us=… late_ticks=…
+ * --self-check: copies a pattern through the same chunked path with a
+ * device-to-device copy in between (out = in) and compares the bytes;
+ * prints "copy_floor: self-check ok" or fails.
+ * Exit 0; 1 on a CUDA or other error; 2 usage; 77 no usable CUDA device.
+ */
+#include <cuda_runtime.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "bench.h"
+
+#define CK(call)                                                               \
+	do {                                                                   \
+		cudaError_t e_ = (call);                                       \
+		if (e_ != cudaSuccess) {                                       \
+			fprintf(stderr, "copy_floor: %s:%d: %s: %s\n", __FILE__, \
+				__LINE__, #call, cudaGetErrorString(e_));      \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
+
+#define MAX_STREAMS 8
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *map_shared(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "copy_floor: mmap %zu bytes: %s\n", len, strerror(errno));
+		exit(1);
+	}
+	return p;
+}
+
+struct path {
+	int chunks, nstreams;
+	size_t in_bytes, out_bytes;
+	unsigned char *h_in, *h_out, *d_in, *d_out;
+	cudaStream_t s[MAX_STREAMS];
+};
+
+/* Bytes [*off, *off + *len) of chunk i of total (the last takes the rest). */
+static void chunk(size_t total, int chunks, int i, size_t *off, size_t *len)
+{
+	size_t per = total / (size_t)chunks;
+
+	*off = per * (size_t)i;
+	*len = i == chunks - 1 ? total - *off : per;
+}
+
+/* One CPI: every chunk's H2D then D2H on its stream (plus, for the
+ * self-check, a D2D in between), then wait on every stream. */
+static void one_cpi(struct path *p, int d2d)
+{
+	for (int i = 0; i < p->chunks; i++) {
+		cudaStream_t s = p->s[i % p->nstreams];
+		size_t oi, li, oo, lo;
+
+		chunk(p->in_bytes, p->chunks, i, &oi, &li);
+		chunk(p->out_bytes, p->chunks, i, &oo, &lo);
+		CK(cudaMemcpyAsync(p->d_in + oi, p->h_in + oi, li, cudaMemcpyHostToDevice, s));
+		if (d2d)   /* out = in, chunk by chunk (self-check: in_bytes == out_bytes) */
+			CK(cudaMemcpyAsync(p->d_out + oo, p->d_in + oi, lo, cudaMemcpyDeviceToDevice, s));
+		CK(cudaMemcpyAsync(p->h_out + oo, p->d_out + oo, lo, cudaMemcpyDeviceToHost, s));
+	}
+	for (int i = 0; i < p->nstreams; i++)
+		CK(cudaStreamSynchronize(p->s[i]));
+}
+
+static double pct(const double *v, size_t n, double q)
+{
+	size_t i = (size_t)ceil(q * (double)n);
+
+	if (!n)
+		return NAN;
+	i = i < 1 ? 0 : i - 1;
+	return v[i < n ? i : n - 1];
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: copy_floor --in-bytes N --out-bytes M --rate CPI_PER_S [--seconds 10]\n"
+		   "                  [--warmup 4] [--chunks 4] [--streams 2] [--gpu 0] [--raw FILE]\n"
+		   "       copy_floor --self-check [--in-bytes N] [--gpu 0]\n");
+}
+
+static int num(const char *s, double *v)
+{
+	char *e;
+
+	errno = 0;
+	*v = strtod(s, &e);
+	return errno || e == s || *e || !isfinite(*v) || *v < 0 ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct path p;
+	double rate = 0, seconds = 10, warmup = 4, v;
+	const char *raw = NULL;
+	int gpu = 0, self_check = 0, ndev = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.chunks = 4;
+	p.nstreams = 2;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *b = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--self-check")) { self_check = 1; continue; }
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+		if (!b || num(b, &v) < 0) {
+			if (!(b && !strcmp(a, "--raw"))) {
+				usage(stderr);
+				return 2;
+			}
+		}
+		i++;
+		if (!strcmp(a, "--in-bytes")) p.in_bytes = (size_t)v;
+		else if (!strcmp(a, "--out-bytes")) p.out_bytes = (size_t)v;
+		else if (!strcmp(a, "--rate")) rate = v;
+		else if (!strcmp(a, "--seconds")) seconds = v;
+		else if (!strcmp(a, "--warmup")) warmup = v;
+		else if (!strcmp(a, "--chunks")) p.chunks = (int)v;
+		else if (!strcmp(a, "--streams")) p.nstreams = (int)v;
+		else if (!strcmp(a, "--gpu")) gpu = (int)v;
+		else if (!strcmp(a, "--raw")) raw = b;
+		else { usage(stderr); return 2; }
+	}
+	if (self_check) {
+		if (!p.in_bytes)
+			p.in_bytes = (size_t)4 * 128 * 4096 * 8 + 12345;   /* not a chunk multiple */
+		p.out_bytes = p.in_bytes;
+	}
+	if (!p.in_bytes || !p.out_bytes || p.chunks < 1 || p.chunks > 64 || p.nstreams < 1 ||
+	    p.nstreams > MAX_STREAMS || (!self_check && (rate <= 0 || seconds <= 0))) {
+		usage(stderr);
+		return 2;
+	}
+	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+		fprintf(stderr, "copy_floor: no usable CUDA device: skipped\n");
+		return 77;
+	}
+	CK(cudaSetDevice(gpu));
+
+	/* Host side: shared mappings registered in place, as chirpd does with
+	 * its rings (staging = register). */
+	p.h_in = (unsigned char *)map_shared(p.in_bytes);
+	p.h_out = (unsigned char *)map_shared(p.out_bytes);
+	for (size_t i = 0; i < p.in_bytes; i++)
+		p.h_in[i] = (unsigned char)(i * 131u + 7u);
+	memset(p.h_out, 0, p.out_bytes);
+	CK(cudaHostRegister(p.h_in, p.in_bytes, cudaHostRegisterDefault));
+	CK(cudaHostRegister(p.h_out, p.out_bytes, cudaHostRegisterDefault));
+	CK(cudaMalloc((void **)&p.d_in, p.in_bytes));
+	CK(cudaMalloc((void **)&p.d_out, p.out_bytes));
+	CK(cudaMemset(p.d_out, 0, p.out_bytes));
+	for (int i = 0; i < p.nstreams; i++)
+		CK(cudaStreamCreateWithFlags(&p.s[i], cudaStreamNonBlocking));
+	CK(cudaDeviceSynchronize());
+
+	if (self_check) {
+		for (int k = 0; k < 3; k++)
+			one_cpi(&p, 1);
+		if (memcmp(p.h_in, p.h_out, p.in_bytes) != 0) {
+			fprintf(stderr, "copy_floor: self-check FAILED: bytes differ after H2D, D2D, D2H\n");
+			return 1;
+		}
+		printf("copy_floor: self-check ok (%zu bytes, %d chunks over %d streams)\n",
+		       p.in_bytes, p.chunks, p.nstreams);
+		return 0;
+	}
+
+	{
+		double period_ns = 1e9 / rate;
+		size_t cap = (size_t)(rate * seconds * 1.1) + 16, n = 0;
+		double *lat = (double *)calloc(cap, sizeof(double));
+		uint64_t t0, sched_n = 0, late = 0, open_ns, close_ns;
+		FILE *rf = NULL;
+
+		if (!lat) {
+			fprintf(stderr, "copy_floor: out of memory for %zu samples\n", cap);
+			return 1;
+		}
+		for (int k = 0; k < 20; k++)   /* warm up: first-use costs, clocks */
+			one_cpi(&p, 0);
+		t0 = mono_ns();
+		open_ns = t0 + (uint64_t)(warmup * 1e9);
+		close_ns = open_ns + (uint64_t)(seconds * 1e9);
+		for (;;) {
+			uint64_t due = t0 + (uint64_t)((double)sched_n * period_ns), start, end;
+			struct timespec ts = { (time_t)(due / 1000000000ull), (long)(due % 1000000000ull) };
+			int r;
+
+			do
+				r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			while (r == EINTR);
+			if (r) {
+				fprintf(stderr, "copy_floor: clock_nanosleep: %s\n", strerror(r));
+				return 1;
+			}
+			start = mono_ns();
+			if (start >= close_ns)
+				break;
+			if (start > due && (double)(start - due) > 0.5 * period_ns) {
+				if (start >= open_ns)
+					late++;
+				t0 = start;   /* restart the schedule: no catch-up burst */
+				sched_n = 0;
+			}
+			sched_n++;
+			one_cpi(&p, 0);
+			end = mono_ns();
+			if (start >= open_ns && n < cap)
+				lat[n++] = (double)(end - start) / 1e3;
+		}
+		if (raw) {
+			rf = fopen(raw, "w");
+			if (!rf) {
+				fprintf(stderr, "copy_floor: %s: %s\n", raw, strerror(errno));
+				return 1;
+			}
+			for (size_t i = 0; i < n; i++)
+				fprintf(rf, "%.3f\n", lat[i]);
+			if (fclose(rf) != 0) {
+				fprintf(stderr, "copy_floor: writing %s: %s\n", raw, strerror(errno));
+				return 1;
+			}
+		}
+		qsort(lat, n, sizeof(double), cmp_d);
+		printf("copy rate=%.2f in_bytes=%zu out_bytes=%zu n=%zu p50_us=%.1f p90_us=%.1f "
+		       "p99_us=%.1f p999_us=%.1f max_us=%.1f late_ticks=%llu\n", rate, p.in_bytes,
+		       p.out_bytes, n, pct(lat, n, 0.5), pct(lat, n, 0.9), pct(lat, n, 0.99),
+		       pct(lat, n, 0.999), n ? lat[n - 1] : NAN, (unsigned long long)late);
+		free(lat);
+	}
+	for (int i = 0; i < p.nstreams; i++)
+		CK(cudaStreamDestroy(p.s[i]));
+	CK(cudaFree(p.d_in));
+	CK(cudaFree(p.d_out));
+	CK(cudaHostUnregister(p.h_in));
+	CK(cudaHostUnregister(p.h_out));
+	munmap(p.h_in, p.in_bytes);
+	munmap(p.h_out, p.out_bytes);
+	return fflush(stdout) == 0 ? 0 : 1;
+}

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""latency-report.py — the table, the criteria and the PNG of a
+scripts/bench-latency.sh run, from the files it left in DIR.
+
+    latency-report.py DIR          markdown table + PASS/FAIL lines on stdout,
+                                   DIR/report.md and DIR/results.tsv (stdlib only)
+    latency-report.py --plot DIR   DIR/latency.png: the latency distribution of
+                                   every load (CCDF, log axes), and the copy
+                                   floor's when measured (needs matplotlib)
+
+The definitions (capacity, lost, host noise, criteria) are in the header of
+scripts/bench-latency.sh and repeated under the table.
+"""
+import json
+import os
+import re
+import sys
+
+
+def kv(line):
+    return {k: v for k, v in re.findall(r"(\w+)=(\S+)", line)}
+
+
+def first_line(path, prefix):
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(prefix):
+                    return kv(line)
+    except OSError:
+        pass
+    return None
+
+
+def stat(path, key):
+    try:
+        with open(path) as f:
+            v = json.load(f).get(key)
+        return int(v) if v is not None else None
+    except (OSError, ValueError):
+        return None
+
+
+def feed_late(path):
+    try:
+        with open(path) as f:
+            m = re.search(r"pacing .*?: (\d+) late ticks", f.read())
+        return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def ms(us):
+    return "%.3f" % (float(us) / 1e3)
+
+
+def load(d):
+    meta = {}
+    with open(os.path.join(d, "meta.tsv")) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition("\t")
+            meta[k] = v
+    rows = []
+    with open(os.path.join(d, "cases.tsv")) as f:
+        for line in f:
+            name, pct, rate = line.rstrip("\n").split("\t")
+            p = first_line(os.path.join(d, "probe-%s.txt" % name), "probe ")
+            s0, s1 = (os.path.join(d, "stats%d-%s.json" % (i, name)) for i in (0, 1))
+            delta = {}
+            for k in ("input_overruns", "output_drops"):
+                a, b = stat(s0, k), stat(s1, k)
+                delta[k] = b - a if a is not None and b is not None else None
+            rows.append(dict(name=name, pct=pct, rate=rate, probe=p, d=delta,
+                             late=feed_late(os.path.join(d, "feed-%s.log" % name)),
+                             copy=first_line(os.path.join(d, "copy-%s.txt" % name), "copy ")))
+    noise = first_line(os.path.join(d, "noise.txt"), "noise ")
+    sleep = first_line(os.path.join(d, "noise.txt"), "sleep ")
+    return meta, rows, noise, sleep
+
+
+def report(d):
+    meta, rows, noise, sleep = load(d)
+    out = []
+    for k in ("command", "date", "machine", "commit", "setup", "windows"):
+        if k in meta:
+            out.append("%s: %s  " % (k, meta[k]))
+    out.append("capacity: %s CPI/s (same run); chirpd's data-path CPUs: %s" %
+               (meta.get("capacity", "?"), meta.get("cpus", "?")))
+    out.append("")
+    out.append("| load | rate CPI/s | delivered CPI/s | n | p50 ms | p99 ms | p99.9 ms | max ms "
+               "| lost | in_ovr | out_drop | late |")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    tsv = ["kind\tload_pct\trate\tdelivered\tn\tp50_us\tp90_us\tp99_us\tp999_us\tmax_us\tlost"
+           "\tmissing\tflagged\tinput_overruns\toutput_drops\tlate_ticks"]
+    na = lambda v: "?" if v is None else str(v)
+    for r in rows:
+        p = r["probe"]
+        if r["name"] == "capacity":
+            tsv.append("capacity\t\tsaturated\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t" % (
+                p["rate"], p["n"], p["p50_us"], p["p90_us"], p["p99_us"], p["p999_us"],
+                p["max_us"], p["lost"], p["missing"], p["flagged"],
+                na(r["d"]["input_overruns"]), na(r["d"]["output_drops"])))
+            continue
+        out.append("| %s %% | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["pct"], float(r["rate"]), p["rate"], p["n"], ms(p["p50_us"]), ms(p["p99_us"]),
+            ms(p["p999_us"]), ms(p["max_us"]), p["lost"], na(r["d"]["input_overruns"]),
+            na(r["d"]["output_drops"]), na(r["late"])))
+        tsv.append("load\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s" % (
+            r["pct"], r["rate"], p["rate"], p["n"], p["p50_us"], p["p90_us"], p["p99_us"],
+            p["p999_us"], p["max_us"], p["lost"], p["missing"], p["flagged"],
+            na(r["d"]["input_overruns"]), na(r["d"]["output_drops"]), na(r["late"])))
+    if noise:
+        out.append("| host: %s us block, raw | | | %s | %s | %s | %s | %s | | | | |" % (
+            noise["block_us"], noise["n"], ms(noise["p50_us"]), ms(noise["p99_us"]),
+            ms(noise["p999_us"]), ms(noise["max_us"])))
+        out.append("| host noise (block − its p50) | | | %s | 0 | %s | %s | %s | | | | |" % (
+            noise["n"], ms(noise["ex_p99_us"]), ms(noise["ex_p999_us"]), ms(noise["ex_max_us"])))
+        tsv.append("host_block\t\t\t\t%s\t%s\t\t%s\t%s\t%s\t\t\t\t\t\t" % (
+            noise["n"], noise["p50_us"], noise["p99_us"], noise["p999_us"], noise["max_us"]))
+        tsv.append("host_noise\t\t\t\t%s\t0\t\t%s\t%s\t%s\t\t\t\t\t\t" % (
+            noise["n"], noise["ex_p99_us"], noise["ex_p999_us"], noise["ex_max_us"]))
+    if sleep:
+        out.append("| host: 1 ms sleep lateness | | | %s | %s | %s | %s | %s | | | | |" % (
+            sleep["n"], ms(sleep["p50_us"]), ms(sleep["p99_us"]), ms(sleep["p999_us"]),
+            ms(sleep["max_us"])))
+        tsv.append("sleep_lateness\t\t\t\t%s\t%s\t\t%s\t%s\t%s\t\t\t\t\t\t" % (
+            sleep["n"], sleep["p50_us"], sleep["p99_us"], sleep["p999_us"], sleep["max_us"]))
+    for r in rows:
+        c = r["copy"]
+        if c:
+            out.append("| copy floor at %s %% | %.1f | | %s | %s | %s | %s | %s | | | | %s |" % (
+                r["pct"], float(c["rate"]), c["n"], ms(c["p50_us"]), ms(c["p99_us"]),
+                ms(c["p999_us"]), ms(c["max_us"]), c["late_ticks"]))
+            tsv.append("copy_floor\t%s\t%s\t\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\t\t%s" % (
+                r["pct"], c["rate"], c["n"], c["p50_us"], c["p90_us"], c["p99_us"],
+                c["p999_us"], c["max_us"], c["late_ticks"]))
+    out.append("")
+    out.append("Latency: CLOCK_REALTIME when the probe peeks the result − the producer's commit "
+               "time (forwarded by chirpd). lost: CPIs missing (producer first_sample numbering) "
+               "or flagged DISCONTINUITY without a countable gap, inside the window; in_ovr/out_drop: "
+               "chirpd's input_overruns/output_drops over the window; late: producer late ticks "
+               "over its whole run. Host noise at pX = the 250 us compute block's pX − its p50, "
+               "measured on chirpd's CPUs with chirpd stopped. Capacity: CPIs/s delivered with "
+               "the input ring kept full by a lossless producer.")
+    out.append("")
+
+    # criteria
+    by = {r["pct"]: r for r in rows if r["name"] != "capacity"}
+    crit = []
+
+    def fnum(x):
+        return float(x)
+    r90 = by.get("90")
+    if r90:
+        p = r90["probe"]
+        tot = int(p["lost"]) + (r90["d"]["input_overruns"] or 0) + (r90["d"]["output_drops"] or 0)
+        win = fnum(p["window_s"])
+        note = "" if win >= 299 else " (window %.0f s; the criterion is over 5 minutes: --soak 300)" % win
+        crit.append("%s C1 90 %%: lost %s, input_overruns %s, output_drops %s over %.0f s%s" % (
+            "PASS" if tot == 0 else "FAIL", p["lost"], na(r90["d"]["input_overruns"]),
+            na(r90["d"]["output_drops"]), win, note))
+    else:
+        crit.append("n/a  C1: no 90 % load in this run")
+    r80 = by.get("80")
+    if r80 and noise:
+        p = r80["probe"]
+        p50, p99, p999 = fnum(p["p50_us"]), fnum(p["p99_us"]), fnum(p["p999_us"])
+        lim99 = 2 * p50 + fnum(noise["ex_p99_us"])
+        lim999 = 3 * p50 + fnum(noise["ex_p999_us"])
+        crit.append("%s C2 80 %%: p99 %s ms <= 2 x p50 %s + host noise p99 %s = %s ms" % (
+            "PASS" if p99 <= lim99 else "FAIL", ms(p99), ms(p50), ms(noise["ex_p99_us"]), ms(lim99)))
+        crit.append("%s C2 80 %%: p99.9 %s ms <= 3 x p50 %s + host noise p99.9 %s = %s ms" % (
+            "PASS" if p999 <= lim999 else "FAIL", ms(p999), ms(p50), ms(noise["ex_p999_us"]),
+            ms(lim999)))
+    else:
+        crit.append("n/a  C2: no 80 % load (or no noise floor) in this run")
+    if "cuda" in meta.get("setup", ""):
+        c = r80 and r80["copy"]
+        if c:
+            a, b = fnum(r80["probe"]["p999_us"]), fnum(c["p999_us"])
+            crit.append("%s C3 80 %%: chirpd p99.9 %s ms <= 1.5 x copy floor p99.9 %s = %s ms" % (
+                "PASS" if a <= 1.5 * b else "FAIL", ms(a), ms(b), ms(1.5 * b)))
+        else:
+            crit.append("n/a  C3: no copy floor at 80 % in this run")
+    out.extend(crit)
+    text = "\n".join(out) + "\n"
+    sys.stdout.write(text)
+    with open(os.path.join(d, "report.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(d, "results.tsv"), "w") as f:
+        f.write("\n".join(tsv) + "\n")
+    return 0
+
+
+def plot(d):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    meta, rows, noise, _ = load(d)
+    fig, ax = plt.subplots(figsize=(9, 6))
+    series = [("lat-%s.txt" % r["name"], "%s %% (%.0f CPI/s)" % (r["pct"], float(r["rate"])), "-")
+              for r in rows if r["name"] != "capacity"]
+    series += [("lat-copy%s.txt" % r["pct"], "copy floor %s %%" % r["pct"], ":")
+               for r in rows if r["copy"]]
+    drawn = 0
+    for fn, label, style in series:
+        try:
+            with open(os.path.join(d, fn)) as f:
+                v = sorted(float(x) / 1e3 for x in f if x.strip())
+        except OSError:
+            continue
+        if not v:
+            continue
+        n = len(v)
+        ccdf = [1.0 - i / n for i in range(n)]   # P(latency >= v[i])
+        ax.step(v, ccdf, where="post", linestyle=style, label=label)
+        drawn += 1
+    if noise:
+        ax.axvline(float(noise["ex_p999_us"]) / 1e3, color="grey", linewidth=0.8,
+                   label="host noise p99.9 (block − p50)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("latency, ms (producer commit → result peeked)")
+    ax.set_ylabel("fraction of CPIs with latency ≥ x")
+    ax.set_title("chirpd latency per load — %s\n%s, %s" % (
+        meta.get("setup", ""), meta.get("machine", ""), meta.get("date", "")), fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=8)
+    path = os.path.join(d, "latency.png")
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    print("PNG: %s" % path)
+    return 0
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--plot":
+        return plot(args[1])
+    if len(args) == 1 and not args[0].startswith("-"):
+        return report(args[0])
+    sys.stderr.write("usage: latency-report.py DIR | --plot DIR\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

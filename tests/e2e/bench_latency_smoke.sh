@@ -1,0 +1,36 @@
+#!/bin/bash
+# bench_latency_smoke.sh — scripts/bench-latency.sh runs end to end on the CPU
+# backend (tiny geometry, two loads, 1 s windows) and produces a well-formed
+# table, TSV, raw latency files and criteria lines. Timing values are not
+# judged here (this is a smoke test on a shared machine), only their form.
+. "$(dirname "$0")/lib.sh"
+e2e_init bench_latency_smoke
+e2e_need chirp-feed
+for b in latency_probe noise_floor; do
+	[ -x "$BUILD/bench/$b" ] || e2e_skip "$BUILD/bench/$b is not built"
+done
+command -v python3 >/dev/null || e2e_skip "no python3"
+out=$T/bl
+timeout -k 5 120 "$(dirname "$0")/../../scripts/bench-latency.sh" --backend cpu --geometry 1x16x1000 --ref-len 64 \
+	--loads "80 90" --warmup 1 --measure 1 --noise-samples 2000 --out "$out" >"$T/run.log" 2>&1
+rc=$?
+cat "$T/run.log"
+[ $rc -eq 0 ] || e2e_fail "bench-latency.sh exited $rc"
+num='[0-9]+(\.[0-9]+)?'
+for pct in 80 90; do
+	grep -Eq "^\| $pct % \| $num \| $num \| [0-9]+ \| $num \| $num \| $num \| $num \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$" "$out/report.md" ||
+		e2e_fail "no well-formed table row for $pct %"
+	[ -s "$out/lat-load$pct.txt" ] || e2e_fail "no raw latencies for $pct %"
+	grep -Evq "^$num$" "$out/lat-load$pct.txt" && e2e_fail "lat-load$pct.txt: not one number per line"
+done
+grep -q '^| host noise (block − its p50) |' "$out/report.md" || e2e_fail "no host noise row"
+grep -q '^| host: 1 ms sleep lateness |' "$out/report.md" || e2e_fail "no sleep lateness row"
+grep -Eq '^(PASS|FAIL) C1 90 %: lost [0-9]+' "$out/report.md" || e2e_fail "no C1 line"
+[ "$(grep -Ec '^(PASS|FAIL) C2 80 %: p99(\.9)? ' "$out/report.md")" -eq 2 ] || e2e_fail "no C2 lines"
+grep -q '^capacity: [0-9.]* CPI/s' "$out/report.md" || e2e_fail "no capacity line"
+for k in command date machine; do grep -q "^$k: " "$out/report.md" || e2e_fail "report lacks '$k'"; done
+# TSV: a header and capacity, two loads, host block, host noise, sleep; 16 columns each.
+awk -F'\t' 'NF != 16 { bad = 1 } END { exit bad || NR != 7 }' "$out/results.tsv" ||
+	{ cat "$out/results.tsv"; e2e_fail "results.tsv is not 7 rows of 16 columns"; }
+grep -Eq '^(PNG: |no PNG: )' "$T/run.log" || e2e_fail "neither a PNG nor why not"
+e2e_pass
