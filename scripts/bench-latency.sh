@@ -275,9 +275,9 @@ run_case() {
 		{ cat "$out/probe-$name.log" >&2; die "$name: no summary from the probe $secs s after its window opened"; }
 	ctl --json stats >"$out/stats1-$name.json" || die "$name: chirpctl stats failed"
 	if [ -z "$have_trace" ]; then   # `chirpctl trace` is new; tolerate its absence
-		if ctl --json trace >"$out/trace-$name.json" 2>/dev/null; then have_trace=1; else have_trace=0; rm -f "$out/trace-$name.json"; fi
+		if ctl --json trace 4096 >"$out/trace-$name.json" 2>/dev/null; then have_trace=1; else have_trace=0; rm -f "$out/trace-$name.json"; fi
 	elif [ "$have_trace" = 1 ]; then
-		ctl --json trace >"$out/trace-$name.json" 2>/dev/null
+		ctl --json trace 4096 >"$out/trace-$name.json" 2>/dev/null
 	fi
 	stop "$feed"
 	kill -TERM "$probe" 2>/dev/null

@@ -31,6 +31,8 @@
 
 #define PIPE_MAX_DEPTH   64        /* sanity bound on pc_info.depth       */
 #define IDLE_WAIT_NS     5000000   /* 5 ms: reaction time to stop/pause   */
+#define BUSY_IDLE_NS     2000000   /* busy_poll: poll an idle input ring this
+				      long (2 ms) before sleeping on it      */
 #define STALE_GRACE_NS   3000000000ull  /* -ESTALE input without a swap   */
 #define BAD_HEADER_NS    1000000000ull  /* corrupt input header: give up   */
 
@@ -861,6 +863,23 @@ static void *data_thread(void *arg)
 				stats_write_end(p->st);
 			}
 		} else {
+			if (p->cur->busy_poll) {
+				/* Nothing in flight: keep polling the input for a
+				 * while before sleeping, so under load (CPIs less
+				 * than BUSY_IDLE_NS apart) the next one is taken at
+				 * once instead of after a futex wake-up, which a VM
+				 * can delay by milliseconds. */
+				uint64_t t0 = mono_ns();
+
+				while (chirp_ring_available(p->cur->in) == 0 &&
+				       mono_ns() - t0 < BUSY_IDLE_NS &&
+				       !atomic_load_explicit(&p->stop_requested, memory_order_relaxed) &&
+				       !atomic_load_explicit(&p->swap_requested, memory_order_relaxed) &&
+				       !atomic_load_explicit(&p->pause_requested, memory_order_relaxed))
+					cpu_relax();
+				if (chirp_ring_available(p->cur->in))
+					continue;
+			}
 			ret = chirp_ring_wait(p->cur->in, IDLE_WAIT_NS);
 			if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR && ret != -ESTALE) {
 				fail(p, "chirp_ring_wait(input)", ret);
