@@ -43,10 +43,11 @@
  * SIGINT/SIGTERM, so that chirpd's counters, read by a script once the
  * summary line is out, do not count output drops caused by the probe having
  * gone; the raw file is then written at exit.
- * Waiting for the next block, the probe polls the ring (one busy core) so
- * that its own wake-up, which takes up to milliseconds on a VM, is not
- * counted as chirpd's latency; --sleep waits on the ring's futex instead,
- * as an ordinary consumer does.
+ * Waiting for the next block, the probe sleeps on the ring's futex, as an
+ * ordinary consumer does (its wake-up is then part of the latency it
+ * measures). --spin polls instead (one busy core); on the GPU host a
+ * polling probe beside chirpd's polling data thread made chirpd's CUDA
+ * submissions 4-6x slower (doc/latency.md), so it is not the default.
  * Exit 0; 1 on error; 3 when no block arrived within --first-timeout.
  */
 #include <errno.h>
@@ -99,7 +100,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: latency_probe --ring NAME [--warmup S] [--measure S] [--wait S]\n"
 		   "       [--first-timeout S] [--max-samples N] [--raw FILE] [--marker FILE]\n"
-		   "       [--fs-step N] [--progress S] [--linger] [--sleep]\n"
+		   "       [--fs-step N] [--progress S] [--linger] [--spin]\n"
 		   "(see the comment at the top of bench/latency_probe.c)\n");
 }
 
@@ -122,7 +123,7 @@ int main(int argc, char **argv)
 		{ "marker", required_argument, NULL, 'k' }, { "fs-step", required_argument, NULL, 's' },
 		{ "progress", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
 		{ "linger", no_argument, NULL, 'L' },
-		{ "sleep", no_argument, NULL, 'S' },
+		{ "spin", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *ring_name = NULL, *raw_path = NULL, *marker = NULL;
@@ -134,7 +135,7 @@ int main(int argc, char **argv)
 	int64_t *lat = NULL;
 	uint64_t n = 0, overflow = 0, lost = 0, missing = 0, flagged = 0, blocks = 0;
 	uint64_t prev_seq = 0, prev_fs = 0;
-	int have_prev = 0, in_window = 0, linger = 0, sleep_wait = 0, c, rc = 1;
+	int have_prev = 0, in_window = 0, linger = 0, spin = 0, c, rc = 1;
 	int64_t *sorted = NULL;
 	double t_first = 0, t_open = 0, t_close = 0, t_prog = 0, t_start;
 	char err[256];
@@ -152,7 +153,7 @@ int main(int argc, char **argv)
 		case 'N': if (parse_d(optarg, &v) || v < 1 || v > 1e9) goto bad; max_samples = (uint64_t)v; break;
 		case 's': if (parse_d(optarg, &v) || v < 1) goto bad; fs_step = (uint64_t)v; break;
 		case 'L': linger = 1; break;
-		case 'S': sleep_wait = 1; break;
+		case 'S': spin = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -209,9 +210,8 @@ bad:
 			}
 			if (in_window && t >= t_close)
 				break;
-			if (!sleep_wait) {
-				/* Poll: the probe's own wake-up (up to ms on a VM)
-				 * must not be counted as chirpd's latency. */
+			if (spin) {
+				/* Poll: the probe's own wake-up is not counted. */
 				cpu_relax();
 				continue;
 			}

@@ -31,8 +31,6 @@
 
 #define PIPE_MAX_DEPTH   64        /* sanity bound on pc_info.depth       */
 #define IDLE_WAIT_NS     5000000   /* 5 ms: reaction time to stop/pause   */
-#define BUSY_IDLE_NS     2000000   /* busy_poll: poll an idle input ring this
-				      long (2 ms) before sleeping on it      */
 #define STALE_GRACE_NS   3000000000ull  /* -ESTALE input without a swap   */
 #define BAD_HEADER_NS    1000000000ull  /* corrupt input header: give up   */
 
@@ -863,23 +861,12 @@ static void *data_thread(void *arg)
 				stats_write_end(p->st);
 			}
 		} else {
-			if (p->cur->busy_poll) {
-				/* Nothing in flight: keep polling the input for a
-				 * while before sleeping, so under load (CPIs less
-				 * than BUSY_IDLE_NS apart) the next one is taken at
-				 * once instead of after a futex wake-up, which a VM
-				 * can delay by milliseconds. */
-				uint64_t t0 = mono_ns();
-
-				while (chirp_ring_available(p->cur->in) == 0 &&
-				       mono_ns() - t0 < BUSY_IDLE_NS &&
-				       !atomic_load_explicit(&p->stop_requested, memory_order_relaxed) &&
-				       !atomic_load_explicit(&p->swap_requested, memory_order_relaxed) &&
-				       !atomic_load_explicit(&p->pause_requested, memory_order_relaxed))
-					cpu_relax();
-				if (chirp_ring_available(p->cur->in))
-					continue;
-			}
+			/* Nothing in flight: sleep on the input ring (after its
+			 * short spin). Polling here too was tried on the GPU host
+			 * (2026-11-23, doc/latency.md): with the probe also
+			 * polling, CUDA submissions took 4-6x longer and CPIs were
+			 * lost at 60 % load; one polling thread (in flight only)
+			 * is what measured best. */
 			ret = chirp_ring_wait(p->cur->in, IDLE_WAIT_NS);
 			if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR && ret != -ESTALE) {
 				fail(p, "chirp_ring_wait(input)", ret);
