@@ -80,6 +80,7 @@ struct gen {
 	struct pipeline_gen *pg;
 	double capacity_cps;              /* pc_calibrate at creation, CPI/s (0: unknown) */
 	unsigned slots_requested;         /* [input] slots as configured (0 = auto) */
+	unsigned out_slots_requested;     /* [output] slots as configured (0 = auto) */
 };
 
 struct daemon {
@@ -221,18 +222,19 @@ static int same_work(const struct gen *a, const struct gen *b)
 }
 
 /*
- * slots = auto: the smallest power of two that holds buffer_ms of CPIs at
- * the measured capacity, at least AUTO_SLOTS_MIN, and no more than a
- * quarter of the machine's memory (then the largest that fits, with a
- * warning: the operator asked for more slack than the host can pin).
+ * slots = auto for a ring of cpi-byte slots: the smallest power of two
+ * that holds [input] buffer_ms of CPIs at the measured capacity, at least
+ * AUTO_SLOTS_MIN, and no more than an eighth of the machine's memory (then
+ * the largest that fits, with a warning: the operator asked for more slack
+ * than the host can pin). The output ring gets the same time as the input
+ * ring: after a stall chirpd delivers its backlog at full capacity, and a
+ * consumer must be able to fall behind by as long without results lost.
  */
-static unsigned auto_slots(const struct gen *g)
+static unsigned auto_slots(const struct gen *g, uint64_t cpi, const char *which)
 {
-	uint64_t cpi = (uint64_t)g->cfg.channels * g->cfg.pulses * g->cfg.samples *
-		       pc_format_sample_bytes(g->cfg.format);
 	double want = ceil(g->cfg.input_buffer_ms * 1e-3 * g->capacity_cps);
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	uint64_t budget = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : 0;
+	uint64_t budget = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 8 : 0;
 	unsigned n = AUTO_SLOTS_MIN;
 
 	while (n < 65536 && n < want)
@@ -243,9 +245,9 @@ static unsigned auto_slots(const struct gen *g)
 		while (fit > 2 && (uint64_t)fit * cpi > budget)
 			fit /= 2;
 		if (fit < n) {
-			log_warn("[input] slots = auto: %u slots (%.0f ms at %.0f CPI/s) would take more "
-				 "than a quarter of this machine's memory; using %u",
-				 n, g->cfg.input_buffer_ms, g->capacity_cps, fit);
+			log_warn("[%s] slots = auto: %u slots (%.0f ms at %.0f CPI/s) would take more "
+				 "than an eighth of this machine's memory; using %u",
+				 which, n, g->cfg.input_buffer_ms, g->capacity_cps, fit);
 			n = fit;
 		}
 	}
@@ -280,8 +282,10 @@ static void report_slack(const struct gen *g)
 		return;
 	}
 	log_info("input ring %s: %u slots = %.1f ms at the measured capacity of %.0f CPI/s "
-		 "(%s, buffer_ms %g)", g->cfg.input_ring, n, ms, g->capacity_cps,
-		 g->slots_requested ? "slots fixed" : "slots = auto", g->cfg.input_buffer_ms);
+		 "(%s, buffer_ms %g); output ring %s: %u slots = %.1f ms", g->cfg.input_ring, n, ms,
+		 g->capacity_cps, g->slots_requested ? "slots fixed" : "slots = auto",
+		 g->cfg.input_buffer_ms, g->cfg.output_ring, g->cfg.output_slots,
+		 ring_ms(g->cfg.output_slots, g->capacity_cps));
 	if (ms < g->cfg.input_buffer_ms) {
 		unsigned need = 2;
 
@@ -336,12 +340,19 @@ static struct gen *gen_create(const struct daemon *d, const struct chirp_config 
 			 g->capacity_cps, g->capacity_cps * g->cfg.channels * g->cfg.pulses *
 			 g->cfg.samples * 1e-9, g->info.depth);
 	}
-	if (!g->cfg.input_slots) {
-		if (old && !old->slots_requested && same_work(old, g) &&
-		    old->cfg.input_buffer_ms == g->cfg.input_buffer_ms)
-			g->cfg.input_slots = old->cfg.input_slots;   /* keep the ring */
-		else
-			g->cfg.input_slots = auto_slots(g);
+	g->out_slots_requested = cfg->output_slots;
+	{
+		int keep = old && same_work(old, g) &&
+			   old->cfg.input_buffer_ms == g->cfg.input_buffer_ms;
+		uint64_t rows = (uint64_t)g->cfg.channels * g->cfg.pulses * g->cfg.samples;
+
+		/* A reload that changed neither keeps the rings it has. */
+		if (!g->cfg.input_slots)
+			g->cfg.input_slots = keep && !old->slots_requested ? old->cfg.input_slots :
+				auto_slots(g, rows * pc_format_sample_bytes(g->cfg.format), "input");
+		if (!g->cfg.output_slots)
+			g->cfg.output_slots = keep && !old->out_slots_requested ? old->cfg.output_slots :
+				auto_slots(g, rows * pc_output_sample_bytes(g->cfg.out_mode), "output");
 	}
 
 	if (old) {
@@ -807,6 +818,9 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(rings, "input_slots", json_integer(in_ring_slots(d->g)));
 	json_object_set_new(rings, "input_slots_auto", json_boolean(!d->g->slots_requested));
 	json_object_set_new(rings, "output_slots", json_integer(c->output_slots));
+	json_object_set_new(rings, "output_slots_auto", json_boolean(!d->g->out_slots_requested));
+	json_object_set_new(rings, "output_ms_at_capacity",
+			    json_real(ring_ms(c->output_slots, d->g->capacity_cps)));
 	/* Buffer by time: what the input ring rides out, at capacity and now. */
 	json_object_set_new(rings, "capacity_cpi_per_s", json_real(d->g->capacity_cps));
 	json_object_set_new(rings, "input_ms_at_capacity",

@@ -168,7 +168,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "auto", 2, 65536, F_POW2, NULL, NULL, 1,
 	  "CPIs the input ring holds: auto (enough for buffer_ms at the capacity chirpd measures at start, at least 16) or a power of two 2..65536 (re-created on reload when it changes)." },
 	{ "input", "buffer_ms", T_DOUBLE, OFF(input_buffer_ms), 0,
-	  "20", 1, 60000, 0, NULL, NULL, 1,
+	  "100", 1, 60000, 0, NULL, NULL, 1,
 	  "Milliseconds of input the ring must hold when the front end runs at chirpd's capacity: the longest stall chirpd rides out without losing a CPI. slots = auto sizes the ring from it; with a fixed slots (or a ring another program made) a ring holding less is warned about at start and reload." },
 	{ "input", "format", T_ENUM, OFF(format), 0,
 	  "cf32", 0, 0, 0, ch_format, NULL, 1,
@@ -253,9 +253,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "output", "ring", T_STR, OFF(output_ring), SZ(output_ring),
 	  "/chirpd-out", 0, 0, 0, NULL, check_shm_name, 0,
 	  "POSIX shared memory name of the output ring consumers read results from." },
-	{ "output", "slots", T_UINT, OFF(output_slots), 0,
-	  "16", 2, 65536, F_POW2, NULL, NULL, 1,
-	  "CPIs the output ring holds, a power of two 2..65536." },
+	{ "output", "slots", T_AUTO_INT, OFF(output_slots), 0,
+	  "auto", 2, 65536, F_POW2, NULL, NULL, 1,
+	  "CPIs the output ring holds: auto (the same time as the input ring, [input] buffer_ms at the capacity measured at start, at least 16: after a stall chirpd delivers its backlog at full rate) or a power of two 2..65536." },
 	{ "output", "file", T_STR, OFF(output_file), SZ(output_file),
 	  "", 0, 0, 0, NULL, check_file_path, 1,
 	  "Also append every result CPI to this file (raw, output format; relative to the config file's directory); empty = off." },
@@ -1142,7 +1142,7 @@ static void check_consistency(struct load *ld)
 				       c->input_slots, (double)in_b / (1 << 20),
 				       (double)in_b * c->input_slots / (1u << 30), (double)phys / (1u << 30));
 			}
-			if (phys && out_b * c->output_slots > phys) {
+			if (phys && c->output_slots && out_b * c->output_slots > phys) {
 				line = key_line(ld, "output", "slots");
 				report(ld, line, "output", "slots",
 				       "output ring of %u slots x %.1f MiB = %.1f GiB exceeds this machine's memory (%.1f GiB)",
