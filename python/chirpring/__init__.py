@@ -242,20 +242,20 @@ class _Ring:
         if self._role == _lib.CONSUMER:
             flat.flags.writeable = False
         self._flat = flat
-        self._base, self._stride, self._size = base.value, stride, size.value
+        self._base, self._stride, self._size, self._nbytes = base.value, stride, size.value, nbytes
         self._slots = [flat[i * stride:i * stride + nbytes].view(g.dtype).reshape(g.shape)
                        for i in range(g.slots)]
 
     def _view(self, payload, length, slot):
         """The numpy view for a block's payload, checked against the region."""
-        g = self.geometry
         off = (payload or 0) - self._base
-        if length != g.cpi_bytes or off < 0 or off + length > self._size:
+        if slot < len(self._slots) and off == slot * self._stride and length == self._nbytes:
+            return self._slots[slot][...]   # a fresh view object, same memory
+        g = self.geometry
+        if length != self._nbytes or off < 0 or off + length > self._size:
             raise RingError(_errno.EBADMSG, "ring %s: block of %d bytes at offset %d does not fit "
                             "a %d-byte CPI in the %d-byte data region"
-                            % (self.name, length, off, g.cpi_bytes, self._size))
-        if slot < len(self._slots) and off == slot * self._stride:
-            return self._slots[slot][...]   # a fresh view object, same memory
+                            % (self.name, length, off, self._nbytes, self._size))
         # Not where the slot index says (not so with today's layout, payload
         # = base + slot * stride, but the header does not promise it).
         return self._flat[off:off + length].view(g.dtype).reshape(g.shape)
@@ -441,6 +441,7 @@ class Consumer(_Ring):
         self._held = None      # the CPI whose slot we hold (views only)
         self._prev_seq = None  # seq of the last CPI taken, for gaps
         self._blk = _lib.Block()
+        self._blkref = ctypes.byref(self._blk)
         super().__init__(name, timeout=timeout, **kw)
 
     def read(self, timeout=-1):
@@ -448,38 +449,40 @@ class Consumer(_Ring):
         None: forever). Releases the CPI held before. Raises Timeout."""
         if self._held is not None:
             self._release_cpi(self._held)
-        t = self.timeout if timeout == -1 else timeout
-        deadline = _deadline(t)
         L, blk = self._L, self._blk
-        while True:
-            rc = L.chirp_ring_peek(self._handle(), ctypes.byref(blk))
-            if rc == 0:
-                break
+        # Fast path: a CPI is waiting (no clock read, no wait).
+        rc = L.chirp_ring_peek(self._handle(), self._blkref)
+        t = deadline = None
+        if rc == -_errno.EAGAIN:
+            t = self.timeout if timeout == -1 else timeout
+            deadline = _deadline(t)
+        while rc != 0:
             if rc == -_errno.EAGAIN:
+                if deadline is None and t is None:
+                    t = self.timeout if timeout == -1 else timeout
+                    deadline = _deadline(t)
                 try:
                     self._wait(deadline, "no CPI")
                 except Timeout as e:
                     e.strerror = "ring %s: no CPI within %g s" % (self.name, t)
                     e.args = (e.errno, e.strerror)
                     raise
-                continue
-            if rc == -_errno.ESTALE:
+            elif rc == -_errno.ESTALE:
                 self._reattach()
                 self._prev_seq = None
-                continue
-            if rc == -_errno.EBADMSG:
+            elif rc == -_errno.EBADMSG:
                 # One descriptor failed validation and was skipped (and
                 # counted), unless the ring itself is corrupt.
                 rc2 = L.chirp_ring_check(self._r, self._errbuf, _lib.ERRLEN)
-                if rc2 == 0:
-                    continue
                 if rc2 == -_errno.ESTALE:
                     self._reattach()
                     self._prev_seq = None
-                    continue
-                raise _error(rc2, self._errbuf.value.decode(errors="replace")
-                             or self._sentence(rc2, "chirp_ring_peek"))
-            raise _error(rc, self._sentence(rc, "chirp_ring_peek"))
+                elif rc2 != 0:
+                    raise _error(rc2, self._errbuf.value.decode(errors="replace")
+                                 or self._sentence(rc2, "chirp_ring_peek"))
+            else:
+                raise _error(rc, self._sentence(rc, "chirp_ring_peek"))
+            rc = L.chirp_ring_peek(self._handle(), self._blkref)
         gap = None if self._prev_seq is None else blk.seq - self._prev_seq - 1
         self._prev_seq = blk.seq
         try:
@@ -578,7 +581,7 @@ class Producer(_Ring):
             raise _error(rc, self._sentence(rc, "chirp_ring_reserve"))
         g = self.geometry
         off = self._pp.value - self._base
-        v = self._view(self._pp.value, g.cpi_bytes, off // self._stride)
+        v = self._view(self._pp.value, self._nbytes, off // self._stride)
         self._reserved = v
         return v
 
