@@ -6,6 +6,7 @@
 #   make bench      build and run the benchmarks (prints tables)
 #   make fuzz       run every fuzz target for FUZZ_SECONDS each
 #   make install    PREFIX=/usr/local DESTDIR=
+#   make deb        Debian packages into build/deb (mk/deb.mk)
 #
 # Sources are discovered, not listed: src/*.c is the core (chirpd's modules),
 # src/ring*.c is libchirpring, src/<bin>.c for each of BIN_NAMES is a
@@ -193,3 +194,4 @@ clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
 -include mk/install.mk
+-include mk/deb.mk
