@@ -130,4 +130,27 @@ with chirpring.Consumer(sys.argv[1], geometry=g, create=True, timeout=2) as c, c
     assert cpi.first_sample == 42 and np.array_equal(cpi.data, x)
 print("python3-chirpring on libchirpring1: round trip ok")
 PYEOF
+# --- the CUDA build, where the toolkit is here -----------------------------------
+# Static CUDA runtime, dynamic cuFFT from NVIDIA's package (README.Debian):
+# no libcudart NEEDED, libcufft.so.12 NEEDED, the cuFFT package in Depends,
+# no RPATH, lintian as clean as the CPU build.
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+if [ -x "$NVCC" ]; then
+	make --no-print-directory deb DEB_CUDA=1 DEB_DIR="$T/deb-cuda" >"$T/make-cuda.log" 2>&1 ||
+		{ tail -40 "$T/make-cuda.log"; fail "make deb DEB_CUDA=1 failed"; }
+	c=$T/deb-cuda/chirpd_${V}_$ARCH.deb
+	dep=$(dpkg-deb -f "$c" Depends)
+	case ", $dep," in *", libcufft-13-0,"*) ;; *) fail "the CUDA build does not depend on libcufft-13-0: $dep";; esac
+	dpkg-deb --fsys-tarfile "$c" | tar -xOf - ./usr/bin/chirpd >"$T/chirpd-cuda.bin"
+	readelf -d "$T/chirpd-cuda.bin" >"$T/cuda.dyn"
+	grep -q 'NEEDED.*\[libcufft\.so\.' "$T/cuda.dyn" || fail "the CUDA build's chirpd does not link cuFFT"
+	grep -q 'NEEDED.*libcudart' "$T/cuda.dyn" && fail "the CUDA build's chirpd needs libcudart.so (not static)"
+	grep -q 'RPATH\|RUNPATH' "$T/cuda.dyn" && fail "the CUDA build's chirpd has an RPATH"
+	lintian --allow-root --display-level ">=warning" "$T/deb-cuda/chirpd_${V}_$ARCH.changes" >"$T/lintian-cuda.log" 2>&1
+	grep -E '^(E|W): ' "$T/lintian-cuda.log" && fail "lintian on the CUDA build"
+	echo "CUDA build: cudart static, cuFFT from libcufft-13-0, lintian clean ($(( $(date +%s) - t0 )) s)"
+else
+	echo "note: no $NVCC: the CUDA build (make deb DEB_CUDA=1) is not checked here"
+fi
+
 echo "PASS ($(( $(date +%s) - t0 )) s)"
