@@ -157,7 +157,10 @@ class _Ring:
         if create and geometry is None:
             raise ValueError("create=True needs a geometry")
         if geometry is not None and not isinstance(geometry, Geometry):
-            geometry = Geometry(**geometry) if isinstance(geometry, dict) else Geometry(*geometry)
+            if isinstance(geometry, dict):   # fields left out: any value
+                geometry = Geometry(**{**dict.fromkeys(Geometry._fields), **geometry})
+            else:
+                geometry = Geometry(*geometry)
         self.name = name
         self.timeout = timeout
         self._want = geometry

@@ -137,8 +137,7 @@ def test_wrong_geometry():
                                  sample_rate_hz=None))
         assert e.errno == errno.EINVAL
         assert "is 2x3x5 cf32, 4 slots, expected 2x3x6 *, * slots" in str(e) and "samples differ" in str(e), str(e)
-        with chirpring.Consumer(n, geometry=dict(channels=2, pulses=3, samples=5, format="cf32",
-                                                 slots=None, sample_rate_hz=None)) as c:
+        with chirpring.Consumer(n, geometry=dict(channels=2, samples=5, format="cf32")) as c:
             assert c.geometry.shape == (2, 3, 5)
         e = expect(ValueError, p.write, np.zeros((2, 3, 6), np.complex64))
         assert "shape (2, 3, 5) complex64; got shape (2, 3, 6) complex64" in str(e), str(e)
