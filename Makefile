@@ -10,6 +10,7 @@
 #                   BENCH_ARGS for any other option)
 #   make fuzz       run every fuzz target for FUZZ_SECONDS each
 #   make install    PREFIX=/usr/local DESTDIR=
+#   make deb        Debian packages into build/deb (mk/deb.mk)
 #
 # Sources are discovered, not listed: src/*.c is the core (chirpd's modules),
 # src/ring*.c is libchirpring, src/<bin>.c for each of BIN_NAMES is a
@@ -206,3 +207,4 @@ clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
 -include mk/install.mk
+-include mk/deb.mk

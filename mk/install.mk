@@ -5,8 +5,10 @@
 #
 # Installs the programs, scripts/chirp-plot, libchirpring (.so.1, .so, .a)
 # with chirp/ring.h and chirpring.pc, the systemd units (ExecStart rewritten
-# to BINDIR), the sysusers.d entry for the chirpd user, the man pages and
-# /etc/chirpd/chirpd.conf. An existing chirpd.conf is never overwritten:
+# to BINDIR), the sysusers.d entry for the chirpd user, the man pages,
+# chirpctl's bash completion, the chirpring Python package (into PYTHONDIR,
+# with LIBDIR recorded in chirpring/_config.py so it finds this
+# libchirpring) and /etc/chirpd/chirpd.conf. An existing chirpd.conf is never overwritten:
 # when it differs from the shipped one, the new file goes next to it as
 # chirpd.conf.new. Uninstall removes what install put there, except a
 # chirpd.conf (or .new) that differs from the shipped one, the chirpd user,
@@ -29,6 +31,15 @@ SYSCONFDIR  ?= /etc
 # systemd searches /usr/local/lib/systemd/system as well as /usr/lib/...
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+# bash-completion looks in $XDG_DATA_DIRS/bash-completion/completions, which
+# covers /usr/share and /usr/local/share.
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+# Where the system's python3 finds packages: Debian's dist-packages for
+# /usr (what the .deb uses) and /usr/local; any other PREFIX needs
+# PYTHONPATH (install says so).
+PYTHON3     ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PY_VERSION  := $(shell $(PYTHON3) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTHONDIR   ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(or $(PY_VERSION),3)/dist-packages)
 INSTALL     ?= install
 PC_IN       ?= chirpring.pc.in
 
@@ -36,6 +47,7 @@ INST_MANS   := $(wildcard doc/man/*.1 doc/man/*.5 doc/man/*.8)
 INST_UNITS  := systemd/chirpd.service systemd/chirpd@.service
 INST_SCRIPTS := $(wildcard scripts/chirp-plot)
 INST_DOCS   := $(wildcard doc/example_producer.c)
+INST_PY     := $(wildcard python/chirpring/*.py)
 D := $(DESTDIR)
 
 install: bins libs
@@ -74,6 +86,17 @@ ifneq ($(INST_DOCS),)
 	$(INSTALL) -d -m 0755 $(D)$(DOCDIR)
 	$(INSTALL) -m 0644 $(INST_DOCS) $(D)$(DOCDIR)/
 endif
+	$(INSTALL) -d -m 0755 $(D)$(BASHCOMPDIR)
+	$(INSTALL) -m 0644 completion/chirpctl $(D)$(BASHCOMPDIR)/chirpctl
+ifneq ($(INST_PY),)
+	$(INSTALL) -d -m 0755 $(D)$(PYTHONDIR)/chirpring
+	$(INSTALL) -m 0644 $(filter-out %/_config.py,$(INST_PY)) $(D)$(PYTHONDIR)/chirpring/
+	printf '# Written by make install: where libchirpring.so.1 was installed.\nLIBDIR = "%s"\n' \
+	  '$(LIBDIR)' > $(D)$(PYTHONDIR)/chirpring/_config.py
+	chmod 0644 $(D)$(PYTHONDIR)/chirpring/_config.py
+	@case "$(PYTHONDIR)" in /usr/lib/python3/dist-packages|/usr/local/lib/python3*/dist-packages) ;; \
+	 *) echo "install: python3 does not look in $(PYTHONDIR): use PYTHONPATH=$(PYTHONDIR)";; esac
+endif
 	@set -e; c=$(D)$(SYSCONFDIR)/chirpd/chirpd.conf; \
 	if [ ! -e $$c ]; then \
 	  echo "$(INSTALL) -m 0644 conf/chirpd.conf $$c"; $(INSTALL) -m 0644 conf/chirpd.conf $$c; \
@@ -99,12 +122,15 @@ uninstall:
 	rm -f $(D)$(UNITDIR)/chirpd.service $(D)$(UNITDIR)/chirpd@.service $(D)$(SYSUSERSDIR)/chirpd.conf
 	rm -f $(foreach m,$(INST_MANS),$(D)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	rm -f $(D)$(DOCDIR)/example_producer.c
+	rm -f $(D)$(BASHCOMPDIR)/chirpctl
+	rm -f $(addprefix $(D)$(PYTHONDIR)/chirpring/,$(notdir $(INST_PY)) _config.py)
+	rm -rf $(D)$(PYTHONDIR)/chirpring/__pycache__
 	@set -e; for c in $(D)$(SYSCONFDIR)/chirpd/chirpd.conf $(D)$(SYSCONFDIR)/chirpd/chirpd.conf.new; do \
 	  [ -e $$c ] || continue; \
 	  if cmp -s conf/chirpd.conf $$c; then echo "rm -f $$c"; rm -f $$c; \
 	  else echo "uninstall: kept $$c (edited)"; fi; \
 	done
-	rmdir $(D)$(INCLUDEDIR)/chirp $(D)$(DOCDIR) $(D)$(SYSCONFDIR)/chirpd 2>/dev/null || true
+	rmdir $(D)$(INCLUDEDIR)/chirp $(D)$(DOCDIR) $(D)$(SYSCONFDIR)/chirpd $(D)$(PYTHONDIR)/chirpring 2>/dev/null || true
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && [ -d /run/systemd/system ]; then \
 	  systemctl daemon-reload; ldconfig 2>/dev/null || true; fi
 	@echo "uninstall: the chirpd user, /var/lib/chirpd and any rings in /dev/shm are left in place"

@@ -52,10 +52,17 @@ run_script() {
 	log="$logdir/$label-$(basename "$sh").log"
 	CHIRP_BUILD=$build timeout -k 10 900 bash "$sh" >"$log" 2>&1
 	rc=$?
+	# A script that runs a suite of its own (tests/python) ends with
+	# "counts: N passed, N failed, N skipped"; those count instead of 1.
+	local cp=1 cf=1 cs=0 counts
+	counts=$(sed -n 's/^counts: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$log" | tail -1)
+	[ -n "$counts" ] && read -r cp cf cs <<<"$counts"
+	[ "$cf" -gt 0 ] || cf=1
 	case $rc in
-	0)  passed=$((passed + 1)); echo "ok   $label $(basename "$sh")";;
+	0)  passed=$((passed + cp)) skipped=$((skipped + cs)); echo "ok   $label $(basename "$sh")${counts:+ ($cp passed, $cs skipped)}";;
 	77) skipped=$((skipped + 1)); echo "skip $label $(basename "$sh"): $(tail -n 1 "$log")";;
-	*)  failed=$((failed + 1)); failures+=("$label $(basename "$sh")")
+	*)  [ -n "$counts" ] && passed=$((passed + cp))
+	    failed=$((failed + cf)); failures+=("$label $(basename "$sh")")
 	    echo "FAIL $label $(basename "$sh") (rc $rc) — log:"; tail -n 60 "$log" | sed 's/^/    /';;
 	esac
 }

@@ -4,6 +4,10 @@
  *   chirpctl [-s SOCKET] [--json] [--timeout SEC] COMMAND [ARGS...]
  *   chirpctl [-s SOCKET] [--interval SEC] [--count N] watch
  *
+ * Options may come before or after the command (chirpctl stats --json is
+ * chirpctl --json stats), as GNU getopt permutes them; after "--" every
+ * word is an argument of the command even if it starts with '-'.
+ *
  * Sends one request line "COMMAND ARGS\n", reads one JSON reply line, and
  * prints it for people (aligned "key: value" lines, nested objects
  * indented; `metrics` prints its text raw) or, with --json, prints the
@@ -46,8 +50,13 @@ static void on_signal(int sig)
 
 static void usage(FILE *out)
 {
-	fputs("usage: chirpctl [-s SOCKET] [--json] [--timeout SEC] COMMAND [ARGS...]\n"
+	fputs("usage: chirpctl [OPTIONS] COMMAND [ARGS...] [OPTIONS]\n"
+	      "       chirpctl [-s SOCKET] [--json] [--timeout SEC] COMMAND [ARGS...]\n"
+	      "       chirpctl COMMAND [ARGS...] [-s SOCKET] [--json] [--timeout SEC]\n"
 	      "       chirpctl [-s SOCKET] [--interval SEC] [--count N] watch\n"
+	      "\n"
+	      "Options go before or after the command (chirpctl stats --json = chirpctl --json\n"
+	      "stats); after '--' every word is an argument of the command.\n"
 	      "\n"
 	      "Commands (the daemon lists its own with 'chirpctl help'):\n"
 	      "  ping, version, status, stats, config, metrics, help     anyone\n"
@@ -611,8 +620,13 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	c.path = env && *env ? env : DEFAULT_SOCKET;
-	/* '+': options end at the command, so "log-level -x" stays an argument. */
-	while ((opt = getopt_long(argc, argv, "+s:jt:i:n:hV", opts, NULL)) != -1) {
+	/*
+	 * No '+': GNU getopt permutes, so options are found before and after
+	 * the command, and the command and its arguments end up, in order, at
+	 * argv[optind..]. No command argument starts with '-'; one that must
+	 * goes after "--". (With POSIXLY_CORRECT set, options must come first.)
+	 */
+	while ((opt = getopt_long(argc, argv, "s:jt:i:n:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			c.path = optarg;
@@ -661,27 +675,11 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	if (!strcmp(argv[optind], "watch")) {
-		/* Options may also follow the word: chirpctl watch --count 3. */
-		for (int i = optind + 1; i < argc; i++) {
-			const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-			if ((!strcmp(a, "-n") || !strcmp(a, "--count")) && v) {
-				count = strtol(v, &end, 10);
-				if (*end || count < 1) {
-					fprintf(stderr, "chirpctl: --count %s: need a positive integer\n", v);
-					return 2;
-				}
-				i++;
-			} else if ((!strcmp(a, "-i") || !strcmp(a, "--interval")) && v) {
-				interval = strtod(v, &end);
-				if (*end || !(interval >= 0.05) || interval > 3600) {
-					fprintf(stderr, "chirpctl: --interval %s: need 0.05 .. 3600 seconds\n", v);
-					return 2;
-				}
-				i++;
-			} else {
-				fprintf(stderr, "chirpctl: watch: unexpected '%s' (options: --count N, --interval SEC)\n", a);
-				return 2;
-			}
+		/* --count and --interval after the word were taken by getopt. */
+		if (optind + 1 < argc) {
+			fprintf(stderr, "chirpctl: watch: unexpected '%s' (options: --count N, --interval SEC)\n",
+				argv[optind + 1]);
+			return 2;
 		}
 		if (conn_open(&c, err, sizeof(err)) < 0) {
 			fprintf(stderr, "chirpctl: %s\n", err);

@@ -4,7 +4,8 @@
 # the README's example producer builds and links against the installed
 # libchirpring through pkg-config and runs against chirp-tap, a re-install
 # keeps an edited /etc/chirpd/chirpd.conf (shipping chirpd.conf.new), and
-# `make uninstall` removes everything else.
+# `make uninstall` removes everything else. The installed chirpring Python
+# package, with only the installed tree on python3's path, feeds chirp-tap.
 # Exit 0 pass, 77 skipped (example producer not written yet), else fail.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,6 +78,11 @@ if command -v man >/dev/null; then   # the installed tree is a usable MANPATH
 			fail "man cannot find ${p#*:}(${p%%:*}) in the installed tree"
 	done
 fi
+have /usr/share/bash-completion/completions/chirpctl
+cmp -s completion/chirpctl "$D/usr/share/bash-completion/completions/chirpctl" || fail "installed completion differs"
+PYD=/usr/lib/python3/dist-packages
+for f in __init__.py _lib.py _config.py; do have $PYD/chirpring/$f; done
+grep -qx 'LIBDIR = "/usr/lib"' "$D$PYD/chirpring/_config.py" || fail "chirpring/_config.py: $(cat "$D$PYD/chirpring/_config.py")"
 have /etc/chirpd/chirpd.conf
 cmp -s conf/chirpd.conf "$D/etc/chirpd/chirpd.conf" || fail "installed chirpd.conf differs from conf/chirpd.conf"
 [ -e "$D/etc/chirpd/chirpd.conf.new" ] && fail "first install made chirpd.conf.new"
@@ -153,6 +159,36 @@ want = [float(1000 * k + i) for k in range(5) for i in range(64)]
 assert list(v) == want, (len(v), v[:4])
 PYEOF
 	echo "mini producer: built with pkg-config, ran on the installed .so; chirp-tap got all 5 CPIs intact"
+fi
+
+# --- the installed Python package, on the installed library ----------------
+# The system's python3 with only the installed tree on its path (no
+# CHIRPRING_LIBRARY: _config.py's /usr/lib is not there, so the soname is
+# found through LD_LIBRARY_PATH, as ldconfig would find it in /usr/lib).
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null && [ -x "$CHIRP_BUILD_ABS/bin/chirp-tap" ] && [ "$SAN" = "" ]; then
+	rm -f "/dev/shm$RING"
+	"$CHIRP_BUILD_ABS/bin/chirp-tap" -r "$RING" --create --geometry 1,2,16 --format cf32 --slots 8 \
+		-n 5 --out "$T/tap.raw" --timeout 30 --fail-on-gap -q >"$T/tap.log" 2>&1 &
+	TAP_PID=$!
+	for _ in $(seq 1 100); do [ -e "/dev/shm$RING" ] && break; sleep 0.1; done
+	env -u CHIRPRING_LIBRARY PYTHONPATH="$D$PYD" LD_LIBRARY_PATH="$D/usr/lib" /usr/bin/python3 - "$RING" "$D" <<'PYEOF' ||
+import sys, numpy as np, chirpring
+assert chirpring.__file__.startswith(sys.argv[2]), chirpring.__file__
+with chirpring.Producer(sys.argv[1], timeout=10) as p:
+    for k in range(5):
+        buf = p.reserve(block=True)
+        buf[...] = (1000 * k + np.arange(64, dtype=np.float32)).view(np.complex64).reshape(1, 2, 16)
+        p.commit(first_sample=32 * k)
+PYEOF
+		fail "the installed chirpring package could not produce"
+	wait $TAP_PID; rc=$?; TAP_PID=
+	[ $rc -eq 0 ] || fail "chirp-tap fed by the installed Python package exited $rc: $(cat "$T/tap.log")"
+	/usr/bin/python3 -c '
+import sys, numpy as np
+v = np.fromfile(sys.argv[1], np.float32)
+assert np.array_equal(v, np.concatenate([1000 * k + np.arange(64) for k in range(5)])), v[:4]' "$T/tap.raw" ||
+		fail "chirp-tap received other data than the Python producer wrote"
+	echo "python: the installed chirpring package fed chirp-tap 5 CPIs intact"
 fi
 
 # --- the example producer, against the installed library ------------------

@@ -1,0 +1,631 @@
+"""chirpring — chirpd's shared-memory CPI rings from Python, as numpy views.
+
+    import chirpring
+
+    with chirpring.Consumer("/chirpd-out", timeout=5.0) as ring:
+        print(ring.geometry)            # channels, pulses, samples, format, slots
+        for cpi in ring:                # waits up to timeout for each CPI
+            x = cpi.data                # (channels, pulses, samples) numpy view, zero copy
+            print(cpi.seq, cpi.timestamp_ns, cpi.first_sample, cpi.flags, cpi.gap)
+
+    with chirpring.Producer("/chirpd-in") as ring:
+        buf = ring.reserve()            # writable view of the next slot; None when full
+        if buf is not None:
+            buf[...] = samples
+            ring.commit(first_sample=n)
+
+A thin layer over libchirpring (ctypes, see _lib.py); the ring's contract
+is the C library's (include/chirp/ring.h, doc/ring.md): one producer and
+one consumer process per ring, no locks, the producer never blocks, every
+loss is visible as a sequence gap and a DISCONTINUITY flag.
+
+Views and their lifetime. cpi.data is a read-only numpy array over the ring
+slot itself: no payload byte is copied. It is valid until the CPI is
+released: by the next iteration, cpi.release() or ring.release(), or by
+closing the ring. After that, cpi.data raises ReleasedError instead of
+returning bytes the producer may already be overwriting. An array taken
+from cpi.data and kept past the release still points into the slot (numpy
+cannot revoke it): its contents are then undefined, but it can never crash
+the interpreter, because the ring stays mapped while any such array lives
+(closing then warns and defers the detach to when the last one is freed).
+Pass copy=True to get arrays of your own, valid forever.
+
+Payload dtypes: cf32 -> complex64 (channels, pulses, samples); rf32 (the
+magnitude and power_db outputs) -> float32 (channels, pulses, samples);
+sc16 -> int16 (channels, pulses, samples, 2), I and Q in the last axis
+(value / 32768 is the sample, as chirpd reads it).
+
+Errors: every libchirpring error becomes a RingError (an OSError) carrying
+the library's errno and sentence, e.g. "no ring /chirpd-out: is its
+creator (chirpd) running?". A wait that runs out raises Timeout (also a TimeoutError).
+Ctrl-C interrupts a wait within 0.1 s as KeyboardInterrupt.
+"""
+
+import errno as _errno
+import os
+import time
+import warnings
+import weakref
+from collections import namedtuple
+
+import ctypes
+import numpy as np
+
+from . import _lib
+
+__all__ = ["Consumer", "Producer", "CPI", "Geometry", "Stats", "RingError", "Timeout",
+           "ReleasedError", "DISCONTINUITY", "NONFINITE", "REDELIVERED", "unlink"]
+
+DISCONTINUITY = _lib.DISCONTINUITY   # blocks were lost before this one
+NONFINITE = _lib.NONFINITE           # payload holds NaN/Inf (set by chirpd on output)
+REDELIVERED = _lib.REDELIVERED       # a consumer that died had taken this block
+
+_FORMATS = {_lib.CF32: "cf32", _lib.SC16: "sc16", _lib.RF32: "rf32"}
+_FORMAT_IDS = {v: k for k, v in _FORMATS.items()}
+
+# A wait is cut into slices this long, so that Python sees Ctrl-C (and any
+# other signal handler) within this time, whatever the timeout.
+_WAIT_SLICE_S = 0.1
+# How long a ring re-created by chirpd (new epoch) may take to come back
+# when the ring has no timeout of its own.
+_REATTACH_DEFAULT_S = 10.0
+
+
+class RingError(OSError):
+    """A libchirpring error: .errno is the library's errno, str() its sentence."""
+
+
+class Timeout(RingError, TimeoutError):
+    """Nothing arrived (or no slot came free) within the timeout."""
+
+
+class ReleasedError(RingError):
+    """A CPI's view was used after the CPI was released."""
+
+
+def _error(code, msg):
+    """RingError (or Timeout) for a negative or positive errno and a sentence."""
+    code = abs(code)
+    cls = Timeout if code == _errno.ETIMEDOUT else RingError
+    return cls(code, msg)
+
+
+class Geometry(namedtuple("Geometry", "channels pulses samples format slots sample_rate_hz")):
+    """What the creator of a ring decides. format is 'cf32', 'sc16' or 'rf32'."""
+    __slots__ = ()
+
+    @property
+    def shape(self):
+        """Shape of one CPI as numpy sees it (sc16 adds an I/Q axis of 2)."""
+        s = (self.channels, self.pulses, self.samples)
+        return s + (2,) if self.format == "sc16" else s
+
+    @property
+    def dtype(self):
+        return {"cf32": np.dtype(np.complex64), "rf32": np.dtype(np.float32),
+                "sc16": np.dtype(np.int16)}[self.format]
+
+    @property
+    def cpi_bytes(self):
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    def _c(self):
+        if self.format not in _FORMAT_IDS:
+            raise ValueError("format %r: need one of cf32, sc16, rf32" % (self.format,))
+        return _lib.Geometry(self.channels, self.pulses, self.samples,
+                             _FORMAT_IDS[self.format], self.slots, self.sample_rate_hz)
+
+    @classmethod
+    def _from_c(cls, g):
+        if g.format not in _FORMATS:
+            raise RingError(_errno.EPROTO, "ring format %d is unknown to this module" % g.format)
+        return cls(g.channels, g.pulses, g.samples, _FORMATS[g.format], g.slots, g.sample_rate_hz)
+
+    def __str__(self):   # fields left None (expected geometries) print as *
+        f = ["*" if v is None else v for v in self[:5]]
+        return "%sx%sx%s %s, %s slots" % tuple(f)
+
+
+Stats = namedtuple("Stats", "committed released overruns skipped epoch")
+Stats.__doc__ = ("The ring's shared counters: blocks committed, released, dropped by the "
+                 "producer (overruns), skipped by a (re)attaching consumer, and the epoch.")
+
+
+def unlink(name):
+    """Remove a ring's name (its memory lives until every mapping is gone)."""
+    rc = _lib.lib().chirp_ring_unlink(name.encode())
+    if rc < 0:
+        raise _error(rc, "unlink %s: %s" % (name, os.strerror(-rc)))
+
+
+def _deadline(timeout):
+    return None if timeout is None else time.monotonic() + max(0.0, float(timeout))
+
+
+class _Ring:
+    """What Consumer and Producer share: attach/create, geometry, the mapped
+    data region as numpy, re-attach after a new epoch, close."""
+
+    _role = None
+
+    def __init__(self, name, timeout=None, geometry=None, create=False, hugepages=False,
+                 mode=0, group=None, allow_foreign_owner=False, unlink=None):
+        if not isinstance(name, str) or not name.startswith("/"):
+            raise ValueError("ring name %r: need a string like '/chirpd-out'" % (name,))
+        if timeout is not None and not timeout >= 0:
+            raise ValueError("timeout %r: need seconds >= 0, or None" % (timeout,))
+        if create and geometry is None:
+            raise ValueError("create=True needs a geometry")
+        if geometry is not None and not isinstance(geometry, Geometry):
+            if isinstance(geometry, dict):   # fields left out: any value
+                geometry = Geometry(**{**dict.fromkeys(Geometry._fields), **geometry})
+            else:
+                geometry = Geometry(*geometry)
+        self.name = name
+        self.timeout = timeout
+        self._want = geometry
+        self._create = bool(create)
+        self._unlink = self._create if unlink is None else bool(unlink)
+        self._opts = _lib.Opts(1 if hugepages else 0, mode,
+                               0xFFFFFFFF if group is None else group,
+                               1 if allow_foreign_owner else 0)
+        self._L = _lib.lib()
+        self._r = None
+        self._errbuf = ctypes.create_string_buffer(_lib.ERRLEN)
+        self.reattached = 0   # times the ring was found re-created and attached again
+        self._attach(_deadline(timeout), first=True)
+
+    # -- attach -------------------------------------------------------------
+
+    def _attach(self, deadline, first):
+        """Attach (or create) by name, waiting until deadline (None: one try
+        on the first attach) while the ring is absent, being created, or
+        retired; then map the data region for numpy."""
+        L = self._L
+        while True:
+            if self._create and first:
+                g = self._want._c()
+                r = L.chirp_ring_create(self.name.encode(), ctypes.byref(g), self._role,
+                                        ctypes.byref(self._opts), self._errbuf, _lib.ERRLEN)
+            else:
+                r = L.chirp_ring_attach(self.name.encode(), self._role, ctypes.byref(self._opts),
+                                        self._errbuf, _lib.ERRLEN)
+            if r:
+                break
+            e = ctypes.get_errno()
+            msg = self._errbuf.value.decode(errors="replace") or os.strerror(e)
+            waitable = e in (_errno.ENOENT, _errno.EAGAIN, _errno.ESTALE)
+            if not waitable or deadline is None or time.monotonic() >= deadline:
+                if waitable and deadline is not None:
+                    msg += " (waited %g s)" % (self.timeout if first and self.timeout is not None
+                                               else _REATTACH_DEFAULT_S)
+                raise _error(e, msg)
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        self._r = r
+        g = _lib.Geometry()
+        L.chirp_ring_geometry(r, ctypes.byref(g))
+        try:
+            self.geometry = Geometry._from_c(g)
+            self._check_expected()
+            self._map()
+        except BaseException:
+            L.chirp_ring_detach(r)
+            self._r = None
+            raise
+        st = self.stats()
+        self.epoch = st.epoch
+
+    def _check_expected(self):
+        w, g = self._want, self.geometry
+        if w is None or self._create:
+            return
+        bad = [f for f in ("channels", "pulses", "samples", "format", "slots")
+               if getattr(w, f) is not None and getattr(w, f) != getattr(g, f)]
+        if bad:
+            raise RingError(_errno.EINVAL, "ring %s is %s, expected %s (%s differ)"
+                            % (self.name, g, w, ", ".join(bad)))
+
+    def _map(self):
+        """One numpy view per slot over the ring's data region (no copy).
+        The region object holds the C handle: it is detached when the region
+        is collected, i.e. after close() and once no array over it lives."""
+        L, r = self._L, self._r
+        base, size = ctypes.c_void_p(), ctypes.c_size_t()
+        L.chirp_ring_data(r, ctypes.byref(base), ctypes.byref(size))
+        stride = L.chirp_ring_slot_bytes(r)
+        g = self.geometry
+        nbytes = g.cpi_bytes
+        if not base.value or stride < nbytes or stride * g.slots > size.value:
+            raise RingError(_errno.EBADMSG, "ring %s: data region %d bytes at %#x, slot stride %d, "
+                            "does not hold %d slots of %d bytes"
+                            % (self.name, size.value, base.value or 0, stride, g.slots, nbytes))
+        region = (ctypes.c_char * size.value).from_address(base.value)
+        self._fin = weakref.finalize(region, L.chirp_ring_detach, r)
+        flat = np.frombuffer(region, dtype=np.uint8)
+        if self._role == _lib.CONSUMER:
+            flat.flags.writeable = False
+        self._flat = flat
+        self._base, self._stride, self._size, self._nbytes = base.value, stride, size.value, nbytes
+        self._slots = [flat[i * stride:i * stride + nbytes].view(g.dtype).reshape(g.shape)
+                       for i in range(g.slots)]
+
+    def _view(self, payload, length, slot):
+        """The numpy view for a block's payload, checked against the region."""
+        off = (payload or 0) - self._base
+        if slot < len(self._slots) and off == slot * self._stride and length == self._nbytes:
+            return self._slots[slot][...]   # a fresh view object, same memory
+        g = self.geometry
+        if length != self._nbytes or off < 0 or off + length > self._size:
+            raise RingError(_errno.EBADMSG, "ring %s: block of %d bytes at offset %d does not fit "
+                            "a %d-byte CPI in the %d-byte data region"
+                            % (self.name, length, off, self._nbytes, self._size))
+        # Not where the slot index says (not so with today's layout, payload
+        # = base + slot * stride, but the header does not promise it).
+        return self._flat[off:off + length].view(g.dtype).reshape(g.shape)
+
+    def _drop_handle(self):
+        """Forget the C handle; detach now if no view outlives it, else later."""
+        self._slots = []
+        self._flat = None
+        self._r = None
+        fin = self._fin
+        self._fin = None
+        if fin is not None and fin.alive:
+            import gc
+            gc.collect()   # views held only by cycles
+            if fin.alive:
+                warnings.warn("ring %s: an array taken from a view is still alive; the ring stays "
+                              "mapped (and attached) until it is freed (use copy=True to keep "
+                              "arrays)" % self.name, ResourceWarning, stacklevel=3)
+
+    def _reattach(self):
+        """After -ESTALE: the ring was re-created (new epoch) or removed.
+        Attach again by name, waiting up to timeout (10 s without one)."""
+        self._drop_handle()
+        self._attach(_deadline(self.timeout if self.timeout is not None else _REATTACH_DEFAULT_S),
+                     first=False)
+        self.reattached += 1
+
+    def _sentence(self, rc, call):
+        """The library's sentence for rc from call (chirp_ring_check knows why
+        a ring is stale or corrupt), else strerror."""
+        if rc in (-_errno.ESTALE, -_errno.EBADMSG) and self._r:
+            if self._L.chirp_ring_check(self._r, self._errbuf, _lib.ERRLEN) < 0 and self._errbuf.value:
+                return self._errbuf.value.decode(errors="replace")
+        return "%s(%s): %s" % (call, self.name, os.strerror(-rc))
+
+    def _handle(self):
+        if self._r is None:
+            raise RingError(_errno.EBADF, "ring %s is closed" % self.name)
+        return self._r
+
+    # -- common API ------------------------------------------------------------
+
+    def stats(self):
+        """The ring's shared counters (Stats)."""
+        st = _lib.Stats()
+        rc = self._L.chirp_ring_stats(self._handle(), ctypes.byref(st))
+        if rc < 0:
+            raise _error(rc, self._sentence(rc, "chirp_ring_stats"))
+        return Stats(st.committed, st.released, st.overruns, st.skipped, st.epoch)
+
+    def peer_attached(self):
+        """True while the other role is held by a live process."""
+        rc = self._L.chirp_ring_peer_attached(self._handle())
+        if rc < 0:
+            raise _error(rc, self._sentence(rc, "chirp_ring_peer_attached"))
+        return bool(rc)
+
+    def _wait(self, deadline, what):
+        """chirp_ring_wait in slices until ready or deadline (None: forever)."""
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise Timeout(_errno.ETIMEDOUT, "ring %s: %s within %g s"
+                              % (self.name, what, self.timeout if self.timeout is not None else 0))
+            s = _WAIT_SLICE_S if left is None else min(left, _WAIT_SLICE_S)
+            rc = self._L.chirp_ring_wait(self._handle(), int(s * 1e9))
+            if rc == 0:
+                return
+            if rc not in (-_errno.ETIMEDOUT, -_errno.EINTR):
+                raise _error(rc, self._sentence(rc, "chirp_ring_wait"))
+            # -EINTR: a signal; Python runs its handler (KeyboardInterrupt)
+            # as soon as this frame executes again.
+
+    def close(self):
+        """Release what is held and detach (unlinking a ring we created
+        unless unlink=False). Idempotent."""
+        if self._r is None:
+            return
+        self._close_role()
+        self._drop_handle()
+        if self._unlink:
+            self._L.chirp_ring_unlink(self.name.encode())
+            self._unlink = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return "<chirpring.%s %s %s%s>" % (type(self).__name__, self.name, self.geometry,
+                                           "" if self._r else " closed")
+
+
+class CPI:
+    """One CPI as the consumer took it. data is valid until release()."""
+
+    __slots__ = ("seq", "timestamp_ns", "first_sample", "flags", "slot", "gap", "epoch",
+                 "_data", "_ring", "_copied", "__weakref__")
+
+    def __init__(self, ring, blk, data, gap, copied):
+        self.seq = blk.seq
+        self.timestamp_ns = blk.timestamp_ns
+        self.first_sample = blk.first_sample
+        self.flags = blk.flags
+        self.slot = blk.slot
+        self.gap = gap
+        self.epoch = ring.epoch
+        self._data = data
+        self._ring = None if copied else ring
+        self._copied = copied
+
+    @property
+    def data(self):
+        """numpy array (channels, pulses, samples); a view of the ring slot
+        until released (then ReleasedError), or the CPI's own copy."""
+        if self._data is None:
+            raise ReleasedError(_errno.EINVAL, "CPI seq %d was released: its slot belongs to "
+                                "the producer again (use copy=True, or .copy() the array "
+                                "before the next one)" % self.seq)
+        return self._data
+
+    @property
+    def released(self):
+        return self._data is None
+
+    @property
+    def discontinuity(self):
+        return bool(self.flags & DISCONTINUITY)
+
+    @property
+    def nonfinite(self):
+        return bool(self.flags & NONFINITE)
+
+    @property
+    def redelivered(self):
+        return bool(self.flags & REDELIVERED)
+
+    def release(self):
+        """Give the slot back to the producer (a copied CPI keeps its data)."""
+        if self._ring is not None:
+            self._ring._release_cpi(self)
+
+    def __repr__(self):
+        f = [n for n, b in (("DISCONTINUITY", DISCONTINUITY), ("NONFINITE", NONFINITE),
+                            ("REDELIVERED", REDELIVERED)) if self.flags & b]
+        return "<CPI seq %d first_sample %d gap %s flags %s%s>" % (
+            self.seq, self.first_sample, self.gap, "|".join(f) or "0",
+            " released" if self.released else "")
+
+
+class Consumer(_Ring):
+    """The consumer of a ring (chirpd's output, normally /chirpd-out).
+
+    Consumer(name, timeout=None, copy=False, geometry=None, create=False, ...)
+
+    timeout: seconds to wait for the ring at attach and for each CPI
+    (None: attach once, wait for CPIs without limit). copy: hand out arrays
+    of your own instead of views. geometry: a Geometry (or dict, fields
+    None = any) the ring must have, else RingError; with create=True, make
+    the ring with it (test harnesses without chirpd; removed at close unless
+    unlink=False). allow_foreign_owner, hugepages, mode, group: as
+    struct chirp_ring_opts.
+
+    Iterating yields CPIs and releases each one when the next is asked
+    for. A ring that chirpd re-creates (new geometry, new epoch) is
+    attached again transparently: the next CPI has gap None, a new
+    .epoch, and maybe a new shape (ring.geometry).
+    """
+
+    _role = _lib.CONSUMER
+
+    def __init__(self, name, timeout=None, copy=False, **kw):
+        self.copy = bool(copy)
+        self._held = None      # the CPI whose slot we hold (views only)
+        self._prev_seq = None  # seq of the last CPI taken, for gaps
+        self._blk = _lib.Block()
+        self._blkref = ctypes.byref(self._blk)
+        super().__init__(name, timeout=timeout, **kw)
+
+    def read(self, timeout=-1):
+        """The next CPI, waiting up to timeout seconds (default: the ring's;
+        None: forever). Releases the CPI held before. Raises Timeout."""
+        if self._held is not None:
+            self._release_cpi(self._held)
+        L, blk = self._L, self._blk
+        # Fast path: a CPI is waiting (no clock read, no wait).
+        rc = L.chirp_ring_peek(self._handle(), self._blkref)
+        t = deadline = None
+        if rc == -_errno.EAGAIN:
+            t = self.timeout if timeout == -1 else timeout
+            deadline = _deadline(t)
+        while rc != 0:
+            if rc == -_errno.EAGAIN:
+                if deadline is None and t is None:
+                    t = self.timeout if timeout == -1 else timeout
+                    deadline = _deadline(t)
+                try:
+                    self._wait(deadline, "no CPI")
+                except Timeout as e:
+                    e.strerror = "ring %s: no CPI within %g s" % (self.name, t)
+                    e.args = (e.errno, e.strerror)
+                    raise
+            elif rc == -_errno.ESTALE:
+                self._reattach()
+                self._prev_seq = None
+            elif rc == -_errno.EBADMSG:
+                # One descriptor failed validation and was skipped (and
+                # counted), unless the ring itself is corrupt.
+                rc2 = L.chirp_ring_check(self._r, self._errbuf, _lib.ERRLEN)
+                if rc2 == -_errno.ESTALE:
+                    self._reattach()
+                    self._prev_seq = None
+                elif rc2 != 0:
+                    raise _error(rc2, self._errbuf.value.decode(errors="replace")
+                                 or self._sentence(rc2, "chirp_ring_peek"))
+            else:
+                raise _error(rc, self._sentence(rc, "chirp_ring_peek"))
+            rc = L.chirp_ring_peek(self._handle(), self._blkref)
+        gap = None if self._prev_seq is None else blk.seq - self._prev_seq - 1
+        self._prev_seq = blk.seq
+        try:
+            view = self._view(blk.payload, blk.len, blk.slot)
+        except RingError:
+            L.chirp_ring_release(self._r)
+            raise
+        if self.copy:
+            cpi = CPI(self, blk, view.copy(), gap, True)
+            del view
+            rc = L.chirp_ring_release(self._r)
+            if rc < 0:
+                raise _error(rc, self._sentence(rc, "chirp_ring_release"))
+            return cpi
+        cpi = CPI(self, blk, view, gap, False)
+        self._held = cpi
+        return cpi
+
+    def _release_cpi(self, cpi):
+        if cpi is not self._held:
+            return   # already released (or from before a re-attach: its ring is gone)
+        cpi._data = None
+        self._held = None
+        rc = self._L.chirp_ring_release(self._handle())
+        if rc < 0:
+            raise _error(rc, self._sentence(rc, "chirp_ring_release"))
+
+    def release(self):
+        """Release the CPI held (if any) now rather than at the next one."""
+        if self._held is not None:
+            self._release_cpi(self._held)
+
+    def available(self):
+        """Committed CPIs not yet taken."""
+        return int(self._L.chirp_ring_available(self._handle()))
+
+    def _drop_handle(self):
+        if self._held is not None:   # its slot is gone with the handle
+            self._held._data = None
+            self._held = None
+        super()._drop_handle()
+
+    def _close_role(self):
+        self.release()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.read()
+
+
+class Producer(_Ring):
+    """The producer of a ring (chirpd's input, normally /chirpd-in): a
+    digitizer prototype or a test harness.
+
+    Producer(name, timeout=None, geometry=None, create=False, ...) — the
+    options are Consumer's. chirpd creates its input ring and owns the
+    geometry; create=True makes one without chirpd.
+
+    reserve() gives the next slot as a writable numpy view, or None when the
+    ring is full: the block is then dropped and counted by the ring (its
+    overruns; ring.drops counts this handle's), and the next CPI committed
+    carries DISCONTINUITY and a sequence gap, exactly as with the C library.
+    commit() publishes it. The producer never waits unless asked
+    (reserve(block=True)).
+    """
+
+    _role = _lib.PRODUCER
+
+    def __init__(self, name, timeout=None, **kw):
+        self.drops = 0          # reserve() calls that found the ring full
+        self._reserved = None   # the view handed out by reserve()
+        self._pp = ctypes.c_void_p()
+        super().__init__(name, timeout=timeout, **kw)
+
+    def reserve(self, block=False):
+        """Writable view of the next slot, or None when the ring is full (a
+        counted drop). block=True waits for a free slot instead (up to the
+        ring's timeout, then Timeout) and never drops. Reserving again
+        before commit returns the same slot."""
+        L = self._L
+        deadline = _deadline(self.timeout)
+        while True:
+            if block and self._reserved is None:
+                self._wait(deadline, "no free slot")   # single producer: stays free
+            rc = L.chirp_ring_reserve(self._handle(), ctypes.byref(self._pp))
+            if rc == 0:
+                break
+            if rc == -_errno.ENOBUFS:
+                self.drops += 1
+                return None
+            if rc == -_errno.ESTALE:
+                self._reattach()
+                continue
+            raise _error(rc, self._sentence(rc, "chirp_ring_reserve"))
+        g = self.geometry
+        off = self._pp.value - self._base
+        v = self._view(self._pp.value, self._nbytes, off // self._stride)
+        self._reserved = v
+        return v
+
+    def commit(self, first_sample=0, timestamp_ns=0, flags=0):
+        """Publish the reserved slot. timestamp_ns 0 = now (CLOCK_REALTIME).
+        Returns True; False if the ring was re-created meanwhile (the block
+        is lost, counted in drops, and the ring attached again)."""
+        if self._reserved is None:
+            raise RingError(_errno.EINVAL, "ring %s: commit without reserve" % self.name)
+        rc = self._L.chirp_ring_commit(self._handle(), timestamp_ns, first_sample, flags)
+        if rc == -_errno.ESTALE:
+            self._reserved = None
+            self.drops += 1
+            self._reattach()
+            return False
+        if rc < 0:
+            raise _error(rc, self._sentence(rc, "chirp_ring_commit"))
+        self._reserved = None
+        return True
+
+    def write(self, data, first_sample=0, timestamp_ns=0, block=False):
+        """Copy one CPI (an array of the ring's shape and dtype) into the
+        next slot and commit it. Returns True, or False when it was dropped
+        (ring full, block=False). A wrong shape or dtype is a ValueError
+        naming both geometries, raised before anything is reserved."""
+        g = self.geometry
+        a = np.asarray(data)
+        if a.shape != g.shape or a.dtype != g.dtype:
+            raise ValueError("ring %s takes %s CPIs of shape %s %s; got shape %s %s"
+                             % (self.name, g.format, g.shape, g.dtype, a.shape, a.dtype))
+        buf = self.reserve(block=block)
+        if buf is None:
+            return False
+        buf[...] = a
+        del buf
+        return self.commit(first_sample=first_sample, timestamp_ns=timestamp_ns)
+
+    def _drop_handle(self):
+        self._reserved = None
+        super()._drop_handle()
+
+    def _close_role(self):
+        # An uncommitted reservation is never delivered (ring.h); drop our view.
+        self._reserved = None

@@ -1,0 +1,489 @@
+#!/usr/bin/python3
+"""test_chirpring.py — the chirpring Python package against libchirpring,
+chirp-feed, chirp-tap and a running chirpd (CPU backend).
+
+Run by tests/e2e/python_chirpring.sh, which builds the environment:
+  PYTHONPATH          python/ of this checkout
+  CHIRPRING_LIBRARY   $BUILD/lib/libchirpring.so.1
+  CHIRP_BIN           $BUILD/bin (chirp-feed, chirp-tap)
+  CHIRP_UNIQ          prefix for ring names unique to this run
+  CHIRPD_CONF, CHIRPD_OUT_RING   a chirpd already running on them (optional:
+                      the tests that need it are skipped without)
+Plain Python, no pytest: each test_* function runs in order; the last line
+is "counts: N passed, N failed, N skipped" (scripts/test-all.sh adds it to
+its total). Exit status 0 only if none failed.
+"""
+
+import ctypes
+import errno
+import fcntl
+import gc
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+
+import numpy as np
+
+import chirpring
+
+BIN = os.environ.get("CHIRP_BIN", "build/bin")
+UNIQ = os.environ.get("CHIRP_UNIQ", "chirp-pytest-%d" % os.getpid())
+TMP = tempfile.mkdtemp(prefix="chirp-pytest.")
+_rings = []
+
+
+class Skip(Exception):
+    pass
+
+
+def ring_name(tag):
+    n = "/%s-%s" % (UNIQ, tag)
+    _rings.append(n)
+    return n
+
+
+def expect(exc, fn, *a, **kw):
+    """fn(*a, **kw) raises exc; returns the exception."""
+    try:
+        fn(*a, **kw)
+    except exc as e:
+        return e
+    raise AssertionError("%s did not raise %s" % (getattr(fn, "__name__", fn), exc.__name__))
+
+
+def G(c, p, s, fmt="cf32", slots=4, rate=1e6):
+    return chirpring.Geometry(c, p, s, fmt, slots, rate)
+
+
+def wait_consumer(ring, proc, limit=20.0):
+    """Until a consumer holds ring's role lock (byte 1 of /dev/shm/RING, an
+    OFD write lock, as chirp_ring_attach takes it) — lib.sh's
+    e2e_wait_consumer — failing if proc exits first."""
+    path = "/dev/shm/" + ring.lstrip("/")
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise AssertionError("consumer exited %d before attaching: %s"
+                                 % (proc.returncode, proc.stderr.read() if proc.stderr else ""))
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            time.sleep(0.02)
+            continue
+        try:
+            fl = struct.pack("hh4xqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 1, 1, 0)
+            held = struct.unpack("hh4xqqi4x", fcntl.fcntl(fd, fcntl.F_OFD_GETLK, fl))[0] != fcntl.F_UNLCK
+        finally:
+            os.close(fd)
+        if held:
+            return
+        time.sleep(0.02)
+    raise AssertionError("no consumer attached to %s within %g s" % (ring, limit))
+
+
+# ---- errors ---------------------------------------------------------------
+
+def test_missing_ring():
+    n = ring_name("none")
+    e = expect(chirpring.RingError, chirpring.Consumer, n)
+    assert e.errno == errno.ENOENT, e.errno
+    assert str(e) == "[Errno 2] no ring %s: is its creator (chirpd) running?" % n, str(e)
+    e = expect(chirpring.RingError, chirpring.Producer, n)
+    assert e.errno == errno.ENOENT
+    # timeout: waits that long for the ring, then says so.
+    t0 = time.monotonic()
+    e = expect(chirpring.RingError, chirpring.Consumer, n, timeout=0.3)
+    dt = time.monotonic() - t0
+    assert 0.28 <= dt < 2.0, dt
+    assert "(waited 0.3 s)" in str(e), str(e)
+    expect(ValueError, chirpring.Consumer, "no-slash")
+    expect(ValueError, chirpring.Consumer, n, timeout=-1)
+
+
+def test_attach_waits_for_the_ring():
+    """Consumer(timeout=T) attaches to a ring created while it waits."""
+    n = ring_name("late")
+    prod = None
+
+    def late():
+        nonlocal prod
+        prod = chirpring.Producer(n, geometry=G(1, 2, 8), create=True)
+    signal.signal(signal.SIGALRM, lambda *a: late())
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        t0 = time.monotonic()
+        with chirpring.Consumer(n, timeout=5) as c:
+            dt = time.monotonic() - t0
+            assert 0.25 <= dt < 3, dt
+            assert c.geometry == G(1, 2, 8), c.geometry
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        if prod:
+            prod.close()
+
+
+def test_wrong_geometry():
+    n = ring_name("geom")
+    with chirpring.Producer(n, geometry=G(2, 3, 5), create=True) as p:
+        e = expect(chirpring.RingError, chirpring.Consumer, n,
+                   geometry=dict(channels=2, pulses=3, samples=6, format=None, slots=None,
+                                 sample_rate_hz=None))
+        assert e.errno == errno.EINVAL
+        assert "is 2x3x5 cf32, 4 slots, expected 2x3x6 *, * slots" in str(e) and "samples differ" in str(e), str(e)
+        with chirpring.Consumer(n, geometry=dict(channels=2, samples=5, format="cf32")) as c:
+            assert c.geometry.shape == (2, 3, 5)
+        e = expect(ValueError, p.write, np.zeros((2, 3, 6), np.complex64))
+        assert "shape (2, 3, 5) complex64; got shape (2, 3, 6) complex64" in str(e), str(e)
+        expect(ValueError, p.write, np.zeros((2, 3, 5), np.complex128))
+        assert p.stats().committed == 0 and p.drops == 0   # nothing reserved by a refusal
+        e = expect(chirpring.RingError, p.commit)
+        assert "commit without reserve" in str(e)
+        buf = p.reserve()
+        expect(ValueError, buf.__setitem__, Ellipsis, np.zeros((2, 3, 6), np.complex64))
+        # A second producer is refused with the library's sentence.
+        e = expect(chirpring.RingError, chirpring.Producer, n)
+        assert e.errno == errno.EBUSY, (e.errno, str(e))
+
+
+# ---- data path -------------------------------------------------------------
+
+def test_roundtrip_zero_copy_flags_gaps():
+    n = ring_name("rt")
+    g = G(2, 3, 7, slots=4)
+    rng = np.random.default_rng(1)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=2) as c, \
+            chirpring.Producer(n, timeout=2) as p:
+        sent = []
+        for k in range(6):          # 4 fit, 2 are dropped (ring full)
+            x = (rng.standard_normal(g.shape) + 1j * rng.standard_normal(g.shape)).astype(np.complex64)
+            buf = p.reserve()
+            if buf is None:
+                continue
+            assert buf.flags.writeable and buf.shape == g.shape and buf.dtype == np.complex64
+            buf[...] = x
+            assert p.commit(first_sample=k * 21, timestamp_ns=1000 + k)
+            sent.append((k, x))
+        assert p.drops == 2 and p.stats().overruns == 2, (p.drops, p.stats())
+        base, size = c._base, c._size
+        got = []
+        for cpi in c:
+            d = cpi.data
+            # Zero copy: the array is the ring slot itself, read-only.
+            assert base <= d.ctypes.data and d.ctypes.data + d.nbytes <= base + size
+            assert not d.flags.owndata and not d.flags.writeable
+            got.append((cpi.seq, cpi.first_sample, cpi.timestamp_ns, cpi.gap, cpi.flags, d.copy()))
+            if len(got) == 2:
+                break
+        # Room for 2 more: the producer commits again; that block carries the drop.
+        y = np.full(g.shape, 7 + 7j, np.complex64)
+        assert p.write(y, first_sample=6 * 21)
+        for cpi in c:
+            got.append((cpi.seq, cpi.first_sample, cpi.timestamp_ns, cpi.gap, cpi.flags, cpi.data.copy()))
+            if len(got) == 5:
+                break
+        assert [s[0] for s in got] == [0, 1, 2, 3, 6], [s[0] for s in got]
+        assert [s[3] for s in got] == [None, 0, 0, 0, 2], [s[3] for s in got]
+        assert [bool(s[4] & chirpring.DISCONTINUITY) for s in got] == [False] * 4 + [True]
+        for (k, x), s in zip(sent, got):
+            assert s[1] == k * 21 and s[2] == 1000 + k and np.array_equal(s[5], x)
+        assert got[4][1] == 126 and np.array_equal(got[4][5], y)
+        assert cpi.discontinuity and not cpi.nonfinite and not cpi.redelivered
+        # The producer's flags pass through (here NONFINITE, as chirpd sets it).
+        buf = p.reserve()
+        buf[...] = np.nan
+        p.commit(first_sample=999, flags=chirpring.NONFINITE)
+        cpi = c.read()
+        assert cpi.nonfinite and cpi.gap == 0 and np.isnan(cpi.data).all()
+
+
+def test_view_invalid_after_release():
+    n = ring_name("rel")
+    g = G(1, 2, 4, slots=2)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=1) as c, chirpring.Producer(n) as p:
+        for k in range(2):
+            p.write(np.full(g.shape, k, np.complex64), first_sample=k)
+        a = c.read()
+        assert a.data[0, 0, 0] == 0
+        a.release()
+        assert a.released
+        e = expect(chirpring.ReleasedError, getattr, a, "data")
+        assert "CPI seq 0 was released" in str(e), str(e)
+        a.release()                      # twice is harmless
+        b = c.read()
+        assert b.data[0, 0, 0] == 1
+        c.release()                      # ring.release() releases the held CPI
+        expect(chirpring.ReleasedError, getattr, b, "data")
+        # The next iteration releases the previous CPI.
+        p.write(np.full(g.shape, 2, np.complex64), first_sample=2)
+        p.write(np.full(g.shape, 3, np.complex64), first_sample=3)
+        d = c.read()
+        e2 = c.read()
+        expect(chirpring.ReleasedError, getattr, d, "data")
+        assert e2.data[0, 0, 0] == 3
+        kept = e2.data                   # an array kept past close: no crash
+    expect(chirpring.ReleasedError, getattr, e2, "data")
+    assert kept[0, 0, 0] == 3            # still mapped: reading it cannot crash
+    expect(chirpring.RingError, c.read)  # a closed ring says so
+    del kept
+    gc.collect()
+
+
+def test_close_with_live_view_defers_detach():
+    n = ring_name("defer")
+    g = G(1, 1, 4, slots=2)
+    p = chirpring.Producer(n, geometry=g, create=True, unlink=False)
+    try:
+        c = chirpring.Consumer(n, timeout=1)
+        p.write(np.ones(g.shape, np.complex64))
+        kept = c.read().data
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            c.close()
+        assert any(issubclass(x.category, ResourceWarning) and "still alive" in str(x.message)
+                   for x in w), [str(x.message) for x in w]
+        assert p.peer_attached()         # the mapping (and role) outlive close()
+        e = expect(chirpring.RingError, chirpring.Consumer, n)
+        assert e.errno == errno.EBUSY
+        assert kept[0, 0, 0] == 1
+        del kept
+        gc.collect()
+        assert not p.peer_attached()     # freed with the last array
+        chirpring.Consumer(n).close()
+    finally:
+        p.close()
+        chirpring.unlink(n)
+
+
+def test_copy_mode():
+    n = ring_name("copy")
+    g = G(1, 2, 3, fmt="rf32", slots=2)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=1, copy=True) as c, \
+            chirpring.Producer(n) as p:
+        for k in range(4):
+            assert p.write(np.full(g.shape, k, np.float32), first_sample=k)
+            cpi = c.read()
+            assert cpi.data.dtype == np.float32 and cpi.data.shape == (1, 2, 3)
+            assert cpi.data.flags.owndata or cpi.data.base is not None
+            assert not (c._base <= cpi.data.ctypes.data < c._base + c._size)
+            if k == 0:
+                first = cpi
+        assert p.stats().released == 4   # copied CPIs are released at once
+    assert first.data[0, 0, 0] == 0 and not first.released   # valid after close
+
+
+def test_sc16_layout():
+    n = ring_name("sc16")
+    g = G(2, 2, 5, fmt="sc16", slots=2)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=1) as c, chirpring.Producer(n) as p:
+        assert p.geometry.shape == (2, 2, 5, 2) and p.geometry.dtype == np.int16
+        x = np.arange(40, dtype=np.int16).reshape(g.shape)
+        p.write(x)
+        assert np.array_equal(c.read().data, x)
+
+
+def test_timeout_and_keyboard_interrupt():
+    n = ring_name("intr")
+    g = G(1, 1, 4, slots=2)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=0.2) as c, chirpring.Producer(n) as p:
+        t0 = time.monotonic()
+        e = expect(chirpring.Timeout, c.read)
+        assert isinstance(e, TimeoutError) and isinstance(e, chirpring.RingError)
+        assert 0.18 <= time.monotonic() - t0 < 1.5
+        assert "no CPI within 0.2 s" in str(e), str(e)
+        expect(chirpring.Timeout, next, iter(c))
+        # Ctrl-C during an unlimited wait: KeyboardInterrupt within ~0.1 s.
+        signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signal.SIGINT))
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        t0 = time.monotonic()
+        try:
+            expect(KeyboardInterrupt, c.read, None)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        assert 0.28 <= time.monotonic() - t0 < 0.8, time.monotonic() - t0
+        # ... and the ring still works afterwards.
+        p.write(np.ones(g.shape, np.complex64), first_sample=5)
+        assert c.read().first_sample == 5
+        # A producer that waits for room (block=True) times out, never drops.
+        p.write(np.ones(g.shape, np.complex64))
+        p.write(np.ones(g.shape, np.complex64))   # ring (2 slots, 1 held) is full now
+        p.timeout = 0.2
+        expect(chirpring.Timeout, p.reserve, True)
+        assert p.drops == 1, p.drops          # the non-blocking write above found it full
+        assert p.reserve() is None and p.drops == 2
+
+
+def test_new_epoch_reattaches():
+    n = ring_name("epoch")
+    p = chirpring.Producer(n, geometry=G(1, 2, 4), create=True, unlink=False)
+    c = chirpring.Consumer(n, timeout=3)
+    try:
+        p.write(np.ones((1, 2, 4), np.complex64), first_sample=1)
+        a = c.read()
+        e0 = c.epoch
+        assert a.gap is None and a.epoch == e0
+        p.close()
+        # Re-created with another geometry (what chirpd does on a reload that
+        # changes it): the consumer's next read re-attaches transparently.
+        p = chirpring.Producer(n, geometry=G(2, 2, 8), create=True, unlink=False)
+        assert p.epoch != e0
+        p.write(np.full((2, 2, 8), 3, np.complex64), first_sample=2)
+        b = c.read()
+        assert c.reattached == 1 and c.epoch == p.epoch and b.epoch == p.epoch
+        assert b.data.shape == (2, 2, 8) and b.data[1, 1, 7] == 3
+        assert b.gap is None and b.first_sample == 2
+        expect(chirpring.ReleasedError, getattr, a, "data")
+    finally:
+        c.close()
+        p.close()
+        chirpring.unlink(n)
+
+
+# ---- with the C tools -------------------------------------------------------
+
+def test_chirp_feed_to_python():
+    """chirp-feed --file into a ring the Python consumer created: every byte."""
+    n = ring_name("feed")
+    g = G(3, 5, 333, slots=4)
+    raw = os.path.join(TMP, "in.raw")
+    x = (np.random.default_rng(2).standard_normal((7,) + g.shape) * (1 + 1j)).astype(np.complex64)
+    x.tofile(raw)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=20) as c:
+        f = subprocess.Popen([os.path.join(BIN, "chirp-feed"), "-r", n, "--file", raw, "--block"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        got = [(cpi.seq, cpi.first_sample, cpi.gap, cpi.data.copy()) for _, cpi in zip(range(7), c)]
+        _, err = f.communicate(timeout=60)
+        assert f.returncode == 0, err
+        assert "sent 7, dropped 0" in err, err
+    for k, (seq, fs, gap, d) in enumerate(got):
+        assert seq == k and fs == k * 5 * 333 and gap == (None if k == 0 else 0)
+        assert np.array_equal(d, x[k]), k
+
+
+def test_python_to_chirp_tap_with_drops():
+    """Python producer -> chirp-tap --create: bytes equal, and the drops of a
+    full ring reported as chirp-tap reports a C producer's ("gap: N CPIs
+    missing before seq S"). The tap holds each CPI 150 ms, so the 4-slot
+    ring fills and the producer, which never waits, drops."""
+    n = ring_name("tap")
+    out = os.path.join(TMP, "tap.raw")
+    t = subprocess.Popen([os.path.join(BIN, "chirp-tap"), "-r", n, "--create", "--geometry", "2,3,50",
+                          "--format", "cf32", "--slots", "4", "-n", "6", "--out", out,
+                          "--timeout", "30", "--delay-ms", "150"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_consumer(n, t)
+        sent = []
+        with chirpring.Producer(n, timeout=10) as p:
+            assert p.geometry.shape == (2, 3, 50) and p.geometry.slots == 4
+            k = 0
+            while len(sent) < 6:
+                buf = p.reserve()
+                if buf is None:          # full: dropped and counted by the ring
+                    k += 1
+                    time.sleep(0.02)
+                    continue
+                buf[...] = k + 1j * np.arange(50, dtype=np.float32)
+                assert p.commit(first_sample=k * 300)
+                sent.append(k)
+                k += 1
+            drops = p.drops
+            assert p.stats().overruns == drops and drops == k - 6, (p.stats(), drops, k)
+        _, err = t.communicate(timeout=30)
+        assert t.returncode == 0, err
+    finally:
+        if t.poll() is None:
+            t.kill()
+    assert drops > 0, "the ring never filled: %s" % err
+    d = np.fromfile(out, np.complex64).reshape(6, 2, 3, 50)
+    for i, k in enumerate(sent):
+        assert np.all(d[i].real == k) and np.array_equal(d[i][0, 0].imag, np.arange(50)), i
+    missing = sum(int(m) for m in __import__("re").findall(r"gap: (\d+) CPIs? missing before seq", err))
+    assert missing == drops, (missing, drops, err)
+    assert "received 6, gaps" in err and "(%d CPIs missing)" % drops in err, err
+
+
+def test_chirpd_output_equals_chirp_tap():
+    """chirpd (CPU backend) output read by the package equals, CPI for CPI,
+    what chirp-tap writes for the same synthetic input."""
+    conf = os.environ.get("CHIRPD_CONF")
+    out_ring = os.environ.get("CHIRPD_OUT_RING")
+    if not conf or not out_ring:
+        raise Skip("no chirpd running (CHIRPD_CONF/CHIRPD_OUT_RING unset)")
+    N = 12
+    feed = [os.path.join(BIN, "chirp-feed"), "-c", conf, "--targets", "100:-6,600:-20",
+            "--snr-db", "10", "--seed", "5", "--count", str(N), "--block", "-q"]
+    raw = os.path.join(TMP, "chirpd-tap.raw")
+    t = subprocess.Popen([os.path.join(BIN, "chirp-tap"), "-c", conf, "-n", str(N), "--out", raw,
+                          "--timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_consumer(out_ring, t)
+    f = subprocess.run(feed, capture_output=True, text=True, timeout=60)
+    assert f.returncode == 0, f.stderr
+    _, err = t.communicate(timeout=60)
+    assert t.returncode == 0, err
+    with chirpring.Consumer(out_ring, timeout=30) as c:
+        g = c.geometry
+        assert g.format == "cf32"
+        ref = np.fromfile(raw, np.complex64).reshape((N,) + g.shape)
+        f = subprocess.Popen(feed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        got = {}
+        prev = None
+        for cpi in c:
+            got[cpi.first_sample] = cpi.data.copy()
+            if prev is not None:
+                assert cpi.seq == prev + 1 and cpi.gap == 0, (prev, cpi)
+            prev = cpi.seq
+            if len(got) == N:
+                break
+        assert f.wait(timeout=60) == 0, f.stderr.read()
+    per = g.pulses * g.samples
+    assert sorted(got) == [k * per for k in range(N)], sorted(got)[:3]
+    for k in range(N):
+        assert np.array_equal(got[k * per], ref[k]), "CPI %d differs from chirp-tap's" % k
+    # Pulse compression really happened: the strongest gate is the target's.
+    assert int(np.argmax(np.abs(ref[0][0, 0]))) == 100
+
+
+# ---- runner -------------------------------------------------------------------
+
+def main():
+    passed = failed = skipped = 0
+    tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
+    only = sys.argv[1:]
+    for name, fn in tests:
+        if only and name not in only:
+            continue
+        t0 = time.monotonic()
+        try:
+            fn()
+        except Skip as e:
+            skipped += 1
+            print("skip %s: %s" % (name, e))
+        except BaseException:
+            failed += 1
+            print("FAIL %s (%.2f s)" % (name, time.monotonic() - t0))
+            traceback.print_exc(file=sys.stdout)
+        else:
+            passed += 1
+            print("ok   %s (%.2f s)" % (name, time.monotonic() - t0))
+        gc.collect()
+        sys.stdout.flush()
+    for n in _rings:
+        try:
+            chirpring.unlink(n)
+        except OSError:
+            pass
+    subprocess.run(["rm", "-rf", TMP])
+    print("counts: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
