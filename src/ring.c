@@ -64,6 +64,7 @@
  *  that is what the 0600/0660 mode and the owner check are for.
  */
 #include "ring_private.h"
+#include "timeutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,15 +166,6 @@ static int64_t now_mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
 }
 
 /*
