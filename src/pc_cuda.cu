@@ -70,6 +70,11 @@
  *   wake-up through the host function costs tens of microseconds of idle
  *   copy engines per CPI at depth 1. A poll thread thus spins for at most
  *   that long per CPI.
+ *   With busy_poll (pc_setup; the daemon's default) the caller polls with
+ *   timeout 0 while CPIs are in flight: no host functions are queued at
+ *   all, and a pc_poll with a timeout polls the events until it expires.
+ *   ev_start and ev_out are timing events: their difference is the CPI's
+ *   time on the GPU (pc_done.device_ns, the flight recorder's "device").
  *
  * FAILURE
  *   Every CUDA and cuFFT call is checked. A failure records "call: error

@@ -8,9 +8,11 @@
  *   2. pc_poll; mark records done.
  *   3. Retire the FIFO of records in input order: release inputs, commit
  *      results (latency = now - input commit time), count.
- *   4. If nothing happened: wait on the input ring (or on the pc when CPIs
- *      are in flight) for a few ms, so stop/pause/swap requests are seen
- *      within ~5 ms.
+ *   4. If nothing happened: with CPIs in flight and busy_poll (pc_info), go
+ *      round again at once (poll, never sleep: see data_thread); otherwise
+ *      wait on the input ring (or on the pc when CPIs are in flight) for a
+ *      few ms, so stop/pause/swap requests are seen within ~5 ms.
+ *   Every retired CPI leaves a record in the flight recorder (trace.h).
  * The control thread never holds a lock the data thread waits for except
  * the short swap handshake (a mutex taken for a pointer exchange).
  */
