@@ -12,6 +12,12 @@
  *   copy_floor --in-bytes N --out-bytes M --rate CPI_PER_S [--seconds 10]
  *              [--warmup 4] [--chunks 4] [--streams 2] [--gpu 0] [--raw FILE]
  *   copy_floor --self-check [--in-bytes N]
+ *   copy_floor --limit --in-bytes N --out-bytes M [--seconds 10] [--start-at UNIX_S]
+ *              [--chunks 4] [--streams 2] [--gpu 0|0000:41:00.0]
+ *
+ * --gpu takes a CUDA device index or a PCI bus id (nvidia-smi's
+ * "00000000:41:00.0" or sysfs's "0000:41:00.0"): CUDA's device order need
+ * not be nvidia-smi's, so scripts that address GPUs by bus id use it here too.
  *
  * Pacing is chirp-feed's: an absolute CLOCK_MONOTONIC schedule; a wake more
  * than half a period late (or a copy that ran past the next tick) restarts
@@ -20,6 +26,16 @@
  * Output (stdout), one line, key=value, microseconds (nearest-rank):
  *   copy rate=… in_bytes=… out_bytes=… n=… p50_us=… p90_us=… p99_us=…
  *        p999_us=… max_us=… late_ticks=…
+ * --limit: the copy limit of this GPU for these byte counts, both directions
+ * at once: CPIs enqueued back to back through the same chunked path (no
+ * pacing, no per-CPI wait: a synchronisation every 4 CPIs keeps the queue
+ * full and bounded) for --seconds, timed by the host clock. --start-at
+ * sleeps until that CLOCK_REALTIME instant (seconds since the epoch) after
+ * set-up and warm-up, so several copy_floor processes, one per GPU, measure
+ * over the same interval (scripts/bench-multi-gpu.sh: each GPU's limit
+ * while the others copy too); late_start=1 says set-up ran past it. One line:
+ *   copylimit gpu=… bus=… in_bytes=… out_bytes=… cpis=… seconds=…
+ *             cpi_per_s=… in_gbps=… out_gbps=… start_unix=… late_start=0|1
  * --self-check: copies a pattern through the same chunked path with a
  * device-to-device copy in between (out = in) and compares the bytes;
  * prints "copy_floor: self-check ok" or fails.
@@ -86,8 +102,8 @@ static void chunk(size_t total, int chunks, int i, size_t *off, size_t *len)
 }
 
 /* One CPI: every chunk's H2D then D2H on its stream (plus, for the
- * self-check, a D2D in between), then wait on every stream. */
-static void one_cpi(struct path *p, int d2d)
+ * self-check, a D2D in between), queued only. */
+static void enqueue_cpi(struct path *p, int d2d)
 {
 	for (int i = 0; i < p->chunks; i++) {
 		cudaStream_t s = p->s[i % p->nstreams];
@@ -100,8 +116,73 @@ static void one_cpi(struct path *p, int d2d)
 			CK(cudaMemcpyAsync(p->d_out + oo, p->d_in + oi, lo, cudaMemcpyDeviceToDevice, s));
 		CK(cudaMemcpyAsync(p->h_out + oo, p->d_out + oo, lo, cudaMemcpyDeviceToHost, s));
 	}
+}
+
+static void sync_all(struct path *p)
+{
 	for (int i = 0; i < p->nstreams; i++)
 		CK(cudaStreamSynchronize(p->s[i]));
+}
+
+/* One CPI queued, then waited for on every stream. */
+static void one_cpi(struct path *p, int d2d)
+{
+	enqueue_cpi(p, d2d);
+	sync_all(p);
+}
+
+/* --limit: back to back for `seconds`, from `start_at` (CLOCK_REALTIME
+ * seconds; 0 = now). Prints the copylimit line. */
+static int copy_limit(struct path *p, int dev, double seconds, double start_at)
+{
+	char bus[32] = "";
+	uint64_t n = 0, t0, t1, end;
+	double start_unix, el;
+	int late = 0;
+
+	CK(cudaDeviceGetPCIBusId(bus, (int)sizeof(bus), dev));
+	for (int k = 0; k < 20; k++)   /* warm up: first-use costs, clocks */
+		one_cpi(p, 0);
+	if (start_at > 0) {
+		struct timespec ts = { (time_t)start_at, (long)((start_at - floor(start_at)) * 1e9) };
+		struct timespec now;
+		int r;
+
+		if (clock_gettime(CLOCK_REALTIME, &now) < 0) {
+			fprintf(stderr, "copy_floor: clock_gettime: %s\n", strerror(errno));
+			return 1;
+		}
+		late = (double)now.tv_sec + (double)now.tv_nsec * 1e-9 > start_at;
+		do
+			r = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL);
+		while (r == EINTR);
+		if (r) {
+			fprintf(stderr, "copy_floor: clock_nanosleep: %s\n", strerror(r));
+			return 1;
+		}
+	}
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		start_unix = (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+	}
+	t0 = mono_ns();
+	end = t0 + (uint64_t)(seconds * 1e9);
+	do {
+		for (int k = 0; k < 4; k++)
+			enqueue_cpi(p, 0);
+		sync_all(p);
+		n += 4;
+		t1 = mono_ns();
+	} while (t1 < end);
+	el = (double)(t1 - t0) / 1e9;
+	printf("copylimit gpu=%d bus=%s in_bytes=%zu out_bytes=%zu cpis=%llu seconds=%.3f "
+	       "cpi_per_s=%.2f in_gbps=%.3f out_gbps=%.3f start_unix=%.3f late_start=%d\n",
+	       dev, bus, p->in_bytes, p->out_bytes, (unsigned long long)n, el, (double)n / el,
+	       (double)n * (double)p->in_bytes / el / 1e9, (double)n * (double)p->out_bytes / el / 1e9,
+	       start_unix, late);
+	return 0;
 }
 
 static double pct(const double *v, size_t n, double q)
@@ -118,7 +199,10 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: copy_floor --in-bytes N --out-bytes M --rate CPI_PER_S [--seconds 10]\n"
 		   "                  [--warmup 4] [--chunks 4] [--streams 2] [--gpu 0] [--raw FILE]\n"
-		   "       copy_floor --self-check [--in-bytes N] [--gpu 0]\n");
+		   "       copy_floor --limit --in-bytes N --out-bytes M [--seconds 10] [--start-at UNIX_S]\n"
+		   "                  [--chunks 4] [--streams 2] [--gpu 0]\n"
+		   "       copy_floor --self-check [--in-bytes N] [--gpu 0]\n"
+		   "--gpu: a CUDA device index or a PCI bus id (0000:41:00.0)\n");
 }
 
 static int num(const char *s, double *v)
@@ -133,9 +217,9 @@ static int num(const char *s, double *v)
 int main(int argc, char **argv)
 {
 	struct path p;
-	double rate = 0, seconds = 10, warmup = 4, v;
-	const char *raw = NULL;
-	int gpu = 0, self_check = 0, ndev = 0;
+	double rate = 0, seconds = 10, warmup = 4, start_at = 0, v;
+	const char *raw = NULL, *gpu_arg = "0";
+	int gpu = 0, self_check = 0, limit = 0, ndev = 0;
 
 	memset(&p, 0, sizeof(p));
 	p.chunks = 4;
@@ -144,9 +228,10 @@ int main(int argc, char **argv)
 		const char *a = argv[i], *b = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!strcmp(a, "--self-check")) { self_check = 1; continue; }
+		if (!strcmp(a, "--limit")) { limit = 1; continue; }
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
 		if (!b || num(b, &v) < 0) {
-			if (!(b && !strcmp(a, "--raw"))) {
+			if (!(b && (!strcmp(a, "--raw") || !strcmp(a, "--gpu")))) {
 				usage(stderr);
 				return 2;
 			}
@@ -159,7 +244,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--warmup")) warmup = v;
 		else if (!strcmp(a, "--chunks")) p.chunks = (int)v;
 		else if (!strcmp(a, "--streams")) p.nstreams = (int)v;
-		else if (!strcmp(a, "--gpu")) gpu = (int)v;
+		else if (!strcmp(a, "--gpu")) gpu_arg = b;
+		else if (!strcmp(a, "--start-at")) start_at = v;
 		else if (!strcmp(a, "--raw")) raw = b;
 		else { usage(stderr); return 2; }
 	}
@@ -169,13 +255,27 @@ int main(int argc, char **argv)
 		p.out_bytes = p.in_bytes;
 	}
 	if (!p.in_bytes || !p.out_bytes || p.chunks < 1 || p.chunks > 64 || p.nstreams < 1 ||
-	    p.nstreams > MAX_STREAMS || (!self_check && (rate <= 0 || seconds <= 0))) {
+	    p.nstreams > MAX_STREAMS || (!self_check && !limit && rate <= 0) ||
+	    (!self_check && seconds <= 0) || (self_check && limit)) {
 		usage(stderr);
 		return 2;
 	}
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
 		fprintf(stderr, "copy_floor: no usable CUDA device: skipped\n");
 		return 77;
+	}
+	if (strchr(gpu_arg, ':')) {
+		if (cudaDeviceGetByPCIBusId(&gpu, gpu_arg) != cudaSuccess) {
+			fprintf(stderr, "copy_floor: --gpu %s: cudaDeviceGetByPCIBusId: %s\n", gpu_arg,
+				cudaGetErrorString(cudaGetLastError()));
+			return 1;
+		}
+	} else if (num(gpu_arg, &v) < 0 || v != floor(v) || v >= ndev) {
+		fprintf(stderr, "copy_floor: --gpu %s: want a device index below %d or a PCI bus id\n",
+			gpu_arg, ndev);
+		return 2;
+	} else {
+		gpu = (int)v;
 	}
 	CK(cudaSetDevice(gpu));
 
@@ -206,8 +306,10 @@ int main(int argc, char **argv)
 		       p.in_bytes, p.chunks, p.nstreams);
 		return 0;
 	}
-
-	{
+	if (limit) {
+		if (copy_limit(&p, gpu, seconds, start_at) != 0)
+			return 1;
+	} else {
 		double period_ns = 1e9 / rate;
 		size_t cap = (size_t)(rate * seconds * 1.1) + 16, n = 0;
 		double *lat = (double *)calloc(cap, sizeof(double));

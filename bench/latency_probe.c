@@ -35,6 +35,7 @@
  * Output (stdout), one line, key=value, times in microseconds:
  *   probe n=… p50_us=… p90_us=… p99_us=… p999_us=… max_us=… mean_us=…
  *         lost=… missing=… flagged=… window_s=… rate=… overflow=… interrupted=0|1
+ *         reattached=…
  * Percentiles are nearest-rank on the sorted samples (p99.9 of 10 000
  * samples is the 9 990th). --raw FILE writes every latency (µs, one per
  * line, in arrival order) after the window. --marker FILE is created (empty)
@@ -48,6 +49,13 @@
  * measures). --spin polls instead (one busy core); on the GPU host a
  * polling probe beside chirpd's polling data thread made chirpd's CUDA
  * submissions 4-6x slower (doc/latency.md), so it is not the default.
+ * --reattach: when chirpd re-creates its output ring under the probe (a
+ * restarted chirpd whose ring size differs: slots = auto follows the
+ * capacity it measures at start), peek returns -ESTALE; the probe then
+ * detaches and attaches again by name (waiting up to --wait) and goes on:
+ * the next block's gap is counted by first_sample only (sequence numbers
+ * restart with the ring). Without it, -ESTALE ends the probe with an error.
+ * The summary line ends with reattached=N.
  * Exit 0; 1 on error; 3 when no block arrived within --first-timeout.
  */
 #include <errno.h>
@@ -100,7 +108,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: latency_probe --ring NAME [--warmup S] [--measure S] [--wait S]\n"
 		   "       [--first-timeout S] [--max-samples N] [--raw FILE] [--marker FILE]\n"
-		   "       [--fs-step N] [--progress S] [--linger] [--spin]\n"
+		   "       [--fs-step N] [--progress S] [--linger] [--spin] [--reattach]\n"
 		   "(see the comment at the top of bench/latency_probe.c)\n");
 }
 
@@ -124,6 +132,7 @@ int main(int argc, char **argv)
 		{ "progress", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
 		{ "linger", no_argument, NULL, 'L' },
 		{ "spin", no_argument, NULL, 'S' },
+		{ "reattach", no_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *ring_name = NULL, *raw_path = NULL, *marker = NULL;
@@ -136,6 +145,8 @@ int main(int argc, char **argv)
 	uint64_t n = 0, overflow = 0, lost = 0, missing = 0, flagged = 0, blocks = 0;
 	uint64_t prev_seq = 0, prev_fs = 0;
 	int have_prev = 0, in_window = 0, linger = 0, spin = 0, c, rc = 1;
+	int reattach = 0, seq_valid = 0, fs_step_given = 0;
+	uint64_t reattached = 0;
 	int64_t *sorted = NULL;
 	double t_first = 0, t_open = 0, t_close = 0, t_prog = 0, t_start;
 	char err[256];
@@ -151,9 +162,10 @@ int main(int argc, char **argv)
 		case 'F': if (parse_d(optarg, &first_timeout_s)) goto bad; break;
 		case 'p': if (parse_d(optarg, &progress_s)) goto bad; break;
 		case 'N': if (parse_d(optarg, &v) || v < 1 || v > 1e9) goto bad; max_samples = (uint64_t)v; break;
-		case 's': if (parse_d(optarg, &v) || v < 1) goto bad; fs_step = (uint64_t)v; break;
+		case 's': if (parse_d(optarg, &v) || v < 1) goto bad; fs_step = (uint64_t)v; fs_step_given = 1; break;
 		case 'L': linger = 1; break;
 		case 'S': spin = 1; break;
+		case 'A': reattach = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -216,10 +228,36 @@ bad:
 				continue;
 			}
 			ret = chirp_ring_wait(r, 100000000LL);
-			if (ret == 0 || ret == -ETIMEDOUT || ret == -EINTR)
-				continue;
+			if (ret == 0 || ret == -ETIMEDOUT || ret == -EINTR || (ret == -ESTALE && reattach))
+				continue;   /* -ESTALE: the next peek re-attaches */
 			fprintf(stderr, "latency_probe: wait: %s\n", strerror(-ret));
 			goto out;
+		}
+		if (ret == -ESTALE && reattach) {
+			/* chirpd re-created its output ring: attach to the new one. */
+			double t0 = now_s();
+
+			chirp_ring_detach(r);
+			r = NULL;
+			while (!stop_sig) {
+				r = chirp_ring_attach(ring_name, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+				if (r || now_s() - t0 >= wait_s)
+					break;
+				nanosleep(&(struct timespec){ .tv_nsec = 20000000 }, NULL);
+			}
+			if (!r) {
+				fprintf(stderr, "latency_probe: re-attaching %s: %s\n", ring_name,
+					stop_sig ? "interrupted" : err);
+				goto out;
+			}
+			chirp_ring_geometry(r, &g);
+			if (!fs_step_given)
+				fs_step = (uint64_t)g.pulses * g.samples;
+			reattached++;
+			seq_valid = 0;
+			fprintf(stderr, "latency_probe: %s was re-created: re-attached (%ux%ux%u, %u slots)\n",
+				ring_name, g.channels, g.pulses, g.samples, g.slots);
+			continue;
 		}
 		if (ret < 0) {
 			/* -ESTALE: chirpd re-created its output ring; -EBADMSG: corrupt. */
@@ -256,7 +294,7 @@ bad:
 			if (have_prev) {
 				if (b.first_sample > prev_fs && (b.first_sample - prev_fs) % fs_step == 0)
 					gap = (b.first_sample - prev_fs) / fs_step - 1;
-				else if (b.seq > prev_seq)
+				else if (seq_valid && b.seq > prev_seq)
 					gap = b.seq - prev_seq - 1;
 			}
 			missing += gap;
@@ -278,10 +316,11 @@ bad:
 			}
 		}
 		have_prev = 1;
+		seq_valid = 1;
 		prev_seq = b.seq;
 		prev_fs = b.first_sample;
 		ret = chirp_ring_release(r);
-		if (ret < 0) {
+		if (ret < 0 && !(ret == -ESTALE && reattach)) {
 			fprintf(stderr, "latency_probe: release: %s\n", strerror(-ret));
 			goto out;
 		}
@@ -302,11 +341,11 @@ bad:
 		qsort(sorted, n, sizeof(*sorted), cmp_i64);
 		printf("probe n=%" PRIu64 " p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f"
 		       " mean_us=%.1f lost=%" PRIu64 " missing=%" PRIu64 " flagged=%" PRIu64
-		       " window_s=%.3f rate=%.2f overflow=%" PRIu64 " interrupted=%d\n",
+		       " window_s=%.3f rate=%.2f overflow=%" PRIu64 " interrupted=%d reattached=%" PRIu64 "\n",
 		       n, pct_us(sorted, n, 0.50), pct_us(sorted, n, 0.90), pct_us(sorted, n, 0.99),
 		       pct_us(sorted, n, 0.999), n ? (double)sorted[n - 1] / 1e3 : NAN,
 		       n ? sum / (double)n / 1e3 : NAN, lost, missing, flagged, window,
-		       window > 0 ? (double)(n + overflow) / window : 0.0, overflow, interrupted);
+		       window > 0 ? (double)(n + overflow) / window : 0.0, overflow, interrupted, reattached);
 		if (fflush(stdout) != 0) {
 			fprintf(stderr, "latency_probe: stdout: %s\n", strerror(errno));
 			goto out;
