@@ -130,8 +130,8 @@ for b in bin/chirpd bin/chirpctl bin/chirp-feed bin/chirp-tap bench/latency_prob
 done
 
 # ---- the GPUs, by PCI bus id (nvidia-smi's order; CUDA's may differ) ----
-# nvidia-smi writes 00000000:41:00.0; sysfs (and chirpd's [numa] node = auto,
-# which reads /sys/bus/pci/devices/BUS/numa_node) wants 0000:41:00.0.
+# nvidia-smi writes 00000000:41:00.0; sysfs names it 0000:41:00.0 (chirpd
+# accepts both; the report and configs use sysfs's form).
 norm_bus() {
 	local d b rest
 	IFS=: read -r d b rest <<<"$1"

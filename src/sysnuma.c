@@ -15,38 +15,53 @@
 
 #include "log.h"
 
-/* A PCI bus id is "DDDD:BB:DD.F" (hex); refuse anything else so a config
- * value can never walk the sysfs tree ("../../"). */
-static int bus_id_valid(const char *s)
+/*
+ * A PCI bus id is "DDDD:BB:DD.F" (hex; sysfs's form) or "DDDDDDDD:BB:DD.F"
+ * (nvidia-smi's and CUDA's, e.g. 00000000:41:00.0), in either case. Write
+ * sysfs's form, lower case, to out[13]; returns 0, or -1 for anything else,
+ * so a config value can never walk the sysfs tree ("../../").
+ */
+static int bus_id_canon(const char *s, char out[13])
 {
-	size_t n = strlen(s);
+	size_t n = strlen(s), skip;
 
-	if (n != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.')
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i == 4 || i == 7 || i == 10)
+	if (n == 16 && !strncmp(s, "0000", 4))
+		skip = 4;              /* a 32-bit domain that fits in 16 bits */
+	else if (n == 12)
+		skip = 0;
+	else
+		return -1;
+	s += skip;
+	if (s[4] != ':' || s[7] != ':' || s[10] != '.')
+		return -1;
+	for (size_t i = 0; i < 12; i++) {
+		if (i == 4 || i == 7 || i == 10) {
+			out[i] = s[i];
 			continue;
+		}
 		if (!isxdigit((unsigned char)s[i]))
-			return 0;
+			return -1;
+		out[i] = (char)tolower((unsigned char)s[i]);
 	}
-	return 1;
+	out[12] = '\0';
+	return 0;
 }
 
 int sysnuma_pci_node(const char *sysfs_root, const char *bus_id, char *err, size_t errlen)
 {
-	char path[PATH_MAX], buf[32];
+	char path[PATH_MAX], buf[32], id[13];
 	FILE *f = NULL;
 	long v;
 	char *end;
 	int ret;
 
-	if (!bus_id || !bus_id_valid(bus_id)) {
-		snprintf(err, errlen, "PCI bus id '%s' is not of the form 0000:41:00.0",
-			 bus_id ? bus_id : "");
+	if (!bus_id || bus_id_canon(bus_id, id) < 0) {
+		snprintf(err, errlen, "PCI bus id '%s' is not of the form 0000:41:00.0 "
+			 "(or 00000000:41:00.0)", bus_id ? bus_id : "");
 		return -EINVAL;
 	}
 	snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/numa_node",
-		 sysfs_root ? sysfs_root : "/sys", bus_id);
+		 sysfs_root ? sysfs_root : "/sys", id);
 	f = fopen(path, "re");
 	if (!f) {
 		ret = -errno;

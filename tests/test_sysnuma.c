@@ -64,6 +64,15 @@ static void test_pci_node(void **state)
 	/* never a path outside bus/pci/devices */
 	assert_int_equal(sysnuma_pci_node(root, "../../../etc", err, sizeof(err)), -EINVAL);
 	assert_int_equal(sysnuma_pci_node(root, "", err, sizeof(err)), -EINVAL);
+	/* nvidia-smi's and CUDA's form (32-bit domain) and upper case find the
+	 * same sysfs entry */
+	assert_int_equal(sysnuma_pci_node(root, "00000000:41:00.0", err, sizeof(err)), 1);
+	assert_int_equal(sysnuma_pci_node(root, "0000:41:00.0", err, sizeof(err)), 1);
+	put_node("0000:4a:00.0", "1\n");
+	assert_int_equal(sysnuma_pci_node(root, "0000:4A:00.0", err, sizeof(err)), 1);
+	assert_int_equal(sysnuma_pci_node(root, "00000000:4A:00.0", err, sizeof(err)), 1);
+	assert_int_equal(sysnuma_pci_node(root, "00010000:41:00.0", err, sizeof(err)), -EINVAL);
+	assert_int_equal(sysnuma_pci_node(root, "0000:41:00.0/../..", err, sizeof(err)), -EINVAL);
 }
 
 static void test_cpu_lists(void **state)
