@@ -92,11 +92,11 @@ for phase in $phases; do
 			{ tail -40 "$logdir/build-normal.log"; failed=$((failed + 1)); failures+=("build normal"); continue; }
 		run_suite normal build;;
 	asan)
-		make --no-print-directory -j"$jobs" SAN=asan BUILD=build-asan bins tests >"$logdir/build-asan.log" 2>&1 ||
+		make --no-print-directory -j"$jobs" SAN=asan BUILD=build-asan libs bins tests >"$logdir/build-asan.log" 2>&1 ||
 			{ tail -40 "$logdir/build-asan.log"; failed=$((failed + 1)); failures+=("build asan"); continue; }
 		run_suite asan build-asan;;
 	tsan)
-		make --no-print-directory -j"$jobs" SAN=tsan BUILD=build-tsan bins tests >"$logdir/build-tsan.log" 2>&1 ||
+		make --no-print-directory -j"$jobs" SAN=tsan BUILD=build-tsan libs bins tests >"$logdir/build-tsan.log" 2>&1 ||
 			{ tail -40 "$logdir/build-tsan.log"; failed=$((failed + 1)); failures+=("build tsan"); continue; }
 		run_suite tsan build-tsan tests/tsan.list;;
 	fuzz)
