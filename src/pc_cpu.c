@@ -17,7 +17,11 @@
  * execute functions, which FFTW documents as thread-safe. Blocks are handed
  * out by an atomic counter, so a thread slowed by other load simply takes
  * fewer blocks. Every pass (convert, FFT, multiply, store) is parallel, which
- * fftwf_plan_with_nthreads would not give. Workers are created with all
+ * fftwf_plan_with_nthreads would not give. A worker that is descheduled
+ * while it holds a block would hold the CPI with it; the caller computes
+ * such a block again and the first copy done is stored (wait_blocks:
+ * straggler take-over, CHIRP_PC_TAKEOVER=0 turns it off; pc_done.recomputed
+ * counts them). Workers are created with all
  * signals blocked (the daemon takes signals through a signalfd) and inherit
  * the creator's CPU affinity and scheduling policy.
  *
@@ -102,6 +106,17 @@ struct cpu_be {
 	_Atomic uint64_t ticket;
 	atomic_size_t blocks_done;   /* blocks of this CPI finished (release) */
 	atomic_uint nonfinite;
+	/* Straggler take-over (see run_blocks): committed[k] is the gen of
+	 * the last CPI whose block k was stored, so block k of CPI gen is
+	 * stored by whoever moves it from gen - 1 to gen first. loading
+	 * counts threads that may be reading the CPI's input (the caller
+	 * returns only when it is 0, so no late worker reads a slot that was
+	 * handed back). */
+	_Atomic uint64_t *committed; /* nblocks entries                     */
+	atomic_uint loading;
+	bool takeover;               /* CHIRP_PC_TAKEOVER (default 1)       */
+	unsigned test_stall_ms;      /* CHIRP_PC_TEST_STALL_MS: test_stall  */
+	uint64_t block_ns;           /* caller's recent time per block, ns  */
 
 	/* Finished CPIs not yet reported by poll: a FIFO of depth entries
 	 * (cpu_depth; computed in submit, reported in order by poll). */
@@ -353,13 +368,15 @@ static void destroy_plan(fftwf_plan p)
 }
 
 /*
- * Rows [r0, r0+nr) through one worker's buffers; returns how many rows held
- * NaN/Inf. The forward FFT is out of place and preserves its input, so the
- * zero padding of xin[R..nfft) written at create stays: a load writes only
- * the R samples. The inverse runs in place on work.
+ * Rows [r0, r0+nr) through one worker's buffers, up to the result in
+ * wk->work; returns how many rows held NaN/Inf. The forward FFT is out of
+ * place and preserves its input, so the zero padding of xin[R..nfft)
+ * written at create stays: a load writes only the R samples. The inverse
+ * runs in place on work. *loaded is called once the input has been read
+ * (the rest touches only the worker's own buffers).
  */
-static uint32_t process_block(struct cpu_be *b, struct cpu_worker *wk,
-			      const void *in, void *out, size_t r0, size_t nr)
+static uint32_t compute_block(struct cpu_be *b, struct cpu_worker *wk,
+			      const void *in, size_t r0, size_t nr)
 {
 	bool tail = nr != b->block_rows;
 	fftwf_complex *work = wk->work;
@@ -374,12 +391,21 @@ static uint32_t process_block(struct cpu_be *b, struct cpu_worker *wk,
 		else
 			load_sc16((const int16_t *)x, w, b->R);
 	}
+	/* The input is read: from here on only our own buffers. */
+	atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
 	fftwf_execute_dft(tail ? b->fwd_tail : b->fwd, wk->xin, work);
 	for (size_t i = 0; i < nr; i++)
 		mul_filt((float *)(work + i * b->dist), b->fc, b->fd, b->nfft);
 	fftwf_execute_dft(tail ? b->inv_tail : b->inv, work, work);
+	return nonfinite;
+}
+
+/* Gates 0..R-1 of the block in wk->work to out, in the output mode. */
+static void store_block(struct cpu_be *b, struct cpu_worker *wk, void *out,
+			size_t r0, size_t nr)
+{
 	for (size_t i = 0; i < nr; i++) {
-		const float *w = (const float *)(work + i * b->dist);
+		const float *w = (const float *)(wk->work + i * b->dist);
 		char *y = (char *)out + (r0 + i) * b->out_row;
 
 		switch (b->mode) {
@@ -394,37 +420,98 @@ static uint32_t process_block(struct cpu_be *b, struct cpu_worker *wk,
 			break;
 		}
 	}
-	return nonfinite;
 }
 
 /*
+ * Block k of CPI gen, computed in wk: store it if nobody has (committed
+ * moves gen - 1 -> gen exactly once; a thread still busy with an older CPI
+ * expects an older value and never matches), then count it done. Returns
+ * whether this thread stored it.
+ */
+static bool finish_block(struct cpu_be *b, struct cpu_worker *wk, uint64_t gen, void *out,
+			 size_t k, uint32_t nonfinite)
+{
+	uint64_t expect = gen - 1;
+	size_t r0 = k * b->block_rows;
+	size_t nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
+
+	if (!atomic_compare_exchange_strong_explicit(&b->committed[k], &expect, gen,
+						     memory_order_acq_rel, memory_order_relaxed))
+		return false;        /* the caller took it over and stored it */
+	store_block(b, wk, out, r0, nr);
+	if (nonfinite)
+		atomic_fetch_add_explicit(&b->nonfinite, nonfinite, memory_order_relaxed);
+	store_fence();   /* streaming stores visible before "done" */
+	atomic_fetch_add_explicit(&b->blocks_done, 1, memory_order_release);
+	return true;
+}
+
+#ifdef CHIRP_FAULT_INJECT
+/*
+ * Test hook (CHIRP_PC_TEST_STALL_MS=N): worker 1 acts descheduled after
+ * computing each block it claims, until someone else has stored that block
+ * or N ms have passed, so tests can show the caller takes the block over.
+ */
+static void test_stall(struct cpu_be *b, size_t k, uint64_t gen)
+{
+	uint64_t end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
+
+	while (atomic_load_explicit(&b->committed[k], memory_order_acquire) != gen &&
+	       mono_ns() < end) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+#endif
+
+/*
  * Claim blocks of CPI gen until none is left (or the CPI is no longer gen).
- * Each finished block is counted in blocks_done with a release, after a
- * store fence for its streaming stores, so the caller that sees the count
- * reach nblocks (acquire) sees the whole output and the non-finite count.
+ * A thread counts itself in loading before it claims, and out once it has
+ * read the block's input, so a caller that sees every block done and then
+ * loading == 0 knows no thread will read this CPI's input again (one that
+ * counts itself in later finds nothing left to claim). Each stored block
+ * is counted in blocks_done with a release, after a store fence for its
+ * streaming stores, so the caller that sees the count reach nblocks
+ * (acquire) sees the whole output and the non-finite count.
  */
 static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 		       const void *in, void *out)
 {
 	for (;;) {
-		uint64_t v = atomic_load_explicit(&b->ticket, memory_order_relaxed);
+		uint64_t v, t0;
 		size_t k, r0, nr;
 		uint32_t nonfinite;
 
-		if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= b->nblocks)
+		atomic_fetch_add_explicit(&b->loading, 1, memory_order_seq_cst);
+		v = atomic_load_explicit(&b->ticket, memory_order_seq_cst);
+		for (;;) {
+			if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= b->nblocks)
+				break;
+			if (atomic_compare_exchange_weak_explicit(&b->ticket, &v, v + 1,
+								  memory_order_seq_cst,
+								  memory_order_seq_cst))
+				break;
+		}
+		if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= b->nblocks) {
+			atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
 			break;
-		if (!atomic_compare_exchange_weak_explicit(&b->ticket, &v, v + 1,
-							   memory_order_acquire,
-							   memory_order_relaxed))
-			continue;
+		}
 		k = (size_t)(v & 0xffffffffu);
 		r0 = k * b->block_rows;
 		nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
-		nonfinite = process_block(b, w, in, out, r0, nr);
-		if (nonfinite)
-			atomic_fetch_add_explicit(&b->nonfinite, nonfinite, memory_order_relaxed);
-		store_fence();   /* streaming stores visible before "done" */
-		atomic_fetch_add_explicit(&b->blocks_done, 1, memory_order_release);
+		t0 = w == &b->w[0] ? mono_ns() : 0;
+		nonfinite = compute_block(b, w, in, r0, nr);   /* leaves loading */
+#ifdef CHIRP_FAULT_INJECT
+		if (b->test_stall_ms && w == &b->w[1])
+			test_stall(b, k, gen);
+#endif
+		(void)finish_block(b, w, gen, out, k, nonfinite);
+		if (t0) {   /* the caller's own pace: wait_blocks' grace period */
+			uint64_t dt = mono_ns() - t0;
+
+			b->block_ns = b->block_ns ? (7 * b->block_ns + dt) / 8 : dt;
+		}
 	}
 }
 
@@ -489,6 +576,7 @@ static void cpu_destroy(void *be)
 			fftwf_free(b->w[t].work);
 		}
 	free(b->w);
+	free(b->committed);
 	fftwf_free(b->fc);
 	fftwf_free(b->fd);
 	free(b->q);
@@ -565,6 +653,16 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		b->block_rows = (size_t)INT_MAX / b->dist;
 	b->nblocks = (b->rows + b->block_rows - 1) / b->block_rows;
 
+	b->committed = calloc(b->nblocks, sizeof(*b->committed));   /* gen 0 */
+	if (!b->committed)
+		goto nomem;
+	m = getenv("CHIRP_PC_TAKEOVER");
+	b->takeover = !(m && strcmp(m, "0") == 0);
+#ifdef CHIRP_FAULT_INJECT
+	b->test_stall_ms = (unsigned)env_size("CHIRP_PC_TEST_STALL_MS", 0);
+	if (b->test_stall_ms > 60000)
+		b->test_stall_ms = 60000;
+#endif
 	b->w = calloc((size_t)b->threads, sizeof(*b->w));
 	b->fc = fftwf_malloc(b->nfft * 2 * sizeof(float));
 	b->fd = fftwf_malloc(b->nfft * 2 * sizeof(float));
@@ -681,10 +779,63 @@ static void cpu_unregister_host(void *be, void *base)
 {
 }
 
+/*
+ * The caller has claimed what it could; wait for the blocks other threads
+ * claimed. A worker that is descheduled (another thread on its CPU, the
+ * hypervisor taking its vCPU) holds its block for as long as it is away,
+ * milliseconds on a busy VM, and the CPI with it: the CPU backend's
+ * latency tail. So a block still not stored a grace period after the
+ * caller ran out of work (1.5 blocks of the caller's own recent time per
+ * block: a healthy worker finishes the block it had started by then) is
+ * computed again by the caller, and whichever copy is ready first is
+ * stored (finish_block); the other is thrown away. The caller is idle
+ * here anyway, so this costs nothing when workers are healthy and bounds
+ * the wait to about two blocks when one is not. Returns how many blocks
+ * the caller recomputed.
+ */
+static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void *out)
+{
+	struct cpu_worker *me = &b->w[0];
+	uint32_t recomputed = 0;
+	uint64_t since = mono_ns(), grace = b->block_ns + b->block_ns / 2;
+
+	if (grace < 20000)
+		grace = 20000;   /* 20 us: below that a wait is cheaper than a block */
+	while (atomic_load_explicit(&b->blocks_done, memory_order_acquire) < b->nblocks) {
+		uint64_t now;
+
+		cpu_relax();
+		if (!b->takeover)
+			continue;
+		now = mono_ns();
+		if (now - since < grace)
+			continue;
+		for (size_t k = 0; k < b->nblocks; k++) {
+			size_t r0 = k * b->block_rows;
+			size_t nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
+			uint32_t nonfinite;
+
+			if (atomic_load_explicit(&b->committed[k], memory_order_acquire) == gen)
+				continue;    /* stored, or being stored */
+			atomic_fetch_add_explicit(&b->loading, 1, memory_order_relaxed);
+			nonfinite = compute_block(b, me, in, r0, nr);
+			(void)finish_block(b, me, gen, out, k, nonfinite);
+			recomputed++;
+			break;       /* one block, then give the others a grace again */
+		}
+		since = mono_ns();
+	}
+	/* No thread may read the input once we return (run_blocks). */
+	while (atomic_load_explicit(&b->loading, memory_order_seq_cst) != 0)
+		cpu_relax();
+	return recomputed;
+}
+
 static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 {
 	struct cpu_be *b = be;
 	uint64_t t0, gen;
+	uint32_t recomputed;
 
 	if (b->qcount == b->depth)
 		return -EAGAIN;
@@ -713,9 +864,7 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 		b->gen = gen;
 	}
 	run_blocks(b, &b->w[0], gen, in, out);
-	/* Blocks other threads claimed are at most one block's work each. */
-	while (atomic_load_explicit(&b->blocks_done, memory_order_acquire) < b->nblocks)
-		cpu_relax();
+	recomputed = wait_blocks(b, gen, in, out);
 	{
 		struct pc_done *d = &b->q[(b->qhead + b->qcount) % b->depth];
 
@@ -723,6 +872,7 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 		d->flags = PC_DONE_INPUT | PC_DONE_OUTPUT;
 		d->nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
 		d->device_ns = mono_ns() - t0;
+		d->recomputed = recomputed;
 		b->qcount++;
 	}
 	return 0;

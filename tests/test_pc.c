@@ -531,6 +531,82 @@ static void test_submit_poll(void **state)
 	free(h);
 }
 
+/*
+ * Straggler take-over: worker 1 is held after computing each block it
+ * claims (CHIRP_PC_TEST_STALL_MS, as if its vCPU were taken away) until
+ * another thread has stored that block. The caller must store it itself,
+ * every output must still be right, and no thread may read a CPI's input
+ * after the CPI is reported: each CPI's input is a fresh copy freed at
+ * once (ASan flags a late read). With CHIRP_PC_TAKEOVER=0 the caller waits
+ * for the stalled worker instead (a short stall), and recomputes nothing.
+ */
+static void run_stalled(int takeover, const char *stall_ms, unsigned min_cpis,
+			unsigned max_cpis, uint32_t *recomputed)
+{
+	enum { C = 2, P = 16, R = 1000, L = 77 };
+	size_t n = (size_t)C * P * R;
+	float *h = random_ref(L);
+	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
+	void *in;
+	float *out;
+	struct pc_params p;
+	struct pc_done d[4];
+	struct pc *pc;
+	char err[256];
+
+	assert_non_null(xd);
+	assert_non_null(y);
+	in = random_input(PC_FMT_CF32, n, xd);
+	ref_corr(xd, (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
+	setenv("CHIRP_PC_BLOCK_KIB", "16", 1);     /* 2 rows a block: 16 blocks */
+	setenv("CHIRP_PC_TEST_STALL_MS", stall_ms, 1);
+	setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
+	base_params(&p, C, P, R, h, L);
+	p.cpu_threads = 4;
+	pc = pc_create(&p, err, sizeof(err));
+	unsetenv("CHIRP_PC_BLOCK_KIB");
+	unsetenv("CHIRP_PC_TEST_STALL_MS");
+	unsetenv("CHIRP_PC_TAKEOVER");
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	out = malloc(pc_out_bytes(pc));
+	assert_non_null(out);
+	*recomputed = 0;
+	for (unsigned i = 0; i < max_cpis && (i < min_cpis || (takeover && *recomputed == 0)); i++) {
+		void *copy = malloc(pc_in_bytes(pc));
+
+		assert_non_null(copy);
+		memcpy(copy, in, pc_in_bytes(pc));
+		poison(out, pc_out_bytes(pc));
+		assert_int_equal(pc_submit(pc, copy, out, i), 0);
+		assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+		free(copy);   /* reported done: nothing may read it now */
+		assert_int_equal(d[0].tag, i);
+		assert_true(d[0].flags & PC_DONE_OUTPUT);
+		assert_int_equal(d[0].nonfinite_rows, 0);
+		check_output(PC_OUT_COMPLEX, out, y, n);
+		*recomputed += d[0].recomputed;
+	}
+	pc_destroy(pc);
+	free(out);
+	free(in);
+	free(xd);
+	free(y);
+	free(h);
+}
+
+static void test_straggler_takeover(void **state)
+{
+	uint32_t recomputed;
+
+	(void)state;
+	/* Held for up to 0.3 s a block: without the take-over the CPI waits. */
+	run_stalled(1, "300", 10, 100, &recomputed);
+	assert_true(recomputed >= 1);
+	run_stalled(0, "2", 5, 5, &recomputed);
+	assert_int_equal(recomputed, 0);
+}
+
 /* CPU backend with cpu_depth > 1: up to depth CPIs queued, completions in
  * submission order through pc_poll (max honoured), each output right. */
 static void test_cpu_depth(void **state)
@@ -1198,6 +1274,7 @@ int main(void)
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_submit_poll),
 		cmocka_unit_test(test_cpu_depth),
+		cmocka_unit_test(test_straggler_takeover),
 		cmocka_unit_test(test_fault_injection),
 		cmocka_unit_test(test_calibrate),
 		cmocka_unit_test(test_nonfinite_rows),

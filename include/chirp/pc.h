@@ -185,6 +185,10 @@ struct pc_done {
 					device to its result (CUDA: events on
 					the GPU; CPU: compute time), 0 if not
 					measured                             */
+	uint32_t recomputed;         /* with PC_DONE_OUTPUT: blocks of rows the
+					CPU backend computed a second time
+					because the worker that had them was
+					stalled (0 elsewhere)                */
 };
 
 int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag);

@@ -1,0 +1,262 @@
+/*
+ * bench_pc_tail.c — the CPU backend's per-CPI time distribution with and
+ * without the straggler take-over (pc_cpu.c, wait_blocks), side by side in
+ * one run (a program that prints a table; not a test).
+ *
+ *   bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]
+ *                 [--noise K] [--noise-duty PCT] [--rate CPI_PER_S]
+ *
+ * Each round runs the same pc configuration twice, CHIRP_PC_TAKEOVER=1 then
+ * =0 (the order alternates between rounds so drift in the machine's load
+ * hits both alike), S seconds each, and pools every CPI's submit-to-result
+ * time per mode. --rate paces the CPIs on an absolute schedule (never
+ * bursting; a late CPI restarts the schedule), as a front end would;
+ * 0 runs them back to back. --noise K starts K threads that each spin for
+ * a random 0.2-4 ms and sleep so that they are busy PCT % of the time
+ * (--noise-duty, default 50): other work on the same CPUs, which is what
+ * descheduling a worker in the middle of its block looks like on a shared
+ * host or a VM. Defaults: 1x128x4096:512, T = online CPUs (at most 8),
+ * S = 3, N = 4, K = 0, rate 0.
+ *
+ * Printed per mode: CPIs, p50, p99, p99.9, max (ms), and the blocks the
+ * caller recomputed; last, the ratios off/on of p99.9 and max.
+ */
+#include "bench.h"
+#include "chirp/pc.h"
+#include "waveform.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct mode_stats {
+	double *t;               /* seconds per CPI, pooled over rounds */
+	size_t n, cap;
+	uint64_t recomputed;
+};
+
+static atomic_int noise_stop;
+static int noise_duty = 50;
+
+static uint64_t mono_ns_(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Busy for a random 0.2-4 ms, then asleep long enough for the duty cycle. */
+static void *noise_main(void *arg)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uintptr_t)arg;
+
+	while (!atomic_load(&noise_stop)) {
+		uint64_t busy, end;
+		struct timespec ts;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		busy = 200000 + x % 3800000;
+		end = mono_ns_() + busy;
+		while (mono_ns_() < end)
+			;
+		busy = busy * (uint64_t)(100 - noise_duty) / (uint64_t)noise_duty;
+		ts.tv_sec = (time_t)(busy / 1000000000ull);
+		ts.tv_nsec = (long)(busy % 1000000000ull);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static int run_mode(const struct pc_params *p0, int takeover, double seconds, double rate,
+		    const void *in, void *out, struct mode_stats *st)
+{
+	struct pc_params p = *p0;
+	struct pc_done d[4];
+	struct pc *pc;
+	char err[256];
+	uint64_t period = rate > 0 ? (uint64_t)(1e9 / rate) : 0, next, end;
+	int rc = -1;
+
+	setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
+	pc = pc_create(&p, err, sizeof(err));
+	unsetenv("CHIRP_PC_TAKEOVER");
+	if (!pc) {
+		fprintf(stderr, "bench_pc_tail: pc_create: %s\n", err);
+		return -1;
+	}
+	for (int i = 0; i < 3; i++)   /* warm-up */
+		if (pc_execute(pc, in, out, NULL) < 0)
+			goto fail;
+	next = mono_ns_();
+	end = next + (uint64_t)(seconds * 1e9);
+	while (mono_ns_() < end && st->n < st->cap) {
+		uint64_t t0;
+
+		if (period) {
+			struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
+
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			if (mono_ns_() > next + period / 2)
+				next = mono_ns_();   /* late: restart, never burst */
+			next += period;
+		}
+		t0 = mono_ns_();
+		if (pc_submit(pc, in, out, st->n) < 0 || pc_poll(pc, d, 4, -1) != 1)
+			goto fail;
+		st->t[st->n++] = (double)(mono_ns_() - t0) * 1e-9;
+		st->recomputed += d[0].recomputed;
+	}
+	rc = 0;
+	goto out;
+fail:
+	fprintf(stderr, "bench_pc_tail: %s\n", pc_last_error(pc));
+out:
+	pc_destroy(pc);
+	return rc;
+}
+
+static double pct(const double *t, size_t n, double q)
+{
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+
+	return t[i < n ? i : n - 1];
+}
+
+int main(int argc, char **argv)
+{
+	unsigned C = 1, P = 128, R = 4096;
+	size_t L = 512, hl;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = ncpu > 8 ? 8 : ncpu < 1 ? 1 : (int)ncpu, rounds = 4, nnoise = 0;
+	double seconds = 3, rate = 0, p999[2] = { 0 }, mx[2] = { 0 };
+	struct mode_stats st[2] = { { 0 } };
+	struct wf_params wp;
+	struct pc_params p;
+	pthread_t noise[64];
+	float *h = NULL;
+	void *in, *out;
+	char err[256];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			printf("usage: bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]\n"
+			       "                     [--noise K] [--noise-duty PCT] [--rate CPI_PER_S]\n");
+			return 0;
+		}
+		if (!v) {
+			fprintf(stderr, "bench_pc_tail: %s needs a value\n", a);
+			return 2;
+		}
+		if (!strcmp(a, "--cpi")) {
+			if (sscanf(v, "%ux%ux%u:%zu", &C, &P, &R, &L) != 4) {
+				fprintf(stderr, "bench_pc_tail: --cpi wants CxPxR:L\n");
+				return 2;
+			}
+		} else if (!strcmp(a, "--threads")) {
+			threads = atoi(v);
+		} else if (!strcmp(a, "--seconds")) {
+			seconds = atof(v);
+		} else if (!strcmp(a, "--rounds")) {
+			rounds = atoi(v);
+		} else if (!strcmp(a, "--noise")) {
+			nnoise = atoi(v);
+		} else if (!strcmp(a, "--noise-duty")) {
+			noise_duty = atoi(v);
+		} else if (!strcmp(a, "--rate")) {
+			rate = atof(v);
+		} else {
+			fprintf(stderr, "bench_pc_tail: unknown option %s\n", a);
+			return 2;
+		}
+		i++;
+	}
+	if (threads < 1 || rounds < 1 || seconds <= 0 || nnoise < 0 || nnoise > 64 ||
+	    noise_duty < 1 || noise_duty > 99) {
+		fprintf(stderr, "bench_pc_tail: bad option value\n");
+		return 2;
+	}
+	wf_params_init(&wp);
+	wp.type = WF_LFM;
+	wp.sample_rate_hz = 100e6;
+	wp.bandwidth_hz = 40e6;
+	wp.pulse_width_s = (double)L / 100e6;
+	wp.window = WIN_HAMMING;
+	if (wf_build(&wp, R, &h, &hl, err, sizeof(err)) < 0) {
+		fprintf(stderr, "bench_pc_tail: waveform: %s\n", err);
+		return 1;
+	}
+	pc_params_init(&p);
+	p.channels = C;
+	p.pulses = P;
+	p.samples = R;
+	p.ref = h;
+	p.ref_len = hl;
+	p.backend = PC_BACKEND_CPU;
+	p.cpu_threads = threads;
+	in = malloc((size_t)C * P * R * 8);
+	out = malloc((size_t)C * P * R * 8);
+	for (int m = 0; m < 2; m++) {
+		st[m].cap = 4000000;
+		st[m].t = malloc(st[m].cap * sizeof(double));
+		if (!st[m].t)
+			return 1;
+	}
+	if (!in || !out)
+		return 1;
+	srand(12345);
+	for (size_t i = 0; i < (size_t)C * P * R * 2; i++)
+		((float *)in)[i] = (float)rand() / RAND_MAX - 0.5f;
+	memset(out, 0, (size_t)C * P * R * 8);
+	for (int k = 0; k < nnoise; k++)
+		if (pthread_create(&noise[k], NULL, noise_main, (void *)(uintptr_t)(k + 1)) != 0) {
+			fprintf(stderr, "bench_pc_tail: pthread_create failed\n");
+			return 1;
+		}
+	for (int r = 0; r < rounds; r++)
+		for (int j = 0; j < 2; j++) {
+			int takeover = (r + j) % 2 == 0;   /* on first in even rounds */
+
+			if (run_mode(&p, takeover, seconds, rate, in, out, &st[takeover ? 0 : 1]) < 0)
+				return 1;
+		}
+	atomic_store(&noise_stop, 1);
+	for (int k = 0; k < nnoise; k++)
+		pthread_join(noise[k], NULL);
+
+	printf("bench_pc_tail: CPU backend %ux%ux%u L %zu, %d threads, %d rounds x %.1f s per mode, "
+	       "%s, %d noise thread%s at %d %% duty, %ld online CPUs\n",
+	       C, P, R, L, threads, rounds, seconds, rate > 0 ? "paced" : "back to back",
+	       nnoise, nnoise == 1 ? "" : "s", noise_duty, ncpu);
+	if (rate > 0)
+		printf("rate %.0f CPI/s\n", rate);
+	printf("%-10s %8s %8s %8s %8s %8s %11s\n", "takeover", "CPIs", "p50_ms", "p99_ms",
+	       "p99.9_ms", "max_ms", "recomputed");
+	for (int m = 0; m < 2; m++) {
+		struct mode_stats *s = &st[m];
+
+		if (s->n == 0)
+			continue;
+		qsort(s->t, s->n, sizeof(double), cmp_d);
+		p999[m] = pct(s->t, s->n, 0.999);
+		mx[m] = s->t[s->n - 1];
+		printf("%-10s %8zu %8.3f %8.3f %8.3f %8.3f %11llu\n", m == 0 ? "on" : "off", s->n,
+		       pct(s->t, s->n, 0.5) * 1e3, pct(s->t, s->n, 0.99) * 1e3, p999[m] * 1e3,
+		       mx[m] * 1e3, (unsigned long long)s->recomputed);
+	}
+	if (p999[0] > 0 && mx[0] > 0)
+		printf("off/on: p99.9 %.2fx, max %.2fx\n", p999[1] / p999[0], mx[1] / mx[0]);
+	free(st[0].t);
+	free(st[1].t);
+	free(in);
+	free(out);
+	free(h);
+	return 0;
+}
