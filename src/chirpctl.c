@@ -422,9 +422,9 @@ static void render_trace(FILE *out, json_t *reply)
 		(long long)json_integer_value(json_object_get(reply, "records")),
 		(long long)json_integer_value(json_object_get(reply, "total")),
 		json_number_value(json_object_get(reply, "latency_budget_ms")));
-	fprintf(out, "%10s %8s %8s %9s %8s %8s %8s %8s %8s %5s %4s %8s  %s\n", "seq", "peek",
+	fprintf(out, "%10s %8s %8s %9s %8s %8s %8s %8s %8s %5s %4s %8s %5s  %s\n", "seq", "peek",
 		"submit", "submitted", "in_done", "out_done", "release", "commit", "latency",
-		"fill", "infl", "device", "flags");
+		"fill", "infl", "device", "recmp", "flags");
 	json_array_foreach(cpis, i, c) {
 		json_t *t = json_object_get(c, "t_us"), *fl = json_object_get(c, "flags"), *f;
 		size_t k;
@@ -444,9 +444,10 @@ static void render_trace(FILE *out, json_t *reply)
 			(long long)json_integer_value(json_object_get(c, "fill")),
 			(long long)json_integer_value(json_object_get(c, "in_flight")));
 		if (json_is_number(json_object_get(c, "device_us")))
-			fprintf(out, " %8.3f ", json_number_value(json_object_get(c, "device_us")) * 1e-3);
+			fprintf(out, " %8.3f", json_number_value(json_object_get(c, "device_us")) * 1e-3);
 		else
-			fprintf(out, " %8s ", "-");
+			fprintf(out, " %8s", "-");
+		fprintf(out, " %5lld ", (long long)json_integer_value(json_object_get(c, "recomputed")));
 		json_array_foreach(fl, k, f)
 			fprintf(out, "%s%s", k ? "," : " ", json_string_value(f));
 		fputc('\n', out);

@@ -917,6 +917,7 @@ static json_t *trace_json(const struct trace_cpi *r)
 							  : json_null());
 	json_object_set_new(o, "fill", json_integer(r->fill));
 	json_object_set_new(o, "in_flight", json_integer(r->in_flight));
+	json_object_set_new(o, "recomputed", json_integer(r->recomputed));
 	for (unsigned b = 0; b < sizeof(trace_flag_names) / sizeof(trace_flag_names[0]); b++)
 		if (r->flags & (1u << b))
 			json_array_append_new(fl, json_string(trace_flag_names[b]));

@@ -55,6 +55,7 @@ struct flight {
 	uint64_t t_in_commit;        /* producer's commit, converted to MONOTONIC */
 	uint64_t t_submitted, t_in_done, t_release;
 	uint64_t device_ns;          /* backend's own time for the CPI (0: none) */
+	uint32_t recomputed;         /* pc_done.recomputed                       */
 	uint32_t fill, in_flight;    /* input blocks waiting at peek; CPIs in the
 					backend at submit                      */
 	int out_dropped;             /* counted in output_drops                 */
@@ -565,7 +566,7 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 	struct trace_cpi r = {
 		.seq = f->seq, .first_sample = f->first_sample, .timestamp_ns = f->timestamp_ns,
 		.latency_ns = latency_ns, .device_ns = f->device_ns,
-		.fill = f->fill, .in_flight = f->in_flight,
+		.fill = f->fill, .in_flight = f->in_flight, .recomputed = f->recomputed,
 	};
 	int over = delivered && budget && latency_ns > budget;
 
@@ -689,6 +690,7 @@ static int progress(struct pipeline *p, int timeout_ms)
 			f->t_done = mono_ns();
 			f->nonfinite_rows = done[i].nonfinite_rows;
 			f->device_ns = done[i].device_ns;
+			f->recomputed = done[i].recomputed;
 			p->nsub--;
 		}
 	}

@@ -66,6 +66,8 @@ struct trace_cpi {
 	uint32_t fill;              /* input blocks waiting at peek, this one
 				       included (queueing in front of chirpd) */
 	uint32_t in_flight;         /* CPIs in the backend when it was submitted */
+	uint32_t recomputed;        /* CPU backend: blocks of rows recomputed
+				       because their worker was stalled      */
 	uint32_t flags;             /* TRACE_*                                 */
 };
 

@@ -31,6 +31,7 @@ static void make(uint64_t k, struct trace_cpi *r)
 	r->fill = (uint32_t)(k % 17);
 	r->in_flight = (uint32_t)(k % 5);
 	r->flags = (uint32_t)(k & 0x3f);
+	r->recomputed = (uint32_t)(k % 3);
 }
 
 static int consistent(const struct trace_cpi *r)
@@ -43,7 +44,8 @@ static int consistent(const struct trace_cpi *r)
 			return 0;
 	return r->first_sample == want.first_sample && r->timestamp_ns == want.timestamp_ns &&
 	       r->latency_ns == want.latency_ns && r->device_ns == want.device_ns &&
-	       r->fill == want.fill && r->in_flight == want.in_flight && r->flags == want.flags;
+	       r->fill == want.fill && r->in_flight == want.in_flight && r->flags == want.flags &&
+	       r->recomputed == want.recomputed;
 }
 
 static void test_create_bounds(void **state)
@@ -125,6 +127,14 @@ static void test_format(void **state)
 	/* Truncation is snprintf's: the length it would have had. */
 	assert_int_equal(trace_format(&r, 10000000, tiny, sizeof(tiny)), n);
 	assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
+	/* Blocks the CPU backend recomputed are named, singular and plural. */
+	r.recomputed = 1;
+	n = trace_format(&r, 10000000, buf, sizeof(buf));
+	assert_int_equal(n, (int)strlen(buf));
+	assert_non_null(strstr(buf, "device 0.500 ms, 1 block recomputed (stalled worker)"));
+	r.recomputed = 3;
+	(void)trace_format(&r, 10000000, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "device 0.500 ms, 3 blocks recomputed (stalled worker)"));
 	assert_string_equal(trace_stamp_name(TR_OUTPUT_DONE), "output_done");
 	assert_string_equal(trace_stamp_name(TR_STAMPS), "?");
 }

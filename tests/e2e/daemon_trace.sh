@@ -54,6 +54,7 @@ for i, c in enumerate(cpis):
     assert t["input_done"] <= t["release"] <= t["out_commit"], t
     assert abs(c["latency_us"] - t["out_commit"]) < 2000, (c["latency_us"], t)
     assert c["fill"] >= 1 and c["in_flight"] >= 0 and c["device_us"] > 0
+    assert isinstance(c["recomputed"], int) and c["recomputed"] >= 0
 st = json.load(open(os.path.join(d, "status.json")))["rings"]
 assert st["input_slots"] == 16 and st["input_slots_auto"] is False
 assert st["capacity_cpi_per_s"] > 0
@@ -71,7 +72,7 @@ e2e_ctl trace 3 >"$T/trace.txt" || e2e_fail "trace 3 (text)"
 [ "$(wc -l <"$T/trace.txt")" = 5 ] || e2e_fail "trace 3 text: $(cat "$T/trace.txt")"
 grep -q "^flight recorder: 64 records kept, 150 CPIs recorded, budget 0.001 ms" "$T/trace.txt" ||
 	e2e_fail "trace text header: $(head -1 "$T/trace.txt")"
-tail -1 "$T/trace.txt" | grep -Eq "^ +[0-9]+( +[0-9]+\.[0-9]{3}){8} +[0-9]+ +[0-9]+ +[0-9.]+  delivered,over_budget$" ||
+tail -1 "$T/trace.txt" | grep -Eq "^ +[0-9]+( +[0-9]+\.[0-9]{3}){8} +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9]+  delivered,over_budget$" ||
 	e2e_fail "trace text line: $(tail -1 "$T/trace.txt")"
 
 # Bad N: a clear error, chirpd keeps running.
