@@ -218,7 +218,8 @@ static int same_work(const struct gen *a, const struct gen *b)
 	       a->info.depth == b->info.depth && x->channels == y->channels &&
 	       x->pulses == y->pulses && x->samples == y->samples && x->format == y->format &&
 	       x->out_mode == y->out_mode && x->cpu_threads == y->cpu_threads &&
-	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging;
+	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging &&
+	       x->staging_threads == y->staging_threads;
 }
 
 /*
@@ -568,6 +569,7 @@ static void keep_restart_keys(const struct chirp_config *old, struct chirp_confi
 	memcpy(n->gpu_bus_id, old->gpu_bus_id, sizeof(n->gpu_bus_id));
 	n->streams = old->streams;
 	n->staging = old->staging;
+	n->staging_threads = old->staging_threads;
 	memcpy(n->output_ring, old->output_ring, sizeof(n->output_ring));
 	memcpy(n->metrics_listen, old->metrics_listen, sizeof(n->metrics_listen));
 }
