@@ -142,6 +142,8 @@ struct pc_info {
 	unsigned depth;              /* CPIs that may be in flight at once   */
 	char device[128];            /* "cpu (fftw3f, 4 threads)" / "NVIDIA H200 (0000:41:00.0)" */
 	char staging[32];            /* "none" / "registered" / "copy"       */
+	unsigned staging_threads;    /* threads copying staged CPIs (caller
+					included), 0 while no CPI is staged */
 	int numa_node;               /* device's NUMA node, -1 if unknown    */
 	int busy_poll;               /* pc_params.busy_poll as created       */
 };
