@@ -10,8 +10,8 @@
  *
  * Why not more threads or smaller slices: a copy is bound by memory
  * bandwidth, which a few cores saturate (doc/cuda.md, "Copy staging"); each
- * slice costs a compare-and-swap on a shared line, and slices of 256 KiB
- * to 1 MiB keep that below 1 % of the slice's copy time.
+ * slice costs a compare-and-swap on a shared line (~0.1 us), small against
+ * copying 256 KiB to 1 MiB (tens of us at 5-20 GB/s per core).
  */
 #include "hcopy.h"
 #include "errbuf.h"

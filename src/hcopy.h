@@ -21,8 +21,9 @@
  *   64-byte boundaries of dst (no two threads write one cache line), into
  *   slices of HCOPY_SLICE_MIN..HCOPY_SLICE_MAX bytes, about two per thread.
  *   A worker that wakes late finds no slice left and costs nothing: the
- *   caller takes every slice nobody has claimed, so a copy is never slower
- *   than the caller's own memcpy by more than one slice's hand-off.
+ *   caller takes every slice nobody has claimed, and then waits only for
+ *   slices other threads have already claimed, at most one each (longer
+ *   only if such a thread is preempted in the middle of its slice).
  *
  *   Nothing is allocated in hcopy_run.
  */
