@@ -218,7 +218,8 @@ static int same_work(const struct gen *a, const struct gen *b)
 	       a->info.depth == b->info.depth && x->channels == y->channels &&
 	       x->pulses == y->pulses && x->samples == y->samples && x->format == y->format &&
 	       x->out_mode == y->out_mode && x->cpu_threads == y->cpu_threads &&
-	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging;
+	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging &&
+	       x->staging_threads == y->staging_threads;
 }
 
 /*
@@ -568,6 +569,7 @@ static void keep_restart_keys(const struct chirp_config *old, struct chirp_confi
 	memcpy(n->gpu_bus_id, old->gpu_bus_id, sizeof(n->gpu_bus_id));
 	n->streams = old->streams;
 	n->staging = old->staging;
+	n->staging_threads = old->staging_threads;
 	memcpy(n->output_ring, old->output_ring, sizeof(n->output_ring));
 	memcpy(n->metrics_listen, old->metrics_listen, sizeof(n->metrics_listen));
 }
@@ -804,6 +806,7 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(reply, "backend", json_string(pc_backend_name(d->g->info.backend)));
 	json_object_set_new(reply, "device", json_string(d->g->info.device));
 	json_object_set_new(reply, "staging", json_string(d->g->info.staging));
+	json_object_set_new(reply, "staging_threads", json_integer(d->g->info.staging_threads));
 	json_object_set_new(reply, "nfft", json_integer((json_int_t)d->g->info.nfft));
 	json_object_set_new(reply, "depth", json_integer(d->g->info.depth));
 	json_object_set_new(reply, "geometry", json_pack("{s:i, s:i, s:i, s:s, s:s, s:f}",
@@ -1449,10 +1452,18 @@ int main(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
-	log_info("backend %s: %s, nfft %zu, depth %u, staging %s, %s",
-		 pc_backend_name(d->g->info.backend), d->g->info.device, d->g->info.nfft,
-		 d->g->info.depth, d->g->info.staging,
-		 d->g->info.busy_poll ? "busy poll" : "sleeping poll");
+	{
+		char staging_note[40] = "";   /* " (8 copy threads)" when copying */
+
+		if (d->g->info.staging_threads)
+			snprintf(staging_note, sizeof(staging_note), " (%u copy thread%s)",
+				 d->g->info.staging_threads,
+				 d->g->info.staging_threads == 1 ? "" : "s");
+		log_info("backend %s: %s, nfft %zu, depth %u, staging %s%s, %s",
+			 pc_backend_name(d->g->info.backend), d->g->info.device, d->g->info.nfft,
+			 d->g->info.depth, d->g->info.staging, staging_note,
+			 d->g->info.busy_poll ? "busy poll" : "sleeping poll");
+	}
 	report_slack(d->g);
 	d->trace = trace_create(cfg->trace_records);
 	d->trace_buf = calloc(TRACE_REPLY_MAX, sizeof(*d->trace_buf));

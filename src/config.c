@@ -236,6 +236,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "processing", "staging", T_ENUM, OFF(staging), 0,
 	  "auto", 0, 0, 0, ch_staging, NULL, 0,
 	  "cuda: register the rings' memory for DMA in place (register), copy through pinned buffers (copy), or try register then copy (auto)." },
+	{ "processing", "staging_threads", T_AUTO_INT, OFF(staging_threads), 0,
+	  "auto", 1, 64, 0, NULL, NULL, 0,
+	  "cuda, copy staging only: threads that copy each CPI between the rings and the pinned staging buffers, the data thread included: auto (one per cpu in [numa] cpus, else per online cpu, at most 8) or a number. Unused while the rings are registered for DMA in place." },
 	{ "processing", "nfft", T_NFFT, OFF(nfft), 0,
 	  "auto", 1, 1 << 28, 0, NULL, NULL, 1,
 	  "FFT length: auto (smallest 2^a 3^b 5^c 7^d >= samples + L - 1) or a number >= samples + L - 1." },
@@ -1390,6 +1393,7 @@ void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 	p->gpu_bus_id = c->gpu < 0 ? c->gpu_bus_id : NULL;
 	p->streams = c->streams;
 	p->staging = c->staging;
+	p->staging_threads = config_staging_threads(c);
 	p->busy_poll = c->busy_poll;
 }
 
@@ -1404,18 +1408,26 @@ static int cpulist_count(const char *s)
 	return CPU_COUNT(&set);
 }
 
-int config_cpu_threads(const struct chirp_config *c)
+/* auto thread counts: cpus in [numa] cpus, else online cpus, at most 8 */
+static int auto_threads(const struct chirp_config *c)
 {
-	int n;
+	int n = cpulist_count(c->cpus);
 
-	if (c->cpu_threads > 0)
-		return c->cpu_threads;
-	n = cpulist_count(c->cpus);
 	if (n <= 0) {
 		long on = sysconf(_SC_NPROCESSORS_ONLN);
 		n = on > 0 ? (int)on : 1;
 	}
 	return n > 8 ? 8 : n;
+}
+
+int config_cpu_threads(const struct chirp_config *c)
+{
+	return c->cpu_threads > 0 ? c->cpu_threads : auto_threads(c);
+}
+
+int config_staging_threads(const struct chirp_config *c)
+{
+	return c->staging_threads > 0 ? c->staging_threads : auto_threads(c);
 }
 
 /* ---- reference documentation ------------------------------------------- */

@@ -66,6 +66,7 @@ struct chirp_config {
 	enum pc_normalize normalize;
 	int cpu_threads;                     /* 0 = auto (config_cpu_threads) */
 	enum pc_staging staging;
+	int staging_threads;                 /* 0 = auto (config_staging_threads) */
 	int busy_poll;                       /* poll, never sleep, with CPIs in flight */
 
 	/* [output] */
@@ -139,5 +140,9 @@ int config_key_reloadable(const char *section, const char *name);
 /* FFTW threads to use: cpu_threads, or for auto (0) the number of cpus in
  * [numa] cpus, else online cpus, at most 8. */
 int config_cpu_threads(const struct chirp_config *c);
+
+/* Copy-staging threads (CUDA backend, pc_params.staging_threads):
+ * staging_threads, or for auto (0) the same count as config_cpu_threads. */
+int config_staging_threads(const struct chirp_config *c);
 
 #endif /* CHIRP_CONFIG_H */

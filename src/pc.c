@@ -15,6 +15,7 @@
  */
 #include "chirp/pc.h"
 #include "errbuf.h"
+#include "hcopy.h"
 #include "pc_backend.h"
 #include "log.h"
 
@@ -144,6 +145,7 @@ void pc_params_init(struct pc_params *p)
 	p->streams = 2;
 	p->cpu_depth = 1;
 	p->staging = PC_STAGING_AUTO;
+	p->staging_threads = 1;
 	p->busy_poll = 0;
 }
 
@@ -235,6 +237,11 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 	}
 	if (p->cpu_threads < 1 || p->cpu_threads > 1024) {
 		errbuf_set(err, errlen, "cpu_threads %d: must be 1..1024", p->cpu_threads);
+		return -EINVAL;
+	}
+	if (p->staging_threads > HCOPY_MAX_THREADS) {   /* 0 (a zeroed struct) means 1 */
+		errbuf_set(err, errlen, "staging_threads %u: must be 1..%u", p->staging_threads,
+			   HCOPY_MAX_THREADS);
 		return -EINVAL;
 	}
 	if (p->cpu_depth > 64) {   /* 0 (a zeroed struct) means 1 */
@@ -443,6 +450,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 	pc->setup.streams = p->streams;
 	pc->setup.cpu_depth = p->cpu_depth ? p->cpu_depth : 1;
 	pc->setup.staging = p->staging;
+	pc->setup.staging_threads = p->staging_threads ? p->staging_threads : 1;
 	pc->setup.busy_poll = p->busy_poll ? 1 : 0;
 	if (p->gpu_bus_id) {
 		pc->gpu_bus_id = strdup(p->gpu_bus_id);

@@ -36,6 +36,7 @@ struct pc_setup {
 	const char *gpu_bus_id;
 	unsigned streams;
 	enum pc_staging staging;
+	unsigned staging_threads;            /* copy staging: hcopy threads, 1..64 */
 	unsigned cpu_depth;                  /* CPU completion queue, 1..64  */
 	int busy_poll;                       /* pc_params.busy_poll          */
 };

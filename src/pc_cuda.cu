@@ -15,10 +15,11 @@
  *            per row, the pitch from cudaMallocPitch, never assumed).
  *            sc16: cudaMemcpyAsync into a packed d_in (rows x R short2:
  *            half the PCIe bytes). Straight from the ring slot when it lies
- *            in memory registered with cudaHostRegister, else memcpy into a
- *            pinned staging buffer first ("copy" staging). ev_in is
- *            recorded after every chunk's H2D: the input slot may then be
- *            reused.
+ *            in memory registered with cudaHostRegister, else copied into a
+ *            pinned staging buffer first ("copy" staging), chunk by chunk
+ *            just before the chunk's H2D, by staging_threads threads
+ *            (hcopy.h). ev_in is recorded after every chunk's H2D: the
+ *            input slot may then be reused.
  *     pad    cf32: in place, zero [R, nfft) of each row and count rows
  *            holding NaN/Inf (one atomicAdd per bad row). sc16: d_in ->
  *            d_fft, value / 32768 as the CPU backend, zero [R, nfft).
@@ -30,7 +31,8 @@
  *            (complex / magnitude / power_db): only the bytes asked for
  *            cross PCIe.
  *     D2H    d_out -> output slot (registered) or pinned staging (copied to
- *            the slot in pc_poll), plus the 4-byte non-finite row count.
+ *            the slot in pc_poll, by the same threads), plus the 4-byte
+ *            non-finite row count.
  *            ev_out is recorded after every chunk's D2H: the output slot
  *            is then complete.
  *
@@ -104,6 +106,7 @@
 
 #include "pc_backend.h"
 extern "C" {
+#include "hcopy.h"
 #include "log.h"
 }
 
@@ -273,6 +276,8 @@ struct cu_be {
 	unsigned nregions;
 	int reg_failed;          /* a registration fell back to copies     */
 	int have_staging;        /* pinned staging buffers exist           */
+	struct hcopy *hc;        /* copies to/from them (with have_staging) */
+	unsigned staging_threads;   /* hc's threads, from pc_setup         */
 	int warned_unregistered;
 	uint64_t staged_cpis;    /* CPIs that went through staging copies  */
 
@@ -582,9 +587,16 @@ static void cu_describe(struct cu_be *be)
 	fclose(f);
 }
 
-/* Pinned staging for every set (once). Returns 0 or -EIO. */
+/*
+ * Pinned staging for every set and the parallel copier that fills and
+ * drains it (once: at create for staging = copy, else the first time an
+ * unregistered buffer is seen). Returns 0 or -EIO. A copier that cannot
+ * start its threads is not fatal: one with the caller alone copies as the
+ * backend always did, slower, and says so.
+ */
 static int cu_alloc_staging(struct cu_be *be)
 {
+	char why[160];
 	int rc = 0;
 
 	if (be->have_staging)
@@ -596,6 +608,19 @@ static int cu_alloc_staging(struct cu_be *be)
 			CK(cudaHostAlloc(&s->h_in, be->in_bytes, cudaHostAllocPortable));
 		if (!s->h_out)
 			CK(cudaHostAlloc(&s->h_out, be->out_bytes, cudaHostAllocPortable));
+	}
+	if (!be->hc) {
+		be->hc = hcopy_create(be->staging_threads, why, sizeof(why));
+		if (!be->hc && be->staging_threads > 1) {
+			log_warn("cuda: %s; staging copies on the data thread alone", why);
+			be->hc = hcopy_create(1, why, sizeof(why));
+		}
+		if (!be->hc) {
+			cu_fail(be, "hcopy_create",
+				strncmp(why, "hcopy: ", 7) == 0 ? why + 7 : why);
+			rc = -EIO;
+			goto out;
+		}
 	}
 	be->have_staging = 1;
 out:
@@ -658,6 +683,7 @@ static void cu_destroy(void *p)
 		if (s->h_out)
 			(void)cudaFreeHost(s->h_out);
 	}
+	hcopy_destroy(be->hc);
 	for (unsigned i = 0; i < be->nregions; i++)
 		if (be->regions[i].owned && cu_reg_put(be->regions[i].base) < 0)
 			log_warn("cuda: cudaHostUnregister(%p) failed", (void *)be->regions[i].base);
@@ -758,6 +784,8 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	be->in_bytes = su->rows * su->samples * in_sz;
 	be->out_bytes = su->rows * su->samples * out_sz;
 	be->staging = su->staging;
+	be->staging_threads = su->staging_threads >= 1 && su->staging_threads <= HCOPY_MAX_THREADS ?
+			      su->staging_threads : 1;
 	be->busy_poll = su->busy_poll;
 	be->numa_node = -1;
 	cu_choose_chunks(be);
@@ -897,10 +925,12 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	if (rc < 0)
 		goto out;
 	CK(cudaDeviceSynchronize());   /* setup only: the filter upload */
-	log_info("cuda: %s, nfft %zu, depth %u, %u chunk%s of %zu rows, row pitch %zu B, %s staging",
+	log_info("cuda: %s, nfft %zu, depth %u, %u chunk%s of %zu rows, row pitch %zu B, %s staging "
+		 "(%u copy thread%s when staged)",
 		 be->device, be->nfft, be->nsets, be->nchunks, be->nchunks == 1 ? "" : "s",
 		 be->chunk_rows, be->pitch_elems * sizeof(float2),
-		 be->staging == PC_STAGING_COPY ? "copy" : "register/auto");
+		 be->staging == PC_STAGING_COPY ? "copy" : "register/auto",
+		 be->staging_threads, be->staging_threads == 1 ? "" : "s");
 out:
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", be->last_error[0] ? be->last_error : strerror(-rc));
@@ -935,6 +965,11 @@ static void cu_info(void *p, struct pc_info *info)
 	else
 		st = "none";   /* nothing registered or staged yet */
 	snprintf(info->staging, sizeof(info->staging), "%s", st);
+	/* Threads copying staged CPIs: once a CPI is (or, for staging = copy,
+	 * will be) staged. "registered" and "none" copy nothing. */
+	info->staging_threads = 0;
+	if (be->hc && (be->staging == PC_STAGING_COPY || be->staged_cpis > 0))
+		info->staging_threads = hcopy_threads(be->hc);
 }
 
 static void cu_add_region(struct cu_be *be, void *base, size_t len, int owned)
@@ -972,7 +1007,7 @@ static int cu_register_host(void *p, void *base, size_t len)
 				 "through pinned copies", CU_MAX_REGS, base);
 		else
 			log_warn("cuda: cudaHostRegister(%p, %zu bytes): %s; staging through pinned "
-				 "copies instead (slower: one host memcpy per CPI)", base, len,
+				 "copies instead (slower: one host copy per CPI and direction)", base, len,
 				 cudaGetErrorString(e));
 		be->reg_failed = 1;
 		return cu_alloc_staging(be);
@@ -1067,18 +1102,16 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		if (!be->have_staging && !be->warned_unregistered) {
 			be->warned_unregistered = 1;
 			log_warn("cuda: CPI buffers are not in registered memory; staging through "
-				 "pinned copies (one host memcpy per CPI and direction)");
+				 "pinned copies (one host copy per CPI and direction, %u thread%s)",
+				 be->staging_threads, be->staging_threads == 1 ? "" : "s");
 		}
 		rc = cu_alloc_staging(be);
 		if (rc < 0)
 			goto out;
 		be->staged_cpis++;
 	}
-	if (stage_in) {
-		/* The set is free, so no copy still reads h_in. */
-		memcpy(s->h_in, in, be->in_bytes);
+	if (stage_in)   /* filled chunk by chunk below */
 		src = s->h_in;
-	}
 	if (stage_out)
 		dst = s->h_out;
 
@@ -1096,6 +1129,11 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	 * output, D2H. The copy engines serve the streams in turn, so the H2D
 	 * of chunk i+1 runs while chunk i computes and the D2H of chunk i-1
 	 * drains: both directions stay busy even with one CPI in flight.
+	 * Staged input is copied into h_in one chunk at a time, just before
+	 * that chunk's H2D is queued, so the DMA of chunk i runs while the
+	 * host copies chunk i+1 (the set is free, so no DMA still reads h_in).
+	 * ev_start is already recorded then: for a staged CPI, device_ns
+	 * includes the time the GPU waited for those host copies.
 	 */
 	for (unsigned i = 0; i < be->nchunks; i++) {
 		struct cu_chunk_stream *c = &s->cs[i % be->ncs];
@@ -1108,6 +1146,16 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		void *cout = (char *)s->d_out + ooff;
 		cufftHandle plan = nr == be->chunk_rows ? c->plan : c->plan_rem;
 
+		if (stage_in) {
+			int hr = hcopy_run(be->hc, (char *)s->h_in + ioff, (const char *)in + ioff,
+					   (size_t)nr * be->R * in_sz);
+
+			if (hr < 0) {
+				cu_fail(be, "hcopy_run(input)", strerror(-hr));
+				rc = -EIO;
+				goto out;
+			}
+		}
 		if (be->in_format == PC_FMT_CF32)   /* packed slot rows -> pitched rows */
 			CK(cudaMemcpy2DAsync(fft, be->pitch_elems * sizeof(float2),
 					     (const char *)src + ioff, (size_t)be->R * in_sz,
@@ -1231,8 +1279,14 @@ static int cu_pass(struct cu_be *be, struct pc_done *done, int max)
 				r = 0;
 			}
 			if (r) {
-				if (s->stage_out)
-					memcpy(s->out, s->h_out, be->out_bytes);
+				if (s->stage_out) {
+					int hr = hcopy_run(be->hc, s->out, s->h_out, be->out_bytes);
+
+					if (hr < 0) {
+						cu_fail(be, "hcopy_run(output)", strerror(-hr));
+						return -EIO;
+					}
+				}
 				fl |= PC_DONE_OUTPUT;
 			} else {
 				out_chain = 0;

@@ -112,6 +112,8 @@ static void test_defaults(void **state)
 	assert_int_equal(d.nfft, 0);
 	assert_int_equal(d.normalize, PC_NORM_NOISE);
 	assert_int_equal(d.cpu_threads, 0);
+	assert_int_equal(d.staging, PC_STAGING_AUTO);
+	assert_int_equal(d.staging_threads, 0);        /* auto */
 	assert_int_equal(d.out_mode, PC_OUT_COMPLEX);
 	assert_string_equal(d.output_file, "");
 	assert_string_equal(d.metrics_listen, "");     /* metrics off by default */
@@ -125,6 +127,7 @@ static void test_defaults(void **state)
 	memset(d.path, 0, sizeof(d.path));
 	assert_memory_equal(&d, &e, sizeof(d));
 	assert_true(config_cpu_threads(&d) >= 1 && config_cpu_threads(&d) <= 8);
+	assert_true(config_staging_threads(&d) >= 1 && config_staging_threads(&d) <= 8);
 }
 
 static void test_every_key(void **state)
@@ -164,6 +167,7 @@ static void test_every_key(void **state)
 		"gpu = 0000:41:00.0\n"
 		"streams = 3\n"
 		"staging = copy\n"
+		"staging_threads = 6\n"
 		"nfft = 1500\n"
 		"normalize = none\n"
 		"cpu_threads = 5\n"
@@ -211,6 +215,8 @@ static void test_every_key(void **state)
 	assert_string_equal(c.gpu_bus_id, "0000:41:00.0");
 	assert_int_equal(c.streams, 3);
 	assert_int_equal(c.staging, PC_STAGING_COPY);
+	assert_int_equal(c.staging_threads, 6);
+	assert_int_equal(config_staging_threads(&c), 6);
 	assert_int_equal(c.nfft, 1500);
 	assert_int_equal(c.normalize, PC_NORM_NONE);
 	assert_int_equal(c.cpu_threads, 5);
@@ -237,11 +243,75 @@ static void test_every_key(void **state)
 	assert_string_equal(p.gpu_bus_id, "0000:41:00.0");
 	assert_int_equal(p.streams, 3);
 	assert_int_equal(p.staging, PC_STAGING_COPY);
+	assert_int_equal(p.staging_threads, 6);
 	assert_null(p.ref);
 
 	/* Auto threads follow the cpu list (4 + 1 cpus). */
 	c.cpu_threads = 0;
 	assert_int_equal(config_cpu_threads(&c), 5);
+	c.staging_threads = 0;
+	assert_int_equal(config_staging_threads(&c), 5);
+	config_pc_params(&c, &p);
+	assert_int_equal(p.staging_threads, 5);
+	/* ... and at most 8 of them. */
+	snprintf(c.cpus, sizeof(c.cpus), "0-15");
+	assert_int_equal(config_staging_threads(&c), 8);
+}
+
+/* [processing] staging_threads: auto or 1..64, a clear error otherwise. */
+static void test_staging_threads(void **state)
+{
+	struct chirp_config c;
+	char *errs;
+
+	assert_int_equal(load_str(&c, "[processing]\nstaging_threads = auto\n", NULL), 0);
+	assert_int_equal(c.staging_threads, 0);
+	assert_int_equal(load_str(&c, "[processing]\nstaging_threads = 1\n", NULL), 0);
+	assert_int_equal(c.staging_threads, 1);
+	assert_int_equal(load_str(&c, "[processing]\nstaging_threads = 64\n", NULL), 0);
+	assert_int_equal(config_staging_threads(&c), 64);
+	expect_error("[processing]\nstaging_threads = 0\n",
+		     "t.conf:2: [processing] staging_threads: 0 is out of range (1..64)");
+	expect_error("[processing]\nstaging_threads = 65\n",
+		     "t.conf:2: [processing] staging_threads: 65 is out of range (1..64)");
+	expect_error("[processing]\nstaging_threads = -2\n",
+		     "[processing] staging_threads: -2 is out of range (1..64)");
+	expect_error("[processing]\nstaging_threads = many\n",
+		     "[processing] staging_threads: 'many' is neither auto nor an integer");
+	expect_error("[processing]\nstaging_threads =\n", "[processing] staging_threads");
+	/* Printed and read back. */
+	assert_int_equal(load_str(&c, "[processing]\nstaging_threads = 12\n", &errs), 0);
+	free(errs);
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		struct chirp_config d;
+		FILE *m = open_memstream(&buf, &len);
+
+		config_print(&c, m);
+		fclose(m);
+		assert_non_null(strstr(buf, "staging_threads = 12\n"));
+		assert_int_equal(load_str(&d, buf, NULL), 0);
+		assert_int_equal(d.staging_threads, 12);
+		free(buf);
+	}
+	/* pc_params_check holds the same bound for library users. */
+	{
+		struct pc_params p;
+		char why[128];
+		float ref[2] = { 1.0f, 0.0f };
+
+		pc_params_init(&p);
+		p.ref = ref;
+		p.ref_len = 1;
+		p.backend = PC_BACKEND_CPU;
+		assert_int_equal(pc_params_check(&p, why, sizeof(why)), 0);
+		p.staging_threads = 0;        /* a zeroed field means 1 */
+		assert_int_equal(pc_params_check(&p, why, sizeof(why)), 0);
+		p.staging_threads = 65;
+		assert_int_equal(pc_params_check(&p, why, sizeof(why)), -EINVAL);
+		assert_string_equal(why, "staging_threads 65: must be 1..64");
+	}
 }
 
 static void test_syntax_variants(void **state)
@@ -690,11 +760,13 @@ static void test_restart_keys(void **state)
 	snprintf(b.control_socket, sizeof(b.control_socket), "/tmp/other.sock");
 	b.backend = PC_BACKEND_CPU;
 	b.realtime = CFG_RT_PREFERRED;
+	b.staging_threads = 4;
 	snprintf(b.output_ring, sizeof(b.output_ring), "/other-out");
-	assert_int_equal(config_restart_keys(&a, &b, buf, sizeof(buf)), 4);
-	assert_string_equal(buf, "daemon.control_socket,numa.realtime,processing.backend,output.ring");
+	assert_int_equal(config_restart_keys(&a, &b, buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "daemon.control_socket,numa.realtime,processing.backend,"
+			    "processing.staging_threads,output.ring");
 	/* A short buffer is truncated, the count stays right. */
-	assert_int_equal(config_restart_keys(&a, &b, buf, 10), 4);
+	assert_int_equal(config_restart_keys(&a, &b, buf, 10), 5);
 	assert_true(strlen(buf) < 10);
 	/* gpu by bus id vs index is a change. */
 	b = a;
@@ -727,6 +799,7 @@ static void test_json(void **state)
 	assert_string_equal(json_string_value(json_object_get(s, "gpu")), "0000:41:00.0");
 	assert_int_equal(json_integer_value(json_object_get(s, "nfft")), 8192);
 	assert_string_equal(json_string_value(json_object_get(s, "cpu_threads")), "auto");
+	assert_string_equal(json_string_value(json_object_get(s, "staging_threads")), "auto");
 	s = json_object_get(j, "numa");
 	assert_int_equal(json_integer_value(json_object_get(s, "node")), 2);
 	assert_true(json_is_false(json_object_get(s, "lock_memory")));
@@ -816,6 +889,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_file_waveform),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_restart_keys),
+		cmocka_unit_test(test_staging_threads),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_reference_files),
 	};

@@ -95,6 +95,10 @@ struct pc_params {
 	const char *gpu_bus_id;      /* CUDA: PCI bus id "0000:41:00.0", or NULL */
 	unsigned streams;            /* CUDA: ping-pong depth, >= 1 (default 2) */
 	enum pc_staging staging;     /* CUDA: register ring memory or copy   */
+	unsigned staging_threads;    /* CUDA, copy staging: threads that copy
+					each CPI to and from the pinned
+					staging buffers, the caller included,
+					1..64 (default 1; 0 also means 1) */
 	unsigned cpu_depth;          /* CPU: completion-queue depth, 1..64 (default 1;
 					0 also means 1).
 					> 1 computes in pc_submit as always but
@@ -138,6 +142,8 @@ struct pc_info {
 	unsigned depth;              /* CPIs that may be in flight at once   */
 	char device[128];            /* "cpu (fftw3f, 4 threads)" / "NVIDIA H200 (0000:41:00.0)" */
 	char staging[32];            /* "none" / "registered" / "copy"       */
+	unsigned staging_threads;    /* threads copying staged CPIs (caller
+					included), 0 while no CPI is staged */
 	int numa_node;               /* device's NUMA node, -1 if unknown    */
 	int busy_poll;               /* pc_params.busy_poll as created       */
 };
