@@ -16,7 +16,9 @@
 # passes only with zero input overruns and output drops inside the window
 # and zero consumer gaps.
 #
-# Environment: CHIRP_BUILD (default build), DAEMON_STREAMS (default "3 1"),
+# Environment: CHIRP_BUILD (default build), DAEMON_STREAMS (default "auto 2 4";
+# auto is the shipped default: the streams column then shows the depth it
+# chose, e.g. auto=3),
 # MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick).
 # Exit 77 without a GPU or a CUDA build.
 set -u
@@ -32,7 +34,7 @@ case $TSV in /*) ;; *) TSV=$(pwd)/$TSV;; esac
 e2e_init bench_daemon
 e2e_need chirp-feed chirp-tap
 gpu_need
-STREAMS=${DAEMON_STREAMS:-3 1}
+STREAMS=${DAEMON_STREAMS:-auto 2 4}
 MEASURE_S=${MEASURE_S:-5}
 CONFIGS=${CONFIGS:-4x128x4096:cf32:complex 4x128x4096:cf32:magnitude 4x128x4096:sc16:complex 4x128x4096:sc16:magnitude 16x128x9000:cf32:complex 16x128x9000:cf32:magnitude 16x128x9000:sc16:complex 16x128x9000:sc16:magnitude}
 TARGETS=300:-6,1700:-12,3100:-20
@@ -53,6 +55,8 @@ run_daemon() {
 		${EXTRA_CFG:-}
 	: >"$CHIRPD_LOG"
 	e2e_start_chirpd
+	R_DEPTH=$s
+	[ "$s" = auto ] && R_DEPTH="auto=$(e2e_json status | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["depth"])' 2>/dev/null)"
 	"$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
 	tap=$!
 	e2e_track $tap
@@ -131,7 +135,7 @@ if [ $soak = 0 ]; then
 		best=0
 		for s in $STREAMS; do
 			run_daemon "$geom" "$fmt" "$mode" "$s" "$MEASURE_S"
-			printf '%-12s %-5s %-9s %7s %9s %8s  %s; %s\n' "$geom" "$fmt" "$mode" "$s" "$R_CPIS" "$R_GSPS" "$R_STAGES" "$R_DROPS"
+			printf '%-12s %-5s %-9s %7s %9s %8s  %s; %s\n' "$geom" "$fmt" "$mode" "$R_DEPTH" "$R_CPIS" "$R_GSPS" "$R_STAGES" "$R_DROPS"
 			best=$(awk -v a="$best" -v b="$R_GSPS" 'BEGIN { print (b > a ? b : a) }')
 		done
 		printf '%s %s %s %s\n' "$geom" "$fmt" "$mode" "$best" >>"$TSV"

@@ -809,6 +809,7 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(reply, "staging_threads", json_integer(d->g->info.staging_threads));
 	json_object_set_new(reply, "nfft", json_integer((json_int_t)d->g->info.nfft));
 	json_object_set_new(reply, "depth", json_integer(d->g->info.depth));
+	json_object_set_new(reply, "depth_choice", json_string(d->g->info.depth_choice));
 	json_object_set_new(reply, "geometry", json_pack("{s:i, s:i, s:i, s:s, s:s, s:f}",
 		"channels", (int)c->channels, "pulses", (int)c->pulses, "samples", (int)c->samples,
 		"format", pc_format_name(c->format), "output", pc_output_name(c->out_mode),

@@ -61,7 +61,7 @@ struct chirp_config {
 	enum pc_backend backend;
 	int gpu;                             /* index, or -1 with gpu_bus_id */
 	char gpu_bus_id[32];
-	unsigned streams;
+	unsigned streams;                     /* 0 = auto (pc_params.streams) */
 	size_t nfft;                         /* 0 = auto                    */
 	enum pc_normalize normalize;
 	int cpu_threads;                     /* 0 = auto (config_cpu_threads) */

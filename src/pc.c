@@ -37,6 +37,7 @@ struct pc {
 	float *filt;                 /* 2*nfft floats, lives as long as pc  */
 	char *gpu_bus_id;            /* copy, setup.gpu_bus_id points here  */
 	size_t in_bytes, out_bytes;
+	char depth_choice[96];       /* pc_info.depth_choice                */
 	bool failed;
 	char err[256];               /* why it failed (pc_last_error)       */
 };
@@ -249,8 +250,8 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (p->backend != PC_BACKEND_CPU) {
-		if (p->streams < 1 || p->streams > 64) {
-			errbuf_set(err, errlen, "streams %u: must be 1..64", p->streams);
+		if (p->streams > 64) {   /* 0: auto */
+			errbuf_set(err, errlen, "streams %u: must be 1..64, or 0 for auto", p->streams);
 			return -EINVAL;
 		}
 		if (p->gpu < -1) {
@@ -422,6 +423,92 @@ int pc_cuda_available(void)
 #endif
 }
 
+int pc_auto_pick(const unsigned *depths, const double *cpi_per_s, int n)
+{
+	int best = -1;
+
+	for (int i = 0; i < n; i++)
+		if (cpi_per_s[i] > 0 && (best < 0 || cpi_per_s[i] > cpi_per_s[best]))
+			best = i;
+	/* The shallowest within the margin of the fastest. */
+	for (int i = 0; best >= 0 && i < best; i++)
+		if (cpi_per_s[i] > 0 && depths[i] < depths[best] &&
+		    cpi_per_s[i] >= cpi_per_s[best] * (1.0 - PC_AUTO_MARGIN))
+			return i;
+	return best;
+}
+
+static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double *cpi_per_s,
+			char *err, size_t errlen);
+
+#ifdef CHIRP_HAVE_CUDA
+/*
+ * streams = 0: build the backend at each of PC_AUTO_DEPTHS in turn, time
+ * each (150-500 ms of random CPIs, pc_calibrate's method), keep the one
+ * pc_auto_pick names and destroy the others as soon as they lose, so at
+ * most two are alive at once. No single depth serves every CPI shape: the
+ * copy engines need two or three CPIs in flight for small CPIs and fewer
+ * for large ones, and chunking follows the depth (pc_cuda.cu). Takes a
+ * second or two at start; a depth that cannot be built (device memory) or
+ * measured is skipped and said so. Returns the backend or NULL with why.
+ */
+static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
+{
+	static const unsigned depths[PC_AUTO_DEPTHS_N] = PC_AUTO_DEPTHS;
+	double cps[PC_AUTO_DEPTHS_N] = { 0 };
+	void *kept = NULL;
+	int kept_i = -1;
+	size_t o = 0;
+
+	for (int i = 0; i < PC_AUTO_DEPTHS_N; i++) {
+		char e[256];
+		void *be;
+
+		pc->setup.streams = depths[i];
+		be = pc->ops->create(&pc->setup, e, sizeof(e));
+		if (!be) {
+			log_warn("streams = auto: depth %u cannot be built: %s", depths[i], e);
+			if (!kept)
+				errbuf_set(why, whylen, "%s", e);
+			continue;
+		}
+		pc->be = be;
+		pc->failed = false;
+		if (calibrate_ns(pc, 150000000ull, 500000000ull, &cps[i], e, sizeof(e)) < 0) {
+			log_warn("streams = auto: depth %u not measured: %s", depths[i], e);
+			cps[i] = 0;
+		}
+		if (pc_auto_pick(depths, cps, i + 1) == i) {
+			if (kept)
+				pc->ops->destroy(kept);
+			kept = be;
+			kept_i = i;
+		} else {
+			pc->ops->destroy(be);
+		}
+		pc->be = NULL;
+	}
+	pc->failed = false;
+	if (!kept)
+		return NULL;
+	if (cps[kept_i] <= 0) {
+		/* Nothing measured (every calibration failed): the first that
+		 * could be built, and the caller's own calibration says why. */
+		log_warn("streams = auto: no depth could be measured; using %u", depths[kept_i]);
+	}
+	pc->setup.streams = depths[kept_i];
+	o = (size_t)snprintf(pc->depth_choice, sizeof(pc->depth_choice), "auto:");
+	for (int i = 0; i < PC_AUTO_DEPTHS_N && o < sizeof(pc->depth_choice); i++)
+		o += (size_t)snprintf(pc->depth_choice + o, sizeof(pc->depth_choice) - o,
+				      "%s %u %.0f", i ? "," : "", depths[i], cps[i]);
+	if (o < sizeof(pc->depth_choice))
+		snprintf(pc->depth_choice + o, sizeof(pc->depth_choice) - o, " CPI/s");
+	log_info("streams = auto: depth %u (measured CPI/s at depth %s)", depths[kept_i],
+		 pc->depth_choice + 5);
+	return kept;
+}
+#endif
+
 struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 {
 	struct pc *pc = NULL;
@@ -481,7 +568,10 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 #ifdef CHIRP_HAVE_CUDA
 	if (pc->backend == PC_BACKEND_CUDA) {
 		pc->ops = &pc_cuda_ops;
-		pc->be = pc->ops->create(&pc->setup, why, sizeof(why));
+		if (p->streams == 0)
+			pc->be = create_auto_depth(pc, why, sizeof(why));
+		else
+			pc->be = pc->ops->create(&pc->setup, why, sizeof(why));
 		if (!pc->be && p->backend == PC_BACKEND_AUTO) {
 			log_warn("backend auto: CUDA device unusable (%s); using the CPU backend", why);
 			pc->backend = PC_BACKEND_CPU;
@@ -525,6 +615,7 @@ void pc_get_info(const struct pc *pc, struct pc_info *info)
 	info->nfft = pc->setup.nfft;
 	info->ref_len = pc->setup.ref_len;
 	info->busy_poll = pc->setup.busy_poll;
+	snprintf(info->depth_choice, sizeof(info->depth_choice), "%s", pc->depth_choice);
 }
 
 size_t pc_in_bytes(const struct pc *pc)
@@ -655,7 +746,13 @@ static int calib_drain(struct pc *pc, int wait_all)
 
 int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen)
 {
-	const uint64_t min_ns = 30000000ull, max_ns = 300000000ull;
+	return calibrate_ns(pc, 30000000ull, 300000000ull, cpi_per_s, err, errlen);
+}
+
+/* pc_calibrate for at least min_ns (and 8 x depth CPIs), at most max_ns. */
+static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double *cpi_per_s,
+			char *err, size_t errlen)
+{
 	struct pc_info info;
 	size_t in_len = (pc->in_bytes + 4095) & ~(size_t)4095;
 	size_t out_len = (pc->out_bytes + 4095) & ~(size_t)4095;

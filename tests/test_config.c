@@ -114,6 +114,7 @@ static void test_defaults(void **state)
 	assert_int_equal(d.cpu_threads, 0);
 	assert_int_equal(d.staging, PC_STAGING_AUTO);
 	assert_int_equal(d.staging_threads, 0);        /* auto */
+	assert_int_equal(d.streams, 0);                /* auto: measured at start */
 	assert_int_equal(d.out_mode, PC_OUT_COMPLEX);
 	assert_string_equal(d.output_file, "");
 	assert_string_equal(d.metrics_listen, "");     /* metrics off by default */

@@ -405,6 +405,57 @@ static void test_rejections(void **state)
 	free(h);
 }
 
+/* streams = auto: the shallowest depth within PC_AUTO_MARGIN of the fastest. */
+static void test_auto_pick(void **state)
+{
+	static const unsigned d[3] = PC_AUTO_DEPTHS;
+	double a[3] = { 1000, 1500, 1600 };   /* 4 is 6.7 % faster than 3 */
+	double b[3] = { 1000, 1590, 1600 };   /* 3 within 0.6 % of 4: keep 3 */
+	double c[3] = { 2000, 1990, 2100 };   /* 4 is 5 % faster than 2 */
+	double e[3] = { 2090, 1990, 2100 };   /* 2 within 0.5 %: keep 2 */
+	double f[3] = { 0, 0, 1200 };         /* only 4 measured */
+	double g[3] = { 0, -1, 0 };           /* none measured */
+	double h1[3] = { 1500, 0, 0 };        /* a prefix: the loop's view after depth 2 */
+
+	(void)state;
+	assert_int_equal(d[0], 2);
+	assert_int_equal(pc_auto_pick(d, a, 3), 2);
+	assert_int_equal(pc_auto_pick(d, b, 3), 1);
+	assert_int_equal(pc_auto_pick(d, c, 3), 2);
+	assert_int_equal(pc_auto_pick(d, e, 3), 0);
+	assert_int_equal(pc_auto_pick(d, f, 3), 2);
+	assert_int_equal(pc_auto_pick(d, g, 3), -1);
+	assert_int_equal(pc_auto_pick(d, h1, 1), 0);
+	assert_int_equal(pc_auto_pick(d, a, 2), 1);   /* 3 is 50 % faster than 2 */
+}
+
+/* streams = 0 (auto) is accepted for every backend; the CPU ignores it. */
+static void test_auto_streams_params(void **state)
+{
+	float *h = random_ref(10);
+	struct pc_params p;
+	struct pc_info info;
+	struct pc *pc;
+	char err[256] = "";
+
+	(void)state;
+	base_params(&p, 1, 2, 100, h, 10);
+	p.streams = 0;
+	p.backend = PC_BACKEND_CUDA;
+	assert_int_equal(pc_params_check(&p, err, sizeof(err)), 0);
+	p.streams = 65;
+	assert_int_equal(pc_params_check(&p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "streams 65: must be 1..64, or 0 for auto"));
+	p.streams = 0;
+	p.backend = PC_BACKEND_CPU;
+	pc = pc_create(&p, err, sizeof(err));
+	assert_non_null(pc);
+	pc_get_info(pc, &info);
+	assert_string_equal(info.depth_choice, "");   /* nothing to choose on the CPU */
+	pc_destroy(pc);
+	free(h);
+}
+
 static void test_backend_choice(void **state)
 {
 	float *h = random_ref(10);
@@ -1271,6 +1322,8 @@ int main(void)
 		cmocka_unit_test(test_nfft_selection_and_rejection),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_backend_choice),
+		cmocka_unit_test(test_auto_pick),
+		cmocka_unit_test(test_auto_streams_params),
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_submit_poll),
 		cmocka_unit_test(test_cpu_depth),

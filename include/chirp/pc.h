@@ -93,7 +93,12 @@ struct pc_params {
 	int cpu_threads;             /* CPU backend: FFTW threads, >= 1      */
 	int gpu;                     /* CUDA: device index (>= 0), or -1 to use gpu_bus_id */
 	const char *gpu_bus_id;      /* CUDA: PCI bus id "0000:41:00.0", or NULL */
-	unsigned streams;            /* CUDA: ping-pong depth, >= 1 (default 2) */
+	unsigned streams;            /* CUDA: ping-pong depth, 1..64, or 0 = auto:
+					pc_create builds the backend at each of
+					PC_AUTO_DEPTHS, measures each
+					(pc_calibrate) and keeps the fastest,
+					the shallower unless a deeper one is
+					PC_AUTO_MARGIN faster (default 2)    */
 	enum pc_staging staging;     /* CUDA: register ring memory or copy   */
 	unsigned staging_threads;    /* CUDA, copy staging: threads that copy
 					each CPI to and from the pinned
@@ -114,6 +119,21 @@ struct pc_params {
 					timeout polls instead of sleeping.
 					Default 0. */
 };
+
+/* streams = 0: the depths tried, and how much faster (a fraction) a deeper
+ * one must be to be kept over a shallower one (more sets cost device
+ * memory and, when the backend saturates, latency). */
+#define PC_AUTO_DEPTHS_N 3
+#define PC_AUTO_DEPTHS { 2, 3, 4 }
+#define PC_AUTO_MARGIN 0.03
+
+/*
+ * The choice streams = 0 makes, as a function: of n depths (ascending)
+ * and their measured CPI/s (<= 0: not measured), the index of the one to
+ * keep: the fastest, unless a shallower one is within PC_AUTO_MARGIN of
+ * it. -1 if none was measured.
+ */
+int pc_auto_pick(const unsigned *depths, const double *cpi_per_s, int n);
 
 /* Fill p with defaults (cf32, complex, noise, auto nfft, 1 thread, 2 streams). */
 void pc_params_init(struct pc_params *p);
@@ -146,6 +166,9 @@ struct pc_info {
 					included), 0 while no CPI is staged */
 	int numa_node;               /* device's NUMA node, -1 if unknown    */
 	int busy_poll;               /* pc_params.busy_poll as created       */
+	char depth_choice[96];       /* streams = 0: "auto: 2 1980, 3 2210, 4
+					2235 CPI/s" (what was measured); ""
+					when the depth was given             */
 };
 void pc_get_info(const struct pc *pc, struct pc_info *info);
 
