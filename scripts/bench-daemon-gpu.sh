@@ -19,7 +19,12 @@
 # Environment: CHIRP_BUILD (default build), DAEMON_STREAMS (default "auto 2 4";
 # auto is the shipped default: the streams column then shows the depth it
 # chose, e.g. auto=3),
-# MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick).
+# MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick),
+# DAEMON_SLOTS (default empty: the shipped slots = auto, 100 ms of CPIs at
+# the capacity chirpd measures at start, on both rings; before 2026-11-25
+# this bench ran with "input.slots=8 output.slots=8", 1.6-3.6 ms of output
+# ring, and the draining consumer's scheduling hiccups showed up as
+# thousands of output drops: set that to compare).
 # Exit 77 without a GPU or a CUDA build.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -51,7 +56,7 @@ run_daemon() {
 	case_no=$((case_no + 1))
 	e2e_config processing.backend=cuda processing.streams="$s" input.format="$fmt" output.mode="$mode" \
 		cpi.channels="$c" cpi.pulses="$p" cpi.samples="$r" waveform.pulse_width_s="$(gpu_pw "$l")" \
-		input.slots=8 output.slots=8 input.ring="$IN_RING-$case_no" output.ring="$OUT_RING-$case_no" \
+		${DAEMON_SLOTS:-input.slots= output.slots=} input.ring="$IN_RING-$case_no" output.ring="$OUT_RING-$case_no" \
 		${EXTRA_CFG:-}
 	: >"$CHIRPD_LOG"
 	e2e_start_chirpd
