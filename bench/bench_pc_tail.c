@@ -4,14 +4,15 @@
  * one run (a program that prints a table; not a test).
  *
  *   bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]
- *                 [--noise K] [--noise-duty PCT] [--rate CPI_PER_S]
+ *                 [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]
  *
  * Each round runs the same pc configuration twice, CHIRP_PC_TAKEOVER=1 then
  * =0 (the order alternates between rounds so drift in the machine's load
  * hits both alike), S seconds each, and pools every CPI's submit-to-result
  * time per mode. --rate paces the CPIs on an absolute schedule (never
  * bursting; a late CPI restarts the schedule), as a front end would;
- * 0 runs them back to back. --noise K starts K threads that each spin for
+ * 0 runs them back to back. --spin waits for each tick by polling the
+ * clock instead of sleeping (the calling thread's CPU never idles). --noise K starts K threads that each spin for
  * a random 0.2-4 ms and sleep so that they are busy PCT % of the time
  * (--noise-duty, default 50): other work on the same CPUs, which is what
  * descheduling a worker in the middle of its block looks like on a shared
@@ -41,6 +42,7 @@ struct mode_stats {
 };
 
 static atomic_int noise_stop;
+static int spin_wait;     /* --spin: wait for the next tick by polling the clock */
 static int noise_duty = 50;
 
 static uint64_t mono_ns_(void)
@@ -101,7 +103,11 @@ static int run_mode(const struct pc_params *p0, int takeover, double seconds, do
 		if (period) {
 			struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
 
-			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			if (spin_wait)
+				while (mono_ns_() < next)
+					;
+			else
+				clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 			if (mono_ns_() > next + period / 2)
 				next = mono_ns_();   /* late: restart, never burst */
 			next += period;
@@ -146,9 +152,13 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(a, "--spin")) {
+			spin_wait = 1;
+			continue;
+		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			printf("usage: bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]\n"
-			       "                     [--noise K] [--noise-duty PCT] [--rate CPI_PER_S]\n");
+			       "                     [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]\n");
 			return 0;
 		}
 		if (!v) {

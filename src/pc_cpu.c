@@ -372,11 +372,17 @@ static void destroy_plan(fftwf_plan p)
  * wk->work; returns how many rows held NaN/Inf. The forward FFT is out of
  * place and preserves its input, so the zero padding of xin[R..nfft)
  * written at create stays: a load writes only the R samples. The inverse
- * runs in place on work. *loaded is called once the input has been read
- * (the rest touches only the worker's own buffers).
+ * runs in place on work. The thread's count in loading is dropped once the
+ * input has been read (the rest touches only its own buffers). With stop
+ * (a take-over of block k of CPI gen: stop = &committed[k]), it gives up
+ * between passes once *stop == gen (the worker got there first) and
+ * returns BLOCK_ABANDONED.
  */
+#define BLOCK_ABANDONED UINT32_MAX
+
 static uint32_t compute_block(struct cpu_be *b, struct cpu_worker *wk,
-			      const void *in, size_t r0, size_t nr)
+			      const void *in, size_t r0, size_t nr,
+			      const _Atomic uint64_t *stop, uint64_t gen)
 {
 	bool tail = nr != b->block_rows;
 	fftwf_complex *work = wk->work;
@@ -393,7 +399,11 @@ static uint32_t compute_block(struct cpu_be *b, struct cpu_worker *wk,
 	}
 	/* The input is read: from here on only our own buffers. */
 	atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
+	if (stop && atomic_load_explicit(stop, memory_order_relaxed) == gen)
+		return BLOCK_ABANDONED;
 	fftwf_execute_dft(tail ? b->fwd_tail : b->fwd, wk->xin, work);
+	if (stop && atomic_load_explicit(stop, memory_order_relaxed) == gen)
+		return BLOCK_ABANDONED;
 	for (size_t i = 0; i < nr; i++)
 		mul_filt((float *)(work + i * b->dist), b->fc, b->fd, b->nfft);
 	fftwf_execute_dft(tail ? b->inv_tail : b->inv, work, work);
@@ -501,7 +511,7 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 		r0 = k * b->block_rows;
 		nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
 		t0 = w == &b->w[0] ? mono_ns() : 0;
-		nonfinite = compute_block(b, w, in, r0, nr);   /* leaves loading */
+		nonfinite = compute_block(b, w, in, r0, nr, NULL, 0);   /* leaves loading */
 #ifdef CHIRP_FAULT_INJECT
 		if (b->test_stall_ms && w == &b->w[1])
 			test_stall(b, k, gen);
@@ -818,9 +828,11 @@ static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void
 			if (atomic_load_explicit(&b->committed[k], memory_order_acquire) == gen)
 				continue;    /* stored, or being stored */
 			atomic_fetch_add_explicit(&b->loading, 1, memory_order_relaxed);
-			nonfinite = compute_block(b, me, in, r0, nr);
-			(void)finish_block(b, me, gen, out, k, nonfinite);
-			recomputed++;
+			nonfinite = compute_block(b, me, in, r0, nr, &b->committed[k], gen);
+			if (nonfinite != BLOCK_ABANDONED) {
+				(void)finish_block(b, me, gen, out, k, nonfinite);
+				recomputed++;
+			}
 			break;       /* one block, then give the others a grace again */
 		}
 		since = mono_ns();
