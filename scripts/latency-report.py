@@ -78,6 +78,50 @@ def load(d):
     return meta, rows, noise, sleep
 
 
+def recorder(d, rows):
+    """Per row, what chirpd's flight recorder saw (trace-NAME.json: the
+    last records of the window): the backend's time per CPI (device),
+    the longest run of CPIs whose device time exceeded 1.3 x the capacity
+    row's median (the host slowing chirpd's compute down for a while, not
+    queueing inside chirpd), the deepest input backlog (fill) and the
+    blocks the CPU backend recomputed for stalled workers. None when no
+    trace was saved."""
+    traces = {}
+    for r in rows:
+        path = os.path.join(d, "trace-%s.json" % r["name"])
+        try:
+            with open(path) as f:
+                cpis = json.load(f).get("cpis", [])
+        except (OSError, ValueError):
+            continue
+        dev = sorted(c["device_us"] for c in cpis if c.get("device_us"))
+        if not dev:
+            continue
+        traces[r["name"]] = (cpis, dev)
+    if not traces:
+        return None
+    base = traces.get("capacity")
+    ref = base[1][len(base[1]) // 2] if base else None
+    out = []
+    for r in rows:
+        if r["name"] not in traces:
+            continue
+        cpis, dev = traces[r["name"]]
+        pick = lambda q: dev[min(len(dev) - 1, int(q * (len(dev) - 1) + 0.5))]
+        run = best = 0
+        for c in cpis:
+            if ref and c.get("device_us") and c["device_us"] > 1.3 * ref:
+                run += 1
+                best = max(best, run)
+            else:
+                run = 0
+        out.append(dict(name=r["name"], pct=r["pct"], n=len(cpis), p50=pick(0.5), p99=pick(0.99),
+                        max=dev[-1], run=best if ref else None,
+                        fill=max(c.get("fill", 0) for c in cpis),
+                        recomputed=sum(c.get("recomputed", 0) for c in cpis)))
+    return out
+
+
 def report(d):
     meta, rows, noise, sleep = load(d)
     out = []
@@ -134,6 +178,23 @@ def report(d):
             tsv.append("copy_floor\t%s\t%s\t\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\t\t%s" % (
                 r["pct"], c["rate"], c["n"], c["p50_us"], c["p90_us"], c["p99_us"],
                 c["p999_us"], c["max_us"], c["late_ticks"]))
+    out.append("")
+    rec = recorder(d, rows)
+    if rec:
+        out.append("Flight recorder (`chirpctl trace`, the last records of each window): the "
+                   "backend's time per CPI (device), the longest run of CPIs whose device time "
+                   "exceeded 1.3 x the capacity row's median (the host slowing the compute down, "
+                   "not queueing in chirpd), the deepest input backlog, blocks recomputed for "
+                   "stalled CPU workers.")
+        out.append("")
+        out.append("| row | CPIs | device p50 ms | device p99 ms | device max ms | slow run (CPIs) "
+                   "| max fill | recomputed |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for x in rec:
+            out.append("| %s | %d | %s | %s | %s | %s | %d | %d |" % (
+                "capacity" if x["name"] == "capacity" else "%s %%" % x["pct"], x["n"],
+                ms(x["p50"]), ms(x["p99"]), ms(x["max"]),
+                "?" if x["run"] is None else str(x["run"]), x["fill"], x["recomputed"]))
     out.append("")
     out.append("Latency: CLOCK_REALTIME when the probe peeks the result − the producer's commit "
                "time (forwarded by chirpd). lost: CPIs missing (producer first_sample numbering) "

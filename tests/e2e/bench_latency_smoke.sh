@@ -28,6 +28,13 @@ grep -q '^| host: 1 ms sleep lateness |' "$out/report.md" || e2e_fail "no sleep 
 grep -Eq '^(PASS|FAIL) C1 90 %: lost [0-9]+' "$out/report.md" || e2e_fail "no C1 line"
 [ "$(grep -Ec '^(PASS|FAIL) C2 80 %: p99(\.9)? ' "$out/report.md")" -eq 2 ] || e2e_fail "no C2 lines"
 grep -q '^capacity: [0-9.]* CPI/s' "$out/report.md" || e2e_fail "no capacity line"
+# What the flight recorder saw per row (chirpctl trace saved by the bench).
+grep -q '^| row | CPIs | device p50 ms | device p99 ms | device max ms | slow run (CPIs) | max fill | recomputed |$' "$out/report.md" ||
+	e2e_fail "no flight recorder table"
+for row in capacity "80 %" "90 %"; do
+	grep -Eq "^\| $row \| [0-9]+ \| $num \| $num \| $num \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$" "$out/report.md" ||
+		e2e_fail "no well-formed recorder row for $row"
+done
 for k in command date machine; do grep -q "^$k: " "$out/report.md" || e2e_fail "report lacks '$k'"; done
 # TSV: a header and capacity, two loads, host block, host noise, sleep; 16 columns each.
 awk -F'\t' 'NF != 16 { bad = 1 } END { exit bad || NR != 7 }' "$out/results.tsv" ||
