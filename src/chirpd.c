@@ -93,6 +93,7 @@ struct daemon {
 	int epfd, sigfd, tfd, efd;
 
 	struct sysnuma_plan plan;
+	int plan_ready;                   /* plan resolved (after the first pc) */
 	struct sysnuma_applied applied;   /* data thread + memory lock        */
 	int memory_locked;
 	char memory_note[160];
@@ -298,6 +299,30 @@ static void report_slack(const struct gen *g)
 	}
 }
 
+/*
+ * The backend's own threads (FFTW workers, staging copiers) were made by
+ * the main thread and inherit its affinity; run them on the data path's
+ * cpus ([numa] cpus, or the node's), as the data thread is. Not fatal:
+ * unpinned threads compute the same, with a warning.
+ */
+static void bind_backend_threads(const struct daemon *d, struct pc *pc)
+{
+	char cpus[256];
+	int n;
+
+	if (!d->plan.have_cpus)
+		return;
+	n = pc_bind_threads(pc, &d->plan.cpus);
+	if (n < 0) {
+		log_warn("numa: backend threads not pinned: pthread_setaffinity_np: %s", strerror(-n));
+		return;
+	}
+	if (n > 0) {
+		sysnuma_format_cpus(&d->plan.cpus, cpus, sizeof(cpus));
+		log_info("numa: %d backend thread%s pinned to cpus %s", n, n == 1 ? "" : "s", cpus);
+	}
+}
+
 static struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 			      struct gen *old, char *err, size_t errlen)
 {
@@ -327,6 +352,10 @@ static struct gen *gen_create(const struct daemon *d, const struct chirp_config 
 		goto fail;
 	}
 	pc_get_info(g->pc, &g->info);
+	/* A reload's pc: its threads where the data path runs, before it is
+	 * measured (the first pc is pinned once the plan exists). */
+	if (d->plan_ready)
+		bind_backend_threads(d, g->pc);
 
 	/* Capacity, for slots = auto and for saying what the ring holds. The
 	 * measurement also warms the backend up before live data. */
@@ -1433,6 +1462,8 @@ int main(int argc, char **argv)
 		if (from_backend)
 			snprintf(d->plan.node_source, sizeof(d->plan.node_source),
 				 "auto: %.60s numa_node %d", d->g->info.device, d->g->info.numa_node);
+		d->plan_ready = 1;
+		bind_backend_threads(d, d->g->pc);
 		snprintf(d->memory_note, sizeof(d->memory_note), "not requested");
 		if (cfg->lock_memory) {
 			struct sysnuma_applied a = { 0 };

@@ -201,6 +201,21 @@ fail:
 	return NULL;
 }
 
+int hcopy_bind(struct hcopy *h, const cpu_set_t *cpus)
+{
+	int n = 0, first = 0;
+
+	for (unsigned t = 0; t < h->started; t++) {
+		int rc = pthread_setaffinity_np(h->th[t], sizeof(*cpus), cpus);
+
+		if (rc == 0)
+			n++;
+		else if (!first)
+			first = -rc;
+	}
+	return first ? first : n;
+}
+
 unsigned hcopy_threads(const struct hcopy *h)
 {
 	return h ? h->threads : 0;

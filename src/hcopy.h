@@ -30,6 +30,7 @@
 #ifndef CHIRP_HCOPY_H
 #define CHIRP_HCOPY_H
 
+#include <sched.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -59,6 +60,13 @@ int hcopy_run(struct hcopy *h, void *dst, const void *src, size_t bytes);
 
 /* Threads a copy uses, the caller included (as created). */
 unsigned hcopy_threads(const struct hcopy *h);
+
+/*
+ * Pin the copier's worker threads (not the caller) to cpus. Returns how
+ * many were pinned, or a negative errno (the first pthread_setaffinity_np
+ * failure; the others are still tried).
+ */
+int hcopy_bind(struct hcopy *h, const cpu_set_t *cpus);
 
 /* Stop and join the workers, free h. NULL is fine. No copy may be running. */
 void hcopy_destroy(struct hcopy *h);

@@ -843,6 +843,13 @@ out:
 	return rc;
 }
 
+int pc_bind_threads(struct pc *pc, const cpu_set_t *cpus)
+{
+	if (!pc->ops->bind_threads)
+		return 0;
+	return pc->ops->bind_threads(pc->be, cpus);
+}
+
 const char *pc_last_error(const struct pc *pc)
 {
 	if (pc->failed)

@@ -54,6 +54,10 @@ struct pc_backend_ops {
 	unsigned (*in_flight)(void *be);
 	const char *(*last_error)(void *be);
 	int (*inject_fault)(void *be);
+	/* Optional: pin the backend's own threads (FFTW workers, staging
+	 * copiers; not the caller's) to cpus, now and for threads it makes
+	 * later. Returns how many it pinned now, or a negative errno. */
+	int (*bind_threads)(void *be, const cpu_set_t *cpus);
 };
 
 extern const struct pc_backend_ops pc_cpu_ops;

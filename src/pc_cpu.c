@@ -930,6 +930,25 @@ static int cpu_inject_fault(void *be)
 #endif
 }
 
+static int cpu_bind_threads(void *be, const cpu_set_t *cpus)
+{
+	struct cpu_be *b = be;
+	int n = 0, first = 0;
+
+	for (int t = 1; t < b->threads; t++) {
+		int rc;
+
+		if (!b->w[t].started)
+			continue;
+		rc = pthread_setaffinity_np(b->w[t].th, sizeof(*cpus), cpus);
+		if (rc == 0)
+			n++;
+		else if (!first)
+			first = -rc;
+	}
+	return first ? first : n;
+}
+
 const struct pc_backend_ops pc_cpu_ops = {
 	.name = "cpu",
 	.create = cpu_create,
@@ -942,4 +961,5 @@ const struct pc_backend_ops pc_cpu_ops = {
 	.in_flight = cpu_in_flight,
 	.last_error = cpu_last_error,
 	.inject_fault = cpu_inject_fault,
+	.bind_threads = cpu_bind_threads,
 };

@@ -277,6 +277,8 @@ struct cu_be {
 	int reg_failed;          /* a registration fell back to copies     */
 	int have_staging;        /* pinned staging buffers exist           */
 	struct hcopy *hc;        /* copies to/from them (with have_staging) */
+	cpu_set_t bind_cpus;     /* pc_bind_threads: for hc's threads, also */
+	int have_bind;           /* when hc is made after the call          */
 	unsigned staging_threads;   /* hc's threads, from pc_setup         */
 	int warned_unregistered;
 	uint64_t staged_cpis;    /* CPIs that went through staging copies  */
@@ -620,6 +622,12 @@ static int cu_alloc_staging(struct cu_be *be)
 				strncmp(why, "hcopy: ", 7) == 0 ? why + 7 : why);
 			rc = -EIO;
 			goto out;
+		}
+		if (be->have_bind) {
+			int n = hcopy_bind(be->hc, &be->bind_cpus);
+
+			if (n < 0)   /* not fatal: they copy, only not where asked */
+				log_warn("cuda: staging copy threads not pinned: %s", strerror(-n));
 		}
 	}
 	be->have_staging = 1;
@@ -1459,6 +1467,15 @@ static int cu_inject_fault(void *p)
 	return 0;
 }
 
+static int cu_bind_threads(void *p, const cpu_set_t *cpus)
+{
+	struct cu_be *be = (struct cu_be *)p;
+
+	be->bind_cpus = *cpus;
+	be->have_bind = 1;
+	return be->hc ? hcopy_bind(be->hc, cpus) : 0;
+}
+
 extern "C" const struct pc_backend_ops pc_cuda_ops = {
 	"cuda",
 	cu_create,
@@ -1471,4 +1488,5 @@ extern "C" const struct pc_backend_ops pc_cuda_ops = {
 	cu_in_flight,
 	cu_last_error,
 	cu_inject_fault,
+	cu_bind_threads,
 };

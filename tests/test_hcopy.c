@@ -11,6 +11,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,12 +179,42 @@ static void test_many_runs(void **state)
 	free(dst);
 }
 
+/* hcopy_bind pins the workers (not the caller), and copies still work. */
+static void test_bind(void **state)
+{
+	const size_t n = (2u << 20) + 3;
+	unsigned char *src = malloc(n + MAX_OFF), *dst = malloc(n + MAX_OFF + GUARD);
+	char err[128];
+	struct hcopy *h = hcopy_create(3, err, sizeof(err)), *one = hcopy_create(1, err, sizeof(err));
+	cpu_set_t cpus, before, after;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_non_null(h);
+	assert_non_null(one);
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(before), &before), 0);
+	CPU_ZERO(&cpus);
+	CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &cpus);
+	assert_int_equal(hcopy_bind(h, &cpus), 2);     /* threads - 1 workers */
+	assert_int_equal(hcopy_bind(one, &cpus), 0);   /* the caller alone */
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(after), &after), 0);
+	assert_true(CPU_EQUAL(&before, &after));       /* the caller untouched */
+	fill_random(src, n + MAX_OFF);
+	check_copy(h, src, 0, dst, 0, n, "bound");
+	hcopy_destroy(h);
+	hcopy_destroy(one);
+	free(src);
+	free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_bounds),
 		cmocka_unit_test(test_sizes_threads_offsets),
 		cmocka_unit_test(test_many_runs),
+		cmocka_unit_test(test_bind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,7 @@
 #ifndef CHIRP_PC_H
 #define CHIRP_PC_H
 
+#include <sched.h>      /* cpu_set_t (_GNU_SOURCE) */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -252,6 +253,16 @@ int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_row
  * reason in err (scratch memory, or the backend failed).
  */
 int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen);
+
+/*
+ * Pin the threads the backend runs of its own (CPU: the cpu_threads - 1
+ * FFTW workers; CUDA: the staging copiers, also those made later) to cpus,
+ * as the daemon pins its data thread: threads made at create inherit the
+ * creator's affinity, which is not the data path's. Returns how many
+ * threads were pinned now (0 when the backend has none), or a negative
+ * errno from pthread_setaffinity_np.
+ */
+int pc_bind_threads(struct pc *pc, const cpu_set_t *cpus);
 
 /* Last backend error text ("cufftExecC2C: CUFFT_EXEC_FAILED"), or "". */
 const char *pc_last_error(const struct pc *pc);
