@@ -211,6 +211,17 @@ static void gen_destroy(struct gen *g)
 /* Whether a and b's pcs do the same work on the same device, so a
  * capacity measured for one holds for the other (a reload that changed
  * nothing of the kind need not measure again under live load). */
+/* Whether a CPI of x's configuration is the same work on the same device
+ * as one of y's, as far as the CUDA depth is concerned. */
+static int same_shape(const struct chirp_config *x, const struct chirp_config *y)
+{
+	return x->backend == y->backend && x->gpu == y->gpu &&
+	       !strcmp(x->gpu_bus_id, y->gpu_bus_id) && x->channels == y->channels &&
+	       x->pulses == y->pulses && x->samples == y->samples && x->format == y->format &&
+	       x->out_mode == y->out_mode && x->nfft == y->nfft && x->staging == y->staging &&
+	       x->staging_threads == y->staging_threads && x->busy_poll == y->busy_poll;
+}
+
 static int same_work(const struct gen *a, const struct gen *b)
 {
 	const struct chirp_config *x = &a->cfg, *y = &b->cfg;
@@ -345,6 +356,12 @@ static struct gen *gen_create(const struct daemon *d, const struct chirp_config 
 	config_pc_params(&g->cfg, &pp);
 	pp.ref = g->ref;
 	pp.ref_len = g->ref_len;
+	/* streams = auto measures depths on the GPU for a second or two: on a
+	 * reload that leaves the CPI's shape alone, keep the depth chosen at
+	 * start rather than measure next to the live data path. */
+	if (old && pp.streams == 0 && old->cfg.streams == 0 && old->info.depth_choice[0] &&
+	    same_shape(&old->cfg, &g->cfg))
+		pp.streams = old->info.depth;
 	g->pc = pc_create(&pp, why, sizeof(why));
 	if (!g->pc) {
 		snprintf(err, errlen, "pulse compression (%s backend): %s",
@@ -352,6 +369,9 @@ static struct gen *gen_create(const struct daemon *d, const struct chirp_config 
 		goto fail;
 	}
 	pc_get_info(g->pc, &g->info);
+	if (pp.streams && !g->cfg.streams)   /* auto, depth kept from old (above) */
+		snprintf(g->info.depth_choice, sizeof(g->info.depth_choice), "%s",
+			 old->info.depth_choice);
 	/* A reload's pc: its threads where the data path runs, before it is
 	 * measured (the first pc is pinned once the plan exists). */
 	if (d->plan_ready)
