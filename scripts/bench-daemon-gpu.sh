@@ -59,7 +59,9 @@ run_daemon() {
 		${DAEMON_SLOTS:-input.slots= output.slots=} input.ring="$IN_RING-$case_no" output.ring="$OUT_RING-$case_no" \
 		${EXTRA_CFG:-}
 	: >"$CHIRPD_LOG"
-	e2e_start_chirpd
+	# Up to 40 s to answer: registering 100 ms of rings (GiBs) and, with
+	# streams = auto, measuring three depths before the first ping.
+	E2E_SLOW=4 e2e_start_chirpd
 	R_DEPTH=$s
 	[ "$s" = auto ] && R_DEPTH="auto=$(e2e_json status | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["depth"])' 2>/dev/null)"
 	"$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
