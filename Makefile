@@ -110,6 +110,7 @@ LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 
 all: libs bins tests benches
 	@if [ "$(CUDA)" = 1 ]; then echo "chirpd: built with the CUDA backend ($(NVCC))"; \
+	 elif [ -x "$(NVCC)" ]; then echo "chirpd: built CPU-only (CUDA=0$(if $(SAN), in a sanitizer build))"; \
 	 else echo "chirpd: built CPU-only (no nvcc at $(NVCC); set CUDA_HOME to enable the CUDA backend)"; fi
 
 libs: $(CORE_LIB) $(RING_LIB) $(if $(RING_SRCS),$(RING_SO))
