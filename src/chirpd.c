@@ -208,30 +208,33 @@ static void gen_destroy(struct gen *g)
  * reload parks the data thread and lets go of the old rings, because a
  * ring cannot be re-created while we are still attached to it.
  */
+/* Whether CPIs of x's and y's configurations are the same work for the
+ * backend: shape, formats, device and how it is fed (what both tests
+ * below need; the keys that are restart-only are equal on a reload). */
+static int same_cpi(const struct chirp_config *x, const struct chirp_config *y)
+{
+	return x->channels == y->channels && x->pulses == y->pulses &&
+	       x->samples == y->samples && x->format == y->format && x->out_mode == y->out_mode &&
+	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging &&
+	       x->staging_threads == y->staging_threads;
+}
+
+/* Whether a CPI of x's configuration keeps the CUDA depth streams = auto
+ * chose for y's (checked before the new pc exists). */
+static int same_shape(const struct chirp_config *x, const struct chirp_config *y)
+{
+	return same_cpi(x, y) && x->backend == y->backend &&
+	       !strcmp(x->gpu_bus_id, y->gpu_bus_id) && x->nfft == y->nfft;
+}
+
 /* Whether a and b's pcs do the same work on the same device, so a
  * capacity measured for one holds for the other (a reload that changed
  * nothing of the kind need not measure again under live load). */
-/* Whether a CPI of x's configuration is the same work on the same device
- * as one of y's, as far as the CUDA depth is concerned. */
-static int same_shape(const struct chirp_config *x, const struct chirp_config *y)
-{
-	return x->backend == y->backend && x->gpu == y->gpu &&
-	       !strcmp(x->gpu_bus_id, y->gpu_bus_id) && x->channels == y->channels &&
-	       x->pulses == y->pulses && x->samples == y->samples && x->format == y->format &&
-	       x->out_mode == y->out_mode && x->nfft == y->nfft && x->staging == y->staging &&
-	       x->staging_threads == y->staging_threads && x->busy_poll == y->busy_poll;
-}
-
 static int same_work(const struct gen *a, const struct gen *b)
 {
-	const struct chirp_config *x = &a->cfg, *y = &b->cfg;
-
 	return a->info.backend == b->info.backend && a->info.nfft == b->info.nfft &&
-	       a->info.depth == b->info.depth && x->channels == y->channels &&
-	       x->pulses == y->pulses && x->samples == y->samples && x->format == y->format &&
-	       x->out_mode == y->out_mode && x->cpu_threads == y->cpu_threads &&
-	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging &&
-	       x->staging_threads == y->staging_threads;
+	       a->info.depth == b->info.depth && same_cpi(&a->cfg, &b->cfg) &&
+	       a->cfg.cpu_threads == b->cfg.cpu_threads;
 }
 
 /*
