@@ -116,6 +116,7 @@ struct cpu_be {
 	atomic_uint loading;
 	bool takeover;               /* CHIRP_PC_TAKEOVER (default 1)       */
 	unsigned test_stall_ms;      /* CHIRP_PC_TEST_STALL_MS: test_stall  */
+	_Atomic uint64_t test_claimed; /* gen worker 1 last claimed a block of */
 	uint64_t block_ns;           /* caller's recent time per block, ns  */
 
 	/* Finished CPIs not yet reported by poll: a FIFO of depth entries
@@ -367,6 +368,13 @@ static void destroy_plan(fftwf_plan p)
 	pthread_mutex_unlock(&fftw_lock);
 }
 
+/* Block k's rows: [*r0, *r0 + return value). */
+static size_t block_span(const struct cpu_be *b, size_t k, size_t *r0)
+{
+	*r0 = k * b->block_rows;
+	return b->rows - *r0 < b->block_rows ? b->rows - *r0 : b->block_rows;
+}
+
 /*
  * Rows [r0, r0+nr) through one worker's buffers, up to the result in
  * wk->work; returns how many rows held NaN/Inf. The forward FFT is out of
@@ -435,25 +443,23 @@ static void store_block(struct cpu_be *b, struct cpu_worker *wk, void *out,
 /*
  * Block k of CPI gen, computed in wk: store it if nobody has (committed
  * moves gen - 1 -> gen exactly once; a thread still busy with an older CPI
- * expects an older value and never matches), then count it done. Returns
- * whether this thread stored it.
+ * expects an older value and never matches), then count it done; else
+ * (the other copy was stored first) throw it away.
  */
-static bool finish_block(struct cpu_be *b, struct cpu_worker *wk, uint64_t gen, void *out,
+static void finish_block(struct cpu_be *b, struct cpu_worker *wk, uint64_t gen, void *out,
 			 size_t k, uint32_t nonfinite)
 {
 	uint64_t expect = gen - 1;
-	size_t r0 = k * b->block_rows;
-	size_t nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
+	size_t r0, nr = block_span(b, k, &r0);
 
 	if (!atomic_compare_exchange_strong_explicit(&b->committed[k], &expect, gen,
 						     memory_order_acq_rel, memory_order_relaxed))
-		return false;        /* the caller took it over and stored it */
+		return;
 	store_block(b, wk, out, r0, nr);
 	if (nonfinite)
 		atomic_fetch_add_explicit(&b->nonfinite, nonfinite, memory_order_relaxed);
 	store_fence();   /* streaming stores visible before "done" */
 	atomic_fetch_add_explicit(&b->blocks_done, 1, memory_order_release);
-	return true;
 }
 
 #ifdef CHIRP_FAULT_INJECT
@@ -461,7 +467,21 @@ static bool finish_block(struct cpu_be *b, struct cpu_worker *wk, uint64_t gen, 
  * Test hook (CHIRP_PC_TEST_STALL_MS=N): worker 1 acts descheduled after
  * computing each block it claims, until someone else has stored that block
  * or N ms have passed, so tests can show the caller takes the block over.
+ * So that worker 1 holds a block in every CPI, however late it wakes, the
+ * caller claims nothing until worker 1 has claimed one, other workers have
+ * claimed every block, or N ms have passed (with cpu_threads = 2 worker 1
+ * is the only other thread: it holds a block of every CPI).
  */
+static void test_wait_claim(struct cpu_be *b, uint64_t gen)
+{
+	uint64_t end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
+
+	while (atomic_load_explicit(&b->test_claimed, memory_order_acquire) != gen &&
+	       (atomic_load_explicit(&b->ticket, memory_order_acquire) & 0xffffffffu) < b->nblocks &&
+	       mono_ns() < end)
+		cpu_relax();
+}
+
 static void test_stall(struct cpu_be *b, size_t k, uint64_t gen)
 {
 	uint64_t end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
@@ -488,6 +508,10 @@ static void test_stall(struct cpu_be *b, size_t k, uint64_t gen)
 static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 		       const void *in, void *out)
 {
+#ifdef CHIRP_FAULT_INJECT
+	if (b->test_stall_ms && b->threads > 1 && w == &b->w[0])
+		test_wait_claim(b, gen);
+#endif
 	for (;;) {
 		uint64_t v, t0;
 		size_t k, r0, nr;
@@ -495,28 +519,27 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 
 		atomic_fetch_add_explicit(&b->loading, 1, memory_order_seq_cst);
 		v = atomic_load_explicit(&b->ticket, memory_order_seq_cst);
-		for (;;) {
-			if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= b->nblocks)
-				break;
-			if (atomic_compare_exchange_weak_explicit(&b->ticket, &v, v + 1,
-								  memory_order_seq_cst,
-								  memory_order_seq_cst))
-				break;
-		}
-		if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= b->nblocks) {
-			atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
-			break;
-		}
+		do {
+			if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= b->nblocks) {
+				atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
+				return;   /* nothing left of CPI gen to claim */
+			}
+		} while (!atomic_compare_exchange_weak_explicit(&b->ticket, &v, v + 1,
+								memory_order_seq_cst,
+								memory_order_seq_cst));
 		k = (size_t)(v & 0xffffffffu);
-		r0 = k * b->block_rows;
-		nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
+		nr = block_span(b, k, &r0);
+#ifdef CHIRP_FAULT_INJECT
+		if (b->test_stall_ms && w == &b->w[1])   /* test_wait_claim */
+			atomic_store_explicit(&b->test_claimed, gen, memory_order_release);
+#endif
 		t0 = w == &b->w[0] ? mono_ns() : 0;
 		nonfinite = compute_block(b, w, in, r0, nr, NULL, 0);   /* leaves loading */
 #ifdef CHIRP_FAULT_INJECT
 		if (b->test_stall_ms && w == &b->w[1])
 			test_stall(b, k, gen);
 #endif
-		(void)finish_block(b, w, gen, out, k, nonfinite);
+		finish_block(b, w, gen, out, k, nonfinite);
 		if (t0) {   /* the caller's own pace: wait_blocks' grace period */
 			uint64_t dt = mono_ns() - t0;
 
@@ -821,8 +844,7 @@ static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void
 		if (now - since < grace)
 			continue;
 		for (size_t k = 0; k < b->nblocks; k++) {
-			size_t r0 = k * b->block_rows;
-			size_t nr = b->rows - r0 < b->block_rows ? b->rows - r0 : b->block_rows;
+			size_t r0, nr = block_span(b, k, &r0);
 			uint32_t nonfinite;
 
 			if (atomic_load_explicit(&b->committed[k], memory_order_acquire) == gen)
@@ -830,7 +852,7 @@ static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void
 			atomic_fetch_add_explicit(&b->loading, 1, memory_order_relaxed);
 			nonfinite = compute_block(b, me, in, r0, nr, &b->committed[k], gen);
 			if (nonfinite != BLOCK_ABANDONED) {
-				(void)finish_block(b, me, gen, out, k, nonfinite);
+				finish_block(b, me, gen, out, k, nonfinite);
 				recomputed++;
 			}
 			break;       /* one block, then give the others a grace again */

@@ -613,7 +613,7 @@ static void run_stalled(int takeover, const char *stall_ms, unsigned min_cpis,
 	setenv("CHIRP_PC_TEST_STALL_MS", stall_ms, 1);
 	setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
 	base_params(&p, C, P, R, h, L);
-	p.cpu_threads = 4;
+	p.cpu_threads = 2;   /* the caller and worker 1, the one held */
 	pc = pc_create(&p, err, sizeof(err));
 	unsetenv("CHIRP_PC_BLOCK_KIB");
 	unsetenv("CHIRP_PC_TEST_STALL_MS");
