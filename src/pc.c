@@ -450,7 +450,8 @@ static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double 
  * copy engines need two or three CPIs in flight for small CPIs and fewer
  * for large ones, and chunking follows the depth (pc_cuda.cu). Takes a
  * second or two at start; a depth that cannot be built (device memory) or
- * measured is skipped and said so. Returns the backend or NULL with why.
+ * measured is skipped and said so. Returns the backend, or NULL with why
+ * when no depth could be both built and measured.
  */
 static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 {
@@ -476,6 +477,8 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 		pc->failed = false;
 		if (calibrate_ns(pc, 150000000ull, 500000000ull, &cps[i], e, sizeof(e)) < 0) {
 			log_warn("streams = auto: depth %u not measured: %s", depths[i], e);
+			if (!kept)
+				errbuf_set(why, whylen, "depth %u not measured: %s", depths[i], e);
 			cps[i] = 0;
 		}
 		if (pc_auto_pick(depths, cps, i + 1) == i) {
@@ -489,13 +492,8 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 		pc->be = NULL;
 	}
 	pc->failed = false;
-	if (!kept)
+	if (!kept)   /* pc_auto_pick keeps only a depth that was measured */
 		return NULL;
-	if (cps[kept_i] <= 0) {
-		/* Nothing measured (every calibration failed): the first that
-		 * could be built, and the caller's own calibration says why. */
-		log_warn("streams = auto: no depth could be measured; using %u", depths[kept_i]);
-	}
 	pc->setup.streams = depths[kept_i];
 	o = (size_t)snprintf(pc->depth_choice, sizeof(pc->depth_choice), "auto:");
 	for (int i = 0; i < PC_AUTO_DEPTHS_N && o < sizeof(pc->depth_choice); i++)
