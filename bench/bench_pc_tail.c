@@ -24,6 +24,7 @@
  */
 #include "bench.h"
 #include "chirp/pc.h"
+#include "timeutil.h"
 #include "waveform.h"
 
 #include <pthread.h>
@@ -45,14 +46,6 @@ static atomic_int noise_stop;
 static int spin_wait;     /* --spin: wait for the next tick by polling the clock */
 static int noise_duty = 50;
 
-static uint64_t mono_ns_(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Busy for a random 0.2-4 ms, then asleep long enough for the duty cycle. */
 static void *noise_main(void *arg)
 {
@@ -64,8 +57,8 @@ static void *noise_main(void *arg)
 
 		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
 		busy = 200000 + x % 3800000;
-		end = mono_ns_() + busy;
-		while (mono_ns_() < end)
+		end = mono_ns() + busy;
+		while (mono_ns() < end)
 			;
 		busy = busy * (uint64_t)(100 - noise_duty) / (uint64_t)noise_duty;
 		ts.tv_sec = (time_t)(busy / 1000000000ull);
@@ -95,27 +88,27 @@ static int run_mode(const struct pc_params *p0, int takeover, double seconds, do
 	for (int i = 0; i < 3; i++)   /* warm-up */
 		if (pc_execute(pc, in, out, NULL) < 0)
 			goto fail;
-	next = mono_ns_();
+	next = mono_ns();
 	end = next + (uint64_t)(seconds * 1e9);
-	while (mono_ns_() < end && st->n < st->cap) {
+	while (mono_ns() < end && st->n < st->cap) {
 		uint64_t t0;
 
 		if (period) {
 			struct timespec ts = { (time_t)(next / 1000000000ull), (long)(next % 1000000000ull) };
 
 			if (spin_wait)
-				while (mono_ns_() < next)
+				while (mono_ns() < next)
 					;
 			else
 				clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-			if (mono_ns_() > next + period / 2)
-				next = mono_ns_();   /* late: restart, never burst */
+			if (mono_ns() > next + period / 2)
+				next = mono_ns();   /* late: restart, never burst */
 			next += period;
 		}
-		t0 = mono_ns_();
+		t0 = mono_ns();
 		if (pc_submit(pc, in, out, st->n) < 0 || pc_poll(pc, d, 4, -1) != 1)
 			goto fail;
-		st->t[st->n++] = (double)(mono_ns_() - t0) * 1e-9;
+		st->t[st->n++] = (double)(mono_ns() - t0) * 1e-9;
 		st->recomputed += d[0].recomputed;
 	}
 	rc = 0;

@@ -792,8 +792,7 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	be->in_bytes = su->rows * su->samples * in_sz;
 	be->out_bytes = su->rows * su->samples * out_sz;
 	be->staging = su->staging;
-	be->staging_threads = su->staging_threads >= 1 && su->staging_threads <= HCOPY_MAX_THREADS ?
-			      su->staging_threads : 1;
+	be->staging_threads = su->staging_threads;   /* 1..HCOPY_MAX_THREADS (pc.c) */
 	be->busy_poll = su->busy_poll;
 	be->numa_node = -1;
 	cu_choose_chunks(be);
