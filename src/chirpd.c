@@ -62,7 +62,6 @@
 #define METRICS_BUF        (64 * 1024)
 #define AUTO_SLOTS_MIN     16       /* slots = auto never sizes below this    */
 #define OVER_LOG_NS        1000000000ull   /* over-budget lines: at most 1/s  */
-#define TRACE_REPLY_MAX    4096     /* records in one trace reply             */
 
 enum ev_tag { EV_SIGNAL = 1, EV_TIMER, EV_CONTROL, EV_PIPE, EV_HTTP };
 
@@ -105,7 +104,7 @@ struct daemon {
 	int wd_stalled;                   /* logged once per stall              */
 
 	struct trace *trace;              /* flight recorder ([trace] records) */
-	struct trace_cpi *trace_buf;      /* TRACE_REPLY_MAX records for replies */
+	struct trace_cpi *trace_buf;      /* the recorder's size, for replies   */
 	uint64_t over_logged;             /* over_last value already logged    */
 	uint64_t over_count_logged;       /* ST_OVER_BUDGET when last logged   */
 	uint64_t over_log_ns;
@@ -974,6 +973,7 @@ static json_t *trace_json(const struct trace_cpi *r)
 	json_object_set_new(o, "fill", json_integer(r->fill));
 	json_object_set_new(o, "in_flight", json_integer(r->in_flight));
 	json_object_set_new(o, "recomputed", json_integer(r->recomputed));
+	json_object_set_new(o, "chunks", json_integer(r->chunks));
 	for (unsigned b = 0; b < sizeof(trace_flag_names) / sizeof(trace_flag_names[0]); b++)
 		if (r->flags & (1u << b))
 			json_array_append_new(fl, json_string(trace_flag_names[b]));
@@ -995,9 +995,10 @@ static int cmd_trace(void *ctx, const char *args, const struct control_peer *pee
 
 		errno = 0;
 		n = strtoul(args, &end, 10);
-		if (errno || *end || n < 1 || n > TRACE_REPLY_MAX || args[0] == '-') {
-			snprintf(err, errlen, "trace: N must be a number of CPIs 1..%d, not '%s'",
-				 TRACE_REPLY_MAX, args);
+		if (errno || *end || n < 1 || n > trace_capacity(d->trace) || args[0] == '-') {
+			snprintf(err, errlen, "trace: N must be a number of CPIs 1..%u "
+				 "(the recorder's size, [trace] records), not '%s'",
+				 trace_capacity(d->trace), args);
 			return -EINVAL;
 		}
 	}
@@ -1521,7 +1522,9 @@ int main(int argc, char **argv)
 	}
 	report_slack(d->g);
 	d->trace = trace_create(cfg->trace_records);
-	d->trace_buf = calloc(TRACE_REPLY_MAX, sizeof(*d->trace_buf));
+	/* A reply may hold the whole recorder (bench-latency reads every CPI
+	 * of its window); allocated once here, like the recorder. */
+	d->trace_buf = calloc(cfg->trace_records, sizeof(*d->trace_buf));
 	if (!d->trace || !d->trace_buf) {
 		log_err("flight recorder of %u records: out of memory", cfg->trace_records);
 		goto out;

@@ -907,6 +907,7 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 		d->nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
 		d->device_ns = mono_ns() - t0;
 		d->recomputed = recomputed;
+		d->chunks = 0;
 		b->qcount++;
 	}
 	return 0;

@@ -55,7 +55,9 @@
  *   while chunk i computes and chunk i-1 drains: one CPI in flight keeps
  *   both directions busy except for one chunk at each end. The set's own
  *   stream starts the chunk streams (ev_start) and joins them: ev_in after
- *   their last H2D, ev_out after all their work.
+ *   their last H2D, ev_out after all their work. Deeper pipelines send
+ *   CPIs whole while the GPU is behind, and cut the ones that arrive when
+ *   it is not (LAYOUTS at cu_choose_chunks): pc_done.chunks says which.
  *
  * COMPLETION
  *   pc_poll reports in submission order: input completions (ev_in) in
@@ -224,10 +226,23 @@ static int cu_reg_put(char *base)
 #define CU_CHUNK_STREAMS 3
 #define CU_MAX_CHUNKS    16
 
+/*
+ * How a CPI's rows are cut: nchunks chunks of chunk_rows rows (the last
+ * rem_rows), on the first ncs chunk streams. Two per backend (LAYOUTS).
+ */
+enum { CU_LAY_DEPTH, CU_LAY_IDLE, CU_NLAY };
+
+struct cu_layout {
+	unsigned nchunks, ncs;
+	size_t chunk_rows, rem_rows;
+};
+
 struct cu_chunk_stream {
 	cudaStream_t stream;
-	cufftHandle plan, plan_rem;  /* chunk_rows / rem_rows rows batched     */
-	int have_plan, have_plan_rem;
+	/* per layout: chunk_rows / rem_rows rows batched (an idle layout
+	 * equal to the depth's shares its plans: have_* 0 there) */
+	cufftHandle plan[CU_NLAY], plan_rem[CU_NLAY];
+	int have_plan[CU_NLAY], have_plan_rem[CU_NLAY];
 	cudaEvent_t ev_h2d, ev_done; /* its last H2D copy / all its work done  */
 	int have_ev_h2d, have_ev_done;
 };
@@ -248,6 +263,9 @@ struct cu_set {
 
 	/* The CPI in flight on this set. */
 	uint64_t tag;
+	unsigned nchunks;        /* row chunks it was cut into             */
+	int h2d_done;            /* ev_in seen complete (staged input: in_done
+				    comes at submit, its DMA later)      */
 	void *out;               /* caller's output (staged: copy in poll) */
 	int stage_out;
 	int in_done;             /* input consumed (staged: at submit)     */
@@ -260,8 +278,9 @@ struct cu_be {
 	int numa_node;
 
 	size_t rows, R, nfft, pitch_elems;
-	unsigned nchunks, ncs;   /* row chunks per CPI, chunk streams used */
-	size_t chunk_rows, rem_rows;  /* rows of each chunk, of the last    */
+	struct cu_layout lay[CU_NLAY];  /* CU_LAY_DEPTH, CU_LAY_IDLE (LAYOUTS) */
+	int have_idle;           /* lay[CU_LAY_IDLE] differs from the depth's */
+	unsigned ncs;            /* chunk streams made (max of both layouts) */
 	enum pc_format in_format;
 	enum pc_output out_mode;
 	size_t in_bytes, out_bytes;
@@ -280,6 +299,8 @@ struct cu_be {
 	cpu_set_t bind_cpus;     /* pc_bind_threads: for hc's threads, also */
 	int have_bind;           /* when hc is made after the call          */
 	unsigned staging_threads;   /* hc's threads, from pc_setup         */
+	int staging_nt;          /* hc copies with streaming stores (default;
+				    CHIRP_CUDA_STAGING_NT=0: memcpy)       */
 	int warned_unregistered;
 	uint64_t staged_cpis;    /* CPIs that went through staging copies  */
 
@@ -623,6 +644,11 @@ static int cu_alloc_staging(struct cu_be *be)
 			rc = -EIO;
 			goto out;
 		}
+		/* Streaming stores: the staged bytes are read next by a DMA
+		 * engine or by a consumer process, never by this core, and
+		 * skip the read-for-ownership of every destination line (a
+		 * third less memory traffic; doc/cuda.md, *Copy staging*). */
+		hcopy_set_nt(be->hc, be->staging_nt);
 		if (be->have_bind) {
 			int n = hcopy_bind(be->hc, &be->bind_cpus);
 
@@ -661,10 +687,12 @@ static void cu_destroy(void *p)
 
 			if (c->stream)
 				(void)cudaStreamSynchronize(c->stream);
-			if (c->have_plan)
-				(void)cufftDestroy(c->plan);
-			if (c->have_plan_rem)
-				(void)cufftDestroy(c->plan_rem);
+			for (unsigned l = 0; l < CU_NLAY; l++) {
+				if (c->have_plan[l])
+					(void)cufftDestroy(c->plan[l]);
+				if (c->have_plan_rem[l])
+					(void)cufftDestroy(c->plan_rem[l]);
+			}
 			if (c->have_ev_h2d)
 				(void)cudaEventDestroy(c->ev_h2d);
 			if (c->have_ev_done)
@@ -718,39 +746,71 @@ static void cu_destroy(void *p)
  * cf32->complex, CHIRP_CUDA_CHUNKS 1/2/4/8: 4x128x4096 4.40/4.48/4.89/4.71
  * GS/s, 16x128x9000 -/5.12/5.13/5.86); deeper, none. Never an empty
  * chunk. CHIRP_CUDA_CHUNKS=N (1..16) overrides: a tuning and test knob.
+ *
+ * LAYOUTS. That is the depth's layout (CU_LAY_DEPTH), made for throughput.
+ * A CPI submitted while no other CPI's input is still being copied in (the
+ * GPU is not behind: light or moderate load) is latency-bound instead: its
+ * result is due one H2D + compute + D2H after its commit, and a whole CPI
+ * serialises those (4x128x4096 on an H100: 0.74 ms at depth 4 against 0.49
+ * cut in 4). So such a CPI is cut as depth 2 would cut it (CU_LAY_IDLE:
+ * one chunk per ~4 MiB, at most 8), whatever the depth; when the GPU is
+ * behind, the depth's layout keeps its throughput. Where both layouts are
+ * the same (depth 1 and 2, small CPIs), there is one. CHIRP_CUDA_IDLE_CHUNKS
+ * =N (1..16) overrides the idle layout, 1 turns it off (A/B runs).
  */
+static void cu_set_layout(struct cu_layout *l, size_t rows, size_t k)
+{
+	if (k < 1)
+		k = 1;
+	if (k > rows)
+		k = rows;
+	l->chunk_rows = (rows + k - 1) / k;
+	l->nchunks = (unsigned)((rows + l->chunk_rows - 1) / l->chunk_rows);
+	l->rem_rows = rows - (size_t)(l->nchunks - 1) * l->chunk_rows;
+	l->ncs = l->nchunks < CU_CHUNK_STREAMS ? l->nchunks : CU_CHUNK_STREAMS;
+}
+
+/* CHIRP_CUDA_CHUNKS-style override: 1..CU_MAX_CHUNKS, else keep k. */
+static size_t cu_env_chunks(const char *name, size_t k)
+{
+	const char *env = getenv(name);
+	char *end;
+	long v;
+
+	if (!env || !*env)
+		return k;
+	v = strtol(env, &end, 10);
+	if (*end == '\0' && v >= 1 && v <= CU_MAX_CHUNKS)
+		return (size_t)v;
+	log_warn("cuda: %s=%s ignored (want 1..%d)", name, env, CU_MAX_CHUNKS);
+	return k;
+}
+
 static void cu_choose_chunks(struct cu_be *be)
 {
 	size_t big = be->in_bytes > be->out_bytes ? be->in_bytes : be->out_bytes;
-	size_t k = 1;
-	const char *env = getenv("CHIRP_CUDA_CHUNKS");
+	size_t k = 1, k_idle = big / (4u << 20);
+	struct cu_layout *d = &be->lay[CU_LAY_DEPTH], *i = &be->lay[CU_LAY_IDLE];
 
 	if (be->nsets == 1) {
 		k = big / (2u << 20);
 		if (k > 16)
 			k = 16;
 	} else if (be->nsets == 2) {
-		k = big / (4u << 20);
-		if (k > 8)
-			k = 8;
+		k = k_idle;
 	}
-	if (env && *env) {
-		char *end;
-		long v = strtol(env, &end, 10);
-
-		if (*end == '\0' && v >= 1 && v <= CU_MAX_CHUNKS)
-			k = (size_t)v;
-		else
-			log_warn("cuda: CHIRP_CUDA_CHUNKS=%s ignored (want 1..%d)", env, CU_MAX_CHUNKS);
-	}
-	if (k < 1)
-		k = 1;
-	if (k > be->rows)
-		k = be->rows;
-	be->chunk_rows = (be->rows + k - 1) / k;
-	be->nchunks = (unsigned)((be->rows + be->chunk_rows - 1) / be->chunk_rows);
-	be->rem_rows = be->rows - (size_t)(be->nchunks - 1) * be->chunk_rows;
-	be->ncs = be->nchunks < CU_CHUNK_STREAMS ? be->nchunks : CU_CHUNK_STREAMS;
+	if (k_idle > 8)
+		k_idle = 8;
+	k = cu_env_chunks("CHIRP_CUDA_CHUNKS", k);
+	cu_set_layout(d, be->rows, k);
+	/* Idle layout only where the depth's is one chunk: a chunked one
+	 * already overlaps a lone CPI's copies. */
+	if (d->nchunks == 1)
+		cu_set_layout(i, be->rows, cu_env_chunks("CHIRP_CUDA_IDLE_CHUNKS", k_idle));
+	else
+		*i = *d;
+	be->have_idle = i->nchunks != d->nchunks;
+	be->ncs = d->ncs > i->ncs ? d->ncs : i->ncs;
 }
 
 static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
@@ -795,6 +855,11 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	be->staging_threads = su->staging_threads;   /* 1..HCOPY_MAX_THREADS (pc.c) */
 	be->busy_poll = su->busy_poll;
 	be->numa_node = -1;
+	{
+		const char *env = getenv("CHIRP_CUDA_STAGING_NT");
+
+		be->staging_nt = !(env && strcmp(env, "0") == 0);
+	}
 	cu_choose_chunks(be);
 	be->spin_us = CU_SPIN_US;
 	{
@@ -911,20 +976,28 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 			c->have_ev_h2d = 1;
 			CK(cudaEventCreateWithFlags(&c->ev_done, cudaEventDisableTiming));
 			c->have_ev_done = 1;
-			CKF(cufftCreate(&c->plan));
-			c->have_plan = 1;
-			CKF(cufftMakePlanMany64(c->plan, 1, n, emb, 1, (long long)be->pitch_elems,
-						emb, 1, (long long)be->pitch_elems, CUFFT_C2C,
-						(long long)be->chunk_rows, &work));
-			CKF(cufftSetStream(c->plan, c->stream));
-			if (be->rem_rows == be->chunk_rows)
-				continue;
-			CKF(cufftCreate(&c->plan_rem));
-			c->have_plan_rem = 1;
-			CKF(cufftMakePlanMany64(c->plan_rem, 1, n, emb, 1, (long long)be->pitch_elems,
-						emb, 1, (long long)be->pitch_elems, CUFFT_C2C,
-						(long long)be->rem_rows, &work));
-			CKF(cufftSetStream(c->plan_rem, c->stream));
+			for (unsigned l = 0; l < (be->have_idle ? CU_NLAY : 1u); l++) {
+				const struct cu_layout *lay = &be->lay[l];
+
+				if (k >= lay->ncs)
+					continue;
+				CKF(cufftCreate(&c->plan[l]));
+				c->have_plan[l] = 1;
+				CKF(cufftMakePlanMany64(c->plan[l], 1, n, emb, 1,
+							(long long)be->pitch_elems, emb, 1,
+							(long long)be->pitch_elems, CUFFT_C2C,
+							(long long)lay->chunk_rows, &work));
+				CKF(cufftSetStream(c->plan[l], c->stream));
+				if (lay->rem_rows == lay->chunk_rows)
+					continue;
+				CKF(cufftCreate(&c->plan_rem[l]));
+				c->have_plan_rem[l] = 1;
+				CKF(cufftMakePlanMany64(c->plan_rem[l], 1, n, emb, 1,
+							(long long)be->pitch_elems, emb, 1,
+							(long long)be->pitch_elems, CUFFT_C2C,
+							(long long)lay->rem_rows, &work));
+				CKF(cufftSetStream(c->plan_rem[l], c->stream));
+			}
 		}
 	}
 	if (be->staging == PC_STAGING_COPY)
@@ -932,12 +1005,21 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	if (rc < 0)
 		goto out;
 	CK(cudaDeviceSynchronize());   /* setup only: the filter upload */
-	log_info("cuda: %s, nfft %zu, depth %u, %u chunk%s of %zu rows, row pitch %zu B, %s staging "
-		 "(%u copy thread%s when staged)",
-		 be->device, be->nfft, be->nsets, be->nchunks, be->nchunks == 1 ? "" : "s",
-		 be->chunk_rows, be->pitch_elems * sizeof(float2),
-		 be->staging == PC_STAGING_COPY ? "copy" : "register/auto",
-		 be->staging_threads, be->staging_threads == 1 ? "" : "s");
+	{
+		const struct cu_layout *d = &be->lay[CU_LAY_DEPTH], *i = &be->lay[CU_LAY_IDLE];
+		char idle[96] = "";
+
+		if (be->have_idle)
+			snprintf(idle, sizeof(idle), " (%u of %zu rows while the GPU is not behind)",
+				 i->nchunks, i->chunk_rows);
+		log_info("cuda: %s, nfft %zu, depth %u, %u chunk%s of %zu rows%s, row pitch %zu B, "
+			 "%s staging (%u copy thread%s%s when staged)",
+			 be->device, be->nfft, be->nsets, d->nchunks, d->nchunks == 1 ? "" : "s",
+			 d->chunk_rows, idle, be->pitch_elems * sizeof(float2),
+			 be->staging == PC_STAGING_COPY ? "copy" : "register/auto",
+			 be->staging_threads, be->staging_threads == 1 ? "" : "s",
+			 be->staging_nt ? ", streaming stores" : "");
+	}
 out:
 	if (rc < 0) {
 		snprintf(err, errlen, "%s", be->last_error[0] ? be->last_error : strerror(-rc));
@@ -1080,6 +1162,47 @@ static int cu_dma_ok(struct cu_be *be, const void *p, size_t len, int *is_device
 
 /* ---- data path -------------------------------------------------------------- */
 
+/* 1 done, 0 not yet, -EIO failed. */
+static int cu_query(struct cu_be *be, cudaEvent_t ev, const char *what)
+{
+	cudaError_t e = cudaEventQuery(ev);
+
+	if (e == cudaSuccess)
+		return 1;
+	if (e == cudaErrorNotReady)
+		return 0;
+	cu_fail(be, what, cudaGetErrorString(e));
+	return -EIO;
+}
+
+/*
+ * The layout for the next CPI (LAYOUTS at cu_choose_chunks): the idle one
+ * when no CPI in flight still has input to copy in, i.e. the H2D engine has
+ * nothing of ours queued and the new CPI's latency, not the pipeline's
+ * throughput, is what the cut decides; else the depth's. One event query
+ * per in-flight CPI whose input is not yet known to be done (depth - 1 at
+ * most), stopping at the first still busy. Returns the layout or -EIO.
+ */
+static int cu_pick_layout(struct cu_be *be)
+{
+	if (!be->have_idle)
+		return CU_LAY_DEPTH;
+	for (unsigned i = be->count; i-- > 0;) {   /* youngest first: likeliest busy */
+		struct cu_set *s = &be->sets[(be->head + i) % be->nsets];
+		int r;
+
+		if (s->h2d_done)
+			continue;
+		r = cu_query(be, s->ev_in, "cudaEventQuery(input)");
+		if (r < 0)
+			return r;
+		if (!r)
+			return CU_LAY_DEPTH;
+		s->h2d_done = 1;
+	}
+	return CU_LAY_IDLE;
+}
+
 static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 {
 	struct cu_be *be = (struct cu_be *)p;
@@ -1090,6 +1213,8 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	unsigned R = (unsigned)be->R, nfft = (unsigned)be->nfft;
 	size_t in_sz = pc_format_sample_bytes(be->in_format);
 	size_t out_sz = pc_output_sample_bytes(be->out_mode);
+	const struct cu_layout *lay;
+	int li;
 	dim3 gmul;
 
 	if (be->failed)
@@ -1121,6 +1246,12 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		src = s->h_in;
 	if (stage_out)
 		dst = s->h_out;
+	li = cu_pick_layout(be);
+	if (li < 0) {
+		rc = li;
+		goto out;
+	}
+	lay = &be->lay[li];
 
 	/*
 	 * Main stream: reset the counter, then release the chunk streams
@@ -1128,7 +1259,7 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	 */
 	CK(cudaMemsetAsync(s->d_nonfinite, 0, sizeof(unsigned), s->stream));
 	CK(cudaEventRecord(s->ev_start, s->stream));
-	for (unsigned k = 0; k < be->ncs; k++)
+	for (unsigned k = 0; k < lay->ncs; k++)
 		CK(cudaStreamWaitEvent(s->cs[k].stream, s->ev_start, 0));
 
 	/*
@@ -1142,16 +1273,16 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	 * ev_start is already recorded then: for a staged CPI, device_ns
 	 * includes the time the GPU waited for those host copies.
 	 */
-	for (unsigned i = 0; i < be->nchunks; i++) {
-		struct cu_chunk_stream *c = &s->cs[i % be->ncs];
-		size_t r0 = (size_t)i * be->chunk_rows;
-		int last = i == be->nchunks - 1;
-		unsigned nr = (unsigned)(last ? be->rem_rows : be->chunk_rows);
+	for (unsigned i = 0; i < lay->nchunks; i++) {
+		struct cu_chunk_stream *c = &s->cs[i % lay->ncs];
+		size_t r0 = (size_t)i * lay->chunk_rows;
+		int last = i == lay->nchunks - 1;
+		unsigned nr = (unsigned)(last ? lay->rem_rows : lay->chunk_rows);
 		size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
 		const char *cin = s->d_in ? (const char *)s->d_in + ioff : NULL;  /* sc16 */
 		float2 *fft = s->d_fft + r0 * be->pitch_elems;
 		void *cout = (char *)s->d_out + ooff;
-		cufftHandle plan = nr == be->chunk_rows ? c->plan : c->plan_rem;
+		cufftHandle plan = nr == lay->chunk_rows ? c->plan[li] : c->plan_rem[li];
 
 		if (stage_in) {
 			int hr = hcopy_run(be->hc, (char *)s->h_in + ioff, (const char *)in + ioff,
@@ -1170,7 +1301,7 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		else
 			CK(cudaMemcpyAsync((char *)s->d_in + ioff, (const char *)src + ioff,
 					   (size_t)nr * be->R * in_sz, cudaMemcpyDefault, c->stream));
-		if (i + be->ncs >= be->nchunks)   /* this stream's last H2D */
+		if (i + lay->ncs >= lay->nchunks)   /* this stream's last H2D */
 			CK(cudaEventRecord(c->ev_h2d, c->stream));
 		if (be->fault_armed) {
 			be->fault_armed = 0;
@@ -1206,12 +1337,12 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	}
 
 	/* Join: ev_in after every H2D, ev_out after every D2H and the count. */
-	for (unsigned k = 0; k < be->ncs; k++) {
+	for (unsigned k = 0; k < lay->ncs; k++) {
 		CK(cudaEventRecord(s->cs[k].ev_done, s->cs[k].stream));
 		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_h2d, 0));
 	}
 	CK(cudaEventRecord(s->ev_in, s->stream));
-	for (unsigned k = 0; k < be->ncs; k++)
+	for (unsigned k = 0; k < lay->ncs; k++)
 		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
 	CK(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
 			   cudaMemcpyDeviceToHost, s->stream));
@@ -1228,6 +1359,8 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	}
 
 	s->tag = tag;
+	s->nchunks = lay->nchunks;
+	s->h2d_done = 0;
 	s->out = out;
 	s->stage_out = stage_out;
 	s->in_done = stage_in;    /* staged: the caller's input is free already */
@@ -1236,19 +1369,6 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	be->count++;
 out:
 	return rc;
-}
-
-/* 1 done, 0 not yet, -EIO failed. */
-static int cu_query(struct cu_be *be, cudaEvent_t ev, const char *what)
-{
-	cudaError_t e = cudaEventQuery(ev);
-
-	if (e == cudaSuccess)
-		return 1;
-	if (e == cudaErrorNotReady)
-		return 0;
-	cu_fail(be, what, cudaGetErrorString(e));
-	return -EIO;
 }
 
 /* One non-blocking pass: report what completed, in order. */
@@ -1270,6 +1390,8 @@ static int cu_pass(struct cu_be *be, struct pc_done *done, int max)
 			if (r < 0)
 				return r;
 			if (r) {
+				if (!s->in_done)   /* staged: in_done at submit */
+					s->h2d_done = 1;
 				s->in_done = 1;
 				fl |= PC_DONE_INPUT;
 			} else {
@@ -1310,6 +1432,7 @@ static int cu_pass(struct cu_be *be, struct pc_done *done, int max)
 		done[n].nonfinite_rows = (fl & PC_DONE_OUTPUT) ? *s->h_nonfinite : 0;
 		done[n].device_ns = 0;
 		done[n].recomputed = 0;
+		done[n].chunks = (fl & PC_DONE_OUTPUT) ? s->nchunks : 0;
 		if (fl & PC_DONE_OUTPUT) {
 			float ms = 0.0f;
 

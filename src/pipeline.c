@@ -56,6 +56,7 @@ struct flight {
 	uint64_t t_submitted, t_in_done, t_release;
 	uint64_t device_ns;          /* backend's own time for the CPI (0: none) */
 	uint32_t recomputed;         /* pc_done.recomputed                       */
+	uint32_t chunks;             /* pc_done.chunks                           */
 	uint32_t fill, in_flight;    /* input blocks waiting at peek; CPIs in the
 					backend at submit                      */
 	int out_dropped;             /* counted in output_drops                 */
@@ -567,6 +568,7 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 		.seq = f->seq, .first_sample = f->first_sample, .timestamp_ns = f->timestamp_ns,
 		.latency_ns = latency_ns, .device_ns = f->device_ns,
 		.fill = f->fill, .in_flight = f->in_flight, .recomputed = f->recomputed,
+		.chunks = f->chunks,
 	};
 	int over = delivered && budget && latency_ns > budget;
 
@@ -691,6 +693,7 @@ static int progress(struct pipeline *p, int timeout_ms)
 			f->nonfinite_rows = done[i].nonfinite_rows;
 			f->device_ns = done[i].device_ns;
 			f->recomputed = done[i].recomputed;
+			f->chunks = done[i].chunks;
 			p->nsub--;
 		}
 	}

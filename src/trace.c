@@ -10,7 +10,7 @@
 enum {
 	W_NUM = 0,          /* record number k: tells record k from k + n */
 	W_SEQ, W_FIRST, W_TS, W_T0,
-	W_LAT = W_T0 + TR_STAMPS, W_DEV, W_FILL, W_INFL, W_FLAGS, W_RECOMP,
+	W_LAT = W_T0 + TR_STAMPS, W_DEV, W_FILL, W_INFL, W_FLAGS, W_RECOMP, W_CHUNKS,
 	W_WORDS
 };
 
@@ -95,6 +95,7 @@ void trace_put(struct trace *t, const struct trace_cpi *r)
 	ST(s, W_INFL, r->in_flight);
 	ST(s, W_FLAGS, r->flags);
 	ST(s, W_RECOMP, r->recomputed);
+	ST(s, W_CHUNKS, r->chunks);
 	atomic_store_explicit(&s->ver, v + 2, memory_order_release);
 	atomic_store_explicit(&t->total, k + 1, memory_order_release);
 }
@@ -126,6 +127,7 @@ static int read_slot(const struct trace *t, uint64_t k, struct trace_cpi *out)
 	out->in_flight = (uint32_t)LD(s, W_INFL);
 	out->flags = (uint32_t)LD(s, W_FLAGS);
 	out->recomputed = (uint32_t)LD(s, W_RECOMP);
+	out->chunks = (uint32_t)LD(s, W_CHUNKS);
 	atomic_thread_fence(memory_order_acquire);   /* the copy before the re-check */
 	v2 = atomic_load_explicit(&s->ver, memory_order_relaxed);
 	return v1 == v2 && num == k ? 0 : -EAGAIN;

@@ -68,6 +68,8 @@ struct trace_cpi {
 	uint32_t in_flight;         /* CPIs in the backend when it was submitted */
 	uint32_t recomputed;        /* CPU backend: blocks of rows recomputed
 				       because their worker was stalled      */
+	uint32_t chunks;            /* CUDA backend: row chunks the CPI was cut
+				       into (0: not said)                     */
 	uint32_t flags;             /* TRACE_*                                 */
 };
 

@@ -384,6 +384,7 @@ static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging
 				assert_int_equal(k, next_out);  /* outputs in order */
 				assert_true(in_seen[k]);        /* never before input */
 				assert_int_equal(d[i].nonfinite_rows, 0);
+				assert_true(d[i].chunks >= 1 && d[i].chunks <= 16);
 				next_out++;
 			}
 		}
@@ -730,6 +731,102 @@ static void test_chunked(void **state)
 	unsetenv("CHIRP_CUDA_CHUNKS");
 }
 
+/*
+ * The idle layout (pc_cuda.cu, LAYOUTS): at depth 3 with the depth's layout
+ * forced whole (CHIRP_CUDA_CHUNKS=1) and the idle one to 3 chunks, a CPI
+ * submitted with nothing else in flight is cut in 3 (pc_done.chunks == 3),
+ * and one submitted behind others is cut in 1 or 3 depending on whether
+ * their input is still being copied (a race by design; both must compute
+ * the same result). Every output is checked against the CPU backend.
+ */
+static void test_idle_layout(void **state)
+{
+	const unsigned C = 2, P = 8, R = 1000, K = 9;
+	const size_t L = 200;
+	float *ref;
+	struct pc *cpu, *gpu;
+	size_t ib, ob;
+	char *in;
+	float *out, *want;
+	unsigned whole = 0, cut = 0;
+
+	(void)state;
+	NEED_GPU();
+	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "1", 1), 0);
+	assert_int_equal(setenv("CHIRP_CUDA_IDLE_CHUNKS", "3", 1), 0);
+	ref = make_ref(WIN_HANN, L, R);
+	cpu = make_pc(PC_BACKEND_CPU, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 1, PC_STAGING_AUTO);
+	gpu = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 3, PC_STAGING_AUTO);
+	unsetenv("CHIRP_CUDA_CHUNKS");
+	unsetenv("CHIRP_CUDA_IDLE_CHUNKS");
+	ib = pc_in_bytes(gpu);
+	ob = pc_out_bytes(gpu);
+	in = malloc(ib * K);
+	out = malloc(ob * K);
+	want = malloc(ob);
+	assert_non_null(in);
+	assert_non_null(out);
+	assert_non_null(want);
+	for (unsigned k = 0; k < K; k++)
+		fill_input(in + k * ib, PC_FMT_CF32, (size_t)C * P * R);
+	poison(out, ob * K);
+
+	for (int burst = 0; burst < 2; burst++) {
+		unsigned sub = 0, got = 0;
+
+		/* One at a time (nothing else in flight), then as a burst. */
+		while (got < K) {
+			struct pc_done d[8];
+			int n;
+
+			while (sub < K && (burst || pc_in_flight(gpu) == 0)) {
+				int rc = pc_submit(gpu, in + sub * ib, (char *)out + sub * ob, sub);
+
+				if (rc == -EAGAIN)
+					break;
+				assert_int_equal(rc, 0);
+				sub++;
+			}
+			n = pc_poll(gpu, d, 8, 10000);
+			assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+			for (int i = 0; i < n; i++) {
+				if (!(d[i].flags & PC_DONE_OUTPUT))
+					continue;
+				assert_int_equal(d[i].tag, got);
+				if (!burst)
+					assert_int_equal(d[i].chunks, 3);
+				else
+					assert_true(d[i].chunks == 1 || d[i].chunks == 3);
+				if (d[i].chunks == 1)
+					whole++;
+				else
+					cut++;
+				got++;
+			}
+		}
+		for (unsigned k = 0; k < K; k++) {
+			double e;
+
+			poison(want, ob);
+			assert_int_equal(pc_execute(cpu, in + k * ib, want, NULL), 0);
+			e = out_err((float *)((char *)out + k * ob), want, ob / sizeof(float),
+				    PC_OUT_COMPLEX);
+			if (!(e <= TOL))
+				fail_msg("idle layout, %s, CPI %u: rel L2 %.3e", burst ? "burst" : "one at a time",
+					 k, e);
+		}
+		poison(out, ob * K);
+	}
+	print_message("  idle layout: %u CPIs cut in 3, %u whole (the burst's)\n", cut, whole);
+	assert_true(cut >= K);
+	pc_destroy(cpu);
+	pc_destroy(gpu);
+	free(in);
+	free(out);
+	free(want);
+	free(ref);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -743,6 +840,7 @@ int main(void)
 		cmocka_unit_test(test_nonfinite_rows),
 		cmocka_unit_test(test_fault_injection),
 		cmocka_unit_test(test_chunked),
+		cmocka_unit_test(test_idle_layout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

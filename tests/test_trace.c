@@ -32,6 +32,7 @@ static void make(uint64_t k, struct trace_cpi *r)
 	r->in_flight = (uint32_t)(k % 5);
 	r->flags = (uint32_t)(k & 0x3f);
 	r->recomputed = (uint32_t)(k % 3);
+	r->chunks = (uint32_t)(k % 9);
 }
 
 static int consistent(const struct trace_cpi *r)
@@ -45,7 +46,7 @@ static int consistent(const struct trace_cpi *r)
 	return r->first_sample == want.first_sample && r->timestamp_ns == want.timestamp_ns &&
 	       r->latency_ns == want.latency_ns && r->device_ns == want.device_ns &&
 	       r->fill == want.fill && r->in_flight == want.in_flight && r->flags == want.flags &&
-	       r->recomputed == want.recomputed;
+	       r->recomputed == want.recomputed && r->chunks == want.chunks;
 }
 
 static void test_create_bounds(void **state)

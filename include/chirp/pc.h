@@ -219,6 +219,10 @@ struct pc_done {
 					CPU backend computed a second time
 					because the worker that had them was
 					stalled (0 elsewhere)                */
+	uint32_t chunks;             /* with PC_DONE_OUTPUT: row chunks the CUDA
+					backend cut this CPI into (more than one
+					overlaps its copies with its compute:
+					doc/cuda.md, *Chunks*); 0 elsewhere  */
 };
 
 int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag);
