@@ -34,7 +34,7 @@
 #include "control.h"
 
 #define DEFAULT_SOCKET "/run/chirpd/control.sock"
-#define REPLY_MAX      (16u << 20)
+#define REPLY_MAX      (256u << 20)
 
 #ifndef CHIRP_VERSION
 #define CHIRP_VERSION "0.1"
