@@ -35,7 +35,7 @@
  * Output (stdout), one line, key=value, times in microseconds:
  *   probe n=… p50_us=… p90_us=… p99_us=… p999_us=… max_us=… mean_us=…
  *         lost=… missing=… flagged=… window_s=… rate=… overflow=… interrupted=0|1
- *         reattached=…
+ *         reattached=… first_fs=… last_fs=…
  * Percentiles are nearest-rank on the sorted samples (p99.9 of 10 000
  * samples is the 9 990th). --raw FILE writes every latency (µs, one per
  * line, in arrival order) after the window. --marker FILE is created (empty)
@@ -55,7 +55,11 @@
  * detaches and attaches again by name (waiting up to --wait) and goes on:
  * the next block's gap is counted by first_sample only (sequence numbers
  * restart with the ring). Without it, -ESTALE ends the probe with an error.
- * The summary line ends with reattached=N.
+ * The summary line then gives reattached=N, and first_fs / last_fs: the
+ * first_sample of the first and of the last block counted in the window (0
+ * when none), so that a script can pick the same CPIs out of chirpd's
+ * flight recorder (chirpctl trace) and tell chirpd's own latency from the
+ * probe's wake-up.
  * Exit 0; 1 on error; 3 when no block arrived within --first-timeout.
  */
 #include <errno.h>
@@ -146,7 +150,7 @@ int main(int argc, char **argv)
 	uint64_t prev_seq = 0, prev_fs = 0;
 	int have_prev = 0, in_window = 0, linger = 0, spin = 0, c, rc = 1;
 	int reattach = 0, seq_valid = 0, fs_step_given = 0;
-	uint64_t reattached = 0;
+	uint64_t reattached = 0, first_fs = 0, last_fs = 0;
 	int64_t *sorted = NULL;
 	double t_first = 0, t_open = 0, t_close = 0, t_prog = 0, t_start;
 	char err[256];
@@ -304,6 +308,9 @@ bad:
 				if (!gap)
 					lost++;
 			}
+			if (!n && !overflow)
+				first_fs = b.first_sample;
+			last_fs = b.first_sample;
 			if (n < max_samples)
 				lat[n++] = (int64_t)(t_ns - b.timestamp_ns);
 			else
@@ -341,11 +348,13 @@ bad:
 		qsort(sorted, n, sizeof(*sorted), cmp_i64);
 		printf("probe n=%" PRIu64 " p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f"
 		       " mean_us=%.1f lost=%" PRIu64 " missing=%" PRIu64 " flagged=%" PRIu64
-		       " window_s=%.3f rate=%.2f overflow=%" PRIu64 " interrupted=%d reattached=%" PRIu64 "\n",
+		       " window_s=%.3f rate=%.2f overflow=%" PRIu64 " interrupted=%d reattached=%" PRIu64
+		       " first_fs=%" PRIu64 " last_fs=%" PRIu64 "\n",
 		       n, pct_us(sorted, n, 0.50), pct_us(sorted, n, 0.90), pct_us(sorted, n, 0.99),
 		       pct_us(sorted, n, 0.999), n ? (double)sorted[n - 1] / 1e3 : NAN,
 		       n ? sum / (double)n / 1e3 : NAN, lost, missing, flagged, window,
-		       window > 0 ? (double)(n + overflow) / window : 0.0, overflow, interrupted, reattached);
+		       window > 0 ? (double)(n + overflow) / window : 0.0, overflow, interrupted, reattached,
+		       first_fs, last_fs);
 		if (fflush(stdout) != 0) {
 			fprintf(stderr, "latency_probe: stdout: %s\n", strerror(errno));
 			goto out;

@@ -18,7 +18,15 @@
 #   consumer    build/bench/latency_probe on the output ring: latency =
 #               CLOCK_REALTIME at peek − the block's timestamp_ns (chirpd
 #               forwards the producer's commit time). Warm-up from the first
-#               result, then the measured window.
+#               result, then the measured window. It sleeps on the ring's
+#               futex (its wake-up is part of the latency); --probe-spin makes
+#               it poll instead (one busy core beside chirpd).
+#   recorder    each load row's chirpd keeps every CPI of the window in its
+#               flight recorder (trace.records = rate x (measured + 5 s),
+#               4096..131072, unless you --set trace.records), saved
+#               after the window (chirpctl --json trace N) with the probe's
+#               first_fs/last_fs: chirpd's own latency (input commit -> output
+#               commit) over the same CPIs. Capacity and --soak rows: 4096.
 #
 # Definitions (also printed with the results):
 #   capacity    CPIs/s delivered to the output ring, over the measured window
@@ -48,13 +56,15 @@
 #       issue asks for a 5-minute window: --soak 300).
 #   C2  at 80 %: p99 <= 2 x p50 + host noise p99, p99.9 <= 3 x p50 + host noise p99.9.
 #   C3  (cuda) at 80 %: chirpd p99.9 <= 1.5 x copy floor p99.9.
+#   C3' (cuda) at 80 %: the same with chirpd's own p99.9 (flight recorder,
+#       every CPI of the window; n/a when the recorder does not cover it).
 #
 # Usage:
 #   scripts/bench-latency.sh [--backend cpu|cuda] [--geometry CxPxR] [--ref-len L]
 #       [--format cf32|sc16] [--mode complex|magnitude|power_db] [--warmup S]
 #       [--measure S] [--cap-seconds S] [--loads "20 40 60 80 90 95"]
 #       [--soak SECONDS [--soak-load 90]] [--set section.key=value]...
-#       [--noise-samples N] [--out DIR] [--no-copy-floor]
+#       [--noise-samples N] [--out DIR] [--no-copy-floor] [--probe-spin]
 #   scripts/bench-latency.sh --plot DIR      (table and PNG again from DIR's files)
 # Environment: CHIRP_BUILD (default build), PLOT_PY (a python3 with
 # matplotlib). Output in DIR (default build/bench-latency/DATE): report.md
@@ -70,7 +80,7 @@ BUILD=${CHIRP_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$root/$BUILD;; esac
 backend=cpu geometry=4x128x4096 reflen=512 format=cf32 mode=complex
 warmup=4 measure=10 cap_s= loads="20 40 60 80 90 95" soak= soak_load=90
-noise_n=20000 out= copy=1 plot_only= sets=()
+noise_n=20000 out= copy=1 plot_only= sets=() probe_spin=
 START_TIMEOUT=${START_TIMEOUT:-60}   # chirpd start-up (FFT planning, CUDA init)
 
 die() { echo "bench-latency: $*" >&2; exit 1; }
@@ -92,6 +102,7 @@ while [ $# -gt 0 ]; do
 	--noise-samples) noise_n=${2:?}; shift;;
 	--out) out=${2:?}; shift;;
 	--no-copy-floor) copy=0;;
+	--probe-spin) probe_spin=1;;
 	--plot) plot_only=${2:?}; shift;;
 	-h|--help) usage;;
 	*) echo "bench-latency: unknown argument '$1'" >&2; usage;;
@@ -145,7 +156,7 @@ fi
 out=${out:-$BUILD/bench-latency/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/cases.tsv "$out"/lat-*.txt "$out"/probe-*.txt "$out"/copy-*.txt "$out"/noise.txt
+rm -f "$out"/cases.tsv "$out"/lat-*.txt "$out"/probe-*.txt "$out"/copy-*.txt "$out"/noise.txt "$out"/trace-*.json "$out"/trace-*.err
 tmp=$(mktemp -d /tmp/chirp-bl.XXXXXX) || die "mktemp failed"   # short socket paths
 uniq=chirp-bl-$$
 pids=()
@@ -193,16 +204,19 @@ stop() {
 	forget "$1"
 }
 
-# write_conf FILE SOCK IN OUT — conf/chirpd.conf with the overrides. Every
-# key exists in the shipped file; an override that matches no line is an error.
+# write_conf FILE SOCK IN OUT [KEY=VALUE...] — conf/chirpd.conf with the
+# overrides: the script's, then the row's extra ones, then every --set (a
+# later one wins, so the user's --set beats the row's). Every key exists in
+# the shipped file; an override that matches no line is an error.
 write_conf() {
-	local pw
+	local pw f=$1 s=$2 i=$3 o=$4
+	shift 4
 	pw=$(awk -v l="$reflen" 'BEGIN { printf "%.9g", l / 25e6 }')   # L samples at 25 MHz
-	"$PY" - "$root/conf/chirpd.conf" "$1" \
-		daemon.control_socket="$2" input.ring="$3" output.ring="$4" \
+	"$PY" - "$root/conf/chirpd.conf" "$f" \
+		daemon.control_socket="$s" input.ring="$i" output.ring="$o" \
 		processing.backend="$backend" cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
 		input.format="$format" output.mode="$mode" waveform.type=lfm \
-		waveform.sample_rate_hz=25e6 waveform.pulse_width_s="$pw" "${sets[@]}" <<'PYEOF'
+		waveform.sample_rate_hz=25e6 waveform.pulse_width_s="$pw" "$@" "${sets[@]}" <<'PYEOF'
 import re, sys
 src, dst, kv = sys.argv[1], sys.argv[2], {}
 for a in sys.argv[3:]:
@@ -243,11 +257,24 @@ case_no=0
 # saturating, lossless), the probe's window; files NAME-* in $out.
 run_case() {
 	local name=$1 pct=$2 rate=$3 conf in outr chirpd probe feed maxn secs=$measure
+	local trn=4096 extra=() s
 	case_no=$((case_no + 1))
 	[ "$name" = capacity ] && secs=$cap_s
 	conf=$out/chirpd-$name.conf sock=$tmp/c$case_no.sock
 	in=/$uniq-$case_no-in outr=/$uniq-$case_no-out
-	write_conf "$conf" "$sock" "$in" "$outr" || die "cannot write $conf"
+	if [ -n "$rate" ] && [ -z "$soak" ]; then
+		# A flight recorder that holds the whole run, so that chirpd's own
+		# latency can be read over every CPI of the probe's window.
+		# The window, plus 5 s for the time from its close to the fetch.
+		trn=$(awk -v r="$rate" -v t="$(awk -v m="$secs" 'BEGIN { print m + 5 }')" \
+			'BEGIN { n = r * t; i = int(n); if (i < n) i++; if (i < 4096) i = 4096;
+				 if (i > 131072) i = 131072; print i }')
+		extra=(trace.records="$trn")
+		for s in "${sets[@]}"; do   # the user's --set trace.records wins
+			case $s in trace.records=*) trn=${s#trace.records=}; extra=();; esac
+		done
+	fi
+	write_conf "$conf" "$sock" "$in" "$outr" "${extra[@]}" || die "cannot write $conf"
 	"$BUILD/bin/chirpd" -c "$conf" >"$out/chirpd-$name.log" 2>&1 &
 	chirpd=$!; pids+=($chirpd)
 	wait_until "$START_TIMEOUT" ctl ping ||
@@ -257,7 +284,7 @@ run_case() {
 	maxn=$(awk -v r="${rate:-0}" -v s="$secs" 'BEGIN { n = (r > 0) ? r * s * 1.5 + 100000 : 4000000; printf "%d", n }')
 	"$BUILD/bench/latency_probe" --ring "$outr" --warmup "$warmup" --measure "$secs" --wait 10 \
 		--first-timeout "$START_TIMEOUT" --max-samples "$maxn" --raw "$out/lat-$name.txt" \
-		--marker "$tmp/open-$case_no" --linger ${soak:+--progress 30} >"$out/probe-$name.txt" 2>"$out/probe-$name.log" &
+		--marker "$tmp/open-$case_no" --linger ${soak:+--progress 30} ${probe_spin:+--spin} >"$out/probe-$name.txt" 2>"$out/probe-$name.log" &
 	probe=$!; pids+=($probe)
 	wait_until 15 grep -q attached "$out/probe-$name.log" ||
 		{ cat "$out/probe-$name.log" >&2; die "$name: the probe did not attach to $outr"; }
@@ -274,10 +301,20 @@ run_case() {
 	wait_until "$(awk -v s="$secs" 'BEGIN { printf "%d", s + 60 }')" grep -q '^probe ' "$out/probe-$name.txt" ||
 		{ cat "$out/probe-$name.log" >&2; die "$name: no summary from the probe $secs s after its window opened"; }
 	ctl --json stats >"$out/stats1-$name.json" || die "$name: chirpctl stats failed"
-	if [ -z "$have_trace" ]; then   # `chirpctl trace` is new; tolerate its absence
-		if ctl --json trace 4096 >"$out/trace-$name.json" 2>/dev/null; then have_trace=1; else have_trace=0; rm -f "$out/trace-$name.json"; fi
-	elif [ "$have_trace" = 1 ]; then
-		ctl --json trace 4096 >"$out/trace-$name.json" 2>/dev/null
+	if [ "$have_trace" != 0 ]; then   # `chirpctl trace` is new; tolerate its absence
+		if ctl --json trace "$trn" >"$out/trace-$name.json" 2>"$tmp/trace.err"; then
+			have_trace=1
+		elif cat "$out/trace-$name.json" >>"$tmp/trace.err" 2>/dev/null &&   # --json: the reply
+			[ "$trn" != 4096 ] && ctl --json trace 4096 >"$out/trace-$name.json" 2>/dev/null; then
+			# chirpd (or chirpctl) cannot reply with N records: its last
+			# 4096 are saved instead, and the report says "partial".
+			have_trace=1
+			echo "  $name: chirpctl trace $trn failed ($(head -c 200 "$tmp/trace.err" | tr -s '\n' ' '));" \
+				"saved the last 4096 records" | tee "$out/trace-$name.err"
+		else
+			rm -f "$out/trace-$name.json"
+			[ -n "$have_trace" ] || have_trace=0
+		fi
 	fi
 	stop "$feed"
 	kill -TERM "$probe" 2>/dev/null
@@ -296,7 +333,7 @@ run_case() {
 	echo "date	$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "machine	$(hostname), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/^/, /')"
 	echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
-	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen; shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}"
+	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen; shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || echo "sleeps on the ring's futex")"
 	echo "windows	warm-up $warmup s, measured $measure s per load, capacity over $cap_s s$([ -n "$soak" ] && echo ", soak")"
 } >"$out/meta.tsv"
 sed 's/\t/: /' "$out/meta.tsv"

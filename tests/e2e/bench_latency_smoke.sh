@@ -29,12 +29,31 @@ grep -Eq '^(PASS|FAIL) C1 90 %: lost [0-9]+' "$out/report.md" || e2e_fail "no C1
 [ "$(grep -Ec '^(PASS|FAIL) C2 80 %: p99(\.9)? ' "$out/report.md")" -eq 2 ] || e2e_fail "no C2 lines"
 grep -q '^capacity: [0-9.]* CPI/s' "$out/report.md" || e2e_fail "no capacity line"
 # What the flight recorder saw per row (chirpctl trace saved by the bench).
-grep -q '^| row | CPIs | device p50 ms | device p99 ms | device max ms | slow run (CPIs) | max fill | recomputed |$' "$out/report.md" ||
+grep -q '^| row | CPIs | device p50 ms | device p99 ms | device max ms | slow run (CPIs) | max fill | recomputed | chunked |$' "$out/report.md" ||
 	e2e_fail "no flight recorder table"
 for row in capacity "80 %" "90 %"; do
-	grep -Eq "^\| $row \| [0-9]+ \| $num \| $num \| $num \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$" "$out/report.md" ||
+	# chunked: "–" without a chunks field in the trace (older chirpd), else a percentage
+	grep -Eq "^\| $row \| [0-9]+ \| $num \| $num \| $num \| [0-9]+ \| [0-9]+ \| [0-9]+ \| (–|$num %) \|$" "$out/report.md" ||
 		e2e_fail "no well-formed recorder row for $row"
 done
+# The probe's window, in first_sample numbers, and chirpd's own latency over it.
+for pct in 80 90; do
+	grep -Eq '^probe n=[0-9]+ .* reattached=[0-9]+ first_fs=[0-9]+ last_fs=[0-9]+$' "$out/probe-load$pct.txt" ||
+		e2e_fail "probe-load$pct.txt: no first_fs/last_fs at the end of the summary"
+	awk '{ for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } }
+	     END { exit !(v["n"] > 0 && v["last_fs"] + 0 >= v["first_fs"] + 0) }' "$out/probe-load$pct.txt" ||
+		e2e_fail "probe-load$pct.txt: last_fs before first_fs"
+done
+grep -q "^| row | CPIs | p50 ms | p99 ms | p99.9 ms | max ms | covered |$" "$out/report.md" ||
+	e2e_fail "no table of chirpd's own latency"
+for pct in 80 90; do
+	grep -Eq "^\| $pct % \| [0-9]+ \| $num \| $num \| $num \| $num \| (yes|partial) \|$" "$out/report.md" ||
+		e2e_fail "no well-formed own-latency row for $pct %"
+	grep -Eq "^\| $pct % \| .* \| yes \|$" "$out/report.md" ||
+		echo "note: chirpd's flight recorder did not cover the $pct % window (partial)"
+done
+# C3 and C3' compare with the copy floor: CUDA only, absent here.
+grep -Eq "^(PASS|FAIL|n/a ) C3" "$out/report.md" && e2e_fail "a C3 line on the CPU backend"
 for k in command date machine; do grep -q "^$k: " "$out/report.md" || e2e_fail "report lacks '$k'"; done
 # TSV: a header and capacity, two loads, host block, host noise, sleep; 16 columns each.
 awk -F'\t' 'NF != 16 { bad = 1 } END { exit bad || NR != 7 }' "$out/results.tsv" ||
