@@ -4,7 +4,7 @@
  * and 8 threads, side by side in one run (a program that prints a table;
  * not a test).
  *
- *   bench_hcopy [--sizes MIB,...] [--threads N,...] [--runs N] [--tsv]
+ *   bench_hcopy [--sizes MIB,...] [--threads N,...] [--runs N] [--nt] [--tsv]
  *
  * Per size (default 4, 16 and 64 MiB: a 4x128x4096 cf32 CPI is 16 MiB), B
  * source/destination pairs are allocated and written once (every page
@@ -20,7 +20,11 @@
  * every slice a sleeping worker has not claimed, so such columns show the
  * hand-off's cost, not more bandwidth.
  *
+ * --nt adds, per thread count, a column of hcopy with non-temporal stores
+ * (hcopy_set_nt: "nt xN"), taking turns with the others.
+ *
  * TSV (--tsv): size_MiB method threads median_GB/s min_GB/s max_GB/s
+ * (method memcpy, hcopy or hcopy_nt)
  */
 #include "bench.h"
 #include "hcopy.h"
@@ -31,13 +35,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_COLS   9             /* memcpy + up to 8 thread counts        */
+#define MAX_THR    8             /* thread counts                         */
+#define MAX_COLS   (1 + 2 * MAX_THR)   /* memcpy + hcopy (+ nt) per count */
 #define MAX_SIZES  8
 #define FOOTPRINT  (128u << 20)  /* bytes of src + dst pairs, at least    */
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_hcopy [--sizes MIB,...] [--threads N,...] [--runs N] [--tsv]\n");
+	fprintf(f, "usage: bench_hcopy [--sizes MIB,...] [--threads N,...] [--runs N] [--nt] [--tsv]\n");
 }
 
 /* "4,16,64" -> v[]; returns the count, -1 on a bad list. */
@@ -65,8 +70,8 @@ static int parse_list(const char *s, unsigned *v, int max, unsigned lo, unsigned
 
 int main(int argc, char **argv)
 {
-	unsigned sizes[MAX_SIZES] = { 4, 16, 64 }, threads[MAX_COLS - 1] = { 1, 2, 4, 8 };
-	int nsizes = 3, nthreads = 4, runs = 21, tsv = 0, rc = 1;
+	unsigned sizes[MAX_SIZES] = { 4, 16, 64 }, threads[MAX_THR] = { 1, 2, 4, 8 };
+	int nsizes = 3, nthreads = 4, ncols, runs = 21, tsv = 0, nt = 0, rc = 1;
 	struct hcopy *hc[MAX_COLS - 1] = { 0 };
 	double *t = NULL;
 	char err[160];
@@ -79,10 +84,10 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-			nthreads = parse_list(argv[++i], threads, MAX_COLS - 1, 1, HCOPY_MAX_THREADS);
+			nthreads = parse_list(argv[++i], threads, MAX_THR, 1, HCOPY_MAX_THREADS);
 			if (nthreads < 1) {
 				fprintf(stderr, "bench_hcopy: --threads: 1 to %d counts, 1..%u\n",
-					MAX_COLS - 1, HCOPY_MAX_THREADS);
+					MAX_THR, HCOPY_MAX_THREADS);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
@@ -91,6 +96,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "bench_hcopy: --runs: 1..100000\n");
 				return 2;
 			}
+		} else if (!strcmp(argv[i], "--nt")) {
+			nt = 1;
 		} else if (!strcmp(argv[i], "--tsv")) {
 			tsv = 1;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -101,14 +108,17 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	for (int k = 0; k < nthreads; k++) {
-		hc[k] = hcopy_create(threads[k], err, sizeof(err));
+	/* Columns: memcpy, hcopy per count, then (--nt) hcopy nt per count. */
+	ncols = nthreads * (nt ? 2 : 1);
+	for (int k = 0; k < ncols; k++) {
+		hc[k] = hcopy_create(threads[k % nthreads], err, sizeof(err));
 		if (!hc[k]) {
 			fprintf(stderr, "bench_hcopy: %s\n", err);
 			goto out;
 		}
+		hcopy_set_nt(hc[k], k >= nthreads);
 	}
-	t = malloc(sizeof(*t) * (size_t)runs * (size_t)(nthreads + 1));
+	t = malloc(sizeof(*t) * (size_t)runs * (size_t)(ncols + 1));
 	if (!t) {
 		fprintf(stderr, "bench_hcopy: out of memory\n");
 		goto out;
@@ -118,10 +128,10 @@ int main(int argc, char **argv)
 		printf("bench_hcopy: GB/s of bytes copied, median of %d copies per cell; "
 		       "%ld online cpus\n", runs, sysconf(_SC_NPROCESSORS_ONLN));
 		printf("%-8s %6s %9s", "size", "pairs", "memcpy");
-		for (int k = 0; k < nthreads; k++) {
+		for (int k = 0; k < ncols; k++) {
 			char h[16];
 
-			snprintf(h, sizeof(h), "hcopy x%u", threads[k]);
+			snprintf(h, sizeof(h), "%s x%u", k < nthreads ? "hcopy" : "nt", threads[k % nthreads]);
 			printf(" %9s", h);
 		}
 		printf(" %8s\n", "best/mc");
@@ -158,7 +168,7 @@ int main(int argc, char **argv)
 			unsigned next = 0;
 
 			for (int r = -2; r < runs; r++) {
-				for (int col = 0; col <= nthreads; col++) {
+				for (int col = 0; col <= ncols; col++) {
 					unsigned p = next++ % pairs;
 					double t0 = now_s(), dt;
 
@@ -176,7 +186,7 @@ int main(int argc, char **argv)
 				ok = 0;
 		}
 		if (ok) {
-			for (int col = 0; col <= nthreads; col++) {
+			for (int col = 0; col <= ncols; col++) {
 				double *c = t + (size_t)col * runs;
 
 				qsort(c, (size_t)runs, sizeof(*c), cmp_d);
@@ -185,7 +195,8 @@ int main(int argc, char **argv)
 					best = med[col];
 				if (tsv)
 					printf("%u\t%s\t%u\t%.2f\t%.2f\t%.2f\n", sizes[si],
-					       col ? "hcopy" : "memcpy", col ? threads[col - 1] : 1,
+					       col == 0 ? "memcpy" : col <= nthreads ? "hcopy" : "hcopy_nt",
+					       col ? threads[(col - 1) % nthreads] : 1,
 					       med[col], bytes / c[runs - 1] * 1e-9, bytes / c[0] * 1e-9);
 			}
 			if (!tsv) {
@@ -193,7 +204,7 @@ int main(int argc, char **argv)
 
 				snprintf(sz, sizeof(sz), "%u MiB", sizes[si]);
 				printf("%-8s %6u", sz, pairs);
-				for (int col = 0; col <= nthreads; col++)
+				for (int col = 0; col <= ncols; col++)
 					printf(" %9.2f", med[col]);
 				printf(" %7.2fx\n", best / med[0]);
 			}
@@ -211,7 +222,7 @@ int main(int argc, char **argv)
 	}
 	rc = 0;
 out:
-	for (int k = 0; k < nthreads; k++)
+	for (int k = 0; k < MAX_COLS - 1; k++)
 		hcopy_destroy(hc[k]);
 	free(t);
 	return rc;

@@ -62,6 +62,20 @@ int hcopy_run(struct hcopy *h, void *dst, const void *src, size_t bytes);
 unsigned hcopy_threads(const struct hcopy *h);
 
 /*
+ * Non-temporal stores from now on (on != 0) or memcpy (0, the default).
+ * Streaming stores skip reading each destination line before writing it
+ * and leave the cache alone: less memory traffic for copies far larger
+ * than the cache whose destination is read next by a DMA engine or another
+ * process, not by this core. Not while a copy runs (the caller's thread
+ * only). x86-64 only; elsewhere memcpy either way.
+ */
+void hcopy_set_nt(struct hcopy *h, int on);
+int hcopy_nt(const struct hcopy *h);
+
+/* memcpy with non-temporal stores (x86-64; memcpy elsewhere), fenced. */
+void hcopy_memcpy_nt(void *dst, const void *src, size_t n);
+
+/*
  * Pin the copier's worker threads (not the caller) to cpus. Returns how
  * many were pinned, or a negative errno (the first pthread_setaffinity_np
  * failure; the others are still tried).

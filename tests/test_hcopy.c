@@ -131,14 +131,20 @@ static void test_sizes_threads_offsets(void **state)
 
 		if (!h)
 			fail_msg("hcopy_create(%u): %s", threads[t], err);
-		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
-			for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); o++) {
-				/* The largest size once per thread count: it is
-				 * the slow one under the sanitizers. */
-				if (sizes[s] == max && o > 1)
-					continue;
-				check_copy(h, src, offs[o][0], dst, offs[o][1], sizes[s], "sizes");
-			}
+		/* memcpy, then non-temporal stores (unaligned heads and tails) */
+		for (int nt = 0; nt < 2; nt++) {
+			hcopy_set_nt(h, nt);
+			assert_int_equal(hcopy_nt(h), nt);
+			for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+				for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); o++) {
+					/* The largest size once per thread count: it
+					 * is the slow one under the sanitizers. */
+					if (sizes[s] == max && o > 1)
+						continue;
+					check_copy(h, src, offs[o][0], dst, offs[o][1], sizes[s],
+						   nt ? "sizes, nt" : "sizes");
+				}
+		}
 		hcopy_destroy(h);
 	}
 	free(src);
@@ -151,6 +157,27 @@ static void test_sizes_threads_offsets(void **state)
  * generation or a slice counter not reset would show as a wrong byte. 300
  * copies pass the ticket's generation wrap (64 copies after create).
  */
+/* hcopy_memcpy_nt by itself: every length 0..300 at every offset pair mod
+ * 16 (the 256-byte cut-over, the aligned body and both ragged ends). */
+static void test_memcpy_nt(void **state)
+{
+	unsigned char src[300 + 16], dst[300 + 16 + GUARD];
+
+	(void)state;
+	fill_random(src, sizeof(src));
+	for (size_t n = 0; n <= 300; n += (n < 260 ? 1 : 7))
+		for (size_t so = 0; so < 16; so += 5)
+			for (size_t d = 0; d < 16; d += 3) {
+				memset(dst, GUARD_BYTE, sizeof(dst));
+				hcopy_memcpy_nt(dst + d, src + so, n);
+				assert_memory_equal(dst + d, src + so, n);
+				for (size_t i = 0; i < d; i++)
+					assert_int_equal(dst[i], GUARD_BYTE);
+				for (size_t i = d + n; i < sizeof(dst); i++)
+					assert_int_equal(dst[i], GUARD_BYTE);
+			}
+}
+
 static void test_many_runs(void **state)
 {
 	const size_t max = (3u << 20) + 1000;
@@ -213,6 +240,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_bounds),
 		cmocka_unit_test(test_sizes_threads_offsets),
+		cmocka_unit_test(test_memcpy_nt),
 		cmocka_unit_test(test_many_runs),
 		cmocka_unit_test(test_bind),
 	};
