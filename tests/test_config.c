@@ -254,9 +254,12 @@ static void test_every_key(void **state)
 	assert_int_equal(config_staging_threads(&c), 5);
 	config_pc_params(&c, &p);
 	assert_int_equal(p.staging_threads, 5);
-	/* ... and at most 8 of them. */
+	/* ... at most 16 copiers and 8 FFTW threads. */
 	snprintf(c.cpus, sizeof(c.cpus), "0-15");
-	assert_int_equal(config_staging_threads(&c), 8);
+	assert_int_equal(config_staging_threads(&c), 16);
+	assert_int_equal(config_cpu_threads(&c), 8);
+	snprintf(c.cpus, sizeof(c.cpus), "0-31");
+	assert_int_equal(config_staging_threads(&c), 16);
 }
 
 /* [processing] staging_threads: auto or 1..64, a clear error otherwise. */
