@@ -7,10 +7,15 @@
  * stream i % streams, its H2D then its D2H), and waits for completion with
  * cudaStreamSynchronize on every stream. Latency of a tick = completion −
  * the tick's start (CLOCK_MONOTONIC just after the paced wake, the moment a
- * producer would commit). One CPI in flight at a time.
+ * producer would commit): the transfer alone. Also, from the tick: completion
+ * − the tick's scheduled time, which adds this process's wake-up lateness,
+ * as the issue's paced copy loop measured its floor (a real consumer of a
+ * paced stream pays one wake-up too; chirpd's own latency includes its data
+ * thread's). One CPI in flight at a time.
  *
  *   copy_floor --in-bytes N --out-bytes M --rate CPI_PER_S [--seconds 10]
  *              [--warmup 4] [--chunks 4] [--streams 2] [--gpu 0] [--raw FILE]
+ *              [--raw-tick FILE]
  *   copy_floor --self-check [--in-bytes N]
  *   copy_floor --limit --in-bytes N --out-bytes M [--seconds 10] [--start-at UNIX_S]
  *              [--chunks 4] [--streams 2] [--gpu 0|0000:41:00.0]
@@ -25,7 +30,9 @@
  *
  * Output (stdout), one line, key=value, microseconds (nearest-rank):
  *   copy rate=… in_bytes=… out_bytes=… n=… p50_us=… p90_us=… p99_us=…
- *        p999_us=… max_us=… late_ticks=…
+ *        p999_us=… max_us=… late_ticks=… tick_p50_us=… tick_p99_us=…
+ *        tick_p999_us=… tick_max_us=…
+ * (tick_*: from the scheduled tick; --raw-tick FILE writes those.)
  * --limit: the copy limit of this GPU for these byte counts, both directions
  * at once: CPIs enqueued back to back through the same chunked path (no
  * pacing, no per-CPI wait: a synchronisation every 4 CPIs keeps the queue
@@ -199,6 +206,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: copy_floor --in-bytes N --out-bytes M --rate CPI_PER_S [--seconds 10]\n"
 		   "                  [--warmup 4] [--chunks 4] [--streams 2] [--gpu 0] [--raw FILE]\n"
+		   "                  [--raw-tick FILE]\n"
 		   "       copy_floor --limit --in-bytes N --out-bytes M [--seconds 10] [--start-at UNIX_S]\n"
 		   "                  [--chunks 4] [--streams 2] [--gpu 0]\n"
 		   "       copy_floor --self-check [--in-bytes N] [--gpu 0]\n"
@@ -218,7 +226,7 @@ int main(int argc, char **argv)
 {
 	struct path p;
 	double rate = 0, seconds = 10, warmup = 4, start_at = 0, v;
-	const char *raw = NULL, *gpu_arg = "0";
+	const char *raw = NULL, *raw_tick = NULL, *gpu_arg = "0";
 	int gpu = 0, self_check = 0, limit = 0, ndev = 0;
 
 	memset(&p, 0, sizeof(p));
@@ -231,7 +239,8 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--limit")) { limit = 1; continue; }
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
 		if (!b || num(b, &v) < 0) {
-			if (!(b && (!strcmp(a, "--raw") || !strcmp(a, "--gpu")))) {
+			if (!(b && (!strcmp(a, "--raw") || !strcmp(a, "--raw-tick") ||
+				    !strcmp(a, "--gpu")))) {
 				usage(stderr);
 				return 2;
 			}
@@ -247,6 +256,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--gpu")) gpu_arg = b;
 		else if (!strcmp(a, "--start-at")) start_at = v;
 		else if (!strcmp(a, "--raw")) raw = b;
+		else if (!strcmp(a, "--raw-tick")) raw_tick = b;
 		else { usage(stderr); return 2; }
 	}
 	if (self_check) {
@@ -313,10 +323,11 @@ int main(int argc, char **argv)
 		double period_ns = 1e9 / rate;
 		size_t cap = (size_t)(rate * seconds * 1.1) + 16, n = 0;
 		double *lat = (double *)calloc(cap, sizeof(double));
+		double *tick = (double *)calloc(cap, sizeof(double));   /* from the due time */
 		uint64_t t0, sched_n = 0, late = 0, open_ns, close_ns;
 		FILE *rf = NULL;
 
-		if (!lat) {
+		if (!lat || !tick) {
 			fprintf(stderr, "copy_floor: out of memory for %zu samples\n", cap);
 			return 1;
 		}
@@ -349,28 +360,40 @@ int main(int argc, char **argv)
 			sched_n++;
 			one_cpi(&p, 0);
 			end = mono_ns();
-			if (start >= open_ns && n < cap)
+			if (start >= open_ns && n < cap) {
+				tick[n] = (double)(end - (due < start ? due : start)) / 1e3;
 				lat[n++] = (double)(end - start) / 1e3;
+			}
 		}
-		if (raw) {
-			rf = fopen(raw, "w");
+		for (int k = 0; k < 2; k++) {
+			const char *path = k ? raw_tick : raw;
+			const double *v = k ? tick : lat;
+
+			if (!path)
+				continue;
+			rf = fopen(path, "w");
 			if (!rf) {
-				fprintf(stderr, "copy_floor: %s: %s\n", raw, strerror(errno));
+				fprintf(stderr, "copy_floor: %s: %s\n", path, strerror(errno));
 				return 1;
 			}
 			for (size_t i = 0; i < n; i++)
-				fprintf(rf, "%.3f\n", lat[i]);
+				fprintf(rf, "%.3f\n", v[i]);
 			if (fclose(rf) != 0) {
-				fprintf(stderr, "copy_floor: writing %s: %s\n", raw, strerror(errno));
+				fprintf(stderr, "copy_floor: writing %s: %s\n", path, strerror(errno));
 				return 1;
 			}
 		}
 		qsort(lat, n, sizeof(double), cmp_d);
+		qsort(tick, n, sizeof(double), cmp_d);
 		printf("copy rate=%.2f in_bytes=%zu out_bytes=%zu n=%zu p50_us=%.1f p90_us=%.1f "
-		       "p99_us=%.1f p999_us=%.1f max_us=%.1f late_ticks=%llu\n", rate, p.in_bytes,
+		       "p99_us=%.1f p999_us=%.1f max_us=%.1f late_ticks=%llu tick_p50_us=%.1f "
+		       "tick_p99_us=%.1f tick_p999_us=%.1f tick_max_us=%.1f\n", rate, p.in_bytes,
 		       p.out_bytes, n, pct(lat, n, 0.5), pct(lat, n, 0.9), pct(lat, n, 0.99),
-		       pct(lat, n, 0.999), n ? lat[n - 1] : NAN, (unsigned long long)late);
+		       pct(lat, n, 0.999), n ? lat[n - 1] : NAN, (unsigned long long)late,
+		       pct(tick, n, 0.5), pct(tick, n, 0.99), pct(tick, n, 0.999),
+		       n ? tick[n - 1] : NAN);
 		free(lat);
+		free(tick);
 	}
 	for (int i = 0; i < p.nstreams; i++)
 		CK(cudaStreamDestroy(p.s[i]));

@@ -233,6 +233,13 @@ def report(d):
             tsv.append("copy_floor\t%s\t%s\t\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\t\t%s" % (
                 r["pct"], c["rate"], c["n"], c["p50_us"], c["p90_us"], c["p99_us"],
                 c["p999_us"], c["max_us"], c["late_ticks"]))
+            if "tick_p999_us" in c:   # copy_floor since 2026-11-25
+                out.append("| copy floor from its tick at %s %% | %.1f | | %s | %s | %s | %s | %s | | | | %s |" % (
+                    r["pct"], float(c["rate"]), c["n"], ms(c["tick_p50_us"]), ms(c["tick_p99_us"]),
+                    ms(c["tick_p999_us"]), ms(c["tick_max_us"]), c["late_ticks"]))
+                tsv.append("copy_floor_tick\t%s\t%s\t\t%s\t%s\t\t%s\t%s\t%s\t\t\t\t\t\t%s" % (
+                    r["pct"], c["rate"], c["n"], c["tick_p50_us"], c["tick_p99_us"],
+                    c["tick_p999_us"], c["tick_max_us"], c["late_ticks"]))
     out.append("")
     rec = recorder(d, rows)
     if rec:
@@ -308,23 +315,35 @@ def report(d):
     else:
         crit.append("n/a  C2: no 80 % load (or no noise floor) in this run")
     if "cuda" in meta.get("setup", ""):
+        # The floor the issue defines: a paced copy loop timed from its tick
+        # (its wake-up lateness included); older runs have only the
+        # transfer timed from the wake, used then and said so.
         c = r80 and r80["copy"]
+        tick = bool(c) and "tick_p999_us" in c
+        fl = (fnum(c["tick_p999_us"]) if tick else fnum(c["p999_us"])) if c else None
+        what = "copy floor p99.9 from its tick" if tick else "copy floor p99.9 (from its wake)"
         if c:
-            a, b = fnum(r80["probe"]["p999_us"]), fnum(c["p999_us"])
-            crit.append("%s C3 80 %%: chirpd p99.9 %s ms <= 1.5 x copy floor p99.9 %s = %s ms" % (
-                "PASS" if a <= 1.5 * b else "FAIL", ms(a), ms(b), ms(1.5 * b)))
+            a = fnum(r80["probe"]["p999_us"])
+            crit.append("%s C3 80 %%: chirpd p99.9 %s ms <= 1.5 x %s %s = %s ms" % (
+                "PASS" if a <= 1.5 * fl else "FAIL", ms(a), what, ms(fl), ms(1.5 * fl)))
         else:
             crit.append("n/a  C3: no copy floor at 80 % in this run")
         o80 = [x for x in own if x["pct"] == "80"]
+        own999 = None
         if not c:
             crit.append("n/a  C3' 80 %: no copy floor at 80 % in this run")
         elif not o80 or o80[0]["covered"] != "yes" or not o80[0]["lat"]:
             crit.append("n/a  C3' 80 %%: the flight recorder does not cover the window (%s)" % (
                 o80[0]["covered"] if o80 else "no 80 % row"))
         else:
-            a, b = nearest_rank(o80[0]["lat"], 0.999), fnum(c["p999_us"])
-            crit.append("%s C3' 80 %%: chirpd's own p99.9 %s ms <= 1.5 x copy floor p99.9 %s = %s ms" % (
-                "PASS" if a <= 1.5 * b else "FAIL", ms(a), ms(b), ms(1.5 * b)))
+            own999 = nearest_rank(o80[0]["lat"], 0.999)
+            crit.append("%s C3' 80 %%: chirpd's own p99.9 %s ms <= 1.5 x %s %s = %s ms" % (
+                "PASS" if own999 <= 1.5 * fl else "FAIL", ms(own999), what, ms(fl), ms(1.5 * fl)))
+        if tick and own999 is not None:
+            b = fnum(c["p999_us"])
+            crit.append("%s C3s 80 %%: chirpd's own p99.9 %s ms <= 1.5 x copy floor p99.9 from its "
+                        "wake (the transfer alone, stricter) %s = %s ms" % (
+                            "PASS" if own999 <= 1.5 * b else "FAIL", ms(own999), ms(b), ms(1.5 * b)))
     out.extend(crit)
     text = "\n".join(out) + "\n"
     sys.stdout.write(text)
@@ -346,6 +365,8 @@ def plot(d):
               for r in rows if r["name"] != "capacity"]
     series += [("lat-copy%s.txt" % r["pct"], "copy floor %s %%" % r["pct"], ":")
                for r in rows if r["copy"]]
+    series += [("lat-copytick%s.txt" % r["pct"], "copy floor from its tick %s %%" % r["pct"], "-.")
+               for r in rows if r["copy"] and "tick_p999_us" in r["copy"]]
     drawn = 0
     for fn, label, style in series:
         try:
