@@ -684,6 +684,12 @@ int pc_poll(struct pc *pc, struct pc_done *done, int max, int timeout_ms)
 	return rc;
 }
 
+void pc_queue_hint(struct pc *pc, unsigned waiting)
+{
+	if (pc->ops->queue_hint)
+		pc->ops->queue_hint(pc->be, waiting);
+}
+
 unsigned pc_in_flight(const struct pc *pc)
 {
 	return pc->ops->in_flight(pc->be);
@@ -792,6 +798,7 @@ static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double 
 	memset(out, 0, out_len);
 	reg_in = pc_register_host(pc, in, in_len) == 0;
 	reg_out = pc_register_host(pc, out, out_len) == 0;
+	pc_queue_hint(pc, UINT_MAX);   /* saturated: always something waiting */
 
 	/* Warm-up: depth CPIs, untimed. Every CPI reads one input and writes
 	 * one output buffer: the rate is what counts, not the results. */
@@ -832,6 +839,7 @@ fail:
 	if (pc_in_flight(pc) > 0)
 		(void)calib_drain(pc, 1);
 out:
+	pc_queue_hint(pc, 0);
 	if (reg_in)
 		pc_unregister_host(pc, in);
 	if (reg_out)

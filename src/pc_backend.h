@@ -58,6 +58,8 @@ struct pc_backend_ops {
 	 * copiers; not the caller's) to cpus, now and for threads it makes
 	 * later. Returns how many it pinned now, or a negative errno. */
 	int (*bind_threads)(void *be, const cpu_set_t *cpus);
+	/* Optional: pc_queue_hint (CPIs waiting behind the next submit). */
+	void (*queue_hint)(void *be, unsigned waiting);
 };
 
 extern const struct pc_backend_ops pc_cpu_ops;

@@ -515,6 +515,9 @@ static int take_one(struct pipeline *p)
 	f->out = outp;
 	f->in_flight = p->nsub;
 	f->t_submit = mono_ns();
+	/* What waits behind this CPI: the backend cuts for latency only when
+	 * nothing does (pc_queue_hint). */
+	pc_queue_hint(g->pc, f->fill > 1 ? f->fill - 1 : 0);
 	ret = pc_submit(g->pc, blk.payload, outp, idx);
 	for (int tries = 0; ret == -EAGAIN && tries < 1000; tries++) {
 		/* Cannot happen while nsub < depth; if the backend counts

@@ -735,9 +735,10 @@ static void test_chunked(void **state)
  * The idle layout (pc_cuda.cu, LAYOUTS): at depth 3 with the depth's layout
  * forced whole (CHIRP_CUDA_CHUNKS=1) and the idle one to 3 chunks, a CPI
  * submitted with nothing else in flight is cut in 3 (pc_done.chunks == 3),
- * and one submitted behind others is cut in 1 or 3 depending on whether
- * their input is still being copied (a race by design; both must compute
- * the same result). Every output is checked against the CPU backend.
+ * one submitted behind others is cut in 1 or 3 depending on whether their
+ * input is still being copied (a race by design; both must compute the
+ * same result), and one with a backlog behind it (pc_queue_hint) is whole.
+ * Every output is checked against the CPU backend.
  */
 static void test_idle_layout(void **state)
 {
@@ -771,10 +772,13 @@ static void test_idle_layout(void **state)
 		fill_input(in + k * ib, PC_FMT_CF32, (size_t)C * P * R);
 	poison(out, ob * K);
 
-	for (int burst = 0; burst < 2; burst++) {
+	/* Phase 0: one at a time (nothing else in flight); 1: a burst; 2: one
+	 * at a time with a backlog said to wait behind (pc_queue_hint). */
+	for (int phase = 0; phase < 3; phase++) {
 		unsigned sub = 0, got = 0;
+		int burst = phase == 1;
 
-		/* One at a time (nothing else in flight), then as a burst. */
+		pc_queue_hint(gpu, phase == 2 ? 5 : 0);
 		while (got < K) {
 			struct pc_done d[8];
 			int n;
@@ -793,8 +797,10 @@ static void test_idle_layout(void **state)
 				if (!(d[i].flags & PC_DONE_OUTPUT))
 					continue;
 				assert_int_equal(d[i].tag, got);
-				if (!burst)
+				if (phase == 0)
 					assert_int_equal(d[i].chunks, 3);
+				else if (phase == 2)
+					assert_int_equal(d[i].chunks, 1);
 				else
 					assert_true(d[i].chunks == 1 || d[i].chunks == 3);
 				if (d[i].chunks == 1)
@@ -812,13 +818,14 @@ static void test_idle_layout(void **state)
 			e = out_err((float *)((char *)out + k * ob), want, ob / sizeof(float),
 				    PC_OUT_COMPLEX);
 			if (!(e <= TOL))
-				fail_msg("idle layout, %s, CPI %u: rel L2 %.3e", burst ? "burst" : "one at a time",
-					 k, e);
+				fail_msg("idle layout, phase %d, CPI %u: rel L2 %.3e", phase, k, e);
 		}
 		poison(out, ob * K);
 	}
-	print_message("  idle layout: %u CPIs cut in 3, %u whole (the burst's)\n", cut, whole);
+	print_message("  idle layout: %u CPIs cut in 3, %u whole (the burst's and the backlog's)\n",
+		      cut, whole);
 	assert_true(cut >= K);
+	assert_true(whole >= K);
 	pc_destroy(cpu);
 	pc_destroy(gpu);
 	free(in);

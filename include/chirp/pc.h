@@ -241,6 +241,17 @@ int pc_poll(struct pc *pc, struct pc_done *done, int max, int timeout_ms);
 unsigned pc_in_flight(const struct pc *pc);
 
 /*
+ * How many CPIs wait behind the next one the caller submits (the daemon:
+ * its input ring's backlog), until the next call; 0 until called. A backend
+ * may trade one CPI's latency against the pipeline's throughput by it: the
+ * CUDA backend cuts a CPI into chunks (lower latency, more API calls) only
+ * when nothing waits and the GPU is not behind (doc/cuda.md, *Layouts*);
+ * with a backlog it keeps the depth's layout, made for throughput. Only a
+ * hint: results never depend on it. pc_calibrate counts as saturated.
+ */
+void pc_queue_hint(struct pc *pc, unsigned waiting);
+
+/*
  * Synchronous convenience: submit and wait for this CPI's output.
  * Returns 0 or a negative errno; *nonfinite_rows (may be NULL) is set.
  */
