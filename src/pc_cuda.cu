@@ -793,6 +793,8 @@ static void cu_choose_chunks(struct cu_be *be)
 	size_t k = 1, k_idle = big / (4u << 20);
 	struct cu_layout *d = &be->lay[CU_LAY_DEPTH], *i = &be->lay[CU_LAY_IDLE];
 
+	if (k_idle > 8)   /* before depth 2 takes it: 8 at most either way */
+		k_idle = 8;
 	if (be->nsets == 1) {
 		k = big / (2u << 20);
 		if (k > 16)
@@ -800,8 +802,6 @@ static void cu_choose_chunks(struct cu_be *be)
 	} else if (be->nsets == 2) {
 		k = k_idle;
 	}
-	if (k_idle > 8)
-		k_idle = 8;
 	k = cu_env_chunks("CHIRP_CUDA_CHUNKS", k);
 	cu_set_layout(d, be->rows, k);
 	/* Idle layout only where the depth's is one chunk: a chunked one
