@@ -55,6 +55,11 @@ for i, c in enumerate(cpis):
     assert abs(c["latency_us"] - t["out_commit"]) < 2000, (c["latency_us"], t)
     assert c["fill"] >= 1 and c["in_flight"] >= 0 and c["device_us"] > 0
     assert isinstance(c["recomputed"], int) and c["recomputed"] >= 0
+    # row chunks: the CPU backend cuts nothing, the CUDA one at least one
+    if os.environ.get("CHIRP_TEST_BACKEND", "cpu") == "cuda":
+        assert isinstance(c["chunks"], int) and c["chunks"] >= 1, c["chunks"]
+    else:
+        assert c["chunks"] == 0, c["chunks"]
 st = json.load(open(os.path.join(d, "status.json")))["rings"]
 assert st["input_slots"] == 16 and st["input_slots_auto"] is False
 assert st["capacity_cpi_per_s"] > 0
