@@ -62,6 +62,14 @@ def nearest_rank(v, q):
     return v[min(len(v), max(i, 1)) - 1]
 
 
+def floor_row(label, pct, c, key):
+    """A copy floor's table row: its percentiles under key + "p50_us" etc.
+    ("" from the wake, "tick_" from the tick)."""
+    return "| %s at %s %% | %.1f | | %s | %s | %s | %s | %s | | | | %s |" % (
+        label, pct, float(c["rate"]), c["n"], ms(c[key + "p50_us"]), ms(c[key + "p99_us"]),
+        ms(c[key + "p999_us"]), ms(c[key + "max_us"]), c["late_ticks"])
+
+
 def read_trace(d, name):
     """The records of trace-NAME.json, or None when there is none."""
     try:
@@ -227,16 +235,12 @@ def report(d):
     for r in rows:
         c = r["copy"]
         if c:
-            out.append("| copy floor at %s %% | %.1f | | %s | %s | %s | %s | %s | | | | %s |" % (
-                r["pct"], float(c["rate"]), c["n"], ms(c["p50_us"]), ms(c["p99_us"]),
-                ms(c["p999_us"]), ms(c["max_us"]), c["late_ticks"]))
+            out.append(floor_row("copy floor", r["pct"], c, ""))
             tsv.append("copy_floor\t%s\t%s\t\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\t\t\t%s" % (
                 r["pct"], c["rate"], c["n"], c["p50_us"], c["p90_us"], c["p99_us"],
                 c["p999_us"], c["max_us"], c["late_ticks"]))
             if "tick_p999_us" in c:   # copy_floor since 2026-11-25
-                out.append("| copy floor from its tick at %s %% | %.1f | | %s | %s | %s | %s | %s | | | | %s |" % (
-                    r["pct"], float(c["rate"]), c["n"], ms(c["tick_p50_us"]), ms(c["tick_p99_us"]),
-                    ms(c["tick_p999_us"]), ms(c["tick_max_us"]), c["late_ticks"]))
+                out.append(floor_row("copy floor from its tick", r["pct"], c, "tick_"))
                 tsv.append("copy_floor_tick\t%s\t%s\t\t%s\t%s\t\t%s\t%s\t%s\t\t\t\t\t\t%s" % (
                     r["pct"], c["rate"], c["n"], c["tick_p50_us"], c["tick_p99_us"],
                     c["tick_p999_us"], c["tick_max_us"], c["late_ticks"]))

@@ -113,6 +113,17 @@ void hcopy_memcpy_nt(void *dst, const void *src, size_t n)
 #endif
 }
 
+/* One run of bytes, the copier's way (n may be 0, with any pointers). */
+static void copy_bytes(bool nt, char *dst, const char *src, size_t n)
+{
+	if (n == 0)
+		return;
+	if (nt)
+		hcopy_memcpy_nt(dst, src, n);
+	else
+		memcpy(dst, src, n);
+}
+
 static void copy_slice(const struct hcopy_job *j, size_t k)
 {
 	size_t lo = k == 0 ? 0 : j->first + (k - 1) * j->slice;
@@ -120,10 +131,7 @@ static void copy_slice(const struct hcopy_job *j, size_t k)
 
 	if (hi > j->bytes)
 		hi = j->bytes;
-	if (j->nt)
-		hcopy_memcpy_nt(j->dst + lo, j->src + lo, hi - lo);
-	else
-		memcpy(j->dst + lo, j->src + lo, hi - lo);
+	copy_bytes(j->nt, j->dst + lo, j->src + lo, hi - lo);
 }
 
 /*
@@ -320,10 +328,7 @@ int hcopy_run(struct hcopy *h, void *dst, const void *src, size_t bytes)
 	if (!h || (bytes > 0 && (!dst || !src)))
 		return -EINVAL;
 	if (h->threads == 1 || bytes < HCOPY_PARALLEL_MIN) {
-		if (h->nt)
-			hcopy_memcpy_nt(dst, src, bytes);
-		else if (bytes > 0)
-			memcpy(dst, src, bytes);
+		copy_bytes(h->nt, dst, src, bytes);
 		return 0;
 	}
 	plan_job(h, &j, dst, src, bytes);
