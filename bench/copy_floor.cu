@@ -19,6 +19,7 @@
  *   copy_floor --self-check [--in-bytes N]
  *   copy_floor --limit --in-bytes N --out-bytes M [--seconds 10] [--start-at UNIX_S]
  *              [--chunks 4] [--streams 2] [--gpu 0|0000:41:00.0]
+ *              [--row-bytes N --pitch P]
  *
  * --gpu takes a CUDA device index or a PCI bus id (nvidia-smi's
  * "00000000:41:00.0" or sysfs's "0000:41:00.0"): CUDA's device order need
@@ -43,6 +44,11 @@
  * while the others copy too); late_start=1 says set-up ran past it. One line:
  *   copylimit gpu=… bus=… in_bytes=… out_bytes=… cpis=… seconds=…
  *             cpi_per_s=… in_gbps=… out_gbps=… start_unix=… late_start=0|1
+ * --row-bytes N --pitch P (either mode, not --self-check): the H2D is a
+ * cudaMemcpy2DAsync of in_bytes / N rows of N bytes into device rows P
+ * bytes apart, as chirpd's cf32 H2D lands in its pitched FFT rows (chunks
+ * then cut whole rows); the copylimit line ends with row_bytes=N pitch=P
+ * (0 0 for linear copies). Compares the 2D copy with the linear one.
  * --self-check: copies a pattern through the same chunked path with a
  * device-to-device copy in between (out = in) and compares the bytes;
  * prints "copy_floor: self-check ok" or fails.
@@ -95,6 +101,7 @@ static void *map_shared(size_t len)
 struct path {
 	int chunks, nstreams;
 	size_t in_bytes, out_bytes;
+	size_t row_bytes, pitch;  /* 2D H2D (--row-bytes, --pitch); 0: linear */
 	unsigned char *h_in, *h_out, *d_in, *d_out;
 	cudaStream_t s[MAX_STREAMS];
 };
@@ -116,9 +123,18 @@ static void enqueue_cpi(struct path *p, int d2d)
 		cudaStream_t s = p->s[i % p->nstreams];
 		size_t oi, li, oo, lo;
 
-		chunk(p->in_bytes, p->chunks, i, &oi, &li);
 		chunk(p->out_bytes, p->chunks, i, &oo, &lo);
-		CK(cudaMemcpyAsync(p->d_in + oi, p->h_in + oi, li, cudaMemcpyHostToDevice, s));
+		chunk(p->in_bytes, p->chunks, i, &oi, &li);
+		if (p->pitch) {   /* whole rows per chunk, into pitched device rows */
+			size_t r0, nr;
+
+			chunk(p->in_bytes / p->row_bytes, p->chunks, i, &r0, &nr);
+			CK(cudaMemcpy2DAsync(p->d_in + r0 * p->pitch, p->pitch,
+					     p->h_in + r0 * p->row_bytes, p->row_bytes, p->row_bytes,
+					     nr, cudaMemcpyHostToDevice, s));
+		} else {
+			CK(cudaMemcpyAsync(p->d_in + oi, p->h_in + oi, li, cudaMemcpyHostToDevice, s));
+		}
 		if (d2d)   /* out = in, chunk by chunk (self-check: in_bytes == out_bytes) */
 			CK(cudaMemcpyAsync(p->d_out + oo, p->d_in + oi, lo, cudaMemcpyDeviceToDevice, s));
 		CK(cudaMemcpyAsync(p->h_out + oo, p->d_out + oo, lo, cudaMemcpyDeviceToHost, s));
@@ -185,10 +201,11 @@ static int copy_limit(struct path *p, int dev, double seconds, double start_at)
 	} while (t1 < end);
 	el = (double)(t1 - t0) / 1e9;
 	printf("copylimit gpu=%d bus=%s in_bytes=%zu out_bytes=%zu cpis=%llu seconds=%.3f "
-	       "cpi_per_s=%.2f in_gbps=%.3f out_gbps=%.3f start_unix=%.3f late_start=%d\n",
+	       "cpi_per_s=%.2f in_gbps=%.3f out_gbps=%.3f start_unix=%.3f late_start=%d "
+	       "row_bytes=%zu pitch=%zu\n",
 	       dev, bus, p->in_bytes, p->out_bytes, (unsigned long long)n, el, (double)n / el,
 	       (double)n * (double)p->in_bytes / el / 1e9, (double)n * (double)p->out_bytes / el / 1e9,
-	       start_unix, late);
+	       start_unix, late, p->row_bytes, p->pitch);
 	return 0;
 }
 
@@ -209,6 +226,7 @@ static void usage(FILE *f)
 		   "                  [--raw-tick FILE]\n"
 		   "       copy_floor --limit --in-bytes N --out-bytes M [--seconds 10] [--start-at UNIX_S]\n"
 		   "                  [--chunks 4] [--streams 2] [--gpu 0]\n"
+		   "       (either: [--row-bytes N --pitch P] for a 2D H2D into pitched rows)\n"
 		   "       copy_floor --self-check [--in-bytes N] [--gpu 0]\n"
 		   "--gpu: a CUDA device index or a PCI bus id (0000:41:00.0)\n");
 }
@@ -257,6 +275,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--start-at")) start_at = v;
 		else if (!strcmp(a, "--raw")) raw = b;
 		else if (!strcmp(a, "--raw-tick")) raw_tick = b;
+		else if (!strcmp(a, "--row-bytes")) p.row_bytes = (size_t)v;
+		else if (!strcmp(a, "--pitch")) p.pitch = (size_t)v;
 		else { usage(stderr); return 2; }
 	}
 	if (self_check) {
@@ -266,7 +286,10 @@ int main(int argc, char **argv)
 	}
 	if (!p.in_bytes || !p.out_bytes || p.chunks < 1 || p.chunks > 64 || p.nstreams < 1 ||
 	    p.nstreams > MAX_STREAMS || (!self_check && !limit && rate <= 0) ||
-	    (!self_check && seconds <= 0) || (self_check && limit)) {
+	    (!self_check && seconds <= 0) || (self_check && limit) ||
+	    (!p.row_bytes != !p.pitch) || (p.pitch && (self_check || p.pitch < p.row_bytes ||
+						       p.in_bytes % p.row_bytes != 0 ||
+						       p.in_bytes / p.row_bytes < (size_t)p.chunks))) {
 		usage(stderr);
 		return 2;
 	}
@@ -298,7 +321,7 @@ int main(int argc, char **argv)
 	memset(p.h_out, 0, p.out_bytes);
 	CK(cudaHostRegister(p.h_in, p.in_bytes, cudaHostRegisterDefault));
 	CK(cudaHostRegister(p.h_out, p.out_bytes, cudaHostRegisterDefault));
-	CK(cudaMalloc((void **)&p.d_in, p.in_bytes));
+	CK(cudaMalloc((void **)&p.d_in, p.pitch ? p.in_bytes / p.row_bytes * p.pitch : p.in_bytes));
 	CK(cudaMalloc((void **)&p.d_out, p.out_bytes));
 	CK(cudaMemset(p.d_out, 0, p.out_bytes));
 	for (int i = 0; i < p.nstreams; i++)

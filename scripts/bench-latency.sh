@@ -75,7 +75,9 @@
 # Environment: CHIRP_BUILD (default build), PLOT_PY (a python3 with
 # matplotlib). Output in DIR (default build/bench-latency/DATE): report.md
 # (command, machine, date, table, criteria), results.tsv, lat-*.txt (raw
-# latencies, µs), latency.png, every log, chirpd configuration and stats.
+# latencies, µs), latency.png, every log, chirpd configuration and stats,
+# and with the CUDA backend gpu-mon.csv (nvidia-smi once a second: clocks,
+# power, temperature, clock-event reasons, PCIe link; the report sums it up).
 # Exit 0 (whatever the criteria say), 1 when the bench itself broke, 2 usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -162,7 +164,7 @@ fi
 out=${out:-$BUILD/bench-latency/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/cases.tsv "$out"/lat-*.txt "$out"/probe-*.txt "$out"/copy-*.txt "$out"/noise.txt "$out"/trace-*.json "$out"/trace-*.err
+rm -f "$out"/cases.tsv "$out"/gpu-mon.csv "$out"/lat-*.txt "$out"/probe-*.txt "$out"/copy-*.txt "$out"/noise.txt "$out"/trace-*.json "$out"/trace-*.err
 tmp=$(mktemp -d /tmp/chirp-bl.XXXXXX) || die "mktemp failed"   # short socket paths
 uniq=chirp-bl-$$
 pids=()
@@ -343,6 +345,22 @@ run_case() {
 	echo "windows	warm-up $warmup s, measured $measure s per load, capacity over $cap_s s$([ -n "$soak" ] && echo ", soak")"
 } >"$out/meta.tsv"
 sed 's/\t/: /' "$out/meta.tsv"
+
+# The GPU's own state through the run (CUDA): clocks, power, temperature,
+# the driver's clock-event reasons, PCIe link, once a second, so that a
+# stretch of slow GPU time in the flight recorder can be matched with (or
+# ruled out as) a clock or power event. Killed with everything else.
+if [ "$backend" = cuda ] && command -v nvidia-smi >/dev/null; then
+	q=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,pcie.link.gen.current,pcie.link.width.current
+	if nvidia-smi --query-gpu=clocks_event_reasons.active --format=csv,noheader >/dev/null 2>&1; then
+		q=$q,clocks_event_reasons.active
+	elif nvidia-smi --query-gpu=clocks_throttle_reasons.active --format=csv,noheader >/dev/null 2>&1; then
+		q=$q,clocks_throttle_reasons.active
+	fi
+	echo "$q" >"$out/gpu-mon.csv"
+	nvidia-smi --query-gpu="$q" --format=csv,noheader,nounits -lms 1000 >>"$out/gpu-mon.csv" 2>"$tmp/gpu-mon.err" &
+	pids+=($!)
+fi
 
 echo "capacity: saturating lossless producer, $cap_s s ..."
 run_case capacity "" ""

@@ -185,6 +185,63 @@ def own_latency(d, rows):
     return out
 
 
+# nvidia-smi's clocks_event_reasons bits (nvml.h, nvmlClocksEventReason*)
+GPU_REASONS = [(0x1, "idle"), (0x2, "app clocks"), (0x4, "sw power cap"),
+               (0x8, "hw slowdown"), (0x10, "sync boost"), (0x20, "sw thermal"),
+               (0x40, "hw thermal"), (0x80, "hw power brake"), (0x100, "display clocks")]
+
+
+def gpu_monitor(d):
+    """One line summing up gpu-mon.csv (bench-latency.sh, CUDA), or None."""
+    path = os.path.join(d, "gpu-mon.csv")
+    try:
+        with open(path) as f:
+            lines = [l.strip() for l in f if l.strip()]
+    except OSError:
+        return None
+    if len(lines) < 2:
+        return None
+    cols = lines[0].split(",")
+    rows = [dict(zip(cols, [x.strip() for x in l.split(",")])) for l in lines[1:]]
+
+    def nums(key):
+        v = []
+        for r in rows:
+            try:
+                v.append(float(r.get(key, "")))
+            except ValueError:
+                pass
+        return v
+    sm, mem, pw, tc = (nums(k) for k in ("clocks.sm", "clocks.mem", "power.draw", "temperature.gpu"))
+    rk = next((k for k in cols if k.startswith("clocks_")), None)
+    seen = {}
+    if rk:
+        for r in rows:
+            try:
+                bits = int(r.get(rk, ""), 16)
+            except ValueError:
+                continue
+            for b, name in GPU_REASONS:
+                if bits & b:
+                    seen[name] = seen.get(name, 0) + 1
+    links = sorted({"gen%s x%s" % (r.get("pcie.link.gen.current", "?"),
+                                   r.get("pcie.link.width.current", "?")) for r in rows})
+    parts = ["%d samples" % len(rows)]
+    if sm:
+        parts.append("SM clock %d–%d MHz (median %d)" % (min(sm), max(sm), sorted(sm)[len(sm) // 2]))
+    if mem:
+        parts.append("memory clock %d–%d MHz" % (min(mem), max(mem)))
+    if pw:
+        parts.append("power max %.0f W" % max(pw))
+    if tc:
+        parts.append("temperature max %d °C" % max(tc))
+    parts.append("PCIe %s" % ", ".join(links))
+    if rk:
+        parts.append("clock-event reasons: %s" % (", ".join(
+            "%s in %d" % (k, v) for k, v in sorted(seen.items())) or "none"))
+    return "GPU through the run (nvidia-smi, 1 s samples, gpu-mon.csv): " + "; ".join(parts) + "."
+
+
 def report(d):
     meta, rows, noise, sleep = load(d)
     out = []
@@ -244,6 +301,10 @@ def report(d):
                 tsv.append("copy_floor_tick\t%s\t%s\t\t%s\t%s\t\t%s\t%s\t%s\t\t\t\t\t\t%s" % (
                     r["pct"], c["rate"], c["n"], c["tick_p50_us"], c["tick_p99_us"],
                     c["tick_p999_us"], c["tick_max_us"], c["late_ticks"]))
+    gm = gpu_monitor(d)
+    if gm:
+        out.append("")
+        out.append(gm)
     out.append("")
     rec = recorder(d, rows)
     if rec:
