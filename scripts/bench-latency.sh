@@ -76,6 +76,7 @@
 # matplotlib). Output in DIR (default build/bench-latency/DATE): report.md
 # (command, machine, date, table, criteria), results.tsv, lat-*.txt (raw
 # latencies, µs), latency.png, every log, chirpd configuration and stats,
+# host-stat.txt and windows.tsv (the host's steal time through each window),
 # and with the CUDA backend gpu-mon.csv (nvidia-smi once a second: clocks,
 # power, temperature, clock-event reasons, PCIe link; the report sums it up).
 # Exit 0 (whatever the criteria say), 1 when the bench itself broke, 2 usage.
@@ -164,7 +165,7 @@ fi
 out=${out:-$BUILD/bench-latency/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/cases.tsv "$out"/gpu-mon.csv "$out"/lat-*.txt "$out"/probe-*.txt "$out"/copy-*.txt "$out"/noise.txt "$out"/trace-*.json "$out"/trace-*.err
+rm -f "$out"/cases.tsv "$out"/windows.tsv "$out"/host-stat.txt "$out"/gpu-mon.csv "$out"/lat-*.txt "$out"/probe-*.txt "$out"/copy-*.txt "$out"/noise.txt "$out"/trace-*.json "$out"/trace-*.err
 tmp=$(mktemp -d /tmp/chirp-bl.XXXXXX) || die "mktemp failed"   # short socket paths
 uniq=chirp-bl-$$
 pids=()
@@ -303,11 +304,13 @@ run_case() {
 	feed=$!; pids+=($feed)
 	wait_until "$(awk -v w="$warmup" -v t="$START_TIMEOUT" 'BEGIN { print w + t }')" test -e "$tmp/open-$case_no" ||
 		{ cat "$out/probe-$name.log" "$out/feed-$name.log" >&2; die "$name: the measured window never opened"; }
+	local w_open=$EPOCHREALTIME
 	ctl --json stats >"$out/stats0-$name.json" || die "$name: chirpctl stats failed"
 	[ -n "$soak" ] && echo "  $name: window open, $secs s (progress every 30 s in $out/probe-$name.log)"
 	# The summary line closes the window (the probe keeps draining after it).
 	wait_until "$(awk -v s="$secs" 'BEGIN { printf "%d", s + 60 }')" grep -q '^probe ' "$out/probe-$name.txt" ||
 		{ cat "$out/probe-$name.log" >&2; die "$name: no summary from the probe $secs s after its window opened"; }
+	printf '%s\t%s\t%s\n' "$name" "$w_open" "$EPOCHREALTIME" >>"$out/windows.tsv"
 	ctl --json stats >"$out/stats1-$name.json" || die "$name: chirpctl stats failed"
 	if [ "$have_trace" != 0 ]; then   # `chirpctl trace` is new; tolerate its absence
 		if ctl --json trace "$trn" >"$out/trace-$name.json" 2>"$tmp/trace.err"; then
@@ -345,6 +348,24 @@ run_case() {
 	echo "windows	warm-up $warmup s, measured $measure s per load, capacity over $cap_s s$([ -n "$soak" ] && echo ", soak")"
 } >"$out/meta.tsv"
 sed 's/\t/: /' "$out/meta.tsv"
+
+# The host's own CPU accounting through the run: /proc/stat's aggregate cpu
+# line 10 times a second (bash builtins only: no process per sample), so the
+# report can say how much of each window the hypervisor took (steal) -- a
+# VM-wide slowdown that a 5-second noise measurement with chirpd stopped
+# cannot see. host-stat.txt: "EPOCHREALTIME cpu user nice system idle
+# iowait irq softirq steal ..."; windows.tsv: each row's window open/close.
+stat_sampler() {
+	local line fd
+	exec {fd}<> <(:)   # a pipe nobody writes: read -t below is the sleep
+	while :; do
+		read -r line </proc/stat || return
+		echo "$EPOCHREALTIME $line"
+		read -r -t 0.1 -u "$fd" _
+	done
+}
+stat_sampler >"$out/host-stat.txt" 2>/dev/null &
+pids+=($!)
 
 # The GPU's own state through the run (CUDA): clocks, power, temperature,
 # the driver's clock-event reasons, PCIe link, once a second, so that a

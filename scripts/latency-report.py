@@ -242,6 +242,42 @@ def gpu_monitor(d):
     return "GPU through the run (nvidia-smi, 1 s samples, gpu-mon.csv): " + "; ".join(parts) + "."
 
 
+def host_steal(d):
+    """Per row: the share of all CPUs' time the hypervisor took (steal) over
+    the row's window, and the largest share in one ~100 ms sample interval,
+    from host-stat.txt (/proc/stat, 10 Hz) and windows.tsv; [] without them."""
+    try:
+        with open(os.path.join(d, "host-stat.txt")) as f:
+            samples = []
+            for line in f:
+                x = line.split()
+                if len(x) >= 10 and x[1] == "cpu":
+                    v = [int(t) for t in x[2:]]
+                    samples.append((float(x[0]), sum(v[:8]), v[7]))   # total, steal
+        with open(os.path.join(d, "windows.tsv")) as f:
+            wins = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+    except (OSError, ValueError):
+        return []
+    res = []
+    for w in wins:
+        if len(w) < 3:
+            continue
+        a, b = float(w[1]), float(w[2])
+        inside = [s for s in samples if a <= s[0] <= b]
+        if len(inside) < 2:
+            continue
+        tot = inside[-1][1] - inside[0][1]
+        st = inside[-1][2] - inside[0][2]
+        worst = 0.0
+        for p0, p1 in zip(inside, inside[1:]):
+            dt = p1[1] - p0[1]
+            if dt > 0:
+                worst = max(worst, (p1[2] - p0[2]) / dt)
+        res.append(dict(name=w[0], seconds=b - a, mean=st / tot if tot > 0 else 0.0, worst=worst,
+                        n=len(inside)))
+    return res
+
+
 def report(d):
     meta, rows, noise, sleep = load(d)
     out = []
@@ -301,6 +337,19 @@ def report(d):
                 tsv.append("copy_floor_tick\t%s\t%s\t\t%s\t%s\t\t%s\t%s\t%s\t\t\t\t\t\t%s" % (
                     r["pct"], c["rate"], c["n"], c["tick_p50_us"], c["tick_p99_us"],
                     c["tick_p999_us"], c["tick_max_us"], c["late_ticks"]))
+    hs = host_steal(d)
+    if hs:
+        out.append("")
+        out.append("Host CPU time taken by the hypervisor (steal, /proc/stat 10 times a second, "
+                   "all CPUs) in each window: its share over the window and the largest share in "
+                   "one ~100 ms interval. A slow stretch in the recorder that coincides with steal "
+                   "is the VM's host taking the CPUs, not chirpd.")
+        out.append("")
+        out.append("| row | window s | samples | steal % | worst 100 ms steal % |")
+        out.append("|---|---:|---:|---:|---:|")
+        for x in hs:
+            out.append("| %s | %.1f | %d | %.2f | %.1f |" % (
+                x["name"], x["seconds"], x["n"], 100 * x["mean"], 100 * x["worst"]))
     gm = gpu_monitor(d)
     if gm:
         out.append("")
