@@ -753,11 +753,20 @@ static void cu_destroy(void *p)
  * GPU is not behind: light or moderate load) is latency-bound instead: its
  * result is due one H2D + compute + D2H after its commit, and a whole CPI
  * serialises those (4x128x4096 on an H100: 0.74 ms at depth 4 against 0.49
- * cut in 4). So such a CPI is cut as depth 2 would cut it (CU_LAY_IDLE:
- * one chunk per ~4 MiB, at most 8), whatever the depth; when the GPU is
- * behind, the depth's layout keeps its throughput. Where both layouts are
- * the same (depth 1 and 2, small CPIs), there is one. CHIRP_CUDA_IDLE_CHUNKS
- * =N (1..16) overrides the idle layout, 1 turns it off (A/B runs).
+ * cut in 4). So such a CPI can be cut in N (CU_LAY_IDLE,
+ * CHIRP_CUDA_IDLE_CHUNKS=N; depth 2 cuts one chunk per ~4 MiB, at most 8),
+ * whatever the depth; when the GPU is behind, the depth's layout keeps its
+ * throughput. Where both layouts are
+ * the same (depth 1 and 2, small CPIs), there is one.
+ *
+ * Since 2026-11-25 ~08:00 UTC the idle layout is OFF unless
+ * CHIRP_CUDA_IDLE_CHUNKS=N (2..16) asks for it: on the H100 host, at 80 %
+ * of 4x128x4096, side by side in one call twice (doc/latency.md, s3-r4),
+ * it lowered the median (0.51 against 0.61-0.75 ms) but mixing cut and
+ * whole CPIs raised chirpd's own p99.9 to 2.37 and 1.21 ms against 0.85
+ * and 0.70 ms with every CPI in the depth's layout. A real-time tail
+ * outweighs a median. The mechanism stays (test_pc_cuda: test_idle_layout
+ * turns it on) for hosts where it measures better.
  */
 static void cu_set_layout(struct cu_layout *l, size_t rows, size_t k)
 {
@@ -790,24 +799,24 @@ static size_t cu_env_chunks(const char *name, size_t k)
 static void cu_choose_chunks(struct cu_be *be)
 {
 	size_t big = be->in_bytes > be->out_bytes ? be->in_bytes : be->out_bytes;
-	size_t k = 1, k_idle = big / (4u << 20);
+	size_t k = 1, k2 = big / (4u << 20);   /* depth 2's cut */
 	struct cu_layout *d = &be->lay[CU_LAY_DEPTH], *i = &be->lay[CU_LAY_IDLE];
 
-	if (k_idle > 8)   /* before depth 2 takes it: 8 at most either way */
-		k_idle = 8;
+	if (k2 > 8)
+		k2 = 8;
 	if (be->nsets == 1) {
 		k = big / (2u << 20);
 		if (k > 16)
 			k = 16;
 	} else if (be->nsets == 2) {
-		k = k_idle;
+		k = k2;
 	}
 	k = cu_env_chunks("CHIRP_CUDA_CHUNKS", k);
 	cu_set_layout(d, be->rows, k);
 	/* Idle layout only where the depth's is one chunk: a chunked one
 	 * already overlaps a lone CPI's copies. */
-	if (d->nchunks == 1)
-		cu_set_layout(i, be->rows, cu_env_chunks("CHIRP_CUDA_IDLE_CHUNKS", k_idle));
+	if (d->nchunks == 1)   /* off (1) unless asked for: LAYOUTS above */
+		cu_set_layout(i, be->rows, cu_env_chunks("CHIRP_CUDA_IDLE_CHUNKS", 1));
 	else
 		*i = *d;
 	be->have_idle = i->nchunks != d->nchunks;
