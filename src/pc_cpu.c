@@ -20,8 +20,9 @@
  * fftwf_plan_with_nthreads would not give. A worker that is descheduled
  * while it holds a block would hold the CPI with it; the caller computes
  * such a block again and the first copy done is stored (wait_blocks:
- * straggler take-over, CHIRP_PC_TAKEOVER=0 turns it off; pc_done.recomputed
- * counts them). Workers are created with all
+ * straggler take-over, CHIRP_PC_TAKEOVER=1 turns it on; pc_done.recomputed
+ * counts them). Off by default since 2026-11-25: on the GPU host's KVM guest
+ * it made the tail worse in every side-by-side run (doc/pc.md). Workers are created with all
  * signals blocked (the daemon takes signals through a signalfd) and inherit
  * the creator's CPU affinity and scheduling policy.
  *
@@ -114,7 +115,7 @@ struct cpu_be {
 	 * handed back). */
 	_Atomic uint64_t *committed; /* nblocks entries                     */
 	atomic_uint loading;
-	bool takeover;               /* CHIRP_PC_TAKEOVER (default 1)       */
+	bool takeover;               /* CHIRP_PC_TAKEOVER=1 (default off)   */
 	unsigned test_stall_ms;      /* CHIRP_PC_TEST_STALL_MS: test_stall  */
 	_Atomic uint64_t test_claimed; /* gen worker 1 last claimed a block of */
 	uint64_t block_ns;           /* caller's recent time per block, ns  */
@@ -690,7 +691,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	if (!b->committed)
 		goto nomem;
 	m = getenv("CHIRP_PC_TAKEOVER");
-	b->takeover = !(m && strcmp(m, "0") == 0);
+	b->takeover = m && strcmp(m, "1") == 0;
 #ifdef CHIRP_FAULT_INJECT
 	b->test_stall_ms = (unsigned)env_size("CHIRP_PC_TEST_STALL_MS", 0);
 	if (b->test_stall_ms > 60000)
