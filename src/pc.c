@@ -438,8 +438,15 @@ int pc_auto_pick(const unsigned *depths, const double *cpi_per_s, int n)
 	return best;
 }
 
-static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double *cpi_per_s,
-			char *err, size_t errlen);
+static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, unsigned nbuf,
+			double *cpi_per_s, char *err, size_t errlen);
+
+/* streams = auto times each depth over up to this many bytes of distinct
+ * input and output buffers (at most PC_CALIB_MAX_BUFS CPIs), not one CPI's
+ * buffers over and over: the daemon streams through a ring of hundreds of
+ * slots. */
+#define PC_CALIB_POOL_BYTES (512ull << 20)
+#define PC_CALIB_MAX_BUFS   16u
 
 #ifdef CHIRP_HAVE_CUDA
 /*
@@ -460,6 +467,13 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 	void *kept = NULL;
 	int kept_i = -1;
 	size_t o = 0;
+	unsigned long long per = (unsigned long long)pc->in_bytes + pc->out_bytes;
+	unsigned nbuf = per ? (unsigned)(PC_CALIB_POOL_BYTES / per) : 1;
+
+	if (nbuf < 1)
+		nbuf = 1;
+	if (nbuf > PC_CALIB_MAX_BUFS)
+		nbuf = PC_CALIB_MAX_BUFS;
 
 	for (int i = 0; i < PC_AUTO_DEPTHS_N; i++) {
 		char e[256];
@@ -475,7 +489,7 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 		}
 		pc->be = be;
 		pc->failed = false;
-		if (calibrate_ns(pc, 150000000ull, 500000000ull, &cps[i], e, sizeof(e)) < 0) {
+		if (calibrate_ns(pc, 150000000ull, 500000000ull, nbuf, &cps[i], e, sizeof(e)) < 0) {
 			log_warn("streams = auto: depth %u not measured: %s", depths[i], e);
 			if (!kept)
 				errbuf_set(why, whylen, "depth %u not measured: %s", depths[i], e);
@@ -750,12 +764,14 @@ static int calib_drain(struct pc *pc, int wait_all)
 
 int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen)
 {
-	return calibrate_ns(pc, 30000000ull, 300000000ull, cpi_per_s, err, errlen);
+	return calibrate_ns(pc, 30000000ull, 300000000ull, 1, cpi_per_s, err, errlen);
 }
 
-/* pc_calibrate for at least min_ns (and 8 x depth CPIs), at most max_ns. */
-static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double *cpi_per_s,
-			char *err, size_t errlen)
+/* pc_calibrate for at least min_ns (and 8 x depth CPIs), at most max_ns,
+ * CPI k reading input buffer k mod nbuf and writing output buffer k mod
+ * nbuf (nbuf >= 1 distinct ones, registered as one region each way). */
+static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, unsigned nbuf,
+			double *cpi_per_s, char *err, size_t errlen)
 {
 	struct pc_info info;
 	size_t in_len = (pc->in_bytes + 4095) & ~(size_t)4095;
@@ -774,8 +790,12 @@ static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double 
 	pc_get_info(pc, &info);
 	depth = info.depth ? info.depth : 1;
 	min_cpis = 8 * depth;
-	if (posix_memalign(&in, 4096, in_len) != 0 || posix_memalign(&out, 4096, out_len) != 0) {
-		errbuf_set(err, errlen, "no memory for %zu + %zu bytes of scratch CPIs", in_len, out_len);
+	if (nbuf < 1)
+		nbuf = 1;
+	if (posix_memalign(&in, 4096, in_len * nbuf) != 0 ||
+	    posix_memalign(&out, 4096, out_len * nbuf) != 0) {
+		errbuf_set(err, errlen, "no memory for %u x (%zu + %zu) bytes of scratch CPIs", nbuf,
+			   in_len, out_len);
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -795,15 +815,18 @@ static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double 
 			s[i] = (uint16_t)(x >> 48);
 		}
 	}
-	memset(out, 0, out_len);
-	reg_in = pc_register_host(pc, in, in_len) == 0;
-	reg_out = pc_register_host(pc, out, out_len) == 0;
+	for (unsigned b = 1; b < nbuf; b++)   /* the same payload in every buffer */
+		memcpy((char *)in + (size_t)b * in_len, in, pc->in_bytes);
+	memset(out, 0, out_len * nbuf);
+	reg_in = pc_register_host(pc, in, in_len * nbuf) == 0;
+	reg_out = pc_register_host(pc, out, out_len * nbuf) == 0;
 	pc_queue_hint(pc, UINT_MAX);   /* saturated: always something waiting */
 
-	/* Warm-up: depth CPIs, untimed. Every CPI reads one input and writes
+	/* Warm-up: depth CPIs, untimed. Every CPI reads one of the inputs and writes
 	 * one output buffer: the rate is what counts, not the results. */
 	for (unsigned i = 0; i < depth; i++) {
-		rc = pc_submit(pc, in, out, i);
+		rc = pc_submit(pc, (char *)in + (size_t)(i % nbuf) * in_len,
+			       (char *)out + (size_t)(i % nbuf) * out_len, i);
 		if (rc < 0)
 			goto fail;
 	}
@@ -815,7 +838,11 @@ static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, double 
 	for (;;) {
 		while (pc_in_flight(pc) < depth &&
 		       (done + pc_in_flight(pc) < min_cpis || now - t0 < min_ns) && now - t0 < max_ns) {
-			rc = pc_submit(pc, in, out, submitted++);
+			unsigned b = (unsigned)(submitted % nbuf);
+
+			rc = pc_submit(pc, (char *)in + (size_t)b * in_len,
+				       (char *)out + (size_t)b * out_len, submitted);
+			submitted++;
 			if (rc < 0)
 				goto fail;
 		}
