@@ -438,13 +438,24 @@ int pc_auto_pick(const unsigned *depths, const double *cpi_per_s, int n)
 	return best;
 }
 
-static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, unsigned nbuf,
-			double *cpi_per_s, char *err, size_t errlen);
+/* Scratch CPIs for calibrate_ns: n input and n output buffers of in_len /
+ * out_len bytes (page-rounded), the inputs holding random samples. */
+struct calib_scratch {
+	void *in, *out;
+	size_t in_len, out_len;
+	unsigned n;
+};
+
+static int calib_scratch_make(const struct pc *pc, unsigned n, struct calib_scratch *cs,
+			      char *err, size_t errlen);
+static void calib_scratch_free(struct calib_scratch *cs);
+static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t min_ns,
+			uint64_t max_ns, double *cpi_per_s, char *err, size_t errlen);
 
 /* streams = auto times each depth over up to this many bytes of distinct
  * input and output buffers (at most PC_CALIB_MAX_BUFS CPIs), not one CPI's
  * buffers over and over: the daemon streams through a ring of hundreds of
- * slots. */
+ * slots. Made once for all the depths. */
 #define PC_CALIB_POOL_BYTES (512ull << 20)
 #define PC_CALIB_MAX_BUFS   16u
 
@@ -469,11 +480,14 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 	size_t o = 0;
 	unsigned long long per = (unsigned long long)pc->in_bytes + pc->out_bytes;
 	unsigned nbuf = per ? (unsigned)(PC_CALIB_POOL_BYTES / per) : 1;
+	struct calib_scratch cs;
 
 	if (nbuf < 1)
 		nbuf = 1;
 	if (nbuf > PC_CALIB_MAX_BUFS)
 		nbuf = PC_CALIB_MAX_BUFS;
+	if (calib_scratch_make(pc, nbuf, &cs, why, whylen) < 0)
+		return NULL;
 
 	for (int i = 0; i < PC_AUTO_DEPTHS_N; i++) {
 		char e[256];
@@ -489,7 +503,7 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 		}
 		pc->be = be;
 		pc->failed = false;
-		if (calibrate_ns(pc, 150000000ull, 500000000ull, nbuf, &cps[i], e, sizeof(e)) < 0) {
+		if (calibrate_ns(pc, &cs, 150000000ull, 500000000ull, &cps[i], e, sizeof(e)) < 0) {
 			log_warn("streams = auto: depth %u not measured: %s", depths[i], e);
 			if (!kept)
 				errbuf_set(why, whylen, "depth %u not measured: %s", depths[i], e);
@@ -505,6 +519,7 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 		}
 		pc->be = NULL;
 	}
+	calib_scratch_free(&cs);
 	pc->failed = false;
 	if (!kept)   /* pc_auto_pick keeps only a depth that was measured */
 		return NULL;
@@ -764,22 +779,76 @@ static int calib_drain(struct pc *pc, int wait_all)
 
 int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen)
 {
-	return calibrate_ns(pc, 30000000ull, 300000000ull, 1, cpi_per_s, err, errlen);
+	struct calib_scratch cs;
+	int rc;
+
+	*cpi_per_s = 0;
+	rc = calib_scratch_make(pc, 1, &cs, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = calibrate_ns(pc, &cs, 30000000ull, 300000000ull, cpi_per_s, err, errlen);
+	calib_scratch_free(&cs);
+	return rc;
+}
+
+static int calib_scratch_make(const struct pc *pc, unsigned n, struct calib_scratch *cs,
+			      char *err, size_t errlen)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	memset(cs, 0, sizeof(*cs));
+	cs->n = n < 1 ? 1 : n;
+	cs->in_len = (pc->in_bytes + 4095) & ~(size_t)4095;
+	cs->out_len = (pc->out_bytes + 4095) & ~(size_t)4095;
+	if (posix_memalign(&cs->in, 4096, cs->in_len * cs->n) != 0 ||
+	    posix_memalign(&cs->out, 4096, cs->out_len * cs->n) != 0) {
+		errbuf_set(err, errlen, "no memory for %u x (%zu + %zu) bytes of scratch CPIs", cs->n,
+			   cs->in_len, cs->out_len);
+		calib_scratch_free(cs);
+		return -ENOMEM;
+	}
+	/* Random payload (xorshift64): finite cf32 in [-1, 1) or any sc16. */
+	if (pc->setup.in_format == PC_FMT_CF32) {
+		float *f = cs->in;
+
+		for (size_t i = 0; i < pc->in_bytes / sizeof(float); i++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			f[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
+		}
+	} else {
+		uint16_t *s = cs->in;
+
+		for (size_t i = 0; i < pc->in_bytes / sizeof(uint16_t); i++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			s[i] = (uint16_t)(x >> 48);
+		}
+	}
+	for (unsigned b = 1; b < cs->n; b++)   /* the same payload in every buffer */
+		memcpy((char *)cs->in + (size_t)b * cs->in_len, cs->in, pc->in_bytes);
+	memset(cs->out, 0, cs->out_len * cs->n);
+	return 0;
+}
+
+static void calib_scratch_free(struct calib_scratch *cs)
+{
+	free(cs->in);
+	free(cs->out);
+	cs->in = cs->out = NULL;
 }
 
 /* pc_calibrate for at least min_ns (and 8 x depth CPIs), at most max_ns,
- * CPI k reading input buffer k mod nbuf and writing output buffer k mod
- * nbuf (nbuf >= 1 distinct ones, registered as one region each way). */
-static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, unsigned nbuf,
-			double *cpi_per_s, char *err, size_t errlen)
+ * CPI k reading input buffer k mod cs->n and writing output buffer k mod
+ * cs->n (registered with this pc's backend for the call, one region each
+ * way). */
+static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t min_ns,
+			uint64_t max_ns, double *cpi_per_s, char *err, size_t errlen)
 {
 	struct pc_info info;
-	size_t in_len = (pc->in_bytes + 4095) & ~(size_t)4095;
-	size_t out_len = (pc->out_bytes + 4095) & ~(size_t)4095;
-	unsigned depth, min_cpis;
-	void *in = NULL, *out = NULL;
+	size_t in_len = cs->in_len, out_len = cs->out_len;
+	unsigned depth, min_cpis, nbuf = cs->n;
+	void *in = cs->in, *out = cs->out;
 	int reg_in = 0, reg_out = 0, rc, n;
-	uint64_t t0, now, done = 0, submitted = 0, x = 0x9e3779b97f4a7c15ull;
+	uint64_t t0, now, done = 0, submitted = 0;
 	struct timespec ts;
 
 	*cpi_per_s = 0;
@@ -790,34 +859,6 @@ static int calibrate_ns(struct pc *pc, uint64_t min_ns, uint64_t max_ns, unsigne
 	pc_get_info(pc, &info);
 	depth = info.depth ? info.depth : 1;
 	min_cpis = 8 * depth;
-	if (nbuf < 1)
-		nbuf = 1;
-	if (posix_memalign(&in, 4096, in_len * nbuf) != 0 ||
-	    posix_memalign(&out, 4096, out_len * nbuf) != 0) {
-		errbuf_set(err, errlen, "no memory for %u x (%zu + %zu) bytes of scratch CPIs", nbuf,
-			   in_len, out_len);
-		rc = -ENOMEM;
-		goto out;
-	}
-	/* Random payload (xorshift64): finite cf32 in [-1, 1) or any sc16. */
-	if (pc->setup.in_format == PC_FMT_CF32) {
-		float *f = in;
-
-		for (size_t i = 0; i < pc->in_bytes / sizeof(float); i++) {
-			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-			f[i] = (float)((double)(x >> 11) * 0x1p-52 - 1.0);
-		}
-	} else {
-		uint16_t *s = in;
-
-		for (size_t i = 0; i < pc->in_bytes / sizeof(uint16_t); i++) {
-			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-			s[i] = (uint16_t)(x >> 48);
-		}
-	}
-	for (unsigned b = 1; b < nbuf; b++)   /* the same payload in every buffer */
-		memcpy((char *)in + (size_t)b * in_len, in, pc->in_bytes);
-	memset(out, 0, out_len * nbuf);
 	reg_in = pc_register_host(pc, in, in_len * nbuf) == 0;
 	reg_out = pc_register_host(pc, out, out_len * nbuf) == 0;
 	pc_queue_hint(pc, UINT_MAX);   /* saturated: always something waiting */
@@ -871,8 +912,6 @@ out:
 		pc_unregister_host(pc, in);
 	if (reg_out)
 		pc_unregister_host(pc, out);
-	free(in);
-	free(out);
 	return rc;
 }
 

@@ -761,7 +761,7 @@ static void cu_destroy(void *p)
  *
  * Since 2026-11-25 ~08:00 UTC the idle layout is OFF unless
  * CHIRP_CUDA_IDLE_CHUNKS=N (2..16) asks for it: on the H100 host, at 80 %
- * of 4x128x4096, side by side in one call twice (doc/latency.md, s3-r4),
+ * of 4x128x4096, side by side in one call twice (doc/latency.md, c4),
  * it lowered the median (0.51 against 0.61-0.75 ms) but mixing cut and
  * whole CPIs raised chirpd's own p99.9 to 2.37 and 1.21 ms against 0.85
  * and 0.70 ms with every CPI in the depth's layout. A real-time tail
@@ -823,14 +823,34 @@ static void cu_choose_chunks(struct cu_be *be)
 	be->ncs = d->ncs > i->ncs ? d->ncs : i->ncs;
 }
 
+/*
+ * One batched in-place C2C plan over `batch` pitched rows of nfft samples
+ * (idist = the pitch in elements), bound to stream st; *have is set as soon
+ * as the handle exists, so cu_destroy frees it whatever fails after.
+ * Returns 0, or -EIO with the failure recorded (cu_create).
+ */
+static int cu_make_plan(struct cu_be *be, cufftHandle *plan, int *have, size_t batch,
+			cudaStream_t st)
+{
+	long long n[1] = { (long long)be->nfft }, emb[1] = { (long long)be->pitch_elems };
+	size_t work = 0;
+	int rc = 0;
+
+	CKF(cufftCreate(plan));
+	*have = 1;
+	CKF(cufftMakePlanMany64(*plan, 1, n, emb, 1, (long long)be->pitch_elems, emb, 1,
+				(long long)be->pitch_elems, CUFFT_C2C, (long long)batch, &work));
+	CKF(cufftSetStream(*plan, st));
+out:
+	return rc;
+}
+
 static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 {
 	struct cu_be *be = NULL;
 	pthread_condattr_t ca;
 	struct cudaFuncAttributes fa;
 	size_t in_sz, out_sz, pitch = 0;
-	long long n[1], emb[1];
-	size_t work = 0;
 	int ndev = 0, rc = 0;
 	char why[160] = "";
 
@@ -976,8 +996,6 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 
 		CK(cudaEventCreateWithFlags(&s->ev_start, cudaEventDefault));
 		s->have_ev_start = 1;
-		n[0] = (long long)be->nfft;
-		emb[0] = (long long)be->pitch_elems;
 		for (unsigned k = 0; k < be->ncs; k++) {
 			struct cu_chunk_stream *c = &s->cs[k];
 
@@ -991,22 +1009,13 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 
 				if (k >= lay->ncs)
 					continue;
-				CKF(cufftCreate(&c->plan[l]));
-				c->have_plan[l] = 1;
-				CKF(cufftMakePlanMany64(c->plan[l], 1, n, emb, 1,
-							(long long)be->pitch_elems, emb, 1,
-							(long long)be->pitch_elems, CUFFT_C2C,
-							(long long)lay->chunk_rows, &work));
-				CKF(cufftSetStream(c->plan[l], c->stream));
-				if (lay->rem_rows == lay->chunk_rows)
-					continue;
-				CKF(cufftCreate(&c->plan_rem[l]));
-				c->have_plan_rem[l] = 1;
-				CKF(cufftMakePlanMany64(c->plan_rem[l], 1, n, emb, 1,
-							(long long)be->pitch_elems, emb, 1,
-							(long long)be->pitch_elems, CUFFT_C2C,
-							(long long)lay->rem_rows, &work));
-				CKF(cufftSetStream(c->plan_rem[l], c->stream));
+				rc = cu_make_plan(be, &c->plan[l], &c->have_plan[l], lay->chunk_rows,
+						  c->stream);
+				if (rc == 0 && lay->rem_rows != lay->chunk_rows)
+					rc = cu_make_plan(be, &c->plan_rem[l], &c->have_plan_rem[l],
+							  lay->rem_rows, c->stream);
+				if (rc < 0)
+					goto out;
 			}
 		}
 	}
