@@ -590,6 +590,8 @@ static void test_submit_poll(void **state)
  * after the CPI is reported: each CPI's input is a fresh copy freed at
  * once (ASan flags a late read). With CHIRP_PC_TAKEOVER=0 the caller waits
  * for the stalled worker instead (a short stall), and recomputes nothing.
+ * takeover: 1 or 0 sets CHIRP_PC_TAKEOVER so, -1 leaves it unset (the
+ * default, off since 2026-11-25).
  */
 static void run_stalled(int takeover, const char *stall_ms, unsigned min_cpis,
 			unsigned max_cpis, uint32_t *recomputed)
@@ -611,7 +613,10 @@ static void run_stalled(int takeover, const char *stall_ms, unsigned min_cpis,
 	ref_corr(xd, (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
 	setenv("CHIRP_PC_BLOCK_KIB", "16", 1);     /* 2 rows a block: 16 blocks */
 	setenv("CHIRP_PC_TEST_STALL_MS", stall_ms, 1);
-	setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
+	if (takeover >= 0)
+		setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
+	else
+		unsetenv("CHIRP_PC_TAKEOVER");
 	base_params(&p, C, P, R, h, L);
 	p.cpu_threads = 2;   /* the caller and worker 1, the one held */
 	pc = pc_create(&p, err, sizeof(err));
@@ -623,7 +628,7 @@ static void run_stalled(int takeover, const char *stall_ms, unsigned min_cpis,
 	out = malloc(pc_out_bytes(pc));
 	assert_non_null(out);
 	*recomputed = 0;
-	for (unsigned i = 0; i < max_cpis && (i < min_cpis || (takeover && *recomputed == 0)); i++) {
+	for (unsigned i = 0; i < max_cpis && (i < min_cpis || (takeover > 0 && *recomputed == 0)); i++) {
 		void *copy = malloc(pc_in_bytes(pc));
 
 		assert_non_null(copy);
@@ -655,6 +660,9 @@ static void test_straggler_takeover(void **state)
 	run_stalled(1, "300", 10, 100, &recomputed);
 	assert_true(recomputed >= 1);
 	run_stalled(0, "2", 5, 5, &recomputed);
+	assert_int_equal(recomputed, 0);
+	/* Unset: off (the default, doc/pc.md: it cost tail on the GPU host). */
+	run_stalled(-1, "2", 5, 5, &recomputed);
 	assert_int_equal(recomputed, 0);
 }
 

@@ -738,7 +738,9 @@ static void test_chunked(void **state)
  * one submitted behind others is cut in 1 or 3 depending on whether their
  * input is still being copied (a race by design; both must compute the
  * same result), and one with a backlog behind it (pc_queue_hint) is whole.
- * Every output is checked against the CPU backend.
+ * Every output is checked against the CPU backend. Without
+ * CHIRP_CUDA_IDLE_CHUNKS a lone CPI stays whole (the idle layout is off by
+ * default).
  */
 static void test_idle_layout(void **state)
 {
@@ -826,6 +828,26 @@ static void test_idle_layout(void **state)
 		      cut, whole);
 	assert_true(cut >= K);
 	assert_true(whole >= K);
+	pc_destroy(gpu);
+
+	/* CHIRP_CUDA_IDLE_CHUNKS unset: no idle layout (the default since
+	 * 2026-11-25, doc/cuda.md): a lone CPI keeps the depth's layout. */
+	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "1", 1), 0);
+	gpu = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 3, PC_STAGING_AUTO);
+	unsetenv("CHIRP_CUDA_CHUNKS");
+	pc_queue_hint(gpu, 0);
+	assert_int_equal(pc_submit(gpu, in, out, 0), 0);
+	for (int seen = 0; !seen;) {
+		struct pc_done d[8];
+		int n = pc_poll(gpu, d, 8, 10000);
+
+		assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+		for (int i = 0; i < n; i++)
+			if (d[i].flags & PC_DONE_OUTPUT) {
+				assert_int_equal(d[i].chunks, 1);
+				seen = 1;
+			}
+	}
 	pc_destroy(cpu);
 	pc_destroy(gpu);
 	free(in);
