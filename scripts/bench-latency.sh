@@ -3,7 +3,9 @@
 # host's noise floor, all measured in one run (`make bench-latency`).
 #
 # Method (one fresh chirpd per row, so a backlog or a degraded state of one
-# load never leaks into the next, and each row's counters start at zero):
+# load never leaks into the next, and each row's counters start at zero; with
+# streams = auto the load rows run the depth the capacity row's chirpd chose,
+# so that capacity and loads measure one pipeline):
 #   chirpd      the shipped conf/chirpd.conf with only the backend, the
 #               geometry (channels, pulses, samples, format, output mode, the
 #               LFM pulse width giving L samples at 25 MHz), unique ring and
@@ -391,6 +393,26 @@ cpus=$(json_get "$out/status-capacity.json" numa.cpus)
 [ -n "$cpus" ] || cpus=$(cat /sys/devices/system/cpu/online 2>/dev/null)
 echo "capacity: $cap CPI/s; chirpd's data-path CPUs: ${cpus:-all}"
 printf 'capacity\t%s\ncpus\t%s\n' "$cap" "$cpus" >>"$out/meta.tsv"
+# streams = auto measures depths 2-4 at every start and may choose another
+# one for another chirpd: the load rows would then run a pipeline other than
+# the one the capacity (their 100 %) was measured with. So the depth the
+# capacity row's chirpd chose is the load rows' `streams` (one start's
+# choice, held for the run, as an operator's chirpd holds it), unless a
+# --set gives streams.
+user_streams=
+for s in "${sets[@]}"; do case $s in processing.streams=*) user_streams=1;; esac; done
+depth=$(json_get "$out/status-capacity.json" depth)
+choice=$(json_get "$out/status-capacity.json" depth_choice)
+if [ -z "$user_streams" ] && [ -n "$depth" ] && [ "$depth" -gt 0 ] 2>/dev/null; then
+	case $choice in
+	auto*)
+		sets+=("processing.streams=$depth")
+		echo "capacity: streams = auto chose depth $depth ($choice); the load rows run streams = $depth"
+		printf 'depth\t%s (%s); load rows: streams = %s\n' "$depth" "$choice" "$depth" >>"$out/meta.tsv";;
+	*)
+		printf 'depth\t%s (%s)\n' "$depth" "${choice:-fixed}" >>"$out/meta.tsv";;
+	esac
+fi
 
 echo "noise floor on CPUs ${cpus:-all} ($noise_n x 250 us block, 2000 x 1 ms sleep) ..."
 "$BUILD/bench/noise_floor" ${cpus:+--cpus "$cpus"} --samples "$noise_n" >"$out/noise.txt" ||

@@ -284,8 +284,10 @@ def report(d):
     for k in ("command", "date", "machine", "commit", "setup", "windows"):
         if k in meta:
             out.append("%s: %s  " % (k, meta[k]))
-    out.append("capacity: %s CPI/s (same run); chirpd's data-path CPUs: %s" %
+    out.append("capacity: %s CPI/s (same run); chirpd's data-path CPUs: %s  " %
                (meta.get("capacity", "?"), meta.get("cpus", "?")))
+    if "depth" in meta:   # the pipeline depth the capacity row ran (CUDA)
+        out.append("depth: %s" % meta["depth"])
     out.append("")
     out.append("| load | rate CPI/s | delivered CPI/s | n | p50 ms | p99 ms | p99.9 ms | max ms "
                "| lost | in_ovr | out_drop | late |")
