@@ -185,6 +185,63 @@ def own_latency(d, rows):
     return out
 
 
+# Stages of one CPI inside chirpd, from its flight-recorder stamps (t_us:
+# µs after the input commit): (label, stamp it starts at or None = the
+# input commit, stamp it ends at).
+STAGES = [("queue", None, "peek"),            # waiting in the input ring
+          ("set", "peek", "submit"),          # waiting for a free set/slot
+          ("submit", "submit", "submitted"),  # host cost of pc_submit
+          ("backend", "submitted", "output_done"),  # GPU/workers, to result
+          ("deliver", "output_done", "out_commit")]  # reported -> committed
+
+
+def stage_breakdown(d, rows):
+    """Per load row, where chirpd's own latency went: each stage's p50,
+    p99.9 and max over the CPIs of the probe's window (as own_latency
+    picks them), and for the tail (the CPIs at or above chirpd's own
+    p99.9) the stage that took the most of each one's latency, counted.
+    None when no row has a trace with stamps."""
+    out = []
+    for r in rows:
+        if r["name"] == "capacity":
+            continue
+        cpis = read_trace(d, r["name"])
+        p = r["probe"] or {}
+        if cpis is None or "first_fs" not in p:
+            continue
+        lo, hi = int(p["first_fs"]), int(p["last_fs"])
+        win = [c for c in cpis if isinstance(c.get("first_sample"), int)
+               and lo <= c["first_sample"] <= hi and isinstance(c.get("t_us"), dict)
+               and isinstance(c.get("latency_us"), (int, float)) and c["latency_us"] > 0]
+        if not win:
+            continue
+        per = {lab: [] for lab, _, _ in STAGES}
+        spans = []
+        for c in win:
+            t = c["t_us"]
+            sp = {}
+            for lab, a, b in STAGES:
+                ta = 0.0 if a is None else t.get(a)
+                tb = t.get(b)
+                if isinstance(ta, (int, float)) and isinstance(tb, (int, float)):
+                    sp[lab] = tb - ta
+                    per[lab].append(tb - ta)
+            spans.append((c["latency_us"], sp))
+        lat = sorted(x[0] for x in spans)
+        cut = nearest_rank(lat, 0.999)
+        tail = [sp for l, sp in spans if l >= cut]
+        most = {lab: 0 for lab, _, _ in STAGES}
+        for sp in tail:
+            if sp:
+                most[max(sp, key=sp.get)] += 1
+        st = {}
+        for lab, v in per.items():
+            v.sort()
+            st[lab] = (nearest_rank(v, 0.5), nearest_rank(v, 0.999), v[-1]) if v else None
+        out.append(dict(pct=r["pct"], n=len(win), cut=cut, ntail=len(tail), st=st, most=most))
+    return out or None
+
+
 # nvidia-smi's clocks_event_reasons bits (nvml.h, nvmlClocksEventReason*)
 GPU_REASONS = [(0x1, "idle"), (0x2, "app clocks"), (0x4, "sw power cap"),
                (0x8, "hw slowdown"), (0x10, "sync boost"), (0x20, "sw thermal"),
@@ -390,6 +447,27 @@ def report(d):
                 x["pct"], x["n"], *(["–"] * 4 if not v else
                                     [ms(nearest_rank(v, q)) for q in (0.5, 0.99, 0.999, 1.0)]),
                 x["covered"]))
+    sb = stage_breakdown(d, rows)
+    if sb:
+        out.append("")
+        out.append("Where chirpd's own latency went (flight-recorder stamps, the same CPIs): "
+                   "queue = input commit → the data thread's peek, set = peek → submit (waiting "
+                   "for a free pipeline set or output slot), submit = the host's time in "
+                   "pc_submit, backend = submitted → result reported (copies and compute), "
+                   "deliver = reported → output commit; p50 / p99.9 / max ms of each. tail: "
+                   "the CPIs at or above chirpd's own p99.9, counted by the stage that took "
+                   "the most of their latency.")
+        out.append("")
+        out.append("| row | CPIs | " + " | ".join("%s ms" % lab for lab, _, _ in STAGES) +
+                   " | tail (≥ p99.9) by largest stage |")
+        out.append("|---|---:|" + "---|" * len(STAGES) + "---|")
+        for x in sb:
+            cells = ["–" if x["st"][lab] is None else " / ".join(ms(v) for v in x["st"][lab])
+                     for lab, _, _ in STAGES]
+            tl = ", ".join("%s %d" % (k, v) for k, v in sorted(x["most"].items(),
+                                                               key=lambda kv: -kv[1]) if v)
+            out.append("| %s %% | %d | %s | %d CPIs ≥ %s ms: %s |" % (
+                x["pct"], x["n"], " | ".join(cells), x["ntail"], ms(x["cut"]), tl or "–"))
     out.append("")
     out.append("Latency: CLOCK_REALTIME when the probe peeks the result − the producer's commit "
                "time (forwarded by chirpd). lost: CPIs missing (producer first_sample numbering) "
