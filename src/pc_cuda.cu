@@ -55,9 +55,10 @@
  *   while chunk i computes and chunk i-1 drains: one CPI in flight keeps
  *   both directions busy except for one chunk at each end. The set's own
  *   stream starts the chunk streams (ev_start) and joins them: ev_in after
- *   their last H2D, ev_out after all their work. Deeper pipelines send
- *   CPIs whole while the GPU is behind, and cut the ones that arrive when
- *   it is not (LAYOUTS at cu_choose_chunks): pc_done.chunks says which.
+ *   their last H2D, ev_out after all their work. Deeper pipelines cut
+ *   large CPIs in two (cu_choose_chunks); an optional idle layout cuts
+ *   finer the CPIs that arrive while the GPU is not behind (LAYOUTS, off
+ *   unless asked for): pc_done.chunks says how each CPI was cut.
  *
  * COMPLETION
  *   pc_poll reports in submission order: input completions (ev_in) in
@@ -745,8 +746,19 @@ static void cu_destroy(void *p)
  * doc/cuda.md). So: depth 1, one chunk per ~2 MiB of the larger direction,
  * at most 16; depth 2, one per ~4 MiB, at most 8 (whole daemon on an H200,
  * cf32->complex, CHIRP_CUDA_CHUNKS 1/2/4/8: 4x128x4096 4.40/4.48/4.89/4.71
- * GS/s, 16x128x9000 -/5.12/5.13/5.86); deeper, none. Never an empty
- * chunk. CHIRP_CUDA_CHUNKS=N (1..16) overrides: a tuning and test knob.
+ * GS/s, 16x128x9000 -/5.12/5.13/5.86); deeper, two where the larger
+ * direction is >= 8 MiB, else none. Two halves cost a deep pipeline no
+ * throughput and take a quarter off each CPI's latency: a whole CPI copies
+ * in, computes and copies out one after the other, a halved one overlaps
+ * the second half's H2D with the first's compute and D2H (H100 host,
+ * 2026-11-25, doc/latency.md g1-g3, 4x128x4096 cf32->complex at depth 4,
+ * side by side: capacity 2680 halved / 2604 whole and 2419-2428 / 2353
+ * CPI/s; at 80 % chirpd's own p50 0.60 / 0.76 ms, p99.9 1.14 / 1.44 ms).
+ * Four chunks cut the latency further (own p50 0.51, p99.9 0.73-0.84 ms)
+ * but cost 8-15 % of capacity at depth 3-4 (2313-2317 against 2530;
+ * start-up calibration 1994-2209 against 2405-2440 CPI/s), so they are
+ * left to CHIRP_CUDA_CHUNKS=4. Never an empty chunk.
+ * CHIRP_CUDA_CHUNKS=N (1..16) overrides: a tuning and test knob.
  *
  * LAYOUTS. That is the depth's layout (CU_LAY_DEPTH), made for throughput.
  * A CPI submitted while no other CPI's input is still being copied in (the
@@ -810,6 +822,8 @@ static void cu_choose_chunks(struct cu_be *be)
 			k = 16;
 	} else if (be->nsets == 2) {
 		k = k2;
+	} else if (big >= (8u << 20)) {
+		k = 2;
 	}
 	k = cu_env_chunks("CHIRP_CUDA_CHUNKS", k);
 	cu_set_layout(d, be->rows, k);
