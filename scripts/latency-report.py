@@ -149,6 +149,13 @@ def recorder(d, rows):
     return out
 
 
+def in_window(cpis, lo, hi):
+    """The recorder's records whose first_sample lies in [lo, hi]: the
+    CPIs of the probe's window (its first_fs/last_fs)."""
+    return [c for c in cpis if isinstance(c.get("first_sample"), int)
+            and lo <= c["first_sample"] <= hi]
+
+
 def own_latency(d, rows):
     """Per load row, chirpd's own latency (latency_us: input commit ->
     output commit, from its flight recorder) over the CPIs of the probe's
@@ -175,8 +182,7 @@ def own_latency(d, rows):
             x["covered"] = "no window"
             continue
         fs = [c["first_sample"] for c in cpis if isinstance(c.get("first_sample"), int)]
-        win = [c for c in cpis if isinstance(c.get("first_sample"), int)
-               and lo <= c["first_sample"] <= hi]
+        win = in_window(cpis, lo, hi)
         lat = sorted(c["latency_us"] for c in win if isinstance(c.get("latency_us"), (int, float)))
         x["n"] = len(win)
         x["lat"] = lat or None
@@ -209,9 +215,8 @@ def stage_breakdown(d, rows):
         p = r["probe"] or {}
         if cpis is None or "first_fs" not in p:
             continue
-        lo, hi = int(p["first_fs"]), int(p["last_fs"])
-        win = [c for c in cpis if isinstance(c.get("first_sample"), int)
-               and lo <= c["first_sample"] <= hi and isinstance(c.get("t_us"), dict)
+        win = [c for c in in_window(cpis, int(p["first_fs"]), int(p["last_fs"]))
+               if isinstance(c.get("t_us"), dict)
                and isinstance(c.get("latency_us"), (int, float)) and c["latency_us"] > 0]
         if not win:
             continue
