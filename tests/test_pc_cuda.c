@@ -856,6 +856,69 @@ static void test_idle_layout(void **state)
 	free(ref);
 }
 
+/*
+ * The default cut at depth 3 (pc_cuda.cu, cu_choose_chunks): a CPI whose
+ * larger direction is >= 8 MiB goes in two halves, a smaller one whole.
+ * 2x128x4096 cf32 -> complex is exactly 8 MiB each way; 2x128x4000 is
+ * just under. One CPI each, nothing else in flight, no CHIRP_CUDA_CHUNKS:
+ * pc_done.chunks gives the cut, and the result is checked against the CPU
+ * backend.
+ */
+static void test_depth_halves(void **state)
+{
+	static const struct { unsigned R, chunks; } cases[] = { { 4096, 2 }, { 4000, 1 } };
+	const unsigned C = 2, P = 128;
+	const size_t L = 512;
+
+	(void)state;
+	NEED_GPU();
+	unsetenv("CHIRP_CUDA_CHUNKS");
+	unsetenv("CHIRP_CUDA_IDLE_CHUNKS");
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		unsigned R = cases[c].R;
+		float *ref = make_ref(WIN_HANN, L, R);
+		struct pc *cpu = make_pc(PC_BACKEND_CPU, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L,
+					 1, PC_STAGING_AUTO);
+		struct pc *gpu = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L,
+					 3, PC_STAGING_AUTO);
+		size_t ib = pc_in_bytes(gpu), ob = pc_out_bytes(gpu);
+		char *in = malloc(ib);
+		float *out = malloc(ob), *want = malloc(ob);
+		double e;
+
+		assert_non_null(in);
+		assert_non_null(out);
+		assert_non_null(want);
+		fill_input(in, PC_FMT_CF32, (size_t)C * P * R);
+		poison(out, ob);
+		assert_int_equal(pc_submit(gpu, in, out, 0), 0);
+		for (int seen = 0; !seen;) {
+			struct pc_done d[8];
+			int n = pc_poll(gpu, d, 8, 10000);
+
+			assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+			for (int i = 0; i < n; i++)
+				if (d[i].flags & PC_DONE_OUTPUT) {
+					if (d[i].chunks != cases[c].chunks)
+						fail_msg("%ux%ux%u (%zu bytes in) at depth 3: cut in %u, want %u",
+							 C, P, R, ib, d[i].chunks, cases[c].chunks);
+					seen = 1;
+				}
+		}
+		poison(want, ob);
+		assert_int_equal(pc_execute(cpu, in, want, NULL), 0);
+		e = out_err(out, want, ob / sizeof(float), PC_OUT_COMPLEX);
+		if (!(e <= TOL))
+			fail_msg("%ux%ux%u at depth 3: rel L2 %.3e", C, P, R, e);
+		pc_destroy(cpu);
+		pc_destroy(gpu);
+		free(in);
+		free(out);
+		free(want);
+		free(ref);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -870,6 +933,7 @@ int main(void)
 		cmocka_unit_test(test_fault_injection),
 		cmocka_unit_test(test_chunked),
 		cmocka_unit_test(test_idle_layout),
+		cmocka_unit_test(test_depth_halves),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
