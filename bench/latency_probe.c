@@ -49,6 +49,9 @@
  * measures). --spin polls instead (one busy core); on the GPU host a
  * polling probe beside chirpd's polling data thread made chirpd's CUDA
  * submissions 4-6x slower (doc/latency.md), so it is not the default.
+ * --spin-us N waits the library's way with chirp_ring_set_spin(N µs):
+ * polling for up to N µs, then sleeping (a consumer that stays awake while
+ * blocks come closer than N µs apart and sleeps when they stop).
  * --reattach: when chirpd re-creates its output ring under the probe (a
  * restarted chirpd whose ring size differs: slots = auto follows the
  * capacity it measures at start), peek returns -ESTALE; the probe then
@@ -112,7 +115,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: latency_probe --ring NAME [--warmup S] [--measure S] [--wait S]\n"
 		   "       [--first-timeout S] [--max-samples N] [--raw FILE] [--marker FILE]\n"
-		   "       [--fs-step N] [--progress S] [--linger] [--spin] [--reattach]\n"
+		   "       [--fs-step N] [--progress S] [--linger] [--spin] [--spin-us N] [--reattach]\n"
 		   "(see the comment at the top of bench/latency_probe.c)\n");
 }
 
@@ -136,6 +139,7 @@ int main(int argc, char **argv)
 		{ "progress", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
 		{ "linger", no_argument, NULL, 'L' },
 		{ "spin", no_argument, NULL, 'S' },
+		{ "spin-us", required_argument, NULL, 'U' },
 		{ "reattach", no_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -150,6 +154,7 @@ int main(int argc, char **argv)
 	uint64_t prev_seq = 0, prev_fs = 0;
 	int have_prev = 0, in_window = 0, linger = 0, spin = 0, c, rc = 1;
 	int reattach = 0, seq_valid = 0, fs_step_given = 0;
+	int64_t spin_ns = 0;
 	uint64_t reattached = 0, first_fs = 0, last_fs = 0;
 	int64_t *sorted = NULL;
 	double t_first = 0, t_open = 0, t_close = 0, t_prog = 0, t_start;
@@ -169,6 +174,11 @@ int main(int argc, char **argv)
 		case 's': if (parse_d(optarg, &v) || v < 1) goto bad; fs_step = (uint64_t)v; fs_step_given = 1; break;
 		case 'L': linger = 1; break;
 		case 'S': spin = 1; break;
+		case 'U':
+			if (parse_d(optarg, &v) || v < 0 || v * 1e3 > (double)CHIRP_RING_MAX_SPIN_NS)
+				goto bad;
+			spin_ns = (int64_t)(v * 1e3);
+			break;
 		case 'A': reattach = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -203,6 +213,11 @@ bad:
 	}
 	if (!r) {
 		fprintf(stderr, "latency_probe: %s\n", err);
+		goto out;
+	}
+	if (spin_ns && (rc = chirp_ring_set_spin(r, spin_ns)) < 0) {
+		fprintf(stderr, "latency_probe: chirp_ring_set_spin: %s\n", strerror(-rc));
+		rc = 1;
 		goto out;
 	}
 	chirp_ring_geometry(r, &g);
@@ -254,6 +269,8 @@ bad:
 					stop_sig ? "interrupted" : err);
 				goto out;
 			}
+			if (spin_ns)
+				(void)chirp_ring_set_spin(r, spin_ns);   /* checked at the first attach */
 			chirp_ring_geometry(r, &g);
 			if (!fs_step_given)
 				fs_step = (uint64_t)g.pulses * g.samples;

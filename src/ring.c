@@ -136,6 +136,9 @@ struct chirp_ring {
 
 	uint64_t late_wakes;         /* full futex slices that then found work  */
 	uint64_t sleeps;             /* futex sleeps (tests)                     */
+	int64_t spin_ns;             /* chirp_ring_set_spin: poll this long in
+					chirp_ring_wait before sleeping (0: only
+					the WAIT_SPIN polls)                     */
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -1543,6 +1546,19 @@ static int ready(struct chirp_ring *r)
 	       r->prod - atomic_load_explicit(&r->h->cons, memory_order_relaxed) > r->L.slots;
 }
 
+int chirp_ring_set_spin(struct chirp_ring *r, int64_t spin_ns)
+{
+	if (!r || spin_ns < 0 || spin_ns > CHIRP_RING_MAX_SPIN_NS)
+		return -EINVAL;
+	r->spin_ns = spin_ns;
+	return 0;
+}
+
+int64_t chirp_ring_get_spin(const struct chirp_ring *r)
+{
+	return r->spin_ns;
+}
+
 int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
 {
 	_Atomic uint32_t *word, *sleeping;
@@ -1558,6 +1574,22 @@ int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
 	}
 	if (timeout_ns == 0)
 		return -ETIMEDOUT;
+	deadline = timeout_ns < 0 ? INT64_MAX : now_mono_ns() + timeout_ns;
+	if (r->spin_ns > 0) {
+		/* chirp_ring_set_spin: keep polling up to spin_ns (never past
+		 * the deadline), reading the clock every 64 polls */
+		int64_t t = now_mono_ns(), end = t + r->spin_ns;
+
+		if (end > deadline)
+			end = deadline;
+		for (i = 1; t < end; i++) {
+			if (ready(r))
+				return 0;
+			cpu_relax();
+			if ((i & 63) == 0)
+				t = now_mono_ns();
+		}
+	}
 	if (r->role == CHIRP_RING_CONSUMER) {
 		word = &r->h->cons_futex;
 		sleeping = &r->h->cons_sleeping;
@@ -1565,7 +1597,6 @@ int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
 		word = &r->h->prod_futex;
 		sleeping = &r->h->prod_sleeping;
 	}
-	deadline = timeout_ns < 0 ? INT64_MAX : now_mono_ns() + timeout_ns;
 	for (;;) {
 		v = atomic_load_explicit(word, memory_order_acquire);
 		atomic_store_explicit(sleeping, 1, memory_order_seq_cst);

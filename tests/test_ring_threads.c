@@ -489,6 +489,95 @@ static void test_futex_handshake(void **state)
 	free(img);
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * chirp_ring_set_spin: a consumer whose spin outlasts the gap between
+ * blocks never sleeps on the futex (it sees every block while polling),
+ * a spin never runs past the wait's timeout (a timeout shorter than the
+ * spin ends in -ETIMEDOUT without a sleep), a timeout of 0 stays one
+ * poll, and bad values are refused.
+ */
+static void test_wait_spin(void **state)
+{
+	struct chirp_ring_geometry g = geo();
+	struct ring_layout L;
+	struct chirp_ring *c, *p;
+	struct chirp_ring_block b;
+	struct pace x = { .n = 50 };
+	pthread_t t;
+	char err[256] = "";
+	void *img;
+	double t0;
+	int rc;
+
+	g.slots = 2;
+	assert_int_equal(ring_layout_compute(&g, RING_PAGE, &L, err, sizeof(err)), 0);
+	L.epoch = 1;
+	img = aligned_alloc(4096, L.total_bytes);
+	assert_non_null(img);
+	ring_format_image(img, &L);
+	c = ring_open_image(img, L.total_bytes, CHIRP_RING_CONSUMER, err, sizeof(err));
+	p = ring_open_image(img, L.total_bytes, CHIRP_RING_PRODUCER, err, sizeof(err));
+	assert_non_null(c);
+	assert_non_null(p);
+
+	assert_int_equal(chirp_ring_get_spin(c), 0);
+	assert_int_equal(chirp_ring_set_spin(c, -1), -EINVAL);
+	assert_int_equal(chirp_ring_set_spin(c, CHIRP_RING_MAX_SPIN_NS + 1), -EINVAL);
+	assert_int_equal(chirp_ring_set_spin(NULL, 0), -EINVAL);
+	assert_int_equal(chirp_ring_get_spin(c), 0);
+	assert_int_equal(chirp_ring_set_spin(c, CHIRP_RING_MAX_SPIN_NS), 0);
+	assert_int_equal(chirp_ring_get_spin(c), CHIRP_RING_MAX_SPIN_NS);
+
+	/* timeout 0: one look, whatever the spin */
+	t0 = mono_s();
+	assert_int_equal(chirp_ring_wait(c, 0), -ETIMEDOUT);
+	/* a 20 ms timeout ends the 1 s spin, and nothing sleeps */
+	assert_int_equal(chirp_ring_wait(c, 20000000), -ETIMEDOUT);
+	assert_true(mono_s() - t0 < 0.9);
+	assert_int_equal(ring_debug_sleeps(c), 0);
+
+	/* paced blocks (one per PACE_US, each only after the previous one
+	 * was released) all arrive while the consumer polls: no sleep */
+	x.r = p;
+	assert_int_equal(pthread_create(&t, NULL, paced_producer, &x), 0);
+	for (int i = 0; i < x.n; i++) {
+		while ((rc = chirp_ring_wait(c, 10000000000LL)) == -EINTR)
+			;
+		assert_int_equal(rc, 0);
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.first_sample, i);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(x.err, 0);
+	assert_int_equal(ring_debug_sleeps(c), 0);
+
+	/* spin 0 again: the same stream sleeps between blocks */
+	assert_int_equal(chirp_ring_set_spin(c, 0), 0);
+	x.n = 20;
+	assert_int_equal(pthread_create(&t, NULL, paced_producer, &x), 0);
+	for (int i = 0; i < x.n; i++) {
+		while ((rc = chirp_ring_wait(c, 10000000000LL)) == -EINTR)
+			;
+		assert_int_equal(rc, 0);
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(ring_debug_sleeps(c) > 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_one_mapping_lossless),
 		cmocka_unit_test(test_one_mapping_lossy),
 		cmocka_unit_test(test_futex_handshake),
+		cmocka_unit_test(test_wait_spin),
 		cmocka_unit_test(test_reserve_next_lossless),
 		cmocka_unit_test(test_reserve_next_lossy),
 		cmocka_unit_test(test_reserve_next_all_slots_lossy),

@@ -76,6 +76,8 @@ _PROTOS = {
     "chirp_ring_release": (ctypes.c_int, [_P]),
     "chirp_ring_available": (ctypes.c_uint64, [_P]),
     "chirp_ring_wait": (ctypes.c_int, [_P, ctypes.c_int64]),
+    "chirp_ring_set_spin": (ctypes.c_int, [_P, ctypes.c_int64]),
+    "chirp_ring_get_spin": (ctypes.c_int64, [_P]),
 }
 
 _lib = None

@@ -278,6 +278,27 @@ def test_copy_mode():
     assert first.data[0, 0, 0] == 0 and not first.released   # valid after close
 
 
+def test_spin():
+    """spin= sets the handle's chirp_ring_set_spin (also after a re-attach
+    would); bad values are refused before anything is attached; a read
+    still times out as asked and data passes as without it."""
+    n = ring_name("spin")
+    g = G(1, 1, 4, slots=2)
+    for bad in (-1, 1.5, "x"):
+        expect(ValueError, chirpring.Consumer, n, geometry=g, create=True, spin=bad)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=0.2, spin=0.05) as c, \
+            chirpring.Producer(n) as p:
+        assert c.spin == 0.05 and p.spin == 0.0
+        assert c._L.chirp_ring_get_spin(c._handle()) == 50000000
+        assert p._L.chirp_ring_get_spin(p._handle()) == 0
+        t0 = time.monotonic()
+        expect(chirpring.Timeout, c.read)
+        assert 0.18 <= time.monotonic() - t0 < 1.5
+        p.write(np.full(g.shape, 3, np.complex64), first_sample=7)
+        cpi = c.read()
+        assert cpi.first_sample == 7 and np.all(cpi.data == 3)
+
+
 def test_sc16_layout():
     n = ring_name("sc16")
     g = G(2, 2, 5, fmt="sc16", slots=2)
