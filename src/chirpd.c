@@ -215,6 +215,7 @@ static int same_cpi(const struct chirp_config *x, const struct chirp_config *y)
 	return x->channels == y->channels && x->pulses == y->pulses &&
 	       x->samples == y->samples && x->format == y->format && x->out_mode == y->out_mode &&
 	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging &&
+	       x->idle_spin_us == y->idle_spin_us &&
 	       x->staging_threads == y->staging_threads;
 }
 
@@ -861,6 +862,8 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(reply, "nfft", json_integer((json_int_t)d->g->info.nfft));
 	json_object_set_new(reply, "depth", json_integer(d->g->info.depth));
 	json_object_set_new(reply, "depth_choice", json_string(d->g->info.depth_choice));
+	json_object_set_new(reply, "busy_poll", json_boolean(d->g->info.busy_poll));
+	json_object_set_new(reply, "idle_spin_us", json_integer(d->g->info.idle_spin_us));
 	json_object_set_new(reply, "geometry", json_pack("{s:i, s:i, s:i, s:s, s:s, s:f}",
 		"channels", (int)c->channels, "pulses", (int)c->pulses, "samples", (int)c->samples,
 		"format", pc_format_name(c->format), "output", pc_output_name(c->out_mode),
@@ -974,6 +977,7 @@ static json_t *trace_json(const struct trace_cpi *r)
 	json_object_set_new(o, "in_flight", json_integer(r->in_flight));
 	json_object_set_new(o, "recomputed", json_integer(r->recomputed));
 	json_object_set_new(o, "chunks", json_integer(r->chunks));
+	json_object_set_new(o, "woken", json_integer(r->woken));
 	for (unsigned b = 0; b < sizeof(trace_flag_names) / sizeof(trace_flag_names[0]); b++)
 		if (r->flags & (1u << b))
 			json_array_append_new(fl, json_string(trace_flag_names[b]));
@@ -1515,10 +1519,10 @@ int main(int argc, char **argv)
 			snprintf(staging_note, sizeof(staging_note), " (%u copy thread%s)",
 				 d->g->info.staging_threads,
 				 d->g->info.staging_threads == 1 ? "" : "s");
-		log_info("backend %s: %s, nfft %zu, depth %u, staging %s%s, %s",
+		log_info("backend %s: %s, nfft %zu, depth %u, staging %s%s, %s, idle spin %u us",
 			 pc_backend_name(d->g->info.backend), d->g->info.device, d->g->info.nfft,
 			 d->g->info.depth, d->g->info.staging, staging_note,
-			 d->g->info.busy_poll ? "busy poll" : "sleeping poll");
+			 d->g->info.busy_poll ? "busy poll" : "sleeping poll", d->g->info.idle_spin_us);
 	}
 	report_slack(d->g);
 	d->trace = trace_create(cfg->trace_records);

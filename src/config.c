@@ -233,6 +233,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "processing", "busy_poll", T_BOOL, OFF(busy_poll), 0,
 	  "true", 0, 0, 0, NULL, NULL, 1,
 	  "While CPIs are in flight the data thread polls the backend and the input ring without sleeping (one core busy under load, the lowest latency); false = sleep on the backend's completion notifications (up to 1 ms later to see new input)." },
+	{ "processing", "idle_spin_us", T_UINT, OFF(idle_spin_us), 0,
+	  "0", 0, 1000000, 0, NULL, NULL, 1,
+	  "Microseconds an idle thread keeps polling before it sleeps: the data thread waiting on an empty input ring, and the CPU backend's worker threads waiting for the next CPI. A sleeping thread is woken by the kernel, on a virtual machine through the hypervisor, which on the GPU host took 1-2 ms at p99 (doc/latency.md); a spin a little longer than the gap between CPIs keeps the threads awake while CPIs flow (each then keeps a core busy) and lets them sleep once the input stops. 0 = sleep after a short spin of ~10-50 us." },
 	{ "processing", "staging", T_ENUM, OFF(staging), 0,
 	  "auto", 0, 0, 0, ch_staging, NULL, 0,
 	  "cuda: register the rings' memory for DMA in place (register), copy through pinned buffers (copy), or try register then copy (auto)." },
@@ -413,7 +416,7 @@ static int range_err(const struct cfg_key *k, const char *v, char *err, size_t l
 	if (k->flags & F_MIN_EXCL)
 		snprintf(err, len, "%s is out of range (> %g, <= %g)", v, k->min, k->max);
 	else
-		snprintf(err, len, "%s is out of range (%g..%g)", v, k->min, k->max);
+		snprintf(err, len, "%s is out of range (%.15g..%.15g)", v, k->min, k->max);
 	return -ERANGE;
 }
 
@@ -1395,6 +1398,7 @@ void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 	p->staging = c->staging;
 	p->staging_threads = config_staging_threads(c);
 	p->busy_poll = c->busy_poll;
+	p->idle_spin_us = c->idle_spin_us;
 }
 
 /* cpus in a list like "2-5,8" (validated already), 0 if empty. */
@@ -1446,7 +1450,7 @@ static void key_range(const struct cfg_key *k, char *buf, size_t len)
 		return;
 	case T_INT:
 	case T_UINT:
-		snprintf(buf, len, "%g..%g%s", k->min, k->max,
+		snprintf(buf, len, "%.15g..%.15g%s", k->min, k->max,
 			 (k->flags & F_POW2) ? ", power of two" : "");
 		return;
 	case T_DOUBLE:
@@ -1455,14 +1459,14 @@ static void key_range(const struct cfg_key *k, char *buf, size_t len)
 		return;
 	case T_AUTO_INT:
 	case T_NFFT:
-		snprintf(buf, len, "auto|%g..%g%s", k->min, k->max,
+		snprintf(buf, len, "auto|%.15g..%.15g%s", k->min, k->max,
 			 (k->flags & F_POW2) ? ", power of two" : "");
 		return;
 	case T_NUMA:
-		snprintf(buf, len, "auto|none|0..%g", k->max);
+		snprintf(buf, len, "auto|none|0..%.15g", k->max);
 		return;
 	case T_GPU:
-		snprintf(buf, len, "0..%g|PCI bus id", k->max);
+		snprintf(buf, len, "0..%.15g|PCI bus id", k->max);
 		return;
 	case T_STR:
 		snprintf(buf, len, "text");

@@ -68,6 +68,7 @@ struct chirp_config {
 	enum pc_staging staging;
 	int staging_threads;                 /* 0 = auto (config_staging_threads) */
 	int busy_poll;                       /* poll, never sleep, with CPIs in flight */
+	unsigned idle_spin_us;               /* poll this long before sleeping, µs */
 
 	/* [output] */
 	enum pc_output out_mode;

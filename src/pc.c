@@ -148,6 +148,7 @@ void pc_params_init(struct pc_params *p)
 	p->staging = PC_STAGING_AUTO;
 	p->staging_threads = 1;
 	p->busy_poll = 0;
+	p->idle_spin_us = 0;
 }
 
 /* ||h||^2 in double; -1 if any sample is not finite. */
@@ -243,6 +244,11 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 	if (p->staging_threads > HCOPY_MAX_THREADS) {   /* 0 (a zeroed struct) means 1 */
 		errbuf_set(err, errlen, "staging_threads %u: must be 1..%u", p->staging_threads,
 			   HCOPY_MAX_THREADS);
+		return -EINVAL;
+	}
+	if (p->idle_spin_us > PC_MAX_IDLE_SPIN_US) {
+		errbuf_set(err, errlen, "idle_spin_us %u: must be 0..%u", p->idle_spin_us,
+			   PC_MAX_IDLE_SPIN_US);
 		return -EINVAL;
 	}
 	if (p->cpu_depth > 64) {   /* 0 (a zeroed struct) means 1 */
@@ -566,6 +572,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 	pc->setup.staging = p->staging;
 	pc->setup.staging_threads = p->staging_threads ? p->staging_threads : 1;
 	pc->setup.busy_poll = p->busy_poll ? 1 : 0;
+	pc->setup.idle_spin_us = p->idle_spin_us;
 	if (p->gpu_bus_id) {
 		pc->gpu_bus_id = strdup(p->gpu_bus_id);
 		if (!pc->gpu_bus_id) {
@@ -642,6 +649,7 @@ void pc_get_info(const struct pc *pc, struct pc_info *info)
 	info->nfft = pc->setup.nfft;
 	info->ref_len = pc->setup.ref_len;
 	info->busy_poll = pc->setup.busy_poll;
+	info->idle_spin_us = pc->setup.idle_spin_us;
 	snprintf(info->depth_choice, sizeof(info->depth_choice), "%s", pc->depth_choice);
 }
 

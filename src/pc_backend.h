@@ -39,6 +39,7 @@ struct pc_setup {
 	unsigned staging_threads;            /* copy staging: hcopy threads, 1..64 */
 	unsigned cpu_depth;                  /* CPU completion queue, 1..64  */
 	int busy_poll;                       /* pc_params.busy_poll          */
+	unsigned idle_spin_us;               /* pc_params.idle_spin_us       */
 };
 
 struct pc_backend_ops {

@@ -99,6 +99,15 @@ struct cpu_be {
 	bool sync_ok;                /* lock/go initialized                 */
 	uint64_t gen;                /* bumped per CPI (under lock)         */
 	bool quit;
+	/* Idle spin (pc_params.idle_spin_us): a worker that finished its
+	 * blocks polls gen_pub (gen, published with a release after the
+	 * locked update) and quit_pub for spin_ns before it sleeps on go;
+	 * asleep counts the workers in (or entering) pthread_cond_wait, read
+	 * by the caller at each hand-off (pc_done.woken). */
+	uint64_t spin_ns;
+	_Atomic uint64_t gen_pub;
+	atomic_bool quit_pub;
+	atomic_uint asleep;
 	const void *job_in;
 	void *job_out;
 	/* (gen << 32) | next block to claim: a worker claims a block only for
@@ -558,26 +567,53 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
  * every worker to check in made each CPI as slow as the slowest wake-up of
  * T-1 threads, the CPU backend's latency tail on a VM.
  */
+static void spin_for_gen(struct cpu_be *b, uint64_t seen)
+{
+	uint64_t end = mono_ns() + b->spin_ns;
+
+	for (unsigned i = 1;; i++) {
+		if (atomic_load_explicit(&b->gen_pub, memory_order_acquire) != seen ||
+		    atomic_load_explicit(&b->quit_pub, memory_order_relaxed))
+			return;
+		cpu_relax();
+		if ((i & 63) == 0 && mono_ns() >= end)
+			return;
+	}
+}
+
+/*
+ * Idle workers: with idle_spin_us, a worker polls for the next CPI that
+ * long before it sleeps, because a sleeping thread is woken through the
+ * kernel (and on a VM through the hypervisor: 1-2 ms at p99 on the GPU
+ * host, doc/latency.md), and until the workers wake the caller computes
+ * the CPI's blocks alone. The job itself is still read under the lock.
+ */
 static void *worker_main(void *arg)
 {
 	struct cpu_worker *w = arg;
 	struct cpu_be *b = w->b;
 	uint64_t seen = 0;
 
-	pthread_mutex_lock(&b->lock);
 	for (;;) {
-		while (!b->quit && b->gen == seen)
-			pthread_cond_wait(&b->go, &b->lock);
-		if (b->quit)
+		if (b->spin_ns)
+			spin_for_gen(b, seen);
+		pthread_mutex_lock(&b->lock);
+		if (!b->quit && b->gen == seen) {
+			atomic_fetch_add_explicit(&b->asleep, 1, memory_order_relaxed);
+			while (!b->quit && b->gen == seen)
+				pthread_cond_wait(&b->go, &b->lock);
+			atomic_fetch_sub_explicit(&b->asleep, 1, memory_order_relaxed);
+		}
+		if (b->quit) {
+			pthread_mutex_unlock(&b->lock);
 			break;
+		}
 		seen = b->gen;
 		const void *in = b->job_in;
 		void *out = b->job_out;
 		pthread_mutex_unlock(&b->lock);
 		run_blocks(b, w, seen, in, out);
-		pthread_mutex_lock(&b->lock);
 	}
-	pthread_mutex_unlock(&b->lock);
 	return NULL;
 }
 
@@ -590,6 +626,7 @@ static void cpu_destroy(void *be)
 	if (b->w && b->sync_ok) {
 		pthread_mutex_lock(&b->lock);
 		b->quit = true;
+		atomic_store_explicit(&b->quit_pub, true, memory_order_relaxed);
 		pthread_cond_broadcast(&b->go);
 		pthread_mutex_unlock(&b->lock);
 		for (int t = 1; t < b->threads; t++)
@@ -645,6 +682,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	b->in_row = b->R * pc_format_sample_bytes(b->fmt);
 	b->out_row = b->R * pc_output_sample_bytes(b->mode);
 	b->threads = s->cpu_threads;
+	b->spin_ns = (uint64_t)s->idle_spin_us * 1000u;
 	b->depth = s->cpu_depth >= 1 && s->cpu_depth <= 64 ? s->cpu_depth : 1;
 	b->q = calloc(b->depth, sizeof(*b->q));
 	if (!b->q) {
@@ -870,7 +908,7 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 {
 	struct cpu_be *b = be;
 	uint64_t t0, gen;
-	uint32_t recomputed;
+	uint32_t recomputed, woken = 0;
 
 	if (b->qcount == b->depth)
 		return -EAGAIN;
@@ -893,7 +931,11 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 		b->job_in = in;
 		b->job_out = out;
 		b->gen = gen;
-		pthread_cond_broadcast(&b->go);
+		atomic_store_explicit(&b->gen_pub, gen, memory_order_release);
+		/* Under the lock no worker enters or leaves its sleep. */
+		woken = atomic_load_explicit(&b->asleep, memory_order_relaxed);
+		if (woken)
+			pthread_cond_broadcast(&b->go);
 		pthread_mutex_unlock(&b->lock);
 	} else {
 		b->gen = gen;
@@ -908,6 +950,7 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 		d->nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
 		d->device_ns = mono_ns() - t0;
 		d->recomputed = recomputed;
+		d->woken = woken;
 		d->chunks = 0;
 		b->qcount++;
 	}

@@ -1474,6 +1474,7 @@ static int cu_pass(struct cu_be *be, struct pc_done *done, int max)
 		done[n].nonfinite_rows = (fl & PC_DONE_OUTPUT) ? *s->h_nonfinite : 0;
 		done[n].device_ns = 0;
 		done[n].recomputed = 0;
+		done[n].woken = 0;
 		done[n].chunks = (fl & PC_DONE_OUTPUT) ? s->nchunks : 0;
 		if (fl & PC_DONE_OUTPUT) {
 			float ms = 0.0f;

@@ -57,6 +57,7 @@ struct flight {
 	uint64_t device_ns;          /* backend's own time for the CPI (0: none) */
 	uint32_t recomputed;         /* pc_done.recomputed                       */
 	uint32_t chunks;             /* pc_done.chunks                           */
+	uint32_t woken;              /* pc_done.woken                            */
 	uint32_t fill, in_flight;    /* input blocks waiting at peek; CPIs in the
 					backend at submit                      */
 	int out_dropped;             /* counted in output_drops                 */
@@ -75,6 +76,8 @@ struct pipeline_gen {
 	size_t staging_len;
 	int staging_registered;
 	int busy_poll;               /* pc_info.busy_poll: never sleep on the pc */
+	int64_t idle_spin_ns;        /* pc_info.idle_spin_us: poll an idle input
+					ring this long before sleeping on it */
 };
 
 struct pipeline {
@@ -167,6 +170,7 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 	pc_get_info(pc, &info);
 	g->depth = info.depth ? info.depth : 1;
 	g->busy_poll = info.busy_poll;
+	g->idle_spin_ns = (int64_t)info.idle_spin_us * 1000;
 	if (g->depth > PIPE_MAX_DEPTH)
 		g->depth = PIPE_MAX_DEPTH;
 	g->in_bytes = pc_in_bytes(pc);
@@ -571,7 +575,7 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 		.seq = f->seq, .first_sample = f->first_sample, .timestamp_ns = f->timestamp_ns,
 		.latency_ns = latency_ns, .device_ns = f->device_ns,
 		.fill = f->fill, .in_flight = f->in_flight, .recomputed = f->recomputed,
-		.chunks = f->chunks,
+		.chunks = f->chunks, .woken = f->woken,
 	};
 	int over = delivered && budget && latency_ns > budget;
 
@@ -697,6 +701,7 @@ static int progress(struct pipeline *p, int timeout_ms)
 			f->device_ns = done[i].device_ns;
 			f->recomputed = done[i].recomputed;
 			f->chunks = done[i].chunks;
+			f->woken = done[i].woken;
 			p->nsub--;
 		}
 	}
@@ -871,12 +876,20 @@ static void *data_thread(void *arg)
 				stats_write_end(p->st);
 			}
 		} else {
-			/* Nothing in flight: sleep on the input ring (after its
-			 * short spin). Polling here too was tried on the GPU host
-			 * (2026-11-23, doc/latency.md): with the probe also
-			 * polling, CUDA submissions took 4-6x longer and CPIs were
-			 * lost at 60 % load; one polling thread (in flight only)
-			 * is what measured best. */
+			/* Nothing in flight: wait on the input ring, polling
+			 * it for [processing] idle_spin_us first (the handle
+			 * may be shared with the previous generation: only
+			 * this thread sets or reads its spin), then sleeping
+			 * on its futex. A sleeping data thread is woken by the
+			 * producer's commit, which on a VM can take 1-2 ms
+			 * (doc/latency.md); with the CUDA backend polling an
+			 * idle ring was tried on the GPU host (2026-11-23) and
+			 * slowed CUDA submissions 4-6x, so its default is 0. */
+			if (chirp_ring_get_spin(p->cur->in) != p->cur->idle_spin_ns &&
+			    (ret = chirp_ring_set_spin(p->cur->in, p->cur->idle_spin_ns)) < 0) {
+				fail(p, "chirp_ring_set_spin(input)", ret);
+				return NULL;
+			}
 			ret = chirp_ring_wait(p->cur->in, IDLE_WAIT_NS);
 			if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR && ret != -ESTALE) {
 				fail(p, "chirp_ring_wait(input)", ret);

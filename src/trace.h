@@ -70,6 +70,8 @@ struct trace_cpi {
 				       because their worker was stalled      */
 	uint32_t chunks;            /* CUDA backend: row chunks the CPI was cut
 				       into (0: not said)                     */
+	uint32_t woken;             /* CPU backend: worker threads asleep when
+				       the CPI was handed out (pc_done.woken) */
 	uint32_t flags;             /* TRACE_*                                 */
 };
 

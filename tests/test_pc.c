@@ -400,6 +400,9 @@ static void test_rejections(void **state)
 	base_params(&p, 1, 1, 500, h, 10);
 	p.backend = (enum pc_backend)9;
 	expect_reject(&p, "backend");
+	base_params(&p, 1, 1, 500, h, 10);
+	p.idle_spin_us = PC_MAX_IDLE_SPIN_US + 1;
+	expect_reject(&p, "idle_spin_us 1000001");
 	base_params(&p, 65536, 65536, 4000000000u, h, 10);
 	expect_reject(&p, "too large");
 	free(h);
@@ -664,6 +667,89 @@ static void test_straggler_takeover(void **state)
 	/* Unset: off (the default, doc/pc.md: it cost tail on the GPU host). */
 	run_stalled(-1, "2", 5, 5, &recomputed);
 	assert_int_equal(recomputed, 0);
+}
+
+/*
+ * idle_spin_us on the CPU backend: with a spin longer than the pause
+ * between CPIs the workers are still polling when the next CPI comes
+ * (pc_done.woken 0: none had to be woken); without one they are asleep
+ * after a 100 ms pause and the hand-off wakes them. Every output is
+ * checked, and destroying a pc whose workers spin does not wait out the
+ * spin (quit is seen while polling).
+ */
+static double run_idle(unsigned spin_us, unsigned pause_us, unsigned ncpi, uint32_t *woken)
+{
+	enum { C = 2, P = 16, R = 1000, L = 77, T = 4 };
+	size_t n = (size_t)C * P * R;
+	float *h = random_ref(L);
+	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
+	struct pc_params p;
+	struct pc_info info;
+	struct pc_done d[4];
+	struct pc *pc;
+	struct timespec t0, t1;
+	char err[256];
+	void *in;
+	float *out;
+
+	assert_non_null(xd);
+	assert_non_null(y);
+	in = random_input(PC_FMT_CF32, n, xd);
+	ref_corr(xd, (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
+	setenv("CHIRP_PC_BLOCK_KIB", "16", 1);     /* 2 rows a block: 16 blocks */
+	base_params(&p, C, P, R, h, L);
+	p.cpu_threads = T;
+	p.idle_spin_us = spin_us;
+	pc = pc_create(&p, err, sizeof(err));
+	unsetenv("CHIRP_PC_BLOCK_KIB");
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	pc_get_info(pc, &info);
+	assert_int_equal(info.idle_spin_us, spin_us);
+	out = malloc(pc_out_bytes(pc));
+	assert_non_null(out);
+	for (unsigned i = 0; i < ncpi; i++) {
+		if (i)
+			usleep(pause_us);
+		poison(out, pc_out_bytes(pc));
+		assert_int_equal(pc_submit(pc, in, out, i), 0);
+		assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+		assert_int_equal(d[0].tag, i);
+		check_output(PC_OUT_COMPLEX, out, y, n);
+		assert_true(d[0].woken <= T - 1);
+		woken[i] = d[0].woken;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pc_destroy(pc);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	free(out);
+	free(in);
+	free(xd);
+	free(y);
+	free(h);
+	return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
+static void test_idle_spin(void **state)
+{
+	uint32_t woken[5], sum = 0;
+	double destroy_s;
+
+	(void)state;
+	/* 1 s spin, 5 ms between CPIs: nobody sleeps after the first CPI */
+	destroy_s = run_idle(1000000, 5000, 5, woken);
+	for (int i = 1; i < 5; i++)
+		assert_int_equal(woken[i], 0);
+	/* destroy right after a CPI, the workers mid-spin: it must not wait
+	 * out their 1 s spin (a loose bound, not a timing measurement) */
+	assert_true(destroy_s < 0.6);
+	/* no spin, 100 ms between CPIs: the workers sleep and are woken */
+	run_idle(0, 100000, 5, woken);
+	for (int i = 1; i < 5; i++)
+		sum += woken[i];
+	print_message("idle_spin_us 0: workers woken per CPI %u %u %u %u (of 3)\n",
+		      woken[1], woken[2], woken[3], woken[4]);
+	assert_true(sum >= 6);
 }
 
 /* CPU backend with cpu_depth > 1: up to depth CPIs queued, completions in
@@ -1336,6 +1422,7 @@ int main(void)
 		cmocka_unit_test(test_submit_poll),
 		cmocka_unit_test(test_cpu_depth),
 		cmocka_unit_test(test_straggler_takeover),
+		cmocka_unit_test(test_idle_spin),
 		cmocka_unit_test(test_fault_injection),
 		cmocka_unit_test(test_calibrate),
 		cmocka_unit_test(test_nonfinite_rows),

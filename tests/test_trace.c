@@ -33,6 +33,7 @@ static void make(uint64_t k, struct trace_cpi *r)
 	r->flags = (uint32_t)(k & 0x3f);
 	r->recomputed = (uint32_t)(k % 3);
 	r->chunks = (uint32_t)(k % 9);
+	r->woken = (uint32_t)(k % 7);
 }
 
 static int consistent(const struct trace_cpi *r)
@@ -46,7 +47,8 @@ static int consistent(const struct trace_cpi *r)
 	return r->first_sample == want.first_sample && r->timestamp_ns == want.timestamp_ns &&
 	       r->latency_ns == want.latency_ns && r->device_ns == want.device_ns &&
 	       r->fill == want.fill && r->in_flight == want.in_flight && r->flags == want.flags &&
-	       r->recomputed == want.recomputed && r->chunks == want.chunks;
+	       r->recomputed == want.recomputed && r->chunks == want.chunks &&
+	       r->woken == want.woken;
 }
 
 static void test_create_bounds(void **state)
@@ -136,6 +138,15 @@ static void test_format(void **state)
 	r.recomputed = 3;
 	(void)trace_format(&r, 10000000, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "device 0.500 ms, 3 blocks recomputed (stalled worker)"));
+	/* Workers that had to be woken for the CPI (idle_spin_us), too. */
+	r.woken = 1;
+	(void)trace_format(&r, 10000000, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "3 blocks recomputed (stalled worker), 1 worker woken"));
+	r.recomputed = 0;
+	r.woken = 7;
+	n = trace_format(&r, 10000000, buf, sizeof(buf));
+	assert_int_equal(n, (int)strlen(buf));
+	assert_non_null(strstr(buf, "device 0.500 ms, 7 workers woken"));
 	assert_string_equal(trace_stamp_name(TR_OUTPUT_DONE), "output_done");
 	assert_string_equal(trace_stamp_name(TR_STAMPS), "?");
 }

@@ -119,7 +119,19 @@ struct pc_params {
 					functions per CPI) and a pc_poll with a
 					timeout polls instead of sleeping.
 					Default 0. */
+	unsigned idle_spin_us;       /* CPU backend: how long, in µs, each
+					worker thread keeps polling for the next
+					CPI after its last block before it
+					sleeps on a condition variable
+					(0..PC_MAX_IDLE_SPIN_US, default 0). A
+					sleeping worker on a VM can take 1-2 ms
+					to wake, and the CPI waits for it: a spin
+					a little longer than the gap between CPIs
+					keeps the workers awake while CPIs flow.
+					The caller uses the same budget for its
+					own waits (pc_info.idle_spin_us). */
 };
+#define PC_MAX_IDLE_SPIN_US 1000000u   /* 1 s */
 
 /* streams = 0: the depths tried, and how much faster (a fraction) a deeper
  * one must be to be kept over a shallower one (more sets cost device
@@ -167,6 +179,7 @@ struct pc_info {
 					included), 0 while no CPI is staged */
 	int numa_node;               /* device's NUMA node, -1 if unknown    */
 	int busy_poll;               /* pc_params.busy_poll as created       */
+	unsigned idle_spin_us;       /* pc_params.idle_spin_us as created    */
 	char depth_choice[96];       /* streams = 0: "auto: 2 1980, 3 2210, 4
 					2235 CPI/s" (what was measured); ""
 					when the depth was given             */
@@ -219,6 +232,11 @@ struct pc_done {
 					CPU backend computed a second time
 					because the worker that had them was
 					stalled (0 elsewhere)                */
+	uint32_t woken;              /* with PC_DONE_OUTPUT: CPU backend worker
+					threads that were asleep when the CPI was
+					handed out and had to be woken (the rest
+					were polling: pc_params.idle_spin_us);
+					0 elsewhere                          */
 	uint32_t chunks;             /* with PC_DONE_OUTPUT: row chunks the CUDA
 					backend cut this CPI into (more than one
 					overlaps its copies with its compute:

@@ -52,12 +52,13 @@ for pct in 80 90; do
 	grep -Eq "^\| $pct % \| .* \| yes \|$" "$out/report.md" ||
 		echo "note: chirpd's flight recorder did not cover the $pct % window (partial)"
 done
-# Where the time went: five stages, each "p50 / p99.9 / max", and the tail counted.
+# Where the time went: six stages, each "p50 / p99.9 / max" ("–" for wake
+# or behind when no CPI of the window came that way), and the tail counted.
 st="$num / $num / $num"
-grep -q '^| row | CPIs | queue ms | set ms | submit ms | backend ms | deliver ms | tail (≥ p99.9) by largest stage |$' "$out/report.md" ||
+grep -q '^| row | CPIs (idle arrivals) | wake ms | behind ms | set ms | submit ms | backend ms | deliver ms | tail (≥ p99.9) by largest stage |$' "$out/report.md" ||
 	e2e_fail "no stage table"
 for pct in 80 90; do
-	grep -Eq "^\| $pct % \| [0-9]+ \| $st \| $st \| $st \| $st \| $st \| [0-9]+ CPIs ≥ $num ms: [a-z]+ [0-9]+.* \|$" "$out/report.md" ||
+	grep -Eq "^\| $pct % \| [0-9]+ \([0-9]+\) \| ($st|–) \| ($st|–) \| $st \| $st \| $st \| $st \| [0-9]+ CPIs ≥ $num ms: [a-z]+ [0-9]+.* \|$" "$out/report.md" ||
 		e2e_fail "no well-formed stage row for $pct %"
 done
 # C3 and C3' compare with the copy floor: CUDA only, absent here.

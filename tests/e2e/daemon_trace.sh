@@ -13,10 +13,14 @@ e2e_need chirp-feed chirp-tap
 [ -x "$PY" ] || e2e_skip "$PY not found"
 
 # A budget no CPI can meet (1 us); 16 slots but 60 s of buffer_ms: warned.
-e2e_config trace.latency_budget_ms=0.001 trace.records=64 input.buffer_ms=60000
+# Two CPU threads (one worker) and no idle spin: the worker sleeps between
+# CPIs and is woken for each (trace "woken"); a reload below changes that.
+e2e_config trace.latency_budget_ms=0.001 trace.records=64 input.buffer_ms=60000 \
+	processing.cpu_threads=2 processing.idle_spin_us=0
 e2e_start_chirpd
 "$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
 TAP=$!
+e2e_track "$TAP"
 grep -q "input ring $IN_RING: 16 slots = .* ms at the measured capacity of .* CPI/s (slots fixed, buffer_ms 60000)" "$CHIRPD_LOG" ||
 	e2e_fail "no slack line at start: $(grep 'input ring' "$CHIRPD_LOG")"
 grep -q "input ring $IN_RING holds only .* ms of CPIs at capacity, less than \[input\] buffer_ms = 60000" "$CHIRPD_LOG" ||
@@ -55,6 +59,16 @@ for i, c in enumerate(cpis):
     assert abs(c["latency_us"] - t["out_commit"]) < 2000, (c["latency_us"], t)
     assert c["fill"] >= 1 and c["in_flight"] >= 0 and c["device_us"] > 0
     assert isinstance(c["recomputed"], int) and c["recomputed"] >= 0
+    # CPU workers that were asleep when the CPI came (idle_spin_us 0 here:
+    # CPIs 10 ms apart find them asleep); the CUDA backend has none
+    assert isinstance(c["woken"], int) and c["woken"] >= 0, c["woken"]
+    if os.environ.get("CHIRP_TEST_BACKEND", "cpu") == "cuda":
+        assert c["woken"] == 0, c["woken"]
+    else:
+        assert c["woken"] <= 1, c["woken"]
+if os.environ.get("CHIRP_TEST_BACKEND", "cpu") != "cuda":
+    woken = sum(c["woken"] for c in cpis)
+    assert woken >= 25, "only %d of 50 CPIs woke the sleeping worker" % woken
     # row chunks: the CPU backend cuts nothing, the CUDA one at least one
     if os.environ.get("CHIRP_TEST_BACKEND", "cpu") == "cuda":
         assert isinstance(c["chunks"], int) and c["chunks"] >= 1, c["chunks"]
@@ -65,6 +79,8 @@ assert st["input_slots"] == 16 and st["input_slots_auto"] is False
 assert st["capacity_cpi_per_s"] > 0
 assert abs(st["input_ms_at_capacity"] - 16 / st["capacity_cpi_per_s"] * 1e3) < 1e-6 * st["input_ms_at_capacity"] + 1e-9
 assert st["buffer_ms"] == 60000
+stt = json.load(open(os.path.join(d, "status.json")))
+assert stt["busy_poll"] is True and stt["idle_spin_us"] == 0, (stt["busy_poll"], stt["idle_spin_us"])
 s = json.load(open(os.path.join(d, "stats.json")))
 assert s["over_budget"] == 150, s["over_budget"]
 m = open(os.path.join(d, "metrics.txt")).read()
@@ -92,17 +108,30 @@ done
 lines=$(grep -c "CPI over the latency budget" "$CHIRPD_LOG")
 [ "$lines" -ge 1 ] && [ "$lines" -le 4 ] || e2e_fail "$lines over-budget lines for 1.5 s of CPIs"
 grep "CPI over the latency budget" "$CHIRPD_LOG" | tail -1 |
-	grep -Eq "seq [0-9]+ latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
+	grep -Eq "seq [0-9]+ latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms(, [0-9]+ workers? woken)? \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
 	e2e_fail "over-budget line format: $(grep 'over the latency budget' "$CHIRPD_LOG" | tail -1)"
 
-# A generous budget by reload: no more over-budget CPIs.
-sed -i 's/^latency_budget_ms = .*/latency_budget_ms = 60000/' "$CONF"
+# A generous budget by reload: no more over-budget CPIs. With it a 200 ms
+# idle spin: CPIs 10 ms apart then find the CPU workers polling, none woken.
+sed -i 's/^latency_budget_ms = .*/latency_budget_ms = 60000/; s/^idle_spin_us = .*/idle_spin_us = 200000/' "$CONF"
+grep -q "^idle_spin_us = 200000$" "$CONF" || e2e_fail "no idle_spin_us key in $CONF"
 e2e_ctl reload >/dev/null || e2e_fail "reload"
 before=$(e2e_stat over_budget)
 "$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 100 --count 50 -q 2>"$T/feed2.log" ||
 	e2e_fail "chirp-feed 2"
 e2e_wait 20 e2e_stat_ge cpis_out 200 || e2e_fail "second feed not delivered"
 [ "$(e2e_stat over_budget)" = "$before" ] || e2e_fail "over_budget grew under a 60 s budget"
+e2e_ctl --json status >"$T/status2.json" || e2e_fail "status after reload"
+e2e_ctl --json trace 40 >"$T/trace2.json" || e2e_fail "trace 40 after reload"
+"$PY" - "$T" <<'PYEOF' || e2e_fail "idle_spin_us after reload"
+import json, os, sys
+d = sys.argv[1]
+st = json.load(open(os.path.join(d, "status2.json")))
+assert st["idle_spin_us"] == 200000, st["idle_spin_us"]
+woken = [c["woken"] for c in json.load(open(os.path.join(d, "trace2.json")))["cpis"]]
+assert len(woken) == 40 and not any(woken), woken
+print("idle spin 200 ms: no worker woken in the last 40 CPIs")
+PYEOF
 [ "$(e2e_stat output_drops)" = 0 ] || e2e_fail "output drops with a draining consumer"
 e2e_stop_chirpd || e2e_fail "chirpd exited $?"
 kill "$TAP" 2>/dev/null
