@@ -22,7 +22,10 @@
 #               forwards the producer's commit time). Warm-up from the first
 #               result, then the measured window. It sleeps on the ring's
 #               futex (its wake-up is part of the latency); --probe-spin makes
-#               it poll instead (one busy core beside chirpd).
+#               it poll instead (one busy core beside chirpd);
+#               --probe-spin-us N polls up to N µs before each sleep
+#               (chirp_ring_set_spin: awake while results come closer
+#               than N µs apart).
 #   recorder    each load row's chirpd keeps every CPI of the window in its
 #               flight recorder (trace.records = rate x (measured + 5 s),
 #               4096..131072, unless you --set trace.records), saved
@@ -73,6 +76,7 @@
 #       [--measure S] [--cap-seconds S] [--loads "20 40 60 80 90 95"]
 #       [--soak SECONDS [--soak-load 90]] [--set section.key=value]...
 #       [--noise-samples N] [--out DIR] [--no-copy-floor] [--probe-spin]
+#       [--probe-spin-us N]
 #   scripts/bench-latency.sh --plot DIR      (table and PNG again from DIR's files)
 # Environment: CHIRP_BUILD (default build), PLOT_PY (a python3 with
 # matplotlib). Output in DIR (default build/bench-latency/DATE): report.md
@@ -91,7 +95,7 @@ BUILD=${CHIRP_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$root/$BUILD;; esac
 backend=cpu geometry=4x128x4096 reflen=512 format=cf32 mode=complex
 warmup=4 measure=10 cap_s= loads="20 40 60 80 90 95" soak= soak_load=90
-noise_n=20000 out= copy=1 plot_only= sets=() probe_spin=
+noise_n=20000 out= copy=1 plot_only= sets=() probe_spin= probe_spin_us=
 START_TIMEOUT=${START_TIMEOUT:-60}   # chirpd start-up (FFT planning, CUDA init)
 
 die() { echo "bench-latency: $*" >&2; exit 1; }
@@ -114,6 +118,9 @@ while [ $# -gt 0 ]; do
 	--out) out=${2:?}; shift;;
 	--no-copy-floor) copy=0;;
 	--probe-spin) probe_spin=1;;
+	--probe-spin-us) probe_spin_us=${2:?}; shift
+		[[ $probe_spin_us =~ ^[0-9]+$ ]] && [ "$probe_spin_us" -le 1000000 ] ||
+			{ echo "bench-latency: --probe-spin-us wants 0..1000000 (µs)" >&2; exit 2; };;
 	--plot) plot_only=${2:?}; shift;;
 	-h|--help) usage;;
 	*) echo "bench-latency: unknown argument '$1'" >&2; usage;;
@@ -295,7 +302,7 @@ run_case() {
 	maxn=$(awk -v r="${rate:-0}" -v s="$secs" 'BEGIN { n = (r > 0) ? r * s * 1.5 + 100000 : 4000000; printf "%d", n }')
 	"$BUILD/bench/latency_probe" --ring "$outr" --warmup "$warmup" --measure "$secs" --wait 10 \
 		--first-timeout "$START_TIMEOUT" --max-samples "$maxn" --raw "$out/lat-$name.txt" \
-		--marker "$tmp/open-$case_no" --linger ${soak:+--progress 30} ${probe_spin:+--spin} >"$out/probe-$name.txt" 2>"$out/probe-$name.log" &
+		--marker "$tmp/open-$case_no" --linger ${soak:+--progress 30} ${probe_spin:+--spin} ${probe_spin_us:+--spin-us $probe_spin_us} >"$out/probe-$name.txt" 2>"$out/probe-$name.log" &
 	probe=$!; pids+=($probe)
 	wait_until 15 grep -q attached "$out/probe-$name.log" ||
 		{ cat "$out/probe-$name.log" >&2; die "$name: the probe did not attach to $outr"; }
@@ -346,7 +353,7 @@ run_case() {
 	echo "date	$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "machine	$(hostname), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/^/, /')"
 	echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
-	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen; shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || echo "sleeps on the ring's futex")"
+	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen; shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || { [ -n "$probe_spin_us" ] && echo "polls ${probe_spin_us} µs, then sleeps on the ring's futex (--probe-spin-us)"; } || echo "sleeps on the ring's futex")"
 	echo "windows	warm-up $warmup s, measured $measure s per load, capacity over $cap_s s$([ -n "$soak" ] && echo ", soak")"
 } >"$out/meta.tsv"
 sed 's/\t/: /' "$out/meta.tsv"

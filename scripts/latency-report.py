@@ -197,8 +197,13 @@ def own_latency(d, rows):
 
 # Stages of one CPI inside chirpd, from its flight-recorder stamps (t_us:
 # µs after the input commit): (label, stamp it starts at or None = the
-# input commit, stamp it ends at).
-STAGES = [("queue", None, "peek"),            # waiting in the input ring
+# input commit, stamp it ends at). The input commit → peek span is "wake"
+# when the CPI arrived with every earlier CPI already out of chirpd (the
+# data thread was idle: polling, or asleep on the input ring's futex, so
+# this is its reaction time) and "behind" otherwise (queued behind earlier
+# CPIs still in chirpd).
+STAGES = [("wake", None, "peek"),             # idle data thread: its reaction
+          ("behind", None, "peek"),           # queued behind earlier CPIs
           ("set", "peek", "submit"),          # waiting for a free set/slot
           ("submit", "submit", "submitted"),  # host cost of pc_submit
           ("backend", "submitted", "output_done"),  # GPU/workers, to result
@@ -219,6 +224,7 @@ def stage_breakdown(d, rows):
         p = r["probe"] or {}
         if cpis is None or "first_fs" not in p:
             continue
+        idle = idle_arrivals(cpis)
         win = [c for c in in_window(cpis, int(p["first_fs"]), int(p["last_fs"]))
                if isinstance(c.get("t_us"), dict)
                and isinstance(c.get("latency_us"), (int, float)) and c["latency_us"] > 0]
@@ -226,10 +232,15 @@ def stage_breakdown(d, rows):
             continue
         per = {lab: [] for lab, _, _ in STAGES}
         spans = []
+        nidle = 0
         for c in win:
             t = c["t_us"]
             sp = {}
+            woke = idle.get(c.get("seq"))
+            nidle += woke is True
             for lab, a, b in STAGES:
+                if (lab == "wake" and woke is not True) or (lab == "behind" and woke is not False):
+                    continue
                 ta = 0.0 if a is None else t.get(a)
                 tb = t.get(b)
                 if isinstance(ta, (int, float)) and isinstance(tb, (int, float)):
@@ -247,8 +258,31 @@ def stage_breakdown(d, rows):
         for lab, v in per.items():
             v.sort()
             st[lab] = (nearest_rank(v, 0.5), nearest_rank(v, 0.999), v[-1]) if v else None
-        out.append(dict(pct=r["pct"], n=len(win), cut=cut, ntail=len(tail), st=st, most=most))
+        out.append(dict(pct=r["pct"], n=len(win), cut=cut, ntail=len(tail), st=st, most=most,
+                        nidle=nidle))
     return out or None
+
+
+def idle_arrivals(cpis):
+    """{seq: True if the CPI was committed after every earlier CPI had left
+    chirpd (its last stamp, absolute CLOCK_MONOTONIC from in_commit_mono_ns
+    + t_us), i.e. the data thread was idle when it came; False if earlier
+    ones were still in chirpd; None (absent) when stamps are missing}."""
+    out = {}
+    busy_until = None
+    for c in sorted((c for c in cpis if isinstance(c.get("seq"), int)), key=lambda c: c["seq"]):
+        t0 = c.get("in_commit_mono_ns")
+        t = c.get("t_us")
+        if not isinstance(t0, (int, float)) or not isinstance(t, dict):
+            busy_until = None
+            continue
+        if busy_until is not None:
+            out[c["seq"]] = busy_until < t0
+        ends = [v for v in (t.get("out_commit"), t.get("release")) if isinstance(v, (int, float))]
+        if ends:
+            e = t0 + max(ends) * 1e3
+            busy_until = e if busy_until is None else max(busy_until, e)
+    return out
 
 
 # nvidia-smi's clocks_event_reasons bits (nvml.h, nvmlClocksEventReason*)
@@ -460,14 +494,17 @@ def report(d):
     if sb:
         out.append("")
         out.append("Where chirpd's own latency went (flight-recorder stamps, the same CPIs): "
-                   "queue = input commit → the data thread's peek, set = peek → submit (waiting "
+                   "wake / behind = input commit → the data thread's peek, for a CPI that came "
+                   "when no earlier CPI was left in chirpd (the idle data thread's reaction: "
+                   "polling, or woken from the input ring's futex) / while earlier ones were "
+                   "(queued behind them), set = peek → submit (waiting "
                    "for a free pipeline set or output slot), submit = the host's time in "
                    "pc_submit, backend = submitted → result reported (copies and compute), "
                    "deliver = reported → output commit; p50 / p99.9 / max ms of each. tail: "
                    "the CPIs at or above chirpd's own p99.9, counted by the stage that took "
                    "the most of their latency.")
         out.append("")
-        out.append("| row | CPIs | " + " | ".join("%s ms" % lab for lab, _, _ in STAGES) +
+        out.append("| row | CPIs (idle arrivals) | " + " | ".join("%s ms" % lab for lab, _, _ in STAGES) +
                    " | tail (≥ p99.9) by largest stage |")
         out.append("|---|---:|" + "---|" * len(STAGES) + "---|")
         for x in sb:
@@ -475,8 +512,9 @@ def report(d):
                      for lab, _, _ in STAGES]
             tl = ", ".join("%s %d" % (k, v) for k, v in sorted(x["most"].items(),
                                                                key=lambda kv: -kv[1]) if v)
-            out.append("| %s %% | %d | %s | %d CPIs ≥ %s ms: %s |" % (
-                x["pct"], x["n"], " | ".join(cells), x["ntail"], ms(x["cut"]), tl or "–"))
+            out.append("| %s %% | %d (%d) | %s | %d CPIs ≥ %s ms: %s |" % (
+                x["pct"], x["n"], x["nidle"], " | ".join(cells), x["ntail"], ms(x["cut"]),
+                tl or "–"))
     out.append("")
     out.append("Latency: CLOCK_REALTIME when the probe peeks the result − the producer's commit "
                "time (forwarded by chirpd). lost: CPIs missing (producer first_sample numbering) "
