@@ -124,7 +124,8 @@ struct cpu_be {
 	 * handed back). */
 	_Atomic uint64_t *committed; /* nblocks entries                     */
 	atomic_uint loading;
-	bool takeover;               /* CHIRP_PC_TAKEOVER=1 (default off)   */
+	bool takeover;               /* CHIRP_PC_TAKEOVER=1/0; unset: on
+					when the workers spin (spin_ns > 0) */
 	unsigned test_stall_ms;      /* CHIRP_PC_TEST_STALL_MS: test_stall  */
 	_Atomic uint64_t test_claimed; /* gen worker 1 last claimed a block of */
 	uint64_t block_ns;           /* caller's recent time per block, ns  */
@@ -728,8 +729,12 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	b->committed = calloc(b->nblocks, sizeof(*b->committed));   /* gen 0 */
 	if (!b->committed)
 		goto nomem;
+	/* Take-over: on by default when the workers spin (idle_spin_us): a
+	 * block still not stored after the grace is then a stalled worker;
+	 * with sleeping workers it was mostly a late wake-up, and the second
+	 * copy competed with the worker it waited for (doc/pc.md). */
 	m = getenv("CHIRP_PC_TAKEOVER");
-	b->takeover = m && strcmp(m, "1") == 0;
+	b->takeover = m && *m ? strcmp(m, "1") == 0 : b->spin_ns > 0;
 #ifdef CHIRP_FAULT_INJECT
 	b->test_stall_ms = (unsigned)env_size("CHIRP_PC_TEST_STALL_MS", 0);
 	if (b->test_stall_ms > 60000)

@@ -596,8 +596,8 @@ static void test_submit_poll(void **state)
  * takeover: 1 or 0 sets CHIRP_PC_TAKEOVER so, -1 leaves it unset (the
  * default, off since 2026-11-25).
  */
-static void run_stalled(int takeover, const char *stall_ms, unsigned min_cpis,
-			unsigned max_cpis, uint32_t *recomputed)
+static void run_stalled(int takeover, unsigned spin_us, const char *stall_ms,
+			unsigned min_cpis, unsigned max_cpis, uint32_t *recomputed)
 {
 	enum { C = 2, P = 16, R = 1000, L = 77 };
 	size_t n = (size_t)C * P * R;
@@ -622,6 +622,7 @@ static void run_stalled(int takeover, const char *stall_ms, unsigned min_cpis,
 		unsetenv("CHIRP_PC_TAKEOVER");
 	base_params(&p, C, P, R, h, L);
 	p.cpu_threads = 2;   /* the caller and worker 1, the one held */
+	p.idle_spin_us = spin_us;
 	pc = pc_create(&p, err, sizeof(err));
 	unsetenv("CHIRP_PC_BLOCK_KIB");
 	unsetenv("CHIRP_PC_TEST_STALL_MS");
@@ -631,7 +632,7 @@ static void run_stalled(int takeover, const char *stall_ms, unsigned min_cpis,
 	out = malloc(pc_out_bytes(pc));
 	assert_non_null(out);
 	*recomputed = 0;
-	for (unsigned i = 0; i < max_cpis && (i < min_cpis || (takeover > 0 && *recomputed == 0)); i++) {
+	for (unsigned i = 0; i < max_cpis && (i < min_cpis || *recomputed == 0); i++) {
 		void *copy = malloc(pc_in_bytes(pc));
 
 		assert_non_null(copy);
@@ -660,12 +661,19 @@ static void test_straggler_takeover(void **state)
 
 	(void)state;
 	/* Held for up to 0.3 s a block: without the take-over the CPI waits. */
-	run_stalled(1, "300", 10, 100, &recomputed);
+	run_stalled(1, 0, "300", 10, 100, &recomputed);
 	assert_true(recomputed >= 1);
-	run_stalled(0, "2", 5, 5, &recomputed);
+	run_stalled(0, 0, "2", 5, 5, &recomputed);
 	assert_int_equal(recomputed, 0);
-	/* Unset: off (the default, doc/pc.md: it cost tail on the GPU host). */
-	run_stalled(-1, "2", 5, 5, &recomputed);
+	/* Unset with sleeping workers (idle_spin_us 0): off (doc/pc.md: it
+	 * cost tail on the GPU host while workers woke late). */
+	run_stalled(-1, 0, "2", 5, 5, &recomputed);
+	assert_int_equal(recomputed, 0);
+	/* Unset with spinning workers: on (the default idle_spin_us). */
+	run_stalled(-1, 2000, "300", 10, 100, &recomputed);
+	assert_true(recomputed >= 1);
+	/* ... unless turned off explicitly. */
+	run_stalled(0, 2000, "2", 5, 5, &recomputed);
 	assert_int_equal(recomputed, 0);
 }
 
