@@ -16,7 +16,10 @@
 # passes only with zero input overruns and output drops inside the window
 # and zero consumer gaps.
 #
-# Environment: CHIRP_BUILD (default build), DAEMON_STREAMS (default "auto 2 4";
+# Environment: CHIRP_BUILD (default build), FEED_EXTRA (more chirp-feed
+# options, e.g. "--block": wait for a free slot instead of spinning on a
+# full ring and counting each failed try as an input overrun),
+# DAEMON_STREAMS (default "auto 2 4";
 # auto is the shipped default: the streams column then shows the depth it
 # chose, e.g. auto=3),
 # MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick),
@@ -67,7 +70,7 @@ run_daemon() {
 	"$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
 	tap=$!
 	e2e_track $tap
-	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 10 --prefilled ${rate:+--rate "$rate"} -q \
+	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 10 --prefilled ${rate:+--rate "$rate"} ${FEED_EXTRA:-} -q \
 		2>"$T/feed.log" &
 	feed=$!
 	e2e_track $feed
@@ -78,7 +81,14 @@ run_daemon() {
 	# once the ring has overflowed (first pass done); paced, once the input
 	# overruns have stood still for 10 s (back on schedule).
 	local o0 o1 waited=0
-	if [ -z "$rate" ]; then
+	if [ -z "$rate" ] && [[ ${FEED_EXTRA:-} == *--block* ]]; then
+		# a blocking feeder never overruns: its first pass is over once
+		# twice the input ring's slots have come out
+		local islots
+		islots=$(e2e_json status | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["rings"]["input_slots"])')
+		e2e_wait 120 e2e_stat_ge cpis_out $((2 * islots)) || e2e_log "feeder's first pass not over after 120 s"
+		sleep 1
+	elif [ -z "$rate" ]; then
 		e2e_wait 120 e2e_stat_gt input_overruns 0 || e2e_log "feeder never filled the ring"
 		sleep 1
 	else
