@@ -20,9 +20,12 @@
  * fftwf_plan_with_nthreads would not give. A worker that is descheduled
  * while it holds a block would hold the CPI with it; the caller computes
  * such a block again and the first copy done is stored (wait_blocks:
- * straggler take-over, CHIRP_PC_TAKEOVER=1 turns it on; pc_done.recomputed
- * counts them). Off by default since 2026-11-25: on the GPU host's KVM guest
- * it made the tail worse in every side-by-side run (doc/pc.md). Workers are created with all
+ * straggler take-over; pc_done.recomputed counts them). It is on while the
+ * workers poll between CPIs (idle_spin_us > 0) and off while they sleep,
+ * where on the GPU host's KVM guest it made the tail worse in every
+ * side-by-side run; CHIRP_PC_TAKEOVER=1/0 forces it (doc/pc.md). Idle
+ * workers poll for the next CPI for idle_spin_us before they sleep, since
+ * waking a sleeping thread there takes 1-2 ms at p99. Workers are created with all
  * signals blocked (the daemon takes signals through a signalfd) and inherit
  * the creator's CPU affinity and scheduling policy.
  *
