@@ -877,7 +877,9 @@ static void *data_thread(void *arg)
 			}
 		} else {
 			/* Nothing in flight: wait on the input ring, polling
-			 * it for [processing] idle_spin_us first (the handle
+			 * it until [processing] idle_spin_us after the last CPI
+			 * we took (chirp_ring_set_spin; an idle daemon sleeps
+			 * at once in every later 5 ms wait) (the handle
 			 * may be shared with the previous generation: only
 			 * this thread sets or reads its spin), then sleeping
 			 * on its futex. A sleeping data thread is woken by the

@@ -136,9 +136,13 @@ struct chirp_ring {
 
 	uint64_t late_wakes;         /* full futex slices that then found work  */
 	uint64_t sleeps;             /* futex sleeps (tests)                     */
-	int64_t spin_ns;             /* chirp_ring_set_spin: poll this long in
-					chirp_ring_wait before sleeping (0: only
-					the WAIT_SPIN polls)                     */
+	int64_t spin_ns;             /* chirp_ring_set_spin: poll in
+					chirp_ring_wait until this long after
+					last_ok_ns before sleeping (0: only the
+					WAIT_SPIN polls)                         */
+	int64_t last_ok_ns;          /* with spin_ns: when this handle last took
+					a block (peek) or a slot (reserve), or a
+					wait found one ready; 0: never          */
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -1215,6 +1219,8 @@ static int reserve_at_end(struct chirp_ring *r, void **payload)
 	r->pending = 0;      /* hdr.pending_flags stays set until it is committed */
 	r->nres++;
 	*payload = r->data + (p & r->mask) * r->L.slot_bytes;
+	if (r->spin_ns)
+		r->last_ok_ns = now_mono_ns();
 	return 0;
 drop:
 	/* Full: drop this block. It still takes a block number, so the
@@ -1504,6 +1510,8 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 	blk->slot = (uint32_t)(t & r->mask);
 	blk->len = len;
 	blk->payload = r->data + (t & r->mask) * r->L.slot_bytes;
+	if (r->spin_ns)
+		r->last_ok_ns = now_mono_ns();
 	return 0;
 }
 
@@ -1576,15 +1584,21 @@ int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
 		return -ETIMEDOUT;
 	deadline = timeout_ns < 0 ? INT64_MAX : now_mono_ns() + timeout_ns;
 	if (r->spin_ns > 0) {
-		/* chirp_ring_set_spin: keep polling up to spin_ns (never past
-		 * the deadline), reading the clock every 64 polls */
-		int64_t t = now_mono_ns(), end = t + r->spin_ns;
+		/* chirp_ring_set_spin: keep polling until spin_ns after the
+		 * last block or slot this handle took (from now if none yet),
+		 * never past the deadline, reading the clock every 64 polls.
+		 * A handle idle for longer than the spin sleeps at once, so a
+		 * caller that waits in slices does not spin in every slice. */
+		int64_t t = now_mono_ns();
+		int64_t end = (r->last_ok_ns ? r->last_ok_ns : t) + r->spin_ns;
 
 		if (end > deadline)
 			end = deadline;
 		for (i = 1; t < end; i++) {
-			if (ready(r))
+			if (ready(r)) {
+				r->last_ok_ns = t;
 				return 0;
+			}
 			cpu_relax();
 			if ((i & 63) == 0)
 				t = now_mono_ns();

@@ -524,6 +524,7 @@ static double mono_s(void)
 /*
  * chirp_ring_set_spin: a consumer whose spin outlasts the gap between
  * blocks never sleeps on the futex (it sees every block while polling),
+ * one idle for longer than its spin sleeps at once,
  * a spin never runs past the wait's timeout (a timeout shorter than the
  * spin ends in -ETIMEDOUT without a sleep), a timeout of 0 stays one
  * poll, and bad values are refused.
@@ -558,6 +559,16 @@ static void test_wait_spin(void **state)
 	x.r = p;
 	consume_paced(c, &x, 1);
 	assert_int_equal(ring_debug_sleeps(c), 0);
+
+	/* The spin counts from the last block taken: a handle idle for longer
+	 * than its spin sleeps at once in its next wait, so a caller waiting
+	 * in slices does not spin in each one.
+	 * (Spinning from the wait's start instead, a 20 ms spin would
+	 * outlast this 10 ms wait and end it without a sleep.) */
+	assert_int_equal(chirp_ring_set_spin(c, 20000000), 0);
+	usleep(100000);
+	assert_int_equal(chirp_ring_wait(c, 10000000), -ETIMEDOUT);
+	assert_int_equal(ring_debug_sleeps(c), 1);
 
 	/* spin 0 again: the same stream sleeps between blocks */
 	assert_int_equal(chirp_ring_set_spin(c, 0), 0);

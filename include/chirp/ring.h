@@ -279,16 +279,18 @@ uint64_t chirp_ring_available(const struct chirp_ring *r);
 int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns);
 
 /*
- * How long chirp_ring_wait on this handle keeps polling before it sleeps
- * on the futex, in ns (0..CHIRP_RING_MAX_SPIN_NS; default 0: only the
- * built-in ~10-50 us spin). A sleeping thread is woken by the peer's
- * FUTEX_WAKE, and on a virtual machine an idle vCPU can take 1-2 ms to
- * run again (doc/latency.md); a consumer that must see each block within
- * a fraction of that sets a spin a little longer than the gap between
- * blocks: it then polls while blocks keep coming (one busy core) and
- * sleeps once they stop. Never past the wait's own timeout; a timeout of
- * 0 stays one poll. Per handle, not shared with the peer. Returns 0 or
- * -EINVAL (NULL, out of range).
+ * Let chirp_ring_wait on this handle keep polling, before it sleeps on the
+ * futex, until spin_ns after the handle last took a block (peek) or a slot
+ * (reserve), or found one ready in a wait (from the wait's start if it
+ * never did); 0..CHIRP_RING_MAX_SPIN_NS, default 0: only the built-in
+ * ~10-50 us spin. A sleeping thread is woken by the peer's FUTEX_WAKE, and
+ * on a virtual machine an idle vCPU can take 1-2 ms to run again
+ * (doc/latency.md); a consumer that must see each block within a fraction
+ * of that sets a spin a little longer than the gap between blocks: it then
+ * polls while blocks keep coming (one busy core) and sleeps once they have
+ * stopped for spin_ns, however it slices its waits. Never past the wait's
+ * own timeout; a timeout of 0 stays one poll. Per handle, not shared with
+ * the peer. Returns 0 or -EINVAL (NULL, out of range).
  */
 #define CHIRP_RING_MAX_SPIN_NS 1000000000LL   /* 1 s */
 int chirp_ring_set_spin(struct chirp_ring *r, int64_t spin_ns);
