@@ -133,6 +133,15 @@ assert len(woken) == 40 and not any(woken), woken
 print("idle spin 200 ms: no worker woken in the last 40 CPIs")
 PYEOF
 [ "$(e2e_stat output_drops)" = 0 ] || e2e_fail "output drops with a draining consumer"
+# Idle, the spinning threads go to sleep: chirpd (200 ms spin, the tap
+# sleeping on the output ring) uses well under a tenth of a core over 2 s
+# once the input has stopped (a loose bound, not a timing measurement).
+sleep 1
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$CHIRPD_PID/stat"; }
+t0=$(cpu_ticks); sleep 2; t1=$(cpu_ticks)
+hz=$(getconf CLK_TCK)
+[ $((t1 - t0)) -le $((hz / 5)) ] || e2e_fail "idle chirpd used $((t1 - t0)) of $((2 * hz)) CPU ticks in 2 s"
+e2e_log "idle chirpd: $((t1 - t0)) CPU ticks in 2 s (bound $((hz / 5)))"
 e2e_stop_chirpd || e2e_fail "chirpd exited $?"
 kill "$TAP" 2>/dev/null
 wait "$TAP" 2>/dev/null
