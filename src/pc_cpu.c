@@ -562,15 +562,7 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 	}
 }
 
-/*
- * Worker loop. The hand-off is a generation counter under b->lock: a new
- * gen means a new CPI (job_in/job_out are read under the lock with it).
- * The caller waits for the CPI's blocks, not for the workers: a worker
- * that wakes late (another thread ran on its CPU, or the hypervisor took
- * the vCPU) finds no block left and costs the CPI nothing. Waiting for
- * every worker to check in made each CPI as slow as the slowest wake-up of
- * T-1 threads, the CPU backend's latency tail on a VM.
- */
+/* Poll gen_pub for a CPI after seen (or quit) for up to spin_ns. */
 static void spin_for_gen(struct cpu_be *b, uint64_t seen)
 {
 	uint64_t end = mono_ns() + b->spin_ns;
@@ -586,6 +578,14 @@ static void spin_for_gen(struct cpu_be *b, uint64_t seen)
 }
 
 /*
+ * Worker loop. The hand-off is a generation counter under b->lock: a new
+ * gen means a new CPI (job_in/job_out are read under the lock with it).
+ * The caller waits for the CPI's blocks, not for the workers: a worker
+ * that wakes late (another thread ran on its CPU, or the hypervisor took
+ * the vCPU) finds no block left and costs the CPI nothing. Waiting for
+ * every worker to check in made each CPI as slow as the slowest wake-up of
+ * T-1 threads, the CPU backend's latency tail on a VM.
+ *
  * Idle workers: with idle_spin_us, a worker polls for the next CPI that
  * long before it sleeps, because a sleeping thread is woken through the
  * kernel (and on a VM through the hypervisor: 1-2 ms at p99 on the GPU
