@@ -44,6 +44,7 @@ struct tap {
 	double wait_s, timeout_s, snr_db, noise_dbfs;
 	int have_snr, have_noise_dbfs;
 	uint64_t count, seed, stall_after, delay_ms;
+	uint64_t spin_us;                /* --spin-us: chirp_ring_set_spin, µs */
 	int have_stall;
 	int create, keep, drain, verify, verify_input, fail_on_gap, quiet;
 	struct tool_geom_opts geom;     /* --geometry --format --slots --sample-rate */
@@ -99,6 +100,9 @@ static void usage(FILE *f)
 "      --mode M           label for --sigmf: input, complex, magnitude, power_db\n"
 "                         (default: the output mode of -c)\n"
 "      --fail-on-gap      exit 5 if any CPI was missing\n"
+"      --spin-us N        poll up to N us after each CPI before sleeping on the\n"
+"                         ring (chirp_ring_set_spin; default 0): no wake-up delay\n"
+"                         while CPIs come closer than N us apart, one busy core\n"
 "\n"
 "Verification (exit 4 on any mismatch):\n"
 "      --verify           recompute each output CPI on the CPU from the synthetic\n"
@@ -127,7 +131,7 @@ static void usage(FILE *f)
 enum {
 	O_OUT = 256, O_SIGMF, O_DRAIN, O_TIMEOUT, O_WAIT, O_FOREIGN, O_MODE, O_FAILGAP, O_VERIFY,
 	O_VERIFY_IN, O_TARGETS, O_SNR, O_NOISE, O_SEED, O_CREATE, O_GEOMETRY, O_FORMAT,
-	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL,
+	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL, O_SPIN,
 };
 
 static const struct option long_opts[] = {
@@ -158,6 +162,7 @@ static const struct option long_opts[] = {
 	{ "keep", no_argument, NULL, O_KEEP },
 	{ "delay-ms", required_argument, NULL, O_DELAY },
 	{ "stall-after", required_argument, NULL, O_STALL },
+	{ "spin-us", required_argument, NULL, O_SPIN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -224,6 +229,11 @@ static int parse_args(struct tap *t, int argc, char **argv)
 		case O_DELAY:
 			if (tool_parse_u64(optarg, &t->delay_ms) < 0 || t->delay_ms > 3600000)
 				return tool_bad_arg("--delay-ms", optarg, "want milliseconds");
+			break;
+		case O_SPIN:
+			if (tool_parse_u64(optarg, &t->spin_us) < 0 ||
+			    t->spin_us * 1000 > (uint64_t)CHIRP_RING_MAX_SPIN_NS)
+				return tool_bad_arg("--spin-us", optarg, "want microseconds 0..1000000");
 			break;
 		case O_STALL:
 			if (tool_parse_u64(optarg, &t->stall_after) < 0)
@@ -405,7 +415,7 @@ static int check_geometry(struct tap *t, const struct chirp_ring_geometry *old)
 static int open_ring(struct tap *t)
 {
 	struct chirp_ring_geometry old = t->geo;
-	int had = t->geo.channels != 0;
+	int had = t->geo.channels != 0, r;
 	char err[512];
 
 	if (t->create && !t->created) {
@@ -425,6 +435,10 @@ static int open_ring(struct tap *t)
 			return -EINTR;
 		log_err("%s%s", err, t->create ? "" : " (gave up waiting)");
 		return -ENOENT;
+	}
+	if (t->spin_us && (r = chirp_ring_set_spin(t->ring, (int64_t)t->spin_us * 1000)) < 0) {
+		log_err("chirp_ring_set_spin: %s", strerror(-r));
+		return r;
 	}
 	chirp_ring_geometry(t->ring, &t->geo);
 	return check_geometry(t, had ? &old : NULL);

@@ -32,8 +32,9 @@ cmp in.raw out.raw || e2e_fail "raw cf32 round trip differs"
 grep -q "sent 7, dropped 0" feed.log || e2e_fail "feed summary: $(cat feed.log)"
 grep -q "received 7, gaps 0" tap.log || e2e_fail "tap summary: $(cat tap.log)"
 e2e_log "raw cf32 round trip ok"
-# ...and to standard output (--out -), progress and summary staying on stderr.
-"$CHIRP_TAP" -r "$RING" --create --geometry 3,5,333 --format cf32 -n 7 --out - \
+# ...and to standard output (--out -), progress and summary staying on stderr;
+# this reader polls 2 ms after each CPI before it sleeps (--spin-us).
+"$CHIRP_TAP" -r "$RING" --create --geometry 3,5,333 --format cf32 -n 7 --out - --spin-us 2000 \
 	--timeout $((30 * E2E_SLOW)) >stdout.raw 2>tap.log &
 tp=$!; e2e_track $tp
 wait_ring "$RING"
@@ -170,6 +171,7 @@ head -c 1000 in.raw >short.raw
 expect_fail "not a whole number of CPIs" "$CHIRP_FEED" --file short.raw --create -r "$RING2" --geometry 3,5,333 --format cf32 --wait 0
 expect_fail "no ring" "$CHIRP_FEED" --file in.raw -r "/$E2E_UNIQ-none" --wait 0.2
 expect_fail "no ring" "$CHIRP_TAP" --drain -r "/$E2E_UNIQ-none" --wait 0.2
+expect_fail "want microseconds 0..1000000" "$CHIRP_TAP" --drain --spin-us 1000001
 expect_fail "give exactly one source" "$CHIRP_FEED" --file in.raw --sigmf cap
 expect_fail "GATE" "$CHIRP_FEED" -c "$CONF" --targets x:3
 expect_fail "gate 600 is outside" "$CHIRP_FEED" -c "$CONF" --targets 600:-6 --create -r "$RING2"
