@@ -77,7 +77,8 @@ struct pipeline_gen {
 	int staging_registered;
 	int busy_poll;               /* pc_info.busy_poll: never sleep on the pc */
 	int64_t idle_spin_ns;        /* pc_info.idle_spin_us: poll an idle input
-					ring this long before sleeping on it */
+					ring until this long after the last CPI
+					taken before sleeping on it            */
 };
 
 struct pipeline {
@@ -879,14 +880,15 @@ static void *data_thread(void *arg)
 			/* Nothing in flight: wait on the input ring, polling
 			 * it until [processing] idle_spin_us after the last CPI
 			 * we took (chirp_ring_set_spin; an idle daemon sleeps
-			 * at once in every later 5 ms wait) (the handle
-			 * may be shared with the previous generation: only
-			 * this thread sets or reads its spin), then sleeping
-			 * on its futex. A sleeping data thread is woken by the
-			 * producer's commit, which on a VM can take 1-2 ms
-			 * (doc/latency.md); with the CUDA backend polling an
-			 * idle ring was tried on the GPU host (2026-11-23) and
-			 * slowed CUDA submissions 4-6x, so its default is 0. */
+			 * at once in every later 5 ms wait), then sleeping on
+			 * its futex. The handle may be shared with the previous
+			 * generation: only this thread sets or reads its spin.
+			 * A sleeping data thread is woken by the producer's
+			 * commit, which on a VM can take 1-2 ms; polling here
+			 * took chirpd's own p99.9 at 80 % from 2.5-3.7 to
+			 * 0.9-1.9 ms on the GPU host, and the 2026-11-23 result
+			 * that it slowed CUDA submissions did not repeat
+			 * (doc/latency.md, fourth session). */
 			if (chirp_ring_get_spin(p->cur->in) != p->cur->idle_spin_ns &&
 			    (ret = chirp_ring_set_spin(p->cur->in, p->cur->idle_spin_ns)) < 0) {
 				fail(p, "chirp_ring_set_spin(input)", ret);

@@ -141,8 +141,8 @@ struct chirp_ring {
 					last_ok_ns before sleeping (0: only the
 					WAIT_SPIN polls)                         */
 	int64_t last_ok_ns;          /* with spin_ns: when this handle last took
-					a block (peek) or a slot (reserve), or a
-					wait found one ready; 0: never          */
+					a block (peek) or a slot (reserve); 0:
+					never                                    */
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -1595,10 +1595,8 @@ int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns)
 		if (end > deadline)
 			end = deadline;
 		for (i = 1; t < end; i++) {
-			if (ready(r)) {
-				r->last_ok_ns = t;
-				return 0;
-			}
+			if (ready(r))
+				return 0;   /* the peek or reserve after it stamps last_ok_ns */
 			cpu_relax();
 			if ((i & 63) == 0)
 				t = now_mono_ns();

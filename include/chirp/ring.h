@@ -281,8 +281,7 @@ int chirp_ring_wait(struct chirp_ring *r, int64_t timeout_ns);
 /*
  * Let chirp_ring_wait on this handle keep polling, before it sleeps on the
  * futex, until spin_ns after the handle last took a block (peek) or a slot
- * (reserve), or found one ready in a wait (from the wait's start if it
- * never did); 0..CHIRP_RING_MAX_SPIN_NS, default 0: only the built-in
+ * (reserve) (from the wait's start if it never did); 0..CHIRP_RING_MAX_SPIN_NS, default 0: only the built-in
  * ~10-50 us spin. A sleeping thread is woken by the peer's FUTEX_WAKE, and
  * on a virtual machine an idle vCPU can take 1-2 ms to run again
  * (doc/latency.md); a consumer that must see each block within a fraction
