@@ -731,6 +731,21 @@ static void test_chunked(void **state)
 	unsetenv("CHIRP_CUDA_CHUNKS");
 }
 
+/* The one CPI in flight on gpu: poll until its result is reported and
+ * return the row chunks it was cut into (pc_done.chunks). */
+static unsigned lone_cpi_chunks(struct pc *gpu)
+{
+	for (;;) {
+		struct pc_done d[8];
+		int n = pc_poll(gpu, d, 8, 10000);
+
+		assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+		for (int i = 0; i < n; i++)
+			if (d[i].flags & PC_DONE_OUTPUT)
+				return d[i].chunks;
+	}
+}
+
 /*
  * The idle layout (pc_cuda.cu, LAYOUTS): at depth 3 with the depth's layout
  * forced whole (CHIRP_CUDA_CHUNKS=1) and the idle one to 3 chunks, a CPI
@@ -837,17 +852,7 @@ static void test_idle_layout(void **state)
 	unsetenv("CHIRP_CUDA_CHUNKS");
 	pc_queue_hint(gpu, 0);
 	assert_int_equal(pc_submit(gpu, in, out, 0), 0);
-	for (int seen = 0; !seen;) {
-		struct pc_done d[8];
-		int n = pc_poll(gpu, d, 8, 10000);
-
-		assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
-		for (int i = 0; i < n; i++)
-			if (d[i].flags & PC_DONE_OUTPUT) {
-				assert_int_equal(d[i].chunks, 1);
-				seen = 1;
-			}
-	}
+	assert_int_equal(lone_cpi_chunks(gpu), 1);
 	pc_destroy(cpu);
 	pc_destroy(gpu);
 	free(in);
@@ -884,6 +889,7 @@ static void test_depth_halves(void **state)
 		size_t ib = pc_in_bytes(gpu), ob = pc_out_bytes(gpu);
 		char *in = malloc(ib);
 		float *out = malloc(ob), *want = malloc(ob);
+		unsigned chunks;
 		double e;
 
 		assert_non_null(in);
@@ -892,19 +898,10 @@ static void test_depth_halves(void **state)
 		fill_input(in, PC_FMT_CF32, (size_t)C * P * R);
 		poison(out, ob);
 		assert_int_equal(pc_submit(gpu, in, out, 0), 0);
-		for (int seen = 0; !seen;) {
-			struct pc_done d[8];
-			int n = pc_poll(gpu, d, 8, 10000);
-
-			assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
-			for (int i = 0; i < n; i++)
-				if (d[i].flags & PC_DONE_OUTPUT) {
-					if (d[i].chunks != cases[c].chunks)
-						fail_msg("%ux%ux%u (%zu bytes in) at depth 3: cut in %u, want %u",
-							 C, P, R, ib, d[i].chunks, cases[c].chunks);
-					seen = 1;
-				}
-		}
+		chunks = lone_cpi_chunks(gpu);
+		if (chunks != cases[c].chunks)
+			fail_msg("%ux%ux%u (%zu bytes in) at depth 3: cut in %u, want %u",
+				 C, P, R, ib, chunks, cases[c].chunks);
 		poison(want, ob);
 		assert_int_equal(pc_execute(cpu, in, want, NULL), 0);
 		e = out_err(out, want, ob / sizeof(float), PC_OUT_COMPLEX);
