@@ -5,22 +5,31 @@
  *
  *   bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]
  *                 [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]
+ *                 [--idle-spin-us US] [--buffers B] [--compare takeover|pacing]
  *
- * Each round runs the same pc configuration twice, CHIRP_PC_TAKEOVER=1 then
- * =0 (the order alternates between rounds so drift in the machine's load
- * hits both alike), S seconds each, and pools every CPI's submit-to-result
- * time per mode. --rate paces the CPIs on an absolute schedule (never
- * bursting; a late CPI restarts the schedule), as a front end would;
- * 0 runs them back to back. --spin waits for each tick by polling the
- * clock instead of sleeping (the calling thread's CPU never idles). --noise K starts K threads that each spin for
- * a random 0.2-4 ms and sleep so that they are busy PCT % of the time
- * (--noise-duty, default 50): other work on the same CPUs, which is what
- * descheduling a worker in the middle of its block looks like on a shared
- * host or a VM. Defaults: 1x128x4096:512, T = online CPUs (at most 8),
- * S = 3, N = 4, K = 0, rate 0.
+ * Each round runs the same pc configuration twice, S seconds each, and
+ * pools every CPI's submit-to-result time per mode; the order alternates
+ * between rounds so drift in the machine's load hits both alike. The two
+ * modes (--compare): takeover (default) CHIRP_PC_TAKEOVER=1 against =0, at
+ * --rate; pacing: back to back against paced at --rate (which then must be
+ * set), the take-over as the backend chooses. --rate paces the CPIs on an
+ * absolute schedule (never bursting; a late CPI restarts the schedule), as
+ * a front end would; 0 runs them back to back. --spin waits for each tick
+ * by polling the clock instead of sleeping (the calling thread's CPU never
+ * idles). --idle-spin-us is pc_params.idle_spin_us (the workers' poll
+ * between CPIs; chirpd's default is 2000, this program's 0). --buffers B
+ * cycles the CPIs through B input and B output buffers, as ring slots do,
+ * so that they come from memory rather than the cache (default 1).
+ * --noise K starts K threads that each spin for a random 0.2-4 ms and sleep
+ * so that they are busy PCT % of the time (--noise-duty, default 50):
+ * other work on the same CPUs, which is what descheduling a worker in the
+ * middle of its block looks like on a shared host or a VM. Defaults:
+ * 1x128x4096:512, T = online CPUs (at most 8), S = 3, N = 4, K = 0, rate 0.
  *
- * Printed per mode: CPIs, p50, p99, p99.9, max (ms), and the blocks the
- * caller recomputed; last, the ratios off/on of p99.9 and max.
+ * Printed per mode: CPIs, p50, p99, p99.9, max (ms), the blocks the caller
+ * recomputed, and how many threads computed none of a CPI's blocks
+ * (pc_done.absent: mean, and the share of CPIs with any); last, the ratios
+ * of p99.9 and max.
  */
 #include "bench.h"
 #include "chirp/pc.h"
@@ -40,6 +49,8 @@ struct mode_stats {
 	double *t;               /* seconds per CPI, pooled over rounds */
 	size_t n, cap;
 	uint64_t recomputed;
+	uint64_t absent;         /* sum of pc_done.absent                */
+	uint64_t with_absent;    /* CPIs with absent > 0                 */
 };
 
 static atomic_int noise_stop;
@@ -68,8 +79,9 @@ static void *noise_main(void *arg)
 	return NULL;
 }
 
+/* takeover: 1 / 0 sets CHIRP_PC_TAKEOVER, -1 leaves it to the backend. */
 static int run_mode(const struct pc_params *p0, int takeover, double seconds, double rate,
-		    const void *in, void *out, struct mode_stats *st)
+		    char *const *in, char *const *out, int nbuf, struct mode_stats *st)
 {
 	struct pc_params p = *p0;
 	struct pc_done d[4];
@@ -78,7 +90,8 @@ static int run_mode(const struct pc_params *p0, int takeover, double seconds, do
 	uint64_t period = rate > 0 ? (uint64_t)(1e9 / rate) : 0, next, end;
 	int rc = -1;
 
-	setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
+	if (takeover >= 0)
+		setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
 	pc = pc_create(&p, err, sizeof(err));
 	unsetenv("CHIRP_PC_TAKEOVER");
 	if (!pc) {
@@ -86,7 +99,7 @@ static int run_mode(const struct pc_params *p0, int takeover, double seconds, do
 		return -1;
 	}
 	for (int i = 0; i < 3; i++)   /* warm-up */
-		if (pc_execute(pc, in, out, NULL) < 0)
+		if (pc_execute(pc, in[0], out[0], NULL) < 0)
 			goto fail;
 	next = mono_ns();
 	end = next + (uint64_t)(seconds * 1e9);
@@ -106,10 +119,13 @@ static int run_mode(const struct pc_params *p0, int takeover, double seconds, do
 			next += period;
 		}
 		t0 = mono_ns();
-		if (pc_submit(pc, in, out, st->n) < 0 || pc_poll(pc, d, 4, -1) != 1)
+		if (pc_submit(pc, in[st->n % (size_t)nbuf], out[st->n % (size_t)nbuf], st->n) < 0 ||
+		    pc_poll(pc, d, 4, -1) != 1)
 			goto fail;
 		st->t[st->n++] = (double)(mono_ns() - t0) * 1e-9;
 		st->recomputed += d[0].recomputed;
+		st->absent += d[0].absent;
+		st->with_absent += d[0].absent > 0;
 	}
 	rc = 0;
 	goto out;
@@ -133,13 +149,16 @@ int main(int argc, char **argv)
 	size_t L = 512, hl;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = ncpu > 8 ? 8 : ncpu < 1 ? 1 : (int)ncpu, rounds = 4, nnoise = 0;
+	int nbuf = 1, pacing = 0;   /* --compare pacing */
+	unsigned idle_spin_us = 0;
+	static const char *const label[2][2] = { { "on", "off" }, { "b2b", "paced" } };
 	double seconds = 3, rate = 0, p999[2] = { 0 }, mx[2] = { 0 };
 	struct mode_stats st[2] = { { 0 } };
 	struct wf_params wp;
 	struct pc_params p;
 	pthread_t noise[64];
 	float *h = NULL;
-	void *in, *out;
+	char **in, **out;
 	char err[256];
 
 	for (int i = 1; i < argc; i++) {
@@ -151,7 +170,8 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			printf("usage: bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]\n"
-			       "                     [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]\n");
+			       "                     [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]\n"
+			       "                     [--idle-spin-us US] [--buffers B] [--compare takeover|pacing]\n");
 			return 0;
 		}
 		if (!v) {
@@ -175,6 +195,17 @@ int main(int argc, char **argv)
 			noise_duty = atoi(v);
 		} else if (!strcmp(a, "--rate")) {
 			rate = atof(v);
+		} else if (!strcmp(a, "--idle-spin-us")) {
+			idle_spin_us = (unsigned)atoi(v);
+		} else if (!strcmp(a, "--buffers")) {
+			nbuf = atoi(v);
+		} else if (!strcmp(a, "--compare")) {
+			if (!strcmp(v, "pacing"))
+				pacing = 1;
+			else if (strcmp(v, "takeover")) {
+				fprintf(stderr, "bench_pc_tail: --compare takeover or pacing\n");
+				return 2;
+			}
 		} else {
 			fprintf(stderr, "bench_pc_tail: unknown option %s\n", a);
 			return 2;
@@ -182,7 +213,8 @@ int main(int argc, char **argv)
 		i++;
 	}
 	if (threads < 1 || rounds < 1 || seconds <= 0 || nnoise < 0 || nnoise > 64 ||
-	    noise_duty < 1 || noise_duty > 99) {
+	    noise_duty < 1 || noise_duty > 99 || nbuf < 1 || nbuf > 4096 ||
+	    idle_spin_us > PC_MAX_IDLE_SPIN_US || (pacing && rate <= 0)) {
 		fprintf(stderr, "bench_pc_tail: bad option value\n");
 		return 2;
 	}
@@ -204,20 +236,31 @@ int main(int argc, char **argv)
 	p.ref_len = hl;
 	p.backend = PC_BACKEND_CPU;
 	p.cpu_threads = threads;
-	in = malloc((size_t)C * P * R * 8);
-	out = malloc((size_t)C * P * R * 8);
+	p.idle_spin_us = idle_spin_us;
+	in = calloc((size_t)nbuf, sizeof(*in));
+	out = calloc((size_t)nbuf, sizeof(*out));
+	if (!in || !out)
+		return 1;
+	for (int b = 0; b < nbuf; b++) {
+		in[b] = malloc((size_t)C * P * R * 8);
+		out[b] = malloc((size_t)C * P * R * 8);
+		if (!in[b] || !out[b]) {
+			fprintf(stderr, "bench_pc_tail: out of memory for %d buffers\n", nbuf);
+			return 1;
+		}
+	}
 	for (int m = 0; m < 2; m++) {
 		st[m].cap = 4000000;
 		st[m].t = malloc(st[m].cap * sizeof(double));
 		if (!st[m].t)
 			return 1;
 	}
-	if (!in || !out)
-		return 1;
 	srand(12345);
-	for (size_t i = 0; i < (size_t)C * P * R * 2; i++)
-		((float *)in)[i] = (float)rand() / RAND_MAX - 0.5f;
-	memset(out, 0, (size_t)C * P * R * 8);
+	for (int b = 0; b < nbuf; b++) {
+		for (size_t i = 0; i < (size_t)C * P * R * 2; i++)
+			((float *)in[b])[i] = (float)rand() / RAND_MAX - 0.5f;
+		memset(out[b], 0, (size_t)C * P * R * 8);
+	}
 	for (int k = 0; k < nnoise; k++)
 		if (pthread_create(&noise[k], NULL, noise_main, (void *)(uintptr_t)(k + 1)) != 0) {
 			fprintf(stderr, "bench_pc_tail: pthread_create failed\n");
@@ -225,9 +268,10 @@ int main(int argc, char **argv)
 		}
 	for (int r = 0; r < rounds; r++)
 		for (int j = 0; j < 2; j++) {
-			int takeover = (r + j) % 2 == 0;   /* on first in even rounds */
+			int m = (r + j) % 2;   /* mode 0 first in even rounds */
 
-			if (run_mode(&p, takeover, seconds, rate, in, out, &st[takeover ? 0 : 1]) < 0)
+			if (run_mode(&p, pacing ? -1 : m == 0, seconds, pacing && m == 0 ? 0 : rate,
+				     in, out, nbuf, &st[m]) < 0)
 				return 1;
 		}
 	atomic_store(&noise_stop, 1);
@@ -235,13 +279,16 @@ int main(int argc, char **argv)
 		pthread_join(noise[k], NULL);
 
 	printf("bench_pc_tail: CPU backend %ux%ux%u L %zu, %d threads, %d rounds x %.1f s per mode, "
-	       "%s, %d noise thread%s at %d %% duty, %ld online CPUs\n",
-	       C, P, R, L, threads, rounds, seconds, rate > 0 ? "paced" : "back to back",
-	       nnoise, nnoise == 1 ? "" : "s", noise_duty, ncpu);
+	       "%s, idle spin %u us, %d buffer%s, %d noise thread%s at %d %% duty, %ld online CPUs\n",
+	       C, P, R, L, threads, rounds, seconds,
+	       pacing ? "back to back against paced" : rate > 0 ? "paced" : "back to back",
+	       idle_spin_us, nbuf, nbuf == 1 ? "" : "s", nnoise, nnoise == 1 ? "" : "s",
+	       noise_duty, ncpu);
 	if (rate > 0)
 		printf("rate %.0f CPI/s\n", rate);
-	printf("%-10s %8s %8s %8s %8s %8s %11s\n", "takeover", "CPIs", "p50_ms", "p99_ms",
-	       "p99.9_ms", "max_ms", "recomputed");
+	printf("%-10s %8s %8s %8s %8s %8s %11s %11s %11s\n", pacing ? "mode" : "takeover", "CPIs",
+	       "p50_ms", "p99_ms", "p99.9_ms", "max_ms", "recomputed", "absent_avg",
+	       "absent_cpis");
 	for (int m = 0; m < 2; m++) {
 		struct mode_stats *s = &st[m];
 
@@ -250,14 +297,21 @@ int main(int argc, char **argv)
 		qsort(s->t, s->n, sizeof(double), cmp_d);
 		p999[m] = pct(s->t, s->n, 0.999);
 		mx[m] = s->t[s->n - 1];
-		printf("%-10s %8zu %8.3f %8.3f %8.3f %8.3f %11llu\n", m == 0 ? "on" : "off", s->n,
-		       pct(s->t, s->n, 0.5) * 1e3, pct(s->t, s->n, 0.99) * 1e3, p999[m] * 1e3,
-		       mx[m] * 1e3, (unsigned long long)s->recomputed);
+		printf("%-10s %8zu %8.3f %8.3f %8.3f %8.3f %11llu %11.2f %10.1f%%\n", label[pacing][m],
+		       s->n, pct(s->t, s->n, 0.5) * 1e3, pct(s->t, s->n, 0.99) * 1e3,
+		       p999[m] * 1e3, mx[m] * 1e3, (unsigned long long)s->recomputed,
+		       (double)s->absent / (double)s->n,
+		       100.0 * (double)s->with_absent / (double)s->n);
 	}
 	if (p999[0] > 0 && mx[0] > 0)
-		printf("off/on: p99.9 %.2fx, max %.2fx\n", p999[1] / p999[0], mx[1] / mx[0]);
+		printf("%s/%s: p99.9 %.2fx, max %.2fx\n", label[pacing][1], label[pacing][0],
+		       p999[1] / p999[0], mx[1] / mx[0]);
 	free(st[0].t);
 	free(st[1].t);
+	for (int b = 0; b < nbuf; b++) {
+		free(in[b]);
+		free(out[b]);
+	}
 	free(in);
 	free(out);
 	free(h);

@@ -978,6 +978,7 @@ static json_t *trace_json(const struct trace_cpi *r)
 	json_object_set_new(o, "recomputed", json_integer(r->recomputed));
 	json_object_set_new(o, "chunks", json_integer(r->chunks));
 	json_object_set_new(o, "woken", json_integer(r->woken));
+	json_object_set_new(o, "absent", json_integer(r->absent));
 	for (unsigned b = 0; b < sizeof(trace_flag_names) / sizeof(trace_flag_names[0]); b++)
 		if (r->flags & (1u << b))
 			json_array_append_new(fl, json_string(trace_flag_names[b]));

@@ -103,21 +103,28 @@ struct cpu_be {
 	uint64_t gen;                /* bumped per CPI (under lock)         */
 	bool quit;
 	/* Idle spin (pc_params.idle_spin_us): a worker that finished its
-	 * blocks polls gen_pub (gen, published with a release after the
-	 * locked update) and quit_pub for spin_ns before it sleeps on go;
-	 * asleep counts the workers in (or entering) pthread_cond_wait, read
-	 * by the caller at each hand-off (pc_done.woken). */
+	 * blocks polls gen_pub (gen, stored with a release after job_in and
+	 * job_out) and quit_pub for spin_ns before it sleeps on go, and a
+	 * worker that sees a new gen while polling takes the job without
+	 * the lock (worker_main); asleep counts the workers in (or entering)
+	 * pthread_cond_wait, read by the caller at each hand-off
+	 * (pc_done.woken). */
 	uint64_t spin_ns;
 	_Atomic uint64_t gen_pub;
 	atomic_bool quit_pub;
 	atomic_uint asleep;
-	const void *job_in;
-	void *job_out;
+	/* The job: written by the caller with a release (after ticket), read
+	 * with an acquire, so a worker that reads a later CPI's pointer also
+	 * sees that CPI's ticket and claims nothing with a stale gen. */
+	const void *_Atomic job_in;
+	void *_Atomic job_out;
 	/* (gen << 32) | next block to claim: a worker claims a block only for
 	 * the CPI whose gen it read with job_in/job_out, so one that wakes
 	 * after its CPI finished claims nothing of the next one. */
 	_Atomic uint64_t ticket;
 	atomic_size_t blocks_done;   /* blocks of this CPI finished (release) */
+	atomic_uint joined;          /* threads that claimed a block of it
+					(before their block's blocks_done) */
 	atomic_uint nonfinite;
 	/* Straggler take-over (see run_blocks): committed[k] is the gen of
 	 * the last CPI whose block k was stored, so block k of CPI gen is
@@ -526,7 +533,7 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 	if (b->test_stall_ms && b->threads > 1 && w == &b->w[0])
 		test_wait_claim(b, gen);
 #endif
-	for (;;) {
+	for (bool first = true;; first = false) {
 		uint64_t v, t0;
 		size_t k, r0, nr;
 		uint32_t nonfinite;
@@ -541,6 +548,8 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 		} while (!atomic_compare_exchange_weak_explicit(&b->ticket, &v, v + 1,
 								memory_order_seq_cst,
 								memory_order_seq_cst));
+		if (first)
+			atomic_fetch_add_explicit(&b->joined, 1, memory_order_relaxed);
 		k = (size_t)(v & 0xffffffffu);
 		nr = block_span(b, k, &r0);
 #ifdef CHIRP_FAULT_INJECT
@@ -562,18 +571,24 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 	}
 }
 
-/* Poll gen_pub for a CPI after seen (or quit) for up to spin_ns. */
-static void spin_for_gen(struct cpu_be *b, uint64_t seen)
+/*
+ * Poll gen_pub for a CPI after seen (or quit) for up to spin_ns. Returns
+ * the gen it saw: seen when the time ran out or quit was asked for.
+ */
+static uint64_t spin_for_gen(struct cpu_be *b, uint64_t seen)
 {
 	uint64_t end = mono_ns() + b->spin_ns;
 
 	for (unsigned i = 1;; i++) {
-		if (atomic_load_explicit(&b->gen_pub, memory_order_acquire) != seen ||
-		    atomic_load_explicit(&b->quit_pub, memory_order_relaxed))
-			return;
+		uint64_t g = atomic_load_explicit(&b->gen_pub, memory_order_acquire);
+
+		if (atomic_load_explicit(&b->quit_pub, memory_order_relaxed))
+			return seen;
+		if (g != seen)
+			return g;
 		cpu_relax();
 		if ((i & 63) == 0 && mono_ns() >= end)
-			return;
+			return seen;
 	}
 }
 
@@ -590,7 +605,13 @@ static void spin_for_gen(struct cpu_be *b, uint64_t seen)
  * long before it sleeps, because a sleeping thread is woken through the
  * kernel (and on a VM through the hypervisor: 1-2 ms at p99 on the GPU
  * host, doc/latency.md), and until the workers wake the caller computes
- * the CPI's blocks alone. The job itself is still read under the lock.
+ * the CPI's blocks alone. A worker that sees the next gen while polling
+ * takes the job without the lock: T-1 workers that see it at the same
+ * instant and all reach for one mutex would queue on it in the kernel
+ * (a plain glibc mutex sleeps at the first failed try), one futex
+ * wake-up after another, the very wait the polling is there to avoid.
+ * The job it reads may already be a later CPI's; then the ticket is that
+ * CPI's too and run_blocks claims nothing for the stale gen.
  */
 static void *worker_main(void *arg)
 {
@@ -599,8 +620,18 @@ static void *worker_main(void *arg)
 	uint64_t seen = 0;
 
 	for (;;) {
-		if (b->spin_ns)
-			spin_for_gen(b, seen);
+		if (b->spin_ns) {
+			uint64_t g = spin_for_gen(b, seen);
+
+			if (g != seen) {
+				const void *in = atomic_load_explicit(&b->job_in, memory_order_acquire);
+				void *out = atomic_load_explicit(&b->job_out, memory_order_acquire);
+
+				seen = g;
+				run_blocks(b, w, seen, in, out);
+				continue;
+			}
+		}
 		pthread_mutex_lock(&b->lock);
 		if (!b->quit && b->gen == seen) {
 			atomic_fetch_add_explicit(&b->asleep, 1, memory_order_relaxed);
@@ -613,8 +644,8 @@ static void *worker_main(void *arg)
 			break;
 		}
 		seen = b->gen;
-		const void *in = b->job_in;
-		void *out = b->job_out;
+		const void *in = atomic_load_explicit(&b->job_in, memory_order_relaxed);
+		void *out = atomic_load_explicit(&b->job_out, memory_order_relaxed);
 		pthread_mutex_unlock(&b->lock);
 		run_blocks(b, w, seen, in, out);
 	}
@@ -932,12 +963,13 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 	 * no worker touches these counters until the new ticket is out. */
 	atomic_store_explicit(&b->nonfinite, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->blocks_done, 0, memory_order_relaxed);
+	atomic_store_explicit(&b->joined, 0, memory_order_relaxed);
 	gen = b->gen + 1;
 	atomic_store_explicit(&b->ticket, (gen & 0xffffffffu) << 32, memory_order_release);
 	if (b->threads > 1) {
 		pthread_mutex_lock(&b->lock);
-		b->job_in = in;
-		b->job_out = out;
+		atomic_store_explicit(&b->job_in, in, memory_order_release);
+		atomic_store_explicit(&b->job_out, out, memory_order_release);
 		b->gen = gen;
 		atomic_store_explicit(&b->gen_pub, gen, memory_order_release);
 		/* Under the lock no worker enters or leaves its sleep. */
@@ -959,6 +991,8 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 		d->device_ns = mono_ns() - t0;
 		d->recomputed = recomputed;
 		d->woken = woken;
+		d->absent = (uint32_t)b->threads -
+			    atomic_load_explicit(&b->joined, memory_order_relaxed);
 		d->chunks = 0;
 		b->qcount++;
 	}

@@ -1475,6 +1475,7 @@ static int cu_pass(struct cu_be *be, struct pc_done *done, int max)
 		done[n].device_ns = 0;
 		done[n].recomputed = 0;
 		done[n].woken = 0;
+		done[n].absent = 0;
 		done[n].chunks = (fl & PC_DONE_OUTPUT) ? s->nchunks : 0;
 		if (fl & PC_DONE_OUTPUT) {
 			float ms = 0.0f;

@@ -58,6 +58,7 @@ struct flight {
 	uint32_t recomputed;         /* pc_done.recomputed                       */
 	uint32_t chunks;             /* pc_done.chunks                           */
 	uint32_t woken;              /* pc_done.woken                            */
+	uint32_t absent;             /* pc_done.absent                           */
 	uint32_t fill, in_flight;    /* input blocks waiting at peek; CPIs in the
 					backend at submit                      */
 	int out_dropped;             /* counted in output_drops                 */
@@ -576,7 +577,7 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 		.seq = f->seq, .first_sample = f->first_sample, .timestamp_ns = f->timestamp_ns,
 		.latency_ns = latency_ns, .device_ns = f->device_ns,
 		.fill = f->fill, .in_flight = f->in_flight, .recomputed = f->recomputed,
-		.chunks = f->chunks, .woken = f->woken,
+		.chunks = f->chunks, .woken = f->woken, .absent = f->absent,
 	};
 	int over = delivered && budget && latency_ns > budget;
 
@@ -703,6 +704,7 @@ static int progress(struct pipeline *p, int timeout_ms)
 			f->recomputed = done[i].recomputed;
 			f->chunks = done[i].chunks;
 			f->woken = done[i].woken;
+			f->absent = done[i].absent;
 			p->nsub--;
 		}
 	}

@@ -11,7 +11,7 @@ enum {
 	W_NUM = 0,          /* record number k: tells record k from k + n */
 	W_SEQ, W_FIRST, W_TS, W_T0,
 	W_LAT = W_T0 + TR_STAMPS, W_DEV, W_FILL, W_INFL, W_FLAGS, W_RECOMP, W_CHUNKS,
-	W_WOKEN,
+	W_WOKEN, W_ABSENT,
 	W_WORDS
 };
 
@@ -98,6 +98,7 @@ void trace_put(struct trace *t, const struct trace_cpi *r)
 	ST(s, W_RECOMP, r->recomputed);
 	ST(s, W_CHUNKS, r->chunks);
 	ST(s, W_WOKEN, r->woken);
+	ST(s, W_ABSENT, r->absent);
 	atomic_store_explicit(&s->ver, v + 2, memory_order_release);
 	atomic_store_explicit(&t->total, k + 1, memory_order_release);
 }
@@ -131,6 +132,7 @@ static int read_slot(const struct trace *t, uint64_t k, struct trace_cpi *out)
 	out->recomputed = (uint32_t)LD(s, W_RECOMP);
 	out->chunks = (uint32_t)LD(s, W_CHUNKS);
 	out->woken = (uint32_t)LD(s, W_WOKEN);
+	out->absent = (uint32_t)LD(s, W_ABSENT);
 	atomic_thread_fence(memory_order_acquire);   /* the copy before the re-check */
 	v2 = atomic_load_explicit(&s->ver, memory_order_relaxed);
 	return v1 == v2 && num == k ? 0 : -EAGAIN;
@@ -206,6 +208,14 @@ int trace_format(const struct trace_cpi *r, uint64_t budget_ns, char *buf, size_
 	if (r->woken) {
 		n = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0,
 			     ", %u worker%s woken", r->woken, r->woken == 1 ? "" : "s");
+		if (n < 0)
+			return n;
+		o += (size_t)n;
+	}
+	if (r->absent) {
+		n = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0,
+			     ", %u thread%s computed nothing", r->absent,
+			     r->absent == 1 ? "" : "s");
 		if (n < 0)
 			return n;
 		o += (size_t)n;

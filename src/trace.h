@@ -72,6 +72,8 @@ struct trace_cpi {
 				       into (0: not said)                     */
 	uint32_t woken;             /* CPU backend: worker threads asleep when
 				       the CPI was handed out (pc_done.woken) */
+	uint32_t absent;            /* CPU backend: threads that computed none
+				       of the CPI's blocks (pc_done.absent)  */
 	uint32_t flags;             /* TRACE_*                                 */
 };
 

@@ -760,6 +760,94 @@ static void test_idle_spin(void **state)
 	assert_true(sum >= 6);
 }
 
+/*
+ * Polling workers take the job without the lock (pc_cpu.c, worker_main),
+ * so one may read the pointers of a later CPI than the gen it saw. CPIs
+ * back to back and with short pauses, alternating between two inputs and
+ * two outputs, each output checked against its own input: a worker that
+ * computed a stale gen's block from the other CPI's buffers would show.
+ * pc_done.absent: never more than T - 1 (the caller always claims first
+ * or finds the CPI taken), and with fewer rows than threads (a row a
+ * block) exactly T - rows.
+ */
+static void test_spin_handoff(void **state)
+{
+	enum { C = 1, P = 16, R = 1000, L = 77, T = 4, N = 300 };
+	size_t n = (size_t)C * P * R;
+	float *h = random_ref(L);
+	double complex *xd[2], *y[2];
+	void *in[2];
+	float *out[2];
+	struct pc_params p;
+	struct pc_done d[4];
+	struct pc *pc;
+	char err[256];
+	unsigned absent_max = 0;
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		xd[k] = malloc(n * sizeof(*xd[k]));
+		y[k] = malloc(n * sizeof(*y[k]));
+		assert_non_null(xd[k]);
+		assert_non_null(y[k]);
+		in[k] = random_input(PC_FMT_CF32, n, xd[k]);
+		ref_corr(xd[k], (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y[k]);
+	}
+	setenv("CHIRP_PC_BLOCK_KIB", "16", 1);     /* 2 rows a block: 8 blocks */
+	base_params(&p, C, P, R, h, L);
+	p.cpu_threads = T;
+	p.idle_spin_us = 1000000;
+	pc = pc_create(&p, err, sizeof(err));
+	unsetenv("CHIRP_PC_BLOCK_KIB");
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	for (int k = 0; k < 2; k++) {
+		out[k] = malloc(pc_out_bytes(pc));
+		assert_non_null(out[k]);
+	}
+	for (unsigned i = 0; i < N; i++) {
+		int k = (int)(i & 1);
+
+		if (i % 7 == 3)
+			usleep(50 * (i % 5));
+		poison(out[k], pc_out_bytes(pc));
+		assert_int_equal(pc_submit(pc, in[k], out[k], i), 0);
+		assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+		assert_int_equal(d[0].tag, i);
+		assert_int_equal(d[0].woken, 0);
+		assert_true(d[0].absent <= T - 1);
+		if (d[0].absent > absent_max)
+			absent_max = d[0].absent;
+		check_output(PC_OUT_COMPLEX, out[k], y[k], n);
+	}
+	print_message("8 blocks over %d threads: at most %u computed nothing\n", T, absent_max);
+	pc_destroy(pc);
+
+	/* Two rows, two blocks of a row: exactly two threads compute (the
+	 * first rows of the same inputs; rows are independent). */
+	p.pulses = 2;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	for (unsigned i = 0; i < 20; i++) {
+		int k = (int)(i & 1);
+
+		poison(out[k], pc_out_bytes(pc));
+		assert_int_equal(pc_submit(pc, in[k], out[k], i), 0);
+		assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+		assert_int_equal(d[0].absent, T - 2);
+		check_output(PC_OUT_COMPLEX, out[k], y[k], 2 * (size_t)R);
+	}
+	pc_destroy(pc);
+	for (int k = 0; k < 2; k++) {
+		free(out[k]);
+		free(in[k]);
+		free(xd[k]);
+		free(y[k]);
+	}
+	free(h);
+}
+
 /* CPU backend with cpu_depth > 1: up to depth CPIs queued, completions in
  * submission order through pc_poll (max honoured), each output right. */
 static void test_cpu_depth(void **state)
@@ -1431,6 +1519,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_depth),
 		cmocka_unit_test(test_straggler_takeover),
 		cmocka_unit_test(test_idle_spin),
+		cmocka_unit_test(test_spin_handoff),
 		cmocka_unit_test(test_fault_injection),
 		cmocka_unit_test(test_calibrate),
 		cmocka_unit_test(test_nonfinite_rows),

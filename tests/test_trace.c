@@ -34,6 +34,7 @@ static void make(uint64_t k, struct trace_cpi *r)
 	r->recomputed = (uint32_t)(k % 3);
 	r->chunks = (uint32_t)(k % 9);
 	r->woken = (uint32_t)(k % 7);
+	r->absent = (uint32_t)(k % 5);
 }
 
 static int consistent(const struct trace_cpi *r)
@@ -48,7 +49,7 @@ static int consistent(const struct trace_cpi *r)
 	       r->latency_ns == want.latency_ns && r->device_ns == want.device_ns &&
 	       r->fill == want.fill && r->in_flight == want.in_flight && r->flags == want.flags &&
 	       r->recomputed == want.recomputed && r->chunks == want.chunks &&
-	       r->woken == want.woken;
+	       r->woken == want.woken && r->absent == want.absent;
 }
 
 static void test_create_bounds(void **state)
@@ -147,6 +148,15 @@ static void test_format(void **state)
 	n = trace_format(&r, 10000000, buf, sizeof(buf));
 	assert_int_equal(n, (int)strlen(buf));
 	assert_non_null(strstr(buf, "device 0.500 ms, 7 workers woken"));
+	/* Threads that computed none of the CPI's blocks, after those. */
+	r.absent = 1;
+	(void)trace_format(&r, 10000000, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "7 workers woken, 1 thread computed nothing"));
+	r.woken = 0;
+	r.absent = 3;
+	n = trace_format(&r, 10000000, buf, sizeof(buf));
+	assert_int_equal(n, (int)strlen(buf));
+	assert_non_null(strstr(buf, "device 0.500 ms, 3 threads computed nothing"));
 	assert_string_equal(trace_stamp_name(TR_OUTPUT_DONE), "output_done");
 	assert_string_equal(trace_stamp_name(TR_STAMPS), "?");
 }

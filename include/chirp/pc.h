@@ -237,6 +237,13 @@ struct pc_done {
 					handed out and had to be woken (the rest
 					were polling: pc_params.idle_spin_us);
 					0 elsewhere                          */
+	uint32_t absent;             /* with PC_DONE_OUTPUT: CPU backend threads
+					(of cpu_threads, the caller included)
+					that computed none of the CPI's blocks:
+					asleep, descheduled or late to the
+					hand-off while the others took them all
+					(always some when the CPI has fewer
+					blocks than threads); 0 elsewhere    */
 	uint32_t chunks;             /* with PC_DONE_OUTPUT: row chunks the CUDA
 					backend cut this CPI into (more than one
 					overlaps its copies with its compute:

@@ -62,10 +62,14 @@ for i, c in enumerate(cpis):
     # CPU workers that were asleep when the CPI came (idle_spin_us 0 here:
     # CPIs 10 ms apart find them asleep); the CUDA backend has none
     assert isinstance(c["woken"], int) and c["woken"] >= 0, c["woken"]
+    # CPU threads (of cpu_threads = 2) that computed none of its blocks
+    assert isinstance(c["absent"], int), c["absent"]
     if os.environ.get("CHIRP_TEST_BACKEND", "cpu") == "cuda":
         assert c["woken"] == 0, c["woken"]
+        assert c["absent"] == 0, c["absent"]
     else:
         assert c["woken"] <= 1, c["woken"]
+        assert 0 <= c["absent"] <= 1, c["absent"]
 if os.environ.get("CHIRP_TEST_BACKEND", "cpu") != "cuda":
     woken = sum(c["woken"] for c in cpis)
     assert woken >= 25, "only %d of 50 CPIs woke the sleeping worker" % woken
@@ -108,7 +112,7 @@ done
 lines=$(grep -c "CPI over the latency budget" "$CHIRPD_LOG")
 [ "$lines" -ge 1 ] && [ "$lines" -le 4 ] || e2e_fail "$lines over-budget lines for 1.5 s of CPIs"
 grep "CPI over the latency budget" "$CHIRPD_LOG" | tail -1 |
-	grep -Eq "seq [0-9]+ latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms(, [0-9]+ workers? woken)? \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
+	grep -Eq "seq [0-9]+ latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms(, [0-9]+ workers? woken)?(, [0-9]+ threads? computed nothing)? \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
 	e2e_fail "over-budget line format: $(grep 'over the latency budget' "$CHIRPD_LOG" | tail -1)"
 
 # A generous budget by reload: no more over-budget CPIs. With it a 200 ms
