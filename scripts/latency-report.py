@@ -113,9 +113,10 @@ def recorder(d, rows):
     last records of the window): the backend's time per CPI (device),
     the longest run of CPIs whose device time exceeded 1.3 x the capacity
     row's median (the host slowing chirpd's compute down for a while, not
-    queueing inside chirpd), the deepest input backlog (fill) and the
-    blocks the CPU backend recomputed for stalled workers. None when no
-    trace was saved."""
+    queueing inside chirpd), the deepest input backlog (fill), the
+    blocks the CPU backend recomputed for stalled workers and the share of
+    CPIs on which one of its threads computed nothing (absent: late to the
+    hand-off). None when no trace was saved."""
     traces = {}
     for r in rows:
         cpis = read_trace(d, r["name"])
@@ -145,11 +146,17 @@ def recorder(d, rows):
         # chunks: row chunks the CUDA backend cut the CPI into (newer
         # chirpd; absent or 0 on the CPU backend).
         ch = [c["chunks"] for c in cpis if isinstance(c.get("chunks"), int)]
+        # absent: CPU threads that computed none of the CPI's blocks (newer
+        # chirpd; always 0 on the CUDA backend, whose CPIs have chunks).
+        ab = [c["absent"] for c in cpis if isinstance(c.get("absent"), int)]
+        cuda = any(x > 0 for x in ch)
         out.append(dict(name=r["name"], pct=r["pct"], n=len(cpis), p50=pick(0.5), p99=pick(0.99),
                         max=dev[-1], run=best if ref else None,
                         fill=max(c.get("fill", 0) for c in cpis),
                         recomputed=sum(c.get("recomputed", 0) for c in cpis),
-                        chunked=100.0 * sum(1 for x in ch if x > 1) / len(ch) if ch else None))
+                        chunked=100.0 * sum(1 for x in ch if x > 1) / len(ch) if ch else None,
+                        absent=(100.0 * sum(1 for x in ab if x > 0) / len(ab)
+                                if ab and not cuda else None)))
     return out
 
 
@@ -463,17 +470,20 @@ def report(d):
                    "backend's time per CPI (device), the longest run of CPIs whose device time "
                    "exceeded 1.3 x the capacity row's median (the host slowing the compute down, "
                    "not queueing in chirpd), the deepest input backlog, blocks recomputed for "
-                   "stalled CPU workers.")
+                   "stalled CPU workers, CPIs that the CUDA backend cut into chunks, and CPIs "
+                   "on which a CPU thread computed none of the blocks (*short-handed*: late to "
+                   "the hand-off).")
         out.append("")
         out.append("| row | CPIs | device p50 ms | device p99 ms | device max ms | slow run (CPIs) "
-                   "| max fill | recomputed | chunked |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                   "| max fill | recomputed | chunked | short-handed |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for x in rec:
-            out.append("| %s | %d | %s | %s | %s | %s | %d | %d | %s |" % (
+            out.append("| %s | %d | %s | %s | %s | %s | %d | %d | %s | %s |" % (
                 "capacity" if x["name"] == "capacity" else "%s %%" % x["pct"], x["n"],
                 ms(x["p50"]), ms(x["p99"]), ms(x["max"]),
                 "?" if x["run"] is None else str(x["run"]), x["fill"], x["recomputed"],
-                "–" if x["chunked"] is None else "%.1f %%" % x["chunked"]))
+                "–" if x["chunked"] is None else "%.1f %%" % x["chunked"],
+                "–" if x["absent"] is None else "%.1f %%" % x["absent"]))
     own = own_latency(d, rows)
     if own:
         out.append("")
