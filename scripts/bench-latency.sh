@@ -26,6 +26,12 @@
 #               --probe-spin-us N polls up to N µs before each sleep
 #               (chirp_ring_set_spin: awake while results come closer
 #               than N µs apart).
+#   placement   nothing is pinned unless asked: --set numa.cpus=LIST gives
+#               chirpd's data path its CPUs (its main loop then moves to the
+#               others), --tools-cpus LIST runs the producer and the probe
+#               there (taskset), as a site keeps its digitizer driver and
+#               consumers off the data path's CPUs (doc/latency.md, *Where
+#               the threads run*).
 #   recorder    each load row's chirpd keeps every CPI of the window in its
 #               flight recorder (trace.records = rate x (measured + 5 s),
 #               4096..131072, unless you --set trace.records), saved
@@ -76,7 +82,7 @@
 #       [--measure S] [--cap-seconds S] [--loads "20 40 60 80 90 95"]
 #       [--soak SECONDS [--soak-load 90]] [--set section.key=value]...
 #       [--noise-samples N] [--out DIR] [--no-copy-floor] [--probe-spin]
-#       [--probe-spin-us N]
+#       [--probe-spin-us N] [--tools-cpus LIST]
 #   scripts/bench-latency.sh --plot DIR      (table and PNG again from DIR's files)
 # Environment: CHIRP_BUILD (default build), PLOT_PY (a python3 with
 # matplotlib). Output in DIR (default build/bench-latency/DATE): report.md
@@ -95,7 +101,7 @@ BUILD=${CHIRP_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$root/$BUILD;; esac
 backend=cpu geometry=4x128x4096 reflen=512 format=cf32 mode=complex
 warmup=4 measure=10 cap_s= loads="20 40 60 80 90 95" soak= soak_load=90
-noise_n=20000 out= copy=1 plot_only= sets=() probe_spin= probe_spin_us=
+noise_n=20000 out= copy=1 plot_only= sets=() probe_spin= probe_spin_us= tools_cpus=
 START_TIMEOUT=${START_TIMEOUT:-60}   # chirpd start-up (FFT planning, CUDA init)
 
 die() { echo "bench-latency: $*" >&2; exit 1; }
@@ -121,6 +127,9 @@ while [ $# -gt 0 ]; do
 	--probe-spin-us) probe_spin_us=${2:?}; shift
 		[[ $probe_spin_us =~ ^[0-9]+$ ]] && [ "$probe_spin_us" -le 1000000 ] ||
 			{ echo "bench-latency: --probe-spin-us wants 0..1000000 (µs)" >&2; exit 2; };;
+	--tools-cpus) tools_cpus=${2:?}; shift
+		[[ $tools_cpus =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
+			{ echo "bench-latency: --tools-cpus wants a cpu list like 8-15 or 8,10-11" >&2; exit 2; };;
 	--plot) plot_only=${2:?}; shift;;
 	-h|--help) usage;;
 	*) echo "bench-latency: unknown argument '$1'" >&2; usage;;
@@ -130,6 +139,12 @@ done
 
 # A python3 for JSON (stdlib only), and one with matplotlib for the PNG.
 PY=$(command -v python3) || die "python3 is needed (JSON of chirpctl, the report)"
+tools=()   # the producer's and the probe's command prefix (--tools-cpus)
+if [ -n "$tools_cpus" ]; then
+	command -v taskset >/dev/null || die "--tools-cpus needs taskset (util-linux)"
+	taskset -c "$tools_cpus" true 2>/dev/null || die "--tools-cpus $tools_cpus: not cpus this process may use"
+	tools=(taskset -c "$tools_cpus")
+fi
 find_plot_py() {
 	local p
 	for p in ${PLOT_PY:-} /usr/bin/python3 /opt/torch/.venv/bin/python3 "$PY"; do
@@ -300,7 +315,7 @@ run_case() {
 	ctl --json status >"$out/status-$name.json" || die "$name: chirpctl status failed"
 	# room for every sample of the window (capacity: unknown rate, 4 M)
 	maxn=$(awk -v r="${rate:-0}" -v s="$secs" 'BEGIN { n = (r > 0) ? r * s * 1.5 + 100000 : 4000000; printf "%d", n }')
-	"$BUILD/bench/latency_probe" --ring "$outr" --warmup "$warmup" --measure "$secs" --wait 10 \
+	"${tools[@]}" "$BUILD/bench/latency_probe" --ring "$outr" --warmup "$warmup" --measure "$secs" --wait 10 \
 		--first-timeout "$START_TIMEOUT" --max-samples "$maxn" --raw "$out/lat-$name.txt" \
 		--marker "$tmp/open-$case_no" --linger ${soak:+--progress 30} ${probe_spin:+--spin} ${probe_spin_us:+--spin-us $probe_spin_us} >"$out/probe-$name.txt" 2>"$out/probe-$name.log" &
 	probe=$!; pids+=($probe)
@@ -308,7 +323,7 @@ run_case() {
 		{ cat "$out/probe-$name.log" >&2; die "$name: the probe did not attach to $outr"; }
 	local pace=(--block)
 	[ -n "$rate" ] && pace=(--rate "$rate")
-	"$BUILD/bin/chirp-feed" --ring "$in" -c "$conf" --targets 300:-6,$((R / 2)):-20 --prefilled \
+	"${tools[@]}" "$BUILD/bin/chirp-feed" --ring "$in" -c "$conf" --targets 300:-6,$((R / 2)):-20 --prefilled \
 		"${pace[@]}" -q --wait 10 >"$out/feed-$name.log" 2>&1 &
 	feed=$!; pids+=($feed)
 	wait_until "$(awk -v w="$warmup" -v t="$START_TIMEOUT" 'BEGIN { print w + t }')" test -e "$tmp/open-$case_no" ||
@@ -354,6 +369,7 @@ run_case() {
 	echo "machine	$(hostname), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/^/, /')"
 	echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
 	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen; shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || { [ -n "$probe_spin_us" ] && echo "polls ${probe_spin_us} µs, then sleeps on the ring's futex (--probe-spin-us)"; } || echo "sleeps on the ring's futex")"
+	[ -n "$tools_cpus" ] && echo "tools	producer and probe on cpus $tools_cpus (--tools-cpus)"
 	echo "windows	warm-up $warmup s, measured $measure s per load, capacity over $cap_s s$([ -n "$soak" ] && echo ", soak")"
 } >"$out/meta.tsv"
 sed 's/\t/: /' "$out/meta.tsv"

@@ -388,7 +388,7 @@ def host_steal(d):
 def report(d):
     meta, rows, noise, sleep = load(d)
     out = []
-    for k in ("command", "date", "machine", "commit", "setup", "windows"):
+    for k in ("command", "date", "machine", "commit", "setup", "tools", "windows"):
         if k in meta:
             out.append("%s: %s  " % (k, meta[k]))
     out.append("capacity: %s CPI/s (same run); chirpd's data-path CPUs: %s  " %

@@ -22,6 +22,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,6 +95,8 @@ struct daemon {
 	struct sysnuma_plan plan;
 	int plan_ready;                   /* plan resolved (after the first pc) */
 	struct sysnuma_applied applied;   /* data thread + memory lock        */
+	char housekeeping[256];           /* cpus of the main thread when moved
+					     off [numa] cpus ("" = not moved) */
 	int memory_locked;
 	char memory_note[160];
 
@@ -335,6 +338,48 @@ static void bind_backend_threads(const struct daemon *d, struct pc *pc)
 		sysnuma_format_cpus(&d->plan.cpus, cpus, sizeof(cpus));
 		log_info("numa: %d backend thread%s pinned to cpus %s", n, n == 1 ? "" : "s", cpus);
 	}
+}
+
+/*
+ * With [numa] cpus naming the data path's CPUs, the main thread (the event
+ * loop, the control socket, the FFT planning of a reload) and every thread
+ * it starts from now on (the metrics server; the data thread and the
+ * backend's workers pin themselves after) move to the node's other CPUs,
+ * so that nothing of chirpd's own competes with the data path for its
+ * CPUs. Unless none is left: then they stay where they are. Without
+ * [numa] cpus the data path has the whole node and nothing moves.
+ */
+static void move_housekeeping(struct daemon *d, const struct chirp_config *cfg)
+{
+	cpu_set_t allowed, node_cpus, hk;
+	char data[256];
+	int rc, have_node;
+
+	d->housekeeping[0] = '\0';
+	if (!cfg->cpus[0] || !d->plan.have_cpus)
+		return;
+	rc = pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed);
+	if (rc) {
+		log_warn("numa: pthread_getaffinity_np: %s; the main thread stays where it is",
+			 strerror(rc));
+		return;
+	}
+	have_node = d->plan.node >= 0 && sysnuma_node_cpus(d->plan.node, &node_cpus) > 0;
+	sysnuma_format_cpus(&d->plan.cpus, data, sizeof(data));
+	if (sysnuma_housekeeping(&allowed, have_node ? &node_cpus : NULL, &d->plan.cpus, &hk) == 0) {
+		log_info("numa: no cpu besides the data path's (%s) for the main loop: it shares them",
+			 data);
+		return;
+	}
+	rc = pthread_setaffinity_np(pthread_self(), sizeof(hk), &hk);
+	if (rc) {
+		log_warn("numa: main loop not moved off the data path's cpus: pthread_setaffinity_np: %s",
+			 strerror(rc));
+		return;
+	}
+	sysnuma_format_cpus(&hk, d->housekeeping, sizeof(d->housekeeping));
+	log_info("numa: main loop, control and metrics on cpus %s (the data path has %s)",
+		 d->housekeeping, data);
 }
 
 static struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
@@ -887,8 +932,9 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 			    json_real(ring_ms(in_ring_slots(d->g), d->cpis_per_s)));
 	json_object_set_new(rings, "buffer_ms", json_real(c->input_buffer_ms));
 	json_object_set_new(reply, "rings", rings);
-	json_object_set_new(reply, "numa", json_pack("{s:i, s:s, s:s, s:b, s:s}",
+	json_object_set_new(reply, "numa", json_pack("{s:i, s:s, s:s, s:s, s:b, s:s}",
 		"node", d->applied.node, "source", d->plan.node_source, "cpus", d->applied.cpus,
+		"housekeeping_cpus", d->housekeeping,
 		"memory_locked", d->memory_locked, "memory", d->memory_note));
 	json_object_set_new(reply, "realtime", json_pack("{s:s, s:b, s:i, s:s}",
 		"requested", rt_names[c->realtime >= 0 && c->realtime <= 2 ? c->realtime : 0],
@@ -1493,6 +1539,7 @@ int main(int argc, char **argv)
 				 "auto: %.60s numa_node %d", d->g->info.device, d->g->info.numa_node);
 		d->plan_ready = 1;
 		bind_backend_threads(d, d->g->pc);
+		move_housekeeping(d, cfg);
 		snprintf(d->memory_note, sizeof(d->memory_note), "not requested");
 		if (cfg->lock_memory) {
 			struct sysnuma_applied a = { 0 };

@@ -216,24 +216,53 @@ int sysnuma_resolve(const struct sysnuma_req *req, const char *sysfs_root,
 			return ret;
 		plan->have_cpus = 1;
 	} else if (node >= 0) {
-		struct bitmask *bm = numa_allocate_cpumask();
-
-		if (!bm) {
+		ret = sysnuma_node_cpus(node, &plan->cpus);
+		if (ret == -ENOMEM) {
 			snprintf(err, errlen, "numa_allocate_cpumask: out of memory");
 			return -ENOMEM;
 		}
-		if (numa_node_to_cpus(node, bm) == 0) {
-			CPU_ZERO(&plan->cpus);
-			for (unsigned c = 0; c < bm->size && c < CPU_SETSIZE; c++)
-				if (numa_bitmask_isbitset(bm, c))
-					CPU_SET(c, &plan->cpus);
-			plan->have_cpus = CPU_COUNT(&plan->cpus) > 0;
-		} else {
-			log_warn("numa: numa_node_to_cpus(%d): %s; threads not pinned", node, strerror(errno));
-		}
-		numa_free_cpumask(bm);
+		if (ret > 0)
+			plan->have_cpus = 1;
+		else
+			log_warn("numa: numa_node_to_cpus(%d): %s; threads not pinned", node,
+				 ret < 0 ? strerror(-ret) : "no cpus");
 	}
 	return 0;
+}
+
+int sysnuma_node_cpus(int node, cpu_set_t *set)
+{
+	struct bitmask *bm;
+	int n;
+
+	CPU_ZERO(set);
+	if (node < 0 || numa_available() < 0)
+		return -ENODEV;
+	bm = numa_allocate_cpumask();
+	if (!bm)
+		return -ENOMEM;
+	errno = 0;
+	if (numa_node_to_cpus(node, bm) != 0) {
+		n = errno ? -errno : -EINVAL;
+		numa_free_cpumask(bm);
+		return n;
+	}
+	for (unsigned c = 0; c < bm->size && c < CPU_SETSIZE; c++)
+		if (numa_bitmask_isbitset(bm, c))
+			CPU_SET(c, set);
+	numa_free_cpumask(bm);
+	return CPU_COUNT(set);
+}
+
+int sysnuma_housekeeping(const cpu_set_t *allowed, const cpu_set_t *node_cpus,
+			 const cpu_set_t *data, cpu_set_t *hk)
+{
+	CPU_ZERO(hk);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, allowed) && (!node_cpus || CPU_ISSET(c, node_cpus)) &&
+		    !CPU_ISSET(c, data))
+			CPU_SET(c, hk);
+	return CPU_COUNT(hk);
 }
 
 int sysnuma_lock_memory(struct sysnuma_applied *a, char *err, size_t errlen)

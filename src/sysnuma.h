@@ -81,6 +81,23 @@ int sysnuma_apply_thread(const struct sysnuma_plan *plan, struct sysnuma_applied
 			 char *err, size_t errlen);
 
 /*
+ * The CPUs of a NUMA node (libnuma). Returns how many (> 0), or -errno
+ * (no NUMA support, no such node).
+ */
+int sysnuma_node_cpus(int node, cpu_set_t *set);
+
+/*
+ * Where everything but the data path runs (the main loop, the control
+ * socket, the metrics server, the FFT planning of a reload) when [numa]
+ * cpus names the data path's CPUs: the CPUs the process may use (allowed),
+ * within the node's (node_cpus; NULL = any node), less the data path's
+ * (data). Returns how many; 0 when none is left, and then nothing should
+ * move (the data path's CPUs are all there is).
+ */
+int sysnuma_housekeeping(const cpu_set_t *allowed, const cpu_set_t *node_cpus,
+			 const cpu_set_t *data, cpu_set_t *hk);
+
+/*
  * Bind [base, base+len) (page aligned, e.g. a ring's data region) to node,
  * moving pages already faulted. Returns 0, or -errno (caller warns).
  */

@@ -94,6 +94,35 @@ static void test_cpu_lists(void **state)
 		assert_int_equal(sysnuma_parse_cpus(bad[i], &s, err, sizeof(err)), -EINVAL);
 }
 
+/* The main loop's cpus when [numa] cpus names the data path's: allowed,
+ * within the node's, less the data path's; none left is 0. */
+static void test_housekeeping(void **state)
+{
+	cpu_set_t allowed, node, data, hk;
+	char err[128], buf[64];
+
+	(void)state;
+	assert_int_equal(sysnuma_parse_cpus("0-15", &allowed, err, sizeof(err)), 0);
+	assert_int_equal(sysnuma_parse_cpus("0-7", &data, err, sizeof(err)), 0);
+	assert_int_equal(sysnuma_housekeeping(&allowed, NULL, &data, &hk), 8);
+	sysnuma_format_cpus(&hk, buf, sizeof(buf));
+	assert_string_equal(buf, "8-15");
+	/* within the node: node 0 = 0-3,8-11 */
+	assert_int_equal(sysnuma_parse_cpus("0-3,8-11", &node, err, sizeof(err)), 0);
+	assert_int_equal(sysnuma_parse_cpus("0-3", &data, err, sizeof(err)), 0);
+	assert_int_equal(sysnuma_housekeeping(&allowed, &node, &data, &hk), 4);
+	sysnuma_format_cpus(&hk, buf, sizeof(buf));
+	assert_string_equal(buf, "8-11");
+	/* only what the process may use (a cpuset or taskset) */
+	assert_int_equal(sysnuma_parse_cpus("2-5", &allowed, err, sizeof(err)), 0);
+	assert_int_equal(sysnuma_housekeeping(&allowed, NULL, &data, &hk), 2);
+	sysnuma_format_cpus(&hk, buf, sizeof(buf));
+	assert_string_equal(buf, "4-5");
+	/* the data path has them all: nothing left, nothing moves */
+	assert_int_equal(sysnuma_parse_cpus("0-5", &data, err, sizeof(err)), 0);
+	assert_int_equal(sysnuma_housekeeping(&allowed, NULL, &data, &hk), 0);
+}
+
 static void test_resolve_and_apply(void **state)
 {
 	char err[256];
@@ -147,6 +176,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pci_node),
 		cmocka_unit_test(test_cpu_lists),
+		cmocka_unit_test(test_housekeeping),
 		cmocka_unit_test(test_resolve_and_apply),
 		cmocka_unit_test(test_realtime_reports_truth),
 	};
