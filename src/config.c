@@ -149,7 +149,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "NUMA node for the data path threads and buffers: auto (the GPU's node from sysfs; no binding without a GPU), a node number, or none (no binding)." },
 	{ "numa", "cpus", T_STR, OFF(cpus), SZ(cpus),
 	  "", 0, 0, 0, NULL, check_cpus, 0,
-	  "CPUs for the data path threads, as a list like 2-5,8; empty = the node's cpus (or all with node = none)." },
+	  "CPUs for the data path threads, as a list like 2-5,8; empty = the node's cpus (or all with node = none). When set, chirpd's other threads (main loop, control socket, metrics, a reload's FFT planning) move to the node's remaining cpus, if any (status: numa.housekeeping_cpus); keep the digitizer driver and consumers off these cpus too (doc/latency.md)." },
 	{ "numa", "realtime", T_ENUM, OFF(realtime), 0,
 	  "off", 0, 0, 0, ch_realtime, NULL, 0,
 	  "SCHED_FIFO for the data path thread: off, preferred (try, warn if not permitted) or required (fail to start if not permitted)." },
