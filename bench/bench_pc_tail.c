@@ -6,6 +6,7 @@
  *   bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]
  *                 [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]
  *                 [--idle-spin-us US] [--buffers B] [--compare takeover|pacing]
+ *                 [--series]
  *
  * Each round runs the same pc configuration twice, S seconds each, and
  * pools every CPI's submit-to-result time per mode; the order alternates
@@ -20,6 +21,9 @@
  * between CPIs; chirpd's default is 2000, this program's 0). --buffers B
  * cycles the CPIs through B input and B output buffers, as ring slots do,
  * so that they come from memory rather than the cache (default 1).
+ * --series also prints, per mode and round, the median time per CPI of
+ * each second, oldest first: whether the host's speed drifts over seconds
+ * (phases), which percentiles over the whole run hide.
  * --noise K starts K threads that each spin for a random 0.2-4 ms and sleep
  * so that they are busy PCT % of the time (--noise-duty, default 50):
  * other work on the same CPUs, which is what descheduling a worker in the
@@ -47,6 +51,9 @@
 
 struct mode_stats {
 	double *t;               /* seconds per CPI, pooled over rounds */
+	uint64_t *at;            /* its start, ns after its round's start */
+	size_t *round_end;       /* n at the end of each round          */
+	int rounds;
 	size_t n, cap;
 	uint64_t recomputed;
 	uint64_t absent;         /* sum of pc_done.absent                */
@@ -55,6 +62,7 @@ struct mode_stats {
 
 static atomic_int noise_stop;
 static int spin_wait;     /* --spin: wait for the next tick by polling the clock */
+static int series;        /* --series: per-second medians */
 static int noise_duty = 50;
 
 /* Busy for a random 0.2-4 ms, then asleep long enough for the duty cycle. */
@@ -103,6 +111,7 @@ static int run_mode(const struct pc_params *p0, int takeover, double seconds, do
 			goto fail;
 	next = mono_ns();
 	end = next + (uint64_t)(seconds * 1e9);
+	uint64_t start = next;
 	while (mono_ns() < end && st->n < st->cap) {
 		uint64_t t0;
 
@@ -122,11 +131,13 @@ static int run_mode(const struct pc_params *p0, int takeover, double seconds, do
 		if (pc_submit(pc, in[st->n % (size_t)nbuf], out[st->n % (size_t)nbuf], st->n) < 0 ||
 		    pc_poll(pc, d, 4, -1) != 1)
 			goto fail;
+		st->at[st->n] = t0 - start;
 		st->t[st->n++] = (double)(mono_ns() - t0) * 1e-9;
 		st->recomputed += d[0].recomputed;
 		st->absent += d[0].absent;
 		st->with_absent += d[0].absent > 0;
 	}
+	st->round_end[st->rounds++] = st->n;
 	rc = 0;
 	goto out;
 fail:
@@ -166,6 +177,10 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--spin")) {
 			spin_wait = 1;
+			continue;
+		}
+		if (!strcmp(a, "--series")) {
+			series = 1;
 			continue;
 		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -252,7 +267,9 @@ int main(int argc, char **argv)
 	for (int m = 0; m < 2; m++) {
 		st[m].cap = 4000000;
 		st[m].t = malloc(st[m].cap * sizeof(double));
-		if (!st[m].t)
+		st[m].at = malloc(st[m].cap * sizeof(uint64_t));
+		st[m].round_end = calloc((size_t)rounds, sizeof(size_t));
+		if (!st[m].t || !st[m].at || !st[m].round_end)
 			return 1;
 	}
 	srand(12345);
@@ -292,22 +309,57 @@ int main(int argc, char **argv)
 	for (int m = 0; m < 2; m++) {
 		struct mode_stats *s = &st[m];
 
+		double *t;
+
 		if (s->n == 0)
 			continue;
-		qsort(s->t, s->n, sizeof(double), cmp_d);
-		p999[m] = pct(s->t, s->n, 0.999);
-		mx[m] = s->t[s->n - 1];
+		t = malloc(s->n * sizeof(double));   /* sorted copy: --series needs the order */
+		if (!t)
+			return 1;
+		memcpy(t, s->t, s->n * sizeof(double));
+		qsort(t, s->n, sizeof(double), cmp_d);
+		p999[m] = pct(t, s->n, 0.999);
+		mx[m] = t[s->n - 1];
 		printf("%-10s %8zu %8.3f %8.3f %8.3f %8.3f %11llu %11.2f %10.1f%%\n", label[pacing][m],
-		       s->n, pct(s->t, s->n, 0.5) * 1e3, pct(s->t, s->n, 0.99) * 1e3,
+		       s->n, pct(t, s->n, 0.5) * 1e3, pct(t, s->n, 0.99) * 1e3,
 		       p999[m] * 1e3, mx[m] * 1e3, (unsigned long long)s->recomputed,
 		       (double)s->absent / (double)s->n,
 		       100.0 * (double)s->with_absent / (double)s->n);
+		free(t);
 	}
 	if (p999[0] > 0 && mx[0] > 0)
 		printf("%s/%s: p99.9 %.2fx, max %.2fx\n", label[pacing][1], label[pacing][0],
 		       p999[1] / p999[0], mx[1] / mx[0]);
-	free(st[0].t);
-	free(st[1].t);
+	for (int m = 0; series && m < 2; m++) {
+		struct mode_stats *s = &st[m];
+		double *sec = malloc(s->n * sizeof(double) + 1);
+
+		if (!sec)
+			return 1;
+		for (int r = 0; r < s->rounds; r++) {
+			size_t lo = r ? s->round_end[r - 1] : 0, hi = s->round_end[r];
+
+			printf("series %s round %d, median ms per CPI of each second:", label[pacing][m], r + 1);
+			for (uint64_t w = 0;; w++) {
+				size_t k = 0;
+
+				for (size_t i = lo; i < hi; i++)
+					if (s->at[i] / 1000000000ull == w)
+						sec[k++] = s->t[i];
+				if (!k)
+					break;
+				qsort(sec, k, sizeof(double), cmp_d);
+				printf(" %.3f", sec[k / 2] * 1e3);
+			}
+			printf("\n");
+		}
+		free(sec);
+	}
+	for (int m = 0; m < 2; m++) {
+		free(st[m].t);
+		free(st[m].at);
+		free(st[m].round_end);
+	}
 	for (int b = 0; b < nbuf; b++) {
 		free(in[b]);
 		free(out[b]);
