@@ -43,7 +43,10 @@
  * --linger: after the window, keep consuming (without measuring) until
  * SIGINT/SIGTERM, so that chirpd's counters, read by a script once the
  * summary line is out, do not count output drops caused by the probe having
- * gone; the raw file is then written at exit.
+ * gone; the summary is then computed (sorted) by a second thread while this
+ * one goes on draining, since sorting a 5-minute soak's 600 000 samples
+ * took longer than the output ring's 100 ms; the raw file is written at
+ * exit.
  * Waiting for the next block, the probe sleeps on the ring's futex, as an
  * ordinary consumer does (its wake-up is then part of the latency it
  * measures). --spin polls instead (one busy core); on the GPU host a
@@ -69,6 +72,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +121,51 @@ static void usage(FILE *f)
 		   "       [--first-timeout S] [--max-samples N] [--raw FILE] [--marker FILE]\n"
 		   "       [--fs-step N] [--progress S] [--linger] [--spin] [--spin-us N] [--reattach]\n"
 		   "(see the comment at the top of bench/latency_probe.c)\n");
+}
+
+/* What the summary line says; summarize() fills rc. */
+struct summary {
+	const int64_t *lat;
+	int64_t *sorted;
+	uint64_t n, lost, missing, flagged, overflow, reattached, first_fs, last_fs;
+	double window;
+	int interrupted, rc;
+};
+
+/* Sort a copy of the samples and print the summary line (a thread of its
+ * own with --linger, so that draining goes on meanwhile). */
+static void *summarize(void *arg)
+{
+	struct summary *s = arg;
+	uint64_t n = s->n;
+	double sum = 0;
+
+	s->rc = -1;
+	/* Percentiles from a sorted copy: the raw file keeps arrival order. */
+	s->sorted = malloc((n ? n : 1) * sizeof(*s->sorted));
+	if (!s->sorted) {
+		fprintf(stderr, "latency_probe: out of memory sorting %" PRIu64 " samples\n", n);
+		return NULL;
+	}
+	memcpy(s->sorted, s->lat, n * sizeof(*s->lat));
+	for (uint64_t i = 0; i < n; i++)
+		sum += (double)s->lat[i];
+	qsort(s->sorted, n, sizeof(*s->sorted), cmp_i64);
+	printf("probe n=%" PRIu64 " p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f"
+	       " mean_us=%.1f lost=%" PRIu64 " missing=%" PRIu64 " flagged=%" PRIu64
+	       " window_s=%.3f rate=%.2f overflow=%" PRIu64 " interrupted=%d reattached=%" PRIu64
+	       " first_fs=%" PRIu64 " last_fs=%" PRIu64 "\n",
+	       n, pct_us(s->sorted, n, 0.50), pct_us(s->sorted, n, 0.90), pct_us(s->sorted, n, 0.99),
+	       pct_us(s->sorted, n, 0.999), n ? (double)s->sorted[n - 1] / 1e3 : NAN,
+	       n ? sum / (double)n / 1e3 : NAN, s->lost, s->missing, s->flagged, s->window,
+	       s->window > 0 ? (double)(n + s->overflow) / s->window : 0.0, s->overflow,
+	       s->interrupted, s->reattached, s->first_fs, s->last_fs);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "latency_probe: stdout: %s\n", strerror(errno));
+		return NULL;
+	}
+	s->rc = 0;
+	return NULL;
 }
 
 static int parse_d(const char *s, double *v)
@@ -350,32 +399,25 @@ bad:
 		}
 	}
 	{
-		double window = in_window ? (stop_sig ? now_s() : t_close) - t_open : 0, sum = 0;
-		int interrupted = stop_sig ? 1 : 0;
+		struct summary sm = {
+			.lat = lat, .n = n, .lost = lost, .missing = missing, .flagged = flagged,
+			.overflow = overflow, .reattached = reattached, .first_fs = first_fs,
+			.last_fs = last_fs, .interrupted = stop_sig ? 1 : 0,
+			.window = in_window ? (stop_sig ? now_s() : t_close) - t_open : 0,
+		};
+		pthread_t th;
+		sigset_t all, old;
+		int threaded = 0;
 
-		/* Percentiles from a sorted copy: the raw file keeps arrival order. */
-		sorted = malloc((n ? n : 1) * sizeof(*sorted));
-		if (!sorted) {
-			fprintf(stderr, "latency_probe: out of memory sorting %" PRIu64 " samples\n", n);
-			goto out;
+		if (linger && !stop_sig) {
+			/* SIGINT/SIGTERM stay with this thread, which drains */
+			sigfillset(&all);
+			pthread_sigmask(SIG_SETMASK, &all, &old);
+			threaded = pthread_create(&th, NULL, summarize, &sm) == 0;
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
 		}
-		memcpy(sorted, lat, n * sizeof(*lat));
-		for (uint64_t i = 0; i < n; i++)
-			sum += (double)lat[i];
-		qsort(sorted, n, sizeof(*sorted), cmp_i64);
-		printf("probe n=%" PRIu64 " p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f"
-		       " mean_us=%.1f lost=%" PRIu64 " missing=%" PRIu64 " flagged=%" PRIu64
-		       " window_s=%.3f rate=%.2f overflow=%" PRIu64 " interrupted=%d reattached=%" PRIu64
-		       " first_fs=%" PRIu64 " last_fs=%" PRIu64 "\n",
-		       n, pct_us(sorted, n, 0.50), pct_us(sorted, n, 0.90), pct_us(sorted, n, 0.99),
-		       pct_us(sorted, n, 0.999), n ? (double)sorted[n - 1] / 1e3 : NAN,
-		       n ? sum / (double)n / 1e3 : NAN, lost, missing, flagged, window,
-		       window > 0 ? (double)(n + overflow) / window : 0.0, overflow, interrupted, reattached,
-		       first_fs, last_fs);
-		if (fflush(stdout) != 0) {
-			fprintf(stderr, "latency_probe: stdout: %s\n", strerror(errno));
-			goto out;
-		}
+		if (!threaded)
+			summarize(&sm);
 		while (linger && !stop_sig) {   /* drain, unmeasured, until told to stop */
 			struct chirp_ring_block b;
 			int ret = chirp_ring_peek(r, &b);
@@ -389,6 +431,11 @@ bad:
 				break;
 			}
 		}
+		if (threaded)
+			pthread_join(th, NULL);
+		sorted = sm.sorted;
+		if (sm.rc < 0)
+			goto out;
 		if (raw_path) {
 			FILE *rf = fopen(raw_path, "w");
 
