@@ -16,7 +16,7 @@
  * for seconds at a time, while one thread held within 3 % and a
  * single-threaded compute block saw no such thing. The backend moves ~13
  * GB/s there; if this plain copy steps too, the steps are the host's
- * memory bandwidth, not chirpd's code (doc/latency/20261125-i1-i7.md).
+ * memory bandwidth, not chirpd's code (doc/latency/20261125-i1-i9.md).
  * Run it with nothing else busy.
  */
 #include <pthread.h>
