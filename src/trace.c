@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -164,61 +165,54 @@ unsigned trace_read(const struct trace *t, struct trace_cpi *out, unsigned max)
 	return got;
 }
 
+/*
+ * snprintf at *o into buf[len] (nothing written once *o >= len, as
+ * snprintf with a size of 0), advancing *o by what it would have written,
+ * so the total is snprintf's: the length untruncated. 0, or < 0 on error.
+ */
+static int appendf(char *buf, size_t len, size_t *o, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int appendf(char *buf, size_t len, size_t *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(*o < len ? buf + *o : NULL, *o < len ? len - *o : 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return n;
+	*o += (size_t)n;
+	return 0;
+}
+
 int trace_format(const struct trace_cpi *r, uint64_t budget_ns, char *buf, size_t len)
 {
 	const uint64_t t0 = r->t[TR_IN_COMMIT];
 	size_t o = 0;
 	int n;
 
-	n = snprintf(buf, len, "seq %llu latency %.3f ms (budget %.3f ms):",
-		     (unsigned long long)r->seq, (double)r->latency_ns * 1e-6,
-		     (double)budget_ns * 1e-6);
-	if (n < 0)
-		return n;
-	o = (size_t)n;
-	for (int i = TR_PEEK; i < TR_STAMPS; i++) {
-		if (!r->t[i])
-			continue;
-		n = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0, " %s +%.3f",
-			     stamp_names[i], (double)(int64_t)(r->t[i] - t0) * 1e-6);
-		if (n < 0)
-			return n;
-		o += (size_t)n;
-	}
-	n = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0,
-		     " ms; input ring fill %u, in flight %u", r->fill, r->in_flight);
-	if (n < 0)
-		return n;
-	o += (size_t)n;
-	if (r->device_ns) {
-		n = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0, ", device %.3f ms",
-			     (double)r->device_ns * 1e-6);
-		if (n < 0)
-			return n;
-		o += (size_t)n;
-	}
-	if (r->recomputed) {
-		n = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0,
-			     ", %u block%s recomputed (stalled worker)", r->recomputed,
-			     r->recomputed == 1 ? "" : "s");
-		if (n < 0)
-			return n;
-		o += (size_t)n;
-	}
-	if (r->woken) {
-		n = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0,
-			     ", %u worker%s woken", r->woken, r->woken == 1 ? "" : "s");
-		if (n < 0)
-			return n;
-		o += (size_t)n;
-	}
-	if (r->absent) {
-		n = snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0,
-			     ", %u thread%s computed nothing", r->absent,
-			     r->absent == 1 ? "" : "s");
-		if (n < 0)
-			return n;
-		o += (size_t)n;
-	}
-	return (int)o;
+	if (len)
+		buf[0] = '\0';
+	n = appendf(buf, len, &o, "seq %llu latency %.3f ms (budget %.3f ms):",
+		    (unsigned long long)r->seq, (double)r->latency_ns * 1e-6,
+		    (double)budget_ns * 1e-6);
+	for (int i = TR_PEEK; n == 0 && i < TR_STAMPS; i++)
+		if (r->t[i])
+			n = appendf(buf, len, &o, " %s +%.3f", stamp_names[i],
+				    (double)(int64_t)(r->t[i] - t0) * 1e-6);
+	if (n == 0)
+		n = appendf(buf, len, &o, " ms; input ring fill %u, in flight %u", r->fill,
+			    r->in_flight);
+	if (n == 0 && r->device_ns)
+		n = appendf(buf, len, &o, ", device %.3f ms", (double)r->device_ns * 1e-6);
+	if (n == 0 && r->recomputed)
+		n = appendf(buf, len, &o, ", %u block%s recomputed (stalled worker)", r->recomputed,
+			    r->recomputed == 1 ? "" : "s");
+	if (n == 0 && r->woken)
+		n = appendf(buf, len, &o, ", %u worker%s woken", r->woken, r->woken == 1 ? "" : "s");
+	if (n == 0 && r->absent)
+		n = appendf(buf, len, &o, ", %u thread%s computed nothing", r->absent,
+			    r->absent == 1 ? "" : "s");
+	return n < 0 ? n : (int)o;
 }
