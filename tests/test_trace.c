@@ -52,6 +52,16 @@ static int consistent(const struct trace_cpi *r)
 	       r->woken == want.woken && r->absent == want.absent;
 }
 
+/* trace_format r into buf: the length it returns is the line's, and the
+ * line holds want. */
+static void expect_line(const struct trace_cpi *r, char *buf, size_t len, const char *want)
+{
+	int n = trace_format(r, 10000000, buf, len);
+
+	assert_int_equal(n, (int)strlen(buf));
+	assert_non_null(strstr(buf, want));
+}
+
 static void test_create_bounds(void **state)
 {
 	(void)state;
@@ -133,30 +143,21 @@ static void test_format(void **state)
 	assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
 	/* Blocks the CPU backend recomputed are named, singular and plural. */
 	r.recomputed = 1;
-	n = trace_format(&r, 10000000, buf, sizeof(buf));
-	assert_int_equal(n, (int)strlen(buf));
-	assert_non_null(strstr(buf, "device 0.500 ms, 1 block recomputed (stalled worker)"));
+	expect_line(&r, buf, sizeof(buf), "device 0.500 ms, 1 block recomputed (stalled worker)");
 	r.recomputed = 3;
-	(void)trace_format(&r, 10000000, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "device 0.500 ms, 3 blocks recomputed (stalled worker)"));
+	expect_line(&r, buf, sizeof(buf), "device 0.500 ms, 3 blocks recomputed (stalled worker)");
 	/* Workers that had to be woken for the CPI (idle_spin_us), too. */
 	r.woken = 1;
-	(void)trace_format(&r, 10000000, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "3 blocks recomputed (stalled worker), 1 worker woken"));
+	expect_line(&r, buf, sizeof(buf), "3 blocks recomputed (stalled worker), 1 worker woken");
 	r.recomputed = 0;
 	r.woken = 7;
-	n = trace_format(&r, 10000000, buf, sizeof(buf));
-	assert_int_equal(n, (int)strlen(buf));
-	assert_non_null(strstr(buf, "device 0.500 ms, 7 workers woken"));
+	expect_line(&r, buf, sizeof(buf), "device 0.500 ms, 7 workers woken");
 	/* Threads that computed none of the CPI's blocks, after those. */
 	r.absent = 1;
-	(void)trace_format(&r, 10000000, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "7 workers woken, 1 thread computed nothing"));
+	expect_line(&r, buf, sizeof(buf), "7 workers woken, 1 thread computed nothing");
 	r.woken = 0;
 	r.absent = 3;
-	n = trace_format(&r, 10000000, buf, sizeof(buf));
-	assert_int_equal(n, (int)strlen(buf));
-	assert_non_null(strstr(buf, "device 0.500 ms, 3 threads computed nothing"));
+	expect_line(&r, buf, sizeof(buf), "device 0.500 ms, 3 threads computed nothing");
 	assert_string_equal(trace_stamp_name(TR_OUTPUT_DONE), "output_done");
 	assert_string_equal(trace_stamp_name(TR_STAMPS), "?");
 }
