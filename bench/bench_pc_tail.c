@@ -22,8 +22,9 @@
  * cycles the CPIs through B input and B output buffers, as ring slots do,
  * so that they come from memory rather than the cache (default 1).
  * --series also prints, per mode and round, the median time per CPI of
- * each second, oldest first: whether the host's speed drifts over seconds
- * (phases), which percentiles over the whole run hide.
+ * each second, oldest first ("-" for a second in which no CPI started):
+ * whether the host's speed drifts over seconds (phases), which
+ * percentiles over the whole run hide.
  * --noise K starts K threads that each spin for a random 0.2-4 ms and sleep
  * so that they are busy PCT % of the time (--noise-duty, default 50):
  * other work on the same CPUs, which is what descheduling a worker in the
@@ -186,7 +187,8 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			printf("usage: bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]\n"
 			       "                     [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]\n"
-			       "                     [--idle-spin-us US] [--buffers B] [--compare takeover|pacing]\n");
+			       "                     [--idle-spin-us US] [--buffers B] [--compare takeover|pacing]\n"
+			       "                     [--series]\n");
 			return 0;
 		}
 		if (!v) {
@@ -308,7 +310,6 @@ int main(int argc, char **argv)
 	       "absent_cpis");
 	for (int m = 0; m < 2; m++) {
 		struct mode_stats *s = &st[m];
-
 		double *t;
 
 		if (s->n == 0)
@@ -340,16 +341,17 @@ int main(int argc, char **argv)
 			size_t lo = r ? s->round_end[r - 1] : 0, hi = s->round_end[r];
 
 			printf("series %s round %d, median ms per CPI of each second:", label[pacing][m], r + 1);
-			for (uint64_t w = 0;; w++) {
-				size_t k = 0;
+			/* at[] rises within a round: one pass, a second at a time */
+			for (size_t i = lo, k; i < hi;) {
+				uint64_t w = s->at[i] / 1000000000ull;
 
-				for (size_t i = lo; i < hi; i++)
-					if (s->at[i] / 1000000000ull == w)
-						sec[k++] = s->t[i];
-				if (!k)
-					break;
+				for (k = 0; i < hi && s->at[i] / 1000000000ull == w; i++)
+					sec[k++] = s->t[i];
 				qsort(sec, k, sizeof(double), cmp_d);
 				printf(" %.3f", sec[k / 2] * 1e3);
+				if (i < hi)   /* seconds in which no CPI started */
+					for (uint64_t e = w + 1; e < s->at[i] / 1000000000ull; e++)
+						printf(" -");
 			}
 			printf("\n");
 		}
