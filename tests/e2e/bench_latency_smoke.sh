@@ -3,6 +3,8 @@
 # backend (tiny geometry, two loads, 1 s windows) and produces a well-formed
 # table, TSV, raw latency files and criteria lines. Timing values are not
 # judged here (this is a smoke test on a shared machine), only their form.
+# --tools-cpus is given every cpu this test may use (nothing moves, the
+# taskset path runs) and must be named in the report; a bad list is refused.
 . "$(dirname "$0")/lib.sh"
 e2e_init bench_latency_smoke
 e2e_need chirp-feed
@@ -11,11 +13,21 @@ for b in latency_probe noise_floor; do
 done
 command -v python3 >/dev/null || e2e_skip "no python3"
 out=$T/bl
-timeout -k 5 120 "$(dirname "$0")/../../scripts/bench-latency.sh" --backend cpu --geometry 1x16x1000 --ref-len 64 \
-	--loads "80 90" --warmup 1 --measure 1 --noise-samples 2000 --out "$out" >"$T/run.log" 2>&1
+bench="$(dirname "$0")/../../scripts/bench-latency.sh"
+"$bench" --tools-cpus 1-x >"$T/bad.log" 2>&1
+[ $? -eq 2 ] && grep -q "cpu list" "$T/bad.log" || e2e_fail "--tools-cpus 1-x not refused: $(cat "$T/bad.log")"
+tools=()
+if command -v taskset >/dev/null; then
+	cpus=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+	tools=(--tools-cpus "$cpus")
+fi
+timeout -k 5 120 "$bench" --backend cpu --geometry 1x16x1000 --ref-len 64 \
+	--loads "80 90" --warmup 1 --measure 1 --noise-samples 2000 "${tools[@]}" --out "$out" >"$T/run.log" 2>&1
 rc=$?
 cat "$T/run.log"
 [ $rc -eq 0 ] || e2e_fail "bench-latency.sh exited $rc"
+[ ${#tools[@]} -eq 0 ] || grep -q "^tools: producer and probe on cpus $cpus (--tools-cpus)" "$out/report.md" ||
+	e2e_fail "the report does not name --tools-cpus $cpus"
 num='[0-9]+(\.[0-9]+)?'
 for pct in 80 90; do
 	grep -Eq "^\| $pct % \| $num \| $num \| [0-9]+ \| $num \| $num \| $num \| $num \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$" "$out/report.md" ||
