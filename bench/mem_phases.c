@@ -2,7 +2,7 @@
  * mem_phases.c — does this host's memory bandwidth change in steps of
  * seconds? (a program that prints a series; not a test)
  *
- *   mem_phases [--threads T] [--mib M] [--seconds S]
+ *   mem_phases [--threads T] [--mib M] [--seconds S] [--pin LIST]
  *
  * T threads (default 8, the CPU backend's default cpu_threads) each copy
  * their own M MiB (default 16: with T = 8, 128 MiB read and 128 MiB written
@@ -17,9 +17,13 @@
  * single-threaded compute block saw no such thing. The backend moves ~13
  * GB/s there; if this plain copy steps too, the steps are the host's
  * memory bandwidth, not chirpd's code (doc/latency/20261125-i1-i9.md).
+ * --pin LIST puts thread t on the (t mod n)-th CPU of LIST alone (0-7,9):
+ * whether the steps follow where the scheduler puts the threads (two on
+ * one core's hyperthreads: bench/cpu_pairs) or come with any placement.
  * Run it with nothing else busy.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +37,7 @@
 
 struct worker {
 	pthread_t th;
+	int cpu;                   /* -1: not pinned */
 	char *src, *dst;
 	size_t bytes;
 	_Atomic uint64_t rounds;   /* copies of bytes finished */
@@ -44,6 +49,19 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
+	if (w->cpu >= 0) {
+		cpu_set_t one;
+		int rc;
+
+		CPU_ZERO(&one);
+		CPU_SET(w->cpu, &one);
+		rc = pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+		if (rc != 0) {
+			fprintf(stderr, "mem_phases: cannot pin a thread to cpu %d: %s\n", w->cpu,
+				strerror(rc));
+			exit(1);
+		}
+	}
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		memcpy(w->dst, w->src, w->bytes);
 		atomic_fetch_add_explicit(&w->rounds, 1, memory_order_relaxed);
@@ -61,7 +79,8 @@ static uint64_t now_ns(void)
 
 int main(int argc, char **argv)
 {
-	int threads = 8, seconds = 20;
+	int threads = 8, seconds = 20, pin[CPU_SETSIZE], npin = 0;
+	const char *pin_arg = NULL;
 	size_t mib = 16;
 	double gbs[MAX_SECONDS], sorted[MAX_SECONDS];
 	struct worker *w;
@@ -71,7 +90,7 @@ int main(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			printf("usage: mem_phases [--threads T] [--mib M] [--seconds S]\n");
+			printf("usage: mem_phases [--threads T] [--mib M] [--seconds S] [--pin LIST]\n");
 			return 0;
 		}
 		if (!v) {
@@ -84,6 +103,35 @@ int main(int argc, char **argv)
 			mib = (size_t)atol(v);
 		else if (!strcmp(a, "--seconds"))
 			seconds = atoi(v);
+		else if (!strcmp(a, "--pin")) {
+			const char *p = v;
+
+			pin_arg = v;
+			while (*p) {
+				char *end;
+				long lo = strtol(p, &end, 10), hi;
+
+				if (end == p || lo < 0 || lo >= CPU_SETSIZE)
+					break;
+				hi = lo;
+				if (*end == '-') {
+					const char *q = end + 1;
+
+					hi = strtol(q, &end, 10);
+					if (end == q || hi < lo || hi >= CPU_SETSIZE)
+						break;
+				}
+				for (long c = lo; c <= hi && npin < CPU_SETSIZE; c++)
+					pin[npin++] = (int)c;
+				p = *end == ',' ? end + 1 : end;
+				if (*end && *end != ',')
+					break;
+			}
+			if (*p || npin == 0) {
+				fprintf(stderr, "mem_phases: --pin %s: want a cpu list (0-7,9)\n", v);
+				return 2;
+			}
+		}
 		else {
 			fprintf(stderr, "mem_phases: unknown option %s\n", a);
 			return 2;
@@ -101,6 +149,7 @@ int main(int argc, char **argv)
 		return 1;
 	for (int t = 0; t < threads; t++) {
 		w[t].bytes = mib << 20;
+		w[t].cpu = npin ? pin[t % npin] : -1;
 		w[t].src = malloc(w[t].bytes);
 		w[t].dst = malloc(w[t].bytes);
 		if (!w[t].src || !w[t].dst) {
@@ -132,8 +181,8 @@ int main(int argc, char **argv)
 	for (int t = 0; t < threads; t++)
 		pthread_join(w[t].th, NULL);
 
-	printf("mem_phases: %d threads, %zu MiB each (copied with memcpy), %d s\n", threads, mib,
-	       seconds);
+	printf("mem_phases: %d threads, %zu MiB each (copied with memcpy), %d s, %s%s\n", threads,
+	       mib, seconds, pin_arg ? "pinned to " : "not pinned", pin_arg ? pin_arg : "");
 	printf("series GB/s (read + written) of each second:");
 	for (int s = 0; s < seconds; s++)
 		printf(" %.2f", gbs[s]);
