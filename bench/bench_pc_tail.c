@@ -5,15 +5,18 @@
  *
  *   bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]
  *                 [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]
- *                 [--idle-spin-us US] [--buffers B] [--compare takeover|pacing]
- *                 [--series]
+ *                 [--idle-spin-us US] [--buffers B]
+ *                 [--compare takeover|pacing|blocks] [--block-kib K] [--series]
  *
  * Each round runs the same pc configuration twice, S seconds each, and
  * pools every CPI's submit-to-result time per mode; the order alternates
  * between rounds so drift in the machine's load hits both alike. The two
  * modes (--compare): takeover (default) CHIRP_PC_TAKEOVER=1 against =0, at
  * --rate; pacing: back to back against paced at --rate (which then must be
- * set), the take-over as the backend chooses. --rate paces the CPIs on an
+ * set), the take-over as the backend chooses; blocks: the backend's own
+ * block size (balanced over the threads, pc_cpu.c) against a fixed
+ * CHIRP_PC_BLOCK_KIB=K (--block-kib, default 256: the size before the
+ * balancing), at --rate. --rate paces the CPIs on an
  * absolute schedule (never bursting; a late CPI restarts the schedule), as
  * a front end would; 0 runs them back to back. --spin waits for each tick
  * by polling the clock instead of sleeping (the calling thread's CPU never
@@ -88,8 +91,10 @@ static void *noise_main(void *arg)
 	return NULL;
 }
 
-/* takeover: 1 / 0 sets CHIRP_PC_TAKEOVER, -1 leaves it to the backend. */
-static int run_mode(const struct pc_params *p0, int takeover, double seconds, double rate,
+/* takeover: 1 / 0 sets CHIRP_PC_TAKEOVER, -1 leaves it to the backend;
+ * block_kib: CHIRP_PC_BLOCK_KIB, NULL for the backend's choice. */
+static int run_mode(const struct pc_params *p0, int takeover, const char *block_kib,
+		    double seconds, double rate,
 		    char *const *in, char *const *out, int nbuf, struct mode_stats *st)
 {
 	struct pc_params p = *p0;
@@ -101,8 +106,11 @@ static int run_mode(const struct pc_params *p0, int takeover, double seconds, do
 
 	if (takeover >= 0)
 		setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
+	if (block_kib)
+		setenv("CHIRP_PC_BLOCK_KIB", block_kib, 1);
 	pc = pc_create(&p, err, sizeof(err));
 	unsetenv("CHIRP_PC_TAKEOVER");
+	unsetenv("CHIRP_PC_BLOCK_KIB");
 	if (!pc) {
 		fprintf(stderr, "bench_pc_tail: pc_create: %s\n", err);
 		return -1;
@@ -161,9 +169,10 @@ int main(int argc, char **argv)
 	size_t L = 512, hl;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = ncpu > 8 ? 8 : ncpu < 1 ? 1 : (int)ncpu, rounds = 4, nnoise = 0;
-	int nbuf = 1, pacing = 0;   /* --compare pacing */
+	int nbuf = 1, pacing = 0;   /* --compare: 0 takeover, 1 pacing, 2 blocks */
 	unsigned idle_spin_us = 0;
-	static const char *const label[2][2] = { { "on", "off" }, { "b2b", "paced" } };
+	char kib_label[16], block_kib[16] = "256";
+	const char *label[3][2] = { { "on", "off" }, { "b2b", "paced" }, { "balanced", kib_label } };
 	double seconds = 3, rate = 0, p999[2] = { 0 }, mx[2] = { 0 };
 	struct mode_stats st[2] = { { 0 } };
 	struct wf_params wp;
@@ -187,8 +196,8 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			printf("usage: bench_pc_tail [--cpi CxPxR:L] [--threads T] [--seconds S] [--rounds N]\n"
 			       "                     [--noise K] [--noise-duty PCT] [--rate CPI_PER_S] [--spin]\n"
-			       "                     [--idle-spin-us US] [--buffers B] [--compare takeover|pacing]\n"
-			       "                     [--series]\n");
+			       "                     [--idle-spin-us US] [--buffers B]\n"
+			       "                     [--compare takeover|pacing|blocks] [--block-kib K] [--series]\n");
 			return 0;
 		}
 		if (!v) {
@@ -219,10 +228,20 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--compare")) {
 			if (!strcmp(v, "pacing"))
 				pacing = 1;
+			else if (!strcmp(v, "blocks"))
+				pacing = 2;
 			else if (strcmp(v, "takeover")) {
-				fprintf(stderr, "bench_pc_tail: --compare takeover or pacing\n");
+				fprintf(stderr, "bench_pc_tail: --compare takeover, pacing or blocks\n");
 				return 2;
 			}
+		} else if (!strcmp(a, "--block-kib")) {
+			int k = atoi(v);
+
+			if (k < 1 || k > 65536) {
+				fprintf(stderr, "bench_pc_tail: --block-kib wants 1..65536\n");
+				return 2;
+			}
+			snprintf(block_kib, sizeof(block_kib), "%d", k);
 		} else {
 			fprintf(stderr, "bench_pc_tail: unknown option %s\n", a);
 			return 2;
@@ -231,7 +250,7 @@ int main(int argc, char **argv)
 	}
 	if (threads < 1 || rounds < 1 || seconds <= 0 || nnoise < 0 || nnoise > 64 ||
 	    noise_duty < 1 || noise_duty > 99 || nbuf < 1 || nbuf > 4096 ||
-	    idle_spin_us > PC_MAX_IDLE_SPIN_US || (pacing && rate <= 0)) {
+	    idle_spin_us > PC_MAX_IDLE_SPIN_US || (pacing == 1 && rate <= 0)) {
 		fprintf(stderr, "bench_pc_tail: bad option value\n");
 		return 2;
 	}
@@ -266,6 +285,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	snprintf(kib_label, sizeof(kib_label), "kib%s", block_kib);
 	for (int m = 0; m < 2; m++) {
 		st[m].cap = 4000000;
 		st[m].t = malloc(st[m].cap * sizeof(double));
@@ -289,7 +309,8 @@ int main(int argc, char **argv)
 		for (int j = 0; j < 2; j++) {
 			int m = (r + j) % 2;   /* mode 0 first in even rounds */
 
-			if (run_mode(&p, pacing ? -1 : m == 0, seconds, pacing && m == 0 ? 0 : rate,
+			if (run_mode(&p, pacing ? -1 : m == 0, pacing == 2 && m == 1 ? block_kib : NULL,
+				     seconds, pacing == 1 && m == 0 ? 0 : rate,
 				     in, out, nbuf, &st[m]) < 0)
 				return 1;
 		}
@@ -300,7 +321,10 @@ int main(int argc, char **argv)
 	printf("bench_pc_tail: CPU backend %ux%ux%u L %zu, %d threads, %d rounds x %.1f s per mode, "
 	       "%s, idle spin %u us, %d buffer%s, %d noise thread%s at %d %% duty, %ld online CPUs\n",
 	       C, P, R, L, threads, rounds, seconds,
-	       pacing ? "back to back against paced" : rate > 0 ? "paced" : "back to back",
+	       pacing == 1 ? "back to back against paced" :
+	       pacing == 2 ? (rate > 0 ? "paced, blocks balanced against fixed" :
+			      "back to back, blocks balanced against fixed") :
+	       rate > 0 ? "paced" : "back to back",
 	       idle_spin_us, nbuf, nbuf == 1 ? "" : "s", nnoise, nnoise == 1 ? "" : "s",
 	       noise_duty, ncpu);
 	if (rate > 0)

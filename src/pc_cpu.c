@@ -47,6 +47,7 @@
 #include "pc_backend.h"
 #include "errbuf.h"
 #include "log.h"
+#include "sysnuma.h"
 #include "timeutil.h"
 
 #include <errno.h>
@@ -58,6 +59,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -652,6 +654,66 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * CHIRP_PC_PIN=LIST (a diagnostic, not a setting): worker t runs on the
+ * (t mod n)-th CPU of LIST alone; the caller's thread is left where it is.
+ * What it answers: does the CPU backend's speed change with where the
+ * scheduler puts its workers (two on one core's hyperthreads), or with the
+ * host alone (bench/cpu_pairs.c, doc/latency.md)?
+ */
+/*
+ * The block size in [1, cap] rows that lets T threads finish a CPI of
+ * `rows` rows soonest, if all run at one speed: the CPI takes
+ * ceil(nblocks / T) rounds of up to r rows each. The largest r within 3 %
+ * of the best (fewest blocks, fewest FFTW calls) wins. 1x128x4096 at 8 threads:
+ * the 256 KiB cap is 7 rows, 19 blocks, 3 rounds = 21 row times, with 6
+ * threads idle through the last round; 4 rows make 32 blocks, 4 rounds =
+ * 16 row times, what 128 rows over 8 threads need (doc/pc.md, *Blocks*).
+ * More blocks a thread also let the atomic counter even out a thread that
+ * runs slower. O(cap) at create.
+ */
+/* Row times until T equal threads finish rows in blocks of r (the last
+ * block holds the rest; it sets the end when it is alone in its round). */
+static size_t block_makespan(size_t rows, size_t r, int T)
+{
+	size_t nb = (rows + r - 1) / r, rounds = (nb + (size_t)T - 1) / (size_t)T;
+	size_t tail = rows - (nb - 1) * r;
+
+	return (rounds - 1) * r + ((nb - 1) % (size_t)T == 0 ? tail : r);
+}
+
+static size_t balanced_block_rows(size_t rows, size_t cap, int T)
+{
+	size_t best_t = SIZE_MAX;
+
+	for (size_t r = cap; r >= 1; r--) {
+		size_t t = block_makespan(rows, r, T);
+
+		if (t < best_t)
+			best_t = t;
+	}
+	for (size_t r = cap; r > 1; r--)
+		if (block_makespan(rows, r, T) * 100 <= best_t * 103)
+			return r;
+	return 1;
+}
+
+static void pin_worker(pthread_t th, int t, const cpu_set_t *pin, int n)
+{
+	cpu_set_t one;
+	int k = t % n, rc;
+
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, pin) && k-- == 0) {
+			CPU_SET(c, &one);
+			break;
+		}
+	rc = pthread_setaffinity_np(th, sizeof(one), &one);
+	if (rc != 0)
+		log_warn("CHIRP_PC_PIN: worker %d: %s; left unpinned", t, strerror(rc));
+}
+
 static void cpu_destroy(void *be)
 {
 	struct cpu_be *b = be;
@@ -694,6 +756,8 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	struct cpu_be *b;
 	size_t row_bytes, tail;
 	sigset_t all, old;
+	cpu_set_t pin;
+	int pin_n = 0;
 	const char *m, *wisdom;
 	int rc;
 
@@ -750,12 +814,17 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 
 	/* Block: as many rows as fit in the target bytes, at least one. */
 	row_bytes = b->dist * sizeof(fftwf_complex);
+	m = getenv("CHIRP_PC_BLOCK_KIB");
 	b->block_rows = env_size("CHIRP_PC_BLOCK_KIB", 256) * 1024 / row_bytes;
 	if (b->block_rows < 1)
 		b->block_rows = 1;
 	/* Enough blocks that every thread gets work. */
 	if (b->block_rows * (size_t)b->threads > b->rows)
 		b->block_rows = (b->rows + b->threads - 1) / b->threads;
+	/* The default size is a cap: take the one that balances (an explicit
+	 * CHIRP_PC_BLOCK_KIB is taken as it is, for tuning and the tests). */
+	if (!(m && *m))
+		b->block_rows = balanced_block_rows(b->rows, b->block_rows, b->threads);
 	if (b->block_rows > (size_t)INT_MAX / b->dist)
 		b->block_rows = (size_t)INT_MAX / b->dist;
 	b->nblocks = (b->rows + b->block_rows - 1) / b->block_rows;
@@ -839,6 +908,15 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		goto nomem;
 	}
 	b->sync_ok = true;
+	m = getenv("CHIRP_PC_PIN");
+	if (m && *m) {
+		char perr[128];
+
+		if (sysnuma_parse_cpus(m, &pin, perr, sizeof(perr)) == 0)
+			pin_n = CPU_COUNT(&pin);
+		else
+			log_warn("CHIRP_PC_PIN=%s: %s; workers not pinned", m, perr);
+	}
 	/* Workers start with every signal blocked; the caller's mask is restored. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -851,6 +929,8 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 			goto fail;
 		}
 		b->w[t].started = true;
+		if (pin_n > 0)
+			pin_worker(b->w[t].th, t, &pin, pin_n);
 		{
 			char name[16];   /* visible in top -H, ps -L: "pc-cpu/1" ... */
 
@@ -873,8 +953,10 @@ static void cpu_info(void *be, struct pc_info *info)
 	struct cpu_be *b = be;
 
 	info->depth = b->depth;
-	snprintf(info->device, sizeof(info->device), "cpu (fftw3f, %d thread%s, %s plans)",
-		 b->threads, b->threads == 1 ? "" : "s",
+	snprintf(info->device, sizeof(info->device),
+		 "cpu (fftw3f, %d thread%s, %zu block%s of %zu row%s, %s plans)",
+		 b->threads, b->threads == 1 ? "" : "s", b->nblocks, b->nblocks == 1 ? "" : "s",
+		 b->block_rows, b->block_rows == 1 ? "" : "s",
 		 b->planner == FFTW_PATIENT ? "patient" :
 		 b->planner == FFTW_MEASURE ? "measured" : "estimated");
 	snprintf(info->staging, sizeof(info->staging), "none");

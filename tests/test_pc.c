@@ -1471,6 +1471,51 @@ static void *create_loop(void *arg)
 	return NULL;
 }
 
+/* The device string names the blocks a CPI is cut into (pc_cpu.c,
+ * balanced_block_rows): by default the size under the 256 KiB cap that
+ * lets the threads finish together; an explicit CHIRP_PC_BLOCK_KIB as is. */
+static void expect_blocks(unsigned C, unsigned P, unsigned R, size_t L, int T,
+			  const char *kib, const char *want)
+{
+	float *h = random_ref(L);
+	struct pc_params p;
+	struct pc_info info;
+	struct pc *pc;
+	char err[256];
+
+	if (kib)
+		setenv("CHIRP_PC_BLOCK_KIB", kib, 1);
+	base_params(&p, C, P, R, h, L);
+	p.cpu_threads = T;
+	pc = pc_create(&p, err, sizeof(err));
+	unsetenv("CHIRP_PC_BLOCK_KIB");
+	if (!pc)
+		fail_msg("pc_create %ux%ux%u T=%d: %s", C, P, R, T, err);
+	pc_get_info(pc, &info);
+	if (!strstr(info.device, want))
+		fail_msg("%ux%ux%u L=%zu T=%d kib=%s: device \"%s\", want \"%s\"", C, P, R, L, T,
+			 kib ? kib : "default", info.device, want);
+	pc_destroy(pc);
+	free(h);
+}
+
+static void test_balanced_blocks(void **state)
+{
+	(void)state;
+	/* nfft 4608: 36 KiB rows, 7 under 256 KiB. 8 threads: 19 blocks of 7
+	 * take 3 rounds (21 row times), 32 of 4 take 4 (16, the least). */
+	expect_blocks(1, 128, 4096, 512, 8, NULL, "32 blocks of 4 rows");
+	expect_blocks(1, 128, 4096, 512, 8, "256", "19 blocks of 7 rows");
+	expect_blocks(1, 128, 4096, 512, 4, NULL, "32 blocks of 4 rows");
+	/* One thread: any size is as fast; the cap (fewest FFTW calls) stays. */
+	expect_blocks(1, 128, 4096, 512, 1, NULL, "1 thread, 19 blocks of 7 rows");
+	/* 6 threads: 64 of 2 rows (11 rounds: 22 row times) against 19 of 7
+	 * (3 rounds and the 2-row rest alone: 23). */
+	expect_blocks(1, 128, 4096, 512, 6, NULL, "64 blocks of 2 rows");
+	/* Fewer rows than threads x cap: a block each at most. */
+	expect_blocks(1, 6, 1000, 100, 8, NULL, "6 blocks of 1 row");
+}
+
 static void test_concurrent_create(void **state)
 {
 	struct cjob jobs[3][CJOBS];
@@ -1538,6 +1583,7 @@ int main(void)
 		cmocka_unit_test(test_sidelobes),
 		cmocka_unit_test(test_noise_gain),
 		cmocka_unit_test(test_planner_and_wisdom),
+		cmocka_unit_test(test_balanced_blocks),
 		cmocka_unit_test(test_concurrent_create),
 	};
 
