@@ -580,9 +580,10 @@ def report(d):
         if b80:
             cap = [x for x in rec if x["name"] == "capacity"]
             crit.append("note C2 80 %%: the backend was busy %.1f %% of its window (compute p50 %s "
-                        "ms%s): %s" % (
+                        "ms%s%s): %s" % (
                             b80[0]["busy"], ms(b80[0]["p50"]),
                             " against %s in the capacity window" % ms(cap[0]["p50"]) if cap else "",
+                            "; %d CPIs in a row computed over 1.3 x that median" % b80[0]["run"] if b80[0]["run"] is not None else "",
                             "heavier than the 80 % asked for, at the host's speed then"
                             if b80[0]["busy"] > 82 else
                             "lighter than the 80 % asked for, at the host's speed then"

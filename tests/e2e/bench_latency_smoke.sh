@@ -41,7 +41,7 @@ grep -Eq '^(PASS|FAIL) C1 90 %: lost [0-9]+' "$out/report.md" || e2e_fail "no C1
 [ "$(grep -Ec '^(PASS|FAIL) C2 80 %: p99(\.9)? ' "$out/report.md")" -eq 2 ] || e2e_fail "no C2 lines"
 grep -q '^capacity: [0-9.]* CPI/s' "$out/report.md" || e2e_fail "no capacity line"
 # The CPU backend's load in its own window (recorder: compute time / span).
-grep -Eq '^note C2 80 %: the backend was busy [0-9]+\.[0-9] % of its window \(compute p50 [0-9.]+ ms against [0-9.]+ in the capacity window\): (heavier|lighter|about)' "$out/report.md" ||
+grep -Eq '^note C2 80 %: the backend was busy [0-9]+\.[0-9] % of its window \(compute p50 [0-9.]+ ms against [0-9.]+ in the capacity window; [0-9]+ CPIs in a row computed over 1\.3 x that median\): (heavier|lighter|about)' "$out/report.md" ||
 	e2e_fail "no note of how busy the backend was at 80 %"
 # What the flight recorder saw per row (chirpctl trace saved by the bench).
 grep -q '^| row | CPIs | device p50 ms | device p99 ms | device max ms | slow run (CPIs) | max fill | recomputed | chunked | short-handed | busy |$' "$out/report.md" ||
