@@ -4,7 +4,9 @@
  * against).
  *
  * Per CPI, rows are processed in blocks of block_rows rows whose work
- * buffer fits in the L2 cache (CHIRP_PC_BLOCK_KIB, default 256 KiB): load +
+ * buffer fits in the L2 cache (at most 256 KiB, sized so that the threads
+ * finish together: balanced_block_rows; CHIRP_PC_BLOCK_KIB=K sets K KiB
+ * as it is): load +
  * convert + zero-pad the block, one batched forward FFT over the block,
  * multiply by the filter, one batched inverse FFT, write gates 0..R-1 in the
  * output mode. Running the five passes on a cache-sized block instead of on
