@@ -656,24 +656,6 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/*
- * CHIRP_PC_PIN=LIST (a diagnostic, not a setting): worker t runs on the
- * (t mod n)-th CPU of LIST alone; the caller's thread is left where it is.
- * What it answers: does the CPU backend's speed change with where the
- * scheduler puts its workers (two on one core's hyperthreads), or with the
- * host alone (bench/cpu_pairs.c, doc/latency.md)?
- */
-/*
- * The block size in [1, cap] rows that lets T threads finish a CPI of
- * `rows` rows soonest, if all run at one speed: the CPI takes
- * ceil(nblocks / T) rounds of up to r rows each. The largest r within 3 %
- * of the best (fewest blocks, fewest FFTW calls) wins. 1x128x4096 at 8 threads:
- * the 256 KiB cap is 7 rows, 19 blocks, 3 rounds = 21 row times, with 6
- * threads idle through the last round; 4 rows make 32 blocks, 4 rounds =
- * 16 row times, what 128 rows over 8 threads need (doc/pc.md, *Blocks*).
- * More blocks a thread also let the atomic counter even out a thread that
- * runs slower. O(cap) at create.
- */
 /* Row times until T equal threads finish rows in blocks of r (the last
  * block holds the rest; it sets the end when it is alone in its round). */
 static size_t block_makespan(size_t rows, size_t r, int T)
@@ -684,6 +666,17 @@ static size_t block_makespan(size_t rows, size_t r, int T)
 	return (rounds - 1) * r + ((nb - 1) % (size_t)T == 0 ? tail : r);
 }
 
+/*
+ * The block size in [1, cap] rows that lets T threads finish a CPI of
+ * `rows` rows soonest, if all run at one speed: the CPI takes
+ * ceil(nblocks / T) rounds of up to r rows each. The largest r within 3 %
+ * of the best (fewest blocks, fewest FFTW calls) wins. 1x128x4096 at 8
+ * threads: the 256 KiB cap is 7 rows, 19 blocks, 3 rounds = 21 row times,
+ * with 6 threads idle through the last round; 4 rows make 32 blocks, 4
+ * rounds = 16 row times, what 128 rows over 8 threads need (doc/pc.md).
+ * More blocks a thread also let the atomic counter even out a thread that
+ * runs slower. O(cap) at create.
+ */
 static size_t balanced_block_rows(size_t rows, size_t cap, int T)
 {
 	size_t best_t = SIZE_MAX;
@@ -700,6 +693,13 @@ static size_t balanced_block_rows(size_t rows, size_t cap, int T)
 	return 1;
 }
 
+/*
+ * CHIRP_PC_PIN=LIST (a diagnostic, not a setting): worker t runs on the
+ * (t mod n)-th CPU of LIST alone; the caller's thread is left where it is.
+ * What it answers: does the CPU backend's speed change with where the
+ * scheduler puts its workers (two on one core's hyperthreads), or with the
+ * host alone (bench/cpu_pairs.c, doc/latency.md)?
+ */
 static void pin_worker(pthread_t th, int t, const cpu_set_t *pin, int n)
 {
 	cpu_set_t one;

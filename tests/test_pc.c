@@ -1516,6 +1516,51 @@ static void test_balanced_blocks(void **state)
 	expect_blocks(1, 6, 1000, 100, 8, NULL, "6 blocks of 1 row");
 }
 
+/* CHIRP_PC_PIN (a diagnostic): a valid list pins the workers and the
+ * results stay exact; a bad one is warned about and changes nothing. */
+static void test_pin_diagnostic(void **state)
+{
+	static const char *const lists[] = { "0", "0-1,0", "bogus" };
+	const unsigned C = 1, P = 6, R = 500;
+	const size_t L = 40, n = (size_t)C * P * R;
+	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
+	float *h = random_ref(L);
+	void *in;
+	float *out;
+
+	(void)state;
+	assert_non_null(xd);
+	assert_non_null(y);
+	in = random_input(PC_FMT_CF32, n, xd);
+	ref_corr(xd, (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
+	for (size_t k = 0; k < sizeof(lists) / sizeof(lists[0]); k++) {
+		struct pc_params p;
+		struct pc *pc;
+		char err[256];
+		uint32_t nf = 99;
+
+		setenv("CHIRP_PC_PIN", lists[k], 1);
+		base_params(&p, C, P, R, h, L);
+		p.cpu_threads = 3;
+		pc = pc_create(&p, err, sizeof(err));
+		unsetenv("CHIRP_PC_PIN");
+		if (!pc)
+			fail_msg("CHIRP_PC_PIN=%s: pc_create: %s", lists[k], err);
+		out = malloc(pc_out_bytes(pc));
+		assert_non_null(out);
+		poison(out, pc_out_bytes(pc));
+		assert_int_equal(pc_execute(pc, in, out, &nf), 0);
+		assert_int_equal(nf, 0);
+		check_output(PC_OUT_COMPLEX, out, y, n);
+		free(out);
+		pc_destroy(pc);
+	}
+	free(xd);
+	free(y);
+	free(h);
+	free(in);
+}
+
 static void test_concurrent_create(void **state)
 {
 	struct cjob jobs[3][CJOBS];
@@ -1584,6 +1629,7 @@ int main(void)
 		cmocka_unit_test(test_noise_gain),
 		cmocka_unit_test(test_planner_and_wisdom),
 		cmocka_unit_test(test_balanced_blocks),
+		cmocka_unit_test(test_pin_diagnostic),
 		cmocka_unit_test(test_concurrent_create),
 	};
 
