@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "sysnuma.h"
 
 #define MAX_CPUS 256
 #define ARR 1024                /* floats: 4 KiB per thread, in L1 */
@@ -131,38 +132,6 @@ static void note_solo(int i, double r)
 		solo_max[i] = r;
 }
 
-static int parse_list(const char *v, int *cpus, int max)
-{
-	int n = 0;
-	const char *p = v;
-
-	while (*p) {
-		char *end;
-		long a = strtol(p, &end, 10), b;
-
-		if (end == p || a < 0 || a >= CPU_SETSIZE)
-			return -1;
-		b = a;
-		if (*end == '-') {
-			p = end + 1;
-			b = strtol(p, &end, 10);
-			if (end == p || b < a || b >= CPU_SETSIZE)
-				return -1;
-		}
-		for (long c = a; c <= b; c++) {
-			if (n == max)
-				return -1;
-			cpus[n++] = (int)c;
-		}
-		if (*end == ',')
-			end++;
-		else if (*end)
-			return -1;
-		p = end;
-	}
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	int cpus[MAX_CPUS], n = 0, ms = 100, passes = 1;
@@ -181,7 +150,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (!strcmp(a, "--cpus")) {
-			n = parse_list(v, cpus, MAX_CPUS);
+			cpu_set_t set;
+			char perr[128];
+
+			n = 0;
+			if (sysnuma_parse_cpus(v, &set, perr, sizeof(perr)) == 0)
+				for (int c = 0; c < CPU_SETSIZE && n < MAX_CPUS; c++)
+					if (CPU_ISSET(c, &set))
+						cpus[n++] = c;
 			if (n < 2) {
 				fprintf(stderr, "cpu_pairs: --cpus %s: want a list of 2 or more CPUs (0-7,9)\n", v);
 				return 2;

@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "sysnuma.h"
 
 #define MAX_SECONDS 600
 
@@ -104,30 +105,15 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--seconds"))
 			seconds = atoi(v);
 		else if (!strcmp(a, "--pin")) {
-			const char *p = v;
+			cpu_set_t set;
+			char perr[128];
 
 			pin_arg = v;
-			while (*p) {
-				char *end;
-				long lo = strtol(p, &end, 10), hi;
-
-				if (end == p || lo < 0 || lo >= CPU_SETSIZE)
-					break;
-				hi = lo;
-				if (*end == '-') {
-					const char *q = end + 1;
-
-					hi = strtol(q, &end, 10);
-					if (end == q || hi < lo || hi >= CPU_SETSIZE)
-						break;
-				}
-				for (long c = lo; c <= hi && npin < CPU_SETSIZE; c++)
-					pin[npin++] = (int)c;
-				p = *end == ',' ? end + 1 : end;
-				if (*end && *end != ',')
-					break;
-			}
-			if (*p || npin == 0) {
+			if (sysnuma_parse_cpus(v, &set, perr, sizeof(perr)) == 0)
+				for (int c = 0; c < CPU_SETSIZE; c++)
+					if (CPU_ISSET(c, &set))
+						pin[npin++] = c;
+			if (npin == 0) {
 				fprintf(stderr, "mem_phases: --pin %s: want a cpu list (0-7,9)\n", v);
 				return 2;
 			}
