@@ -253,7 +253,8 @@ struct cu_set {
 	struct cu_chunk_stream cs[CU_CHUNK_STREAMS];
 	cudaEvent_t ev_start;    /* chunk streams wait for it              */
 	int have_ev_start;
-	void *d_in;              /* sc16 only: rows * R * 4 bytes, packed  */
+	void *d_in;              /* packed input rows: sc16 always, cf32 with
+				    graphs (their input copy must be 1-D) */
 	float2 *d_fft;           /* rows x pitch bytes, nfft used per row  */
 	void *d_out;             /* rows * R * out_sample_bytes, packed    */
 	unsigned *d_nonfinite;   /* rows with NaN/Inf in this CPI          */
@@ -261,6 +262,16 @@ struct cu_set {
 	void *h_in, *h_out;      /* pinned staging ("copy" staging only)   */
 	cudaEvent_t ev_in, ev_out;
 	int have_ev_in, have_ev_out;
+
+	/* GRAPHS: per layout, the whole CPI as one graph, made on first use.
+	 * g_state 0 not made yet, 1 made, -1 could not be made (stream path). */
+	cudaGraph_t g[CU_NLAY];
+	cudaGraphExec_t gx[CU_NLAY];
+	int g_state[CU_NLAY];
+	cudaGraphNode_t g_h2d[CU_NLAY][CU_MAX_CHUNKS];   /* chunk i's input copy  */
+	cudaGraphNode_t g_d2h[CU_NLAY][CU_MAX_CHUNKS];   /* chunk i's output copy */
+	cudaEvent_t ev_fork;     /* capture only: the chunk streams fork off it */
+	int have_ev_fork;
 
 	/* The CPI in flight on this set. */
 	uint64_t tag;
@@ -317,6 +328,9 @@ struct cu_be {
 	unsigned spin_us;        /* tail spin in pc_poll (CU_SPIN_US)      */
 	int busy_poll;           /* caller polls: no host functions, pc_poll
 				    with a timeout polls instead of sleeping */
+	int graphs;              /* CPIs from registered memory run as one
+				    CUDA graph (GRAPHS; CHIRP_CUDA_GRAPHS=0 off) */
+	uint64_t graph_cpis;     /* CPIs launched as a graph               */
 	int failed;
 	int fault_armed;
 	char last_error[256];
@@ -345,6 +359,31 @@ __global__ void k_pad_cf32(float2 *__restrict__ fft, size_t pe, unsigned R, unsi
 		float2 v = row[n];
 
 		bad |= cu_nonfinite(v.x) | cu_nonfinite(v.y);
+	}
+	for (unsigned n = R + threadIdx.x; n < nfft; n += blockDim.x)
+		row[n] = make_float2(0.0f, 0.0f);
+	bad = __syncthreads_or(bad);
+	if (bad && threadIdx.x == 0)
+		atomicAdd(nonfinite, 1u);
+}
+
+/*
+ * cf32 with graphs, one block per row: in (packed rows x R float2) -> fft
+ * row (pitch pe elements), zero [R, nfft), count the row if it holds
+ * NaN/Inf. The same values as the 2-D copy + k_pad_cf32 of the stream path.
+ */
+__global__ void k_pad_cf32_packed(const float2 *__restrict__ in, float2 *__restrict__ fft,
+				  size_t pe, unsigned R, unsigned nfft, unsigned *nonfinite)
+{
+	const float2 *src = in + (size_t)blockIdx.x * R;
+	float2 *row = fft + (size_t)blockIdx.x * pe;
+	int bad = 0;
+
+	for (unsigned n = threadIdx.x; n < R; n += blockDim.x) {
+		float2 v = src[n];
+
+		bad |= cu_nonfinite(v.x) | cu_nonfinite(v.y);
+		row[n] = v;
 	}
 	for (unsigned n = R + threadIdx.x; n < nfft; n += blockDim.x)
 		row[n] = make_float2(0.0f, 0.0f);
@@ -702,6 +741,13 @@ static void cu_destroy(void *p)
 			if (c->stream)
 				(void)cudaStreamDestroy(c->stream);
 		}
+		for (unsigned l = 0; l < CU_NLAY; l++)
+			if (s->g_state[l] == 1) {
+				(void)cudaGraphExecDestroy(s->gx[l]);
+				(void)cudaGraphDestroy(s->g[l]);
+			}
+		if (s->have_ev_fork)
+			(void)cudaEventDestroy(s->ev_fork);
 		if (s->have_ev_start)
 			(void)cudaEventDestroy(s->ev_start);
 		if (s->have_ev_in)
@@ -898,6 +944,11 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	be->staging = su->staging;
 	be->staging_threads = su->staging_threads;   /* 1..HCOPY_MAX_THREADS (pc.c) */
 	be->busy_poll = su->busy_poll;
+	{
+		const char *env = getenv("CHIRP_CUDA_GRAPHS");
+
+		be->graphs = !(env && strcmp(env, "0") == 0);
+	}
 	be->numa_node = -1;
 	{
 		const char *env = getenv("CHIRP_CUDA_STAGING_NT");
@@ -987,7 +1038,8 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 		/* ev_out and ev_start time the CPI on the GPU (pc_done.device_ns) */
 		CK(cudaEventCreateWithFlags(&s->ev_out, cudaEventDefault));
 		s->have_ev_out = 1;
-		if (be->in_format == PC_FMT_SC16)   /* cf32 lands in d_fft directly */
+		/* cf32 lands in d_fft directly, but a graph's copy must be 1-D */
+		if (be->in_format == PC_FMT_SC16 || be->graphs)
 			CK(cudaMalloc(&s->d_in, be->in_bytes));
 		CK(cudaMalloc(&s->d_out, be->out_bytes));
 		CK(cudaMallocPitch((void **)&s->d_fft, &pitch, be->nfft * sizeof(float2), be->rows));
@@ -1010,6 +1062,8 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 
 		CK(cudaEventCreateWithFlags(&s->ev_start, cudaEventDefault));
 		s->have_ev_start = 1;
+		CK(cudaEventCreateWithFlags(&s->ev_fork, cudaEventDisableTiming));
+		s->have_ev_fork = 1;
 		for (unsigned k = 0; k < be->ncs; k++) {
 			struct cu_chunk_stream *c = &s->cs[k];
 
@@ -1046,9 +1100,10 @@ static void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 			snprintf(idle, sizeof(idle), " (%u of %zu rows while the GPU is not behind)",
 				 i->nchunks, i->chunk_rows);
 		log_info("cuda: %s, nfft %zu, depth %u, %u chunk%s of %zu rows%s, row pitch %zu B, "
-			 "%s staging (%u copy thread%s%s when staged)",
+			 "%s, %s staging (%u copy thread%s%s when staged)",
 			 be->device, be->nfft, be->nsets, d->nchunks, d->nchunks == 1 ? "" : "s",
 			 d->chunk_rows, idle, be->pitch_elems * sizeof(float2),
+			 be->graphs ? "a registered CPI is one CUDA graph" : "CPIs queued call by call",
 			 be->staging == PC_STAGING_COPY ? "copy" : "register/auto",
 			 be->staging_threads, be->staging_threads == 1 ? "" : "s",
 			 be->staging_nt ? ", streaming stores" : "");
@@ -1092,6 +1147,7 @@ static void cu_info(void *p, struct pc_info *info)
 	info->staging_threads = 0;
 	if (be->hc && (be->staging == PC_STAGING_COPY || be->staged_cpis > 0))
 		info->staging_threads = hcopy_threads(be->hc);
+	info->graph_cpis = be->graph_cpis;
 }
 
 static void cu_add_region(struct cu_be *be, void *base, size_t len, int owned)
@@ -1245,6 +1301,338 @@ static int cu_pick_layout(struct cu_be *be)
 	return CU_LAY_IDLE;
 }
 
+/*
+ * The first failed call of cu_enqueue: its text and the error's. The
+ * caller decides what it means (the stream path: the backend has failed;
+ * a capture: no graph, the stream path instead).
+ */
+struct cu_err {
+	const char *call, *what;
+	int whole;               /* call is a name to keep whole (EQL)     */
+};
+
+#define EQ(x)                                                                \
+	do {                                                                 \
+		cudaError_t e_ = (x);                                        \
+		if (e_ != cudaSuccess) {                                     \
+			ce->call = #x;                                       \
+			ce->what = cudaGetErrorString(e_);                   \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+#define EQF(x)                                                               \
+	do {                                                                 \
+		cufftResult r_ = (x);                                        \
+		if (r_ != CUFFT_SUCCESS) {                                   \
+			ce->call = #x;                                       \
+			ce->what = cufft_str(r_);                            \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+#define EQL(name)                                                            \
+	do {                                                                 \
+		cudaError_t e_ = cudaGetLastError();                         \
+		if (e_ != cudaSuccess) {                                     \
+			ce->call = name;                                     \
+			ce->whole = 1;                                       \
+			ce->what = cudaGetErrorString(e_);                   \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+
+/*
+ * Queue one CPI's work on set s, cut as layout li: src/dst are what the
+ * copies read and write (the caller's buffers, or s->h_in/h_out when
+ * staged; `in` is the caller's input, copied into h_in chunk by chunk when
+ * stage_in). capture: the calls are being captured into the set's graph
+ * (cu_make_graph): the input copy is 1-D into d_in (a graph's copy can take
+ * new pointers only when it is 1-D) and padded from there, the events the
+ * host reads (ev_start, ev_in, ev_out) become event-record nodes, and the
+ * chunk streams fork off ev_fork. 0, or -EIO with *ce set.
+ */
+static int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in,
+		      const void *src, void *dst, int stage_in, int capture, struct cu_err *ce)
+{
+	const struct cu_layout *lay = &be->lay[li];
+	unsigned R = (unsigned)be->R, nfft = (unsigned)be->nfft;
+	size_t in_sz = pc_format_sample_bytes(be->in_format);
+	size_t out_sz = pc_output_sample_bytes(be->out_mode);
+	unsigned rec = capture ? cudaEventRecordExternal : cudaEventRecordDefault;
+	cudaEvent_t fork = capture ? s->ev_fork : s->ev_start;
+	int packed = be->in_format == PC_FMT_SC16 || capture;
+	dim3 gmul;
+
+	/*
+	 * Main stream: reset the counter, then release the chunk streams
+	 * (everything earlier on this set is ordered before ev_start).
+	 */
+	EQ(cudaMemsetAsync(s->d_nonfinite, 0, sizeof(unsigned), s->stream));
+	EQ(cudaEventRecordWithFlags(s->ev_start, s->stream, rec));
+	if (capture)
+		EQ(cudaEventRecord(s->ev_fork, s->stream));
+	for (unsigned k = 0; k < lay->ncs; k++)
+		EQ(cudaStreamWaitEvent(s->cs[k].stream, fork, 0));
+
+	/*
+	 * Chunk i on chunk stream i mod ncs: H2D, pad, FFT, multiply, IFFT,
+	 * output, D2H. The copy engines serve the streams in turn, so the H2D
+	 * of chunk i+1 runs while chunk i computes and the D2H of chunk i-1
+	 * drains: both directions stay busy even with one CPI in flight.
+	 * Staged input is copied into h_in one chunk at a time, just before
+	 * that chunk's H2D is queued, so the DMA of chunk i runs while the
+	 * host copies chunk i+1 (the set is free, so no DMA still reads h_in).
+	 * ev_start is already recorded then: for a CPI queued call by call,
+	 * device_ns includes any time the GPU waited for the host to queue
+	 * the rest (and, staged, for those host copies); a graph has it all.
+	 */
+	for (unsigned i = 0; i < lay->nchunks; i++) {
+		struct cu_chunk_stream *c = &s->cs[i % lay->ncs];
+		size_t r0 = (size_t)i * lay->chunk_rows;
+		int last = i == lay->nchunks - 1;
+		unsigned nr = (unsigned)(last ? lay->rem_rows : lay->chunk_rows);
+		size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
+		const char *cin = packed ? (const char *)s->d_in + ioff : NULL;
+		float2 *fft = s->d_fft + r0 * be->pitch_elems;
+		void *cout = (char *)s->d_out + ooff;
+		cufftHandle plan = nr == lay->chunk_rows ? c->plan[li] : c->plan_rem[li];
+
+		if (stage_in) {
+			int hr = hcopy_run(be->hc, (char *)s->h_in + ioff, (const char *)in + ioff,
+					   (size_t)nr * be->R * in_sz);
+
+			if (hr < 0) {
+				ce->call = "hcopy_run(input)";
+				ce->what = strerror(-hr);
+				return -EIO;
+			}
+		}
+		if (!packed)   /* cf32, call by call: packed slot rows -> pitched rows */
+			EQ(cudaMemcpy2DAsync(fft, be->pitch_elems * sizeof(float2),
+					     (const char *)src + ioff, (size_t)be->R * in_sz,
+					     (size_t)be->R * in_sz, nr, cudaMemcpyDefault, c->stream));
+		else
+			EQ(cudaMemcpyAsync((char *)s->d_in + ioff, (const char *)src + ioff,
+					   (size_t)nr * be->R * in_sz, cudaMemcpyDefault, c->stream));
+		if (i + lay->ncs >= lay->nchunks)   /* this stream's last H2D */
+			EQ(cudaEventRecord(c->ev_h2d, c->stream));
+		if (be->fault_armed && !capture) {
+			be->fault_armed = 0;
+			k_fault<<<1, 4096, 0, c->stream>>>();   /* > 1024 threads: invalid */
+			EQL("k_fault<<<1,4096>>> (injected fault)");
+		}
+		if (be->in_format == PC_FMT_SC16)
+			k_pad_sc16<<<nr, CU_THREADS, 0, c->stream>>>((const short2 *)cin, fft,
+								     be->pitch_elems, R, nfft);
+		else if (packed)
+			k_pad_cf32_packed<<<nr, CU_THREADS, 0, c->stream>>>(
+				(const float2 *)cin, fft, be->pitch_elems, R, nfft, s->d_nonfinite);
+		else
+			k_pad_cf32<<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, nfft,
+								     s->d_nonfinite);
+		EQL("k_pad");
+		EQF(cufftExecC2C(plan, (cufftComplex *)fft, (cufftComplex *)fft, CUFFT_FORWARD));
+		gmul = dim3((nfft + CU_THREADS - 1) / CU_THREADS, nr < 65535 ? nr : 65535);
+		k_cmul<<<gmul, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, nfft, nr, be->d_filt);
+		EQL("k_cmul");
+		EQF(cufftExecC2C(plan, (cufftComplex *)fft, (cufftComplex *)fft, CUFFT_INVERSE));
+		switch (be->out_mode) {
+		case PC_OUT_COMPLEX:
+			k_out<PC_OUT_COMPLEX><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
+			break;
+		case PC_OUT_MAGNITUDE:
+			k_out<PC_OUT_MAGNITUDE><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
+			break;
+		case PC_OUT_POWER_DB:
+			k_out<PC_OUT_POWER_DB><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
+			break;
+		}
+		EQL("k_out");
+		EQ(cudaMemcpyAsync((char *)dst + ooff, cout, (size_t)nr * be->R * out_sz,
+				   cudaMemcpyDefault, c->stream));
+	}
+
+	/* Join: ev_in after every H2D, ev_out after every D2H and the count. */
+	for (unsigned k = 0; k < lay->ncs; k++) {
+		EQ(cudaEventRecord(s->cs[k].ev_done, s->cs[k].stream));
+		EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_h2d, 0));
+	}
+	EQ(cudaEventRecordWithFlags(s->ev_in, s->stream, rec));
+	for (unsigned k = 0; k < lay->ncs; k++)
+		EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
+	EQ(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
+			   cudaMemcpyDeviceToHost, s->stream));
+	EQ(cudaEventRecordWithFlags(s->ev_out, s->stream, rec));
+	return 0;
+}
+
+#undef EQ
+#undef EQF
+#undef EQL
+
+/*
+ * GRAPHS
+ *   Queued call by call, a CPI costs the host ~35 runtime calls (memset,
+ *   events, per chunk a copy, four kernels, two FFTs and a copy back):
+ *   ~0.1 ms of the data thread per CPI at 4x128x4096, and when the host
+ *   slows down (a shared VM's vCPUs run 2-3x slower for stretches:
+ *   doc/latency.md, sixth session) that time grows, and the GPU, which
+ *   started at ev_start, waits for the calls still to come. So a CPI
+ *   whose buffers are both in registered host memory runs as one CUDA
+ *   graph per set and layout: captured from the same calls the first
+ *   time that set and layout meet such a CPI (a few ms, once), then per
+ *   CPI only the chunks' copy addresses are set
+ *   (cudaGraphExecMemcpyNodeSetParams1D, host-side) and the graph is
+ *   launched: 2 x chunks + 1 calls. Staged CPIs, device buffers and an
+ *   injected fault take the call-by-call path. If a graph cannot be made
+ *   or a CPI's addresses are refused, chirpd says so once and every later
+ *   CPI takes that path (CHIRP_CUDA_GRAPHS=0 asks for it from the start).
+ *   pc_info.graph_cpis counts the CPIs launched as graphs.
+ */
+#define CU_GRAPH_MAX_NODES 1024
+
+static int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int stage_in,
+		       int stage_out, int in_dev, int out_dev)
+{
+	return be->graphs && !stage_in && !stage_out && !in_dev && !out_dev && !be->fault_armed &&
+	       s->g_state[li] >= 0;
+}
+
+static void cu_graphs_off(struct cu_be *be, const char *call, const char *what)
+{
+	(void)cudaGetLastError();   /* a failed capture's error is not the next call's */
+	be->graphs = 0;
+	log_warn("cuda: %.*s: %s; CPIs are queued call by call from now on",
+		 (int)strcspn(call, "(<"), call, what);
+}
+
+/* Capture set s's CPI in layout li (the caller's in/out: registered host
+ * memory) into s->g[li] and find each chunk's two copies. */
+static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out)
+{
+	const struct cu_layout *lay = &be->lay[li];
+	size_t in_sz = pc_format_sample_bytes(be->in_format);
+	size_t out_sz = pc_output_sample_bytes(be->out_mode);
+	struct cu_err ce = { NULL, NULL, 0 };
+	cudaGraphNode_t nodes[CU_GRAPH_MAX_NODES];
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t gx;
+	size_t n = 0;
+	unsigned found = 0;
+	cudaError_t e;
+	int rc;
+
+	s->g_state[li] = -1;
+	e = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
+	if (e != cudaSuccess) {
+		cu_graphs_off(be, "cudaStreamBeginCapture", cudaGetErrorString(e));
+		return;
+	}
+	rc = cu_enqueue(be, s, li, in, in, out, 0, 1, &ce);
+	e = cudaStreamEndCapture(s->stream, &g);   /* always: the stream leaves capture */
+	if (rc < 0 || e != cudaSuccess) {
+		if (g)
+			(void)cudaGraphDestroy(g);
+		if (rc < 0)
+			cu_graphs_off(be, ce.call, ce.what);
+		else
+			cu_graphs_off(be, "cudaStreamEndCapture", cudaGetErrorString(e));
+		return;
+	}
+	e = cudaGraphGetNodes(g, NULL, &n);
+	if (e == cudaSuccess && n > CU_GRAPH_MAX_NODES)
+		e = cudaErrorInvalidValue;
+	if (e == cudaSuccess)
+		e = cudaGraphGetNodes(g, nodes, &n);
+	for (size_t k = 0; e == cudaSuccess && k < n; k++) {
+		enum cudaGraphNodeType t;
+		struct cudaMemcpy3DParms p;
+		const char *sp, *dp;
+
+		e = cudaGraphNodeGetType(nodes[k], &t);
+		if (e != cudaSuccess || t != cudaGraphNodeTypeMemcpy)
+			continue;
+		e = cudaGraphMemcpyNodeGetParams(nodes[k], &p);
+		if (e != cudaSuccess)
+			break;
+		sp = (const char *)p.srcPtr.ptr + p.srcPos.x;
+		dp = (const char *)p.dstPtr.ptr + p.dstPos.x;
+		for (unsigned i = 0; i < lay->nchunks; i++) {
+			size_t r0 = (size_t)i * lay->chunk_rows;
+			size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
+
+			if (sp == (const char *)in + ioff && dp == (const char *)s->d_in + ioff) {
+				s->g_h2d[li][i] = nodes[k];
+				found++;
+			} else if (sp == (const char *)s->d_out + ooff && dp == (const char *)out + ooff) {
+				s->g_d2h[li][i] = nodes[k];
+				found++;
+			}
+		}
+	}
+	if (e != cudaSuccess || found != 2 * lay->nchunks) {
+		(void)cudaGraphDestroy(g);
+		cu_graphs_off(be, "finding a CPI graph's copies",
+			      e != cudaSuccess ? cudaGetErrorString(e) : "not one per chunk and direction");
+		return;
+	}
+	e = cudaGraphInstantiate(&gx, g, 0);
+	if (e != cudaSuccess) {
+		(void)cudaGraphDestroy(g);
+		cu_graphs_off(be, "cudaGraphInstantiate", cudaGetErrorString(e));
+		return;
+	}
+	s->g[li] = g;
+	s->gx[li] = gx;
+	s->g_state[li] = 1;
+	log_debug("cuda: set %u, layout %d: a CPI is one graph of %zu nodes",
+		  (unsigned)(s - be->sets), li, n);
+}
+
+/*
+ * Launch set s's graph for layout li with this CPI's buffers (made first
+ * if need be). 0 launched; 1 not (no graph, or its copies refused the
+ * addresses: the caller queues the CPI call by call); -EIO the launch
+ * failed (the backend has failed, as any failed call).
+ */
+static int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out)
+{
+	const struct cu_layout *lay = &be->lay[li];
+	size_t in_sz = pc_format_sample_bytes(be->in_format);
+	size_t out_sz = pc_output_sample_bytes(be->out_mode);
+	cudaError_t e = cudaSuccess;
+
+	if (s->g_state[li] == 0)
+		cu_make_graph(be, s, li, in, out);
+	if (s->g_state[li] != 1)
+		return 1;
+	for (unsigned i = 0; i < lay->nchunks && e == cudaSuccess; i++) {
+		size_t r0 = (size_t)i * lay->chunk_rows;
+		size_t nr = i == lay->nchunks - 1 ? lay->rem_rows : lay->chunk_rows;
+		size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
+
+		e = cudaGraphExecMemcpyNodeSetParams1D(s->gx[li], s->g_h2d[li][i],
+						       (char *)s->d_in + ioff,
+						       (const char *)in + ioff, nr * be->R * in_sz,
+						       cudaMemcpyDefault);
+		if (e == cudaSuccess)
+			e = cudaGraphExecMemcpyNodeSetParams1D(s->gx[li], s->g_d2h[li][i],
+							       (char *)out + ooff,
+							       (const char *)s->d_out + ooff,
+							       nr * be->R * out_sz, cudaMemcpyDefault);
+	}
+	if (e != cudaSuccess) {
+		cu_graphs_off(be, "cudaGraphExecMemcpyNodeSetParams1D", cudaGetErrorString(e));
+		return 1;
+	}
+	e = cudaGraphLaunch(s->gx[li], s->stream);
+	if (e != cudaSuccess) {
+		cu_fail(be, "cudaGraphLaunch", cudaGetErrorString(e));
+		return -EIO;
+	}
+	be->graph_cpis++;
+	return 0;
+}
+
 static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 {
 	struct cu_be *be = (struct cu_be *)p;
@@ -1252,12 +1640,7 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	const void *src = in;
 	void *dst = out;
 	int stage_in, stage_out, in_dev = 0, out_dev = 0, rc = 0;
-	unsigned R = (unsigned)be->R, nfft = (unsigned)be->nfft;
-	size_t in_sz = pc_format_sample_bytes(be->in_format);
-	size_t out_sz = pc_output_sample_bytes(be->out_mode);
-	const struct cu_layout *lay;
-	int li;
-	dim3 gmul;
+	int li, launched = 0;
 
 	if (be->failed)
 		return -EIO;
@@ -1293,102 +1676,27 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		rc = li;
 		goto out;
 	}
-	lay = &be->lay[li];
 
-	/*
-	 * Main stream: reset the counter, then release the chunk streams
-	 * (everything earlier on this set is ordered before ev_start).
-	 */
-	CK(cudaMemsetAsync(s->d_nonfinite, 0, sizeof(unsigned), s->stream));
-	CK(cudaEventRecord(s->ev_start, s->stream));
-	for (unsigned k = 0; k < lay->ncs; k++)
-		CK(cudaStreamWaitEvent(s->cs[k].stream, s->ev_start, 0));
+	if (cu_graph_ok(be, s, li, stage_in, stage_out, in_dev, out_dev)) {
+		int g = cu_graph_launch(be, s, li, in, out);
 
-	/*
-	 * Chunk i on chunk stream i mod ncs: H2D, pad, FFT, multiply, IFFT,
-	 * output, D2H. The copy engines serve the streams in turn, so the H2D
-	 * of chunk i+1 runs while chunk i computes and the D2H of chunk i-1
-	 * drains: both directions stay busy even with one CPI in flight.
-	 * Staged input is copied into h_in one chunk at a time, just before
-	 * that chunk's H2D is queued, so the DMA of chunk i runs while the
-	 * host copies chunk i+1 (the set is free, so no DMA still reads h_in).
-	 * ev_start is already recorded then: for a staged CPI, device_ns
-	 * includes the time the GPU waited for those host copies.
-	 */
-	for (unsigned i = 0; i < lay->nchunks; i++) {
-		struct cu_chunk_stream *c = &s->cs[i % lay->ncs];
-		size_t r0 = (size_t)i * lay->chunk_rows;
-		int last = i == lay->nchunks - 1;
-		unsigned nr = (unsigned)(last ? lay->rem_rows : lay->chunk_rows);
-		size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
-		const char *cin = s->d_in ? (const char *)s->d_in + ioff : NULL;  /* sc16 */
-		float2 *fft = s->d_fft + r0 * be->pitch_elems;
-		void *cout = (char *)s->d_out + ooff;
-		cufftHandle plan = nr == lay->chunk_rows ? c->plan[li] : c->plan_rem[li];
-
-		if (stage_in) {
-			int hr = hcopy_run(be->hc, (char *)s->h_in + ioff, (const char *)in + ioff,
-					   (size_t)nr * be->R * in_sz);
-
-			if (hr < 0) {
-				cu_fail(be, "hcopy_run(input)", strerror(-hr));
-				rc = -EIO;
-				goto out;
-			}
+		if (g < 0) {
+			rc = g;
+			goto out;
 		}
-		if (be->in_format == PC_FMT_CF32)   /* packed slot rows -> pitched rows */
-			CK(cudaMemcpy2DAsync(fft, be->pitch_elems * sizeof(float2),
-					     (const char *)src + ioff, (size_t)be->R * in_sz,
-					     (size_t)be->R * in_sz, nr, cudaMemcpyDefault, c->stream));
-		else
-			CK(cudaMemcpyAsync((char *)s->d_in + ioff, (const char *)src + ioff,
-					   (size_t)nr * be->R * in_sz, cudaMemcpyDefault, c->stream));
-		if (i + lay->ncs >= lay->nchunks)   /* this stream's last H2D */
-			CK(cudaEventRecord(c->ev_h2d, c->stream));
-		if (be->fault_armed) {
-			be->fault_armed = 0;
-			k_fault<<<1, 4096, 0, c->stream>>>();   /* > 1024 threads: invalid */
-			CKL("k_fault<<<1,4096>>> (injected fault)");
-		}
-		if (be->in_format == PC_FMT_CF32)
-			k_pad_cf32<<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, nfft,
-								     s->d_nonfinite);
-		else
-			k_pad_sc16<<<nr, CU_THREADS, 0, c->stream>>>((const short2 *)cin, fft,
-								     be->pitch_elems, R, nfft);
-		CKL("k_pad");
-		CKF(cufftExecC2C(plan, (cufftComplex *)fft, (cufftComplex *)fft, CUFFT_FORWARD));
-		gmul = dim3((nfft + CU_THREADS - 1) / CU_THREADS, nr < 65535 ? nr : 65535);
-		k_cmul<<<gmul, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, nfft, nr, be->d_filt);
-		CKL("k_cmul");
-		CKF(cufftExecC2C(plan, (cufftComplex *)fft, (cufftComplex *)fft, CUFFT_INVERSE));
-		switch (be->out_mode) {
-		case PC_OUT_COMPLEX:
-			k_out<PC_OUT_COMPLEX><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
-			break;
-		case PC_OUT_MAGNITUDE:
-			k_out<PC_OUT_MAGNITUDE><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
-			break;
-		case PC_OUT_POWER_DB:
-			k_out<PC_OUT_POWER_DB><<<nr, CU_THREADS, 0, c->stream>>>(fft, be->pitch_elems, R, cout);
-			break;
-		}
-		CKL("k_out");
-		CK(cudaMemcpyAsync((char *)dst + ooff, cout, (size_t)nr * be->R * out_sz,
-				   cudaMemcpyDefault, c->stream));
+		launched = g == 0;
 	}
+	if (!launched) {
+		struct cu_err ce = { NULL, NULL, 0 };
 
-	/* Join: ev_in after every H2D, ev_out after every D2H and the count. */
-	for (unsigned k = 0; k < lay->ncs; k++) {
-		CK(cudaEventRecord(s->cs[k].ev_done, s->cs[k].stream));
-		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_h2d, 0));
+		rc = cu_enqueue(be, s, li, in, src, dst, stage_in, 0, &ce);
+		if (rc < 0) {
+			/* "k_pad" whole; "cudaMemcpyAsync(...)" as its name */
+			cu_fail_n(be, ce.call, ce.whole ? strlen(ce.call) : strcspn(ce.call, "(<"),
+				  ce.what);
+			goto out;
+		}
 	}
-	CK(cudaEventRecord(s->ev_in, s->stream));
-	for (unsigned k = 0; k < lay->ncs; k++)
-		CK(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
-	CK(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
-			   cudaMemcpyDeviceToHost, s->stream));
-	CK(cudaEventRecord(s->ev_out, s->stream));
 
 	/* Wake-ups for pc_poll, off the compute stream so they delay nothing.
 	 * A caller that polls (busy_poll) needs none: four API calls and a
@@ -1401,7 +1709,7 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	}
 
 	s->tag = tag;
-	s->nchunks = lay->nchunks;
+	s->nchunks = be->lay[li].nchunks;
 	s->h2d_done = 0;
 	s->out = out;
 	s->stage_out = stage_out;

@@ -305,10 +305,17 @@ static void test_direct_reference(void **state)
  * Many CPIs through pc_submit/pc_poll with the queue kept full, from host
  * memory registered like a ring (MAP_SHARED), from plain malloc memory
  * (staged), and with staging = copy. Checks every output against the CPU,
- * the order of the reports and that input precedes output.
+ * the order of the reports and that input precedes output. A report must
+ * mean what it says, as a ring's producer and consumer rely on: each
+ * output is copied away the moment it is reported (a later write would be
+ * missed), and each input slot is overwritten the moment its input is
+ * reported (a copy still reading it would compute garbage); the CPU
+ * reference uses a copy of the input taken before. want_graphs: 1 the
+ * registered CPIs must have run as CUDA graphs, 0 none, -1 either.
  */
-static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging,
-			 enum pc_format f, enum pc_output m, const char *want_staging)
+static void run_pipeline_g(unsigned streams, int use_mmap, enum pc_staging staging,
+			   enum pc_format f, enum pc_output m, const char *want_staging,
+			   int want_graphs)
 {
 	const unsigned C = 2, P = 8, R = 1000, K = 13;
 	const size_t L = 200;
@@ -319,11 +326,14 @@ static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging
 	size_t islot = (ib + 4095) & ~(size_t)4095, oslot = (ob + 4095) & ~(size_t)4095;
 	char *inr, *outr;
 	float *want = malloc(ob);
+	char *orig = malloc(ib * K), *snap = malloc(ob * K);
 	uint64_t next_in = 0, next_out = 0, submitted = 0;
 	struct pc_info info;
 	int in_seen[13] = { 0 };
 
 	assert_non_null(want);
+	assert_non_null(orig);
+	assert_non_null(snap);
 	if (use_mmap) {
 		inr = mmap(NULL, islot * K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		outr = mmap(NULL, oslot * K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -338,6 +348,7 @@ static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging
 	}
 	for (unsigned k = 0; k < K; k++) {
 		fill_input(inr + k * islot, f, (size_t)C * P * R);
+		memcpy(orig + k * ib, inr + k * islot, ib);
 		poison(outr + k * oslot, ob);
 	}
 	pc_get_info(gpu, &info);
@@ -379,12 +390,14 @@ static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging
 				assert_int_equal(k, next_in);   /* inputs in order */
 				in_seen[k] = 1;
 				next_in++;
+				poison(inr + k * islot, ib);    /* the producer reuses it */
 			}
 			if (d[i].flags & PC_DONE_OUTPUT) {
 				assert_int_equal(k, next_out);  /* outputs in order */
 				assert_true(in_seen[k]);        /* never before input */
 				assert_int_equal(d[i].nonfinite_rows, 0);
 				assert_true(d[i].chunks >= 1 && d[i].chunks <= 16);
+				memcpy(snap + k * ob, outr + k * oslot, ob);   /* consumed */
 				next_out++;
 			}
 		}
@@ -401,17 +414,21 @@ static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging
 		double e;
 
 		poison(want, ob);
-		assert_int_equal(pc_execute(cpu, inr + k * islot, want, NULL), 0);
-		e = out_err((float *)(outr + k * oslot), want, ob / sizeof(float), m);
+		assert_int_equal(pc_execute(cpu, orig + k * ib, want, NULL), 0);
+		e = out_err((float *)(snap + k * ob), want, ob / sizeof(float), m);
 		if (!(e <= TOL))
 			fail_msg("CPI %u (streams %u, %s): rel L2 %.3e", k, streams,
 				 use_mmap ? "registered" : "malloc", e);
 	}
 	pc_get_info(gpu, &info);
-	print_message("  pipeline streams=%u %s %s/%s: %u CPIs ok, staging \"%s\"\n", streams,
-		      use_mmap ? "mmap" : "malloc", pc_format_name(f), pc_output_name(m), K,
-		      info.staging);
+	print_message("  pipeline streams=%u %s %s/%s: %u CPIs ok, staging \"%s\", %llu as graphs\n",
+		      streams, use_mmap ? "mmap" : "malloc", pc_format_name(f), pc_output_name(m), K,
+		      info.staging, info.graph_cpis);
 	assert_string_equal(info.staging, want_staging);
+	if (want_graphs == 1)
+		assert_true(info.graph_cpis == K);
+	else if (want_graphs == 0)
+		assert_true(info.graph_cpis == 0);
 	pc_destroy(gpu);   /* unregisters before the memory goes */
 	pc_destroy(cpu);
 	if (use_mmap) {
@@ -422,7 +439,36 @@ static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging
 		free(outr);
 	}
 	free(want);
+	free(orig);
+	free(snap);
 	free(ref);
+}
+
+static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging,
+			 enum pc_format f, enum pc_output m, const char *want_staging)
+{
+	run_pipeline_g(streams, use_mmap, staging, f, m, want_staging, -1);
+}
+
+/*
+ * CUDA graphs (pc_cuda.cu, GRAPHS): registered CPIs run as one graph per
+ * set and layout, their copies pointed at a new slot each time; staged
+ * CPIs and CHIRP_CUDA_GRAPHS=0 run call by call. Same results either way.
+ */
+static void test_graphs(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	unsetenv("CHIRP_CUDA_GRAPHS");
+	run_pipeline_g(1, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "registered", 1);
+	run_pipeline_g(3, 1, PC_STAGING_AUTO, PC_FMT_SC16, PC_OUT_POWER_DB, "registered", 1);
+	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "3", 1), 0);   /* 16 rows: 6+6+4 */
+	run_pipeline_g(2, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_MAGNITUDE, "registered", 1);
+	unsetenv("CHIRP_CUDA_CHUNKS");
+	run_pipeline_g(2, 0, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "copy", 0);
+	assert_int_equal(setenv("CHIRP_CUDA_GRAPHS", "0", 1), 0);
+	run_pipeline_g(2, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "registered", 0);
+	unsetenv("CHIRP_CUDA_GRAPHS");
 }
 
 static void test_pipeline_depths(void **state)
@@ -925,6 +971,7 @@ int main(void)
 		cmocka_unit_test(test_output_modes),
 		cmocka_unit_test(test_pipeline_depths),
 		cmocka_unit_test(test_pipeline_staging),
+		cmocka_unit_test(test_graphs),
 		cmocka_unit_test(test_shared_registration),
 		cmocka_unit_test(test_nonfinite_rows),
 		cmocka_unit_test(test_fault_injection),

@@ -183,6 +183,8 @@ struct pc_info {
 	char depth_choice[96];       /* streams = 0: "auto: 2 1980, 3 2210, 4
 					2235 CPI/s" (what was measured); ""
 					when the depth was given             */
+	unsigned long long graph_cpis; /* CUDA: CPIs launched as one CUDA
+					graph so far (0 on the CPU)      */
 };
 void pc_get_info(const struct pc *pc, struct pc_info *info);
 
