@@ -12,7 +12,8 @@
  *
  *     H2D    cf32: cudaMemcpy2DAsync from the packed slot (rows x R
  *            float2) straight into the pitched FFT rows d_fft (nfft float2
- *            per row, the pitch from cudaMallocPitch, never assumed).
+ *            per row, the pitch from cudaMallocPitch, never assumed); in a
+ *            graph (GRAPHS) 1-D into a packed d_in, spread by k_pad_cf32_packed.
  *            sc16: cudaMemcpyAsync into a packed d_in (rows x R short2:
  *            half the PCIe bytes). Straight from the ring slot when it lies
  *            in memory registered with cudaHostRegister, else copied into a
@@ -1479,7 +1480,8 @@ static int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in
  *   started at ev_start, waits for the calls still to come. So a CPI
  *   whose buffers are both in registered host memory runs as one CUDA
  *   graph per set and layout: captured from the same calls the first
- *   time that set and layout meet such a CPI (a few ms, once), then per
+ *   time that set and layout meet such a CPI (once; the first CPIs after
+ *   a start or reload pay for it), then per
  *   CPI only the chunks' copy addresses are set
  *   (cudaGraphExecMemcpyNodeSetParams1D, host-side) and the graph is
  *   launched: 2 x chunks + 1 calls. Staged CPIs, device buffers and an
