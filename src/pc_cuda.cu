@@ -525,16 +525,6 @@ static void cu_fail(struct cu_be *be, const char *call, const char *what)
 		}                                                            \
 	} while (0)
 
-/* After a kernel launch: the launch error, if any, by the kernel's name. */
-#define CKL(name)                                                            \
-	do {                                                                 \
-		cudaError_t e_ = cudaGetLastError();                         \
-		if (e_ != cudaSuccess) {                                     \
-			cu_fail_n(be, name, strlen(name), cudaGetErrorString(e_)); \
-			rc = -EIO;                                           \
-			goto out;                                            \
-		}                                                            \
-	} while (0)
 
 /* ---- probe -------------------------------------------------------------- */
 
@@ -1309,7 +1299,8 @@ static int cu_pick_layout(struct cu_be *be)
  */
 struct cu_err {
 	const char *call, *what;
-	int whole;               /* call is a name to keep whole (EQL)     */
+	int len;                 /* of call, to print: a kernel's name whole,
+				    a runtime call up to its "(" (cu_fail) */
 };
 
 #define EQ(x)                                                                \
@@ -1317,6 +1308,7 @@ struct cu_err {
 		cudaError_t e_ = (x);                                        \
 		if (e_ != cudaSuccess) {                                     \
 			ce->call = #x;                                       \
+			ce->len = (int)strcspn(#x, "(<");                    \
 			ce->what = cudaGetErrorString(e_);                   \
 			return -EIO;                                         \
 		}                                                            \
@@ -1326,6 +1318,7 @@ struct cu_err {
 		cufftResult r_ = (x);                                        \
 		if (r_ != CUFFT_SUCCESS) {                                   \
 			ce->call = #x;                                       \
+			ce->len = (int)strcspn(#x, "(<");                    \
 			ce->what = cufft_str(r_);                            \
 			return -EIO;                                         \
 		}                                                            \
@@ -1335,11 +1328,26 @@ struct cu_err {
 		cudaError_t e_ = cudaGetLastError();                         \
 		if (e_ != cudaSuccess) {                                     \
 			ce->call = name;                                     \
-			ce->whole = 1;                                       \
+			ce->len = (int)strlen(name);                         \
 			ce->what = cudaGetErrorString(e_);                   \
 			return -EIO;                                         \
 		}                                                            \
 	} while (0)
+
+/*
+ * Chunk i of layout lay: its rows (returned), its first row, and where it
+ * starts in a CPI's input and output bytes. The call-by-call path, the
+ * capture of a graph and the re-pointing of its copies all cut a CPI with
+ * this, so the copies found in a graph are the ones re-pointed.
+ */
+static unsigned cu_chunk(const struct cu_be *be, const struct cu_layout *lay, unsigned i,
+			 size_t *r0, size_t *ioff, size_t *ooff)
+{
+	*r0 = (size_t)i * lay->chunk_rows;
+	*ioff = *r0 * be->R * pc_format_sample_bytes(be->in_format);
+	*ooff = *r0 * be->R * pc_output_sample_bytes(be->out_mode);
+	return (unsigned)(i == lay->nchunks - 1 ? lay->rem_rows : lay->chunk_rows);
+}
 
 /*
  * Queue one CPI's work on set s, cut as layout li: src/dst are what the
@@ -1388,10 +1396,8 @@ static int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in
 	 */
 	for (unsigned i = 0; i < lay->nchunks; i++) {
 		struct cu_chunk_stream *c = &s->cs[i % lay->ncs];
-		size_t r0 = (size_t)i * lay->chunk_rows;
-		int last = i == lay->nchunks - 1;
-		unsigned nr = (unsigned)(last ? lay->rem_rows : lay->chunk_rows);
-		size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
+		size_t r0, ioff, ooff;
+		unsigned nr = cu_chunk(be, lay, i, &r0, &ioff, &ooff);
 		const char *cin = packed ? (const char *)s->d_in + ioff : NULL;
 		float2 *fft = s->d_fft + r0 * be->pitch_elems;
 		void *cout = (char *)s->d_out + ooff;
@@ -1403,6 +1409,7 @@ static int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in
 
 			if (hr < 0) {
 				ce->call = "hcopy_run(input)";
+				ce->len = (int)strlen(ce->call);
 				ce->what = strerror(-hr);
 				return -EIO;
 			}
@@ -1499,12 +1506,13 @@ static int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, i
 	       s->g_state[li] >= 0;
 }
 
-static void cu_graphs_off(struct cu_be *be, const char *call, const char *what)
+/* Graphs off for good, said once: the first len bytes of call (len < 0:
+ * all of it, as printf's precision) failed with what. */
+static void cu_graphs_off(struct cu_be *be, const char *call, int len, const char *what)
 {
 	(void)cudaGetLastError();   /* a failed capture's error is not the next call's */
 	be->graphs = 0;
-	log_warn("cuda: %.*s: %s; CPIs are queued call by call from now on",
-		 (int)strcspn(call, "(<"), call, what);
+	log_warn("cuda: %.*s: %s; CPIs are queued call by call from now on", len, call, what);
 }
 
 /* Capture set s's CPI in layout li (the caller's in/out: registered host
@@ -1512,8 +1520,6 @@ static void cu_graphs_off(struct cu_be *be, const char *call, const char *what)
 static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out)
 {
 	const struct cu_layout *lay = &be->lay[li];
-	size_t in_sz = pc_format_sample_bytes(be->in_format);
-	size_t out_sz = pc_output_sample_bytes(be->out_mode);
 	struct cu_err ce = { NULL, NULL, 0 };
 	cudaGraphNode_t nodes[CU_GRAPH_MAX_NODES];
 	cudaGraph_t g = NULL;
@@ -1526,7 +1532,7 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void
 	s->g_state[li] = -1;
 	e = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
 	if (e != cudaSuccess) {
-		cu_graphs_off(be, "cudaStreamBeginCapture", cudaGetErrorString(e));
+		cu_graphs_off(be, "cudaStreamBeginCapture", -1, cudaGetErrorString(e));
 		return;
 	}
 	rc = cu_enqueue(be, s, li, in, in, out, 0, 1, &ce);
@@ -1535,9 +1541,9 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void
 		if (g)
 			(void)cudaGraphDestroy(g);
 		if (rc < 0)
-			cu_graphs_off(be, ce.call, ce.what);
+			cu_graphs_off(be, ce.call, ce.len, ce.what);
 		else
-			cu_graphs_off(be, "cudaStreamEndCapture", cudaGetErrorString(e));
+			cu_graphs_off(be, "cudaStreamEndCapture", -1, cudaGetErrorString(e));
 		return;
 	}
 	e = cudaGraphGetNodes(g, NULL, &n);
@@ -1559,8 +1565,9 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void
 		sp = (const char *)p.srcPtr.ptr + p.srcPos.x;
 		dp = (const char *)p.dstPtr.ptr + p.dstPos.x;
 		for (unsigned i = 0; i < lay->nchunks; i++) {
-			size_t r0 = (size_t)i * lay->chunk_rows;
-			size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
+			size_t r0, ioff, ooff;
+
+			(void)cu_chunk(be, lay, i, &r0, &ioff, &ooff);
 
 			if (sp == (const char *)in + ioff && dp == (const char *)s->d_in + ioff) {
 				s->g_h2d[li][i] = nodes[k];
@@ -1573,14 +1580,14 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void
 	}
 	if (e != cudaSuccess || found != 2 * lay->nchunks) {
 		(void)cudaGraphDestroy(g);
-		cu_graphs_off(be, "finding a CPI graph's copies",
+		cu_graphs_off(be, "finding a CPI graph's copies", -1,
 			      e != cudaSuccess ? cudaGetErrorString(e) : "not one per chunk and direction");
 		return;
 	}
 	e = cudaGraphInstantiate(&gx, g, 0);
 	if (e != cudaSuccess) {
 		(void)cudaGraphDestroy(g);
-		cu_graphs_off(be, "cudaGraphInstantiate", cudaGetErrorString(e));
+		cu_graphs_off(be, "cudaGraphInstantiate", -1, cudaGetErrorString(e));
 		return;
 	}
 	s->g[li] = g;
@@ -1608,9 +1615,7 @@ static int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, const voi
 	if (s->g_state[li] != 1)
 		return 1;
 	for (unsigned i = 0; i < lay->nchunks && e == cudaSuccess; i++) {
-		size_t r0 = (size_t)i * lay->chunk_rows;
-		size_t nr = i == lay->nchunks - 1 ? lay->rem_rows : lay->chunk_rows;
-		size_t ioff = r0 * be->R * in_sz, ooff = r0 * be->R * out_sz;
+		size_t r0, ioff, ooff, nr = cu_chunk(be, lay, i, &r0, &ioff, &ooff);
 
 		e = cudaGraphExecMemcpyNodeSetParams1D(s->gx[li], s->g_h2d[li][i],
 						       (char *)s->d_in + ioff,
@@ -1623,7 +1628,7 @@ static int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, const voi
 							       nr * be->R * out_sz, cudaMemcpyDefault);
 	}
 	if (e != cudaSuccess) {
-		cu_graphs_off(be, "cudaGraphExecMemcpyNodeSetParams1D", cudaGetErrorString(e));
+		cu_graphs_off(be, "cudaGraphExecMemcpyNodeSetParams1D", -1, cudaGetErrorString(e));
 		return 1;
 	}
 	e = cudaGraphLaunch(s->gx[li], s->stream);
@@ -1693,9 +1698,7 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 
 		rc = cu_enqueue(be, s, li, in, src, dst, stage_in, 0, &ce);
 		if (rc < 0) {
-			/* "k_pad" whole; "cudaMemcpyAsync(...)" as its name */
-			cu_fail_n(be, ce.call, ce.whole ? strlen(ce.call) : strcspn(ce.call, "(<"),
-				  ce.what);
+			cu_fail_n(be, ce.call, (size_t)ce.len, ce.what);
 			goto out;
 		}
 	}
