@@ -756,7 +756,7 @@ static void cpu_destroy(void *be)
 static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 {
 	struct cpu_be *b;
-	size_t row_bytes, tail;
+	size_t row_bytes, tail, block_kib;
 	sigset_t all, old;
 	cpu_set_t pin;
 	int pin_n = 0;
@@ -816,8 +816,8 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 
 	/* Block: as many rows as fit in the target bytes, at least one. */
 	row_bytes = b->dist * sizeof(fftwf_complex);
-	m = getenv("CHIRP_PC_BLOCK_KIB");
-	b->block_rows = env_size("CHIRP_PC_BLOCK_KIB", 256) * 1024 / row_bytes;
+	block_kib = env_size("CHIRP_PC_BLOCK_KIB", 0);   /* 0: unset (or not a size) */
+	b->block_rows = (block_kib ? block_kib : 256) * 1024 / row_bytes;
 	if (b->block_rows < 1)
 		b->block_rows = 1;
 	/* Enough blocks that every thread gets work. */
@@ -825,7 +825,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		b->block_rows = (b->rows + b->threads - 1) / b->threads;
 	/* The default size is a cap: take the one that balances (an explicit
 	 * CHIRP_PC_BLOCK_KIB is taken as it is, for tuning and the tests). */
-	if (!(m && *m))
+	if (!block_kib)
 		b->block_rows = balanced_block_rows(b->rows, b->block_rows, b->threads);
 	if (b->block_rows > (size_t)INT_MAX / b->dist)
 		b->block_rows = (size_t)INT_MAX / b->dist;
