@@ -169,7 +169,8 @@ int main(int argc, char **argv)
 	size_t L = 512, hl;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = ncpu > 8 ? 8 : ncpu < 1 ? 1 : (int)ncpu, rounds = 4, nnoise = 0;
-	int nbuf = 1, pacing = 0;   /* --compare: 0 takeover, 1 pacing, 2 blocks */
+	int nbuf = 1;
+	enum { CMP_TAKEOVER, CMP_PACING, CMP_BLOCKS } cmp = CMP_TAKEOVER;   /* --compare */
 	unsigned idle_spin_us = 0;
 	char kib_label[16], block_kib[16] = "256";
 	const char *label[3][2] = { { "on", "off" }, { "b2b", "paced" }, { "balanced", kib_label } };
@@ -227,9 +228,9 @@ int main(int argc, char **argv)
 			nbuf = atoi(v);
 		} else if (!strcmp(a, "--compare")) {
 			if (!strcmp(v, "pacing"))
-				pacing = 1;
+				cmp = CMP_PACING;
 			else if (!strcmp(v, "blocks"))
-				pacing = 2;
+				cmp = CMP_BLOCKS;
 			else if (strcmp(v, "takeover")) {
 				fprintf(stderr, "bench_pc_tail: --compare takeover, pacing or blocks\n");
 				return 2;
@@ -250,7 +251,7 @@ int main(int argc, char **argv)
 	}
 	if (threads < 1 || rounds < 1 || seconds <= 0 || nnoise < 0 || nnoise > 64 ||
 	    noise_duty < 1 || noise_duty > 99 || nbuf < 1 || nbuf > 4096 ||
-	    idle_spin_us > PC_MAX_IDLE_SPIN_US || (pacing == 1 && rate <= 0)) {
+	    idle_spin_us > PC_MAX_IDLE_SPIN_US || (cmp == CMP_PACING && rate <= 0)) {
 		fprintf(stderr, "bench_pc_tail: bad option value\n");
 		return 2;
 	}
@@ -309,8 +310,9 @@ int main(int argc, char **argv)
 		for (int j = 0; j < 2; j++) {
 			int m = (r + j) % 2;   /* mode 0 first in even rounds */
 
-			if (run_mode(&p, pacing ? -1 : m == 0, pacing == 2 && m == 1 ? block_kib : NULL,
-				     seconds, pacing == 1 && m == 0 ? 0 : rate,
+			if (run_mode(&p, cmp == CMP_TAKEOVER ? m == 0 : -1,
+				     cmp == CMP_BLOCKS && m == 1 ? block_kib : NULL,
+				     seconds, cmp == CMP_PACING && m == 0 ? 0 : rate,
 				     in, out, nbuf, &st[m]) < 0)
 				return 1;
 		}
@@ -321,17 +323,17 @@ int main(int argc, char **argv)
 	printf("bench_pc_tail: CPU backend %ux%ux%u L %zu, %d threads, %d rounds x %.1f s per mode, "
 	       "%s, idle spin %u us, %d buffer%s, %d noise thread%s at %d %% duty, %ld online CPUs\n",
 	       C, P, R, L, threads, rounds, seconds,
-	       pacing == 1 ? "back to back against paced" :
-	       pacing == 2 ? (rate > 0 ? "paced, blocks balanced against fixed" :
+	       cmp == CMP_PACING ? "back to back against paced" :
+	       cmp == CMP_BLOCKS ? (rate > 0 ? "paced, blocks balanced against fixed" :
 			      "back to back, blocks balanced against fixed") :
 	       rate > 0 ? "paced" : "back to back",
 	       idle_spin_us, nbuf, nbuf == 1 ? "" : "s", nnoise, nnoise == 1 ? "" : "s",
 	       noise_duty, ncpu);
 	if (rate > 0)
 		printf("rate %.0f CPI/s\n", rate);
-	printf("%-10s %8s %8s %8s %8s %8s %11s %11s %11s\n", pacing ? "mode" : "takeover", "CPIs",
-	       "p50_ms", "p99_ms", "p99.9_ms", "max_ms", "recomputed", "absent_avg",
-	       "absent_cpis");
+	printf("%-10s %8s %8s %8s %8s %8s %11s %11s %11s\n",
+	       cmp != CMP_TAKEOVER ? "mode" : "takeover", "CPIs", "p50_ms", "p99_ms", "p99.9_ms",
+	       "max_ms", "recomputed", "absent_avg", "absent_cpis");
 	for (int m = 0; m < 2; m++) {
 		struct mode_stats *s = &st[m];
 		double *t;
@@ -345,7 +347,7 @@ int main(int argc, char **argv)
 		qsort(t, s->n, sizeof(double), cmp_d);
 		p999[m] = pct(t, s->n, 0.999);
 		mx[m] = t[s->n - 1];
-		printf("%-10s %8zu %8.3f %8.3f %8.3f %8.3f %11llu %11.2f %10.1f%%\n", label[pacing][m],
+		printf("%-10s %8zu %8.3f %8.3f %8.3f %8.3f %11llu %11.2f %10.1f%%\n", label[cmp][m],
 		       s->n, pct(t, s->n, 0.5) * 1e3, pct(t, s->n, 0.99) * 1e3,
 		       p999[m] * 1e3, mx[m] * 1e3, (unsigned long long)s->recomputed,
 		       (double)s->absent / (double)s->n,
@@ -353,7 +355,7 @@ int main(int argc, char **argv)
 		free(t);
 	}
 	if (p999[0] > 0 && mx[0] > 0)
-		printf("%s/%s: p99.9 %.2fx, max %.2fx\n", label[pacing][1], label[pacing][0],
+		printf("%s/%s: p99.9 %.2fx, max %.2fx\n", label[cmp][1], label[cmp][0],
 		       p999[1] / p999[0], mx[1] / mx[0]);
 	for (int m = 0; series && m < 2; m++) {
 		struct mode_stats *s = &st[m];
@@ -364,7 +366,7 @@ int main(int argc, char **argv)
 		for (int r = 0; r < s->rounds; r++) {
 			size_t lo = r ? s->round_end[r - 1] : 0, hi = s->round_end[r];
 
-			printf("series %s round %d, median ms per CPI of each second:", label[pacing][m], r + 1);
+			printf("series %s round %d, median ms per CPI of each second:", label[cmp][m], r + 1);
 			/* at[] rises within a round: one pass, a second at a time */
 			for (size_t i = lo, k; i < hi;) {
 				uint64_t w = s->at[i] / 1000000000ull;

@@ -157,8 +157,8 @@ def recorder(d, rows):
         t = [c["in_commit_mono_ns"] for c in cpis if isinstance(c.get("in_commit_mono_ns"), int)]
         span = (max(t) - min(t)) if len(t) > 1 else 0
         busy = (100.0 * sum(dev) * 1e3 / span if span > 0 and not cuda else None)
-        out.append(dict(busy=busy, name=r["name"], pct=r["pct"], n=len(cpis), p50=pick(0.5), p99=pick(0.99),
-                        max=dev[-1], run=best if ref else None,
+        out.append(dict(name=r["name"], pct=r["pct"], n=len(cpis), p50=pick(0.5), p99=pick(0.99),
+                        max=dev[-1], run=best if ref else None, busy=busy,
                         fill=max(c.get("fill", 0) for c in cpis),
                         recomputed=sum(c.get("recomputed", 0) for c in cpis),
                         chunked=100.0 * sum(1 for x in ch if x > 1) / len(ch) if ch else None,
@@ -578,16 +578,20 @@ def report(d):
         # speed changes in steps of seconds (doc/latency.md).
         b80 = [x for x in (rec or []) if x["pct"] == "80" and x["busy"] is not None]
         if b80:
-            cap = [x for x in rec if x["name"] == "capacity"]
-            crit.append("note C2 80 %%: the backend was busy %.1f %% of its window (compute p50 %s "
-                        "ms%s%s): %s" % (
-                            b80[0]["busy"], ms(b80[0]["p50"]),
-                            " against %s in the capacity window" % ms(cap[0]["p50"]) if cap else "",
-                            "; %d CPIs in a row computed over 1.3 x that median" % b80[0]["run"] if b80[0]["run"] is not None else "",
-                            "heavier than the 80 % asked for, at the host's speed then"
-                            if b80[0]["busy"] > 82 else
-                            "lighter than the 80 % asked for, at the host's speed then"
-                            if b80[0]["busy"] < 78 else "about the 80 % asked for"))
+            x = b80[0]
+            cap = [c for c in rec if c["name"] == "capacity"]
+            against = " against %s in the capacity window" % ms(cap[0]["p50"]) if cap else ""
+            run = ("; %d CPIs in a row computed over 1.3 x that median" % x["run"]
+                   if x["run"] is not None else "")
+            if x["busy"] > 82:
+                verdict = "heavier than the 80 % asked for, at the host's speed then"
+            elif x["busy"] < 78:
+                verdict = "lighter than the 80 % asked for, at the host's speed then"
+            else:
+                verdict = "about the 80 % asked for"
+            crit.append("note C2 80 %%: the backend was busy %.1f %% of its window "
+                        "(compute p50 %s ms%s%s): %s" % (x["busy"], ms(x["p50"]), against, run,
+                                                         verdict))
     else:
         crit.append("n/a  C2: no 80 % load (or no noise floor) in this run")
     if "cuda" in meta.get("setup", ""):
