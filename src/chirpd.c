@@ -49,6 +49,7 @@
 #include "pipeline.h"
 #include "stats.h"
 #include "sysnuma.h"
+#include "stall.h"
 #include "trace.h"
 #include "waveform.h"
 
@@ -1025,6 +1026,19 @@ static json_t *trace_json(const struct trace_cpi *r)
 	json_object_set_new(o, "chunks", json_integer(r->chunks));
 	json_object_set_new(o, "woken", json_integer(r->woken));
 	json_object_set_new(o, "absent", json_integer(r->absent));
+	if (r->stall_ns) {
+		/* The longest gap of the data thread's loop while this CPI
+		 * was in chirpd (stall.h): how long, the thread's CPU time in
+		 * it, what it was doing, where in the loop it was noticed. */
+		json_t *st = json_pack("{s:f, s:f, s:s, s:s}",
+				       "us", (double)r->stall_ns * 1e-3,
+				       "cpu_us", (double)r->stall_cpu_ns * 1e-3,
+				       "kind", stall_kind_name((enum stall_kind)r->stall_kind),
+				       "in", trace_where_name((enum trace_where)r->stall_where));
+		json_object_set_new(o, "stall", st ? st : json_null());
+	} else {
+		json_object_set_new(o, "stall", json_null());
+	}
 	for (unsigned b = 0; b < sizeof(trace_flag_names) / sizeof(trace_flag_names[0]); b++)
 		if (r->flags & (1u << b))
 			json_array_append_new(fl, json_string(trace_flag_names[b]));

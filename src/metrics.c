@@ -56,6 +56,7 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_OUTPUT_FILE_ERRORS] = "Failed writes to the [output] file.",
 	[ST_REDELIVERED_SKIPPED] = "Redelivered input blocks whose result a previous chirpd had already committed (not processed twice).",
 	[ST_OVER_BUDGET] = "Delivered CPIs whose latency (output commit - input commit) exceeded [trace] latency_budget_ms.",
+	[ST_DATA_STALLS] = "Gaps of 200 us or more in the data thread's polling loop: it was running, blocked, preempted or its vCPU stolen (chirpctl trace says which, per CPI).",
 };
 
 int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *mi,

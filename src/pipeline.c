@@ -13,6 +13,12 @@
  *      wait on the input ring (or on the pc when CPIs are in flight) for a
  *      few ms, so stop/pause/swap requests are seen within ~5 ms.
  *   Every retired CPI leaves a record in the flight recorder (trace.h).
+ *   Checkpoints at the top of the loop, before pc_submit and before each
+ *   record measure the gaps between them (stall.h): a gap of 200 us or more
+ *   in a loop that never sleeps on purpose is a stall of the data thread,
+ *   counted (data_stalls) and charged to the CPIs it delayed, with what
+ *   the thread was doing meanwhile. Deliberate waits and pc_submit's own
+ *   time (the CPU backend computes in it) re-mark instead.
  * The control thread never holds a lock the data thread waits for except
  * the short swap handshake (a mutex taken for a pointer exchange).
  */
@@ -28,6 +34,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "stall.h"
 #include "timeutil.h"
 #include "trace.h"
 
@@ -62,6 +69,9 @@ struct flight {
 	uint32_t fill, in_flight;    /* input blocks waiting at peek; CPIs in the
 					backend at submit                      */
 	int out_dropped;             /* counted in output_drops                 */
+	uint64_t stall_ns, stall_cpu_ns;     /* the longest data-thread stall
+						that overlapped it (trace.h)   */
+	uint32_t stall_kind, stall_where;
 };
 
 struct pipeline_gen {
@@ -131,6 +141,10 @@ struct pipeline {
 	uint64_t bad_blocks, bad_logged_ns, bad_header_since;
 	int bad_pause;               /* last peek was invalid: wait a little    */
 	int file_err_logged;
+	struct stall_watch sw;       /* the loop's last checkpoint (stall.h)    */
+	struct stall last_stall;     /* the newest stall, for CPIs committed
+					during it and peeked after it          */
+	enum trace_where last_where;
 };
 
 static const char *const state_names[] = {
@@ -388,6 +402,48 @@ static int bad_input(struct pipeline *p)
 
 /* Take one input block and submit it. Returns 1 if a block was taken, 0 if
  * none is available, < 0 on a fatal error (already reported). */
+/* Keep the longer of f's stall and s (noticed at where). */
+static void charge_stall(struct flight *f, const struct stall *s, enum trace_where where)
+{
+	uint64_t ns = s->end_ns - s->start_ns;
+
+	if (ns <= f->stall_ns)
+		return;
+	f->stall_ns = ns;
+	f->stall_cpu_ns = s->cpu_ns;
+	f->stall_kind = (uint32_t)s->kind;
+	f->stall_where = (uint32_t)where;
+}
+
+/*
+ * A checkpoint of the data thread's loop: a gap of STALL_THRESHOLD_NS or
+ * more since the previous one (or since the last deliberate wait, which
+ * re-marks) is a stall. It is counted, charged to every CPI in chirpd now,
+ * and kept for the CPIs committed during it that are peeked later. Not
+ * inside a stats write section (it opens its own). A getrusage failure
+ * loses only this figure.
+ */
+static void watch(struct pipeline *p, enum trace_where where)
+{
+	struct stall s;
+
+	if (stall_watch_check(&p->sw, STALL_THRESHOLD_NS, &s) <= 0)
+		return;
+	p->last_stall = s;
+	p->last_where = where;
+	for (unsigned k = 0; k < p->count; k++)
+		charge_stall(&p->fl[(p->head + k) % PIPE_MAX_DEPTH], &s, where);
+	stats_write_begin(p->st);
+	stats_count(p->st, ST_DATA_STALLS, 1);
+	stats_write_end(p->st);
+}
+
+/* After a wait the loop asked for: the next gap starts here. */
+static void rewatch(struct pipeline *p)
+{
+	(void)stall_watch_mark(&p->sw);
+}
+
 static int take_one(struct pipeline *p)
 {
 	struct pipeline_gen *g = p->cur;
@@ -455,6 +511,9 @@ static int take_one(struct pipeline *p)
 		f->t_peek = mt;
 		f->t_in_commit = blk.timestamp_ns > off ? blk.timestamp_ns - off : 0;
 		f->fill = (uint32_t)chirp_ring_available(g->in) + 1;
+		/* It waited in the input ring through the newest stall. */
+		if (f->t_in_commit && p->last_stall.end_ns > f->t_in_commit)
+			charge_stall(f, &p->last_stall, p->last_where);
 	}
 	f->seq = blk.seq;
 	f->timestamp_ns = blk.timestamp_ns;
@@ -520,6 +579,7 @@ static int take_one(struct pipeline *p)
 	}
 	f->out = outp;
 	f->in_flight = p->nsub;
+	watch(p, TW_TAKE);
 	f->t_submit = mono_ns();
 	/* What waits behind this CPI: the backend cuts for latency only when
 	 * nothing does (pc_queue_hint). */
@@ -532,6 +592,9 @@ static int take_one(struct pipeline *p)
 			return -1;
 		ret = pc_submit(g->pc, blk.payload, outp, idx);
 	}
+	/* pc_submit's own time is the record's submit..submitted (the CPU
+	 * backend computes in it): not a gap of the loop. */
+	rewatch(p);
 	if (ret < 0) {
 		fail(p, "pc_submit", ret);
 		return -1;
@@ -578,6 +641,8 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 		.latency_ns = latency_ns, .device_ns = f->device_ns,
 		.fill = f->fill, .in_flight = f->in_flight, .recomputed = f->recomputed,
 		.chunks = f->chunks, .woken = f->woken, .absent = f->absent,
+		.stall_ns = f->stall_ns, .stall_cpu_ns = f->stall_cpu_ns,
+		.stall_kind = f->stall_kind, .stall_where = f->stall_where,
 	};
 	int over = delivered && budget && latency_ns > budget;
 
@@ -620,6 +685,7 @@ static int finish_one(struct pipeline *p, struct flight *f)
 		flags |= CHIRP_RING_NONFINITE;
 	if (f->kind != OUT_SKIP && g->out_fd >= 0)
 		write_file(p, f->out, g->out_bytes);
+	watch(p, TW_RETIRE);
 
 	stats_write_begin(p->st);
 	if (f->kind == OUT_RING) {
@@ -798,6 +864,7 @@ static void *data_thread(void *arg)
 		return NULL;
 
 	set_state(p, atomic_load(&p->pause_requested) ? PIPE_PAUSED : PIPE_RUNNING);
+	rewatch(p);
 	for (;;) {
 		int stop = atomic_load_explicit(&p->stop_requested, memory_order_acquire);
 		int swap = atomic_load_explicit(&p->swap_requested, memory_order_acquire);
@@ -805,6 +872,7 @@ static void *data_thread(void *arg)
 		int busy = 0;
 
 		atomic_fetch_add_explicit(&p->heartbeat, 1, memory_order_relaxed);
+		watch(p, TW_POLL);
 
 		if (!p->cur) {
 			/* Parked for a reload that re-creates a ring. */
@@ -817,6 +885,7 @@ static void *data_thread(void *arg)
 				continue;
 			}
 			nanosleep(&ts, NULL);
+			rewatch(p);
 			continue;
 		}
 		if (!stop && !swap && !pause) {
@@ -907,6 +976,7 @@ static void *data_thread(void *arg)
 				stats_write_end(p->st);
 			}
 		}
+		rewatch(p);   /* every way here waited on purpose */
 	}
 	set_state(p, PIPE_STOPPED);
 	notify(p);

@@ -32,6 +32,7 @@ static const char *const counter_names[ST_COUNTERS] = {
 	[ST_OUTPUT_FILE_ERRORS] = "output_file_errors",
 	[ST_REDELIVERED_SKIPPED] = "redelivered_skipped",
 	[ST_OVER_BUDGET] = "over_budget",
+	[ST_DATA_STALLS] = "data_stalls",
 };
 
 static const char *const stage_names[STG_STAGES] = {

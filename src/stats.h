@@ -44,6 +44,8 @@ enum stats_counter {
 				  chirpd had already committed (not redone)  */
 	ST_OVER_BUDGET,        /* delivered CPIs whose latency exceeded
 				  [trace] latency_budget_ms                  */
+	ST_DATA_STALLS,        /* gaps of 200 us or more in the data thread's
+				  polling loop (stall.h)                     */
 	ST_COUNTERS
 };
 

@@ -1,5 +1,6 @@
 /* trace.c — see trace.h for the concurrency contract. */
 #include "trace.h"
+#include "stall.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -12,7 +13,7 @@ enum {
 	W_NUM = 0,          /* record number k: tells record k from k + n */
 	W_SEQ, W_FIRST, W_TS, W_T0,
 	W_LAT = W_T0 + TR_STAMPS, W_DEV, W_FILL, W_INFL, W_FLAGS, W_RECOMP, W_CHUNKS,
-	W_WOKEN, W_ABSENT,
+	W_WOKEN, W_ABSENT, W_STALL, W_STALL_CPU, W_STALL_KIND, W_STALL_WHERE,
 	W_WORDS
 };
 
@@ -37,6 +38,15 @@ static const char *const stamp_names[TR_STAMPS] = {
 const char *trace_stamp_name(enum trace_stamp s)
 {
 	return (unsigned)s < TR_STAMPS ? stamp_names[s] : "?";
+}
+
+static const char *const where_names[TW_WHERES] = {
+	[TW_NONE] = "none", [TW_TAKE] = "take", [TW_RETIRE] = "retire", [TW_POLL] = "poll",
+};
+
+const char *trace_where_name(enum trace_where w)
+{
+	return (unsigned)w < TW_WHERES ? where_names[w] : "?";
 }
 
 struct trace *trace_create(unsigned n)
@@ -100,6 +110,10 @@ void trace_put(struct trace *t, const struct trace_cpi *r)
 	ST(s, W_CHUNKS, r->chunks);
 	ST(s, W_WOKEN, r->woken);
 	ST(s, W_ABSENT, r->absent);
+	ST(s, W_STALL, r->stall_ns);
+	ST(s, W_STALL_CPU, r->stall_cpu_ns);
+	ST(s, W_STALL_KIND, r->stall_kind);
+	ST(s, W_STALL_WHERE, r->stall_where);
 	atomic_store_explicit(&s->ver, v + 2, memory_order_release);
 	atomic_store_explicit(&t->total, k + 1, memory_order_release);
 }
@@ -134,6 +148,10 @@ static int read_slot(const struct trace *t, uint64_t k, struct trace_cpi *out)
 	out->chunks = (uint32_t)LD(s, W_CHUNKS);
 	out->woken = (uint32_t)LD(s, W_WOKEN);
 	out->absent = (uint32_t)LD(s, W_ABSENT);
+	out->stall_ns = LD(s, W_STALL);
+	out->stall_cpu_ns = LD(s, W_STALL_CPU);
+	out->stall_kind = (uint32_t)LD(s, W_STALL_KIND);
+	out->stall_where = (uint32_t)LD(s, W_STALL_WHERE);
 	atomic_thread_fence(memory_order_acquire);   /* the copy before the re-check */
 	v2 = atomic_load_explicit(&s->ver, memory_order_relaxed);
 	return v1 == v2 && num == k ? 0 : -EAGAIN;
@@ -214,5 +232,9 @@ int trace_format(const struct trace_cpi *r, uint64_t budget_ns, char *buf, size_
 	if (n == 0 && r->absent)
 		n = appendf(buf, len, &o, ", %u thread%s computed nothing", r->absent,
 			    r->absent == 1 ? "" : "s");
+	if (n == 0 && r->stall_ns)
+		n = appendf(buf, len, &o, ", data thread stalled %.3f ms (%s, in %s)",
+			    (double)r->stall_ns * 1e-6, stall_kind_name((enum stall_kind)r->stall_kind),
+			    trace_where_name((enum trace_where)r->stall_where));
 	return n < 0 ? n : (int)o;
 }

@@ -46,6 +46,19 @@ enum trace_stamp {
 	TR_STAMPS
 };
 
+/* Where in the data thread's loop a stall was noticed: the checkpoint at
+ * its end (the gap ran from the previous checkpoint). */
+enum trace_where {
+	TW_NONE = 0,
+	TW_TAKE,            /* before pc_submit: input peek, checks, output
+			       reservation                                  */
+	TW_RETIRE,          /* before a CPI's record: pc_poll, input release,
+			       output commit and [output] file write        */
+	TW_POLL,            /* top of the loop: a round of polling that
+			       retired nothing                              */
+	TW_WHERES
+};
+
 /* Record flags. */
 #define TRACE_DELIVERED    0x01u  /* result committed to the output ring   */
 #define TRACE_DROPPED      0x02u  /* output ring full: result not delivered */
@@ -75,6 +88,18 @@ struct trace_cpi {
 	uint32_t absent;            /* CPU backend: threads that computed none
 				       of the CPI's blocks (pc_done.absent)  */
 	uint32_t flags;             /* TRACE_*                                 */
+	uint64_t stall_ns;          /* the longest data-thread stall (stall.h)
+				       that overlapped the CPI's time in
+				       chirpd, input commit to result: a gap
+				       of STALL_THRESHOLD_NS or more between
+				       two checkpoints of its polling loop
+				       (0: none)                              */
+	uint64_t stall_cpu_ns;      /* the data thread's CPU time within it    */
+	uint32_t stall_kind;        /* enum stall_kind: what the thread was
+				       doing (running, blocked, preempted,
+				       stolen)                                */
+	uint32_t stall_where;       /* enum trace_where: the checkpoint that
+				       noticed it                             */
 };
 
 struct trace;
@@ -107,10 +132,14 @@ int trace_get(const struct trace *t, uint64_t k, struct trace_cpi *out);
 /* "in_commit", "peek", ... for the stamps (JSON keys, log lines). */
 const char *trace_stamp_name(enum trace_stamp s);
 
+/* "take", "retire", "poll"; "none" for TW_NONE. */
+const char *trace_where_name(enum trace_where w);
+
 /*
  * One line for the log: "seq 123 latency 12.31 ms (budget 10 ms): peek
  * +0.04, submit +0.05, ..." with every stamp relative to the input commit
- * in ms. Returns snprintf's value.
+ * in ms, and the CPI's data-thread stall if it had one. Returns snprintf's
+ * value.
  */
 int trace_format(const struct trace_cpi *r, uint64_t budget_ns, char *buf, size_t len);
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <complex.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -32,6 +33,7 @@
 #include "chirp/pc.h"
 #include "chirp/ring.h"
 #include "pipeline.h"
+#include "stall.h"
 #include "stats.h"
 #include "waveform.h"
 
@@ -354,6 +356,16 @@ static void test_trace_records(void **state)
 		assert_true(llabs((long long)x->latency_ns -
 				  (long long)(x->t[TR_OUT_COMMIT] - x->t[TR_IN_COMMIT])) < 2000000);
 		assert_true(x->device_ns > 0);   /* CPU backend: compute time */
+		/* A data-thread stall (this box may have them): all or nothing */
+		if (x->stall_ns) {
+			assert_true(x->stall_ns >= STALL_THRESHOLD_NS);
+			assert_true(x->stall_kind > STALL_NONE && x->stall_kind < STALL_KINDS);
+			assert_true(x->stall_where > TW_NONE && x->stall_where < TW_WHERES);
+		} else {
+			assert_int_equal(x->stall_kind, STALL_NONE);
+			assert_int_equal(x->stall_where, TW_NONE);
+			assert_int_equal(x->stall_cpu_ns, 0);
+		}
 	}
 	assert_int_equal(counter(&f, ST_OVER_BUDGET), N);
 	assert_int_equal(pipeline_over_budget_last(f.pl), N);   /* record N-1, plus 1 */
@@ -846,6 +858,82 @@ static void test_gen_rejects_mismatch(void **state)
 
 #define AT(f, d) { #f "@depth" #d, f, set_depth##d, NULL, NULL }
 
+/* ---- a data thread that stalls: counted and charged to its CPIs ------- */
+
+struct slow_reader {
+	int fd;
+	size_t want;          /* bytes to read in all */
+	size_t got;
+};
+
+/* Reads the pipe every 20 ms: a write of a whole result into a 4 KiB pipe
+ * blocks the data thread for tens of milliseconds per CPI. */
+static void *slow_read(void *arg)
+{
+	struct slow_reader *r = arg;
+	char buf[65536];
+
+	while (r->got < r->want) {
+		struct timespec ts = { 0, 20000000 };
+		ssize_t n;
+
+		nanosleep(&ts, NULL);
+		n = read(r->fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		r->got += (size_t)n;
+	}
+	return NULL;
+}
+
+/*
+ * [output] file on a pipe nobody reads in time: the data thread blocks in
+ * write() while retiring each CPI. Every CPI's record says it was delayed
+ * by a stall of the data thread, "blocked" (it slept in a call), noticed
+ * before the record ("retire"), and data_stalls counts them. Only lower
+ * bounds are asserted: each write waits for at least part of a 20 ms
+ * reader period.
+ */
+static void test_stall_recorded(void **state)
+{
+	(void)state;
+	enum { N = 4 };
+	const size_t cpi_bytes = sizeof(float) * 2u * C * P * R;
+	struct slow_reader rd = { .want = N * cpi_bytes };
+	struct trace_cpi r[N];
+	pthread_t th;
+	int pfd[2];
+	struct fx f;
+
+	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+	/* the smallest pipe (a page): a result is 3 pages and more */
+	assert_true(fcntl(pfd[1], F_SETPIPE_SZ, 4096) >= 4096);
+	assert_true(cpi_bytes > 2 * (size_t)fcntl(pfd[1], F_GETPIPE_SZ));
+	rd.fd = pfd[0];
+	fx_open_fd(&f, 8, 8, pfd[1]);
+	fx_start(&f);
+	WAIT_UNTIL(pipeline_state(f.pl) == PIPE_RUNNING);
+	assert_int_equal(pthread_create(&th, NULL, slow_read, &rd), 0);
+	for (unsigned k = 0; k < N; k++)
+		assert_int_equal(produce(&f, k, NULL), 0);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == N);
+	WAIT_UNTIL(trace_total(f.tr) == N);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(rd.got, rd.want);
+	assert_int_equal(trace_read(f.tr, r, N), N);
+	for (unsigned k = 0; k < N; k++) {
+		assert_true(r[k].flags & TRACE_DELIVERED);
+		assert_true(r[k].stall_ns >= 5000000);
+		assert_int_equal(r[k].stall_kind, STALL_BLOCKED);
+		assert_int_equal(r[k].stall_where, TW_RETIRE);
+		assert_true(r[k].stall_cpu_ns < r[k].stall_ns / 2);
+	}
+	assert_true(counter(&f, ST_DATA_STALLS) >= N);
+	fx_close(&f);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -872,6 +960,8 @@ int main(void)
 		AT(test_gen_rejects_mismatch, 1),
 		AT(test_trace_records, 1),
 		AT(test_trace_records, 4),
+		AT(test_stall_recorded, 1),
+		AT(test_stall_recorded, 2),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "stall.h"
 #include "trace.h"
 
 /* A record whose every field is a function of k, so a torn copy shows. */
@@ -35,6 +36,10 @@ static void make(uint64_t k, struct trace_cpi *r)
 	r->chunks = (uint32_t)(k % 9);
 	r->woken = (uint32_t)(k % 7);
 	r->absent = (uint32_t)(k % 5);
+	r->stall_ns = k * 11;
+	r->stall_cpu_ns = k * 13;
+	r->stall_kind = (uint32_t)(k % STALL_KINDS);
+	r->stall_where = (uint32_t)(k % TW_WHERES);
 }
 
 static int consistent(const struct trace_cpi *r)
@@ -49,7 +54,9 @@ static int consistent(const struct trace_cpi *r)
 	       r->latency_ns == want.latency_ns && r->device_ns == want.device_ns &&
 	       r->fill == want.fill && r->in_flight == want.in_flight && r->flags == want.flags &&
 	       r->recomputed == want.recomputed && r->chunks == want.chunks &&
-	       r->woken == want.woken && r->absent == want.absent;
+	       r->woken == want.woken && r->absent == want.absent &&
+	       r->stall_ns == want.stall_ns && r->stall_cpu_ns == want.stall_cpu_ns &&
+	       r->stall_kind == want.stall_kind && r->stall_where == want.stall_where;
 }
 
 /* trace_format r into buf: the length it returns is the line's, and the
@@ -158,6 +165,19 @@ static void test_format(void **state)
 	r.woken = 0;
 	r.absent = 3;
 	expect_line(&r, buf, sizeof(buf), "device 0.500 ms, 3 threads computed nothing");
+	/* A data-thread stall, last: how long, what the thread did, where. */
+	r.stall_ns = 2345000;
+	r.stall_kind = STALL_STOLEN;
+	r.stall_where = TW_POLL;
+	expect_line(&r, buf, sizeof(buf),
+		    "3 threads computed nothing, data thread stalled 2.345 ms (stolen, in poll)");
+	r.absent = 0;
+	r.stall_kind = STALL_BLOCKED;
+	r.stall_where = TW_RETIRE;
+	expect_line(&r, buf, sizeof(buf),
+		    "device 0.500 ms, data thread stalled 2.345 ms (blocked, in retire)");
+	assert_string_equal(trace_where_name(TW_TAKE), "take");
+	assert_string_equal(trace_where_name(TW_WHERES), "?");
 	assert_string_equal(trace_stamp_name(TR_OUTPUT_DONE), "output_done");
 	assert_string_equal(trace_stamp_name(TR_STAMPS), "?");
 }

@@ -64,6 +64,14 @@ for i, c in enumerate(cpis):
     assert isinstance(c["woken"], int) and c["woken"] >= 0, c["woken"]
     # CPU threads (of cpu_threads = 2) that computed none of its blocks
     assert isinstance(c["absent"], int), c["absent"]
+    # the longest data-thread stall while it was in chirpd (this box may
+    # have some): null, or how long, its CPU time, what, where
+    st = c["stall"]
+    if st is not None:
+        assert set(st) == {"us", "cpu_us", "kind", "in"}, st
+        assert st["us"] >= 200 and st["cpu_us"] >= 0, st
+        assert st["kind"] in ("running", "blocked", "preempted", "stolen"), st
+        assert st["in"] in ("take", "retire", "poll"), st
     if os.environ.get("CHIRP_TEST_BACKEND", "cpu") == "cuda":
         assert c["woken"] == 0, c["woken"]
         assert c["absent"] == 0, c["absent"]
@@ -87,8 +95,13 @@ stt = json.load(open(os.path.join(d, "status.json")))
 assert stt["busy_poll"] is True and stt["idle_spin_us"] == 0, (stt["busy_poll"], stt["idle_spin_us"])
 s = json.load(open(os.path.join(d, "stats.json")))
 assert s["over_budget"] == 150, s["over_budget"]
+stalled = sum(1 for c in tr["cpis"] if c["stall"] is not None)
+assert isinstance(s["data_stalls"], int) and s["data_stalls"] >= (1 if stalled else 0), \
+    (s["data_stalls"], stalled)
 m = open(os.path.join(d, "metrics.txt")).read()
 assert re.search(r"^chirpd_over_budget_total 150$", m, re.M), "metrics lack over_budget 150"
+# (taken after stats: a count of its own, not compared)
+assert re.search(r"^chirpd_data_stalls_total [0-9]+$", m, re.M), "metrics lack data_stalls"
 print("trace, status and stats agree")
 PYEOF
 
@@ -112,7 +125,7 @@ done
 lines=$(grep -c "CPI over the latency budget" "$CHIRPD_LOG")
 [ "$lines" -ge 1 ] && [ "$lines" -le 4 ] || e2e_fail "$lines over-budget lines for 1.5 s of CPIs"
 grep "CPI over the latency budget" "$CHIRPD_LOG" | tail -1 |
-	grep -Eq "seq [0-9]+ latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms(, [0-9]+ workers? woken)?(, [0-9]+ threads? computed nothing)? \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
+	grep -Eq "seq [0-9]+ latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms(, [0-9]+ workers? woken)?(, [0-9]+ threads? computed nothing)?(, data thread stalled [0-9.]+ ms \((running|blocked|preempted|stolen), in (take|retire|poll)\))? \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
 	e2e_fail "over-budget line format: $(grep 'over the latency budget' "$CHIRPD_LOG" | tail -1)"
 
 # A generous budget by reload: no more over-budget CPIs. With it a 200 ms
