@@ -97,7 +97,7 @@ def load(d):
             p = first_line(os.path.join(d, "probe-%s.txt" % name), "probe ")
             s0, s1 = (os.path.join(d, "stats%d-%s.json" % (i, name)) for i in (0, 1))
             delta = {}
-            for k in ("input_overruns", "output_drops"):
+            for k in ("input_overruns", "output_drops", "data_stalls"):
                 a, b = stat(s0, k), stat(s1, k)
                 delta[k] = b - a if a is not None and b is not None else None
             rows.append(dict(name=name, pct=pct, rate=rate, probe=p, d=delta,
@@ -272,8 +272,20 @@ def stage_breakdown(d, rows):
         for lab, v in per.items():
             v.sort()
             st[lab] = (nearest_rank(v, 0.5), nearest_rank(v, 0.999), v[-1]) if v else None
+        # The data thread's stalls (the recorder's "stall", newer chirpd):
+        # how many CPIs one delayed, the longest, and the tail's by kind.
+        has = [c for c in win if "stall" in c]
+        stalled = [c["stall"] for c in has if isinstance(c.get("stall"), dict)]
+        tail_st = {}
+        for c in win:
+            if c["latency_us"] >= cut and isinstance(c.get("stall"), dict):
+                k = c["stall"].get("kind", "?")
+                tail_st[k] = tail_st.get(k, 0) + 1
+        longest = max(stalled, key=lambda x: x.get("us", 0)) if stalled else None
         out.append(dict(pct=r["pct"], n=len(win), cut=cut, ntail=len(tail), st=st, most=most,
-                        nidle=nidle))
+                        nidle=nidle, stall=dict(known=bool(has), n=len(stalled), tail=tail_st,
+                                                longest=longest,
+                                                count=r["d"].get("data_stalls"))))
     return out or None
 
 
@@ -535,6 +547,30 @@ def report(d):
             out.append("| %s %% | %d (%d) | %s | %d CPIs ≥ %s ms: %s |" % (
                 x["pct"], x["n"], x["nidle"], " | ".join(cells), x["ntail"], ms(x["cut"]),
                 tl or "–"))
+    if sb and any(x["stall"]["known"] for x in sb):
+        out.append("")
+        out.append("The data thread's stalls (flight recorder `stall`; chirpd's `data_stalls`): "
+                   "gaps of 200 us or more in its polling loop, which never sleeps on purpose "
+                   "while CPIs are in flight; per CPI the longest that overlapped its time in "
+                   "chirpd, with what the thread's own counters say it was doing: running (CPU "
+                   "time over half the gap), blocked (slept in a call), preempted (another "
+                   "thread took its CPU), stolen (neither: its vCPU did not run). stalls: "
+                   "data_stalls over the window; CPIs: the window's CPIs one delayed; tail: "
+                   "the CPIs at or above chirpd's own p99.9 that one delayed, by kind.")
+        out.append("")
+        out.append("| row | stalls | CPIs delayed | longest ms (kind, where, CPU ms) | tail (≥ p99.9) with a stall |")
+        out.append("|---|---:|---:|---|---|")
+        for x in sb:
+            s_ = x["stall"]
+            if not s_["known"]:
+                continue
+            lg = s_["longest"]
+            lgs = "–" if lg is None else "%s (%s, in %s, CPU %s)" % (
+                ms(lg.get("us", 0)), lg.get("kind", "?"), lg.get("in", "?"), ms(lg.get("cpu_us", 0)))
+            tl = ", ".join("%s %d" % kv for kv in sorted(s_["tail"].items(), key=lambda kv: -kv[1]))
+            out.append("| %s %% | %s | %d of %d | %s | %s of %d%s |" % (
+                x["pct"], "?" if s_["count"] is None else s_["count"], s_["n"], x["n"], lgs,
+                sum(s_["tail"].values()), x["ntail"], (": " + tl) if tl else ""))
     out.append("")
     out.append("Latency: CLOCK_REALTIME when the probe peeks the result − the producer's commit "
                "time (forwarded by chirpd). lost: CPIs missing (producer first_sample numbering) "

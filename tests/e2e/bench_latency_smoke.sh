@@ -78,6 +78,14 @@ for pct in 80 90; do
 		e2e_fail "no well-formed stage row for $pct %"
 done
 # C3 and C3' compare with the copy floor: CUDA only, absent here.
+# The data thread's stalls: a row per load, the window's stall count, the
+# CPIs one delayed out of the window's, the longest (or "–"), the tail's.
+grep -q '^| row | stalls | CPIs delayed | longest ms (kind, where, CPU ms) | tail (≥ p99.9) with a stall |$' "$out/report.md" ||
+	e2e_fail "no stall table"
+for pct in 80 90; do
+	grep -Eq "^\| $pct % \| [0-9]+ \| [0-9]+ of [0-9]+ \| (–|$num \((running|blocked|preempted|stolen), in (take|retire|poll), CPU $num\)) \| [0-9]+ of [0-9]+(: .*)? \|$" "$out/report.md" ||
+		e2e_fail "no well-formed stall row for $pct %: $(grep "^| $pct % |" "$out/report.md" | tail -1)"
+done
 grep -Eq "^(PASS|FAIL|n/a ) C3" "$out/report.md" && e2e_fail "a C3 line on the CPU backend"
 for k in command date machine; do grep -q "^$k: " "$out/report.md" || e2e_fail "report lacks '$k'"; done
 # TSV: a header and capacity, two loads, host block, host noise, sleep; 16 columns each.
