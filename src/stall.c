@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <sys/resource.h>   /* RUSAGE_THREAD: _GNU_SOURCE, set by the Makefile */
+#include <time.h>
 
 #include "timeutil.h"
 
@@ -39,13 +40,19 @@ enum stall_kind stall_classify(uint64_t gap_ns, uint64_t cpu_ns, uint64_t nvcsw,
 static int read_counters(struct stall_watch *w)
 {
 	struct rusage ru;
+	struct timespec ts;
 
 	w->wall_ns = mono_ns();
+	/* The thread's CPU time from its own clock (the scheduler's runtime,
+	 * in ns): getrusage's utime + stime is that runtime split by tick
+	 * samples and clamped to never go back, so over a gap of a few
+	 * hundred microseconds it can lag and then jump by milliseconds (the
+	 * GPU host showed "4 ms of CPU in a 0.2 ms gap"). */
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return -errno;
 	if (getrusage(RUSAGE_THREAD, &ru) < 0)
 		return -errno;
-	/* getrusage reports microseconds: the CPU time's resolution here. */
-	w->cpu_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
-		    ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+	w->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	w->nvcsw = (uint64_t)ru.ru_nvcsw;
 	w->nivcsw = (uint64_t)ru.ru_nivcsw;
 	return 0;

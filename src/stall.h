@@ -1,8 +1,8 @@
 /*
  * stall.h — notices when a polling thread made no progress for longer than
  * a threshold, and says what the thread was doing meanwhile, from its own
- * counters (getrusage(RUSAGE_THREAD)): its CPU time and its voluntary and
- * involuntary context switches over the gap.
+ * counters: its CPU time (CLOCK_THREAD_CPUTIME_ID) and its voluntary and
+ * involuntary context switches (getrusage(RUSAGE_THREAD)) over the gap.
  *
  * WHY
  *   The data thread polls: between two of its checkpoints it never sleeps
@@ -10,7 +10,9 @@
  *   every CPI that arrives meanwhile, and the flight recorder alone cannot
  *   tell whose it was. The counters can:
  *     running    CPU time over at least half the gap: the thread ran (our
- *                code, or a library call that spins)
+ *                code, or a library call that spins; on a VM also time
+ *                the host spent handling an exit of this vCPU, which the
+ *                guest cannot tell from its own running)
  *     blocked    it slept inside a call (a voluntary switch: a lock, a
  *                write to a full pipe, a page fault served from disk)
  *     preempted  another thread of this machine took its CPU (an
@@ -26,7 +28,8 @@
  * CONTRACT
  *   A struct stall_watch belongs to one thread: stall_watch_mark and
  *   stall_watch_check read that thread's counters. Each is one vDSO clock
- *   read plus one system call (getrusage), no allocation, no lock. Mark
+ *   read plus two system calls (the thread's CPU clock, getrusage), no
+ *   allocation, no lock: about a microsecond on a polling loop. Mark
  *   after every deliberate wait (a sleep the thread asked for is not a
  *   stall); check at each checkpoint of the loop.
  */
@@ -49,7 +52,7 @@ enum stall_kind {
 /* The thread's counters at one instant. */
 struct stall_watch {
 	uint64_t wall_ns;     /* CLOCK_MONOTONIC                           */
-	uint64_t cpu_ns;      /* the thread's user + system time           */
+	uint64_t cpu_ns;      /* the thread's CPU time (its runtime)       */
 	uint64_t nvcsw;       /* voluntary context switches                */
 	uint64_t nivcsw;      /* involuntary context switches              */
 };
@@ -62,13 +65,14 @@ struct stall {
 	enum stall_kind kind;
 };
 
-/* Read the calling thread's counters into *w. 0, or -errno of getrusage. */
+/* Read the calling thread's counters into *w. 0, or -errno of the failed
+ * call. */
 int stall_watch_mark(struct stall_watch *w);
 
 /*
  * Compare the calling thread's counters now with *w, then store now in *w.
  * Returns 1 and fills *out when the wall-clock gap is at least
- * threshold_ns, 0 when it is shorter, -errno when getrusage failed (*w
+ * threshold_ns, 0 when it is shorter, -errno when a read failed (*w
  * then holds the wall clock only, so the next check still measures from
  * here).
  */
