@@ -49,6 +49,10 @@
  * bytes apart, as chirpd's cf32 H2D lands in its pitched FFT rows (chunks
  * then cut whole rows); the copylimit line ends with row_bytes=N pitch=P
  * (0 0 for linear copies). Compares the 2D copy with the linear one.
+ * --slots N (either mode): N host buffers of each direction, taken in turn
+ * CPI by CPI as a ring's slots are (default 1: the same buffers every
+ * tick); --slots 16 makes the DMA walk as many registered bytes as
+ * chirpd's 16-slot input and output rings do.
  * --self-check: copies a pattern through the same chunked path with a
  * device-to-device copy in between (out = in) and compares the bytes;
  * prints "copy_floor: self-check ok" or fails.
@@ -102,7 +106,9 @@ struct path {
 	int chunks, nstreams;
 	size_t in_bytes, out_bytes;
 	size_t row_bytes, pitch;  /* 2D H2D (--row-bytes, --pitch); 0: linear */
-	unsigned char *h_in, *h_out, *d_in, *d_out;
+	unsigned slots, slot;     /* host buffers taken in turn (--slots); the next */
+	unsigned char *h_in_all, *h_out_all;   /* slots x in_bytes, slots x out_bytes */
+	unsigned char *h_in, *h_out, *d_in, *d_out;   /* h_*: this CPI's slot */
 	cudaStream_t s[MAX_STREAMS];
 };
 
@@ -119,6 +125,11 @@ static void chunk(size_t total, int chunks, int i, size_t *off, size_t *len)
  * self-check, a D2D in between), queued only. */
 static void enqueue_cpi(struct path *p, int d2d)
 {
+	/* The next slot, as a ring's consumer takes them: with --slots 16 the
+	 * DMA walks as many registered bytes as chirpd's 16-slot rings. */
+	p->h_in = p->h_in_all + (size_t)p->slot * p->in_bytes;
+	p->h_out = p->h_out_all + (size_t)p->slot * p->out_bytes;
+	p->slot = (p->slot + 1) % p->slots;
 	for (int i = 0; i < p->chunks; i++) {
 		cudaStream_t s = p->s[i % p->nstreams];
 		size_t oi, li, oo, lo;
@@ -226,7 +237,8 @@ static void usage(FILE *f)
 		   "                  [--raw-tick FILE]\n"
 		   "       copy_floor --limit --in-bytes N --out-bytes M [--seconds 10] [--start-at UNIX_S]\n"
 		   "                  [--chunks 4] [--streams 2] [--gpu 0]\n"
-		   "       (either: [--row-bytes N --pitch P] for a 2D H2D into pitched rows)\n"
+		   "       (either: [--row-bytes N --pitch P] for a 2D H2D into pitched rows,\n"
+		   "        [--slots 1] host buffers taken in turn, as a ring's slots)\n"
 		   "       copy_floor --self-check [--in-bytes N] [--gpu 0]\n"
 		   "--gpu: a CUDA device index or a PCI bus id (0000:41:00.0)\n");
 }
@@ -249,6 +261,7 @@ int main(int argc, char **argv)
 
 	memset(&p, 0, sizeof(p));
 	p.chunks = 4;
+	p.slots = 1;
 	p.nstreams = 2;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *b = i + 1 < argc ? argv[i + 1] : NULL;
@@ -277,6 +290,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--raw-tick")) raw_tick = b;
 		else if (!strcmp(a, "--row-bytes")) p.row_bytes = (size_t)v;
 		else if (!strcmp(a, "--pitch")) p.pitch = (size_t)v;
+		else if (!strcmp(a, "--slots")) p.slots = (unsigned)v;
 		else { usage(stderr); return 2; }
 	}
 	if (self_check) {
@@ -285,6 +299,7 @@ int main(int argc, char **argv)
 		p.out_bytes = p.in_bytes;
 	}
 	if (!p.in_bytes || !p.out_bytes || p.chunks < 1 || p.chunks > 64 || p.nstreams < 1 ||
+	    p.slots < 1 || p.slots > 1024 ||
 	    p.nstreams > MAX_STREAMS || (!self_check && !limit && rate <= 0) ||
 	    (!self_check && seconds <= 0) || (self_check && limit) ||
 	    (!p.row_bytes != !p.pitch) || (p.pitch && (self_check || p.pitch < p.row_bytes ||
@@ -314,13 +329,15 @@ int main(int argc, char **argv)
 
 	/* Host side: shared mappings registered in place, as chirpd does with
 	 * its rings (staging = register). */
-	p.h_in = (unsigned char *)map_shared(p.in_bytes);
-	p.h_out = (unsigned char *)map_shared(p.out_bytes);
-	for (size_t i = 0; i < p.in_bytes; i++)
-		p.h_in[i] = (unsigned char)(i * 131u + 7u);
-	memset(p.h_out, 0, p.out_bytes);
-	CK(cudaHostRegister(p.h_in, p.in_bytes, cudaHostRegisterDefault));
-	CK(cudaHostRegister(p.h_out, p.out_bytes, cudaHostRegisterDefault));
+	p.h_in_all = (unsigned char *)map_shared(p.slots * p.in_bytes);
+	p.h_out_all = (unsigned char *)map_shared(p.slots * p.out_bytes);
+	for (size_t i = 0; i < p.slots * p.in_bytes; i++)
+		p.h_in_all[i] = (unsigned char)((i % p.in_bytes) * 131u + 7u);
+	memset(p.h_out_all, 0, p.slots * p.out_bytes);
+	CK(cudaHostRegister(p.h_in_all, p.slots * p.in_bytes, cudaHostRegisterDefault));
+	CK(cudaHostRegister(p.h_out_all, p.slots * p.out_bytes, cudaHostRegisterDefault));
+	p.h_in = p.h_in_all;
+	p.h_out = p.h_out_all;
 	CK(cudaMalloc((void **)&p.d_in, p.pitch ? p.in_bytes / p.row_bytes * p.pitch : p.in_bytes));
 	CK(cudaMalloc((void **)&p.d_out, p.out_bytes));
 	CK(cudaMemset(p.d_out, 0, p.out_bytes));
@@ -422,9 +439,9 @@ int main(int argc, char **argv)
 		CK(cudaStreamDestroy(p.s[i]));
 	CK(cudaFree(p.d_in));
 	CK(cudaFree(p.d_out));
-	CK(cudaHostUnregister(p.h_in));
-	CK(cudaHostUnregister(p.h_out));
-	munmap(p.h_in, p.in_bytes);
-	munmap(p.h_out, p.out_bytes);
+	CK(cudaHostUnregister(p.h_in_all));
+	CK(cudaHostUnregister(p.h_out_all));
+	munmap(p.h_in_all, p.slots * p.in_bytes);
+	munmap(p.h_out_all, p.slots * p.out_bytes);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
