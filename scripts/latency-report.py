@@ -404,6 +404,44 @@ def host_steal(d):
     return res
 
 
+def by_count(counts):
+    """'a 3, b 1': the non-zero counts of a dict, largest first."""
+    return ", ".join("%s %d" % (k, v) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])
+                     if v)
+
+
+def stall_table(sb):
+    """The data thread's stalls per load row (stage_breakdown's "stall"), as
+    report lines; none when no row's trace has the recorder's "stall"."""
+    out = []
+    if not sb or not any(x["stall"]["known"] for x in sb):
+        return out
+    out.append("")
+    out.append("The data thread's stalls (flight recorder `stall`; chirpd's `data_stalls`): "
+               "gaps of 200 us or more in its polling loop, which never sleeps on purpose "
+               "while CPIs are in flight; per CPI the longest that overlapped its time in "
+               "chirpd, with what the thread's own counters say it was doing: running (CPU "
+               "time over half the gap), blocked (slept in a call), preempted (another "
+               "thread took its CPU), stolen (neither: its vCPU did not run). stalls: "
+               "data_stalls over the window; CPIs: the window's CPIs one delayed; tail: "
+               "the CPIs at or above chirpd's own p99.9 that one delayed, by kind.")
+    out.append("")
+    out.append("| row | stalls | CPIs delayed | longest ms (kind, where, CPU ms) | tail (≥ p99.9) with a stall |")
+    out.append("|---|---:|---:|---|---|")
+    for x in sb:
+        s_ = x["stall"]
+        if not s_["known"]:
+            continue
+        lg = s_["longest"]
+        lgs = "–" if lg is None else "%s (%s, in %s, CPU %s)" % (
+            ms(lg.get("us", 0)), lg.get("kind", "?"), lg.get("in", "?"), ms(lg.get("cpu_us", 0)))
+        tl = by_count(s_["tail"])
+        out.append("| %s %% | %s | %d of %d | %s | %s of %d%s |" % (
+            x["pct"], "?" if s_["count"] is None else s_["count"], s_["n"], x["n"], lgs,
+            sum(s_["tail"].values()), x["ntail"], (": " + tl) if tl else ""))
+    return out
+
+
 def report(d):
     meta, rows, noise, sleep = load(d)
     out = []
@@ -542,35 +580,11 @@ def report(d):
         for x in sb:
             cells = ["–" if x["st"][lab] is None else " / ".join(ms(v) for v in x["st"][lab])
                      for lab, _, _ in STAGES]
-            tl = ", ".join("%s %d" % (k, v) for k, v in sorted(x["most"].items(),
-                                                               key=lambda kv: -kv[1]) if v)
+            tl = by_count(x["most"])
             out.append("| %s %% | %d (%d) | %s | %d CPIs ≥ %s ms: %s |" % (
                 x["pct"], x["n"], x["nidle"], " | ".join(cells), x["ntail"], ms(x["cut"]),
                 tl or "–"))
-    if sb and any(x["stall"]["known"] for x in sb):
-        out.append("")
-        out.append("The data thread's stalls (flight recorder `stall`; chirpd's `data_stalls`): "
-                   "gaps of 200 us or more in its polling loop, which never sleeps on purpose "
-                   "while CPIs are in flight; per CPI the longest that overlapped its time in "
-                   "chirpd, with what the thread's own counters say it was doing: running (CPU "
-                   "time over half the gap), blocked (slept in a call), preempted (another "
-                   "thread took its CPU), stolen (neither: its vCPU did not run). stalls: "
-                   "data_stalls over the window; CPIs: the window's CPIs one delayed; tail: "
-                   "the CPIs at or above chirpd's own p99.9 that one delayed, by kind.")
-        out.append("")
-        out.append("| row | stalls | CPIs delayed | longest ms (kind, where, CPU ms) | tail (≥ p99.9) with a stall |")
-        out.append("|---|---:|---:|---|---|")
-        for x in sb:
-            s_ = x["stall"]
-            if not s_["known"]:
-                continue
-            lg = s_["longest"]
-            lgs = "–" if lg is None else "%s (%s, in %s, CPU %s)" % (
-                ms(lg.get("us", 0)), lg.get("kind", "?"), lg.get("in", "?"), ms(lg.get("cpu_us", 0)))
-            tl = ", ".join("%s %d" % kv for kv in sorted(s_["tail"].items(), key=lambda kv: -kv[1]))
-            out.append("| %s %% | %s | %d of %d | %s | %s of %d%s |" % (
-                x["pct"], "?" if s_["count"] is None else s_["count"], s_["n"], x["n"], lgs,
-                sum(s_["tail"].values()), x["ntail"], (": " + tl) if tl else ""))
+    out.extend(stall_table(sb))
     out.append("")
     out.append("Latency: CLOCK_REALTIME when the probe peeks the result − the producer's commit "
                "time (forwarded by chirpd). lost: CPIs missing (producer first_sample numbering) "
