@@ -400,8 +400,6 @@ static int bad_input(struct pipeline *p)
 	return 0;
 }
 
-/* Take one input block and submit it. Returns 1 if a block was taken, 0 if
- * none is available, < 0 on a fatal error (already reported). */
 /* Keep the longer of f's stall and s (noticed at where). */
 static void charge_stall(struct flight *f, const struct stall *s, enum trace_where where)
 {
@@ -420,8 +418,8 @@ static void charge_stall(struct flight *f, const struct stall *s, enum trace_whe
  * more since the previous one (or since the last deliberate wait, which
  * re-marks) is a stall. It is counted, charged to every CPI in chirpd now,
  * and kept for the CPIs committed during it that are peeked later. Not
- * inside a stats write section (it opens its own). A getrusage failure
- * loses only this figure.
+ * inside a stats write section (it opens its own). A failed read of the
+ * thread's counters loses only this figure.
  */
 static void watch(struct pipeline *p, enum trace_where where)
 {
@@ -444,6 +442,8 @@ static void rewatch(struct pipeline *p)
 	(void)stall_watch_mark(&p->sw);
 }
 
+/* Take one input block and submit it. Returns 1 if a block was taken, 0 if
+ * none is available, < 0 on a fatal error (already reported). */
 static int take_one(struct pipeline *p)
 {
 	struct pipeline_gen *g = p->cur;
@@ -753,6 +753,10 @@ static int progress(struct pipeline *p, int timeout_ms)
 			fail(p, "pc_poll", n);
 			return n;
 		}
+		/* A wait on the backend was asked for (busy_poll off, or a
+		 * submit the backend refused): not a stall. */
+		if (timeout_ms > 0)
+			rewatch(p);
 	}
 	for (int i = 0; i < n; i++) {
 		unsigned idx = (unsigned)(done[i].tag % PIPE_MAX_DEPTH);
