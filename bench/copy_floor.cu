@@ -54,7 +54,8 @@
  * tick); --slots 16 makes the DMA walk as many registered bytes as
  * chirpd's 16-slot input and output rings do.
  * --self-check: copies a pattern through the same chunked path with a
- * device-to-device copy in between (out = in) and compares the bytes;
+ * device-to-device copy in between (out = in) and compares the bytes (with
+ * --slots, a different pattern per slot, every slot);
  * prints "copy_floor: self-check ok" or fails.
  * Exit 0; 1 on a CUDA or other error; 2 usage; 77 no usable CUDA device.
  */
@@ -239,7 +240,7 @@ static void usage(FILE *f)
 		   "                  [--chunks 4] [--streams 2] [--gpu 0]\n"
 		   "       (either: [--row-bytes N --pitch P] for a 2D H2D into pitched rows,\n"
 		   "        [--slots 1] host buffers taken in turn, as a ring's slots)\n"
-		   "       copy_floor --self-check [--in-bytes N] [--gpu 0]\n"
+		   "       copy_floor --self-check [--in-bytes N] [--slots 1] [--gpu 0]\n"
 		   "--gpu: a CUDA device index or a PCI bus id (0000:41:00.0)\n");
 }
 
@@ -331,8 +332,9 @@ int main(int argc, char **argv)
 	 * its rings (staging = register). */
 	p.h_in_all = (unsigned char *)map_shared(p.slots * p.in_bytes);
 	p.h_out_all = (unsigned char *)map_shared(p.slots * p.out_bytes);
+	/* A different pattern in each slot, so the self-check can tell them apart. */
 	for (size_t i = 0; i < p.slots * p.in_bytes; i++)
-		p.h_in_all[i] = (unsigned char)((i % p.in_bytes) * 131u + 7u);
+		p.h_in_all[i] = (unsigned char)((i % p.in_bytes) * 131u + 7u + (i / p.in_bytes) * 29u);
 	memset(p.h_out_all, 0, p.slots * p.out_bytes);
 	CK(cudaHostRegister(p.h_in_all, p.slots * p.in_bytes, cudaHostRegisterDefault));
 	CK(cudaHostRegister(p.h_out_all, p.slots * p.out_bytes, cudaHostRegisterDefault));
@@ -346,14 +348,16 @@ int main(int argc, char **argv)
 	CK(cudaDeviceSynchronize());
 
 	if (self_check) {
-		for (int k = 0; k < 3; k++)
+		/* At least 3 CPIs, and one through every slot: each slot's
+		 * output must then equal that slot's own input. */
+		for (unsigned k = 0; k < (p.slots > 3 ? p.slots : 3); k++)
 			one_cpi(&p, 1);
-		if (memcmp(p.h_in, p.h_out, p.in_bytes) != 0) {
+		if (memcmp(p.h_in_all, p.h_out_all, p.slots * p.in_bytes) != 0) {
 			fprintf(stderr, "copy_floor: self-check FAILED: bytes differ after H2D, D2D, D2H\n");
 			return 1;
 		}
-		printf("copy_floor: self-check ok (%zu bytes, %d chunks over %d streams)\n",
-		       p.in_bytes, p.chunks, p.nstreams);
+		printf("copy_floor: self-check ok (%zu bytes, %d chunks over %d streams, %u slot%s)\n",
+		       p.in_bytes, p.chunks, p.nstreams, p.slots, p.slots == 1 ? "" : "s");
 		return 0;
 	}
 	if (limit) {
