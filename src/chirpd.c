@@ -47,9 +47,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "pipeline.h"
+#include "stall.h"
 #include "stats.h"
 #include "sysnuma.h"
-#include "stall.h"
 #include "trace.h"
 #include "waveform.h"
 
