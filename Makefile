@@ -12,10 +12,14 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make deb        Debian packages into build/deb (mk/deb.mk)
 #
-# Sources are discovered, not listed: src/*.c is the core (chirpd's modules),
-# src/ring*.c is libchirpring, src/<bin>.c for each of BIN_NAMES is a
-# program, src/*.cu the CUDA backend, tests/test_*.c the cmocka suites,
-# bench/*.c the benchmarks, tests/fuzz/fuzz_*.c the libFuzzer targets.
+# Layout (each library's objects are named below, not discovered):
+#   src/ring/    libchirpring: the shared-memory CPI ring, its public header
+#                include/chirp/ring.h, pkg-config file and Python binding
+#   src/         the daemon's modules (libchirpcore) and chirpd.c
+#   src/cuda/    the CUDA backend (CUDA builds only)
+#   src/tools/   chirp-feed, chirp-tap, chirpctl and their helpers
+#   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
+#   bench/ the benchmarks, tests/fuzz/fuzz_*.c the libFuzzer targets.
 
 BUILD     ?= build
 SAN       ?=
@@ -35,8 +39,6 @@ ifeq ($(origin CUDA),undefined)
     CUDA := $(if $(wildcard $(NVCC)),1,0)
   endif
 endif
-
-BIN_NAMES := chirpd chirpctl chirp-feed chirp-tap
 
 # --- dependencies (pkg-config when present, plain -l flags otherwise: the
 # GPU host may lack pkg-config) -------------------------------------------
@@ -76,34 +78,44 @@ NVCC_ARCH  ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=
 NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -Iinclude -Isrc
 CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++ -ldl
 
+# --- sources ----------------------------------------------------------------
+RING_SRCS  := src/ring/ring.c
+CORE_SRCS  := $(addprefix src/,config.c control.c errbuf.c hcopy.c log.c metrics.c \
+                pc.c pc_cpu.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
+                waveform.c)
+CUDA_SRCS  := src/pc_cuda.cu
+TOOL_SRCS  := $(addprefix src/tools/,synth.c tool.c)
+DAEMON_SRC := src/chirpd.c
+TOOL_BINS  := chirp-feed chirp-tap chirpctl
+BIN_NAMES  := chirpd $(TOOL_BINS)
+TEST_SRCS  := $(wildcard tests/test_*.c)
+BENCH_SRCS := $(wildcard bench/*.c)
+
 ifeq ($(CUDA),1)
   ALL_CFLAGS += -DCHIRP_HAVE_CUDA -I$(CUDA_HOME)/include
-  CU_SRCS    := $(wildcard src/*.cu)
+  CU_SRCS    := $(CUDA_SRCS)
   LINK_CUDA  := $(CUDA_LIBS)
 else
   CU_SRCS    :=
   LINK_CUDA  :=
 endif
 
-# --- sources ----------------------------------------------------------------
-BIN_SRCS   := $(addprefix src/,$(addsuffix .c,$(BIN_NAMES)))
-RING_SRCS  := $(wildcard src/ring*.c)
-CORE_SRCS  := $(filter-out $(BIN_SRCS) $(RING_SRCS),$(wildcard src/*.c))
-TEST_SRCS  := $(wildcard tests/test_*.c)
-BENCH_SRCS := $(wildcard bench/*.c)
-
 OBJ        := $(BUILD)/obj
-CORE_OBJS  := $(patsubst src/%.c,$(OBJ)/%.o,$(CORE_SRCS)) $(patsubst src/%.cu,$(OBJ)/%.cu.o,$(CU_SRCS))
-RING_OBJS  := $(patsubst src/%.c,$(OBJ)/%.o,$(RING_SRCS))
+objs_of     = $(patsubst src/%.cu,$(OBJ)/%.cu.o,$(patsubst src/%.c,$(OBJ)/%.o,$(1)))
+CORE_OBJS  := $(call objs_of,$(CORE_SRCS) $(CU_SRCS))
+RING_OBJS  := $(call objs_of,$(RING_SRCS))
+TOOL_OBJS  := $(call objs_of,$(TOOL_SRCS))
 CORE_LIB   := $(BUILD)/lib/libchirpcore.a
 RING_LIB   := $(BUILD)/lib/libchirpring.a
 RING_SO    := $(BUILD)/lib/libchirpring.so.1
-BINS       := $(patsubst src/%.c,$(BUILD)/bin/%,$(wildcard $(BIN_SRCS)))
+TOOL_LIB   := $(BUILD)/lib/libchirptools.a
+BINS       := $(addprefix $(BUILD)/bin/,$(BIN_NAMES))
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 BENCHES    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 BENCHES    += $(if $(filter 1,$(CUDA)),$(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/*.cu)))
 
 LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
+LINK_TOOLS := $(TOOL_LIB) $(LINK_ALL)
 
 .PHONY: all bins libs tests benches run test bench bench-latency fuzz fuzz-short install uninstall clean deps info
 .DEFAULT_GOAL := all
@@ -113,7 +125,7 @@ all: libs bins tests benches
 	 elif [ -x "$(NVCC)" ]; then echo "chirpd: built CPU-only (CUDA=0$(if $(SAN), in a sanitizer build))"; \
 	 else echo "chirpd: built CPU-only (no nvcc at $(NVCC); set CUDA_HOME to enable the CUDA backend)"; fi
 
-libs: $(CORE_LIB) $(RING_LIB) $(if $(RING_SRCS),$(RING_SO))
+libs: $(CORE_LIB) $(RING_LIB) $(RING_SO) $(TOOL_LIB)
 bins: $(BINS)
 tests: $(TESTS)
 benches: $(BENCHES)
@@ -122,6 +134,7 @@ info:
 	@echo "CUDA=$(CUDA) SAN=$(SAN) BUILD=$(BUILD)"
 	@echo "core: $(CORE_SRCS) $(CU_SRCS)"
 	@echo "ring: $(RING_SRCS)"
+	@echo "tools: $(TOOL_SRCS)"
 
 $(OBJ)/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -139,18 +152,26 @@ $(RING_LIB): $(RING_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
+$(TOOL_LIB): $(TOOL_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
 $(RING_SO): $(RING_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.1 -o $@ $^ -lrt
 	ln -sf libchirpring.so.1 $(BUILD)/lib/libchirpring.so
 
-$(BUILD)/bin/%: src/%.c $(CORE_LIB) $(RING_LIB)
+$(BUILD)/bin/chirpd: $(DAEMON_SRC) $(CORE_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bin-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bin-chirpd.d $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL)
 
-$(BUILD)/tests/%: tests/%.c $(CORE_LIB) $(RING_LIB)
+$(addprefix $(BUILD)/bin/,$(TOOL_BINS)): $(BUILD)/bin/%: src/tools/%.c $(TOOL_LIB) $(CORE_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)
-	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL) $(CMOCKA_LIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bin-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_TOOLS)
+
+$(BUILD)/tests/%: tests/%.c $(TOOL_LIB) $(CORE_LIB) $(RING_LIB)
+	@mkdir -p $(@D) $(OBJ)
+	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_TOOLS) $(CMOCKA_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(CORE_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)
@@ -170,7 +191,7 @@ $(BUILD)/bench/%: $(OBJ)/bench-%.cu.o $(CORE_LIB) $(RING_LIB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL)
 endif
 
--include $(wildcard $(OBJ)/*.d)
+-include $(wildcard $(OBJ)/*.d $(OBJ)/*/*.d)
 
 # --- the two commands README names -----------------------------------------
 deps:

@@ -41,30 +41,27 @@ PYTHON3     ?= $(firstword $(wildcard /usr/bin/python3) python3)
 PY_VERSION  := $(shell $(PYTHON3) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 PYTHONDIR   ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(or $(PY_VERSION),3)/dist-packages)
 INSTALL     ?= install
-PC_IN       ?= chirpring.pc.in
+PC_IN       ?= src/ring/chirpring.pc.in
 
 INST_MANS   := $(wildcard doc/man/*.1 doc/man/*.5 doc/man/*.8)
 INST_UNITS  := systemd/chirpd.service systemd/chirpd@.service
 INST_SCRIPTS := $(wildcard scripts/chirp-plot)
 INST_DOCS   := $(wildcard doc/example_producer.c)
-INST_PY     := $(wildcard python/chirpring/*.py)
+INST_PY     := $(wildcard src/ring/python/chirpring/*.py)
 D := $(DESTDIR)
 
 install: bins libs
 	@set -e; \
 	for b in $(BIN_NAMES); do \
-	  [ -f src/$$b.c ] || continue; \
 	  [ -x $(BUILD)/bin/$$b ] || { echo "install: $(BUILD)/bin/$$b was not built" >&2; exit 1; }; \
 	done
 	$(INSTALL) -d -m 0755 $(D)$(BINDIR) $(D)$(LIBDIR) $(D)$(PKGCONFIGDIR) \
 	  $(D)$(INCLUDEDIR)/chirp $(D)$(UNITDIR) $(D)$(SYSUSERSDIR) \
 	  $(D)$(MANDIR)/man1 $(D)$(MANDIR)/man5 $(D)$(MANDIR)/man8 $(D)$(SYSCONFDIR)/chirpd
 	$(INSTALL) -m 0755 $(BINS) $(INST_SCRIPTS) $(D)$(BINDIR)/
-ifneq ($(RING_SRCS),)
 	$(INSTALL) -m 0755 $(RING_SO) $(D)$(LIBDIR)/libchirpring.so.1
 	ln -sf libchirpring.so.1 $(D)$(LIBDIR)/libchirpring.so
 	$(INSTALL) -m 0644 $(RING_LIB) $(D)$(LIBDIR)/libchirpring.a
-endif
 	$(INSTALL) -m 0644 include/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/ring.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \

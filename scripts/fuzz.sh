@@ -16,9 +16,9 @@ libs="$(pkg-config --libs inih jansson fftw3f libsystemd libmicrohttpd 2>/dev/nu
 shopt -s nullglob
 targets=(tests/fuzz/fuzz_*.c)
 [ ${#targets[@]} -gt 0 ] || { echo "fuzz: no targets"; exit 0; }
-# Core and ring sources, minus the programs' mains.
+# Core and ring sources, minus the daemon's main (the tools live in src/tools/).
 srcs=()
-for f in src/*.c; do
+for f in src/*.c src/ring/*.c; do
 	case $(basename "$f" .c) in chirpd|chirpctl|chirp-feed|chirp-tap) continue;; esac
 	srcs+=("$f")
 done

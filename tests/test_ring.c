@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "chirp/ring.h"
-#include "ring_private.h"
+#include "ring/ring_private.h"
 
 static char g_name[64];
 static int g_counter;

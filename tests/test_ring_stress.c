@@ -37,7 +37,7 @@
 #include <cmocka.h>
 
 #include "chirp/ring.h"
-#include "ring_private.h"
+#include "ring/ring_private.h"
 
 #define ROUNDS 200
 

@@ -31,7 +31,7 @@
 #include <cmocka.h>
 
 #include "chirp/ring.h"
-#include "ring_private.h"
+#include "ring/ring_private.h"
 
 #ifdef __SANITIZE_THREAD__
 #define NBLOCKS 4000

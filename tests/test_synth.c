@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "synth.h"
+#include "tools/synth.h"
 
 /* Random unit-modulus pulse (random phases): not a power-of-two length. */
 static float *random_pulse(size_t L, unsigned seed)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# python_chirpring.sh — the chirpring Python package (python/chirpring) on
+# python_chirpring.sh — the chirpring Python package (src/ring/python/chirpring) on
 # this build's libchirpring: tests/python/test_chirpring.py, with a chirpd
 # (CPU backend) running for the test that compares the package's view of
 # chirpd's output with what chirp-tap writes. The Python file's closing
@@ -30,7 +30,7 @@ esac
 e2e_config output.slots=32
 e2e_start_chirpd
 
-env ${PRE:+LD_PRELOAD=$PRE} PYTHONPATH="$SRC/python" CHIRPRING_LIBRARY="$LIB" CHIRP_BIN="$BIN" \
+env ${PRE:+LD_PRELOAD=$PRE} PYTHONPATH="$SRC/src/ring/python" CHIRPRING_LIBRARY="$LIB" CHIRP_BIN="$BIN" \
 	CHIRP_UNIQ="$E2E_UNIQ-py" CHIRPD_CONF="$CONF" CHIRPD_OUT_RING="$OUT_RING" \
 	PYTHONDONTWRITEBYTECODE=1 "$PY" "$SRC/tests/python/test_chirpring.py"
 rc=$?
@@ -41,7 +41,7 @@ rc=$?
 # redraws until SIGINT. (Normal build only: the ASan runtime is not preloaded
 # into matplotlib's python here, and the plot adds nothing under ASan.)
 if [ -z "$PRE" ] && "$PY" -c 'import matplotlib' 2>/dev/null; then
-	plot() { env PYTHONPATH="$SRC/python" CHIRPRING_LIBRARY="$LIB" "$PY" "$SRC/scripts/chirp-plot" "$@"; }
+	plot() { env PYTHONPATH="$SRC/src/ring/python" CHIRPRING_LIBRARY="$LIB" "$PY" "$SRC/scripts/chirp-plot" "$@"; }
 	plot --ring "$OUT_RING" --count 6 --peaks 1 -o "$T/rti.png" --json "$T/peaks.json" --timeout 30 \
 		>"$T/plot.log" 2>&1 &
 	pp=$!; e2e_track $pp
@@ -59,7 +59,7 @@ if [ -z "$PRE" ] && "$PY" -c 'import matplotlib' 2>/dev/null; then
 	# (A background job of a script starts with SIGINT ignored, and python
 	# then leaves it so; restore the default before exec, as a terminal has it.)
 	"$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-		env PYTHONPATH="$SRC/python" CHIRPRING_LIBRARY="$LIB" "$PY" "$SRC/scripts/chirp-plot" \
+		env PYTHONPATH="$SRC/src/ring/python" CHIRPRING_LIBRARY="$LIB" "$PY" "$SRC/scripts/chirp-plot" \
 		--ring "$OUT_RING" --count 4 --live --interval 0.3 --peaks 1 -o "$T/live.png" >"$T/live.log" 2>&1 &
 	pp=$!; e2e_track $pp
 	pictures_ge() { [ "$(grep -c '^wrote ' "$T/live.log")" -ge "$1" ]; }   # read inside e2e_wait

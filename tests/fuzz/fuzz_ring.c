@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "chirp/ring.h"
-#include "ring_private.h"
+#include "ring/ring_private.h"
 
 #define IMG_BYTES (1u << 20)
 #define POKE_BYTES 10   /* u16 offset into header+descriptors, u64 value */
