@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # chirpd — real-time radar pulse compression. See README.md.
 #
 #   make            build everything into build/ (CUDA when nvcc is found)

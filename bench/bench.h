@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench.h — the clocks and the sort order every benchmark program here
  * uses (header-only: each bench/NAME.c and bench/NAME.cu is its own program).

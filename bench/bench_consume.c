@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_consume.c — what a C consumer pays per CPI in libchirpring: the
  * baseline of bench/bench_py_ring.py (the same loop through the chirpring

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_gpu.cu — what the CUDA backend achieves against what the hardware
  * allows, on one GPU, in one run.

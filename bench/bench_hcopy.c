@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_hcopy.c — host copy bandwidth: one thread's memcpy against hcopy
  * (src/hcopy.h, what the CUDA backend's copy staging uses) with 1, 2, 4

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_pc.c — throughput of the CPU pulse-compression backend (a program
  * that prints a table; not a test).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_pc_tail.c — the CPU backend's per-CPI time distribution with and
  * without the straggler take-over (pc_cpu.c, wait_blocks), side by side in

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """bench_py_ring.py — per-CPI overhead of reading a ring through the
 chirpring Python package, against the C consumer, in one run.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_ring.c — cross-process handoff through libchirpring.
  *

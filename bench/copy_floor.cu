@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * copy_floor.cu — the GPU platform's latency floor for chirpd's data path:
  * the raw copy path alone, no chirpd, no FFT. At a paced rate, each tick

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_pairs.c — which of this machine's CPUs share a physical core, as the
  * work sees it? (a program that prints a table; not a test)

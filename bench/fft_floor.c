@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fft_floor.c — the FFTs alone, for the CPU backend and for GNU Radio's
  * fft_filter_ccc on the same CPI (a program that prints a table; not a

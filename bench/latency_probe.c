@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * latency_probe.c — an independent consumer of chirpd's output ring that
  * measures end-to-end latency per CPI, for scripts/bench-latency.sh.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mem_phases.c — does this host's memory bandwidth change in steps of
  * seconds? (a program that prints a series; not a test)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * noise_floor.c — the host's own latency noise on a set of CPUs: what a
  * fixed job suffers from the machine alone (interrupts, other tasks, SMIs,

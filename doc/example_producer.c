@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * example_producer.c — the smallest digitizer-side producer for chirpd.
  *

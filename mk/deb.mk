@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/deb.mk — `make deb` (included by Makefile): chirpd's Debian binary
 # packages (chirpd, libchirpring1, libchirpring-dev, python3-chirpring)
 # from debian/, built by scripts/build-deb.sh into DEB_DIR.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/install.mk — `make install` and `make uninstall` (included by Makefile).
 #
 #   make install   [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc] ...

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench-all.sh [BUILD] — what `make bench` runs: every benchmark program in
 # BUILD/bench/ (each prints its own table), then scripts/bench-compare.sh
 # (chirpd against scipy and GNU Radio). Benchmarks are reports, not tests:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench-compare.sh [BUILD] — chirpd's CPU backend against scipy's
 # fftconvolve and GNU Radio's fft_filter_ccc on the same CPIs, same machine,
 # one thread each, measured side by side in one run.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench-daemon-gpu.sh [--soak] [TSV] — benchmark (d): the whole daemon on the
 # CUDA backend. For each configuration: chirp-feed --prefilled (as fast as
 # the input ring frees slots, like a digitizer's DMA) -> chirpd (backend =

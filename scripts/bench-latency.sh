@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench-latency.sh — chirpd's latency under load and its losses, next to the
 # host's noise floor, all measured in one run (`make bench-latency`).
 #

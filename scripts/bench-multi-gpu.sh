@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench-multi-gpu.sh — one chirpd per GPU, as the chirpd@ unit runs them,
 # measured together in one run: the host's own N-GPU copy floor, every
 # instance's capacity while the others are saturated too, a paced load on

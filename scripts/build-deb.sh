@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # build-deb.sh OUTDIR [CUDA] — `make deb`: build chirpd's Debian binary
 # packages (debian/) with dpkg-buildpackage on a copy of this tree, so
 # nothing is written next to the checkout or into debian/ here. CUDA is 0

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz-long.sh [SECONDS] — run every libFuzzer target (tests/fuzz/fuzz_*.c)
 # for SECONDS (default 3600) of wall-clock time, all targets at once, each
 # under `nice -n 19` so a shared machine stays usable. This is the "each

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz.sh SECONDS — build every libFuzzer target (tests/fuzz/fuzz_*.c, with
 # clang, ASan and UBSan) into build-fuzz/ and run each for SECONDS with its
 # seed corpus (tests/fuzz/corpus/<target>/). Prints "fuzz ok NAME: N execs"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # gen-conf-man.sh [--check] — regenerate the key reference in
 # doc/man/chirpd.conf.5 (between the BEGIN KEYS / END KEYS markers) from
 # conf/chirpd.conf, which src/config.c's table generates. --check changes

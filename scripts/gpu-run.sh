@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu-run.sh [STEP...] — everything chirpd does on a GPU host, in one command,
 # with logs under $OUT (default build/gpu-run). Steps, in this order:
 #

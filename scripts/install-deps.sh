@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # install-deps.sh [--bench] — install the Debian/Ubuntu packages chirpd's build
 # and tests need; --bench adds what the comparison benchmarks need (scipy,
 # GNU Radio). Idempotent: does nothing when everything is present. Uses

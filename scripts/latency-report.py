@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """latency-report.py — the table, the criteria and the PNG of a
 scripts/bench-latency.sh run, from the files it left in DIR.
 

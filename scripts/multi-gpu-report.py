@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """multi-gpu-report.py OUT — report.md and results.tsv of a
 scripts/bench-multi-gpu.sh run from the files in OUT/work (stdlib only).
 

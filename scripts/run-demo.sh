@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # run-demo.sh BUILD — what `make run` runs: chirpd on conf/chirpd.conf
 # (backend auto), fed by chirp-feed with synthetic targets, results read by
 # chirp-tap into a small peak finder; prints one line of stats per second

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # soak.sh — the 10-minute soak recorded in doc/reliability.md (not part of
 # make test). Measured once per release on a quiet machine if possible.
 #

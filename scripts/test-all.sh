@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # test-all.sh — everything `make test` runs, in order:
 #   1. unit (cmocka) and end-to-end tests on the normal build (build/)
 #   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * control.h — chirpd's control socket: a Unix stream socket that answers
  * one-line text requests with one-line JSON replies.

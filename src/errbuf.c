@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errbuf.c — see errbuf.h. */
 #include "errbuf.h"
 

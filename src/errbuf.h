@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * errbuf.h — the one way core modules write a reason into a caller's
  * (err, errlen) buffer. libchirpring keeps its own copy in ring.c because it

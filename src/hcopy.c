@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hcopy.c — parallel host memory copy (contract in hcopy.h).
  *

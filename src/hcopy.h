@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hcopy.h — a parallel host memory copier: memcpy of one large buffer cut
  * into slices that a few threads copy at once (the CUDA backend's copy

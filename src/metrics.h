@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h — Prometheus text exposition (format 0.0.4) of chirpd's stats,
  * for the `metrics` control command and the optional HTTP endpoint

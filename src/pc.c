@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pc.c — the backend-independent part of pulse compression (see chirp/pc.h).
  *

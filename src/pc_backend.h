@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pc_backend.h — the small table of functions a pulse-compression backend
  * implements (private to the pc module: pc.c, pc_cpu.c, pc_cuda.cu).

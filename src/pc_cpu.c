@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pc_cpu.c — CPU pulse-compression backend on FFTW3 single precision
  * (implements pc_backend.h; the reference the CUDA backend is tested

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pc_cuda.cu — the CUDA (cuFFT) pulse-compression backend (pc_backend.h).
  *

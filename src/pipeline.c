@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline.c — the data thread. See pipeline.h for the contract.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline.h — chirpd's data path: one thread that takes CPIs from the
  * input ring, runs pulse compression and commits results to the output

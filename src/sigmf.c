@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sigmf.c — SigMF metadata for CPI recordings; see sigmf.h. */
 #include "sigmf.h"
 #include "errbuf.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sigmf.h — SigMF (https://sigmf.org, v1.x) recordings of CPIs: metadata
  * written by chirp-tap --sigmf and read (validated) by chirp-feed --sigmf

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stall.c — a polling thread's gaps and what it was doing in them. See
  * stall.h for the contract.

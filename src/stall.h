@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stall.h — notices when a polling thread made no progress for longer than
  * a threshold, and says what the thread was doing meanwhile, from its own

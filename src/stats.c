@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.c — see stats.h for the concurrency contract. */
 #include "stats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.h — chirpd's counters, latency histogram and per-stage times.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sysnuma.c — see sysnuma.h. */
 #include "sysnuma.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sysnuma.h — where chirpd's data path runs and how: NUMA node of the GPU
  * (from sysfs), CPU affinity, memory binding (libnuma), mlockall and

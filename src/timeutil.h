@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timeutil.h — the clocks and the polling pause the data path shares
  * (pipeline.c, pc_cpu.c). Header-only: every call is a vDSO clock read or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace.c — see trace.h for the concurrency contract. */
 #include "trace.h"
 #include "stall.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * trace.h — chirpd's flight recorder: the stage timestamps of the last N
  * CPIs, kept in memory allocated once, so an operator can see afterwards

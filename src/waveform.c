@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * waveform.c — reference waveforms and windows (see waveform.h).
  *

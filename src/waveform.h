@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * waveform.h — reference waveforms and windows for pulse compression.
  *

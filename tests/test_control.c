@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_control.c — the control socket server: reply shapes, bad input,
  * abuse (oversized, binary, half-sent, 1000 malformed requests, 200 and

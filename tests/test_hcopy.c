@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hcopy.c — the parallel host copier (hcopy.c): every byte copied and
  * none outside dst touched, at sizes that are no multiple of a slice, from

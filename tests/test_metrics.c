@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_metrics.c — Prometheus exposition: syntax of every line, HELP/TYPE
  * for every family, values equal to the snapshot; listen parsing; a GET
  * against the HTTP endpoint driven like the daemon's event loop. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pc.c — pulse compression (pc.c + the CPU backend) against the
  * definition in chirp/pc.h, checked with an independent direct

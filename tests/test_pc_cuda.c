@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pc_cuda.c — the CUDA backend against the CPU backend (the reference)
  * and against an independent double-precision direct correlation.

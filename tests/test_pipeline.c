@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pipeline.c — the data thread end to end inside one process: real
  * rings (this test is the digitizer and the downstream consumer), the CPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ring.c — unit tests of libchirpring (src/ring.c): lifecycle,
  * zero-copy handoff, overruns, wrap-around at 2^32 and 2^64, re-attach and

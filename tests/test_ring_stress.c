@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ring_stress.c — fork-based crash stress of libchirpring.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ring_threads.c — producer and consumer on two threads, also run
  * under ThreadSanitizer (tests/tsan.list).

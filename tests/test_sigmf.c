@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sigmf.c — SigMF metadata write/read and every rejection (src/sigmf.c). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_stall.c — the data thread's stall watch (stall.c): how a gap is
  * classified from the thread's counters, and that real gaps are measured

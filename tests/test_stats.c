@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_stats.c — stats module: histogram buckets, percentiles against an
  * exact sort, seqlock snapshots under a concurrent writer, deltas. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_synth.c — the synthetic echo generator (src/synth.c). */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sysnuma.c — NUMA node from a fake sysfs tree, cpu list parsing,
  * applying a plan to a thread and reporting what took effect. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_trace.c — the flight recorder (trace.c): the last N records, in
  * order, lapped records refused, a reader racing the writer never sees a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_waveform.c — reference waveforms and windows: names, window shapes
  * (Taylor against values printed by scipy.signal.windows.taylor 1.10.1),

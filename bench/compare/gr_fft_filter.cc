@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gr_fft_filter.cc — GNU Radio's gr::filter::kernel::fft_filter_ccc on the
 // same CPI as bench_pc, for scripts/bench-compare.sh (not built by make).
 //

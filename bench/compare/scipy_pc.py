@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """scipy_pc.py — scipy.signal.fftconvolve on the same CPI as bench_pc, for
 scripts/bench-compare.sh.
 

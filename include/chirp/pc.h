@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pc.h — pulse compression, defined once for every backend.
  *

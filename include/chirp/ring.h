@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chirp/ring.h — lock-free single-producer/single-consumer ring of CPIs in
  * POSIX shared memory. Stable public ABI of libchirpring (pkg-config

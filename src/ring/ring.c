@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ring.c — libchirpring: lock-free SPSC ring of CPIs in POSIX shared memory.
  *

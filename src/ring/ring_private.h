@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ring_private.h — shared-memory layout of a chirp ring and the internals
  * that ring.c, the tests, the fuzz target and the benchmark share. Nothing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chirp-feed — a producer for a chirpd input ring: replays raw CPIs or a
  * SigMF recording, or synthesises echoes from a chirpd configuration.

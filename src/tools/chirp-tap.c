@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chirp-tap — a consumer of a chirp ring (normally chirpd's output ring):
  * writes CPIs raw and/or as a SigMF recording, reports every gap, and can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chirpctl — talk to chirpd's control socket.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* synth.c — deterministic synthetic echoes; the model is in synth.h. */
 #include "synth.h"
 #include "errbuf.h"

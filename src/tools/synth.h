@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * synth.h — deterministic synthetic radar echoes, shared by chirp-feed (to
  * produce CPIs) and chirp-tap --verify (to regenerate what was produced).

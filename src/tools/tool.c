@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tool.c — helpers for chirp-feed and chirp-tap; see tool.h. */
 #include "tool.h"
 #include "log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tool.h — small helpers shared by the chirp-feed and chirp-tap programs
  * (strict number parsing, geometry strings, waiting for a ring to appear,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench_latency_smoke.sh — scripts/bench-latency.sh runs end to end on the CPU
 # backend (tiny geometry, two loads, 1 s windows) and produces a well-formed
 # table, TSV, raw latency files and criteria lines. Timing values are not

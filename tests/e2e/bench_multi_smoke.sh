@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench_multi_smoke.sh — scripts/bench-multi-gpu.sh runs end to end with two
 # CPU instances (tiny geometry, short windows: no GPU needed) and produces
 # well-formed per-instance and total rows for every phase, the placement

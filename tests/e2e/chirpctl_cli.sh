@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # chirpctl_cli.sh — chirpctl's command-line conventions against a running
 # chirpd: options before or after the command give the same request
 # (stats --json = --json stats, -s after the command), an unknown option is

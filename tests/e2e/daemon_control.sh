@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_control.sh — chirpd's control socket through chirpctl and raw
 # sockets: every command; malformed, oversized and half-sent requests; 50
 # concurrent clients; a mutating command from another uid is refused while

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_lifecycle.sh — chirpd as a service: --check (valid config printed
 # and round-trips, every error as FILE:LINE: [section] key: reason, exit
 # non-zero), a second instance on the same socket refused, realtime

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_notify.sh — the systemd notify protocol, seen from a test-owned
 # NOTIFY_SOCKET: READY=1, then WATCHDOG=1 pings (WATCHDOG_USEC set), then
 # around a reload RELOADING=1 with MONOTONIC_USEC followed by READY=1, more

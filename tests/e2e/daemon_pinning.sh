@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_pinning.sh — the backend's own threads run where the data path
 # runs: with [numa] cpus = 0 the CPU backend's FFTW workers (pc-cpu/N),
 # made by the main thread before the data thread is pinned, are pinned to

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_reload.sh — reload without losing data:
 #   A. 20 good reloads (SIGHUP and chirpctl) while chirp-feed streams: every
 #      CPI comes out exactly once (counts on both ends, no gaps, no drops)

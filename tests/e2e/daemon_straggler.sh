@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_straggler.sh — the CPU backend's straggler take-over, end to end:
 # with FFTW worker 1 held after each block it computes (CHIRP_PC_TEST_STALL_MS,
 # as if its CPU were taken away) chirpd keeps delivering every CPI, each

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_targets.sh — the whole path: the real chirpd on a generated config,
 # chirp-feed sending synthetic targets, chirp-tap reading the results; every
 # target must peak at its gate in every channel and pulse of every CPI, for

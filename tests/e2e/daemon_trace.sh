@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_trace.sh — the flight recorder and the latency budget, end to end:
 # `chirpctl trace [N]` returns the last N CPIs' stage timelines in order,
 # with their stamps in time order and bad N refused; a CPI over

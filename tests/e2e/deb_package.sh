@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_package.sh — `make deb` (CPU build) gives the four packages Debian
 # users expect (chirpd, libchirpring1, libchirpring-dev, python3-chirpring),
 # lintian finds no error and no warning that debian/ does not override with

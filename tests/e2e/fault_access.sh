@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_access.sh — who may touch chirpd's rings and control socket.
 #
 #   1. Default: both rings are created mode 0600 owned by chirpd's uid; the

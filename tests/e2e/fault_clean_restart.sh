@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_clean_restart.sh — chirpd is stopped cleanly (SIGTERM) and started
 # again twice, then SIGKILLed and started again, while one producer and
 # one verifying consumer run through all of it.

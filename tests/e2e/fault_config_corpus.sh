@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_config_corpus.sh — configs edited in a hurry: every broken file in
 # tests/configs/bad/ (the config corpus, at least 30) is rejected by
 # `chirpd --check -c FILE` with a non-zero exit and, for each of its

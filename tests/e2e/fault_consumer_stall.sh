@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_consumer_stall.sh — the output consumer is slow, is SIGKILLed while
 # holding a block, stalls (attached, reading nothing), and goes away; then a
 # new consumer attaches.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_control_abuse.sh — scripts that hammer the control socket, while
 # CPIs stream through chirpd.
 #

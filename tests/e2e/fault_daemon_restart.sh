@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_daemon_restart.sh — chirpd is SIGKILLed and restarted (3 times)
 # while the producer keeps writing and a consumer keeps reading.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_nonfinite.sh — NaN and Inf in input samples.
 #
 # Input: 40 CPIs; even ones are one clean CPI A, k % 4 == 1 is A with a NaN

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_output_file.sh — the [output] file recording fails (disk full:
 # /dev/full), then is fixed by a reload.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_producer_kill.sh — the digitizer driver (producer) is SIGKILLed at
 # random points, many times, while chirpd runs.
 #

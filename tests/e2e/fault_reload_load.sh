@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_reload_load.sh — 100 reloads while CPIs stream through.
 #
 # The configuration file is replaced (atomically, as editors do) before each

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_ring_corrupt.sh — random bytes written into a ring's shared memory.
 #
 # A. While chirpd runs with a producer and a consumer, the input ring's

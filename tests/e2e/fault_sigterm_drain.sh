@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # fault_sigterm_drain.sh — SIGTERM under load, 3 times, with the producer
 # and the consumer running throughout.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """fault_tool.py — helpers for chirpd's end-to-end fault tests (tests/e2e/fault_*.sh).
 
 Subcommands (each exits 0 on success, 1 with a reason on stderr otherwise):

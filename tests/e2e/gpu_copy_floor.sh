@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_copy_floor.sh — bench/copy_floor, the platform floor bench-latency
 # holds chirpd's GPU tail against, moves the bytes it claims to: its
 # self-check copies a pattern H2D, D2D, D2H through the chunked path and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_fault.sh — a GPU failure in the middle of a run, on the CUDA backend.
 #
 # chirpd runs with tests/e2e/gpu_fault_shim.c preloaded: cufftExecC2C works

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_fault_shim.c — LD_PRELOAD library for tests/e2e/gpu_fault.sh: a GPU
  * failure injected into a running chirpd from outside.

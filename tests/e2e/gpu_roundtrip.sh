@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_roundtrip.sh — the whole daemon on the CUDA backend: chirp-feed sends
 # synthetic echoes, chirpd (backend = cuda) compresses them, chirp-tap
 # --verify recomputes every result on the CPU from the same synthetic input

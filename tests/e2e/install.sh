@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # install.sh — `make install` into a temporary DESTDIR puts every file where
 # it belongs (units with ExecStart rewritten, pkg-config file substituted),
 # the README's example producer builds and links against the installed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/e2e/lib.sh — shared helpers for chirpd end-to-end tests.
 #
 # Source it from a test script:

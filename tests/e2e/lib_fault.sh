@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/e2e/lib_fault.sh — helpers for the fault tests (tests/e2e/fault_*.sh),
 # on top of lib.sh. Source after lib.sh:
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # manpages.sh — every man page renders without a single groff/man warning,
 # has the standard sections, refers only to pages that exist; chirpd.conf(5)
 # lists every key of conf/chirpd.conf under its section and is up to date

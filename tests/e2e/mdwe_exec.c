@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mdwe_exec.c — run a program under MemoryDenyWriteExecute= as systemd
  * applies it, without systemd (tests/e2e/systemd_sandbox.sh builds it).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # metrics_scrape.sh — the Prometheus endpoint ([metrics] listen) scraped
 # with curl while chirpd processes CPIs: every sample belongs to a family
 # declared with # HELP and # TYPE (counter, gauge, summary), names follow

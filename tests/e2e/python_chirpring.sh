@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # python_chirpring.sh — the chirpring Python package (src/ring/python/chirpring) on
 # this build's libchirpring: tests/python/test_chirpring.py, with a chirpd
 # (CPU backend) running for the test that compares the package's view of

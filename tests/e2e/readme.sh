@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # readme.sh — README's example producer is doc/example_producer.c verbatim
 # (install.sh builds and runs that file), and every doc/*.md README links to
 # exists. Fails if they drift apart.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # run_demo.sh — what `make run` runs (scripts/run-demo.sh), non-interactive:
 # chirpd on conf/chirpd.conf with chirp-feed's three targets must find every
 # target at its gate, save the picture asked for with RUN_PLOT, stop cleanly

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # systemd_sandbox.sh — chirpd does what the unit's hardening allows, checked
 # without systemd:
 #  1. MemoryDenyWriteExecute: chirpd runs a verified feed -> chirpd -> tap

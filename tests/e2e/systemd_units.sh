@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # systemd_units.sh — the systemd units pass `systemd-analyze verify`, score
 # at most 4.0 ("OK") in `systemd-analyze security`, keep the settings the
 # service depends on, and chirpd.service and chirpd@.service share one

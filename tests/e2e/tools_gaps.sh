@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tools_gaps.sh — a slow chirp-tap on a small ring: the feed drops CPIs
 # when the ring is full, and the tap reports every gap on stderr with
 # counts that add up; a stalled tap (--stall-after) stops consumption.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tools_pacing.sh — chirp-feed --rate holds an absolute schedule and never
 # bursts to catch up. The feed is stopped (SIGSTOP) for 1 s in the middle of
 # a paced run, a forced late wake far longer than its period; afterwards

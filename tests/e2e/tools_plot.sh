@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tools_plot.sh — scripts/chirp-plot on a synthetic compressed capture made
 # with the tools (numpy writes compressed CPIs with targets at known gates,
 # chirp-feed puts them in a ring, chirp-tap --sigmf records them): the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tools_reattach.sh — chirp-feed follows its ring when it is re-created
 # with another geometry (what chirpd does on a reload that changes [cpi]):
 # it re-attaches, re-reads its configuration, and the CPIs it then

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tools_roundtrip.sh — chirp-feed -> ring -> chirp-tap without chirpd:
 # raw replay byte for byte (cf32, sc16), SigMF capture and its metadata,
 # SigMF replay (same format and ci16_le -> cf32 conversion), synthetic

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tools_verify.sh — chirp-tap --verify, the check end-to-end tests use to
 # prove chirpd processed every CPI correctly, tested without chirpd: an
 # independent numpy reference (direct correlation in double precision of

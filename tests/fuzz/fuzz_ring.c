@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_ring.c — libFuzzer target for libchirpring's validation of what it
  * reads from shared memory.

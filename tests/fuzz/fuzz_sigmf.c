@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_sigmf.c — libFuzzer target for the SigMF metadata reader
  * (sigmf_meta_parse + sigmf_check_data), the parser chirp-feed and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """test_chirpring.py — the chirpring Python package against libchirpring,
 chirp-feed, chirp-tap and a running chirpd (CPU backend).
 

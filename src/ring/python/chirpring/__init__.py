@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """chirpring — chirpd's shared-memory CPI rings from Python, as numpy views.
 
     import chirpring

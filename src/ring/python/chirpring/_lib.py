@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ctypes declarations of libchirpring's public ABI (include/chirp/ring.h).
 
 Only the structs and functions of chirp/ring.h, declared once with their
