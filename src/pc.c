@@ -150,6 +150,46 @@ void pc_params_init(struct pc_params *p)
 	p->staging_threads = 1;
 	p->busy_poll = 0;
 	p->idle_spin_us = 0;
+	p->tune.fftw_planner = PC_FFTW_ESTIMATE;
+	p->tune.fftw_wisdom = NULL;
+	p->tune.takeover = PC_SWITCH_AUTO;
+	p->tune.block_kib = 0;
+	p->tune.cuda_graphs = 1;
+	p->tune.cuda_chunks = 0;
+	p->tune.cuda_idle_chunks = 1;
+	p->tune.cuda_spin_us = PC_CUDA_SPIN_US;
+	p->tune.staging_nt = 1;
+}
+
+/* pc_params.tune's ranges (a zeroed struct is valid: every 0 is a default
+ * or a plain setting). */
+static int check_tuning(const struct pc_tuning *t, char *err, size_t errlen)
+{
+	if (t->fftw_planner < PC_FFTW_ESTIMATE || t->fftw_planner > PC_FFTW_PATIENT) {
+		errbuf_set(err, errlen, "fftw_planner %d: must be estimate, measure or patient",
+			   (int)t->fftw_planner);
+		return -EINVAL;
+	}
+	if (t->takeover < PC_SWITCH_AUTO || t->takeover > PC_SWITCH_ON) {
+		errbuf_set(err, errlen, "takeover %d: must be auto, on or off", (int)t->takeover);
+		return -EINVAL;
+	}
+	if (t->block_kib > PC_MAX_BLOCK_KIB) {
+		errbuf_set(err, errlen, "block_kib %u: must be 1..%u, or 0 for auto", t->block_kib,
+			   PC_MAX_BLOCK_KIB);
+		return -EINVAL;
+	}
+	if (t->cuda_chunks > PC_MAX_CHUNKS || t->cuda_idle_chunks > PC_MAX_CHUNKS) {
+		errbuf_set(err, errlen, "cuda chunks %u / idle chunks %u: must be 1..%u (chunks: 0 for auto)",
+			   t->cuda_chunks, t->cuda_idle_chunks, PC_MAX_CHUNKS);
+		return -EINVAL;
+	}
+	if (t->cuda_spin_us > PC_MAX_CUDA_SPIN_US) {
+		errbuf_set(err, errlen, "cuda_spin_us %u: must be 0..%u", t->cuda_spin_us,
+			   PC_MAX_CUDA_SPIN_US);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* ||h||^2 in double; -1 if any sample is not finite. */
@@ -252,6 +292,8 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 			   PC_MAX_IDLE_SPIN_US);
 		return -EINVAL;
 	}
+	if (check_tuning(&p->tune, err, errlen) < 0)
+		return -EINVAL;
 	if (p->cpu_depth > 64) {   /* 0 (a zeroed struct) means 1 */
 		errbuf_set(err, errlen, "cpu_depth %u: must be 1..64", p->cpu_depth);
 		return -EINVAL;
@@ -574,6 +616,9 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 	pc->setup.staging_threads = p->staging_threads ? p->staging_threads : 1;
 	pc->setup.busy_poll = p->busy_poll ? 1 : 0;
 	pc->setup.idle_spin_us = p->idle_spin_us;
+	pc->setup.tune = p->tune;
+	if (!pc->setup.tune.cuda_idle_chunks)   /* 0 (a zeroed struct) means 1 */
+		pc->setup.tune.cuda_idle_chunks = 1;
 	if (p->gpu_bus_id) {
 		pc->gpu_bus_id = strdup(p->gpu_bus_id);
 		if (!pc->gpu_bus_id) {

@@ -41,6 +41,7 @@ struct pc_setup {
 	unsigned cpu_depth;                  /* CPU completion queue, 1..64  */
 	int busy_poll;                       /* pc_params.busy_poll          */
 	unsigned idle_spin_us;               /* pc_params.idle_spin_us       */
+	struct pc_tuning tune;               /* pc_params.tune, checked      */
 };
 
 struct pc_backend_ops {

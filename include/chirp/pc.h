@@ -71,6 +71,56 @@ const char *pc_backend_name(enum pc_backend b);    /* "auto", "cpu", "cuda"*/
  */
 size_t pc_good_fft_size(size_t n);
 
+/* FFTW planner effort (CPU backend): plan time against FFT speed. */
+enum pc_fftw_planner {
+	PC_FFTW_ESTIMATE = 0,        /* no measurement: start-up in ms (default) */
+	PC_FFTW_MEASURE,             /* times candidate plans: seconds at start  */
+	PC_FFTW_PATIENT,             /* wider search: up to minutes at start     */
+};
+
+/* A three-way switch: auto lets the backend decide. */
+enum pc_switch { PC_SWITCH_AUTO = -1, PC_SWITCH_OFF = 0, PC_SWITCH_ON = 1 };
+
+/*
+ * Tuning that changes speed, never results. Every field is declared as a
+ * configuration key ([processing] in chirpd.conf) and has the default that
+ * pc_params_init writes; a backend ignores the fields of the other.
+ */
+struct pc_tuning {
+	/* CPU backend (FFTW) */
+	enum pc_fftw_planner fftw_planner;
+	const char *fftw_wisdom;     /* FFTW wisdom file (read during pc_create
+					only), read before planning and
+					written after a measure/patient plan;
+					NULL or "" = none                    */
+	enum pc_switch takeover;     /* straggler take-over: a block still not
+					stored after the grace is computed again
+					by a waiting thread. AUTO: on when the
+					workers spin (idle_spin_us > 0)      */
+	unsigned block_kib;          /* rows per work block, in KiB of FFT rows:
+					0 = auto (at most 256 KiB, balanced over
+					the threads), else 1..1048576 taken as
+					given                                */
+	/* CUDA backend */
+	int cuda_graphs;             /* 1: a CPI from registered memory runs as
+					one CUDA graph (default); 0: call by call */
+	unsigned cuda_chunks;        /* chunks a CPI's copies are cut into:
+					0 = auto (by depth and size), else
+					1..PC_MAX_CHUNKS                     */
+	unsigned cuda_idle_chunks;   /* chunks of a CPI that arrives with none in
+					flight: 1..PC_MAX_CHUNKS (default 1) */
+	unsigned cuda_spin_us;       /* pc_poll: spin this long on the oldest
+					CPI's event before sleeping, 0..10000 us
+					(default PC_CUDA_SPIN_US)            */
+	int staging_nt;              /* copy staging: 1 = non-temporal stores
+					into the pinned buffers (default), 0 =
+					plain memcpy                         */
+};
+#define PC_MAX_CHUNKS 16
+#define PC_MAX_BLOCK_KIB 1048576u
+#define PC_MAX_CUDA_SPIN_US 10000u
+#define PC_CUDA_SPIN_US 300u
+
 struct pc_params {
 	/* Geometry: channels >= 1, pulses >= 1, samples (R) >= 1. */
 	unsigned channels;
@@ -131,6 +181,8 @@ struct pc_params {
 					keeps the workers awake while CPIs flow.
 					The caller uses the same budget for its
 					own waits (pc_info.idle_spin_us). */
+	struct pc_tuning tune;       /* backend tuning; pc_params_init sets
+					each field's default             */
 };
 #define PC_MAX_IDLE_SPIN_US 1000000u   /* 1 s */
 
