@@ -314,6 +314,14 @@ static void update_overruns(struct pipeline *p)
 	}
 }
 
+/* update_overruns in its own stats write section. */
+static void count_overruns(struct pipeline *p)
+{
+	stats_write_begin(p->st);
+	update_overruns(p);
+	stats_write_end(p->st);
+}
+
 static void write_file(struct pipeline *p, const void *buf, size_t len)
 {
 	struct pipeline_gen *g = p->cur;
@@ -443,33 +451,36 @@ static void rewatch(struct pipeline *p)
 	(void)stall_watch_mark(&p->sw);
 }
 
-/* Take one input block and submit it. Returns 1 if a block was taken, 0 if
- * none is available, < 0 on a fatal error (already reported). */
-static int take_one(struct pipeline *p)
+/*
+ * peek said -ESTALE: our own reload re-creates the ring just before handing
+ * the new generation over, so a stale ring is waited out for STALE_GRACE_NS;
+ * after that it is a second creator and the data path fails. Returns 0
+ * (wait) or -1 when failed.
+ */
+static int stale_input(struct pipeline *p)
 {
-	struct pipeline_gen *g = p->cur;
-	struct chirp_ring_block blk;
-	struct flight *f;
-	unsigned idx;
-	void *outp = NULL;
-	int ret;
+	uint64_t now = mono_ns();
 
-	ret = chirp_ring_peek(g->in, &blk);
+	if (!p->stale_since)
+		p->stale_since = now;
+	else if (now - p->stale_since > STALE_GRACE_NS) {
+		fail(p, "chirp_ring_peek(input)", -ESTALE);
+		return -1;
+	}
+	return 0;
+}
+
+/* Peek the next input block into *blk. Returns 1 if there is one, 0 if
+ * none is to be taken now (empty, stale within its grace, invalid), < 0 on
+ * a fatal error (already reported). */
+static int peek_input(struct pipeline *p, struct chirp_ring_block *blk)
+{
+	int ret = chirp_ring_peek(p->cur->in, blk);
+
 	if (ret == -EAGAIN)
 		return 0;
-	if (ret == -ESTALE) {
-		/* Our own reload re-creates the ring just before handing the new
-		 * generation over; anything else is a second creator. */
-		uint64_t now = mono_ns();
-
-		if (!p->stale_since)
-			p->stale_since = now;
-		else if (now - p->stale_since > STALE_GRACE_NS) {
-			fail(p, "chirp_ring_peek(input)", ret);
-			return -1;
-		}
-		return 0;
-	}
+	if (ret == -ESTALE)
+		return stale_input(p);
 	if (ret == -EBADMSG)
 		return bad_input(p);
 	if (ret < 0) {
@@ -478,106 +489,121 @@ static int take_one(struct pipeline *p)
 	}
 	p->stale_since = 0;
 	p->bad_header_since = 0;
+	return 1;
+}
 
-	if ((blk.flags & CHIRP_RING_REDELIVERED) && already_delivered(g, &blk)) {
-		/* A previous chirpd took this block, committed its result and
-		 * died before releasing it: do not deliver it twice. Released
-		 * in order like any other record. */
-		idx = (p->head + p->count) % PIPE_MAX_DEPTH;
-		f = &p->fl[idx];
-		memset(f, 0, sizeof(*f));
-		f->kind = OUT_SKIP;
-		f->done_in = f->done_out = 1;
-		f->redelivered = 1;
-		f->seq = blk.seq;
-		f->timestamp_ns = blk.timestamp_ns;
-		f->first_sample = blk.first_sample;
-		p->count++;
-		p->have_last_seq = 1;
-		p->last_seq = blk.seq;
-		stats_write_begin(p->st);
-		stats_count(p->st, ST_REDELIVERED_SKIPPED, 1);
-		stats_write_end(p->st);
-		return 1;
-	}
+/* The FIFO's next record, cleared and named after blk; *idx is its slot
+ * (the tag given to pc_submit). Not counted in the FIFO yet. */
+static struct flight *new_record(struct pipeline *p, const struct chirp_ring_block *blk,
+				 unsigned *idx)
+{
+	struct flight *f;
 
-	idx = (p->head + p->count) % PIPE_MAX_DEPTH;
-	f = &p->fl[idx];
+	*idx = (p->head + p->count) % PIPE_MAX_DEPTH;
+	f = &p->fl[*idx];
 	memset(f, 0, sizeof(*f));
-	{
-		/* The producer stamps CLOCK_REALTIME; the recorder keeps one
-		 * clock, MONOTONIC, so convert with the offset read now. */
-		uint64_t rt = real_ns(), mt = mono_ns(), off = rt - mt;
+	f->seq = blk->seq;
+	f->timestamp_ns = blk->timestamp_ns;
+	f->first_sample = blk->first_sample;
+	return f;
+}
 
-		f->t_peek = mt;
-		f->t_in_commit = blk.timestamp_ns > off ? blk.timestamp_ns - off : 0;
-		f->fill = (uint32_t)chirp_ring_available(g->in) + 1;
-		/* It waited in the input ring through the newest stall. */
-		if (f->t_in_commit && p->last_stall.end_ns > f->t_in_commit)
-			charge_stall(f, &p->last_stall, p->last_where);
-	}
-	f->seq = blk.seq;
-	f->timestamp_ns = blk.timestamp_ns;
-	f->first_sample = blk.first_sample;
+/* A previous chirpd took this block, committed its result and died before
+ * releasing it: do not deliver it twice. The record has no result and no
+ * stats, and is released in order like any other. Returns 1 (taken). */
+static int skip_redelivered(struct pipeline *p, const struct chirp_ring_block *blk)
+{
+	unsigned idx;
+	struct flight *f = new_record(p, blk, &idx);
+
+	f->kind = OUT_SKIP;
+	f->done_in = f->done_out = 1;
+	f->redelivered = 1;
 	p->count++;
-
+	p->have_last_seq = 1;
+	p->last_seq = blk->seq;
 	stats_write_begin(p->st);
-	if (p->have_last_seq && blk.seq != p->last_seq + 1) {
-		if (blk.seq > p->last_seq)
-			stats_count(p->st, ST_SEQUENCE_GAPS, blk.seq - p->last_seq - 1);
+	stats_count(p->st, ST_REDELIVERED_SKIPPED, 1);
+	stats_write_end(p->st);
+	return 1;
+}
+
+/* The record's peek stamps: peek time, the producer's commit and how full
+ * the input ring is; a CPI that waited in the ring through the newest
+ * stall is charged with it. */
+static void stamp_peek(struct pipeline *p, struct flight *f, const struct chirp_ring_block *blk)
+{
+	/* The producer stamps CLOCK_REALTIME; the recorder keeps one clock,
+	 * MONOTONIC, so convert with the offset read now. */
+	uint64_t rt = real_ns(), mt = mono_ns(), off = rt - mt;
+
+	f->t_peek = mt;
+	f->t_in_commit = blk->timestamp_ns > off ? blk->timestamp_ns - off : 0;
+	f->fill = (uint32_t)chirp_ring_available(p->cur->in) + 1;
+	if (f->t_in_commit && p->last_stall.end_ns > f->t_in_commit)
+		charge_stall(f, &p->last_stall, p->last_where);
+}
+
+/* Count an input block taken: a sequence gap or the producer's own
+ * DISCONTINUITY is carried to the next result. Inside a stats write
+ * section. */
+static void count_input(struct pipeline *p, const struct chirp_ring_block *blk)
+{
+	if (p->have_last_seq && blk->seq != p->last_seq + 1) {
+		if (blk->seq > p->last_seq)
+			stats_count(p->st, ST_SEQUENCE_GAPS, blk->seq - p->last_seq - 1);
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
 	}
-	if (blk.flags & CHIRP_RING_DISCONTINUITY)
+	if (blk->flags & CHIRP_RING_DISCONTINUITY)
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
 	p->have_last_seq = 1;
-	p->last_seq = blk.seq;
+	p->last_seq = blk->seq;
 	stats_count(p->st, ST_CPIS_IN, 1);
 	update_overruns(p);
+}
 
-	if (blk.len != g->in_bytes) {
-		/* The ring validated its descriptor; this is a geometry mismatch
-		 * we must not feed the backend. Released in order, no result. */
-		stats_count(p->st, ST_BAD_BLOCKS, 1);
-		f->kind = OUT_SKIP;
-		f->done_in = f->done_out = 1;
-		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
-		stats_write_end(p->st);
-		return 1;
-	}
+/*
+ * Where f's result goes; returns the buffer (NULL for OUT_SKIP). The
+ * output slot is reserved now, so the backend writes the result in place
+ * (GPU: DMA into the registered ring). At most depth records are in the
+ * FIFO, so at most depth reservations are outstanding; they are committed
+ * in this same order by finish_one. Inside a stats write section.
+ */
+static void *pick_output(struct pipeline *p, struct flight *f)
+{
+	struct pipeline_gen *g = p->cur;
+	void *outp = NULL;
 
-	/* The output slot is reserved now, so the backend writes the result
-	 * in place (GPU: DMA into the registered ring). At most depth records
-	 * are in the FIFO, so at most depth reservations are outstanding;
-	 * they are committed in this same order by finish_one. */
-	ret = chirp_ring_reserve_next(g->out, &outp);
-	if (ret == 0) {
+	if (chirp_ring_reserve_next(g->out, &outp) == 0) {
 		f->kind = OUT_RING;
 		f->flags = p->carry_flags;    /* gaps before this result */
 		p->carry_flags = 0;
-	} else {
-		/* -ENOBUFS (consumer slow or absent), -ESTALE: never wait. */
-		stats_count(p->st, ST_OUTPUT_DROPS, 1);
-		f->out_dropped = 1;
-		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
-		if (g->out_fd >= 0) {
-			/* Round robin over depth buffers: records retire in order
-			 * and at most depth are in the FIFO, so buffer n % depth
-			 * is free again when file-only record n + depth is taken.
-			 * (idx % depth would collide where depth does not divide
-			 * PIPE_MAX_DEPTH.) */
-			f->kind = OUT_FILE_ONLY;
-			outp = (char *)g->staging +
-			       (size_t)(p->staged++ % g->depth) * g->out_stride;
-		} else {
-			f->kind = OUT_SKIP;
-		}
+		return outp;
 	}
-	stats_write_end(p->st);
+	/* -ENOBUFS (consumer slow or absent), -ESTALE: never wait. */
+	stats_count(p->st, ST_OUTPUT_DROPS, 1);
+	f->out_dropped = 1;
+	p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+	if (g->out_fd < 0) {
+		f->kind = OUT_SKIP;
+		return NULL;
+	}
+	/* Round robin over depth buffers: records retire in order and at
+	 * most depth are in the FIFO, so buffer n % depth is free again when
+	 * file-only record n + depth is taken. (idx % depth would collide
+	 * where depth does not divide PIPE_MAX_DEPTH.) */
+	f->kind = OUT_FILE_ONLY;
+	return (char *)g->staging + (size_t)(p->staged++ % g->depth) * g->out_stride;
+}
 
-	if (f->kind == OUT_SKIP) {
-		f->done_in = f->done_out = 1;
-		return 1;
-	}
+/* Hand the CPI in record idx to the backend. Returns 1, or < 0 on a fatal
+ * error (already reported). */
+static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const void *in,
+		      void *outp)
+{
+	struct pipeline_gen *g = p->cur;
+	int ret;
+
 	f->out = outp;
 	f->in_flight = p->nsub;
 	watch(p, TW_TAKE);
@@ -585,13 +611,13 @@ static int take_one(struct pipeline *p)
 	/* What waits behind this CPI: the backend cuts for latency only when
 	 * nothing does (pc_queue_hint). */
 	pc_queue_hint(g->pc, f->fill > 1 ? f->fill - 1 : 0);
-	ret = pc_submit(g->pc, blk.payload, outp, idx);
+	ret = pc_submit(g->pc, in, outp, idx);
 	for (int tries = 0; ret == -EAGAIN && tries < 1000; tries++) {
 		/* Cannot happen while nsub < depth; if the backend counts
 		 * differently, let it finish something instead of failing. */
 		if (progress(p, 1) < 0)
 			return -1;
-		ret = pc_submit(g->pc, blk.payload, outp, idx);
+		ret = pc_submit(g->pc, in, outp, idx);
 	}
 	/* pc_submit's own time is the record's submit..submitted (the CPU
 	 * backend computes in it): not a gap of the loop. */
@@ -603,6 +629,45 @@ static int take_one(struct pipeline *p)
 	f->t_submitted = mono_ns();
 	p->nsub++;
 	return 1;
+}
+
+/* Take one input block and submit it. Returns 1 if a block was taken, 0 if
+ * none is available, < 0 on a fatal error (already reported). */
+static int take_one(struct pipeline *p)
+{
+	struct chirp_ring_block blk;
+	struct flight *f;
+	unsigned idx;
+	void *outp;
+	int ret = peek_input(p, &blk);
+
+	if (ret <= 0)
+		return ret;
+	if ((blk.flags & CHIRP_RING_REDELIVERED) && already_delivered(p->cur, &blk))
+		return skip_redelivered(p, &blk);
+	f = new_record(p, &blk, &idx);
+	stamp_peek(p, f, &blk);
+	p->count++;
+
+	stats_write_begin(p->st);
+	count_input(p, &blk);
+	if (blk.len != p->cur->in_bytes) {
+		/* The ring validated its descriptor; this is a geometry mismatch
+		 * we must not feed the backend. Released in order, no result. */
+		stats_count(p->st, ST_BAD_BLOCKS, 1);
+		f->kind = OUT_SKIP;
+		f->done_in = f->done_out = 1;
+		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		stats_write_end(p->st);
+		return 1;
+	}
+	outp = pick_output(p, f);
+	stats_write_end(p->st);
+	if (f->kind == OUT_SKIP) {
+		f->done_in = f->done_out = 1;
+		return 1;
+	}
+	return submit_cpi(p, f, idx, blk.payload, outp);
 }
 
 /*
@@ -817,11 +882,8 @@ static void do_swap(struct pipeline *p)
 		struct pipeline_gen *old = p->cur;
 		struct chirp_ring_stats rs;
 
-		if (old) {
-			stats_write_begin(p->st);
-			update_overruns(p);
-			stats_write_end(p->st);
-		}
+		if (old)
+			count_overruns(p);
 		if (p->pending && chirp_ring_stats(p->pending->in, &rs) == 0 &&
 		    rs.epoch != p->in_epoch) {
 			/* A new input ring: sequence numbers start over, and the
@@ -844,18 +906,39 @@ static void do_swap(struct pipeline *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static void *data_thread(void *arg)
-{
-	struct pipeline *p = arg;
-	char err[256] = "";
-	int ret;
+/* What the control side asks of the data thread, read once per round. */
+struct requests {
+	int stop, swap, pause;
+	int any;                     /* one of them: take no new input     */
+};
 
-	if (p->have_plan) {
-		ret = sysnuma_apply_thread(&p->plan, &p->applied, err, sizeof(err));
-	} else {
-		struct sysnuma_plan none = { .node = -1 };
-		ret = sysnuma_apply_thread(&none, &p->applied, err, sizeof(err));
-	}
+static struct requests read_requests(struct pipeline *p)
+{
+	struct requests rq;
+
+	rq.stop = atomic_load_explicit(&p->stop_requested, memory_order_acquire);
+	rq.swap = atomic_load_explicit(&p->swap_requested, memory_order_acquire);
+	rq.pause = atomic_load_explicit(&p->pause_requested, memory_order_relaxed);
+	rq.any = rq.stop || rq.swap || rq.pause;
+	return rq;
+}
+
+/* How a round of the loop ends. */
+enum step {
+	STEP_NEXT,                   /* go round again                       */
+	STEP_STOP,                   /* drained to a stop: PIPE_STOPPED      */
+	STEP_FAIL,                   /* failed, PIPE_FAILED already set      */
+};
+
+/* Apply the NUMA plan to this thread and tell pipeline_create the outcome.
+ * Returns 0, or -1 refused (start_err says why). */
+static int start_handshake(struct pipeline *p)
+{
+	struct sysnuma_plan none = { .node = -1 };
+	char err[256] = "";
+	int ret = sysnuma_apply_thread(p->have_plan ? &p->plan : &none, &p->applied, err,
+				       sizeof(err));
+
 	pthread_mutex_lock(&p->lock);
 	if (ret < 0) {
 		snprintf(p->start_err, sizeof(p->start_err), "%s", err);
@@ -865,124 +948,187 @@ static void *data_thread(void *arg)
 	}
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
-	if (ret < 0)
-		return NULL;
+	return ret < 0 ? -1 : 0;
+}
 
+/* Parked for a reload that re-creates a ring: no ring is touched; a swap
+ * is taken at once, otherwise sleep 1 ms. */
+static enum step parked_round(struct pipeline *p, const struct requests *rq)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	if (rq->stop)
+		return STEP_STOP;
+	if (rq->swap) {
+		do_swap(p);
+		return STEP_NEXT;
+	}
+	nanosleep(&ts, NULL);
+	rewatch(p);
+	return STEP_NEXT;
+}
+
+/* Take input blocks while fewer than depth CPIs are in flight. Returns 1 if
+ * one was taken, 0 if none, < 0 on a fatal error (already reported). */
+static int fill_pipeline(struct pipeline *p)
+{
+	int took = 0, ret;
+
+	while (p->count < p->cur->depth) {
+		ret = take_one(p);
+		if (ret < 0)
+			return ret;
+		if (ret == 0)
+			break;
+		took = 1;
+	}
+	return took;
+}
+
+/* Nothing in flight with a stop or swap asked for: the CPI boundary. A
+ * stop leaves the clean mark and ends the loop; a swap exchanges the
+ * generation. */
+static enum step at_boundary(struct pipeline *p, const struct requests *rq)
+{
+	if (rq->stop) {
+		mark_clean(p);
+		return STEP_STOP;
+	}
+	do_swap(p);
+	return STEP_NEXT;
+}
+
+/* PIPE_PAUSED once a pause has drained the CPIs in flight; RUNNING
+ * otherwise. */
+static void publish_pause(struct pipeline *p, const struct requests *rq)
+{
+	if (rq->pause && !rq->stop && !rq->swap) {
+		enum pipeline_state want = p->count ? PIPE_RUNNING : PIPE_PAUSED;
+
+		if (atomic_load(&p->state) != (int)want)
+			set_state(p, want);
+	} else if (atomic_load(&p->state) == PIPE_PAUSED) {
+		set_state(p, PIPE_RUNNING);
+	}
+}
+
+/* Nothing in flight and no input to take (paused, stopping, swapping, a
+ * stale ring or an invalid block): sleep 1 ms. */
+static void nap(struct pipeline *p)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	p->bad_pause = 0;
+	nanosleep(&ts, NULL);
+	if (!p->stale_since)
+		count_overruns(p);   /* paused: the producer's overruns keep counting */
+}
+
+/*
+ * Nothing in flight: wait on the input ring for up to IDLE_WAIT_NS,
+ * polling it until [processing] idle_spin_us after the last CPI taken
+ * (chirp_ring_set_spin; an idle daemon sleeps at once in every later wait),
+ * then sleeping on its futex. The handle may be shared with the previous
+ * generation: only this thread sets or reads its spin. A sleeping data
+ * thread is woken by the producer's commit, which on a VM can take 1-2 ms:
+ * polling keeps that wake-up out of chirpd's latency tail (the figures are
+ * in doc/performance.md). Returns 0, or < 0 on a fatal error (reported).
+ */
+static int wait_input(struct pipeline *p)
+{
+	struct pipeline_gen *g = p->cur;
+	int ret;
+
+	if (chirp_ring_get_spin(g->in) != g->idle_spin_ns &&
+	    (ret = chirp_ring_set_spin(g->in, g->idle_spin_ns)) < 0) {
+		fail(p, "chirp_ring_set_spin(input)", ret);
+		return ret;
+	}
+	ret = chirp_ring_wait(g->in, IDLE_WAIT_NS);
+	if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR && ret != -ESTALE) {
+		fail(p, "chirp_ring_wait(input)", ret);
+		return ret;
+	}
+	if (ret == 0 || ret == -ETIMEDOUT)
+		count_overruns(p);
+	return 0;
+}
+
+/*
+ * A round in which nothing was taken or retired. With CPIs in flight and
+ * busy_poll, go round again at once; otherwise wait on the backend (1 ms),
+ * nap, or wait on the input ring, and re-mark the stall watch: every wait
+ * here is deliberate. Returns 0, or < 0 on a fatal error (reported).
+ */
+static int wait_for_work(struct pipeline *p, const struct requests *rq)
+{
+	int ret = 0;
+
+	if (p->nsub && p->cur->busy_poll && !rq->any) {
+		/* CPIs in flight: poll the backend and the input ring without
+		 * sleeping. A sleep on the backend leaves new input waiting
+		 * until the backend's wake-up (up to 1 ms, plus the host's
+		 * wake-up tail), and a wake-up through another thread costs
+		 * tens of microseconds of idle copy engines per CPI. One core
+		 * is busy while work is in flight: [processing] busy_poll =
+		 * false trades it back. */
+		cpu_relax();
+		return 0;
+	}
+	if (p->nsub)
+		ret = progress(p, 1);   /* wait for the backend, 1 ms */
+	else if (rq->any || p->stale_since || p->bad_pause)
+		nap(p);
+	else
+		ret = wait_input(p);
+	if (ret < 0)
+		return ret;
+	rewatch(p);
+	return 0;
+}
+
+/* One round of the loop (see the top of this file). */
+static enum step run_round(struct pipeline *p)
+{
+	struct requests rq = read_requests(p);
+	int busy = 0, ret;
+
+	atomic_fetch_add_explicit(&p->heartbeat, 1, memory_order_relaxed);
+	watch(p, TW_POLL);
+	if (!p->cur)
+		return parked_round(p, &rq);
+	if (!rq.any) {
+		ret = fill_pipeline(p);
+		if (ret < 0)
+			return STEP_FAIL;
+		busy = ret;
+	}
+	ret = progress(p, 0);
+	if (ret < 0)
+		return STEP_FAIL;
+	busy |= ret > 0;
+	if (p->count == 0 && (rq.stop || rq.swap))
+		return at_boundary(p, &rq);
+	publish_pause(p, &rq);
+	if (busy)
+		return STEP_NEXT;
+	return wait_for_work(p, &rq) < 0 ? STEP_FAIL : STEP_NEXT;
+}
+
+static void *data_thread(void *arg)
+{
+	struct pipeline *p = arg;
+	enum step s;
+
+	if (start_handshake(p) < 0)
+		return NULL;
 	set_state(p, atomic_load(&p->pause_requested) ? PIPE_PAUSED : PIPE_RUNNING);
 	rewatch(p);
-	for (;;) {
-		int stop = atomic_load_explicit(&p->stop_requested, memory_order_acquire);
-		int swap = atomic_load_explicit(&p->swap_requested, memory_order_acquire);
-		int pause = atomic_load_explicit(&p->pause_requested, memory_order_relaxed);
-		int busy = 0;
-
-		atomic_fetch_add_explicit(&p->heartbeat, 1, memory_order_relaxed);
-		watch(p, TW_POLL);
-
-		if (!p->cur) {
-			/* Parked for a reload that re-creates a ring. */
-			struct timespec ts = { 0, 1000000 };
-
-			if (stop)
-				break;
-			if (swap) {
-				do_swap(p);
-				continue;
-			}
-			nanosleep(&ts, NULL);
-			rewatch(p);
-			continue;
-		}
-		if (!stop && !swap && !pause) {
-			while (p->count < p->cur->depth) {
-				ret = take_one(p);
-				if (ret < 0)
-					return NULL;
-				if (ret == 0)
-					break;
-				busy = 1;
-			}
-		}
-		ret = progress(p, 0);
-		if (ret < 0)
-			return NULL;
-		busy |= ret > 0;
-
-		if (p->count == 0) {
-			if (stop) {
-				mark_clean(p);
-				break;
-			}
-			if (swap) {
-				do_swap(p);
-				continue;
-			}
-		}
-		if (pause && !stop && !swap) {
-			enum pipeline_state want = p->count ? PIPE_RUNNING : PIPE_PAUSED;
-			if (atomic_load(&p->state) != (int)want)
-				set_state(p, want);
-		} else if (atomic_load(&p->state) == PIPE_PAUSED) {
-			set_state(p, PIPE_RUNNING);
-		}
-		if (busy)
-			continue;
-		if (p->nsub && p->cur->busy_poll && !stop && !swap && !pause) {
-			/* CPIs in flight: poll the backend and the input ring
-			 * without sleeping. A sleep on the backend leaves new
-			 * input waiting until the backend's wake-up (up to 1 ms,
-			 * plus the host's wake-up tail), and a wake-up through
-			 * another thread costs tens of microseconds of idle copy
-			 * engines per CPI. One core is busy while work is in
-			 * flight: [processing] busy_poll = false trades it back. */
-			cpu_relax();
-			continue;
-		}
-		if (p->nsub) {
-			ret = progress(p, 1);   /* wait for the backend, 1 ms */
-			if (ret < 0)
-				return NULL;
-		} else if (pause || stop || swap || p->stale_since || p->bad_pause) {
-			p->bad_pause = 0;
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);
-			if (!p->stale_since) {
-				/* Paused: the producer's overruns keep counting. */
-				stats_write_begin(p->st);
-				update_overruns(p);
-				stats_write_end(p->st);
-			}
-		} else {
-			/* Nothing in flight: wait on the input ring, polling
-			 * it until [processing] idle_spin_us after the last CPI
-			 * we took (chirp_ring_set_spin; an idle daemon sleeps
-			 * at once in every later 5 ms wait), then sleeping on
-			 * its futex. The handle may be shared with the previous
-			 * generation: only this thread sets or reads its spin.
-			 * A sleeping data thread is woken by the producer's
-			 * commit, which on a VM can take 1-2 ms; polling here
-			 * took chirpd's own p99.9 at 80 % from 2.5-3.7 to
-			 * 0.9-1.9 ms on the GPU host, and the 2026-11-23 result
-			 * that it slowed CUDA submissions did not repeat
-			 * (doc/latency.md, fourth session). */
-			if (chirp_ring_get_spin(p->cur->in) != p->cur->idle_spin_ns &&
-			    (ret = chirp_ring_set_spin(p->cur->in, p->cur->idle_spin_ns)) < 0) {
-				fail(p, "chirp_ring_set_spin(input)", ret);
-				return NULL;
-			}
-			ret = chirp_ring_wait(p->cur->in, IDLE_WAIT_NS);
-			if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR && ret != -ESTALE) {
-				fail(p, "chirp_ring_wait(input)", ret);
-				return NULL;
-			}
-			if (ret == 0 || ret == -ETIMEDOUT) {
-				stats_write_begin(p->st);
-				update_overruns(p);
-				stats_write_end(p->st);
-			}
-		}
-		rewatch(p);   /* every way here waited on purpose */
-	}
+	do
+		s = run_round(p);
+	while (s == STEP_NEXT);
+	if (s == STEP_FAIL)
+		return NULL;
 	set_state(p, PIPE_STOPPED);
 	notify(p);
 	return NULL;
