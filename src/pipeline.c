@@ -10,7 +10,7 @@
  *   3. Retire the FIFO of records in input order: release inputs, commit
  *      results (latency = now - input commit time), count.
  *   4. If nothing happened: with CPIs in flight and busy_poll (pc_info), go
- *      round again at once (poll, never sleep: see data_thread); otherwise
+ *      round again at once (poll, never sleep: see wait_for_work); otherwise
  *      wait on the input ring (or on the pc when CPIs are in flight) for a
  *      few ms, so stop/pause/swap requests are seen within ~5 ms.
  *   Every retired CPI leaves a record in the flight recorder (trace.h).
@@ -160,16 +160,83 @@ const char *pipeline_state_name(enum pipeline_state s)
 
 /* ---- generations -------------------------------------------------------- */
 
+/* The rings' CPIs must be the sizes the pc reads and writes. */
+static int check_cpi_sizes(const struct pipeline_gen *g, char *err, size_t errlen)
+{
+	struct chirp_ring_geometry gi, go;
+
+	chirp_ring_geometry(g->in, &gi);
+	chirp_ring_geometry(g->out, &go);
+	if (chirp_ring_cpi_bytes(&gi) != g->in_bytes) {
+		snprintf(err, errlen, "input ring CPI is %llu bytes, pulse compression expects %zu",
+			 (unsigned long long)chirp_ring_cpi_bytes(&gi), g->in_bytes);
+		return -1;
+	}
+	if (chirp_ring_cpi_bytes(&go) != g->out_bytes) {
+		snprintf(err, errlen, "output ring CPI is %llu bytes, pulse compression writes %zu",
+			 (unsigned long long)chirp_ring_cpi_bytes(&go), g->out_bytes);
+		return -1;
+	}
+	return 0;
+}
+
+/* In-place DMA from/to the rings (the CPU backend ignores this); a ring
+ * the backend cannot register is staged by it instead. */
+static void register_rings(struct pipeline_gen *g)
+{
+	void *base;
+	size_t len;
+	int ret;
+
+	chirp_ring_data(g->in, &base, &len);
+	ret = pc_register_host(g->pc, base, len);
+	if (ret < 0)
+		log_warn("pc_register_host(input ring): %s; the backend stages copies", strerror(-ret));
+	chirp_ring_data(g->out, &base, &len);
+	ret = pc_register_host(g->pc, base, len);
+	if (ret < 0)
+		log_warn("pc_register_host(output ring): %s; the backend stages copies", strerror(-ret));
+}
+
+/*
+ * Every result goes straight into its own output ring slot (one
+ * reservation per CPI in flight, chirp_ring_reserve_next). Scratch is
+ * needed only for results the ring has no room for that still go to the
+ * [output] file: one page-aligned buffer per CPI in flight, on numa_node
+ * (>= 0), faulted in now so the data path never does.
+ */
+static int make_staging(struct pipeline_gen *g, int numa_node, char *err, size_t errlen)
+{
+	unsigned nbuf = g->out_fd >= 0 ? g->depth : 0;
+	int ret;
+
+	g->out_stride = (g->out_bytes + 4095) & ~(size_t)4095;
+	if (!nbuf)
+		return 0;
+	ret = posix_memalign(&g->staging, 4096, g->out_stride * nbuf);
+	if (ret) {
+		snprintf(err, errlen, "staging buffers (%zu bytes): %s",
+			 g->out_stride * nbuf, strerror(ret));
+		return -1;
+	}
+	g->staging_len = g->out_stride * nbuf;
+	if (numa_node >= 0 &&
+	    sysnuma_bind_memory(g->staging, g->staging_len, numa_node, err, errlen) < 0)
+		log_warn("file-only scratch buffers: %s", err);
+	memset(g->staging, 0, g->staging_len);   /* fault pages in now */
+	ret = pc_register_host(g->pc, g->staging, g->out_stride * nbuf);
+	if (ret == 0)
+		g->staging_registered = 1;
+	return 0;
+}
+
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
 					 struct pc *pc, int out_fd, int numa_node,
 					 char *err, size_t errlen)
 {
 	struct pipeline_gen *g = NULL;
-	struct chirp_ring_geometry gi, go;
+	struct chirp_ring_geometry gi;
 	struct pc_info info;
-	void *base;
-	size_t len;
-	int ret;
 
 	if (!in || !out || !pc) {
 		snprintf(err, errlen, "pipeline generation needs input ring, output ring and pc");
@@ -192,55 +259,13 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 		g->depth = PIPE_MAX_DEPTH;
 	g->in_bytes = pc_in_bytes(pc);
 	g->out_bytes = pc_out_bytes(pc);
+	if (check_cpi_sizes(g, err, errlen) < 0)
+		goto fail;
 	chirp_ring_geometry(in, &gi);
-	chirp_ring_geometry(out, &go);
-	if (chirp_ring_cpi_bytes(&gi) != g->in_bytes) {
-		snprintf(err, errlen, "input ring CPI is %llu bytes, pulse compression expects %zu",
-			 (unsigned long long)chirp_ring_cpi_bytes(&gi), g->in_bytes);
-		goto fail;
-	}
-	if (chirp_ring_cpi_bytes(&go) != g->out_bytes) {
-		snprintf(err, errlen, "output ring CPI is %llu bytes, pulse compression writes %zu",
-			 (unsigned long long)chirp_ring_cpi_bytes(&go), g->out_bytes);
-		goto fail;
-	}
 	g->samples_per_cpi = (uint64_t)gi.channels * gi.pulses * gi.samples;
-
-	/* In-place DMA from/to the rings (the CPU backend ignores this). */
-	chirp_ring_data(in, &base, &len);
-	ret = pc_register_host(pc, base, len);
-	if (ret < 0)
-		log_warn("pc_register_host(input ring): %s; the backend stages copies", strerror(-ret));
-	chirp_ring_data(out, &base, &len);
-	ret = pc_register_host(pc, base, len);
-	if (ret < 0)
-		log_warn("pc_register_host(output ring): %s; the backend stages copies", strerror(-ret));
-
-	/* Every result goes straight into its own output ring slot (one
-	 * reservation per CPI in flight, chirp_ring_reserve_next). Scratch is
-	 * needed only for results the ring has no room for that still go to
-	 * the [output] file: one buffer per CPI in flight. */
-	g->out_stride = (g->out_bytes + 4095) & ~(size_t)4095;
-	{
-		unsigned nbuf = out_fd >= 0 ? g->depth : 0;
-
-		if (nbuf) {
-			ret = posix_memalign(&g->staging, 4096, g->out_stride * nbuf);
-			if (ret) {
-				snprintf(err, errlen, "staging buffers (%zu bytes): %s",
-					 g->out_stride * nbuf, strerror(ret));
-				goto fail;
-			}
-			g->staging_len = g->out_stride * nbuf;
-			if (numa_node >= 0 &&
-			    sysnuma_bind_memory(g->staging, g->staging_len, numa_node, err, errlen) < 0)
-				log_warn("file-only scratch buffers: %s", err);
-			memset(g->staging, 0, g->staging_len);   /* fault pages in now */
-			ret = pc_register_host(pc, g->staging, g->out_stride * nbuf);
-			if (ret == 0)
-				g->staging_registered = 1;
-		}
-	}
+	register_rings(g);
+	if (make_staging(g, numa_node, err, errlen) < 0)
+		goto fail;
 	return g;
 fail:
 	pipeline_gen_destroy(g);
@@ -740,11 +765,70 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 	return over;
 }
 
+/*
+ * Publish an OUT_RING result under cflags: the oldest reservation is this
+ * record's, since records retire in the order they reserved. (p->carry_flags
+ * belongs to records not yet reserved: not used here.) Returns 1 delivered,
+ * 0 dropped (the output ring was retired for good), or < 0 when the ring's
+ * header is corrupt. Inside a stats write section.
+ */
+static int commit_result(struct pipeline *p, struct flight *f, uint32_t cflags)
+{
+	int ret = chirp_ring_commit(p->cur->out, f->timestamp_ns, f->first_sample, cflags);
+
+	if (ret == 0) {
+		p->commit_carry = 0;
+		return 1;
+	}
+	if (ret == -ESTALE) {
+		/* Retired for good: every later reserve and commit on this
+		 * handle fails too, so the reservation left outstanding is
+		 * never published. */
+		stats_count(p->st, ST_OUTPUT_DROPS, 1);
+		f->out_dropped = 1;
+		p->commit_carry |= CHIRP_RING_DISCONTINUITY;
+		return 0;
+	}
+	return ret;
+}
+
+/* Count a retired record: its samples and stage times (output_ns: file
+ * write, checkpoint and commit) if it was computed, its latency if it was
+ * delivered. Returns the latency (0: not delivered). Inside a stats write
+ * section. */
+static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64_t output_ns,
+			      int delivered)
+{
+	uint64_t latency = 0;
+
+	if (f->nonfinite_rows) {
+		stats_count(p->st, ST_NONFINITE_CPIS, 1);
+		stats_count(p->st, ST_NONFINITE_ROWS, f->nonfinite_rows);
+	}
+	if (f->kind != OUT_SKIP) {
+		stats_count(p->st, ST_SAMPLES_IN, p->cur->samples_per_cpi);
+		stats_stage(p->st, STG_INPUT, f->t_submit - f->t_peek);
+		stats_stage(p->st, STG_COMPUTE, f->t_done - f->t_submit);
+		stats_stage(p->st, STG_OUTPUT, output_ns);
+	}
+	if (delivered) {
+		uint64_t rt = real_ns();
+
+		latency = rt > f->timestamp_ns ? rt - f->timestamp_ns : 0;
+		stats_count(p->st, ST_CPIS_OUT, 1);
+		stats_latency(p->st, latency);
+	}
+	return latency;
+}
+
+/* Retire the FIFO's head f: the [output] file, the output ring's commit,
+ * the counters and the flight recorder. Returns 0, or -1 failed
+ * (reported). */
 static int finish_one(struct pipeline *p, struct flight *f)
 {
 	struct pipeline_gen *g = p->cur;
 	uint32_t flags = 0, cflags = 0;
-	uint64_t t0 = mono_ns(), now, latency = 0;
+	uint64_t t0 = mono_ns(), now, latency;
 	int delivered = 0, ret;
 
 	if (f->nonfinite_rows)
@@ -755,22 +839,9 @@ static int finish_one(struct pipeline *p, struct flight *f)
 
 	stats_write_begin(p->st);
 	if (f->kind == OUT_RING) {
-		/* Publishes the oldest reservation: this record's, since
-		 * records retire in the order they reserved. (p->carry_flags
-		 * belongs to records not yet reserved: not used here.) */
 		cflags = flags | f->flags | p->commit_carry;
-		ret = chirp_ring_commit(g->out, f->timestamp_ns, f->first_sample, cflags);
-		if (ret == 0) {
-			p->commit_carry = 0;
-			delivered = 1;
-		} else if (ret == -ESTALE) {
-			/* Retired for good: every later reserve and commit on
-			 * this handle fails too, so the reservation left
-			 * outstanding is never published. */
-			stats_count(p->st, ST_OUTPUT_DROPS, 1);
-			f->out_dropped = 1;
-			p->commit_carry |= CHIRP_RING_DISCONTINUITY;
-		} else {
+		ret = commit_result(p, f, cflags);
+		if (ret < 0) {
 			/* -EBADMSG (header corrupt): the reservation stays the
 			 * oldest, so a later commit that succeeded would publish
 			 * this slot under the next result's descriptor. Never
@@ -780,50 +851,19 @@ static int finish_one(struct pipeline *p, struct flight *f)
 			fail(p, "chirp_ring_commit(output)", ret);
 			return -1;
 		}
+		delivered = ret;
 	}
 	now = mono_ns();
-	if (f->nonfinite_rows) {
-		stats_count(p->st, ST_NONFINITE_CPIS, 1);
-		stats_count(p->st, ST_NONFINITE_ROWS, f->nonfinite_rows);
-	}
-	if (f->kind != OUT_SKIP) {
-		stats_count(p->st, ST_SAMPLES_IN, g->samples_per_cpi);
-		stats_stage(p->st, STG_INPUT, f->t_submit - f->t_peek);
-		stats_stage(p->st, STG_COMPUTE, f->t_done - f->t_submit);
-		stats_stage(p->st, STG_OUTPUT, now - t0);
-	}
-	if (delivered) {
-		uint64_t rt = real_ns();
-
-		latency = rt > f->timestamp_ns ? rt - f->timestamp_ns : 0;
-		stats_count(p->st, ST_CPIS_OUT, 1);
-		stats_latency(p->st, latency);
-	}
+	latency = count_retired(p, f, now - t0, delivered);
 	if (record(p, f, now, latency, cflags, delivered))
 		stats_count(p->st, ST_OVER_BUDGET, 1);
 	stats_write_end(p->st);
 	return 0;
 }
 
-/* Poll the pc and retire finished records in input order. Returns the
- * number of records retired, < 0 on failure. */
-static int progress(struct pipeline *p, int timeout_ms)
+/* Mark the records the backend reported done (pc_poll's n entries). */
+static void absorb_done(struct pipeline *p, const struct pc_done *done, int n)
 {
-	struct pipeline_gen *g = p->cur;
-	struct pc_done done[PIPE_MAX_DEPTH];
-	int n = 0, retired = 0;
-
-	if (p->nsub) {
-		n = pc_poll(g->pc, done, PIPE_MAX_DEPTH, timeout_ms);
-		if (n < 0) {
-			fail(p, "pc_poll", n);
-			return n;
-		}
-		/* A wait on the backend was asked for (busy_poll off, or a
-		 * submit the backend refused): not a stall. */
-		if (timeout_ms > 0)
-			rewatch(p);
-	}
 	for (int i = 0; i < n; i++) {
 		unsigned idx = (unsigned)(done[i].tag % PIPE_MAX_DEPTH);
 		struct flight *f = &p->fl[idx];
@@ -844,15 +884,21 @@ static int progress(struct pipeline *p, int timeout_ms)
 			p->nsub--;
 		}
 	}
-	/* Release inputs in order, as far as the backend is done reading. */
+}
+
+/* Release inputs in order, as far as the backend is done reading. Returns
+ * 0, or < 0 on failure (reported). */
+static int release_inputs(struct pipeline *p)
+{
 	for (unsigned k = 0; k < p->count; k++) {
 		struct flight *f = &p->fl[(p->head + k) % PIPE_MAX_DEPTH];
+		int ret;
 
 		if (f->released)
 			continue;
 		if (!f->done_in)
 			break;
-		int ret = chirp_ring_release(g->in);
+		ret = chirp_ring_release(p->cur->in);
 		if (ret < 0 && ret != -ESTALE) {
 			fail(p, "chirp_ring_release(input)", ret);
 			return ret;
@@ -860,7 +906,15 @@ static int progress(struct pipeline *p, int timeout_ms)
 		f->released = 1;
 		f->t_release = mono_ns();
 	}
-	/* Deliver results in order. */
+	return 0;
+}
+
+/* Deliver results in order: retire the FIFO's head while it is released
+ * and computed. Returns the number retired, < 0 on failure (reported). */
+static int deliver_results(struct pipeline *p)
+{
+	int retired = 0;
+
 	while (p->count) {
 		struct flight *f = &p->fl[p->head];
 
@@ -873,6 +927,31 @@ static int progress(struct pipeline *p, int timeout_ms)
 		retired++;
 	}
 	return retired;
+}
+
+/* Poll the pc (waiting up to timeout_ms) and retire finished records in
+ * input order. Returns the number of records retired, < 0 on failure. */
+static int progress(struct pipeline *p, int timeout_ms)
+{
+	struct pc_done done[PIPE_MAX_DEPTH];
+	int n = 0, ret;
+
+	if (p->nsub) {
+		n = pc_poll(p->cur->pc, done, PIPE_MAX_DEPTH, timeout_ms);
+		if (n < 0) {
+			fail(p, "pc_poll", n);
+			return n;
+		}
+		/* A wait on the backend was asked for (busy_poll off, or a
+		 * submit the backend refused): not a stall. */
+		if (timeout_ms > 0)
+			rewatch(p);
+	}
+	absorb_done(p, done, n);
+	ret = release_inputs(p);
+	if (ret < 0)
+		return ret;
+	return deliver_results(p);
 }
 
 static void do_swap(struct pipeline *p)
@@ -1253,64 +1332,87 @@ struct pipeline_gen *pipeline_current(const struct pipeline *p)
 	return g;
 }
 
+/* clock's time now plus ms milliseconds. */
+static struct timespec deadline_after(clockid_t clock, int ms)
+{
+	struct timespec t;
+
+	clock_gettime(clock, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+static int ts_after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/* A swap is refused once the data path has failed or stopped: -EIO with
+ * err saying so (during: while the swap waited), else 0. Under p->lock. */
+static int swap_refused(const struct pipeline *p, int during, char *err, size_t errlen)
+{
+	enum pipeline_state s = pipeline_state(p);
+
+	if (s != PIPE_FAILED && s != PIPE_STOPPED)
+		return 0;
+	if (during)
+		snprintf(err, errlen, "data path %s during the swap", pipeline_state_name(s));
+	else
+		snprintf(err, errlen, "data path is %s", pipeline_state_name(s));
+	return -EIO;
+}
+
+/* Wait under p->lock until the data thread has taken swap number want, it
+ * fails or stops, or the MONOTONIC deadline dl passes. Returns 0, -EIO or
+ * -ETIMEDOUT (err says why). */
+static int wait_swap_done(struct pipeline *p, uint64_t want, const struct timespec *dl,
+			  int timeout_ms, char *err, size_t errlen)
+{
+	while (p->swap_gen_done < want) {
+		struct timespec step;
+		int ret = swap_refused(p, 1, err, errlen);
+
+		if (ret)
+			return ret;
+		/* Wake up now and then to see a failure (no broadcast then). */
+		step = deadline_after(CLOCK_MONOTONIC, 50);
+		if (ts_after(&step, dl))
+			step = *dl;
+		ret = pthread_cond_timedwait(&p->cond, &p->lock, &step);
+		if (ret == ETIMEDOUT && step.tv_sec == dl->tv_sec && step.tv_nsec == dl->tv_nsec) {
+			if (p->swap_gen_done >= want)
+				break;
+			snprintf(err, errlen, "data path did not reach a CPI boundary within %d ms",
+				 timeout_ms);
+			return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
 int pipeline_swap(struct pipeline *p, struct pipeline_gen *g, struct pipeline_gen **old,
 		  int timeout_ms, char *err, size_t errlen)
 {
-	struct timespec dl;
-	uint64_t want;
-	int ret = 0;
+	struct timespec dl = deadline_after(CLOCK_MONOTONIC, timeout_ms);
+	int ret;
 
 	*old = NULL;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&p->lock);
-	{
-		enum pipeline_state s = pipeline_state(p);
-
-		if (s == PIPE_FAILED || s == PIPE_STOPPED) {
-			snprintf(err, errlen, "data path is %s", pipeline_state_name(s));
-			pthread_mutex_unlock(&p->lock);
-			return -EIO;
-		}
+	ret = swap_refused(p, 0, err, errlen);
+	if (ret) {
+		pthread_mutex_unlock(&p->lock);
+		return ret;
 	}
 	p->pending = g;
 	p->pending_set = 1;
 	p->retired = NULL;
-	want = p->swap_gen_done + 1;
 	atomic_store_explicit(&p->swap_requested, 1, memory_order_release);
-	while (p->swap_gen_done < want) {
-		enum pipeline_state s = pipeline_state(p);
-
-		if (s == PIPE_FAILED || s == PIPE_STOPPED) {
-			ret = -EIO;
-			snprintf(err, errlen, "data path %s during the swap", pipeline_state_name(s));
-			break;
-		}
-		/* Wake up now and then to see a failure (no broadcast then). */
-		struct timespec step;
-		clock_gettime(CLOCK_MONOTONIC, &step);
-		step.tv_nsec += 50000000L;
-		if (step.tv_nsec >= 1000000000L) {
-			step.tv_sec++;
-			step.tv_nsec -= 1000000000L;
-		}
-		if (step.tv_sec > dl.tv_sec || (step.tv_sec == dl.tv_sec && step.tv_nsec > dl.tv_nsec))
-			step = dl;
-		int rc = pthread_cond_timedwait(&p->cond, &p->lock, &step);
-		if (rc == ETIMEDOUT && (step.tv_sec == dl.tv_sec && step.tv_nsec == dl.tv_nsec)) {
-			if (p->swap_gen_done >= want)
-				break;
-			ret = -ETIMEDOUT;
-			snprintf(err, errlen, "data path did not reach a CPI boundary within %d ms",
-				 timeout_ms);
-			break;
-		}
-	}
+	ret = wait_swap_done(p, p->swap_gen_done + 1, &dl, timeout_ms, err, errlen);
 	if (ret) {
 		/* Withdraw: the data thread takes pending only under the lock. */
 		p->pending = NULL;
@@ -1333,13 +1435,7 @@ int pipeline_destroy(struct pipeline *p, int timeout_ms)
 		return 0;
 	pipeline_stop(p);
 	if (p->thread_started) {
-		clock_gettime(CLOCK_REALTIME, &dl);   /* pthread_timedjoin_np: REALTIME */
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
+		dl = deadline_after(CLOCK_REALTIME, timeout_ms);   /* pthread_timedjoin_np */
 		rc = pthread_timedjoin_np(p->thread, NULL, &dl);
 		if (rc == ETIMEDOUT) {
 			log_err("data thread did not stop within %d ms; leaving it", timeout_ms);
