@@ -1432,9 +1432,9 @@ int config_cpu_threads(const struct chirp_config *c)
 
 int config_staging_threads(const struct chirp_config *c)
 {
-	/* 16: a 16 MiB copy into pinned memory on the GPU host (H100 KVM
-	 * guest, 16 vCPUs, streaming stores): 22 GB/s with 4 threads, 34 with
-	 * 8, 43 with 12, 50 with 16 (bench_hcopy, doc/cuda.md) */
+	/* 16: a 16 MiB copy into pinned memory with streaming stores keeps
+	 * gaining bandwidth up to 16 threads on a 16-vCPU host (bench_hcopy;
+	 * the figures are in doc/performance.md) */
 	return c->staging_threads > 0 ? c->staging_threads : auto_threads(c, 16);
 }
 

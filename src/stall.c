@@ -47,8 +47,8 @@ static int read_counters(struct stall_watch *w)
 	/* The thread's CPU time from its own clock (the scheduler's runtime,
 	 * in ns): getrusage's utime + stime is that runtime split by tick
 	 * samples and clamped to never go back, so over a gap of a few
-	 * hundred microseconds it can lag and then jump by milliseconds (the
-	 * GPU host showed "4 ms of CPU in a 0.2 ms gap"). */
+	 * hundred microseconds it can lag and then jump by milliseconds (a
+	 * 0.2 ms gap can read as 4 ms of CPU). */
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
 		return -errno;
 	if (getrusage(RUSAGE_THREAD, &ru) < 0)

@@ -30,8 +30,8 @@
  *   A struct stall_watch belongs to one thread: stall_watch_mark and
  *   stall_watch_check read that thread's counters. Each is one vDSO clock
  *   read plus two system calls (the thread's CPU clock, getrusage), no
- *   allocation, no lock: 1.4-1.5 us a check on the 2-core dev VM (a loop
- *   of 200 000), so a polling loop reacts that much later. Mark
+ *   allocation, no lock: about 1.5 us a check on a small VM
+ *   (doc/performance.md), so a polling loop reacts that much later. Mark
  *   after every deliberate wait (a sleep the thread asked for is not a
  *   stall); check at each checkpoint of the loop.
  */

@@ -357,7 +357,7 @@ static void test_trace_records(void **state)
 		assert_true(llabs((long long)x->latency_ns -
 				  (long long)(x->t[TR_OUT_COMMIT] - x->t[TR_IN_COMMIT])) < 2000000);
 		assert_true(x->device_ns > 0);   /* CPU backend: compute time */
-		/* A data-thread stall (this box may have them): all or nothing */
+		/* A data-thread stall (a loaded machine may have them): all or nothing */
 		if (x->stall_ns) {
 			assert_true(x->stall_ns >= STALL_THRESHOLD_NS);
 			assert_true(x->stall_kind > STALL_NONE && x->stall_kind < STALL_KINDS);

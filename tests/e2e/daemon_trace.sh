@@ -65,7 +65,7 @@ for i, c in enumerate(cpis):
     assert isinstance(c["woken"], int) and c["woken"] >= 0, c["woken"]
     # CPU threads (of cpu_threads = 2) that computed none of its blocks
     assert isinstance(c["absent"], int), c["absent"]
-    # the longest data-thread stall while it was in chirpd (this box may
+    # the longest data-thread stall while it was in chirpd (a loaded machine may
     # have some): null, or how long, its CPU time, what, where
     st = c["stall"]
     if st is not None:

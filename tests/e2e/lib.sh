@@ -130,7 +130,7 @@ e2e_need() {
 # configuration on this test's rings and socket, with overrides.
 # Defaults: 2 channels x 8 pulses x 1000 samples cf32, LFM 10 MHz at
 # 25 MHz, 4 us, hamming, complex output, 1 FFTW thread, no NUMA/RT; backend
-# $CHIRP_TEST_BACKEND (default cpu; cuda on the GPU host).
+# $CHIRP_TEST_BACKEND (default cpu; cuda on a machine with a CUDA device).
 e2e_config() {
 	local -A kv=(
 		[daemon.control_socket]=$SOCK

@@ -8,7 +8,8 @@
 #
 # Backend: CHIRP_TEST_BACKEND=cpu|cuda|auto (default cpu) is written into
 # [processing] backend by fault_config, so the same scripts run against the
-# CUDA backend on the GPU host (CHIRP_TEST_BACKEND=cuda scripts/test-all.sh).
+# CUDA backend on a machine with a CUDA device
+# (CHIRP_TEST_BACKEND=cuda scripts/test-all.sh).
 #
 # Every background process started here is registered with e2e_track, so
 # lib.sh's EXIT trap kills it; shm rings carry the test's unique prefix and
