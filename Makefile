@@ -81,10 +81,11 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
-CORE_SRCS  := $(addprefix src/,config.c control.c errbuf.c hcopy.c log.c metrics.c \
-                pc.c pc_cpu.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
+CORE_SRCS  := $(addprefix src/,chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
+                metrics.c pc.c pc_cpu.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
                 waveform.c)
-CUDA_SRCS  := src/pc_cuda.cu
+CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
+                cu_host.cu cu_kernels.cu cu_pipeline.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,synth.c tool.c)
 DAEMON_SRC := src/chirpd.c
 TOOL_BINS  := chirp-feed chirp-tap chirpctl

@@ -515,7 +515,7 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
  * pc_auto_pick names and destroy the others as soon as they lose, so at
  * most two are alive at once. No single depth serves every CPI shape: the
  * copy engines need two or three CPIs in flight for small CPIs and fewer
- * for large ones, and chunking follows the depth (pc_cuda.cu). Takes a
+ * for large ones, and chunking follows the depth (chunk_policy.c). Takes a
  * second or two at start; a depth that cannot be built (device memory) or
  * measured is skipped and said so. Returns the backend, or NULL with why
  * when no depth could be both built and measured.

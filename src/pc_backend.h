@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pc_backend.h — the small table of functions a pulse-compression backend
- * implements (private to the pc module: pc.c, pc_cpu.c, pc_cuda.cu).
+ * implements (private to the pc module: pc.c, pc_cpu.c, src/cuda/).
  *
  * pc.c validates parameters, chooses nfft, computes the reference spectrum
  * once in double precision and hands each backend a ready-to-multiply
@@ -12,7 +12,7 @@
  * (the 1/nfft folds the unnormalized inverse FFT in). A backend then does,
  * per row: pad x to nfft, forward FFT, multiply by filt, inverse FFT, take
  * gates 0..R-1, apply the output mode. Nothing outside pc_cpu.c includes
- * fftw3.h and nothing outside pc_cuda.cu includes cufft.h / cuda_runtime.h.
+ * fftw3.h and nothing outside src/cuda/ includes cufft.h / cuda_runtime.h.
  */
 #ifndef CHIRP_PC_BACKEND_H
 #define CHIRP_PC_BACKEND_H

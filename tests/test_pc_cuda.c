@@ -94,6 +94,28 @@ static float *make_ref(enum wf_window win, size_t L, unsigned R)
 	return ref;
 }
 
+/*
+ * The backend tuning every pc made by make_pc gets (pc_params.tune): the
+ * defaults of pc_params_init, reset before each test (reset_tune); a test
+ * sets fields (cuda_chunks, cuda_graphs...) before it creates its pcs.
+ */
+static struct pc_tuning tune;
+
+static void tune_defaults(void)
+{
+	struct pc_params p;
+
+	pc_params_init(&p);
+	tune = p.tune;
+}
+
+static int reset_tune(void **state)
+{
+	(void)state;
+	tune_defaults();
+	return 0;
+}
+
 static struct pc *make_pc(enum pc_backend be, unsigned C, unsigned P, unsigned R,
 			  enum pc_format f, enum pc_output m, const float *ref, size_t L,
 			  unsigned streams, enum pc_staging staging)
@@ -113,6 +135,7 @@ static struct pc *make_pc(enum pc_backend be, unsigned C, unsigned P, unsigned R
 	p.backend = be;
 	p.streams = streams;
 	p.staging = staging;
+	p.tune = tune;
 	pc = pc_create(&p, err, sizeof(err));
 	if (!pc)
 		fail_msg("pc_create(%s): %s", pc_backend_name(be), err);
@@ -452,24 +475,24 @@ static void run_pipeline(unsigned streams, int use_mmap, enum pc_staging staging
 }
 
 /*
- * CUDA graphs (pc_cuda.cu, GRAPHS): registered CPIs run as one graph per
+ * CUDA graphs (src/cuda/cu_graph.cu): registered CPIs run as one graph per
  * set and layout, their copies pointed at a new slot each time; staged
- * CPIs and CHIRP_CUDA_GRAPHS=0 run call by call. Same results either way.
+ * CPIs and tune.cuda_graphs = 0 run call by call. Same results either way.
  */
 static void test_graphs(void **state)
 {
 	(void)state;
 	NEED_GPU();
-	unsetenv("CHIRP_CUDA_GRAPHS");
+	assert_int_equal(tune.cuda_graphs, 1);   /* the default */
 	run_pipeline_g(1, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "registered", 1);
 	run_pipeline_g(3, 1, PC_STAGING_AUTO, PC_FMT_SC16, PC_OUT_POWER_DB, "registered", 1);
-	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "3", 1), 0);   /* 16 rows: 6+6+4 */
+	tune.cuda_chunks = 3;   /* 16 rows: 6+6+4 */
 	run_pipeline_g(2, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_MAGNITUDE, "registered", 1);
-	unsetenv("CHIRP_CUDA_CHUNKS");
+	tune.cuda_chunks = 0;
 	run_pipeline_g(2, 0, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "copy", 0);
-	assert_int_equal(setenv("CHIRP_CUDA_GRAPHS", "0", 1), 0);
+	tune.cuda_graphs = 0;
 	run_pipeline_g(2, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "registered", 0);
-	unsetenv("CHIRP_CUDA_GRAPHS");
+	tune_defaults();
 }
 
 static void test_pipeline_depths(void **state)
@@ -514,9 +537,9 @@ static int host_registered(const void *p) { (void)p; return 0; }
  * A reload's two generations: the new pc registers the ring mapping the old
  * one holds, and the old one is destroyed while the new one has CPIs in
  * flight from it. The mapping must stay registered until the last holder
- * lets go (it once did not: the old pc unregistered it under the new one's
- * DMA and the context died with "unspecified launch failure"), and the new
- * pc's results must stay exact.
+ * lets go (were the old pc to unregister it under the new one's DMA, the
+ * context would die with "unspecified launch failure"), and the new pc's
+ * results must stay exact.
  */
 static void test_shared_registration(void **state)
 {
@@ -757,7 +780,7 @@ static void test_device_selection(void **state)
 }
 
 /*
- * Row chunks forced small (CHIRP_CUDA_CHUNKS), with a shorter last chunk:
+ * Row chunks forced small (tune.cuda_chunks), with a shorter last chunk:
  * every chunk boundary, the per-chunk plans, the join of the chunk streams
  * (input/output order), non-finite counting across chunks and a fault in a
  * chunk stream. (Large CPIs are chunked by default; these sizes would not be.)
@@ -765,17 +788,17 @@ static void test_device_selection(void **state)
 static void test_chunked(void **state)
 {
 	NEED_GPU();
-	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "3", 1), 0);   /* 16 rows: 6+6+4 */
+	tune.cuda_chunks = 3;    /* 16 rows: 6+6+4 */
 	run_pipeline(1, 1, PC_STAGING_AUTO, PC_FMT_CF32, PC_OUT_COMPLEX, "registered");
 	run_pipeline(2, 0, PC_STAGING_AUTO, PC_FMT_SC16, PC_OUT_MAGNITUDE, "copy");
 	assert_true(gpu_vs_cpu_once(2, 4, 9000, PC_FMT_CF32, PC_OUT_POWER_DB, WIN_TAYLOR, 1000, 2) <= TOL);
-	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "7", 1), 0);   /* 10 rows: 2+2+2+2+2 */
+	tune.cuda_chunks = 7;    /* 10 rows: 2+2+2+2+2 */
 	test_nonfinite_rows(state);
 	assert_true(gpu_vs_cpu_once(1, 10, 1000, PC_FMT_SC16, PC_OUT_COMPLEX, WIN_HANN, 333, 4) <= TOL);
-	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "16", 1), 0);  /* more chunks than rows */
+	tune.cuda_chunks = 16;   /* more chunks than rows */
 	assert_true(gpu_vs_cpu_once(1, 5, 1000, PC_FMT_CF32, PC_OUT_MAGNITUDE, WIN_RECT, 100, 1) <= TOL);
 	test_fault_injection(state);
-	unsetenv("CHIRP_CUDA_CHUNKS");
+	tune_defaults();
 }
 
 /* The one CPI in flight on gpu: poll until its result is reported and
@@ -794,15 +817,15 @@ static unsigned lone_cpi_chunks(struct pc *gpu)
 }
 
 /*
- * The idle layout (pc_cuda.cu, LAYOUTS): at depth 3 with the depth's layout
- * forced whole (CHIRP_CUDA_CHUNKS=1) and the idle one to 3 chunks, a CPI
+ * The idle layout (src/cuda/cu_chunks.cu): at depth 3 with the depth's layout
+ * forced whole (tune.cuda_chunks = 1) and the idle one to 3 chunks, a CPI
  * submitted with nothing else in flight is cut in 3 (pc_done.chunks == 3),
  * one submitted behind others is cut in 1 or 3 depending on whether their
  * input is still being copied (a race by design; both must compute the
  * same result), and one with a backlog behind it (pc_queue_hint) is whole.
- * Every output is checked against the CPU backend. Without
- * CHIRP_CUDA_IDLE_CHUNKS a lone CPI stays whole (the idle layout is off by
- * default).
+ * Every output is checked against the CPU backend. With the default
+ * tune.cuda_idle_chunks (1) a lone CPI stays whole (the idle layout is off
+ * by default).
  */
 static void test_idle_layout(void **state)
 {
@@ -817,13 +840,12 @@ static void test_idle_layout(void **state)
 
 	(void)state;
 	NEED_GPU();
-	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "1", 1), 0);
-	assert_int_equal(setenv("CHIRP_CUDA_IDLE_CHUNKS", "3", 1), 0);
+	tune.cuda_chunks = 1;
+	tune.cuda_idle_chunks = 3;
 	ref = make_ref(WIN_HANN, L, R);
 	cpu = make_pc(PC_BACKEND_CPU, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 1, PC_STAGING_AUTO);
 	gpu = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 3, PC_STAGING_AUTO);
-	unsetenv("CHIRP_CUDA_CHUNKS");
-	unsetenv("CHIRP_CUDA_IDLE_CHUNKS");
+	tune_defaults();
 	ib = pc_in_bytes(gpu);
 	ob = pc_out_bytes(gpu);
 	in = malloc(ib * K);
@@ -892,11 +914,11 @@ static void test_idle_layout(void **state)
 	assert_true(whole >= K);
 	pc_destroy(gpu);
 
-	/* CHIRP_CUDA_IDLE_CHUNKS unset: no idle layout (the default since
-	 * 2026-11-25, doc/cuda.md): a lone CPI keeps the depth's layout. */
-	assert_int_equal(setenv("CHIRP_CUDA_CHUNKS", "1", 1), 0);
+	/* The default idle chunks: no idle layout (doc/cuda.md, *Layouts*): a
+	 * lone CPI keeps the depth's layout. */
+	tune.cuda_chunks = 1;
 	gpu = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_COMPLEX, ref, L, 3, PC_STAGING_AUTO);
-	unsetenv("CHIRP_CUDA_CHUNKS");
+	tune_defaults();
 	pc_queue_hint(gpu, 0);
 	assert_int_equal(pc_submit(gpu, in, out, 0), 0);
 	assert_int_equal(lone_cpi_chunks(gpu), 1);
@@ -909,10 +931,10 @@ static void test_idle_layout(void **state)
 }
 
 /*
- * The default cut at depth 3 (pc_cuda.cu, cu_choose_chunks): a CPI whose
+ * The default cut at depth 3 (chunk_policy.c, chunk_policy_auto): a CPI whose
  * larger direction is >= 8 MiB goes in two halves, a smaller one whole.
  * 2x128x4096 cf32 -> complex is exactly 8 MiB each way; 2x128x4000 is
- * just under. One CPI each, nothing else in flight, no CHIRP_CUDA_CHUNKS:
+ * just under. One CPI each, nothing else in flight, automatic chunks:
  * pc_done.chunks gives the cut, and the result is checked against the CPU
  * backend.
  */
@@ -924,8 +946,8 @@ static void test_depth_halves(void **state)
 
 	(void)state;
 	NEED_GPU();
-	unsetenv("CHIRP_CUDA_CHUNKS");
-	unsetenv("CHIRP_CUDA_IDLE_CHUNKS");
+	assert_int_equal(tune.cuda_chunks, 0);
+	assert_int_equal(tune.cuda_idle_chunks, 1);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		unsigned R = cases[c].R;
 		float *ref = make_ref(WIN_HANN, L, R);
@@ -966,19 +988,19 @@ static void test_depth_halves(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_device_selection),
-		cmocka_unit_test(test_direct_reference),
-		cmocka_unit_test(test_windows_formats_sizes),
-		cmocka_unit_test(test_output_modes),
-		cmocka_unit_test(test_pipeline_depths),
-		cmocka_unit_test(test_pipeline_staging),
-		cmocka_unit_test(test_graphs),
-		cmocka_unit_test(test_shared_registration),
-		cmocka_unit_test(test_nonfinite_rows),
-		cmocka_unit_test(test_fault_injection),
-		cmocka_unit_test(test_chunked),
-		cmocka_unit_test(test_idle_layout),
-		cmocka_unit_test(test_depth_halves),
+		cmocka_unit_test_setup(test_device_selection, reset_tune),
+		cmocka_unit_test_setup(test_direct_reference, reset_tune),
+		cmocka_unit_test_setup(test_windows_formats_sizes, reset_tune),
+		cmocka_unit_test_setup(test_output_modes, reset_tune),
+		cmocka_unit_test_setup(test_pipeline_depths, reset_tune),
+		cmocka_unit_test_setup(test_pipeline_staging, reset_tune),
+		cmocka_unit_test_setup(test_graphs, reset_tune),
+		cmocka_unit_test_setup(test_shared_registration, reset_tune),
+		cmocka_unit_test_setup(test_nonfinite_rows, reset_tune),
+		cmocka_unit_test_setup(test_fault_injection, reset_tune),
+		cmocka_unit_test_setup(test_chunked, reset_tune),
+		cmocka_unit_test_setup(test_idle_layout, reset_tune),
+		cmocka_unit_test_setup(test_depth_halves, reset_tune),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,10 +4,11 @@
 #
 # chirpd runs with tests/e2e/gpu_fault_shim.c preloaded: cufftExecC2C works
 # until the test creates a file, then fails with CUFFT_EXEC_FAILED as a device
-# fault would. CHIRP_CUDA_GRAPHS=0: a CPI that runs as a CUDA graph calls
-# cufftExecC2C only when its graph is made, so the shim needs the CPIs
-# queued call by call; a failed graph launch goes through the same failure
-# path (cu_fail) as any other failed call. Under a 100 CPI/s synthetic stream with a verifying consumer:
+# fault would. [processing] cuda_graphs = 0: a CPI that runs as a CUDA
+# graph calls cufftExecC2C only when its graph is made, so the shim needs
+# the CPIs queued call by call; a failed graph launch goes through the same
+# failure path (cu_fail) as any other failed call. Under a 100 CPI/s
+# synthetic stream with a verifying consumer:
 #   - before the fault every result verifies against the CPU recomputation;
 #   - after it the data path is "failed" within seconds, status and the log
 #     name the failing call and its error, backend_errors counts it;
@@ -38,9 +39,9 @@ NLOG=$T/notify.log
 
 e2e_notify_listen "$NSOCK" "$NLOG" 300
 
-e2e_config processing.backend=cuda processing.streams=$DEPTH cpi.channels=2 cpi.pulses=16 \
-	cpi.samples=1000 input.slots=64 output.slots=64
-CHIRP_CUDA_GRAPHS=0 CHIRP_GPU_FAULT_FILE=$FAULT LD_PRELOAD=$T/shim.so NOTIFY_SOCKET=$NSOCK \
+e2e_config processing.backend=cuda processing.streams=$DEPTH processing.cuda_graphs=0 \
+	cpi.channels=2 cpi.pulses=16 cpi.samples=1000 input.slots=64 output.slots=64
+CHIRP_GPU_FAULT_FILE=$FAULT LD_PRELOAD=$T/shim.so NOTIFY_SOCKET=$NSOCK \
 	WATCHDOG_USEC=300000 e2e_start_chirpd
 [ "$(gpu_status backend)" = cuda ] || e2e_fail "backend $(gpu_status backend), not cuda"
 e2e_log "device $(gpu_status device), staging $(gpu_status staging), depth $(gpu_status depth)"

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cu_enqueue.cu — one CPI's calls on a set, in steps: start (reset the
+ * non-finite count, release the chunk streams), per chunk its input (host
+ * staging copy, H2D) and its compute and output (pad, FFT, multiply, IFFT,
+ * output mode, D2H), then the join. The call-by-call path runs them on the
+ * streams; cu_graph.cu captures the very same calls into a graph.
+ */
+#include "cu_private.h"
+extern "C" {
+#include "hcopy.h"
+}
+
+/* A failed call: record it in *ce and return -EIO from the step. */
+#define EQ(x)                                                                \
+	do {                                                                 \
+		cudaError_t e_ = (x);                                        \
+		if (e_ != cudaSuccess) {                                     \
+			ce->call = #x;                                       \
+			ce->len = (int)strcspn(#x, "(<");                    \
+			ce->what = cudaGetErrorString(e_);                   \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+#define EQF(x)                                                               \
+	do {                                                                 \
+		cufftResult r_ = (x);                                        \
+		if (r_ != CUFFT_SUCCESS) {                                   \
+			ce->call = #x;                                       \
+			ce->len = (int)strcspn(#x, "(<");                    \
+			ce->what = cu_cufft_str(r_);                         \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+/* A kernel launch (cu_kernels.cu), reported by its kernel's name. */
+#define EQK(name, x)                                                         \
+	do {                                                                 \
+		cudaError_t e_ = (x);                                        \
+		if (e_ != cudaSuccess) {                                     \
+			ce->call = name;                                     \
+			ce->len = (int)strlen(name);                         \
+			ce->what = cudaGetErrorString(e_);                   \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+
+/* What one CPI's steps share. */
+struct cu_cpi {
+	struct cu_set *s;
+	int li;                          /* layout index, CU_LAY_*          */
+	const struct chunk_layout *lay;
+	const void *in;                  /* the caller's input              */
+	const void *src;                 /* what the H2D reads (in or h_in) */
+	void *dst;                       /* what the D2H writes (out or h_out) */
+	int stage_in, capture;
+	int packed;                      /* input goes through d_in         */
+};
+
+/* One chunk of it: chunk stream, rows, offsets, its FFT rows. */
+struct cu_piece {
+	struct cu_chunk_stream *c;
+	unsigned i, nr;
+	size_t r0, ioff, ooff;
+	float2 *fft;
+};
+
+/*
+ * Main stream: reset the counter, then release the chunk streams
+ * (everything earlier on this set is ordered before ev_start). A capture
+ * records ev_start as a node the host reads, and forks off ev_fork.
+ */
+static int cu_enq_start(const struct cu_cpi *q, struct cu_err *ce)
+{
+	struct cu_set *s = q->s;
+	unsigned rec = q->capture ? cudaEventRecordExternal : cudaEventRecordDefault;
+	cudaEvent_t fork = q->capture ? s->ev_fork : s->ev_start;
+
+	EQ(cudaMemsetAsync(s->d_nonfinite, 0, sizeof(unsigned), s->stream));
+	EQ(cudaEventRecordWithFlags(s->ev_start, s->stream, rec));
+	if (q->capture)
+		EQ(cudaEventRecord(s->ev_fork, s->stream));
+	for (unsigned k = 0; k < q->lay->nstreams; k++)
+		EQ(cudaStreamWaitEvent(s->cs[k].stream, fork, 0));
+	return 0;
+}
+
+/*
+ * A chunk's input: staged input is copied into h_in just before its H2D
+ * is queued, so the DMA of chunk i runs while the host copies chunk i+1
+ * (the set is free, so no DMA still reads h_in). cf32 call by call lands
+ * 2-D in the pitched rows; sc16 and a capture go 1-D into d_in (a graph's
+ * copy can take new pointers only when it is 1-D). Each chunk stream's
+ * last H2D records its ev_h2d. An armed fault is launched here.
+ */
+static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct cu_piece *k,
+			struct cu_err *ce)
+{
+	size_t in_sz = pc_format_sample_bytes(be->in_format);
+	size_t bytes = (size_t)k->nr * be->R * in_sz;
+	cudaStream_t st = k->c->stream;
+
+	if (q->stage_in) {
+		int hr = hcopy_run(be->hc, (char *)q->s->h_in + k->ioff,
+				   (const char *)q->in + k->ioff, bytes);
+
+		if (hr < 0) {
+			ce->call = "hcopy_run(input)";
+			ce->len = (int)strlen(ce->call);
+			ce->what = strerror(-hr);
+			return -EIO;
+		}
+	}
+	if (!q->packed)   /* cf32, call by call: packed slot rows -> pitched rows */
+		EQ(cudaMemcpy2DAsync(k->fft, be->pitch_elems * sizeof(float2),
+				     (const char *)q->src + k->ioff, (size_t)be->R * in_sz,
+				     (size_t)be->R * in_sz, k->nr, cudaMemcpyDefault, st));
+	else
+		EQ(cudaMemcpyAsync((char *)q->s->d_in + k->ioff, (const char *)q->src + k->ioff,
+				   bytes, cudaMemcpyDefault, st));
+	if (k->i + q->lay->nstreams >= q->lay->nchunks)   /* this stream's last H2D */
+		EQ(cudaEventRecord(k->c->ev_h2d, st));
+	if (be->fault_armed && !q->capture) {
+		be->fault_armed = 0;
+		EQK("k_fault<<<1,4096>>> (injected fault)", cu_fault(st));
+	}
+	return 0;
+}
+
+/* A chunk's pad, FFT, multiply, IFFT, output mode and D2H. */
+static int cu_enq_compute(struct cu_be *be, const struct cu_cpi *q, const struct cu_piece *k,
+			  struct cu_err *ce)
+{
+	struct cu_set *s = q->s;
+	unsigned R = (unsigned)be->R, nfft = (unsigned)be->nfft;
+	size_t pe = be->pitch_elems;
+	const char *cin = q->packed ? (const char *)s->d_in + k->ioff : NULL;
+	void *cout = (char *)s->d_out + k->ooff;
+	cufftHandle plan = k->nr == q->lay->chunk_rows ? k->c->plan[q->li] : k->c->plan_rem[q->li];
+	cudaStream_t st = k->c->stream;
+	cufftComplex *z = (cufftComplex *)k->fft;
+
+	if (be->in_format == PC_FMT_SC16)
+		EQK("k_pad", cu_pad_sc16((const short2 *)cin, k->fft, pe, R, nfft, k->nr, st));
+	else if (q->packed)
+		EQK("k_pad", cu_pad_cf32_packed((const float2 *)cin, k->fft, pe, R, nfft,
+						s->d_nonfinite, k->nr, st));
+	else
+		EQK("k_pad", cu_pad_cf32(k->fft, pe, R, nfft, s->d_nonfinite, k->nr, st));
+	EQF(cufftExecC2C(plan, z, z, CUFFT_FORWARD));
+	EQK("k_cmul", cu_cmul(k->fft, pe, nfft, k->nr, be->d_filt, st));
+	EQF(cufftExecC2C(plan, z, z, CUFFT_INVERSE));
+	EQK("k_out", cu_out(be->out_mode, k->fft, pe, R, cout, k->nr, st));
+	EQ(cudaMemcpyAsync((char *)q->dst + k->ooff, cout,
+			   (size_t)k->nr * be->R * pc_output_sample_bytes(be->out_mode),
+			   cudaMemcpyDefault, st));
+	return 0;
+}
+
+/* Join: ev_in after every H2D, ev_out after every D2H and the count. */
+static int cu_enq_join(const struct cu_cpi *q, struct cu_err *ce)
+{
+	struct cu_set *s = q->s;
+	unsigned rec = q->capture ? cudaEventRecordExternal : cudaEventRecordDefault;
+
+	for (unsigned k = 0; k < q->lay->nstreams; k++) {
+		EQ(cudaEventRecord(s->cs[k].ev_done, s->cs[k].stream));
+		EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_h2d, 0));
+	}
+	EQ(cudaEventRecordWithFlags(s->ev_in, s->stream, rec));
+	for (unsigned k = 0; k < q->lay->nstreams; k++)
+		EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
+	EQ(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
+			   cudaMemcpyDeviceToHost, s->stream));
+	EQ(cudaEventRecordWithFlags(s->ev_out, s->stream, rec));
+	return 0;
+}
+
+/*
+ * Queue one CPI's work on set s, cut as layout li: src/dst are what the
+ * copies read and write (the caller's buffers, or s->h_in/h_out when
+ * staged; `in` is the caller's input, copied into h_in chunk by chunk when
+ * stage_in). capture: the calls are being captured into the set's graph
+ * (cu_graph.cu): the input copy is 1-D into d_in and padded from there,
+ * the events the host reads (ev_start, ev_in, ev_out) become event-record
+ * nodes, and the chunk streams fork off ev_fork. 0, or -EIO with *ce set.
+ *
+ * Chunk i runs on chunk stream i mod nstreams. The copy engines serve the
+ * streams in turn, so the H2D of chunk i+1 runs while chunk i computes
+ * and the D2H of chunk i-1 drains: both directions stay busy even with
+ * one CPI in flight. ev_start is recorded before the chunks are queued:
+ * for a CPI queued call by call, device_ns includes any time the GPU
+ * waited for the host to queue the rest (and, staged, for those host
+ * copies); a graph has it all at once.
+ */
+int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in, const void *src,
+	       void *dst, int stage_in, int capture, struct cu_err *ce)
+{
+	struct cu_cpi q;
+	int rc;
+
+	q.s = s;
+	q.li = li;
+	q.lay = &be->lay[li];
+	q.in = in;
+	q.src = src;
+	q.dst = dst;
+	q.stage_in = stage_in;
+	q.capture = capture;
+	q.packed = be->in_format == PC_FMT_SC16 || capture;
+	rc = cu_enq_start(&q, ce);
+	for (unsigned i = 0; rc == 0 && i < q.lay->nchunks; i++) {
+		struct cu_piece k;
+
+		k.i = i;
+		k.c = &s->cs[i % q.lay->nstreams];
+		k.nr = cu_chunk(be, q.lay, i, &k.r0, &k.ioff, &k.ooff);
+		k.fft = s->d_fft + k.r0 * be->pitch_elems;
+		rc = cu_enq_input(be, &q, &k, ce);
+		if (rc == 0)
+			rc = cu_enq_compute(be, &q, &k, ce);
+	}
+	if (rc == 0)
+		rc = cu_enq_join(&q, ce);
+	return rc;
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cu_graph.cu — a CPI as one CUDA graph.
+ *
+ * Queued call by call, a CPI costs the host about 35 runtime calls
+ * (memset, events, per chunk a copy, four kernels, two FFTs and a copy
+ * back), and the GPU, which starts at ev_start, waits for the calls still
+ * to come: whenever the host runs slow (a shared VM's vCPUs do, for
+ * stretches) that wait lands in the CPI's latency. A graph is launched in
+ * one call and runs without the host. So a CPI whose buffers are both in
+ * registered host memory runs as one CUDA graph per set and layout:
+ * captured from the same calls (cu_enqueue) the first time that set and
+ * layout meet such a CPI (once; the first CPIs after a start or reload
+ * pay for it), then per CPI only the chunks' copy addresses are set
+ * (cudaGraphExecMemcpyNodeSetParams1D, host-side) and the graph is
+ * launched: 2 x chunks + 1 calls. Staged CPIs, device buffers and an
+ * injected fault take the call-by-call path. If a graph cannot be made or
+ * a CPI's addresses are refused, chirpd says so once and every later CPI
+ * takes that path (tune.cuda_graphs = 0 asks for it from the start).
+ * pc_info.graph_cpis counts the CPIs launched as graphs. Figures:
+ * doc/cuda.md, *CUDA graphs*.
+ */
+#include "cu_private.h"
+extern "C" {
+#include "log.h"
+}
+
+#define CU_GRAPH_MAX_NODES 1024
+
+int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int stage_in,
+		int stage_out, int in_dev, int out_dev)
+{
+	return be->graphs && !stage_in && !stage_out && !in_dev && !out_dev && !be->fault_armed &&
+	       s->g_state[li] >= 0;
+}
+
+/* Graphs off for good, said once: the first len bytes of call (len < 0:
+ * all of it, as printf's precision) failed with what. */
+static void cu_graphs_off(struct cu_be *be, const char *call, int len, const char *what)
+{
+	(void)cudaGetLastError();   /* a failed capture's error is not the next call's */
+	be->graphs = 0;
+	log_warn("cuda: %.*s: %s; CPIs are queued call by call from now on", len, call, what);
+}
+
+/* Capture set s's CPI in layout li into a graph. NULL (graphs off) if
+ * the capture failed. */
+static cudaGraph_t cu_capture(struct cu_be *be, struct cu_set *s, int li, const void *in,
+			      void *out)
+{
+	struct cu_err ce = { NULL, NULL, 0 };
+	cudaGraph_t g = NULL;
+	cudaError_t e;
+	int rc;
+
+	e = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
+	if (e != cudaSuccess) {
+		cu_graphs_off(be, "cudaStreamBeginCapture", -1, cudaGetErrorString(e));
+		return NULL;
+	}
+	rc = cu_enqueue(be, s, li, in, in, out, 0, 1, &ce);
+	e = cudaStreamEndCapture(s->stream, &g);   /* always: the stream leaves capture */
+	if (rc < 0 || e != cudaSuccess) {
+		if (g)
+			(void)cudaGraphDestroy(g);
+		if (rc < 0)
+			cu_graphs_off(be, ce.call, ce.len, ce.what);
+		else
+			cu_graphs_off(be, "cudaStreamEndCapture", -1, cudaGetErrorString(e));
+		return NULL;
+	}
+	return g;
+}
+
+/*
+ * Find each chunk's input and output copy among g's nodes (by their
+ * addresses: in/out and the set's d_in/d_out at the chunk's offsets) into
+ * s->g_h2d[li] / g_d2h[li]. *n: the nodes in g; *found: copies matched.
+ */
+static cudaError_t cu_find_copies(struct cu_be *be, struct cu_set *s, int li, cudaGraph_t g,
+				  const void *in, void *out, size_t *n, unsigned *found)
+{
+	const struct chunk_layout *lay = &be->lay[li];
+	cudaGraphNode_t nodes[CU_GRAPH_MAX_NODES];
+	cudaError_t e;
+
+	*n = 0;
+	*found = 0;
+	e = cudaGraphGetNodes(g, NULL, n);
+	if (e == cudaSuccess && *n > CU_GRAPH_MAX_NODES)
+		e = cudaErrorInvalidValue;
+	if (e == cudaSuccess)
+		e = cudaGraphGetNodes(g, nodes, n);
+	for (size_t k = 0; e == cudaSuccess && k < *n; k++) {
+		enum cudaGraphNodeType t;
+		struct cudaMemcpy3DParms p;
+		const char *sp, *dp;
+
+		e = cudaGraphNodeGetType(nodes[k], &t);
+		if (e != cudaSuccess || t != cudaGraphNodeTypeMemcpy)
+			continue;
+		e = cudaGraphMemcpyNodeGetParams(nodes[k], &p);
+		if (e != cudaSuccess)
+			break;
+		sp = (const char *)p.srcPtr.ptr + p.srcPos.x;
+		dp = (const char *)p.dstPtr.ptr + p.dstPos.x;
+		for (unsigned i = 0; i < lay->nchunks; i++) {
+			size_t r0, ioff, ooff;
+
+			(void)cu_chunk(be, lay, i, &r0, &ioff, &ooff);
+			if (sp == (const char *)in + ioff && dp == (const char *)s->d_in + ioff) {
+				s->g_h2d[li][i] = nodes[k];
+				(*found)++;
+			} else if (sp == (const char *)s->d_out + ooff && dp == (const char *)out + ooff) {
+				s->g_d2h[li][i] = nodes[k];
+				(*found)++;
+			}
+		}
+	}
+	return e;
+}
+
+/* Capture set s's CPI in layout li (the caller's in/out: registered host
+ * memory) into s->g[li], find each chunk's two copies, instantiate. */
+static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out)
+{
+	const struct chunk_layout *lay = &be->lay[li];
+	cudaGraph_t g;
+	cudaGraphExec_t gx;
+	size_t n = 0;
+	unsigned found = 0;
+	cudaError_t e;
+
+	s->g_state[li] = -1;
+	g = cu_capture(be, s, li, in, out);
+	if (!g)
+		return;
+	e = cu_find_copies(be, s, li, g, in, out, &n, &found);
+	if (e != cudaSuccess || found != 2 * lay->nchunks) {
+		(void)cudaGraphDestroy(g);
+		cu_graphs_off(be, "finding a CPI graph's copies", -1,
+			      e != cudaSuccess ? cudaGetErrorString(e) : "not one per chunk and direction");
+		return;
+	}
+	e = cudaGraphInstantiate(&gx, g, 0);
+	if (e != cudaSuccess) {
+		(void)cudaGraphDestroy(g);
+		cu_graphs_off(be, "cudaGraphInstantiate", -1, cudaGetErrorString(e));
+		return;
+	}
+	s->g[li] = g;
+	s->gx[li] = gx;
+	s->g_state[li] = 1;
+	log_debug("cuda: set %u, layout %d: a CPI is one graph of %zu nodes",
+		  (unsigned)(s - be->sets), li, n);
+}
+
+/*
+ * Launch set s's graph for layout li with this CPI's buffers (made first
+ * if need be). 0 launched; 1 not (no graph, or its copies refused the
+ * addresses: the caller queues the CPI call by call); -EIO the launch
+ * failed (the backend has failed, as any failed call).
+ */
+int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out)
+{
+	const struct chunk_layout *lay = &be->lay[li];
+	size_t in_sz = pc_format_sample_bytes(be->in_format);
+	size_t out_sz = pc_output_sample_bytes(be->out_mode);
+	cudaError_t e = cudaSuccess;
+
+	if (s->g_state[li] == 0)
+		cu_make_graph(be, s, li, in, out);
+	if (s->g_state[li] != 1)
+		return 1;
+	for (unsigned i = 0; i < lay->nchunks && e == cudaSuccess; i++) {
+		size_t r0, ioff, ooff, nr = cu_chunk(be, lay, i, &r0, &ioff, &ooff);
+
+		e = cudaGraphExecMemcpyNodeSetParams1D(s->gx[li], s->g_h2d[li][i],
+						       (char *)s->d_in + ioff,
+						       (const char *)in + ioff, nr * be->R * in_sz,
+						       cudaMemcpyDefault);
+		if (e == cudaSuccess)
+			e = cudaGraphExecMemcpyNodeSetParams1D(s->gx[li], s->g_d2h[li][i],
+							       (char *)out + ooff,
+							       (const char *)s->d_out + ooff,
+							       nr * be->R * out_sz, cudaMemcpyDefault);
+	}
+	if (e != cudaSuccess) {
+		cu_graphs_off(be, "cudaGraphExecMemcpyNodeSetParams1D", -1, cudaGetErrorString(e));
+		return 1;
+	}
+	e = cudaGraphLaunch(s->gx[li], s->stream);
+	if (e != cudaSuccess) {
+		cu_fail(be, "cudaGraphLaunch", cudaGetErrorString(e));
+		return -EIO;
+	}
+	be->graph_cpis++;
+	return 0;
+}
+
+void cu_graph_free(struct cu_set *s)
+{
+	for (unsigned l = 0; l < CU_NLAY; l++)
+		if (s->g_state[l] == 1) {
+			(void)cudaGraphExecDestroy(s->gx[l]);
+			(void)cudaGraphDestroy(s->g[l]);
+		}
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cu_private.h — what the files of the CUDA (cuFFT) pulse-compression
+ * backend share; nothing outside src/cuda/ includes it. The backend's only
+ * exports are pc_cuda_probe and pc_cuda_ops (pc_backend.h).
+ *
+ * It computes exactly the definition in chirp/pc.h, with the filter pc.c
+ * hands over in struct pc_setup. The files, by concern:
+ *   cu_error.cu     failures: cu_fail, the CK/CKF checks, event queries
+ *   cu_kernels.cu   the pad / multiply / output kernels and their launches
+ *   cu_host.cu      host memory: registration for DMA, pinned staging
+ *   cu_chunks.cu    the chunk layouts (chunk_policy.c) and the pick per CPI
+ *   cu_enqueue.cu   one CPI's calls on a set (call by call, or captured)
+ *   cu_graph.cu     a CPI as one CUDA graph, its copies re-pointed per CPI
+ *   cu_setup.cu     probe, create, destroy
+ *   cu_pipeline.cu  submit, poll, info, and the ops table pc_cuda_ops
+ *
+ * DATA PATH (one CPI)
+ *   Every CPI runs on one "set": its streams, device buffers, cuFFT plans
+ *   and events. CPI k uses set k mod N (N = streams, the depth). Within a
+ *   CPI, the rows are cut into chunks (cu_chunks.cu); per chunk:
+ *
+ *     H2D    cf32: cudaMemcpy2DAsync from the packed slot (rows x R
+ *            float2) straight into the pitched FFT rows d_fft (nfft float2
+ *            per row, the pitch from cudaMallocPitch, never assumed); in a
+ *            graph (cu_graph.cu) 1-D into a packed d_in, spread by the
+ *            packed pad kernel. sc16: cudaMemcpyAsync into a packed d_in
+ *            (rows x R short2: half the PCIe bytes). Straight from the
+ *            ring slot when it lies in memory registered with
+ *            cudaHostRegister, else copied into a pinned staging buffer
+ *            first ("copy" staging), chunk by chunk just before the chunk's
+ *            H2D, by staging_threads threads (hcopy.h). ev_in is recorded
+ *            after every chunk's H2D: the input slot may then be reused.
+ *     pad    cf32: in place, zero [R, nfft) of each row and count rows
+ *            holding NaN/Inf (one atomicAdd per bad row). sc16: d_in ->
+ *            d_fft, value / 32768 as the CPU backend, zero [R, nfft).
+ *     FFT    cufftExecC2C forward, in place, batched over the chunk's rows
+ *            (plans made at create: idist = pitch / sizeof(float2)).
+ *     mul    d_fft[r][f] *= filt[f] (filt = g conj(H) / nfft, uploaded once).
+ *     IFFT   cufftExecC2C inverse, in place.
+ *     out    gates 0..R-1 -> d_out packed rows x R, in the output mode
+ *            (complex / magnitude / power_db): only the bytes asked for
+ *            cross PCIe.
+ *     D2H    d_out -> output slot (registered) or pinned staging (copied to
+ *            the slot in pc_poll, by the same threads), plus the 4-byte
+ *            non-finite row count. ev_out is recorded after every chunk's
+ *            D2H: the output slot is then complete.
+ *
+ *   Sets run on their own streams, so the H2D of CPI k+1 overlaps the FFTs
+ *   of k and the D2H of k-1 (the copy engines of each direction run
+ *   independently). No device-wide synchronisation, no allocation after
+ *   create (the pinned staging pool is allocated once, the first time an
+ *   unregistered buffer is seen, unless staging = copy made it at create).
+ *
+ * FAILURE
+ *   Every CUDA and cuFFT call is checked. A failure records "call: error
+ *   string" (pc_last_error), logs it once, and marks the backend failed:
+ *   every later submit/poll returns -EIO. There is no CPU fallback here;
+ *   the daemon decides (and says) what to do. pc_inject_fault makes the
+ *   next submit launch a kernel with an invalid configuration, so the real
+ *   error path is exercised.
+ *
+ * THREADS
+ *   One caller thread at a time (pc.h). cudaSetDevice is called at the top
+ *   of every entry point, because the current device is per host thread
+ *   and the daemon's data thread is not the thread that created us.
+ */
+#ifndef CHIRP_CU_PRIVATE_H
+#define CHIRP_CU_PRIVATE_H
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pc_backend.h"
+#include "chunk_policy.h"
+
+struct hcopy;
+
+#define CU_THREADS       256     /* threads per block of our kernels       */
+#define CU_MAX_REGIONS   16      /* host regions pc_register_host accepts   */
+#define CU_WAIT_SLICE_MS 1000    /* an endless wait re-queries this often  */
+
+/*
+ * A set's work is split into row chunks over CU_CHUNK_STREAMS streams of its
+ * own, so even one CPI keeps both copy directions busy (cu_chunks.cu).
+ */
+#define CU_CHUNK_STREAMS 3
+
+/* The two layouts of a backend (cu_chunks.cu): the depth's and the idle one. */
+enum { CU_LAY_DEPTH, CU_LAY_IDLE, CU_NLAY };
+
+/* A host region this pc may DMA from or to (pc_register_host). */
+struct cu_region {
+	char *base;
+	size_t len;
+	int owned;               /* holds a reference on a process-wide
+				    registration (cu_host.cu)             */
+};
+
+struct cu_chunk_stream {
+	cudaStream_t stream;
+	/* per layout: chunk_rows / rem_rows rows batched (an idle layout
+	 * equal to the depth's shares its plans: have_* 0 there) */
+	cufftHandle plan[CU_NLAY], plan_rem[CU_NLAY];
+	int have_plan[CU_NLAY], have_plan_rem[CU_NLAY];
+	cudaEvent_t ev_h2d, ev_done; /* its last H2D copy / all its work done  */
+	int have_ev_h2d, have_ev_done;
+};
+
+struct cu_set {
+	cudaStream_t stream;     /* orders CPIs on this set; ev_in, ev_out */
+	struct cu_chunk_stream cs[CU_CHUNK_STREAMS];
+	cudaEvent_t ev_start;    /* chunk streams wait for it              */
+	int have_ev_start;
+	void *d_in;              /* packed input rows: sc16 always, cf32 with
+				    graphs (their input copy must be 1-D) */
+	float2 *d_fft;           /* rows x pitch bytes, nfft used per row  */
+	void *d_out;             /* rows * R * out_sample_bytes, packed    */
+	unsigned *d_nonfinite;   /* rows with NaN/Inf in this CPI          */
+	unsigned *h_nonfinite;   /* pinned copy of it                      */
+	void *h_in, *h_out;      /* pinned staging ("copy" staging only)   */
+	cudaEvent_t ev_in, ev_out;
+	int have_ev_in, have_ev_out;
+
+	/* Per layout, the whole CPI as one graph, made on first use
+	 * (cu_graph.cu). g_state 0 not made yet, 1 made, -1 could not be
+	 * made (the call-by-call path). */
+	cudaGraph_t g[CU_NLAY];
+	cudaGraphExec_t gx[CU_NLAY];
+	int g_state[CU_NLAY];
+	cudaGraphNode_t g_h2d[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's input copy  */
+	cudaGraphNode_t g_d2h[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's output copy */
+	cudaEvent_t ev_fork;     /* capture only: the chunk streams fork off it */
+	int have_ev_fork;
+
+	/* The CPI in flight on this set. */
+	uint64_t tag;
+	unsigned nchunks;        /* row chunks it was cut into             */
+	int h2d_done;            /* ev_in seen complete (staged input: in_done
+				    comes at submit, its DMA later)      */
+	void *out;               /* caller's output (staged: copy in poll) */
+	int stage_out;
+	int in_done;             /* input consumed (staged: at submit)     */
+	int in_reported, out_reported;
+};
+
+struct cu_be {
+	int dev;
+	char device[128];
+	int numa_node;
+
+	size_t rows, R, nfft, pitch_elems;
+	struct chunk_layout lay[CU_NLAY];  /* CU_LAY_DEPTH, CU_LAY_IDLE     */
+	int have_idle;           /* lay[CU_LAY_IDLE] differs from the depth's */
+	unsigned waiting;        /* pc_queue_hint: CPIs behind the next submit */
+	unsigned ncs;            /* chunk streams made (max of both layouts) */
+	enum pc_format in_format;
+	enum pc_output out_mode;
+	size_t in_bytes, out_bytes;
+
+	float2 *d_filt;
+	struct cu_set *sets;
+	unsigned nsets;
+	unsigned head, count;    /* in-flight CPIs: sets head .. head+count-1 */
+
+	enum pc_staging staging;
+	struct cu_region regions[CU_MAX_REGIONS];
+	unsigned nregions;
+	int reg_failed;          /* a registration fell back to copies     */
+	int have_staging;        /* pinned staging buffers exist           */
+	struct hcopy *hc;        /* copies to/from them (with have_staging) */
+	cpu_set_t bind_cpus;     /* pc_bind_threads: for hc's threads, also */
+	int have_bind;           /* when hc is made after the call          */
+	unsigned staging_threads;   /* hc's threads, from pc_setup         */
+	int staging_nt;          /* hc copies with streaming stores
+				    (tune.staging_nt; else memcpy)         */
+	int warned_unregistered;
+	uint64_t staged_cpis;    /* CPIs that went through staging copies  */
+
+	/* Completion notification (host functions on two streams). */
+	cudaStream_t notify_in, notify_out;
+	int have_notify_in, have_notify_out;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int have_sync;
+	uint64_t notify_seq;     /* under mu                                */
+
+	unsigned spin_us;        /* tail spin in pc_poll (tune.cuda_spin_us) */
+	int busy_poll;           /* caller polls: no host functions, pc_poll
+				    with a timeout polls instead of sleeping */
+	int graphs;              /* CPIs from registered memory run as one
+				    CUDA graph (tune.cuda_graphs)          */
+	uint64_t graph_cpis;     /* CPIs launched as a graph               */
+	int failed;
+	int fault_armed;
+	char last_error[256];
+};
+
+/* ---- cu_error.cu ----------------------------------------------------------- */
+
+const char *cu_cufft_str(cufftResult r);
+
+/*
+ * Record the first failure: "call: what", log it once, mark the backend
+ * failed. cu_fail keeps call's function name only (up to "(" or "<");
+ * cu_fail_n prints its first n characters.
+ */
+void cu_fail(struct cu_be *be, const char *call, const char *what);
+void cu_fail_n(struct cu_be *be, const char *call, size_t n, const char *what);
+
+/* Event ev: 1 done, 0 not yet, -EIO failed (recorded as what). */
+int cu_query(struct cu_be *be, cudaEvent_t ev, const char *what);
+
+/* Check a CUDA / cuFFT call in a function with `be`, `int rc` and `out:`. */
+#define CK(call)                                                             \
+	do {                                                                 \
+		cudaError_t e_ = (call);                                     \
+		if (e_ != cudaSuccess) {                                     \
+			cu_fail(be, #call, cudaGetErrorString(e_));          \
+			rc = -EIO;                                           \
+			goto out;                                            \
+		}                                                            \
+	} while (0)
+
+#define CKF(call)                                                            \
+	do {                                                                 \
+		cufftResult r_ = (call);                                     \
+		if (r_ != CUFFT_SUCCESS) {                                   \
+			cu_fail(be, #call, cu_cufft_str(r_));                \
+			rc = -EIO;                                           \
+			goto out;                                            \
+		}                                                            \
+	} while (0)
+
+/* ---- cu_kernels.cu --------------------------------------------------------- */
+
+/*
+ * Launch one kernel over rows rows on st; each returns cudaGetLastError()
+ * after the launch (a launch reports its failure there). pe: the pitch of
+ * the fft rows in elements.
+ *   pad_cf32         fft rows already hold R samples: zero [R, nfft), count
+ *                    rows with NaN/Inf into *nonfinite;
+ *   pad_cf32_packed  in (packed rows x R) -> fft rows, as pad_cf32;
+ *   pad_sc16         in (packed rows x R short2) -> fft rows as value/32768;
+ *   cmul             fft[r][f] *= filt[f];
+ *   out              gates 0..R-1 of each fft row -> packed out, in mode;
+ *   fault            an invalid launch (pc_inject_fault), never runs.
+ */
+cudaError_t cu_pad_cf32(float2 *fft, size_t pe, unsigned R, unsigned nfft, unsigned *nonfinite,
+			unsigned rows, cudaStream_t st);
+cudaError_t cu_pad_cf32_packed(const float2 *in, float2 *fft, size_t pe, unsigned R,
+			       unsigned nfft, unsigned *nonfinite, unsigned rows, cudaStream_t st);
+cudaError_t cu_pad_sc16(const short2 *in, float2 *fft, size_t pe, unsigned R, unsigned nfft,
+			unsigned rows, cudaStream_t st);
+cudaError_t cu_cmul(float2 *fft, size_t pe, unsigned nfft, unsigned rows, const float2 *filt,
+		    cudaStream_t st);
+cudaError_t cu_out(enum pc_output mode, const float2 *fft, size_t pe, unsigned R, void *out,
+		   unsigned rows, cudaStream_t st);
+cudaError_t cu_fault(cudaStream_t st);
+
+/* cudaFuncGetAttributes of one of our kernels: fails when this build has
+ * no code for the current device. */
+cudaError_t cu_kernels_attributes(struct cudaFuncAttributes *fa);
+
+/* ---- cu_host.cu ------------------------------------------------------------ */
+
+int cu_alloc_staging(struct cu_be *be);
+int cu_register_host(void *p, void *base, size_t len);
+void cu_unregister_host(void *p, void *base);
+void cu_release_regions(struct cu_be *be);   /* cu_destroy: every region */
+int cu_dma_ok(struct cu_be *be, const void *p, size_t len, int *is_device);
+
+/* ---- cu_chunks.cu ---------------------------------------------------------- */
+
+int cu_choose_chunks(struct cu_be *be, const struct pc_tuning *tune);
+unsigned cu_chunk(const struct cu_be *be, const struct chunk_layout *lay, unsigned i,
+		  size_t *r0, size_t *ioff, size_t *ooff);
+int cu_pick_layout(struct cu_be *be);
+
+/* ---- cu_enqueue.cu --------------------------------------------------------- */
+
+/*
+ * The first failed call of cu_enqueue: its text and the error's. The
+ * caller decides what it means (the stream path: the backend has failed;
+ * a capture: no graph, the stream path instead).
+ */
+struct cu_err {
+	const char *call, *what;
+	int len;                 /* of call, to print: a kernel's name whole,
+				    a runtime call up to its "(" (cu_fail) */
+};
+
+int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in, const void *src,
+	       void *dst, int stage_in, int capture, struct cu_err *ce);
+
+/* ---- cu_graph.cu ----------------------------------------------------------- */
+
+int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int stage_in,
+		int stage_out, int in_dev, int out_dev);
+int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out);
+void cu_graph_free(struct cu_set *s);
+
+/* ---- cu_setup.cu / cu_pipeline.cu ------------------------------------------ */
+
+void *cu_create(const struct pc_setup *su, char *err, size_t errlen);
+void cu_destroy(void *p);
+
+#endif /* CHIRP_CU_PRIVATE_H */
