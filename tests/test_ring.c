@@ -843,6 +843,55 @@ static void test_corrupt_descriptor_skipped(void **state)
 	chirp_ring_detach(c);
 }
 
+/*
+ * Flags outside the ones this library defines never reach a consumer: a
+ * producer's stray bits are dropped at commit, and bits a peer writes into
+ * a descriptor in shared memory (including REDELIVERED, which only the
+ * consumer's own peek may set) are dropped at peek.
+ */
+static void test_unknown_flags_masked(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct ring_desc *d = (struct ring_desc *)((uint8_t *)h + h->desc_offset);
+	const uint32_t known = CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
+			       CHIRP_RING_REDELIVERED;
+	struct chirp_ring_block b;
+
+	/* 0: the caller passes unknown bits and REDELIVERED: only NONFINITE
+	 * is committed. */
+	push(p, 0, CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED | (1u << 9) | (1u << 31));
+	assert_int_equal(atomic_load(&d[0].flags), CHIRP_RING_NONFINITE);
+	assert_int_equal(chirp_ring_last_commit(p, &b), 0);
+	assert_int_equal(b.flags, CHIRP_RING_NONFINITE);
+	/* 1, 2: committed clean, then another process writes unknown bits
+	 * (and REDELIVERED) into the descriptors. */
+	push(p, 1, 0);
+	push(p, 2, CHIRP_RING_NONFINITE);
+	atomic_store(&d[1].flags, (1u << 3) | (1u << 17) | (1u << 31));
+	atomic_store(&d[2].flags, ~0u);
+	assert_int_equal(chirp_ring_last_commit(p, &b), 0);
+	assert_int_equal(b.flags & ~known, 0);
+	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE);
+
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 0);
+	assert_int_equal(b.flags, CHIRP_RING_NONFINITE);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 1);
+	assert_int_equal(b.flags, 0);               /* every bit written was unknown */
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 2);
+	/* all ones: the two a producer may set; not REDELIVERED (this block
+	 * was never taken by a consumer before) */
+	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
 static void test_wait_timeout(void **state)
 {
 	struct chirp_ring_geometry g = geo(2);
@@ -1398,6 +1447,7 @@ int main(void)
 		T(test_permissions),
 		T(test_corrupt_indices),
 		T(test_corrupt_descriptor_skipped),
+		T(test_unknown_flags_masked),
 		T(test_wait_timeout),
 		T(test_wait_wakes_across_processes),
 		T(test_image_validation),

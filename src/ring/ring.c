@@ -88,6 +88,16 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free in shm");
 
 #define KNOWN_FLAGS (CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED)
+/*
+ * Flags a descriptor may carry: those a producer commits. REDELIVERED is
+ * the consumer's own finding (peek), never a producer's. Flags enter the
+ * ring at commit (from the caller) and leave it at peek (from shared memory
+ * another process writes): both mask with DESC_FLAGS, so a caller's stray
+ * bits never reach the ring and bits this library does not define, written
+ * by a newer or hostile peer, never reach the consumer's pipeline, where
+ * they could mean anything.
+ */
+#define DESC_FLAGS (KNOWN_FLAGS & ~CHIRP_RING_REDELIVERED)
 
 /* Spin this many polls before sleeping on the futex (about 10-50 us). */
 #define WAIT_SPIN 2000
@@ -518,7 +528,8 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 			}
 		}
 		r->next_seq = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
-		r->pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed);
+		r->pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed) &
+			     DESC_FLAGS;
 		/* prod_gen before our increment is our predecessor's number; its
 		 * clean mark counts only if it is that number (a producer that
 		 * attached since and died without a mark breaks the chain). */
@@ -1294,7 +1305,7 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	pending = r->res_flags[p & r->mask];
 	if (r->first_commit)
 		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
-	flags = (flags | pending) & ~CHIRP_RING_REDELIVERED;
+	flags = (flags | pending) & DESC_FLAGS;
 	/* hdr.next_seq = next unassigned - outstanding, one fewer outstanding */
 	after = r->next_seq - (r->nres - 1);
 
@@ -1374,7 +1385,7 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
 	blk->seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
 	blk->timestamp_ns = atomic_load_explicit(&d->timestamp_ns, memory_order_relaxed);
 	blk->first_sample = atomic_load_explicit(&d->first_sample, memory_order_relaxed);
-	blk->flags = atomic_load_explicit(&d->flags, memory_order_relaxed);
+	blk->flags = atomic_load_explicit(&d->flags, memory_order_relaxed) & DESC_FLAGS;
 	blk->slot = (uint32_t)(p & r->mask);
 	blk->len = r->L.payload_bytes;
 	blk->payload = NULL;   /* may already be in the consumer's hands */
@@ -1468,7 +1479,7 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 	pos = atomic_load_explicit(&d->pos, memory_order_relaxed);
 	seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
 	len = atomic_load_explicit(&d->len, memory_order_relaxed);
-	flags = atomic_load_explicit(&d->flags, memory_order_relaxed);
+	flags = atomic_load_explicit(&d->flags, memory_order_relaxed) & DESC_FLAGS;
 	if (pos == t - r->L.slots) {
 		/* The slot still holds the previous lap: it was never committed,
 		 * so the producer index is ahead of the data (scribbled on).
