@@ -1039,6 +1039,53 @@ static void test_hugepages(void **state)
 	chirp_ring_detach(c);
 }
 
+/*
+ * CHIRP_HUGETLBFS names the hugetlbfs mount; a ring with huge pages is
+ * refused, naming the directory and the variable, when it is not one (a
+ * directory of ordinary files would silently give ordinary pages), and
+ * nothing is left there. An attach looks there too, after /dev/shm.
+ */
+static void test_hugetlbfs_dir(void **state)
+{
+	struct chirp_ring_geometry g = geo(2);
+	struct chirp_ring_opts o = { .hugepages = 1, .group = (gid_t)-1 };
+	char dir[] = "/tmp/chirp-huge-XXXXXX", missing[64], path[128], err[256] = "";
+	struct chirp_ring *r;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(setenv("CHIRP_HUGETLBFS", dir, 1), 0);
+	r = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
+	assert_null(r);
+	assert_int_equal(errno, ENOTSUP);
+	assert_non_null(strstr(err, dir));
+	assert_non_null(strstr(err, "(CHIRP_HUGETLBFS) is not a hugetlbfs mount"));
+	snprintf(path, sizeof(path), "%s%s", dir, g_name);
+	assert_int_equal(access(path, F_OK), -1);   /* nothing created */
+
+	/* a directory that does not exist: named, with the system's reason */
+	snprintf(missing, sizeof(missing), "%s/none", dir);
+	assert_int_equal(setenv("CHIRP_HUGETLBFS", missing, 1), 0);
+	r = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
+	assert_null(r);
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err, missing));
+	assert_non_null(strstr(err, "CHIRP_HUGETLBFS"));
+
+	/* attach: /dev/shm first, then the named directory; a ring in neither
+	 * is "no ring", whatever the variable says */
+	r = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_null(r);
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err, "no ring"));
+
+	/* without huge pages the variable plays no part */
+	r = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	assert_non_null(r);
+	chirp_ring_detach(r);
+	unsetenv("CHIRP_HUGETLBFS");
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* ---- several outstanding reservations (chirp_ring_reserve_next) ---------- */
 
 static void test_reserve_next_basic(void **state)
@@ -1452,6 +1499,7 @@ int main(void)
 		T(test_wait_wakes_across_processes),
 		T(test_image_validation),
 		T(test_hugepages),
+		T(test_hugetlbfs_dir),
 		T(test_reserve_next_basic),
 		T(test_reserve_next_drops),
 		T(test_reserve_next_model),

@@ -71,6 +71,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/magic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -635,11 +637,49 @@ static int name_check(const char *name, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Where rings with huge pages live: the hugetlbfs mount, /dev/hugepages
+ * (where systemd mounts it) unless the environment variable
+ * CHIRP_HUGETLBFS names another. An environment variable, not a field of
+ * struct chirp_ring_opts, because the directory belongs to the host, not to
+ * a ring, and chirp_ring_attach must find a huge-page ring without being
+ * told it is one: every program that attaches (a digitizer driver, the
+ * tools, the Python binding, most passing no opts at all) then agrees on
+ * the directory with no configuration of its own, and the opts struct,
+ * which callers allocate, keeps its size. chirpd(8) and doc/ring.md list
+ * it as a deployment setting.
+ */
 static const char *hugetlbfs_dir(void)
 {
 	const char *d = getenv("CHIRP_HUGETLBFS");
 
 	return d && *d ? d : "/dev/hugepages";
+}
+
+/*
+ * A ring created with hugepages must get huge pages: refuse a directory
+ * that is not a hugetlbfs mount (a mistyped CHIRP_HUGETLBFS would
+ * otherwise give a ring of ordinary pages, silently, on whatever file
+ * system it names).
+ */
+static int hugetlbfs_check(const char *name, char *err, size_t errlen)
+{
+	const char *dir = hugetlbfs_dir();
+	struct statfs sf;
+
+	if (statfs(dir, &sf) < 0) {
+		int rc = -errno;
+
+		seterr(err, errlen, "create ring %s on hugetlbfs %s%s: %s", name, dir,
+		       getenv("CHIRP_HUGETLBFS") ? " (CHIRP_HUGETLBFS)" : "", strerror(-rc));
+		return rc;
+	}
+	if (sf.f_type != HUGETLBFS_MAGIC) {
+		seterr(err, errlen, "create ring %s with huge pages: %s%s is not a hugetlbfs mount",
+		       name, dir, getenv("CHIRP_HUGETLBFS") ? " (CHIRP_HUGETLBFS)" : "");
+		return -ENOTSUP;
+	}
+	return 0;
 }
 
 /* Open the object; with O_CREAT it is created exclusively. */
@@ -924,6 +964,8 @@ struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_g
 		goto fail;
 	}
 	if (ring_layout_compute(g, huge ? RING_HUGE_PAGE : RING_PAGE, &L, err, errlen) < 0)
+		goto fail;
+	if (huge && (rc = hugetlbfs_check(name, err, errlen)) < 0)
 		goto fail;
 	r = handle_alloc(name, role, err, errlen);
 	if (!r) {
