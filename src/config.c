@@ -186,7 +186,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "Input sample format: cf32 (float32 I,Q) or sc16 (int16 I,Q, scaled by 1/32768)." },
 	{ "input", "hugepages", T_BOOL, OFF(input_hugepages), 0,
 	  "false", 0, 0, 0, NULL, NULL, 1,
-	  "Back the input ring with 2 MiB huge pages (/dev/hugepages must be mounted with free pages)." },
+	  "Back the input ring with 2 MiB huge pages: hugetlbfs must be mounted at /dev/hugepages (or where the deployment setting CHIRP_HUGETLBFS says, chirpd(8)) with free pages for the whole ring." },
 	{ "input", "allow_foreign_owner", T_BOOL, OFF(input_allow_foreign_owner), 0,
 	  "false", 0, 0, 0, NULL, NULL, 0,
 	  "Adopt an existing input ring object owned by another user (e.g. a digitizer driver that runs as its own user and created the ring first); false = refuse it, naming the owner. true also accepts the owner's choice of mode (the world-writable check is for our own rings)." },
