@@ -1050,6 +1050,8 @@ static void test_hugetlbfs_dir(void **state)
 	struct chirp_ring_geometry g = geo(2);
 	struct chirp_ring_opts o = { .hugepages = 1, .group = (gid_t)-1 };
 	char dir[] = "/tmp/chirp-huge-XXXXXX", missing[64], path[128], err[256] = "";
+	const char *was = getenv("CHIRP_HUGETLBFS");
+	char *saved = was ? strdup(was) : NULL;   /* the caller's, restored below */
 	struct chirp_ring *r;
 
 	assert_non_null(mkdtemp(dir));
@@ -1082,7 +1084,11 @@ static void test_hugetlbfs_dir(void **state)
 	r = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
 	assert_non_null(r);
 	chirp_ring_detach(r);
-	unsetenv("CHIRP_HUGETLBFS");
+	if (saved)
+		setenv("CHIRP_HUGETLBFS", saved, 1);
+	else
+		unsetenv("CHIRP_HUGETLBFS");
+	free(saved);
 	assert_int_equal(rmdir(dir), 0);
 }
 
