@@ -6,13 +6,15 @@
  *   bench_pc [--threads LIST] [--cpi CxPxR:L]... [--format cf32|sc16]
  *            [--out complex|magnitude|power_db] [--nfft N] [--seconds S] [--tsv]
  *            [--planner estimate|measure|patient] [--estimate]
+ *            [--wisdom FILE] [--block-kib N]
  *
- * Defaults: the two CPIs of issue 2 (4x128x4096 with a 512-sample chirp,
+ * Defaults: two CPI shapes (4x128x4096 with a 512-sample chirp,
  * 16x128x9000 with a 1000-sample chirp), cf32 in, complex out, threads
- * "1,2", FFTW_PATIENT plans (--planner estimate|measure|patient sets
- * CHIRP_FFTW_PLANNER; --estimate = --planner estimate). Patient planning
- * takes about a minute per CPI shape: set CHIRP_FFTW_WISDOM=FILE (make bench
- * does) to keep the plans between runs. Per configuration: 2 warm-up CPIs, then CPIs until S seconds
+ * "1,2", FFTW_PATIENT plans (--planner sets pc_params.tune.fftw_planner,
+ * chirpd's [processing] fftw_planner; --estimate = --planner estimate).
+ * Patient planning takes about a minute per CPI shape: --wisdom FILE
+ * (fftw_wisdom; make bench passes one) keeps the plans between runs;
+ * --block-kib N is cpu_block_kib (default auto). Per configuration: 2 warm-up CPIs, then CPIs until S seconds
  * (default 2) and at least 5 have run; the median CPI time is reported
  * (and the fastest, which on a shared, noisy machine is the steadier
  * figure for comparing two builds).
@@ -39,12 +41,18 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: bench_pc [--threads 1,2] [--cpi CxPxR:L]... [--format cf32|sc16]\n"
 		   "                [--out complex|magnitude|power_db] [--nfft N] [--seconds S] [--tsv]\n"
-		   "                [--planner estimate|measure|patient] [--estimate]\n");
+		   "                [--planner estimate|measure|patient] [--estimate]\n"
+		   "                [--wisdom FILE] [--block-kib N]\n"
+		   "  --planner P     FFTW planner (chirpd.conf fftw_planner), default patient\n"
+		   "  --wisdom FILE   FFTW wisdom file (fftw_wisdom): read before planning,\n"
+		   "                  written after a measure or patient search\n"
+		   "  --block-kib N   rows per work block in KiB (cpu_block_kib), 1..%u;\n"
+		   "                  default auto\n", PC_MAX_BLOCK_KIB);
 }
 
 /* Run one configuration; 0 on success. */
 static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_output mode,
-	       size_t nfft, double seconds, int tsv)
+	       size_t nfft, const struct pc_tuning *tune, double seconds, int tsv)
 {
 	struct wf_params wp;
 	struct pc_params p;
@@ -79,6 +87,7 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	p.backend = PC_BACKEND_CPU;
 	p.cpu_threads = threads;
 	p.nfft = nfft;
+	p.tune = *tune;
 	t_create = now_s();
 	pc = pc_create(&p, err, sizeof(err));
 	if (!pc) {
@@ -156,12 +165,16 @@ int main(int argc, char **argv)
 	struct cpi cpis[8] = { { 4, 128, 4096, 512 }, { 16, 128, 9000, 1000 } };
 	int ncpi = 2, user_cpi = 0, threads[8] = { 1, 2 }, nthreads = 2, tsv = 0;
 	const char *planner = "patient";
+	struct pc_params defaults;
+	struct pc_tuning tune;
 	enum pc_format fmt = PC_FMT_CF32;
 	enum pc_output mode = PC_OUT_COMPLEX;
 	double seconds = 2.0;
 	size_t nfft = 0;
 	int rc = 0;
 
+	pc_params_init(&defaults);
+	tune = defaults.tune;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -186,6 +199,22 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--planner")) {
 			planner = v;
+			i++;
+		} else if (!strcmp(a, "--wisdom")) {
+			tune.fftw_wisdom = v;
+			i++;
+		} else if (!strcmp(a, "--block-kib")) {
+			char *end;
+			unsigned long long k;
+
+			errno = 0;
+			k = strtoull(v, &end, 10);
+			if (errno || *end || v[0] == '-' || k < 1 || k > PC_MAX_BLOCK_KIB) {
+				fprintf(stderr, "bench_pc: --block-kib '%s': want 1..%u\n", v,
+					PC_MAX_BLOCK_KIB);
+				return 2;
+			}
+			tune.block_kib = (unsigned)k;
 			i++;
 		} else if (!strcmp(a, "--nfft")) {
 			nfft = strtoull(v, NULL, 10);
@@ -218,11 +247,20 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	setenv("CHIRP_FFTW_PLANNER", planner, 1);
+	if (!strcmp(planner, "estimate")) {
+		tune.fftw_planner = PC_FFTW_ESTIMATE;
+	} else if (!strcmp(planner, "measure")) {
+		tune.fftw_planner = PC_FFTW_MEASURE;
+	} else if (!strcmp(planner, "patient")) {
+		tune.fftw_planner = PC_FFTW_PATIENT;
+	} else {
+		fprintf(stderr, "bench_pc: --planner '%s': want estimate, measure or patient\n", planner);
+		return 2;
+	}
 
 	if (!tsv) {
 		printf("bench_pc: CPU backend (FFTW %s plans%s), median of >= 5 CPIs over %.1f s\n",
-		       planner, getenv("CHIRP_FFTW_WISDOM") ? ", wisdom file" : "", seconds);
+		       planner, tune.fftw_wisdom ? ", wisdom file" : "", seconds);
 		printf("%-14s %5s %6s %7s %5s %-9s %9s %9s %9s %11s %11s %6s %8s\n", "CPI CxPxR", "L",
 		       "nfft", "threads", "in", "out", "ms/CPI", "best_ms", "MS/s", "MS/s/thread",
 		       "MS/cpu-s", "reps", "create_s");
@@ -233,7 +271,7 @@ int main(int argc, char **argv)
 		if (!tsv)
 			printf("%ux%ux%u\n", cpis[c].C, cpis[c].P, cpis[c].R);
 		for (int t = 0; t < nthreads; t++)
-			if (run(&cpis[c], threads[t], fmt, mode, nfft, seconds, tsv) < 0)
+			if (run(&cpis[c], threads[t], fmt, mode, nfft, &tune, seconds, tsv) < 0)
 				rc = 1;
 	}
 	return rc;

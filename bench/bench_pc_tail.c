@@ -12,12 +12,13 @@
  * Each round runs the same pc configuration twice, S seconds each, and
  * pools every CPI's submit-to-result time per mode; the order alternates
  * between rounds so drift in the machine's load hits both alike. The two
- * modes (--compare): takeover (default) CHIRP_PC_TAKEOVER=1 against =0, at
+ * modes (--compare): takeover (default) take-over on against off
+ * (pc_params.tune.takeover, chirpd's [processing] takeover), at
  * --rate; pacing: back to back against paced at --rate (which then must be
  * set), the take-over as the backend chooses; blocks: the backend's own
  * block size (balanced over the threads, pc_cpu.c) against a fixed
- * CHIRP_PC_BLOCK_KIB=K (--block-kib, default 256: the size before the
- * balancing), at --rate. --rate paces the CPIs on an
+ * tune.block_kib = K (cpu_block_kib; --block-kib, default 256: the size
+ * before the balancing), at --rate. --rate paces the CPIs on an
  * absolute schedule (never bursting; a late CPI restarts the schedule), as
  * a front end would; 0 runs them back to back. --spin waits for each tick
  * by polling the clock instead of sleeping (the calling thread's CPU never
@@ -92,8 +93,9 @@ static void *noise_main(void *arg)
 	return NULL;
 }
 
-/* takeover: 1 / 0 sets CHIRP_PC_TAKEOVER, -1 leaves it to the backend;
- * block_kib: CHIRP_PC_BLOCK_KIB, NULL for the backend's choice. */
+/* takeover: 1 / 0 forces pc_params.tune.takeover on / off, -1 leaves it to
+ * the backend; block_kib: tune.block_kib in KiB, NULL for the backend's
+ * choice. */
 static int run_mode(const struct pc_params *p0, int takeover, const char *block_kib,
 		    double seconds, double rate,
 		    char *const *in, char *const *out, int nbuf, struct mode_stats *st)
@@ -106,12 +108,10 @@ static int run_mode(const struct pc_params *p0, int takeover, const char *block_
 	int rc = -1;
 
 	if (takeover >= 0)
-		setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
+		p.tune.takeover = takeover ? PC_SWITCH_ON : PC_SWITCH_OFF;
 	if (block_kib)
-		setenv("CHIRP_PC_BLOCK_KIB", block_kib, 1);
+		p.tune.block_kib = (unsigned)atoi(block_kib);   /* checked: 1..65536 */
 	pc = pc_create(&p, err, sizeof(err));
-	unsetenv("CHIRP_PC_TAKEOVER");
-	unsetenv("CHIRP_PC_BLOCK_KIB");
 	if (!pc) {
 		fprintf(stderr, "bench_pc_tail: pc_create: %s\n", err);
 		return -1;

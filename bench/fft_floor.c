@@ -4,7 +4,7 @@
  * fft_filter_ccc on the same CPI (a program that prints a table; not a
  * test).
  *
- *   fft_floor [--cpi CxPxR:L]... [--seconds S] [--tsv]
+ *   fft_floor [--cpi CxPxR:L]... [--seconds S] [--block-kib N] [--wisdom FILE] [--tsv]
  *
  * What it answers: how fast could chirpd's CPU backend be if its own code
  * (load, spectral multiply, store) cost nothing, and how fast are GNU
@@ -15,10 +15,10 @@
  *
  * chirpd floor: exactly the FFTW calls pc_cpu.c makes per CPI and nothing
  *   else. nfft = pc_good_fft_size(R+L-1); rows 64-byte aligned (dist =
- *   nfft rounded up to 8); blocks of CHIRP_PC_BLOCK_KIB (default 256) KiB
- *   of rows; per block one batched forward FFT out of place, one batched
+ *   nfft rounded up to 8); blocks of --block-kib (default 256, the most
+ *   chirpd's cpu_block_kib = auto takes) KiB of rows; per block one batched forward FFT out of place, one batched
  *   inverse FFT in place; FFTW_PATIENT plans (chirpd's fastest setting;
- *   CHIRP_FFTW_WISDOM=FILE keeps them, as for bench_pc, and they are the
+ *   --wisdom FILE keeps them, as bench_pc's --wisdom does, and they are the
  *   same plans bench_pc makes). One thread.
  * GNU Radio floor: fftsize F = 2 * 2^ceil(log2 L), nsamples = F - L + 1
  *   outputs per FFT pair (gr::filter::kernel::fft_filter_ccc); the same
@@ -46,6 +46,7 @@
 #include "bench.h"
 #include "chirp/pc.h"
 
+#include <errno.h>
 #include <fftw3.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,7 +61,10 @@ struct cpi { unsigned C, P, R; size_t L; };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: fft_floor [--cpi CxPxR:L]... [--seconds S] [--tsv]\n");
+	fprintf(f, "usage: fft_floor [--cpi CxPxR:L]... [--seconds S] [--block-kib N] [--wisdom FILE] [--tsv]\n"
+		   "  --block-kib N   rows per FFT call of the chirpd floor, in KiB, 1..%u (default 256)\n"
+		   "  --wisdom FILE   FFTW wisdom: read before the patient plans, written after\n",
+		PC_MAX_BLOCK_KIB);
 }
 
 static void fill(fftwf_complex *x, size_t n)
@@ -206,19 +210,17 @@ static double time_job(const struct job *j, double seconds)
  * plans); *tmove gets the same with each row copied in from and out to
  * CPI-sized arrays (the bytes any implementation must move), or -1.
  */
-static double chirpd_floor(const struct cpi *c, size_t nfft, double seconds, double *tmove)
+static double chirpd_floor(const struct cpi *c, size_t nfft, size_t kib, double seconds,
+			   double *tmove)
 {
 	size_t rows = (size_t)c->C * c->P, dist = (nfft + 7) & ~(size_t)7;
-	size_t kib = 256, br, tail;
-	const char *s = getenv("CHIRP_PC_BLOCK_KIB");
+	size_t br, tail;
 	int n = (int)nfft;
 	struct job j = { 0 };
 	fftwf_complex *cin = NULL, *cout = NULL;
 	double t = -1;
 
 	*tmove = -1;
-	if (s && atoi(s) > 0)
-		kib = (size_t)atoi(s);
 	br = kib * 1024 / (dist * sizeof(fftwf_complex));
 	if (br < 1)
 		br = 1;
@@ -305,7 +307,8 @@ int main(int argc, char **argv)
 	struct cpi cpis[8] = { { 4, 128, 4096, 512 }, { 16, 128, 9000, 1000 } };
 	int ncpi = 2, user_cpi = 0, tsv = 0, rc = 0;
 	double seconds = 2.0;
-	const char *wisdom = getenv("CHIRP_FFTW_WISDOM");
+	const char *wisdom = NULL;
+	size_t block_kib = 256;
 	double grm[8];
 
 	for (int i = 1; i < argc; i++) {
@@ -336,6 +339,22 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			cpis[ncpi++] = c;
+			i++;
+		} else if (!strcmp(a, "--block-kib")) {
+			char *end;
+			unsigned long long k;
+
+			errno = 0;
+			k = strtoull(v, &end, 10);
+			if (errno || *end || v[0] == '-' || k < 1 || k > PC_MAX_BLOCK_KIB) {
+				fprintf(stderr, "fft_floor: --block-kib '%s': want 1..%u\n", v,
+					PC_MAX_BLOCK_KIB);
+				return 2;
+			}
+			block_kib = (size_t)k;
+			i++;
+		} else if (!strcmp(a, "--wisdom")) {
+			wisdom = v;
 			i++;
 		} else if (!strcmp(a, "--seconds")) {
 			char *end;
@@ -373,7 +392,7 @@ int main(int argc, char **argv)
 		size_t nfft = pc_good_fft_size(c->R + c->L - 1), F = gr_fftsize(c->L);
 		double n = (double)c->C * c->P * c->R, tc, tm, tgp;
 
-		tc = chirpd_floor(c, nfft, seconds, &tm);
+		tc = chirpd_floor(c, nfft, block_kib, seconds, &tm);
 		tgp = gr_floor(c, F, FFTW_PATIENT, seconds);
 		if (tc < 0 || tgp < 0 || grm[k] < 0) {
 			rc = 1;

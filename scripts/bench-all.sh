@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 
 build=${1:-build}
 filter=${BENCH_FILTER:-.}
-# FFTW plans found by bench_pc's patient search are kept here between runs.
-export CHIRP_FFTW_WISDOM=${CHIRP_FFTW_WISDOM:-$build/fftw-wisdom}
+# FFTW plans found by the patient searches of bench_pc and fft_floor are
+# kept here between runs (their --wisdom option).
+wisdom=$build/fftw-wisdom
 failed=0
 found=0
 
@@ -25,7 +26,9 @@ for b in "$build"/bench/*; do
 	found=1
 	echo
 	echo "=== $name"
-	"$b"
+	args=()
+	case $name in bench_pc|fft_floor) args=(--wisdom "$wisdom");; esac
+	"$b" "${args[@]}"
 	rc=$?
 	if [ $rc -eq 77 ]; then
 		echo "$name: skipped"

@@ -15,9 +15,9 @@
 #           (default 2), COMPARE_CPIS (default "4x128x4096:512 16x128x9000:1000")
 #
 # chirpd runs with FFTW_PATIENT plans (its fastest setting; the plans are
-# kept in CHIRP_FFTW_WISDOM, default BUILD/fftw-wisdom, so only the first
-# run spends about a minute per CPI shape planning) and, for reference, with
-# FFTW_MEASURE.
+# kept in BUILD/fftw-wisdom, given to bench_pc and fft_floor with --wisdom,
+# so only the first run spends about a minute per CPI shape planning) and,
+# for reference, with FFTW_MEASURE.
 # Each round runs chirpd, scipy and GNU Radio once per CPI, interleaved, so
 # load from other processes hits all three alike; each measurement is the
 # median CPI time over COMPARE_SECONDS; the table shows, per tool, the best
@@ -42,7 +42,7 @@ cpis=${COMPARE_CPIS:-"4x128x4096:512 16x128x9000:1000"}
 bench=$build/bench/bench_pc
 floor=$build/bench/fft_floor
 py=/usr/bin/python3
-export CHIRP_FFTW_WISDOM=${CHIRP_FFTW_WISDOM:-$build/fftw-wisdom}
+wisdom=$build/fftw-wisdom
 
 if [ ! -x "$bench" ]; then
 	echo "bench-compare: $bench not found: run make BUILD=$build first" >&2
@@ -91,16 +91,16 @@ for cpi in $cpis; do
 	for ((r = 1; r <= rounds; r++)); do
 		for pl in patient measure; do
 			# FFTW uses patient wisdom for measure requests too: keep them apart
-			wis=$CHIRP_FFTW_WISDOM
-			[ $pl = measure ] && wis=$CHIRP_FFTW_WISDOM.measure
-			if ! CHIRP_FFTW_WISDOM=$wis "$bench" --planner $pl --threads 1 --tsv --seconds "$seconds" --cpi "$cpi" \
+			wis=$wisdom
+			[ $pl = measure ] && wis=$wisdom.measure
+			if ! "$bench" --planner $pl --wisdom "$wis" --threads 1 --tsv --seconds "$seconds" --cpi "$cpi" \
 				>>"$tmp/chirpd-$pl.$geom" 2>"$tmp/err"; then
 				echo "bench-compare: bench_pc failed: $(tail -1 "$tmp/err")" >&2
 				rc=1
 			fi
 		done
 		# the FFTs alone (bench/fft_floor.c): chirpd's and GNU Radio's
-		if [ -x "$floor" ] && ! "$floor" --tsv --seconds "$seconds" --cpi "$cpi" \
+		if [ -x "$floor" ] && ! "$floor" --wisdom "$wisdom" --tsv --seconds "$seconds" --cpi "$cpi" \
 			>>"$tmp/floor.$geom" 2>>"$tmp/floor.err"; then
 			echo "fft_floor: failed on $cpi: $(tail -1 "$tmp/floor.err")"
 		fi

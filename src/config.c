@@ -46,6 +46,8 @@
 
 _Static_assert(sizeof(enum pc_format) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum wf_type) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum pc_fftw_planner) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum pc_switch) == sizeof(int), "enums are stored as int");
 
 /* Largest config file we read: a real one is a few KiB. */
 #define CFG_FILE_MAX (1u << 20)
@@ -117,6 +119,14 @@ static const struct cfg_choice ch_staging[] = {
 	{ "auto", PC_STAGING_AUTO }, { "register", PC_STAGING_REGISTER },
 	{ "copy", PC_STAGING_COPY }, { NULL, 0 },
 };
+static const struct cfg_choice ch_planner[] = {
+	{ "estimate", PC_FFTW_ESTIMATE }, { "measure", PC_FFTW_MEASURE },
+	{ "patient", PC_FFTW_PATIENT }, { NULL, 0 },
+};
+static const struct cfg_choice ch_switch[] = {
+	{ "auto", PC_SWITCH_AUTO }, { "on", PC_SWITCH_ON }, { "off", PC_SWITCH_OFF },
+	{ NULL, 0 },
+};
 static const struct cfg_choice ch_outmode[] = {
 	{ "complex", PC_OUT_COMPLEX }, { "magnitude", PC_OUT_MAGNITUDE },
 	{ "power_db", PC_OUT_POWER_DB }, { NULL, 0 },
@@ -176,7 +186,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "Input sample format: cf32 (float32 I,Q) or sc16 (int16 I,Q, scaled by 1/32768)." },
 	{ "input", "hugepages", T_BOOL, OFF(input_hugepages), 0,
 	  "false", 0, 0, 0, NULL, NULL, 1,
-	  "Back the input ring with 2 MiB huge pages (/dev/hugepages must be mounted with free pages)." },
+	  "Back the input ring with 2 MiB huge pages: hugetlbfs must be mounted at /dev/hugepages (or where the deployment setting CHIRP_HUGETLBFS says, chirpd(8)) with free pages for the whole ring." },
 	{ "input", "allow_foreign_owner", T_BOOL, OFF(input_allow_foreign_owner), 0,
 	  "false", 0, 0, 0, NULL, NULL, 0,
 	  "Adopt an existing input ring object owned by another user (e.g. a digitizer driver that runs as its own user and created the ring first); false = refuse it, naming the owner. true also accepts the owner's choice of mode (the world-writable check is for our own rings)." },
@@ -236,13 +246,13 @@ static const struct cfg_key cfg_tab[] = {
 	  "While CPIs are in flight the data thread polls the backend and the input ring without sleeping (one core busy under load, the lowest latency); false = sleep on the backend's completion notifications (up to 1 ms later to see new input)." },
 	{ "processing", "idle_spin_us", T_UINT, OFF(idle_spin_us), 0,
 	  "2000", 0, 1000000, 0, NULL, NULL, 1,
-	  "How long after its last work, in microseconds, an idle thread keeps polling before it sleeps: the data thread waiting on an empty input ring (from the last CPI it took), and the CPU backend's worker threads waiting for the next CPI (from their last block). A sleeping thread is woken by the kernel, on a virtual machine through the hypervisor, which on the GPU host took 1-2 ms at p99 (doc/latency.md); a spin longer than the gap between CPIs keeps the threads awake while CPIs flow (each keeps a core busy then) and lets them sleep 2 ms after the input stops. With spinning workers the CPU backend also recomputes a block whose worker stalls (doc/pc.md). 0 = sleep after a short spin of ~10-50 us (least CPU, a longer latency tail)." },
+	  "How long after its last work, in microseconds, an idle thread keeps polling before it sleeps: the data thread waiting on an empty input ring (from the last CPI it took), and the CPU backend's worker threads waiting for the next CPI (from their last block). A sleeping thread is woken by the kernel, on a virtual machine through the hypervisor, which can take 1-2 ms at p99 there (doc/latency.md); a spin longer than the gap between CPIs keeps the threads awake while CPIs flow (each keeps a core busy then) and lets them sleep 2 ms after the input stops. With spinning workers the CPU backend also recomputes a block whose worker stalls (takeover = auto, doc/pc.md). 0 = sleep after a short spin of ~10-50 us (least CPU, a longer latency tail)." },
 	{ "processing", "staging", T_ENUM, OFF(staging), 0,
 	  "auto", 0, 0, 0, ch_staging, NULL, 0,
 	  "cuda: register the rings' memory for DMA in place (register), copy through pinned buffers (copy), or try register then copy (auto)." },
 	{ "processing", "staging_threads", T_AUTO_INT, OFF(staging_threads), 0,
 	  "auto", 1, 64, 0, NULL, NULL, 0,
-	  "cuda, copy staging only: threads that copy each CPI between the rings and the pinned staging buffers, the data thread included: auto (one per cpu in [numa] cpus, else per online cpu, at most 16: copies into pinned memory scale to 16 threads on the GPU host, doc/cuda.md) or a number. Unused while the rings are registered for DMA in place." },
+	  "cuda, copy staging only: threads that copy each CPI between the rings and the pinned staging buffers, the data thread included: auto (one per cpu in [numa] cpus, else per online cpu, at most 16: copies into pinned memory keep scaling up to about 16 threads, doc/cuda.md) or a number. Unused while the rings are registered for DMA in place." },
 	{ "processing", "nfft", T_NFFT, OFF(nfft), 0,
 	  "auto", 1, 1 << 28, 0, NULL, NULL, 1,
 	  "FFT length: auto (smallest 2^a 3^b 5^c 7^d >= samples + L - 1) or a number >= samples + L - 1." },
@@ -252,6 +262,37 @@ static const struct cfg_key cfg_tab[] = {
 	{ "processing", "cpu_threads", T_AUTO_INT, OFF(cpu_threads), 0,
 	  "auto", 1, 1024, 0, NULL, NULL, 1,
 	  "cpu: FFTW threads: auto (one per cpu in [numa] cpus, else per online cpu, at most 8) or a number." },
+	/* Backend tuning (struct pc_tuning): speed, never results. Each can
+	 * change on reload: a reload builds the new generation's backend with
+	 * pc_create from the new file (chirpd.c gen_create), and pc_create is
+	 * where every one of them is read. */
+	{ "processing", "fftw_planner", T_ENUM, OFF(fftw_planner), 0,
+	  "estimate", 0, 0, 0, ch_planner, NULL, 1,
+	  "cpu: how hard FFTW searches for fast FFT plans when the backend is built (at start and at each reload): estimate (no measurement: plans in milliseconds), measure (times candidate plans: seconds) or patient (a wider search: up to minutes per CPI shape, for FFTs up to 30-40 % faster than estimate's, doc/pc.md). The results are the same with every planner. With fftw_wisdom set a search runs once per host and CPI shape; without it every start and every reload searches again, and the reload applies only when the search is done (give chirpctl reload a --timeout that long)." },
+	{ "processing", "fftw_wisdom", T_STR, OFF(fftw_wisdom), SZ(fftw_wisdom),
+	  "", 0, 0, 0, NULL, check_file_path, 1,
+	  "cpu: file of FFTW wisdom (relative to the config file's directory); empty = none. Read before planning, written back after a measure or patient search, so a later start or reload with the same CPI shape takes its plans from the file in milliseconds. Under systemd use /var/lib/chirpd/fftw-wisdom (/var/lib/chirpd/NAME/fftw-wisdom for chirpd@NAME): the unit's StateDirectory, writable by chirpd and kept across restarts. A missing file only means a search; wisdom is specific to the machine, so remove the file after a CPU or FFTW change." },
+	{ "processing", "takeover", T_ENUM, OFF(takeover), 0,
+	  "auto", 0, 0, 0, ch_switch, NULL, 1,
+	  "cpu: straggler take-over: a block of rows that a worker thread took but has not finished after a grace is computed again by a thread that is waiting for it, so one descheduled worker does not hold the CPI up (the result is the same). auto = on while the workers poll between CPIs (idle_spin_us > 0), where an unfinished block means a stalled worker; off while they sleep, where it is mostly a late wake-up and the second copy would compete with the worker it waits for (doc/pc.md). on or off forces it." },
+	{ "processing", "cpu_block_kib", T_AUTO_INT, OFF(cpu_block_kib), 0,
+	  "auto", 1, PC_MAX_BLOCK_KIB, 0, NULL, NULL, 1,
+	  "cpu: rows each thread transforms at once, in KiB of FFT buffer: auto (at most 256 KiB, sized so that the threads finish a CPI together) or a number, taken as given. Smaller blocks share a CPI among more threads and lose less to a stalled one; larger ones make fewer, longer FFTW calls. chirpctl status names the blocks in its device string." },
+	{ "processing", "cuda_graphs", T_BOOL, OFF(cuda_graphs), 0,
+	  "true", 0, 0, 0, NULL, NULL, 1,
+	  "cuda: a CPI whose buffers lie in registered memory (the rings, when registered for DMA in place: staging = register, or auto where registering works) runs as one CUDA graph per pipeline set, made at its first use and launched with the CPI's addresses: a few runtime calls instead of about 35, less CPU time and launch latency per CPI. false = every call queued one by one. The results are the same; the start log says which runs." },
+	{ "processing", "cuda_chunks", T_AUTO_INT, OFF(cuda_chunks), 0,
+	  "auto", 1, PC_MAX_CHUNKS, 0, NULL, NULL, 1,
+	  "cuda: row chunks each CPI is cut into, so that one chunk's copies overlap another's FFTs: auto (from the depth and the CPI size; at depth 3-4 a CPI of 8 MiB or more is cut in two) or a number. More chunks give one CPI a lower latency and cost capacity in CUDA calls (4 chunks: the lowest latency for 16 MiB CPIs, at 8-15 % of capacity, doc/cuda.md)." },
+	{ "processing", "cuda_idle_chunks", T_UINT, OFF(cuda_idle_chunks), 0,
+	  "1", 1, PC_MAX_CHUNKS, 0, NULL, NULL, 1,
+	  "cuda: chunks for a CPI with nothing waiting behind it and no CPI in flight still copying in (where only its own latency counts), when the depth's layout (cuda_chunks) sends CPIs whole. 1 = no such layout: every CPI gets the depth's, which keeps the latency tail lower because cut and whole CPIs do not mix (doc/cuda.md, Layouts)." },
+	{ "processing", "cuda_spin_us", T_UINT, OFF(cuda_spin_us), 0,
+	  "300", 0, PC_MAX_CUDA_SPIN_US, 0, NULL, NULL, 1,
+	  "cuda, with busy_poll = false: once the oldest CPI's input is in and only its last compute and copy-out remain, how long, in microseconds, a wait for it polls the GPU's events before it sleeps on the completion notification, which costs tens of microseconds of wake-up (with busy_poll = true the data thread never sleeps there). 0 = sleep at once." },
+	{ "processing", "staging_nt", T_BOOL, OFF(staging_nt), 0,
+	  "true", 0, 0, 0, NULL, NULL, 1,
+	  "cuda, copy staging only: the copy threads write the pinned staging buffers with non-temporal (streaming) stores, which skip reading each destination cache line first (the DMA engine, not this core, reads the bytes next): less memory traffic and faster copies (doc/cuda.md); false = plain memcpy." },
 
 	/* [output] */
 	{ "output", "mode", T_ENUM, OFF(out_mode), 0,
@@ -861,7 +902,7 @@ static char *reader(char *str, int num, void *stream)
 		si = section_index(sec);
 		if (si < 0) {
 			report(ld, ld->line, sec, NULL,
-			       "unknown section (sections: daemon, numa, input, cpi, waveform, processing, output, metrics)");
+			       "unknown section (sections: daemon, numa, input, cpi, waveform, processing, output, metrics, trace)");
 			goto blank;
 		}
 		if (ld->sec_line[si]) {
@@ -1400,6 +1441,17 @@ void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 	p->staging_threads = config_staging_threads(c);
 	p->busy_poll = c->busy_poll;
 	p->idle_spin_us = c->idle_spin_us;
+	p->tune.fftw_planner = c->fftw_planner;
+	/* Points into c: valid while c is (the generation keeps its copy of
+	 * the configuration as long as its pc). */
+	p->tune.fftw_wisdom = c->fftw_wisdom[0] ? c->fftw_wisdom : NULL;
+	p->tune.takeover = c->takeover;
+	p->tune.block_kib = c->cpu_block_kib;
+	p->tune.cuda_graphs = c->cuda_graphs;
+	p->tune.cuda_chunks = c->cuda_chunks;
+	p->tune.cuda_idle_chunks = c->cuda_idle_chunks;
+	p->tune.cuda_spin_us = c->cuda_spin_us;
+	p->tune.staging_nt = c->staging_nt;
 }
 
 /* cpus in a list like "2-5,8" (validated already), 0 if empty. */
@@ -1557,8 +1609,11 @@ void config_write_markdown(FILE *out)
 	      "of range and inconsistent combinations are errors; each is reported as\n"
 	      "`FILE:LINE: [section] key: reason`, all of them, not just the first:\n\n"
 	      "    $ chirpd --check -c bad.conf\n"
-	      "    bad.conf:14: [waveform] bandwidth_hz: 4e+07 exceeds sample_rate_hz 2.5e+07\n"
-	      "    bad.conf:21: [cpi] sample: unknown key (did you mean samples?)\n\n"
+	      "    bad.conf:5: [cpi] sample: unknown key (did you mean samples?)\n"
+	      "    bad.conf:3: [waveform] bandwidth_hz: 4e+07 exceeds sample_rate_hz 2.5e+07\n"
+	      "    bad.conf: 2 errors\n\n"
+	      "Errors in single keys come first, in file order, then the consistency\n"
+	      "checks below.\n\n"
 	      "`chirpd --check -c FILE` prints the effective configuration (every key)\n"
 	      "or the errors, and exits non-zero on error. `chirpctl config` shows the\n"
 	      "configuration the daemon runs.\n\n"

@@ -70,6 +70,17 @@ struct chirp_config {
 	int staging_threads;                 /* 0 = auto (config_staging_threads) */
 	int busy_poll;                       /* poll, never sleep, with CPIs in flight */
 	unsigned idle_spin_us;               /* poll this long before sleeping, µs */
+	/* [processing] backend tuning: struct pc_tuning (config_pc_params) */
+	enum pc_fftw_planner fftw_planner;
+	char fftw_wisdom[CFG_PATH_MAX];      /* wisdom file ("" = none);
+						tune.fftw_wisdom points here */
+	enum pc_switch takeover;             /* auto: on when idle_spin_us > 0 */
+	unsigned cpu_block_kib;              /* 0 = auto                    */
+	int cuda_graphs;                     /* bool                        */
+	unsigned cuda_chunks;                /* 0 = auto                    */
+	unsigned cuda_idle_chunks;           /* 1..PC_MAX_CHUNKS            */
+	unsigned cuda_spin_us;               /* 0..PC_MAX_CUDA_SPIN_US      */
+	int staging_nt;                      /* bool: non-temporal staging copies */
 
 	/* [output] */
 	enum pc_output out_mode;

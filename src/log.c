@@ -35,6 +35,13 @@ static int stderr_is_journal(void)
 	       (unsigned long long)st.st_ino == ino;
 }
 
+/*
+ * CHIRP_LOG_PREFIX (1 or 0) forces the priority prefixes on or off; unset,
+ * they follow JOURNAL_STREAM. An environment variable (listed in
+ * chirpd(8), ENVIRONMENT) and not a configuration key because it applies
+ * before the configuration is read, and to the tools, which have none; it
+ * changes how lines look, never what a program does.
+ */
 void log_init(const char *progname)
 {
 	const char *p = getenv("CHIRP_LOG_PREFIX");

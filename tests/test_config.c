@@ -263,6 +263,198 @@ static void test_every_key(void **state)
 	assert_int_equal(config_staging_threads(&c), 16);
 }
 
+/*
+ * [processing] backend tuning (struct pc_tuning): defaults equal
+ * pc_params_init's, every value reaches pc_params.tune, bad values are
+ * refused at their line, every key can change on reload (a reload's
+ * pc_create reads them), and print/JSON carry them.
+ */
+static const char tuned_text[] =
+	"[processing]\n"
+	"fftw_planner = patient\n"
+	"fftw_wisdom = /var/lib/chirpd/fftw-wisdom\n"
+	"takeover = off\n"
+	"cpu_block_kib = 64\n"
+	"cuda_graphs = false\n"
+	"cuda_chunks = 4\n"
+	"cuda_idle_chunks = 3\n"
+	"cuda_spin_us = 0\n"
+	"staging_nt = no\n";
+
+static void test_tuning_keys(void **state)
+{
+	static const char *const keys[] = {
+		"fftw_planner", "fftw_wisdom", "takeover", "cpu_block_kib", "cuda_graphs",
+		"cuda_chunks", "cuda_idle_chunks", "cuda_spin_us", "staging_nt",
+	};
+	struct chirp_config c, d;
+	struct pc_params p, ref;
+	char *errs;
+
+	/* Defaults: what the backends use with no configuration at all. */
+	config_defaults(&d);
+	config_pc_params(&d, &p);
+	pc_params_init(&ref);
+	assert_int_equal(p.tune.fftw_planner, PC_FFTW_ESTIMATE);
+	assert_null(p.tune.fftw_wisdom);
+	assert_int_equal(p.tune.takeover, PC_SWITCH_AUTO);
+	assert_int_equal(p.tune.block_kib, 0);
+	assert_int_equal(p.tune.cuda_graphs, 1);
+	assert_int_equal(p.tune.cuda_chunks, 0);
+	assert_int_equal(p.tune.cuda_idle_chunks, 1);
+	assert_int_equal(p.tune.cuda_spin_us, PC_CUDA_SPIN_US);
+	assert_int_equal(p.tune.staging_nt, 1);
+	assert_memory_equal(&p.tune, &ref.tune, sizeof(p.tune));
+
+	/* Every key set: the values reach pc_params.tune. */
+	if (load_str(&c, tuned_text, &errs) != 0)
+		fail_msg("%s", errs);
+	free(errs);
+	config_pc_params(&c, &p);
+	assert_int_equal(p.tune.fftw_planner, PC_FFTW_PATIENT);
+	assert_string_equal(p.tune.fftw_wisdom, "/var/lib/chirpd/fftw-wisdom");
+	assert_ptr_equal(p.tune.fftw_wisdom, c.fftw_wisdom);
+	assert_int_equal(p.tune.takeover, PC_SWITCH_OFF);
+	assert_int_equal(p.tune.block_kib, 64);
+	assert_int_equal(p.tune.cuda_graphs, 0);
+	assert_int_equal(p.tune.cuda_chunks, 4);
+	assert_int_equal(p.tune.cuda_idle_chunks, 3);
+	assert_int_equal(p.tune.cuda_spin_us, 0);
+	assert_int_equal(p.tune.staging_nt, 0);
+	/* The other values of each choice, and the ends of each range. */
+	expect_ok("[processing]\nfftw_planner = measure\ntakeover = on\ncpu_block_kib = 1048576\n"
+		  "cuda_chunks = 16\ncuda_idle_chunks = 16\ncuda_spin_us = 10000\n");
+	assert_int_equal(load_str(&c, "[processing]\ntakeover = on\nfftw_planner = measure\n"
+				  "cpu_block_kib = 1\ncuda_chunks = 1\n", NULL), 0);
+	config_pc_params(&c, &p);
+	assert_int_equal(p.tune.takeover, PC_SWITCH_ON);
+	assert_int_equal(p.tune.fftw_planner, PC_FFTW_MEASURE);
+	assert_int_equal(p.tune.block_kib, 1);
+	assert_int_equal(p.tune.cuda_chunks, 1);
+	assert_int_equal(load_str(&c, "[processing]\nfftw_wisdom =\ncpu_block_kib = auto\n"
+				  "cuda_chunks = auto\ntakeover = auto\n", NULL), 0);
+	config_pc_params(&c, &p);
+	assert_null(p.tune.fftw_wisdom);         /* empty: no wisdom file */
+	assert_int_equal(p.tune.block_kib, 0);
+	assert_int_equal(p.tune.cuda_chunks, 0);
+	assert_int_equal(p.tune.takeover, PC_SWITCH_AUTO);
+
+	/* Bad values: FILE:LINE: [processing] key: reason. */
+	expect_error("[processing]\nfftw_planner = exhaustive\n",
+		     "t.conf:2: [processing] fftw_planner: 'exhaustive' is not one of estimate|measure|patient");
+	expect_error("[processing]\n\ntakeover = 1\n",
+		     "t.conf:3: [processing] takeover: '1' is not one of auto|on|off");
+	expect_error("[processing]\ncpu_block_kib = 0\n",
+		     "t.conf:2: [processing] cpu_block_kib: 0 is out of range (1..1048576)");
+	expect_error("[processing]\ncpu_block_kib = 1048577\n",
+		     "t.conf:2: [processing] cpu_block_kib: 1048577 is out of range (1..1048576)");
+	expect_error("[processing]\ncpu_block_kib = 64k\n",
+		     "t.conf:2: [processing] cpu_block_kib: '64k' is neither auto nor an integer");
+	expect_error("[processing]\ncuda_graphs = sometimes\n",
+		     "t.conf:2: [processing] cuda_graphs: 'sometimes' is not a boolean");
+	expect_error("[processing]\ncuda_chunks = 17\n",
+		     "t.conf:2: [processing] cuda_chunks: 17 is out of range (1..16)");
+	expect_error("[processing]\ncuda_chunks = 0\n",
+		     "t.conf:2: [processing] cuda_chunks: 0 is out of range (1..16)");
+	expect_error("[processing]\ncuda_idle_chunks = 0\n",
+		     "t.conf:2: [processing] cuda_idle_chunks: 0 is out of range (1..16)");
+	expect_error("[processing]\ncuda_idle_chunks = auto\n",
+		     "t.conf:2: [processing] cuda_idle_chunks: 'auto' is not an integer");
+	expect_error("[processing]\ncuda_spin_us = 10001\n",
+		     "t.conf:2: [processing] cuda_spin_us: 10001 is out of range (0..10000)");
+	expect_error("[processing]\ncuda_spin_us = -1\n",
+		     "t.conf:2: [processing] cuda_spin_us: -1 is out of range (0..10000)");
+	expect_error("[processing]\nstaging_nt = 2\n",
+		     "t.conf:2: [processing] staging_nt: '2' is not a boolean");
+	expect_error("[cpu]\nfftw_planner = patient\n", "unknown section");
+	expect_error("[processing]\nfftw_planer = patient\n",
+		     "t.conf:2: [processing] fftw_planer: unknown key (did you mean fftw_planner?)");
+
+	/* All of them can change on reload: a reload's pc_create reads them. */
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (config_key_reloadable("processing", keys[i]) != 1)
+			fail_msg("[processing] %s should be reloadable", keys[i]);
+	assert_int_equal(load_str(&c, tuned_text, NULL), 0);
+	{
+		char buf[256];
+
+		assert_int_equal(config_restart_keys(&d, &c, buf, sizeof(buf)), 0);
+	}
+}
+
+/* The tuning keys survive config_print -> load and appear in the JSON reply. */
+static void test_tuning_print_json(void **state)
+{
+	struct chirp_config c, back;
+	char *printed = NULL;
+	size_t plen = 0;
+	json_t *j, *s;
+	FILE *m;
+
+	assert_int_equal(load_str(&c, tuned_text, NULL), 0);
+	m = open_memstream(&printed, &plen);
+	assert_non_null(m);
+	config_print(&c, m);
+	fclose(m);
+	assert_non_null(strstr(printed, "fftw_planner = patient\n"));
+	assert_non_null(strstr(printed, "fftw_wisdom = /var/lib/chirpd/fftw-wisdom\n"));
+	assert_non_null(strstr(printed, "takeover = off\n"));
+	assert_non_null(strstr(printed, "cuda_graphs = false\n"));
+	if (load_str(&back, printed, NULL) != 0)
+		fail_msg("config_print output does not load back:\n%s", printed);
+	free(printed);
+	memset(back.path, 0, sizeof(back.path));
+	memset(c.path, 0, sizeof(c.path));
+	back.wf.file = c.wf.file = NULL;
+	assert_memory_equal(&back, &c, sizeof(c));
+
+	j = config_to_json(&c);
+	assert_non_null(j);
+	s = json_object_get(j, "processing");
+	assert_string_equal(json_string_value(json_object_get(s, "fftw_planner")), "patient");
+	assert_string_equal(json_string_value(json_object_get(s, "fftw_wisdom")),
+			    "/var/lib/chirpd/fftw-wisdom");
+	assert_string_equal(json_string_value(json_object_get(s, "takeover")), "off");
+	assert_int_equal(json_integer_value(json_object_get(s, "cpu_block_kib")), 64);
+	assert_true(json_is_false(json_object_get(s, "cuda_graphs")));
+	assert_int_equal(json_integer_value(json_object_get(s, "cuda_chunks")), 4);
+	assert_int_equal(json_integer_value(json_object_get(s, "cuda_idle_chunks")), 3);
+	assert_true(json_is_integer(json_object_get(s, "cuda_spin_us")));
+	assert_int_equal(json_integer_value(json_object_get(s, "cuda_spin_us")), 0);
+	assert_true(json_is_false(json_object_get(s, "staging_nt")));
+	json_decref(j);
+	/* Defaults: auto where auto is the default. */
+	config_defaults(&c);
+	j = config_to_json(&c);
+	assert_non_null(j);
+	s = json_object_get(j, "processing");
+	assert_string_equal(json_string_value(json_object_get(s, "cpu_block_kib")), "auto");
+	assert_string_equal(json_string_value(json_object_get(s, "cuda_chunks")), "auto");
+	assert_string_equal(json_string_value(json_object_get(s, "takeover")), "auto");
+	assert_string_equal(json_string_value(json_object_get(s, "fftw_wisdom")), "");
+	json_decref(j);
+}
+
+/* A relative fftw_wisdom is relative to the config file's directory. */
+static void test_tuning_wisdom_path(void **state)
+{
+	char dir[] = "/tmp/chirp-cfg-XXXXXX", file[128], want[160];
+	struct chirp_config c;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/chirpd.conf", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fputs("[processing]\nfftw_wisdom = state/fftw-wisdom\n", f);
+	fclose(f);
+	assert_int_equal(config_load(&c, file, NULL), 0);
+	snprintf(want, sizeof(want), "%s/state/fftw-wisdom", dir);
+	assert_string_equal(c.fftw_wisdom, want);
+	unlink(file);
+	rmdir(dir);
+}
+
 /* [processing] staging_threads: auto or 1..64, a clear error otherwise. */
 static void test_staging_threads(void **state)
 {
@@ -895,6 +1087,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_restart_keys),
 		cmocka_unit_test(test_staging_threads),
+		cmocka_unit_test(test_tuning_keys),
+		cmocka_unit_test(test_tuning_print_json),
+		cmocka_unit_test(test_tuning_wisdom_path),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_reference_files),
 	};

@@ -843,6 +843,55 @@ static void test_corrupt_descriptor_skipped(void **state)
 	chirp_ring_detach(c);
 }
 
+/*
+ * Flags outside the ones this library defines never reach a consumer: a
+ * producer's stray bits are dropped at commit, and bits a peer writes into
+ * a descriptor in shared memory (including REDELIVERED, which only the
+ * consumer's own peek may set) are dropped at peek.
+ */
+static void test_unknown_flags_masked(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct ring_desc *d = (struct ring_desc *)((uint8_t *)h + h->desc_offset);
+	const uint32_t known = CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
+			       CHIRP_RING_REDELIVERED;
+	struct chirp_ring_block b;
+
+	/* 0: the caller passes unknown bits and REDELIVERED: only NONFINITE
+	 * is committed. */
+	push(p, 0, CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED | (1u << 9) | (1u << 31));
+	assert_int_equal(atomic_load(&d[0].flags), CHIRP_RING_NONFINITE);
+	assert_int_equal(chirp_ring_last_commit(p, &b), 0);
+	assert_int_equal(b.flags, CHIRP_RING_NONFINITE);
+	/* 1, 2: committed clean, then another process writes unknown bits
+	 * (and REDELIVERED) into the descriptors. */
+	push(p, 1, 0);
+	push(p, 2, CHIRP_RING_NONFINITE);
+	atomic_store(&d[1].flags, (1u << 3) | (1u << 17) | (1u << 31));
+	atomic_store(&d[2].flags, ~0u);
+	assert_int_equal(chirp_ring_last_commit(p, &b), 0);
+	assert_int_equal(b.flags & ~known, 0);
+	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE);
+
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 0);
+	assert_int_equal(b.flags, CHIRP_RING_NONFINITE);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 1);
+	assert_int_equal(b.flags, 0);               /* every bit written was unknown */
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 2);
+	/* all ones: the two a producer may set; not REDELIVERED (this block
+	 * was never taken by a consumer before) */
+	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
 static void test_wait_timeout(void **state)
 {
 	struct chirp_ring_geometry g = geo(2);
@@ -988,6 +1037,59 @@ static void test_hugepages(void **state)
 	assert_int_equal(chirp_ring_reserve(p, &base), -ESTALE);
 	chirp_ring_detach(p);
 	chirp_ring_detach(c);
+}
+
+/*
+ * CHIRP_HUGETLBFS names the hugetlbfs mount; a ring with huge pages is
+ * refused, naming the directory and the variable, when it is not one (a
+ * directory of ordinary files would silently give ordinary pages), and
+ * nothing is left there. An attach looks there too, after /dev/shm.
+ */
+static void test_hugetlbfs_dir(void **state)
+{
+	struct chirp_ring_geometry g = geo(2);
+	struct chirp_ring_opts o = { .hugepages = 1, .group = (gid_t)-1 };
+	char dir[] = "/tmp/chirp-huge-XXXXXX", missing[64], path[128], err[256] = "";
+	const char *was = getenv("CHIRP_HUGETLBFS");
+	char *saved = was ? strdup(was) : NULL;   /* the caller's, restored below */
+	struct chirp_ring *r;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(setenv("CHIRP_HUGETLBFS", dir, 1), 0);
+	r = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
+	assert_null(r);
+	assert_int_equal(errno, ENOTSUP);
+	assert_non_null(strstr(err, dir));
+	assert_non_null(strstr(err, "(CHIRP_HUGETLBFS) is not a hugetlbfs mount"));
+	snprintf(path, sizeof(path), "%s%s", dir, g_name);
+	assert_int_equal(access(path, F_OK), -1);   /* nothing created */
+
+	/* a directory that does not exist: named, with the system's reason */
+	snprintf(missing, sizeof(missing), "%s/none", dir);
+	assert_int_equal(setenv("CHIRP_HUGETLBFS", missing, 1), 0);
+	r = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, &o, err, sizeof(err));
+	assert_null(r);
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err, missing));
+	assert_non_null(strstr(err, "CHIRP_HUGETLBFS"));
+
+	/* attach: /dev/shm first, then the named directory; a ring in neither
+	 * is "no ring", whatever the variable says */
+	r = chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err));
+	assert_null(r);
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err, "no ring"));
+
+	/* without huge pages the variable plays no part */
+	r = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	assert_non_null(r);
+	chirp_ring_detach(r);
+	if (saved)
+		setenv("CHIRP_HUGETLBFS", saved, 1);
+	else
+		unsetenv("CHIRP_HUGETLBFS");
+	free(saved);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 /* ---- several outstanding reservations (chirp_ring_reserve_next) ---------- */
@@ -1398,10 +1500,12 @@ int main(void)
 		T(test_permissions),
 		T(test_corrupt_indices),
 		T(test_corrupt_descriptor_skipped),
+		T(test_unknown_flags_masked),
 		T(test_wait_timeout),
 		T(test_wait_wakes_across_processes),
 		T(test_image_validation),
 		T(test_hugepages),
+		T(test_hugetlbfs_dir),
 		T(test_reserve_next_basic),
 		T(test_reserve_next_drops),
 		T(test_reserve_next_model),

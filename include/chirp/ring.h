@@ -57,7 +57,10 @@ enum chirp_ring_format {
 	CHIRP_RING_RF32 = 2,   /* real float32 (magnitude, power_db output) */
 };
 
-/* Block flags (chirp_ring_block.flags). */
+/* Block flags (chirp_ring_block.flags). A ring carries only these: other
+ * bits given to chirp_ring_commit are dropped, and peek drops any other bit
+ * found in shared memory (written by a peer), so a consumer sees no flag it
+ * does not know. */
 #define CHIRP_RING_DISCONTINUITY  (1u << 0) /* blocks were lost before this one */
 #define CHIRP_RING_NONFINITE      (1u << 1) /* payload holds NaN/Inf (set by chirpd on output) */
 #define CHIRP_RING_REDELIVERED    (1u << 2) /* set by peek: a previous consumer took this

@@ -71,6 +71,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/magic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,6 +90,16 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free in shm");
 
 #define KNOWN_FLAGS (CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED)
+/*
+ * Flags a descriptor may carry: those a producer commits. REDELIVERED is
+ * the consumer's own finding (peek), never a producer's. Flags enter the
+ * ring at commit (from the caller) and leave it at peek (from shared memory
+ * another process writes): both mask with DESC_FLAGS, so a caller's stray
+ * bits never reach the ring and bits this library does not define, written
+ * by a newer or hostile peer, never reach the consumer's pipeline, where
+ * they could mean anything.
+ */
+#define DESC_FLAGS (KNOWN_FLAGS & ~CHIRP_RING_REDELIVERED)
 
 /* Spin this many polls before sleeping on the futex (about 10-50 us). */
 #define WAIT_SPIN 2000
@@ -518,7 +530,8 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 			}
 		}
 		r->next_seq = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
-		r->pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed);
+		r->pending = atomic_load_explicit(&h->pending_flags, memory_order_relaxed) &
+			     DESC_FLAGS;
 		/* prod_gen before our increment is our predecessor's number; its
 		 * clean mark counts only if it is that number (a producer that
 		 * attached since and died without a mark breaks the chain). */
@@ -624,11 +637,49 @@ static int name_check(const char *name, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Where rings with huge pages live: the hugetlbfs mount, /dev/hugepages
+ * (where systemd mounts it) unless the environment variable
+ * CHIRP_HUGETLBFS names another. An environment variable, not a field of
+ * struct chirp_ring_opts, because the directory belongs to the host, not to
+ * a ring, and chirp_ring_attach must find a huge-page ring without being
+ * told it is one: every program that attaches (a digitizer driver, the
+ * tools, the Python binding, most passing no opts at all) then agrees on
+ * the directory with no configuration of its own, and the opts struct,
+ * which callers allocate, keeps its size. chirpd(8) and doc/ring.md list
+ * it as a deployment setting.
+ */
 static const char *hugetlbfs_dir(void)
 {
 	const char *d = getenv("CHIRP_HUGETLBFS");
 
 	return d && *d ? d : "/dev/hugepages";
+}
+
+/*
+ * A ring created with hugepages must get huge pages: refuse a directory
+ * that is not a hugetlbfs mount (a mistyped CHIRP_HUGETLBFS would
+ * otherwise give a ring of ordinary pages, silently, on whatever file
+ * system it names).
+ */
+static int hugetlbfs_check(const char *name, char *err, size_t errlen)
+{
+	const char *dir = hugetlbfs_dir();
+	struct statfs sf;
+
+	if (statfs(dir, &sf) < 0) {
+		int rc = -errno;
+
+		seterr(err, errlen, "create ring %s on hugetlbfs %s%s: %s", name, dir,
+		       getenv("CHIRP_HUGETLBFS") ? " (CHIRP_HUGETLBFS)" : "", strerror(-rc));
+		return rc;
+	}
+	if (sf.f_type != HUGETLBFS_MAGIC) {
+		seterr(err, errlen, "create ring %s with huge pages: %s%s is not a hugetlbfs mount",
+		       name, dir, getenv("CHIRP_HUGETLBFS") ? " (CHIRP_HUGETLBFS)" : "");
+		return -ENOTSUP;
+	}
+	return 0;
 }
 
 /* Open the object; with O_CREAT it is created exclusively. */
@@ -913,6 +964,8 @@ struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_g
 		goto fail;
 	}
 	if (ring_layout_compute(g, huge ? RING_HUGE_PAGE : RING_PAGE, &L, err, errlen) < 0)
+		goto fail;
+	if (huge && (rc = hugetlbfs_check(name, err, errlen)) < 0)
 		goto fail;
 	r = handle_alloc(name, role, err, errlen);
 	if (!r) {
@@ -1294,7 +1347,7 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	pending = r->res_flags[p & r->mask];
 	if (r->first_commit)
 		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
-	flags = (flags | pending) & ~CHIRP_RING_REDELIVERED;
+	flags = (flags | pending) & DESC_FLAGS;
 	/* hdr.next_seq = next unassigned - outstanding, one fewer outstanding */
 	after = r->next_seq - (r->nres - 1);
 
@@ -1374,7 +1427,7 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
 	blk->seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
 	blk->timestamp_ns = atomic_load_explicit(&d->timestamp_ns, memory_order_relaxed);
 	blk->first_sample = atomic_load_explicit(&d->first_sample, memory_order_relaxed);
-	blk->flags = atomic_load_explicit(&d->flags, memory_order_relaxed);
+	blk->flags = atomic_load_explicit(&d->flags, memory_order_relaxed) & DESC_FLAGS;
 	blk->slot = (uint32_t)(p & r->mask);
 	blk->len = r->L.payload_bytes;
 	blk->payload = NULL;   /* may already be in the consumer's hands */
@@ -1468,7 +1521,7 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 	pos = atomic_load_explicit(&d->pos, memory_order_relaxed);
 	seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
 	len = atomic_load_explicit(&d->len, memory_order_relaxed);
-	flags = atomic_load_explicit(&d->flags, memory_order_relaxed);
+	flags = atomic_load_explicit(&d->flags, memory_order_relaxed) & DESC_FLAGS;
 	if (pos == t - r->L.slots) {
 		/* The slot still holds the previous lap: it was never committed,
 		 * so the producer index is ahead of the data (scribbled on).

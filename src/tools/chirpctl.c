@@ -462,6 +462,12 @@ static int show(const char *cmd, json_t *reply)
 		const char *e = json_string_value(json_object_get(reply, "error"));
 		json_t *errs = json_object_get(reply, "errors"), *x;
 		size_t i;
+		size_t cl = strlen(cmd);
+
+		/* One "CMD: " prefix: the daemon may name the command in its
+		 * reason already ("trace: N must be ..."), and so do we. */
+		if (e && !strncmp(e, cmd, cl) && e[cl] == ':' && e[cl + 1] == ' ')
+			e += cl + 2;
 		fprintf(stderr, "chirpctl: %s: %s\n", cmd, e ? e : "failed (no reason given)");
 		json_array_foreach(errs, i, x)
 			if (json_is_string(x))

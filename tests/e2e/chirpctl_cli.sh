@@ -3,8 +3,8 @@
 # chirpctl_cli.sh — chirpctl's command-line conventions against a running
 # chirpd: options before or after the command give the same request
 # (stats --json = --json stats, -s after the command), an unknown option is
-# a usage error (2) that never reaches the daemon, "--" passes a dash word
-# to the daemon, watch takes its options on either side; --help shows both
+# a usage error (2) that never reaches the daemon, a refusal names the
+# command once, "--" passes a dash word to the daemon, watch takes its options on either side; --help shows both
 # orders; the bash completion (completion/chirpctl) offers the commands
 # --help lists, the options wherever they stand and log-level's levels.
 . "$(dirname "$0")/lib.sh"
@@ -55,6 +55,14 @@ grep -q "takes no arguments" "$T/out" || e2e_fail "daemon's refusal: $(cat "$T/o
 grep -q -- '-x' "$T/out" || e2e_fail "log-level -- -x: the daemon did not see -x: $(cat "$T/out")"
 "$CHIRPCTL" log-level debug -s "$SOCK" >/dev/null || e2e_fail "log-level debug -s SOCK"
 "$CHIRPCTL" log-level info -s "$SOCK" >/dev/null || e2e_fail "log-level info -s SOCK"
+# A refusal is named once: "chirpctl: trace: N must be ...", even where the
+# daemon's reason names the command itself.
+"$CHIRPCTL" -s "$SOCK" trace 0 >"$T/out" 2>"$T/err"; rc=$?
+[ $rc -eq 1 ] || e2e_fail "trace 0 exited $rc, want 1: $(cat "$T/err")"
+grep -q '^chirpctl: trace: N must be a number of CPIs 1\.\.' "$T/err" || e2e_fail "trace 0 said: $(cat "$T/err")"
+grep -q 'trace: trace:' "$T/err" && e2e_fail "trace 0 names the command twice: $(cat "$T/err")"
+"$CHIRPCTL" -s "$SOCK" stats extra 2>"$T/err" >/dev/null
+grep -qx "chirpctl: stats: 'stats' takes no arguments" "$T/err" || e2e_fail "stats extra said: $(cat "$T/err")"
 # No command at all is usage.
 "$CHIRPCTL" -s "$SOCK" --json >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || e2e_fail "no command exited $rc, want 2"

@@ -4,7 +4,8 @@
 # has the standard sections, refers only to pages that exist; chirpd.conf(5)
 # lists every key of conf/chirpd.conf under its section and is up to date
 # with it (scripts/gen-conf-man.sh --check); each program's long options in
-# its --help output appear in its page and the page's options in --help.
+# its --help output appear in its page and the page's options in --help;
+# chirpd(8)'s ENVIRONMENT lists exactly the variables chirpd reads.
 # Exit 0 pass, 77 skipped (no groff), else fail.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -72,6 +73,24 @@ else
 	echo "note: conf/chirpd.conf missing; key reference not checked"
 fi
 
+# chirpd(8)'s ENVIRONMENT names exactly the variables chirpd's code reads:
+# getenv("NAME") and every "CHIRP_..." string in src/ and src/ring/ (the
+# tools' variables belong in their own pages), without the test hooks of
+# fault-injection builds (*_TEST_*), plus NOTIFY_SOCKET and WATCHDOG_USEC,
+# which libsystemd reads for it. A tuning variable left in the code or a
+# variable documented but no longer read fails here.
+code_env=$({ grep -ohE 'getenv\("[A-Za-z_][A-Za-z0-9_]*"' src/*.c src/*.cu src/ring/*.c |
+		sed 's/getenv("//; s/"$//'
+	     grep -ohE '"CHIRP_[A-Z0-9_]+' src/*.c src/*.cu src/ring/*.c | tr -d '"'
+	     printf 'NOTIFY_SOCKET\nWATCHDOG_USEC\n'; } | grep -v '_TEST_' | sort -u)
+page_env=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH /p' doc/man/chirpd.8 | awk '/^\.TP/ { getline; print }' |
+	grep -oE '[A-Z][A-Z0-9_]{3,}' | sort -u)
+undocumented=$(comm -23 <(echo "$code_env") <(echo "$page_env") | tr '\n' ' ')
+stale=$(comm -13 <(echo "$code_env") <(echo "$page_env") | tr '\n' ' ')
+[ -z "$undocumented" ] || fail "chirpd reads environment variables that chirpd(8) ENVIRONMENT does not list: $undocumented(make them chirpd.conf keys, or document them)"
+[ -z "$stale" ] || fail "chirpd(8) ENVIRONMENT lists variables chirpd does not read: $stale"
+echo "chirpd(8) ENVIRONMENT: $(echo $page_env)"
+
 # Options: --help against the page. --help's options are the -x/--xyz words
 # of its usage lines ("usage: PROG ..." and the lines continuing it) and of
 # the lines that start with an option; the page's are its bold "-x"/"--xyz"
@@ -88,7 +107,7 @@ checked=0
 for b in chirpd chirpctl chirp-feed chirp-tap; do
 	page=$(ls doc/man/$b.[18] 2>/dev/null | head -1)
 	if [ ! -x "$BUILD/bin/$b" ]; then
-		[ -f "src/$b.c" ] && fail "$BUILD/bin/$b is not built"
+		[ -f "src/$b.c" ] || [ -f "src/tools/$b.c" ] && fail "$BUILD/bin/$b is not built"
 		echo "note: $b not written yet; its options not checked"
 		continue
 	fi

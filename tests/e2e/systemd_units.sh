@@ -3,7 +3,8 @@
 # systemd_units.sh — the systemd units pass `systemd-analyze verify`, score
 # at most 4.0 ("OK") in `systemd-analyze security`, keep the settings the
 # service depends on, and chirpd.service and chirpd@.service share one
-# hardening block; the sysusers.d entry creates the chirpd user.
+# hardening block; the units pass chirpd no settings through the
+# environment; the sysusers.d entry creates the chirpd user.
 # Exit 0 pass, 77 skipped (no systemd-analyze), else fail.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -89,6 +90,10 @@ for u in chirpd.service chirpd@.service; do
 	refuse "$u" 'PrivateDevices=(yes|true|1)' 'hides /dev/nvidia*'
 	refuse "$u" 'PrivateIPC=(yes|true|1)' 'the digitizer driver shares the rings'
 	refuse "$u" 'ProcSubset=pid' 'libcuda reads /proc/driver/nvidia'
+	# chirpd takes its settings from chirpd.conf only: the environment may
+	# carry the CUDA driver's own settings, nothing chirpd reads.
+	env=$(grep -E '^(Environment|EnvironmentFile|PassEnvironment)=' "systemd/$u" | grep -Ev '^Environment=CUDA_[A-Z_]+=')
+	[ -z "$env" ] || fail "$u: sets environment for chirpd ($env): use a chirpd.conf key"
 done
 need chirpd@.service 'ExecStart=/usr/local/bin/chirpd -c /etc/chirpd/%i.conf' 'one config per instance'
 need chirpd@.service 'ExecReload=/usr/local/bin/chirpctl -s /run/chirpd/%i/control.sock .*reload' 'the instance socket'
