@@ -33,10 +33,13 @@ awk '/^<!-- perf-headline: begin -->$/ { b = NR } /^<!-- perf-headline: end -->$
 # Development talk. Case-insensitive: sessions, device time, machine kinds,
 # issue numbers. Case-sensitive: run names (a lower-case letter and a digit:
 # k1, j7, h1-h6; upper-case C1..C3 are the real-time criteria) and dates of
-# runs. NEWS.md, a release history, may carry dates.
+# runs (a man page's .TH date is the page's own, a SigMF core:datetime an
+# example of the format). NEWS.md, a release
+# history, may carry dates.
 docs=(README.md $(find doc -name '*.md' -o -path 'doc/man/*' -type f | sort))
 talk=$(grep -nHiE '\bsessions?\b|device time|\bh[12]00\b|\bissue #?[0-9]+' "${docs[@]}" || true)
-talk+=${talk:+$'\n'}$(grep -nHE '\b[a-z][0-9]-[a-z][0-9]\b|\b[kjrghic][0-9]\b|\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b' "${docs[@]}" || true)
+talk+=${talk:+$'\n'}$(grep -nHE '\b[a-z][0-9]-[a-z][0-9]\b|\b[kjrghic][0-9]\b|\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b' "${docs[@]}" |
+	grep -vE '^[^:]+:[0-9]+:(\.TH |.*"core:datetime")' || true)
 if [ -n "$talk" ]; then
 	echo "development talk in README or doc/ (say what chirpd does, not how it got there):"
 	printf '%s\n' "$talk"
