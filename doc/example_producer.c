@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * example_producer.c — the smallest digitizer-side producer for chirpd.
+ * example_producer.c — the smallest digitizer-side producer for chirpd:
  *   cc example_producer.c $(pkg-config --cflags --libs chirpring) -o example_producer
- *   ./example_producer /chirpd-in
- * chirpd creates the input ring and owns its geometry; we attach as the
- * producer, write each CPI straight into its slot and commit it. We never
- * wait: on a full ring the block is dropped and the library counts it.
+ * It attaches to chirpd's input ring (argv[1]), writes each CPI in place and
+ * commits it, never waiting: on a full ring the library drops and counts it.
  */
 #include <chirp/ring.h>
 #include <errno.h>
