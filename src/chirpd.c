@@ -138,28 +138,6 @@ static uint64_t mono_ns(void)
 
 /* ---- generations ------------------------------------------------------ */
 
-static void in_geometry(const struct chirp_config *c, struct chirp_ring_geometry *g)
-{
-	memset(g, 0, sizeof(*g));
-	g->channels = c->channels;
-	g->pulses = c->pulses;
-	g->samples = c->samples;
-	g->format = c->format == PC_FMT_SC16 ? CHIRP_RING_SC16 : CHIRP_RING_CF32;
-	g->slots = c->input_slots;
-	g->sample_rate_hz = c->wf.sample_rate_hz;
-}
-
-static void out_geometry(const struct chirp_config *c, struct chirp_ring_geometry *g)
-{
-	memset(g, 0, sizeof(*g));
-	g->channels = c->channels;
-	g->pulses = c->pulses;
-	g->samples = c->samples;
-	g->format = c->out_mode == PC_OUT_COMPLEX ? CHIRP_RING_CF32 : CHIRP_RING_RF32;
-	g->slots = c->output_slots;
-	g->sample_rate_hz = c->wf.sample_rate_hz;
-}
-
 static int same_geometry(const struct chirp_ring_geometry *a, const struct chirp_ring_geometry *b)
 {
 	return a->channels == b->channels && a->pulses == b->pulses && a->samples == b->samples &&
@@ -456,10 +434,10 @@ static struct gen *gen_create(const struct daemon *d, const struct chirp_config 
 	}
 
 	if (old) {
-		in_geometry(&g->cfg, &gi);
-		out_geometry(&g->cfg, &go);
-		in_geometry(&old->cfg, &ogi);
-		out_geometry(&old->cfg, &ogo);
+		config_ring_geometry(&g->cfg, CONFIG_RING_INPUT, &gi);
+		config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &go);
+		config_ring_geometry(&old->cfg, CONFIG_RING_INPUT, &ogi);
+		config_ring_geometry(&old->cfg, CONFIG_RING_OUTPUT, &ogo);
 		if (old->in && same_geometry(&gi, &ogi) &&
 		    old->cfg.input_hugepages == g->cfg.input_hugepages &&
 		    !strcmp(old->cfg.input_ring, g->cfg.input_ring)) {
@@ -505,7 +483,7 @@ static int gen_attach(const struct daemon *d, struct gen *g, int *created, char 
 	if (created)
 		*created = 0;
 	if (!g->in) {
-		in_geometry(&g->cfg, &geo);
+		config_ring_geometry(&g->cfg, CONFIG_RING_INPUT, &geo);
 		ring_opts(&g->cfg, &opts, g->cfg.input_hugepages, g->cfg.input_allow_foreign_owner);
 		g->in = chirp_ring_create(g->cfg.input_ring, &geo, CHIRP_RING_CONSUMER, &opts,
 					  why, sizeof(why));
@@ -522,7 +500,7 @@ static int gen_attach(const struct daemon *d, struct gen *g, int *created, char 
 		}
 	}
 	if (!g->out) {
-		out_geometry(&g->cfg, &geo);
+		config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &geo);
 		ring_opts(&g->cfg, &opts, 0, g->cfg.output_allow_foreign_owner);
 		g->out = chirp_ring_create(g->cfg.output_ring, &geo, CHIRP_RING_PRODUCER, &opts,
 					   why, sizeof(why));
@@ -652,27 +630,6 @@ static int render_metrics(void *ctx, char *buf, size_t len)
 
 /* ---- reload ------------------------------------------------------------- */
 
-/* Keys that need a restart keep their running values (the reply names them). */
-static void keep_restart_keys(const struct chirp_config *old, struct chirp_config *n)
-{
-	memcpy(n->control_socket, old->control_socket, sizeof(n->control_socket));
-	memcpy(n->control_group, old->control_group, sizeof(n->control_group));
-	n->numa_node = old->numa_node;
-	memcpy(n->cpus, old->cpus, sizeof(n->cpus));
-	n->realtime = old->realtime;
-	n->rt_priority = old->rt_priority;
-	n->lock_memory = old->lock_memory;
-	memcpy(n->input_ring, old->input_ring, sizeof(n->input_ring));
-	n->backend = old->backend;
-	n->gpu = old->gpu;
-	memcpy(n->gpu_bus_id, old->gpu_bus_id, sizeof(n->gpu_bus_id));
-	n->streams = old->streams;
-	n->staging = old->staging;
-	n->staging_threads = old->staging_threads;
-	memcpy(n->output_ring, old->output_ring, sizeof(n->output_ring));
-	memcpy(n->metrics_listen, old->metrics_listen, sizeof(n->metrics_listen));
-}
-
 static uint64_t mono_usec(void)
 {
 	return mono_ns() / 1000;
@@ -736,14 +693,11 @@ static int do_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (config_restart_keys(&d->g->cfg, nc, keys, sizeof(keys)) > 0) {
+	/* Restart-only keys keep their running values: what runs, what
+	 * `config` shows and the reply's restart_keys agree. */
+	if (config_restart_keys(&d->g->cfg, nc, keys, sizeof(keys)) > 0)
 		log_warn("reload: changed keys need a restart and keep their running values: %s", keys);
-		keep_restart_keys(&d->g->cfg, nc);
-	} else {
-		keys[0] = 0;
-	}
-	if (config_restart_keys(&d->g->cfg, nc, why, sizeof(why)) > 0)
-		log_warn("reload: restart keys not held back: %s (chirpd needs an update)", why);
+	config_hold_restart_keys(&d->g->cfg, nc);
 
 	ng = gen_create(d, nc, d->g, err, errlen);
 	if (!ng) {
