@@ -949,7 +949,8 @@ static void test_hold_restart_keys(void **state)
 		assert_true(n < sizeof(text) - 1);
 		last = section;
 	}
-	/* The keys a hand-written list once missed are among them. */
+	/* Among them: adopting a foreign ring is decided when the ring is
+	 * attached, and the recorder is allocated once at start. */
 	assert_int_equal(config_key_reloadable("input", "allow_foreign_owner"), 0);
 	assert_int_equal(config_key_reloadable("output", "allow_foreign_owner"), 0);
 	assert_int_equal(config_key_reloadable("trace", "records"), 0);
