@@ -312,6 +312,18 @@ static int cmd_trace(void *ctx, const char *args, const struct control_peer *pee
 	return 0;
 }
 
+/* "a.b,c.d" as a JSON array of strings (empty on "" or out of memory). */
+static json_t *keys_array(const char *csv)
+{
+	json_t *arr = json_array();
+	char buf[512], *k, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", csv);
+	for (k = strtok_r(buf, ",", &save); k && arr; k = strtok_r(NULL, ",", &save))
+		json_array_append_new(arr, json_string(k));
+	return arr ? arr : json_array();
+}
+
 static int cmd_config(void *ctx, const char *args, const struct control_peer *peer,
 		      json_t *reply, char *err, size_t errlen)
 {
@@ -325,6 +337,9 @@ static int cmd_config(void *ctx, const char *args, const struct control_peer *pe
 	}
 	json_object_set_new(reply, "path", json_string(d->config_path));
 	json_object_set_new(reply, "config", c);
+	/* What the file says differently and only a restart applies: the
+	 * values above are the running ones. */
+	json_object_set_new(reply, "restart_keys", keys_array(d->restart_keys));
 	return 0;
 }
 

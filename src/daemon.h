@@ -91,6 +91,10 @@ struct daemon {
 	int exit_code;
 	char *mbuf;                       /* metrics text for the control reply */
 	char last_reload_error[256];
+	char restart_keys[512];           /* restart-only keys whose value in the
+					     file differs from the running one, as
+					     the last applied reload found them
+					     ("a.b,c.d"; "" = none)            */
 	int broken;                       /* a failed reload left no rings     */
 	char broken_why[320];
 };

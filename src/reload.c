@@ -229,6 +229,7 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 		goto out;
 	reload_commit(d, ng);
 	ng = NULL;
+	snprintf(d->restart_keys, sizeof(d->restart_keys), "%s", keys);
 	log_notice("reloaded %s in %.1f ms%s%s%s%s", d->config_path, (double)(mono_ns() - t0) * 1e-6,
 		   recreated & 1 ? "; input ring re-created (new epoch)" : "",
 		   recreated & 2 ? "; output ring re-created" : "",
