@@ -16,7 +16,8 @@
 # Layout (each library's objects are named below, not discovered):
 #   src/ring/    libchirpring: the shared-memory CPI ring, its public header
 #                include/chirp/ring.h, pkg-config file and Python binding
-#   src/         the daemon's modules (libchirpcore) and chirpd.c
+#   src/         the daemon's modules (libchirpcore) and chirpd's own files
+#                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, daemon.h)
 #   src/cuda/    the CUDA backend (CUDA builds only)
 #   src/tools/   chirp-feed, chirp-tap, chirpctl and their helpers
 #   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
@@ -87,7 +88,9 @@ CORE_SRCS  := $(addprefix src/,chunk_policy.c config.c control.c errbuf.c hcopy.
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_host.cu cu_kernels.cu cu_pipeline.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,synth.c tool.c)
-DAEMON_SRC := src/chirpd.c
+# chirpd's own files (linked only into chirpd): main and the event loop,
+# generations, reload, control commands.
+DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c)
 TOOL_BINS  := chirp-feed chirp-tap chirpctl
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)
@@ -107,6 +110,7 @@ objs_of     = $(patsubst src/%.cu,$(OBJ)/%.cu.o,$(patsubst src/%.c,$(OBJ)/%.o,$(
 CORE_OBJS  := $(call objs_of,$(CORE_SRCS) $(CU_SRCS))
 RING_OBJS  := $(call objs_of,$(RING_SRCS))
 TOOL_OBJS  := $(call objs_of,$(TOOL_SRCS))
+DAEMON_OBJS := $(call objs_of,$(DAEMON_SRCS))
 CORE_LIB   := $(BUILD)/lib/libchirpcore.a
 RING_LIB   := $(BUILD)/lib/libchirpring.a
 RING_SO    := $(BUILD)/lib/libchirpring.so.1
@@ -137,6 +141,7 @@ info:
 	@echo "core: $(CORE_SRCS) $(CU_SRCS)"
 	@echo "ring: $(RING_SRCS)"
 	@echo "tools: $(TOOL_SRCS)"
+	@echo "daemon: $(DAEMON_SRCS)"
 
 $(OBJ)/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -163,9 +168,9 @@ $(RING_SO): $(RING_OBJS)
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.1 -o $@ $^ -lrt
 	ln -sf libchirpring.so.1 $(BUILD)/lib/libchirpring.so
 
-$(BUILD)/bin/chirpd: $(DAEMON_SRC) $(CORE_LIB) $(RING_LIB)
-	@mkdir -p $(@D) $(OBJ)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bin-chirpd.d $(ALL_LDFLAGS) -o $@ $< $(LINK_ALL)
+$(BUILD)/bin/chirpd: $(DAEMON_OBJS) $(CORE_LIB) $(RING_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(DAEMON_OBJS) $(LINK_ALL)
 
 $(addprefix $(BUILD)/bin/,$(TOOL_BINS)): $(BUILD)/bin/%: src/tools/%.c $(TOOL_LIB) $(CORE_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)

@@ -22,6 +22,7 @@
  * Every problem is reported, not just the first.
  */
 #include "config.h"
+#include "chirp/ring.h"
 #include "metrics.h"
 #include "sysnuma.h"
 
@@ -1646,5 +1647,76 @@ void config_write_markdown(FILE *out)
 		fprintf(out, " | %s | ", k->reload ? "applied" : "restart");
 		md_cell(out, k->help);
 		fputs(" |\n", out);
+	}
+}
+
+/* ---- restart-only keys and ring geometry -------------------------------- */
+
+/* Bytes of the value k stores at its offset (T_GPU: gpu only; its bus id
+ * is copied beside it by the caller). */
+static size_t key_bytes(const struct cfg_key *k)
+{
+	switch (k->type) {
+	case T_STR:
+		return k->size;
+	case T_DOUBLE:
+		return sizeof(double);
+	case T_NFFT:
+		return sizeof(size_t);
+	case T_UINT:
+		return sizeof(unsigned);
+	case T_BOOL:
+	case T_INT:
+	case T_ENUM:
+	case T_NUMA:
+	case T_GPU:
+	case T_AUTO_INT:
+		return sizeof(int);
+	}
+	return 0;
+}
+
+_Static_assert(sizeof(unsigned) == sizeof(int), "T_AUTO_INT fields are int or unsigned");
+
+void config_hold_restart_keys(const struct chirp_config *running, struct chirp_config *next)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &cfg_tab[i];
+
+		if (k->reload)
+			continue;
+		memcpy((char *)next + k->off, (const char *)running + k->off, key_bytes(k));
+		/* T_GPU is two fields: the index, and the bus id it stands
+		 * for when the index is -1. */
+		if (k->type == T_GPU)
+			memcpy(next->gpu_bus_id, running->gpu_bus_id, sizeof(next->gpu_bus_id));
+	}
+	/* next's waveform file is next's own buffer, never running's (config_wf). */
+	config_wf(next);
+}
+
+int config_key_at(size_t i, const char **section, const char **name)
+{
+	if (i >= NKEYS)
+		return -ENOENT;
+	*section = cfg_tab[i].section;
+	*name = cfg_tab[i].name;
+	return cfg_tab[i].reload;
+}
+
+void config_ring_geometry(const struct chirp_config *c, enum config_ring which,
+			  struct chirp_ring_geometry *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->channels = c->channels;
+	g->pulses = c->pulses;
+	g->samples = c->samples;
+	g->sample_rate_hz = c->wf.sample_rate_hz;
+	if (which == CONFIG_RING_INPUT) {
+		g->format = c->format == PC_FMT_SC16 ? CHIRP_RING_SC16 : CHIRP_RING_CF32;
+		g->slots = c->input_slots;
+	} else {
+		g->format = c->out_mode == PC_OUT_COMPLEX ? CHIRP_RING_CF32 : CHIRP_RING_RF32;
+		g->slots = c->output_slots;
 	}
 }

@@ -158,4 +158,36 @@ int config_cpu_threads(const struct chirp_config *c);
  * staging_threads, or for auto (0) the same count as config_cpu_threads. */
 int config_staging_threads(const struct chirp_config *c);
 
+/*
+ * The keys that cannot change on reload (those config_restart_keys names)
+ * keep their running values: copies each of them from running into next,
+ * and points next->wf.file at next's own wf_file (config_wf). After it,
+ * config_restart_keys(running, next) reports none. A reload calls it on
+ * the freshly loaded configuration before applying it, so what runs, what
+ * `config` shows and what the reply calls a restart key agree.
+ */
+void config_hold_restart_keys(const struct chirp_config *running, struct chirp_config *next);
+
+/*
+ * The table's key i (0, 1, ... in table order): *section and *name, and
+ * returns 1 if it can change on reload, 0 if it needs a restart, -ENOENT
+ * past the last key. For tests and tools that walk every key.
+ */
+int config_key_at(size_t i, const char **section, const char **name);
+
+struct chirp_ring_geometry;
+
+enum config_ring { CONFIG_RING_INPUT, CONFIG_RING_OUTPUT };
+
+/*
+ * The geometry of chirpd's input or output ring for configuration c:
+ * [cpi] shape, [waveform] sample_rate_hz, the ring format of [input]
+ * format (input) or [output] mode (output: complex is cf32, magnitude and
+ * power_db are rf32), and [input]/[output] slots as configured (0 = auto:
+ * chirpd sizes the ring at start; a caller without that measurement picks
+ * its own count).
+ */
+void config_ring_geometry(const struct chirp_config *c, enum config_ring which,
+			  struct chirp_ring_geometry *g);
+
 #endif /* CHIRP_CONFIG_H */

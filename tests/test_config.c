@@ -27,6 +27,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "chirp/ring.h"
 #include "config.h"
 #include "log.h"
 
@@ -1071,6 +1072,141 @@ static int write_docs(void)
 	return 0;
 }
 
+/*
+ * A value for [section] name other than its default that loads alone
+ * without error and that config_restart_keys sees as exactly that key's
+ * change; NULL if no candidate does (then the list below needs one for a
+ * new key). The candidates cover each kind of value the table has. A name
+ * or path already in used (the other keys' choices) is skipped: the input
+ * and output rings must differ.
+ */
+static const char *restart_candidate(const struct chirp_config *running,
+				     const char *section, const char *name,
+				     const char *used, struct chirp_config *next)
+{
+	static const char *const cand[] = {
+		"true", "2", "17", "8192", "0", "none", "cpu", "copy", "preferred",
+		"debug", "/tmp/chirpd-hold.sock", "/chirpd-hold-a", "/chirpd-hold-b", "root", "0-1",
+		"127.0.0.1:9999", "0000:41:00.0", "/tmp/chirpd-hold.raw", "magnitude", "sc16",
+	};
+	char text[256], keys[256], want[128];
+
+	snprintf(want, sizeof(want), "%s.%s", section, name);
+	for (size_t i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) {
+		if (cand[i][0] == '/' && strstr(used, cand[i]))
+			continue;
+		snprintf(text, sizeof(text), "[%s]\n%s = %s\n", section, name, cand[i]);
+		if (load_str(next, text, NULL) != 0)
+			continue;
+		if (config_restart_keys(running, next, keys, sizeof(keys)) == 1 &&
+		    !strcmp(keys, want))
+			return cand[i];
+	}
+	return NULL;
+}
+
+/* Every restart-only key of the table, changed in the next configuration,
+ * gets its running value back from config_hold_restart_keys. */
+static void test_hold_restart_keys(void **state)
+{
+	struct chirp_config running, next, expect;
+	char text[4096], keys[1024];
+	const char *section, *name, *v, *last = "";
+	size_t n = 0, nrestart = 0;
+	int rl;
+
+	assert_int_equal(load_str(&running, "", NULL), 0);
+	config_wf(&running);
+	for (size_t i = 0; (rl = config_key_at(i, &section, &name)) >= 0; i++) {
+		assert_int_equal(config_key_reloadable(section, name), rl);
+		if (rl)
+			continue;
+		nrestart++;
+		text[n] = '\0';
+		v = restart_candidate(&running, section, name, text, &next);
+		if (!v)
+			fail_msg("no test value changes [%s] %s alone: add one to restart_candidate",
+				 section, name);
+		/* A struct copy would leave wf.file pointing into running. */
+		next.wf.file = running.wf_file;
+		config_hold_restart_keys(&running, &next);
+		if (config_restart_keys(&running, &next, keys, sizeof(keys)) != 0)
+			fail_msg("[%s] %s = %s not held back: %s", section, name, v, keys);
+		assert_null(next.wf.file);
+		assert_memory_equal(&running, &next, sizeof(running));
+		/* The table groups keys by section; a section appears once. */
+		if (strcmp(last, section))
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "[%s]\n", section);
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s = %s\n", name, v);
+		assert_true(n < sizeof(text) - 1);
+		last = section;
+	}
+	/* Among them: adopting a foreign ring is decided when the ring is
+	 * attached, and the recorder is allocated once at start. */
+	assert_int_equal(config_key_reloadable("input", "allow_foreign_owner"), 0);
+	assert_int_equal(config_key_reloadable("output", "allow_foreign_owner"), 0);
+	assert_int_equal(config_key_reloadable("trace", "records"), 0);
+	assert_true(nrestart >= 3);
+	assert_int_equal(config_key_at(SIZE_MAX, &section, &name), -ENOENT);
+	/* gpu is two fields: a bus id in next (index -1) goes back to index 0. */
+	assert_int_equal(load_str(&next, "[processing]\ngpu = 0000:41:00.0\n", NULL), 0);
+	assert_int_equal(next.gpu, -1);
+	config_hold_restart_keys(&running, &next);
+	assert_memory_equal(&running, &next, sizeof(running));
+
+	/* All of them at once, next to reloadable changes that stay. */
+	if (load_str(&next, text, NULL) != 0)
+		fail_msg("the restart-key changes together do not load:\n%s", text);
+	assert_int_equal(config_restart_keys(&running, &next, keys, sizeof(keys)), (int)nrestart);
+	next.samples = 3000;
+	next.wf.window = WIN_HANN;
+	config_hold_restart_keys(&running, &next);
+	assert_int_equal(config_restart_keys(&running, &next, keys, sizeof(keys)), 0);
+	expect = running;
+	expect.samples = 3000;
+	expect.wf.window = WIN_HANN;
+	config_wf(&expect);
+	assert_memory_equal(&expect, &next, sizeof(expect));
+}
+
+static void test_ring_geometry(void **state)
+{
+	struct chirp_config c;
+	struct chirp_ring_geometry g;
+
+	assert_int_equal(load_str(&c, "[cpi]\nchannels = 3\npulses = 5\nsamples = 700\n"
+				  "[input]\nformat = sc16\nslots = 32\n"
+				  "[output]\nmode = power_db\nslots = 64\n"
+				  "[waveform]\nsample_rate_hz = 20e6\n", NULL), 0);
+	config_ring_geometry(&c, CONFIG_RING_INPUT, &g);
+	assert_int_equal(g.channels, 3);
+	assert_int_equal(g.pulses, 5);
+	assert_int_equal(g.samples, 700);
+	assert_int_equal(g.format, CHIRP_RING_SC16);
+	assert_int_equal(g.slots, 32);
+	assert_true(g.sample_rate_hz == 20e6);
+	config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g);
+	assert_int_equal(g.channels, 3);
+	assert_int_equal(g.pulses, 5);
+	assert_int_equal(g.samples, 700);
+	assert_int_equal(g.format, CHIRP_RING_RF32);
+	assert_int_equal(g.slots, 64);
+	assert_true(g.sample_rate_hz == 20e6);
+
+	/* Defaults: cf32 in, complex (cf32) out, input slots auto (0). */
+	config_defaults(&c);
+	config_ring_geometry(&c, CONFIG_RING_INPUT, &g);
+	assert_int_equal(g.format, CHIRP_RING_CF32);
+	assert_int_equal(g.slots, 0);
+	config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g);
+	assert_int_equal(g.format, CHIRP_RING_CF32);
+	c.out_mode = PC_OUT_MAGNITUDE;
+	config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g);
+	assert_int_equal(g.format, CHIRP_RING_RF32);
+	g.slots = 16;
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 4ull * c.channels * c.pulses * c.samples);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1092,6 +1228,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_tuning_wisdom_path),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_reference_files),
+		cmocka_unit_test(test_hold_restart_keys),
+		cmocka_unit_test(test_ring_geometry),
 	};
 
 	log_init("test_config");

@@ -426,15 +426,8 @@ static int prepare_source(struct feed *f)
 static int create_geometry(struct feed *f, struct chirp_ring_geometry *g)
 {
 	memset(g, 0, sizeof(*g));
-	g->slots = 16;
 	if (f->have_cfg) {
-		g->channels = f->cfg.channels;
-		g->pulses = f->cfg.pulses;
-		g->samples = f->cfg.samples;
-		g->format = (uint32_t)f->cfg.format;
-		if (f->cfg.input_slots)   /* auto: chirpd sizes it; 16 here */
-			g->slots = f->cfg.input_slots;
-		g->sample_rate_hz = f->cfg.wf.sample_rate_hz;
+		config_ring_geometry(&f->cfg, CONFIG_RING_INPUT, g);
 	} else if (f->src == SRC_SIGMF && f->meta.channels) {
 		g->channels = f->meta.channels;
 		g->pulses = f->meta.pulses;
@@ -445,6 +438,8 @@ static int create_geometry(struct feed *f, struct chirp_ring_geometry *g)
 		g->format = f->src_fmt;
 		g->sample_rate_hz = f->meta.sample_rate_hz;
 	}
+	if (!g->slots)   /* slots = auto: chirpd sizes it; 16 here */
+		g->slots = 16;
 	tool_geom_apply(&f->geom, g);
 	if (!g->channels) {
 		log_err("--create needs a geometry: -c chirpd.conf, --geometry C,P,R, or a recording with chirp: geometry");
@@ -483,8 +478,7 @@ static int match_source(struct feed *f, int may_reload)
 	}
 	switch (f->src) {
 	case SRC_SYNTH:
-		if (g->channels == f->cfg.channels && g->pulses == f->cfg.pulses &&
-		    g->samples == f->cfg.samples && g->format == (uint32_t)f->cfg.format)
+		if (tool_ring_fits_config(g, &f->cfg, CONFIG_RING_INPUT))
 			break;
 		if (may_reload) {
 			log_notice("ring %s is %ux%ux%u %s, %s says %ux%ux%u %s: re-reading %s",

@@ -288,12 +288,6 @@ static const char *ring_default(const struct tap *t)
 	return "/chirpd-out";
 }
 
-/* Ring format chirpd's output ring has for an output mode. */
-static uint32_t out_ring_format(enum pc_output m)
-{
-	return m == PC_OUT_COMPLEX ? CHIRP_RING_CF32 : CHIRP_RING_RF32;
-}
-
 static int setup_verify(struct tap *t)
 {
 	struct pc_params pp;
@@ -352,19 +346,13 @@ static int setup_verify(struct tap *t)
 static int create_geometry(struct tap *t, struct chirp_ring_geometry *g)
 {
 	memset(g, 0, sizeof(*g));
-	g->slots = 16;
-	if (t->have_cfg) {
-		/* chirpd's output ring for this configuration (its input ring
-		 * with --verify-input) */
-		g->channels = t->cfg.channels;
-		g->pulses = t->cfg.pulses;
-		g->samples = t->cfg.samples;
-		g->format = t->verify_input ? (uint32_t)t->cfg.format : out_ring_format(t->cfg.out_mode);
-		g->slots = t->verify_input ? t->cfg.input_slots : t->cfg.output_slots;
-		if (!g->slots)   /* input slots = auto: chirpd sizes it; 16 here */
-			g->slots = 16;
-		g->sample_rate_hz = t->cfg.wf.sample_rate_hz;
-	}
+	/* chirpd's output ring for this configuration (its input ring with
+	 * --verify-input) */
+	if (t->have_cfg)
+		config_ring_geometry(&t->cfg, t->verify_input ? CONFIG_RING_INPUT : CONFIG_RING_OUTPUT,
+				     g);
+	if (!g->slots)   /* slots = auto: chirpd sizes it; 16 here */
+		g->slots = 16;
 	tool_geom_apply(&t->geom, g);
 	if (!g->channels) {
 		log_err("--create needs a geometry: -c chirpd.conf or --geometry C,P,R");
@@ -391,8 +379,7 @@ static int check_geometry(struct tap *t, const struct chirp_ring_geometry *old)
 		return -EINVAL;
 	}
 	if (t->verify_input) {
-		if (g->channels != t->cfg.channels || g->pulses != t->cfg.pulses ||
-		    g->samples != t->cfg.samples || g->format != (uint32_t)t->cfg.format) {
+		if (!tool_ring_fits_config(g, &t->cfg, CONFIG_RING_INPUT)) {
 			log_err("ring %s (%ux%ux%u %s) is not the input described by %s",
 				ring_default(t), g->channels, g->pulses, g->samples,
 				tool_ring_format_name(g->format), t->config_path);
@@ -400,8 +387,7 @@ static int check_geometry(struct tap *t, const struct chirp_ring_geometry *old)
 		}
 	}
 	if (t->verify) {
-		if (g->channels != t->cfg.channels || g->pulses != t->cfg.pulses ||
-		    g->samples != t->cfg.samples || g->format != out_ring_format(t->cfg.out_mode) ||
+		if (!tool_ring_fits_config(g, &t->cfg, CONFIG_RING_OUTPUT) ||
 		    t->cpi_bytes != pc_out_bytes(t->pc)) {
 			log_err("ring %s (%ux%ux%u %s) is not the %s output described by %s",
 				ring_default(t), g->channels, g->pulses, g->samples,
@@ -500,6 +486,7 @@ static int open_outputs(struct tap *t)
 static void sigmf_global(struct tap *t)
 {
 	const struct chirp_ring_geometry *g = &t->geo;
+	struct chirp_ring_geometry cfg_out;   /* chirpd's output ring for -c */
 
 	t->meta.datatype = g->format == CHIRP_RING_SC16 ? SIGMF_CI16_LE :
 			   g->format == CHIRP_RING_RF32 ? SIGMF_RF32_LE : SIGMF_CF32_LE;
@@ -507,11 +494,13 @@ static void sigmf_global(struct tap *t)
 	t->meta.channels = g->channels;
 	t->meta.pulses = g->pulses;
 	t->meta.samples = g->samples;
+	if (t->have_cfg)
+		config_ring_geometry(&t->cfg, CONFIG_RING_OUTPUT, &cfg_out);
 	if (t->mode)
 		snprintf(t->meta.output, sizeof(t->meta.output), "%s", t->mode);
 	else if (g->format == CHIRP_RING_SC16)
 		snprintf(t->meta.output, sizeof(t->meta.output), "input");
-	else if (t->have_cfg && g->format == out_ring_format(t->cfg.out_mode))
+	else if (t->have_cfg && g->format == cfg_out.format)
 		snprintf(t->meta.output, sizeof(t->meta.output), "%s", pc_output_name(t->cfg.out_mode));
 	snprintf(t->meta.recorder, sizeof(t->meta.recorder), "chirp-tap");
 	snprintf(t->meta.description, sizeof(t->meta.description), "CPIs from ring %.200s",

@@ -368,6 +368,15 @@ static int render_config_ini(FILE *out, json_t *reply)
 	if (json_is_string(json_object_get(reply, "path")))
 		fprintf(out, "# effective configuration of chirpd (read from %s)\n",
 			json_string_value(json_object_get(reply, "path")));
+	/* Keys the file changed that need a restart: running values below. */
+	v = json_object_get(reply, "restart_keys");
+	if (json_is_array(v) && json_array_size(v)) {
+		fputs("# needs a restart to apply the file's", out);
+		for (size_t i = 0; i < json_array_size(v); i++)
+			fprintf(out, "%s %s", i ? "," : "", json_string_value(json_array_get(v, i)) ?
+				json_string_value(json_array_get(v, i)) : "?");
+		fputs(" (running values below)\n", out);
+	}
 	json_object_foreach(cfg, sname, sec) {
 		fprintf(out, "%s[%s]\n", first ? "" : "\n", sname);
 		first = 0;

@@ -250,3 +250,13 @@ void tool_geom_apply(const struct tool_geom_opts *o, struct chirp_ring_geometry 
 	if (o->have_rate_hz)
 		g->sample_rate_hz = o->sample_rate_hz;
 }
+
+int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chirp_config *c,
+			  enum config_ring which)
+{
+	struct chirp_ring_geometry want;
+
+	config_ring_geometry(c, which, &want);
+	return g->channels == want.channels && g->pulses == want.pulses &&
+	       g->samples == want.samples && g->format == want.format;
+}

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "chirp/ring.h"
+#include "config.h"
 
 /* Strict parsers: the whole string must be the number. 0 or -EINVAL. */
 int tool_parse_u64(const char *s, uint64_t *v);
@@ -49,6 +50,12 @@ int tool_geom_opt(struct tool_geom_opts *o, const char *name, const char *arg,
 int tool_geom_given(const struct tool_geom_opts *o);
 /* Apply the given ones to g. */
 void tool_geom_apply(const struct tool_geom_opts *o, struct chirp_ring_geometry *g);
+
+/* 1 if ring geometry g holds CPIs of the shape and format that chirpd's
+ * input or output ring has for configuration c (config_ring_geometry; the
+ * slot count and sample rate may differ), else 0. */
+int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chirp_config *c,
+			  enum config_ring which);
 
 /* CLOCK_MONOTONIC in seconds. */
 double tool_now(void);

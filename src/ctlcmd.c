@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctlcmd.c — chirpd's control commands (the table control.c dispatches
+ * from; doc/control.md has the protocol), the one-line status systemd and
+ * `status` show, and the Prometheus text for `metrics` and the HTTP
+ * listener. Everything here runs on the main thread.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "stall.h"
+
+/* ---- status ------------------------------------------------------------- */
+
+const char *daemon_state_name(const struct daemon *d)
+{
+	if (d->stopping)
+		return "stopping";
+	if (d->broken)
+		return "failed";
+	return d->pl ? pipeline_state_name(pipeline_state(d->pl)) : "starting";
+}
+
+void daemon_status_line(struct daemon *d, char *buf, size_t len)
+{
+	uint64_t p99 = 0;
+	const struct stats_snapshot *s = d->snap_now;
+
+	if (d->pl && pipeline_state(d->pl) == PIPE_FAILED) {
+		snprintf(buf, len, "failed: %s", pipeline_error(d->pl));
+		return;
+	}
+	if (d->broken) {
+		snprintf(buf, len, "failed: %s", d->broken_why);
+		return;
+	}
+	if (d->snap_delta->lat_count)
+		p99 = stats_percentile(d->snap_delta, 0.99);
+	snprintf(buf, len, "%s: %.1f CPI/s, %.2f MS/s, p99 %.2f ms, in %llu out %llu, "
+		 "drops %llu, overruns %llu, gaps %llu%s%s",
+		 daemon_state_name(d), d->cpis_per_s, d->samples_per_s * 1e-6, (double)p99 * 1e-6,
+		 (unsigned long long)s->counter[ST_CPIS_IN], (unsigned long long)s->counter[ST_CPIS_OUT],
+		 (unsigned long long)s->counter[ST_OUTPUT_DROPS],
+		 (unsigned long long)s->counter[ST_INPUT_OVERRUNS],
+		 (unsigned long long)s->counter[ST_SEQUENCE_GAPS],
+		 d->last_reload_error[0] ? "; last reload failed: " : "", d->last_reload_error);
+}
+
+void daemon_notify_status(struct daemon *d)
+{
+	char line[512];
+
+	daemon_status_line(d, line, sizeof(line));
+	sd_notifyf(0, "STATUS=%s", line);
+}
+
+int daemon_render_metrics(void *ctx, char *buf, size_t len)
+{
+	struct daemon *d = ctx;
+	static struct stats_snapshot sn;   /* main thread only; 8 KiB off the stack */
+	struct control_stats cs = { 0 };
+	struct metrics_info mi = {
+		.state = daemon_state_name(d),
+		.backend = pc_backend_name(d->g->info.backend),
+		.version = chirpd_version,
+		.uptime_s = (double)(mono_ns() - d->start_ns) * 1e-9,
+		.samples_per_s = d->samples_per_s,
+		.cpis_per_s = d->cpis_per_s,
+		.numa_node = d->applied.node,
+		.realtime = d->applied.realtime,
+	};
+
+	if (d->ctl) {
+		control_get_stats(d->ctl, &cs);
+		mi.control_clients = cs.clients;
+	}
+	stats_snapshot(d->st, &sn);
+	return metrics_format(&sn, &mi, buf, len);
+}
+
+/* ---- control commands --------------------------------------------------- */
+
+static int cmd_version(void *ctx, const char *args, const struct control_peer *peer,
+		       json_t *reply, char *err, size_t errlen)
+{
+	(void)ctx; (void)args; (void)peer; (void)err; (void)errlen;
+	json_object_set_new(reply, "version", json_string(chirpd_version));
+	json_object_set_new(reply, "ring_abi", json_integer(CHIRP_RING_ABI_VERSION));
+	json_object_set_new(reply, "cuda_built", json_boolean(
+#ifdef CHIRP_HAVE_CUDA
+		1
+#else
+		0
+#endif
+		));
+	return 0;
+}
+
+static int cmd_status(void *ctx, const char *args, const struct control_peer *peer,
+		      json_t *reply, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+	const struct chirp_config *c = &d->g->cfg;
+	static const char *const rt_names[] = { "off", "preferred", "required" };
+	struct chirp_ring_stats rs;
+	char line[512];
+
+	(void)args; (void)peer; (void)err; (void)errlen;
+	json_object_set_new(reply, "state", json_string(daemon_state_name(d)));
+	if (d->pl && pipeline_state(d->pl) == PIPE_FAILED)
+		json_object_set_new(reply, "error", json_string(pipeline_error(d->pl)));
+	daemon_status_line(d, line, sizeof(line));
+	json_object_set_new(reply, "summary", json_string(line));
+	json_object_set_new(reply, "version", json_string(chirpd_version));
+	json_object_set_new(reply, "pid", json_integer(getpid()));
+	json_object_set_new(reply, "uptime_s", json_real((double)(mono_ns() - d->start_ns) * 1e-9));
+	json_object_set_new(reply, "config_path", json_string(d->config_path));
+	json_object_set_new(reply, "backend", json_string(pc_backend_name(d->g->info.backend)));
+	json_object_set_new(reply, "device", json_string(d->g->info.device));
+	json_object_set_new(reply, "staging", json_string(d->g->info.staging));
+	json_object_set_new(reply, "staging_threads", json_integer(d->g->info.staging_threads));
+	json_object_set_new(reply, "nfft", json_integer((json_int_t)d->g->info.nfft));
+	json_object_set_new(reply, "depth", json_integer(d->g->info.depth));
+	json_object_set_new(reply, "depth_choice", json_string(d->g->info.depth_choice));
+	json_object_set_new(reply, "busy_poll", json_boolean(d->g->info.busy_poll));
+	json_object_set_new(reply, "idle_spin_us", json_integer(d->g->info.idle_spin_us));
+	json_object_set_new(reply, "geometry", json_pack("{s:i, s:i, s:i, s:s, s:s, s:f}",
+		"channels", (int)c->channels, "pulses", (int)c->pulses, "samples", (int)c->samples,
+		"format", pc_format_name(c->format), "output", pc_output_name(c->out_mode),
+		"sample_rate_hz", c->wf.sample_rate_hz));
+	json_t *rings = json_object();
+	json_object_set_new(rings, "input", json_string(c->input_ring));
+	json_object_set_new(rings, "output", json_string(c->output_ring));
+	if (chirp_ring_stats(d->g->in, &rs) == 0)
+		json_object_set_new(rings, "input_epoch", json_integer((json_int_t)rs.epoch));
+	json_object_set_new(rings, "input_slots", json_integer(gen_in_slots(d->g)));
+	json_object_set_new(rings, "input_slots_auto", json_boolean(!d->g->slots_requested));
+	json_object_set_new(rings, "output_slots", json_integer(c->output_slots));
+	json_object_set_new(rings, "output_slots_auto", json_boolean(!d->g->out_slots_requested));
+	json_object_set_new(rings, "output_ms_at_capacity",
+			    json_real(gen_ring_ms(c->output_slots, d->g->capacity_cps)));
+	/* Buffer by time: what the input ring rides out, at capacity and now. */
+	json_object_set_new(rings, "capacity_cpi_per_s", json_real(d->g->capacity_cps));
+	json_object_set_new(rings, "input_ms_at_capacity",
+			    json_real(gen_ring_ms(gen_in_slots(d->g), d->g->capacity_cps)));
+	json_object_set_new(rings, "input_ms_at_current_rate",
+			    json_real(gen_ring_ms(gen_in_slots(d->g), d->cpis_per_s)));
+	json_object_set_new(rings, "buffer_ms", json_real(c->input_buffer_ms));
+	json_object_set_new(reply, "rings", rings);
+	json_object_set_new(reply, "numa", json_pack("{s:i, s:s, s:s, s:s, s:b, s:s}",
+		"node", d->applied.node, "source", d->plan.node_source, "cpus", d->applied.cpus,
+		"housekeeping_cpus", d->housekeeping,
+		"memory_locked", d->memory_locked, "memory", d->memory_note));
+	json_object_set_new(reply, "realtime", json_pack("{s:s, s:b, s:i, s:s}",
+		"requested", rt_names[c->realtime >= 0 && c->realtime <= 2 ? c->realtime : 0],
+		"applied", d->applied.realtime, "priority", d->applied.rt_priority,
+		"note", d->applied.realtime_note));
+	json_object_set_new(reply, "watchdog_usec", json_integer((json_int_t)d->wd_usec));
+	json_object_set_new(reply, "control_socket", json_string(control_path(d->ctl)));
+	json_object_set_new(reply, "metrics_listen", json_string(c->metrics_listen));
+	if (d->last_reload_error[0])
+		json_object_set_new(reply, "last_reload_error", json_string(d->last_reload_error));
+	return 0;
+}
+
+static json_t *stage_json(const struct stats_snapshot *s, int st)
+{
+	uint64_t n = s->stage_count[st];
+
+	return json_pack("{s:I, s:I, s:I}", "count", (json_int_t)n,
+			 "mean_ns", (json_int_t)(n ? s->stage_sum_ns[st] / n : 0),
+			 "max_ns", (json_int_t)s->stage_max_ns[st]);
+}
+
+static int cmd_stats(void *ctx, const char *args, const struct control_peer *peer,
+		     json_t *reply, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+	static struct stats_snapshot s;   /* main thread only */
+	json_t *lat, *stages, *recent;
+
+	(void)args; (void)peer; (void)err; (void)errlen;
+	stats_snapshot(d->st, &s);
+	for (int c = 0; c < ST_COUNTERS; c++)
+		json_object_set_new(reply, stats_counter_name(c), json_integer((json_int_t)s.counter[c]));
+	json_object_set_new(reply, "samples_per_s", json_real(d->samples_per_s));
+	json_object_set_new(reply, "cpis_per_s", json_real(d->cpis_per_s));
+	lat = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+			"count", (json_int_t)s.lat_count,
+			"mean_ns", (json_int_t)(s.lat_count ? s.lat_sum_ns / s.lat_count : 0),
+			"p50_ns", (json_int_t)stats_percentile(&s, 0.5),
+			"p99_ns", (json_int_t)stats_percentile(&s, 0.99),
+			"p999_ns", (json_int_t)stats_percentile(&s, 0.999),
+			"max_ns", (json_int_t)s.lat_max_ns);
+	json_object_set_new(reply, "latency", lat);
+	recent = json_pack("{s:I, s:I, s:I}",
+			   "count", (json_int_t)d->snap_delta->lat_count,
+			   "p50_ns", (json_int_t)stats_percentile(d->snap_delta, 0.5),
+			   "p99_ns", (json_int_t)stats_percentile(d->snap_delta, 0.99));
+	json_object_set_new(reply, "latency_last_interval", recent);
+	stages = json_object();
+	for (int st = 0; st < STG_STAGES; st++)
+		json_object_set_new(stages, stats_stage_name(st), stage_json(&s, st));
+	json_object_set_new(reply, "stages", stages);
+	json_object_set_new(reply, "consistent", json_boolean(s.consistent));
+	json_object_set_new(reply, "watchdog_pings", json_integer((json_int_t)d->wd_pings));
+	return 0;
+}
+
+static const char *const trace_flag_names[] = {
+	"delivered", "dropped", "skipped", "over_budget", "nonfinite", "discontinuity",
+};
+
+/* One flight-recorder record: stage stamps in us after the input commit. */
+static json_t *trace_json(const struct trace_cpi *r)
+{
+	json_t *o = json_object(), *t = json_object(), *fl = json_array();
+
+	if (!o || !t || !fl) {
+		json_decref(o);
+		json_decref(t);
+		json_decref(fl);
+		return NULL;
+	}
+	json_object_set_new(o, "seq", json_integer((json_int_t)r->seq));
+	json_object_set_new(o, "first_sample", json_integer((json_int_t)r->first_sample));
+	json_object_set_new(o, "timestamp_ns", json_integer((json_int_t)r->timestamp_ns));
+	json_object_set_new(o, "in_commit_mono_ns", json_integer((json_int_t)r->t[TR_IN_COMMIT]));
+	for (int i = TR_PEEK; i < TR_STAMPS; i++)
+		json_object_set_new(t, trace_stamp_name(i), r->t[i] && r->t[TR_IN_COMMIT] ?
+				    json_real((double)(int64_t)(r->t[i] - r->t[TR_IN_COMMIT]) * 1e-3) :
+				    json_null());
+	json_object_set_new(o, "t_us", t);
+	json_object_set_new(o, "latency_us", json_real((double)r->latency_ns * 1e-3));
+	json_object_set_new(o, "device_us", r->device_ns ? json_real((double)r->device_ns * 1e-3)
+							  : json_null());
+	json_object_set_new(o, "fill", json_integer(r->fill));
+	json_object_set_new(o, "in_flight", json_integer(r->in_flight));
+	json_object_set_new(o, "recomputed", json_integer(r->recomputed));
+	json_object_set_new(o, "chunks", json_integer(r->chunks));
+	json_object_set_new(o, "woken", json_integer(r->woken));
+	json_object_set_new(o, "absent", json_integer(r->absent));
+	if (r->stall_ns) {
+		/* The longest gap of the data thread's loop while this CPI
+		 * was in chirpd (stall.h): how long, the thread's CPU time in
+		 * it, what it was doing, where in the loop it was noticed. */
+		json_t *st = json_pack("{s:f, s:f, s:s, s:s}",
+				       "us", (double)r->stall_ns * 1e-3,
+				       "cpu_us", (double)r->stall_cpu_ns * 1e-3,
+				       "kind", stall_kind_name((enum stall_kind)r->stall_kind),
+				       "in", trace_where_name((enum trace_where)r->stall_where));
+		json_object_set_new(o, "stall", st ? st : json_null());
+	} else {
+		json_object_set_new(o, "stall", json_null());
+	}
+	for (unsigned b = 0; b < sizeof(trace_flag_names) / sizeof(trace_flag_names[0]); b++)
+		if (r->flags & (1u << b))
+			json_array_append_new(fl, json_string(trace_flag_names[b]));
+	json_object_set_new(o, "flags", fl);
+	return o;
+}
+
+static int cmd_trace(void *ctx, const char *args, const struct control_peer *peer,
+		     json_t *reply, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+	unsigned long n = 100;
+	unsigned got;
+	json_t *arr;
+
+	(void)peer;
+	if (*args) {
+		char *end;
+
+		errno = 0;
+		n = strtoul(args, &end, 10);
+		if (errno || *end || n < 1 || n > trace_capacity(d->trace) || args[0] == '-') {
+			snprintf(err, errlen, "trace: N must be a number of CPIs 1..%u "
+				 "(the recorder's size, [trace] records), not '%s'",
+				 trace_capacity(d->trace), args);
+			return -EINVAL;
+		}
+	}
+	got = trace_read(d->trace, d->trace_buf, (unsigned)n);
+	arr = json_array();
+	if (!arr)
+		return -ENOMEM;
+	for (unsigned i = 0; i < got; i++) {
+		json_t *o = trace_json(&d->trace_buf[i]);
+
+		if (!o || json_array_append_new(arr, o) < 0) {
+			json_decref(arr);
+			return -ENOMEM;
+		}
+	}
+	json_object_set_new(reply, "records", json_integer(trace_capacity(d->trace)));
+	json_object_set_new(reply, "total", json_integer((json_int_t)trace_total(d->trace)));
+	json_object_set_new(reply, "latency_budget_ms", json_real(d->g->cfg.latency_budget_ms));
+	json_object_set_new(reply, "stamps", json_string(
+		"t_us: microseconds after the producer committed the input (in_commit); "
+		"null = the stage did not happen"));
+	json_object_set_new(reply, "cpis", arr);
+	return 0;
+}
+
+/* "a.b,c.d" as a JSON array of strings (empty on "" or out of memory). */
+static json_t *keys_array(const char *csv)
+{
+	json_t *arr = json_array();
+	char buf[512], *k, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", csv);
+	for (k = strtok_r(buf, ",", &save); k && arr; k = strtok_r(NULL, ",", &save))
+		json_array_append_new(arr, json_string(k));
+	return arr ? arr : json_array();
+}
+
+static int cmd_config(void *ctx, const char *args, const struct control_peer *peer,
+		      json_t *reply, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+	json_t *c = config_to_json(&d->g->cfg);
+
+	(void)args; (void)peer;
+	if (!c) {
+		snprintf(err, errlen, "cannot render the configuration");
+		return -ENOMEM;
+	}
+	json_object_set_new(reply, "path", json_string(d->config_path));
+	json_object_set_new(reply, "config", c);
+	/* What the file says differently and only a restart applies: the
+	 * values above are the running ones. */
+	json_object_set_new(reply, "restart_keys", keys_array(d->restart_keys));
+	return 0;
+}
+
+static int cmd_reload(void *ctx, const char *args, const struct control_peer *peer,
+		      json_t *reply, char *err, size_t errlen)
+{
+	(void)args;
+	log_info("reload requested by pid %d uid %u", (int)peer->pid, (unsigned)peer->uid);
+	return daemon_reload(ctx, reply, err, errlen);
+}
+
+/* Wait (bounded) until the data path shows the wanted state. */
+static void wait_state(struct daemon *d, enum pipeline_state want, int ms)
+{
+	for (int i = 0; i < ms && pipeline_state(d->pl) != want; i++) {
+		struct timespec t = { 0, 1000000 };
+		nanosleep(&t, NULL);
+	}
+}
+
+/* pause (on = 1) or resume (on = 0) the data thread and wait until it says so. */
+static int set_paused(struct daemon *d, int on, const struct control_peer *peer,
+		      json_t *reply, char *err, size_t errlen)
+{
+	if (pipeline_state(d->pl) == PIPE_FAILED || d->stopping) {
+		snprintf(err, errlen, "data path is %s", daemon_state_name(d));
+		return -EIO;
+	}
+	pipeline_pause(d->pl, on);
+	wait_state(d, on ? PIPE_PAUSED : PIPE_RUNNING, 1000);
+	log_notice("%s (pid %d)", on ? "paused" : "resumed", (int)peer->pid);
+	json_object_set_new(reply, "state", json_string(daemon_state_name(d)));
+	daemon_notify_status(d);
+	return 0;
+}
+
+static int cmd_pause(void *ctx, const char *args, const struct control_peer *peer,
+		     json_t *reply, char *err, size_t errlen)
+{
+	(void)args;
+	return set_paused(ctx, 1, peer, reply, err, errlen);
+}
+
+static int cmd_resume(void *ctx, const char *args, const struct control_peer *peer,
+		      json_t *reply, char *err, size_t errlen)
+{
+	(void)args;
+	return set_paused(ctx, 0, peer, reply, err, errlen);
+}
+
+static int cmd_metrics(void *ctx, const char *args, const struct control_peer *peer,
+		       json_t *reply, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+	int n;
+
+	(void)args; (void)peer;
+	n = daemon_render_metrics(d, d->mbuf, METRICS_BUF);
+	if (n < 0) {
+		snprintf(err, errlen, "metrics: %s", strerror(-n));
+		return n;
+	}
+	json_object_set_new(reply, "text", json_stringn(d->mbuf, (size_t)n));
+	return 0;
+}
+
+static int cmd_log_level(void *ctx, const char *args, const struct control_peer *peer,
+			 json_t *reply, char *err, size_t errlen)
+{
+	int lv = log_level_parse(args);
+
+	(void)ctx;
+	if (lv < 0 || lv < LOG_ERR) {
+		snprintf(err, errlen, "unknown level '%.32s' (error|warning|notice|info|debug)", args);
+		return -EINVAL;
+	}
+	log_set_level(lv);
+	log_notice("log level %s (pid %d)", log_level_name(lv), (int)peer->pid);
+	json_object_set_new(reply, "level", json_string(log_level_name(lv)));
+	return 0;
+}
+
+const struct control_cmd daemon_commands[] = {
+	{ .name = "version", .fn = cmd_version, .help = "chirpd version and build" },
+	{ .name = "status", .fn = cmd_status,
+	  .help = "state, backend and device, NUMA/real-time applied, uptime, config, geometry" },
+	{ .name = "stats", .fn = cmd_stats,
+	  .help = "counters, rates, latency p50/p99/p999/max, time per stage" },
+	{ .name = "config", .fn = cmd_config, .help = "the effective configuration" },
+	{ .name = "trace", .fn = cmd_trace, .usage = "[N]",
+	  .help = "flight recorder: stage timestamps of the last N CPIs (default 100)" },
+	{ .name = "metrics", .fn = cmd_metrics, .help = "Prometheus text exposition" },
+	{ .name = "reload", .mutating = 1, .fn = cmd_reload,
+	  .help = "re-read the configuration file and apply it between CPIs" },
+	{ .name = "pause", .mutating = 1, .fn = cmd_pause, .help = "stop taking CPIs" },
+	{ .name = "resume", .mutating = 1, .fn = cmd_resume, .help = "take CPIs again" },
+	{ .name = "log-level", .mutating = 1, .fn = cmd_log_level, .usage = "LEVEL",
+	  .help = "set the log level (error|warning|notice|info|debug)" },
+	{ .name = NULL },
+};

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * daemon.h — what chirpd's own files share: a generation (struct gen, one
+ * configuration's resources), the daemon's state (struct daemon, owned by
+ * the main thread) and the functions of each part:
+ *   gen.c      generations: build, attach rings, destroy; ring sizing
+ *   reload.c   re-read the configuration and swap generations between CPIs
+ *   ctlcmd.c   the control commands, the status line and the metrics text
+ *   chirpd.c   main: options, --check, start-up, the event loop, signals
+ * Everything here runs on the main thread; the data thread (pipeline.c)
+ * sees only the pipeline generation a struct gen hands it.
+ */
+#ifndef CHIRP_DAEMON_H
+#define CHIRP_DAEMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "chirp/pc.h"
+#include "chirp/ring.h"
+#include "config.h"
+#include "control.h"
+#include "metrics.h"
+#include "pipeline.h"
+#include "stats.h"
+#include "sysnuma.h"
+#include "trace.h"
+
+#define SWAP_TIMEOUT_MS    5000     /* reload: data path reaches a CPI boundary */
+#define METRICS_BUF        (64 * 1024)
+
+/* chirpd's version (CHIRP_VERSION in chirpd.c). */
+extern const char chirpd_version[];
+
+/* One configuration's resources. Rings and the output fd may be shared
+ * with the previous generation (borrowed) until the swap succeeds. */
+struct gen {
+	struct chirp_config cfg;
+	float *ref;
+	size_t ref_len;
+	struct pc *pc;
+	struct pc_info info;
+	struct chirp_ring *in, *out;
+	int in_borrowed, out_borrowed;
+	int out_fd, fd_borrowed;
+	struct pipeline_gen *pg;
+	double capacity_cps;              /* pc_calibrate at creation, CPI/s (0: unknown) */
+	unsigned slots_requested;         /* [input] slots as configured (0 = auto) */
+	unsigned out_slots_requested;     /* [output] slots as configured (0 = auto) */
+};
+
+struct daemon {
+	const char *config_path;
+	struct gen *g;
+	struct stats *st;
+	struct pipeline *pl;
+	struct control *ctl;
+	struct metrics_http *mh;
+	int epfd, sigfd, tfd, efd;
+
+	struct sysnuma_plan plan;
+	int plan_ready;                   /* plan resolved (after the first pc) */
+	struct sysnuma_applied applied;   /* data thread + memory lock        */
+	char housekeeping[256];           /* cpus of the main thread when moved
+					     off [numa] cpus ("" = not moved) */
+	int memory_locked;
+	char memory_note[160];
+
+	uint64_t start_ns;                /* CLOCK_MONOTONIC                   */
+	uint64_t wd_usec;                 /* 0 = no watchdog                   */
+	uint64_t wd_last_ns, wd_last_hb;
+	uint64_t wd_pings;
+	int wd_stalled;                   /* logged once per stall              */
+
+	struct trace *trace;              /* flight recorder ([trace] records) */
+	struct trace_cpi *trace_buf;      /* the recorder's size, for replies   */
+	uint64_t over_logged;             /* over_last value already logged    */
+	uint64_t over_count_logged;       /* ST_OVER_BUDGET when last logged   */
+	uint64_t over_log_ns;
+
+	struct stats_snapshot *snap_prev, *snap_now, *snap_delta;
+	uint64_t stats_last_ns;
+	double samples_per_s, cpis_per_s;
+
+	int stopping;
+	uint64_t stop_deadline_ns;
+	int failed_reported;
+	int exit_code;
+	char *mbuf;                       /* metrics text for the control reply */
+	char last_reload_error[256];
+	char restart_keys[512];           /* restart-only keys whose value in the
+					     file differs from the running one, as
+					     the last applied reload found them
+					     ("a.b,c.d"; "" = none)            */
+	int broken;                       /* a failed reload left no rings     */
+	char broken_why[320];
+};
+
+/* CLOCK_MONOTONIC in ns. */
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- gen.c ---------------------------------------------------------------- */
+
+/*
+ * Build a generation for cfg, in two steps. gen_create: reference, pc,
+ * output file, and the rings of old (a reload; NULL at start) whose
+ * geometry is unchanged (borrowed); a ring that must change is left NULL.
+ * gen_attach: create the missing rings (a new input ring retires the old
+ * one: producers see -ESTALE and re-attach) and the pipeline generation;
+ * *created (may be NULL) gets bit 0 for a new input ring, bit 1 for a new
+ * output ring. Between the two a reload parks the data thread and lets go
+ * of the old rings, because a ring cannot be re-created while we are still
+ * attached to it. Both return NULL / a negative errno with err set.
+ */
+struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
+		       struct gen *old, char *err, size_t errlen);
+int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, size_t errlen);
+/* Frees g and what it owns (not what it borrowed); g may be NULL. */
+void gen_destroy(struct gen *g);
+
+/* Slots of g's input ring (as configured while it has none). */
+unsigned gen_in_slots(const struct gen *g);
+/* Milliseconds of input a ring of n slots holds at rate cps (0: unknown). */
+double gen_ring_ms(unsigned n, double cps);
+/* Log how much time the input ring holds at capacity; warn below buffer_ms. */
+void gen_report_slack(const struct gen *g);
+
+/* Pin pc's own threads to the data path's cpus (d->plan); warns on failure. */
+void daemon_bind_backend_threads(const struct daemon *d, struct pc *pc);
+
+/* ---- reload.c ------------------------------------------------------------- */
+
+/*
+ * Parse the configuration file again and apply it between CPIs. reply may
+ * be NULL (SIGHUP). Returns 0 or a negative errno with err set; the old
+ * configuration keeps running on any error.
+ */
+int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen);
+
+/* ---- ctlcmd.c ------------------------------------------------------------- */
+
+/* The control socket's commands; ctx is the struct daemon. */
+extern const struct control_cmd daemon_commands[];
+
+/* "running", "paused", ..., "failed", "stopping", "starting". */
+const char *daemon_state_name(const struct daemon *d);
+/* One line: state, rates, p99, counters, a failed reload. */
+void daemon_status_line(struct daemon *d, char *buf, size_t len);
+/* The status line to systemd (STATUS=). */
+void daemon_notify_status(struct daemon *d);
+/* Prometheus text into buf (metrics_http's callback; ctx is the daemon). */
+int daemon_render_metrics(void *ctx, char *buf, size_t len);
+
+#endif /* CHIRP_DAEMON_H */

@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gen.c — chirpd's generations (daemon.h): everything one configuration
+ * uses (reference, pc, rings, output file, pipeline generation), built next
+ * to the running one on a reload so that what is unchanged is kept, and
+ * the sizing of rings with slots = auto from the capacity measured on the
+ * new pc.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "waveform.h"
+
+#define AUTO_SLOTS_MIN     16       /* slots = auto never sizes below this    */
+
+static int same_geometry(const struct chirp_ring_geometry *a, const struct chirp_ring_geometry *b)
+{
+	return a->channels == b->channels && a->pulses == b->pulses && a->samples == b->samples &&
+	       a->format == b->format && a->slots == b->slots &&
+	       a->sample_rate_hz == b->sample_rate_hz;
+}
+
+/* huge: back with huge pages; foreign: adopt an existing object owned by
+ * another uid ([input]/[output] allow_foreign_owner). */
+static void ring_opts(const struct chirp_config *c, struct chirp_ring_opts *o, int huge,
+		      int foreign)
+{
+	memset(o, 0, sizeof(*o));
+	o->hugepages = huge;
+	o->allow_foreign_owner = foreign;
+	o->group = (gid_t)-1;
+	if (c->control_group[0]) {
+		/* The control group also gets the rings (digitizer, consumers). */
+		struct group *gr = getgrnam(c->control_group);
+
+		if (gr) {
+			o->group = gr->gr_gid;
+			o->mode = 0660;
+		}
+	}
+}
+
+void gen_destroy(struct gen *g)
+{
+	if (!g)
+		return;
+	pipeline_gen_destroy(g->pg);      /* before the pc it registered with */
+	pc_destroy(g->pc);
+	if (g->in && !g->in_borrowed)
+		chirp_ring_detach(g->in);
+	if (g->out && !g->out_borrowed)
+		chirp_ring_detach(g->out);
+	if (g->out_fd >= 0 && !g->fd_borrowed)
+		close(g->out_fd);
+	free(g->ref);
+	free(g);
+}
+
+/* Whether CPIs of x's and y's configurations are the same work for the
+ * backend: shape, formats, device and how it is fed (what both tests
+ * below need; the keys that are restart-only are equal on a reload). */
+static int same_cpi(const struct chirp_config *x, const struct chirp_config *y)
+{
+	return x->channels == y->channels && x->pulses == y->pulses &&
+	       x->samples == y->samples && x->format == y->format && x->out_mode == y->out_mode &&
+	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging &&
+	       x->idle_spin_us == y->idle_spin_us &&
+	       x->staging_threads == y->staging_threads;
+}
+
+/* Whether a CPI of x's configuration keeps the CUDA depth streams = auto
+ * chose for y's (checked before the new pc exists). */
+static int same_shape(const struct chirp_config *x, const struct chirp_config *y)
+{
+	return same_cpi(x, y) && x->backend == y->backend &&
+	       !strcmp(x->gpu_bus_id, y->gpu_bus_id) && x->nfft == y->nfft;
+}
+
+/* Whether a and b's pcs do the same work on the same device, so a
+ * capacity measured for one holds for the other (a reload that changed
+ * nothing of the kind need not measure again under live load). */
+static int same_work(const struct gen *a, const struct gen *b)
+{
+	return a->info.backend == b->info.backend && a->info.nfft == b->info.nfft &&
+	       a->info.depth == b->info.depth && same_cpi(&a->cfg, &b->cfg) &&
+	       a->cfg.cpu_threads == b->cfg.cpu_threads;
+}
+
+/*
+ * slots = auto for a ring of cpi-byte slots: the smallest power of two
+ * that holds [input] buffer_ms of CPIs at the measured capacity, at least
+ * AUTO_SLOTS_MIN, and no more than an eighth of the machine's memory (then
+ * the largest that fits, with a warning: the operator asked for more slack
+ * than the host can pin). The output ring gets the same time as the input
+ * ring: after a stall chirpd delivers its backlog at full capacity, and a
+ * consumer must be able to fall behind by as long without results lost.
+ */
+static unsigned auto_slots(const struct gen *g, uint64_t cpi, const char *which)
+{
+	double want = ceil(g->cfg.input_buffer_ms * 1e-3 * g->capacity_cps);
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t budget = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 8 : 0;
+	unsigned n = AUTO_SLOTS_MIN;
+
+	while (n < 65536 && n < want)
+		n *= 2;
+	if (budget && cpi) {
+		unsigned fit = n;
+
+		while (fit > 2 && (uint64_t)fit * cpi > budget)
+			fit /= 2;
+		if (fit < n) {
+			log_warn("[%s] slots = auto: %u slots (%.0f ms at %.0f CPI/s) would take more "
+				 "than an eighth of this machine's memory; using %u",
+				 which, n, g->cfg.input_buffer_ms, g->capacity_cps, fit);
+			n = fit;
+		}
+	}
+	return n;
+}
+
+double gen_ring_ms(unsigned n, double cps)
+{
+	return cps > 0 ? (double)n / cps * 1e3 : 0;
+}
+
+unsigned gen_in_slots(const struct gen *g)
+{
+	struct chirp_ring_geometry geo;
+
+	if (!g->in)
+		return g->cfg.input_slots;
+	chirp_ring_geometry(g->in, &geo);
+	return geo.slots;
+}
+
+void gen_report_slack(const struct gen *g)
+{
+	unsigned n = gen_in_slots(g);
+	double ms = gen_ring_ms(n, g->capacity_cps);
+
+	if (g->capacity_cps <= 0) {
+		log_warn("input ring %s: %u slots; capacity unknown (measurement failed), so the "
+			 "time they hold is unknown", g->cfg.input_ring, n);
+		return;
+	}
+	log_info("input ring %s: %u slots = %.1f ms at the measured capacity of %.0f CPI/s "
+		 "(%s, buffer_ms %g); output ring %s: %u slots = %.1f ms", g->cfg.input_ring, n, ms,
+		 g->capacity_cps, g->slots_requested ? "slots fixed" : "slots = auto",
+		 g->cfg.input_buffer_ms, g->cfg.output_ring, g->cfg.output_slots,
+		 gen_ring_ms(g->cfg.output_slots, g->capacity_cps));
+	if (ms < g->cfg.input_buffer_ms) {
+		unsigned need = 2;
+
+		while (need < 65536 && gen_ring_ms(need, g->capacity_cps) < g->cfg.input_buffer_ms)
+			need *= 2;
+		log_warn("input ring %s holds only %.1f ms of CPIs at capacity, less than [input] "
+			 "buffer_ms = %g: a stall longer than that loses CPIs (slots = auto, or "
+			 "slots = %u)", g->cfg.input_ring, ms, g->cfg.input_buffer_ms, need);
+	}
+}
+
+/*
+ * The backend's own threads (FFTW workers, staging copiers) were made by
+ * the main thread and inherit its affinity; run them on the data path's
+ * cpus ([numa] cpus, or the node's), as the data thread is. Not fatal:
+ * unpinned threads compute the same, with a warning.
+ */
+void daemon_bind_backend_threads(const struct daemon *d, struct pc *pc)
+{
+	char cpus[256];
+	int n;
+
+	if (!d->plan.have_cpus)
+		return;
+	n = pc_bind_threads(pc, &d->plan.cpus);
+	if (n < 0) {
+		log_warn("numa: backend threads not pinned: pthread_setaffinity_np: %s", strerror(-n));
+		return;
+	}
+	if (n > 0) {
+		sysnuma_format_cpus(&d->plan.cpus, cpus, sizeof(cpus));
+		log_info("numa: %d backend thread%s pinned to cpus %s", n, n == 1 ? "" : "s", cpus);
+	}
+}
+
+/* Reference and pc for g->cfg. streams = auto measures depths on the GPU
+ * for a second or two: on a reload that leaves the CPI's shape alone, the
+ * depth chosen at start is kept rather than measured next to the live data
+ * path. */
+static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen *old,
+			char *err, size_t errlen)
+{
+	struct pc_params pp;
+	char why[256];
+
+	if (wf_build(config_wf(&g->cfg), g->cfg.samples, &g->ref, &g->ref_len, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "[waveform] %s", why);
+		return -EINVAL;
+	}
+	config_pc_params(&g->cfg, &pp);
+	pp.ref = g->ref;
+	pp.ref_len = g->ref_len;
+	if (old && pp.streams == 0 && old->cfg.streams == 0 && old->info.depth_choice[0] &&
+	    same_shape(&old->cfg, &g->cfg))
+		pp.streams = old->info.depth;
+	g->pc = pc_create(&pp, why, sizeof(why));
+	if (!g->pc) {
+		snprintf(err, errlen, "pulse compression (%s backend): %s",
+			 pc_backend_name(pp.backend), why);
+		return -EINVAL;
+	}
+	pc_get_info(g->pc, &g->info);
+	if (pp.streams && !g->cfg.streams)   /* auto, depth kept from old (above) */
+		snprintf(g->info.depth_choice, sizeof(g->info.depth_choice), "%s",
+			 old->info.depth_choice);
+	/* A reload's pc: its threads where the data path runs, before it is
+	 * measured (the first pc is pinned once the plan exists). */
+	if (d->plan_ready)
+		daemon_bind_backend_threads(d, g->pc);
+	return 0;
+}
+
+/* Capacity, for slots = auto and for saying what the ring holds: old's
+ * when the work is the same, else measured (which also warms the backend
+ * up before live data); 0 when the measurement fails. */
+static void gen_measure_capacity(struct gen *g, const struct gen *old)
+{
+	char why[256];
+
+	if (old && same_work(old, g) && old->capacity_cps > 0) {
+		g->capacity_cps = old->capacity_cps;
+	} else if (pc_calibrate(g->pc, &g->capacity_cps, why, sizeof(why)) < 0) {
+		log_warn("capacity measurement failed: %s", why);
+		g->capacity_cps = 0;
+	} else {
+		log_info("capacity: %.0f CPI/s (%.2f GS/s) measured with depth %u",
+			 g->capacity_cps, g->capacity_cps * g->cfg.channels * g->cfg.pulses *
+			 g->cfg.samples * 1e-9, g->info.depth);
+	}
+}
+
+/* slots = auto becomes a count (auto_slots); a reload that changed neither
+ * the work nor buffer_ms keeps the rings it has. */
+static void gen_size_rings(struct gen *g, const struct gen *old)
+{
+	int keep = old && same_work(old, g) && old->cfg.input_buffer_ms == g->cfg.input_buffer_ms;
+	uint64_t rows = (uint64_t)g->cfg.channels * g->cfg.pulses * g->cfg.samples;
+
+	g->slots_requested = g->cfg.input_slots;
+	g->out_slots_requested = g->cfg.output_slots;
+	if (!g->cfg.input_slots)
+		g->cfg.input_slots = keep && !old->slots_requested ? old->cfg.input_slots :
+			auto_slots(g, rows * pc_format_sample_bytes(g->cfg.format), "input");
+	if (!g->cfg.output_slots)
+		g->cfg.output_slots = keep && !old->out_slots_requested ? old->cfg.output_slots :
+			auto_slots(g, rows * pc_output_sample_bytes(g->cfg.out_mode), "output");
+}
+
+/* Borrow old's rings whose geometry, name (and huge pages) g keeps. */
+static void gen_borrow_rings(struct gen *g, const struct gen *old)
+{
+	struct chirp_ring_geometry gi, go, ogi, ogo;
+
+	config_ring_geometry(&g->cfg, CONFIG_RING_INPUT, &gi);
+	config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &go);
+	config_ring_geometry(&old->cfg, CONFIG_RING_INPUT, &ogi);
+	config_ring_geometry(&old->cfg, CONFIG_RING_OUTPUT, &ogo);
+	if (old->in && same_geometry(&gi, &ogi) &&
+	    old->cfg.input_hugepages == g->cfg.input_hugepages &&
+	    !strcmp(old->cfg.input_ring, g->cfg.input_ring)) {
+		g->in = old->in;
+		g->in_borrowed = 1;
+	}
+	if (old->out && same_geometry(&go, &ogo) &&
+	    !strcmp(old->cfg.output_ring, g->cfg.output_ring)) {
+		g->out = old->out;
+		g->out_borrowed = 1;
+	}
+}
+
+/* [output] file: old's descriptor for the same path, else opened to append. */
+static int gen_open_output_file(struct gen *g, const struct gen *old, char *err, size_t errlen)
+{
+	if (!g->cfg.output_file[0])
+		return 0;
+	if (old && old->out_fd >= 0 && !strcmp(old->cfg.output_file, g->cfg.output_file)) {
+		g->out_fd = old->out_fd;
+		g->fd_borrowed = 1;
+		return 0;
+	}
+	g->out_fd = open(g->cfg.output_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (g->out_fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "[output] file %s: %s", g->cfg.output_file, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
+		       struct gen *old, char *err, size_t errlen)
+{
+	struct gen *g = calloc(1, sizeof(*g));
+
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	g->cfg = *cfg;
+	g->out_fd = -1;
+	if (gen_build_pc(d, g, old, err, errlen) < 0)
+		goto fail;
+	gen_measure_capacity(g, old);
+	gen_size_rings(g, old);
+	if (old)
+		gen_borrow_rings(g, old);
+	if (gen_open_output_file(g, old, err, errlen) < 0)
+		goto fail;
+	return g;
+fail:
+	gen_destroy(g);
+	return NULL;
+}
+
+/* The input ring, created (or re-attached by chirp_ring_create) as the
+ * consumer and bound to the data path's node. */
+static int gen_attach_input(const struct daemon *d, struct gen *g, char *err, size_t errlen)
+{
+	struct chirp_ring_geometry geo;
+	struct chirp_ring_opts opts;
+	char why[256];
+	void *base;
+	size_t len;
+
+	config_ring_geometry(&g->cfg, CONFIG_RING_INPUT, &geo);
+	ring_opts(&g->cfg, &opts, g->cfg.input_hugepages, g->cfg.input_allow_foreign_owner);
+	g->in = chirp_ring_create(g->cfg.input_ring, &geo, CHIRP_RING_CONSUMER, &opts,
+				  why, sizeof(why));
+	if (!g->in) {
+		snprintf(err, errlen, "input ring %s: %s", g->cfg.input_ring, why);
+		return -EIO;
+	}
+	if (d->plan.node >= 0) {
+		chirp_ring_data(g->in, &base, &len);
+		if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
+			log_warn("input ring: %s", why);
+	}
+	return 0;
+}
+
+/* The output ring, as the producer, bound to the data path's node. */
+static int gen_attach_output(const struct daemon *d, struct gen *g, char *err, size_t errlen)
+{
+	struct chirp_ring_geometry geo;
+	struct chirp_ring_opts opts;
+	struct chirp_ring_stats rst;
+	char why[256];
+	void *base;
+	size_t len;
+	int cont;
+
+	config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &geo);
+	ring_opts(&g->cfg, &opts, 0, g->cfg.output_allow_foreign_owner);
+	g->out = chirp_ring_create(g->cfg.output_ring, &geo, CHIRP_RING_PRODUCER, &opts,
+				   why, sizeof(why));
+	if (!g->out) {
+		snprintf(err, errlen, "output ring %s: %s", g->cfg.output_ring, why);
+		return -EIO;
+	}
+	/* Our results continue the previous chirpd's when it stopped
+	 * cleanly: we resume the input where it left off, and input gaps
+	 * come flagged (doc/ring.md, "Continuity across a restart"). */
+	cont = chirp_ring_set_continuous(g->out);
+	if (chirp_ring_stats(g->out, &rst) == 0 && rst.committed > 0) {
+		if (cont == 1)
+			log_notice("output ring %s: the previous chirpd stopped cleanly; "
+				   "continuing its stream", g->cfg.output_ring);
+		else
+			log_notice("output ring %s: the previous producer did not stop "
+				   "cleanly; the first result carries DISCONTINUITY",
+				   g->cfg.output_ring);
+	}
+	if (d->plan.node >= 0) {
+		chirp_ring_data(g->out, &base, &len);
+		if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
+			log_warn("output ring: %s", why);
+	}
+	return 0;
+}
+
+int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, size_t errlen)
+{
+	char why[256];
+	int rc;
+
+	if (created)
+		*created = 0;
+	if (!g->in) {
+		if ((rc = gen_attach_input(d, g, err, errlen)) < 0)
+			return rc;
+		if (created)
+			*created |= 1;
+	}
+	if (!g->out) {
+		if ((rc = gen_attach_output(d, g, err, errlen)) < 0)
+			return rc;
+		if (created)
+			*created |= 2;
+	}
+	if (!g->pg) {
+		g->pg = pipeline_gen_create(g->in, g->out, g->pc, g->out_fd, d->plan.node,
+					    why, sizeof(why));
+		if (!g->pg) {
+			snprintf(err, errlen, "%s", why);
+			return -EINVAL;
+		}
+	}
+	pc_get_info(g->pc, &g->info);     /* staging may have changed */
+	return 0;
+}
