@@ -89,11 +89,22 @@ static int same_shape(const struct chirp_config *x, const struct chirp_config *y
 /* Whether a and b's pcs do the same work on the same device, so a
  * capacity measured for one holds for the other (a reload that changed
  * nothing of the kind need not measure again under live load). */
+/* The [processing] tuning keys: they change the speed, so a generation
+ * that differs in any of them must measure its own capacity. */
+static int same_tuning(const struct chirp_config *x, const struct chirp_config *y)
+{
+	return x->fftw_planner == y->fftw_planner && !strcmp(x->fftw_wisdom, y->fftw_wisdom) &&
+	       x->takeover == y->takeover && x->cpu_block_kib == y->cpu_block_kib &&
+	       x->cuda_graphs == y->cuda_graphs && x->cuda_chunks == y->cuda_chunks &&
+	       x->cuda_idle_chunks == y->cuda_idle_chunks &&
+	       x->cuda_spin_us == y->cuda_spin_us && x->staging_nt == y->staging_nt;
+}
+
 static int same_work(const struct gen *a, const struct gen *b)
 {
 	return a->info.backend == b->info.backend && a->info.nfft == b->info.nfft &&
 	       a->info.depth == b->info.depth && same_cpi(&a->cfg, &b->cfg) &&
-	       a->cfg.cpu_threads == b->cfg.cpu_threads;
+	       a->cfg.cpu_threads == b->cfg.cpu_threads && same_tuning(&a->cfg, &b->cfg);
 }
 
 /*
