@@ -10,9 +10,10 @@
  * Defaults: the two CPIs of issue 2 (4x128x4096 with a 512-sample chirp,
  * 16x128x9000 with a 1000-sample chirp), cf32 in, complex out, threads
  * "1,2", FFTW_PATIENT plans (--planner estimate|measure|patient sets
- * CHIRP_FFTW_PLANNER; --estimate = --planner estimate). Patient planning
- * takes about a minute per CPI shape: set CHIRP_FFTW_WISDOM=FILE (make bench
- * does) to keep the plans between runs. Per configuration: 2 warm-up CPIs, then CPIs until S seconds
+ * pc_params.tune.fftw_planner; --estimate = --planner estimate). Patient
+ * planning takes about a minute per CPI shape: set CHIRP_FFTW_WISDOM=FILE
+ * (make bench does; this program passes it as tune.fftw_wisdom) to keep
+ * the plans between runs. Per configuration: 2 warm-up CPIs, then CPIs until S seconds
  * (default 2) and at least 5 have run; the median CPI time is reported
  * (and the fastest, which on a shared, noisy machine is the steadier
  * figure for comparing two builds).
@@ -43,6 +44,9 @@ static void usage(FILE *f)
 }
 
 /* Run one configuration; 0 on success. */
+/* FFTW planner and wisdom file for every pc this program makes. */
+static struct pc_tuning tuning;
+
 static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_output mode,
 	       size_t nfft, double seconds, int tsv)
 {
@@ -69,6 +73,8 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 		goto out;
 	}
 	pc_params_init(&p);
+	p.tune.fftw_planner = tuning.fftw_planner;
+	p.tune.fftw_wisdom = tuning.fftw_wisdom;
 	p.channels = c->C;
 	p.pulses = c->P;
 	p.samples = c->R;
@@ -218,7 +224,17 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	setenv("CHIRP_FFTW_PLANNER", planner, 1);
+	if (!strcmp(planner, "estimate")) {
+		tuning.fftw_planner = PC_FFTW_ESTIMATE;
+	} else if (!strcmp(planner, "measure")) {
+		tuning.fftw_planner = PC_FFTW_MEASURE;
+	} else if (!strcmp(planner, "patient")) {
+		tuning.fftw_planner = PC_FFTW_PATIENT;
+	} else {
+		fprintf(stderr, "bench_pc: --planner %s: estimate, measure or patient\n", planner);
+		return 2;
+	}
+	tuning.fftw_wisdom = getenv("CHIRP_FFTW_WISDOM");
 
 	if (!tsv) {
 		printf("bench_pc: CPU backend (FFTW %s plans%s), median of >= 5 CPIs over %.1f s\n",

@@ -12,11 +12,11 @@
  * Each round runs the same pc configuration twice, S seconds each, and
  * pools every CPI's submit-to-result time per mode; the order alternates
  * between rounds so drift in the machine's load hits both alike. The two
- * modes (--compare): takeover (default) CHIRP_PC_TAKEOVER=1 against =0, at
+ * modes (--compare): takeover (default) tune.takeover on against off, at
  * --rate; pacing: back to back against paced at --rate (which then must be
  * set), the take-over as the backend chooses; blocks: the backend's own
  * block size (balanced over the threads, pc_cpu.c) against a fixed
- * CHIRP_PC_BLOCK_KIB=K (--block-kib, default 256: the size before the
+ * tune.block_kib = K (--block-kib, default 256: the size before the
  * balancing), at --rate. --rate paces the CPIs on an
  * absolute schedule (never bursting; a late CPI restarts the schedule), as
  * a front end would; 0 runs them back to back. --spin waits for each tick
@@ -92,9 +92,9 @@ static void *noise_main(void *arg)
 	return NULL;
 }
 
-/* takeover: 1 / 0 sets CHIRP_PC_TAKEOVER, -1 leaves it to the backend;
- * block_kib: CHIRP_PC_BLOCK_KIB, NULL for the backend's choice. */
-static int run_mode(const struct pc_params *p0, int takeover, const char *block_kib,
+/* takeover: pc_params.tune.takeover (AUTO leaves it to the backend);
+ * block_kib: tune.block_kib, 0 for the backend's choice. */
+static int run_mode(const struct pc_params *p0, enum pc_switch takeover, unsigned block_kib,
 		    double seconds, double rate,
 		    char *const *in, char *const *out, int nbuf, struct mode_stats *st)
 {
@@ -105,13 +105,9 @@ static int run_mode(const struct pc_params *p0, int takeover, const char *block_
 	uint64_t period = rate > 0 ? (uint64_t)(1e9 / rate) : 0, next, end;
 	int rc = -1;
 
-	if (takeover >= 0)
-		setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
-	if (block_kib)
-		setenv("CHIRP_PC_BLOCK_KIB", block_kib, 1);
+	p.tune.takeover = takeover;
+	p.tune.block_kib = block_kib;
 	pc = pc_create(&p, err, sizeof(err));
-	unsetenv("CHIRP_PC_TAKEOVER");
-	unsetenv("CHIRP_PC_BLOCK_KIB");
 	if (!pc) {
 		fprintf(stderr, "bench_pc_tail: pc_create: %s\n", err);
 		return -1;
@@ -311,8 +307,9 @@ int main(int argc, char **argv)
 		for (int j = 0; j < 2; j++) {
 			int m = (r + j) % 2;   /* mode 0 first in even rounds */
 
-			if (run_mode(&p, cmp == CMP_TAKEOVER ? m == 0 : -1,
-				     cmp == CMP_BLOCKS && m == 1 ? block_kib : NULL,
+			if (run_mode(&p, cmp != CMP_TAKEOVER ? PC_SWITCH_AUTO :
+				     m == 0 ? PC_SWITCH_ON : PC_SWITCH_OFF,
+				     cmp == CMP_BLOCKS && m == 1 ? (unsigned)atoi(block_kib) : 0,
 				     seconds, cmp == CMP_PACING && m == 0 ? 0 : rate,
 				     in, out, nbuf, &st[m]) < 0)
 				return 1;

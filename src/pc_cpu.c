@@ -485,10 +485,11 @@ static void test_hooks_init(struct cpu_be *b)
 
 static void test_wait_claim(struct cpu_be *b, unsigned thread, uint64_t gen)
 {
-	uint64_t end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
+	uint64_t end;
 
 	if (!b->test_stall_ms || b->threads < 2 || thread != 0)
 		return;
+	end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
 	while (atomic_load_explicit(&b->test_claimed, memory_order_acquire) != gen &&
 	       workpool_left(b->pool, gen) > 0 && mono_ns() < end)
 		cpu_relax();
@@ -502,10 +503,11 @@ static void test_claimed(struct cpu_be *b, unsigned thread, uint64_t gen)
 
 static void test_stall(struct cpu_be *b, unsigned thread, size_t k, uint64_t gen)
 {
-	uint64_t end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
+	uint64_t end;
 
 	if (!b->test_stall_ms || thread != 1)
 		return;
+	end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
 	while (atomic_load_explicit(&b->committed[k], memory_order_acquire) != gen &&
 	       mono_ns() < end) {
 		struct timespec ts = { 0, 100000 };
