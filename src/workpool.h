@@ -87,13 +87,17 @@
  *   lost; the count of sleepers read under the lock is exact, which is
  *   what workpool_submit's woken reports.
  *
- * WHAT IS NOT SHARED
+ * WHAT IS NOT SHARED, AND WHY
  *   The items themselves and what a thread does between claims are the
- *   user's: pc_cpu.c brackets each claim with its input-reader count and
- *   may count a straggler's block done itself (straggler take-over: its
- *   wait is its own loop over workpool_finished), hcopy.c claims and copies
- *   (workpool_run). Pulling either into the pool would put a CPI's input
- *   rule into the copier, or a second wait loop into the pool.
+ *   user's. hcopy.c claims and copies, and waits with workpool_run.
+ *   pc_cpu.c runs submit / its own claims / its own wait: it brackets each
+ *   claim with its input-reader count (a CPI's input slot is handed back
+ *   once the CPI is reported, so no straggler may read it later), and its
+ *   wait may compute a straggler's block again and count it done itself
+ *   (the straggler take-over). Either rule inside the pool would cost the
+ *   copier a counter and a clock read per slice for nothing, so the pool
+ *   offers the steps and pc_cpu.c puts its rules between them. The spin is
+ *   a parameter: pc_cpu.c polls (idle_spin_us), hcopy.c sleeps (spin 0).
  *
  * GENERATIONS
  *   The first job's gen is WORKPOOL_GEN_START + 1, 64 jobs below the wrap
