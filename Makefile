@@ -84,7 +84,7 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
                 metrics.c pc.c pc_cpu.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
-                waveform.c)
+                waveform.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_host.cu cu_kernels.cu cu_pipeline.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,synth.c tool.c)
@@ -112,16 +112,25 @@ RING_OBJS  := $(call objs_of,$(RING_SRCS))
 TOOL_OBJS  := $(call objs_of,$(TOOL_SRCS))
 DAEMON_OBJS := $(call objs_of,$(DAEMON_SRCS))
 CORE_LIB   := $(BUILD)/lib/libchirpcore.a
+# Test hooks (-DCHIRP_TEST_HOOKS: pc_cpu.c's worker stall) live only in a
+# second object of each HOOK_SRCS file, in a copy of the core library that
+# the test binaries and $(BUILD)/tests/chirpd-hooks link; bin/chirpd and the
+# installed library never hold them.
+HOOK_SRCS  := src/pc_cpu.c
+HOOK_OBJS  := $(patsubst src/%.c,$(OBJ)/hooks/%.o,$(HOOK_SRCS))
+HOOKS_LIB  := $(BUILD)/lib/libchirpcore-hooks.a
+HOOKS_BIN  := $(BUILD)/tests/chirpd-hooks
 RING_LIB   := $(BUILD)/lib/libchirpring.a
 RING_SO    := $(BUILD)/lib/libchirpring.so.1
 TOOL_LIB   := $(BUILD)/lib/libchirptools.a
 BINS       := $(addprefix $(BUILD)/bin/,$(BIN_NAMES))
-TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS)) $(HOOKS_BIN)
 BENCHES    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 BENCHES    += $(if $(filter 1,$(CUDA)),$(patsubst bench/%.cu,$(BUILD)/bench/%,$(wildcard bench/*.cu)))
 
 LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 LINK_TOOLS := $(TOOL_LIB) $(LINK_ALL)
+LINK_HOOKS := $(HOOKS_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 
 .PHONY: all bins libs tests benches run test bench bench-latency fuzz fuzz-short install uninstall clean deps info
 .DEFAULT_GOAL := all
@@ -147,11 +156,19 @@ $(OBJ)/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
+$(OBJ)/hooks/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DCHIRP_TEST_HOOKS -MMD -MP -c $< -o $@
+
 $(OBJ)/%.cu.o: src/%.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -DCHIRP_HAVE_CUDA -MMD -MP -c $< -o $@
 
 $(CORE_LIB): $(CORE_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(HOOKS_LIB): $(filter-out $(call objs_of,$(HOOK_SRCS)),$(CORE_OBJS)) $(HOOK_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
@@ -176,9 +193,15 @@ $(addprefix $(BUILD)/bin/,$(TOOL_BINS)): $(BUILD)/bin/%: src/tools/%.c $(TOOL_LI
 	@mkdir -p $(@D) $(OBJ)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bin-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_TOOLS)
 
-$(BUILD)/tests/%: tests/%.c $(TOOL_LIB) $(CORE_LIB) $(RING_LIB)
+$(BUILD)/tests/%: tests/%.c $(TOOL_LIB) $(HOOKS_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)
-	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_TOOLS) $(CMOCKA_LIBS)
+	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(TOOL_LIB) $(LINK_HOOKS) $(CMOCKA_LIBS)
+
+# chirpd with the test hooks, for the end-to-end tests that use them
+# (tests/e2e/daemon_straggler.sh).
+$(HOOKS_BIN): $(DAEMON_OBJS) $(HOOKS_LIB) $(RING_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(DAEMON_OBJS) $(LINK_HOOKS)
 
 $(BUILD)/bench/%: bench/%.c $(CORE_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)

@@ -1423,7 +1423,7 @@ int config_key_reloadable(const char *section, const char *name)
 
 void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 {
-	memset(p, 0, sizeof(*p));
+	pc_params_init(p);   /* the defaults of what the config does not set (tune) */
 	p->channels = c->channels;
 	p->pulses = c->pulses;
 	p->samples = c->samples;

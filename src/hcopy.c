@@ -2,12 +2,12 @@
 /*
  * hcopy.c — parallel host memory copy (contract in hcopy.h).
  *
- * The hand-off is pc_cpu.c's: a generation counter under a mutex and a
- * condition variable wakes the workers; the slices of one copy are claimed
- * through an atomic ticket, (gen << 32) | next slice, so a worker claims a
- * slice only of the copy whose generation it read with the job, and a
- * worker that wakes after its copy finished claims nothing of the next one.
- * The caller waits for the copy's slices, never for the workers.
+ * The threads, the hand-off and the slices' claims are workpool.c's: a
+ * copy is a job whose items are its slices. The workers sleep between
+ * copies (spin 0): polling would burn cores that the data thread and the
+ * GPU backend's host threads need, and a worker that wakes late costs only
+ * parallelism, since the caller copies every slice nobody has claimed. The
+ * caller waits for the copy's slices, never for the workers.
  *
  * Why not more threads or smaller slices: a copy is bound by memory
  * bandwidth, which a few cores saturate (doc/cuda.md, "Copy staging"); each
@@ -16,15 +16,11 @@
  */
 #include "hcopy.h"
 #include "errbuf.h"
-#include "timeutil.h"
+#include "workpool.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__SSE2__)
@@ -33,13 +29,6 @@
 #endif
 
 #define HCOPY_LINE 64u           /* slice boundaries: cache lines of dst */
-
-/*
- * A copy's generation starts this far below the 32-bit wrap of the ticket's
- * generation field, so that every process (and every test) running more than
- * this many copies goes through the wrap, instead of only one that runs 2^32.
- */
-#define HCOPY_GEN_START ((uint64_t)UINT32_MAX - 64u)
 
 /* One copy, cut into nslices: slice 0 is [0, first), slice k > 0 is
  * [first + (k-1) slice, first + k slice) clipped to bytes. */
@@ -53,23 +42,16 @@ struct hcopy_job {
 	bool nt;                     /* non-temporal stores (hcopy_set_nt)     */
 };
 
+/*
+ * The job is written by the caller before workpool_submit and read by a
+ * thread only between claiming a slice and counting it done (workpool.h),
+ * so the caller rewrites it for the next copy with no thread reading.
+ */
 struct hcopy {
 	unsigned threads;            /* caller included                        */
 	bool nt;                     /* hcopy_set_nt                           */
-	pthread_t *th;               /* threads - 1 workers                    */
-	unsigned started;            /* workers running (joined on destroy)    */
-
-	/* Hand-off: gen, quit and job change under lock, with a broadcast. */
-	pthread_mutex_t lock;
-	pthread_cond_t go;
-	bool sync_ok;                /* lock and go initialized                */
-	uint64_t gen;                /* written by the caller only, under lock */
-	bool quit;
+	struct workpool *pool;
 	struct hcopy_job job;
-
-	/* Own cache lines: every slice touches them, the lock far less. */
-	_Alignas(64) _Atomic uint64_t ticket;   /* (gen << 32) | next slice     */
-	_Alignas(64) atomic_size_t slices_done; /* of this copy (release)       */
 };
 
 /*
@@ -136,144 +118,62 @@ static void copy_slice(const struct hcopy_job *j, size_t k)
 }
 
 /*
- * Claim slices of copy gen until none is left or the ticket belongs to
- * another copy. Each finished slice is counted with a release, so the caller
- * that sees the count reach nslices (acquire) sees every byte.
+ * A thread's share of copy gen: claim slices until none is left. Each
+ * finished slice is counted with a release (workpool_item_done; the
+ * streaming stores of hcopy_memcpy_nt are fenced before it), so the caller
+ * that sees every slice counted sees every byte.
  */
-static void run_slices(struct hcopy *h, const struct hcopy_job *j, uint64_t gen)
+static void copy_share(void *ctx, unsigned thread, uint64_t gen)
 {
-	for (;;) {
-		uint64_t v = atomic_load_explicit(&h->ticket, memory_order_relaxed);
+	struct hcopy *h = ctx;
+	size_t k;
 
-		if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= j->nslices)
-			break;
-		if (!atomic_compare_exchange_weak_explicit(&h->ticket, &v, v + 1,
-							   memory_order_acquire,
-							   memory_order_relaxed))
-			continue;
-		copy_slice(j, (size_t)(v & 0xffffffffu));
-		atomic_fetch_add_explicit(&h->slices_done, 1, memory_order_release);
+	while (workpool_claim(h->pool, thread, gen, &k)) {
+		copy_slice(&h->job, k);
+		workpool_item_done(h->pool);
 	}
-}
-
-static void *worker_main(void *arg)
-{
-	struct hcopy *h = arg;
-	uint64_t seen;
-
-	pthread_mutex_lock(&h->lock);
-	seen = h->gen;
-	for (;;) {
-		while (!h->quit && h->gen == seen)
-			pthread_cond_wait(&h->go, &h->lock);
-		if (h->quit)
-			break;
-		seen = h->gen;
-		struct hcopy_job j = h->job;
-		pthread_mutex_unlock(&h->lock);
-		run_slices(h, &j, seen);
-		pthread_mutex_lock(&h->lock);
-	}
-	pthread_mutex_unlock(&h->lock);
-	return NULL;
 }
 
 void hcopy_destroy(struct hcopy *h)
 {
 	if (!h)
 		return;
-	if (h->sync_ok) {
-		pthread_mutex_lock(&h->lock);
-		h->quit = true;
-		pthread_cond_broadcast(&h->go);
-		pthread_mutex_unlock(&h->lock);
-		for (unsigned t = 0; t < h->started; t++)
-			pthread_join(h->th[t], NULL);
-		pthread_cond_destroy(&h->go);
-		pthread_mutex_destroy(&h->lock);
-	}
-	free(h->th);
+	workpool_destroy(h->pool);
 	free(h);
 }
 
 struct hcopy *hcopy_create(unsigned threads, char *err, size_t errlen)
 {
-	struct hcopy *h = NULL;
-	sigset_t all, old;
-	void *mem;
-	int rc;
+	struct workpool_params wpp = { 0 };
+	struct hcopy *h;
 
 	if (threads < 1 || threads > HCOPY_MAX_THREADS) {
 		errbuf_set(err, errlen, "hcopy: %u threads: must be 1..%u", threads,
 			   HCOPY_MAX_THREADS);
 		return NULL;
 	}
-	rc = posix_memalign(&mem, 64, sizeof(*h));
-	if (rc != 0) {
+	h = calloc(1, sizeof(*h));
+	if (!h) {
 		errbuf_set(err, errlen, "hcopy: out of memory");
 		return NULL;
 	}
-	h = mem;
-	memset(h, 0, sizeof(*h));
 	h->threads = threads;
-	h->gen = HCOPY_GEN_START;
-	atomic_init(&h->ticket, 0);
-	atomic_init(&h->slices_done, 0);
-	if (threads == 1)
-		return h;   /* every copy is the caller's memcpy */
-
-	h->th = calloc(threads - 1, sizeof(*h->th));
-	if (!h->th) {
-		errbuf_set(err, errlen, "hcopy: out of memory for %u threads", threads);
-		goto fail;
+	wpp.threads = threads;
+	wpp.spin_ns = 0;
+	wpp.name = "hcopy";
+	wpp.fn = copy_share;
+	wpp.ctx = h;
+	h->pool = workpool_create(&wpp, err, errlen);
+	if (!h->pool) {
+		free(h);
+		return NULL;
 	}
-	if (pthread_mutex_init(&h->lock, NULL) != 0) {
-		errbuf_set(err, errlen, "hcopy: pthread_mutex_init failed");
-		goto fail;
-	}
-	if (pthread_cond_init(&h->go, NULL) != 0) {
-		pthread_mutex_destroy(&h->lock);
-		errbuf_set(err, errlen, "hcopy: pthread_cond_init failed");
-		goto fail;
-	}
-	h->sync_ok = true;
-	/* Workers start with every signal blocked; the caller's mask is restored. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (unsigned t = 0; t < threads - 1; t++) {
-		char name[16];   /* visible in top -H, ps -L: "hcopy/1" ... */
-
-		rc = pthread_create(&h->th[t], NULL, worker_main, h);
-		if (rc != 0) {
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			errbuf_set(err, errlen, "hcopy: pthread_create for worker %u of %u: %s",
-				   t + 1, threads - 1, strerror(rc));
-			goto fail;
-		}
-		h->started++;
-		snprintf(name, sizeof(name), "hcopy/%u", (t + 1) % 10000u);
-		pthread_setname_np(h->th[t], name);   /* cosmetic: ignore errors */
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return h;
-fail:
-	hcopy_destroy(h);
-	return NULL;
 }
 
 int hcopy_bind(struct hcopy *h, const cpu_set_t *cpus)
 {
-	int n = 0, first = 0;
-
-	for (unsigned t = 0; t < h->started; t++) {
-		int rc = pthread_setaffinity_np(h->th[t], sizeof(*cpus), cpus);
-
-		if (rc == 0)
-			n++;
-		else if (!first)
-			first = -rc;
-	}
-	return first ? first : n;
+	return workpool_bind(h->pool, cpus);
 }
 
 unsigned hcopy_threads(const struct hcopy *h)
@@ -304,9 +204,9 @@ static void plan_job(const struct hcopy *h, struct hcopy_job *j, void *dst,
 		slice = HCOPY_SLICE_MIN;
 	if (slice > HCOPY_SLICE_MAX)
 		slice = HCOPY_SLICE_MAX;
-	/* The ticket counts slices in 32 bits: huge copies get bigger slices. */
-	if (bytes / slice >= 0x7fffffffu)
-		slice = (bytes / 0x7fffffffu + HCOPY_LINE) / HCOPY_LINE * HCOPY_LINE;
+	/* The pool counts items in 32 bits: huge copies get bigger slices. */
+	if (bytes / slice >= WORKPOOL_MAX_ITEMS)
+		slice = (bytes / WORKPOOL_MAX_ITEMS + HCOPY_LINE) / HCOPY_LINE * HCOPY_LINE;
 	j->dst = dst;
 	j->src = src;
 	j->bytes = bytes;
@@ -323,29 +223,14 @@ static void plan_job(const struct hcopy *h, struct hcopy_job *j, void *dst,
 
 int hcopy_run(struct hcopy *h, void *dst, const void *src, size_t bytes)
 {
-	struct hcopy_job j;
-	uint64_t gen;
-
 	if (!h || (bytes > 0 && (!dst || !src)))
 		return -EINVAL;
 	if (h->threads == 1 || bytes < HCOPY_PARALLEL_MIN) {
 		copy_bytes(h->nt, dst, src, bytes);
 		return 0;
 	}
-	plan_job(h, &j, dst, src, bytes);
-	/* The previous copy's slices are all done (we waited for them), so
-	 * no worker touches these counters until the new ticket is out. */
-	atomic_store_explicit(&h->slices_done, 0, memory_order_relaxed);
-	gen = h->gen + 1;
-	atomic_store_explicit(&h->ticket, (gen & 0xffffffffu) << 32, memory_order_release);
-	pthread_mutex_lock(&h->lock);
-	h->job = j;
-	h->gen = gen;
-	pthread_cond_broadcast(&h->go);
-	pthread_mutex_unlock(&h->lock);
-	run_slices(h, &j, gen);
+	plan_job(h, &h->job, dst, src, bytes);
 	/* Slices other threads claimed are at most one slice's copy each. */
-	while (atomic_load_explicit(&h->slices_done, memory_order_acquire) < j.nslices)
-		cpu_relax();
+	workpool_run(h->pool, h->job.nslices, NULL);
 	return 0;
 }

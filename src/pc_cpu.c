@@ -5,53 +5,58 @@
  * against).
  *
  * Per CPI, rows are processed in blocks of block_rows rows whose work
- * buffer fits in the L2 cache (at most 256 KiB, sized so that the threads
- * finish together: balanced_block_rows; CHIRP_PC_BLOCK_KIB=K sets K KiB
- * as it is): load +
- * convert + zero-pad the block, one batched forward FFT over the block,
- * multiply by the filter, one batched inverse FFT, write gates 0..R-1 in the
- * output mode. Running the five passes on a cache-sized block instead of on
- * the whole CPI keeps memory traffic at one read of the input and one write
- * of the output.
+ * buffer fits in the L2 cache (tune.block_kib: 0, the default, takes at
+ * most 256 KiB, sized so that the threads finish together:
+ * balanced_block_rows; K takes K KiB as it is): load + convert + zero-pad
+ * the block, one batched forward FFT over the block, multiply by the
+ * filter, one batched inverse FFT, write gates 0..R-1 in the output mode.
+ * Running the five passes on a cache-sized block instead of on the whole
+ * CPI keeps memory traffic at one read of the input and one write of the
+ * output.
  *
- * Threads: cpu_threads = T runs T-1 worker threads made at create plus the
- * caller's thread. Each owns a work buffer; all share the two batched plans
- * (one for a full block, one for the remainder) through the new-array
- * execute functions, which FFTW documents as thread-safe. Blocks are handed
- * out by an atomic counter, so a thread slowed by other load simply takes
- * fewer blocks. Every pass (convert, FFT, multiply, store) is parallel, which
- * fftwf_plan_with_nthreads would not give. A worker that is descheduled
- * while it holds a block would hold the CPI with it; the caller computes
- * such a block again and the first copy done is stored (wait_blocks:
- * straggler take-over; pc_done.recomputed counts them). It is on while the
- * workers poll between CPIs (idle_spin_us > 0) and off while they sleep,
- * where on the GPU host's KVM guest it made the tail worse in every
- * side-by-side run; CHIRP_PC_TAKEOVER=1/0 forces it (doc/pc.md). Idle
- * workers poll for the next CPI for idle_spin_us before they sleep, since
- * waking a sleeping thread there takes 1-2 ms at p99. Workers are created with all
- * signals blocked (the daemon takes signals through a signalfd) and inherit
- * the creator's CPU affinity and scheduling policy.
+ * Threads: cpu_threads = T runs a workpool (workpool.h) of T-1 worker
+ * threads made at create plus the caller's thread; a CPI is a job whose
+ * items are its blocks. Each thread owns a work buffer; all share the two
+ * batched plans (one for a full block, one for the remainder) through the
+ * new-array execute functions, which FFTW documents as thread-safe. Blocks
+ * are claimed one at a time, so a thread slowed by other load simply takes
+ * fewer blocks. Every pass (convert, FFT, multiply, store) is parallel,
+ * which fftwf_plan_with_nthreads would not give. Idle workers poll for the
+ * next CPI for idle_spin_us before they sleep (the pool's spin), since
+ * waking a sleeping thread takes 1-2 ms at p99 on a VM (doc/latency.md).
+ *
+ * Straggler take-over (tune.takeover): a worker that is descheduled while
+ * it holds a block would hold the CPI with it; the caller computes such a
+ * block again and the first copy done is stored (wait_blocks; pc_done.
+ * recomputed counts them). AUTO turns it on while the workers poll between
+ * CPIs (idle_spin_us > 0) and off while they sleep: with sleeping workers
+ * a late block was mostly a late wake-up, and the second copy competed
+ * with the worker it waited for, which made the tail worse (doc/pc.md).
  *
  * No allocation after create: buffers, plans and threads are made there.
  *
- * Planning: CHIRP_FFTW_PLANNER = estimate (default: create stays fast for
- * tests and reloads), measure (create takes seconds; also selected by the
- * older CHIRP_FFTW_MEASURE=1) or patient (up to a minute; on this project's
- * CPIs ~25 % faster FFTs than measure). The FFTW planner is not thread-safe,
- * so every plan/destroy call in this process goes through fftw_lock.
- * CHIRP_FFTW_WISDOM=PATH imports FFTW wisdom from PATH before planning (a
- * missing file is fine) and, with measured or patient plans, writes the
- * updated wisdom back, so the search happens once per machine.
+ * Planning (tune.fftw_planner): estimate (the default: create stays fast
+ * for tests and reloads), measure (create takes seconds) or patient (up to
+ * a minute; ~25 % faster FFTs than measure on the CPIs of doc/pc.md). The
+ * FFTW planner is not thread-safe, so every plan/destroy call in this
+ * process goes through fftw_lock. tune.fftw_wisdom = PATH imports FFTW
+ * wisdom from PATH before planning (a missing file is fine) and, with
+ * measured or patient plans, writes the updated wisdom back, so the search
+ * happens once per machine.
  *
  * Fault injection (pc_inject_fault) is compiled in unless built with
  * -DCHIRP_NO_FAULT_INJECT: the next submit then fails with -EIO as a device
  * error would, so the daemon's fault handling can be tested without a GPU.
+ * The stall hook (CHIRP_PC_TEST_STALL_MS, test_stall) exists only in
+ * objects built with -DCHIRP_TEST_HOOKS: the test binaries and
+ * build/tests/chirpd-hooks, never chirpd itself (it holds a worker for up
+ * to a minute a block).
  */
 #include "pc_backend.h"
 #include "errbuf.h"
 #include "log.h"
-#include "sysnuma.h"
 #include "timeutil.h"
+#include "workpool.h"
 
 #include <errno.h>
 #include <float.h>
@@ -62,8 +67,6 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -78,12 +81,8 @@
 /* Serializes the FFTW planner (plan creation and destruction) process-wide. */
 static pthread_mutex_t fftw_lock = PTHREAD_MUTEX_INITIALIZER;
 
-struct cpu_be;
-
-struct cpu_worker {
-	struct cpu_be *b;
-	pthread_t th;
-	bool started;
+/* One thread's buffers (w[0] is the caller's). */
+struct cpu_buf {
 	fftwf_complex *xin;          /* block_rows * dist: padded input rows */
 	fftwf_complex *work;         /* block_rows * dist: spectrum, output  */
 };
@@ -99,39 +98,20 @@ struct cpu_be {
 	float *fc, *fd;              /* filter as (c, c), (-d, d): 2*nfft   */
 	fftwf_plan fwd, inv;         /* block_rows rows                     */
 	fftwf_plan fwd_tail, inv_tail; /* rows % block_rows rows, or NULL   */
-	struct cpu_worker *w;        /* threads entries; w[0] is the caller */
+	struct cpu_buf *w;           /* threads entries; w[0] is the caller */
+	struct workpool *pool;       /* the workers; a CPI's blocks are its
+					items                               */
 
-	/* Job hand-off to the workers: generation counter under lock. */
-	pthread_mutex_t lock;
-	pthread_cond_t go;
-	bool sync_ok;                /* lock/go initialized                 */
-	uint64_t gen;                /* bumped per CPI (under lock)         */
-	bool quit;
-	/* Idle spin (pc_params.idle_spin_us): a worker that finished its
-	 * blocks polls gen_pub (gen, stored with a release after job_in and
-	 * job_out) and quit_pub for spin_ns before it sleeps on go, and a
-	 * worker that sees a new gen while polling takes the job without
-	 * the lock (worker_main); asleep counts the workers in (or entering)
-	 * pthread_cond_wait, read by the caller at each hand-off
-	 * (pc_done.woken). */
-	uint64_t spin_ns;
-	_Atomic uint64_t gen_pub;
-	atomic_bool quit_pub;
-	atomic_uint asleep;
-	/* The job: written by the caller with a release (after ticket), read
-	 * with an acquire, so a worker that reads a later CPI's pointer also
-	 * sees that CPI's ticket and claims nothing with a stale gen. */
-	const void *_Atomic job_in;
-	void *_Atomic job_out;
-	/* (gen << 32) | next block to claim: a worker claims a block only for
-	 * the CPI whose gen it read with job_in/job_out, so one that wakes
-	 * after its CPI finished claims nothing of the next one. */
-	_Atomic uint64_t ticket;
-	atomic_size_t blocks_done;   /* blocks of this CPI finished (release) */
-	atomic_uint joined;          /* threads that claimed a block of it
-					(before their block's blocks_done) */
-	atomic_uint nonfinite;
-	/* Straggler take-over (see run_blocks): committed[k] is the gen of
+	/* The CPI being computed: written by the caller before
+	 * workpool_submit, read by a thread only after it claimed a block
+	 * and while it counts in loading (run_blocks), so never while the
+	 * caller writes the next CPI's. */
+	struct {
+		const void *in;
+		void *out;
+	} job;
+	atomic_uint nonfinite;       /* rows of this CPI with NaN/Inf       */
+	/* Straggler take-over (see wait_blocks): committed[k] is the gen of
 	 * the last CPI whose block k was stored, so block k of CPI gen is
 	 * stored by whoever moves it from gen - 1 to gen first. loading
 	 * counts threads that may be reading the CPI's input (the caller
@@ -139,11 +119,12 @@ struct cpu_be {
 	 * handed back). */
 	_Atomic uint64_t *committed; /* nblocks entries                     */
 	atomic_uint loading;
-	bool takeover;               /* CHIRP_PC_TAKEOVER=1/0; unset: on
-					when the workers spin (spin_ns > 0) */
+	bool takeover;               /* tune.takeover, AUTO resolved        */
+	uint64_t block_ns;           /* caller's recent time per block, ns  */
+#ifdef CHIRP_TEST_HOOKS
 	unsigned test_stall_ms;      /* CHIRP_PC_TEST_STALL_MS: test_stall  */
 	_Atomic uint64_t test_claimed; /* gen worker 1 last claimed a block of */
-	uint64_t block_ns;           /* caller's recent time per block, ns  */
+#endif
 
 	/* Finished CPIs not yet reported by poll: a FIFO of depth entries
 	 * (cpu_depth; computed in submit, reported in order by poll). */
@@ -153,21 +134,6 @@ struct cpu_be {
 	unsigned planner;            /* FFTW_ESTIMATE / _MEASURE / _PATIENT */
 	char err[256];
 };
-
-static size_t env_size(const char *name, size_t dflt)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s)
-		return dflt;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v == 0 || v > (1ull << 30))
-		return dflt;
-	return (size_t)v;
-}
 
 /*
  * The per-sample loops below are written for the vectorizer: GCC builds
@@ -414,7 +380,7 @@ static size_t block_span(const struct cpu_be *b, size_t k, size_t *r0)
  */
 #define BLOCK_ABANDONED UINT32_MAX
 
-static uint32_t compute_block(struct cpu_be *b, struct cpu_worker *wk,
+static uint32_t compute_block(struct cpu_be *b, struct cpu_buf *wk,
 			      const void *in, size_t r0, size_t nr,
 			      const _Atomic uint64_t *stop, uint64_t gen)
 {
@@ -445,7 +411,7 @@ static uint32_t compute_block(struct cpu_be *b, struct cpu_worker *wk,
 }
 
 /* Gates 0..R-1 of the block in wk->work to out, in the output mode. */
-static void store_block(struct cpu_be *b, struct cpu_worker *wk, void *out,
+static void store_block(struct cpu_be *b, struct cpu_buf *wk, void *out,
 			size_t r0, size_t nr)
 {
 	for (size_t i = 0; i < nr; i++) {
@@ -469,10 +435,11 @@ static void store_block(struct cpu_be *b, struct cpu_worker *wk, void *out,
 /*
  * Block k of CPI gen, computed in wk: store it if nobody has (committed
  * moves gen - 1 -> gen exactly once; a thread still busy with an older CPI
- * expects an older value and never matches), then count it done; else
- * (the other copy was stored first) throw it away.
+ * expects an older value and never matches), then count it done in the
+ * pool (a release the caller's workpool_finished acquires); else (the
+ * other copy was stored first) throw it away.
  */
-static void finish_block(struct cpu_be *b, struct cpu_worker *wk, uint64_t gen, void *out,
+static void finish_block(struct cpu_be *b, struct cpu_buf *wk, uint64_t gen, void *out,
 			 size_t k, uint32_t nonfinite)
 {
 	uint64_t expect = gen - 1;
@@ -485,33 +452,62 @@ static void finish_block(struct cpu_be *b, struct cpu_worker *wk, uint64_t gen, 
 	if (nonfinite)
 		atomic_fetch_add_explicit(&b->nonfinite, nonfinite, memory_order_relaxed);
 	store_fence();   /* streaming stores visible before "done" */
-	atomic_fetch_add_explicit(&b->blocks_done, 1, memory_order_release);
+	workpool_item_done(b->pool);
 }
 
-#ifdef CHIRP_FAULT_INJECT
+#ifdef CHIRP_TEST_HOOKS
 /*
- * Test hook (CHIRP_PC_TEST_STALL_MS=N): worker 1 acts descheduled after
- * computing each block it claims, until someone else has stored that block
- * or N ms have passed, so tests can show the caller takes the block over.
- * So that worker 1 holds a block in every CPI, however late it wakes, the
- * caller claims nothing until worker 1 has claimed one, other workers have
- * claimed every block, or N ms have passed (with cpu_threads = 2 worker 1
- * is the only other thread: it holds a block of every CPI).
+ * Test hook (CHIRP_PC_TEST_STALL_MS=N, test builds only): worker 1 acts
+ * descheduled after computing each block it claims, until someone else has
+ * stored that block or N ms have passed, so tests can show the caller
+ * takes the block over. So that worker 1 holds a block in every CPI,
+ * however late it wakes, the caller claims nothing until worker 1 has
+ * claimed one, other workers have claimed every block, or N ms have passed
+ * (with cpu_threads = 2 worker 1 is the only other thread: it holds a
+ * block of every CPI).
  */
-static void test_wait_claim(struct cpu_be *b, uint64_t gen)
+static void test_hooks_init(struct cpu_be *b)
 {
-	uint64_t end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
+	const char *s = getenv("CHIRP_PC_TEST_STALL_MS");
+	unsigned long v;
+	char *end;
 
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end) {
+		log_warn("CHIRP_PC_TEST_STALL_MS=%s: not a number of ms; no stall", s);
+		return;
+	}
+	b->test_stall_ms = v > 60000 ? 60000 : (unsigned)v;
+}
+
+static void test_wait_claim(struct cpu_be *b, unsigned thread, uint64_t gen)
+{
+	uint64_t end;
+
+	if (!b->test_stall_ms || b->threads < 2 || thread != 0)
+		return;
+	end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
 	while (atomic_load_explicit(&b->test_claimed, memory_order_acquire) != gen &&
-	       (atomic_load_explicit(&b->ticket, memory_order_acquire) & 0xffffffffu) < b->nblocks &&
-	       mono_ns() < end)
+	       workpool_left(b->pool, gen) > 0 && mono_ns() < end)
 		cpu_relax();
 }
 
-static void test_stall(struct cpu_be *b, size_t k, uint64_t gen)
+static void test_claimed(struct cpu_be *b, unsigned thread, uint64_t gen)
 {
-	uint64_t end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
+	if (b->test_stall_ms && thread == 1)
+		atomic_store_explicit(&b->test_claimed, gen, memory_order_release);
+}
 
+static void test_stall(struct cpu_be *b, unsigned thread, size_t k, uint64_t gen)
+{
+	uint64_t end;
+
+	if (!b->test_stall_ms || thread != 1)
+		return;
+	end = mono_ns() + (uint64_t)b->test_stall_ms * 1000000ull;
 	while (atomic_load_explicit(&b->committed[k], memory_order_acquire) != gen &&
 	       mono_ns() < end) {
 		struct timespec ts = { 0, 100000 };
@@ -519,54 +515,51 @@ static void test_stall(struct cpu_be *b, size_t k, uint64_t gen)
 		nanosleep(&ts, NULL);
 	}
 }
+#else
+static inline void test_hooks_init(struct cpu_be *b) { (void)b; }
+static inline void test_wait_claim(struct cpu_be *b, unsigned thread, uint64_t gen) { }
+static inline void test_claimed(struct cpu_be *b, unsigned thread, uint64_t gen) { }
+static inline void test_stall(struct cpu_be *b, unsigned thread, size_t k, uint64_t gen) { }
 #endif
 
 /*
- * Claim blocks of CPI gen until none is left (or the CPI is no longer gen).
- * A thread counts itself in loading before it claims, and out once it has
- * read the block's input, so a caller that sees every block done and then
- * loading == 0 knows no thread will read this CPI's input again (one that
- * counts itself in later finds nothing left to claim). Each stored block
- * is counted in blocks_done with a release, after a store fence for its
- * streaming stores, so the caller that sees the count reach nblocks
- * (acquire) sees the whole output and the non-finite count.
+ * Thread `thread`'s share of CPI gen (the pool's function on the workers;
+ * the caller calls it as thread 0): claim blocks until none is left. A
+ * thread counts itself in loading (seq_cst) before it claims, and out once
+ * it has read the block's input (compute_block), so a caller that sees
+ * every block done and then loading == 0 knows no thread will read this
+ * CPI's input again: one that counts itself in later finds nothing left to
+ * claim (workpool.h: the claim is seq_cst for this). The job's buffers are
+ * read after the claim, inside that window. Each stored block is counted
+ * done with a release after a store fence for its streaming stores
+ * (finish_block), so the caller that sees every block done sees the whole
+ * output and the non-finite count.
  */
-static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
-		       const void *in, void *out)
+static void run_blocks(void *ctx, unsigned thread, uint64_t gen)
 {
-#ifdef CHIRP_FAULT_INJECT
-	if (b->test_stall_ms && b->threads > 1 && w == &b->w[0])
-		test_wait_claim(b, gen);
-#endif
-	for (bool first = true;; first = false) {
-		uint64_t v, t0;
+	struct cpu_be *b = ctx;
+	struct cpu_buf *w = &b->w[thread];
+
+	test_wait_claim(b, thread, gen);
+	for (;;) {
+		const void *in;
+		void *out;
+		uint64_t t0;
 		size_t k, r0, nr;
 		uint32_t nonfinite;
 
 		atomic_fetch_add_explicit(&b->loading, 1, memory_order_seq_cst);
-		v = atomic_load_explicit(&b->ticket, memory_order_seq_cst);
-		do {
-			if ((v >> 32) != (gen & 0xffffffffu) || (v & 0xffffffffu) >= b->nblocks) {
-				atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
-				return;   /* nothing left of CPI gen to claim */
-			}
-		} while (!atomic_compare_exchange_weak_explicit(&b->ticket, &v, v + 1,
-								memory_order_seq_cst,
-								memory_order_seq_cst));
-		if (first)
-			atomic_fetch_add_explicit(&b->joined, 1, memory_order_relaxed);
-		k = (size_t)(v & 0xffffffffu);
+		if (!workpool_claim(b->pool, thread, gen, &k)) {
+			atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
+			return;   /* nothing left of CPI gen to claim */
+		}
+		in = b->job.in;
+		out = b->job.out;
 		nr = block_span(b, k, &r0);
-#ifdef CHIRP_FAULT_INJECT
-		if (b->test_stall_ms && w == &b->w[1])   /* test_wait_claim */
-			atomic_store_explicit(&b->test_claimed, gen, memory_order_release);
-#endif
-		t0 = w == &b->w[0] ? mono_ns() : 0;
+		test_claimed(b, thread, gen);
+		t0 = thread == 0 ? mono_ns() : 0;
 		nonfinite = compute_block(b, w, in, r0, nr, NULL, 0);   /* leaves loading */
-#ifdef CHIRP_FAULT_INJECT
-		if (b->test_stall_ms && w == &b->w[1])
-			test_stall(b, k, gen);
-#endif
+		test_stall(b, thread, k, gen);
 		finish_block(b, w, gen, out, k, nonfinite);
 		if (t0) {   /* the caller's own pace: wait_blocks' grace period */
 			uint64_t dt = mono_ns() - t0;
@@ -574,87 +567,6 @@ static void run_blocks(struct cpu_be *b, struct cpu_worker *w, uint64_t gen,
 			b->block_ns = b->block_ns ? (7 * b->block_ns + dt) / 8 : dt;
 		}
 	}
-}
-
-/*
- * Poll gen_pub for a CPI after seen (or quit) for up to spin_ns. Returns
- * the gen it saw: seen when the time ran out or quit was asked for.
- */
-static uint64_t spin_for_gen(struct cpu_be *b, uint64_t seen)
-{
-	uint64_t end = mono_ns() + b->spin_ns;
-
-	for (unsigned i = 1;; i++) {
-		uint64_t g = atomic_load_explicit(&b->gen_pub, memory_order_acquire);
-
-		if (atomic_load_explicit(&b->quit_pub, memory_order_relaxed))
-			return seen;
-		if (g != seen)
-			return g;
-		cpu_relax();
-		if ((i & 63) == 0 && mono_ns() >= end)
-			return seen;
-	}
-}
-
-/*
- * Worker loop. The hand-off is a generation counter under b->lock: a new
- * gen means a new CPI (job_in/job_out are read under the lock with it).
- * The caller waits for the CPI's blocks, not for the workers: a worker
- * that wakes late (another thread ran on its CPU, or the hypervisor took
- * the vCPU) finds no block left and costs the CPI nothing. Waiting for
- * every worker to check in made each CPI as slow as the slowest wake-up of
- * T-1 threads, the CPU backend's latency tail on a VM.
- *
- * Idle workers: with idle_spin_us, a worker polls for the next CPI that
- * long before it sleeps, because a sleeping thread is woken through the
- * kernel (and on a VM through the hypervisor: 1-2 ms at p99 on the GPU
- * host, doc/latency.md), and until the workers wake the caller computes
- * the CPI's blocks alone. A worker that sees the next gen while polling
- * takes the job without the lock: T-1 workers that see it at the same
- * instant and all reach for one mutex would queue on it in the kernel
- * (a plain glibc mutex sleeps at the first failed try), one futex
- * wake-up after another, the very wait the polling is there to avoid.
- * The job it reads may already be a later CPI's; then the ticket is that
- * CPI's too and run_blocks claims nothing for the stale gen.
- */
-static void *worker_main(void *arg)
-{
-	struct cpu_worker *w = arg;
-	struct cpu_be *b = w->b;
-	uint64_t seen = 0;
-
-	for (;;) {
-		if (b->spin_ns) {
-			uint64_t g = spin_for_gen(b, seen);
-
-			if (g != seen) {
-				const void *in = atomic_load_explicit(&b->job_in, memory_order_acquire);
-				void *out = atomic_load_explicit(&b->job_out, memory_order_acquire);
-
-				seen = g;
-				run_blocks(b, w, seen, in, out);
-				continue;
-			}
-		}
-		pthread_mutex_lock(&b->lock);
-		if (!b->quit && b->gen == seen) {
-			atomic_fetch_add_explicit(&b->asleep, 1, memory_order_relaxed);
-			while (!b->quit && b->gen == seen)
-				pthread_cond_wait(&b->go, &b->lock);
-			atomic_fetch_sub_explicit(&b->asleep, 1, memory_order_relaxed);
-		}
-		if (b->quit) {
-			pthread_mutex_unlock(&b->lock);
-			break;
-		}
-		seen = b->gen;
-		const void *in = atomic_load_explicit(&b->job_in, memory_order_relaxed);
-		void *out = atomic_load_explicit(&b->job_out, memory_order_relaxed);
-		pthread_mutex_unlock(&b->lock);
-		run_blocks(b, w, seen, in, out);
-	}
-	return NULL;
 }
 
 /* Row times until T equal threads finish rows in blocks of r (the last
@@ -694,49 +606,13 @@ static size_t balanced_block_rows(size_t rows, size_t cap, int T)
 	return 1;
 }
 
-/*
- * CHIRP_PC_PIN=LIST (a diagnostic, not a setting): worker t runs on the
- * (t mod n)-th CPU of LIST alone; the caller's thread is left where it is.
- * What it answers: does the CPU backend's speed change with where the
- * scheduler puts its workers (two on one core's hyperthreads), or with the
- * host alone (bench/cpu_pairs.c, doc/latency.md)?
- */
-static void pin_worker(pthread_t th, int t, const cpu_set_t *pin, int n)
-{
-	cpu_set_t one;
-	int k = t % n, rc;
-
-	CPU_ZERO(&one);
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, pin) && k-- == 0) {
-			CPU_SET(c, &one);
-			break;
-		}
-	rc = pthread_setaffinity_np(th, sizeof(one), &one);
-	if (rc != 0)
-		log_warn("CHIRP_PC_PIN: worker %d: %s; left unpinned", t, strerror(rc));
-}
-
 static void cpu_destroy(void *be)
 {
 	struct cpu_be *b = be;
 
 	if (!b)
 		return;
-	if (b->w && b->sync_ok) {
-		pthread_mutex_lock(&b->lock);
-		b->quit = true;
-		atomic_store_explicit(&b->quit_pub, true, memory_order_relaxed);
-		pthread_cond_broadcast(&b->go);
-		pthread_mutex_unlock(&b->lock);
-		for (int t = 1; t < b->threads; t++)
-			if (b->w[t].started)
-				pthread_join(b->w[t].th, NULL);
-	}
-	if (b->sync_ok) {
-		pthread_cond_destroy(&b->go);
-		pthread_mutex_destroy(&b->lock);
-	}
+	workpool_destroy(b->pool);   /* joins the workers first */
 	destroy_plan(b->fwd);
 	destroy_plan(b->inv);
 	destroy_plan(b->fwd_tail);
@@ -754,27 +630,43 @@ static void cpu_destroy(void *be)
 	free(b);
 }
 
-static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
+/* The sizes pc.c resolved, as FFTW's int sizes and the pool can take them. */
+static int check_setup(const struct pc_setup *s, char *err, size_t errlen)
 {
-	struct cpu_be *b;
-	size_t row_bytes, tail, block_kib;
-	sigset_t all, old;
-	cpu_set_t pin;
-	int pin_n = 0;
-	const char *m, *wisdom;
-	int rc;
-
-	if (s->nfft < s->samples + s->ref_len - 1 || s->nfft > INT_MAX || s->rows < 1 ||
-	    s->cpu_threads < 1 || s->cpu_threads > 1024) {
+	if (s->nfft < s->samples + s->ref_len - 1 || s->rows < 1 ||
+	    s->rows > WORKPOOL_MAX_ITEMS || s->cpu_threads < 1 || s->cpu_threads > 1024) {
 		errbuf_set(err, errlen, "cpu: invalid setup (nfft %zu, R %u, L %zu, rows %zu, threads %d)",
 			   s->nfft, s->samples, s->ref_len, s->rows, s->cpu_threads);
-		return NULL;
+		return -EINVAL;
 	}
-	b = calloc(1, sizeof(*b));
-	if (!b) {
-		errbuf_set(err, errlen, "cpu: out of memory");
-		return NULL;
+	if (s->nfft > (size_t)INT_MAX - 7) {   /* rows are padded to 8 samples */
+		errbuf_set(err, errlen, "cpu: nfft %zu too large for FFTW's int sizes", s->nfft);
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/* FFTW's planner flag for tune.fftw_planner. */
+static unsigned fftw_flag(enum pc_fftw_planner p)
+{
+	switch (p) {
+	case PC_FFTW_MEASURE:
+		return FFTW_MEASURE;
+	case PC_FFTW_PATIENT:
+		return FFTW_PATIENT;
+	case PC_FFTW_ESTIMATE:
+		break;
+	}
+	return FFTW_ESTIMATE;
+}
+
+/*
+ * Geometry and tuning from the setup. Take-over AUTO: on when the workers
+ * spin (idle_spin_us): a block still not stored after the grace is then a
+ * stalled worker; with sleeping workers it was mostly a late wake-up.
+ */
+static void init_fields(struct cpu_be *b, const struct pc_setup *s)
+{
 	b->R = s->samples;
 	b->L = s->ref_len;
 	b->rows = s->rows;
@@ -784,105 +676,105 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	b->in_row = b->R * pc_format_sample_bytes(b->fmt);
 	b->out_row = b->R * pc_output_sample_bytes(b->mode);
 	b->threads = s->cpu_threads;
-	b->spin_ns = (uint64_t)s->idle_spin_us * 1000u;
 	b->depth = s->cpu_depth >= 1 && s->cpu_depth <= 64 ? s->cpu_depth : 1;
-	b->q = calloc(b->depth, sizeof(*b->q));
-	if (!b->q) {
-		errbuf_set(err, errlen, "cpu: out of memory");
-		free(b);
-		return NULL;
-	}
-	b->planner = FFTW_ESTIMATE;
-	m = getenv("CHIRP_FFTW_MEASURE");
-	if (m && strcmp(m, "1") == 0)
-		b->planner = FFTW_MEASURE;
-	m = getenv("CHIRP_FFTW_PLANNER");
-	if (m && *m) {
-		if (strcmp(m, "estimate") == 0)
-			b->planner = FFTW_ESTIMATE;
-		else if (strcmp(m, "measure") == 0)
-			b->planner = FFTW_MEASURE;
-		else if (strcmp(m, "patient") == 0)
-			b->planner = FFTW_PATIENT;
-		else
-			log_warn("CHIRP_FFTW_PLANNER=%s: unknown (estimate, measure or patient); using %s",
-				 m, b->planner == FFTW_MEASURE ? "measure" : "estimate");
-	}
+	b->planner = fftw_flag(s->tune.fftw_planner);
+	b->takeover = s->tune.takeover == PC_SWITCH_AUTO ? s->idle_spin_us > 0
+							 : s->tune.takeover == PC_SWITCH_ON;
 	/* Rows start on 64-byte boundaries so every row is SIMD-aligned. */
 	b->dist = (b->nfft + 7) & ~(size_t)7;
-	if (b->dist > INT_MAX) {
-		errbuf_set(err, errlen, "cpu: nfft %zu too large for FFTW's int sizes", b->nfft);
-		goto fail;
-	}
+	test_hooks_init(b);
+}
 
-	/* Block: as many rows as fit in the target bytes, at least one. */
-	row_bytes = b->dist * sizeof(fftwf_complex);
-	block_kib = env_size("CHIRP_PC_BLOCK_KIB", 0);   /* 0: unset (or not a size) */
-	b->block_rows = (block_kib ? block_kib : 256) * 1024 / row_bytes;
+/*
+ * Rows per block: as many as fit in block_kib KiB (0: the 256 KiB cap, then
+ * balanced over the threads; an explicit size is taken as it is, for
+ * tuning and the tests), at least one, and few enough that every thread
+ * gets a block.
+ */
+static void choose_blocks(struct cpu_be *b, unsigned block_kib)
+{
+	size_t row_bytes = b->dist * sizeof(fftwf_complex);
+
+	b->block_rows = (size_t)(block_kib ? block_kib : 256) * 1024 / row_bytes;
 	if (b->block_rows < 1)
 		b->block_rows = 1;
-	/* Enough blocks that every thread gets work. */
 	if (b->block_rows * (size_t)b->threads > b->rows)
 		b->block_rows = (b->rows + b->threads - 1) / b->threads;
-	/* The default size is a cap: take the one that balances (an explicit
-	 * CHIRP_PC_BLOCK_KIB is taken as it is, for tuning and the tests). */
 	if (!block_kib)
 		b->block_rows = balanced_block_rows(b->rows, b->block_rows, b->threads);
 	if (b->block_rows > (size_t)INT_MAX / b->dist)
 		b->block_rows = (size_t)INT_MAX / b->dist;
 	b->nblocks = (b->rows + b->block_rows - 1) / b->block_rows;
+}
 
-	b->committed = calloc(b->nblocks, sizeof(*b->committed));   /* gen 0 */
-	if (!b->committed)
-		goto nomem;
-	/* Take-over: on by default when the workers spin (idle_spin_us): a
-	 * block still not stored after the grace is then a stalled worker;
-	 * with sleeping workers it was mostly a late wake-up, and the second
-	 * copy competed with the worker it waited for (doc/pc.md). */
-	m = getenv("CHIRP_PC_TAKEOVER");
-	b->takeover = m && *m ? strcmp(m, "1") == 0 : b->spin_ns > 0;
-#ifdef CHIRP_FAULT_INJECT
-	b->test_stall_ms = (unsigned)env_size("CHIRP_PC_TEST_STALL_MS", 0);
-	if (b->test_stall_ms > 60000)
-		b->test_stall_ms = 60000;
-#endif
+/* The completion queue, the per-thread buffers, the filter, committed[]. */
+static int alloc_buffers(struct cpu_be *b, const float *filt)
+{
+	size_t bytes = b->block_rows * b->dist * sizeof(fftwf_complex);
+
+	b->q = calloc(b->depth, sizeof(*b->q));
+	b->committed = calloc(b->nblocks, sizeof(*b->committed));
 	b->w = calloc((size_t)b->threads, sizeof(*b->w));
 	b->fc = fftwf_malloc(b->nfft * 2 * sizeof(float));
 	b->fd = fftwf_malloc(b->nfft * 2 * sizeof(float));
-	if (!b->w || !b->fc || !b->fd)
-		goto nomem;
+	if (!b->q || !b->committed || !b->w || !b->fc || !b->fd)
+		return -ENOMEM;
 	for (int t = 0; t < b->threads; t++) {
-		b->w[t].b = b;
-		b->w[t].xin = fftwf_malloc(b->block_rows * row_bytes);
-		b->w[t].work = fftwf_malloc(b->block_rows * row_bytes);
+		b->w[t].xin = fftwf_malloc(bytes);
+		b->w[t].work = fftwf_malloc(bytes);
 		if (!b->w[t].xin || !b->w[t].work)
-			goto nomem;
+			return -ENOMEM;
 	}
 	for (size_t f = 0; f < b->nfft; f++) {
-		b->fc[2 * f] = b->fc[2 * f + 1] = s->filt[2 * f];
-		b->fd[2 * f] = -s->filt[2 * f + 1];
-		b->fd[2 * f + 1] = s->filt[2 * f + 1];
+		b->fc[2 * f] = b->fc[2 * f + 1] = filt[2 * f];
+		b->fd[2 * f] = -filt[2 * f + 1];
+		b->fd[2 * f + 1] = filt[2 * f + 1];
 	}
+	return 0;
+}
 
-	wisdom = getenv("CHIRP_FFTW_WISDOM");
-	if (wisdom && *wisdom) {
-		pthread_mutex_lock(&fftw_lock);
-		if (!fftwf_import_wisdom_from_filename(wisdom))
-			log_debug("CHIRP_FFTW_WISDOM %s: nothing imported (missing or not FFTW wisdom)", wisdom);
-		else
-			log_info("cpu: FFTW wisdom imported from %s", wisdom);
-		pthread_mutex_unlock(&fftw_lock);
-	}
-	/* FFTW_MEASURE scribbles on the arrays it plans with: plan on w[0]. */
+/* tune.fftw_wisdom: import before planning (a missing file is fine). */
+static void import_wisdom(const char *path)
+{
+	if (!path || !*path)
+		return;
+	pthread_mutex_lock(&fftw_lock);
+	if (!fftwf_import_wisdom_from_filename(path))
+		log_debug("fftw_wisdom %s: nothing imported (missing or not FFTW wisdom)", path);
+	else
+		log_info("cpu: FFTW wisdom imported from %s", path);
+	pthread_mutex_unlock(&fftw_lock);
+}
+
+/* ... and write it back after a search, so it happens once per machine. */
+static void export_wisdom(const char *path, unsigned planner)
+{
+	if (!path || !*path || planner == FFTW_ESTIMATE)
+		return;
+	pthread_mutex_lock(&fftw_lock);
+	if (!fftwf_export_wisdom_to_filename(path))
+		log_warn("fftw_wisdom %s: cannot write FFTW wisdom", path);
+	pthread_mutex_unlock(&fftw_lock);
+}
+
+/*
+ * The forward and inverse plans of a full block and of the remainder.
+ * FFTW_MEASURE scribbles on the arrays it plans with: plan on w[0], whose
+ * zero padding is written afterwards (zero_padding).
+ */
+static int make_plans(struct cpu_be *b, const char *wisdom, char *err, size_t errlen)
+{
+	size_t tail = b->rows % b->block_rows;
+
+	import_wisdom(wisdom);
 	b->fwd = plan_rows(b, b->w[0].xin, b->w[0].work, b->block_rows, FFTW_FORWARD,
 			   FFTW_PRESERVE_INPUT);
 	b->inv = plan_rows(b, b->w[0].work, b->w[0].work, b->block_rows, FFTW_BACKWARD, 0);
 	if (!b->fwd || !b->inv) {
 		errbuf_set(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
 			   b->nfft, b->block_rows);
-		goto fail;
+		return -EINVAL;
 	}
-	tail = b->rows % b->block_rows;
 	if (tail) {
 		b->fwd_tail = plan_rows(b, b->w[0].xin, b->w[0].work, tail, FFTW_FORWARD,
 					FFTW_PRESERVE_INPUT);
@@ -890,62 +782,68 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		if (!b->fwd_tail || !b->inv_tail) {
 			errbuf_set(err, errlen, "cpu: fftwf_plan_many_dft(n=%zu, howmany=%zu) failed",
 				   b->nfft, tail);
-			goto fail;
+			return -EINVAL;
 		}
 	}
+	export_wisdom(wisdom, b->planner);
+	return 0;
+}
 
-	if (wisdom && *wisdom && b->planner != FFTW_ESTIMATE) {
-		pthread_mutex_lock(&fftw_lock);
-		if (!fftwf_export_wisdom_to_filename(wisdom))
-			log_warn("CHIRP_FFTW_WISDOM %s: cannot write FFTW wisdom", wisdom);
-		pthread_mutex_unlock(&fftw_lock);
-	}
-	/* After planning: the zero padding of every input row, once. */
+/* After planning: the zero padding of every input row, once (a load
+ * writes only the R samples; the forward FFT preserves its input). */
+static void zero_padding(struct cpu_be *b)
+{
 	for (int t = 0; t < b->threads; t++)
-		memset(b->w[t].xin, 0, b->block_rows * row_bytes);
+		memset(b->w[t].xin, 0, b->block_rows * b->dist * sizeof(fftwf_complex));
+}
 
-	if (pthread_mutex_init(&b->lock, NULL) != 0)
-		goto nomem;
-	if (pthread_cond_init(&b->go, NULL) != 0) {
-		pthread_mutex_destroy(&b->lock);
-		goto nomem;
-	}
-	b->sync_ok = true;
-	m = getenv("CHIRP_PC_PIN");
-	if (m && *m) {
-		char perr[128];
+/*
+ * The workers, last: they touch nothing before the first CPI is submitted.
+ * committed[] starts at the pool's gen, so block k of the first CPI moves
+ * it from gen - 1 to gen as of every later one.
+ */
+static int start_pool(struct cpu_be *b, unsigned idle_spin_us, char *err, size_t errlen)
+{
+	struct workpool_params wpp = {
+		.threads = (unsigned)b->threads,
+		.spin_ns = (uint64_t)idle_spin_us * 1000u,
+		.name = "pc-cpu",
+		.fn = run_blocks,
+		.ctx = b,
+	};
 
-		if (sysnuma_parse_cpus(m, &pin, perr, sizeof(perr)) == 0)
-			pin_n = CPU_COUNT(&pin);
-		else
-			log_warn("CHIRP_PC_PIN=%s: %s; workers not pinned", m, perr);
-	}
-	/* Workers start with every signal blocked; the caller's mask is restored. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (int t = 1; t < b->threads; t++) {
-		rc = pthread_create(&b->w[t].th, NULL, worker_main, &b->w[t]);
-		if (rc != 0) {
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			errbuf_set(err, errlen, "cpu: pthread_create for worker %d of %d: %s",
-				   t, b->threads - 1, strerror(rc));
-			goto fail;
-		}
-		b->w[t].started = true;
-		if (pin_n > 0)
-			pin_worker(b->w[t].th, t, &pin, pin_n);
-		{
-			char name[16];   /* visible in top -H, ps -L: "pc-cpu/1" ... */
+	b->pool = workpool_create(&wpp, err, errlen);
+	if (!b->pool)
+		return -EAGAIN;
+	for (size_t k = 0; k < b->nblocks; k++)
+		atomic_init(&b->committed[k], workpool_gen(b->pool));
+	return 0;
+}
 
-			snprintf(name, sizeof(name), "pc-cpu/%u", (unsigned)t % 10000u);
-			pthread_setname_np(b->w[t].th, name);   /* cosmetic: ignore errors */
-		}
+static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
+{
+	struct cpu_be *b;
+
+	if (check_setup(s, err, errlen) < 0)
+		return NULL;
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		errbuf_set(err, errlen, "cpu: out of memory");
+		return NULL;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	init_fields(b, s);
+	choose_blocks(b, s->tune.block_kib);
+	if (alloc_buffers(b, s->filt) < 0) {
+		errbuf_set(err, errlen, "cpu: out of memory for %d x %zu rows of %zu-point buffers",
+			   b->threads, b->block_rows, b->dist);
+		goto fail;
+	}
+	if (make_plans(b, s->tune.fftw_wisdom, err, errlen) < 0)
+		goto fail;
+	zero_padding(b);
+	if (start_pool(b, s->idle_spin_us, err, errlen) < 0)
+		goto fail;
 	return b;
-nomem:
-	errbuf_set(err, errlen, "cpu: out of memory for %d x %zu rows of %zu-point buffers",
-		   b->threads, b->block_rows, b->dist);
 fail:
 	cpu_destroy(b);
 	return NULL;
@@ -976,51 +874,58 @@ static void cpu_unregister_host(void *be, void *base)
 }
 
 /*
+ * Compute again the first block of CPI gen that nobody has stored (nor is
+ * storing), for wait_blocks; the copy is stored if it is ready first, and
+ * given up between passes once the other is. Returns 1 if a copy was
+ * computed to the end (pc_done.recomputed counts those), else 0.
+ */
+static uint32_t take_over_one(struct cpu_be *b, uint64_t gen, const void *in, void *out)
+{
+	struct cpu_buf *me = &b->w[0];
+
+	for (size_t k = 0; k < b->nblocks; k++) {
+		size_t r0, nr = block_span(b, k, &r0);
+		uint32_t nonfinite;
+
+		if (atomic_load_explicit(&b->committed[k], memory_order_acquire) == gen)
+			continue;    /* stored, or being stored */
+		atomic_fetch_add_explicit(&b->loading, 1, memory_order_relaxed);
+		nonfinite = compute_block(b, me, in, r0, nr, &b->committed[k], gen);
+		if (nonfinite == BLOCK_ABANDONED)
+			return 0;
+		finish_block(b, me, gen, out, k, nonfinite);
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * The caller has claimed what it could; wait for the blocks other threads
  * claimed. A worker that is descheduled (another thread on its CPU, the
  * hypervisor taking its vCPU) holds its block for as long as it is away,
  * milliseconds on a busy VM, and the CPI with it: the CPU backend's
- * latency tail. So a block still not stored a grace period after the
- * caller ran out of work (1.5 blocks of the caller's own recent time per
- * block: a healthy worker finishes the block it had started by then) is
- * computed again by the caller, and whichever copy is ready first is
- * stored (finish_block); the other is thrown away. The caller is idle
+ * latency tail. So with take-over a block still not stored a grace period
+ * after the caller ran out of work (1.5 blocks of the caller's own recent
+ * time per block: a healthy worker finishes the block it had started by
+ * then) is computed again by the caller, and whichever copy is ready first
+ * is stored (finish_block); the other is thrown away. The caller is idle
  * here anyway, so this costs nothing when workers are healthy and bounds
  * the wait to about two blocks when one is not. Returns how many blocks
  * the caller recomputed.
  */
 static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void *out)
 {
-	struct cpu_worker *me = &b->w[0];
 	uint32_t recomputed = 0;
 	uint64_t since = mono_ns(), grace = b->block_ns + b->block_ns / 2;
 
 	if (grace < 20000)
 		grace = 20000;   /* 20 us: below that a wait is cheaper than a block */
-	while (atomic_load_explicit(&b->blocks_done, memory_order_acquire) < b->nblocks) {
-		uint64_t now;
-
+	while (!workpool_finished(b->pool)) {
 		cpu_relax();
-		if (!b->takeover)
+		if (!b->takeover || mono_ns() - since < grace)
 			continue;
-		now = mono_ns();
-		if (now - since < grace)
-			continue;
-		for (size_t k = 0; k < b->nblocks; k++) {
-			size_t r0, nr = block_span(b, k, &r0);
-			uint32_t nonfinite;
-
-			if (atomic_load_explicit(&b->committed[k], memory_order_acquire) == gen)
-				continue;    /* stored, or being stored */
-			atomic_fetch_add_explicit(&b->loading, 1, memory_order_relaxed);
-			nonfinite = compute_block(b, me, in, r0, nr, &b->committed[k], gen);
-			if (nonfinite != BLOCK_ABANDONED) {
-				finish_block(b, me, gen, out, k, nonfinite);
-				recomputed++;
-			}
-			break;       /* one block, then give the others a grace again */
-		}
-		since = mono_ns();
+		recomputed += take_over_one(b, gen, in, out);
+		since = mono_ns();   /* one block, then give the others a grace again */
 	}
 	/* No thread may read the input once we return (run_blocks). */
 	while (atomic_load_explicit(&b->loading, memory_order_seq_cst) != 0)
@@ -1028,11 +933,36 @@ static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void
 	return recomputed;
 }
 
+/* The caller's completion record of the CPI it just computed. */
+static void queue_done(struct cpu_be *b, uint64_t tag, uint64_t t0, uint32_t recomputed,
+		       unsigned woken)
+{
+	struct pc_done *d = &b->q[(b->qhead + b->qcount) % b->depth];
+
+	d->tag = tag;
+	d->flags = PC_DONE_INPUT | PC_DONE_OUTPUT;
+	d->nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
+	d->device_ns = mono_ns() - t0;
+	d->recomputed = recomputed;
+	d->woken = woken;
+	d->absent = (uint32_t)b->threads - workpool_joined(b->pool);
+	d->chunks = 0;
+	b->qcount++;
+}
+
+/*
+ * One CPI, start to end, on the caller's thread: publish it to the pool,
+ * compute the blocks nobody has claimed, wait for (or take over) the rest.
+ * The previous CPI's blocks are all done and no thread reads its input
+ * (wait_blocks), so the job and nonfinite are the caller's to reset; the
+ * pool's submit releases them with the CPI's ticket.
+ */
 static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 {
 	struct cpu_be *b = be;
 	uint64_t t0, gen;
-	uint32_t recomputed, woken = 0;
+	uint32_t recomputed;
+	unsigned woken;
 
 	if (b->qcount == b->depth)
 		return -EAGAIN;
@@ -1044,43 +974,13 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 	}
 #endif
 	t0 = mono_ns();
-	/* The previous CPI's blocks are all done (we waited for them), so
-	 * no worker touches these counters until the new ticket is out. */
 	atomic_store_explicit(&b->nonfinite, 0, memory_order_relaxed);
-	atomic_store_explicit(&b->blocks_done, 0, memory_order_relaxed);
-	atomic_store_explicit(&b->joined, 0, memory_order_relaxed);
-	gen = b->gen + 1;
-	atomic_store_explicit(&b->ticket, (gen & 0xffffffffu) << 32, memory_order_release);
-	if (b->threads > 1) {
-		pthread_mutex_lock(&b->lock);
-		atomic_store_explicit(&b->job_in, in, memory_order_release);
-		atomic_store_explicit(&b->job_out, out, memory_order_release);
-		b->gen = gen;
-		atomic_store_explicit(&b->gen_pub, gen, memory_order_release);
-		/* Under the lock no worker enters or leaves its sleep. */
-		woken = atomic_load_explicit(&b->asleep, memory_order_relaxed);
-		if (woken)
-			pthread_cond_broadcast(&b->go);
-		pthread_mutex_unlock(&b->lock);
-	} else {
-		b->gen = gen;
-	}
-	run_blocks(b, &b->w[0], gen, in, out);
+	b->job.in = in;
+	b->job.out = out;
+	gen = workpool_submit(b->pool, b->nblocks, &woken);
+	run_blocks(b, 0, gen);
 	recomputed = wait_blocks(b, gen, in, out);
-	{
-		struct pc_done *d = &b->q[(b->qhead + b->qcount) % b->depth];
-
-		d->tag = tag;
-		d->flags = PC_DONE_INPUT | PC_DONE_OUTPUT;
-		d->nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
-		d->device_ns = mono_ns() - t0;
-		d->recomputed = recomputed;
-		d->woken = woken;
-		d->absent = (uint32_t)b->threads -
-			    atomic_load_explicit(&b->joined, memory_order_relaxed);
-		d->chunks = 0;
-		b->qcount++;
-	}
+	queue_done(b, tag, t0, recomputed, woken);
 	return 0;
 }
 
@@ -1127,20 +1027,8 @@ static int cpu_inject_fault(void *be)
 static int cpu_bind_threads(void *be, const cpu_set_t *cpus)
 {
 	struct cpu_be *b = be;
-	int n = 0, first = 0;
 
-	for (int t = 1; t < b->threads; t++) {
-		int rc;
-
-		if (!b->w[t].started)
-			continue;
-		rc = pthread_setaffinity_np(b->w[t].th, sizeof(*cpus), cpus);
-		if (rc == 0)
-			n++;
-		else if (!first)
-			first = -rc;
-	}
-	return first ? first : n;
+	return workpool_bind(b->pool, cpus);
 }
 
 const struct pc_backend_ops pc_cpu_ops = {

@@ -4,7 +4,7 @@
  * none outside dst touched, at sizes that are no multiple of a slice, from
  * and to unaligned addresses, with 1, 2, 4 and 8 threads; hundreds of
  * copies in a row on one copier (through the ticket's 32-bit generation
- * wrap, which hcopy.c puts 64 copies after create); the constructor's
+ * wrap, which workpool.c puts 64 jobs after create); the constructor's
  * bounds. Also run under ThreadSanitizer (tests/tsan.list).
  */
 #include <stdarg.h>

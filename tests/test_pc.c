@@ -200,7 +200,7 @@ struct acc_case {
 	enum pc_normalize norm;
 	int threads;
 	size_t nfft;          /* 0 = auto */
-	const char *block_kib; /* CHIRP_PC_BLOCK_KIB, NULL = default */
+	unsigned block_kib;   /* pc_params.tune.block_kib, 0 = auto */
 };
 
 static void run_case(const struct acc_case *c)
@@ -217,8 +217,6 @@ static void run_case(const struct acc_case *c)
 	ref_corr(xd, rows, c->R, h, c->L, ref_gain(h, c->L, c->norm), y);
 	out = malloc(n * 8);
 	assert_non_null(out);
-	if (c->block_kib)
-		setenv("CHIRP_PC_BLOCK_KIB", c->block_kib, 1);
 	for (int m = PC_OUT_COMPLEX; m <= PC_OUT_POWER_DB; m++) {
 		struct pc_params p;
 		struct pc *pc;
@@ -231,6 +229,7 @@ static void run_case(const struct acc_case *c)
 		p.normalize = c->norm;
 		p.cpu_threads = c->threads;
 		p.nfft = c->nfft;
+		p.tune.block_kib = c->block_kib;
 		pc = pc_create(&p, err, sizeof(err));
 		if (!pc)
 			fail_msg("pc_create R=%u L=%zu: %s", c->R, c->L, err);
@@ -245,8 +244,6 @@ static void run_case(const struct acc_case *c)
 		check_output((enum pc_output)m, out, y, n);
 		pc_destroy(pc);
 	}
-	if (c->block_kib)
-		unsetenv("CHIRP_PC_BLOCK_KIB");
 	free(xd);
 	free(y);
 	free(h);
@@ -257,22 +254,22 @@ static void run_case(const struct acc_case *c)
 static void test_accuracy_random(void **state)
 {
 	static const struct acc_case cases[] = {
-		{ 1, 3, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, NULL },
-		{ 1, 3, 1000, 200, PC_FMT_SC16, PC_NORM_NONE, 1, 0, NULL },
-		{ 2, 1, 9000, 1000, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, NULL },
-		{ 1, 1, 9000, 1000, PC_FMT_SC16, PC_NORM_NOISE, 1, 0, NULL },
-		{ 1, 2, 257, 257, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, NULL },   /* L = R */
-		{ 1, 1, 1, 1, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, NULL },       /* smallest */
-		{ 2, 3, 777, 1, PC_FMT_SC16, PC_NORM_NONE, 1, 0, NULL },      /* L = 1 */
-		{ 3, 2, 4096, 512, PC_FMT_SC16, PC_NORM_NOISE, 1, 0, NULL },
-		{ 2, 5, 1000, 77, PC_FMT_CF32, PC_NORM_NOISE, 2, 0, NULL },   /* threads */
+		{ 1, 3, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, 0 },
+		{ 1, 3, 1000, 200, PC_FMT_SC16, PC_NORM_NONE, 1, 0, 0 },
+		{ 2, 1, 9000, 1000, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, 0 },
+		{ 1, 1, 9000, 1000, PC_FMT_SC16, PC_NORM_NOISE, 1, 0, 0 },
+		{ 1, 2, 257, 257, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, 0 },   /* L = R */
+		{ 1, 1, 1, 1, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, 0 },       /* smallest */
+		{ 2, 3, 777, 1, PC_FMT_SC16, PC_NORM_NONE, 1, 0, 0 },      /* L = 1 */
+		{ 3, 2, 4096, 512, PC_FMT_SC16, PC_NORM_NOISE, 1, 0, 0 },
+		{ 2, 5, 1000, 77, PC_FMT_CF32, PC_NORM_NOISE, 2, 0, 0 },   /* threads */
 		/* small blocks: several full blocks plus a tail block */
-		{ 1, 7, 1000, 100, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, "16" },
-		{ 3, 5, 1000, 100, PC_FMT_SC16, PC_NORM_NOISE, 2, 0, "24" },
+		{ 1, 7, 1000, 100, PC_FMT_CF32, PC_NORM_NOISE, 1, 0, 16 },
+		{ 3, 5, 1000, 100, PC_FMT_SC16, PC_NORM_NOISE, 2, 0, 24 },
 		/* forced nfft: prime (direct DFT path) and 2*5*11^2 (radix 11) */
-		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 1201, NULL },
-		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 1210, NULL },
-		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 4096, NULL },
+		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 1201, 0 },
+		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 1210, 0 },
+		{ 1, 2, 1000, 200, PC_FMT_CF32, PC_NORM_NOISE, 1, 4096, 0 },
 	};
 
 	(void)state;
@@ -592,12 +589,11 @@ static void test_submit_poll(void **state)
  * another thread has stored that block. The caller must store it itself,
  * every output must still be right, and no thread may read a CPI's input
  * after the CPI is reported: each CPI's input is a fresh copy freed at
- * once (ASan flags a late read). With CHIRP_PC_TAKEOVER=0 the caller waits
+ * once (ASan flags a late read). With tune.takeover off the caller waits
  * for the stalled worker instead (a short stall), and recomputes nothing.
- * takeover: 1 or 0 sets CHIRP_PC_TAKEOVER so, -1 leaves it unset (the
- * default, off since 2026-11-25).
+ * The hook is in test builds only (tests link libchirpcore-hooks).
  */
-static void run_stalled(int takeover, unsigned spin_us, const char *stall_ms,
+static void run_stalled(enum pc_switch takeover, unsigned spin_us, const char *stall_ms,
 			unsigned min_cpis, unsigned max_cpis, uint32_t *recomputed)
 {
 	enum { C = 2, P = 16, R = 1000, L = 77 };
@@ -615,19 +611,14 @@ static void run_stalled(int takeover, unsigned spin_us, const char *stall_ms,
 	assert_non_null(y);
 	in = random_input(PC_FMT_CF32, n, xd);
 	ref_corr(xd, (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
-	setenv("CHIRP_PC_BLOCK_KIB", "16", 1);     /* 2 rows a block: 16 blocks */
 	setenv("CHIRP_PC_TEST_STALL_MS", stall_ms, 1);
-	if (takeover >= 0)
-		setenv("CHIRP_PC_TAKEOVER", takeover ? "1" : "0", 1);
-	else
-		unsetenv("CHIRP_PC_TAKEOVER");
 	base_params(&p, C, P, R, h, L);
 	p.cpu_threads = 2;   /* the caller and worker 1, the one held */
 	p.idle_spin_us = spin_us;
+	p.tune.block_kib = 16;   /* 2 rows a block: 16 blocks */
+	p.tune.takeover = takeover;
 	pc = pc_create(&p, err, sizeof(err));
-	unsetenv("CHIRP_PC_BLOCK_KIB");
 	unsetenv("CHIRP_PC_TEST_STALL_MS");
-	unsetenv("CHIRP_PC_TAKEOVER");
 	if (!pc)
 		fail_msg("pc_create: %s", err);
 	out = malloc(pc_out_bytes(pc));
@@ -662,19 +653,20 @@ static void test_straggler_takeover(void **state)
 
 	(void)state;
 	/* Held for up to 0.3 s a block: without the take-over the CPI waits. */
-	run_stalled(1, 0, "300", 10, 100, &recomputed);
+	run_stalled(PC_SWITCH_ON, 0, "300", 10, 100, &recomputed);
 	assert_true(recomputed >= 1);
-	run_stalled(0, 0, "2", 5, 5, &recomputed);
+	run_stalled(PC_SWITCH_OFF, 0, "2", 5, 5, &recomputed);
 	assert_int_equal(recomputed, 0);
-	/* Unset with sleeping workers (idle_spin_us 0): off (doc/pc.md: it
-	 * cost tail on the GPU host while workers woke late). */
-	run_stalled(-1, 0, "2", 5, 5, &recomputed);
+	/* Auto with sleeping workers (idle_spin_us 0): off (doc/pc.md: a late
+	 * block is then mostly a late wake-up, and a second copy competes
+	 * with the worker it waits for). */
+	run_stalled(PC_SWITCH_AUTO, 0, "2", 5, 5, &recomputed);
 	assert_int_equal(recomputed, 0);
-	/* Unset with spinning workers: on (the default idle_spin_us). */
-	run_stalled(-1, 2000, "300", 10, 100, &recomputed);
+	/* Auto with spinning workers: on (the default idle_spin_us). */
+	run_stalled(PC_SWITCH_AUTO, 2000, "300", 10, 100, &recomputed);
 	assert_true(recomputed >= 1);
 	/* ... unless turned off explicitly. */
-	run_stalled(0, 2000, "2", 5, 5, &recomputed);
+	run_stalled(PC_SWITCH_OFF, 2000, "2", 5, 5, &recomputed);
 	assert_int_equal(recomputed, 0);
 }
 
@@ -705,12 +697,11 @@ static double run_idle(unsigned spin_us, unsigned pause_us, unsigned ncpi, uint3
 	assert_non_null(y);
 	in = random_input(PC_FMT_CF32, n, xd);
 	ref_corr(xd, (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
-	setenv("CHIRP_PC_BLOCK_KIB", "16", 1);     /* 2 rows a block: 16 blocks */
 	base_params(&p, C, P, R, h, L);
 	p.cpu_threads = T;
 	p.idle_spin_us = spin_us;
+	p.tune.block_kib = 16;   /* 2 rows a block: 16 blocks */
 	pc = pc_create(&p, err, sizeof(err));
-	unsetenv("CHIRP_PC_BLOCK_KIB");
 	if (!pc)
 		fail_msg("pc_create: %s", err);
 	pc_get_info(pc, &info);
@@ -794,12 +785,11 @@ static void test_spin_handoff(void **state)
 		in[k] = random_input(PC_FMT_CF32, n, xd[k]);
 		ref_corr(xd[k], (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y[k]);
 	}
-	setenv("CHIRP_PC_BLOCK_KIB", "16", 1);     /* 2 rows a block: 8 blocks */
 	base_params(&p, C, P, R, h, L);
 	p.cpu_threads = T;
 	p.idle_spin_us = 1000000;
+	p.tune.block_kib = 16;   /* 2 rows a block: 8 blocks */
 	pc = pc_create(&p, err, sizeof(err));
-	unsetenv("CHIRP_PC_BLOCK_KIB");
 	if (!pc)
 		fail_msg("pc_create: %s", err);
 	for (int k = 0; k < 2; k++) {
@@ -1361,63 +1351,165 @@ static void test_noise_gain(void **state)
 
 /* ---- planner options and concurrent creation ------------------------- */
 
-/* One small random case through a fresh pc; fails on a wrong result. */
-static void small_case(unsigned R, size_t L, int threads)
+/* One random CPI, its reference result, and runs of it through pcs made
+ * with different tuning (which changes speed, never results). */
+struct tuned_case {
+	unsigned C, P, R;
+	size_t L, n;
+	float *h;
+	void *in;
+	double complex *y;
+};
+
+static void tuned_case_init(struct tuned_case *t, unsigned C, unsigned P, unsigned R, size_t L)
 {
-	const unsigned P = 5;
-	size_t n = (size_t)P * R;
-	float *h = random_ref(L);
-	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
-	float *in, *out = malloc(n * 8);
+	double complex *xd;
+
+	t->C = C;
+	t->P = P;
+	t->R = R;
+	t->L = L;
+	t->n = (size_t)C * P * R;
+	t->h = random_ref(L);
+	xd = malloc(t->n * sizeof(*xd));
+	t->y = malloc(t->n * sizeof(*t->y));
+	assert_non_null(xd);
+	assert_non_null(t->y);
+	t->in = random_input(PC_FMT_CF32, t->n, xd);
+	ref_corr(xd, (size_t)C * P, R, t->h, L, ref_gain(t->h, L, PC_NORM_NOISE), t->y);
+	free(xd);
+}
+
+static void tuned_case_free(struct tuned_case *t)
+{
+	free(t->h);
+	free(t->in);
+	free(t->y);
+}
+
+/* The complex output of t through a fresh pc with these threads and
+ * tuning, checked against the reference (the caller frees it). */
+static float *tuned_run(const struct tuned_case *t, int threads, const struct pc_tuning *tune)
+{
+	float *out = malloc(t->n * 8);
 	struct pc_params p;
 	struct pc *pc;
 	char err[256];
 
-	assert_non_null(xd);
-	assert_non_null(y);
 	assert_non_null(out);
-	in = random_input(PC_FMT_CF32, n, xd);
-	ref_corr(xd, P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
-	base_params(&p, 1, P, R, h, L);
+	base_params(&p, t->C, t->P, t->R, t->h, t->L);
 	p.cpu_threads = threads;
+	p.tune = *tune;
 	pc = pc_create(&p, err, sizeof(err));
 	if (!pc)
-		fail_msg("pc_create: %s", err);
-	poison(out, n * 8);
-	assert_int_equal(pc_execute(pc, in, out, NULL), 0);
-	check_output(PC_OUT_COMPLEX, out, y, n);
+		fail_msg("pc_create %ux%ux%u T=%d: %s", t->C, t->P, t->R, threads, err);
+	poison(out, t->n * 8);
+	assert_int_equal(pc_execute(pc, t->in, out, NULL), 0);
+	check_output(PC_OUT_COMPLEX, out, t->y, t->n);
 	pc_destroy(pc);
-	free(h);
-	free(xd);
-	free(y);
-	free(in);
-	free(out);
+	return out;
 }
 
+/* Relative L2 distance between two complex outputs of n samples. */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+	double num = 0, den = 0;
+
+	for (size_t i = 0; i < 2 * n; i++) {
+		num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		den += (double)b[i] * b[i];
+	}
+	return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/*
+ * tune.fftw_planner and tune.fftw_wisdom: measured plans write the wisdom
+ * file (which did not exist: a missing file is fine) and read it again on
+ * the next create; their results agree with estimated plans' to float
+ * rounding (FFTW may pick another algorithm: the same to the last bit is
+ * not promised). A planner outside the enum is refused by pc_create.
+ */
 static void test_planner_and_wisdom(void **state)
 {
 	char path[] = "/tmp/test_pc_wisdom.XXXXXX";
 	int fd = mkstemp(path);
+	struct tuned_case t;
+	struct pc_params p;
+	struct pc_tuning tune;
+	struct pc *pc;
+	char err[256];
+	float *est, *meas;
 	off_t size;
 
 	(void)state;
 	assert_true(fd >= 0);
 	close(fd);
 	unlink(path);   /* a missing wisdom file is fine */
-	setenv("CHIRP_FFTW_WISDOM", path, 1);
-	setenv("CHIRP_FFTW_PLANNER", "measure", 1);
-	small_case(96, 17, 1);
+	tuned_case_init(&t, 1, 5, 96, 17);
+	pc_params_init(&p);
+	tune = p.tune;
+	est = tuned_run(&t, 1, &tune);
+	tune.fftw_planner = PC_FFTW_MEASURE;
+	tune.fftw_wisdom = path;
+	meas = tuned_run(&t, 1, &tune);
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);   /* measured plans were written back */
 	size = lseek(fd, 0, SEEK_END);
 	close(fd);
 	assert_true(size > 0);
-	small_case(96, 17, 2);   /* and read again */
-	setenv("CHIRP_FFTW_PLANNER", "bogus", 1);   /* warns, still works */
-	small_case(50, 7, 1);
-	unsetenv("CHIRP_FFTW_PLANNER");
-	unsetenv("CHIRP_FFTW_WISDOM");
+	assert_true(rel_diff(meas, est, t.n) < 1e-6);
+	free(meas);
+	meas = tuned_run(&t, 2, &tune);   /* and read again */
+	assert_true(rel_diff(meas, est, t.n) < 1e-6);
+	free(meas);
+	free(est);
+
+	base_params(&p, 1, 5, 96, t.h, 17);
+	p.tune.fftw_planner = (enum pc_fftw_planner)7;
+	pc = pc_create(&p, err, sizeof(err));
+	assert_null(pc);
+	assert_non_null(strstr(err, "fftw_planner"));
+	tuned_case_free(&t);
 	unlink(path);
+}
+
+/*
+ * tune.block_kib changes how a CPI is cut into blocks, never its result:
+ * explicit sizes (a row a block, several rows plus a tail block, the whole
+ * CPI in one) give the same output as the balanced default, over 1 and 3
+ * threads, to the last bit: every row goes through the same per-row
+ * arithmetic (estimated plans of one row length, rows 64-byte aligned),
+ * only the batching differs, and which thread computes a row must not
+ * matter either.
+ */
+static void test_block_kib_results(void **state)
+{
+	static const unsigned kibs[] = { 1, 16, 24, 1024 };
+	static const int threads[] = { 1, 3 };
+	struct tuned_case t;
+	struct pc_params p;
+	float *ref;
+
+	(void)state;
+	tuned_case_init(&t, 3, 7, 1000, 100);
+	pc_params_init(&p);
+	ref = tuned_run(&t, 1, &p.tune);
+	for (size_t i = 0; i < sizeof(kibs) / sizeof(kibs[0]); i++)
+		for (size_t j = 0; j < sizeof(threads) / sizeof(threads[0]); j++) {
+			struct pc_tuning tune = p.tune;
+			float *out;
+			double d;
+
+			tune.block_kib = kibs[i];
+			out = tuned_run(&t, threads[j], &tune);
+			d = rel_diff(out, ref, t.n);
+			if (memcmp(out, ref, t.n * 8) != 0)
+				fail_msg("block_kib %u, %d threads: not the default blocks' result "
+					 "(relative L2 difference %g)", kibs[i], threads[j], d);
+			free(out);
+		}
+	free(ref);
+	tuned_case_free(&t);
 }
 
 /*
@@ -1474,9 +1566,9 @@ static void *create_loop(void *arg)
 
 /* The device string names the blocks a CPI is cut into (pc_cpu.c,
  * balanced_block_rows): by default the size under the 256 KiB cap that
- * lets the threads finish together; an explicit CHIRP_PC_BLOCK_KIB as is. */
+ * lets the threads finish together; an explicit tune.block_kib as it is. */
 static void expect_blocks(unsigned C, unsigned P, unsigned R, size_t L, int T,
-			  const char *kib, const char *want)
+			  unsigned kib, const char *want)
 {
 	float *h = random_ref(L);
 	struct pc_params p;
@@ -1484,18 +1576,16 @@ static void expect_blocks(unsigned C, unsigned P, unsigned R, size_t L, int T,
 	struct pc *pc;
 	char err[256];
 
-	if (kib)
-		setenv("CHIRP_PC_BLOCK_KIB", kib, 1);
 	base_params(&p, C, P, R, h, L);
 	p.cpu_threads = T;
+	p.tune.block_kib = kib;
 	pc = pc_create(&p, err, sizeof(err));
-	unsetenv("CHIRP_PC_BLOCK_KIB");
 	if (!pc)
 		fail_msg("pc_create %ux%ux%u T=%d: %s", C, P, R, T, err);
 	pc_get_info(pc, &info);
 	if (!strstr(info.device, want))
-		fail_msg("%ux%ux%u L=%zu T=%d kib=%s: device \"%s\", want \"%s\"", C, P, R, L, T,
-			 kib ? kib : "default", info.device, want);
+		fail_msg("%ux%ux%u L=%zu T=%d block_kib=%u: device \"%s\", want \"%s\"", C, P, R,
+			 L, T, kib, info.device, want);
 	pc_destroy(pc);
 	free(h);
 }
@@ -1505,61 +1595,57 @@ static void test_balanced_blocks(void **state)
 	(void)state;
 	/* nfft 4608: 36 KiB rows, 7 under 256 KiB. 8 threads: 19 blocks of 7
 	 * take 3 rounds (21 row times), 32 of 4 take 4 (16, the least). */
-	expect_blocks(1, 128, 4096, 512, 8, NULL, "32 blocks of 4 rows");
-	expect_blocks(1, 128, 4096, 512, 8, "256", "19 blocks of 7 rows");
-	expect_blocks(1, 128, 4096, 512, 4, NULL, "32 blocks of 4 rows");
+	expect_blocks(1, 128, 4096, 512, 8, 0, "32 blocks of 4 rows");
+	expect_blocks(1, 128, 4096, 512, 8, 256, "19 blocks of 7 rows");
+	expect_blocks(1, 128, 4096, 512, 4, 0, "32 blocks of 4 rows");
 	/* One thread: any size is as fast; the cap (fewest FFTW calls) stays. */
-	expect_blocks(1, 128, 4096, 512, 1, NULL, "1 thread, 19 blocks of 7 rows");
+	expect_blocks(1, 128, 4096, 512, 1, 0, "1 thread, 19 blocks of 7 rows");
 	/* 6 threads: 64 of 2 rows (11 rounds: 22 row times) against 19 of 7
 	 * (3 rounds and the 2-row rest alone: 23). */
-	expect_blocks(1, 128, 4096, 512, 6, NULL, "64 blocks of 2 rows");
+	expect_blocks(1, 128, 4096, 512, 6, 0, "64 blocks of 2 rows");
 	/* Fewer rows than threads x cap: a block each at most. */
-	expect_blocks(1, 6, 1000, 100, 8, NULL, "6 blocks of 1 row");
+	expect_blocks(1, 6, 1000, 100, 8, 0, "6 blocks of 1 row");
 }
 
-/* CHIRP_PC_PIN (a diagnostic): a valid list pins the workers and the
- * results stay exact; a bad one is warned about and changes nothing. */
-static void test_pin_diagnostic(void **state)
+/*
+ * pc_bind_threads pins the CPU backend's workers (not the caller) and the
+ * results stay right; with one thread there is nothing to pin.
+ */
+static void test_bind_threads(void **state)
 {
-	static const char *const lists[] = { "0", "0-1,0", "bogus" };
-	const unsigned C = 1, P = 6, R = 500;
-	const size_t L = 40, n = (size_t)C * P * R;
-	double complex *xd = malloc(n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
-	float *h = random_ref(L);
-	void *in;
+	struct tuned_case t;
+	struct pc_params p;
+	struct pc *pc;
+	char err[256];
+	cpu_set_t cpus, before, after;
 	float *out;
 
 	(void)state;
-	assert_non_null(xd);
-	assert_non_null(y);
-	in = random_input(PC_FMT_CF32, n, xd);
-	ref_corr(xd, (size_t)C * P, R, h, L, ref_gain(h, L, PC_NORM_NOISE), y);
-	for (size_t k = 0; k < sizeof(lists) / sizeof(lists[0]); k++) {
-		struct pc_params p;
-		struct pc *pc;
-		char err[256];
+	tuned_case_init(&t, 1, 6, 500, 40);
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(before), &before), 0);
+	CPU_ZERO(&cpus);
+	CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &cpus);
+	for (int threads = 1; threads <= 3; threads += 2) {
 		uint32_t nf = 99;
 
-		setenv("CHIRP_PC_PIN", lists[k], 1);
-		base_params(&p, C, P, R, h, L);
-		p.cpu_threads = 3;
+		base_params(&p, t.C, t.P, t.R, t.h, t.L);
+		p.cpu_threads = threads;
 		pc = pc_create(&p, err, sizeof(err));
-		unsetenv("CHIRP_PC_PIN");
 		if (!pc)
-			fail_msg("CHIRP_PC_PIN=%s: pc_create: %s", lists[k], err);
+			fail_msg("pc_create: %s", err);
+		assert_int_equal(pc_bind_threads(pc, &cpus), threads - 1);
+		assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(after), &after), 0);
+		assert_true(CPU_EQUAL(&before, &after));   /* the caller untouched */
 		out = malloc(pc_out_bytes(pc));
 		assert_non_null(out);
 		poison(out, pc_out_bytes(pc));
-		assert_int_equal(pc_execute(pc, in, out, &nf), 0);
+		assert_int_equal(pc_execute(pc, t.in, out, &nf), 0);
 		assert_int_equal(nf, 0);
-		check_output(PC_OUT_COMPLEX, out, y, n);
+		check_output(PC_OUT_COMPLEX, out, t.y, t.n);
 		free(out);
 		pc_destroy(pc);
 	}
-	free(xd);
-	free(y);
-	free(h);
-	free(in);
+	tuned_case_free(&t);
 }
 
 static void test_concurrent_create(void **state)
@@ -1629,8 +1715,9 @@ int main(void)
 		cmocka_unit_test(test_sidelobes),
 		cmocka_unit_test(test_noise_gain),
 		cmocka_unit_test(test_planner_and_wisdom),
+		cmocka_unit_test(test_block_kib_results),
 		cmocka_unit_test(test_balanced_blocks),
-		cmocka_unit_test(test_pin_diagnostic),
+		cmocka_unit_test(test_bind_threads),
 		cmocka_unit_test(test_concurrent_create),
 	};
 

@@ -1,24 +1,28 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # daemon_straggler.sh — the CPU backend's straggler take-over, end to end:
-# with FFTW worker 1 held after each block it computes (CHIRP_PC_TEST_STALL_MS,
-# as if its CPU were taken away) chirpd keeps delivering every CPI, each
-# result verifies against the reference, the flight recorder counts the
-# blocks the data thread computed again (`recomputed` in `chirpctl trace`;
-# test_trace checks that the over-budget line names them). The take-over is
-# off by default since 2026-11-25 (doc/pc.md): CHIRP_PC_TAKEOVER=1 here.
+# with FFTW worker 1 held after each block it computes (the stall hook,
+# CHIRP_PC_TEST_STALL_MS, as if its CPU were taken away) chirpd keeps
+# delivering every CPI, each result verifies against the reference, the
+# flight recorder counts the blocks the data thread computed again
+# (`recomputed` in `chirpctl trace`; test_trace checks that the over-budget
+# line names them). The hook exists only in the test build of chirpd
+# (build/tests/chirpd-hooks; bin/chirpd has none). The take-over is on
+# because the workers poll between CPIs (idle_spin_us > 0: take-over auto).
 . "$(dirname "$0")/lib.sh"
 e2e_init straggler
 e2e_need chirp-feed chirp-tap
+CHIRPD=$BUILD/tests/chirpd-hooks
+[ -x "$CHIRPD" ] || e2e_skip "$CHIRPD is not built"
 [ -x "$PY" ] || e2e_skip "$PY not found"
 
-# 2 x 128 rows of 1000 in blocks of 2 rows (16 KiB), the data thread and one
-# worker: the hook has the worker claim a block of every CPI and hold it for
-# up to 2 s; without the take-over each CPI would take 2 s and the 100 CPI/s
-# feed would overrun the ring.
-e2e_config processing.cpu_threads=2 cpi.pulses=128 input.slots=64 output.slots=64 \
-	trace.records=256
-CHIRP_PC_TAKEOVER=1 CHIRP_PC_BLOCK_KIB=16 CHIRP_PC_TEST_STALL_MS=2000 e2e_start_chirpd
+# 2 x 128 rows of 1000, the data thread and one worker: the hook has the
+# worker claim a block of every CPI and hold it for up to 2 s; without the
+# take-over each CPI would take 2 s and the 100 CPI/s feed would overrun the
+# ring.
+e2e_config processing.cpu_threads=2 processing.idle_spin_us=2000 cpi.pulses=128 \
+	input.slots=64 output.slots=64 trace.records=256
+CHIRP_PC_TEST_STALL_MS=2000 e2e_start_chirpd
 "$CHIRP_TAP" -c "$CONF" -n 100 --verify --targets 100:-10 --snr-db 20 --seed 7 --fail-on-gap \
 	--timeout $((60 * E2E_SLOW)) -q 2>"$T/tap.log" &
 TAP=$!

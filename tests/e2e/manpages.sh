@@ -79,9 +79,10 @@ fi
 # fault-injection builds (*_TEST_*), plus NOTIFY_SOCKET and WATCHDOG_USEC,
 # which libsystemd reads for it. A tuning variable left in the code or a
 # variable documented but no longer read fails here.
-code_env=$({ grep -ohE 'getenv\("[A-Za-z_][A-Za-z0-9_]*"' src/*.c src/*.cu src/ring/*.c |
+code_src=$(ls src/*.c src/cuda/*.cu src/ring/*.c 2>/dev/null)
+code_env=$({ grep -ohE 'getenv\("[A-Za-z_][A-Za-z0-9_]*"' $code_src |
 		sed 's/getenv("//; s/"$//'
-	     grep -ohE '"CHIRP_[A-Z0-9_]+' src/*.c src/*.cu src/ring/*.c | tr -d '"'
+	     grep -ohE '"CHIRP_[A-Z0-9_]+' $code_src | tr -d '"'
 	     printf 'NOTIFY_SOCKET\nWATCHDOG_USEC\n'; } | grep -v '_TEST_' | sort -u)
 page_env=$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH /p' doc/man/chirpd.8 | awk '/^\.TP/ { getline; print }' |
 	grep -oE '[A-Z][A-Z0-9_]{3,}' | sort -u)
@@ -90,6 +91,11 @@ stale=$(comm -13 <(echo "$code_env") <(echo "$page_env") | tr '\n' ' ')
 [ -z "$undocumented" ] || fail "chirpd reads environment variables that chirpd(8) ENVIRONMENT does not list: $undocumented(make them chirpd.conf keys, or document them)"
 [ -z "$stale" ] || fail "chirpd(8) ENVIRONMENT lists variables chirpd does not read: $stale"
 echo "chirpd(8) ENVIRONMENT: $(echo $page_env)"
+# The test hooks exist in test builds only: never in the chirpd that ships.
+if [ -x "$BUILD/bin/chirpd" ]; then
+	hooks=$(grep -aoE 'CHIRP_[A-Z0-9_]*_TEST_[A-Z0-9_]*' "$BUILD/bin/chirpd" | sort -u | tr '\n' ' ')
+	[ -z "$hooks" ] || fail "$BUILD/bin/chirpd holds test hooks: $hooks"
+fi
 
 # Options: --help against the page. --help's options are the -x/--xyz words
 # of its usage lines ("usage: PROG ..." and the lines continuing it) and of
