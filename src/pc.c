@@ -931,8 +931,13 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	for (;;) {
+		/* Submit while short of min_cpis or min_ns and before max_ns;
+		 * past max_ns still until 2 CPIs are done or in flight, so that a
+		 * backend slower than max_ns a CPI gets a rate, not a hang. */
 		while (pc_in_flight(pc) < depth &&
-		       (done + pc_in_flight(pc) < min_cpis || now - t0 < min_ns) && now - t0 < max_ns) {
+		       (((done + pc_in_flight(pc) < min_cpis || now - t0 < min_ns) &&
+			 now - t0 < max_ns) ||
+			done + pc_in_flight(pc) < 2)) {
 			unsigned b = (unsigned)(submitted % nbuf);
 
 			rc = pc_submit(pc, (char *)in + (size_t)b * in_len,

@@ -671,6 +671,38 @@ static void test_straggler_takeover(void **state)
 }
 
 /*
+ * pc_calibrate on a backend slower than its time limit (300 ms): every CPI
+ * waits for a worker held 400 ms (the stall hook, take-over off), so the
+ * first timed CPI already ends past the limit. It must still finish with
+ * the rate of the two CPIs it needs, not wait for a CPI it never submits.
+ */
+static void test_calibrate_slow_backend(void **state)
+{
+	enum { C = 2, P = 16, R = 1000, L = 77 };
+	float *h = random_ref(L);
+	struct pc_params p;
+	struct pc *pc;
+	double cps = -1;
+	char err[256];
+
+	(void)state;
+	setenv("CHIRP_PC_TEST_STALL_MS", "400", 1);
+	base_params(&p, C, P, R, h, L);
+	p.cpu_threads = 2;
+	p.tune.block_kib = 16;
+	p.tune.takeover = PC_SWITCH_OFF;
+	pc = pc_create(&p, err, sizeof(err));
+	unsetenv("CHIRP_PC_TEST_STALL_MS");
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	assert_int_equal(pc_calibrate(pc, &cps, err, sizeof(err)), 0);
+	/* Two CPIs of at least 0.4 s each, timed: under 5 CPI/s, above 0. */
+	assert_true(cps > 0 && cps < 5.0);
+	pc_destroy(pc);
+	free(h);
+}
+
+/*
  * idle_spin_us on the CPU backend: with a spin longer than the pause
  * between CPIs the workers are still polling when the next CPI comes
  * (pc_done.woken 0: none had to be woken); without one they are asleep
@@ -1702,6 +1734,7 @@ int main(void)
 		cmocka_unit_test(test_submit_poll),
 		cmocka_unit_test(test_cpu_depth),
 		cmocka_unit_test(test_straggler_takeover),
+		cmocka_unit_test(test_calibrate_slow_backend),
 		cmocka_unit_test(test_idle_spin),
 		cmocka_unit_test(test_spin_handoff),
 		cmocka_unit_test(test_fault_injection),
