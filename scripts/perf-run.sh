@@ -80,6 +80,9 @@ dir=$(cd "$dir" && pwd)
 work=$root/$BUILD/perf-run   # bulky outputs that stay out of the results folder
 mkdir -p "$work"
 echo "perf-run: $host_kind steps: $steps -> $dir"
+# runs.tsv: every perf-run command that wrote into this folder (the
+# performance page's headline names them)
+printf '%s\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "scripts/perf-run.sh $host_kind $outdir $steps" >>"$dir/runs.tsv"
 results=()   # "step<TAB>status<TAB>figures" for the summary
 status=0
 note() { results+=("$1	$2	$3"); case $2 in ok|skipped) ;; *) status=1;; esac; }
