@@ -91,8 +91,10 @@
 #   scripts/bench-latency.sh --plot DIR      (table and PNG again from DIR's files)
 # Environment: CHIRP_BUILD (default build), PLOT_PY (a python3 with
 # matplotlib). Output in DIR (default build/bench-latency/DATE): report.md
-# (command, machine, date, table, criteria), results.tsv, lat-*.txt (raw
-# latencies, µs), latency.png, every log, chirpd configuration and stats,
+# (command, machine, date, tables, criteria), results.tsv (every window,
+# each load pooled, the host's noise), lat-load<PCT>-<W>.txt and
+# lat-floor<PCT>-<W>.txt (raw latencies, µs), floor-*.txt (copy_floor's
+# line per window), latency.png, every log, chirpd configuration and stats,
 # host-stat.txt and windows.tsv (the host's steal time through each window),
 # and with the CUDA backend gpu-mon.csv (nvidia-smi once a second: clocks,
 # power, temperature, clock-event reasons, PCIe link; the report sums it up).
