@@ -324,12 +324,14 @@ static int paced_run(struct path *p, struct paced *q, double rate, double warmup
 	for (;;) {
 		uint64_t now = mono_ns();
 
+		/* retire first: a slot whose copies are done is free for the
+		 * CPI falling due now, as a ring's released slot is */
+		paced_retire(p, q);
 		next = t0 + (uint64_t)((double)k * period_ns);
 		while (next <= now && next < q->close_ns) {
 			paced_issue(p, q, next);
 			next = t0 + (uint64_t)((double)++k * period_ns);
 		}
-		paced_retire(p, q);
 		if (next >= q->close_ns && !q->count)
 			return 0;
 		if (!q->count && next < q->close_ns && sleep_until_ns(next) != 0)

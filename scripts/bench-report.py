@@ -358,7 +358,9 @@ def headline(perf, found):
     if lat:
         c1 = next((c for c in lat["criteria"] if re.match(r"\S+ +C1", c)), None)
         c23 = [c for c in lat["criteria"] if re.match(r"\S+ +C[23]", c)]
-        rows.append("| Losses at 90 %% of capacity | %s |" % (c1 or "no 90 % load in this run"))
+        setup = lat["run"].get("setup", "").split(";")[0]
+        rows.append("| Losses at 90 %% of capacity%s | %s |" % (
+            " (%s)" % setup if setup else "", c1 or "no 90 % load in this run"))
         rows.append("| Latency at 80 %% against the lossless floor | %s |" % (
             "; ".join(c23) if c23 else "no 80 % load in this run"))
     else:

@@ -39,7 +39,6 @@
 # every step passed, 1 otherwise, 2 usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-root=$(pwd)
 usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 host_kind=$1 outdir=$2
@@ -74,10 +73,11 @@ if [ -z "${PERF_DIR:-}" ]; then
 	PERF_DIR=$(date -u +%Y-%m-%d)-${desc:-host}-$(nproc)cpu
 fi
 case $PERF_DIR in */*|.*|'') echo "perf-run: PERF_DIR '$PERF_DIR': a plain folder name" >&2; exit 2;; esac
-dir=$outdir/$PERF_DIR
+# Paths stay relative to the tree's root (the commands recorded in the
+# metas then read the same on any checkout).
+dir=${outdir%/}/$PERF_DIR
 mkdir -p "$dir" || { echo "perf-run: cannot create $dir" >&2; exit 1; }
-dir=$(cd "$dir" && pwd)
-work=$root/$BUILD/perf-run   # bulky outputs that stay out of the results folder
+work=$BUILD/perf-run   # bulky outputs that stay out of the results folder
 mkdir -p "$work"
 echo "perf-run: $host_kind steps: $steps -> $dir"
 # runs.tsv: every perf-run command that wrote into this folder (the
@@ -181,7 +181,7 @@ step_latency() {
 }
 
 step_compare() {
-	meta compare env COMPARE_RAW="$dir/compare.tsv" scripts/bench-compare.sh "$BUILD"
+	meta compare COMPARE_RAW="$dir/compare.tsv" scripts/bench-compare.sh "$BUILD"
 	if COMPARE_RAW=$dir/compare.tsv run_step 900 "$dir/compare.log" scripts/bench-compare.sh "$BUILD"; then
 		note compare ok "$(awk -F'\t' '$1 == "skipped" { printf "%s skipped; ", $2 }' "$dir/compare.tsv")"
 	else

@@ -61,7 +61,7 @@ cat "$T/head.md"
 grep -qF '| Throughput, 4×128×4096 cf32 → complex | the daemon: 4.00 GS/s = 40 % of the copy limit (10.00 GS/s) |' "$T/head.md" ||
 	e2e_fail "no throughput headline"
 grep -qF '| Against a naive 2-stream loop, same CPI | 2.00× (2.00 GS/s) |' "$T/head.md" || e2e_fail "no naive-loop headline"
-grep -qF '| Losses at 90 % of capacity | FAIL C1 90 %: fixture line |' "$T/head.md" || e2e_fail "no losses headline"
+grep -qF '| Losses at 90 % of capacity (backend cuda, fixture) | FAIL C1 90 %: fixture line |' "$T/head.md" || e2e_fail "no losses headline"
 grep -qF 'PASS C2 80 %' "$T/head.md" || e2e_fail "no latency headline"
 grep -qF 'chirpd 402 MS/s per thread: 3.94× scipy, no GNU Radio' "$T/head.md" || e2e_fail "no CPU headline"
 grep -qF '`scripts/perf-run.sh gpu fixture`' "$T/head.md" || e2e_fail "the headline does not name the run's command"
