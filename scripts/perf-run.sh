@@ -11,20 +11,23 @@
 # gpu (a GPU host, after `source .deps/unpack.sh` where it is offline):
 #   build       make -j all (the CUDA backend and benches)          <= 150 s
 #   test        test_pc_cuda, test_pc: pass/fail on stdout          <= 90 s
-#   e2e         the GPU end-to-end tests (tests/e2e/gpu_*.sh)        <= 120 s
+#   e2e         the GPU end-to-end tests (tests/e2e/gpu_*.sh)   <= 90 s each
 #   throughput  bench_gpu at 4x128x4096 and 16x128x9000: (a) copy limits,
 #               (b) the naive 2-stream loop, (c) the backend alone; then
 #               (d) the daemon at 4x128x4096 cf32->complex
-#               (scripts/bench-daemon-gpu.sh) -> throughput.tsv        <= 150 s
+#               (scripts/bench-daemon-gpu.sh) -> throughput.tsv   <= 60 + 150 s
 #   cupy        scripts/bench-cupy.py on the same CPI shapes -> cupy.tsv
 #               (compared with (c) of the throughput step, same run) <= 45 s
 #   latency     scripts/bench-latency.sh --backend cuda, its defaults
 #               (loads 80 and 90, 3 windows each, against the lossless
 #               floor) at 4x128x4096 -> latency.tsv                  <= 480 s
-# One remote command may be limited to 10 minutes: the steps' limits add
-# up to more, so split them in two commands into the same folder:
+# One remote command may be limited to 10 minutes: the whole command has a
+# budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
+# and a step left without time is reported "not run". The steps' limits add
+# up to more than that, so split them in two commands into the same folder:
 #   scripts/perf-run.sh gpu OUTDIR build test e2e throughput cupy
 #   scripts/perf-run.sh gpu OUTDIR latency
+# (the second uses the first one's build; on a fresh machine: build latency)
 # (no STEP: all of them, one after the other).
 #
 # cpu (a CPU host with scripts/install-deps.sh --bench: scipy, GNU Radio):
@@ -36,7 +39,7 @@
 #
 # Each step runs under its own `timeout`; a step that fails or times out is
 # reported FAILED in the summary and the next one still runs. Exit 0 when
-# every step passed, 1 otherwise, 2 usage.
+# every step passed (or was skipped for a missing tool), 1 otherwise, 2 usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -52,6 +55,8 @@ steps=${*:-$all}
 for s in $steps; do
 	case " $all " in *" $s "*) ;; *) echo "perf-run: no step '$s' on a $host_kind host (steps: $all)" >&2; exit 2;; esac
 done
+budget=${PERF_BUDGET_S:-540}
+[[ $budget =~ ^[0-9]+$ ]] || { echo "perf-run: PERF_BUDGET_S '$budget': want seconds (0: none)" >&2; exit 2; }
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 BUILD=build
 export CHIRP_BUILD=$BUILD
@@ -86,14 +91,28 @@ printf '%s\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "scripts/perf-run.sh $ho
 results=()   # "step<TAB>status<TAB>figures" for the summary
 status=0
 note() { results+=("$1	$2	$3"); case $2 in ok|skipped) ;; *) status=1;; esac; }
+# drop KIND — a failed step publishes nothing: its meta and any partial
+# results go, so that the page never shows figures of a run that broke.
+drop() { rm -f "$dir/$1.meta" "$dir/$1.tsv"; }
 
 # meta KIND COMMAND... — KIND.meta beside KIND.tsv.
 meta() { local k=$1; shift; scripts/bench-meta.sh "$dir/$k.meta" "$k" "$@"; }
-# run_step LIMIT_S LOG COMMAND... — COMMAND under timeout, output in LOG;
-# its exit status (124: timed out).
+# The whole command's budget (PERF_BUDGET_S, default 540 s: one remote
+# command may be limited to 10 minutes, and the summary must come out
+# before that): no step is given more than what is left, and a step that
+# would start with less than 30 s left is not run (said so in the summary,
+# status 1: run it in the next command).
+t_end=$((SECONDS + budget))
+left() { if [ "$budget" -eq 0 ]; then echo 100000; else echo $((t_end - SECONDS)); fi; }
+# run_step LIMIT_S LOG COMMAND... — COMMAND under timeout (LIMIT_S, or what
+# is left of the budget if less), output in LOG; its exit status (124:
+# timed out).
 run_step() {
-	local lim=$1 log=$2
+	local lim=$1 log=$2 l
 	shift 2
+	l=$(left)
+	[ "$l" -lt "$lim" ] && lim=$l
+	[ "$lim" -ge 1 ] || { echo "out of time budget" >"$log"; return 124; }
 	timeout -k 10 "$lim" "$@" >"$log" 2>&1
 }
 
@@ -123,7 +142,7 @@ step_e2e() {
 	local f rc n=0 bad=0 skip=0 name
 	for f in tests/e2e/gpu_*.sh; do
 		name=$(basename "$f" .sh)
-		CHIRP_BUILD=$BUILD run_step 60 "$work/e2e-$name.log" bash "$f"
+		CHIRP_BUILD=$BUILD run_step 90 "$work/e2e-$name.log" bash "$f"
 		rc=$?
 		n=$((n + 1))
 		case $rc in
@@ -143,10 +162,11 @@ step_throughput() {
 		run_step 60 "$work/daemon.log" scripts/bench-daemon-gpu.sh "$dir/daemon.tsv" ||
 		{ tail -5 "$work/daemon.log"; echo "(d) failed: the table goes without the daemon"; : >"$dir/daemon.tsv"; }
 	meta throughput "${cmd[@]}"
-	if run_step 90 "$dir/throughput.log" "${cmd[@]}"; then
+	if run_step 150 "$dir/throughput.log" "${cmd[@]}"; then
 		note throughput ok "$(awk -F'\t' '$1 == "4x128x4096" && $2 == "cf32" && $3 == "complex" { if ($10 > b) { b = $10; l = sprintf("4x128x4096 cf32: (c) %.2f GS/s, (a) both %.2f, (b) %.2f, (d) %.2f", $10, $6, $7, $11) } } END { print l }' "$dir/throughput.tsv")"
 	else
 		tail -5 "$dir/throughput.log"
+		drop throughput
 		note throughput FAILED "see $dir/throughput.log"
 	fi
 }
@@ -161,8 +181,8 @@ step_cupy() {
 	rc=$?
 	case $rc in
 	0) note cupy ok "$(awk -F'\t' 'NR > 1 { printf "%s %.3f ms  ", $2, $7 }' "$dir/cupy.tsv")";;
-	77) rm -f "$dir/cupy.meta"; note cupy skipped "$(tail -1 "$dir/cupy.log")";;
-	*) tail -5 "$dir/cupy.log"; note cupy FAILED "exit $rc";;
+	77) drop cupy; note cupy skipped "$(tail -1 "$dir/cupy.log")";;
+	*) tail -5 "$dir/cupy.log"; drop cupy; note cupy FAILED "exit $rc";;
 	esac
 }
 
@@ -172,10 +192,11 @@ step_latency() {
 	meta latency "${cmd[@]}"
 	if run_step 480 "$work/latency.log" "${cmd[@]}" && [ -s "$raw/results.tsv" ]; then
 		cp "$raw/results.tsv" "$dir/latency.tsv" && cp "$raw/report.md" "$dir/latency-report.md" &&
-			cp "$raw/meta.tsv" "$dir/latency-run.tsv" || { note latency FAILED "cannot copy its results"; return; }
+			cp "$raw/meta.tsv" "$dir/latency-run.tsv" || { drop latency; note latency FAILED "cannot copy its results"; return; }
 		note latency ok "$(grep -E '^(PASS|FAIL|n/a ) C[123]' "$raw/report.md" | cut -c1-60 | tr '\n' ';')"
 	else
 		tail -5 "$work/latency.log"
+		drop latency
 		note latency FAILED "see $work/latency.log"
 	fi
 }
@@ -186,6 +207,7 @@ step_compare() {
 		note compare ok "$(awk -F'\t' '$1 == "skipped" { printf "%s skipped; ", $2 }' "$dir/compare.tsv")"
 	else
 		tail -5 "$dir/compare.log"
+		drop compare
 		note compare FAILED "see $dir/compare.log"
 	fi
 }
@@ -193,7 +215,11 @@ step_compare() {
 # CPU-time-hungry steps on a CPU host make the GPU ones meaningless and
 # vice versa: one step at a time, in the order given.
 for s in $steps; do
-	echo "== $s"
+	if [ "$(left)" -lt 30 ]; then
+		note "$s" "not run" "the time budget (PERF_BUDGET_S=$budget s) is spent: run this step in another command"
+		continue
+	fi
+	echo "== $s ($(left) s of the budget left)"
 	case $host_kind:$s in
 	*:build) step_build;;
 	gpu:test) step_test;;
