@@ -6,8 +6,9 @@ scripts/bench-latency.sh run, from the files it left in DIR.
     latency-report.py DIR          markdown table + PASS/FAIL lines on stdout,
                                    DIR/report.md and DIR/results.tsv (stdlib only)
     latency-report.py --plot DIR   DIR/latency.png: the latency distribution of
-                                   every load (CCDF, log axes), and the copy
-                                   floor's when measured (needs matplotlib)
+                                   every load, chirpd's and the lossless
+                                   floor's (CUDA), every window together
+                                   (CCDF, log axes; needs matplotlib)
 
 The definitions (capacity, lost, host noise, criteria) are in the header of
 scripts/bench-latency.sh and repeated under the table.
