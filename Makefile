@@ -5,10 +5,12 @@
 #   make run        install missing packages, build, run chirpd with a feeder
 #   make test       install missing packages, build, run every test
 #   make bench      build and run the benchmarks (prints tables)
-#   make bench-latency  latency under load vs capacity and the host's noise
-#                   floor (scripts/bench-latency.sh; BACKEND=cpu|cuda GEOMETRY=CxPxR
-#                   REF_LEN=L LOADS="20 80" WARMUP=S MEASURE=S SOAK=S OUT=DIR,
-#                   BENCH_ARGS for any other option)
+#   make bench-latency  latency under load against the lossless copy floor,
+#                   losses, the host's noise (scripts/bench-latency.sh; BACKEND=cpu|cuda
+#                   GEOMETRY=CxPxR REF_LEN=L LOADS="80 90" WINDOWS=N WARMUP=S MEASURE=S
+#                   SOAK=S OUT=DIR, BENCH_ARGS for any other option)
+#   make bench-report   doc/performance.md's tables and README's headline from
+#                   the newest raw results under doc/perf (scripts/bench-report.py)
 #   make fuzz       run every fuzz target for FUZZ_SECONDS each
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make deb        Debian packages into build/deb (mk/deb.mk)
@@ -132,7 +134,7 @@ LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 LINK_TOOLS := $(TOOL_LIB) $(LINK_ALL)
 LINK_HOOKS := $(HOOKS_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 
-.PHONY: all bins libs tests benches run test bench bench-latency fuzz fuzz-short install uninstall clean deps info
+.PHONY: all bins libs tests benches run test bench bench-latency bench-report fuzz fuzz-short install uninstall clean deps info
 .DEFAULT_GOAL := all
 
 all: libs bins tests benches
@@ -244,9 +246,13 @@ bench-latency: deps
 	@scripts/bench-latency.sh $(if $(BACKEND),--backend $(BACKEND)) \
 		$(if $(GEOMETRY),--geometry $(GEOMETRY)) $(if $(REF_LEN),--ref-len $(REF_LEN)) \
 		$(if $(FORMAT),--format $(FORMAT)) $(if $(MODE),--mode $(MODE)) \
-		$(if $(LOADS),--loads "$(LOADS)") $(if $(WARMUP),--warmup $(WARMUP)) \
+		$(if $(LOADS),--loads "$(LOADS)") $(if $(WINDOWS),--windows $(WINDOWS)) \
+		$(if $(WARMUP),--warmup $(WARMUP)) \
 		$(if $(MEASURE),--measure $(MEASURE)) $(if $(SOAK),--soak $(SOAK)) \
 		$(if $(OUT),--out $(OUT)) $(BENCH_ARGS)
+
+bench-report:
+	@python3 scripts/bench-report.py
 
 FUZZ_SECONDS ?= 3600
 fuzz: deps

@@ -75,9 +75,15 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* The fastest and the slowest repeat (seconds) of the last median() call:
+ * the TSV's min/max columns, read right after the call that set them. */
+static double rep_lo, rep_hi;
+
 static double median(double *v, int n)
 {
 	qsort(v, n, sizeof(*v), cmp_d);
+	rep_lo = v[0];
+	rep_hi = v[n - 1];
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -420,6 +426,8 @@ struct result {
 	double a_h2d, a_d2h, a_both;     /* GS/s */
 	double b;                        /* naive, GS/s (cf32->complex) */
 	double c[8], c2[8];              /* per depth, GS/s */
+	/* slowest and fastest repeat, GS/s: [0] min, [1] max */
+	double a_both_r[2], b_r[2], c_r[8][2], c2_r[8][2];
 	double err;                      /* (c') vs CPU, relative L2 */
 	double d;                        /* daemon, GS/s (from --daemon-tsv), 0 = none */
 };
@@ -547,6 +555,7 @@ int main(int argc, char **argv)
 		float *ref = make_ref(g->L, g->R);
 		int n = quick ? g->ncpi / 4 : g->ncpi;
 		double b_err = 0, b = S / naive_time(g, ref, n, &b_err) / 1e9;
+		double b_r[2] = { S / rep_hi / 1e9, S / rep_lo / 1e9 };
 
 		printf("(b) %s naive baseline cf32->complex: %.3f GS/s (vs CPU rel L2 %.1e)\n",
 		       g->name, b, b_err);
@@ -566,6 +575,7 @@ int main(int argc, char **argv)
 			rs->geom = g->name;
 			rs->md = *md;
 			rs->b = b;
+			memcpy(rs->b_r, b_r, sizeof(b_r));
 			/* (a) with this configuration's byte counts */
 			CK(cudaMalloc(&din, ib));
 			CK(cudaMalloc(&dout, ob));
@@ -578,6 +588,8 @@ int main(int argc, char **argv)
 			rs->a_h2d = S / copy_time(hin, hout, din, dout, ib, 0, n) / 1e9;
 			rs->a_d2h = S / copy_time(hin, hout, din, dout, 0, ob, n) / 1e9;
 			rs->a_both = S / copy_time(hin, hout, din, dout, ib, ob, n) / 1e9;
+			rs->a_both_r[0] = S / rep_hi / 1e9;
+			rs->a_both_r[1] = S / rep_lo / 1e9;
 			for (int i = 0; i < NBUF; i++) {
 				CK(cudaFreeHost(hin[i]));
 				CK(cudaFreeHost(hout[i]));
@@ -599,10 +611,14 @@ int main(int argc, char **argv)
 				struct pc_info info;
 
 				rs->c[di] = S / pc_time(pc, dsin, is, dsout, os, nslots, n) / 1e9;
+				rs->c_r[di][0] = S / rep_hi / 1e9;
+				rs->c_r[di][1] = S / rep_lo / 1e9;
 				if (pc_register_host(pc, rin, is * nslots) != 0 ||
 				    pc_register_host(pc, rout, os * nslots) != 0)
 					die("pc_register_host failed");
 				rs->c2[di] = S / pc_time(pc, rin, is, rout, os, nslots, n) / 1e9;
+				rs->c2_r[di][0] = S / rep_hi / 1e9;
+				rs->c2_r[di][1] = S / rep_lo / 1e9;
 				pc_get_info(pc, &info);
 				if (strcmp(info.staging, "registered") != 0)
 					fprintf(stderr, "bench_gpu: staging is \"%s\", not registered\n",
@@ -652,7 +668,10 @@ int main(int argc, char **argv)
 	if (tsv)
 		out = fopen(tsv, "w");
 	if (out)
-		fprintf(out, "geometry\tformat\toutput\ta_h2d\ta_d2h\ta_both\tb_naive\tdepth\tc_device\tc_registered\td_daemon\trel_l2\n");
+		fprintf(out, "geometry\tformat\toutput\ta_h2d\ta_d2h\ta_both\tb_naive\tdepth\tc_device\t"
+			     "c_registered\td_daemon\trel_l2\treps\ta_both_min\ta_both_max\tb_naive_min\t"
+			     "b_naive_max\tc_device_min\tc_device_max\tc_registered_min\t"
+			     "c_registered_max\n");
 	printf("\nGS/s (complex input samples/s), %s, median of %d; best depth shown; "
 	       "ratios use (c') or (d) when given\n", prop.name, reps);
 	printf("%-12s %-5s %-9s %7s %7s %7s %7s %6s %7s %7s %7s %7s %7s %8s\n", "geometry", "in",
@@ -667,10 +686,13 @@ int main(int argc, char **argv)
 			if (rs->c2[di] > rs->c2[best])
 				best = di;
 			if (out)
-				fprintf(out, "%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%u\t%.4f\t%.4f\t%.4f\t%.2e\n",
+				fprintf(out, "%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%u\t%.4f\t%.4f\t%.4f\t%.2e"
+					"\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\n",
 					rs->geom, pc_format_name(rs->md.f), pc_output_name(rs->md.m),
 					rs->a_h2d, rs->a_d2h, rs->a_both, rs->b, depths[di], rs->c[di],
-					rs->c2[di], rs->d, rs->err);
+					rs->c2[di], rs->d, rs->err, reps, rs->a_both_r[0],
+					rs->a_both_r[1], rs->b_r[0], rs->b_r[1], rs->c_r[di][0],
+					rs->c_r[di][1], rs->c2_r[di][0], rs->c2_r[di][1]);
 		}
 		x = rs->d > 0 ? rs->d : rs->c2[best];
 		printf("%-12s %-5s %-9s %7.3f %7.3f %7.3f %7.3f %6u %7.3f %7.3f %7.3f %6.0f%% %6.2fx %8.1e\n",

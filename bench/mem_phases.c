@@ -12,12 +12,12 @@
  * bytes moved (read + written) per second by all threads together, each
  * second, oldest first, then the minimum, median and maximum of those.
  *
- * Why: on the GPU host the CPU backend alone (bench_pc_tail --series, 8
- * threads, CPIs coming from memory) ran at two speeds about 15-20 % apart
- * for seconds at a time, while one thread held within 3 % and a
- * single-threaded compute block saw no such thing. The backend moves ~13
- * GB/s there; if this plain copy steps too, the steps are the host's
- * memory bandwidth, not chirpd's code (doc/latency/20261125-i1-i9.md).
+ * Why: a multi-threaded CPU backend (bench_pc_tail --series, CPIs coming
+ * from memory) can run at two speeds some 15-20 % apart for seconds at a
+ * time on a shared host, while one thread holds steady and a
+ * single-threaded compute block sees no such thing. The backend streams
+ * memory; if this plain copy steps too, the steps are the host's memory
+ * bandwidth, not chirpd's code.
  * --pin LIST puts thread t on the (t mod n)-th CPU of LIST alone (0-7,9):
  * whether the steps follow where the scheduler puts the threads (two on
  * one core's hyperthreads: bench/cpu_pairs) or come with any placement.

@@ -12,7 +12,12 @@
 #
 #   BUILD   build directory holding bench/bench_pc (default: build)
 #   env     COMPARE_ROUNDS (default 3), COMPARE_SECONDS per measurement
-#           (default 2), COMPARE_CPIS (default "4x128x4096:512 16x128x9000:1000")
+#           (default 2), COMPARE_CPIS (default "4x128x4096:512 16x128x9000:1000"),
+#           COMPARE_RAW=FILE: every measurement of every round as TSV (tool,
+#           cpi, L, nfft, round, median_ms, wall_msps, cpu_msps; tools chirpd
+#           (patient plans), chirpd-measure, scipy, gnuradio, gnuradio-stream,
+#           and "skipped" rows naming a missing tool and why), for
+#           scripts/bench-report.py
 #
 # chirpd runs with FFTW_PATIENT plans (its fastest setting; the plans are
 # kept in BUILD/fftw-wisdom, given to bench_pc and fft_floor with --wisdom,
@@ -171,6 +176,25 @@ for cpi in $cpis; do
 	printf '%-14s %5s %6s %13s %9s %6s %15s %15s %12s %14s %14s\n' "$geom" "$L" "$nfft" "$cf" "$cm" "$F" \
 		"$gm" "$gp" "$(ratio "$cf" "$gm")" "$(ratio "$cf" "$g")" "$(ratio "$cm" "$g")"
 done
+# raw results: one row per tool, CPI and round (bench_pc --tsv columns: 8
+# median ms, 10 MS/s per thread from wall time, 13 MS/s from CPU time)
+if [ -n "${COMPARE_RAW:-}" ]; then
+	{
+		printf 'tool\tcpi\tL\tnfft\tround\tmedian_ms\twall_msps\tcpu_msps\n'
+		for cpi in $cpis; do
+			geom=${cpi%%:*} L=${cpi##*:}
+			for t in chirpd-patient chirpd-measure scipy gnuradio gnuradio-stream; do
+				[ -s "$tmp/$t.$geom" ] || continue
+				name=$t
+				[ $t = chirpd-patient ] && name=chirpd
+				awk -F'\t' -v n="$name" -v g="$geom" -v l="$L" \
+					'{ printf "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n, g, l, $4, NR, $8, $10, $13 }' "$tmp/$t.$geom"
+			done
+		done
+		[ $scipy_ok = 1 ] || printf 'skipped\tscipy\t\t\t\t\t\t%s\n' "$scipy_why"
+		[ $gr_ok = 1 ] || printf 'skipped\tgnuradio\t\t\t\t\t\t%s\n' "$gr_why"
+	} >"$COMPARE_RAW" || { echo "bench-compare: cannot write $COMPARE_RAW" >&2; rc=1; }
+fi
 echo
 [ -s "$tmp/scipy.check" ] && sed -n '1p' "$tmp/scipy.check"
 [ -s "$tmp/gr.check" ] && awk '$1 == "gr_fft_filter:" && !seen[$2]++' "$tmp/gr.check"

@@ -25,10 +25,9 @@
 # chose, e.g. auto=3),
 # MEASURE_S (default 5), CONFIGS ("4x128x4096:cf32:complex ..." to pick),
 # DAEMON_SLOTS (default empty: the shipped slots = auto, 100 ms of CPIs at
-# the capacity chirpd measures at start, on both rings; before 2026-11-25
-# this bench ran with "input.slots=8 output.slots=8", 1.6-3.6 ms of output
-# ring, and the draining consumer's scheduling hiccups showed up as
-# thousands of output drops: set that to compare).
+# the capacity chirpd measures at start, on both rings: an output ring of a
+# few ms, e.g. "input.slots=8 output.slots=8", turns the draining
+# consumer's scheduling hiccups into output drops; set it to compare).
 # Exit 77 without a GPU or a CUDA build.
 set -u
 cd "$(dirname "$0")/.." || exit 1

@@ -12,7 +12,8 @@
 #           table again with (d) filled in and its ratios
 #   latency scripts/bench-latency.sh --backend cuda (LAT_ARGS, e.g.
 #           "--geometry 16x128x9000 --ref-len 1000" or "--soak 300"), into
-#           $OUT/latency: latency per load, host noise and copy floor
+#           $OUT/latency: latency per load against the lossless copy floor,
+#           losses, host noise
 #   soak    SOAK_S seconds (default 300) at 90 % of the measured daemon
 #           capacity, zero drops expected
 #
@@ -20,6 +21,8 @@
 # DEPTHS (bench depths, default 2,3,4), DAEMON_TSV (earlier (d) results for
 # the bench table), SOAK_S.
 # Offline GPU hosts: the caller sources .deps/unpack.sh first (see doc/cuda.md).
+# The performance page's results come from scripts/perf-run.sh, which runs
+# these benchmarks with raw results and their provenance kept.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -125,7 +128,7 @@ for step in $steps; do
 		say "bench-latency (cuda) ${LAT_ARGS:-}"
 		timeout -k 10 590 scripts/bench-latency.sh --backend cuda --out "$OUT/latency" ${LAT_ARGS:-} \
 			>"$OUT/latency.log" 2>&1 || status=1
-		sed -n '/^| load/,$p' "$OUT/latency.log" | tee -a "$summary";;
+		sed -n '/^| load/,$p' "$OUT/latency.log" | grep -E '^\| [0-9]+ %|^(PASS|FAIL|n/a )' | tee -a "$summary";;
 	*)
 		echo "gpu-run.sh: unknown step $step" >&2; exit 2;;
 	esac

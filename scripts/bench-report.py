@@ -1,0 +1,459 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench-report.py — doc/performance.md's tables and README.md's headline,
+regenerated from the raw results under doc/perf (`make bench-report`).
+
+    bench-report.py [--perf DIR] [--page FILE] [--readme FILE]
+
+DIR (default doc/perf) holds one folder per run (scripts/perf-run.sh), each
+with raw results KIND.tsv and their provenance KIND.meta
+(scripts/bench-meta.sh: machine, UTC date, commit, command) for the kinds
+
+    throughput  bench_gpu's TSV: (a) copy limits, (b) the naive loop, (c)
+                the backend alone, (d) the daemon
+    latency     bench-latency's results.tsv, with latency-report.md (its
+                criteria lines) and latency-run.tsv (its run's meta)
+    cupy        bench-cupy.py's TSV (compared with the same folder's
+                throughput.tsv: (c) measured in the same run)
+    compare     bench-compare.sh's COMPARE_RAW TSV: chirpd's CPU backend,
+                scipy, GNU Radio
+
+For each kind the NEWEST result (by the date in its meta) fills the table
+between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
+in FILE (default doc/performance.md); the prose around them is left alone.
+README's block between `<!-- perf-headline: begin -->` and
+`<!-- perf-headline: end -->` gets five headline rows, all from ONE run: the
+newest folder with GPU throughput results (else the newest folder), and the
+commands of that run. A marker missing from either file, or a raw file
+missing or garbled, is an error that names the file (exit 1); nothing is
+written then.
+"""
+import argparse
+import os
+import re
+import sys
+
+KINDS = ("throughput", "latency", "cupy", "compare")
+HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
+META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
+COLS = {
+    "throughput": ("geometry", "format", "output", "a_both", "b_naive", "depth", "c_device",
+                   "c_registered", "d_daemon", "reps", "a_both_min", "a_both_max", "b_naive_min",
+                   "b_naive_max", "c_device_min", "c_device_max", "c_registered_min",
+                   "c_registered_max"),
+    "latency": ("kind", "load_pct", "window", "rate", "n", "p50_us", "p99_us", "p999_us",
+                "max_us", "lost", "input_overruns"),
+    "cupy": ("cpi", "L", "nfft", "reps", "min_ms", "median_ms", "max_ms", "gsps_median"),
+    "compare": ("tool", "cpi", "L", "round", "wall_msps", "cpu_msps"),
+}
+NUMERIC = {
+    "throughput": COLS["throughput"][3:],
+    "latency": ("n", "p50_us", "p99_us", "p999_us", "max_us"),
+    "cupy": COLS["cupy"][1:],
+    "compare": ("round", "wall_msps", "cpu_msps"),
+}
+
+
+class Bad(Exception):
+    """A raw file or a target file that cannot be used; the message names it."""
+
+
+def rel(path):
+    return os.path.relpath(path)
+
+
+def read_meta(path):
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise Bad("%s: %s" % (rel(path), e.strerror))
+    meta = {}
+    for i, line in enumerate(lines, 1):
+        k, tab, v = line.partition("\t")
+        if not tab or not k:
+            raise Bad("%s:%d: want KEY<TAB>VALUE, got %r" % (rel(path), i, line))
+        meta[k] = v
+    miss = [k for k in META_KEYS if k not in meta]
+    if miss:
+        raise Bad("%s: no %s (written by scripts/bench-meta.sh)" % (rel(path), ", ".join(miss)))
+    if not re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", meta["date"]):
+        raise Bad("%s: date %r: want YYYY-MM-DD HH:MM:SS UTC" % (rel(path), meta["date"]))
+    return meta
+
+
+def read_tsv(path, kind):
+    """Rows of a raw TSV as dicts, its required columns present and numeric
+    where they must be; rows whose first field is "skipped" (compare) kept
+    as they are."""
+    try:
+        with open(path) as f:
+            lines = [l.rstrip("\n") for l in f if l.strip()]
+    except OSError as e:
+        raise Bad("%s: %s" % (rel(path), e.strerror))
+    if not lines:
+        raise Bad("%s: empty" % rel(path))
+    head = lines[0].split("\t")
+    miss = [c for c in COLS[kind] if c not in head]
+    if miss:
+        raise Bad("%s: header lacks column(s) %s" % (rel(path), ", ".join(miss)))
+    rows = []
+    for i, line in enumerate(lines[1:], 2):
+        x = line.split("\t")
+        if kind == "compare" and x[0] == "skipped":
+            rows.append(dict(tool="skipped", cpi=x[1] if len(x) > 1 else "?",
+                             why=x[-1] if len(x) > 2 else ""))
+            continue
+        if len(x) != len(head):
+            raise Bad("%s:%d: %d fields, the header has %d" % (rel(path), i, len(x), len(head)))
+        r = dict(zip(head, x))
+        for c in NUMERIC[kind]:
+            if r[c] == "" and kind == "latency":
+                continue
+            try:
+                r[c] = float(r[c])
+            except ValueError:
+                raise Bad("%s:%d: %s = %r is not a number" % (rel(path), i, c, r[c]))
+        rows.append(r)
+    if not [r for r in rows if r.get("tool") != "skipped"]:
+        raise Bad("%s: no results in it" % rel(path))
+    return rows
+
+
+def scan(perf):
+    """{kind: [(date, folder), ...]} newest first, for every KIND.tsv."""
+    if not os.path.isdir(perf):
+        raise Bad("%s: no such folder" % rel(perf))
+    found = {k: [] for k in KINDS}
+    for name in sorted(os.listdir(perf)):
+        d = os.path.join(perf, name)
+        if not os.path.isdir(d):
+            continue
+        for k in KINDS:
+            t, m = os.path.join(d, k + ".tsv"), os.path.join(d, k + ".meta")
+            if os.path.exists(m) and not os.path.exists(t):
+                raise Bad("%s: no %s beside it (a run that did not finish?)" % (rel(m), k + ".tsv"))
+            if os.path.exists(t):
+                found[k].append((read_meta(m)["date"], name))
+    for k in KINDS:
+        found[k].sort(reverse=True)
+    return found
+
+
+def load_kind(perf, folder, kind):
+    d = os.path.join(perf, folder)
+    res = dict(folder=folder, dir=d, meta=read_meta(os.path.join(d, kind + ".meta")),
+               rows=read_tsv(os.path.join(d, kind + ".tsv"), kind))
+    if kind == "latency":
+        rep = os.path.join(d, "latency-report.md")
+        try:
+            with open(rep) as f:
+                res["criteria"] = [l.rstrip() for l in f
+                                   if re.match(r"(PASS|FAIL|n/a ) +C\d", l)]
+        except OSError as e:
+            raise Bad("%s: %s" % (rel(rep), e.strerror))
+        if not res["criteria"]:
+            raise Bad("%s: no criteria lines (PASS/FAIL/n/a C1..)" % rel(rep))
+        run = os.path.join(d, "latency-run.tsv")
+        res["run"] = {}
+        if os.path.exists(run):
+            with open(run) as f:
+                for line in f:
+                    k, _, v = line.rstrip("\n").partition("\t")
+                    res["run"][k] = v
+    return res
+
+
+# ---- formatting ----------------------------------------------------------
+
+def med(v):
+    v = sorted(v)
+    h = len(v) // 2
+    return v[h] if len(v) % 2 else 0.5 * (v[h - 1] + v[h])
+
+
+def mmm(lo, mid, hi, fmt="%.3f"):
+    """'median (min–max)'."""
+    return (fmt + " (" + fmt + "–" + fmt + ")") % (mid, lo, hi)
+
+
+def ms(us):
+    return "%.3f" % (us / 1e3)
+
+
+def provenance(r, extra=""):
+    m = r["meta"]
+    gpu = "" if m["gpu"] == "none" else "; GPU %s, driver %s, CUDA %s" % (
+        m["gpu"], m["driver"], m["cuda"])
+    dirty = " **(uncommitted changes: dirty tree)**" if m["dirty"] != "no" else ""
+    return ("Machine: %s, %s CPUs%s. Date: %s. Commit: `%s`%s. Command: `%s`. "
+            "Raw results: `%s/`.%s" % (m["cpu"], m["cpus"], gpu, m["date"], m["commit"],
+                                               dirty, m["command"], rel(r["dir"]), extra))
+
+
+def best_rows(rows):
+    """Per (geometry, format, output): the depth with the best (c')."""
+    best = {}
+    for r in rows:
+        k = (r["geometry"], r["format"], r["output"])
+        if k not in best or r["c_registered"] > best[k]["c_registered"]:
+            best[k] = r
+    return [best[k] for k in sorted(best, key=lambda k: (k[0] != "4x128x4096", k))]
+
+
+def table_throughput(r):
+    out = [provenance(r, " GS/s = complex input samples per second / 1e9; each figure is the "
+                         "median (min–max) of %d repeats." % int(r["rows"][0]["reps"])), "",
+           "| CPI | in → out | depth | (a) copy limit | (b) naive loop | (c) backend, device "
+           "data | (c') backend, registered host | (d) daemon | x / (a) | x / (b) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for x in best_rows(r["rows"]):
+        y = x["d_daemon"] if x["d_daemon"] > 0 else x["c_registered"]
+        out.append("| %s | %s → %s | %d | %s | %s | %s | %s | %s | %.0f %% | %.2f× |" % (
+            x["geometry"], x["format"], x["output"], x["depth"],
+            mmm(x["a_both_min"], x["a_both"], x["a_both_max"]),
+            mmm(x["b_naive_min"], x["b_naive"], x["b_naive_max"]),
+            mmm(x["c_device_min"], x["c_device"], x["c_device_max"]),
+            mmm(x["c_registered_min"], x["c_registered"], x["c_registered_max"]),
+            "%.3f" % x["d_daemon"] if x["d_daemon"] > 0 else "–", 100 * y / x["a_both"],
+            y / x["b_naive"]))
+    out += ["", "x = (d) where the daemon was measured, else (c'). (b) always moves cf32 in and "
+            "complex out."]
+    return out
+
+
+def latency_summary(rows):
+    """Per (load, who): the pooled row and the windows' p99/p99.9 spread."""
+    out = []
+    for p in [r for r in rows if r["kind"] in ("chirpd_all", "floor_all")]:
+        who = p["kind"][:-4]
+        ws = [w for w in rows if w["kind"] == who and w["load_pct"] == p["load_pct"]]
+        out.append((p, who, ws))
+    return out
+
+
+def table_latency(r):
+    run = r["run"]
+    extra = ""
+    if "capacity" in run:
+        extra += " Capacity %s CPI/s (same run)." % run["capacity"]
+    if "setup" in run:
+        extra += " Setup: %s." % run["setup"]
+    if "floor" in run:
+        extra += " Floor: %s." % run["floor"]
+    out = [provenance(r, extra), "",
+           "| load | who | windows | CPIs | p50 ms | p99 ms | p99.9 ms | max ms | lost | p99 ms "
+           "over windows | p99.9 ms over windows |",
+           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for p, who, ws in latency_summary(r["rows"]):
+        p99 = [w["p99_us"] / 1e3 for w in ws]
+        p999 = [w["p999_us"] / 1e3 for w in ws]
+        out.append("| %s %% | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            p["load_pct"], who, len(ws), p["n"], ms(p["p50_us"]), ms(p["p99_us"]),
+            ms(p["p999_us"]), ms(p["max_us"]), p["lost"],
+            mmm(min(p99), med(p99), max(p99)) if ws else "–",
+            mmm(min(p999), med(p999), max(p999)) if ws else "–"))
+    noise = [x for x in r["rows"] if x["kind"] in ("host_noise", "sleep_lateness")]
+    if noise:
+        out += ["", "| host, chirpd stopped | n | p99 ms | p99.9 ms | max ms |",
+                "|---|---:|---:|---:|---:|"]
+        for x in noise:
+            out.append("| %s | %d | %s | %s | %s |" % (
+                "noise (250 µs block − its p50)" if x["kind"] == "host_noise"
+                else "1 ms sleep lateness", x["n"], ms(x["p99_us"]), ms(x["p999_us"]),
+                ms(x["max_us"])))
+    out += ["", "Criteria (from the run's report):", ""]
+    out += ["    " + c for c in r["criteria"]]
+    return out
+
+
+def cupy_vs_backend(r, thr):
+    """(cupy row, chirpd's best (c) row for cf32 -> complex at that CPI or None)."""
+    best = {x["geometry"]: x for x in best_rows(thr["rows"])
+            if x["format"] == "cf32" and x["output"] == "complex"} if thr else {}
+    return [(c, best.get(c["cpi"])) for c in r["rows"]]
+
+
+def table_cupy(r, thr):
+    same = thr is not None
+    out = [provenance(r, "" if same else " No bench_gpu results in this folder: no backend "
+                      "figure to compare with."), "",
+           "| CPI | L | CuPy nfft | CuPy ms per CPI | CuPy GS/s | chirpd (c) GS/s, device data "
+           "| chirpd / CuPy |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for c, b in cupy_vs_backend(r, thr):
+        out.append("| %s | %d | %d | %s | %.3f | %s | %s |" % (
+            c["cpi"], c["L"], c["nfft"], mmm(c["min_ms"], c["median_ms"], c["max_ms"]),
+            c["gsps_median"], mmm(b["c_device_min"], b["c_device"], b["c_device_max"]) if b
+            else "–", "%.2f×" % (b["c_device"] / c["gsps_median"]) if b else "–"))
+    out += ["", "Both on data already on the GPU (no PCIe), cf32 in, complex out; chirpd's (c) "
+            "is bench_gpu's figure from the same folder (throughput.tsv, the same run)."]
+    return out
+
+
+def compare_cells(rows, cpi, tool, col):
+    v = [x[col] for x in rows if x.get("tool") == tool and x["cpi"] == cpi]
+    return (min(v), med(v), max(v)) if v else None
+
+
+def table_compare(r):
+    rows = r["rows"]
+    cpis = []
+    for x in rows:
+        if x.get("tool") != "skipped" and x["cpi"] not in cpis:
+            cpis.append(x["cpi"])
+    nr = max(int(x["round"]) for x in rows if x.get("tool") != "skipped")
+    out = [provenance(r, " MS/s = input complex samples per second / 1e6, one thread each, "
+                         "median (min–max) over %d rounds." % nr), ""]
+    for col, title in (("cpu_msps", "CPU time (what one thread delivers while it has a CPU)"),
+                       ("wall_msps", "wall time")):
+        out += ["%s:" % title, "",
+                "| CPI | L | chirpd MS/s | scipy MS/s | GNU Radio MS/s | chirpd / scipy | "
+                "chirpd / GNU Radio |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for cpi in cpis:
+            L = next(int(x["L"]) for x in rows if x.get("cpi") == cpi and "L" in x)
+            c, s, g = (compare_cells(rows, cpi, t, col) for t in ("chirpd", "scipy", "gnuradio"))
+            f = lambda v: mmm(*v, fmt="%.1f") if v else "–"
+            q = lambda a, b: "%.2f×" % (a[1] / b[1]) if a and b else "–"
+            out.append("| %s | %d | %s | %s | %s | %s | %s |" % (cpi, L, f(c), f(s), f(g),
+                                                             q(c, s), q(c, g)))
+        out.append("")
+    for x in rows:
+        if x.get("tool") == "skipped":
+            out.append("%s: skipped: %s  " % (x["cpi"], x["why"]))
+    return out
+
+
+# ---- the headline --------------------------------------------------------
+
+def headline(perf, found):
+    """Five rows from one run: the newest folder with GPU throughput,
+    else the newest folder with any result."""
+    if found["throughput"]:
+        folder = found["throughput"][0][1]
+    else:
+        allf = sorted((d, f) for k in KINDS for d, f in found[k])
+        if not allf:
+            return ["No benchmark results yet (doc/perf is empty)."]
+        folder = allf[-1][1]
+    got = {k: load_kind(perf, folder, k) for k in KINDS
+           if os.path.exists(os.path.join(perf, folder, k + ".tsv"))}
+    none = "not measured in this run (doc/performance.md has the newest of each)"
+    rows = []
+    thr = got.get("throughput")
+    x = None
+    if thr:
+        x = next((b for b in best_rows(thr["rows"]) if b["geometry"] == "4x128x4096"
+                  and b["format"] == "cf32" and b["output"] == "complex"), None)
+    if x:
+        y, what = (x["d_daemon"], "the daemon") if x["d_daemon"] > 0 else (
+            x["c_registered"], "the backend from registered host memory")
+        rows.append("| Throughput, 4×128×4096 cf32 → complex | %s: %.2f GS/s = %.0f %% of the "
+                    "copy limit (%.2f GS/s) |" % (what, y, 100 * y / x["a_both"], x["a_both"]))
+        rows.append("| Against a naive 2-stream loop, same CPI | %.2f× (%.2f GS/s) |" % (
+            y / x["b_naive"], x["b_naive"]))
+    else:
+        rows.append("| Throughput, 4×128×4096 cf32 → complex | %s |" % none)
+        rows.append("| Against a naive 2-stream loop | %s |" % none)
+    lat = got.get("latency")
+    if lat:
+        c1 = next((c for c in lat["criteria"] if re.match(r"\S+ +C1", c)), None)
+        c23 = [c for c in lat["criteria"] if re.match(r"\S+ +C[23]", c)]
+        setup = lat["run"].get("setup", "").split(";")[0]
+        rows.append("| Losses at 90 %% of capacity%s | %s |" % (
+            " (%s)" % setup if setup else "", c1 or "no 90 % load in this run"))
+        rows.append("| Latency at 80 %% against the lossless floor | %s |" % (
+            "; ".join(c23) if c23 else "no 80 % load in this run"))
+    else:
+        rows.append("| Losses at 90 %% of capacity | %s |" % none)
+        rows.append("| Latency at 80 %% against the lossless floor | %s |" % none)
+    cmp_ = got.get("compare")
+    if cmp_:
+        c, s, g = (compare_cells(cmp_["rows"], "4x128x4096", t, "cpu_msps")
+                   for t in ("chirpd", "scipy", "gnuradio"))
+        cell = ("chirpd %.0f MS/s per thread: %s scipy, %s GNU Radio (CPU time, medians)" % (
+            c[1], "%.2f×" % (c[1] / s[1]) if s else "no", "%.2f×" % (c[1] / g[1]) if g else "no")
+            if c else "no 4×128×4096 row in this run")
+        rows.append("| CPU backend against scipy and GNU Radio, 4×128×4096 | %s |" % cell)
+    else:
+        rows.append("| CPU backend against scipy and GNU Radio | %s |" % none)
+    d = os.path.join(perf, folder)
+    cmds = []
+    try:
+        with open(os.path.join(d, "runs.tsv")) as f:
+            cmds = [l.rstrip("\n").partition("\t")[2] for l in f if l.strip()]
+    except OSError:
+        cmds = [got[k]["meta"]["command"] for k in KINDS if k in got]
+    m = next(iter(got.values()))["meta"]
+    dirty = any(g["meta"]["dirty"] != "no" for g in got.values())
+    commits = sorted({g["meta"]["commit"] for g in got.values()})
+    machine = m["cpu"] + ("" if m["gpu"] == "none" else ", " + m["gpu"])
+    return (["| Headline | Result |", "|---|---|"] + rows +
+            ["", "One run: %s, %s, commit %s%s; `doc/perf/%s/`, made with %s. Method, criteria "
+             "and every table: [doc/performance.md](doc/performance.md)." % (
+                 machine, m["date"][:10], ", ".join("`%s`" % c for c in commits),
+                 " (dirty tree)" if dirty else "", folder,
+                 " then ".join("`%s`" % c for c in cmds))])
+
+
+# ---- writing -------------------------------------------------------------
+
+def replace_block(text, begin, end, lines, path):
+    a, b = text.find(begin), text.find(end)
+    if a < 0 or b < 0 or b < a:
+        raise Bad("%s: lacks the markers %s ... %s" % (rel(path), begin, end))
+    return text[:a + len(begin)] + "\n" + "\n".join(lines) + "\n" + text[b:]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--perf", default="doc/perf")
+    ap.add_argument("--page", default="doc/performance.md")
+    ap.add_argument("--readme", default="README.md")
+    a = ap.parse_args()
+    try:
+        found = scan(a.perf)
+        newest = {k: load_kind(a.perf, found[k][0][1], k) for k in KINDS if found[k]}
+        tables = {}
+        for k in KINDS:
+            if k not in newest:
+                tables[k] = ["No results yet: run `%s` (doc/performance.md, *How to "
+                             "reproduce*)." % ("scripts/perf-run.sh cpu doc/perf"
+                                               if k == "compare" else
+                                               "scripts/perf-run.sh gpu doc/perf")]
+                continue
+            r = newest[k]
+            if k == "throughput":
+                tables[k] = table_throughput(r)
+            elif k == "latency":
+                tables[k] = table_latency(r)
+            elif k == "cupy":
+                t = os.path.join(r["dir"], "throughput.tsv")
+                thr = load_kind(a.perf, r["folder"], "throughput") if os.path.exists(t) else None
+                tables[k] = table_cupy(r, thr)
+            else:
+                tables[k] = table_compare(r)
+        try:
+            page = open(a.page).read()
+            readme = open(a.readme).read()
+        except OSError as e:
+            raise Bad("%s: %s" % (rel(e.filename), e.strerror))
+        for k in KINDS:
+            page = replace_block(page, "<!-- perf-table: %s begin -->" % k,
+                                 "<!-- perf-table: %s end -->" % k, [""] + tables[k] + [""],
+                                 a.page)
+        readme = replace_block(readme, HEAD[0], HEAD[1], headline(a.perf, found), a.readme)
+    except Bad as e:
+        sys.stderr.write("bench-report: %s\n" % e)
+        return 1
+    with open(a.page, "w") as f:
+        f.write(page)
+    with open(a.readme, "w") as f:
+        f.write(readme)
+    print("bench-report: %s and %s regenerated from %s (%s)" % (
+        a.page, a.readme, a.perf, ", ".join("%s: %s" % (k, newest[k]["folder"]) if k in newest
+                                            else "%s: none" % k for k in KINDS)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

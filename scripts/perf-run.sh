@@ -1,0 +1,242 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# perf-run.sh gpu|cpu OUTDIR [STEP...] — the benchmarks behind
+# doc/performance.md, each writing its raw results and their provenance
+# (KIND.tsv + KIND.meta, scripts/bench-meta.sh) into one dated folder,
+# OUTDIR/YYYY-MM-DD-<host> (PERF_DIR=NAME picks another name: two commands
+# of one run on either side of midnight), then a summary table last.
+# `scripts/perf-run.sh gpu doc/perf` writes straight into the page's results;
+# `make bench-report` then regenerates the page.
+#
+# gpu (a GPU host, after `source .deps/unpack.sh` where it is offline):
+#   build       make -j all (the CUDA backend and benches)          <= 150 s
+#   test        test_pc_cuda, test_pc: pass/fail on stdout          <= 90 s
+#   e2e         the GPU end-to-end tests (tests/e2e/gpu_*.sh)   <= 90 s each
+#   throughput  bench_gpu at 4x128x4096 and 16x128x9000: (a) copy limits,
+#               (b) the naive 2-stream loop, (c) the backend alone; then
+#               (d) the daemon at 4x128x4096 cf32->complex
+#               (scripts/bench-daemon-gpu.sh) -> throughput.tsv   <= 60 + 150 s
+#   cupy        scripts/bench-cupy.py on the same CPI shapes -> cupy.tsv
+#               (compared with (c) of the throughput step, same run) <= 45 s
+#   latency     scripts/bench-latency.sh --backend cuda, its defaults
+#               (loads 80 and 90, 3 windows each, against the lossless
+#               floor) at 4x128x4096 -> latency.tsv                  <= 480 s
+# One remote command may be limited to 10 minutes: the whole command has a
+# budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
+# and a step left without time is reported "not run". The steps' limits add
+# up to more than that, so split them in two commands into the same folder:
+#   scripts/perf-run.sh gpu OUTDIR build test e2e throughput cupy
+#   scripts/perf-run.sh gpu OUTDIR latency
+# (the second uses the first one's build; on a fresh machine: build latency)
+# (no STEP: all of them, one after the other).
+#
+# cpu (a CPU host with scripts/install-deps.sh --bench: scipy, GNU Radio):
+#   build       make -j all
+#   compare     scripts/bench-compare.sh: chirpd's CPU backend against scipy
+#               and GNU Radio, one thread each -> compare.tsv
+#   latency     scripts/bench-latency.sh --backend cpu (losses judged only:
+#               no copy, no floor) -> latency.tsv
+#
+# Each step runs under its own `timeout`; a step that fails or times out is
+# reported FAILED in the summary and the next one still runs. Exit 0 when
+# every step passed (or was skipped for a missing tool), 1 otherwise, 2 usage.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || usage
+host_kind=$1 outdir=$2
+shift 2
+case $host_kind in
+gpu) all="build test e2e throughput cupy latency";;
+cpu) all="build compare latency";;
+*) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
+esac
+steps=${*:-$all}
+for s in $steps; do
+	case " $all " in *" $s "*) ;; *) echo "perf-run: no step '$s' on a $host_kind host (steps: $all)" >&2; exit 2;; esac
+done
+budget=${PERF_BUDGET_S:-540}
+[[ $budget =~ ^[0-9]+$ ]] || { echo "perf-run: PERF_BUDGET_S '$budget': want seconds (0: none)" >&2; exit 2; }
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+BUILD=build
+export CHIRP_BUILD=$BUILD
+
+# nvcc may live elsewhere than /usr/local/cuda on the GPU host.
+if [ -z "${CUDA_HOME:-}" ] && [ ! -x /usr/local/cuda/bin/nvcc ] && command -v nvcc >/dev/null; then
+	CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
+	export CUDA_HOME
+fi
+
+# The folder: the UTC date and a short description of the machine (its GPU,
+# else its CPU model, and its CPU count), lowercase, dashes only.
+slug() { tr 'A-Z' 'a-z' | sed 's/([^)]*)//g; s/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//' | cut -c1-40 | sed 's/-$//'; }
+if [ -z "${PERF_DIR:-}" ]; then
+	desc=
+	[ "$host_kind" = gpu ] && command -v nvidia-smi >/dev/null &&
+		desc=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | slug)
+	[ -n "$desc" ] || desc=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | slug)
+	PERF_DIR=$(date -u +%Y-%m-%d)-${desc:-host}-$(nproc)cpu
+fi
+case $PERF_DIR in */*|.*|'') echo "perf-run: PERF_DIR '$PERF_DIR': a plain folder name" >&2; exit 2;; esac
+# Paths stay relative to the tree's root (the commands recorded in the
+# metas then read the same on any checkout).
+dir=${outdir%/}/$PERF_DIR
+mkdir -p "$dir" || { echo "perf-run: cannot create $dir" >&2; exit 1; }
+work=$BUILD/perf-run   # bulky outputs that stay out of the results folder
+mkdir -p "$work"
+echo "perf-run: $host_kind steps: $steps -> $dir"
+# runs.tsv: every perf-run command that wrote into this folder (the
+# performance page's headline names them)
+printf '%s\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "scripts/perf-run.sh $host_kind $outdir $steps" >>"$dir/runs.tsv"
+results=()   # "step<TAB>status<TAB>figures" for the summary
+status=0
+note() { results+=("$1	$2	$3"); case $2 in ok|skipped) ;; *) status=1;; esac; }
+# drop KIND — a failed step publishes nothing: its meta and any partial
+# results go, so that the page never shows figures of a run that broke.
+drop() { rm -f "$dir/$1.meta" "$dir/$1.tsv"; }
+
+# meta KIND COMMAND... — KIND.meta beside KIND.tsv.
+meta() { local k=$1; shift; scripts/bench-meta.sh "$dir/$k.meta" "$k" "$@"; }
+# The whole command's budget (PERF_BUDGET_S, default 540 s: one remote
+# command may be limited to 10 minutes, and the summary must come out
+# before that): no step is given more than what is left, and a step that
+# would start with less than 30 s left is not run (said so in the summary,
+# status 1: run it in the next command).
+t_end=$((SECONDS + budget))
+left() { if [ "$budget" -eq 0 ]; then echo 100000; else echo $((t_end - SECONDS)); fi; }
+# run_step LIMIT_S LOG COMMAND... — COMMAND under timeout (LIMIT_S, or what
+# is left of the budget if less), output in LOG; its exit status (124:
+# timed out).
+run_step() {
+	local lim=$1 log=$2 l
+	shift 2
+	l=$(left)
+	[ "$l" -lt "$lim" ] && lim=$l
+	[ "$lim" -ge 1 ] || { echo "out of time budget" >"$log"; return 124; }
+	timeout -k 10 "$lim" "$@" >"$log" 2>&1
+}
+
+step_build() {
+	local log=$work/build.log
+	if run_step 150 "$log" make -j"$JOBS" all; then
+		note build ok "$(tail -1 "$log")"
+	else
+		tail -20 "$log"
+		note build FAILED "see $log"
+	fi
+}
+
+step_test() {
+	local t rc line
+	for t in test_pc_cuda test_pc; do
+		if [ ! -x "$BUILD/tests/$t" ]; then note "$t" FAILED "not built"; continue; fi
+		run_step 45 "$work/$t.log" "$BUILD/tests/$t"
+		rc=$?
+		line=$(grep -E '^\[ *(PASSED|FAILED) *\] [0-9]' "$work/$t.log" | tr '\n' ' ')
+		echo "$t: exit $rc ${line:-(no cmocka summary)}"
+		if [ $rc -eq 0 ]; then note "$t" ok "$line"; else note "$t" FAILED "exit $rc $line"; fi
+	done
+}
+
+step_e2e() {
+	local f rc n=0 bad=0 skip=0 name
+	for f in tests/e2e/gpu_*.sh; do
+		name=$(basename "$f" .sh)
+		CHIRP_BUILD=$BUILD run_step 90 "$work/e2e-$name.log" bash "$f"
+		rc=$?
+		n=$((n + 1))
+		case $rc in
+		0) echo "ok    $name";;
+		77) echo "skip  $name: $(tail -1 "$work/e2e-$name.log")"; skip=$((skip + 1));;
+		*) echo "FAIL  $name (exit $rc, $work/e2e-$name.log)"; tail -5 "$work/e2e-$name.log"; bad=$((bad + 1));;
+		esac
+	done
+	if [ $bad -eq 0 ]; then note e2e ok "$n GPU tests, $skip skipped"; else note e2e FAILED "$bad of $n failed"; fi
+}
+
+step_throughput() {
+	local cmd=("$BUILD/bench/bench_gpu" --depths "${DEPTHS:-2,3,4}" --reps 5
+		--daemon-tsv "$dir/daemon.tsv" --tsv "$dir/throughput.tsv")
+	# (d) first, so that the bench_gpu table carries it and its ratios
+	CONFIGS=4x128x4096:cf32:complex DAEMON_STREAMS=auto MEASURE_S=5 \
+		run_step 60 "$work/daemon.log" scripts/bench-daemon-gpu.sh "$dir/daemon.tsv" ||
+		{ tail -5 "$work/daemon.log"; echo "(d) failed: the table goes without the daemon"; : >"$dir/daemon.tsv"; }
+	meta throughput "${cmd[@]}"
+	if run_step 150 "$dir/throughput.log" "${cmd[@]}"; then
+		note throughput ok "$(awk -F'\t' '$1 == "4x128x4096" && $2 == "cf32" && $3 == "complex" { if ($10 > b) { b = $10; l = sprintf("4x128x4096 cf32: (c) %.2f GS/s, (a) both %.2f, (b) %.2f, (d) %.2f", $10, $6, $7, $11) } } END { print l }' "$dir/throughput.tsv")"
+	else
+		tail -5 "$dir/throughput.log"
+		drop throughput
+		note throughput FAILED "see $dir/throughput.log"
+	fi
+}
+
+step_cupy() {
+	local py=python3 rc
+	for p in ${CHIRP_TEST_PY:-} /opt/torch/.venv/bin/python3 /usr/bin/python3 python3; do
+		command -v "$p" >/dev/null && "$p" -c 'import cupy' 2>/dev/null && { py=$p; break; }
+	done
+	meta cupy "$py" scripts/bench-cupy.py --out "$dir/cupy.tsv"
+	run_step 45 "$dir/cupy.log" "$py" scripts/bench-cupy.py --out "$dir/cupy.tsv"
+	rc=$?
+	case $rc in
+	0) note cupy ok "$(awk -F'\t' 'NR > 1 { printf "%s %.3f ms  ", $2, $7 }' "$dir/cupy.tsv")";;
+	77) drop cupy; note cupy skipped "$(tail -1 "$dir/cupy.log")";;
+	*) tail -5 "$dir/cupy.log"; drop cupy; note cupy FAILED "exit $rc";;
+	esac
+}
+
+step_latency() {
+	local raw=$work/latency cmd
+	cmd=(scripts/bench-latency.sh --backend "$1" --out "$raw")
+	meta latency "${cmd[@]}"
+	if run_step 480 "$work/latency.log" "${cmd[@]}" && [ -s "$raw/results.tsv" ]; then
+		cp "$raw/results.tsv" "$dir/latency.tsv" && cp "$raw/report.md" "$dir/latency-report.md" &&
+			cp "$raw/meta.tsv" "$dir/latency-run.tsv" || { drop latency; note latency FAILED "cannot copy its results"; return; }
+		note latency ok "$(grep -E '^(PASS|FAIL|n/a ) C[123]' "$raw/report.md" | cut -c1-60 | tr '\n' ';')"
+	else
+		tail -5 "$work/latency.log"
+		drop latency
+		note latency FAILED "see $work/latency.log"
+	fi
+}
+
+step_compare() {
+	meta compare COMPARE_RAW="$dir/compare.tsv" scripts/bench-compare.sh "$BUILD"
+	if COMPARE_RAW=$dir/compare.tsv run_step 900 "$dir/compare.log" scripts/bench-compare.sh "$BUILD"; then
+		note compare ok "$(awk -F'\t' '$1 == "skipped" { printf "%s skipped; ", $2 }' "$dir/compare.tsv")"
+	else
+		tail -5 "$dir/compare.log"
+		drop compare
+		note compare FAILED "see $dir/compare.log"
+	fi
+}
+
+# CPU-time-hungry steps on a CPU host make the GPU ones meaningless and
+# vice versa: one step at a time, in the order given.
+for s in $steps; do
+	if [ "$(left)" -lt 30 ]; then
+		note "$s" "not run" "the time budget (PERF_BUDGET_S=$budget s) is spent: run this step in another command"
+		continue
+	fi
+	echo "== $s ($(left) s of the budget left)"
+	case $host_kind:$s in
+	*:build) step_build;;
+	gpu:test) step_test;;
+	gpu:e2e) step_e2e;;
+	gpu:throughput) step_throughput;;
+	gpu:cupy) step_cupy;;
+	gpu:latency) step_latency cuda;;
+	cpu:latency) step_latency cpu;;
+	cpu:compare) step_compare;;
+	esac
+done
+
+echo
+echo "---- perf-run summary: $dir ----"
+printf '%-12s %-8s %s\n' step status figures
+for r in "${results[@]}"; do
+	IFS=$'\t' read -r a b c <<<"$r"
+	printf '%-12s %-8s %s\n' "$a" "$b" "$c"
+done
+exit $status

@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# bench_report.sh — scripts/bench-report.py regenerates the performance
+# page's tables and README's headline from raw results: on the checked-in
+# fixture (tests/e2e/bench_report_fixture: two run folders of obviously
+# synthetic figures) every table and the five headline rows come out
+# between their markers, the prose around them is kept, the newest result
+# of each kind wins, and a missing or garbled raw file, or a README without
+# the headline markers, fails with an error that names the file and writes
+# nothing.
+. "$(dirname "$0")/lib.sh"
+e2e_init bench_report
+command -v python3 >/dev/null || e2e_skip "no python3"
+src=$(cd "$(dirname "$0")/../.." && pwd)
+gen=$src/scripts/bench-report.py
+cp -r "$src/tests/e2e/bench_report_fixture" "$T/perf" || e2e_fail "cannot copy the fixture"
+page() {
+	{
+		echo "# Performance (test page)"
+		echo "Prose before."
+		for k in throughput latency cupy compare; do
+			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
+			echo "Prose after $k."
+		done
+	} >"$T/page.md"
+	printf '# chirpd\nintro\n<!-- perf-headline: begin -->\nstale\n<!-- perf-headline: end -->\nrest\n' >"$T/README.md"
+}
+run() { (cd "$T" && python3 "$gen" --perf perf --page page.md --readme README.md) >"$T/out.log" 2>&1; }
+page
+run || e2e_fail "the generator failed on the fixture: $(cat "$T/out.log")"
+cat "$T/page.md"
+grep -q stale "$T/page.md" "$T/README.md" && e2e_fail "a stale block survived"
+for p in "Prose before." "Prose after throughput." "Prose after compare."; do
+	grep -qx "$p" "$T/page.md" || e2e_fail "the prose '$p' was lost"
+done
+# (a): the best depth (3: (c') 6 > 5) of 4x128x4096, median (min–max); x = (d) = 4
+grep -qF '| 4x128x4096 | cf32 → complex | 3 | 10.000 (9.000–11.000) | 2.000 (1.500–2.500) | 8.000 (7.500–8.500) | 6.000 (5.500–6.500) | 4.000 | 40 % | 2.00× |' "$T/page.md" ||
+	e2e_fail "no (a) row for 4x128x4096"
+grep -qF '| 16x128x9000 | cf32 → complex | 2 |' "$T/page.md" || e2e_fail "no (a) row for 16x128x9000"
+grep -qF 'Command: `build/bench/bench_gpu --fixture`' "$T/page.md" || e2e_fail "(a) does not name its command"
+grep -qF 'Fixture CPU 9000, 99 CPUs; GPU Fixture GPU X, driver 000.00, CUDA 0.0' "$T/page.md" || e2e_fail "no machine line"
+# (b): pooled figures, the windows' spread, the floor, host noise, criteria
+grep -qF '| 80 % | chirpd | 3 | 2400 | 0.100 | 1.222 | 2.333 | 0.900 | 0 | 1.200 (1.100–1.300) | 2.200 (2.100–2.300) |' "$T/page.md" ||
+	e2e_fail "no latency row for chirpd"
+grep -qF '| 80 % | floor | 3 | 2400 | 0.050 | 1.111 | 2.111 | 0.800 | 0 |' "$T/page.md" || e2e_fail "no latency row for the floor"
+grep -qF '| noise (250 µs block − its p50) | 20000 | 0.044 | 0.055 | 0.066 |' "$T/page.md" || e2e_fail "no host noise row"
+grep -qF '    FAIL C3 80 %: chirpd p99.9 2.333 ms' "$T/page.md" || e2e_fail "no criteria lines"
+grep -qF 'Floor: 4 chunks over 2 streams' "$T/page.md" || e2e_fail "no floor description"
+# (c): CuPy against (c) of the same folder: 8 / 1.0486
+grep -qF '| 4x128x4096 | 512 | 4608 | 2.000 (1.000–3.000) | 1.049 | 8.000 (7.500–8.500) | 7.63× |' "$T/page.md" ||
+	e2e_fail "no CuPy row"
+# (d): the newer folder (chirpd 402..403 MS/s, not the older 101..103), a dirty tree said so
+grep -qF '| 4x128x4096 | 512 | 402.0 (401.0–403.0) | 102.0 (101.0–103.0) | – | 3.94× | – |' "$T/page.md" ||
+	e2e_fail "no compare row from the newest folder"
+grep -qF 'gnuradio: skipped: fixture: GNU Radio not installed' "$T/page.md" || e2e_fail "the skipped tool is not named"
+grep -qF '**(uncommitted changes: dirty tree)**' "$T/page.md" || e2e_fail "a dirty tree is not flagged"
+# README: five rows from one run, and its command
+sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
+cat "$T/head.md"
+[ "$(grep -c '^| [A-Z]' "$T/head.md")" -eq 6 ] || e2e_fail "the headline is not a header and five rows"
+grep -qF '| Throughput, 4×128×4096 cf32 → complex | the daemon: 4.00 GS/s = 40 % of the copy limit (10.00 GS/s) |' "$T/head.md" ||
+	e2e_fail "no throughput headline"
+grep -qF '| Against a naive 2-stream loop, same CPI | 2.00× (2.00 GS/s) |' "$T/head.md" || e2e_fail "no naive-loop headline"
+grep -qF '| Losses at 90 % of capacity (backend cuda, fixture) | FAIL C1 90 %: fixture line |' "$T/head.md" || e2e_fail "no losses headline"
+grep -qF 'PASS C2 80 %' "$T/head.md" || e2e_fail "no latency headline"
+grep -qF 'chirpd 402 MS/s per thread: 3.94× scipy, no GNU Radio' "$T/head.md" || e2e_fail "no CPU headline"
+grep -qF '`scripts/perf-run.sh gpu fixture`' "$T/head.md" || e2e_fail "the headline does not name the run's command"
+grep -qx 'rest' "$T/README.md" && grep -qx 'intro' "$T/README.md" || e2e_fail "README around the block changed"
+
+# Failures name the file and leave both files as they were.
+expect_fail() {   # expect_fail WHAT PATTERN
+	cp "$T/page.md" "$T/page.before"
+	run && e2e_fail "$1: the generator succeeded"
+	grep -q "^bench-report: .*$2" "$T/out.log" || e2e_fail "$1: error does not name $2: $(cat "$T/out.log")"
+	cmp -s "$T/page.md" "$T/page.before" || e2e_fail "$1: the page was written anyway"
+	e2e_log "$1: $(cat "$T/out.log")"
+}
+g=$T/perf/2000-01-02-fixture-gpu
+cp "$g/throughput.tsv" "$T/keep.tsv"
+sed -i '2s/\t10\.0000\t/\tten\t/' "$g/throughput.tsv"
+expect_fail "garbled number" "2000-01-02-fixture-gpu/throughput.tsv:2: a_both = 'ten' is not a number"
+cut -f1-5 "$T/keep.tsv" >"$g/throughput.tsv"
+expect_fail "missing columns" "throughput.tsv: header lacks column"
+cp "$T/keep.tsv" "$g/throughput.tsv"
+mv "$g/latency-report.md" "$T/"
+expect_fail "missing report" "2000-01-02-fixture-gpu/latency-report.md: No such file"
+mv "$T/latency-report.md" "$g/"
+mv "$g/cupy.tsv" "$T/"
+expect_fail "meta without results" "2000-01-02-fixture-gpu/cupy.meta: no cupy.tsv beside it"
+mv "$T/cupy.tsv" "$g/"
+sed -i '/^date/d' "$g/latency.meta"
+expect_fail "meta without date" "latency.meta: no date"
+cp "$src/tests/e2e/bench_report_fixture/2000-01-02-fixture-gpu/latency.meta" "$g/"
+printf '# chirpd\nno markers\n' >"$T/README.md"
+expect_fail "README without markers" "README.md: lacks the markers <!-- perf-headline: begin -->"
+page
+run || e2e_fail "the restored fixture fails: $(cat "$T/out.log")"
+e2e_pass
