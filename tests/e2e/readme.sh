@@ -35,13 +35,14 @@ awk '/^<!-- perf-headline: begin -->$/ { b = NR } /^<!-- perf-headline: end -->$
 # k1, j7, h1-h6; upper-case C1..C3 are the real-time criteria) and dates of
 # runs (a man page's .TH date is the page's own, a SigMF core:datetime an
 # example of the format). NEWS.md, a release history, may carry dates. The
-# measured figures name their machine and date: doc/performance.md and the
+# measured figures name their machine and date: doc/performance.md, the raw
+# results under doc/perf/ and the
 # perf-headline block that make bench-report fills from it are left out.
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mkdir "$T/r"
 sed '/^<!-- perf-headline: begin -->$/,/^<!-- perf-headline: end -->$/d' README.md >"$T/r/README.md"
-mapfile -t docs < <(find doc \( -name '*.md' -o -path 'doc/man/*' \) -type f ! -path doc/performance.md | sort)
+mapfile -t docs < <(find doc \( -name '*.md' -o -path 'doc/man/*' \) -type f ! -path doc/performance.md ! -path 'doc/perf/*' | sort)
 docs=("$T/r/README.md" "${docs[@]}")
 talk=$(grep -nHiE '\bsessions?\b|device time|\bh[12]00\b|\bissue #?[0-9]+' "${docs[@]}" || true)
 talk+=${talk:+$'\n'}$(grep -nHE '\b[a-z][0-9]-[a-z][0-9]\b|\b[kjrghic][0-9]\b|\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b' "${docs[@]}" |
