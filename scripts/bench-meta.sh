@@ -8,17 +8,18 @@
 # changes, so the commit alone does not name the code that ran), command
 # (the exact benchmark command line), host, cpu, cpus, memory_gib, kernel,
 # gpu, driver, cuda (nvcc's release, else the driver's CUDA version; "none"
-# on a host without them). It runs nothing but the queries. A tree copied
-# without its .git (a release tarball, a copy sent to a benchmark host) names
-# its commit in .source-commit (`git describe --always --dirty` written where
-# the copy was made); without either the commit is "unknown".
+# on a host without them). It runs nothing but the queries. A copy of the
+# tree sent to a benchmark host (whose .git may be missing or stale) names
+# its commit in .source-commit, written where the copy was made with
+# `git describe --always --dirty`: when that file exists it is the commit;
+# otherwise git's own; without either, "unknown".
 set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: bench-meta.sh FILE KIND COMMAND..." >&2; exit 2; }
 file=$1 kind=$2
 shift 2
 cd "$(dirname "$0")/.." || exit 1
-commit=$(git describe --always --dirty 2>/dev/null) ||
-	commit=$(head -n 1 .source-commit 2>/dev/null | grep -E '^[0-9a-zA-Z._-]+$') || commit=unknown
+commit=$(head -n 1 .source-commit 2>/dev/null | grep -E '^[0-9a-zA-Z._-]+$') ||
+	commit=$(git describe --always --dirty 2>/dev/null) || commit=unknown
 case $commit in *-dirty) dirty=yes;; unknown) dirty=unknown;; *) dirty=no;; esac
 gpu=none driver=none cuda=none
 if command -v nvidia-smi >/dev/null 2>&1 &&
