@@ -284,16 +284,18 @@ out:
 	return rc;
 }
 
-int wf_build(const struct wf_params *p, unsigned range_samples,
-	     float **ref, size_t *len, char *err, size_t errlen)
+/* The one out-of-memory message of wf_build, naming the reference size. */
+static int wf_nomem(size_t L, char *err, size_t errlen)
 {
-	double *s = NULL, *w = NULL, energy = 0.0;
-	float *h = NULL;
-	size_t L = 0;
-	int rc = -EINVAL;
+	errbuf_set(err, errlen, "out of memory building a %zu-sample reference", L);
+	return -ENOMEM;
+}
 
-	if (err && errlen)
-		err[0] = '\0';
+/* The argument and window checks that need no samples; -EINVAL with the
+ * reason in err, 0 when the parameters can be built. */
+static int wf_check_args(const struct wf_params *p, unsigned range_samples,
+			 float **ref, size_t *len, char *err, size_t errlen)
+{
 	if (!p || !ref || !len) {
 		errbuf_set(err, errlen, "wf_build: missing argument");
 		return -EINVAL;
@@ -316,93 +318,124 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
 
+/* The LFM pulse, interleaved complex doubles in *s (caller frees), *L samples.
+ * -EINVAL or -ENOMEM with the reason in err. */
+static int wf_pulse_lfm(const struct wf_params *p, unsigned range_samples,
+			double **s, size_t *L, char *err, size_t errlen)
+{
+	double fs = p->sample_rate_hz, B = p->bandwidth_hz, tau = p->pulse_width_s, Ld;
+	double *v;
+
+	if (!(fs > 0.0) || !isfinite(fs)) {
+		errbuf_set(err, errlen, "sample_rate_hz %g: must be positive", fs);
+		return -EINVAL;
+	}
+	if (!(B > 0.0) || !isfinite(B)) {
+		errbuf_set(err, errlen, "bandwidth_hz %g: must be positive", B);
+		return -EINVAL;
+	}
+	if (B > fs) {
+		errbuf_set(err, errlen, "bandwidth_hz %g exceeds sample_rate_hz %g", B, fs);
+		return -EINVAL;
+	}
+	if (!(tau > 0.0) || !isfinite(tau)) {
+		errbuf_set(err, errlen, "pulse_width_s %g: must be positive", tau);
+		return -EINVAL;
+	}
+	Ld = round(tau * fs);
+	if (Ld < 1.0) {
+		errbuf_set(err, errlen,
+			   "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
+			   tau * fs);
+		return -EINVAL;
+	}
+	if (Ld > (double)range_samples) {
+		errbuf_set(err, errlen,
+			   "pulse length L=%.0f samples (pulse_width_s*sample_rate_hz) exceeds range samples R=%u",
+			   Ld, range_samples);
+		return -EINVAL;
+	}
+	*L = (size_t)Ld;
+	v = malloc(2 * *L * sizeof(*v));
+	if (!v)
+		return wf_nomem(*L, err, errlen);
+	/* s[k] = exp(j pi (B/tau) t_k^2), t_k = k/fs - tau/2 */
+	for (size_t k = 0; k < *L; k++) {
+		double t = (double)k / fs - tau / 2.0;
+		double ph = M_PI * (B / tau) * t * t;
+
+		v[2 * k] = cos(ph);
+		v[2 * k + 1] = sin(ph);
+	}
+	*s = v;
+	return 0;
+}
+
+/* The Barker-13 pulse, chip_samples samples per chip; same contract as
+ * wf_pulse_lfm. */
+static int wf_pulse_barker13(const struct wf_params *p, unsigned range_samples,
+			     double **s, size_t *L, char *err, size_t errlen)
+{
+	static const int chips[13] = { 1, 1, 1, 1, 1, -1, -1, 1, 1, -1, 1, -1, 1 };
+	unsigned cs = p->chip_samples;
+	double *v;
+
+	if (cs < 1) {
+		errbuf_set(err, errlen, "chip_samples 0: must be at least 1");
+		return -EINVAL;
+	}
+	if (13.0 * cs > (double)range_samples) {
+		errbuf_set(err, errlen,
+			   "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
+			   13.0 * cs, range_samples);
+		return -EINVAL;
+	}
+	*L = 13 * (size_t)cs;
+	v = malloc(2 * *L * sizeof(*v));
+	if (!v)
+		return wf_nomem(*L, err, errlen);
+	for (size_t k = 0; k < *L; k++) {
+		v[2 * k] = chips[k / cs];
+		v[2 * k + 1] = 0.0;
+	}
+	*s = v;
+	return 0;
+}
+
+/* The unwindowed pulse of p->type; same contract as wf_pulse_lfm. */
+static int wf_pulse(const struct wf_params *p, unsigned range_samples,
+		    double **s, size_t *L, char *err, size_t errlen)
+{
 	switch (p->type) {
-	case WF_LFM: {
-		double fs = p->sample_rate_hz, B = p->bandwidth_hz, tau = p->pulse_width_s, Ld;
-
-		if (!(fs > 0.0) || !isfinite(fs)) {
-			errbuf_set(err, errlen, "sample_rate_hz %g: must be positive", fs);
-			goto out;
-		}
-		if (!(B > 0.0) || !isfinite(B)) {
-			errbuf_set(err, errlen, "bandwidth_hz %g: must be positive", B);
-			goto out;
-		}
-		if (B > fs) {
-			errbuf_set(err, errlen, "bandwidth_hz %g exceeds sample_rate_hz %g", B, fs);
-			goto out;
-		}
-		if (!(tau > 0.0) || !isfinite(tau)) {
-			errbuf_set(err, errlen, "pulse_width_s %g: must be positive", tau);
-			goto out;
-		}
-		Ld = round(tau * fs);
-		if (Ld < 1.0) {
-			errbuf_set(err, errlen,
-				   "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
-				   tau * fs);
-			goto out;
-		}
-		if (Ld > (double)range_samples) {
-			errbuf_set(err, errlen,
-				   "pulse length L=%.0f samples (pulse_width_s*sample_rate_hz) exceeds range samples R=%u",
-				   Ld, range_samples);
-			goto out;
-		}
-		L = (size_t)Ld;
-		s = malloc(2 * L * sizeof(*s));
-		if (!s)
-			goto nomem;
-		/* s[k] = exp(j pi (B/tau) t_k^2), t_k = k/fs - tau/2 */
-		for (size_t k = 0; k < L; k++) {
-			double t = (double)k / fs - tau / 2.0;
-			double ph = M_PI * (B / tau) * t * t;
-
-			s[2 * k] = cos(ph);
-			s[2 * k + 1] = sin(ph);
-		}
-		break;
-	}
-	case WF_BARKER13: {
-		static const int chips[13] = { 1, 1, 1, 1, 1, -1, -1, 1, 1, -1, 1, -1, 1 };
-		unsigned cs = p->chip_samples;
-
-		if (cs < 1) {
-			errbuf_set(err, errlen, "chip_samples 0: must be at least 1");
-			goto out;
-		}
-		if (13.0 * cs > (double)range_samples) {
-			errbuf_set(err, errlen,
-				   "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
-				   13.0 * cs, range_samples);
-			goto out;
-		}
-		L = 13 * (size_t)cs;
-		s = malloc(2 * L * sizeof(*s));
-		if (!s)
-			goto nomem;
-		for (size_t k = 0; k < L; k++) {
-			s[2 * k] = chips[k / cs];
-			s[2 * k + 1] = 0.0;
-		}
-		break;
-	}
+	case WF_LFM:
+		return wf_pulse_lfm(p, range_samples, s, L, err, errlen);
+	case WF_BARKER13:
+		return wf_pulse_barker13(p, range_samples, s, L, err, errlen);
 	case WF_FILE:
-		rc = read_cf32_file(p->file, range_samples, &s, &L, err, errlen);
-		if (rc < 0)
-			goto out;
-		rc = -EINVAL;
-		break;
+		return read_cf32_file(p->file, range_samples, s, L, err, errlen);
 	default:
 		errbuf_set(err, errlen, "waveform type %d: unknown", (int)p->type);
+		return -EINVAL;
+	}
+}
+
+/* h = window * s as interleaved complex floats in *out (caller frees).
+ * A reference with no energy is refused: it would correlate to zeros.
+ * < 0 with the reason in err. */
+static int wf_apply_window(const struct wf_params *p, const double *s, size_t L,
+			   float **out, char *err, size_t errlen)
+{
+	double *w = malloc(L * sizeof(*w)), energy = 0.0;
+	float *h = malloc(2 * L * sizeof(*h));
+	int rc;
+
+	if (!w || !h) {
+		rc = wf_nomem(L, err, errlen);
 		goto out;
 	}
-
-	w = malloc(L * sizeof(*w));
-	h = malloc(2 * L * sizeof(*h));
-	if (!w || !h)
-		goto nomem;
 	rc = wf_window_fill(p->window, p->taylor_nbar, p->taylor_sll_db, w, L);
 	if (rc < 0) {
 		errbuf_set(err, errlen, "window %s: cannot build for L=%zu", wf_window_name(p->window), L);
@@ -419,17 +452,35 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 			   wf_window_name(p->window));
 		goto out;
 	}
-	*ref = h;
-	*len = L;
+	*out = h;
 	h = NULL;
 	rc = 0;
-	goto out;
-nomem:
-	rc = -ENOMEM;
-	errbuf_set(err, errlen, "out of memory building a %zu-sample reference", L);
 out:
-	free(s);
 	free(w);
 	free(h);
 	return rc;
+}
+
+int wf_build(const struct wf_params *p, unsigned range_samples,
+	     float **ref, size_t *len, char *err, size_t errlen)
+{
+	double *s = NULL;
+	float *h = NULL;
+	size_t L = 0;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	rc = wf_check_args(p, range_samples, ref, len, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = wf_pulse(p, range_samples, &s, &L, err, errlen);
+	if (rc == 0)
+		rc = wf_apply_window(p, s, L, &h, err, errlen);
+	free(s);
+	if (rc < 0)
+		return rc;
+	*ref = h;
+	*len = L;
+	return 0;
 }
