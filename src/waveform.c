@@ -185,13 +185,94 @@ int wf_window_fill(enum wf_window win, unsigned nbar, double sll_db,
  * Read a cf32_le reference from path. max_len bounds L (= R). Returns 0 with
  * *out (2*L doubles) or a negative errno with the reason.
  */
+/* The open file's sample count in *n: a non-empty regular file of whole
+ * cf32_le samples, at most max_len of them. */
+static int cf32_file_samples(int fd, const char *path, unsigned max_len, size_t *n,
+			     char *err, size_t errlen)
+{
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		errbuf_set(err, errlen, "waveform file %s: fstat: %s", path, strerror(errno));
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errbuf_set(err, errlen, "waveform file %s: not a regular file", path);
+		return -EINVAL;
+	}
+	if (st.st_size == 0) {
+		errbuf_set(err, errlen, "waveform file %s: empty (need cf32_le samples, 8 bytes each)", path);
+		return -EINVAL;
+	}
+	if (st.st_size % 8 != 0) {
+		errbuf_set(err, errlen,
+			   "waveform file %s: size %lld bytes is not a multiple of 8 (cf32_le: 8 bytes per sample)",
+			   path, (long long)st.st_size);
+		return -EINVAL;
+	}
+	if ((unsigned long long)st.st_size / 8 > max_len) {
+		errbuf_set(err, errlen,
+			   "pulse length L=%lld samples (waveform file %s) exceeds range samples R=%u",
+			   (long long)st.st_size / 8, path, max_len);
+		return -EINVAL;
+	}
+	*n = (size_t)st.st_size / 8;
+	return 0;
+}
+
+/* Read exactly nbytes into buf; a file that ends early changed under us. */
+static int cf32_read_all(int fd, const char *path, void *buf, size_t nbytes,
+			 char *err, size_t errlen)
+{
+	size_t got = 0;
+	int rc;
+
+	while (got < nbytes) {
+		ssize_t r = read(fd, (char *)buf + got, nbytes - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			errbuf_set(err, errlen, "waveform file %s: read: %s", path, strerror(errno));
+			return rc;
+		}
+		if (r == 0) {
+			errbuf_set(err, errlen, "waveform file %s: short read (%zu of %zu bytes; file changed?)",
+				   path, got, nbytes);
+			return -EIO;
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* 2*n little-endian floats in raw to doubles in d; every one finite. */
+static int cf32_decode(const uint32_t *raw, size_t n, double *d, const char *path,
+		       char *err, size_t errlen)
+{
+	for (size_t i = 0; i < 2 * n; i++) {
+		uint32_t u = le32toh(raw[i]);
+		float f;
+
+		memcpy(&f, &u, sizeof(f));
+		if (!isfinite(f)) {
+			errbuf_set(err, errlen, "waveform file %s: sample %zu is not finite", path, i / 2);
+			return -EINVAL;
+		}
+		d[i] = f;
+	}
+	return 0;
+}
+
 static int read_cf32_file(const char *path, unsigned max_len, double **out,
 			  size_t *len, char *err, size_t errlen)
 {
-	struct stat st;
 	uint32_t *raw = NULL;
 	double *d = NULL;
-	size_t n, nbytes, got = 0;
+	size_t n = 0;
 	int fd = -1, rc;
 
 	if (!path || !*path) {
@@ -204,74 +285,22 @@ static int read_cf32_file(const char *path, unsigned max_len, double **out,
 		errbuf_set(err, errlen, "waveform file %s: cannot open: %s", path, strerror(errno));
 		goto out;
 	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		errbuf_set(err, errlen, "waveform file %s: fstat: %s", path, strerror(errno));
+	rc = cf32_file_samples(fd, path, max_len, &n, err, errlen);
+	if (rc < 0)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		errbuf_set(err, errlen, "waveform file %s: not a regular file", path);
-		goto out;
-	}
-	if (st.st_size == 0) {
-		rc = -EINVAL;
-		errbuf_set(err, errlen, "waveform file %s: empty (need cf32_le samples, 8 bytes each)", path);
-		goto out;
-	}
-	if (st.st_size % 8 != 0) {
-		rc = -EINVAL;
-		errbuf_set(err, errlen,
-			   "waveform file %s: size %lld bytes is not a multiple of 8 (cf32_le: 8 bytes per sample)",
-			   path, (long long)st.st_size);
-		goto out;
-	}
-	if ((unsigned long long)st.st_size / 8 > max_len) {
-		rc = -EINVAL;
-		errbuf_set(err, errlen,
-			   "pulse length L=%lld samples (waveform file %s) exceeds range samples R=%u",
-			   (long long)st.st_size / 8, path, max_len);
-		goto out;
-	}
-	n = (size_t)st.st_size / 8;
-	nbytes = n * 8;
-	raw = malloc(nbytes);
+	raw = malloc(n * 8);
 	d = malloc(2 * n * sizeof(*d));
 	if (!raw || !d) {
 		rc = -ENOMEM;
 		errbuf_set(err, errlen, "waveform file %s: out of memory for %zu samples", path, n);
 		goto out;
 	}
-	while (got < nbytes) {
-		ssize_t r = read(fd, (char *)raw + got, nbytes - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			errbuf_set(err, errlen, "waveform file %s: read: %s", path, strerror(errno));
-			goto out;
-		}
-		if (r == 0) {
-			rc = -EIO;
-			errbuf_set(err, errlen, "waveform file %s: short read (%zu of %zu bytes; file changed?)",
-				   path, got, nbytes);
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	for (size_t i = 0; i < 2 * n; i++) {
-		uint32_t u = le32toh(raw[i]);
-		float f;
-
-		memcpy(&f, &u, sizeof(f));
-		if (!isfinite(f)) {
-			rc = -EINVAL;
-			errbuf_set(err, errlen, "waveform file %s: sample %zu is not finite", path, i / 2);
-			goto out;
-		}
-		d[i] = f;
-	}
+	rc = cf32_read_all(fd, path, raw, n * 8, err, errlen);
+	if (rc < 0)
+		goto out;
+	rc = cf32_decode(raw, n, d, path, err, errlen);
+	if (rc < 0)
+		goto out;
 	*out = d;
 	*len = n;
 	d = NULL;
