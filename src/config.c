@@ -505,6 +505,138 @@ static int pci_bus_id_ok(const char *v)
 	return *p >= '0' && *p <= '7' && p[1] == '\0';
 }
 
+/* parse_int_range, where a value that is no integer at all gets a message
+ * naming the words the key also takes: "'<v>' <what>". */
+static int parse_int_or(const struct cfg_key *k, const char *v, long long *ll, const char *what,
+			char *err, size_t len)
+{
+	int rc = parse_int_range(k, v, ll, err, len);
+
+	if (rc == -EINVAL)
+		snprintf(err, len, "'%s' %s", v, what);
+	return rc;
+}
+
+static int parse_str(const struct cfg_key *k, char *base, const char *v, char *err, size_t len)
+{
+	int rc;
+
+	if (strlen(v) >= k->size) {
+		snprintf(err, len, "value is %zu characters, at most %zu allowed",
+			 strlen(v), k->size - 1);
+		return -ENAMETOOLONG;
+	}
+	if (k->check && (rc = k->check(v, err, len)) < 0)
+		return rc;
+	memcpy(base, v, strlen(v) + 1);
+	return 0;
+}
+
+static int parse_bool_value(const char *v, int *out, char *err, size_t len)
+{
+	if (parse_bool(v, out) < 0) {
+		snprintf(err, len, "'%s' is not a boolean (true|false|yes|no|on|off|1|0)", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "auto" (0) or an integer in range. */
+static int parse_auto(const struct cfg_key *k, const char *v, long long *ll, char *err, size_t len)
+{
+	if (!strcmp(v, "auto")) {
+		*ll = 0;
+		return 0;
+	}
+	return parse_int_or(k, v, ll, "is neither auto nor an integer", err, len);
+}
+
+/* A finite decimal number within [min, max] (or (min, max] with F_MIN_EXCL). */
+static int parse_double(const struct cfg_key *k, const char *v, double *out, char *err, size_t len)
+{
+	char *end;
+	double d;
+
+	if (!v[0] || isspace((unsigned char)v[0])) {
+		snprintf(err, len, "'%s' is not a number", v);
+		return -EINVAL;
+	}
+	errno = 0;
+	d = strtod(v, &end);
+	if (*end || end == v) {
+		snprintf(err, len, "'%s' is not a number", v);
+		return -EINVAL;
+	}
+	if (!isfinite(d) || errno == ERANGE || d > k->max ||
+	    ((k->flags & F_MIN_EXCL) ? d <= k->min : d < k->min))
+		return range_err(k, v, err, len);
+	*out = d;
+	return 0;
+}
+
+static int parse_enum(const struct cfg_key *k, const char *v, int *out, char *err, size_t len)
+{
+	char list[128];
+
+	for (int i = 0; k->choices[i].name; i++) {
+		if (!strcmp(v, k->choices[i].name)) {
+			*out = k->choices[i].value;
+			return 0;
+		}
+	}
+	choices_list(k->choices, list, sizeof(list));
+	snprintf(err, len, "'%s' is not one of %s", v, list);
+	return -EINVAL;
+}
+
+/* "auto", "none" or a NUMA node number. */
+static int parse_numa(const struct cfg_key *k, const char *v, int *out, char *err, size_t len)
+{
+	long long ll;
+	int rc;
+
+	if (!strcmp(v, "auto")) {
+		*out = CFG_NUMA_AUTO;
+		return 0;
+	}
+	if (!strcmp(v, "none")) {
+		*out = CFG_NUMA_NONE;
+		return 0;
+	}
+	rc = parse_int_or(k, v, &ll, "is not auto, none or a node number", err, len);
+	if (rc < 0)
+		return rc;
+	*out = (int)ll;
+	return 0;
+}
+
+/* A device index, or a PCI bus id (gpu = -1, the id in gpu_bus_id). */
+static int parse_gpu(const struct cfg_key *k, struct chirp_config *c, const char *v,
+		     char *err, size_t len)
+{
+	long long ll;
+	int rc;
+
+	/* A PCI bus id has a ':'; an index is a plain number. */
+	if (strchr(v, ':')) {
+		if (!pci_bus_id_ok(v) || strlen(v) >= SZ(gpu_bus_id)) {
+			snprintf(err, len, "'%s' is neither a device index nor a PCI bus id like 0000:41:00.0", v);
+			return -EINVAL;
+		}
+		c->gpu = -1;
+		memcpy(c->gpu_bus_id, v, strlen(v) + 1);
+		return 0;
+	}
+	rc = parse_int_or(k, v, &ll, "is neither a device index nor a PCI bus id like 0000:41:00.0",
+			  err, len);
+	if (rc < 0)
+		return rc;
+	c->gpu = (int)ll;
+	c->gpu_bus_id[0] = '\0';
+	return 0;
+}
+
+/* Parse v as k's type into c; < 0 with the reason in err, c unchanged. */
 static int parse_value(const struct cfg_key *k, struct chirp_config *c, const char *v,
 		       char *err, size_t len)
 {
@@ -514,24 +646,9 @@ static int parse_value(const struct cfg_key *k, struct chirp_config *c, const ch
 
 	switch (k->type) {
 	case T_STR:
-		if (strlen(v) >= k->size) {
-			snprintf(err, len, "value is %zu characters, at most %zu allowed",
-				 strlen(v), k->size - 1);
-			return -ENAMETOOLONG;
-		}
-		if (k->check && (rc = k->check(v, err, len)) < 0)
-			return rc;
-		memcpy(base, v, strlen(v) + 1);
-		return 0;
-	case T_BOOL: {
-		int b;
-		if (parse_bool(v, &b) < 0) {
-			snprintf(err, len, "'%s' is not a boolean (true|false|yes|no|on|off|1|0)", v);
-			return -EINVAL;
-		}
-		*(int *)base = b;
-		return 0;
-	}
+		return parse_str(k, base, v, err, len);
+	case T_BOOL:
+		return parse_bool_value(v, (int *)base, err, len);
 	case T_INT:
 		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0)
 			return rc;
@@ -543,97 +660,23 @@ static int parse_value(const struct cfg_key *k, struct chirp_config *c, const ch
 		*(unsigned *)base = (unsigned)ll;
 		return 0;
 	case T_AUTO_INT:
-		if (!strcmp(v, "auto")) {
-			*(int *)base = 0;
-			return 0;
-		}
-		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0) {
-			if (rc == -EINVAL)
-				snprintf(err, len, "'%s' is neither auto nor an integer", v);
+		if ((rc = parse_auto(k, v, &ll, err, len)) < 0)
 			return rc;
-		}
 		*(int *)base = (int)ll;
 		return 0;
 	case T_NFFT:
-		if (!strcmp(v, "auto")) {
-			*(size_t *)base = 0;
-			return 0;
-		}
-		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0) {
-			if (rc == -EINVAL)
-				snprintf(err, len, "'%s' is neither auto nor an integer", v);
+		if ((rc = parse_auto(k, v, &ll, err, len)) < 0)
 			return rc;
-		}
 		*(size_t *)base = (size_t)ll;
 		return 0;
-	case T_DOUBLE: {
-		char *end;
-		double d;
-
-		if (!v[0] || isspace((unsigned char)v[0])) {
-			snprintf(err, len, "'%s' is not a number", v);
-			return -EINVAL;
-		}
-		errno = 0;
-		d = strtod(v, &end);
-		if (*end || end == v) {
-			snprintf(err, len, "'%s' is not a number", v);
-			return -EINVAL;
-		}
-		if (!isfinite(d) || errno == ERANGE || d > k->max ||
-		    ((k->flags & F_MIN_EXCL) ? d <= k->min : d < k->min))
-			return range_err(k, v, err, len);
-		*(double *)base = d;
-		return 0;
-	}
+	case T_DOUBLE:
+		return parse_double(k, v, (double *)base, err, len);
 	case T_ENUM:
-		for (int i = 0; k->choices[i].name; i++) {
-			if (!strcmp(v, k->choices[i].name)) {
-				*(int *)base = k->choices[i].value;
-				return 0;
-			}
-		}
-		{
-			char list[128];
-			choices_list(k->choices, list, sizeof(list));
-			snprintf(err, len, "'%s' is not one of %s", v, list);
-		}
-		return -EINVAL;
+		return parse_enum(k, v, (int *)base, err, len);
 	case T_NUMA:
-		if (!strcmp(v, "auto")) {
-			*(int *)base = CFG_NUMA_AUTO;
-			return 0;
-		}
-		if (!strcmp(v, "none")) {
-			*(int *)base = CFG_NUMA_NONE;
-			return 0;
-		}
-		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0) {
-			if (rc == -EINVAL)
-				snprintf(err, len, "'%s' is not auto, none or a node number", v);
-			return rc;
-		}
-		*(int *)base = (int)ll;
-		return 0;
+		return parse_numa(k, v, (int *)base, err, len);
 	case T_GPU:
-		/* A PCI bus id has a ':'; an index is a plain number. */
-		if (strchr(v, ':')) {
-			if (!pci_bus_id_ok(v) || strlen(v) >= SZ(gpu_bus_id)) {
-				snprintf(err, len, "'%s' is neither a device index nor a PCI bus id like 0000:41:00.0", v);
-				return -EINVAL;
-			}
-			c->gpu = -1;
-			memcpy(c->gpu_bus_id, v, strlen(v) + 1);
-			return 0;
-		}
-		if ((rc = parse_int_range(k, v, &ll, err, len)) < 0) {
-			if (rc == -EINVAL)
-				snprintf(err, len, "'%s' is neither a device index nor a PCI bus id like 0000:41:00.0", v);
-			return rc;
-		}
-		c->gpu = (int)ll;
-		c->gpu_bus_id[0] = '\0';
-		return 0;
+		return parse_gpu(k, c, v, err, len);
 	}
 	snprintf(err, len, "internal error: key type %d", (int)k->type);
 	return -EINVAL;
@@ -817,48 +860,51 @@ static int utf8_ok(const unsigned char *p, const unsigned char *e)
 	return 1;
 }
 
-/*
- * inih reader: hands inih one cleaned line at a time (see the top of the
- * file). str has room for num bytes.
- */
-static char *reader(char *str, int num, void *stream)
+/* The next raw line as [*p, *e): without its newline, a UTF-8 BOM on line 1,
+ * a trailing CR and leading blanks. Advances ld->pos and ld->line. */
+static void reader_next_line(struct load *ld, const char **p, const char **e)
 {
-	struct load *ld = stream;
-	const char *nl, *p, *e;
-	size_t n;
+	const char *nl = memchr(ld->pos, '\n', (size_t)(ld->end - ld->pos));
 
-	if (ld->pos >= ld->end || num < 4)
-		return NULL;
 	ld->line++;
-	nl = memchr(ld->pos, '\n', (size_t)(ld->end - ld->pos));
-	p = ld->pos;
-	e = nl ? nl : ld->end;
+	*p = ld->pos;
+	*e = nl ? nl : ld->end;
 	ld->pos = nl ? nl + 1 : ld->end;
 
-	if (ld->line == 1 && e - p >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
-		p += 3;                                   /* UTF-8 BOM */
-	if (e > p && e[-1] == '\r')
-		e--;
-	while (p < e && (*p == ' ' || *p == '\t'))
-		p++;
+	if (ld->line == 1 && *e - *p >= 3 && !memcmp(*p, "\xEF\xBB\xBF", 3))
+		*p += 3;                                   /* UTF-8 BOM */
+	if (*e > *p && (*e)[-1] == '\r')
+		(*e)--;
+	while (*p < *e && (**p == ' ' || **p == '\t'))
+		(*p)++;
+}
+
+/* A line with a control character (but tab) or invalid UTF-8 is reported
+ * and skipped: -1. */
+static int reader_chars_check(struct load *ld, const char *p, const char *e)
+{
 	for (const char *q = p; q < e; q++) {
 		if ((unsigned char)*q < 0x20 && *q != '\t') {
 			report(ld, ld->line, NULL, NULL,
 			       "control character 0x%02x in line", (unsigned char)*q);
-			goto blank;
+			return -1;
 		}
 		if (*q == 0x7f) {
 			report(ld, ld->line, NULL, NULL, "control character 0x7f in line");
-			goto blank;
+			return -1;
 		}
 	}
 	if (!utf8_ok((const unsigned char *)p, (const unsigned char *)e)) {
 		report(ld, ld->line, NULL, NULL, "line is not valid UTF-8");
-		goto blank;
+		return -1;
 	}
-	if (p == e || *p == '#' || *p == ';')
-		goto blank;
-	/* Inline comment: blank then '#' or ';'. */
+	return 0;
+}
+
+/* The end of [p, e) without an inline comment (a blank then '#' or ';') and
+ * without trailing blanks. */
+static const char *reader_strip_comment(const char *p, const char *e)
+{
 	for (const char *q = p + 1; q < e; q++) {
 		if ((*q == '#' || *q == ';') && (q[-1] == ' ' || q[-1] == '\t')) {
 			e = q;
@@ -867,62 +913,71 @@ static char *reader(char *str, int num, void *stream)
 	}
 	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
 		e--;
-	n = (size_t)(e - p);
-	if (n > (size_t)num - 3) {
-		report(ld, ld->line, NULL, NULL, "line too long (%zu characters, at most %d)",
-		       n, num - 3);
-		goto blank;
-	}
-	if (*p == '[') {
-		const char *rb = memchr(p, ']', n);
-		char sec[64];
-		size_t sl;
-		int si;
+	return e;
+}
 
-		ld->sec_known = 0;
-		ld->hdr_seen = 1;
-		if (!rb || rb != e - 1) {
-			report(ld, ld->line, NULL, NULL,
-			       rb ? "text after ']' in section header" :
-				    "section header without ']'");
-			/* Keys until the next good header are not reported again. */
-			goto blank;
-		}
-		const char *s0 = p + 1, *s1 = rb;
-		while (s0 < s1 && (*s0 == ' ' || *s0 == '\t'))
-			s0++;
-		while (s1 > s0 && (s1[-1] == ' ' || s1[-1] == '\t'))
-			s1--;
-		sl = (size_t)(s1 - s0);
-		if (sl >= sizeof(sec)) {
-			report(ld, ld->line, NULL, NULL, "unknown section (name too long)");
-			goto blank;
-		}
-		memcpy(sec, s0, sl);
-		sec[sl] = '\0';
-		si = section_index(sec);
-		if (si < 0) {
-			report(ld, ld->line, sec, NULL,
-			       "unknown section (sections: daemon, numa, input, cpi, waveform, processing, output, metrics, trace)");
-			goto blank;
-		}
-		if (ld->sec_line[si]) {
-			report(ld, ld->line, sec, NULL, "duplicate section (first at line %d)",
-			       ld->sec_line[si]);
-			goto blank;
-		}
-		ld->sec_line[si] = ld->line;
-		ld->sec_known = 1;
-		n = (size_t)snprintf(str, (size_t)num, "[%s]\n", sec);
-		return str;
+/* A section header line [p, e) of n bytes: a known section seen once is
+ * written to str as "[name]\n" (0); anything else is reported (-1), and the
+ * keys under it are skipped without a report of their own. */
+static int reader_section(struct load *ld, const char *p, const char *e, size_t n,
+			  char *str, int num)
+{
+	const char *rb = memchr(p, ']', n), *s0, *s1;
+	char sec[64];
+	size_t sl;
+	int si;
+
+	ld->sec_known = 0;
+	ld->hdr_seen = 1;
+	if (!rb || rb != e - 1) {
+		report(ld, ld->line, NULL, NULL,
+		       rb ? "text after ']' in section header" :
+			    "section header without ']'");
+		/* Keys until the next good header are not reported again. */
+		return -1;
 	}
+	s0 = p + 1;
+	s1 = rb;
+	while (s0 < s1 && (*s0 == ' ' || *s0 == '\t'))
+		s0++;
+	while (s1 > s0 && (s1[-1] == ' ' || s1[-1] == '\t'))
+		s1--;
+	sl = (size_t)(s1 - s0);
+	if (sl >= sizeof(sec)) {
+		report(ld, ld->line, NULL, NULL, "unknown section (name too long)");
+		return -1;
+	}
+	memcpy(sec, s0, sl);
+	sec[sl] = '\0';
+	si = section_index(sec);
+	if (si < 0) {
+		report(ld, ld->line, sec, NULL,
+		       "unknown section (sections: daemon, numa, input, cpi, waveform, processing, output, metrics, trace)");
+		return -1;
+	}
+	if (ld->sec_line[si]) {
+		report(ld, ld->line, sec, NULL, "duplicate section (first at line %d)",
+		       ld->sec_line[si]);
+		return -1;
+	}
+	ld->sec_line[si] = ld->line;
+	ld->sec_known = 1;
+	snprintf(str, (size_t)num, "[%s]\n", sec);
+	return 0;
+}
+
+/* A key line [p, e) of n bytes is passed on (0) only with a key name and a
+ * '=' or ':' inside a known section; else -1, reported unless the section
+ * it is in was reported already. */
+static int reader_key_check(struct load *ld, const char *p, const char *e, size_t n)
+{
 	if (!memchr(p, '=', n) && !memchr(p, ':', n)) {
 		report(ld, ld->line, NULL, NULL, "syntax error: expected 'key = value' or '[section]'");
-		goto blank;
+		return -1;
 	}
 	if (*p == '=' || *p == ':') {
 		report(ld, ld->line, NULL, NULL, "syntax error: missing key name before '%c'", *p);
-		goto blank;
+		return -1;
 	}
 	if (!ld->sec_known) {
 		/* Outside any section, or in a rejected one. Only the first
@@ -939,8 +994,43 @@ static char *reader(char *str, int num, void *stream)
 			report(ld, ld->line, NULL, NULL,
 			       "%s: key outside any known section (put it under [section])", key);
 		}
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * inih reader: hands inih one cleaned line at a time (see the top of the
+ * file). str has room for num bytes. A line that is reported, or a comment,
+ * reaches inih as an empty line, so its line numbers stay right.
+ */
+static char *reader(char *str, int num, void *stream)
+{
+	struct load *ld = stream;
+	const char *p, *e;
+	size_t n;
+
+	if (ld->pos >= ld->end || num < 4)
+		return NULL;
+	reader_next_line(ld, &p, &e);
+	if (reader_chars_check(ld, p, e) < 0)
+		goto blank;
+	if (p == e || *p == '#' || *p == ';')
+		goto blank;
+	e = reader_strip_comment(p, e);
+	n = (size_t)(e - p);
+	if (n > (size_t)num - 3) {
+		report(ld, ld->line, NULL, NULL, "line too long (%zu characters, at most %d)",
+		       n, num - 3);
 		goto blank;
 	}
+	if (*p == '[') {
+		if (reader_section(ld, p, e, n, str, num) < 0)
+			goto blank;
+		return str;
+	}
+	if (reader_key_check(ld, p, e, n) < 0)
+		goto blank;
 	memcpy(str, p, n);
 	str[n] = '\n';
 	str[n + 1] = '\0';
@@ -1118,8 +1208,10 @@ static unsigned long long ref_len(const struct chirp_config *c, struct load *ld)
 	return 0;
 }
 
-/* Cross-key checks; each error at the line of the key that breaks it. */
-static void check_consistency(struct load *ld)
+/* The pulse against the sampling and the CPI: bandwidth within the sample
+ * rate, at least one sample, no longer than a range line, and an nfft that
+ * holds the whole correlation. */
+static void check_pulse(struct load *ld)
 {
 	struct chirp_config *c = ld->c;
 	const char *sec, *key;
@@ -1163,44 +1255,71 @@ static void check_consistency(struct load *ld)
 		report(ld, line, sec, key, "nfft %zu is below samples + L - 1 = %llu (no wrap-around allowed)",
 		       c->nfft, need);
 	}
+}
 
-	/* One CPI must fit a ring slot a 64-bit process can map. */
-	{
-		unsigned long long cpi = (unsigned long long)c->channels * c->pulses * R;
-		unsigned long long in_b = cpi * (c->format == PC_FMT_SC16 ? 4 : 8);
-		unsigned long long out_b = cpi * (c->out_mode == PC_OUT_COMPLEX ? 8 : 4);
-		const unsigned long long lim = 4ull << 30;
-		if (in_b > lim || out_b > lim) {
-			key = later(ld, "cpi", "pulses", "cpi", "samples", &sec, &line);
-			if (key_line(ld, "cpi", "channels") > line) {
-				sec = "cpi";
-				key = "channels";
-				line = key_line(ld, "cpi", "channels");
-			}
-			report(ld, line, sec, key,
-			       "a CPI of %u x %u x %llu samples is %.1f GiB, more than the 4 GiB a ring slot holds",
-			       c->channels, c->pulses, R, (double)(in_b > out_b ? in_b : out_b) / (1u << 30));
-		} else {
-			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-			unsigned long long phys = pages > 0 && psz > 0 ?
-				(unsigned long long)pages * (unsigned long long)psz : 0;
-			if (phys && c->input_slots && in_b * c->input_slots > phys) {
-				line = key_line(ld, "input", "slots");
-				report(ld, line, "input", "slots",
-				       "input ring of %u slots x %.1f MiB = %.1f GiB exceeds this machine's memory (%.1f GiB)",
-				       c->input_slots, (double)in_b / (1 << 20),
-				       (double)in_b * c->input_slots / (1u << 30), (double)phys / (1u << 30));
-			}
-			if (phys && c->output_slots && out_b * c->output_slots > phys) {
-				line = key_line(ld, "output", "slots");
-				report(ld, line, "output", "slots",
-				       "output ring of %u slots x %.1f MiB = %.1f GiB exceeds this machine's memory (%.1f GiB)",
-				       c->output_slots, (double)out_b / (1 << 20),
-				       (double)out_b * c->output_slots / (1u << 30), (double)phys / (1u << 30));
-			}
-		}
+/* Each ring, slots x slot bytes, must fit this machine's memory: a ring
+ * that cannot be reserved would fail only at start. */
+static void check_ring_memory(struct load *ld, unsigned long long in_b, unsigned long long out_b)
+{
+	struct chirp_config *c = ld->c;
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	unsigned long long phys = pages > 0 && psz > 0 ?
+		(unsigned long long)pages * (unsigned long long)psz : 0;
+	int line;
+
+	if (phys && c->input_slots && in_b * c->input_slots > phys) {
+		line = key_line(ld, "input", "slots");
+		report(ld, line, "input", "slots",
+		       "input ring of %u slots x %.1f MiB = %.1f GiB exceeds this machine's memory (%.1f GiB)",
+		       c->input_slots, (double)in_b / (1 << 20),
+		       (double)in_b * c->input_slots / (1u << 30), (double)phys / (1u << 30));
 	}
+	if (phys && c->output_slots && out_b * c->output_slots > phys) {
+		line = key_line(ld, "output", "slots");
+		report(ld, line, "output", "slots",
+		       "output ring of %u slots x %.1f MiB = %.1f GiB exceeds this machine's memory (%.1f GiB)",
+		       c->output_slots, (double)out_b / (1 << 20),
+		       (double)out_b * c->output_slots / (1u << 30), (double)phys / (1u << 30));
+	}
+}
 
+/* One CPI must fit a ring slot a 64-bit process can map; then the rings
+ * must fit the machine. */
+static void check_cpi_size(struct load *ld)
+{
+	struct chirp_config *c = ld->c;
+	unsigned long long R = c->samples;
+	unsigned long long cpi = (unsigned long long)c->channels * c->pulses * R;
+	unsigned long long in_b = cpi * (c->format == PC_FMT_SC16 ? 4 : 8);
+	unsigned long long out_b = cpi * (c->out_mode == PC_OUT_COMPLEX ? 8 : 4);
+	const unsigned long long lim = 4ull << 30;
+	const char *sec, *key;
+	int line;
+
+	if (in_b > lim || out_b > lim) {
+		key = later(ld, "cpi", "pulses", "cpi", "samples", &sec, &line);
+		if (key_line(ld, "cpi", "channels") > line) {
+			sec = "cpi";
+			key = "channels";
+			line = key_line(ld, "cpi", "channels");
+		}
+		report(ld, line, sec, key,
+		       "a CPI of %u x %u x %llu samples is %.1f GiB, more than the 4 GiB a ring slot holds",
+		       c->channels, c->pulses, R, (double)(in_b > out_b ? in_b : out_b) / (1u << 30));
+	} else {
+		check_ring_memory(ld, in_b, out_b);
+	}
+}
+
+/* Cross-key checks; each error at the line of the key that breaks it. */
+static void check_consistency(struct load *ld)
+{
+	struct chirp_config *c = ld->c;
+	const char *sec, *key;
+	int line;
+
+	check_pulse(ld);
+	check_cpi_size(ld);
 	if (!strcmp(c->input_ring, c->output_ring)) {
 		key = later(ld, "input", "ring", "output", "ring", &sec, &line);
 		report(ld, line, sec, key, "input and output ring have the same name %s",

@@ -181,14 +181,122 @@ static int ep_add(int epfd, int fd, uint32_t events, void *ptr)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* A control with no sockets yet: defaults, the command table, the path. */
+static struct control *control_alloc(const char *path, const struct control_cmd *cmds,
+				     void *ctx)
+{
+	struct control *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->lfd = c->epfd = c->tfd = -1;
+	c->cmds = cmds;
+	c->ctx = ctx;
+	c->owner_uid = geteuid();
+	c->root_is_owner = 1;
+	c->group_gid = (gid_t)-1;
+	c->idle_ms = CONTROL_IDLE_MS;
+	c->evict_ms = CONTROL_EVICT_MS;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	return c;
+}
+
+/* Resolve the socket's group name (none: no group). < 0 with err. */
+static int control_resolve_group(struct control *c, const char *group, char *err, size_t errlen)
+{
+	struct group grp, *res = NULL;
+	char buf[4096];
+	int rc;
+
+	if (!group || !group[0])
+		return 0;
+	rc = getgrnam_r(group, &grp, buf, sizeof(buf), &res);
+	if (rc || !res) {
+		snprintf(err, errlen, "control group '%s': %s", group,
+			 rc ? strerror(rc) : "no such group");
+		return -1;
+	}
+	c->group_gid = grp.gr_gid;
+	snprintf(c->group, sizeof(c->group), "%s", group);
+	return 0;
+}
+
+/* The listening socket, bound to path (not yet listening). < 0 with err. */
+static int control_bind(struct control *c, const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (c->lfd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (bind(c->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		snprintf(err, errlen, "bind %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Give the bound socket its mode and group and remember its identity (so
+ * that shutdown removes only our own socket). < 0 with err. */
+static int control_secure(struct control *c, const char *path, mode_t mode, const char *group,
+			  char *err, size_t errlen)
+{
+	struct stat st;
+
+	/* Nobody can connect before listen(), so fixing mode and group here
+	 * leaves no window with looser permissions. */
+	if (chmod(path, mode) < 0) {
+		snprintf(err, errlen, "chmod %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (c->group_gid != (gid_t)-1 && chown(path, (uid_t)-1, c->group_gid) < 0) {
+		snprintf(err, errlen, "chown %s to group %s: %s", path, group, strerror(errno));
+		return -1;
+	}
+	if (stat(path, &st) < 0) {
+		snprintf(err, errlen, "stat %s: %s", path, strerror(errno));
+		return -1;
+	}
+	c->dev = st.st_dev;
+	c->ino = st.st_ino;
+	return 0;
+}
+
+/* Listen, and set up the epoll set over the listener and the idle timer.
+ * < 0 with err. */
+static int control_listen(struct control *c, const char *path, char *err, size_t errlen)
+{
+	if (listen(c->lfd, 128) < 0) {
+		snprintf(err, errlen, "listen %s: %s", path, strerror(errno));
+		return -1;
+	}
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->epfd < 0) {
+		snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+		return -1;
+	}
+	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->tfd < 0) {
+		snprintf(err, errlen, "timerfd_create: %s", strerror(errno));
+		return -1;
+	}
+	if (ep_add(c->epfd, c->lfd, EPOLLIN, &tag_listen) < 0 ||
+	    ep_add(c->epfd, c->tfd, EPOLLIN, &tag_timer) < 0) {
+		snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct control *control_create(const char *path, mode_t mode, const char *group,
 			       const struct control_cmd *cmds, void *ctx,
 			       char *err, size_t errlen)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	struct control *c = NULL;
-	struct stat st;
-	int rc;
 
 	if (!path || path[0] != '/' || strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "control socket path '%s' must be absolute and shorter than %zu",
@@ -199,81 +307,20 @@ struct control *control_create(const char *path, mode_t mode, const char *group,
 		snprintf(err, errlen, "no command table");
 		return NULL;
 	}
-	c = calloc(1, sizeof(*c));
+	c = control_alloc(path, cmds, ctx);
 	if (!c) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	c->lfd = c->epfd = c->tfd = -1;
-	c->cmds = cmds;
-	c->ctx = ctx;
-	c->owner_uid = geteuid();
-	c->root_is_owner = 1;
-	c->group_gid = (gid_t)-1;
-	c->idle_ms = CONTROL_IDLE_MS;
-	c->evict_ms = CONTROL_EVICT_MS;
-	snprintf(c->path, sizeof(c->path), "%s", path);
-
-	if (group && group[0]) {
-		struct group grp, *res = NULL;
-		char buf[4096];
-		rc = getgrnam_r(group, &grp, buf, sizeof(buf), &res);
-		if (rc || !res) {
-			snprintf(err, errlen, "control group '%s': %s", group,
-				 rc ? strerror(rc) : "no such group");
-			goto fail;
-		}
-		c->group_gid = grp.gr_gid;
-		snprintf(c->group, sizeof(c->group), "%s", group);
-	}
+	if (control_resolve_group(c, group, err, errlen) < 0)
+		goto fail;
 	if (make_parent(path, err, errlen) < 0 || clear_stale(path, err, errlen) < 0)
 		goto fail;
-
-	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (c->lfd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
+	if (control_bind(c, path, err, errlen) < 0)
 		goto fail;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	if (bind(c->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		snprintf(err, errlen, "bind %s: %s", path, strerror(errno));
-		goto fail;
-	}
-	/* Nobody can connect before listen(), so fixing mode and group here
-	 * leaves no window with looser permissions. */
-	if (chmod(path, mode) < 0) {
-		snprintf(err, errlen, "chmod %s: %s", path, strerror(errno));
+	if (control_secure(c, path, mode, group, err, errlen) < 0 ||
+	    control_listen(c, path, err, errlen) < 0)
 		goto fail_unlink;
-	}
-	if (c->group_gid != (gid_t)-1 && chown(path, (uid_t)-1, c->group_gid) < 0) {
-		snprintf(err, errlen, "chown %s to group %s: %s", path, group, strerror(errno));
-		goto fail_unlink;
-	}
-	if (stat(path, &st) < 0) {
-		snprintf(err, errlen, "stat %s: %s", path, strerror(errno));
-		goto fail_unlink;
-	}
-	c->dev = st.st_dev;
-	c->ino = st.st_ino;
-	if (listen(c->lfd, 128) < 0) {
-		snprintf(err, errlen, "listen %s: %s", path, strerror(errno));
-		goto fail_unlink;
-	}
-	c->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (c->epfd < 0) {
-		snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
-		goto fail_unlink;
-	}
-	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (c->tfd < 0) {
-		snprintf(err, errlen, "timerfd_create: %s", strerror(errno));
-		goto fail_unlink;
-	}
-	if (ep_add(c->epfd, c->lfd, EPOLLIN, &tag_listen) < 0 ||
-	    ep_add(c->epfd, c->tfd, EPOLLIN, &tag_timer) < 0) {
-		snprintf(err, errlen, "epoll_ctl: %s", strerror(errno));
-		goto fail_unlink;
-	}
 	return c;
 
 fail_unlink:

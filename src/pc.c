@@ -205,22 +205,21 @@ static double ref_energy(const float *ref, size_t len)
 	return e;
 }
 
-int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
+/* The CPI geometry: every dimension at least 1. */
+static int check_geometry(const struct pc_params *p, char *err, size_t errlen)
 {
-	size_t R, L, need, rows, tmp;
-	double e;
-
-	if (err && errlen)
-		err[0] = '\0';
-	if (!p) {
-		errbuf_set(err, errlen, "no parameters");
-		return -EINVAL;
-	}
 	if (p->channels < 1 || p->pulses < 1 || p->samples < 1) {
 		errbuf_set(err, errlen, "CPI geometry channels=%u pulses=%u samples=%u: each must be at least 1",
 			   p->channels, p->pulses, p->samples);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The enumerated modes: input format, output mode, normalisation, backend,
+ * staging. */
+static int check_modes(const struct pc_params *p, char *err, size_t errlen)
+{
 	if (pc_format_sample_bytes(p->in_format) == 0) {
 		errbuf_set(err, errlen, "format %d: unknown input format (cf32 or sc16)", (int)p->in_format);
 		return -EINVAL;
@@ -243,6 +242,16 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 		errbuf_set(err, errlen, "staging %d: unknown (auto, register or copy)", (int)p->staging);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The reference waveform and the FFT size it needs: 1 <= L <= R, finite,
+ * not all zeros, and nfft >= R+L-1 so the correlation does not wrap. */
+static int check_reference(const struct pc_params *p, char *err, size_t errlen)
+{
+	size_t R, L, need, tmp;
+	double e;
+
 	if (p->ref_len < 1 || !p->ref) {
 		errbuf_set(err, errlen, "pulse length L=0: the reference waveform is empty");
 		return -EINVAL;
@@ -272,12 +281,27 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 		errbuf_set(err, errlen, "nfft %zu for R+L-1 = %zu is too large (limit %d)", tmp, need, INT_MAX);
 		return -EINVAL;
 	}
-	rows = (size_t)p->channels * p->pulses;
-	if (__builtin_mul_overflow(rows, R, &tmp) || __builtin_mul_overflow(tmp, (size_t)8, &tmp)) {
+	return 0;
+}
+
+/* The whole CPI, at 8 bytes a sample, must be addressable in a size_t. */
+static int check_cpi_size(const struct pc_params *p, char *err, size_t errlen)
+{
+	size_t rows = (size_t)p->channels * p->pulses, tmp;
+
+	if (__builtin_mul_overflow(rows, (size_t)p->samples, &tmp) ||
+	    __builtin_mul_overflow(tmp, (size_t)8, &tmp)) {
 		errbuf_set(err, errlen, "CPI of %u x %u x %u samples is too large to address",
 			   p->channels, p->pulses, p->samples);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The backend options: threads, depths, spin, tuning, GPU selection, and a
+ * CUDA backend only where chirpd was built with CUDA. */
+static int check_backend_opts(const struct pc_params *p, char *err, size_t errlen)
+{
 	if (p->cpu_threads < 1 || p->cpu_threads > 1024) {
 		errbuf_set(err, errlen, "cpu_threads %d: must be 1..1024", p->cpu_threads);
 		return -EINVAL;
@@ -318,6 +342,21 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 		return -EINVAL;
 	}
 #endif
+	return 0;
+}
+
+int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	if (!p) {
+		errbuf_set(err, errlen, "no parameters");
+		return -EINVAL;
+	}
+	if (check_geometry(p, err, errlen) < 0 || check_modes(p, err, errlen) < 0 ||
+	    check_reference(p, err, errlen) < 0 || check_cpi_size(p, err, errlen) < 0 ||
+	    check_backend_opts(p, err, errlen) < 0)
+		return -EINVAL;
 	return 0;
 }
 
@@ -585,21 +624,10 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 }
 #endif
 
-struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
+/* pc->setup from checked parameters, zeroed fields read as their documented
+ * defaults; the GPU bus id is copied so p need not outlive pc. */
+static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
 {
-	struct pc *pc = NULL;
-	char why[256] = "";
-	double g;
-	int rc;
-
-	rc = pc_params_check(p, err, errlen);
-	if (rc < 0)
-		return NULL;
-	pc = calloc(1, sizeof(*pc));
-	if (!pc) {
-		errbuf_set(err, errlen, "out of memory");
-		return NULL;
-	}
 	pc->setup.channels = p->channels;
 	pc->setup.pulses = p->pulses;
 	pc->setup.samples = p->samples;
@@ -623,24 +651,40 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 		pc->gpu_bus_id = strdup(p->gpu_bus_id);
 		if (!pc->gpu_bus_id) {
 			errbuf_set(err, errlen, "out of memory");
-			goto fail;
+			return -ENOMEM;
 		}
 	}
 	pc->setup.gpu_bus_id = pc->gpu_bus_id;
 	pc->in_bytes = pc->setup.rows * p->samples * pc_format_sample_bytes(p->in_format);
 	pc->out_bytes = pc->setup.rows * p->samples * pc_output_sample_bytes(p->out_mode);
+	return 0;
+}
+
+/* The reference spectrum the backends multiply by, scaled to unit noise gain
+ * when normalize is noise. */
+static int setup_filter(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
+{
+	double g;
 
 	pc->filt = malloc(2 * pc->setup.nfft * sizeof(float));
 	if (!pc->filt) {
 		errbuf_set(err, errlen, "out of memory for a %zu-point reference spectrum", pc->setup.nfft);
-		goto fail;
+		return -ENOMEM;
 	}
 	g = p->normalize == PC_NORM_NOISE ? 1.0 / sqrt(ref_energy(p->ref, p->ref_len)) : 1.0;
 	if (make_filter(p->ref, p->ref_len, pc->setup.nfft, g, pc->filt) < 0) {
 		errbuf_set(err, errlen, "out of memory computing the reference spectrum (nfft %zu)", pc->setup.nfft);
-		goto fail;
+		return -ENOMEM;
 	}
 	pc->setup.filt = pc->filt;
+	return 0;
+}
+
+/* Create the backend: auto picks CUDA where a device is usable and falls
+ * back to the CPU (with a warning naming why) where it is not. */
+static int backend_open(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
+{
+	char why[256] = "";
 
 	pc->backend = p->backend;
 	if (pc->backend == PC_BACKEND_AUTO)
@@ -665,12 +709,30 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 	if (!pc->be) {
 		errbuf_set(err, errlen, "backend %s: %s", pc_backend_name(pc->backend),
 			   why[0] ? why : "cannot be created");
-		goto fail;
+		return -1;
+	}
+	return 0;
+}
+
+struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
+{
+	struct pc *pc = NULL;
+	int rc;
+
+	rc = pc_params_check(p, err, errlen);
+	if (rc < 0)
+		return NULL;
+	pc = calloc(1, sizeof(*pc));
+	if (!pc) {
+		errbuf_set(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (setup_from_params(pc, p, err, errlen) < 0 || setup_filter(pc, p, err, errlen) < 0 ||
+	    backend_open(pc, p, err, errlen) < 0) {
+		pc_destroy(pc);
+		return NULL;
 	}
 	return pc;
-fail:
-	pc_destroy(pc);
-	return NULL;
 }
 
 void pc_destroy(struct pc *pc)

@@ -382,16 +382,14 @@ static int get_str(json_t *o, const char *key, char *buf, size_t len,
 	return 1;
 }
 
-static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
-			char *err, size_t errlen)
+/* The core: keys of the global object: datatype (supported, little endian),
+ * sample rate, version, and a single channel. */
+static int parse_core(json_t *g, const char *where, struct sigmf_meta *m,
+		      char *err, size_t errlen)
 {
 	json_t *j;
-	char dt[32], where[300];
-	uint64_t v[3];
-	int have[3];
-	static const char *const dims[3] = { "chirp:channels", "chirp:pulses", "chirp:samples" };
+	char dt[32];
 
-	snprintf(where, sizeof(where), "%s: global", name);
 	j = json_object_get(g, "core:datatype");
 	if (!j || !json_is_string(j)) {
 		errbuf_set(err, errlen, "%s: core:datatype is missing or not a string", where);
@@ -427,16 +425,18 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 			   where);
 		return -EINVAL;
 	}
-	if (get_str(g, "core:description", m->description, sizeof(m->description), where, err, errlen) < 0 ||
-	    get_str(g, "core:recorder", m->recorder, sizeof(m->recorder), where, err, errlen) < 0 ||
-	    get_str(g, "chirp:output", m->output, sizeof(m->output), where, err, errlen) < 0)
-		return -EINVAL;
-	if (m->output[0] && strcmp(m->output, "input") && strcmp(m->output, "complex") &&
-	    strcmp(m->output, "magnitude") && strcmp(m->output, "power_db")) {
-		errbuf_set(err, errlen, "%s: chirp:output '%s' is not input, complex, magnitude or power_db",
-			   where, m->output);
-		return -EINVAL;
-	}
+	return 0;
+}
+
+/* chirp:channels, chirp:pulses and chirp:samples: all three or none, each
+ * >= 1, and a CPI of at most 2^32 samples. */
+static int parse_cpi_geometry(json_t *g, const char *where, struct sigmf_meta *m,
+			      char *err, size_t errlen)
+{
+	static const char *const dims[3] = { "chirp:channels", "chirp:pulses", "chirp:samples" };
+	uint64_t v[3];
+	int have[3];
+
 	for (int i = 0; i < 3; i++) {
 		have[i] = get_uint(g, dims[i], SIGMF_MAX_DIM, &v[i], where, err, errlen);
 		if (have[i] < 0)
@@ -461,6 +461,29 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 		m->pulses = (unsigned)v[1];
 		m->samples = (unsigned)v[2];
 	}
+	return 0;
+}
+
+static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
+			char *err, size_t errlen)
+{
+	char where[300];
+
+	snprintf(where, sizeof(where), "%s: global", name);
+	if (parse_core(g, where, m, err, errlen) < 0)
+		return -EINVAL;
+	if (get_str(g, "core:description", m->description, sizeof(m->description), where, err, errlen) < 0 ||
+	    get_str(g, "core:recorder", m->recorder, sizeof(m->recorder), where, err, errlen) < 0 ||
+	    get_str(g, "chirp:output", m->output, sizeof(m->output), where, err, errlen) < 0)
+		return -EINVAL;
+	if (m->output[0] && strcmp(m->output, "input") && strcmp(m->output, "complex") &&
+	    strcmp(m->output, "magnitude") && strcmp(m->output, "power_db")) {
+		errbuf_set(err, errlen, "%s: chirp:output '%s' is not input, complex, magnitude or power_db",
+			   where, m->output);
+		return -EINVAL;
+	}
+	if (parse_cpi_geometry(g, where, m, err, errlen) < 0)
+		return -EINVAL;
 	if (m->datatype == SIGMF_RF32_LE && !strcmp(m->output, "complex")) {
 		errbuf_set(err, errlen, "%s: chirp:output complex needs a complex datatype, not rf32_le", where);
 		return -EINVAL;

@@ -185,13 +185,94 @@ int wf_window_fill(enum wf_window win, unsigned nbar, double sll_db,
  * Read a cf32_le reference from path. max_len bounds L (= R). Returns 0 with
  * *out (2*L doubles) or a negative errno with the reason.
  */
+/* The open file's sample count in *n: a non-empty regular file of whole
+ * cf32_le samples, at most max_len of them. */
+static int cf32_file_samples(int fd, const char *path, unsigned max_len, size_t *n,
+			     char *err, size_t errlen)
+{
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		errbuf_set(err, errlen, "waveform file %s: fstat: %s", path, strerror(errno));
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errbuf_set(err, errlen, "waveform file %s: not a regular file", path);
+		return -EINVAL;
+	}
+	if (st.st_size == 0) {
+		errbuf_set(err, errlen, "waveform file %s: empty (need cf32_le samples, 8 bytes each)", path);
+		return -EINVAL;
+	}
+	if (st.st_size % 8 != 0) {
+		errbuf_set(err, errlen,
+			   "waveform file %s: size %lld bytes is not a multiple of 8 (cf32_le: 8 bytes per sample)",
+			   path, (long long)st.st_size);
+		return -EINVAL;
+	}
+	if ((unsigned long long)st.st_size / 8 > max_len) {
+		errbuf_set(err, errlen,
+			   "pulse length L=%lld samples (waveform file %s) exceeds range samples R=%u",
+			   (long long)st.st_size / 8, path, max_len);
+		return -EINVAL;
+	}
+	*n = (size_t)st.st_size / 8;
+	return 0;
+}
+
+/* Read exactly nbytes into buf; a file that ends early changed under us. */
+static int cf32_read_all(int fd, const char *path, void *buf, size_t nbytes,
+			 char *err, size_t errlen)
+{
+	size_t got = 0;
+	int rc;
+
+	while (got < nbytes) {
+		ssize_t r = read(fd, (char *)buf + got, nbytes - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			errbuf_set(err, errlen, "waveform file %s: read: %s", path, strerror(errno));
+			return rc;
+		}
+		if (r == 0) {
+			errbuf_set(err, errlen, "waveform file %s: short read (%zu of %zu bytes; file changed?)",
+				   path, got, nbytes);
+			return -EIO;
+		}
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* 2*n little-endian floats in raw to doubles in d; every one finite. */
+static int cf32_decode(const uint32_t *raw, size_t n, double *d, const char *path,
+		       char *err, size_t errlen)
+{
+	for (size_t i = 0; i < 2 * n; i++) {
+		uint32_t u = le32toh(raw[i]);
+		float f;
+
+		memcpy(&f, &u, sizeof(f));
+		if (!isfinite(f)) {
+			errbuf_set(err, errlen, "waveform file %s: sample %zu is not finite", path, i / 2);
+			return -EINVAL;
+		}
+		d[i] = f;
+	}
+	return 0;
+}
+
 static int read_cf32_file(const char *path, unsigned max_len, double **out,
 			  size_t *len, char *err, size_t errlen)
 {
-	struct stat st;
 	uint32_t *raw = NULL;
 	double *d = NULL;
-	size_t n, nbytes, got = 0;
+	size_t n = 0;
 	int fd = -1, rc;
 
 	if (!path || !*path) {
@@ -204,74 +285,22 @@ static int read_cf32_file(const char *path, unsigned max_len, double **out,
 		errbuf_set(err, errlen, "waveform file %s: cannot open: %s", path, strerror(errno));
 		goto out;
 	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		errbuf_set(err, errlen, "waveform file %s: fstat: %s", path, strerror(errno));
+	rc = cf32_file_samples(fd, path, max_len, &n, err, errlen);
+	if (rc < 0)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		errbuf_set(err, errlen, "waveform file %s: not a regular file", path);
-		goto out;
-	}
-	if (st.st_size == 0) {
-		rc = -EINVAL;
-		errbuf_set(err, errlen, "waveform file %s: empty (need cf32_le samples, 8 bytes each)", path);
-		goto out;
-	}
-	if (st.st_size % 8 != 0) {
-		rc = -EINVAL;
-		errbuf_set(err, errlen,
-			   "waveform file %s: size %lld bytes is not a multiple of 8 (cf32_le: 8 bytes per sample)",
-			   path, (long long)st.st_size);
-		goto out;
-	}
-	if ((unsigned long long)st.st_size / 8 > max_len) {
-		rc = -EINVAL;
-		errbuf_set(err, errlen,
-			   "pulse length L=%lld samples (waveform file %s) exceeds range samples R=%u",
-			   (long long)st.st_size / 8, path, max_len);
-		goto out;
-	}
-	n = (size_t)st.st_size / 8;
-	nbytes = n * 8;
-	raw = malloc(nbytes);
+	raw = malloc(n * 8);
 	d = malloc(2 * n * sizeof(*d));
 	if (!raw || !d) {
 		rc = -ENOMEM;
 		errbuf_set(err, errlen, "waveform file %s: out of memory for %zu samples", path, n);
 		goto out;
 	}
-	while (got < nbytes) {
-		ssize_t r = read(fd, (char *)raw + got, nbytes - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = -errno;
-			errbuf_set(err, errlen, "waveform file %s: read: %s", path, strerror(errno));
-			goto out;
-		}
-		if (r == 0) {
-			rc = -EIO;
-			errbuf_set(err, errlen, "waveform file %s: short read (%zu of %zu bytes; file changed?)",
-				   path, got, nbytes);
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	for (size_t i = 0; i < 2 * n; i++) {
-		uint32_t u = le32toh(raw[i]);
-		float f;
-
-		memcpy(&f, &u, sizeof(f));
-		if (!isfinite(f)) {
-			rc = -EINVAL;
-			errbuf_set(err, errlen, "waveform file %s: sample %zu is not finite", path, i / 2);
-			goto out;
-		}
-		d[i] = f;
-	}
+	rc = cf32_read_all(fd, path, raw, n * 8, err, errlen);
+	if (rc < 0)
+		goto out;
+	rc = cf32_decode(raw, n, d, path, err, errlen);
+	if (rc < 0)
+		goto out;
 	*out = d;
 	*len = n;
 	d = NULL;
@@ -284,16 +313,18 @@ out:
 	return rc;
 }
 
-int wf_build(const struct wf_params *p, unsigned range_samples,
-	     float **ref, size_t *len, char *err, size_t errlen)
+/* The one out-of-memory message of wf_build, naming the reference size. */
+static int wf_nomem(size_t L, char *err, size_t errlen)
 {
-	double *s = NULL, *w = NULL, energy = 0.0;
-	float *h = NULL;
-	size_t L = 0;
-	int rc = -EINVAL;
+	errbuf_set(err, errlen, "out of memory building a %zu-sample reference", L);
+	return -ENOMEM;
+}
 
-	if (err && errlen)
-		err[0] = '\0';
+/* The argument and window checks that need no samples; -EINVAL with the
+ * reason in err, 0 when the parameters can be built. */
+static int wf_check_args(const struct wf_params *p, unsigned range_samples,
+			 float **ref, size_t *len, char *err, size_t errlen)
+{
 	if (!p || !ref || !len) {
 		errbuf_set(err, errlen, "wf_build: missing argument");
 		return -EINVAL;
@@ -316,93 +347,124 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 			return -EINVAL;
 		}
 	}
+	return 0;
+}
 
+/* The LFM pulse, interleaved complex doubles in *s (caller frees), *L samples.
+ * -EINVAL or -ENOMEM with the reason in err. */
+static int wf_pulse_lfm(const struct wf_params *p, unsigned range_samples,
+			double **s, size_t *L, char *err, size_t errlen)
+{
+	double fs = p->sample_rate_hz, B = p->bandwidth_hz, tau = p->pulse_width_s, Ld;
+	double *v;
+
+	if (!(fs > 0.0) || !isfinite(fs)) {
+		errbuf_set(err, errlen, "sample_rate_hz %g: must be positive", fs);
+		return -EINVAL;
+	}
+	if (!(B > 0.0) || !isfinite(B)) {
+		errbuf_set(err, errlen, "bandwidth_hz %g: must be positive", B);
+		return -EINVAL;
+	}
+	if (B > fs) {
+		errbuf_set(err, errlen, "bandwidth_hz %g exceeds sample_rate_hz %g", B, fs);
+		return -EINVAL;
+	}
+	if (!(tau > 0.0) || !isfinite(tau)) {
+		errbuf_set(err, errlen, "pulse_width_s %g: must be positive", tau);
+		return -EINVAL;
+	}
+	Ld = round(tau * fs);
+	if (Ld < 1.0) {
+		errbuf_set(err, errlen,
+			   "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
+			   tau * fs);
+		return -EINVAL;
+	}
+	if (Ld > (double)range_samples) {
+		errbuf_set(err, errlen,
+			   "pulse length L=%.0f samples (pulse_width_s*sample_rate_hz) exceeds range samples R=%u",
+			   Ld, range_samples);
+		return -EINVAL;
+	}
+	*L = (size_t)Ld;
+	v = malloc(2 * *L * sizeof(*v));
+	if (!v)
+		return wf_nomem(*L, err, errlen);
+	/* s[k] = exp(j pi (B/tau) t_k^2), t_k = k/fs - tau/2 */
+	for (size_t k = 0; k < *L; k++) {
+		double t = (double)k / fs - tau / 2.0;
+		double ph = M_PI * (B / tau) * t * t;
+
+		v[2 * k] = cos(ph);
+		v[2 * k + 1] = sin(ph);
+	}
+	*s = v;
+	return 0;
+}
+
+/* The Barker-13 pulse, chip_samples samples per chip; same contract as
+ * wf_pulse_lfm. */
+static int wf_pulse_barker13(const struct wf_params *p, unsigned range_samples,
+			     double **s, size_t *L, char *err, size_t errlen)
+{
+	static const int chips[13] = { 1, 1, 1, 1, 1, -1, -1, 1, 1, -1, 1, -1, 1 };
+	unsigned cs = p->chip_samples;
+	double *v;
+
+	if (cs < 1) {
+		errbuf_set(err, errlen, "chip_samples 0: must be at least 1");
+		return -EINVAL;
+	}
+	if (13.0 * cs > (double)range_samples) {
+		errbuf_set(err, errlen,
+			   "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
+			   13.0 * cs, range_samples);
+		return -EINVAL;
+	}
+	*L = 13 * (size_t)cs;
+	v = malloc(2 * *L * sizeof(*v));
+	if (!v)
+		return wf_nomem(*L, err, errlen);
+	for (size_t k = 0; k < *L; k++) {
+		v[2 * k] = chips[k / cs];
+		v[2 * k + 1] = 0.0;
+	}
+	*s = v;
+	return 0;
+}
+
+/* The unwindowed pulse of p->type; same contract as wf_pulse_lfm. */
+static int wf_pulse(const struct wf_params *p, unsigned range_samples,
+		    double **s, size_t *L, char *err, size_t errlen)
+{
 	switch (p->type) {
-	case WF_LFM: {
-		double fs = p->sample_rate_hz, B = p->bandwidth_hz, tau = p->pulse_width_s, Ld;
-
-		if (!(fs > 0.0) || !isfinite(fs)) {
-			errbuf_set(err, errlen, "sample_rate_hz %g: must be positive", fs);
-			goto out;
-		}
-		if (!(B > 0.0) || !isfinite(B)) {
-			errbuf_set(err, errlen, "bandwidth_hz %g: must be positive", B);
-			goto out;
-		}
-		if (B > fs) {
-			errbuf_set(err, errlen, "bandwidth_hz %g exceeds sample_rate_hz %g", B, fs);
-			goto out;
-		}
-		if (!(tau > 0.0) || !isfinite(tau)) {
-			errbuf_set(err, errlen, "pulse_width_s %g: must be positive", tau);
-			goto out;
-		}
-		Ld = round(tau * fs);
-		if (Ld < 1.0) {
-			errbuf_set(err, errlen,
-				   "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
-				   tau * fs);
-			goto out;
-		}
-		if (Ld > (double)range_samples) {
-			errbuf_set(err, errlen,
-				   "pulse length L=%.0f samples (pulse_width_s*sample_rate_hz) exceeds range samples R=%u",
-				   Ld, range_samples);
-			goto out;
-		}
-		L = (size_t)Ld;
-		s = malloc(2 * L * sizeof(*s));
-		if (!s)
-			goto nomem;
-		/* s[k] = exp(j pi (B/tau) t_k^2), t_k = k/fs - tau/2 */
-		for (size_t k = 0; k < L; k++) {
-			double t = (double)k / fs - tau / 2.0;
-			double ph = M_PI * (B / tau) * t * t;
-
-			s[2 * k] = cos(ph);
-			s[2 * k + 1] = sin(ph);
-		}
-		break;
-	}
-	case WF_BARKER13: {
-		static const int chips[13] = { 1, 1, 1, 1, 1, -1, -1, 1, 1, -1, 1, -1, 1 };
-		unsigned cs = p->chip_samples;
-
-		if (cs < 1) {
-			errbuf_set(err, errlen, "chip_samples 0: must be at least 1");
-			goto out;
-		}
-		if (13.0 * cs > (double)range_samples) {
-			errbuf_set(err, errlen,
-				   "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
-				   13.0 * cs, range_samples);
-			goto out;
-		}
-		L = 13 * (size_t)cs;
-		s = malloc(2 * L * sizeof(*s));
-		if (!s)
-			goto nomem;
-		for (size_t k = 0; k < L; k++) {
-			s[2 * k] = chips[k / cs];
-			s[2 * k + 1] = 0.0;
-		}
-		break;
-	}
+	case WF_LFM:
+		return wf_pulse_lfm(p, range_samples, s, L, err, errlen);
+	case WF_BARKER13:
+		return wf_pulse_barker13(p, range_samples, s, L, err, errlen);
 	case WF_FILE:
-		rc = read_cf32_file(p->file, range_samples, &s, &L, err, errlen);
-		if (rc < 0)
-			goto out;
-		rc = -EINVAL;
-		break;
+		return read_cf32_file(p->file, range_samples, s, L, err, errlen);
 	default:
 		errbuf_set(err, errlen, "waveform type %d: unknown", (int)p->type);
+		return -EINVAL;
+	}
+}
+
+/* h = window * s as interleaved complex floats in *out (caller frees).
+ * A reference with no energy is refused: it would correlate to zeros.
+ * < 0 with the reason in err. */
+static int wf_apply_window(const struct wf_params *p, const double *s, size_t L,
+			   float **out, char *err, size_t errlen)
+{
+	double *w = malloc(L * sizeof(*w)), energy = 0.0;
+	float *h = malloc(2 * L * sizeof(*h));
+	int rc;
+
+	if (!w || !h) {
+		rc = wf_nomem(L, err, errlen);
 		goto out;
 	}
-
-	w = malloc(L * sizeof(*w));
-	h = malloc(2 * L * sizeof(*h));
-	if (!w || !h)
-		goto nomem;
 	rc = wf_window_fill(p->window, p->taylor_nbar, p->taylor_sll_db, w, L);
 	if (rc < 0) {
 		errbuf_set(err, errlen, "window %s: cannot build for L=%zu", wf_window_name(p->window), L);
@@ -419,17 +481,35 @@ int wf_build(const struct wf_params *p, unsigned range_samples,
 			   wf_window_name(p->window));
 		goto out;
 	}
-	*ref = h;
-	*len = L;
+	*out = h;
 	h = NULL;
 	rc = 0;
-	goto out;
-nomem:
-	rc = -ENOMEM;
-	errbuf_set(err, errlen, "out of memory building a %zu-sample reference", L);
 out:
-	free(s);
 	free(w);
 	free(h);
 	return rc;
+}
+
+int wf_build(const struct wf_params *p, unsigned range_samples,
+	     float **ref, size_t *len, char *err, size_t errlen)
+{
+	double *s = NULL;
+	float *h = NULL;
+	size_t L = 0;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	rc = wf_check_args(p, range_samples, ref, len, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = wf_pulse(p, range_samples, &s, &L, err, errlen);
+	if (rc == 0)
+		rc = wf_apply_window(p, s, L, &h, err, errlen);
+	free(s);
+	if (rc < 0)
+		return rc;
+	*ref = h;
+	*len = L;
+	return 0;
 }

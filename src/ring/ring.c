@@ -943,6 +943,143 @@ static int take_over_existing(struct chirp_ring *r, const struct ring_layout *wa
 	return 0;
 }
 
+/* The arguments chirp_ring_create checks before it touches any object; fills
+ * *L for the page size asked. < 0 with the reason in err. */
+static int create_args_check(const char *name, const struct chirp_ring_geometry *g, int huge,
+			     struct ring_layout *L, char *err, size_t errlen)
+{
+	int rc;
+
+	if (name_check(name, err, errlen) < 0)
+		return -EINVAL;
+	if (!g) {
+		seterr(err, errlen, "no geometry");
+		return -EINVAL;
+	}
+	if (ring_layout_compute(g, huge ? RING_HUGE_PAGE : RING_PAGE, L, err, errlen) < 0)
+		return -EINVAL;
+	if (huge && (rc = hugetlbfs_check(name, err, errlen)) < 0)
+		return rc;
+	return 0;
+}
+
+/* Create the object exclusively, taking over (or retiring) one that is there.
+ * A retired object is unlinked and created again, up to 8 times, so two
+ * creators racing cannot loop forever. 1: re-attached to a live ring of the
+ * same layout (state kept); 0: created, r->fd open on the new empty object;
+ * < 0 with the reason in err. */
+static int create_exclusive(struct chirp_ring *r, const char *name, const struct ring_layout *L,
+			    const struct chirp_ring_opts *opts, int huge, mode_t mode,
+			    uint64_t *old_epoch, char *err, size_t errlen)
+{
+	int rc, tries, fd = -1;
+
+	for (tries = 0; tries < 8; tries++) {
+		rc = obj_open(r, huge, O_RDWR | O_CREAT | O_EXCL, mode);
+		if (rc >= 0) {
+			fd = rc;
+			break;
+		}
+		if (rc != -EEXIST) {
+			seterr(err, errlen, "create ring %s%s: %s", huge ? "on hugetlbfs " : "",
+			       huge ? r->path : name, strerror(-rc));
+			return rc;
+		}
+		rc = take_over_existing(r, L, opts, old_epoch, err, errlen);
+		if (rc == 1)
+			return 1;            /* re-attached, state kept */
+		if (rc < 0)
+			return rc;
+		/* retired and unlinked (or vanished): create again */
+	}
+	if (fd < 0) {
+		seterr(err, errlen, "create ring %s: lost a race with another creator 8 times",
+		       name);
+		return -EEXIST;
+	}
+	r->fd = fd;
+	return 0;
+}
+
+/* Take our role on the new object and give it its exact mode and group. */
+static int create_claim(struct chirp_ring *r, const char *name, enum chirp_ring_role role,
+			mode_t mode, int grouped, const struct chirp_ring_opts *opts,
+			char *err, size_t errlen)
+{
+	int rc;
+
+	/* Take our role at once, so a second creator racing us sees a live
+	 * holder instead of a half-made object it may remove. */
+	rc = lock_role(r->fd, role, 0);
+	if (rc < 0) {
+		seterr(err, errlen, "lock %s: %s", name, strerror(-rc));
+		return rc;
+	}
+	/* The mode given to open() was filtered by the umask: set it exactly. */
+	if (fchmod(r->fd, mode) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "fchmod %s %04o: %s", name, (unsigned)mode, strerror(-rc));
+		return rc;
+	}
+	if (grouped && fchown(r->fd, (uid_t)-1, opts->group) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "chown %s to group %u: %s", name, (unsigned)opts->group,
+		       strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* Size the new object to the layout and reserve its memory. */
+static int create_reserve(struct chirp_ring *r, const char *name, const struct ring_layout *L,
+			  char *err, size_t errlen)
+{
+	int rc;
+
+	if (ftruncate(r->fd, (off_t)L->total_bytes) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "size ring %s to %llu bytes: %s", name,
+		       (unsigned long long)L->total_bytes, strerror(-rc));
+		return rc;
+	}
+	/* Reserve the memory now, so a full /dev/shm is an error here and not a
+	 * SIGBUS in the data path. */
+	rc = posix_fallocate(r->fd, 0, (off_t)L->total_bytes);
+	if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+		seterr(err, errlen, "reserve %llu bytes for ring %s: %s",
+		       (unsigned long long)L->total_bytes, name, strerror(rc));
+		return -rc;
+	}
+	return 0;
+}
+
+/* Map the new object, write its header image under a fresh epoch and set up
+ * the handle over it. */
+static int create_map(struct chirp_ring *r, const char *name, struct ring_layout *L,
+		      uint64_t old_epoch, char *err, size_t errlen)
+{
+	int rc;
+	void *p;
+
+	p = mmap(NULL, L->total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		seterr(err, errlen, "mmap ring %s (%llu bytes): %s", name,
+		       (unsigned long long)L->total_bytes, strerror(-rc));
+		return rc;
+	}
+	r->base = p;
+	r->map_bytes = L->total_bytes;
+	r->own_map = 1;
+	L->epoch = new_epoch(old_epoch);
+	ring_format_image(p, L);
+	if (handle_init(r, L) < 0) {
+		seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_geometry *g,
 				     enum chirp_ring_role role,
 				     const struct chirp_ring_opts *opts, char *err,
@@ -954,101 +1091,30 @@ struct chirp_ring *chirp_ring_create(const char *name, const struct chirp_ring_g
 	int grouped = opts && opts->group != (gid_t)-1 && opts->group != 0;
 	mode_t mode = opts && opts->mode ? (opts->mode & 0777) : grouped ? 0660 : 0600;
 	int huge = opts && opts->hugepages;
-	int rc = -EINVAL, tries, fd = -1;
-	void *p;
+	int rc;
 
-	if (name_check(name, err, errlen) < 0)
-		goto fail;
-	if (!g) {
-		seterr(err, errlen, "no geometry");
-		goto fail;
-	}
-	if (ring_layout_compute(g, huge ? RING_HUGE_PAGE : RING_PAGE, &L, err, errlen) < 0)
-		goto fail;
-	if (huge && (rc = hugetlbfs_check(name, err, errlen)) < 0)
+	rc = create_args_check(name, g, huge, &L, err, errlen);
+	if (rc < 0)
 		goto fail;
 	r = handle_alloc(name, role, err, errlen);
 	if (!r) {
 		rc = role == CHIRP_RING_PRODUCER || role == CHIRP_RING_CONSUMER ? -ENOMEM : -EINVAL;
 		goto fail;
 	}
-
-	for (tries = 0; tries < 8; tries++) {
-		rc = obj_open(r, huge, O_RDWR | O_CREAT | O_EXCL, mode);
-		if (rc >= 0) {
-			fd = rc;
-			break;
-		}
-		if (rc != -EEXIST) {
-			seterr(err, errlen, "create ring %s%s: %s", huge ? "on hugetlbfs " : "",
-			       huge ? r->path : name, strerror(-rc));
-			goto fail;
-		}
-		rc = take_over_existing(r, &L, opts, &old_epoch, err, errlen);
-		if (rc == 1)
-			return r;            /* re-attached, state kept */
-		if (rc < 0)
-			goto fail;
-		/* retired and unlinked (or vanished): create again */
-	}
-	if (fd < 0) {
-		rc = -EEXIST;
-		seterr(err, errlen, "create ring %s: lost a race with another creator 8 times",
-		       name);
+	rc = create_exclusive(r, name, &L, opts, huge, mode, &old_epoch, err, errlen);
+	if (rc == 1)
+		return r;
+	if (rc < 0)
 		goto fail;
-	}
-	r->fd = fd;
-	/* Take our role at once, so a second creator racing us sees a live
-	 * holder instead of a half-made object it may remove. */
-	rc = lock_role(r->fd, role, 0);
-	if (rc < 0) {
-		seterr(err, errlen, "lock %s: %s", name, strerror(-rc));
+	rc = create_claim(r, name, role, mode, grouped, opts, err, errlen);
+	if (rc < 0)
 		goto fail_unlink;
-	}
-	/* The mode given to open() was filtered by the umask: set it exactly. */
-	if (fchmod(r->fd, mode) < 0) {
-		rc = -errno;
-		seterr(err, errlen, "fchmod %s %04o: %s", name, (unsigned)mode, strerror(-rc));
+	rc = create_reserve(r, name, &L, err, errlen);
+	if (rc < 0)
 		goto fail_unlink;
-	}
-	if (grouped && fchown(r->fd, (uid_t)-1, opts->group) < 0) {
-		rc = -errno;
-		seterr(err, errlen, "chown %s to group %u: %s", name, (unsigned)opts->group,
-		       strerror(-rc));
+	rc = create_map(r, name, &L, old_epoch, err, errlen);
+	if (rc < 0)
 		goto fail_unlink;
-	}
-	if (ftruncate(r->fd, (off_t)L.total_bytes) < 0) {
-		rc = -errno;
-		seterr(err, errlen, "size ring %s to %llu bytes: %s", name,
-		       (unsigned long long)L.total_bytes, strerror(-rc));
-		goto fail_unlink;
-	}
-	/* Reserve the memory now, so a full /dev/shm is an error here and not a
-	 * SIGBUS in the data path. */
-	rc = posix_fallocate(r->fd, 0, (off_t)L.total_bytes);
-	if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-		seterr(err, errlen, "reserve %llu bytes for ring %s: %s",
-		       (unsigned long long)L.total_bytes, name, strerror(rc));
-		rc = -rc;
-		goto fail_unlink;
-	}
-	p = mmap(NULL, L.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		seterr(err, errlen, "mmap ring %s (%llu bytes): %s", name,
-		       (unsigned long long)L.total_bytes, strerror(-rc));
-		goto fail_unlink;
-	}
-	r->base = p;
-	r->map_bytes = L.total_bytes;
-	r->own_map = 1;
-	L.epoch = new_epoch(old_epoch);
-	ring_format_image(p, &L);
-	if (handle_init(r, &L) < 0) {
-		rc = -ENOMEM;
-		seterr(err, errlen, "out of memory");
-		goto fail_unlink;
-	}
 	return r;
 
 fail_unlink:

@@ -216,70 +216,68 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int parse_args(struct feed *f, int argc, char **argv)
+/* One option. 0, or < 0 after reporting the bad argument. */
+static int feed_opt(struct feed *f, int c, int li)
 {
-	int c, nsrc, li = 0;
-
-	f->wait_s = 10;
-	f->seed = 1;
-	while ((c = getopt_long(argc, argv, "c:r:n:qh", long_opts, &li)) != -1) {
-		switch (c) {
-		case 'c': f->config_path = optarg; break;
-		case 'r': f->ring_name = optarg; break;
-		case 'n':
-			if (tool_parse_u64(optarg, &f->count) < 0 || f->count == 0)
-				return tool_bad_arg("--count", optarg, "want a count >= 1");
-			break;
-		case 'q': f->quiet = 1; break;
-		case 'h': usage(stdout); exit(0);
-		case O_TARGETS: f->targets_spec = optarg; break;
-		case O_SNR:
-			if (tool_parse_double(optarg, &f->snr_db) < 0)
-				return tool_bad_arg("--snr-db", optarg, "want a number of dB");
-			f->have_snr = 1;
-			break;
-		case O_NOISE:
-			if (tool_parse_double(optarg, &f->noise_dbfs) < 0 || f->noise_dbfs > 20)
-				return tool_bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
-			f->have_noise_dbfs = 1;
-			break;
-		case O_SEED:
-			if (tool_parse_u64(optarg, &f->seed) < 0)
-				return tool_bad_arg("--seed", optarg, "want an unsigned integer");
-			break;
-		case O_FILE: f->file_path = optarg; break;
-		case O_SIGMF: f->sigmf_base = optarg; break;
-		case O_FOREIGN: f->ropts.allow_foreign_owner = 1; break;
-		case O_WAIT:
-			if (tool_parse_double(optarg, &f->wait_s) < 0 || f->wait_s < 0)
-				return tool_bad_arg("--wait", optarg, "want seconds >= 0");
-			break;
-		case O_CREATE: f->create = 1; break;
-		case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
-			/* long-only options: li names the one matched */
-			if (tool_geom_opt(&f->geom, long_opts[li].name, optarg,
-					  "want cf32, sc16 (or rf32 for --file)") < 0)
-				return -EINVAL;
-			break;
-		case O_KEEP: f->keep = 1; break;
-		case O_RATE:
-			if (tool_parse_double(optarg, &f->rate) < 0 || f->rate <= 0)
-				return tool_bad_arg("--rate", optarg, "want CPIs per second > 0");
-			break;
-		case O_LOOP: f->loop = 1; break;
-		case O_BLOCK: f->block = 1; break;
-		case O_PREFILLED: f->prefilled = 1; break;
-		case O_IGNRATE: f->ignore_rate = 1; break;
-		default:
-			usage(stderr);
+	switch (c) {
+	case 'c': f->config_path = optarg; break;
+	case 'r': f->ring_name = optarg; break;
+	case 'n':
+		if (tool_parse_u64(optarg, &f->count) < 0 || f->count == 0)
+			return tool_bad_arg("--count", optarg, "want a count >= 1");
+		break;
+	case 'q': f->quiet = 1; break;
+	case 'h': usage(stdout); exit(0);
+	case O_TARGETS: f->targets_spec = optarg; break;
+	case O_SNR:
+		if (tool_parse_double(optarg, &f->snr_db) < 0)
+			return tool_bad_arg("--snr-db", optarg, "want a number of dB");
+		f->have_snr = 1;
+		break;
+	case O_NOISE:
+		if (tool_parse_double(optarg, &f->noise_dbfs) < 0 || f->noise_dbfs > 20)
+			return tool_bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
+		f->have_noise_dbfs = 1;
+		break;
+	case O_SEED:
+		if (tool_parse_u64(optarg, &f->seed) < 0)
+			return tool_bad_arg("--seed", optarg, "want an unsigned integer");
+		break;
+	case O_FILE: f->file_path = optarg; break;
+	case O_SIGMF: f->sigmf_base = optarg; break;
+	case O_FOREIGN: f->ropts.allow_foreign_owner = 1; break;
+	case O_WAIT:
+		if (tool_parse_double(optarg, &f->wait_s) < 0 || f->wait_s < 0)
+			return tool_bad_arg("--wait", optarg, "want seconds >= 0");
+		break;
+	case O_CREATE: f->create = 1; break;
+	case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
+		/* long-only options: li names the one matched */
+		if (tool_geom_opt(&f->geom, long_opts[li].name, optarg,
+				  "want cf32, sc16 (or rf32 for --file)") < 0)
 			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		log_err("unexpected argument '%s'", argv[optind]);
+		break;
+	case O_KEEP: f->keep = 1; break;
+	case O_RATE:
+		if (tool_parse_double(optarg, &f->rate) < 0 || f->rate <= 0)
+			return tool_bad_arg("--rate", optarg, "want CPIs per second > 0");
+		break;
+	case O_LOOP: f->loop = 1; break;
+	case O_BLOCK: f->block = 1; break;
+	case O_PREFILLED: f->prefilled = 1; break;
+	case O_IGNRATE: f->ignore_rate = 1; break;
+	default:
+		usage(stderr);
 		return -EINVAL;
 	}
-	nsrc = !!f->file_path + !!f->sigmf_base + !!f->targets_spec;
+	return 0;
+}
+
+/* Exactly one source, and the options that exclude or need one another. */
+static int feed_args_check(struct feed *f)
+{
+	int nsrc = !!f->file_path + !!f->sigmf_base + !!f->targets_spec;
+
 	if (nsrc != 1) {
 		log_err("give exactly one source: --targets (with -c), --file or --sigmf");
 		return -EINVAL;
@@ -304,6 +302,25 @@ static int parse_args(struct feed *f, int argc, char **argv)
 		log_err("--geometry, --format, --slots and --sample-rate only apply with --create");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+static int parse_args(struct feed *f, int argc, char **argv)
+{
+	int c, li = 0;
+
+	f->wait_s = 10;
+	f->seed = 1;
+	while ((c = getopt_long(argc, argv, "c:r:n:qh", long_opts, &li)) != -1) {
+		if (feed_opt(f, c, li) < 0)
+			return -EINVAL;
+	}
+	if (optind < argc) {
+		log_err("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (feed_args_check(f) < 0)
+		return -EINVAL;
 	f->src = f->targets_spec ? SRC_SYNTH : f->file_path ? SRC_FILE : SRC_SIGMF;
 	return 0;
 }
@@ -459,6 +476,62 @@ static const char *ring_default(const struct feed *f)
 	return "/chirpd-in";
 }
 
+/* A raw file must hold whole CPIs of the ring's layout; it is replayed in
+ * the ring's own format. */
+static int match_file(struct feed *f)
+{
+	const struct chirp_ring_geometry *g = &f->geo;
+
+	if (f->map_len % f->cpi_bytes) {
+		log_err("%s: %zu bytes is not a whole number of CPIs of %" PRIu64
+			" bytes (ring %s: %ux%ux%u %s)", f->file_path, f->map_len,
+			f->cpi_bytes, ring_default(f), g->channels, g->pulses, g->samples,
+			tool_ring_format_name(g->format));
+		return -EINVAL;
+	}
+	f->src_fmt = g->format;
+	f->src_cpi_bytes = f->cpi_bytes;
+	f->src_ncpi = f->map_len / f->cpi_bytes;
+	return 0;
+}
+
+/* A recording must match the ring's geometry and (unless --ignore-rate) its
+ * sample rate; its format is converted to the ring's. */
+static int match_sigmf(struct feed *f)
+{
+	const struct chirp_ring_geometry *g = &f->geo;
+	uint64_t cpi_samples = (uint64_t)g->channels * g->pulses * g->samples;
+	char err[512];
+
+	if (f->meta.channels && (f->meta.channels != g->channels ||
+	    f->meta.pulses != g->pulses || f->meta.samples != g->samples)) {
+		log_err("%s: recording geometry %ux%ux%u does not match ring %s (%ux%ux%u)",
+			f->sigmf_base, f->meta.channels, f->meta.pulses, f->meta.samples,
+			ring_default(f), g->channels, g->pulses, g->samples);
+		return -EINVAL;
+	}
+	if (sigmf_check_data(&f->meta, f->map_len, cpi_samples, err, sizeof(err)) < 0) {
+		log_err("%s: %s", f->sigmf_base, err);
+		return -EINVAL;
+	}
+	if (fabs(f->meta.sample_rate_hz - g->sample_rate_hz) > 1e-6 * g->sample_rate_hz) {
+		if (!f->ignore_rate) {
+			log_err("%s: recorded at %.6g Hz but ring %s runs at %.6g Hz "
+				"(--ignore-rate to replay anyway)", f->sigmf_base,
+				f->meta.sample_rate_hz, ring_default(f), g->sample_rate_hz);
+			return -EINVAL;
+		}
+		log_warn("%s: recorded at %.6g Hz, ring at %.6g Hz (--ignore-rate)",
+			 f->sigmf_base, f->meta.sample_rate_hz, g->sample_rate_hz);
+	}
+	if (f->src_fmt != g->format)
+		log_notice("converting %s to the ring's %s", sigmf_datatype_name(f->meta.datatype),
+			   tool_ring_format_name(g->format));
+	f->src_cpi_bytes = cpi_samples * fmt_bytes(f->src_fmt);
+	f->src_ncpi = f->map_len / f->src_cpi_bytes;
+	return 0;
+}
+
 /*
  * Check the (new) ring geometry against the source. For synthetic echoes a
  * mismatch re-reads the configuration once (chirpd re-creates its ring
@@ -467,7 +540,6 @@ static const char *ring_default(const struct feed *f)
 static int match_source(struct feed *f, int may_reload)
 {
 	const struct chirp_ring_geometry *g = &f->geo;
-	char err[512];
 
 	f->cpi_bytes = chirp_ring_cpi_bytes(g);
 	if (g->format == CHIRP_RING_RF32 && f->src != SRC_FILE) {
@@ -496,48 +568,13 @@ static int match_source(struct feed *f, int may_reload)
 			f->cfg.pulses, f->cfg.samples, pc_format_name(f->cfg.format));
 		return -EINVAL;
 	case SRC_FILE:
-		if (f->map_len % f->cpi_bytes) {
-			log_err("%s: %zu bytes is not a whole number of CPIs of %" PRIu64
-				" bytes (ring %s: %ux%ux%u %s)", f->file_path, f->map_len,
-				f->cpi_bytes, ring_default(f), g->channels, g->pulses, g->samples,
-				tool_ring_format_name(g->format));
+		if (match_file(f) < 0)
 			return -EINVAL;
-		}
-		f->src_fmt = g->format;
-		f->src_cpi_bytes = f->cpi_bytes;
-		f->src_ncpi = f->map_len / f->cpi_bytes;
 		break;
-	case SRC_SIGMF: {
-		uint64_t cpi_samples = (uint64_t)g->channels * g->pulses * g->samples;
-
-		if (f->meta.channels && (f->meta.channels != g->channels ||
-		    f->meta.pulses != g->pulses || f->meta.samples != g->samples)) {
-			log_err("%s: recording geometry %ux%ux%u does not match ring %s (%ux%ux%u)",
-				f->sigmf_base, f->meta.channels, f->meta.pulses, f->meta.samples,
-				ring_default(f), g->channels, g->pulses, g->samples);
+	case SRC_SIGMF:
+		if (match_sigmf(f) < 0)
 			return -EINVAL;
-		}
-		if (sigmf_check_data(&f->meta, f->map_len, cpi_samples, err, sizeof(err)) < 0) {
-			log_err("%s: %s", f->sigmf_base, err);
-			return -EINVAL;
-		}
-		if (fabs(f->meta.sample_rate_hz - g->sample_rate_hz) > 1e-6 * g->sample_rate_hz) {
-			if (!f->ignore_rate) {
-				log_err("%s: recorded at %.6g Hz but ring %s runs at %.6g Hz "
-					"(--ignore-rate to replay anyway)", f->sigmf_base,
-					f->meta.sample_rate_hz, ring_default(f), g->sample_rate_hz);
-				return -EINVAL;
-			}
-			log_warn("%s: recorded at %.6g Hz, ring at %.6g Hz (--ignore-rate)",
-				 f->sigmf_base, f->meta.sample_rate_hz, g->sample_rate_hz);
-		}
-		if (f->src_fmt != g->format)
-			log_notice("converting %s to the ring's %s", sigmf_datatype_name(f->meta.datatype),
-				   tool_ring_format_name(g->format));
-		f->src_cpi_bytes = cpi_samples * fmt_bytes(f->src_fmt);
-		f->src_ncpi = f->map_len / f->src_cpi_bytes;
 		break;
-	}
 	default:
 		return -EINVAL;
 	}
@@ -663,14 +700,178 @@ static void reattach(struct feed *f, const char *why)
 	f->ring = NULL;
 }
 
+/* The state of the send loop in main. */
+struct feed_loop {
+	uint64_t k;                     /* index of the next CPI of the source */
+	uint64_t sent, dropped;
+	uint64_t limit;                 /* CPIs to send (0: no end)           */
+	uint64_t ticked;                /* k whose due time has come (--rate)  */
+	uint64_t attaches, primed_epoch;   /* prime once per attach           */
+	double t0;                      /* tool_now() at the start            */
+};
+
+/* A finite source without --loop ends after its last CPI, or at --count. */
+static uint64_t source_limit(const struct feed *f, uint64_t limit)
+{
+	if (f->src != SRC_SYNTH && !f->loop && (!limit || limit > f->src_ncpi))
+		limit = f->src_ncpi;
+	return limit;
+}
+
+/* Reserve a slot and fill it with CPI k. 1: filled, commit it; 0: nothing to
+ * commit this pass (full ring, re-attach, waiting); -EIO on an error. */
+static int feed_reserve(struct feed *f, struct feed_loop *L, struct tool_progress *prog)
+{
+	void *payload;
+	int r;
+
+	if (f->block) {
+		r = chirp_ring_wait(f->ring, 100000000LL);
+		if (r == -ETIMEDOUT || r == -EINTR) {
+			r = chirp_ring_check(f->ring, NULL, 0);
+			if (r == -ESTALE)
+				reattach(f, "was removed or re-created");
+			tool_progress(prog, 0, "sent %" PRIu64 "  dropped %" PRIu64 "  (waiting for space)",
+				      L->sent, L->dropped);
+			return 0;
+		}
+	}
+	r = chirp_ring_reserve(f->ring, &payload);
+	if (r == -ENOBUFS) {
+		L->dropped++;
+		L->k++;
+		return 0;
+	}
+	if (r == -ESTALE) {
+		reattach(f, "was removed or re-created");
+		return 0;
+	}
+	if (r < 0) {
+		log_err("reserve on ring %s: %s", ring_default(f), strerror(-r));
+		return -EIO;
+	}
+	if (f->written) {
+		void *base;
+		size_t len;
+		uint64_t slot;
+
+		chirp_ring_data(f->ring, &base, &len);
+		slot = (uint64_t)((uint8_t *)payload - (uint8_t *)base) / chirp_ring_slot_bytes(f->ring);
+		if (slot < f->geo.slots && !f->written[slot]) {
+			fill(f, L->k, payload);
+			f->written[slot] = 1;
+		}
+	} else {
+		fill(f, L->k, payload);
+	}
+	return 1;
+}
+
+/* Commit the reserved slot as CPI k. 0: committed or re-attaching; -EIO on
+ * an error. */
+static int feed_commit(struct feed *f, struct feed_loop *L, struct tool_progress *prog)
+{
+	int r = chirp_ring_commit(f->ring, 0, L->k * (uint64_t)f->geo.pulses * f->geo.samples, 0);
+
+	if (r == -ESTALE) {
+		reattach(f, "was removed or re-created");
+		return 0;
+	}
+	if (r < 0) {
+		log_err("commit on ring %s: %s", ring_default(f), strerror(-r));
+		return -EIO;
+	}
+	L->sent++;
+	L->k++;
+	if (prog->on) {
+		double dt = tool_now() - L->t0;
+		char of[32] = "";
+
+		if (L->limit)
+			snprintf(of, sizeof(of), "/%" PRIu64, L->limit);
+		tool_progress(prog, 0, "sent %" PRIu64 "%s  dropped %" PRIu64
+			      "  %.1f CPI/s  %.1f MB/s", L->sent, of, L->dropped,
+			      dt > 0 ? L->sent / dt : 0,
+			      dt > 0 ? L->sent * (double)f->cpi_bytes / dt / 1e6 : 0);
+	}
+	return 0;
+}
+
+/* One pass of the send loop: (re-)attach, prime and pace with --rate, then
+ * send one CPI. 0: go on; < 0: stop (-EINTR: interrupted while attaching). */
+static int feed_step(struct feed *f, struct feed_loop *L, struct tool_progress *prog)
+{
+	int r;
+
+	if (!f->ring) {
+		r = open_ring(f, 1);
+		if (r < 0)
+			return r;
+		L->attaches++;
+		L->limit = source_limit(f, L->limit);
+	}
+	if (f->rate > 0 && f->written && L->primed_epoch != L->attaches) {
+		/* before the clock (re)starts: see prime() */
+		L->primed_epoch = L->attaches;
+		prime(f, L->k, L->limit ? L->limit - L->k : UINT64_MAX);
+		f->sched_t0_ns = mono_ns();
+		f->sched_n = 0;
+	}
+	if (f->rate > 0 && L->ticked != L->k) {
+		if (pace_tick(f) < 0)
+			return 0;   /* a signal: re-check stop; same due time */
+		L->ticked = L->k;
+	}
+	/* A slot already reserved was primed: written before the clock started. */
+	if (chirp_ring_reserved(f->ring) == 0) {
+		r = feed_reserve(f, L, prog);
+		if (r <= 0)
+			return r;
+	}
+	return feed_commit(f, L, prog);
+}
+
+static void feed_summary(const struct feed *f, const struct feed_loop *L,
+			 struct tool_progress *prog)
+{
+	double t_end = tool_now() - L->t0;
+
+	tool_progress_end(prog);
+	fprintf(stderr, "chirp-feed: sent %" PRIu64 ", dropped %" PRIu64 " (ring full), "
+		"%.1f CPI/s, %.1f MB/s over %.2f s%s\n", L->sent, L->dropped,
+		t_end > 0 ? L->sent / t_end : 0.0,
+		t_end > 0 ? L->sent * (double)f->cpi_bytes / t_end / 1e6 : 0.0, t_end,
+		stop_sig ? " (interrupted)" : "");
+	if (f->rate > 0)
+		fprintf(stderr, "chirp-feed: pacing %.6g CPI/s: %" PRIu64 " late ticks (woke more "
+			"than half a period late: schedule restarted, no catch-up), max lateness "
+			"%.1f us\n", f->rate, f->late_ticks, f->late_max_ns / 1e3);
+	if (f->clipped)
+		log_warn("%" PRIu64 " samples saturated converting cf32 to sc16", f->clipped);
+	if (f->synth && synth_clipped(f->synth))
+		log_warn("%" PRIu64 " sc16 samples saturated (noise peaks above full scale)",
+			 synth_clipped(f->synth));
+}
+
+static void feed_free(struct feed *f)
+{
+	if (f->ring) {
+		chirp_ring_detach(f->ring);
+		if (f->created && !f->keep)
+			chirp_ring_unlink(ring_default(f));
+	}
+	synth_destroy(f->synth);
+	sigmf_meta_free(&f->meta);
+	free(f->written);
+	if (f->map)
+		munmap((void *)f->map, f->map_len);
+}
+
 int main(int argc, char **argv)
 {
 	struct feed f;
+	struct feed_loop L = { .ticked = UINT64_MAX, .attaches = 1 };
 	struct tool_progress prog;
-	uint64_t k = 0, sent = 0, dropped = 0, limit;
-	uint64_t ticked = UINT64_MAX;        /* k whose due time has come (--rate) */
-	uint64_t attaches = 1, primed_epoch = 0;   /* prime once per attach */
-	double t0, t_end;
 	int rc = 1, r;
 
 	memset(&f, 0, sizeof(f));
@@ -689,135 +890,23 @@ int main(int argc, char **argv)
 		rc = r == -EINTR ? 0 : 1;
 		goto out;
 	}
-	limit = f.count;
-	if (f.src != SRC_SYNTH && !f.loop && (!limit || limit > f.src_ncpi))
-		limit = f.src_ncpi;
+	L.limit = source_limit(&f, f.count);
 	tool_progress_init(&prog, f.quiet);
 	if (f.rate > 0)
 		f.period_ns = 1e9 / f.rate;
-	t0 = tool_now();
+	L.t0 = tool_now();
 	f.sched_t0_ns = mono_ns();
 
-	while (!stop_sig && (!limit || k < limit)) {
-		void *payload;
-
-		if (!f.ring) {
-			r = open_ring(&f, 1);
-			if (r < 0) {
-				rc = r == -EINTR ? 0 : 1;
-				goto summary;
-			}
-			attaches++;
-			if (f.src != SRC_SYNTH && !f.loop && (!limit || limit > f.src_ncpi))
-				limit = f.src_ncpi;
-		}
-		if (f.rate > 0 && f.written && primed_epoch != attaches) {
-			/* before the clock (re)starts: see prime() */
-			primed_epoch = attaches;
-			prime(&f, k, limit ? limit - k : UINT64_MAX);
-			f.sched_t0_ns = mono_ns();
-			f.sched_n = 0;
-		}
-		if (f.rate > 0 && ticked != k) {
-			if (pace_tick(&f) < 0)
-				continue;   /* a signal: re-check stop; same due time */
-			ticked = k;
-		}
-		if (chirp_ring_reserved(f.ring) > 0) {
-			/* primed: reserved and written before the clock started */
-			goto commit;
-		}
-		if (f.block) {
-			r = chirp_ring_wait(f.ring, 100000000LL);
-			if (r == -ETIMEDOUT || r == -EINTR) {
-				r = chirp_ring_check(f.ring, NULL, 0);
-				if (r == -ESTALE)
-					reattach(&f, "was removed or re-created");
-				tool_progress(&prog, 0, "sent %" PRIu64 "  dropped %" PRIu64 "  (waiting for space)",
-					      sent, dropped);
-				continue;
-			}
-		}
-		r = chirp_ring_reserve(f.ring, &payload);
-		if (r == -ENOBUFS) {
-			dropped++;
-			k++;
-			continue;
-		}
-		if (r == -ESTALE) {
-			reattach(&f, "was removed or re-created");
-			continue;
-		}
-		if (r < 0) {
-			log_err("reserve on ring %s: %s", ring_default(&f), strerror(-r));
-			goto summary;
-		}
-		if (f.written) {
-			void *base;
-			size_t len;
-			uint64_t slot;
-
-			chirp_ring_data(f.ring, &base, &len);
-			slot = (uint64_t)((uint8_t *)payload - (uint8_t *)base) / chirp_ring_slot_bytes(f.ring);
-			if (slot < f.geo.slots && !f.written[slot]) {
-				fill(&f, k, payload);
-				f.written[slot] = 1;
-			}
-		} else {
-			fill(&f, k, payload);
-		}
-commit:
-		r = chirp_ring_commit(f.ring, 0, k * (uint64_t)f.geo.pulses * f.geo.samples, 0);
-		if (r == -ESTALE) {
-			reattach(&f, "was removed or re-created");
-			continue;
-		}
-		if (r < 0) {
-			log_err("commit on ring %s: %s", ring_default(&f), strerror(-r));
-			goto summary;
-		}
-		sent++;
-		k++;
-		if (prog.on) {
-			double dt = tool_now() - t0;
-			char of[32] = "";
-
-			if (limit)
-				snprintf(of, sizeof(of), "/%" PRIu64, limit);
-			tool_progress(&prog, 0, "sent %" PRIu64 "%s  dropped %" PRIu64
-				      "  %.1f CPI/s  %.1f MB/s", sent, of, dropped,
-				      dt > 0 ? sent / dt : 0,
-				      dt > 0 ? sent * (double)f.cpi_bytes / dt / 1e6 : 0);
-		}
-	}
 	rc = 0;
-summary:
-	t_end = tool_now() - t0;
-	tool_progress_end(&prog);
-	fprintf(stderr, "chirp-feed: sent %" PRIu64 ", dropped %" PRIu64 " (ring full), "
-		"%.1f CPI/s, %.1f MB/s over %.2f s%s\n", sent, dropped,
-		t_end > 0 ? sent / t_end : 0.0,
-		t_end > 0 ? sent * (double)f.cpi_bytes / t_end / 1e6 : 0.0, t_end,
-		stop_sig ? " (interrupted)" : "");
-	if (f.rate > 0)
-		fprintf(stderr, "chirp-feed: pacing %.6g CPI/s: %" PRIu64 " late ticks (woke more "
-			"than half a period late: schedule restarted, no catch-up), max lateness "
-			"%.1f us\n", f.rate, f.late_ticks, f.late_max_ns / 1e3);
-	if (f.clipped)
-		log_warn("%" PRIu64 " samples saturated converting cf32 to sc16", f.clipped);
-	if (f.synth && synth_clipped(f.synth))
-		log_warn("%" PRIu64 " sc16 samples saturated (noise peaks above full scale)",
-			 synth_clipped(f.synth));
-out:
-	if (f.ring) {
-		chirp_ring_detach(f.ring);
-		if (f.created && !f.keep)
-			chirp_ring_unlink(ring_default(&f));
+	while (!stop_sig && (!L.limit || L.k < L.limit)) {
+		r = feed_step(&f, &L, &prog);
+		if (r < 0) {
+			rc = r == -EINTR ? 0 : 1;
+			break;
+		}
 	}
-	synth_destroy(f.synth);
-	sigmf_meta_free(&f.meta);
-	free(f.written);
-	if (f.map)
-		munmap((void *)f.map, f.map_len);
+	feed_summary(&f, &L, &prog);
+out:
+	feed_free(&f);
 	return rc;
 }

@@ -167,89 +167,97 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int parse_args(struct tap *t, int argc, char **argv)
+/* The options for testing without chirpd: verification, ring creation and
+ * fault models. 0, or < 0 after reporting the bad argument. */
+static int tap_test_opt(struct tap *t, int c, int li)
 {
-	int c, li = 0;
-
-	t->wait_s = 10;
-	t->seed = 1;
-	while ((c = getopt_long(argc, argv, "r:c:n:qh", long_opts, &li)) != -1) {
-		switch (c) {
-		case 'r': t->ring_name = optarg; break;
-		case 'c': t->config_path = optarg; break;
-		case 'n':
-			if (tool_parse_u64(optarg, &t->count) < 0 || t->count == 0)
-				return tool_bad_arg("--count", optarg, "want a count >= 1");
-			break;
-		case 'q': t->quiet = 1; break;
-		case 'h': usage(stdout); exit(0);
-		case O_OUT: t->out_path = optarg; break;
-		case O_SIGMF: t->sigmf_base = optarg; break;
-		case O_DRAIN: t->drain = 1; break;
-		case O_TIMEOUT:
-			if (tool_parse_double(optarg, &t->timeout_s) < 0 || t->timeout_s <= 0)
-				return tool_bad_arg("--timeout", optarg, "want seconds > 0");
-			break;
-		case O_FOREIGN: t->ropts.allow_foreign_owner = 1; break;
-		case O_WAIT:
-			if (tool_parse_double(optarg, &t->wait_s) < 0 || t->wait_s < 0)
-				return tool_bad_arg("--wait", optarg, "want seconds >= 0");
-			break;
-		case O_MODE:
-			if (strcmp(optarg, "input") && strcmp(optarg, "complex") &&
-			    strcmp(optarg, "magnitude") && strcmp(optarg, "power_db"))
-				return tool_bad_arg("--mode", optarg, "want input, complex, magnitude or power_db");
-			t->mode = optarg;
-			break;
-		case O_FAILGAP: t->fail_on_gap = 1; break;
-		case O_VERIFY: t->verify = 1; break;
-		case O_VERIFY_IN: t->verify_input = 1; break;
-		case O_TARGETS: t->targets_spec = optarg; break;
-		case O_SNR:
-			if (tool_parse_double(optarg, &t->snr_db) < 0)
-				return tool_bad_arg("--snr-db", optarg, "want a number of dB");
-			t->have_snr = 1;
-			break;
-		case O_NOISE:
-			if (tool_parse_double(optarg, &t->noise_dbfs) < 0 || t->noise_dbfs > 20)
-				return tool_bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
-			t->have_noise_dbfs = 1;
-			break;
-		case O_SEED:
-			if (tool_parse_u64(optarg, &t->seed) < 0)
-				return tool_bad_arg("--seed", optarg, "want an unsigned integer");
-			break;
-		case O_CREATE: t->create = 1; break;
-		case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
-			/* long-only options: li names the one matched */
-			if (tool_geom_opt(&t->geom, long_opts[li].name, optarg,
-					  "want cf32, sc16 or rf32") < 0)
-				return -EINVAL;
-			break;
-		case O_KEEP: t->keep = 1; break;
-		case O_DELAY:
-			if (tool_parse_u64(optarg, &t->delay_ms) < 0 || t->delay_ms > 3600000)
-				return tool_bad_arg("--delay-ms", optarg, "want milliseconds");
-			break;
-		case O_SPIN:
-			if (tool_parse_u64(optarg, &t->spin_us) < 0 ||
-			    t->spin_us * 1000 > (uint64_t)CHIRP_RING_MAX_SPIN_NS)
-				return tool_bad_arg("--spin-us", optarg, "want microseconds 0..1000000");
-			break;
-		case O_STALL:
-			if (tool_parse_u64(optarg, &t->stall_after) < 0)
-				return tool_bad_arg("--stall-after", optarg, "want a count");
-			t->have_stall = 1;
-			break;
-		default:
-			usage(stderr);
+	switch (c) {
+	case O_VERIFY: t->verify = 1; break;
+	case O_VERIFY_IN: t->verify_input = 1; break;
+	case O_TARGETS: t->targets_spec = optarg; break;
+	case O_SNR:
+		if (tool_parse_double(optarg, &t->snr_db) < 0)
+			return tool_bad_arg("--snr-db", optarg, "want a number of dB");
+		t->have_snr = 1;
+		break;
+	case O_NOISE:
+		if (tool_parse_double(optarg, &t->noise_dbfs) < 0 || t->noise_dbfs > 20)
+			return tool_bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
+		t->have_noise_dbfs = 1;
+		break;
+	case O_SEED:
+		if (tool_parse_u64(optarg, &t->seed) < 0)
+			return tool_bad_arg("--seed", optarg, "want an unsigned integer");
+		break;
+	case O_CREATE: t->create = 1; break;
+	case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
+		/* long-only options: li names the one matched */
+		if (tool_geom_opt(&t->geom, long_opts[li].name, optarg,
+				  "want cf32, sc16 or rf32") < 0)
 			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		log_err("unexpected argument '%s'", argv[optind]);
+		break;
+	case O_KEEP: t->keep = 1; break;
+	case O_DELAY:
+		if (tool_parse_u64(optarg, &t->delay_ms) < 0 || t->delay_ms > 3600000)
+			return tool_bad_arg("--delay-ms", optarg, "want milliseconds");
+		break;
+	case O_STALL:
+		if (tool_parse_u64(optarg, &t->stall_after) < 0)
+			return tool_bad_arg("--stall-after", optarg, "want a count");
+		t->have_stall = 1;
+		break;
+	default:
+		usage(stderr);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* One option: the capture options here, the rest in tap_test_opt. */
+static int tap_opt(struct tap *t, int c, int li)
+{
+	switch (c) {
+	case 'r': t->ring_name = optarg; break;
+	case 'c': t->config_path = optarg; break;
+	case 'n':
+		if (tool_parse_u64(optarg, &t->count) < 0 || t->count == 0)
+			return tool_bad_arg("--count", optarg, "want a count >= 1");
+		break;
+	case 'q': t->quiet = 1; break;
+	case 'h': usage(stdout); exit(0);
+	case O_OUT: t->out_path = optarg; break;
+	case O_SIGMF: t->sigmf_base = optarg; break;
+	case O_DRAIN: t->drain = 1; break;
+	case O_TIMEOUT:
+		if (tool_parse_double(optarg, &t->timeout_s) < 0 || t->timeout_s <= 0)
+			return tool_bad_arg("--timeout", optarg, "want seconds > 0");
+		break;
+	case O_FOREIGN: t->ropts.allow_foreign_owner = 1; break;
+	case O_WAIT:
+		if (tool_parse_double(optarg, &t->wait_s) < 0 || t->wait_s < 0)
+			return tool_bad_arg("--wait", optarg, "want seconds >= 0");
+		break;
+	case O_MODE:
+		if (strcmp(optarg, "input") && strcmp(optarg, "complex") &&
+		    strcmp(optarg, "magnitude") && strcmp(optarg, "power_db"))
+			return tool_bad_arg("--mode", optarg, "want input, complex, magnitude or power_db");
+		t->mode = optarg;
+		break;
+	case O_FAILGAP: t->fail_on_gap = 1; break;
+	case O_SPIN:
+		if (tool_parse_u64(optarg, &t->spin_us) < 0 ||
+		    t->spin_us * 1000 > (uint64_t)CHIRP_RING_MAX_SPIN_NS)
+			return tool_bad_arg("--spin-us", optarg, "want microseconds 0..1000000");
+		break;
+	default:
+		return tap_test_opt(t, c, li);
+	}
+	return 0;
+}
+
+/* The options that exclude or need one another. */
+static int tap_args_check(struct tap *t)
+{
 	if (t->drain && (t->out_path || t->sigmf_base)) {
 		log_err("--drain discards data: not with --out or --sigmf");
 		return -EINVAL;
@@ -275,6 +283,23 @@ static int parse_args(struct tap *t, int argc, char **argv)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int parse_args(struct tap *t, int argc, char **argv)
+{
+	int c, li = 0;
+
+	t->wait_s = 10;
+	t->seed = 1;
+	while ((c = getopt_long(argc, argv, "r:c:n:qh", long_opts, &li)) != -1) {
+		if (tap_opt(t, c, li) < 0)
+			return -EINVAL;
+	}
+	if (optind < argc) {
+		log_err("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	return tap_args_check(t);
 }
 
 static const char *ring_default(const struct tap *t)
@@ -681,13 +706,222 @@ static int finish_sigmf(struct tap *t)
 	return 0;
 }
 
+/* Load the configuration, set up verification, open the outputs and the
+ * ring. 0: consume; 1: interrupted while waiting for the ring (exit 0);
+ * -1: error (reported). */
+static int tap_setup(struct tap *t)
+{
+	int r;
+
+	if (t->config_path) {
+		int n = config_load(&t->cfg, t->config_path, stderr);
+
+		if (n != 0) {
+			if (n > 0)
+				log_err("%s: %d error%s", t->config_path, n, n == 1 ? "" : "s");
+			return -1;
+		}
+		t->have_cfg = 1;
+	}
+	if ((t->verify || t->verify_input) && setup_verify(t) < 0)
+		return -1;
+	if (open_outputs(t) < 0)
+		return -1;
+	r = open_ring(t);
+	if (r < 0)
+		return r == -EINTR ? 1 : -1;
+	return 0;
+}
+
+/* A peek that found no block to take: wait, re-attach, or skip a corrupt
+ * descriptor (0: go on); a corrupt ring or another error stops (-1). */
+static int tap_peek_failed(struct tap *t, struct tool_progress *prog, int r, double deadline)
+{
+	if (r == -EAGAIN) {
+		double left = deadline - tool_now();
+		int64_t ns = left > 0.1 ? 100000000LL : (int64_t)(left * 1e9);
+
+		if (ns > 0)
+			chirp_ring_wait(t->ring, ns);
+		return 0;
+	}
+	if (r == -ESTALE) {
+		tool_progress_end(prog);
+		log_notice("ring %s was re-created: re-attaching (sequence numbers restart)",
+			   ring_default(t));
+		chirp_ring_detach(t->ring);
+		t->ring = NULL;
+		t->have_last = 0;
+		return 0;
+	}
+	if (r == -EBADMSG) {
+		char why[256] = "";
+
+		tool_progress_end(prog);
+		if (chirp_ring_check(t->ring, why, sizeof(why)) == -EBADMSG) {
+			log_err("ring %s is corrupt: %s", ring_default(t), why);
+			return -1;
+		}
+		/* Its sequence number is lost with it: the next block shows the gap. */
+		log_err("ring %s: a corrupt block descriptor was skipped", ring_default(t));
+		return 0;
+	}
+	log_err("peek on ring %s: %s", ring_default(t), strerror(-r));
+	return -1;
+}
+
+static void tap_progress_line(struct tap *t, struct tool_progress *prog, double t0)
+{
+	char of[32] = "";
+	double dt = tool_now() - t0;
+
+	if (t->count)
+		snprintf(of, sizeof(of), "/%" PRIu64, t->count);
+	tool_progress(prog, 0, "received %" PRIu64 "%s  gaps %" PRIu64 " (%" PRIu64
+		      " missing)  %.1f CPI/s%s", t->received, of, t->gaps, t->missing,
+		      dt > 0 ? t->received / dt : 0,
+		      t->synth ? (t->mismatches ? "  MISMATCH" : "  verified") : "");
+}
+
+/* One pass of the consume loop: (re-)attach, then take, check, write and
+ * release one CPI. 0: go on; 1: the deadline passed; -1: stop on an error. */
+static int tap_step(struct tap *t, struct tool_progress *prog, double t0, double deadline)
+{
+	struct chirp_ring_block b;
+	int r;
+
+	if (!t->ring) {
+		r = open_ring(t);
+		if (r < 0)
+			return -1;
+	}
+	if (tool_now() >= deadline)
+		return 1;
+	if (t->have_stall && t->received >= t->stall_after) {
+		/* Model a stuck consumer: attached, holding nothing, reading nothing. */
+		tool_progress(prog, 0, "stalled after %" PRIu64 " CPIs", t->received);
+		tool_sleep(fmin(0.1, deadline - tool_now()));
+		return 0;
+	}
+	r = chirp_ring_peek(t->ring, &b);
+	if (r < 0)
+		return tap_peek_failed(t, prog, r, deadline);
+	track(t, &b, prog);
+	r = consume(t, &b);
+	if (r < 0) {
+		chirp_ring_release(t->ring);
+		return -1;
+	}
+	if (t->delay_ms)
+		tool_sleep(t->delay_ms / 1000.0);
+	r = chirp_ring_release(t->ring);
+	if (r < 0 && r != -ESTALE) {
+		log_err("release on ring %s: %s", ring_default(t), strerror(-r));
+		return -1;
+	}
+	t->received++;
+	if (prog->on)
+		tap_progress_line(t, prog, t0);
+	return 0;
+}
+
+/* Consume until --count, a signal, the deadline or an error; the exit
+ * status so far. */
+static int tap_consume(struct tap *t, struct tool_progress *prog, double t0, double deadline,
+		       int *timed_out)
+{
+	int r;
+
+	while (!stop_sig && (!t->count || t->received < t->count)) {
+		r = tap_step(t, prog, t0, deadline);
+		if (r < 0)
+			return EXIT_ERR;
+		if (r == 1) {
+			*timed_out = 1;
+			return EXIT_TIMEOUT;
+		}
+	}
+	if (stop_sig && t->count && t->received < t->count && !t->have_stall)
+		return EXIT_ERR;       /* interrupted before N: the capture is short */
+	return EXIT_OK;
+}
+
+static void tap_report_timeout(struct tap *t)
+{
+	struct chirp_ring_stats st;
+
+	log_err("timeout: %" PRIu64 " of %" PRIu64 " CPIs arrived in %.1f s",
+		t->received, t->count, t->timeout_s);
+	/* Blocks dropped after the last one we took leave no gap for us
+	 * to see; the ring's own count says where the rest went. */
+	if (t->ring && chirp_ring_stats(t->ring, &st) == 0 && st.overruns)
+		log_err("ring %s: the producer dropped %" PRIu64 " blocks because the ring "
+			"was full (consumer attached late or fell behind)",
+			ring_default(t), st.overruns);
+}
+
+/* Close the outputs and print the summary; the final exit status from rc,
+ * the verification and --fail-on-gap. */
+static int tap_finish(struct tap *t, struct tool_progress *prog, double t0, int rc,
+		      int timed_out)
+{
+	double dt;
+
+	tool_progress_end(prog);
+	dt = tool_now() - t0;
+	if (finish_sigmf(t) < 0)
+		rc = EXIT_ERR;
+	if (t->out_fd >= 0 && close(t->out_fd) < 0) {
+		log_err("close %s: %s", t->out_path, strerror(errno));
+		rc = EXIT_ERR;
+	}
+	t->out_fd = -1;
+	fprintf(stderr, "chirp-tap: received %" PRIu64 ", gaps %" PRIu64 " (%" PRIu64 " CPIs missing), "
+		"%.1f CPI/s, %.1f MB/s over %.2f s%s\n", t->received, t->gaps, t->missing,
+		dt > 0 ? t->received / dt : 0.0,
+		dt > 0 ? t->received * (double)t->cpi_bytes / dt / 1e6 : 0.0, dt,
+		stop_sig ? " (interrupted)" : "");
+	if (t->discontinuities || t->nonfinite || t->redelivered)
+		fprintf(stderr, "chirp-tap: %" PRIu64 " upstream discontinuities, %" PRIu64
+			" non-finite CPIs, %" PRIu64 " redelivered\n",
+			t->discontinuities, t->nonfinite, t->redelivered);
+	if (t->synth) {
+		fprintf(stderr, "chirp-tap: verified %" PRIu64 ", mismatches %" PRIu64 "\n",
+			t->verified, t->mismatches);
+		if (t->mismatches && (rc == EXIT_OK || rc == EXIT_GAP))
+			rc = EXIT_VERIFY;
+	}
+	if (timed_out)
+		tap_report_timeout(t);
+	if (rc == EXIT_OK && t->fail_on_gap && (t->missing || t->discontinuities))
+		rc = EXIT_GAP;
+	return rc;
+}
+
+static void tap_free(struct tap *t)
+{
+	if (t->out_fd >= 0)
+		close(t->out_fd);
+	if (t->data_fd >= 0)
+		close(t->data_fd);
+	if (t->ring) {
+		chirp_ring_detach(t->ring);
+		if (t->created && !t->keep)
+			chirp_ring_unlink(ring_default(t));
+	}
+	synth_destroy(t->synth);
+	pc_destroy(t->pc);
+	free(t->vin);
+	free(t->vout);
+	sigmf_meta_free(&t->meta);
+}
+
 int main(int argc, char **argv)
 {
 	struct tap t;
 	struct tool_progress prog;
-	struct chirp_ring_block b;
-	double t0, deadline, dt;
-	int rc = EXIT_ERR, r, timed_out = 0;
+	double t0, deadline;
+	int rc, r, timed_out = 0;
 
 	memset(&t, 0, sizeof(t));
 	t.out_fd = t.data_fd = -1;
@@ -701,162 +935,15 @@ int main(int argc, char **argv)
 	}
 	t0 = tool_now();
 	deadline = t.timeout_s > 0 ? t0 + t.timeout_s : INFINITY;
-	if (t.config_path) {
-		int n = config_load(&t.cfg, t.config_path, stderr);
-
-		if (n != 0) {
-			if (n > 0)
-				log_err("%s: %d error%s", t.config_path, n, n == 1 ? "" : "s");
-			goto out;
-		}
-		t.have_cfg = 1;
-	}
-	if ((t.verify || t.verify_input) && setup_verify(&t) < 0)
-		goto out;
-	if (open_outputs(&t) < 0)
-		goto out;
-	r = open_ring(&t);
-	if (r < 0) {
-		rc = r == -EINTR ? EXIT_OK : EXIT_ERR;
+	r = tap_setup(&t);
+	if (r != 0) {
+		rc = r > 0 ? EXIT_OK : EXIT_ERR;
 		goto out;
 	}
 	tool_progress_init(&prog, t.quiet);
-
-	while (!stop_sig && (!t.count || t.received < t.count)) {
-		if (!t.ring) {
-			r = open_ring(&t);
-			if (r < 0)
-				goto summary;
-		}
-		if (tool_now() >= deadline) {
-			timed_out = 1;
-			break;
-		}
-		if (t.have_stall && t.received >= t.stall_after) {
-			/* Model a stuck consumer: attached, holding nothing, reading nothing. */
-			tool_progress(&prog, 0, "stalled after %" PRIu64 " CPIs", t.received);
-			tool_sleep(fmin(0.1, deadline - tool_now()));
-			continue;
-		}
-		r = chirp_ring_peek(t.ring, &b);
-		if (r == -EAGAIN) {
-			double left = deadline - tool_now();
-			int64_t ns = left > 0.1 ? 100000000LL : (int64_t)(left * 1e9);
-
-			if (ns > 0)
-				chirp_ring_wait(t.ring, ns);
-			continue;
-		}
-		if (r == -ESTALE) {
-			tool_progress_end(&prog);
-			log_notice("ring %s was re-created: re-attaching (sequence numbers restart)",
-				   ring_default(&t));
-			chirp_ring_detach(t.ring);
-			t.ring = NULL;
-			t.have_last = 0;
-			continue;
-		}
-		if (r == -EBADMSG) {
-			char why[256] = "";
-
-			tool_progress_end(&prog);
-			if (chirp_ring_check(t.ring, why, sizeof(why)) == -EBADMSG) {
-				log_err("ring %s is corrupt: %s", ring_default(&t), why);
-				goto summary;
-			}
-			/* Its sequence number is lost with it: the next block shows the gap. */
-			log_err("ring %s: a corrupt block descriptor was skipped", ring_default(&t));
-			continue;
-		}
-		if (r < 0) {
-			log_err("peek on ring %s: %s", ring_default(&t), strerror(-r));
-			goto summary;
-		}
-		track(&t, &b, &prog);
-		r = consume(&t, &b);
-		if (r < 0) {
-			chirp_ring_release(t.ring);
-			goto summary;
-		}
-		if (t.delay_ms)
-			tool_sleep(t.delay_ms / 1000.0);
-		r = chirp_ring_release(t.ring);
-		if (r < 0 && r != -ESTALE) {
-			log_err("release on ring %s: %s", ring_default(&t), strerror(-r));
-			goto summary;
-		}
-		t.received++;
-		if (prog.on) {
-			char of[32] = "";
-
-			dt = tool_now() - t0;
-			if (t.count)
-				snprintf(of, sizeof(of), "/%" PRIu64, t.count);
-			tool_progress(&prog, 0, "received %" PRIu64 "%s  gaps %" PRIu64 " (%" PRIu64
-				      " missing)  %.1f CPI/s%s", t.received, of, t.gaps, t.missing,
-				      dt > 0 ? t.received / dt : 0,
-				      t.synth ? (t.mismatches ? "  MISMATCH" : "  verified") : "");
-		}
-	}
-	if (timed_out)
-		rc = EXIT_TIMEOUT;
-	else if (stop_sig && t.count && t.received < t.count && !t.have_stall)
-		rc = EXIT_ERR;       /* interrupted before N: the capture is short */
-	else
-		rc = EXIT_OK;
-summary:
-	tool_progress_end(&prog);
-	dt = tool_now() - t0;
-	if (finish_sigmf(&t) < 0)
-		rc = EXIT_ERR;
-	if (t.out_fd >= 0 && close(t.out_fd) < 0) {
-		log_err("close %s: %s", t.out_path, strerror(errno));
-		rc = EXIT_ERR;
-	}
-	t.out_fd = -1;
-	fprintf(stderr, "chirp-tap: received %" PRIu64 ", gaps %" PRIu64 " (%" PRIu64 " CPIs missing), "
-		"%.1f CPI/s, %.1f MB/s over %.2f s%s\n", t.received, t.gaps, t.missing,
-		dt > 0 ? t.received / dt : 0.0,
-		dt > 0 ? t.received * (double)t.cpi_bytes / dt / 1e6 : 0.0, dt,
-		stop_sig ? " (interrupted)" : "");
-	if (t.discontinuities || t.nonfinite || t.redelivered)
-		fprintf(stderr, "chirp-tap: %" PRIu64 " upstream discontinuities, %" PRIu64
-			" non-finite CPIs, %" PRIu64 " redelivered\n",
-			t.discontinuities, t.nonfinite, t.redelivered);
-	if (t.synth) {
-		fprintf(stderr, "chirp-tap: verified %" PRIu64 ", mismatches %" PRIu64 "\n",
-			t.verified, t.mismatches);
-		if (t.mismatches && (rc == EXIT_OK || rc == EXIT_GAP))
-			rc = EXIT_VERIFY;
-	}
-	if (timed_out) {
-		struct chirp_ring_stats st;
-
-		log_err("timeout: %" PRIu64 " of %" PRIu64 " CPIs arrived in %.1f s",
-			t.received, t.count, t.timeout_s);
-		/* Blocks dropped after the last one we took leave no gap for us
-		 * to see; the ring's own count says where the rest went. */
-		if (t.ring && chirp_ring_stats(t.ring, &st) == 0 && st.overruns)
-			log_err("ring %s: the producer dropped %" PRIu64 " blocks because the ring "
-				"was full (consumer attached late or fell behind)",
-				ring_default(&t), st.overruns);
-	}
-	if (rc == EXIT_OK && t.fail_on_gap && (t.missing || t.discontinuities))
-		rc = EXIT_GAP;
+	rc = tap_consume(&t, &prog, t0, deadline, &timed_out);
+	rc = tap_finish(&t, &prog, t0, rc, timed_out);
 out:
-	if (t.out_fd >= 0)
-		close(t.out_fd);
-	if (t.data_fd >= 0)
-		close(t.data_fd);
-	if (t.ring) {
-		chirp_ring_detach(t.ring);
-		if (t.created && !t.keep)
-			chirp_ring_unlink(ring_default(&t));
-	}
-	synth_destroy(t.synth);
-	pc_destroy(t.pc);
-	free(t.vin);
-	free(t.vout);
-	sigmf_meta_free(&t.meta);
+	tap_free(&t);
 	return rc;
 }

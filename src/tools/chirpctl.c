@@ -133,14 +133,10 @@ static double mono_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/*
- * Send req (one line, no '\n') and read one reply line into *line
- * (malloc'd, NUL-terminated, without '\n'). Returns 0 or -errno with err.
- */
-static int conn_ask(struct conn *c, const char *req, char **line, char *err, size_t errlen)
+/* Send req and its '\n' whole, retrying after a signal unless told to stop. */
+static int conn_send(struct conn *c, const char *req, char *err, size_t errlen)
 {
 	size_t n = strlen(req);
-	double deadline = mono_s() + c->timeout_s;
 	char *msg = malloc(n + 2);
 
 	if (!msg) {
@@ -162,64 +158,112 @@ static int conn_ask(struct conn *c, const char *req, char **line, char *err, siz
 		off += (size_t)w;
 	}
 	free(msg);
+	return 0;
+}
 
-	for (;;) {
-		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
-		if (nl) {
-			size_t ll = (size_t)(nl - c->buf);
-			*line = malloc(ll + 1);
-			if (!*line) {
-				snprintf(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-			memcpy(*line, c->buf, ll);
-			(*line)[ll] = '\0';
-			c->len -= ll + 1;
-			memmove(c->buf, nl + 1, c->len);
-			return 0;
+/* Move the first whole line in c->buf to *line (malloc'd, without '\n').
+ * 1: taken; 0: no whole line yet; -ENOMEM with err. */
+static int conn_take_line(struct conn *c, char **line, char *err, size_t errlen)
+{
+	char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+	size_t ll;
+
+	if (!nl)
+		return 0;
+	ll = (size_t)(nl - c->buf);
+	*line = malloc(ll + 1);
+	if (!*line) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(*line, c->buf, ll);
+	(*line)[ll] = '\0';
+	c->len -= ll + 1;
+	memmove(c->buf, nl + 1, c->len);
+	return 1;
+}
+
+/* At least 4 KiB free in c->buf, doubling it (up to REPLY_MAX, checked by
+ * the caller). */
+static int conn_grow(struct conn *c, char *err, size_t errlen)
+{
+	if (c->cap - c->len < 4096) {
+		size_t cap = c->cap ? c->cap * 2 : 65536;
+		char *p = realloc(c->buf, cap);
+		if (!p) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
 		}
+		c->buf = p;
+		c->cap = cap;
+	}
+	return 0;
+}
+
+/* Wait for reply bytes until deadline and append what one recv gives.
+ * 0: go on (bytes read, or a wait or signal to re-check); < 0 with err. */
+static int conn_fill(struct conn *c, double deadline, char *err, size_t errlen)
+{
+	double left = deadline - mono_s();
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	ssize_t r;
+	int pr;
+
+	if (left <= 0) {
+		snprintf(err, errlen, "no reply from %s within %g s", c->path, c->timeout_s);
+		return -ETIMEDOUT;
+	}
+	pr = poll(&p, 1, (int)ceil(left * 1000));
+	if (pr < 0 && errno == EINTR) {
+		if (stop_flag) {
+			snprintf(err, errlen, "interrupted");
+			return -EINTR;
+		}
+		return 0;
+	}
+	if (pr <= 0)
+		return 0;       /* the deadline check above ends it */
+	r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+	if (r < 0) {
+		if (errno == EINTR)
+			return 0;
+		snprintf(err, errlen, "reading from %s: %s", c->path, strerror(errno));
+		return -errno;
+	}
+	if (r == 0) {
+		snprintf(err, errlen, "%s closed the connection without a reply", c->path);
+		return -ECONNRESET;
+	}
+	c->len += (size_t)r;
+	return 0;
+}
+
+/*
+ * Send req (one line, no '\n') and read one reply line into *line
+ * (malloc'd, NUL-terminated, without '\n'). Returns 0 or -errno with err.
+ */
+static int conn_ask(struct conn *c, const char *req, char **line, char *err, size_t errlen)
+{
+	double deadline = mono_s() + c->timeout_s;
+	int rc;
+
+	rc = conn_send(c, req, err, errlen);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		rc = conn_take_line(c, line, err, errlen);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
 		if (c->len >= REPLY_MAX) {
 			snprintf(err, errlen, "reply from %s is longer than %u bytes", c->path, REPLY_MAX);
 			return -EMSGSIZE;
 		}
-		if (c->cap - c->len < 4096) {
-			size_t cap = c->cap ? c->cap * 2 : 65536;
-			char *p = realloc(c->buf, cap);
-			if (!p) {
-				snprintf(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-			c->buf = p;
-			c->cap = cap;
-		}
-		double left = deadline - mono_s();
-		if (left <= 0) {
-			snprintf(err, errlen, "no reply from %s within %g s", c->path, c->timeout_s);
-			return -ETIMEDOUT;
-		}
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
-		int pr = poll(&p, 1, (int)ceil(left * 1000));
-		if (pr < 0 && errno == EINTR) {
-			if (stop_flag) {
-				snprintf(err, errlen, "interrupted");
-				return -EINTR;
-			}
-			continue;
-		}
-		if (pr <= 0)
-			continue;       /* the deadline check above ends it */
-		ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			snprintf(err, errlen, "reading from %s: %s", c->path, strerror(errno));
-			return -errno;
-		}
-		if (r == 0) {
-			snprintf(err, errlen, "%s closed the connection without a reply", c->path);
-			return -ECONNRESET;
-		}
-		c->len += (size_t)r;
+		rc = conn_grow(c, err, errlen);
+		if (rc < 0)
+			return rc;
+		rc = conn_fill(c, deadline, err, errlen);
+		if (rc < 0)
+			return rc;
 	}
 }
 
@@ -615,7 +659,16 @@ static int watch(struct conn *c, double interval, long count)
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* Options of chirpctl besides the socket and the timeout (kept in conn). */
+struct ctl_opts {
+	int json;                        /* --json: print the reply line as is */
+	double interval;                 /* --interval: watch period, s        */
+	long count;                      /* --count: watch samples (0: no end) */
+};
+
+/* Parse the options into c and o. -1: go on with argv[optind..]; else the
+ * exit status (0 after --help or --version, 2 on a bad option). */
+static int parse_opts(int argc, char **argv, struct conn *c, struct ctl_opts *o)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -627,17 +680,9 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct conn c = { .fd = -1, .timeout_s = 5 };
-	char req[CONTROL_REQ_MAX], err[512];
-	const char *env = getenv("CHIRPD_SOCKET");
-	double interval = 1;
-	long count = 0;
-	int json = 0, opt, rc;
-	char *line = NULL, *end;
-	json_t *reply;
-	struct sigaction sa = { .sa_handler = on_signal };
+	char *end;
+	int opt;
 
-	c.path = env && *env ? env : DEFAULT_SOCKET;
 	/*
 	 * No '+': GNU getopt permutes, so options are found before and after
 	 * the command, and the command and its arguments end up, in order, at
@@ -647,28 +692,28 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "s:jt:i:n:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
-			c.path = optarg;
+			c->path = optarg;
 			break;
 		case 'j':
-			json = 1;
+			o->json = 1;
 			break;
 		case 't':
-			c.timeout_s = strtod(optarg, &end);
-			if (*end || !(c.timeout_s > 0) || c.timeout_s > 86400) {
+			c->timeout_s = strtod(optarg, &end);
+			if (*end || !(c->timeout_s > 0) || c->timeout_s > 86400) {
 				fprintf(stderr, "chirpctl: --timeout %s: need seconds > 0\n", optarg);
 				return 2;
 			}
 			break;
 		case 'i':
-			interval = strtod(optarg, &end);
-			if (*end || !(interval >= 0.05) || interval > 3600) {
+			o->interval = strtod(optarg, &end);
+			if (*end || !(o->interval >= 0.05) || o->interval > 3600) {
 				fprintf(stderr, "chirpctl: --interval %s: need 0.05 .. 3600 seconds\n", optarg);
 				return 2;
 			}
 			break;
 		case 'n':
-			count = strtol(optarg, &end, 10);
-			if (*end || count < 1) {
+			o->count = strtol(optarg, &end, 10);
+			if (*end || o->count < 1) {
 				fprintf(stderr, "chirpctl: --count %s: need a positive integer\n", optarg);
 				return 2;
 			}
@@ -684,45 +729,53 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
+	return -1;
+}
+
+/* chirpctl watch: the exit status. */
+static int run_watch(struct conn *c, const struct ctl_opts *o, int argc, char **argv)
+{
+	char err[512];
+	int rc;
+
+	/* --count and --interval after the word were taken by getopt. */
+	if (optind + 1 < argc) {
+		fprintf(stderr, "chirpctl: watch: unexpected '%s' (options: --count N, --interval SEC)\n",
+			argv[optind + 1]);
 		return 2;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	if (!strcmp(argv[optind], "watch")) {
-		/* --count and --interval after the word were taken by getopt. */
-		if (optind + 1 < argc) {
-			fprintf(stderr, "chirpctl: watch: unexpected '%s' (options: --count N, --interval SEC)\n",
-				argv[optind + 1]);
-			return 2;
-		}
-		if (conn_open(&c, err, sizeof(err)) < 0) {
-			fprintf(stderr, "chirpctl: %s\n", err);
-			return 2;
-		}
-		rc = watch(&c, interval, count);
-		conn_close(&c);
-		free(c.buf);
-		return stop_flag ? 0 : rc;
+	if (conn_open(c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "chirpctl: %s\n", err);
+		return 2;
 	}
+	rc = watch(c, o->interval, o->count);
+	conn_close(c);
+	free(c->buf);
+	return stop_flag ? 0 : rc;
+}
+
+/* One command, one reply, shown as JSON or for people: the exit status. */
+static int run_command(struct conn *c, const struct ctl_opts *o, int argc, char **argv)
+{
+	char req[CONTROL_REQ_MAX], err[512];
+	char *line = NULL;
+	json_t *reply;
+	int rc;
 
 	if (build_request(argc - optind, argv + optind, req, sizeof(req)) < 0)
 		return 2;
-	if (conn_open(&c, err, sizeof(err)) < 0) {
+	if (conn_open(c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "chirpctl: %s\n", err);
 		return 2;
 	}
-	if (conn_ask(&c, req, &line, err, sizeof(err)) < 0) {
+	if (conn_ask(c, req, &line, err, sizeof(err)) < 0) {
 		fprintf(stderr, "chirpctl: %s\n", err);
-		conn_close(&c);
-		free(c.buf);
+		conn_close(c);
+		free(c->buf);
 		return 2;
 	}
-	conn_close(&c);
-	free(c.buf);
+	conn_close(c);
+	free(c->buf);
 
 	reply = json_loads(line, 0, NULL);
 	if (!reply || !json_is_object(reply)) {
@@ -731,7 +784,7 @@ int main(int argc, char **argv)
 		free(line);
 		return 2;
 	}
-	if (json) {
+	if (o->json) {
 		puts(line);
 		rc = json_is_true(json_object_get(reply, "ok")) ? 0 : 1;
 	} else {
@@ -740,4 +793,29 @@ int main(int argc, char **argv)
 	json_decref(reply);
 	free(line);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct conn c = { .fd = -1, .timeout_s = 5 };
+	struct ctl_opts o = { .interval = 1 };
+	const char *env = getenv("CHIRPD_SOCKET");
+	struct sigaction sa = { .sa_handler = on_signal };
+	int rc;
+
+	c.path = env && *env ? env : DEFAULT_SOCKET;
+	rc = parse_opts(argc, argv, &c, &o);
+	if (rc >= 0)
+		return rc;
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (!strcmp(argv[optind], "watch"))
+		return run_watch(&c, &o, argc, argv);
+	return run_command(&c, &o, argc, argv);
 }

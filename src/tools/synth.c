@@ -114,65 +114,80 @@ double synth_noise_power_for_snr(const struct synth_target *t, size_t n, double 
 	return pow(10.0, (amax_db - snr_db) / 10.0);
 }
 
-struct synth *synth_create(const struct synth_params *p, char *err, size_t errlen)
+/* Geometry, format, pulse length, target count and noise power. */
+static int synth_check_shape(const struct synth_params *p, char *err, size_t errlen)
 {
-	struct synth *s = NULL;
-	double peak = 0, sum = 0;
 	uint64_t cells;
 
 	if (!p->channels || !p->pulses || !p->samples) {
 		errbuf_set(err, errlen, "geometry %ux%ux%u: channels, pulses and samples must be >= 1",
 			   p->channels, p->pulses, p->samples);
-		return NULL;
+		return -EINVAL;
 	}
 	cells = (uint64_t)p->channels * p->pulses * p->samples;
 	if (cells > (1ull << 32)) {
 		errbuf_set(err, errlen, "geometry %ux%ux%u is too large", p->channels, p->pulses, p->samples);
-		return NULL;
+		return -EINVAL;
 	}
 	if (p->format != PC_FMT_CF32 && p->format != PC_FMT_SC16) {
 		errbuf_set(err, errlen, "format %d: want cf32 or sc16", (int)p->format);
-		return NULL;
+		return -EINVAL;
 	}
 	if (!p->pulse || p->pulse_len < 1 || p->pulse_len > p->samples) {
 		errbuf_set(err, errlen, "pulse length L=%zu must be 1..R=%u", p->pulse_len, p->samples);
-		return NULL;
+		return -EINVAL;
 	}
 	if (p->ntargets > SYNTH_MAX_TARGETS || (p->ntargets && !p->targets)) {
 		errbuf_set(err, errlen, "%zu targets: at most %d", p->ntargets, SYNTH_MAX_TARGETS);
-		return NULL;
+		return -EINVAL;
 	}
 	if (!isfinite(p->noise_power) || p->noise_power < 0) {
 		errbuf_set(err, errlen, "noise power %g must be finite and >= 0", p->noise_power);
-		return NULL;
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The pulse's peak magnitude in *peak: finite samples, not all zeros. */
+static int synth_pulse_peak(const struct synth_params *p, double *peak, char *err, size_t errlen)
+{
+	*peak = 0;
 	for (size_t i = 0; i < p->pulse_len; i++) {
 		double re = p->pulse[2 * i], im = p->pulse[2 * i + 1];
 		double m = sqrt(re * re + im * im);
 
 		if (!isfinite(m)) {
 			errbuf_set(err, errlen, "pulse sample %zu is not finite", i);
-			return NULL;
+			return -EINVAL;
 		}
-		if (m > peak)
-			peak = m;
+		if (m > *peak)
+			*peak = m;
 	}
-	if (peak <= 0) {
+	if (*peak <= 0) {
 		errbuf_set(err, errlen, "pulse is all zeros");
-		return NULL;
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/* Each target inside the range line with a finite amplitude and a Doppler
+ * in [-0.5, 0.5] cycles per pulse; for sc16, no overlap that could clip. */
+static int synth_check_targets(const struct synth_params *p, char *err, size_t errlen)
+{
+	double sum = 0;
+
 	for (size_t i = 0; i < p->ntargets; i++) {
 		const struct synth_target *t = &p->targets[i];
 
 		if (t->gate >= p->samples) {
 			errbuf_set(err, errlen, "target %zu gate %u is outside the range line (R=%u)",
 				   i + 1, t->gate, p->samples);
-			return NULL;
+			return -EINVAL;
 		}
 		if (!isfinite(t->amp_db) || !isfinite(t->doppler) ||
 		    t->doppler < -0.5 || t->doppler > 0.5) {
 			errbuf_set(err, errlen, "target %zu: amplitude or doppler out of range", i + 1);
-			return NULL;
+			return -EINVAL;
 		}
 		sum += pow(10.0, t->amp_db / 20.0);
 	}
@@ -184,9 +199,19 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 	if (p->format == PC_FMT_SC16 && sum > 1.0) {
 		errbuf_set(err, errlen, "sc16: targets sum to %+.1f dBFS and would clip; lower AMP_DB",
 			   20 * log10(sum));
-		return NULL;
+		return -EINVAL;
 	}
+	return 0;
+}
 
+struct synth *synth_create(const struct synth_params *p, char *err, size_t errlen)
+{
+	struct synth *s = NULL;
+	double peak;
+
+	if (synth_check_shape(p, err, errlen) < 0 || synth_pulse_peak(p, &peak, err, errlen) < 0 ||
+	    synth_check_targets(p, err, errlen) < 0)
+		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		errbuf_set(err, errlen, "out of memory");
@@ -285,10 +310,89 @@ static inline int16_t to_sc16(double v, uint64_t *clipped)
 	return (int16_t)q;
 }
 
+/* One range line of complex Gaussian noise of power noise_sigma^2 into x,
+ * drawn from the stream st (zeros without noise). */
+static inline void synth_noise_row(const struct synth *s, uint64_t *st, double *x)
+{
+	if (s->noise_sigma > 0) {
+		/*
+		 * Marsaglia's polar method: (u, v) uniform in the unit
+		 * disc, then (u, v) * sqrt(-2 ln q / q), q = u^2 + v^2,
+		 * are two independent N(0, 1). One log and one sqrt per
+		 * complex sample (no sin/cos): about twice as fast as
+		 * Box-Muller, which matters for big CPIs.
+		 */
+		const float k2 = (float)(s->noise_sigma * M_SQRT1_2);
+
+		for (unsigned i = 0; i < s->R; i++) {
+			float u, v, q, f;
+
+			do {
+				/* u, v from the two 32-bit halves of one draw */
+				uint64_t z = splitmix64(st);
+
+				u = (float)(int32_t)(z >> 32) * 0x1.0p-31f;
+				v = (float)(int32_t)(uint32_t)z * 0x1.0p-31f;
+				q = u * u + v * v;
+			} while (q >= 1.0f || q == 0.0f);
+			/* single precision is plenty for noise and 2-3x faster */
+			f = k2 * sqrtf(-2.0f * logf(q) / q);
+			x[2 * i] = u * f;
+			x[2 * i + 1] = v * f;
+		}
+	} else {
+		memset(x, 0, 2 * (size_t)s->R * sizeof(double));
+	}
+}
+
+/* Add every target's echo of pulse n (global index) to the range line x. */
+static inline void synth_add_echoes(const struct synth *s, uint64_t n, double *x)
+{
+	const double twopi = 6.283185307179586476925286766559;
+
+	for (size_t t = 0; t < s->nt; t++) {
+		double ph = 0, cr = s->amp[t], ci = 0;
+		unsigned g = s->t[t].gate;
+		size_t m = s->L;
+
+		if (s->t[t].doppler != 0) {
+			/* fractional part first keeps precision for large n */
+			double f = s->t[t].doppler * (double)(n % (1ull << 40));
+
+			ph = twopi * (f - floor(f));
+			cr = s->amp[t] * cos(ph);
+			ci = s->amp[t] * sin(ph);
+		}
+		if (g + m > s->R)
+			m = s->R - g;
+		for (size_t i = 0; i < m; i++) {
+			double sr = s->s[2 * i], si = s->s[2 * i + 1];
+
+			x[2 * (g + i)] += cr * sr - ci * si;
+			x[2 * (g + i) + 1] += cr * si + ci * sr;
+		}
+	}
+}
+
+/* Store the range line x as row `row` of out in the CPI's format. */
+static inline void synth_store_row(struct synth *s, void *out, size_t row, const double *x)
+{
+	if (s->format == PC_FMT_CF32) {
+		float *o = (float *)out + 2 * row * s->R;
+
+		for (size_t i = 0; i < 2 * (size_t)s->R; i++)
+			o[i] = (float)x[i];
+	} else {
+		int16_t *o = (int16_t *)out + 2 * row * s->R;
+
+		for (size_t i = 0; i < 2 * (size_t)s->R; i++)
+			o[i] = to_sc16(x[i], &s->clipped);
+	}
+}
+
 int synth_generate(struct synth *s, uint64_t k, void *out, size_t len)
 {
 	uint64_t st = s->seed ^ 0x5851f42d4c957f2dull;
-	const double twopi = 6.283185307179586476925286766559;
 
 	if (!out || len < synth_cpi_bytes(s))
 		return -EINVAL;
@@ -301,70 +405,10 @@ int synth_generate(struct synth *s, uint64_t k, void *out, size_t len)
 		for (unsigned p = 0; p < s->P; p++) {
 			size_t row = (size_t)c * s->P + p;
 			uint64_t n = k * s->P + p;       /* global pulse index */
-			double *x = s->row;
 
-			if (s->noise_sigma > 0) {
-				/*
-				 * Marsaglia's polar method: (u, v) uniform in the unit
-				 * disc, then (u, v) * sqrt(-2 ln q / q), q = u^2 + v^2,
-				 * are two independent N(0, 1). One log and one sqrt per
-				 * complex sample (no sin/cos): about twice as fast as
-				 * Box-Muller, which matters for big CPIs.
-				 */
-				const float k2 = (float)(s->noise_sigma * M_SQRT1_2);
-
-				for (unsigned i = 0; i < s->R; i++) {
-					float u, v, q, f;
-
-					do {
-						/* u, v from the two 32-bit halves of one draw */
-						uint64_t z = splitmix64(&st);
-
-						u = (float)(int32_t)(z >> 32) * 0x1.0p-31f;
-						v = (float)(int32_t)(uint32_t)z * 0x1.0p-31f;
-						q = u * u + v * v;
-					} while (q >= 1.0f || q == 0.0f);
-					/* single precision is plenty for noise and 2-3x faster */
-					f = k2 * sqrtf(-2.0f * logf(q) / q);
-					x[2 * i] = u * f;
-					x[2 * i + 1] = v * f;
-				}
-			} else {
-				memset(x, 0, 2 * (size_t)s->R * sizeof(double));
-			}
-			for (size_t t = 0; t < s->nt; t++) {
-				double ph = 0, cr = s->amp[t], ci = 0;
-				unsigned g = s->t[t].gate;
-				size_t m = s->L;
-
-				if (s->t[t].doppler != 0) {
-					/* fractional part first keeps precision for large n */
-					double f = s->t[t].doppler * (double)(n % (1ull << 40));
-
-					ph = twopi * (f - floor(f));
-					cr = s->amp[t] * cos(ph);
-					ci = s->amp[t] * sin(ph);
-				}
-				if (g + m > s->R)
-					m = s->R - g;
-				for (size_t i = 0; i < m; i++) {
-					double sr = s->s[2 * i], si = s->s[2 * i + 1];
-
-					x[2 * (g + i)] += cr * sr - ci * si;
-					x[2 * (g + i) + 1] += cr * si + ci * sr;
-				}
-			}
-			if (s->format == PC_FMT_CF32) {
-				float *o = (float *)out + 2 * row * s->R;
-
-				for (size_t i = 0; i < 2 * (size_t)s->R; i++)
-					o[i] = (float)x[i];
-			} else {
-				int16_t *o = (int16_t *)out + 2 * row * s->R;
-
-				for (size_t i = 0; i < 2 * (size_t)s->R; i++)
-					o[i] = to_sc16(x[i], &s->clipped);
-			}
+			synth_noise_row(s, &st, s->row);
+			synth_add_echoes(s, n, s->row);
+			synth_store_row(s, out, row, s->row);
 		}
 	}
 	return 0;
