@@ -134,7 +134,7 @@ LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 LINK_TOOLS := $(TOOL_LIB) $(LINK_ALL)
 LINK_HOOKS := $(HOOKS_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 
-.PHONY: all bins libs tests benches run test bench bench-latency bench-report fuzz fuzz-short install uninstall clean deps info
+.PHONY: all bins libs tests benches run test bench bench-latency bench-report fuzz fuzz-short install uninstall clean deps info print-lib-srcs
 .DEFAULT_GOAL := all
 
 all: libs bins tests benches
@@ -146,6 +146,11 @@ libs: $(CORE_LIB) $(RING_LIB) $(RING_SO) $(TOOL_LIB)
 bins: $(BINS)
 tests: $(TESTS)
 benches: $(BENCHES)
+
+# The sources of libchirpcore and libchirpring without CUDA, one line
+# (scripts/fuzz.sh builds its targets from them).
+print-lib-srcs:
+	@echo $(CORE_SRCS) $(RING_SRCS)
 
 info:
 	@echo "CUDA=$(CUDA) SAN=$(SAN) BUILD=$(BUILD)"

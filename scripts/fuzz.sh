@@ -17,12 +17,10 @@ libs="$(pkg-config --libs inih jansson fftw3f libsystemd libmicrohttpd 2>/dev/nu
 shopt -s nullglob
 targets=(tests/fuzz/fuzz_*.c)
 [ ${#targets[@]} -gt 0 ] || { echo "fuzz: no targets"; exit 0; }
-# Core and ring sources, minus the daemon's main (the tools live in src/tools/).
-srcs=()
-for f in src/*.c src/ring/*.c; do
-	case $(basename "$f" .c) in chirpd|chirpctl|chirp-feed|chirp-tap) continue;; esac
-	srcs+=("$f")
-done
+# The core and ring libraries' sources, as the Makefile names them (the
+# daemon's and the tools' own files are not fuzzed through here).
+read -r -a srcs <<<"$(make -s --no-print-directory CUDA=0 print-lib-srcs)"
+[ ${#srcs[@]} -gt 0 ] || { echo "fuzz: make print-lib-srcs named no sources"; exit 1; }
 for t in "${targets[@]}"; do
 	name=$(basename "$t" .c)
 	bin=$out/$name
