@@ -367,7 +367,16 @@ def headline(perf, found):
         rows.append("| Losses at 90 %% of capacity | %s |" % none)
         rows.append("| Latency at 80 %% against the lossless floor | %s |" % none)
     cmp_ = got.get("compare")
-    if cmp_:
+    cup = got.get("cupy")
+    pairs = [(c, b) for c, b in cupy_vs_backend(cup, thr) if b and c["cpi"] == "4x128x4096"] \
+        if cup and not cmp_ else []
+    if pairs:
+        # A GPU run has no CPU comparison: its fifth row is the GPU one.
+        c, b = pairs[0]
+        rows.append("| On the GPU against CuPy's pulse_compression, 4×128×4096 | %.2f× "
+                    "(chirpd %.1f GS/s, CuPy %.1f GS/s, data on the device) |" % (
+                        b["c_device"] / c["gsps_median"], b["c_device"], c["gsps_median"]))
+    elif cmp_:
         c, s, g = (compare_cells(cmp_["rows"], "4x128x4096", t, "cpu_msps")
                    for t in ("chirpd", "scipy", "gnuradio"))
         cell = ("chirpd %.0f MS/s per thread: %s scipy, %s GNU Radio (CPU time, medians)" % (
