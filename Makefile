@@ -44,8 +44,8 @@ ifeq ($(origin CUDA),undefined)
   endif
 endif
 
-# --- dependencies (pkg-config when present, plain -l flags otherwise: the
-# GPU host may lack pkg-config) -------------------------------------------
+# --- dependencies (pkg-config when present, plain -l flags otherwise: a
+# build host may lack pkg-config) -------------------------------------------
 HAVE_PKG_CONFIG := $(shell command -v $(PKG_CONFIG) >/dev/null 2>&1 && echo 1)
 pkg_cflags = $(if $(HAVE_PKG_CONFIG),$(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null))
 pkg_libs   = $(or $(if $(HAVE_PKG_CONFIG),$(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)),$(2))

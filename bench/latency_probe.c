@@ -50,9 +50,10 @@
  * exit.
  * Waiting for the next block, the probe sleeps on the ring's futex, as an
  * ordinary consumer does (its wake-up is then part of the latency it
- * measures). --spin polls instead (one busy core); on the GPU host a
- * polling probe beside chirpd's polling data thread made chirpd's CUDA
- * submissions 4-6x slower (doc/latency.md), so it is not the default.
+ * measures). --spin polls instead (one busy core); on a virtual machine a
+ * polling probe beside chirpd's polling data thread can slow chirpd's CUDA
+ * submissions several times over (they compete for the host's cores), so
+ * it is not the default.
  * --spin-us N waits the library's way with chirp_ring_set_spin(N µs):
  * polling for up to N µs, then sleeping (a consumer that stays awake while
  * blocks come closer than N µs apart and sleeps when they stop).

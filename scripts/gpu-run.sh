@@ -36,7 +36,7 @@ status=0
 
 say() { echo "== $*" | tee -a "$summary"; }
 
-# nvcc may live elsewhere than /usr/local/cuda on the GPU host.
+# nvcc may live elsewhere than /usr/local/cuda on a GPU host.
 if [ -z "${CUDA_HOME:-}" ] && [ ! -x /usr/local/cuda/bin/nvcc ] && command -v nvcc >/dev/null; then
 	CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
 	export CUDA_HOME

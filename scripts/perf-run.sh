@@ -61,7 +61,7 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 BUILD=build
 export CHIRP_BUILD=$BUILD
 
-# nvcc may live elsewhere than /usr/local/cuda on the GPU host.
+# nvcc may live elsewhere than /usr/local/cuda on a GPU host.
 if [ -z "${CUDA_HOME:-}" ] && [ ! -x /usr/local/cuda/bin/nvcc ] && command -v nvcc >/dev/null; then
 	CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
 	export CUDA_HOME
