@@ -87,7 +87,7 @@
 #       [--measure S] [--cap-seconds S] [--loads "80 90"] [--windows N]
 #       [--soak SECONDS [--soak-load 90]] [--set section.key=value]...
 #       [--noise-samples N] [--out DIR] [--no-copy-floor] [--floor-chunks 4] [--probe-spin]
-#       [--probe-spin-us N] [--tools-cpus LIST]
+#       [--probe-spin-us N] [--tools-cpus LIST] [--radar-modes 1|2|3]
 #   scripts/bench-latency.sh --plot DIR      (table and PNG again from DIR's files)
 # Environment: CHIRP_BUILD (default build), PLOT_PY (a python3 with
 # matplotlib). Output in DIR (default build/bench-latency/DATE): report.md
@@ -111,6 +111,7 @@ backend=cpu geometry=4x128x4096 reflen=512 format=cf32 mode=complex
 # on one GPU the whole run takes about 4-5 minutes (one 10-minute command).
 warmup=3 measure=8 cap_s= loads="80 90" windows=3 soak= soak_load=90 floor_chunks=4
 noise_n=20000 out= copy=1 plot_only= sets=() probe_spin= probe_spin_us= tools_cpus=
+radar_modes=1
 START_TIMEOUT=${START_TIMEOUT:-60}   # chirpd start-up (FFT planning, CUDA init)
 
 die() { echo "bench-latency: $*" >&2; exit 1; }
@@ -135,6 +136,8 @@ while [ $# -gt 0 ]; do
 	--soak) soak=${2:?}; shift;;
 	--soak-load) soak_load=${2:?}; shift;;
 	--set) sets+=("${2:?}"); shift;;
+	--radar-modes) radar_modes=${2:?}; shift
+		[[ $radar_modes =~ ^[123]$ ]] || { echo "bench-latency: --radar-modes wants 1, 2 or 3" >&2; exit 2; };;
 	--noise-samples) noise_n=${2:?}; shift;;
 	--out) out=${2:?}; shift;;
 	--no-copy-floor) copy=0;;
@@ -287,6 +290,16 @@ if set(kv) - used:
     sys.exit("no such key in %s: %s" % (src, ", ".join(sorted(set(kv) - used))))
 open(dst, "w").write("".join(lines))
 PYEOF
+	[ "$radar_modes" -gt 1 ] || return 0
+	# Radar modes 1 and 2: LFM pulses of L/2 and L/4 samples with other
+	# windows ([waveform] is mode 0); chirp-feed then changes the mode
+	# every CPI (--modes 0,1[,2]).
+	awk -v l="$reflen" -v n="$radar_modes" 'BEGIN {
+		split("hann blackman", win, " ")
+		for (i = 1; i < n; i++)
+			printf "\n[mode lfm_l%d]\nid = %d\ntype = lfm\npulse_width_s = %.9g\nwindow = %s\n",
+				2 ^ i, i, int(l / 2 ^ i) / 25e6, win[i]
+	}' >>"$f"
 }
 
 ctl() { "$BUILD/bin/chirpctl" -s "$sock" "$@"; }
@@ -338,8 +351,10 @@ run_case() {
 		{ cat "$out/probe-$name.log" >&2; die "$name: the probe did not attach to $outr"; }
 	local pace=(--block)
 	[ -n "$rate" ] && pace=(--rate "$rate")
+	local sched=()
+	[ "$radar_modes" -gt 1 ] && sched=(--modes "$(seq -s, 0 $((radar_modes - 1)))")
 	"${tools[@]}" "$BUILD/bin/chirp-feed" --ring "$in" -c "$conf" --targets 300:-6,$((R / 2)):-20 --prefilled \
-		"${pace[@]}" -q --wait 10 >"$out/feed-$name.log" 2>&1 &
+		"${pace[@]}" "${sched[@]}" -q --wait 10 >"$out/feed-$name.log" 2>&1 &
 	feed=$!; pids+=($feed)
 	wait_until "$(awk -v w="$warmup" -v t="$START_TIMEOUT" 'BEGIN { print w + t }')" test -e "$tmp/open-$case_no" ||
 		{ cat "$out/probe-$name.log" "$out/feed-$name.log" >&2; die "$name: the measured window never opened"; }
@@ -397,7 +412,7 @@ run_floor() {
 	echo "date	$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "machine	$(hostname), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/^/, /')"
 	echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
-	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen; shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || { [ -n "$probe_spin_us" ] && echo "polls ${probe_spin_us} µs, then sleeps on the ring's futex (--probe-spin-us)"; } || echo "sleeps on the ring's futex")"
+	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen$([ "$radar_modes" -gt 1 ] && echo ", $radar_modes radar modes (L, L/2$([ "$radar_modes" -gt 2 ] && echo ", L/4")), the mode changing every CPI"); shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || { [ -n "$probe_spin_us" ] && echo "polls ${probe_spin_us} µs, then sleeps on the ring's futex (--probe-spin-us)"; } || echo "sleeps on the ring's futex")"
 	[ -n "$tools_cpus" ] && echo "tools	producer and probe on cpus $tools_cpus (--tools-cpus)"
 	echo "windows	$windows per load$([ "$backend" = cuda ] && [ $copy = 1 ] && echo ", each after a floor window"), warm-up $warmup s, measured $measure s each, capacity over $cap_s s$([ -n "$soak" ] && echo ", soak")"
 } >"$out/meta.tsv"
