@@ -25,6 +25,21 @@ enum cfg_realtime  { CFG_RT_OFF = 0, CFG_RT_PREFERRED = 1, CFG_RT_REQUIRED = 2 }
 
 #define CFG_PATH_MAX 256
 
+/*
+ * A radar mode: a full waveform description under a small id. [mode NAME]
+ * sections declare them (id = 0..CFG_MAX_MODES-1 and the [waveform] keys);
+ * a [waveform] section is the mode "default" with id 0, so a file with
+ * only [waveform] has exactly one mode, as before modes existed.
+ */
+#define CFG_MAX_MODES 64             /* = PC_MAX_MODES                 */
+#define CFG_MODE_NAME_MAX 32
+struct cfg_mode {
+	unsigned id;                         /* 0 .. CFG_MAX_MODES-1         */
+	char name[CFG_MODE_NAME_MAX];        /* [mode NAME]; "default" for [waveform] */
+	struct wf_params wf;                 /* wf.file: use config_mode_wf  */
+	char wf_file[CFG_PATH_MAX];
+};
+
 struct chirp_config {
 	char path[CFG_PATH_MAX];             /* file it was read from       */
 
@@ -57,6 +72,11 @@ struct chirp_config {
 	/* [waveform] */
 	struct wf_params wf;                 /* wf.file points at wf_file   */
 	char wf_file[CFG_PATH_MAX];
+
+	/* [mode NAME] sections and [waveform]: every configured mode, in the
+	 * order of the file, ids distinct; nmodes >= 1. */
+	struct cfg_mode modes[CFG_MAX_MODES];
+	unsigned nmodes;
 
 	/* [processing] */
 	enum pc_backend backend;
@@ -189,5 +209,12 @@ enum config_ring { CONFIG_RING_INPUT, CONFIG_RING_OUTPUT };
  */
 void config_ring_geometry(const struct chirp_config *c, enum config_ring which,
 			  struct chirp_ring_geometry *g);
+
+/* Mode i's waveform (0 <= i < nmodes) with wf.file pointing at that
+ * mode's wf_file (or NULL if empty), as config_wf does for [waveform]. */
+const struct wf_params *config_mode_wf(struct chirp_config *c, unsigned i);
+
+/* The index in c->modes of the mode with this id, or -1. */
+int config_mode_index(const struct chirp_config *c, unsigned id);
 
 #endif /* CHIRP_CONFIG_H */

@@ -48,7 +48,14 @@
 extern "C" {
 #endif
 
-#define CHIRP_RING_ABI_VERSION 1u
+/*
+ * The shared layout's version. 2: each block carries the CPI's radar mode
+ * (chirp_ring_commit_mode, chirp_ring_block.mode) and slot counts need not
+ * be powers of two. A library attaching to a ring of another version fails
+ * with EPROTO and a message naming both versions; the soname follows it
+ * (libchirpring.so.2).
+ */
+#define CHIRP_RING_ABI_VERSION 2u
 
 /* Sample formats of a ring's payload. */
 enum chirp_ring_format {
@@ -66,6 +73,9 @@ enum chirp_ring_format {
 #define CHIRP_RING_REDELIVERED    (1u << 2) /* set by peek: a previous consumer took this
 					       block and died before releasing it; it may
 					       have been (partly) processed already */
+#define CHIRP_RING_UNKNOWN_MODE   (1u << 3) /* set by chirpd on output: the input
+					       CPI's mode is not configured, so no
+					       filter was applied; payload zeroed */
 
 enum chirp_ring_role { CHIRP_RING_PRODUCER = 1, CHIRP_RING_CONSUMER = 2 };
 
@@ -75,7 +85,7 @@ struct chirp_ring_geometry {
 	uint32_t pulses;          /* >= 1                                     */
 	uint32_t samples;         /* range samples per pulse, >= 1            */
 	uint32_t format;          /* enum chirp_ring_format                   */
-	uint32_t slots;           /* power of two, 2 .. 65536                  */
+	uint32_t slots;           /* 2 .. 65536 (any count)                    */
 	double sample_rate_hz;    /* informational, > 0                        */
 };
 
@@ -93,6 +103,9 @@ struct chirp_ring_block {
 	uint64_t first_sample;    /* index of the first sample of the block    */
 	uint32_t flags;           /* CHIRP_RING_*                               */
 	uint32_t slot;            /* slot index (for GPU bookkeeping)          */
+	uint32_t mode;            /* the CPI's radar mode, as the producer
+				     committed it (0 from chirp_ring_commit) */
+	uint32_t reserved;        /* 0                                          */
 	uint64_t len;             /* payload bytes                              */
 	void *payload;            /* valid until chirp_ring_release()          */
 };
@@ -214,6 +227,16 @@ uint32_t chirp_ring_reserved(const struct chirp_ring *r);
  */
 int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns,
 		      uint64_t first_sample, uint32_t flags);
+
+/*
+ * chirp_ring_commit with the CPI's radar mode: the waveform (matched
+ * filter) the transmit scheduler used for this CPI, an id of chirpd's
+ * [mode] configuration. The ring carries any value; chirpd flags CPIs of
+ * a mode it does not know (CHIRP_RING_UNKNOWN_MODE on output).
+ * chirp_ring_commit is chirp_ring_commit_mode with mode 0.
+ */
+int chirp_ring_commit_mode(struct chirp_ring *r, uint64_t timestamp_ns,
+			   uint64_t first_sample, uint32_t flags, uint32_t mode);
 
 /*
  * The newest committed block's descriptor (payload NULL): lets a restarted
