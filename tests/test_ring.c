@@ -1663,7 +1663,7 @@ static struct chirp_ring_geometry geo_small(uint32_t slots)
 /*
  * Many laps of a ring of n slots (any count): bursts of 1 .. n blocks, the
  * consumer holding up to n at a time and releasing in varying steps, a
- * drop whenever the producer finds it full. Every block's seq, slot
+ * drop whenever the producer finds it full (every fifth burst does). Every block's seq, slot
  * (position % n), mode, first sample and payload is checked, and every
  * gap is flagged.
  */
@@ -1677,8 +1677,10 @@ static void laps_with(uint32_t n, uint64_t blocks)
 	unsigned s = 777;
 	void *pl;
 
-	while (seq < blocks) {
-		uint64_t burst = 1 + (s = s * 1103515245u + 12345u, (s >> 8) % n);
+	for (uint64_t round = 0; seq < blocks; round++) {
+		/* every fifth burst is one more than the ring holds: it overruns */
+		uint64_t burst = round % 5 == 4 ? (uint64_t)n + 1 :
+				 1 + (s = s * 1103515245u + 12345u, (s >> 8) % n);
 
 		for (uint64_t k = 0; k < burst; k++, seq++) {
 			if (chirp_ring_reserve(p, &pl) < 0) {
