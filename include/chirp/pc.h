@@ -246,7 +246,7 @@ void pc_destroy(struct pc *pc);
 struct pc_info {
 	enum pc_backend backend;
 	size_t nfft;
-	size_t ref_len;
+	size_t ref_len;              /* L; with modes, the longest mode's    */
 	unsigned depth;              /* CPIs that may be in flight at once   */
 	char device[128];            /* "cpu (fftw3f, 4 threads)" / "NVIDIA H200 (0000:41:00.0)" */
 	char staging[32];            /* "none" / "registered" / "copy"       */
