@@ -170,8 +170,8 @@ void gen_report_slack(const struct gen *g)
 		unsigned need = pipeline_auto_slots(g->cfg.input_buffer_ms, g->capacity_cps, 0, 0, 2);
 
 		log_warn("input ring %s holds only %.1f ms of CPIs at capacity, less than [input] "
-			 "buffer_ms = %g: a stall longer than that loses CPIs (slots = auto, or "
-			 "slots = %u)", g->cfg.input_ring, ms, g->cfg.input_buffer_ms, need);
+			 "buffer_ms = %g: a stall longer than that loses CPIs (slots = auto sizes it; "
+			 "a fixed slots needs at least %u)", g->cfg.input_ring, ms, g->cfg.input_buffer_ms, need);
 	}
 }
 
