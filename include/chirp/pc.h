@@ -369,6 +369,7 @@ void pc_queue_hint(struct pc *pc, unsigned waiting);
 /*
  * Synchronous convenience: submit and wait for this CPI's output.
  * Returns 0 or a negative errno; *nonfinite_rows (may be NULL) is set.
+ * The CPI is of mode 0, as with pc_submit (-ENOENT without one).
  */
 int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows);
 
