@@ -11,6 +11,14 @@
  * list and the reference documentation (conf/chirpd.conf, doc/config.md)
  * all walk this table.
  *
+ * Radar modes: the keys of a waveform are declared once, under [waveform]
+ * with F_MODE (their values live in a struct cfg_mode), with the one key
+ * of their own, id, under the section "mode". A [mode NAME] section takes
+ * the id and every F_MODE key; [waveform] takes its F_MODE keys for the
+ * mode "default" (id 0) and sample_rate_hz, the radar's, for all modes.
+ * The reader opens a mode at each [mode NAME] header; collect_modes puts
+ * the modes into struct chirp_config once the file is read.
+ *
  * Parsing uses inih through ini_parse_stream with our own line reader. The
  * reader counts lines (inih calls the handler for a line before reading
  * the next, so the count is the handler's line number), and rejects what

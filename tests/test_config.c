@@ -1576,6 +1576,38 @@ static void test_modes_reload(void **state)
 	assert_string_equal(next.modes[0].name, "default");
 }
 
+/* conf/chirpd.conf's example modes, uncommented, are a valid file: the
+ * reference's [waveform] mode and the two of the example. */
+static void test_modes_reference_example(void **state)
+{
+	char path[700], *text, *p, out[2048];
+	struct chirp_config c;
+	size_t n = 0;
+	char *errs;
+
+	snprintf(path, sizeof(path), "%s/conf/chirpd.conf", root);
+	text = slurp(path, NULL);
+	assert_non_null(text);
+	p = strstr(text, "\n#[mode short]\n");
+	assert_non_null(p);
+	for (p++; *p == '#' && n < sizeof(out) - 2; ) {
+		char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%.*s\n", (int)len - 1, p + 1);
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	free(text);
+	if (load_str(&c, out, &errs) != 0)
+		fail_msg("the example of conf/chirpd.conf does not load: %s\n%s", errs, out);
+	free(errs);
+	assert_int_equal(c.nmodes, 3);
+	assert_string_equal(c.modes[1].name, "short");
+	assert_string_equal(c.modes[2].name, "long");
+	assert_true(c.modes[2].wf.pulse_width_s > c.modes[1].wf.pulse_width_s);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1606,6 +1638,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_modes_file),
 		cmocka_unit_test(test_modes_json),
 		cmocka_unit_test(test_modes_reload),
+		cmocka_unit_test(test_modes_reference_example),
 	};
 
 	log_init("test_config");
