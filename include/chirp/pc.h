@@ -71,6 +71,15 @@ const char *pc_backend_name(enum pc_backend b);    /* "auto", "cpu", "cuda"*/
  */
 size_t pc_good_fft_size(size_t n);
 
+/* One radar mode of pc_params.modes. */
+#define PC_MAX_MODES 64
+struct pc_mode {
+	unsigned id;                 /* 0 .. PC_MAX_MODES-1                  */
+	const float *ref;            /* windowed reference, interleaved float32
+					(re, im), ref_len complex samples      */
+	size_t ref_len;              /* L: 1 <= L <= samples                 */
+};
+
 /* FFTW planner effort (CPU backend): plan time against FFT speed. */
 enum pc_fftw_planner {
 	PC_FFTW_ESTIMATE = 0,        /* no measurement: start-up in ms (default) */
@@ -138,6 +147,19 @@ struct pc_params {
 	 */
 	const float *ref;
 	size_t ref_len;
+
+	/*
+	 * Radar modes: nmodes 0 = one mode, id 0, whose reference is ref /
+	 * ref_len above. nmodes 1..PC_MAX_MODES = these modes (ref and
+	 * ref_len are then unused), each with its own windowed reference
+	 * and its own normalisation gain; ids distinct, 0..PC_MAX_MODES-1.
+	 * The FFT length is common: nfft >= R + (the longest L) - 1. Every
+	 * mode's filter spectrum is made in pc_create and stays resident, so
+	 * pc_submit_mode picks one per CPI with no allocation and no plan.
+	 * Copied by pc_create; the caller keeps ownership.
+	 */
+	const struct pc_mode *modes;
+	unsigned nmodes;
 
 	size_t nfft;                 /* 0 = auto, else >= R+L-1             */
 
@@ -224,7 +246,7 @@ void pc_destroy(struct pc *pc);
 struct pc_info {
 	enum pc_backend backend;
 	size_t nfft;
-	size_t ref_len;
+	size_t ref_len;              /* L; with modes, the longest mode's    */
 	unsigned depth;              /* CPIs that may be in flight at once   */
 	char device[128];            /* "cpu (fftw3f, 4 threads)" / "NVIDIA H200 (0000:41:00.0)" */
 	char staging[32];            /* "none" / "registered" / "copy"       */
@@ -276,6 +298,8 @@ enum {
 
 struct pc_done {
 	uint64_t tag;                /* as given to pc_submit                */
+	uint32_t mode;               /* as given to pc_submit_mode (0 by
+					pc_submit)                           */
 	unsigned flags;              /* PC_DONE_*                            */
 	uint32_t nonfinite_rows;     /* rows whose input held NaN or Inf     */
 	uint64_t device_ns;          /* with PC_DONE_OUTPUT: the backend's own
@@ -308,6 +332,17 @@ struct pc_done {
 int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag);
 
 /*
+ * pc_submit with the CPI's mode: the CPI is compressed with that mode's
+ * filter. -ENOENT if no mode has that id (nothing is queued and the pc is
+ * not failed: the caller decides what the CPI becomes). pc_submit is
+ * pc_submit_mode with mode 0.
+ */
+int pc_submit_mode(struct pc *pc, const void *in, void *out, uint64_t tag, unsigned mode);
+
+/* 1 if the pc has a mode with this id, else 0. */
+int pc_has_mode(const struct pc *pc, unsigned mode);
+
+/*
  * Report progress of CPIs in submission order. Writes at most max entries
  * to done; an entry appears once with PC_DONE_INPUT and again (or in the
  * same entry) with PC_DONE_OUTPUT. timeout_ms: 0 = do not wait, > 0 = wait
@@ -334,6 +369,7 @@ void pc_queue_hint(struct pc *pc, unsigned waiting);
 /*
  * Synchronous convenience: submit and wait for this CPI's output.
  * Returns 0 or a negative errno; *nonfinite_rows (may be NULL) is set.
+ * The CPI is of mode 0, as with pc_submit (-ENOENT without one).
  */
 int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows);
 
