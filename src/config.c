@@ -75,7 +75,6 @@ enum ktype {
 };
 
 #define F_MIN_EXCL  (1u << 0)   /* value must be > min                    */
-#define F_POW2      (1u << 1)   /* value must be a power of two           */
 #define F_MODE      (1u << 2)   /* a mode's key: off is into struct cfg_mode */
 #define F_REQUIRED  (1u << 3)   /* no default: the section must set it    */
 
@@ -189,8 +188,8 @@ static const struct cfg_key cfg_tab[] = {
 	  "/chirpd-in", 0, 0, 0, NULL, check_shm_name, 0,
 	  "POSIX shared memory name of the input ring the digitizer writes CPIs into." },
 	{ "input", "slots", T_AUTO_INT, OFF(input_slots), 0,
-	  "auto", 2, 65536, F_POW2, NULL, NULL, 1,
-	  "CPIs the input ring holds: auto (enough for buffer_ms at the capacity chirpd measures at start, at least 16) or a power of two 2..65536 (re-created on reload when it changes)." },
+	  "auto", 2, 65536, 0, NULL, NULL, 1,
+	  "CPIs the input ring holds: auto (enough for buffer_ms at the capacity chirpd measures at start, at most one slot more, at least 16) or a count 2..65536 (re-created on reload when it changes)." },
 	{ "input", "buffer_ms", T_DOUBLE, OFF(input_buffer_ms), 0,
 	  "100", 1, 60000, 0, NULL, NULL, 1,
 	  "Milliseconds of input the ring must hold when the front end runs at chirpd's capacity: the longest stall chirpd rides out without losing a CPI. slots = auto sizes the ring from it; with a fixed slots (or a ring another program made) a ring holding less is warned about at start and reload." },
@@ -320,8 +319,8 @@ static const struct cfg_key cfg_tab[] = {
 	  "/chirpd-out", 0, 0, 0, NULL, check_shm_name, 0,
 	  "POSIX shared memory name of the output ring consumers read results from." },
 	{ "output", "slots", T_AUTO_INT, OFF(output_slots), 0,
-	  "auto", 2, 65536, F_POW2, NULL, NULL, 1,
-	  "CPIs the output ring holds: auto (the same time as the input ring, [input] buffer_ms at the capacity measured at start, at least 16: after a stall chirpd delivers its backlog at full rate) or a power of two 2..65536." },
+	  "auto", 2, 65536, 0, NULL, NULL, 1,
+	  "CPIs the output ring holds: auto (the same time as the input ring, [input] buffer_ms at the capacity measured at start, at least 16: after a stall chirpd delivers its backlog at full rate) or a count 2..65536." },
 	{ "output", "file", T_STR, OFF(output_file), SZ(output_file),
 	  "", 0, 0, 0, NULL, check_file_path, 1,
 	  "Also append every result CPI to this file (raw, output format; relative to the config file's directory); empty = off." },
@@ -491,10 +490,6 @@ static int parse_int_range(const struct cfg_key *k, const char *v, long long *ou
 	}
 	if (rc == -ERANGE || *out < (long long)k->min || *out > (long long)k->max)
 		return range_err(k, v, err, len);
-	if ((k->flags & F_POW2) && (*out & (*out - 1))) {
-		snprintf(err, len, "%s is not a power of two", v);
-		return -EDOM;   /* a number, but not one allowed: keep this text */
-	}
 	return 0;
 }
 
@@ -2040,8 +2035,7 @@ static void key_range(const struct cfg_key *k, char *buf, size_t len)
 		return;
 	case T_INT:
 	case T_UINT:
-		snprintf(buf, len, "%.15g..%.15g%s", k->min, k->max,
-			 (k->flags & F_POW2) ? ", power of two" : "");
+		snprintf(buf, len, "%.15g..%.15g", k->min, k->max);
 		return;
 	case T_DOUBLE:
 		snprintf(buf, len, "%s %g .. %g", (k->flags & F_MIN_EXCL) ? ">" : ">=",
@@ -2049,8 +2043,7 @@ static void key_range(const struct cfg_key *k, char *buf, size_t len)
 		return;
 	case T_AUTO_INT:
 	case T_NFFT:
-		snprintf(buf, len, "auto|%.15g..%.15g%s", k->min, k->max,
-			 (k->flags & F_POW2) ? ", power of two" : "");
+		snprintf(buf, len, "auto|%.15g..%.15g", k->min, k->max);
 		return;
 	case T_NUMA:
 		snprintf(buf, len, "auto|none|0..%.15g", k->max);

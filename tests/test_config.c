@@ -835,9 +835,11 @@ static void test_consistency_bounds(void **state)
 		     "t.conf:5: [waveform] chip_samples: pulse length L=130 exceeds range samples R=129");
 	/* LFM bounds only apply to lfm: a barker13 config ignores B > fs. */
 	expect_ok("[waveform]\ntype = barker13\nsample_rate_hz = 1e6\nbandwidth_hz = 2e6\n");
-	/* Slots: powers of two only, at the limits. */
+	/* Slots: any count 2..65536 (ring ABI 2), at the limits and between. */
 	expect_ok("[input]\nslots = 2\n[output]\nslots = 65536\n[cpi]\npulses = 1\nsamples = 300\n");
-	expect_error("[output]\nslots = 3\n", "t.conf:2: [output] slots: 3 is not a power of two");
+	expect_ok("[input]\nslots = 3\n[output]\nslots = 1000\n");
+	expect_error("[output]\nslots = 1\n", "t.conf:2: [output] slots:");
+	expect_error("[input]\nslots = 65537\n", "t.conf:2: [input] slots:");
 	/* backend = cuda needs a CUDA build. */
 #ifdef CHIRP_HAVE_CUDA
 	expect_ok("[processing]\nbackend = cuda\n");
