@@ -10,9 +10,15 @@ with raw results KIND.tsv and their provenance KIND.meta
 (scripts/bench-meta.sh: machine, UTC date, commit, command) for the kinds
 
     throughput  bench_gpu's TSV: (a) copy limits, (b) the naive loop, (c)
-                the backend alone, (d) the daemon
+                the backend alone, (d) the daemon; where it has the column
+                c_registered_mode_switch, the cost of changing the radar
+                mode every CPI (table (e)); an older file without it reads
+                as "not measured"
     latency     bench-latency's results.tsv, with latency-report.md (its
                 criteria lines) and latency-run.tsv (its run's meta)
+    modes       the same with --radar-modes 3 (modes.tsv, modes-report.md,
+                modes-run.tsv), compared in table (e) with the same
+                folder's latency.tsv: criteria M1..M3 computed here
     cupy        bench-cupy.py's TSV (compared with the same folder's
                 throughput.tsv: (c) measured in the same run)
     compare     bench-compare.sh's COMPARE_RAW TSV: chirpd's CPU backend,
@@ -22,18 +28,21 @@ For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
 in FILE (default doc/performance.md); the prose around them is left alone.
 README's block between `<!-- perf-headline: begin -->` and
-`<!-- perf-headline: end -->` gets five headline rows, all from ONE run: the
-newest folder with GPU throughput results (else the newest folder), and the
-commands of that run. A marker missing from either file, or a raw file
-missing or garbled, is an error that names the file (exit 1); nothing is
-written then.
+`<!-- perf-headline: end -->` gets five headline rows (none from modes),
+all from ONE run: the newest folder with GPU throughput results (else the
+newest folder), and the commands of that run. Section (e)'s block,
+`<!-- perf-table: modes ... -->`, holds the switching cost (from the newest
+throughput results) and the latency with modes (from the newest modes
+results); either says "not measured yet" where its results are missing. A
+marker missing from either file, or a raw file missing or garbled, is an
+error that names the file (exit 1); nothing is written then.
 """
 import argparse
 import os
 import re
 import sys
 
-KINDS = ("throughput", "latency", "cupy", "compare")
+KINDS = ("throughput", "latency", "cupy", "compare", "modes")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -46,12 +55,20 @@ COLS = {
     "cupy": ("cpi", "L", "nfft", "reps", "min_ms", "median_ms", "max_ms", "gsps_median"),
     "compare": ("tool", "cpi", "L", "round", "wall_msps", "cpu_msps"),
 }
+COLS["modes"] = COLS["latency"]
+# Columns a newer benchmark writes and an older file lacks: None where
+# absent or empty ("not measured"), else a number.
+OPTIONAL = {"throughput": ("c_registered_mode_switch",)}
+SWITCH = "c_registered_mode_switch"
+SWITCH_MIN = 0.98   # switching may cost at most 2 % of the one-mode rate
+FLOOR_FACTOR = 1.25   # the latency benchmark's floor criterion (C2, C3)
 NUMERIC = {
     "throughput": COLS["throughput"][3:],
     "latency": ("n", "p50_us", "p99_us", "p999_us", "max_us"),
     "cupy": COLS["cupy"][1:],
     "compare": ("round", "wall_msps", "cpu_msps"),
 }
+NUMERIC["modes"] = NUMERIC["latency"]
 
 
 class Bad(Exception):
@@ -108,12 +125,19 @@ def read_tsv(path, kind):
             raise Bad("%s:%d: %d fields, the header has %d" % (rel(path), i, len(x), len(head)))
         r = dict(zip(head, x))
         for c in NUMERIC[kind]:
-            if r[c] == "" and kind == "latency":
+            if r[c] == "" and kind in ("latency", "modes"):
                 continue
             try:
                 r[c] = float(r[c])
             except ValueError:
                 raise Bad("%s:%d: %s = %r is not a number" % (rel(path), i, c, r[c]))
+        for c in OPTIONAL.get(kind, ()):
+            v = r.get(c, "")
+            try:
+                f = None if v in ("", "-") else float(v)
+            except ValueError:
+                raise Bad("%s:%d: %s = %r is not a number" % (rel(path), i, c, v))
+            r[c] = None if f is None or f != f else f   # NaN: not measured either
         rows.append(r)
     if not [r for r in rows if r.get("tool") != "skipped"]:
         raise Bad("%s: no results in it" % rel(path))
@@ -144,8 +168,8 @@ def load_kind(perf, folder, kind):
     d = os.path.join(perf, folder)
     res = dict(folder=folder, dir=d, meta=read_meta(os.path.join(d, kind + ".meta")),
                rows=read_tsv(os.path.join(d, kind + ".tsv"), kind))
-    if kind == "latency":
-        rep = os.path.join(d, "latency-report.md")
+    if kind in ("latency", "modes"):
+        rep = os.path.join(d, kind + "-report.md")
         try:
             with open(rep) as f:
                 res["criteria"] = [l.rstrip() for l in f
@@ -154,7 +178,7 @@ def load_kind(perf, folder, kind):
             raise Bad("%s: %s" % (rel(rep), e.strerror))
         if not res["criteria"]:
             raise Bad("%s: no criteria lines (PASS/FAIL/n/a C1..)" % rel(rep))
-        run = os.path.join(d, "latency-run.tsv")
+        run = os.path.join(d, kind + "-run.tsv")
         res["run"] = {}
         if os.path.exists(run):
             with open(run) as f:
@@ -232,8 +256,8 @@ def latency_summary(rows):
     return out
 
 
-def table_latency(r):
-    run = r["run"]
+def run_extra(run):
+    """The run's capacity, setup and floor, from its KIND-run.tsv."""
     extra = ""
     if "capacity" in run:
         extra += " Capacity %s CPI/s (same run)." % run["capacity"]
@@ -241,7 +265,11 @@ def table_latency(r):
         extra += " Setup: %s." % run["setup"]
     if "floor" in run:
         extra += " Floor: %s." % run["floor"]
-    out = [provenance(r, extra), "",
+    return extra
+
+
+def table_latency(r):
+    out = [provenance(r, run_extra(r["run"])), "",
            "| load | who | windows | CPIs | p50 ms | p99 ms | p99.9 ms | max ms | lost | p99 ms "
            "over windows | p99.9 ms over windows |",
            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -320,6 +348,115 @@ def table_compare(r):
     for x in rows:
         if x.get("tool") == "skipped":
             out.append("%s: skipped: %s  " % (x["cpi"], x["why"]))
+    return out
+
+
+def table_switch(thr):
+    """(e) first table: per CPI shape and format, at (a)'s best depth, the
+    rate with the mode changing every CPI over the rate with one mode."""
+    if thr is None:
+        return ["Switching cost: not measured yet: no throughput results "
+                "(`scripts/perf-run.sh gpu doc/perf throughput`)."]
+    where = "`%s/throughput.tsv`" % rel(thr["dir"])
+    rows = best_rows(thr["rows"])
+    if all(x[SWITCH] is None for x in rows):
+        return ["Switching cost: not measured yet: the newest throughput results (%s) have no "
+                "`%s` figures (a bench_gpu that did not measure it)." % (where, SWITCH)]
+    m = thr["meta"]
+    out = ["Switching cost, from the throughput results of table (a) (%s: %s, commit `%s`%s): "
+           "(c') with the radar mode changing every CPI among three over (c') with one mode, "
+           "median of 5 alternating pairs." % (where, m["date"], m["commit"],
+                                                " **(dirty tree)**" if m["dirty"] != "no" else ""),
+           "", "| CPI | in → out | depth | switching rate / one-mode rate | ≥ %.2f |" % SWITCH_MIN,
+           "|---|---|---:|---:|---|"]
+    for x in rows:
+        v = x[SWITCH]
+        out.append("| %s | %s → %s | %d | %s | %s |" % (
+            x["geometry"], x["format"], x["output"], x["depth"],
+            "not measured" if v is None else "%.3f" % v,
+            "–" if v is None else "PASS" if v >= SWITCH_MIN else "FAIL"))
+    return out
+
+
+def count(v):
+    """A counter field as an int, None where the run could not count it."""
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def at80(rows, who):
+    """(the pooled row at 80 % or None, that load's windows) of chirpd or the floor."""
+    p = next((r for r in rows if r["kind"] == who + "_all" and r["load_pct"] == "80"), None)
+    return p, [w for w in rows if w["kind"] == who and w["load_pct"] == "80"]
+
+
+def modes_criteria(mo, lat):
+    """M1..M3: the modes run at 80 % against its own floor and the
+    single-mode run of the same folder (lat, None when it has none)."""
+    (c, cw), (f, _) = at80(mo["rows"], "chirpd"), at80(mo["rows"], "floor")
+    if c is None:
+        return ["n/a  M1..M3: the modes run has no 80 % load"]
+    parts = [count(c["lost"])] + [count(w.get(k)) for w in cw
+                                  for k in ("input_overruns", "output_drops")]
+    tot = None if None in parts else sum(parts)
+    crit = ["%s M1 80 %%: the modes run lost %s (lost %s, input_overruns and output_drops "
+            "%s) over %d windows, %d CPIs" % (
+                "PASS" if tot == 0 else "FAIL", "?" if tot is None else tot,
+                c["lost"] or "?", "?" if None in parts[1:] else sum(parts[1:]), len(cw), c["n"])]
+    a = c["p999_us"]
+    if f is None:
+        crit.append("n/a  M2 80 %: no floor in the modes run")
+    else:
+        crit.append("%s M2 80 %%: modes chirpd p99.9 %s ms <= %.2f x its floor p99.9 %s = %s ms" % (
+            "PASS" if a <= FLOOR_FACTOR * f["p999_us"] else "FAIL", ms(a), FLOOR_FACTOR,
+            ms(f["p999_us"]), ms(FLOOR_FACTOR * f["p999_us"])))
+    sw = at80(lat["rows"], "chirpd")[1] if lat else []
+    if not lat:
+        crit.append("n/a  M3 80 %: no single-mode run (latency.tsv) in this folder")
+    elif not sw:
+        crit.append("n/a  M3 80 %: the single-mode run has no 80 % window")
+    else:
+        hi = max(w["p999_us"] for w in sw)
+        crit.append("%s M3 80 %%: modes chirpd p99.9 %s ms <= the single-mode run's highest "
+                    "window p99.9 %s ms (%d windows)" % ("PASS" if a <= hi else "FAIL", ms(a),
+                                                         ms(hi), len(sw)))
+    return crit
+
+
+def table_modes(perf, mo):
+    """(e) second table: the modes run at 80 % next to the single-mode run
+    of the same folder, each with its floor; M1..M3."""
+    if mo is None:
+        return ["Latency with modes: not measured yet: no folder under `%s/` has modes.tsv "
+                "(`scripts/perf-run.sh gpu doc/perf modes`, into the folder of the latency "
+                "step)." % rel(perf)]
+    t = os.path.join(mo["dir"], "latency.tsv")
+    lat = load_kind(perf, mo["folder"], "latency") if os.path.exists(t) else None
+    out = ["Latency with modes: " + provenance(mo, run_extra(mo["run"])), ""]
+    if lat is None:
+        out += ["`%s/` has modes.tsv but no latency.tsv: no single-mode run to compare with "
+                "(run the latency step into this folder)." % rel(mo["dir"]), ""]
+    out += ["| run at 80 % | who | windows | CPIs | p50 ms | p99 ms | p99.9 ms | max ms | lost | "
+            "p99.9 ms over windows |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, r in (("single mode", lat), ("3 modes", mo)):
+        if r is None:
+            continue
+        for who in ("chirpd", "floor"):
+            p, ws = at80(r["rows"], who)
+            if p is None:
+                out.append("| %s | %s | – | – | – | – | – | – | – | no 80 %% load |" % (name, who))
+                continue
+            p999 = [w["p999_us"] / 1e3 for w in ws]
+            out.append("| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |" % (
+                name, who, len(ws), p["n"], ms(p["p50_us"]), ms(p["p99_us"]), ms(p["p999_us"]),
+                ms(p["max_us"]), p["lost"],
+                mmm(min(p999), med(p999), max(p999)) if ws else "–"))
+    out += ["", "Criteria (computed from these results):", ""]
+    out += ["    " + c for c in modes_criteria(mo, lat)]
+    out += ["", "The modes run's own report:", ""]
+    out += ["    " + c for c in mo["criteria"]]
     return out
 
 
@@ -424,6 +561,8 @@ def main():
         newest = {k: load_kind(a.perf, found[k][0][1], k) for k in KINDS if found[k]}
         tables = {}
         for k in KINDS:
+            if k == "modes":
+                continue
             if k not in newest:
                 tables[k] = ["No results yet: run `%s` (doc/performance.md, *How to "
                              "reproduce*)." % ("scripts/perf-run.sh cpu doc/perf"
@@ -441,6 +580,11 @@ def main():
                 tables[k] = table_cupy(r, thr)
             else:
                 tables[k] = table_compare(r)
+        # (e): the switching cost from the newest throughput results, the
+        # latency with modes from the newest modes results; each says
+        # "not measured yet" where its results are missing.
+        tables["modes"] = (table_switch(newest.get("throughput")) + [""] +
+                           table_modes(a.perf, newest.get("modes")))
         try:
             page = open(a.page).read()
             readme = open(a.readme).read()

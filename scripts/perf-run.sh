@@ -16,18 +16,26 @@
 #               (b) the naive 2-stream loop, (c) the backend alone; then
 #               (d) the daemon at 4x128x4096 cf32->complex
 #               (scripts/bench-daemon-gpu.sh) -> throughput.tsv   <= 60 + 150 s
+#               (bench_gpu also times (c') with the radar mode changing
+#               every CPI: the column c_registered_mode_switch)
 #   cupy        scripts/bench-cupy.py on the same CPI shapes -> cupy.tsv
 #               (compared with (c) of the throughput step, same run) <= 45 s
 #   latency     scripts/bench-latency.sh --backend cuda, its defaults
 #               (loads 80 and 90, 3 windows each, against the lossless
 #               floor) at 4x128x4096 -> latency.tsv                  <= 480 s
+#   modes       scripts/bench-latency.sh --backend cuda --radar-modes 3
+#               --loads 80: the same at 80 %, the mode changing every CPI
+#               among three (LFM of L, L/2, L/4 samples) -> modes.tsv
+#               (compared with the same folder's latency.tsv)         <= 300 s
 # One remote command may be limited to 10 minutes: the whole command has a
 # budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
 # and a step left without time is reported "not run". The steps' limits add
-# up to more than that, so split them in two commands into the same folder:
+# up to more than that, so split them in three commands into the same folder:
 #   scripts/perf-run.sh gpu OUTDIR build test e2e throughput cupy
 #   scripts/perf-run.sh gpu OUTDIR latency
-# (the second uses the first one's build; on a fresh machine: build latency)
+#   scripts/perf-run.sh gpu OUTDIR modes
+# (the later ones use the first one's build; on a fresh machine: build
+# latency, build modes)
 # (no STEP: all of them, one after the other).
 #
 # cpu (a CPU host with scripts/install-deps.sh --bench: scipy, GNU Radio):
@@ -47,7 +55,7 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency";;
+gpu) all="build test e2e throughput cupy latency modes";;
 cpu) all="build compare latency";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
@@ -186,18 +194,22 @@ step_cupy() {
 	esac
 }
 
+# step_latency KIND LIMIT_S ARG... — scripts/bench-latency.sh ARG... into
+# KIND.tsv, KIND-report.md (its criteria lines) and KIND-run.tsv (its run's
+# meta: capacity, setup, floor).
 step_latency() {
-	local raw=$work/latency cmd
-	cmd=(scripts/bench-latency.sh --backend "$1" --out "$raw")
-	meta latency "${cmd[@]}"
-	if run_step 480 "$work/latency.log" "${cmd[@]}" && [ -s "$raw/results.tsv" ]; then
-		cp "$raw/results.tsv" "$dir/latency.tsv" && cp "$raw/report.md" "$dir/latency-report.md" &&
-			cp "$raw/meta.tsv" "$dir/latency-run.tsv" || { drop latency; note latency FAILED "cannot copy its results"; return; }
-		note latency ok "$(grep -E '^(PASS|FAIL|n/a ) C[123]' "$raw/report.md" | cut -c1-60 | tr '\n' ';')"
+	local kind=$1 lim=$2 raw=$work/$1 cmd
+	shift 2
+	cmd=(scripts/bench-latency.sh "$@" --out "$raw")
+	meta "$kind" "${cmd[@]}"
+	if run_step "$lim" "$work/$kind.log" "${cmd[@]}" && [ -s "$raw/results.tsv" ]; then
+		cp "$raw/results.tsv" "$dir/$kind.tsv" && cp "$raw/report.md" "$dir/$kind-report.md" &&
+			cp "$raw/meta.tsv" "$dir/$kind-run.tsv" || { drop "$kind"; note "$kind" FAILED "cannot copy its results"; return; }
+		note "$kind" ok "$(grep -E '^(PASS|FAIL|n/a ) C[123]' "$raw/report.md" | cut -c1-60 | tr '\n' ';')"
 	else
-		tail -5 "$work/latency.log"
-		drop latency
-		note latency FAILED "see $work/latency.log"
+		tail -5 "$work/$kind.log"
+		drop "$kind"
+		note "$kind" FAILED "see $work/$kind.log"
 	fi
 }
 
@@ -226,8 +238,9 @@ for s in $steps; do
 	gpu:e2e) step_e2e;;
 	gpu:throughput) step_throughput;;
 	gpu:cupy) step_cupy;;
-	gpu:latency) step_latency cuda;;
-	cpu:latency) step_latency cpu;;
+	gpu:latency) step_latency latency 480 --backend cuda;;
+	gpu:modes) step_latency modes 300 --backend cuda --radar-modes 3 --loads 80;;
+	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
 	esac
 done

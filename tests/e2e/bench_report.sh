@@ -5,9 +5,12 @@
 # fixture (tests/e2e/bench_report_fixture: two run folders of obviously
 # synthetic figures) every table and the five headline rows come out
 # between their markers, the prose around them is kept, the newest result
-# of each kind wins, and a missing or garbled raw file, or a README without
-# the headline markers, fails with an error that names the file and writes
-# nothing.
+# of each kind wins, table (e) (radar modes) gives the switching cost and
+# the modes run against the single-mode one with criteria M1..M3, an older
+# throughput.tsv without the switching column still reads ("not measured"),
+# a modes run without a single-mode one says so, and a missing or garbled
+# raw file, or a README without the headline markers, fails with an error
+# that names the file and writes nothing.
 . "$(dirname "$0")/lib.sh"
 e2e_init bench_report
 command -v python3 >/dev/null || e2e_skip "no python3"
@@ -18,7 +21,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare; do
+		for k in throughput latency cupy compare modes; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -54,6 +57,24 @@ grep -qF '| 4x128x4096 | 512 | 402.0 (401.0–403.0) | 102.0 (101.0–103.0) | �
 	e2e_fail "no compare row from the newest folder"
 grep -qF 'gnuradio: skipped: fixture: GNU Radio not installed' "$T/page.md" || e2e_fail "the skipped tool is not named"
 grep -qF '**(uncommitted changes: dirty tree)**' "$T/page.md" || e2e_fail "a dirty tree is not flagged"
+# (e): the switching cost at (a)'s best depth (3 for 4x128x4096), PASS at >= 0.98
+grep -qF '| 4x128x4096 | cf32 → complex | 3 | 0.990 | PASS |' "$T/page.md" || e2e_fail "no switching row for 4x128x4096"
+grep -qF '| 16x128x9000 | cf32 → complex | 2 | 0.950 | FAIL |' "$T/page.md" || e2e_fail "no failing switching row"
+# (e): the modes run next to the single-mode run of its folder, each with its floor
+grep -qF '| single mode | chirpd | 3 | 2400 | 0.100 | 1.222 | 2.333 | 0.900 | 0 | 2.200 (2.100–2.300) |' "$T/page.md" ||
+	e2e_fail "no single-mode row in (e)"
+grep -qF '| 3 modes | chirpd | 3 | 2400 | 0.110 | 1.255 | 2.290 | 0.990 | 0 | 2.250 (2.150–2.350) |' "$T/page.md" ||
+	e2e_fail "no modes row in (e)"
+grep -qF '| 3 modes | floor | 3 | 2400 | 0.055 | 1.022 | 2.000 | 0.880 | 0 |' "$T/page.md" || e2e_fail "no modes floor row"
+grep -qF 'Setup: backend cuda, fixture, 3 radar modes.' "$T/page.md" || e2e_fail "(e) does not give the modes run's setup"
+# M1 counts a window's input overrun; M2 against 1.25 x its floor; M3 against the worst single-mode window
+grep -qF '    FAIL M1 80 %: the modes run lost 1 (lost 0, input_overruns and output_drops 1) over 3 windows, 2400 CPIs' "$T/page.md" ||
+	e2e_fail "no M1 line"
+grep -qF '    PASS M2 80 %: modes chirpd p99.9 2.290 ms <= 1.25 x its floor p99.9 2.000 = 2.500 ms' "$T/page.md" ||
+	e2e_fail "no M2 line"
+grep -qF "    PASS M3 80 %: modes chirpd p99.9 2.290 ms <= the single-mode run's highest window p99.9 2.300 ms (3 windows)" "$T/page.md" ||
+	e2e_fail "no M3 line"
+grep -qF '    PASS C2 80 %: fixture modes line' "$T/page.md" || e2e_fail "no criteria from the modes report"
 # README: five rows from one run, and its command
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
@@ -77,6 +98,40 @@ expect_fail() {   # expect_fail WHAT PATTERN
 }
 g=$T/perf/2000-01-02-fixture-gpu
 cp "$g/throughput.tsv" "$T/keep.tsv"
+
+# An older throughput.tsv (no switching column) still reads: (a) as before,
+# (e) "not measured"; a row without a figure is "not measured" alone.
+cut -f1-21 "$T/keep.tsv" >"$g/throughput.tsv"
+page
+run || e2e_fail "the generator failed on a throughput.tsv without the switching column: $(cat "$T/out.log")"
+grep -qF '| 4x128x4096 | cf32 → complex | 3 | 10.000 (9.000–11.000) |' "$T/page.md" || e2e_fail "(a) lost without the switching column"
+grep -qF 'Switching cost: not measured yet: the newest throughput results' "$T/page.md" ||
+	e2e_fail "no 'not measured' for a throughput.tsv without the switching column"
+grep -qF '| 4x128x4096 | cf32 → complex | 3 | 0.990 |' "$T/page.md" && e2e_fail "a switching figure out of nothing"
+sed '4s/	0\.9500$/	/' "$T/keep.tsv" >"$g/throughput.tsv"
+page
+run || e2e_fail "the generator failed on an empty switching figure: $(cat "$T/out.log")"
+grep -qF '| 16x128x9000 | cf32 → complex | 2 | not measured | – |' "$T/page.md" || e2e_fail "an empty switching figure is not 'not measured'"
+grep -qF '| 4x128x4096 | cf32 → complex | 3 | 0.990 | PASS |' "$T/page.md" || e2e_fail "the other switching rows went"
+cp "$T/keep.tsv" "$g/throughput.tsv"
+# A modes run without a single-mode one in its folder: said, M3 n/a.
+mkdir "$T/away" && mv "$g/latency.tsv" "$g/latency.meta" "$T/away/"
+page
+run || e2e_fail "the generator failed without latency.tsv: $(cat "$T/out.log")"
+grep -qF 'has modes.tsv but no latency.tsv: no single-mode run to compare with' "$T/page.md" ||
+	e2e_fail "a missing latency.tsv is not named"
+grep -qF '    n/a  M3 80 %: no single-mode run (latency.tsv) in this folder' "$T/page.md" || e2e_fail "M3 is not n/a without latency.tsv"
+grep -qF '    PASS M2 80 %' "$T/page.md" || e2e_fail "M2 went with latency.tsv"
+mv "$T/away/latency.tsv" "$T/away/latency.meta" "$g/"
+# No modes results at all: (e)'s latency part says not measured.
+mv "$g/modes.tsv" "$g/modes.meta" "$T/away/"
+page
+run || e2e_fail "the generator failed without modes.tsv: $(cat "$T/out.log")"
+grep -qF 'Latency with modes: not measured yet: no folder under `perf/` has modes.tsv' "$T/page.md" ||
+	e2e_fail "a missing modes.tsv is not said"
+mv "$T/away/modes.tsv" "$T/away/modes.meta" "$g/"
+page
+run || e2e_fail "the restored fixture fails: $(cat "$T/out.log")"
 sed -i '2s/\t10\.0000\t/\tten\t/' "$g/throughput.tsv"
 expect_fail "garbled number" "2000-01-02-fixture-gpu/throughput.tsv:2: a_both = 'ten' is not a number"
 cut -f1-5 "$T/keep.tsv" >"$g/throughput.tsv"
@@ -85,6 +140,12 @@ cp "$T/keep.tsv" "$g/throughput.tsv"
 mv "$g/latency-report.md" "$T/"
 expect_fail "missing report" "2000-01-02-fixture-gpu/latency-report.md: No such file"
 mv "$T/latency-report.md" "$g/"
+mv "$g/modes-report.md" "$T/"
+expect_fail "missing modes report" "2000-01-02-fixture-gpu/modes-report.md: No such file"
+mv "$T/modes-report.md" "$g/"
+sed -i '2s/\t0\.5000$/\tfast/' "$g/throughput.tsv"
+expect_fail "garbled switching figure" "throughput.tsv:2: c_registered_mode_switch = 'fast' is not a number"
+cp "$T/keep.tsv" "$g/throughput.tsv"
 mv "$g/cupy.tsv" "$T/"
 expect_fail "meta without results" "2000-01-02-fixture-gpu/cupy.meta: no cupy.tsv beside it"
 mv "$T/cupy.tsv" "$g/"
