@@ -236,6 +236,7 @@ static json_t *meta_to_json(const struct sigmf_meta *m)
 		bad |= set_new(o, "chirp:seq", u64_json(c->seq));
 		bad |= set_new(o, "chirp:first_sample", u64_json(c->first_sample));
 		bad |= set_new(o, "chirp:flags", json_integer(c->flags));
+		bad |= set_new(o, "chirp:mode", json_integer(c->mode));
 		bad |= json_array_append_new(caps, o);
 	}
 	bad |= json_object_set_new(root, "global", g);
@@ -510,7 +511,8 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 		json_t *o = json_array_get(caps, i), *j;
 		struct sigmf_capture c = { 0 };
 		char where[300];
-		uint64_t f = 0;
+		uint64_t f = 0, mode;
+		int hm;
 
 		snprintf(where, sizeof(where), "%s: captures[%zu]", name, i);
 		if (!json_is_object(o)) {
@@ -523,6 +525,13 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 		    get_uint(o, "chirp:flags", UINT32_MAX, &f, where, err, errlen) < 0)
 			return -EINVAL;
 		c.flags = (uint32_t)f;
+		/* A capture without chirp:mode keeps the previous one's. */
+		mode = i > 0 ? m->captures[i - 1].mode : 0;
+		hm = get_uint(o, "chirp:mode", UINT32_MAX, &mode, where, err, errlen);
+		if (hm < 0)
+			return -EINVAL;
+		m->has_modes |= hm;
+		c.mode = (uint32_t)mode;
 		if (i > 0 && c.sample_start <= m->captures[i - 1].sample_start) {
 			errbuf_set(err, errlen, "%s: core:sample_start %" PRIu64 " does not increase (previous %" PRIu64 ")",
 				   where, c.sample_start, m->captures[i - 1].sample_start);
@@ -676,4 +685,20 @@ int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 		}
 	}
 	return 0;
+}
+
+void sigmf_cpi_modes(const struct sigmf_meta *m, uint64_t cpi_samples, uint32_t *modes,
+		     uint64_t ncpi)
+{
+	size_t c = 0;
+	uint32_t cur = 0;
+
+	for (uint64_t k = 0; k < ncpi; k++) {
+		uint64_t first = k * cpi_samples;
+
+		/* captures are in increasing sample_start (checked on parse) */
+		while (c < m->ncaptures && m->captures[c].sample_start <= first)
+			cur = m->captures[c++].mode;
+		modes[k] = cur;
+	}
 }

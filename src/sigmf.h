@@ -21,12 +21,18 @@
  *             chirp:seq          ring block sequence number (gaps visible)
  *             chirp:first_sample the block's first_sample (digitizer clock)
  *             chirp:flags        CHIRP_RING_* flags of the block
+ *             chirp:mode         the CPI's radar mode id (chirp_ring_block.mode)
  *   annotations: [] (none)
  *
  * The data file is CPIs back to back, each C*P*R samples laid out
  * [channel][pulse][range]. A single-stream recording from another tool
  * (no chirp: keys) is read as a stream that the reader cuts into CPIs of
  * its own geometry.
+ *
+ * chirp:mode follows SigMF's capture-segment rule: a capture without it
+ * keeps the mode of the capture before it (mode 0 before any), so a
+ * recording of one mode may carry it once; a recording with no chirp:mode
+ * at all (sigmf_meta.has_modes 0) is of mode 0 throughout.
  *
  * What the reader rejects, with a message naming the file and the key:
  * malformed JSON (with line and column), a missing or non-object global,
@@ -36,7 +42,8 @@
  * out-of-range chirp geometry, an unknown chirp:output, captures whose
  * sample_start is not an increasing integer, a malformed core:datetime;
  * and (sigmf_check_data) a data size that is not a whole number of CPIs
- * or that a capture points beyond.
+ * or that a capture points beyond, a chirp:mode that is not an integer
+ * in 0..2^32-1.
  */
 #ifndef CHIRP_SIGMF_H
 #define CHIRP_SIGMF_H
@@ -60,6 +67,7 @@ struct sigmf_capture {
 	uint64_t seq;               /* chirp:seq                              */
 	uint64_t first_sample;      /* chirp:first_sample                     */
 	uint32_t flags;             /* chirp:flags                            */
+	uint32_t mode;              /* chirp:mode (radar mode id)             */
 };
 
 struct sigmf_meta {
@@ -71,6 +79,7 @@ struct sigmf_meta {
 	char recorder[64];          /* core:recorder                          */
 	struct sigmf_capture *captures;
 	size_t ncaptures;
+	int has_modes;              /* read: some capture carries chirp:mode  */
 	size_t cap;                 /* allocated entries                      */
 };
 
@@ -128,6 +137,15 @@ int sigmf_meta_read(const char *path, struct sigmf_meta *m, char *err, size_t er
  */
 int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 		     uint64_t cpi_samples_hint, char *err, size_t errlen);
+
+/*
+ * The radar mode of each of ncpi CPIs of cpi_samples samples into
+ * modes[0..ncpi-1], from the captures (a CPI takes the mode of the last
+ * capture starting at or before its first sample; 0 before any). The
+ * data must have passed sigmf_check_data. No allocation.
+ */
+void sigmf_cpi_modes(const struct sigmf_meta *m, uint64_t cpi_samples, uint32_t *modes,
+		     uint64_t ncpi);
 
 /* ISO 8601 UTC with nanoseconds ("2026-11-21T09:40:01.123456789Z"). */
 void sigmf_format_datetime(uint64_t ns, char *buf, size_t len);

@@ -32,6 +32,7 @@ static void fill(struct sigmf_meta *m)
 			.seq = 100 + i + (i > 2 ? 4 : 0),
 			.first_sample = (100 + i) * 7 * 1001,
 			.flags = i == 3 ? 1u : 0u,
+			.mode = i == 4 ? 4000000000u : (uint32_t)(i % 3),
 		};
 		assert_int_equal(sigmf_meta_add_capture(m, &c), 0);
 	}
@@ -64,7 +65,9 @@ static void test_round_trip(void **state)
 		assert_true(a.captures[i].seq == b.captures[i].seq);
 		assert_true(a.captures[i].first_sample == b.captures[i].first_sample);
 		assert_int_equal(a.captures[i].flags, b.captures[i].flags);
+		assert_true(a.captures[i].mode == b.captures[i].mode);
 	}
+	assert_true(b.has_modes);
 	assert_int_equal(sigmf_cpi_samples(&b), 3 * 7 * 1001);
 	/* The meta is valid SigMF: required keys present. */
 	text = sigmf_meta_dump(&a);
@@ -97,6 +100,62 @@ static void test_round_trip(void **state)
 	assert_int_equal(sigmf_paths("c", meta, data, sizeof(meta)), 0);
 	assert_string_equal(data, "c.sigmf-data");
 	assert_int_equal(sigmf_paths("c", meta, data, 8), -ENAMETOOLONG);
+}
+
+/*
+ * chirp:mode per capture: absent keeps the previous capture's mode (SigMF
+ * capture segments), 0 before any; a CPI between captures takes the mode
+ * of the last capture that starts at or before it.
+ */
+static void test_modes(void **state)
+{
+	static const char text[] =
+		"{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 1e6,"
+		" \"core:version\": \"1.0.0\", \"chirp:channels\": 1, \"chirp:pulses\": 2,"
+		" \"chirp:samples\": 5},"
+		" \"captures\": [{\"core:sample_start\": 0},"
+		"  {\"core:sample_start\": 10, \"chirp:mode\": 7},"
+		"  {\"core:sample_start\": 20},"
+		"  {\"core:sample_start\": 40, \"chirp:mode\": 2}]}";
+	static const char none[] =
+		"{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 1e6,"
+		" \"core:version\": \"1.0.0\"}, \"captures\": [{\"core:sample_start\": 0}]}";
+	static const char bad[] =
+		"{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 1e6,"
+		" \"core:version\": \"1.0.0\"}, \"captures\": [{\"core:sample_start\": 0,"
+		" \"chirp:mode\": %s}]}";
+	static const char *const bad_modes[] = { "-1", "4294967296", "1.5", "\"2\"" };
+	const uint32_t want[6] = { 0, 7, 7, 7, 2, 2 };
+	struct sigmf_meta m;
+	uint32_t modes[6];
+	char err[512], buf[512];
+
+	(void)state;
+	assert_int_equal(sigmf_meta_parse(text, strlen(text), "m", &m, err, sizeof(err)), 0);
+	assert_true(m.has_modes);
+	assert_int_equal(m.captures[0].mode, 0);
+	assert_int_equal(m.captures[1].mode, 7);
+	assert_int_equal(m.captures[2].mode, 7);    /* inherited */
+	assert_int_equal(m.captures[3].mode, 2);
+	assert_int_equal(sigmf_check_data(&m, 6ull * 10 * 8, 0, err, sizeof(err)), 0);
+	sigmf_cpi_modes(&m, 10, modes, 6);
+	assert_memory_equal(modes, want, sizeof(want));
+	sigmf_meta_free(&m);
+
+	assert_int_equal(sigmf_meta_parse(none, strlen(none), "m", &m, err, sizeof(err)), 0);
+	assert_false(m.has_modes);
+	sigmf_cpi_modes(&m, 10, modes, 2);
+	assert_int_equal(modes[0], 0);
+	assert_int_equal(modes[1], 0);
+	sigmf_meta_free(&m);
+
+	for (size_t i = 0; i < sizeof(bad_modes) / sizeof(bad_modes[0]); i++) {
+		snprintf(buf, sizeof(buf), bad, bad_modes[i]);
+		err[0] = '\0';
+		assert_int_equal(sigmf_meta_parse(buf, strlen(buf), "m", &m, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "captures[0]: chirp:mode must be an integer in 0..4294967295"));
+		assert_int_equal(m.ncaptures, 0);
+	}
 }
 
 static void test_datetime(void **state)
@@ -237,6 +296,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_datetime),
 		cmocka_unit_test(test_minimal_foreign),
 		cmocka_unit_test(test_rejections),
