@@ -123,7 +123,7 @@ HOOK_OBJS  := $(patsubst src/%.c,$(OBJ)/hooks/%.o,$(HOOK_SRCS))
 HOOKS_LIB  := $(BUILD)/lib/libchirpcore-hooks.a
 HOOKS_BIN  := $(BUILD)/tests/chirpd-hooks
 RING_LIB   := $(BUILD)/lib/libchirpring.a
-RING_SO    := $(BUILD)/lib/libchirpring.so.1
+RING_SO    := $(BUILD)/lib/libchirpring.so.2
 TOOL_LIB   := $(BUILD)/lib/libchirptools.a
 BINS       := $(addprefix $(BUILD)/bin/,$(BIN_NAMES))
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS)) $(HOOKS_BIN)
@@ -189,8 +189,8 @@ $(TOOL_LIB): $(TOOL_OBJS)
 
 $(RING_SO): $(RING_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.1 -o $@ $^ -lrt
-	ln -sf libchirpring.so.1 $(BUILD)/lib/libchirpring.so
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.2 -o $@ $^ -lrt
+	ln -sf libchirpring.so.2 $(BUILD)/lib/libchirpring.so
 
 $(BUILD)/bin/chirpd: $(DAEMON_OBJS) $(CORE_LIB) $(RING_LIB)
 	@mkdir -p $(@D)

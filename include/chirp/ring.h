@@ -6,16 +6,18 @@
  * chirpd uses it to hand results to downstream consumers.
  *
  * (The concurrency contract, memory layout and crash rules are stated in
- * full at the top of src/ring.c and in src/ring_private.h, and summarised
- * here.)
+ * full at the top of src/ring/ring.c and in src/ring/ring_private.h, and
+ * summarised here.)
  *
  *  - One producer process and one consumer process per ring, each with its
  *    own mapping; a second one of either role is refused (-EBUSY). No locks
  *    in the data path. Each handle is driven by one thread; stats,
  *    geometry, data, name and peer_attached may be called from any thread.
- *  - Indices are free-running u64 positions on separate 128-byte lines.
+ *  - Indices are free-running u64 positions on separate 128-byte lines;
+ *    position p uses slot p % slots (any count 2..65536; a count that is
+ *    not a power of two stops at 2^64 - 2^32 positions, centuries away).
  *    The producer's release store of its index in chirp_ring_commit()
- *    publishes payload and descriptor; it pairs with the consumer's acquire
+ *    publishes payload and descriptor (mode included); it pairs with the consumer's acquire
  *    load in chirp_ring_peek(). The consumer's release store in
  *    chirp_ring_release() hands the slot back; it pairs with the producer's
  *    acquire load in chirp_ring_reserve[_next](). Each side caches the other's
@@ -141,8 +143,8 @@ struct chirp_ring *chirp_ring_create(const char *name,
  * Attach to an existing ring by name. The header is validated (magic,
  * version, sizes, geometry, indices) before anything else is touched.
  * Returns NULL with a reason (e.g. "no ring /chirpd-in: is chirpd
- * running?", "ABI version 7, this library speaks 1") and errno set:
- * ENOENT (no ring yet), EAGAIN (being created), EBUSY (that role already
+ * running?", "ring /chirpd-in: ABI version 1, this library speaks 2") and
+ * errno set: ENOENT (no ring yet), EAGAIN (being created), EBUSY (that role already
  * has a live process), EPERM (owner/mode refused), EPROTO (ABI version),
  * ESTALE (retired), EBADMSG (not a ring, or corrupt). Looks in /dev/shm,
  * then on hugetlbfs. One producer and one consumer at a time; a crashed
@@ -187,9 +189,10 @@ int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen);
  * Reserve the next slot for writing in place. Never blocks. Returns 0 and
  * sets *payload; -ENOBUFS if the ring is full (the block is counted as an
  * overrun and the next commit carries CHIRP_RING_DISCONTINUITY); -ESTALE if
- * the ring was re-created. A second reserve without commit returns the same
- * slot. -EBUSY if more than one reservation is outstanding (made with
- * chirp_ring_reserve_next: which one to return would be ambiguous).
+ * the ring was re-created; -EOVERFLOW as chirp_ring_reserve_next. A
+ * second reserve without commit returns the same slot. -EBUSY if more
+ * than one reservation is outstanding (made with chirp_ring_reserve_next:
+ * which one to return would be ambiguous).
  */
 int chirp_ring_reserve(struct chirp_ring *r, void **payload);
 
@@ -203,7 +206,9 @@ int chirp_ring_reserve(struct chirp_ring *r, void **payload);
  * block number (the one after the outstanding reservations'), and the
  * next reservation after it carries CHIRP_RING_DISCONTINUITY when it is
  * committed (earlier outstanding ones do not); -ESTALE, -EBADMSG as
- * chirp_ring_reserve. Block numbers are assigned here, in reservation
+ * chirp_ring_reserve; -EOVERFLOW (nothing dropped) when a ring whose slot
+ * count is not a power of two has used up its 2^64 - 2^32 positions
+ * (re-create it). Block numbers are assigned here, in reservation
  * order. A reservation never committed (producer killed) is never
  * delivered; its block number is never seen, and the next producer's first
  * commit carries DISCONTINUITY.

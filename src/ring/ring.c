@@ -22,8 +22,18 @@
  *             next writes to it); it pairs with the acquire load in
  *             chirp_ring_reserve()/chirp_ring_reserve_next().
  *  Invariant  0 <= prod - cons <= slots (mod 2^64). The slot of position p
- *             is p & (slots - 1); its payload may be written only while
+ *             is p % slots (slot_of: a mask for a power-of-two count); its
+ *             payload and descriptor may be written only while
  *             p - cons < slots, read only while cons <= p < prod.
+ *  Wrap       slots is any count 2..65536. p % slots runs on across the
+ *             2^64 wrap only for a power-of-two count, so the positions of
+ *             any other count stay at or below RING_POS_LIMIT (2^64 - 2^32,
+ *             centuries away; ring_private.h): the producer refuses to
+ *             reserve beyond it and validation refuses such a header.
+ *  Descriptor the producer writes every field of a position's descriptor
+ *             (seq, timestamp, first sample, length, flags, mode) before
+ *             its release store of hdr.prod; the consumer reads them after
+ *             its acquire load, each exactly once.
  *  Reserved   the producer may hold nres reservations (0 <= nres <= slots,
  *             producer-private, never in shared memory): positions prod ..
  *             prod + nres - 1, each with p - cons < slots when it was
@@ -55,9 +65,9 @@
  *  Untrusted  every field read from the shared mapping is validated before
  *             it is used for addressing. Immutable geometry is validated
  *             once at attach and kept in a private copy; the data path
- *             addresses memory only through that copy and the masked
- *             position, so a peer that scribbles on the header can produce
- *             -EBADMSG, never an out-of-bounds access.
+ *             addresses memory only through that copy and the position's
+ *             slot (always < slots), so a peer that scribbles on the header
+ *             can produce -EBADMSG, never an out-of-bounds access.
  *
  *  Not handled: a peer that ftruncate()s the object smaller makes our next
  *  access SIGBUS (POSIX offers no way to forbid it short of sealing, which
@@ -89,7 +99,8 @@ _Static_assert(sizeof(struct ring_desc) == RING_DESC_BYTES, "descriptor is 64 by
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in shm");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free in shm");
 
-#define KNOWN_FLAGS (CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED)
+#define KNOWN_FLAGS (CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED | \
+		     CHIRP_RING_UNKNOWN_MODE)
 /*
  * Flags a descriptor may carry: those a producer commits. REDELIVERED is
  * the consumer's own finding (peek), never a producer's. Flags enter the
@@ -118,7 +129,8 @@ struct chirp_ring {
 	struct ring_desc *desc;
 	uint8_t *data;
 	struct ring_layout L;        /* validated immutable copy              */
-	uint64_t mask;
+	uint64_t mask;               /* slots - 1 when slots is a power of two */
+	int pow2;                    /* slots is a power of two: slot = p & mask */
 
 	/* producer: its own state is kept here and only mirrored into the
 	 * header, so a peer scribbling on the header cannot steer it */
@@ -130,7 +142,7 @@ struct chirp_ring {
 					prod .. prod + nres - 1 (producer-private) */
 	int res_single;              /* the one held came from chirp_ring_reserve */
 	uint64_t *res_seq;           /* [slots] block number of each reservation,
-					indexed by position & mask             */
+					indexed by slot_of(position)           */
 	uint32_t *res_flags;         /* [slots] flags it carries (a drop before it) */
 	int first_commit;            /* flag DISCONTINUITY on a resumed ring  */
 	uint32_t gen;                /* our prod_gen                          */
@@ -222,6 +234,20 @@ static void futex_wake(_Atomic uint32_t *addr)
 	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/*
+ * The slot of position p: p % slots, a mask when slots is a power of two
+ * (a division costs tens of cycles; the branch is the same every call).
+ */
+static inline uint64_t slot_of(const struct chirp_ring *r, uint64_t p)
+{
+	return __builtin_expect(r->pow2, 1) ? p & r->mask : p % r->L.slots;
+}
+
+static int is_pow2(uint32_t n)
+{
+	return n && !(n & (n - 1));
+}
+
 /* ---- geometry and layout -------------------------------------------------- */
 
 static uint64_t sample_bytes(uint32_t format)
@@ -248,9 +274,8 @@ static int geometry_check(const struct chirp_ring_geometry *g, uint64_t *cpi, ch
 		seterr(err, errlen, "sample format %u unknown (0 cf32, 1 sc16, 2 rf32)", g->format);
 		return -EINVAL;
 	}
-	if (g->slots < 2 || g->slots > RING_MAX_SLOTS || (g->slots & (g->slots - 1))) {
-		seterr(err, errlen, "slots %u: must be a power of two in 2..%u", g->slots,
-		       RING_MAX_SLOTS);
+	if (g->slots < 2 || g->slots > RING_MAX_SLOTS) {
+		seterr(err, errlen, "slots %u: must be 2..%u", g->slots, RING_MAX_SLOTS);
 		return -EINVAL;
 	}
 	/* !(x > 0) also rejects NaN */
@@ -324,10 +349,11 @@ int ring_layout_compute(const struct chirp_ring_geometry *g, uint32_t align_byte
 static void mark_unwritten(void *img, const struct ring_layout *L, uint64_t base)
 {
 	struct ring_desc *d = (struct ring_desc *)((uint8_t *)img + L->desc_offset);
+	uint64_t n = L->slots, b = is_pow2(L->slots) ? base & (n - 1) : base % n;
 
-	for (uint64_t i = 0; i < L->slots; i++) {
-		/* the first position >= base that uses slot i */
-		uint64_t pos = base + ((i - base) & (L->slots - 1));
+	for (uint64_t i = 0; i < n; i++) {
+		/* the first position >= base that uses slot i (base % slots == b) */
+		uint64_t pos = base + (i + n - b) % n;
 
 		atomic_store_explicit(&d[i].pos, pos - L->slots, memory_order_relaxed);
 	}
@@ -394,7 +420,7 @@ int ring_validate_header(const void *img, size_t img_bytes, struct ring_layout *
 	/* then version */
 	version = h->abi_version;
 	if (version != CHIRP_RING_ABI_VERSION) {
-		seterr(err, errlen, "ring ABI version %u, this library speaks %u", version,
+		seterr(err, errlen, "ABI version %u, this library speaks %u", version,
 		       CHIRP_RING_ABI_VERSION);
 		return -EPROTO;
 	}
@@ -447,6 +473,13 @@ int ring_validate_header(const void *img, size_t img_bytes, struct ring_layout *
 		       (unsigned long long)prod, (unsigned long long)cons, want.slots);
 		return -EBADMSG;
 	}
+	if (!is_pow2(want.slots) && (prod > RING_POS_LIMIT || cons > RING_POS_LIMIT)) {
+		seterr(err, errlen, "ring indices corrupt: producer %llu, consumer %llu within "
+		       "2^32 of the 2^64 wrap, which a ring of %u slots (not a power of two) "
+		       "never reaches", (unsigned long long)prod, (unsigned long long)cons,
+		       want.slots);
+		return -EBADMSG;
+	}
 	(void)taken; /* may be stale by design; clamped by the consumer at attach */
 	*L = want;
 	return 0;
@@ -496,6 +529,7 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 	r->h = h;
 	r->L = *L;
 	r->mask = L->slots - 1;
+	r->pow2 = is_pow2(L->slots);
 	r->desc = (struct ring_desc *)(r->base + L->desc_offset);
 	r->data = r->base + L->data_offset;
 	prod = atomic_load_explicit(&h->prod, memory_order_acquire);
@@ -516,7 +550,7 @@ static int handle_init(struct chirp_ring *r, const struct ring_layout *L)
 			 * value its commit was about to store (count_after; 0 from
 			 * producers built before it existed, which assigned block
 			 * numbers at commit, so seq + 1 is that value for them). */
-			struct ring_desc *d = &r->desc[(prod - 1) & r->mask];
+			struct ring_desc *d = &r->desc[slot_of(r, prod - 1)];
 			uint64_t seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
 			uint64_t after = atomic_load_explicit(&d->count_after, memory_order_relaxed);
 			uint64_t next = atomic_load_explicit(&h->next_seq, memory_order_relaxed);
@@ -1258,7 +1292,7 @@ int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen)
 	/* Our side's view of the indices (what peek/reserve check). */
 	if (r->role == CHIRP_RING_CONSUMER) {
 		uint64_t p = atomic_load_explicit(&r->h->prod, memory_order_acquire);
-		struct ring_desc *d = &r->desc[(p - 1) & r->mask];
+		struct ring_desc *d = &r->desc[slot_of(r, p - 1)];
 
 		if (p - r->cons > r->L.slots || p - r->cons < r->taken - r->cons) {
 			seterr(err, errlen, "ring %s producer index %llu is outside what we hold "
@@ -1310,12 +1344,14 @@ int chirp_ring_check(struct chirp_ring *r, char *err, size_t errlen)
  */
 static int reserve_at_end(struct chirp_ring *r, void **payload)
 {
-	uint64_t p = r->prod + r->nres, c, used;
+	uint64_t p = r->prod + r->nres, c, used, s;
 
 	if (r->nres >= r->L.slots) {
 		/* every slot is ours already: this block cannot have one */
 		goto drop;
 	}
+	if (__builtin_expect(p >= RING_POS_LIMIT, 0) && !r->pow2)
+		return -EOVERFLOW;   /* slot_of would jump at the wrap (ring_private.h) */
 	if (p - r->cons_cache >= r->L.slots) {
 		/* Our own index is ours alone: put it back if scribbled on. */
 		if (atomic_load_explicit(&r->h->prod, memory_order_relaxed) != r->prod)
@@ -1334,11 +1370,12 @@ static int reserve_at_end(struct chirp_ring *r, void **payload)
 		atomic_store_explicit(&r->h->clean_gen, 0, memory_order_relaxed);
 		r->marked = 0;
 	}
-	r->res_seq[p & r->mask] = r->next_seq++;
-	r->res_flags[p & r->mask] = r->pending;
+	s = slot_of(r, p);
+	r->res_seq[s] = r->next_seq++;
+	r->res_flags[s] = r->pending;
 	r->pending = 0;      /* hdr.pending_flags stays set until it is committed */
 	r->nres++;
-	*payload = r->data + (p & r->mask) * r->L.slot_bytes;
+	*payload = r->data + s * r->L.slot_bytes;
 	if (r->spin_ns)
 		r->last_ok_ns = now_mono_ns();
 	return 0;
@@ -1364,7 +1401,7 @@ int chirp_ring_reserve(struct chirp_ring *r, void **payload)
 	if (r->nres > 1)
 		return -EBUSY;   /* several held via reserve_next: ambiguous */
 	if (r->nres == 1) {
-		*payload = r->data + (r->prod & r->mask) * r->L.slot_bytes;
+		*payload = r->data + slot_of(r, r->prod) * r->L.slot_bytes;
 		return 0;
 	}
 	rc = reserve_at_end(r, payload);
@@ -1394,9 +1431,15 @@ uint32_t chirp_ring_reserved(const struct chirp_ring *r)
 int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t first_sample,
 		      uint32_t flags)
 {
+	return chirp_ring_commit_mode(r, timestamp_ns, first_sample, flags, 0);
+}
+
+int chirp_ring_commit_mode(struct chirp_ring *r, uint64_t timestamp_ns,
+			   uint64_t first_sample, uint32_t flags, uint32_t mode)
+{
 	struct ring_hdr *h = r->h;
 	struct ring_desc *d;
-	uint64_t p = r->prod, seq, after;
+	uint64_t p = r->prod, s, seq, after;
 	uint32_t pending, left = 0;
 	int rc;
 
@@ -1409,21 +1452,23 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 		return rc;
 	if (timestamp_ns == 0)
 		timestamp_ns = now_realtime_ns();
-	seq = r->res_seq[p & r->mask];
-	pending = r->res_flags[p & r->mask];
+	s = slot_of(r, p);
+	seq = r->res_seq[s];
+	pending = r->res_flags[s];
 	if (r->first_commit)
 		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
 	flags = (flags | pending) & DESC_FLAGS;
 	/* hdr.next_seq = next unassigned - outstanding, one fewer outstanding */
 	after = r->next_seq - (r->nres - 1);
 
-	d = &r->desc[p & r->mask];
+	d = &r->desc[s];
 	atomic_store_explicit(&d->pos, p, memory_order_relaxed);
 	atomic_store_explicit(&d->seq, seq, memory_order_relaxed);
 	atomic_store_explicit(&d->timestamp_ns, timestamp_ns, memory_order_relaxed);
 	atomic_store_explicit(&d->first_sample, first_sample, memory_order_relaxed);
 	atomic_store_explicit(&d->len, r->L.payload_bytes, memory_order_relaxed);
 	atomic_store_explicit(&d->flags, flags, memory_order_relaxed);
+	atomic_store_explicit(&d->mode, mode, memory_order_relaxed);
 	atomic_store_explicit(&d->count_after, after, memory_order_relaxed);
 	/* The publication: pairs with the consumer's acquire load of prod. */
 	atomic_store_explicit(&h->prod, p + 1, memory_order_release);
@@ -1435,7 +1480,7 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 	 * (a successor producer then flags its first commit). */
 	if (pending) {
 		for (uint32_t i = 0; i < r->nres; i++)
-			left |= r->res_flags[(r->prod + i) & r->mask];
+			left |= r->res_flags[slot_of(r, r->prod + i)];
 		left |= r->pending;
 		if (!left)
 			atomic_store_explicit(&h->pending_flags, 0, memory_order_relaxed);
@@ -1486,7 +1531,7 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
 	if (r->prod == r->h->pos_base)
 		return -ENOENT;
 	p = r->prod - 1;
-	d = &r->desc[p & r->mask];
+	d = &r->desc[slot_of(r, p)];
 	if (atomic_load_explicit(&d->pos, memory_order_relaxed) != p)
 		return -EBADMSG;
 	memset(blk, 0, sizeof(*blk));
@@ -1494,7 +1539,8 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
 	blk->timestamp_ns = atomic_load_explicit(&d->timestamp_ns, memory_order_relaxed);
 	blk->first_sample = atomic_load_explicit(&d->first_sample, memory_order_relaxed);
 	blk->flags = atomic_load_explicit(&d->flags, memory_order_relaxed) & DESC_FLAGS;
-	blk->slot = (uint32_t)(p & r->mask);
+	blk->mode = atomic_load_explicit(&d->mode, memory_order_relaxed);
+	blk->slot = (uint32_t)slot_of(r, p);
 	blk->len = r->L.payload_bytes;
 	blk->payload = NULL;   /* may already be in the consumer's hands */
 	return 0;
@@ -1532,7 +1578,7 @@ uint64_t chirp_ring_available(const struct chirp_ring *r)
 
 static void bad_set(struct chirp_ring *r, uint64_t pos, int on)
 {
-	uint64_t i = pos & r->mask;
+	uint64_t i = slot_of(r, pos);
 
 	if (on)
 		r->bad[i / 8] |= (uint8_t)(1u << (i % 8));
@@ -1542,7 +1588,7 @@ static void bad_set(struct chirp_ring *r, uint64_t pos, int on)
 
 static int bad_get(const struct chirp_ring *r, uint64_t pos)
 {
-	uint64_t i = pos & r->mask;
+	uint64_t i = slot_of(r, pos);
 
 	return (r->bad[i / 8] >> (i % 8)) & 1;
 }
@@ -1567,8 +1613,8 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 {
 	struct ring_hdr *h = r->h;
 	struct ring_desc *d;
-	uint64_t t = r->taken, pos, seq, len;
-	uint32_t flags;
+	uint64_t t = r->taken, s, pos, seq, len;
+	uint32_t flags, mode;
 	int rc, redelivered;
 
 	if (r->role != CHIRP_RING_CONSUMER)
@@ -1583,11 +1629,13 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 		if (t == r->prod_cache)
 			return -EAGAIN;
 	}
-	d = &r->desc[t & r->mask];
+	s = slot_of(r, t);
+	d = &r->desc[s];
 	pos = atomic_load_explicit(&d->pos, memory_order_relaxed);
 	seq = atomic_load_explicit(&d->seq, memory_order_relaxed);
 	len = atomic_load_explicit(&d->len, memory_order_relaxed);
 	flags = atomic_load_explicit(&d->flags, memory_order_relaxed) & DESC_FLAGS;
+	mode = atomic_load_explicit(&d->mode, memory_order_relaxed);
 	if (pos == t - r->L.slots) {
 		/* The slot still holds the previous lap: it was never committed,
 		 * so the producer index is ahead of the data (scribbled on).
@@ -1627,9 +1675,11 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 	blk->timestamp_ns = atomic_load_explicit(&d->timestamp_ns, memory_order_relaxed);
 	blk->first_sample = atomic_load_explicit(&d->first_sample, memory_order_relaxed);
 	blk->flags = flags;
-	blk->slot = (uint32_t)(t & r->mask);
+	blk->slot = (uint32_t)s;
+	blk->mode = mode;
+	blk->reserved = 0;
 	blk->len = len;
-	blk->payload = r->data + (t & r->mask) * r->L.slot_bytes;
+	blk->payload = r->data + s * r->L.slot_bytes;
 	if (r->spin_ns)
 		r->last_ok_ns = now_mono_ns();
 	return 0;
@@ -1770,6 +1820,8 @@ int ring_debug_set_seq(struct chirp_ring *r, uint64_t pos, uint64_t seq)
 	if (p != atomic_load_explicit(&h->cons, memory_order_acquire) || r->nres ||
 	    (r->role == CHIRP_RING_CONSUMER && r->taken != r->cons))
 		return -EBUSY;
+	if (!r->pow2 && pos > RING_POS_LIMIT)
+		return -EINVAL;   /* past the wrap rule: validation would refuse it */
 	atomic_store_explicit(&h->cons, pos, memory_order_release);
 	atomic_store_explicit(&h->taken, pos, memory_order_relaxed);
 	atomic_store_explicit(&h->prod, pos, memory_order_release);

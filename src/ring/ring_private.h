@@ -31,6 +31,19 @@
 #define RING_MAX_SLOTS    65536u
 #define RING_MAX_TOTAL    (1ull << 40)          /* 1 TiB: sanity bound  */
 
+/*
+ * The slot of position p is p % slots. That is continuous across the 2^64
+ * wrap of the free-running positions only when 2^64 is a multiple of slots,
+ * i.e. for a power-of-two count. A ring of any other count therefore never
+ * lets a position pass RING_POS_LIMIT: the producer refuses to reserve
+ * there (-EOVERFLOW: re-create the ring), and a header whose prod or cons
+ * lies beyond it is refused as corrupt. Positions start at 0 on creation;
+ * 2^64 - 2^32 blocks take about 584 years at a billion blocks a second, so
+ * no real ring reaches it; the 2^32 margin makes a near-wrap value read as
+ * what it is, scribbled on.
+ */
+#define RING_POS_LIMIT    (~0ull - 0xffffffffull)  /* 2^64 - 2^32 */
+
 /* hdr.state */
 #define RING_STATE_INIT    0u                    /* being created         */
 #define RING_STATE_READY   0x59444552u           /* "REDY"                */
@@ -128,7 +141,8 @@ struct ring_desc {
 	_Atomic uint64_t first_sample;
 	_Atomic uint64_t len;          /* payload bytes, 1..payload_bytes    */
 	_Atomic uint32_t flags;
-	uint32_t pad0;
+	_Atomic uint32_t mode;         /* the CPI's radar mode (any value;
+					  chirp_ring_commit_mode, ABI 2)     */
 	_Atomic uint64_t count_after;  /* hdr.next_seq this commit stores after
 					  hdr.prod (crash repair only; was
 					  padding, 0 from older producers) */
