@@ -12,6 +12,27 @@ gen() {
 	awk '
 	function esc(s) { gsub(/\\/, "\\e", s); return s }
 	function line(s) { s = esc(s); if (s ~ /^[.\047]/) s = "\\&" s; print s }
+	function para() { if (n) { print ".PP"; for (i = 1; i <= n; i++) line(desc[i]) } n = 0 }
+	# The commented [mode NAME] block: a section of its own, whose
+	# paragraphs ("#" lines between them), "#key =" entries and example
+	# ("#[mode ...]" to the end of the block) the page shows uncommented.
+	/^#\[mode NAME\]$/ { sec = "[mode NAME]"; print ".SS \\fB" sec "\\fR"; mode = 1; ex = 0; n = 0; next }
+	mode && /^\[.*\]$/ { para(); if (ex) print ".EE"; mode = 0; ex = 0 }
+	mode && ex && /^#$/ { print ".sp"; next }
+	mode && ex && /^#/ { line(substr($0, 2)); next }
+	mode && /^#$/ { para(); next }
+	mode && /^#\[/ { para(); print ".PP"; print ".EX"; ex = 1; line(substr($0, 2)); next }
+	mode && /^#[a-z_0-9]+ *=/ {
+		k = substr($0, 2); sub(/ *=.*/, "", k); v = $0; sub(/^[^=]*= */, "", v)
+		print ".TP"
+		if (v == "") print "\\fB" k "\\fR = (" (meta ~ /required/ ? "required" : "empty") ")"
+		else print "\\fB" k "\\fR = \\fI" esc(v) "\\fR"
+		for (i = 1; i <= n; i++) line(desc[i])
+		split(meta, m, /; */)
+		print ".br"
+		line("Values: " m[1] ". Changes take effect on " (m[2] == "reload" ? "reload" : "restart") ".")
+		n = 0; meta = ""; next
+	}
 	/^\[.*\]$/ { sec = $0; print ".SS \\fB" sec "\\fR"; n = 0; next }
 	sec == "" { next }
 	/^# \(.*\)$/ { meta = substr($0, 4, length($0) - 4); next }
@@ -29,7 +50,7 @@ gen() {
 	}
 	/^$/ { next }
 	{ printf "gen-conf-man: %s:%d: cannot parse: %s\n", FILENAME, FNR, $0 > "/dev/stderr"; bad = 1 }
-	END { exit bad }
+	END { if (ex) print ".EE"; exit bad }
 	' "$conf"
 }
 

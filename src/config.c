@@ -68,6 +68,8 @@ enum ktype {
 
 #define F_MIN_EXCL  (1u << 0)   /* value must be > min                    */
 #define F_POW2      (1u << 1)   /* value must be a power of two           */
+#define F_MODE      (1u << 2)   /* a mode's key: off is into struct cfg_mode */
+#define F_REQUIRED  (1u << 3)   /* no default: the section must set it    */
 
 struct cfg_choice { const char *name; int value; };
 
@@ -142,6 +144,8 @@ static int check_listen(const char *v, char *err, size_t len);
 
 #define OFF(f)  offsetof(struct chirp_config, f)
 #define SZ(f)   sizeof(((struct chirp_config *)0)->f)
+#define MOFF(f) offsetof(struct cfg_mode, f)
+#define MSZ(f)  sizeof(((struct cfg_mode *)0)->f)
 
 static const struct cfg_key cfg_tab[] = {
 	/* [daemon] */
@@ -204,33 +208,38 @@ static const struct cfg_key cfg_tab[] = {
 	  "Range samples per pulse (R), the length of one range line." },
 
 	/* [waveform] */
-	{ "waveform", "type", T_ENUM, OFF(wf.type), 0,
-	  "lfm", 0, 0, 0, ch_wftype, NULL, 1,
+	{ "waveform", "type", T_ENUM, MOFF(wf.type), 0,
+	  "lfm", 0, 0, F_MODE, ch_wftype, NULL, 1,
 	  "Reference waveform: lfm (linear FM chirp), barker13 (13-chip Barker code) or file (cf32 samples from file)." },
 	{ "waveform", "sample_rate_hz", T_DOUBLE, OFF(wf.sample_rate_hz), 0,
 	  "25e6", 0, 1e11, F_MIN_EXCL, NULL, NULL, 1,
-	  "Complex sample rate of the input in Hz." },
-	{ "waveform", "bandwidth_hz", T_DOUBLE, OFF(wf.bandwidth_hz), 0,
-	  "10e6", 0, 1e11, F_MIN_EXCL, NULL, NULL, 1,
+	  "Complex sample rate of the input in Hz: the radar's, every mode's." },
+	{ "waveform", "bandwidth_hz", T_DOUBLE, MOFF(wf.bandwidth_hz), 0,
+	  "10e6", 0, 1e11, F_MIN_EXCL | F_MODE, NULL, NULL, 1,
 	  "lfm: swept bandwidth in Hz, at most sample_rate_hz (centred on 0 Hz)." },
-	{ "waveform", "pulse_width_s", T_DOUBLE, OFF(wf.pulse_width_s), 0,
-	  "10e-6", 0, 1, F_MIN_EXCL, NULL, NULL, 1,
+	{ "waveform", "pulse_width_s", T_DOUBLE, MOFF(wf.pulse_width_s), 0,
+	  "10e-6", 0, 1, F_MIN_EXCL | F_MODE, NULL, NULL, 1,
 	  "lfm: pulse length in seconds; L = round(pulse_width_s * sample_rate_hz) samples, 1 <= L <= samples." },
-	{ "waveform", "chip_samples", T_UINT, OFF(wf.chip_samples), 0,
-	  "4", 1, 1048576, 0, NULL, NULL, 1,
+	{ "waveform", "chip_samples", T_UINT, MOFF(wf.chip_samples), 0,
+	  "4", 1, 1048576, F_MODE, NULL, NULL, 1,
 	  "barker13: samples per chip; L = 13 * chip_samples <= samples." },
-	{ "waveform", "file", T_STR, OFF(wf_file), SZ(wf_file),
-	  "", 0, 0, 0, NULL, check_file_path, 1,
+	{ "waveform", "file", T_STR, MOFF(wf_file), MSZ(wf_file),
+	  "", 0, 0, F_MODE, NULL, check_file_path, 1,
 	  "file: path of the reference, little-endian cf32 samples (8 bytes each; relative to the config file's directory); L = size / 8 <= samples." },
-	{ "waveform", "window", T_ENUM, OFF(wf.window), 0,
-	  "hamming", 0, 0, 0, ch_window, NULL, 1,
+	{ "waveform", "window", T_ENUM, MOFF(wf.window), 0,
+	  "hamming", 0, 0, F_MODE, ch_window, NULL, 1,
 	  "Window applied to the reference in time: rect, hamming, hann, blackman or taylor." },
-	{ "waveform", "taylor_nbar", T_UINT, OFF(wf.taylor_nbar), 0,
-	  "5", 1, 100, 0, NULL, NULL, 1,
+	{ "waveform", "taylor_nbar", T_UINT, MOFF(wf.taylor_nbar), 0,
+	  "5", 1, 100, F_MODE, NULL, NULL, 1,
 	  "taylor: number of nearly constant-level sidelobes (nbar)." },
-	{ "waveform", "taylor_sll_db", T_DOUBLE, OFF(wf.taylor_sll_db), 0,
-	  "35", 0, 200, F_MIN_EXCL, NULL, NULL, 1,
+	{ "waveform", "taylor_sll_db", T_DOUBLE, MOFF(wf.taylor_sll_db), 0,
+	  "35", 0, 200, F_MIN_EXCL | F_MODE, NULL, NULL, 1,
 	  "taylor: peak sidelobe level below the main lobe, in dB (positive)." },
+
+	/* [mode NAME]: the id, and every F_MODE key of [waveform] above. */
+	{ "mode", "id", T_UINT, MOFF(id), 0,
+	  "", 0, CFG_MAX_MODES - 1, F_MODE | F_REQUIRED, NULL, NULL, 1,
+	  "The mode's number, which the digitizer gives each CPI it commits (chirp_ring_commit_mode) and chirpd hands on with the result; required, and distinct among the modes. Id 0 is the mode of CPIs committed without one: the [waveform] section's mode unless a [mode NAME] section takes id 0 (then [waveform] holds only sample_rate_hz)." },
 
 	/* [processing] */
 	{ "processing", "backend", T_ENUM, OFF(backend), 0,
@@ -636,11 +645,18 @@ static int parse_gpu(const struct cfg_key *k, struct chirp_config *c, const char
 	return 0;
 }
 
-/* Parse v as k's type into c; < 0 with the reason in err, c unchanged. */
-static int parse_value(const struct cfg_key *k, struct chirp_config *c, const char *v,
-		       char *err, size_t len)
+/* Where k's value lives: in mode m for a mode's key (F_MODE), else in c. */
+static char *key_base(const struct cfg_key *k, struct chirp_config *c, struct cfg_mode *m)
 {
-	char *base = (char *)c + k->off;
+	return (k->flags & F_MODE) ? (char *)m + k->off : (char *)c + k->off;
+}
+
+/* Parse v as k's type into c (into m for a mode's key); < 0 with the
+ * reason in err, c and m unchanged. */
+static int parse_value(const struct cfg_key *k, struct chirp_config *c, struct cfg_mode *m,
+		       const char *v, char *err, size_t len)
+{
+	char *base = key_base(k, c, m);
 	long long ll;
 	int rc;
 
@@ -682,11 +698,12 @@ static int parse_value(const struct cfg_key *k, struct chirp_config *c, const ch
 	return -EINVAL;
 }
 
-/* The value of k in c as a user would write it (round-trips through parse_value). */
+/* The value of k in c (in m for a mode's key) as a user would write it
+ * (round-trips through parse_value). */
 static void format_value(const struct cfg_key *k, const struct chirp_config *c,
-			 char *buf, size_t len)
+			 const struct cfg_mode *m, char *buf, size_t len)
 {
-	const char *base = (const char *)c + k->off;
+	const char *base = key_base(k, (struct chirp_config *)c, (struct cfg_mode *)m);
 
 	switch (k->type) {
 	case T_STR:
@@ -752,10 +769,30 @@ static void format_value(const struct cfg_key *k, const struct chirp_config *c,
 	snprintf(buf, len, "?");
 }
 
+/* "mode NAME" (as inih passes a [mode NAME] header) or "mode" itself. */
+static int is_mode_section(const char *s)
+{
+	return !strncmp(s, "mode", 4) && (s[4] == '\0' || s[4] == ' ' || s[4] == '\t');
+}
+
+/* Whether a file may set k in section (see find_key). */
+static int key_in_section(const struct cfg_key *k, const char *section)
+{
+	return is_mode_section(section) ? (k->flags & F_MODE) != 0 : !strcmp(k->section, section);
+}
+
+/* k's section as a user writes it: "mode NAME" for the id. */
+static const char *key_section_label(const struct cfg_key *k)
+{
+	return !strcmp(k->section, "mode") ? "mode NAME" : k->section;
+}
+
+/* Key name in section: a [mode NAME] section has the id and every mode
+ * key (F_MODE) of [waveform]; any other section the keys listed under it. */
 static const struct cfg_key *find_key(const char *section, const char *name)
 {
 	for (size_t i = 0; i < NKEYS; i++)
-		if (!strcmp(cfg_tab[i].section, section) && !strcmp(cfg_tab[i].name, name))
+		if (!strcmp(cfg_tab[i].name, name) && key_in_section(&cfg_tab[i], section))
 			return &cfg_tab[i];
 	return NULL;
 }
@@ -770,24 +807,87 @@ static int section_index(const char *s)
 
 /* ---- defaults ---------------------------------------------------------- */
 
+/* The defaults of every mode key (F_MODE) into m: a [mode NAME] section
+ * starts from them, as [waveform] does. The id has none (F_REQUIRED). */
+static void mode_defaults(struct cfg_mode *m)
+{
+	char err[256];
+
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &cfg_tab[i];
+		if (!(k->flags & F_MODE) || (k->flags & F_REQUIRED))
+			continue;
+		if (parse_value(k, NULL, m, k->def, err, sizeof(err)) < 0)
+			log_err("config: bad built-in default for [%s] %s: %s",
+				k->section, k->name, err);
+	}
+}
+
+/*
+ * After the modes are set: every mode's wf gets [waveform] sample_rate_hz
+ * (the radar's rate, not a mode's) and its own file pointer, and c->wf /
+ * c->wf_file become a copy of mode id 0, the waveform of code that knows a
+ * single one.
+ */
+static void modes_finish(struct chirp_config *c)
+{
+	double rate = c->wf.sample_rate_hz;
+	int i0 = config_mode_index(c, 0);
+	const struct cfg_mode *m0 = &c->modes[i0 >= 0 ? i0 : 0];
+
+	for (unsigned i = 0; i < c->nmodes; i++) {
+		c->modes[i].wf.sample_rate_hz = rate;
+		config_mode_wf(c, i);
+	}
+	c->wf = m0->wf;
+	memcpy(c->wf_file, m0->wf_file, sizeof(c->wf_file));
+	config_wf(c);
+}
+
 void config_defaults(struct chirp_config *c)
 {
 	char err[256];
 
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < NKEYS; i++) {
+		if (cfg_tab[i].flags & F_MODE)
+			continue;
 		/* The defaults are valid by construction; test_config checks it. */
-		if (parse_value(&cfg_tab[i], c, cfg_tab[i].def, err, sizeof(err)) < 0)
+		if (parse_value(&cfg_tab[i], c, NULL, cfg_tab[i].def, err, sizeof(err)) < 0)
 			log_err("config: bad built-in default for [%s] %s: %s",
 				cfg_tab[i].section, cfg_tab[i].name, err);
 	}
-	c->wf.file = NULL;   /* wf_file is "" by default */
+	/* One mode: [waveform]'s, id 0, "default". */
+	mode_defaults(&c->modes[0]);
+	snprintf(c->modes[0].name, sizeof(c->modes[0].name), "default");
+	c->nmodes = 1;
+	modes_finish(c);
 }
 
 const struct wf_params *config_wf(struct chirp_config *c)
 {
 	c->wf.file = c->wf_file[0] ? c->wf_file : NULL;
 	return &c->wf;
+}
+
+const struct wf_params *config_mode_wf(struct chirp_config *c, unsigned i)
+{
+	struct cfg_mode *m;
+
+	if (i >= c->nmodes || i >= CFG_MAX_MODES)
+		return NULL;
+	m = &c->modes[i];
+	m->wf.file = m->wf_file[0] ? m->wf_file : NULL;
+	return &m->wf;
+}
+
+int config_mode_index(const struct chirp_config *c, unsigned id)
+{
+	for (unsigned i = 0; i < c->nmodes && i < CFG_MAX_MODES; i++)
+		if (c->modes[i].id == id)
+			return (int)i;
+	return -1;
 }
 
 /* ---- loading ----------------------------------------------------------- */
@@ -803,8 +903,19 @@ struct load {
 	int sec_line[NSECTIONS];    /* line of each section header, 0 = none */
 	int sec_known;              /* current section header was valid       */
 	int hdr_seen;               /* any section header line seen           */
-	int key_line[NKEYS];        /* line each key was set at, 0 = default */
+	int key_line[NKEYS];        /* line each key was set at, 0 = default;
+				       [waveform]'s mode keys included      */
 	char base_dir[CFG_PATH_MAX];/* config file's directory ("" = cwd)     */
+	struct cfg_mode wave;       /* [waveform]'s mode (defaults if absent) */
+	struct mode_load {          /* each [mode NAME] section, in file order */
+		struct cfg_mode m;
+		int line;           /* of its header                          */
+		int key_line[NKEYS];/* as above, for this section's keys      */
+	} modes[CFG_MAX_MODES];
+	unsigned nmodes;
+	int cur;                    /* the [mode] section being read, or -1   */
+	int wave_is_mode;           /* [waveform] is mode 0 ("default")       */
+	const struct mode_load *check_mode; /* the [mode] check_pulse checks  */
 };
 
 static void report(struct load *ld, int line, const char *section, const char *key,
@@ -916,6 +1027,59 @@ static const char *reader_strip_comment(const char *p, const char *e)
 	return e;
 }
 
+/* A mode's name: 1..CFG_MODE_NAME_MAX-1 characters of A-Z a-z 0-9 _ -
+ * (it names the mode in logs, metrics labels and file names). */
+static int mode_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n >= CFG_MODE_NAME_MAX)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+			return 0;
+	return 1;
+}
+
+/* A "[mode NAME]" header (sec is the text between the brackets): a new
+ * mode with every mode key at its default, passed on to inih as
+ * "[mode NAME]\n" (0); a bad or repeated name, or one mode too many, is
+ * reported (-1) and the section's keys are skipped. */
+static int reader_mode(struct load *ld, const char *sec, char *str, int num)
+{
+	const char *name = sec + 4;
+	struct mode_load *ml;
+
+	while (*name == ' ' || *name == '\t')
+		name++;
+	if (!mode_name_ok(name)) {
+		report(ld, ld->line, sec, NULL,
+		       *name ? "mode name must be 1..%d characters of A-Z a-z 0-9 _ -" :
+			       "a mode section needs a name, like [mode short] (at most %d characters of A-Z a-z 0-9 _ -)",
+		       CFG_MODE_NAME_MAX - 1);
+		return -1;
+	}
+	for (unsigned j = 0; j < ld->nmodes; j++) {
+		if (!strcmp(ld->modes[j].m.name, name)) {
+			report(ld, ld->line, sec, NULL, "duplicate mode name (first at line %d)",
+			       ld->modes[j].line);
+			return -1;
+		}
+	}
+	if (ld->nmodes >= CFG_MAX_MODES) {
+		report(ld, ld->line, sec, NULL, "more than %d modes", CFG_MAX_MODES);
+		return -1;
+	}
+	ml = &ld->modes[ld->nmodes];
+	mode_defaults(&ml->m);
+	snprintf(ml->m.name, sizeof(ml->m.name), "%s", name);
+	ml->line = ld->line;
+	ld->cur = (int)ld->nmodes++;
+	ld->sec_known = 1;
+	snprintf(str, (size_t)num, "[mode %s]\n", name);
+	return 0;
+}
+
 /* A section header line [p, e) of n bytes: a known section seen once is
  * written to str as "[name]\n" (0); anything else is reported (-1), and the
  * keys under it are skipped without a report of their own. */
@@ -949,10 +1113,13 @@ static int reader_section(struct load *ld, const char *p, const char *e, size_t 
 	}
 	memcpy(sec, s0, sl);
 	sec[sl] = '\0';
+	ld->cur = -1;
+	if (is_mode_section(sec))
+		return reader_mode(ld, sec, str, num);
 	si = section_index(sec);
 	if (si < 0) {
 		report(ld, ld->line, sec, NULL,
-		       "unknown section (sections: daemon, numa, input, cpi, waveform, processing, output, metrics, trace)");
+		       "unknown section (sections: daemon, numa, input, cpi, waveform, mode NAME, processing, output, metrics, trace)");
 		return -1;
 	}
 	if (ld->sec_line[si]) {
@@ -1080,7 +1247,7 @@ static const struct cfg_key *suggest(const char *section, const char *name)
 			return &cfg_tab[i];
 	for (size_t i = 0; i < NKEYS; i++) {
 		unsigned d;
-		if (strcmp(cfg_tab[i].section, section))
+		if (!key_in_section(&cfg_tab[i], section))
 			continue;
 		d = edit_distance(cfg_tab[i].name, name);
 		if (d < bestd) {
@@ -1095,6 +1262,8 @@ static int handler(void *user, const char *section, const char *name, const char
 {
 	struct load *ld = user;
 	const struct cfg_key *k;
+	struct cfg_mode *m = &ld->wave;   /* where a mode key goes */
+	int *lines = ld->key_line;
 	char err[256];
 	size_t i;
 
@@ -1104,12 +1273,20 @@ static int handler(void *user, const char *section, const char *name, const char
 		return 1;
 	if (!value)
 		value = "";     /* INI_ALLOW_NO_VALUE; the reader rejects such lines */
+	if (is_mode_section(section)) {
+		/* The reader passes a [mode NAME] header only after opening
+		 * its mode (ld->cur), and its keys before the next header. */
+		if (ld->cur < 0)
+			return 1;
+		m = &ld->modes[ld->cur].m;
+		lines = ld->modes[ld->cur].key_line;
+	}
 	k = find_key(section, name);
 	if (!k) {
 		const struct cfg_key *s = suggest(section, name);
-		if (s && strcmp(s->section, section))
+		if (s && !key_in_section(s, section))
 			report(ld, ld->line, section, name, "unknown key (did you mean [%s] %s?)",
-			       s->section, s->name);
+			       key_section_label(s), s->name);
 		else if (s)
 			report(ld, ld->line, section, name, "unknown key (did you mean %s?)", s->name);
 		else
@@ -1117,12 +1294,12 @@ static int handler(void *user, const char *section, const char *name, const char
 		return 1;
 	}
 	i = (size_t)(k - cfg_tab);
-	if (ld->key_line[i]) {
+	if (lines[i]) {
 		report(ld, ld->line, section, name, "duplicate key (first set at line %d)",
-		       ld->key_line[i]);
+		       lines[i]);
 		return 1;
 	}
-	ld->key_line[i] = ld->line;
+	lines[i] = ld->line;
 	/* inih drops blanks around a value, and the reader cuts " ;" / " #"
 	 * comments, so a value can still start with ';' or '#' ("listen=;:9").
 	 * config_print would write it as "key = ;..." and that line reads back
@@ -1136,14 +1313,14 @@ static int handler(void *user, const char *section, const char *name, const char
 		return 1;
 	}
 	err[0] = '\0';
-	if (parse_value(k, ld->c, value, err, sizeof(err)) < 0) {
+	if (parse_value(k, ld->c, m, value, err, sizeof(err)) < 0) {
 		report(ld, ld->line, section, name, "%s", err);
 		return 1;
 	}
 	/* Relative file paths are relative to the config file's directory,
 	 * stored resolved so the daemon's cwd does not matter. */
 	if (k->check == check_file_path && value[0] && value[0] != '/' && ld->base_dir[0]) {
-		char *dst = (char *)ld->c + k->off;
+		char *dst = key_base(k, ld->c, m);
 		int w = snprintf(dst, k->size, "%s/%s", ld->base_dir, value);
 		if (w < 0 || (size_t)w >= k->size) {
 			report(ld, ld->line, section, name,
@@ -1154,10 +1331,17 @@ static int handler(void *user, const char *section, const char *name, const char
 	return 1;
 }
 
+/* The line a key was set at (0 = default). A mode's key in a "mode NAME"
+ * section is looked up in the mode being checked (ld->check_mode). */
 static int key_line(const struct load *ld, const char *section, const char *name)
 {
 	const struct cfg_key *k = find_key(section, name);
-	return k ? ld->key_line[k - cfg_tab] : 0;
+
+	if (!k)
+		return 0;
+	if (is_mode_section(section))
+		return ld->check_mode ? ld->check_mode->key_line[k - cfg_tab] : 0;
+	return ld->key_line[k - cfg_tab];
 }
 
 /* The latest-set of two keys: the one whose line makes the combination wrong. */
@@ -1176,30 +1360,41 @@ static const char *later(const struct load *ld, const char *sa, const char *ka,
 	return ka;
 }
 
-/* Pulse length L in samples for the configured waveform, 0 if unknown. */
-static unsigned long long ref_len(const struct chirp_config *c, struct load *ld)
+/* A mode being checked: its waveform, the section its keys are reported
+ * under ("waveform" or "mode NAME") and, for a [mode NAME] section, " for
+ * [mode NAME]" to name it in messages about keys of other sections. */
+struct mode_check {
+	const struct cfg_mode *m;
+	const char *sec;
+	const char *whose;
+};
+
+/* Pulse length L in samples of mode mc, 0 if unknown. */
+static unsigned long long ref_len(const struct mode_check *mc, double rate, struct load *ld)
 {
-	switch (c->wf.type) {
+	const struct cfg_mode *m = mc->m;
+
+	switch (m->wf.type) {
 	case WF_LFM:
-		return (unsigned long long)llround(c->wf.pulse_width_s * c->wf.sample_rate_hz);
+		return (unsigned long long)llround(m->wf.pulse_width_s * rate);
 	case WF_BARKER13:
-		return 13ull * c->wf.chip_samples;
+		return 13ull * m->wf.chip_samples;
 	case WF_FILE: {
 		struct stat st;
-		int line = key_line(ld, "waveform", "file");
-		if (!c->wf_file[0]) {
-			report(ld, line ? line : key_line(ld, "waveform", "type"), "waveform", "file",
+		int line = key_line(ld, mc->sec, "file");
+		if (!m->wf_file[0]) {
+			report(ld, line ? line : key_line(ld, mc->sec, "type"), mc->sec, "file",
 			       "type = file needs a file");
 			return 0;
 		}
-		if (stat(c->wf_file, &st) < 0) {
-			report(ld, line, "waveform", "file", "%s: %s", c->wf_file, strerror(errno));
+		if (stat(m->wf_file, &st) < 0) {
+			report(ld, line, mc->sec, "file", "%s: %s", m->wf_file, strerror(errno));
 			return 0;
 		}
 		if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size % 8) {
-			report(ld, line, "waveform", "file",
+			report(ld, line, mc->sec, "file",
 			       "%s: not a regular file of cf32 samples (size %lld is not a positive multiple of 8)",
-			       c->wf_file, (long long)st.st_size);
+			       m->wf_file, (long long)st.st_size);
 			return 0;
 		}
 		return (unsigned long long)st.st_size / 8;
@@ -1208,53 +1403,84 @@ static unsigned long long ref_len(const struct chirp_config *c, struct load *ld)
 	return 0;
 }
 
-/* The pulse against the sampling and the CPI: bandwidth within the sample
- * rate, at least one sample, no longer than a range line, and an nfft that
- * holds the whole correlation. */
-static void check_pulse(struct load *ld)
+/* An lfm sweep must fit the sample rate (complex sampling: |f| <= fs/2). */
+static void check_bandwidth(struct load *ld, const struct mode_check *mc, double rate)
+{
+	const struct wf_params *wf = &mc->m->wf;
+	const char *sec, *key;
+	int line;
+
+	if (wf->type != WF_LFM || wf->bandwidth_hz <= rate)
+		return;
+	key = later(ld, mc->sec, "bandwidth_hz", "waveform", "sample_rate_hz", &sec, &line);
+	if (!strcmp(key, "bandwidth_hz"))
+		report(ld, line, sec, key, "%g exceeds sample_rate_hz %g", wf->bandwidth_hz, rate);
+	else
+		report(ld, line, sec, key, "%g is below bandwidth_hz %g%s", rate, wf->bandwidth_hz,
+		       mc->whose);
+}
+
+/* A mode's pulse against the sampling and the CPI: bandwidth within the
+ * sample rate, at least one sample, no longer than a range line, and an
+ * nfft that holds the whole correlation. */
+static void check_pulse(struct load *ld, const struct mode_check *mc)
 {
 	struct chirp_config *c = ld->c;
+	const struct wf_params *wf = &mc->m->wf;
+	double rate = c->wf.sample_rate_hz;
 	const char *sec, *key;
 	unsigned long long L, R = c->samples, need;
 	int line;
 
-	if (c->wf.type == WF_LFM) {
-		if (c->wf.bandwidth_hz > c->wf.sample_rate_hz) {
-			key = later(ld, "waveform", "bandwidth_hz", "waveform", "sample_rate_hz",
-				    &sec, &line);
-			if (!strcmp(key, "bandwidth_hz"))
-				report(ld, line, sec, key, "%g exceeds sample_rate_hz %g",
-				       c->wf.bandwidth_hz, c->wf.sample_rate_hz);
-			else
-				report(ld, line, sec, key, "%g is below bandwidth_hz %g",
-				       c->wf.sample_rate_hz, c->wf.bandwidth_hz);
-		}
-	}
-	L = ref_len(c, ld);
-	if (c->wf.type == WF_LFM && L == 0) {
-		key = later(ld, "waveform", "pulse_width_s", "waveform", "sample_rate_hz", &sec, &line);
+	check_bandwidth(ld, mc, rate);
+	L = ref_len(mc, rate, ld);
+	if (wf->type == WF_LFM && L == 0) {
+		key = later(ld, mc->sec, "pulse_width_s", "waveform", "sample_rate_hz", &sec, &line);
 		report(ld, line, sec, key,
-		       "pulse is shorter than one sample (pulse_width_s %g * sample_rate_hz %g < 0.5)",
-		       c->wf.pulse_width_s, c->wf.sample_rate_hz);
+		       "pulse is shorter than one sample (pulse_width_s %g * sample_rate_hz %g < 0.5)%s",
+		       wf->pulse_width_s, rate, mc->whose);
 	}
 	if (L > R) {
-		const char *wkey = c->wf.type == WF_LFM ? "pulse_width_s" :
-				   c->wf.type == WF_BARKER13 ? "chip_samples" : "file";
-		key = later(ld, "waveform", wkey, "cpi", "samples", &sec, &line);
-		if (c->wf.type == WF_LFM && key_line(ld, "waveform", "sample_rate_hz") > line) {
+		const char *wkey = wf->type == WF_LFM ? "pulse_width_s" :
+				   wf->type == WF_BARKER13 ? "chip_samples" : "file";
+		key = later(ld, mc->sec, wkey, "cpi", "samples", &sec, &line);
+		if (wf->type == WF_LFM && key_line(ld, "waveform", "sample_rate_hz") > line) {
 			sec = "waveform";
 			key = "sample_rate_hz";
 			line = key_line(ld, "waveform", "sample_rate_hz");
 		}
-		report(ld, line, sec, key, "pulse length L=%llu exceeds range samples R=%llu",
-		       L, R);
+		report(ld, line, sec, key, "pulse length L=%llu exceeds range samples R=%llu%s",
+		       L, R, strcmp(sec, mc->sec) ? mc->whose : "");
 	}
 	need = R + (L ? L : 1) - 1;
 	if (c->nfft && L && c->nfft < need) {
 		key = later(ld, "processing", "nfft", "cpi", "samples", &sec, &line);
-		report(ld, line, sec, key, "nfft %zu is below samples + L - 1 = %llu (no wrap-around allowed)",
-		       c->nfft, need);
+		report(ld, line, sec, key, "nfft %zu is below samples + L - 1 = %llu (no wrap-around allowed)%s",
+		       c->nfft, need, mc->whose);
 	}
+}
+
+/* check_pulse for every mode: [waveform]'s (when it is one) and each
+ * [mode NAME] section's. */
+static void check_modes_pulse(struct load *ld)
+{
+	struct mode_check mc = { &ld->wave, "waveform", "" };
+	char sec[48], whose[64];
+
+	if (ld->wave_is_mode) {
+		ld->check_mode = NULL;
+		check_pulse(ld, &mc);
+	}
+	for (unsigned j = 0; j < ld->nmodes; j++) {
+		snprintf(sec, sizeof(sec), "mode %s", ld->modes[j].m.name);
+		snprintf(whose, sizeof(whose), " for [mode %s]", ld->modes[j].m.name);
+		mc.m = &ld->modes[j].m;
+		mc.sec = sec;
+		mc.whose = whose;
+		ld->check_mode = &ld->modes[j];
+		check_pulse(ld, &mc);
+	}
+	ld->check_mode = NULL;
 }
 
 /* Each ring, slots x slot bytes, must fit this machine's memory: a ring
@@ -1318,7 +1544,7 @@ static void check_consistency(struct load *ld)
 	const char *sec, *key;
 	int line;
 
-	check_pulse(ld);
+	check_modes_pulse(ld);
 	check_cpi_size(ld);
 	if (!strcmp(c->input_ring, c->output_ring)) {
 		key = later(ld, "input", "ring", "output", "ring", &sec, &line);
@@ -1335,6 +1561,99 @@ static void check_consistency(struct load *ld)
 	 * cpu) are accepted silently, so one template can serve many hosts. */
 }
 
+/* The first [waveform] line that sets a mode key (one a [mode] taking id 0
+ * would clash with), or 0. */
+static int wave_mode_key_line(const struct load *ld)
+{
+	int first = 0;
+
+	for (size_t i = 0; i < NKEYS; i++)
+		if ((cfg_tab[i].flags & F_MODE) && ld->key_line[i] &&
+		    (!first || ld->key_line[i] < first))
+			first = ld->key_line[i];
+	return first;
+}
+
+/* Each [mode NAME] needs an id, one no other mode has. Returns the index
+ * in ld->modes of the first mode with id 0, or -1. */
+static int check_mode_ids(struct load *ld)
+{
+	const size_t id_key = (size_t)(find_key("mode", "id") - cfg_tab);
+	int claim0 = -1;
+	char sec[48];
+
+	for (unsigned j = 0; j < ld->nmodes; j++) {
+		const struct mode_load *a = &ld->modes[j];
+
+		snprintf(sec, sizeof(sec), "mode %s", a->m.name);
+		if (!a->key_line[id_key]) {
+			report(ld, a->line, sec, "id", "missing (every [mode NAME] needs an id 0..%d)",
+			       CFG_MAX_MODES - 1);
+			continue;
+		}
+		for (unsigned i = 0; i < j; i++) {
+			const struct mode_load *b = &ld->modes[i];
+			if (b->key_line[id_key] && b->m.id == a->m.id) {
+				report(ld, a->key_line[id_key], sec, "id",
+				       "%u is already the id of [mode %s] (line %d)",
+				       a->m.id, b->m.name, b->key_line[id_key]);
+				break;
+			}
+		}
+		if (a->m.id == 0 && claim0 < 0)
+			claim0 = (int)j;
+	}
+	return claim0;
+}
+
+/*
+ * The modes of the file into c->modes: [waveform]'s first as id 0
+ * "default", unless a [mode NAME] section takes id 0, then every [mode
+ * NAME] in file order. A [mode] with id 0 next to mode keys in [waveform]
+ * is an error: two waveforms for id 0.
+ */
+static void collect_modes(struct load *ld)
+{
+	struct chirp_config *c = ld->c;
+	const size_t id_key = (size_t)(find_key("mode", "id") - cfg_tab);
+	int claim0 = check_mode_ids(ld), wl = wave_mode_key_line(ld);
+	unsigned n = 0;
+	char sec[48];
+
+	ld->wave_is_mode = claim0 < 0;
+	if (claim0 >= 0 && wl) {
+		const struct mode_load *a = &ld->modes[claim0];
+		snprintf(sec, sizeof(sec), "mode %s", a->m.name);
+		report(ld, a->key_line[id_key], sec, "id",
+		       "0 is the id of [waveform]'s mode, which line %d configures (move the waveform keys into one of the two sections)",
+		       wl);
+	}
+	if (ld->wave_is_mode) {
+		c->modes[n] = ld->wave;
+		c->modes[n].id = 0;
+		snprintf(c->modes[n].name, sizeof(c->modes[n].name), "default");
+		n++;
+	}
+	for (unsigned j = 0; j < ld->nmodes; j++) {
+		const struct mode_load *a = &ld->modes[j];
+		snprintf(sec, sizeof(sec), "mode %s", a->m.name);
+		if (ld->wave_is_mode && !strcmp(a->m.name, "default")) {
+			report(ld, a->line, sec, NULL,
+			       "duplicate mode name: default is the name of [waveform]'s mode (id 0)");
+			continue;
+		}
+		if (n >= CFG_MAX_MODES) {
+			report(ld, a->line, sec, NULL,
+			       "more than %d modes ([waveform]'s mode default is one of them)",
+			       CFG_MAX_MODES);
+			break;
+		}
+		c->modes[n++] = a->m;
+	}
+	c->nmodes = n;
+	modes_finish(c);
+}
+
 static int load_text(struct chirp_config *c, const char *name, const char *base_dir,
 		     const char *text, size_t len, FILE *errs)
 {
@@ -1348,6 +1667,8 @@ static int load_text(struct chirp_config *c, const char *name, const char *base_
 	ld->c = c;
 	ld->name = name;
 	ld->errs = errs;
+	ld->cur = -1;
+	ld->wave = c->modes[0];   /* [waveform]'s mode starts at the defaults */
 	if (base_dir)
 		snprintf(ld->base_dir, sizeof(ld->base_dir), "%s", base_dir);
 	ld->text = ld->pos = text;
@@ -1367,10 +1688,10 @@ static int load_text(struct chirp_config *c, const char *name, const char *base_
 		return -ENOMEM;
 	}
 	/* rc > 0 is inih's first bad line; the reader already reported it. */
+	collect_modes(ld);
 	/* Cross-key checks run even after errors so --check lists everything;
 	 * a key that failed to parse keeps its default. */
 	check_consistency(ld);
-	c->wf.file = c->wf_file[0] ? c->wf_file : NULL;
 	rc = ld->nerr;
 	free(ld);
 	return rc;
@@ -1434,6 +1755,35 @@ out:
 
 /* ---- output ------------------------------------------------------------ */
 
+/* Mode i is [waveform]'s: written there, not as a [mode NAME] section.
+ * collect_modes puts it first, as id 0 named default. */
+static int is_wave_mode(const struct chirp_config *c, unsigned i)
+{
+	return i == 0 && c->nmodes > 0 && c->modes[0].id == 0 &&
+	       !strcmp(c->modes[0].name, "default");
+}
+
+/* Every [mode NAME] section: its id, then its mode keys in table order. */
+static void print_modes(const struct chirp_config *c, FILE *out)
+{
+	char val[512];
+
+	for (unsigned i = 0; i < c->nmodes && i < CFG_MAX_MODES; i++) {
+		const struct cfg_mode *m = &c->modes[i];
+
+		if (is_wave_mode(c, i))
+			continue;
+		fprintf(out, "\n[mode %s]\nid = %u\n", m->name, m->id);
+		for (size_t j = 0; j < NKEYS; j++) {
+			const struct cfg_key *k = &cfg_tab[j];
+			if (!(k->flags & F_MODE) || !strcmp(k->section, "mode"))
+				continue;
+			format_value(k, c, m, val, sizeof(val));
+			fprintf(out, "%s =%s%s\n", k->name, val[0] ? " " : "", val);
+		}
+	}
+}
+
 void config_print(const struct chirp_config *c, FILE *out)
 {
 	const char *sec = NULL;
@@ -1441,63 +1791,108 @@ void config_print(const struct chirp_config *c, FILE *out)
 
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct cfg_key *k = &cfg_tab[i];
+		if (!strcmp(k->section, "mode")) {
+			/* The [mode] template's own keys (the id) appear in
+			 * each [mode NAME] section. */
+			if (strcmp(cfg_tab[i - 1].section, "mode"))
+				print_modes(c, out);
+			continue;
+		}
+		/* [waveform]'s mode keys, unless a [mode] section has id 0 */
+		if ((k->flags & F_MODE) && !is_wave_mode(c, 0))
+			continue;
 		if (!sec || strcmp(sec, k->section)) {
 			fprintf(out, "%s[%s]\n", sec ? "\n" : "", k->section);
 			sec = k->section;
 		}
-		format_value(k, c, val, sizeof(val));
+		format_value(k, c, &c->modes[0], val, sizeof(val));
 		fprintf(out, "%s =%s%s\n", k->name, val[0] ? " " : "", val);
 	}
+}
+
+/* k's value in c (in m for a mode key) as JSON. */
+static json_t *key_json(const struct cfg_key *k, const struct chirp_config *c,
+			const struct cfg_mode *m)
+{
+	const char *base = key_base(k, (struct chirp_config *)c, (struct cfg_mode *)m);
+	char val[512];
+
+	switch (k->type) {
+	case T_BOOL:
+		return json_boolean(*(const int *)base);
+	case T_INT:
+		return json_integer(*(const int *)base);
+	case T_UINT:
+		return json_integer(*(const unsigned *)base);
+	case T_DOUBLE:
+		return json_real(*(const double *)base);
+	case T_AUTO_INT:
+	case T_NFFT:
+	case T_NUMA:
+	case T_GPU:
+		format_value(k, c, m, val, sizeof(val));
+		if (isdigit((unsigned char)val[0]) && !strchr(val, ':'))
+			return json_integer(strtoll(val, NULL, 10));
+		return json_string(val);
+	default:
+		format_value(k, c, m, val, sizeof(val));
+		return json_string(val);
+	}
+}
+
+/* "modes": [{"id", "name", then every mode key}, ...] in c->modes order. */
+static json_t *modes_json(const struct chirp_config *c)
+{
+	json_t *arr = json_array();
+
+	for (unsigned i = 0; arr && i < c->nmodes && i < CFG_MAX_MODES; i++) {
+		const struct cfg_mode *m = &c->modes[i];
+		json_t *o = json_object();
+
+		if (!o || json_array_append_new(arr, o) < 0 ||
+		    json_object_set_new(o, "id", json_integer(m->id)) < 0 ||
+		    json_object_set_new(o, "name", json_string(m->name)) < 0)
+			goto fail;
+		for (size_t j = 0; j < NKEYS; j++) {
+			const struct cfg_key *k = &cfg_tab[j];
+			if (!(k->flags & F_MODE) || !strcmp(k->section, "mode"))
+				continue;
+			if (json_object_set_new(o, k->name, key_json(k, c, m)) < 0)
+				goto fail;
+		}
+	}
+	return arr;
+fail:
+	json_decref(arr);
+	return NULL;
 }
 
 struct json_t *config_to_json(const struct chirp_config *c)
 {
 	json_t *root = json_object(), *sec = NULL;
 	const char *secname = NULL;
-	char val[512];
+	/* "waveform" shows mode id 0, the one CPIs without a mode get. */
+	int i0 = config_mode_index(c, 0);
+	const struct cfg_mode *m0 = &c->modes[i0 >= 0 ? i0 : 0];
 
 	if (!root)
 		return NULL;
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct cfg_key *k = &cfg_tab[i];
-		const char *base = (const char *)c + k->off;
-		json_t *v;
 
+		if (!strcmp(k->section, "mode")) {
+			if (strcmp(cfg_tab[i - 1].section, "mode") &&
+			    json_object_set_new(root, "modes", modes_json(c)) < 0)
+				goto fail;
+			continue;
+		}
 		if (!secname || strcmp(secname, k->section)) {
 			sec = json_object();
 			if (!sec || json_object_set_new(root, k->section, sec) < 0)
 				goto fail;
 			secname = k->section;
 		}
-		switch (k->type) {
-		case T_BOOL:
-			v = json_boolean(*(const int *)base);
-			break;
-		case T_INT:
-			v = json_integer(*(const int *)base);
-			break;
-		case T_UINT:
-			v = json_integer(*(const unsigned *)base);
-			break;
-		case T_DOUBLE:
-			v = json_real(*(const double *)base);
-			break;
-		case T_AUTO_INT:
-		case T_NFFT:
-		case T_NUMA:
-		case T_GPU:
-			format_value(k, c, val, sizeof(val));
-			if (isdigit((unsigned char)val[0]) && !strchr(val, ':'))
-				v = json_integer(strtoll(val, NULL, 10));
-			else
-				v = json_string(val);
-			break;
-		default:
-			format_value(k, c, val, sizeof(val));
-			v = json_string(val);
-			break;
-		}
-		if (!v || json_object_set_new(sec, k->name, v) < 0)
+		if (json_object_set_new(sec, k->name, key_json(k, c, m0)) < 0)
 			goto fail;
 	}
 	return root;
@@ -1517,10 +1912,12 @@ int config_restart_keys(const struct chirp_config *a, const struct chirp_config 
 		buf[0] = '\0';
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct cfg_key *k = &cfg_tab[i];
-		if (k->reload)
+		/* A mode's keys are all reloadable (test_config checks it): a
+		 * new generation builds its backend with the new modes. */
+		if (k->reload || (k->flags & F_MODE))
 			continue;
-		format_value(k, a, va, sizeof(va));
-		format_value(k, b, vb, sizeof(vb));
+		format_value(k, a, NULL, va, sizeof(va));
+		format_value(k, b, NULL, vb, sizeof(vb));
 		if (!strcmp(va, vb))
 			continue;
 		count++;
@@ -1675,10 +2072,65 @@ static void wrap(FILE *out, const char *prefix, const char *text)
 	fputc('\n', out);
 }
 
+/* The [mode NAME] section, as the reference documents it: what a mode is,
+ * then its own key (id), then an example. */
+static const char mode_help[] =
+	"Radar modes: a multi-function radar changes its waveform from one CPI to the next. "
+	"The digitizer commits each CPI with a mode id (chirp_ring_commit_mode; chirp_ring_commit "
+	"gives id 0), and chirpd compresses it with that mode's reference, without a reload, and "
+	"hands the id on with the result; a CPI with an id that no mode has is flagged unknown "
+	"(CHIRP_RING_UNKNOWN_MODE) in the output ring. Each [mode NAME] section (NAME: 1 to 31 "
+	"characters of A-Z a-z 0-9 _ -) takes an id and the keys of [waveform] but sample_rate_hz, "
+	"which is the radar's and every mode's; a key left out takes its default, as in [waveform]. "
+	"The [waveform] section is mode 0, named default, unless a [mode NAME] section takes id 0. "
+	"At most 64 modes; each mode's pulse must fit a range line ([cpi] samples) and its "
+	"bandwidth the sample rate. Modes can change on reload.";
+static const char mode_example_intro[] =
+	"Example: a short pulse for near range and a long one for far range, next to [waveform]'s "
+	"mode 0:";
+static const char *const mode_example[] = {
+	"[mode short]", "id = 1", "pulse_width_s = 2e-6", "bandwidth_hz = 10e6", "",
+	"[mode long]", "id = 2", "pulse_width_s = 40e-6", "bandwidth_hz = 5e6", NULL,
+};
+
+/* "(RANGE[, required]; reload|restart)" of k. */
+static void key_meta(const struct cfg_key *k, char *buf, size_t len)
+{
+	char range[160];
+
+	key_range(k, range, sizeof(range));
+	snprintf(buf, len, "(%s%s; %s)", range, (k->flags & F_REQUIRED) ? ", required" : "",
+		 k->reload ? "reload" : "restart");
+}
+
+/* The commented [mode NAME] block of conf/chirpd.conf (scripts/gen-conf-man.sh
+ * turns it into chirpd.conf(5)'s [mode NAME] section). */
+static void reference_modes(FILE *out)
+{
+	char meta[200];
+
+	fputs("\n#[mode NAME]\n#\n", out);
+	wrap(out, "# ", mode_help);
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct cfg_key *k = &cfg_tab[i];
+		if (strcmp(k->section, "mode"))
+			continue;
+		fputs("#\n", out);
+		wrap(out, "# ", k->help);
+		key_meta(k, meta, sizeof(meta));
+		fprintf(out, "# %s\n#%s =%s%s\n", meta, k->name, k->def[0] ? " " : "", k->def);
+	}
+	fputs("#\n", out);
+	wrap(out, "# ", mode_example_intro);
+	fputs("#\n", out);
+	for (size_t i = 0; mode_example[i]; i++)
+		fprintf(out, "#%s\n", mode_example[i]);
+}
+
 void config_write_reference(FILE *out)
 {
 	const char *sec = NULL;
-	char range[160];
+	char range[200];
 
 	fputs("# chirpd.conf — chirpd's configuration (INI). Every key is shown with its\n"
 	      "# default; a key left out keeps the default. Generated from the table in\n"
@@ -1690,14 +2142,19 @@ void config_write_reference(FILE *out)
 	      "# \"restart\" only take effect when chirpd restarts.\n", out);
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct cfg_key *k = &cfg_tab[i];
+		if (!strcmp(k->section, "mode")) {
+			if (strcmp(cfg_tab[i - 1].section, "mode"))
+				reference_modes(out);
+			continue;
+		}
 		if (!sec || strcmp(sec, k->section)) {
 			fprintf(out, "\n[%s]\n", k->section);
 			sec = k->section;
 		}
-		key_range(k, range, sizeof(range));
+		key_meta(k, range, sizeof(range));
 		fputc('\n', out);
 		wrap(out, "# ", k->help);
-		fprintf(out, "# (%s; %s)\n", range, k->reload ? "reload" : "restart");
+		fprintf(out, "# %s\n", range);
 		fprintf(out, "%s =%s%s\n", k->name, k->def[0] ? " " : "", k->def);
 	}
 }
@@ -1747,6 +2204,9 @@ void config_write_markdown(FILE *out)
 	      "  `sample_rate_hz`) >= 1;\n"
 	      "- pulse length L (lfm as above, barker13: 13 x `chip_samples`, file: size/8)\n"
 	      "  <= `[cpi] samples`;\n"
+	      "- the two checks above for every mode, `[waveform]`'s and each `[mode NAME]`'s;\n"
+	      "- each `[mode NAME]` has an `id`, one no other mode has; a `[mode NAME]` with\n"
+	      "  id 0 leaves `[waveform]` only `sample_rate_hz`; mode names are distinct;\n"
 	      "- `type = file` needs `file`, a regular file of cf32 samples;\n"
 	      "- a forced `nfft` >= samples + L - 1 (no circular wrap-around);\n"
 	      "- one CPI <= 4 GiB; each ring (slots x CPI) fits the machine's memory;\n"
@@ -1754,6 +2214,13 @@ void config_write_markdown(FILE *out)
 	      "- `backend = cuda` needs a build with CUDA.\n\n", out);
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct cfg_key *k = &cfg_tab[i];
+		if (!strcmp(k->section, "mode") && strcmp(cfg_tab[i - 1].section, "mode")) {
+			fputs("\n## [mode NAME]\n\n", out);
+			wrap(out, "", mode_help);
+			fputs("\n| key | default | values | on reload | meaning |\n"
+			      "|---|---|---|---|---|\n", out);
+			sec = k->section;
+		}
 		if (!sec || strcmp(sec, k->section)) {
 			fprintf(out, "\n## [%s]\n\n", k->section);
 			fputs("| key | default | values | on reload | meaning |\n"
@@ -1761,11 +2228,22 @@ void config_write_markdown(FILE *out)
 			sec = k->section;
 		}
 		key_range(k, range, sizeof(range));
-		fprintf(out, "| `%s` | `%s` | ", k->name, k->def[0] ? k->def : "\"\"");
+		if (k->flags & F_REQUIRED)
+			fprintf(out, "| `%s` | required | ", k->name);
+		else
+			fprintf(out, "| `%s` | `%s` | ", k->name, k->def[0] ? k->def : "\"\"");
 		md_cell(out, range);
 		fprintf(out, " | %s | ", k->reload ? "applied" : "restart");
 		md_cell(out, k->help);
 		fputs(" |\n", out);
+		if (!strcmp(k->section, "mode") &&
+		    (i + 1 == NKEYS || strcmp(cfg_tab[i + 1].section, "mode"))) {
+			fputc('\n', out);
+			wrap(out, "", mode_example_intro);
+			fputc('\n', out);
+			for (size_t j = 0; mode_example[j]; j++)
+				fprintf(out, "%s%s\n", mode_example[j][0] ? "    " : "", mode_example[j]);
+		}
 	}
 }
 
@@ -1802,7 +2280,9 @@ void config_hold_restart_keys(const struct chirp_config *running, struct chirp_c
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct cfg_key *k = &cfg_tab[i];
 
-		if (k->reload)
+		/* Mode keys are reloadable; their offsets are into struct
+		 * cfg_mode, not struct chirp_config. */
+		if (k->reload || (k->flags & F_MODE))
 			continue;
 		memcpy((char *)next + k->off, (const char *)running + k->off, key_bytes(k));
 		/* T_GPU is two fields: the index, and the bus id it stands
@@ -1810,8 +2290,11 @@ void config_hold_restart_keys(const struct chirp_config *running, struct chirp_c
 		if (k->type == T_GPU)
 			memcpy(next->gpu_bus_id, running->gpu_bus_id, sizeof(next->gpu_bus_id));
 	}
-	/* next's waveform file is next's own buffer, never running's (config_wf). */
+	/* next's waveform files are next's own buffers, never running's
+	 * (config_wf, config_mode_wf). */
 	config_wf(next);
+	for (unsigned i = 0; i < next->nmodes && i < CFG_MAX_MODES; i++)
+		config_mode_wf(next, i);
 }
 
 int config_key_at(size_t i, const char **section, const char **name)

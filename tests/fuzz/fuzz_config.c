@@ -9,8 +9,9 @@
  *   - the error count equals the number of error lines written, and
  *     every line starts with the file name;
  *   - a configuration with no error prints (config_print) to text that
- *     loads with no error into the same configuration, and its JSON form
- *     and restart-key comparison work.
+ *     loads with no error into the same configuration ([mode NAME]
+ *     sections included), and its JSON form and restart-key comparison
+ *     work.
  * The file is a real one, conf_path in a private directory made once at
  * start, and stays in place through the round trip. The first harness read
  * a memfd through /proc/self/fd/N: a relative path in the file
@@ -117,6 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(back.path, 0, sizeof(back.path));
 	memset(c.path, 0, sizeof(c.path));
 	back.wf.file = c.wf.file = NULL;
+	for (unsigned i = 0; i < CFG_MAX_MODES; i++)
+		back.modes[i].wf.file = c.modes[i].wf.file = NULL;
 	if (memcmp(&c, &back, sizeof(c))) {
 		const unsigned char *x = (const void *)&c, *y = (const void *)&back;
 		size_t i = 0;
