@@ -77,7 +77,7 @@ PYEOF
 	wait_pid $tp 60; rc=$?
 	[ $rc -eq 4 ] || { cat tap.log; e2e_fail "$mode: a CPI off by 0.1 % verified (rc $rc)"; }
 	grep -q "verified 4, mismatches 1" tap.log || e2e_fail "$mode: $(cat tap.log)"
-	grep -q "seq 3 (CPI 3): relative L2 error" tap.log || e2e_fail "$mode: $(cat tap.log)"
+	grep -q "seq 3 (CPI 3, mode 0): relative L2 error" tap.log || e2e_fail "$mode: $(cat tap.log)"
 	e2e_log "$mode: reference verified, corrupted CPI caught"
 done
 
