@@ -15,6 +15,12 @@
  *       the device (pc_submit given device pointers: no PCIe).
  *   (c') chirpd's backend through the pc API from registered MAP_SHARED host
  *       memory (a ring's data region without the daemon around it).
+ *       Mode switch: a pc of three radar modes (LFM of L, L/2 and L/4
+ *       samples) runs the same CPIs (c') does, once all of one mode and
+ *       once with the mode changing every CPI; the ratio of the two rates
+ *       (switching / one mode, 1 = free) is the TSV's last column,
+ *       c_registered_mode_switch: a CUDA graph re-points its multiply
+ *       nodes at the new mode's filter before each such CPI.
  *   (d) the whole daemon is measured by scripts/gpu-run.sh (chirp-feed
  *       --prefilled -> chirpd -> drain); pass its results with
  *       --daemon-tsv FILE (lines "geometry fmt mode gsps") to get the
@@ -167,8 +173,10 @@ static float *make_ref(size_t L, unsigned R)
 	return ref;
 }
 
-static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_backend be,
-			  unsigned streams, const float *ref)
+/* modes != NULL: a pc of nmodes radar modes (ref and L unused). */
+static struct pc *make_pc_m(const struct geom *g, const struct mode *md, enum pc_backend be,
+			    unsigned streams, const float *ref, const struct pc_mode *modes,
+			    unsigned nmodes)
 {
 	struct pc_params p;
 	char err[256];
@@ -182,6 +190,8 @@ static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_b
 	p.out_mode = md->m;
 	p.ref = ref;
 	p.ref_len = g->L;
+	p.modes = modes;
+	p.nmodes = nmodes;
 	p.backend = be;
 	p.cpu_threads = 8;
 	p.gpu = gpu;
@@ -190,6 +200,28 @@ static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_b
 	if (!pc)
 		die(err);
 	return pc;
+}
+
+static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_backend be,
+			  unsigned streams, const float *ref)
+{
+	return make_pc_m(g, md, be, streams, ref, NULL, 0);
+}
+
+/* The mode-switch measurement's three modes: LFM of L, L/2 and L/4 samples
+ * (ids 0, 1, 2), references in refs[] (the caller frees them). */
+#define NSWITCH 3
+static void make_switch_modes(const struct geom *g, float *refs[NSWITCH],
+			      struct pc_mode modes[NSWITCH])
+{
+	for (unsigned i = 0; i < NSWITCH; i++) {
+		size_t L = g->L >> i;
+
+		refs[i] = make_ref(L, g->R);
+		modes[i].id = i;
+		modes[i].ref = refs[i];
+		modes[i].ref_len = L;
+	}
 }
 
 /* ---- (a) copy limits ----------------------------------------------------------- */
@@ -368,6 +400,10 @@ static double naive_time(const struct geom *g, const float *ref, int n, double *
 
 /* ---- (c), (c') the backend through the pc API --------------------------------------- */
 
+/* CPI k's mode: k mod pump_modes (1: always mode 0; NSWITCH: the mode
+ * changes every CPI). */
+static unsigned pump_modes = 1;
+
 /*
  * Push n CPIs through pc with the queue kept full, rotating over nslots
  * input/output slots. Returns wall seconds.
@@ -381,8 +417,9 @@ static double pump(struct pc *pc, char *in, size_t istride, char *out, size_t os
 
 	while (outs < n) {
 		while (sub < n) {
-			int rc = pc_submit(pc, in + (size_t)(sub % nslots) * istride,
-					   out + (size_t)(sub % nslots) * ostride, (uint64_t)sub);
+			int rc = pc_submit_mode(pc, in + (size_t)(sub % nslots) * istride,
+						out + (size_t)(sub % nslots) * ostride, (uint64_t)sub,
+						(unsigned)sub % pump_modes);
 
 			if (rc == -EAGAIN)
 				break;
@@ -418,6 +455,34 @@ static double pc_time(struct pc *pc, char *in, size_t istride, char *out, size_t
 	return median(t, reps);
 }
 
+/*
+ * (c') on a pc of NSWITCH modes: the rate with the mode changing every CPI
+ * over the rate with every CPI of mode 0 (the same pc, slots and CPIs).
+ */
+static double mode_switch_ratio(const struct geom *g, const struct mode *md, unsigned streams,
+				char *rin, size_t is, char *rout, size_t os, int nslots, int n)
+{
+	float *refs[NSWITCH];
+	struct pc_mode modes[NSWITCH];
+	struct pc *pc;
+	double one, sw;
+
+	make_switch_modes(g, refs, modes);
+	pc = make_pc_m(g, md, PC_BACKEND_CUDA, streams, NULL, modes, NSWITCH);
+	if (pc_register_host(pc, rin, is * nslots) != 0 ||
+	    pc_register_host(pc, rout, os * nslots) != 0)
+		die("pc_register_host failed");
+	pump_modes = 1;
+	one = pc_time(pc, rin, is, rout, os, nslots, n);
+	pump_modes = NSWITCH;
+	sw = pc_time(pc, rin, is, rout, os, nslots, n);
+	pump_modes = 1;
+	pc_destroy(pc);
+	for (unsigned i = 0; i < NSWITCH; i++)
+		free(refs[i]);
+	return one / sw;   /* seconds per CPI: one mode over switching */
+}
+
 /* ---- table ------------------------------------------------------------------------------ */
 
 struct result {
@@ -426,6 +491,8 @@ struct result {
 	double a_h2d, a_d2h, a_both;     /* GS/s */
 	double b;                        /* naive, GS/s (cf32->complex) */
 	double c[8], c2[8];              /* per depth, GS/s */
+	double sw[8];                    /* per depth: (c') rate with the mode
+					    changing every CPI / with one mode */
 	/* slowest and fastest repeat, GS/s: [0] min, [1] max */
 	double a_both_r[2], b_r[2], c_r[8][2], c2_r[8][2];
 	double err;                      /* (c') vs CPU, relative L2 */
@@ -624,6 +691,8 @@ int main(int argc, char **argv)
 					fprintf(stderr, "bench_gpu: staging is \"%s\", not registered\n",
 						info.staging);
 				pc_destroy(pc);
+				rs->sw[di] = mode_switch_ratio(g, md, depths[di], rin, is, rout, os,
+							       nslots, n);
 			}
 			/* check the last CPI written to slot 0 of (c') against the CPU */
 			cpu = make_pc(g, md, PC_BACKEND_CPU, 1, ref);
@@ -658,7 +727,10 @@ int main(int argc, char **argv)
 			printf(" | (c') registered host");
 			for (int di = 0; di < ndepths; di++)
 				printf(" d%u %.3f", depths[di], rs->c2[di]);
-			printf(" GS/s | rel L2 vs CPU %.1e\n", rs->err);
+			printf(" GS/s | mode switch / one mode");
+			for (int di = 0; di < ndepths; di++)
+				printf(" d%u %.3f", depths[di], rs->sw[di]);
+			printf(" | rel L2 vs CPU %.1e\n", rs->err);
 			fflush(stdout);
 		}
 		free(ref);
@@ -671,7 +743,7 @@ int main(int argc, char **argv)
 		fprintf(out, "geometry\tformat\toutput\ta_h2d\ta_d2h\ta_both\tb_naive\tdepth\tc_device\t"
 			     "c_registered\td_daemon\trel_l2\treps\ta_both_min\ta_both_max\tb_naive_min\t"
 			     "b_naive_max\tc_device_min\tc_device_max\tc_registered_min\t"
-			     "c_registered_max\n");
+			     "c_registered_max\tc_registered_mode_switch\n");
 	printf("\nGS/s (complex input samples/s), %s, median of %d; best depth shown; "
 	       "ratios use (c') or (d) when given\n", prop.name, reps);
 	printf("%-12s %-5s %-9s %7s %7s %7s %7s %6s %7s %7s %7s %7s %7s %8s\n", "geometry", "in",
@@ -687,12 +759,12 @@ int main(int argc, char **argv)
 				best = di;
 			if (out)
 				fprintf(out, "%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%u\t%.4f\t%.4f\t%.4f\t%.2e"
-					"\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\n",
+					"\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\n",
 					rs->geom, pc_format_name(rs->md.f), pc_output_name(rs->md.m),
 					rs->a_h2d, rs->a_d2h, rs->a_both, rs->b, depths[di], rs->c[di],
 					rs->c2[di], rs->d, rs->err, reps, rs->a_both_r[0],
 					rs->a_both_r[1], rs->b_r[0], rs->b_r[1], rs->c_r[di][0],
-					rs->c_r[di][1], rs->c2_r[di][0], rs->c2_r[di][1]);
+					rs->c_r[di][1], rs->c2_r[di][0], rs->c2_r[di][1], rs->sw[di]);
 		}
 		x = rs->d > 0 ? rs->d : rs->c2[best];
 		printf("%-12s %-5s %-9s %7.3f %7.3f %7.3f %7.3f %6u %7.3f %7.3f %7.3f %6.0f%% %6.2fx %8.1e\n",

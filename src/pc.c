@@ -2,12 +2,15 @@
 /*
  * pc.c — the backend-independent part of pulse compression (see chirp/pc.h).
  *
- * Validates parameters, chooses nfft and the backend, computes the filter
+ * Validates parameters, chooses nfft and the backend, computes each mode's
+ * filter
  *
- *     filt[f] = g * conj(FFT_nfft(h)[f]) / nfft
+ *     filt_m[f] = g_m * conj(FFT_nfft(h_m)[f]) / nfft
  *
  * once in double precision, and dispatches submit/poll to the backend's ops
- * table (pc_backend.h). Nothing here includes fftw3.h or CUDA headers.
+ * table (pc_backend.h) with the filter index of the CPI's mode (a mode id
+ * -> index map made at create, so pc_submit_mode looks it up with no
+ * allocation). Nothing here includes fftw3.h or CUDA headers.
  *
  * Failure policy: once a backend call fails (anything but -EAGAIN from
  * submit), the pc is "failed" and every later data-path call returns -EIO;
@@ -35,7 +38,10 @@ struct pc {
 	void *be;
 	enum pc_backend backend;     /* the one chosen                      */
 	struct pc_setup setup;
-	float *filt;                 /* 2*nfft floats, lives as long as pc  */
+	float *filts;                /* nfilts x 2*nfft floats, one filter a
+					mode (setup.filts points here)      */
+	unsigned filt_mode[PC_MAX_MODES]; /* filter index -> mode id        */
+	int mode_filt[PC_MAX_MODES]; /* mode id -> filter index, -1: none    */
 	char *gpu_bus_id;            /* copy, setup.gpu_bus_id points here  */
 	size_t in_bytes, out_bytes;
 	char depth_choice[96];       /* pc_info.depth_choice                */
@@ -245,35 +251,109 @@ static int check_modes(const struct pc_params *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* The reference waveform and the FFT size it needs: 1 <= L <= R, finite,
- * not all zeros, and nfft >= R+L-1 so the correlation does not wrap. */
-static int check_reference(const struct pc_params *p, char *err, size_t errlen)
+/*
+ * The modes pc_params describes: its modes table, or (nmodes 0) the single
+ * ref/ref_len as mode 0, written to *one. Returns how many.
+ */
+static unsigned params_modes(const struct pc_params *p, struct pc_mode *one,
+			     const struct pc_mode **modes)
 {
-	size_t R, L, need, tmp;
+	if (p->nmodes == 0) {
+		one->id = 0;
+		one->ref = p->ref;
+		one->ref_len = p->ref_len;
+		*modes = one;
+		return 1;
+	}
+	*modes = p->modes;
+	return p->nmodes;
+}
+
+/* One reference waveform: 1 <= L <= R, finite, not all zeros. what names
+ * it in the reason ("" for the single reference, "mode 3: " in a table). */
+static int check_one_reference(const float *ref, size_t L, size_t R, const char *what,
+			       char *err, size_t errlen)
+{
 	double e;
 
-	if (p->ref_len < 1 || !p->ref) {
-		errbuf_set(err, errlen, "pulse length L=0: the reference waveform is empty");
+	if (L < 1 || !ref) {
+		errbuf_set(err, errlen, "%spulse length L=0: the reference waveform is empty", what);
 		return -EINVAL;
 	}
-	R = p->samples;
-	L = p->ref_len;
 	if (L > R) {
-		errbuf_set(err, errlen, "pulse length L=%zu samples exceeds range samples R=%zu", L, R);
+		errbuf_set(err, errlen, "%spulse length L=%zu samples exceeds range samples R=%zu",
+			   what, L, R);
 		return -EINVAL;
 	}
-	e = ref_energy(p->ref, L);
+	e = ref_energy(ref, L);
 	if (e < 0.0) {
-		errbuf_set(err, errlen, "reference waveform holds a NaN or Inf sample");
+		errbuf_set(err, errlen, "%sreference waveform holds a NaN or Inf sample", what);
 		return -EINVAL;
 	}
 	if (!(e > 0.0)) {
-		errbuf_set(err, errlen, "reference waveform is all zeros: nothing to correlate with");
+		errbuf_set(err, errlen, "%sreference waveform is all zeros: nothing to correlate with",
+			   what);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * The mode table: at most PC_MAX_MODES, ids below PC_MAX_MODES and distinct
+ * (a CPI names its filter by id), each reference valid. *maxL: the longest
+ * L, which sets the FFT length every mode shares.
+ */
+static int check_mode_table(const struct pc_params *p, size_t *maxL, char *err, size_t errlen)
+{
+	struct pc_mode one;
+	const struct pc_mode *m;
+	unsigned n;
+	uint64_t seen = 0;
+
+	if (p->nmodes > PC_MAX_MODES) {
+		errbuf_set(err, errlen, "%u modes: at most %u", p->nmodes, PC_MAX_MODES);
+		return -EINVAL;
+	}
+	if (p->nmodes > 0 && !p->modes) {
+		errbuf_set(err, errlen, "%u modes but no mode table", p->nmodes);
+		return -EINVAL;
+	}
+	n = params_modes(p, &one, &m);
+	*maxL = 0;
+	for (unsigned i = 0; i < n; i++) {
+		char what[32] = "";
+
+		if (p->nmodes > 0)
+			snprintf(what, sizeof(what), "mode %u: ", m[i].id);
+		if (m[i].id >= PC_MAX_MODES) {
+			errbuf_set(err, errlen, "mode id %u: must be 0..%u", m[i].id, PC_MAX_MODES - 1);
+			return -EINVAL;
+		}
+		if (seen & (UINT64_C(1) << m[i].id)) {
+			errbuf_set(err, errlen, "mode id %u appears twice: ids must be distinct", m[i].id);
+			return -EINVAL;
+		}
+		seen |= UINT64_C(1) << m[i].id;
+		if (check_one_reference(m[i].ref, m[i].ref_len, p->samples, what, err, errlen) < 0)
+			return -EINVAL;
+		if (m[i].ref_len > *maxL)
+			*maxL = m[i].ref_len;
+	}
+	return 0;
+}
+
+/* The reference waveforms and the FFT size they need: nfft >= R+L-1 for
+ * the longest L, so no mode's correlation wraps. */
+static int check_reference(const struct pc_params *p, char *err, size_t errlen)
+{
+	size_t R = p->samples, L, need, tmp;
+
+	if (check_mode_table(p, &L, err, errlen) < 0)
+		return -EINVAL;
 	need = R + L - 1;
 	if (p->nfft != 0 && p->nfft < need) {
-		errbuf_set(err, errlen, "nfft %zu < R+L-1 = %zu: the correlation would wrap", p->nfft, need);
+		errbuf_set(err, errlen, "nfft %zu < R+L-1 = %zu%s: the correlation would wrap", p->nfft,
+			   need, p->nmodes > 0 ? " (the longest mode's L)" : "");
 		return -EINVAL;
 	}
 	tmp = p->nfft ? p->nfft : pc_good_fft_size(need);
@@ -632,8 +712,10 @@ static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err
 	pc->setup.pulses = p->pulses;
 	pc->setup.samples = p->samples;
 	pc->setup.rows = (size_t)p->channels * p->pulses;
-	pc->setup.ref_len = p->ref_len;
-	pc->setup.nfft = p->nfft ? p->nfft : pc_good_fft_size((size_t)p->samples + p->ref_len - 1);
+	pc->setup.ref_len = 0;   /* the longest mode's L */
+	(void)check_mode_table(p, &pc->setup.ref_len, err, errlen);   /* checked: 0 */
+	pc->setup.nfft = p->nfft ? p->nfft
+				 : pc_good_fft_size((size_t)p->samples + pc->setup.ref_len - 1);
 	pc->setup.in_format = p->in_format;
 	pc->setup.out_mode = p->out_mode;
 	pc->setup.cpu_threads = p->cpu_threads;
@@ -660,23 +742,41 @@ static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err
 	return 0;
 }
 
-/* The reference spectrum the backends multiply by, scaled to unit noise gain
- * when normalize is noise. */
-static int setup_filter(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
+/*
+ * Every mode's spectrum, the table the backends multiply by (filter i is
+ * mode filt_mode[i]'s, in the order of pc_params.modes), each scaled to
+ * unit noise gain by its own reference's energy when normalize is noise:
+ * a mode's filter is exactly the one a pc built with that mode alone gets.
+ * The id -> index map lets pc_submit_mode pick one with no search.
+ */
+static int setup_filters(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
 {
-	double g;
+	size_t nfft = pc->setup.nfft;
+	struct pc_mode one;
+	const struct pc_mode *m;
+	unsigned n = params_modes(p, &one, &m);
 
-	pc->filt = malloc(2 * pc->setup.nfft * sizeof(float));
-	if (!pc->filt) {
-		errbuf_set(err, errlen, "out of memory for a %zu-point reference spectrum", pc->setup.nfft);
+	for (unsigned id = 0; id < PC_MAX_MODES; id++)
+		pc->mode_filt[id] = -1;
+	pc->filts = malloc((size_t)n * 2 * nfft * sizeof(float));
+	if (!pc->filts) {
+		errbuf_set(err, errlen, "out of memory for %u %zu-point reference spectra", n, nfft);
 		return -ENOMEM;
 	}
-	g = p->normalize == PC_NORM_NOISE ? 1.0 / sqrt(ref_energy(p->ref, p->ref_len)) : 1.0;
-	if (make_filter(p->ref, p->ref_len, pc->setup.nfft, g, pc->filt) < 0) {
-		errbuf_set(err, errlen, "out of memory computing the reference spectrum (nfft %zu)", pc->setup.nfft);
-		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		double g = p->normalize == PC_NORM_NOISE ? 1.0 / sqrt(ref_energy(m[i].ref, m[i].ref_len))
+							 : 1.0;
+
+		if (make_filter(m[i].ref, m[i].ref_len, nfft, g, pc->filts + (size_t)i * 2 * nfft) < 0) {
+			errbuf_set(err, errlen, "out of memory computing the reference spectrum (nfft %zu)",
+				   nfft);
+			return -ENOMEM;
+		}
+		pc->filt_mode[i] = m[i].id;
+		pc->mode_filt[m[i].id] = (int)i;
 	}
-	pc->setup.filt = pc->filt;
+	pc->setup.filts = pc->filts;
+	pc->setup.nfilts = n;
 	return 0;
 }
 
@@ -727,7 +827,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (setup_from_params(pc, p, err, errlen) < 0 || setup_filter(pc, p, err, errlen) < 0 ||
+	if (setup_from_params(pc, p, err, errlen) < 0 || setup_filters(pc, p, err, errlen) < 0 ||
 	    backend_open(pc, p, err, errlen) < 0) {
 		pc_destroy(pc);
 		return NULL;
@@ -741,7 +841,7 @@ void pc_destroy(struct pc *pc)
 		return;
 	if (pc->be)
 		pc->ops->destroy(pc->be);
-	free(pc->filt);
+	free(pc->filts);
 	free(pc->gpu_bus_id);
 	free(pc);
 }
@@ -800,19 +900,37 @@ static int pc_fail(struct pc *pc, int rc, const char *call)
 	return rc;
 }
 
-int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag)
+/*
+ * An unknown mode is the producer's business, not a backend failure:
+ * -ENOENT, nothing queued, the pc stays usable (the daemon flags the CPI
+ * CHIRP_RING_UNKNOWN_MODE).
+ */
+int pc_submit_mode(struct pc *pc, const void *in, void *out, uint64_t tag, unsigned mode)
 {
-	int rc;
+	int rc, fi;
 
 	if (pc->failed)
 		return -EIO;
 	/* Bad arguments are the caller's bug, not a backend failure. */
 	if (!in || !out || ((uintptr_t)in | (uintptr_t)out) % 4 != 0)
 		return -EINVAL;
-	rc = pc->ops->submit(pc->be, in, out, tag);
+	fi = mode < PC_MAX_MODES ? pc->mode_filt[mode] : -1;
+	if (fi < 0)
+		return -ENOENT;
+	rc = pc->ops->submit(pc->be, in, out, tag, (unsigned)fi, mode);
 	if (rc < 0 && rc != -EAGAIN)
 		return pc_fail(pc, rc, "submit");
 	return rc;
+}
+
+int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag)
+{
+	return pc_submit_mode(pc, in, out, tag, 0);
+}
+
+int pc_has_mode(const struct pc *pc, unsigned mode)
+{
+	return mode < PC_MAX_MODES && pc->mode_filt[mode] >= 0;
 }
 
 int pc_poll(struct pc *pc, struct pc_done *done, int max, int timeout_ms)
@@ -963,6 +1081,7 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 	size_t in_len = cs->in_len, out_len = cs->out_len;
 	unsigned depth, min_cpis, nbuf = cs->n;
 	void *in = cs->in, *out = cs->out;
+	unsigned mode = pc->filt_mode[0];   /* the first mode's filter: all cost the same */
 	int reg_in = 0, reg_out = 0, rc, n;
 	uint64_t t0, now, done = 0, submitted = 0;
 	struct timespec ts;
@@ -982,8 +1101,8 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 	/* Warm-up: depth CPIs, untimed. Every CPI reads one of the inputs and writes
 	 * one output buffer: the rate is what counts, not the results. */
 	for (unsigned i = 0; i < depth; i++) {
-		rc = pc_submit(pc, (char *)in + (size_t)(i % nbuf) * in_len,
-			       (char *)out + (size_t)(i % nbuf) * out_len, i);
+		rc = pc_submit_mode(pc, (char *)in + (size_t)(i % nbuf) * in_len,
+				    (char *)out + (size_t)(i % nbuf) * out_len, i, mode);
 		if (rc < 0)
 			goto fail;
 	}
@@ -1002,8 +1121,8 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 			done + pc_in_flight(pc) < 2)) {
 			unsigned b = (unsigned)(submitted % nbuf);
 
-			rc = pc_submit(pc, (char *)in + (size_t)b * in_len,
-				       (char *)out + (size_t)b * out_len, submitted);
+			rc = pc_submit_mode(pc, (char *)in + (size_t)b * in_len,
+					    (char *)out + (size_t)b * out_len, submitted, mode);
 			submitted++;
 			if (rc < 0)
 				goto fail;

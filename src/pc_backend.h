@@ -3,15 +3,17 @@
  * pc_backend.h — the small table of functions a pulse-compression backend
  * implements (private to the pc module: pc.c, pc_cpu.c, src/cuda/).
  *
- * pc.c validates parameters, chooses nfft, computes the reference spectrum
- * once in double precision and hands each backend a ready-to-multiply
- * filter:
+ * pc.c validates parameters, chooses nfft, computes each mode's reference
+ * spectrum once in double precision and hands each backend a table of
+ * ready-to-multiply filters, one per mode:
  *
- *     filt[f] = g * conj(FFT_nfft(h)[f]) / nfft,   f = 0..nfft-1
+ *     filt_m[f] = g_m * conj(FFT_nfft(h_m)[f]) / nfft,   f = 0..nfft-1
  *
- * (the 1/nfft folds the unnormalized inverse FFT in). A backend then does,
- * per row: pad x to nfft, forward FFT, multiply by filt, inverse FFT, take
- * gates 0..R-1, apply the output mode. Nothing outside pc_cpu.c includes
+ * (the 1/nfft folds the unnormalized inverse FFT in; g_m is mode m's own
+ * gain). A backend keeps every filter resident and, per row of a CPI: pads
+ * x to nfft, forward FFT, multiplies by the filter of the CPI's mode
+ * (submit's filter index), inverse FFT, takes gates 0..R-1, applies the
+ * output mode. Nothing outside pc_cpu.c includes
  * fftw3.h and nothing outside src/cuda/ includes cufft.h / cuda_runtime.h.
  */
 #ifndef CHIRP_PC_BACKEND_H
@@ -28,10 +30,14 @@ struct pc_setup {
 	unsigned channels, pulses, samples;  /* C, P, R                      */
 	size_t rows;                         /* C * P                        */
 	size_t nfft;
-	size_t ref_len;                      /* L                            */
+	size_t ref_len;                      /* L of the longest mode         */
 	enum pc_format in_format;
 	enum pc_output out_mode;
-	const float *filt;                   /* 2*nfft floats, see above     */
+	/* The filters, one per mode, back to back: filter i (0..nfilts-1)
+	 * is the 2*nfft floats at filts + i * 2 * nfft (see above). A
+	 * backend copies what it needs at create. */
+	const float *filts;
+	unsigned nfilts;                     /* 1..PC_MAX_MODES              */
 	int cpu_threads;
 	int gpu;
 	const char *gpu_bus_id;
@@ -52,7 +58,10 @@ struct pc_backend_ops {
 	void (*info)(void *be, struct pc_info *info);
 	int (*register_host)(void *be, void *base, size_t len);
 	void (*unregister_host)(void *be, void *base);
-	int (*submit)(void *be, const void *in, void *out, uint64_t tag);
+	/* One CPI with filter filt (< nfilts, checked by pc.c); its
+	 * pc_done entries carry tag and mode (the mode's id). */
+	int (*submit)(void *be, const void *in, void *out, uint64_t tag, unsigned filt,
+		      uint32_t mode);
 	int (*poll)(void *be, struct pc_done *done, int max, int timeout_ms);
 	unsigned (*in_flight)(void *be);
 	const char *(*last_error)(void *be);

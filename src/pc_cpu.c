@@ -9,7 +9,12 @@
  * most 256 KiB, sized so that the threads finish together:
  * balanced_block_rows; K takes K KiB as it is): load + convert + zero-pad
  * the block, one batched forward FFT over the block, multiply by the
- * filter, one batched inverse FFT, write gates 0..R-1 in the output mode.
+ * filter of the CPI's mode, one batched inverse FFT, write gates 0..R-1 in
+ * the output mode. Every mode's filter is made at create and stays
+ * resident (fc/fd hold them back to back); a CPI carries its filter index
+ * in the job, so a mode change costs nothing and a mode's results are bit
+ * for bit those of a pc built with that mode alone (the same filter, the
+ * same plans, the same passes).
  * Running the five passes on a cache-sized block instead of on the whole
  * CPI keeps memory traffic at one read of the input and one write of the
  * output.
@@ -95,7 +100,9 @@ struct cpu_be {
 	enum pc_output mode;
 	int threads;
 	size_t block_rows, nblocks;
-	float *fc, *fd;              /* filter as (c, c), (-d, d): 2*nfft   */
+	float *fc, *fd;              /* filters as (c, c), (-d, d): filter i
+					at i * 2*dist, nfft bins each       */
+	unsigned nfilts;
 	fftwf_plan fwd, inv;         /* block_rows rows                     */
 	fftwf_plan fwd_tail, inv_tail; /* rows % block_rows rows, or NULL   */
 	struct cpu_buf *w;           /* threads entries; w[0] is the caller */
@@ -109,6 +116,7 @@ struct cpu_be {
 	struct {
 		const void *in;
 		void *out;
+		unsigned filt;       /* the CPI's filter index (< nfilts)  */
 	} job;
 	atomic_uint nonfinite;       /* rows of this CPI with NaN/Inf       */
 	/* Straggler take-over (see wait_blocks): committed[k] is the gen of
@@ -369,7 +377,8 @@ static size_t block_span(const struct cpu_be *b, size_t k, size_t *r0)
 
 /*
  * Rows [r0, r0+nr) through one worker's buffers, up to the result in
- * wk->work; returns how many rows held NaN/Inf. The forward FFT is out of
+ * wk->work, multiplied by filter filt; returns how many rows held NaN/Inf.
+ * The forward FFT is out of
  * place and preserves its input, so the zero padding of xin[R..nfft)
  * written at create stays: a load writes only the R samples. The inverse
  * runs in place on work. The thread's count in loading is dropped once the
@@ -381,12 +390,14 @@ static size_t block_span(const struct cpu_be *b, size_t k, size_t *r0)
 #define BLOCK_ABANDONED UINT32_MAX
 
 static uint32_t compute_block(struct cpu_be *b, struct cpu_buf *wk,
-			      const void *in, size_t r0, size_t nr,
+			      const void *in, unsigned filt, size_t r0, size_t nr,
 			      const _Atomic uint64_t *stop, uint64_t gen)
 {
 	bool tail = nr != b->block_rows;
 	fftwf_complex *work = wk->work;
 	uint32_t nonfinite = 0;
+	const float *fc = b->fc + (size_t)filt * 2 * b->dist;
+	const float *fd = b->fd + (size_t)filt * 2 * b->dist;
 
 	for (size_t i = 0; i < nr; i++) {
 		const char *x = (const char *)in + (r0 + i) * b->in_row;
@@ -405,7 +416,7 @@ static uint32_t compute_block(struct cpu_be *b, struct cpu_buf *wk,
 	if (stop && atomic_load_explicit(stop, memory_order_relaxed) == gen)
 		return BLOCK_ABANDONED;
 	for (size_t i = 0; i < nr; i++)
-		mul_filt((float *)(work + i * b->dist), b->fc, b->fd, b->nfft);
+		mul_filt((float *)(work + i * b->dist), fc, fd, b->nfft);
 	fftwf_execute_dft(tail ? b->inv_tail : b->inv, work, work);
 	return nonfinite;
 }
@@ -544,6 +555,7 @@ static void run_blocks(void *ctx, unsigned thread, uint64_t gen)
 	for (;;) {
 		const void *in;
 		void *out;
+		unsigned filt;
 		uint64_t t0;
 		size_t k, r0, nr;
 		uint32_t nonfinite;
@@ -555,10 +567,11 @@ static void run_blocks(void *ctx, unsigned thread, uint64_t gen)
 		}
 		in = b->job.in;
 		out = b->job.out;
+		filt = b->job.filt;
 		nr = block_span(b, k, &r0);
 		test_claimed(b, thread, gen);
 		t0 = thread == 0 ? mono_ns() : 0;
-		nonfinite = compute_block(b, w, in, r0, nr, NULL, 0);   /* leaves loading */
+		nonfinite = compute_block(b, w, in, filt, r0, nr, NULL, 0);   /* leaves loading */
 		test_stall(b, thread, k, gen);
 		finish_block(b, w, gen, out, k, nonfinite);
 		if (t0) {   /* the caller's own pace: wait_blocks' grace period */
@@ -633,7 +646,8 @@ static void cpu_destroy(void *be)
 /* The sizes pc.c resolved, as FFTW's int sizes and the pool can take them. */
 static int check_setup(const struct pc_setup *s, char *err, size_t errlen)
 {
-	if (s->nfft < s->samples + s->ref_len - 1 || s->rows < 1 ||
+	if (s->nfft < s->samples + s->ref_len - 1 || s->rows < 1 || !s->filts ||
+	    s->nfilts < 1 || s->nfilts > PC_MAX_MODES ||
 	    s->rows > WORKPOOL_MAX_ITEMS || s->cpu_threads < 1 || s->cpu_threads > 1024) {
 		errbuf_set(err, errlen, "cpu: invalid setup (nfft %zu, R %u, L %zu, rows %zu, threads %d)",
 			   s->nfft, s->samples, s->ref_len, s->rows, s->cpu_threads);
@@ -671,6 +685,7 @@ static void init_fields(struct cpu_be *b, const struct pc_setup *s)
 	b->L = s->ref_len;
 	b->rows = s->rows;
 	b->nfft = s->nfft;
+	b->nfilts = s->nfilts;
 	b->fmt = s->in_format;
 	b->mode = s->out_mode;
 	b->in_row = b->R * pc_format_sample_bytes(b->fmt);
@@ -707,16 +722,19 @@ static void choose_blocks(struct cpu_be *b, unsigned block_kib)
 	b->nblocks = (b->rows + b->block_rows - 1) / b->block_rows;
 }
 
-/* The completion queue, the per-thread buffers, the filter, committed[]. */
-static int alloc_buffers(struct cpu_be *b, const float *filt)
+/* The completion queue, the per-thread buffers, the filters, committed[]. */
+static int alloc_buffers(struct cpu_be *b, const float *filts)
 {
 	size_t bytes = b->block_rows * b->dist * sizeof(fftwf_complex);
+	/* Filter i starts at bin i * dist: every filter has the alignment a
+	 * single one has, so the multiply runs the same code on each. */
+	size_t nf = (size_t)b->nfilts * b->dist;
 
 	b->q = calloc(b->depth, sizeof(*b->q));
 	b->committed = calloc(b->nblocks, sizeof(*b->committed));
 	b->w = calloc((size_t)b->threads, sizeof(*b->w));
-	b->fc = fftwf_malloc(b->nfft * 2 * sizeof(float));
-	b->fd = fftwf_malloc(b->nfft * 2 * sizeof(float));
+	b->fc = fftwf_malloc(nf * 2 * sizeof(float));
+	b->fd = fftwf_malloc(nf * 2 * sizeof(float));
 	if (!b->q || !b->committed || !b->w || !b->fc || !b->fd)
 		return -ENOMEM;
 	for (int t = 0; t < b->threads; t++) {
@@ -725,10 +743,17 @@ static int alloc_buffers(struct cpu_be *b, const float *filt)
 		if (!b->w[t].xin || !b->w[t].work)
 			return -ENOMEM;
 	}
-	for (size_t f = 0; f < b->nfft; f++) {
-		b->fc[2 * f] = b->fc[2 * f + 1] = filt[2 * f];
-		b->fd[2 * f] = -filt[2 * f + 1];
-		b->fd[2 * f + 1] = filt[2 * f + 1];
+	memset(b->fc, 0, nf * 2 * sizeof(float));   /* the bins past nfft */
+	memset(b->fd, 0, nf * 2 * sizeof(float));
+	for (size_t i = 0; i < b->nfilts; i++) {
+		const float *filt = filts + i * 2 * b->nfft;
+		float *fc = b->fc + i * 2 * b->dist, *fd = b->fd + i * 2 * b->dist;
+
+		for (size_t f = 0; f < b->nfft; f++) {
+			fc[2 * f] = fc[2 * f + 1] = filt[2 * f];
+			fd[2 * f] = -filt[2 * f + 1];
+			fd[2 * f + 1] = filt[2 * f + 1];
+		}
 	}
 	return 0;
 }
@@ -833,7 +858,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	}
 	init_fields(b, s);
 	choose_blocks(b, s->tune.block_kib);
-	if (alloc_buffers(b, s->filt) < 0) {
+	if (alloc_buffers(b, s->filts) < 0) {
 		errbuf_set(err, errlen, "cpu: out of memory for %d x %zu rows of %zu-point buffers",
 			   b->threads, b->block_rows, b->dist);
 		goto fail;
@@ -879,7 +904,8 @@ static void cpu_unregister_host(void *be, void *base)
  * given up between passes once the other is. Returns 1 if a copy was
  * computed to the end (pc_done.recomputed counts those), else 0.
  */
-static uint32_t take_over_one(struct cpu_be *b, uint64_t gen, const void *in, void *out)
+static uint32_t take_over_one(struct cpu_be *b, uint64_t gen, const void *in, void *out,
+			      unsigned filt)
 {
 	struct cpu_buf *me = &b->w[0];
 
@@ -890,7 +916,7 @@ static uint32_t take_over_one(struct cpu_be *b, uint64_t gen, const void *in, vo
 		if (atomic_load_explicit(&b->committed[k], memory_order_acquire) == gen)
 			continue;    /* stored, or being stored */
 		atomic_fetch_add_explicit(&b->loading, 1, memory_order_relaxed);
-		nonfinite = compute_block(b, me, in, r0, nr, &b->committed[k], gen);
+		nonfinite = compute_block(b, me, in, filt, r0, nr, &b->committed[k], gen);
 		if (nonfinite == BLOCK_ABANDONED)
 			return 0;
 		finish_block(b, me, gen, out, k, nonfinite);
@@ -913,7 +939,8 @@ static uint32_t take_over_one(struct cpu_be *b, uint64_t gen, const void *in, vo
  * the wait to about two blocks when one is not. Returns how many blocks
  * the caller recomputed.
  */
-static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void *out)
+static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void *out,
+			    unsigned filt)
 {
 	uint32_t recomputed = 0;
 	uint64_t since = mono_ns(), grace = b->block_ns + b->block_ns / 2;
@@ -924,7 +951,7 @@ static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void
 		cpu_relax();
 		if (!b->takeover || mono_ns() - since < grace)
 			continue;
-		recomputed += take_over_one(b, gen, in, out);
+		recomputed += take_over_one(b, gen, in, out, filt);
 		since = mono_ns();   /* one block, then give the others a grace again */
 	}
 	/* No thread may read the input once we return (run_blocks). */
@@ -934,12 +961,13 @@ static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void
 }
 
 /* The caller's completion record of the CPI it just computed. */
-static void queue_done(struct cpu_be *b, uint64_t tag, uint64_t t0, uint32_t recomputed,
-		       unsigned woken)
+static void queue_done(struct cpu_be *b, uint64_t tag, uint32_t mode, uint64_t t0,
+		       uint32_t recomputed, unsigned woken)
 {
 	struct pc_done *d = &b->q[(b->qhead + b->qcount) % b->depth];
 
 	d->tag = tag;
+	d->mode = mode;
 	d->flags = PC_DONE_INPUT | PC_DONE_OUTPUT;
 	d->nonfinite_rows = atomic_load_explicit(&b->nonfinite, memory_order_relaxed);
 	d->device_ns = mono_ns() - t0;
@@ -957,7 +985,8 @@ static void queue_done(struct cpu_be *b, uint64_t tag, uint64_t t0, uint32_t rec
  * (wait_blocks), so the job and nonfinite are the caller's to reset; the
  * pool's submit releases them with the CPI's ticket.
  */
-static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
+static int cpu_submit(void *be, const void *in, void *out, uint64_t tag, unsigned filt,
+		      uint32_t mode)
 {
 	struct cpu_be *b = be;
 	uint64_t t0, gen;
@@ -977,10 +1006,11 @@ static int cpu_submit(void *be, const void *in, void *out, uint64_t tag)
 	atomic_store_explicit(&b->nonfinite, 0, memory_order_relaxed);
 	b->job.in = in;
 	b->job.out = out;
+	b->job.filt = filt;
 	gen = workpool_submit(b->pool, b->nblocks, &woken);
 	run_blocks(b, 0, gen);
-	recomputed = wait_blocks(b, gen, in, out);
-	queue_done(b, tag, t0, recomputed, woken);
+	recomputed = wait_blocks(b, gen, in, out, filt);
+	queue_done(b, tag, mode, t0, recomputed, woken);
 	return 0;
 }
 

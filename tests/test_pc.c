@@ -1721,6 +1721,388 @@ static void test_concurrent_create(void **state)
 		}
 }
 
+/* ---- radar modes: a filter per CPI ------------------------------------- */
+
+/*
+ * Three modes of different L and windows, as a multi-function radar
+ * interleaves them: LFM 64 samples Hamming (id 7), LFM 300 samples Taylor
+ * (id 0), Barker 13 with 3 samples a chip, rect (id 63). The ids are not
+ * the table's order, so a mix-up of id and index shows.
+ */
+#define NTRI 3
+struct tri_modes {
+	float *h[NTRI];
+	size_t L[NTRI];
+	struct pc_mode m[NTRI];
+};
+
+static void tri_modes_make(struct tri_modes *t, unsigned R)
+{
+	static const unsigned ids[NTRI] = { 7, 0, 63 };
+	struct wf_params wp[NTRI];
+	char err[256];
+
+	for (int i = 0; i < NTRI; i++)
+		wf_params_init(&wp[i]);
+	wp[0].type = WF_LFM;
+	wp[0].sample_rate_hz = 10e6;
+	wp[0].bandwidth_hz = 4e6;
+	wp[0].pulse_width_s = 6.4e-6;        /* L = 64 */
+	wp[0].window = WIN_HAMMING;
+	wp[1].type = WF_LFM;
+	wp[1].sample_rate_hz = 10e6;
+	wp[1].bandwidth_hz = 5e6;
+	wp[1].pulse_width_s = 30e-6;         /* L = 300 */
+	wp[1].window = WIN_TAYLOR;
+	wp[1].taylor_nbar = 4;
+	wp[1].taylor_sll_db = 35.0;
+	wp[2].type = WF_BARKER13;
+	wp[2].sample_rate_hz = 10e6;
+	wp[2].chip_samples = 3;              /* L = 39 */
+	wp[2].window = WIN_RECT;
+	for (int i = 0; i < NTRI; i++) {
+		if (wf_build(&wp[i], R, &t->h[i], &t->L[i], err, sizeof(err)) != 0)
+			fail_msg("wf_build mode %d: %s", i, err);
+		t->m[i].id = ids[i];
+		t->m[i].ref = t->h[i];
+		t->m[i].ref_len = t->L[i];
+	}
+	assert_int_equal(t->L[0], 64);
+	assert_int_equal(t->L[1], 300);
+	assert_int_equal(t->L[2], 39);
+}
+
+static void tri_modes_free(struct tri_modes *t)
+{
+	for (int i = 0; i < NTRI; i++)
+		free(t->h[i]);
+}
+
+/* A pc of the three modes (or, with only >= 0, of mode `only` alone as the
+ * single reference, nmodes 0, at the FFT length nfft). */
+static struct pc *tri_pc(const struct tri_modes *t, int only, unsigned C, unsigned P, unsigned R,
+			 enum pc_format fmt, enum pc_output om, int threads, size_t nfft)
+{
+	struct pc_params p;
+	struct pc *pc;
+	char err[256];
+
+	base_params(&p, C, P, R, NULL, 0);
+	if (only >= 0) {
+		p.ref = t->h[only];
+		p.ref_len = t->L[only];
+	} else {
+		p.modes = t->m;
+		p.nmodes = NTRI;
+	}
+	p.in_format = fmt;
+	p.out_mode = om;
+	p.cpu_threads = threads;
+	p.cpu_depth = 3;
+	p.nfft = nfft;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create (%s): %s", only >= 0 ? "one mode" : "three modes", err);
+	return pc;
+}
+
+/*
+ * The mode changes every CPI, with up to three CPIs queued: each output is
+ * checked against the direct correlation with ITS mode's reference and
+ * gain, each report carries its mode, and each equals bit for bit what a
+ * pc built with that mode alone (at the same FFT length) makes of it.
+ */
+static void modes_round_trip(enum pc_format fmt, enum pc_output om, int threads)
+{
+	enum { C = 2, P = 3, R = 1000, NCPI = 9 };
+	size_t rows = (size_t)C * P, n = rows * R;
+	struct tri_modes t;
+	struct pc *pc, *one[NTRI];
+	struct pc_info info;
+	double complex *xd = malloc(NCPI * n * sizeof(*xd)), *y = malloc(n * sizeof(*y));
+	void *in[NCPI];
+	char *out, *solo;
+	size_t ob;
+
+	assert_non_null(xd);
+	assert_non_null(y);
+	tri_modes_make(&t, R);
+	pc = tri_pc(&t, -1, C, P, R, fmt, om, threads, 0);
+	pc_get_info(pc, &info);
+	assert_int_equal(info.ref_len, 300);   /* the longest */
+	assert_int_equal(info.nfft, pc_good_fft_size(R + 300 - 1));
+	for (int i = 0; i < NTRI; i++) {
+		assert_true(pc_has_mode(pc, t.m[i].id));
+		one[i] = tri_pc(&t, i, C, P, R, fmt, om, threads, info.nfft);
+	}
+	assert_false(pc_has_mode(pc, 1));
+	assert_false(pc_has_mode(pc, 64));
+	ob = pc_out_bytes(pc);
+	out = malloc(NCPI * ob);
+	solo = malloc(ob);
+	assert_non_null(out);
+	assert_non_null(solo);
+	poison(out, NCPI * ob);
+	for (int k = 0; k < NCPI; k++)
+		in[k] = random_input(fmt, n, xd + (size_t)k * n);
+	/* Three at a time in flight, the mode changing every CPI. */
+	for (int k0 = 0; k0 < NCPI; k0 += 3) {
+		struct pc_done d[8];
+		int got = 0;
+
+		for (int k = k0; k < k0 + 3; k++)
+			assert_int_equal(pc_submit_mode(pc, in[k], out + (size_t)k * ob, 100 + k,
+							t.m[k % NTRI].id), 0);
+		while (got < 3) {
+			int nd = pc_poll(pc, d, 8, -1);
+
+			assert_true(nd > 0);
+			for (int i = 0; i < nd; i++, got++) {
+				int k = k0 + got;
+
+				assert_int_equal(d[i].tag, 100 + k);
+				assert_int_equal(d[i].mode, t.m[k % NTRI].id);
+				assert_true(d[i].flags & PC_DONE_OUTPUT);
+			}
+		}
+	}
+	for (int k = 0; k < NCPI; k++) {
+		int mi = k % NTRI;
+
+		ref_corr(xd + (size_t)k * n, rows, R, t.h[mi], t.L[mi],
+			 ref_gain(t.h[mi], t.L[mi], PC_NORM_NOISE), y);
+		check_output(om, out + (size_t)k * ob, y, n);
+		poison(solo, ob);
+		assert_int_equal(pc_execute(one[mi], in[k], solo, NULL), 0);
+		if (memcmp(solo, out + (size_t)k * ob, ob) != 0)
+			fail_msg("%s->%s, %d threads: CPI %d (mode %u) differs from a pc of that mode alone",
+				 pc_format_name(fmt), pc_output_name(om), threads, k, t.m[mi].id);
+	}
+	for (int k = 0; k < NCPI; k++)
+		free(in[k]);
+	for (int i = 0; i < NTRI; i++)
+		pc_destroy(one[i]);
+	pc_destroy(pc);
+	tri_modes_free(&t);
+	free(out);
+	free(solo);
+	free(xd);
+	free(y);
+}
+
+static void test_modes_per_cpi(void **state)
+{
+	(void)state;
+	for (int f = PC_FMT_CF32; f <= PC_FMT_SC16; f++)
+		for (int m = PC_OUT_COMPLEX; m <= PC_OUT_POWER_DB; m++)
+			modes_round_trip((enum pc_format)f, (enum pc_output)m, 1 + (m + f) % 3);
+}
+
+/*
+ * An unknown mode: -ENOENT, nothing queued, the pc not failed, and the
+ * next CPI of a known mode is right. pc_submit is mode 0, which a table
+ * without id 0 lacks; pc_calibrate runs on the table's first mode.
+ */
+static void test_modes_unknown(void **state)
+{
+	enum { R = 400 };
+	struct tri_modes t;
+	struct pc_params p;
+	struct pc_done d[4];
+	struct pc *pc;
+	double complex *xd = malloc(R * sizeof(*xd)), *y = malloc(R * sizeof(*y));
+	void *in;
+	float *out = malloc(R * 8);
+	char err[256];
+	double cps = 0;
+
+	(void)state;
+	assert_non_null(xd);
+	assert_non_null(y);
+	assert_non_null(out);
+	tri_modes_make(&t, R);
+	in = random_input(PC_FMT_CF32, R, xd);
+	base_params(&p, 1, 1, R, NULL, 0);
+	p.modes = t.m;
+	p.nmodes = NTRI;
+	p.cpu_threads = 2;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	assert_int_equal(pc_submit_mode(pc, in, out, 1, 5), -ENOENT);
+	assert_int_equal(pc_submit_mode(pc, in, out, 2, 64), -ENOENT);
+	assert_int_equal(pc_submit_mode(pc, in, out, 3, UINT32_MAX), -ENOENT);
+	assert_int_equal(pc_in_flight(pc), 0);
+	assert_int_equal(pc_poll(pc, d, 4, 0), 0);
+	assert_string_equal(pc_last_error(pc), "");
+	poison(out, R * 8);
+	assert_int_equal(pc_submit_mode(pc, in, out, 4, 63), 0);
+	assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+	assert_int_equal(d[0].tag, 4);
+	assert_int_equal(d[0].mode, 63);
+	ref_corr(xd, 1, R, t.h[2], t.L[2], ref_gain(t.h[2], t.L[2], PC_NORM_NOISE), y);
+	check_output(PC_OUT_COMPLEX, out, y, R);
+	pc_destroy(pc);
+
+	/* Without id 0: pc_submit has no mode; calibration uses the first. */
+	t.m[1].id = 12;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	assert_false(pc_has_mode(pc, 0));
+	assert_int_equal(pc_submit(pc, in, out, 5), -ENOENT);
+	assert_int_equal(pc_in_flight(pc), 0);
+	assert_int_equal(pc_calibrate(pc, &cps, err, sizeof(err)), 0);
+	assert_true(cps > 0);
+	poison(out, R * 8);
+	assert_int_equal(pc_submit_mode(pc, in, out, 6, 12), 0);
+	assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+	assert_int_equal(d[0].mode, 12);
+	ref_corr(xd, 1, R, t.h[1], t.L[1], ref_gain(t.h[1], t.L[1], PC_NORM_NOISE), y);
+	check_output(PC_OUT_COMPLEX, out, y, R);
+	pc_destroy(pc);
+
+	/* nmodes 0: the single reference is mode 0, and only it. */
+	base_params(&p, 1, 1, R, t.h[0], t.L[0]);
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	assert_true(pc_has_mode(pc, 0));
+	assert_false(pc_has_mode(pc, 7));
+	assert_int_equal(pc_submit_mode(pc, in, out, 7, 7), -ENOENT);
+	assert_int_equal(pc_submit(pc, in, out, 8), 0);
+	assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+	assert_int_equal(d[0].mode, 0);
+	ref_corr(xd, 1, R, t.h[0], t.L[0], ref_gain(t.h[0], t.L[0], PC_NORM_NOISE), y);
+	check_output(PC_OUT_COMPLEX, out, y, R);
+	pc_destroy(pc);
+	tri_modes_free(&t);
+	free(in);
+	free(out);
+	free(xd);
+	free(y);
+}
+
+/* The mode table's rejections, each with its reason. */
+static void test_modes_rejections(void **state)
+{
+	enum { R = 500 };
+	struct tri_modes t;
+	struct pc_mode many[PC_MAX_MODES + 1];
+	struct pc_params p;
+	float *big = random_ref(R + 1), zero[8] = { 0 };
+	char err[256];
+
+	(void)state;
+	tri_modes_make(&t, R);
+	base_params(&p, 1, 1, R, NULL, 0);
+	p.modes = t.m;
+	p.nmodes = NTRI;
+	assert_int_equal(pc_params_check(&p, err, sizeof(err)), 0);
+	t.m[2].id = 7;
+	expect_reject(&p, "mode id 7 appears twice");
+	t.m[2].id = 64;
+	expect_reject(&p, "mode id 64: must be 0..63");
+	t.m[2].id = 63;
+	t.m[2].ref = big;
+	t.m[2].ref_len = R + 1;
+	expect_reject(&p, "mode 63: pulse length L=501 samples exceeds range samples R=500");
+	t.m[2].ref_len = 0;
+	expect_reject(&p, "mode 63: pulse length L=0");
+	t.m[2].ref = zero;
+	t.m[2].ref_len = 4;
+	expect_reject(&p, "mode 63: reference waveform is all zeros");
+	t.m[2].ref = t.h[2];
+	t.m[2].ref_len = t.L[2];
+	/* nfft is shared: R + the longest L (300) - 1 */
+	p.nfft = R + 300 - 2;
+	expect_reject(&p, "nfft 798 < R+L-1 = 799");
+	p.nfft = R + 300 - 1;
+	assert_int_equal(pc_params_check(&p, err, sizeof(err)), 0);
+	p.nfft = 0;
+	p.modes = NULL;
+	expect_reject(&p, "no mode table");
+	for (unsigned i = 0; i <= PC_MAX_MODES; i++) {
+		many[i].id = i;
+		many[i].ref = t.h[0];
+		many[i].ref_len = t.L[0];
+	}
+	p.modes = many;
+	p.nmodes = PC_MAX_MODES + 1;
+	expect_reject(&p, "65 modes: at most 64");
+	p.nmodes = PC_MAX_MODES;   /* ids 0..63: all of them */
+	assert_int_equal(pc_params_check(&p, err, sizeof(err)), 0);
+	free(big);
+	tri_modes_free(&t);
+}
+
+/*
+ * The straggler take-over recomputes a block with the CPI's own filter:
+ * two modes alternate while worker 1 stalls on every block it claims (the
+ * stall hook), until a CPI of the second mode had a block taken over.
+ */
+static void test_modes_takeover(void **state)
+{
+	enum { C = 2, P = 16, R = 1000 };
+	static const size_t L[2] = { 77, 300 };
+	size_t n = (size_t)C * P * R;
+	double complex *xd = malloc(n * sizeof(*xd)), *y[2];
+	float *h[2], *out;
+	struct pc_mode m[2];
+	struct pc_params p;
+	struct pc_done d[4];
+	struct pc *pc;
+	uint32_t second = 0;
+	void *in;
+	char err[256];
+
+	(void)state;
+	assert_non_null(xd);
+	in = random_input(PC_FMT_CF32, n, xd);
+	for (int i = 0; i < 2; i++) {
+		h[i] = random_ref(L[i]);
+		y[i] = malloc(n * sizeof(*y[i]));
+		assert_non_null(y[i]);
+		ref_corr(xd, (size_t)C * P, R, h[i], L[i], ref_gain(h[i], L[i], PC_NORM_NOISE), y[i]);
+		m[i].id = 10 + 20 * (unsigned)i;
+		m[i].ref = h[i];
+		m[i].ref_len = L[i];
+	}
+	setenv("CHIRP_PC_TEST_STALL_MS", "300", 1);
+	base_params(&p, C, P, R, NULL, 0);
+	p.modes = m;
+	p.nmodes = 2;
+	p.cpu_threads = 2;
+	p.tune.block_kib = 16;
+	p.tune.takeover = PC_SWITCH_ON;
+	pc = pc_create(&p, err, sizeof(err));
+	unsetenv("CHIRP_PC_TEST_STALL_MS");
+	if (!pc)
+		fail_msg("pc_create: %s", err);
+	out = malloc(pc_out_bytes(pc));
+	assert_non_null(out);
+	for (unsigned k = 0; k < 100 && (k < 6 || second == 0); k++) {
+		int mi = (int)(k % 2);
+
+		poison(out, pc_out_bytes(pc));
+		assert_int_equal(pc_submit_mode(pc, in, out, k, m[mi].id), 0);
+		assert_int_equal(pc_poll(pc, d, 4, -1), 1);
+		assert_int_equal(d[0].mode, m[mi].id);
+		check_output(PC_OUT_COMPLEX, out, y[mi], n);
+		if (mi == 1)
+			second += d[0].recomputed;
+	}
+	assert_true(second >= 1);
+	pc_destroy(pc);
+	for (int i = 0; i < 2; i++) {
+		free(h[i]);
+		free(y[i]);
+	}
+	free(out);
+	free(in);
+	free(xd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1752,6 +2134,10 @@ int main(void)
 		cmocka_unit_test(test_balanced_blocks),
 		cmocka_unit_test(test_bind_threads),
 		cmocka_unit_test(test_concurrent_create),
+		cmocka_unit_test(test_modes_per_cpi),
+		cmocka_unit_test(test_modes_unknown),
+		cmocka_unit_test(test_modes_rejections),
+		cmocka_unit_test(test_modes_takeover),
 	};
 
 	return cmocka_run_group_tests(tests, setup_seed, NULL);

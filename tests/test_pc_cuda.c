@@ -10,7 +10,9 @@
  * 256, and nfft rows of 1040/10000 points are not either, so the device
  * pitch differs from the packed row), every window, both input formats,
  * every output mode, stream depths 1, 2 and 4, registered and staged host
- * memory, non-finite rows, device selection, and an injected device fault.
+ * memory, non-finite rows, device selection, an injected device fault,
+ * and radar modes changing per CPI (each CPI against the CPU backend for
+ * its own mode, with graphs on and off and chunked layouts).
  * Tolerance: relative L2 error <= 1e-5 (float32 FFTs on both sides).
  */
 #include <errno.h>
@@ -985,6 +987,231 @@ static void test_depth_halves(void **state)
 	}
 }
 
+/* ---- radar modes: a filter per CPI ----------------------------------------- */
+
+/*
+ * Three modes of different L and windows (ids 7, 0, 63, not the table's
+ * order): LFM 64 samples Hamming, LFM 300 samples Taylor, Barker 13 with 3
+ * samples a chip.
+ */
+#define NTRI 3
+struct tri_modes {
+	float *h[NTRI];
+	size_t L[NTRI];
+	struct pc_mode m[NTRI];
+};
+
+static void tri_modes_make(struct tri_modes *t, unsigned R)
+{
+	static const unsigned ids[NTRI] = { 7, 0, 63 };
+	struct wf_params wp[NTRI];
+	char err[256] = "";
+
+	for (int i = 0; i < NTRI; i++)
+		wf_params_init(&wp[i]);
+	wp[0].type = WF_LFM;
+	wp[0].sample_rate_hz = 10e6;
+	wp[0].bandwidth_hz = 4e6;
+	wp[0].pulse_width_s = 6.4e-6;        /* L = 64 */
+	wp[0].window = WIN_HAMMING;
+	wp[1].type = WF_LFM;
+	wp[1].sample_rate_hz = 10e6;
+	wp[1].bandwidth_hz = 5e6;
+	wp[1].pulse_width_s = 30e-6;         /* L = 300 */
+	wp[1].window = WIN_TAYLOR;
+	wp[1].taylor_nbar = 4;
+	wp[1].taylor_sll_db = 35.0;
+	wp[2].type = WF_BARKER13;
+	wp[2].sample_rate_hz = 10e6;
+	wp[2].chip_samples = 3;              /* L = 39 */
+	wp[2].window = WIN_RECT;
+	for (int i = 0; i < NTRI; i++) {
+		if (wf_build(&wp[i], R, &t->h[i], &t->L[i], err, sizeof(err)) != 0)
+			fail_msg("wf_build mode %d: %s", i, err);
+		t->m[i].id = ids[i];
+		t->m[i].ref = t->h[i];
+		t->m[i].ref_len = t->L[i];
+	}
+}
+
+static void tri_modes_free(struct tri_modes *t)
+{
+	for (int i = 0; i < NTRI; i++)
+		free(t->h[i]);
+}
+
+static struct pc *make_modes_pc(enum pc_backend be, unsigned C, unsigned P, unsigned R,
+				enum pc_format f, enum pc_output m, const struct tri_modes *t,
+				unsigned streams)
+{
+	struct pc_params p;
+	char err[256] = "";
+	struct pc *pc;
+
+	pc_params_init(&p);
+	p.channels = C;
+	p.pulses = P;
+	p.samples = R;
+	p.in_format = f;
+	p.out_mode = m;
+	p.modes = t->m;
+	p.nmodes = NTRI;
+	p.backend = be;
+	p.streams = streams;
+	p.tune = tune;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create(%s, 3 modes): %s", pc_backend_name(be), err);
+	return pc;
+}
+
+/* One CPI of mode `mode` on the CPU backend, synchronously. */
+static void cpu_mode_once(struct pc *cpu, const void *in, void *out, unsigned mode)
+{
+	struct pc_done d[2];
+
+	assert_int_equal(pc_submit_mode(cpu, in, out, 1, mode), 0);
+	assert_int_equal(pc_poll(cpu, d, 2, -1), 1);
+	assert_int_equal(d[0].mode, mode);
+}
+
+/*
+ * K CPIs through the GPU with the queue full, CPI k of mode
+ * ids[(k / run) % 3] (run 1: the mode changes every CPI, so each set's
+ * graph is re-pointed at a new filter each time; run 4: some CPIs keep the
+ * graph's filter), every output against the CPU backend for ITS mode, every
+ * report carrying its mode. An unknown mode in the middle is refused with
+ * nothing queued. use_mmap: registered ring-like memory (graphs when
+ * tune.cuda_graphs), else malloc (staged, call by call).
+ */
+static void run_modes(unsigned streams, int use_mmap, unsigned run, enum pc_format f,
+		      enum pc_output m, int want_graphs)
+{
+	const unsigned C = 2, P = 8, R = 1000, K = 12;
+	struct tri_modes t;
+	struct pc *cpu, *gpu;
+	size_t ib, ob, islot, oslot;
+	char *inr, *outr;
+	float *want;
+	uint64_t submitted = 0, next_out = 0;
+	struct pc_info info;
+
+	tri_modes_make(&t, R);
+	cpu = make_modes_pc(PC_BACKEND_CPU, C, P, R, f, m, &t, 1);
+	gpu = make_modes_pc(PC_BACKEND_CUDA, C, P, R, f, m, &t, streams);
+	ib = pc_in_bytes(gpu);
+	ob = pc_out_bytes(gpu);
+	islot = (ib + 4095) & ~(size_t)4095;
+	oslot = (ob + 4095) & ~(size_t)4095;
+	want = malloc(ob);
+	assert_non_null(want);
+	if (use_mmap) {
+		inr = mmap(NULL, islot * K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		outr = mmap(NULL, oslot * K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		assert_true(inr != MAP_FAILED && outr != MAP_FAILED);
+		assert_int_equal(pc_register_host(gpu, inr, islot * K), 0);
+		assert_int_equal(pc_register_host(gpu, outr, oslot * K), 0);
+	} else {
+		inr = malloc(islot * K);
+		outr = malloc(oslot * K);
+		assert_non_null(inr);
+		assert_non_null(outr);
+	}
+	for (unsigned k = 0; k < K; k++) {
+		fill_input(inr + k * islot, f, (size_t)C * P * R);
+		poison(outr + k * oslot, ob);
+	}
+	while (next_out < K) {
+		struct pc_done d[8];
+		int n, rc;
+
+		while (submitted < K) {
+			unsigned mode = t.m[(submitted / run) % NTRI].id;
+
+			if (submitted == K / 2 && pc_in_flight(gpu) < streams) {
+				/* unknown: refused, nothing queued, the pc fine */
+				unsigned before = pc_in_flight(gpu);
+
+				assert_int_equal(pc_submit_mode(gpu, inr, outr, 999, 5), -ENOENT);
+				assert_int_equal(pc_in_flight(gpu), before);
+			}
+			rc = pc_submit_mode(gpu, inr + submitted * islot, outr + submitted * oslot,
+					    1000 + submitted, mode);
+			if (rc == -EAGAIN)
+				break;
+			assert_int_equal(rc, 0);
+			submitted++;
+		}
+		n = pc_poll(gpu, d, 8, 10000);
+		assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+		for (int i = 0; i < n; i++) {
+			uint64_t k = d[i].tag - 1000;
+
+			assert_true(k < K);
+			assert_int_equal(d[i].mode, t.m[(k / run) % NTRI].id);
+			if (d[i].flags & PC_DONE_OUTPUT) {
+				assert_int_equal(k, next_out);
+				next_out++;
+			}
+		}
+	}
+	for (unsigned k = 0; k < K; k++) {
+		unsigned mode = t.m[(k / run) % NTRI].id;
+		double e;
+
+		poison(want, ob);
+		cpu_mode_once(cpu, inr + k * islot, want, mode);
+		e = out_err((float *)(outr + k * oslot), want, ob / sizeof(float), m);
+		if (!(e <= TOL))
+			fail_msg("CPI %u of mode %u (streams %u, %s, run %u): rel L2 %.3e", k, mode,
+				 streams, use_mmap ? "registered" : "malloc", run, e);
+	}
+	pc_get_info(gpu, &info);
+	print_message("  modes streams=%u %s run %u %s/%s: %u CPIs ok, %llu as graphs\n", streams,
+		      use_mmap ? "mmap" : "malloc", run, pc_format_name(f), pc_output_name(m), K,
+		      info.graph_cpis);
+	if (want_graphs == 1)
+		assert_true(info.graph_cpis == K);
+	else if (want_graphs == 0)
+		assert_true(info.graph_cpis == 0);
+	pc_destroy(gpu);   /* unregisters before the memory goes */
+	pc_destroy(cpu);
+	if (use_mmap) {
+		munmap(inr, islot * K);
+		munmap(outr, oslot * K);
+	} else {
+		free(inr);
+		free(outr);
+	}
+	free(want);
+	tri_modes_free(&t);
+}
+
+/*
+ * Modes per CPI on the GPU: graphs (one per set and layout, the multiply
+ * re-pointed per mode) on and off, whole and chunked layouts, registered
+ * and staged memory, both formats, every output mode.
+ */
+static void test_modes(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	assert_int_equal(tune.cuda_graphs, 1);   /* the default */
+	run_modes(2, 1, 1, PC_FMT_CF32, PC_OUT_COMPLEX, 1);
+	run_modes(3, 1, 4, PC_FMT_SC16, PC_OUT_POWER_DB, 1);
+	run_modes(1, 1, 1, PC_FMT_SC16, PC_OUT_MAGNITUDE, 1);
+	run_modes(2, 0, 1, PC_FMT_CF32, PC_OUT_MAGNITUDE, 0);
+	tune.cuda_chunks = 3;   /* 16 rows: 6+6+4, a multiply node each */
+	run_modes(2, 1, 1, PC_FMT_CF32, PC_OUT_POWER_DB, 1);
+	run_modes(1, 1, 4, PC_FMT_SC16, PC_OUT_COMPLEX, 1);
+	run_modes(2, 0, 1, PC_FMT_SC16, PC_OUT_COMPLEX, 0);
+	tune.cuda_graphs = 0;
+	run_modes(2, 1, 1, PC_FMT_CF32, PC_OUT_COMPLEX, 0);
+	tune.cuda_chunks = 0;
+	run_modes(3, 1, 1, PC_FMT_SC16, PC_OUT_MAGNITUDE, 0);
+	tune_defaults();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1001,6 +1228,7 @@ int main(void)
 		cmocka_unit_test_setup(test_chunked, reset_tune),
 		cmocka_unit_test_setup(test_idle_layout, reset_tune),
 		cmocka_unit_test_setup(test_depth_halves, reset_tune),
+		cmocka_unit_test_setup(test_modes, reset_tune),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

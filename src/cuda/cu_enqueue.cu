@@ -54,6 +54,7 @@ struct cu_cpi {
 	void *dst;                       /* what the D2H writes (out or h_out) */
 	int stage_in, capture;
 	int packed;                      /* input goes through d_in         */
+	unsigned filt;                   /* the CPI's filter index          */
 };
 
 /* One chunk of it: chunk stream, rows, offsets, its FFT rows. */
@@ -126,7 +127,36 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 	return 0;
 }
 
-/* A chunk's pad, FFT, multiply, IFFT, output mode and D2H. */
+/*
+ * In a capture, the node just captured on st: the multiply, whose filter
+ * pointer cu_graph.cu sets per CPI. The stream's capture dependencies
+ * right after a launch are that launch's node alone.
+ */
+static int cu_enq_last_node(cudaStream_t st, cudaGraphNode_t *node, struct cu_err *ce)
+{
+	enum cudaStreamCaptureStatus cs;
+	const cudaGraphNode_t *deps = NULL;
+	size_t n = 0;
+
+#if CUDART_VERSION >= 13000
+	EQ(cudaStreamGetCaptureInfo(st, &cs, NULL, NULL, &deps, NULL, &n));
+#elif CUDART_VERSION >= 12000
+	EQ(cudaStreamGetCaptureInfo(st, &cs, NULL, NULL, &deps, &n));
+#else
+	EQ(cudaStreamGetCaptureInfo_v2(st, &cs, NULL, NULL, &deps, &n));
+#endif
+	if (cs != cudaStreamCaptureStatusActive || n != 1 || !deps) {
+		ce->call = "cudaStreamGetCaptureInfo(multiply node)";
+		ce->len = (int)strlen(ce->call);
+		ce->what = "not one node after the launch";
+		return -EIO;
+	}
+	*node = deps[0];
+	return 0;
+}
+
+/* A chunk's pad, FFT, multiply (the CPI's filter), IFFT, output mode and
+ * D2H. A capture records the multiply's node. */
 static int cu_enq_compute(struct cu_be *be, const struct cu_cpi *q, const struct cu_piece *k,
 			  struct cu_err *ce)
 {
@@ -147,7 +177,9 @@ static int cu_enq_compute(struct cu_be *be, const struct cu_cpi *q, const struct
 	else
 		EQK("k_pad", cu_pad_cf32(k->fft, pe, R, nfft, s->d_nonfinite, k->nr, st));
 	EQF(cufftExecC2C(plan, z, z, CUFFT_FORWARD));
-	EQK("k_cmul", cu_cmul(k->fft, pe, nfft, k->nr, be->d_filt, st));
+	EQK("k_cmul", cu_cmul(k->fft, pe, nfft, k->nr, be->d_filts + (size_t)q->filt * be->nfft, st));
+	if (q->capture && cu_enq_last_node(st, &s->g_mul[q->li][k->i], ce) < 0)
+		return -EIO;
 	EQF(cufftExecC2C(plan, z, z, CUFFT_INVERSE));
 	EQK("k_out", cu_out(be->out_mode, k->fft, pe, R, cout, k->nr, st));
 	EQ(cudaMemcpyAsync((char *)q->dst + k->ooff, cout,
@@ -176,10 +208,10 @@ static int cu_enq_join(const struct cu_cpi *q, struct cu_err *ce)
 }
 
 /*
- * Queue one CPI's work on set s, cut as layout li: src/dst are what the
- * copies read and write (the caller's buffers, or s->h_in/h_out when
- * staged; `in` is the caller's input, copied into h_in chunk by chunk when
- * stage_in). capture: the calls are being captured into the set's graph
+ * Queue one CPI's work on set s, cut as layout li, multiplied by filter
+ * filt (its mode's): src/dst are what the copies read and write (the
+ * caller's buffers, or s->h_in/h_out when staged; `in` is the caller's
+ * input, copied into h_in chunk by chunk when stage_in). capture: the calls are being captured into the set's graph
  * (cu_graph.cu): the input copy is 1-D into d_in and padded from there,
  * the events the host reads (ev_start, ev_in, ev_out) become event-record
  * nodes, and the chunk streams fork off ev_fork. 0, or -EIO with *ce set.
@@ -192,8 +224,8 @@ static int cu_enq_join(const struct cu_cpi *q, struct cu_err *ce)
  * waited for the host to queue the rest (and, staged, for those host
  * copies); a graph has it all at once.
  */
-int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in, const void *src,
-	       void *dst, int stage_in, int capture, struct cu_err *ce)
+int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
+	       const void *src, void *dst, int stage_in, int capture, struct cu_err *ce)
 {
 	struct cu_cpi q;
 	int rc;
@@ -206,6 +238,7 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in, const
 	q.dst = dst;
 	q.stage_in = stage_in;
 	q.capture = capture;
+	q.filt = filt;
 	q.packed = be->in_format == PC_FMT_SC16 || capture;
 	rc = cu_enq_start(&q, ce);
 	for (unsigned i = 0; rc == 0 && i < q.lay->nchunks; i++) {

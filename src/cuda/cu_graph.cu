@@ -13,7 +13,16 @@
  * layout meet such a CPI (once; the first CPIs after a start or reload
  * pay for it), then per CPI only the chunks' copy addresses are set
  * (cudaGraphExecMemcpyNodeSetParams1D, host-side) and the graph is
- * launched: 2 x chunks + 1 calls. Staged CPIs, device buffers and an
+ * launched: 2 x chunks + 1 calls.
+ *
+ * Modes: one graph per set and layout serves every mode. Its multiply
+ * nodes (one a chunk, found at capture: cu_enqueue) take the filter as a
+ * kernel argument; when a CPI's mode differs from the one the graph holds,
+ * that argument is re-pointed into d_filts (cudaGraphExecKernelNodeSetParams,
+ * host-side, chunks more calls), which leaves launches already queued
+ * alone. A graph per mode and layout would cost up to 64 times the
+ * capture time and graph memory for no fewer calls per CPI than a
+ * mode change costs here (bench_gpu's mode-switch column measures it). Staged CPIs, device buffers and an
  * injected fault take the call-by-call path. If a graph cannot be made or
  * a CPI's addresses are refused, chirpd says so once and every later CPI
  * takes that path (tune.cuda_graphs = 0 asks for it from the start).
@@ -21,6 +30,8 @@
  * doc/cuda.md, *CUDA graphs*.
  */
 #include "cu_private.h"
+
+#include <limits.h>
 extern "C" {
 #include "log.h"
 }
@@ -43,10 +54,10 @@ static void cu_graphs_off(struct cu_be *be, const char *call, int len, const cha
 	log_warn("cuda: %.*s: %s; CPIs are queued call by call from now on", len, call, what);
 }
 
-/* Capture set s's CPI in layout li into a graph. NULL (graphs off) if
- * the capture failed. */
-static cudaGraph_t cu_capture(struct cu_be *be, struct cu_set *s, int li, const void *in,
-			      void *out)
+/* Capture set s's CPI in layout li, with filter filt, into a graph. NULL
+ * (graphs off) if the capture failed. */
+static cudaGraph_t cu_capture(struct cu_be *be, struct cu_set *s, int li, unsigned filt,
+			      const void *in, void *out)
 {
 	struct cu_err ce = { NULL, NULL, 0 };
 	cudaGraph_t g = NULL;
@@ -58,7 +69,7 @@ static cudaGraph_t cu_capture(struct cu_be *be, struct cu_set *s, int li, const 
 		cu_graphs_off(be, "cudaStreamBeginCapture", -1, cudaGetErrorString(e));
 		return NULL;
 	}
-	rc = cu_enqueue(be, s, li, in, in, out, 0, 1, &ce);
+	rc = cu_enqueue(be, s, li, filt, in, in, out, 0, 1, &ce);
 	e = cudaStreamEndCapture(s->stream, &g);   /* always: the stream leaves capture */
 	if (rc < 0 || e != cudaSuccess) {
 		if (g)
@@ -120,9 +131,11 @@ static cudaError_t cu_find_copies(struct cu_be *be, struct cu_set *s, int li, cu
 	return e;
 }
 
-/* Capture set s's CPI in layout li (the caller's in/out: registered host
- * memory) into s->g[li], find each chunk's two copies, instantiate. */
-static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out)
+/* Capture set s's CPI in layout li with filter filt (the caller's in/out:
+ * registered host memory) into s->g[li], find each chunk's two copies,
+ * instantiate. */
+static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, unsigned filt,
+			  const void *in, void *out)
 {
 	const struct chunk_layout *lay = &be->lay[li];
 	cudaGraph_t g;
@@ -132,7 +145,7 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void
 	cudaError_t e;
 
 	s->g_state[li] = -1;
-	g = cu_capture(be, s, li, in, out);
+	g = cu_capture(be, s, li, filt, in, out);
 	if (!g)
 		return;
 	e = cu_find_copies(be, s, li, g, in, out, &n, &found);
@@ -150,18 +163,47 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, const void
 	}
 	s->g[li] = g;
 	s->gx[li] = gx;
+	s->g_filt[li] = filt;
 	s->g_state[li] = 1;
 	log_debug("cuda: set %u, layout %d: a CPI is one graph of %zu nodes",
 		  (unsigned)(s - be->sets), li, n);
 }
 
 /*
- * Launch set s's graph for layout li with this CPI's buffers (made first
- * if need be). 0 launched; 1 not (no graph, or its copies refused the
- * addresses: the caller queues the CPI call by call); -EIO the launch
- * failed (the backend has failed, as any failed call).
+ * Point the multiply nodes of set s's graph for layout li at filter filt.
+ * cudaSuccess, or the first refusal (g_filt then names no filter: the
+ * graph is not launched again, graphs are off).
  */
-int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out)
+static cudaError_t cu_graph_set_filter(struct cu_be *be, struct cu_set *s, int li, unsigned filt)
+{
+	const struct chunk_layout *lay = &be->lay[li];
+	const float2 *f = be->d_filts + (size_t)filt * be->nfft;
+	cudaError_t e = cudaSuccess;
+
+	if (s->g_filt[li] == filt)
+		return cudaSuccess;
+	s->g_filt[li] = UINT_MAX;
+	for (unsigned i = 0; i < lay->nchunks && e == cudaSuccess; i++) {
+		size_t r0, ioff, ooff;
+		unsigned nr = cu_chunk(be, lay, i, &r0, &ioff, &ooff);
+
+		e = cu_cmul_node_set(s->gx[li], s->g_mul[li][i], s->d_fft + r0 * be->pitch_elems,
+				     be->pitch_elems, (unsigned)be->nfft, nr, f);
+	}
+	if (e == cudaSuccess)
+		s->g_filt[li] = filt;
+	return e;
+}
+
+/*
+ * Launch set s's graph for layout li with this CPI's buffers and filter
+ * filt (made first if need be). 0 launched; 1 not (no graph, or its
+ * copies refused the addresses or its multiply the filter: the caller
+ * queues the CPI call by call); -EIO the launch failed (the backend has
+ * failed, as any failed call).
+ */
+int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
+		    void *out)
 {
 	const struct chunk_layout *lay = &be->lay[li];
 	size_t in_sz = pc_format_sample_bytes(be->in_format);
@@ -169,9 +211,14 @@ int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, const void *in, 
 	cudaError_t e = cudaSuccess;
 
 	if (s->g_state[li] == 0)
-		cu_make_graph(be, s, li, in, out);
+		cu_make_graph(be, s, li, filt, in, out);
 	if (s->g_state[li] != 1)
 		return 1;
+	e = cu_graph_set_filter(be, s, li, filt);
+	if (e != cudaSuccess) {
+		cu_graphs_off(be, "cudaGraphExecKernelNodeSetParams", -1, cudaGetErrorString(e));
+		return 1;
+	}
 	for (unsigned i = 0; i < lay->nchunks && e == cudaSuccess; i++) {
 		size_t r0, ioff, ooff, nr = cu_chunk(be, lay, i, &r0, &ioff, &ooff);
 

@@ -153,14 +153,41 @@ cudaError_t cu_pad_sc16(const short2 *in, float2 *fft, size_t pe, unsigned R, un
 	return cudaGetLastError();
 }
 
-/* Rows beyond the grid's 65535 y blocks are strided over by each block. */
+/* k_cmul's grid: rows beyond the grid's 65535 y blocks are strided over
+ * by each block. */
+static dim3 cu_cmul_grid(unsigned nfft, unsigned rows)
+{
+	return dim3((nfft + CU_THREADS - 1) / CU_THREADS, rows < 65535 ? rows : 65535);
+}
+
 cudaError_t cu_cmul(float2 *fft, size_t pe, unsigned nfft, unsigned rows, const float2 *filt,
 		    cudaStream_t st)
 {
-	dim3 grid((nfft + CU_THREADS - 1) / CU_THREADS, rows < 65535 ? rows : 65535);
-
-	k_cmul<<<grid, CU_THREADS, 0, st>>>(fft, pe, nfft, rows, filt);
+	k_cmul<<<cu_cmul_grid(nfft, rows), CU_THREADS, 0, st>>>(fft, pe, nfft, rows, filt);
 	return cudaGetLastError();
+}
+
+/*
+ * The same launch as cu_cmul, written into a graph's kernel node: the
+ * kernel, grid, block and arguments k_cmul is launched with, filt the
+ * only one that changes. The runtime copies the argument values here, so
+ * they may live on this stack; the launches of gx already queued keep
+ * their filter.
+ */
+cudaError_t cu_cmul_node_set(cudaGraphExec_t gx, cudaGraphNode_t node, float2 *fft, size_t pe,
+			     unsigned nfft, unsigned rows, const float2 *filt)
+{
+	size_t nrows = rows;   /* k_cmul's rows is a size_t */
+	void *args[] = { &fft, &pe, &nfft, &nrows, &filt };
+	struct cudaKernelNodeParams p = {};
+
+	p.func = (void *)k_cmul;
+	p.gridDim = cu_cmul_grid(nfft, rows);
+	p.blockDim = dim3(CU_THREADS);
+	p.sharedMemBytes = 0;
+	p.kernelParams = args;
+	p.extra = NULL;
+	return cudaGraphExecKernelNodeSetParams(gx, node, &p);
 }
 
 cudaError_t cu_out(enum pc_output mode, const float2 *fft, size_t pe, unsigned R, void *out,

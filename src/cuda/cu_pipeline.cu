@@ -129,7 +129,8 @@ out:
 	return rc;
 }
 
-static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
+static int cu_submit(void *p, const void *in, void *out, uint64_t tag, unsigned filt,
+		     uint32_t mode)
 {
 	struct cu_be *be = (struct cu_be *)p;
 	struct cu_set *s;
@@ -151,7 +152,7 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		goto out;
 	}
 	if (cu_graph_ok(be, s, li, stage_in, stage_out, in_dev, out_dev)) {
-		int g = cu_graph_launch(be, s, li, in, out);
+		int g = cu_graph_launch(be, s, li, filt, in, out);
 
 		if (g < 0) {
 			rc = g;
@@ -163,8 +164,8 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 		struct cu_err ce = { NULL, NULL, 0 };
 
 		/* staged input is filled chunk by chunk as it is queued */
-		rc = cu_enqueue(be, s, li, in, stage_in ? s->h_in : in, stage_out ? s->h_out : out,
-				stage_in, 0, &ce);
+		rc = cu_enqueue(be, s, li, filt, in, stage_in ? s->h_in : in,
+				stage_out ? s->h_out : out, stage_in, 0, &ce);
 		if (rc < 0) {
 			cu_fail_n(be, ce.call, (size_t)ce.len, ce.what);
 			goto out;
@@ -174,6 +175,7 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag)
 	if (rc < 0)
 		goto out;
 	s->tag = tag;
+	s->mode = mode;
 	s->nchunks = be->lay[li].nchunks;
 	s->h2d_done = 0;
 	s->out = out;
@@ -244,6 +246,7 @@ static int cu_set_news(struct cu_be *be, struct cu_set *s, int *in_chain, int *o
 static void cu_fill_done(const struct cu_set *s, unsigned fl, struct pc_done *d)
 {
 	d->tag = s->tag;
+	d->mode = s->mode;
 	d->flags = fl;
 	d->nonfinite_rows = (fl & PC_DONE_OUTPUT) ? *s->h_nonfinite : 0;
 	d->device_ns = 0;

@@ -36,7 +36,12 @@
  *            d_fft, value / 32768 as the CPU backend, zero [R, nfft).
  *     FFT    cufftExecC2C forward, in place, batched over the chunk's rows
  *            (plans made at create: idist = pitch / sizeof(float2)).
- *     mul    d_fft[r][f] *= filt[f] (filt = g conj(H) / nfft, uploaded once).
+ *     mul    d_fft[r][f] *= filt[f], filt the CPI's mode's filter (g_m
+ *            conj(H_m) / nfft): every mode's filter is uploaded once, at
+ *            create, into d_filts ([nfilts][nfft]); the kernel is given
+ *            the one of the CPI (call by call: at its launch; in a graph:
+ *            the multiply nodes' parameter, updated when the mode changes,
+ *            cu_graph.cu).
  *     IFFT   cufftExecC2C inverse, in place.
  *     out    gates 0..R-1 -> d_out packed rows x R, in the output mode
  *            (complex / magnitude / power_db): only the bytes asked for
@@ -136,11 +141,14 @@ struct cu_set {
 	int g_state[CU_NLAY];
 	cudaGraphNode_t g_h2d[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's input copy  */
 	cudaGraphNode_t g_d2h[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's output copy */
+	cudaGraphNode_t g_mul[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's multiply    */
+	unsigned g_filt[CU_NLAY];   /* filter the multiply nodes of gx hold   */
 	cudaEvent_t ev_fork;     /* capture only: the chunk streams fork off it */
 	int have_ev_fork;
 
 	/* The CPI in flight on this set. */
 	uint64_t tag;
+	uint32_t mode;           /* its mode's id (pc_done.mode)           */
 	unsigned nchunks;        /* row chunks it was cut into             */
 	int h2d_done;            /* ev_in seen complete (staged input: in_done
 				    comes at submit, its DMA later)      */
@@ -164,7 +172,8 @@ struct cu_be {
 	enum pc_output out_mode;
 	size_t in_bytes, out_bytes;
 
-	float2 *d_filt;
+	float2 *d_filts;         /* nfilts x nfft: filter i at i * nfft     */
+	unsigned nfilts;
 	struct cu_set *sets;
 	unsigned nsets;
 	unsigned head, count;    /* in-flight CPIs: sets head .. head+count-1 */
@@ -249,6 +258,9 @@ int cu_query(struct cu_be *be, cudaEvent_t ev, const char *what);
  *   pad_cf32_packed  in (packed rows x R) -> fft rows, as pad_cf32;
  *   pad_sc16         in (packed rows x R short2) -> fft rows as value/32768;
  *   cmul             fft[r][f] *= filt[f];
+ *   cmul_node_set    the parameters of a graph's multiply node (captured
+ *                    from cu_cmul on rows rows) set to filter filt, as
+ *                    cu_cmul would launch it;
  *   out              gates 0..R-1 of each fft row -> packed out, in mode;
  *   fault            an invalid launch (pc_inject_fault), never runs.
  */
@@ -260,6 +272,8 @@ cudaError_t cu_pad_sc16(const short2 *in, float2 *fft, size_t pe, unsigned R, un
 			unsigned rows, cudaStream_t st);
 cudaError_t cu_cmul(float2 *fft, size_t pe, unsigned nfft, unsigned rows, const float2 *filt,
 		    cudaStream_t st);
+cudaError_t cu_cmul_node_set(cudaGraphExec_t gx, cudaGraphNode_t node, float2 *fft, size_t pe,
+			     unsigned nfft, unsigned rows, const float2 *filt);
 cudaError_t cu_out(enum pc_output mode, const float2 *fft, size_t pe, unsigned R, void *out,
 		   unsigned rows, cudaStream_t st);
 cudaError_t cu_fault(cudaStream_t st);
@@ -296,14 +310,15 @@ struct cu_err {
 				    a runtime call up to its "(" (cu_fail) */
 };
 
-int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, const void *in, const void *src,
-	       void *dst, int stage_in, int capture, struct cu_err *ce);
+int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
+	       const void *src, void *dst, int stage_in, int capture, struct cu_err *ce);
 
 /* ---- cu_graph.cu ----------------------------------------------------------- */
 
 int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int stage_in,
 		int stage_out, int in_dev, int out_dev);
-int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, const void *in, void *out);
+int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
+		    void *out);
 void cu_graph_free(struct cu_set *s);
 
 /* ---- cu_setup.cu / cu_pipeline.cu ------------------------------------------ */

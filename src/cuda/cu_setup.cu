@@ -168,7 +168,7 @@ void cu_destroy(void *p)
 		(void)cudaStreamDestroy(be->notify_in);
 	if (be->have_notify_out)
 		(void)cudaStreamDestroy(be->notify_out);
-	(void)cudaFree(be->d_filt);
+	(void)cudaFree(be->d_filts);
 	(void)cudaGetLastError();
 	if (be->have_sync) {
 		pthread_cond_destroy(&be->cv);
@@ -223,7 +223,8 @@ static struct cu_be *cu_alloc_be(const struct pc_setup *su, char *err, size_t er
 	struct cu_be *be;
 
 	if (!in_sz || !out_sz || su->rows < 1 || su->samples < 1 || su->nfft < su->samples ||
-	    su->nfft > INT_MAX || su->rows > INT_MAX || su->streams < 1 || !su->filt) {
+	    su->nfft > INT_MAX || su->rows > INT_MAX || su->streams < 1 || !su->filts ||
+	    su->nfilts < 1 || su->nfilts > PC_MAX_MODES) {
 		snprintf(err, errlen, "invalid setup (rows %zu, R %u, nfft %zu, streams %u)",
 			 su->rows, su->samples, su->nfft, su->streams);
 		return NULL;
@@ -240,6 +241,7 @@ static struct cu_be *cu_alloc_be(const struct pc_setup *su, char *err, size_t er
 	be->rows = su->rows;
 	be->R = su->samples;
 	be->nfft = su->nfft;
+	be->nfilts = su->nfilts;
 	be->in_format = su->in_format;
 	be->out_mode = su->out_mode;
 	be->in_bytes = su->rows * su->samples * in_sz;
@@ -320,13 +322,15 @@ out:
 	return rc;
 }
 
-/* The filter on the device and the two notification streams. */
-static int cu_make_shared(struct cu_be *be, const float *filt)
+/* Every mode's filter on the device, in one allocation ([nfilts][nfft],
+ * the layout pc.c hands over), and the two notification streams. */
+static int cu_make_shared(struct cu_be *be, const float *filts)
 {
+	size_t bytes = (size_t)be->nfilts * be->nfft * sizeof(float2);
 	int rc = 0;
 
-	CK(cudaMalloc((void **)&be->d_filt, be->nfft * sizeof(float2)));
-	CK(cudaMemcpy(be->d_filt, filt, be->nfft * sizeof(float2), cudaMemcpyHostToDevice));
+	CK(cudaMalloc((void **)&be->d_filts, bytes));
+	CK(cudaMemcpy(be->d_filts, filts, bytes, cudaMemcpyHostToDevice));
 	CK(cudaStreamCreateWithFlags(&be->notify_in, cudaStreamNonBlocking));
 	be->have_notify_in = 1;
 	CK(cudaStreamCreateWithFlags(&be->notify_out, cudaStreamNonBlocking));
@@ -478,7 +482,7 @@ void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	if (rc == 0)
 		rc = cu_open_device(be, su);
 	if (rc == 0)
-		rc = cu_make_shared(be, su->filt);
+		rc = cu_make_shared(be, su->filts);
 	for (unsigned i = 0; i < be->nsets && rc == 0; i++)
 		rc = cu_make_set(be, i);
 	if (rc == 0 && be->staging == PC_STAGING_COPY)
