@@ -55,6 +55,7 @@ const char chirpd_version[] = CHIRP_VERSION;
 #define STATS_PERIOD_NS    1000000000ull
 #define DRAIN_TIMEOUT_MS   1800     /* SIGTERM: exit within 2 s              */
 #define OVER_LOG_NS        1000000000ull   /* over-budget lines: at most 1/s  */
+#define UNKNOWN_LOG_NS     1000000000ull   /* unknown-mode lines: at most 1/s */
 
 enum ev_tag { EV_SIGNAL = 1, EV_TIMER, EV_CONTROL, EV_PIPE, EV_HTTP };
 
@@ -177,6 +178,35 @@ static void log_over_budget(struct daemon *d, uint64_t now)
 	d->over_count_logged = count;
 }
 
+/*
+ * CPIs of a mode the running configuration does not have: the data thread
+ * counts them and publishes the newest one's mode; here, on the main
+ * thread, one line at most every UNKNOWN_LOG_NS with the newest mode id
+ * and how many there were since the last line.
+ */
+static void log_unknown_modes(struct daemon *d, uint64_t now)
+{
+	static struct stats_snapshot sn;   /* main thread only; 8 KiB off the stack */
+	uint64_t last, count;
+
+	if (!d->pl || now - d->unknown_log_ns < UNKNOWN_LOG_NS)
+		return;
+	last = pipeline_unknown_mode_last(d->pl);
+	if (!last)
+		return;
+	stats_snapshot(d->st, &sn);
+	count = sn.counter[ST_UNKNOWN_MODE_CPIS];
+	if (count == d->unknown_count_logged)
+		return;
+	log_warn("CPIs of an unknown radar mode: %llu since the last such line (%llu since start), "
+		 "the newest of mode %llu; configured modes are [waveform] and [mode NAME] "
+		 "sections; their results are zeroed and flagged UNKNOWN_MODE",
+		 (unsigned long long)(count - d->unknown_count_logged), (unsigned long long)count,
+		 (unsigned long long)(last - 1));
+	d->unknown_count_logged = count;
+	d->unknown_log_ns = now;
+}
+
 static void on_tick(struct daemon *d)
 {
 	uint64_t now = mono_ns(), exp;
@@ -210,6 +240,7 @@ static void on_tick(struct daemon *d)
 			daemon_notify_status(d);
 	}
 	log_over_budget(d, now);
+	log_unknown_modes(d, now);
 	if (d->mh)
 		metrics_http_run(d->mh);
 }
@@ -311,9 +342,10 @@ static int check_config(const char *path)
 {
 	struct chirp_config *c = malloc(sizeof(*c));
 	char why[256];
-	float *ref = NULL;
-	size_t len = 0;
+	float *refs[PC_MAX_MODES] = { NULL };
+	struct pc_mode modes[PC_MAX_MODES];
 	struct pc_params pp;
+	unsigned nm = 0;
 	int n, ret = 1;
 
 	if (!c) {
@@ -329,14 +361,31 @@ static int check_config(const char *path)
 		fprintf(stderr, "%s: %d error%s\n", path, n, n == 1 ? "" : "s");
 		goto out;
 	}
-	/* What config_load cannot see: the waveform file and the pc's checks. */
-	if (wf_build(config_wf(c), c->samples, &ref, &len, why, sizeof(why)) < 0) {
-		fprintf(stderr, "%s: [waveform] %s\n", path, why);
+	/* What config_load cannot see: each mode's waveform file and the pc's
+	 * checks (every mode's L against the samples and nfft). */
+	if (c->nmodes < 1) {
+		fprintf(stderr, "%s: no radar mode ([waveform] or [mode NAME])\n", path);
 		goto out;
 	}
+	for (; nm < c->nmodes && nm < PC_MAX_MODES; nm++) {
+		const char *name = c->modes[nm].name;
+
+		if (wf_build(config_mode_wf(c, nm), c->samples, &refs[nm], &modes[nm].ref_len, why,
+			     sizeof(why)) < 0) {
+			if (!strcmp(name, "default"))
+				fprintf(stderr, "%s: [waveform] %s\n", path, why);
+			else
+				fprintf(stderr, "%s: [mode %s] %s\n", path, name, why);
+			goto out;
+		}
+		modes[nm].id = c->modes[nm].id;
+		modes[nm].ref = refs[nm];
+	}
 	config_pc_params(c, &pp);
-	pp.ref = ref;
-	pp.ref_len = len;
+	pp.ref = refs[0];
+	pp.ref_len = modes[0].ref_len;
+	pp.modes = modes;
+	pp.nmodes = nm;
 	if (pc_params_check(&pp, why, sizeof(why)) < 0) {
 		fprintf(stderr, "%s: [processing] %s\n", path, why);
 		goto out;
@@ -344,7 +393,8 @@ static int check_config(const char *path)
 	config_print(c, stdout);
 	ret = 0;
 out:
-	free(ref);
+	for (unsigned i = 0; i < PC_MAX_MODES; i++)
+		free(refs[i]);
 	free(c);
 	return ret;
 }
@@ -584,6 +634,7 @@ static int start(struct daemon *d, const struct chirp_config *cfg)
 		return -EIO;
 	}
 	log_backend(d);
+	gen_log_modes(d->g);
 	gen_report_slack(d->g);
 	if (start_trace(d, cfg) < 0 || start_event_sources(d, cfg) < 0 || start_pipeline(d, cfg) < 0)
 		return -EIO;
@@ -592,10 +643,15 @@ static int start(struct daemon *d, const struct chirp_config *cfg)
 
 static void log_running(const struct daemon *d, const struct chirp_config *cfg)
 {
-	log_notice("running: %ux%ux%u %s -> %s, input %s, output %s, control %s, numa node %d "
-		   "(%s), cpus %s, realtime %s%s",
+	size_t ib, ob, ip, op;
+
+	gen_ring_memory(d->g, &ib, &ob, &ip, &op);
+	log_notice("running: %ux%ux%u %s -> %s, %u mode%s, input %s, output %s, rings %.1f MiB "
+		   "(%.1f MiB pinned), control %s, numa node %d (%s), cpus %s, realtime %s%s",
 		   cfg->channels, cfg->pulses, cfg->samples, pc_format_name(cfg->format),
-		   pc_output_name(cfg->out_mode), cfg->input_ring, cfg->output_ring,
+		   pc_output_name(cfg->out_mode), d->g->nmodes, d->g->nmodes == 1 ? "" : "s",
+		   cfg->input_ring, cfg->output_ring, (double)(ib + ob) / 1048576.0,
+		   (double)(ip + op) / 1048576.0,
 		   control_path(d->ctl), d->applied.node, d->plan.node_source, d->applied.cpus,
 		   d->applied.realtime ? "SCHED_FIFO" : "off",
 		   d->wd_usec ? ", watchdog on" : "");

@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "stall.h"
+#include "waveform.h"
 
 /* ---- status ------------------------------------------------------------- */
 
@@ -67,7 +68,9 @@ int daemon_render_metrics(void *ctx, char *buf, size_t len)
 {
 	struct daemon *d = ctx;
 	static struct stats_snapshot sn;   /* main thread only; 8 KiB off the stack */
+	static struct metrics_mode modes[PC_MAX_MODES];
 	struct control_stats cs = { 0 };
+	unsigned nmodes = d->g->cfg.nmodes <= PC_MAX_MODES ? d->g->cfg.nmodes : PC_MAX_MODES;
 	struct metrics_info mi = {
 		.state = daemon_state_name(d),
 		.backend = pc_backend_name(d->g->info.backend),
@@ -77,7 +80,14 @@ int daemon_render_metrics(void *ctx, char *buf, size_t len)
 		.cpis_per_s = d->cpis_per_s,
 		.numa_node = d->applied.node,
 		.realtime = d->applied.realtime,
+		.modes = modes,
+		.nmodes = nmodes,
 	};
+
+	for (unsigned i = 0; i < nmodes; i++) {
+		modes[i].id = d->g->cfg.modes[i].id;
+		modes[i].name = d->g->cfg.modes[i].name;
+	}
 
 	if (d->ctl) {
 		control_get_stats(d->ctl, &cs);
@@ -105,16 +115,44 @@ static int cmd_version(void *ctx, const char *args, const struct control_peer *p
 	return 0;
 }
 
+/* A ring's data region in status: bytes, and bytes page-locked for the
+ * backend's DMA (gen_ring_memory). */
+static json_t *ring_json(size_t bytes, size_t pinned)
+{
+	return json_pack("{s:I, s:I}", "bytes", (json_int_t)bytes,
+			 "pinned_bytes", (json_int_t)pinned);
+}
+
+/* Each configured mode (id, name, waveform type, L) and its CPIs so far. */
+static json_t *modes_json(const struct daemon *d, const struct stats_snapshot *sn)
+{
+	const struct gen *g = d->g;
+	json_t *arr = json_array();
+
+	for (unsigned i = 0; arr && i < g->cfg.nmodes && i < PC_MAX_MODES; i++) {
+		const struct cfg_mode *m = &g->cfg.modes[i];
+
+		json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:I, s:I}",
+			"id", (int)m->id, "name", m->name, "type", wf_type_name(m->wf.type),
+			"L", (json_int_t)(i < g->nmodes ? g->modes[i].ref_len : 0),
+			"cpis", (json_int_t)(m->id < STATS_MAX_MODES ? sn->mode_cpis[m->id] : 0)));
+	}
+	return arr ? arr : json_array();
+}
+
 static int cmd_status(void *ctx, const char *args, const struct control_peer *peer,
 		      json_t *reply, char *err, size_t errlen)
 {
 	struct daemon *d = ctx;
 	const struct chirp_config *c = &d->g->cfg;
 	static const char *const rt_names[] = { "off", "preferred", "required" };
+	static struct stats_snapshot sn;   /* main thread only */
 	struct chirp_ring_stats rs;
+	size_t in_bytes, in_pinned, out_bytes, out_pinned;
 	char line[512];
 
 	(void)args; (void)peer; (void)err; (void)errlen;
+	stats_snapshot(d->st, &sn);
 	json_object_set_new(reply, "state", json_string(daemon_state_name(d)));
 	if (d->pl && pipeline_state(d->pl) == PIPE_FAILED)
 		json_object_set_new(reply, "error", json_string(pipeline_error(d->pl)));
@@ -155,7 +193,14 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(rings, "input_ms_at_current_rate",
 			    json_real(gen_ring_ms(gen_in_slots(d->g), d->cpis_per_s)));
 	json_object_set_new(rings, "buffer_ms", json_real(c->input_buffer_ms));
+	gen_ring_memory(d->g, &in_bytes, &out_bytes, &in_pinned, &out_pinned);
+	json_object_set_new(rings, "input_memory", ring_json(in_bytes, in_pinned));
+	json_object_set_new(rings, "output_memory", ring_json(out_bytes, out_pinned));
+	json_object_set_new(rings, "pinned_bytes", json_integer((json_int_t)(in_pinned + out_pinned)));
 	json_object_set_new(reply, "rings", rings);
+	json_object_set_new(reply, "modes", modes_json(d, &sn));
+	json_object_set_new(reply, "unknown_mode_cpis",
+			    json_integer((json_int_t)sn.counter[ST_UNKNOWN_MODE_CPIS]));
 	json_object_set_new(reply, "numa", json_pack("{s:i, s:s, s:s, s:s, s:b, s:s}",
 		"node", d->applied.node, "source", d->plan.node_source, "cpus", d->applied.cpus,
 		"housekeeping_cpus", d->housekeeping,
@@ -179,6 +224,29 @@ static json_t *stage_json(const struct stats_snapshot *s, int st)
 	return json_pack("{s:I, s:I, s:I}", "count", (json_int_t)n,
 			 "mean_ns", (json_int_t)(n ? s->stage_sum_ns[st] / n : 0),
 			 "max_ns", (json_int_t)s->stage_max_ns[st]);
+}
+
+/*
+ * CPIs per mode id: {"0": {"name": "default", "cpis": 12}, ...} for each
+ * configured mode, and for ids no longer configured (a reload removed
+ * them) that counted CPIs, with name null.
+ */
+static json_t *mode_counts_json(const struct daemon *d, const struct stats_snapshot *s)
+{
+	json_t *o = json_object();
+	char key[16];
+
+	for (unsigned id = 0; o && id < STATS_MAX_MODES; id++) {
+		int i = config_mode_index(&d->g->cfg, id);
+
+		if (i < 0 && !s->mode_cpis[id])
+			continue;
+		snprintf(key, sizeof(key), "%u", id);
+		json_object_set_new(o, key, json_pack("{s:o, s:I}",
+			"name", i >= 0 ? json_string(d->g->cfg.modes[i].name) : json_null(),
+			"cpis", (json_int_t)s->mode_cpis[id]));
+	}
+	return o ? o : json_object();
 }
 
 static int cmd_stats(void *ctx, const char *args, const struct control_peer *peer,
@@ -211,6 +279,7 @@ static int cmd_stats(void *ctx, const char *args, const struct control_peer *pee
 	for (int st = 0; st < STG_STAGES; st++)
 		json_object_set_new(stages, stats_stage_name(st), stage_json(&s, st));
 	json_object_set_new(reply, "stages", stages);
+	json_object_set_new(reply, "modes", mode_counts_json(d, &s));
 	json_object_set_new(reply, "consistent", json_boolean(s.consistent));
 	json_object_set_new(reply, "watchdog_pings", json_integer((json_int_t)d->wd_pings));
 	return 0;
@@ -218,6 +287,7 @@ static int cmd_stats(void *ctx, const char *args, const struct control_peer *pee
 
 static const char *const trace_flag_names[] = {
 	"delivered", "dropped", "skipped", "over_budget", "nonfinite", "discontinuity",
+	"unknown_mode",
 };
 
 /* One flight-recorder record: stage stamps in us after the input commit. */
@@ -234,6 +304,7 @@ static json_t *trace_json(const struct trace_cpi *r)
 	json_object_set_new(o, "seq", json_integer((json_int_t)r->seq));
 	json_object_set_new(o, "first_sample", json_integer((json_int_t)r->first_sample));
 	json_object_set_new(o, "timestamp_ns", json_integer((json_int_t)r->timestamp_ns));
+	json_object_set_new(o, "mode", json_integer((json_int_t)r->mode));
 	json_object_set_new(o, "in_commit_mono_ns", json_integer((json_int_t)r->t[TR_IN_COMMIT]));
 	for (int i = TR_PEEK; i < TR_STAMPS; i++)
 		json_object_set_new(t, trace_stamp_name(i), r->t[i] && r->t[TR_IN_COMMIT] ?

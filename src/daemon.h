@@ -39,8 +39,10 @@ extern const char chirpd_version[];
  * with the previous generation (borrowed) until the swap succeeds. */
 struct gen {
 	struct chirp_config cfg;
-	float *ref;
-	size_t ref_len;
+	struct pc_mode modes[PC_MAX_MODES];   /* cfg.modes[i]'s reference: what
+						 pc_params.modes points at  */
+	float *mode_ref[PC_MAX_MODES];        /* owned: modes[i].ref          */
+	unsigned nmodes;
 	struct pc *pc;
 	struct pc_info info;
 	struct chirp_ring *in, *out;
@@ -80,6 +82,8 @@ struct daemon {
 	uint64_t over_logged;             /* over_last value already logged    */
 	uint64_t over_count_logged;       /* ST_OVER_BUDGET when last logged   */
 	uint64_t over_log_ns;
+	uint64_t unknown_count_logged;    /* ST_UNKNOWN_MODE_CPIS when last logged */
+	uint64_t unknown_log_ns;
 
 	struct stats_snapshot *snap_prev, *snap_now, *snap_delta;
 	uint64_t stats_last_ns;
@@ -133,6 +137,13 @@ unsigned gen_in_slots(const struct gen *g);
 double gen_ring_ms(unsigned n, double cps);
 /* Log how much time the input ring holds at capacity; warn below buffer_ms. */
 void gen_report_slack(const struct gen *g);
+/* Bytes of g's rings' data regions, and of those page-locked for the
+ * backend's DMA (rings registered in place: pc_info.staging "registered";
+ * the CPU backend pins none). A ring g has not attached counts 0. */
+void gen_ring_memory(const struct gen *g, size_t *in_bytes, size_t *out_bytes,
+		     size_t *in_pinned, size_t *out_pinned);
+/* One log line with g's radar modes: id, name, waveform type, L. */
+void gen_log_modes(const struct gen *g);
 
 /* Pin pc's own threads to the data path's cpus (d->plan); warns on failure. */
 void daemon_bind_backend_threads(const struct daemon *d, struct pc *pc);

@@ -62,7 +62,8 @@ void gen_destroy(struct gen *g)
 		chirp_ring_detach(g->out);
 	if (g->out_fd >= 0 && !g->fd_borrowed)
 		close(g->out_fd);
-	free(g->ref);
+	for (unsigned i = 0; i < g->nmodes; i++)
+		free(g->mode_ref[i]);
 	free(g);
 }
 
@@ -108,35 +109,30 @@ static int same_work(const struct gen *a, const struct gen *b)
 }
 
 /*
- * slots = auto for a ring of cpi-byte slots: the smallest power of two
- * that holds [input] buffer_ms of CPIs at the measured capacity, at least
- * AUTO_SLOTS_MIN, and no more than an eighth of the machine's memory (then
- * the largest that fits, with a warning: the operator asked for more slack
- * than the host can pin). The output ring gets the same time as the input
- * ring: after a stall chirpd delivers its backlog at full capacity, and a
- * consumer must be able to fall behind by as long without results lost.
+ * slots = auto for a ring of cpi-byte slots (pipeline_auto_slots): as many
+ * as hold [input] buffer_ms of CPIs at the measured capacity, rounded up to
+ * a whole slot (a ring need not be a power of two: rounding up to one
+ * would pin up to twice the memory asked for, and with CUDA every byte of
+ * a ring is page-locked), at least AUTO_SLOTS_MIN, and no more than an
+ * eighth of the machine's memory (then as many as fit, with a warning: the
+ * operator asked for more slack than the host can pin). The output ring
+ * gets the same time as the input ring: after a stall chirpd delivers its
+ * backlog at full capacity, and a consumer must be able to fall behind by
+ * as long without results lost.
  */
 static unsigned auto_slots(const struct gen *g, uint64_t cpi, const char *which)
 {
-	double want = ceil(g->cfg.input_buffer_ms * 1e-3 * g->capacity_cps);
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	uint64_t budget = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 8 : 0;
-	unsigned n = AUTO_SLOTS_MIN;
+	unsigned want = pipeline_auto_slots(g->cfg.input_buffer_ms, g->capacity_cps, cpi, 0,
+					    AUTO_SLOTS_MIN);
+	unsigned n = pipeline_auto_slots(g->cfg.input_buffer_ms, g->capacity_cps, cpi, budget,
+					 AUTO_SLOTS_MIN);
 
-	while (n < 65536 && n < want)
-		n *= 2;
-	if (budget && cpi) {
-		unsigned fit = n;
-
-		while (fit > 2 && (uint64_t)fit * cpi > budget)
-			fit /= 2;
-		if (fit < n) {
-			log_warn("[%s] slots = auto: %u slots (%.0f ms at %.0f CPI/s) would take more "
-				 "than an eighth of this machine's memory; using %u",
-				 which, n, g->cfg.input_buffer_ms, g->capacity_cps, fit);
-			n = fit;
-		}
-	}
+	if (n < want)
+		log_warn("[%s] slots = auto: %u slots (%.0f ms at %.0f CPI/s) would take more "
+			 "than an eighth of this machine's memory; using %u",
+			 which, want, g->cfg.input_buffer_ms, g->capacity_cps, n);
 	return n;
 }
 
@@ -171,14 +167,45 @@ void gen_report_slack(const struct gen *g)
 		 g->cfg.input_buffer_ms, g->cfg.output_ring, g->cfg.output_slots,
 		 gen_ring_ms(g->cfg.output_slots, g->capacity_cps));
 	if (ms < g->cfg.input_buffer_ms) {
-		unsigned need = 2;
+		unsigned need = pipeline_auto_slots(g->cfg.input_buffer_ms, g->capacity_cps, 0, 0, 2);
 
-		while (need < 65536 && gen_ring_ms(need, g->capacity_cps) < g->cfg.input_buffer_ms)
-			need *= 2;
 		log_warn("input ring %s holds only %.1f ms of CPIs at capacity, less than [input] "
 			 "buffer_ms = %g: a stall longer than that loses CPIs (slots = auto, or "
 			 "slots = %u)", g->cfg.input_ring, ms, g->cfg.input_buffer_ms, need);
 	}
+}
+
+void gen_ring_memory(const struct gen *g, size_t *in_bytes, size_t *out_bytes,
+		     size_t *in_pinned, size_t *out_pinned)
+{
+	int pinned = !strcmp(g->info.staging, "registered");
+	void *base;
+
+	*in_bytes = *out_bytes = 0;
+	if (g->in)
+		chirp_ring_data(g->in, &base, in_bytes);
+	if (g->out)
+		chirp_ring_data(g->out, &base, out_bytes);
+	*in_pinned = pinned ? *in_bytes : 0;
+	*out_pinned = pinned ? *out_bytes : 0;
+}
+
+void gen_log_modes(const struct gen *g)
+{
+	char line[1024];
+	size_t o = 0;
+
+	line[0] = '\0';
+	for (unsigned i = 0; i < g->nmodes && o < sizeof(line); i++) {
+		const struct cfg_mode *m = &g->cfg.modes[i];
+		int n = snprintf(line + o, sizeof(line) - o, "%s%u %s (%s, L %zu)", i ? ", " : "",
+				 m->id, m->name, wf_type_name(m->wf.type), g->modes[i].ref_len);
+
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
+	log_info("%u radar mode%s: %s", g->nmodes, g->nmodes == 1 ? "" : "s", line);
 }
 
 /*
@@ -205,7 +232,37 @@ void daemon_bind_backend_threads(const struct daemon *d, struct pc *pc)
 	}
 }
 
-/* Reference and pc for g->cfg. streams = auto measures depths on the GPU
+/*
+ * Every mode's windowed reference (the generation owns them for its life)
+ * into g->modes, which pc_params.modes points at: pc_create makes each
+ * mode's filter spectrum once, so a CPI of any mode needs no reload.
+ */
+static int gen_build_modes(struct gen *g, char *err, size_t errlen)
+{
+	char why[256];
+
+	if (g->cfg.nmodes < 1 || g->cfg.nmodes > PC_MAX_MODES) {
+		snprintf(err, errlen, "%u radar modes configured (1..%d)", g->cfg.nmodes,
+			 PC_MAX_MODES);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < g->cfg.nmodes; i++) {
+		const struct cfg_mode *m = &g->cfg.modes[i];
+
+		if (wf_build(config_mode_wf(&g->cfg, i), g->cfg.samples, &g->mode_ref[i],
+			     &g->modes[i].ref_len, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "[%s%s] %s", strcmp(m->name, "default") ? "mode " : "waveform",
+				 strcmp(m->name, "default") ? m->name : "", why);
+			return -EINVAL;
+		}
+		g->nmodes = i + 1;
+		g->modes[i].id = m->id;
+		g->modes[i].ref = g->mode_ref[i];
+	}
+	return 0;
+}
+
+/* References and pc for g->cfg. streams = auto measures depths on the GPU
  * for a second or two: on a reload that leaves the CPI's shape alone, the
  * depth chosen at start is kept rather than measured next to the live data
  * path. */
@@ -214,14 +271,15 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 {
 	struct pc_params pp;
 	char why[256];
+	int ret = gen_build_modes(g, err, errlen);
 
-	if (wf_build(config_wf(&g->cfg), g->cfg.samples, &g->ref, &g->ref_len, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "[waveform] %s", why);
-		return -EINVAL;
-	}
+	if (ret < 0)
+		return ret;
 	config_pc_params(&g->cfg, &pp);
-	pp.ref = g->ref;
-	pp.ref_len = g->ref_len;
+	pp.ref = g->modes[0].ref;
+	pp.ref_len = g->modes[0].ref_len;
+	pp.modes = g->modes;
+	pp.nmodes = g->nmodes;
 	if (old && pp.streams == 0 && old->cfg.streams == 0 && old->info.depth_choice[0] &&
 	    same_shape(&old->cfg, &g->cfg))
 		pp.streams = old->info.depth;

@@ -57,8 +57,47 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_OUTPUT_FILE_ERRORS] = "Failed writes to the [output] file.",
 	[ST_REDELIVERED_SKIPPED] = "Redelivered input blocks whose result a previous chirpd had already committed (not processed twice).",
 	[ST_OVER_BUDGET] = "Delivered CPIs whose latency (output commit - input commit) exceeded [trace] latency_budget_ms.",
+	[ST_UNKNOWN_MODE_CPIS] = "CPIs whose radar mode the running configuration does not have (committed zeroed, flagged UNKNOWN_MODE).",
 	[ST_DATA_STALLS] = "Gaps of 200 us or more in the data thread's polling loop: it was running, blocked, preempted or its vCPU stolen (chirpctl trace says which, per CPI).",
 };
+
+/* Whether mode id is one of mi's; its name in *name. */
+static int mode_configured(const struct metrics_info *mi, unsigned id, const char **name)
+{
+	for (unsigned i = 0; i < mi->nmodes; i++)
+		if (mi->modes[i].id == id) {
+			*name = mi->modes[i].name ? mi->modes[i].name : "";
+			return 1;
+		}
+	return 0;
+}
+
+/* chirpd_mode_cpis_total per mode id: the configured ones (0 included)
+ * and any other that counted CPIs. Mode names are [mode NAME] section
+ * names, which config.c limits to label-safe characters; a quote or a
+ * backslash is escaped anyway. */
+static void put_modes(struct out *o, const struct stats_snapshot *sn,
+		      const struct metrics_info *mi)
+{
+	put(o, "# HELP chirpd_mode_cpis_total CPIs taken per radar mode (unknown modes: "
+	       "chirpd_unknown_mode_cpis_total).\n# TYPE chirpd_mode_cpis_total counter\n");
+	for (unsigned id = 0; id < STATS_MAX_MODES; id++) {
+		const char *name = "";
+		char esc[2 * 64 + 1];
+		size_t k = 0;
+
+		if (!mode_configured(mi, id, &name) && !sn->mode_cpis[id])
+			continue;
+		for (const char *c = name; *c && k + 2 < sizeof(esc); c++) {
+			if (*c == '"' || *c == '\\' || *c == '\n')
+				esc[k++] = '\\';
+			esc[k++] = *c == '\n' ? 'n' : *c;
+		}
+		esc[k] = '\0';
+		put(o, "chirpd_mode_cpis_total{mode=\"%u\",name=\"%s\"} %llu\n", id, esc,
+		    (unsigned long long)sn->mode_cpis[id]);
+	}
+}
 
 int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *mi,
 		   char *buf, size_t len)
@@ -91,6 +130,7 @@ int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *m
 		put(&o, "# HELP chirpd_%s_total %s\n# TYPE chirpd_%s_total counter\nchirpd_%s_total %llu\n",
 		    n, counter_help[c], n, n, (unsigned long long)sn->counter[c]);
 	}
+	put_modes(&o, sn, mi);
 	put(&o, "# HELP chirpd_samples_per_second Input samples per second over the last interval.\n"
 		"# TYPE chirpd_samples_per_second gauge\nchirpd_samples_per_second %.1f\n",
 	    mi->samples_per_s);

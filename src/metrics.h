@@ -7,7 +7,9 @@
  * Names: chirpd_<counter>_total for counters (chirpd_cpis_in_total, ...),
  * gauges for state/rates/uptime, and a summary chirpd_cpi_latency_seconds
  * with quantiles 0.5, 0.99, 0.999 and 1 (max), _sum and _count, plus
- * chirpd_stage_seconds_total{stage=...} per pipeline stage.
+ * chirpd_stage_seconds_total{stage=...} per pipeline stage, and
+ * chirpd_mode_cpis_total{mode="ID",name="NAME"} per radar mode (the
+ * configured ones, and ids a reload removed that counted CPIs, name "").
  *
  * The HTTP endpoint runs inside the daemon's event loop (libmicrohttpd in
  * external-epoll mode: one fd to poll, no thread of its own) and answers
@@ -20,6 +22,12 @@
 
 #include "stats.h"
 
+/* A configured radar mode, for its per-mode counter's labels. */
+struct metrics_mode {
+	unsigned id;                  /* 0 .. STATS_MAX_MODES-1                 */
+	const char *name;             /* [mode NAME]; "default" for [waveform]  */
+};
+
 /* What the exposition adds to the stats snapshot. */
 struct metrics_info {
 	const char *state;            /* "running", "paused", "failed", ...     */
@@ -31,6 +39,8 @@ struct metrics_info {
 	int numa_node;                /* applied, -1 none                       */
 	int realtime;                 /* SCHED_FIFO applied                     */
 	unsigned control_clients;
+	const struct metrics_mode *modes;  /* the running configuration's modes */
+	unsigned nmodes;
 };
 
 /*

@@ -26,6 +26,7 @@
 #include "pipeline.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,6 +53,9 @@ enum out_kind {
 
 struct flight {
 	uint64_t seq, timestamp_ns, first_sample;
+	uint32_t mode;               /* the input block's radar mode           */
+	int unknown;                 /* the pc has no such mode: not computed,
+					result zeroed and flagged              */
 	uint32_t flags;              /* flags for the output block: the carry
 					(gaps before it) taken at reservation */
 	uint32_t nonfinite_rows;
@@ -105,6 +109,8 @@ struct pipeline {
 	_Atomic uint64_t budget_ns;  /* latency budget (0: none)                */
 	_Atomic uint64_t over_last;  /* 1 + trace record number of the newest
 					over-budget CPI (0: none yet)          */
+	_Atomic uint64_t unknown_last; /* 1 + the mode of the newest CPI of an
+					unknown mode (0: none yet)             */
 
 	/* start handshake */
 	pthread_mutex_t lock;
@@ -530,6 +536,7 @@ static struct flight *new_record(struct pipeline *p, const struct chirp_ring_blo
 	f->seq = blk->seq;
 	f->timestamp_ns = blk->timestamp_ns;
 	f->first_sample = blk->first_sample;
+	f->mode = blk->mode;
 	return f;
 }
 
@@ -636,13 +643,13 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 	/* What waits behind this CPI: the backend cuts for latency only when
 	 * nothing does (pc_queue_hint). */
 	pc_queue_hint(g->pc, f->fill > 1 ? f->fill - 1 : 0);
-	ret = pc_submit(g->pc, in, outp, idx);
+	ret = pc_submit_mode(g->pc, in, outp, idx, f->mode);
 	for (int tries = 0; ret == -EAGAIN && tries < 1000; tries++) {
 		/* Cannot happen while nsub < depth; if the backend counts
 		 * differently, let it finish something instead of failing. */
 		if (progress(p, 1) < 0)
 			return -1;
-		ret = pc_submit(g->pc, in, outp, idx);
+		ret = pc_submit_mode(g->pc, in, outp, idx, f->mode);
 	}
 	/* pc_submit's own time is the record's submit..submitted (the CPU
 	 * backend computes in it): not a gap of the loop. */
@@ -656,10 +663,43 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 	return 1;
 }
 
+/*
+ * A CPI of a mode the pc does not have (take_one checked pc_has_mode): it
+ * is never compressed with another mode's filter. Its result is zeroed in
+ * place (the reserved output slot or the file-only scratch: no allocation)
+ * and flagged CHIRP_RING_UNKNOWN_MODE, and the record is done at once, so
+ * the FIFO retires it in input order behind the CPIs still in the backend:
+ * nothing is reordered. The main thread logs it (pipeline_unknown_mode_last).
+ */
+static int take_unknown_mode(struct pipeline *p, struct flight *f, void *outp)
+{
+	f->unknown = 1;
+	f->done_in = f->done_out = 1;
+	if (outp) {
+		memset(outp, 0, p->cur->out_bytes);
+		f->flags |= CHIRP_RING_UNKNOWN_MODE;
+	}
+	atomic_store_explicit(&p->unknown_last, (uint64_t)f->mode + 1, memory_order_relaxed);
+	return 1;
+}
+
+/* Count a CPI by its mode; returns 1 if the pc has it. Inside a stats
+ * write section. */
+static int count_mode(struct pipeline *p, const struct flight *f)
+{
+	if (!pc_has_mode(p->cur->pc, f->mode)) {
+		stats_count(p->st, ST_UNKNOWN_MODE_CPIS, 1);
+		return 0;
+	}
+	stats_count_mode(p->st, f->mode, 1);
+	return 1;
+}
+
 /* Take one input block and submit it. Returns 1 if a block was taken, 0 if
  * none is available, < 0 on a fatal error (already reported). */
 static int take_one(struct pipeline *p)
 {
+	int known;
 	struct chirp_ring_block blk;
 	struct flight *f;
 	unsigned idx;
@@ -686,8 +726,11 @@ static int take_one(struct pipeline *p)
 		stats_write_end(p->st);
 		return 1;
 	}
+	known = count_mode(p, f);
 	outp = pick_output(p, f);
 	stats_write_end(p->st);
+	if (!known)
+		return take_unknown_mode(p, f, outp);
 	if (f->kind == OUT_SKIP) {
 		f->done_in = f->done_out = 1;
 		return 1;
@@ -729,6 +772,7 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 	uint64_t budget = atomic_load_explicit(&p->budget_ns, memory_order_relaxed);
 	struct trace_cpi r = {
 		.seq = f->seq, .first_sample = f->first_sample, .timestamp_ns = f->timestamp_ns,
+		.mode = f->mode,
 		.latency_ns = latency_ns, .device_ns = f->device_ns,
 		.fill = f->fill, .in_flight = f->in_flight, .recomputed = f->recomputed,
 		.chunks = f->chunks, .woken = f->woken, .absent = f->absent,
@@ -742,7 +786,7 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 	r.t[TR_SUBMIT] = f->t_submit;
 	r.t[TR_SUBMITTED] = f->t_submitted;
 	r.t[TR_INPUT_DONE] = f->t_in_done;
-	r.t[TR_OUTPUT_DONE] = f->kind == OUT_SKIP ? 0 : f->t_done;
+	r.t[TR_OUTPUT_DONE] = f->kind == OUT_SKIP || f->unknown ? 0 : f->t_done;
 	r.t[TR_RELEASE] = f->t_release;
 	r.t[TR_OUT_COMMIT] = delivered ? t_commit : 0;
 	if (delivered)
@@ -755,6 +799,8 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 		r.flags |= TRACE_NONFINITE;
 	if (out_flags & CHIRP_RING_DISCONTINUITY)
 		r.flags |= TRACE_DISCONT;
+	if (f->unknown)
+		r.flags |= TRACE_UNKNOWN_MODE;
 	if (p->trace) {
 		uint64_t k = trace_total(p->trace);
 
@@ -774,7 +820,8 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
  */
 static int commit_result(struct pipeline *p, struct flight *f, uint32_t cflags)
 {
-	int ret = chirp_ring_commit(p->cur->out, f->timestamp_ns, f->first_sample, cflags);
+	int ret = chirp_ring_commit_mode(p->cur->out, f->timestamp_ns, f->first_sample, cflags,
+					 f->mode);
 
 	if (ret == 0) {
 		p->commit_carry = 0;
@@ -805,7 +852,7 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
 		stats_count(p->st, ST_NONFINITE_CPIS, 1);
 		stats_count(p->st, ST_NONFINITE_ROWS, f->nonfinite_rows);
 	}
-	if (f->kind != OUT_SKIP) {
+	if (f->kind != OUT_SKIP && !f->unknown) {
 		stats_count(p->st, ST_SAMPLES_IN, p->cur->samples_per_cpi);
 		stats_stage(p->st, STG_INPUT, f->t_submit - f->t_peek);
 		stats_stage(p->st, STG_COMPUTE, f->t_done - f->t_submit);
@@ -1309,6 +1356,30 @@ void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns)
 uint64_t pipeline_over_budget_last(const struct pipeline *p)
 {
 	return atomic_load_explicit(&((struct pipeline *)p)->over_last, memory_order_acquire);
+}
+
+uint64_t pipeline_unknown_mode_last(const struct pipeline *p)
+{
+	return atomic_load_explicit(&((struct pipeline *)p)->unknown_last, memory_order_relaxed);
+}
+
+unsigned pipeline_auto_slots(double buffer_ms, double cps, uint64_t slot_bytes,
+			     uint64_t mem_budget, unsigned min_slots)
+{
+	double want = cps > 0 && buffer_ms > 0 ? ceil(buffer_ms * 1e-3 * cps) : 0;
+	unsigned n;
+
+	if (min_slots < 2)
+		min_slots = 2;
+	n = want >= 65536 ? 65536 : (unsigned)want;
+	if (n < min_slots)
+		n = min_slots;
+	if (mem_budget && slot_bytes && (uint64_t)n * slot_bytes > mem_budget) {
+		uint64_t fit = mem_budget / slot_bytes;
+
+		n = fit < 2 ? 2 : (unsigned)fit;
+	}
+	return n;
 }
 
 void pipeline_pause(struct pipeline *p, int paused)

@@ -20,6 +20,14 @@
  *   kept. The call returns once the swap is done (or times out, in which
  *   case nothing changed).
  *
+ * RADAR MODES
+ *   Each input block carries its CPI's mode (chirp_ring_block.mode); the
+ *   CPI is compressed with that mode's filter (pc_submit_mode) and its
+ *   result committed with the same mode (chirp_ring_commit_mode). A mode
+ *   the pc does not have is never processed with another's filter: the
+ *   result is committed in its place in the order, zeroed and flagged
+ *   CHIRP_RING_UNKNOWN_MODE, and counted (ST_UNKNOWN_MODE_CPIS).
+ *
  * ORDER AND LOSS
  *   Inputs are released and results committed in input order. A full output
  *   ring never blocks: the result is dropped and counted (output_drops); the
@@ -100,6 +108,21 @@ void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns);
 
 /* 1 + the trace record number of the newest over-budget CPI, 0 if none. */
 uint64_t pipeline_over_budget_last(const struct pipeline *p);
+
+/* 1 + the radar mode of the newest CPI whose mode the running pc does not
+ * have (ST_UNKNOWN_MODE_CPIS counts them), 0 if none yet. The data thread
+ * never logs them; the main thread does, at most once a second. */
+uint64_t pipeline_unknown_mode_last(const struct pipeline *p);
+
+/*
+ * slots = auto: the slots a ring needs to hold buffer_ms of CPIs at cps
+ * CPI/s (the measured capacity), rounded up to a whole slot, at least
+ * min_slots (and 2), at most 65536; if that many slot_bytes slots exceed
+ * mem_budget bytes (0 = no limit), as many as fit (at least 2). Pure: the
+ * caller compares with the uncapped count (mem_budget 0) to warn.
+ */
+unsigned pipeline_auto_slots(double buffer_ms, double cps, uint64_t slot_bytes,
+			     uint64_t mem_budget, unsigned min_slots);
 
 /* What the data thread applied to itself (valid after pipeline_create). */
 void pipeline_applied(const struct pipeline *p, struct sysnuma_applied *a);

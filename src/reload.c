@@ -160,6 +160,7 @@ static void reload_commit(struct daemon *d, struct gen *ng)
 	gen_destroy(d->g);
 	d->g = ng;
 	pipeline_set_budget(d->pl, (uint64_t)(ng->cfg.latency_budget_ms * 1e6));
+	gen_log_modes(ng);
 	gen_report_slack(ng);
 	log_set_level(ng->cfg.log_level);
 	stats_add(d->st, ST_RELOADS, 1);

@@ -15,6 +15,7 @@ struct stats {
 	_Atomic uint64_t stage_sum_ns[STG_STAGES];
 	_Atomic uint64_t stage_count[STG_STAGES];
 	_Atomic uint64_t stage_max_ns[STG_STAGES];
+	_Atomic uint64_t mode_cpis[STATS_MAX_MODES];
 };
 
 static const char *const counter_names[ST_COUNTERS] = {
@@ -34,6 +35,7 @@ static const char *const counter_names[ST_COUNTERS] = {
 	[ST_REDELIVERED_SKIPPED] = "redelivered_skipped",
 	[ST_OVER_BUDGET] = "over_budget",
 	[ST_DATA_STALLS] = "data_stalls",
+	[ST_UNKNOWN_MODE_CPIS] = "unknown_mode_cpis",
 };
 
 static const char *const stage_names[STG_STAGES] = {
@@ -146,6 +148,12 @@ void stats_stage(struct stats *s, enum stats_stage st, uint64_t ns)
 	W_MAX(s->stage_max_ns[st], ns);
 }
 
+void stats_count_mode(struct stats *s, unsigned mode, uint64_t n)
+{
+	if (mode < STATS_MAX_MODES)
+		W_ADD(s->mode_cpis[mode], n);
+}
+
 static void copy_fields(const struct stats *s, struct stats_snapshot *o)
 {
 	for (int i = 0; i < ST_COUNTERS; i++)
@@ -160,6 +168,8 @@ static void copy_fields(const struct stats *s, struct stats_snapshot *o)
 		o->stage_count[i] = R(s->stage_count[i]);
 		o->stage_max_ns[i] = R(s->stage_max_ns[i]);
 	}
+	for (int i = 0; i < STATS_MAX_MODES; i++)
+		o->mode_cpis[i] = R(s->mode_cpis[i]);
 }
 
 void stats_snapshot(const struct stats *s, struct stats_snapshot *o)
@@ -206,6 +216,8 @@ void stats_delta(const struct stats_snapshot *a, const struct stats_snapshot *b,
 		o->stage_count[i] = sub0(b->stage_count[i], a->stage_count[i]);
 		o->stage_max_ns[i] = b->stage_max_ns[i];
 	}
+	for (int i = 0; i < STATS_MAX_MODES; i++)
+		o->mode_cpis[i] = sub0(b->mode_cpis[i], a->mode_cpis[i]);
 	o->taken_ns = sub0(b->taken_ns, a->taken_ns);
 	o->consistent = a->consistent && b->consistent;
 }

@@ -47,6 +47,9 @@ enum stats_counter {
 				  [trace] latency_budget_ms                  */
 	ST_DATA_STALLS,        /* gaps of 200 us or more in the data thread's
 				  polling loop (stall.h)                     */
+	ST_UNKNOWN_MODE_CPIS,  /* CPIs whose radar mode the running
+				  configuration does not have: committed
+				  zeroed, flagged CHIRP_RING_UNKNOWN_MODE    */
 	ST_COUNTERS
 };
 
@@ -58,6 +61,7 @@ enum stats_stage {
 };
 
 #define STATS_HIST_BUCKETS 976   /* covers every uint64_t value */
+#define STATS_MAX_MODES    64    /* radar mode ids 0..63 (= PC_MAX_MODES) */
 
 struct stats;
 
@@ -71,6 +75,10 @@ struct stats_snapshot {
 	uint64_t stage_sum_ns[STG_STAGES];
 	uint64_t stage_count[STG_STAGES];
 	uint64_t stage_max_ns[STG_STAGES];
+	uint64_t mode_cpis[STATS_MAX_MODES];   /* CPIs taken per radar mode id
+						  that the running configuration
+						  has (unknown ones: the counter
+						  ST_UNKNOWN_MODE_CPIS)       */
 	uint64_t taken_ns;                     /* CLOCK_MONOTONIC when taken  */
 	int consistent;                        /* 0 if the writer kept racing */
 };
@@ -85,6 +93,8 @@ void stats_count(struct stats *s, enum stats_counter c, uint64_t n);  /* += n */
 void stats_set(struct stats *s, enum stats_counter c, uint64_t v);    /* = v  */
 void stats_latency(struct stats *s, uint64_t ns);
 void stats_stage(struct stats *s, enum stats_stage st, uint64_t ns);
+/* A CPI of radar mode id mode (< STATS_MAX_MODES; others are ignored). */
+void stats_count_mode(struct stats *s, unsigned mode, uint64_t n);
 
 /* ---- any thread -------------------------------------------------------- */
 void stats_add(struct stats *s, enum stats_counter c, uint64_t n);    /* atomic += n */

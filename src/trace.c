@@ -14,7 +14,7 @@ enum {
 	W_NUM = 0,          /* record number k: tells record k from k + n */
 	W_SEQ, W_FIRST, W_TS, W_T0,
 	W_LAT = W_T0 + TR_STAMPS, W_DEV, W_FILL, W_INFL, W_FLAGS, W_RECOMP, W_CHUNKS,
-	W_WOKEN, W_ABSENT, W_STALL, W_STALL_CPU, W_STALL_KIND, W_STALL_WHERE,
+	W_WOKEN, W_ABSENT, W_STALL, W_STALL_CPU, W_STALL_KIND, W_STALL_WHERE, W_MODE,
 	W_WORDS
 };
 
@@ -115,6 +115,7 @@ void trace_put(struct trace *t, const struct trace_cpi *r)
 	ST(s, W_STALL_CPU, r->stall_cpu_ns);
 	ST(s, W_STALL_KIND, r->stall_kind);
 	ST(s, W_STALL_WHERE, r->stall_where);
+	ST(s, W_MODE, r->mode);
 	atomic_store_explicit(&s->ver, v + 2, memory_order_release);
 	atomic_store_explicit(&t->total, k + 1, memory_order_release);
 }
@@ -153,6 +154,7 @@ static int read_slot(const struct trace *t, uint64_t k, struct trace_cpi *out)
 	out->stall_cpu_ns = LD(s, W_STALL_CPU);
 	out->stall_kind = (uint32_t)LD(s, W_STALL_KIND);
 	out->stall_where = (uint32_t)LD(s, W_STALL_WHERE);
+	out->mode = (uint32_t)LD(s, W_MODE);
 	atomic_thread_fence(memory_order_acquire);   /* the copy before the re-check */
 	v2 = atomic_load_explicit(&s->ver, memory_order_relaxed);
 	return v1 == v2 && num == k ? 0 : -EAGAIN;
@@ -213,8 +215,9 @@ int trace_format(const struct trace_cpi *r, uint64_t budget_ns, char *buf, size_
 
 	if (len)
 		buf[0] = '\0';
-	n = appendf(buf, len, &o, "seq %llu latency %.3f ms (budget %.3f ms):",
-		    (unsigned long long)r->seq, (double)r->latency_ns * 1e-6,
+	n = appendf(buf, len, &o, "seq %llu mode %u%s latency %.3f ms (budget %.3f ms):",
+		    (unsigned long long)r->seq, r->mode,
+		    r->flags & TRACE_UNKNOWN_MODE ? " (unknown)" : "", (double)r->latency_ns * 1e-6,
 		    (double)budget_ns * 1e-6);
 	for (int i = TR_PEEK; n == 0 && i < TR_STAMPS; i++)
 		if (r->t[i])

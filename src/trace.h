@@ -67,11 +67,15 @@ enum trace_where {
 #define TRACE_OVER_BUDGET  0x08u  /* latency above the budget              */
 #define TRACE_NONFINITE    0x10u  /* input held NaN/Inf                    */
 #define TRACE_DISCONT      0x20u  /* result flagged DISCONTINUITY          */
+#define TRACE_UNKNOWN_MODE 0x40u  /* the CPI's mode is not configured: no
+				     filter applied, result zeroed         */
 
 struct trace_cpi {
 	uint64_t seq;               /* input block number                      */
 	uint64_t first_sample;
 	uint64_t timestamp_ns;      /* producer's commit time, CLOCK_REALTIME  */
+	uint32_t mode;              /* the CPI's radar mode, as the producer
+				       committed it (chirp_ring_block.mode)   */
 	uint64_t t[TR_STAMPS];      /* CLOCK_MONOTONIC ns, see enum trace_stamp */
 	uint64_t latency_ns;        /* output commit - input commit (0: none)   */
 	uint64_t device_ns;         /* the backend's own time for the CPI, e.g.
@@ -137,7 +141,7 @@ const char *trace_stamp_name(enum trace_stamp s);
 const char *trace_where_name(enum trace_where w);
 
 /*
- * One line for the log: "seq 123 latency 12.31 ms (budget 10 ms): peek
+ * One line for the log: "seq 123 mode 2 latency 12.31 ms (budget 10 ms): peek
  * +0.04, submit +0.05, ..." with every stamp relative to the input commit
  * in ms, and the CPI's data-thread stall if it had one. Returns snprintf's
  * value.

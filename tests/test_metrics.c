@@ -123,6 +123,44 @@ static void test_exposition(void **state)
 	stats_destroy(s);
 }
 
+/* chirpd_mode_cpis_total: one sample per configured mode (labels id and
+ * name, a name's quote and backslash escaped), plus ids no longer
+ * configured that counted CPIs (name ""); and the unknown-mode counter. */
+static void test_mode_counters(void **state)
+{
+	(void)state;
+	struct stats *s = stats_create();
+	static struct stats_snapshot sn;
+	static const struct metrics_mode modes[] = {
+		{ 0, "default" }, { 5, "long" }, { 9, "we\"ird\\" },
+	};
+	struct metrics_info mi = { .state = "running", .backend = "cpu", .version = "t",
+				   .numa_node = -1, .modes = modes, .nmodes = 3 };
+	char *buf = malloc(65536);
+	int n;
+
+	assert_non_null(s);
+	assert_non_null(buf);
+	stats_write_begin(s);
+	stats_count_mode(s, 0, 11);
+	stats_count_mode(s, 5, 22);
+	stats_count_mode(s, 40, 4);          /* a mode a reload removed */
+	stats_count(s, ST_UNKNOWN_MODE_CPIS, 3);
+	stats_write_end(s);
+	stats_snapshot(s, &sn);
+	n = metrics_format(&sn, &mi, buf, 65536);
+	assert_true(n > 0);
+	assert_non_null(strstr(buf, "# TYPE chirpd_mode_cpis_total counter\n"));
+	assert_non_null(strstr(buf, "\nchirpd_mode_cpis_total{mode=\"0\",name=\"default\"} 11\n"));
+	assert_non_null(strstr(buf, "\nchirpd_mode_cpis_total{mode=\"5\",name=\"long\"} 22\n"));
+	assert_non_null(strstr(buf, "\nchirpd_mode_cpis_total{mode=\"9\",name=\"we\\\"ird\\\\\"} 0\n"));
+	assert_non_null(strstr(buf, "\nchirpd_mode_cpis_total{mode=\"40\",name=\"\"} 4\n"));
+	assert_null(strstr(buf, "chirpd_mode_cpis_total{mode=\"1\""));
+	assert_non_null(strstr(buf, "\nchirpd_unknown_mode_cpis_total 3\n"));
+	free(buf);
+	stats_destroy(s);
+}
+
 static void test_parse_listen(void **state)
 {
 	(void)state;
@@ -222,6 +260,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exposition),
+		cmocka_unit_test(test_mode_counters),
 		cmocka_unit_test(test_parse_listen),
 		cmocka_unit_test(test_http_roundtrip),
 	};

@@ -4,7 +4,9 @@
  * rings (this test is the digitizer and the downstream consumer), the CPU
  * backend, and checks of order, loss accounting, flags, timestamps, the
  * numerical result against a direct double-precision correlation, reload
- * swaps under load with zero loss/duplication, pause, stop, heartbeat.
+ * swaps under load with zero loss/duplication, pause, stop, heartbeat,
+ * radar modes per CPI (each CPI its own mode's filter, unknown modes
+ * flagged and zeroed in order) and the sizing of slots = auto.
  *
  * The main cases run at backend depth 1, 2 and 4 (the CPU backend's
  * cpu_depth: completions through pc_poll with up to depth CPIs in flight),
@@ -935,6 +937,315 @@ static void test_stall_recorded(void **state)
 	close(pfd[1]);
 }
 
+/* ---- radar modes per CPI ------------------------------------------------ */
+
+/* Three modes of different waveforms and lengths under ids that are not
+ * 0, 1, 2 in order: each CPI must get its own mode's filter. */
+#define NMODES 3
+static const unsigned mode_ids[NMODES] = { 0, 7, 3 };
+
+struct modes_fx {
+	float *ref[NMODES];
+	struct pc_mode m[NMODES];
+};
+
+static struct pc *make_pc_modes(struct modes_fx *mf, const unsigned *ids, unsigned n,
+				unsigned depth, char *err, size_t len)
+{
+	struct pc_params p;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct wf_params w;
+
+		wf_params_init(&w);
+		w.sample_rate_hz = 25e6;
+		w.window = WIN_HAMMING;
+		if (i % 3 == 0) {
+			w.type = WF_LFM;
+			w.bandwidth_hz = 8e6;
+			w.pulse_width_s = 1.24e-6;       /* L = 31 */
+		} else if (i % 3 == 1) {
+			w.type = WF_LFM;
+			w.bandwidth_hz = 3e6;
+			w.pulse_width_s = 2.2e-6;        /* L = 55 */
+			w.window = WIN_RECT;
+		} else {
+			w.type = WF_BARKER13;
+			w.chip_samples = 4;              /* L = 52 */
+			w.window = WIN_RECT;
+		}
+		free(mf->ref[i]);
+		mf->ref[i] = NULL;
+		if (wf_build(&w, R, &mf->ref[i], &mf->m[i].ref_len, err, len) < 0)
+			return NULL;
+		mf->m[i].id = ids[i];
+		mf->m[i].ref = mf->ref[i];
+	}
+	pc_params_init(&p);
+	p.channels = C; p.pulses = P; p.samples = R;
+	p.in_format = PC_FMT_CF32;
+	p.out_mode = PC_OUT_COMPLEX;
+	p.normalize = PC_NORM_NOISE;
+	p.modes = mf->m;
+	p.nmodes = n;
+	p.backend = PC_BACKEND_CPU;
+	p.cpu_threads = 1;
+	p.cpu_depth = depth;
+	return pc_create(&p, err, len);
+}
+
+static void modes_free(struct modes_fx *mf)
+{
+	for (unsigned i = 0; i < NMODES; i++)
+		free(mf->ref[i]);
+}
+
+/* The fixture's pc replaced by one with the modes of mf (before fx_start). */
+static void fx_use_modes(struct fx *f, struct modes_fx *mf, const unsigned *ids, unsigned n)
+{
+	char err[256];
+	struct pc *pc = make_pc_modes(mf, ids, n, g_depth, err, sizeof(err));
+
+	if (!pc) fail_msg("pc with modes: %s", err);
+	pipeline_gen_destroy(f->gen);
+	pc_destroy(f->pc);
+	f->pc = pc;
+	f->gen = pipeline_gen_create(f->in_c, f->out_p, f->pc, -1, -1, err, sizeof(err));
+	if (!f->gen) fail_msg("gen: %s", err);
+}
+
+/* Commit CPI k of mode m (keeping a copy of its input). */
+static void produce_mode(struct fx *f, uint64_t k, uint32_t m, float *copy)
+{
+	void *pl;
+	int ret;
+
+	while ((ret = chirp_ring_reserve(f->in_p, &pl)) == -ENOBUFS)
+		chirp_ring_wait(f->in_p, 1000000);
+	assert_int_equal(ret, 0);
+	fill_cpi(pl, k);
+	memcpy(copy, pl, sizeof(float) * 2 * C * P * R);
+	assert_int_equal(chirp_ring_commit_mode(f->in_p, 1000000000ull + k, k * (uint64_t)P * R,
+						0, m), 0);
+}
+
+/* Relative L2 error of one output CPI against the direct correlation with h. */
+static double mode_error(const float *in, const float *out, const float *h, size_t L)
+{
+	double complex y[R];
+	double num = 0, den = 0;
+
+	for (unsigned row = 0; row < C * P; row++) {
+		reference(in + (size_t)row * 2 * R, h, L, y);
+		for (unsigned n = 0; n < R; n++) {
+			double complex o = out[2 * (row * R + n)] + I * out[2 * (row * R + n) + 1];
+
+			num += cabs(o - y[n]) * cabs(o - y[n]);
+			den += cabs(y[n]) * cabs(y[n]);
+		}
+	}
+	return sqrt(num / den);
+}
+
+/*
+ * CPIs of modes 0, 7, 3 interleaved (the mode changes every CPI) with CPIs
+ * of modes the pc does not have (5, and 64: beyond any id) among them.
+ * The input ring holds every CPI before the data thread starts, so with
+ * depth > 1 an unknown CPI is taken while CPIs before it are still in the
+ * backend. Each result carries its input's mode and matches the direct
+ * correlation with that mode's reference; the unknown ones are in their
+ * place, flagged UNKNOWN_MODE and zeroed; nothing is lost or reordered;
+ * counters and the flight recorder agree.
+ */
+static void test_modes_interleaved_unknown(void **state)
+{
+	(void)state;
+	struct fx f;
+	struct modes_fx mf;
+	enum { N = 40 };
+	static float copy[N][2 * C * P * R];
+	uint32_t mode[N];
+	unsigned per_mode[NMODES] = { 0 }, unknown = 0;
+	struct trace_cpi r[N];
+	static struct stats_snapshot s;
+
+	memset(&mf, 0, sizeof(mf));
+	fx_open(&f, 64, 64);
+	fx_use_modes(&f, &mf, mode_ids, NMODES);
+	for (unsigned k = 0; k < N; k++) {
+		mode[k] = mode_ids[k % NMODES];
+		if (k == 9 || k == 10 || k == 22)
+			mode[k] = 5;
+		if (k == 31)
+			mode[k] = 64;
+		produce_mode(&f, k, mode[k], copy[k]);
+	}
+	fx_start(&f);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == N);
+	for (unsigned k = 0; k < N; k++) {
+		struct chirp_ring_block b;
+		int idx = -1;
+
+		for (unsigned i = 0; i < NMODES; i++)
+			if (mode_ids[i] == mode[k])
+				idx = (int)i;
+		assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+		assert_int_equal(b.first_sample, (uint64_t)k * P * R);
+		assert_int_equal(b.timestamp_ns, 1000000000ull + k);
+		assert_int_equal(b.mode, mode[k]);
+		if (idx < 0) {
+			const float *o = b.payload;
+
+			assert_true(b.flags & CHIRP_RING_UNKNOWN_MODE);
+			for (size_t i = 0; i < 2u * C * P * R; i++)
+				assert_true(o[i] == 0.0f);
+			unknown++;
+		} else {
+			double e = mode_error(copy[k], b.payload, mf.ref[idx], mf.m[idx].ref_len);
+
+			assert_false(b.flags & CHIRP_RING_UNKNOWN_MODE);
+			if (e >= 1e-4)
+				fail_msg("CPI %u of mode %u: relative error %g", k, mode[k], e);
+			/* and not what another mode's filter makes */
+			assert_true(mode_error(copy[k], b.payload, mf.ref[(idx + 1) % NMODES],
+					      mf.m[(idx + 1) % NMODES].ref_len) > 0.1);
+			per_mode[idx]++;
+		}
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+	}
+	WAIT_UNTIL(in_released(&f) == N);
+	snap(&f, &s);
+	assert_int_equal(s.counter[ST_CPIS_IN], N);
+	assert_int_equal(s.counter[ST_CPIS_OUT], N);
+	assert_int_equal(s.counter[ST_UNKNOWN_MODE_CPIS], unknown);
+	assert_int_equal(unknown, 4);
+	assert_int_equal(s.counter[ST_SAMPLES_IN], (uint64_t)(N - unknown) * C * P * R);
+	assert_int_equal(s.counter[ST_OUTPUT_DROPS], 0);
+	assert_int_equal(s.counter[ST_SEQUENCE_GAPS], 0);
+	assert_int_equal(s.stage_count[STG_COMPUTE], N - unknown);
+	for (unsigned i = 0; i < NMODES; i++)
+		assert_int_equal(s.mode_cpis[mode_ids[i]], per_mode[i]);
+	for (unsigned id = 0; id < STATS_MAX_MODES; id++)
+		if (id != 0 && id != 7 && id != 3)
+			assert_int_equal(s.mode_cpis[id], 0);
+	assert_int_equal(pipeline_unknown_mode_last(f.pl), 64 + 1);
+	WAIT_UNTIL(trace_total(f.tr) == N);
+	assert_int_equal(trace_read(f.tr, r, N), N);
+	for (unsigned k = 0; k < N; k++) {
+		int unk = mode[k] == 5 || mode[k] == 64;
+
+		assert_int_equal(r[k].mode, mode[k]);
+		assert_int_equal(r[k].first_sample, (uint64_t)k * P * R);
+		assert_true(r[k].flags & TRACE_DELIVERED);
+		assert_int_equal(!!(r[k].flags & TRACE_UNKNOWN_MODE), unk);
+		if (unk) {
+			assert_int_equal(r[k].t[TR_SUBMIT], 0);
+			assert_int_equal(r[k].t[TR_OUTPUT_DONE], 0);
+		}
+	}
+	fx_close(&f);
+	modes_free(&mf);
+}
+
+/*
+ * A swap to a pc whose modes differ (7 removed, 5 added) while CPIs of
+ * modes 0, 5, 7 flow: a CPI is processed with the modes of the generation
+ * that took it, never lost: before the swap 5 is unknown and 7 known,
+ * after it the other way round; every CPI is delivered once, in order.
+ */
+static void test_modes_swap(void **state)
+{
+	(void)state;
+	struct fx f;
+	struct modes_fx a, b;
+	static const unsigned ids_a[2] = { 0, 7 }, ids_b[2] = { 0, 5 };
+	static const uint32_t seq_modes[3] = { 0, 5, 7 };
+	enum { N = 60 };
+	static float copy[N][2 * C * P * R];
+	struct pipeline_gen *ng, *old = NULL;
+	struct pc *npc;
+	char err[256];
+	unsigned unknown = 0;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	fx_open(&f, 64, 64);
+	fx_use_modes(&f, &a, ids_a, 2);
+	fx_start(&f);
+	for (unsigned k = 0; k < N / 2; k++)
+		produce_mode(&f, k, seq_modes[k % 3], copy[k]);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == N / 2);
+	npc = make_pc_modes(&b, ids_b, 2, g_depth, err, sizeof(err));
+	if (!npc) fail_msg("pc: %s", err);
+	ng = pipeline_gen_create(f.in_c, f.out_p, npc, -1, -1, err, sizeof(err));
+	if (!ng) fail_msg("gen: %s", err);
+	assert_int_equal(pipeline_swap(f.pl, ng, &old, 10000, err, sizeof(err)), 0);
+	pipeline_gen_destroy(old);
+	pc_destroy(f.pc);
+	f.pc = npc;
+	f.gen = ng;
+	for (unsigned k = N / 2; k < N; k++)
+		produce_mode(&f, k, seq_modes[k % 3], copy[k]);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == N);
+	for (unsigned k = 0; k < N; k++) {
+		struct chirp_ring_block blk;
+		uint32_t m = seq_modes[k % 3];
+		int after = k >= N / 2;
+		int unk = (!after && m == 5) || (after && m == 7);
+
+		assert_int_equal(chirp_ring_peek(f.out_c, &blk), 0);
+		assert_int_equal(blk.first_sample, (uint64_t)k * P * R);
+		assert_int_equal(blk.mode, m);
+		assert_int_equal(!!(blk.flags & CHIRP_RING_UNKNOWN_MODE), unk);
+		if (unk) {
+			unknown++;
+		} else {
+			const struct modes_fx *mf = after ? &b : &a;
+			unsigned i = m == 0 ? 0 : 1;
+
+			assert_true(mode_error(copy[k], blk.payload, mf->ref[i], mf->m[i].ref_len) < 1e-4);
+		}
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+	}
+	assert_int_equal(counter(&f, ST_UNKNOWN_MODE_CPIS), unknown);
+	assert_int_equal(counter(&f, ST_CPIS_IN), N);
+	fx_close(&f);
+	modes_free(&a);
+	modes_free(&b);
+}
+
+/* slots = auto: buffer_ms at the capacity rounded up to one slot (no power
+ * of two), within the minimum, 65536 and the memory budget. */
+static void test_auto_slots(void **state)
+{
+	(void)state;
+	const uint64_t cpi = 4ull * 128 * 4096 * 8;   /* 4x128x4096 cf32: 16 MiB */
+
+	/* 100 ms at 2700 CPI/s: 270 slots (4.2 GiB), not 512 (8 GiB) */
+	assert_int_equal(pipeline_auto_slots(100, 2700, cpi, 0, 16), 270);
+	assert_int_equal(pipeline_auto_slots(100, 2701, cpi, 0, 16), 271);   /* 270.1 */
+	assert_int_equal(pipeline_auto_slots(100, 2699.99, cpi, 0, 16), 270);
+	/* never below the minimum, nor 2 */
+	assert_int_equal(pipeline_auto_slots(100, 10, cpi, 0, 16), 16);
+	assert_int_equal(pipeline_auto_slots(1, 10, cpi, 0, 0), 2);
+	/* capacity unknown (0): the minimum */
+	assert_int_equal(pipeline_auto_slots(100, 0, cpi, 0, 16), 16);
+	/* at most 65536 */
+	assert_int_equal(pipeline_auto_slots(10000, 1e7, 64, 0, 16), 65536);
+	/* memory budget: as many as fit, at least 2 */
+	assert_int_equal(pipeline_auto_slots(100, 2700, cpi, 100 * cpi + cpi / 2, 16), 100);
+	assert_int_equal(pipeline_auto_slots(100, 2700, cpi, cpi, 16), 2);
+	assert_int_equal(pipeline_auto_slots(100, 2700, cpi, 270 * cpi, 16), 270);
+	/* the result is a valid ring */
+	for (double cps = 1; cps < 1e6; cps *= 3.7) {
+		unsigned n = pipeline_auto_slots(50, cps, cpi, 0, 16);
+
+		assert_true(n >= 16 && n <= 65536);
+		assert_true((double)n >= 50e-3 * cps || n == 65536);
+		assert_true((double)n < 50e-3 * cps + 1 || n == 16);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -963,6 +1274,12 @@ int main(void)
 		AT(test_trace_records, 4),
 		AT(test_stall_recorded, 1),
 		AT(test_stall_recorded, 2),
+		AT(test_modes_interleaved_unknown, 1),
+		AT(test_modes_interleaved_unknown, 2),
+		AT(test_modes_interleaved_unknown, 4),
+		AT(test_modes_swap, 1),
+		AT(test_modes_swap, 4),
+		cmocka_unit_test(test_auto_slots),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_ring.c — unit tests of libchirpring (src/ring.c): lifecycle,
+ * test_ring.c — unit tests of libchirpring (src/ring/ring.c): lifecycle,
  * zero-copy handoff, overruns, wrap-around at 2^32 and 2^64, re-attach and
  * redelivery, retire on geometry change, validation of corrupted headers
- * and descriptors, permissions, waiting.
+ * and descriptors, permissions, waiting, each block's radar mode, the ABI
+ * version check, and slot counts that are not powers of two.
  *
  * Each test uses its own ring name (/chirp-test-<pid>-<n>) so parallel runs
  * and other suites never collide; every ring is unlinked at the end.
@@ -121,11 +122,17 @@ static void test_geometry(void **state)
 	assert_int_equal(chirp_ring_cpi_bytes(&g), 3ull * 5 * 1000 * 4);
 	g.format = 9;
 	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
-	g = geo(6);     /* not a power of two */
+	g = geo(6);     /* not a power of two: any count 2..65536 */
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 3ull * 5 * 1000 * 8);
+	g = geo(65535);
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 3ull * 5 * 1000 * 8);
+	g = geo(2);
+	assert_int_equal(chirp_ring_cpi_bytes(&g), 3ull * 5 * 1000 * 8);
+	g = geo(1);
 	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
 	assert_null(chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err)));
-	assert_non_null(strstr(err, "power of two"));
-	g = geo(1);
+	assert_non_null(strstr(err, "2..65536"));
+	g = geo(65537);
 	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
 	g = geo(131072);
 	assert_int_equal(chirp_ring_cpi_bytes(&g), 0);
@@ -640,6 +647,133 @@ static void test_version_mismatch(void **state)
 	chirp_ring_detach(c);
 }
 
+/* The expected refusal of an attach to the ring g_name, for both roles. */
+static void expect_refused(int want_errno, const char *want_msg)
+{
+	enum chirp_ring_role roles[] = { CHIRP_RING_PRODUCER, CHIRP_RING_CONSUMER };
+	char err[256];
+
+	for (int i = 0; i < 2; i++) {
+		err[0] = '\0';
+		errno = 0;
+		assert_null(chirp_ring_attach(g_name, roles[i], NULL, err, sizeof(err)));
+		assert_int_equal(errno, want_errno);
+		if (!strstr(err, want_msg))
+			print_error("error \"%s\" lacks \"%s\"\n", err, want_msg);
+		assert_non_null(strstr(err, want_msg));
+	}
+}
+
+/*
+ * ABI 1 and ABI 2 rings: the magic and the version sit where ABI 1 put
+ * them (offsets 0 and 8), so each library reads the other's version before
+ * anything else and refuses with one error naming both (an ABI 1 library
+ * says "ring ABI version 2, this library speaks 1": its check is this one
+ * with the numbers swapped). A header written as ABI 1 is refused here
+ * for either role, never read as blocks; chirp_ring_create retires it (the
+ * ABI 1 peers still attached see the state word they know, RETIRED) and
+ * makes an ABI 2 ring with a new epoch.
+ */
+static void test_abi1_ring(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(p);   /* the producer's mapping: it stays */
+	const uint8_t *raw = (const uint8_t *)h;
+	struct chirp_ring_stats st;
+	char want[128];
+	uint32_t v;
+	uint64_t magic, epoch;
+	void *pl;
+
+	/* where an ABI 1 library looks: magic at 0, version at 8, state word */
+	memcpy(&magic, raw, 8);
+	memcpy(&v, raw + 8, 4);
+	assert_true(magic == RING_MAGIC);
+	assert_int_equal(v, CHIRP_RING_ABI_VERSION);
+	assert_int_equal(CHIRP_RING_ABI_VERSION, 2);
+	assert_int_equal(offsetof(struct ring_hdr, abi_version), 8);
+	assert_int_equal(offsetof(struct ring_hdr, state), 104);
+
+	push(p, 0, 0);
+	chirp_ring_stats(c, &st);
+	epoch = st.epoch;
+	chirp_ring_detach(c);
+	/* the object now reads as an ABI 1 ring (p stands for its producer) */
+	h->abi_version = 1;
+	snprintf(want, sizeof(want), "ring %s: ABI version 1, this library speaks 2", g_name);
+	expect_refused(EPROTO, want);
+	/* create retires it and makes a new ring: the old producer is told */
+	c = mk(&g, CHIRP_RING_CONSUMER);
+	chirp_ring_stats(c, &st);
+	assert_int_not_equal(st.epoch, epoch);
+	assert_int_equal(st.committed, 0);
+	assert_int_equal(atomic_load(&h->state), RING_STATE_RETIRED);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -ESTALE);
+	chirp_ring_detach(p);
+	/* a newer ABI is refused the same way */
+	ring_debug_hdr(c)->abi_version = 3;
+	snprintf(want, sizeof(want), "ring %s: ABI version 3, this library speaks 2", g_name);
+	expect_refused(EPROTO, want);
+	ring_debug_hdr(c)->abi_version = CHIRP_RING_ABI_VERSION;
+	p = att(CHIRP_RING_PRODUCER);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/* A block's mode goes through the ring unchanged: peek and last_commit
+ * show it, commit is mode 0, redelivered blocks keep theirs. */
+static void test_mode_round_trip(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	const uint32_t modes[] = { 0, 5, 63, 0xffffffffu, 0, 7 };
+	struct chirp_ring_block b;
+	void *pl;
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+		fill(pl, 120000, i);
+		if (i == 4)   /* plain commit: mode 0, even after a nonzero one */
+			assert_int_equal(chirp_ring_commit(p, 1, i, 0), 0);
+		else
+			assert_int_equal(chirp_ring_commit_mode(p, 1, i, 0, modes[i]), 0);
+		memset(&b, 0xa5, sizeof(b));
+		assert_int_equal(chirp_ring_last_commit(p, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.mode, modes[i]);
+		assert_int_equal(b.reserved, 0);
+	}
+	/* take 0..3, release 0..1, crash: 2 and 3 are redelivered */
+	for (i = 0; i < 4; i++) {
+		memset(&b, 0xa5, sizeof(b));
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.mode, modes[i]);
+		assert_int_equal(b.reserved, 0);
+		assert_true(check_fill(b.payload, 120000, i));
+	}
+	assert_int_equal(chirp_ring_release(c), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_detach(c);
+	c = att(CHIRP_RING_CONSUMER);
+	for (i = 2; i < 6; i++) {
+		memset(&b, 0xa5, sizeof(b));
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.mode, modes[i]);
+		assert_int_equal(b.reserved, 0);
+		assert_int_equal(!!(b.flags & CHIRP_RING_REDELIVERED), i < 4);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	/* a consumer handle cannot commit */
+	assert_int_equal(chirp_ring_commit_mode(c, 1, 0, 0, 3), -EPERM);
+	assert_int_equal(chirp_ring_commit_mode(p, 1, 0, 0, 3), -EINVAL);   /* none reserved */
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
 static void test_foreign_object_untouched(void **state)
 {
 	struct chirp_ring_geometry g = geo(4);
@@ -856,36 +990,40 @@ static void test_unknown_flags_masked(void **state)
 	struct ring_hdr *h = ring_debug_hdr(c);
 	struct ring_desc *d = (struct ring_desc *)((uint8_t *)h + h->desc_offset);
 	const uint32_t known = CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
-			       CHIRP_RING_REDELIVERED;
+			       CHIRP_RING_REDELIVERED | CHIRP_RING_UNKNOWN_MODE;
 	struct chirp_ring_block b;
 
 	/* 0: the caller passes unknown bits and REDELIVERED: only NONFINITE
-	 * is committed. */
-	push(p, 0, CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED | (1u << 9) | (1u << 31));
-	assert_int_equal(atomic_load(&d[0].flags), CHIRP_RING_NONFINITE);
+	 * and UNKNOWN_MODE (a producer's flags, chirpd's on output) are
+	 * committed. */
+	push(p, 0, CHIRP_RING_NONFINITE | CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_REDELIVERED |
+		   (1u << 9) | (1u << 31));
+	assert_int_equal(atomic_load(&d[0].flags), CHIRP_RING_NONFINITE | CHIRP_RING_UNKNOWN_MODE);
 	assert_int_equal(chirp_ring_last_commit(p, &b), 0);
-	assert_int_equal(b.flags, CHIRP_RING_NONFINITE);
+	assert_int_equal(b.flags, CHIRP_RING_NONFINITE | CHIRP_RING_UNKNOWN_MODE);
 	/* 1, 2: committed clean, then another process writes unknown bits
 	 * (and REDELIVERED) into the descriptors. */
 	push(p, 1, 0);
 	push(p, 2, CHIRP_RING_NONFINITE);
-	atomic_store(&d[1].flags, (1u << 3) | (1u << 17) | (1u << 31));
+	atomic_store(&d[1].flags, (1u << 4) | (1u << 17) | (1u << 31));
 	atomic_store(&d[2].flags, ~0u);
 	assert_int_equal(chirp_ring_last_commit(p, &b), 0);
 	assert_int_equal(b.flags & ~known, 0);
-	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE);
+	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
+				  CHIRP_RING_UNKNOWN_MODE);
 
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
 	assert_int_equal(b.seq, 0);
-	assert_int_equal(b.flags, CHIRP_RING_NONFINITE);
+	assert_int_equal(b.flags, CHIRP_RING_NONFINITE | CHIRP_RING_UNKNOWN_MODE);
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
 	assert_int_equal(b.seq, 1);
 	assert_int_equal(b.flags, 0);               /* every bit written was unknown */
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
 	assert_int_equal(b.seq, 2);
-	/* all ones: the two a producer may set; not REDELIVERED (this block
+	/* all ones: the three a producer may set; not REDELIVERED (this block
 	 * was never taken by a consumer before) */
-	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE);
+	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
+				  CHIRP_RING_UNKNOWN_MODE);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(chirp_ring_release(c), 0);
 	chirp_ring_detach(p);
@@ -1495,6 +1633,8 @@ int main(void)
 		T(test_producer_crash_mid_commit),
 		T(test_retire_on_new_geometry),
 		T(test_version_mismatch),
+		T(test_abi1_ring),
+		T(test_mode_round_trip),
 		T(test_foreign_object_untouched),
 		T(test_half_created),
 		T(test_permissions),

@@ -133,6 +133,50 @@ static void test_counters_and_delta(void **state)
 	stats_destroy(s);
 }
 
+/* Per-mode CPIs: counted by id inside a write section, ids beyond
+ * STATS_MAX_MODES ignored, snapshot and delta per id; the unknown-mode
+ * counter is an ordinary counter. */
+static void test_mode_counters(void **state)
+{
+	(void)state;
+	struct stats *s = stats_create();
+	struct stats_snapshot *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b)), *d = malloc(sizeof(*d));
+
+	assert_non_null(s);
+	assert_string_equal(stats_counter_name(ST_UNKNOWN_MODE_CPIS), "unknown_mode_cpis");
+	stats_write_begin(s);
+	stats_count_mode(s, 0, 5);
+	stats_count_mode(s, 63, 2);
+	stats_write_end(s);
+	stats_snapshot(s, a);
+	assert_int_equal(a->mode_cpis[0], 5);
+	assert_int_equal(a->mode_cpis[63], 2);
+	for (unsigned i = 0; i < 30; i++) {
+		stats_write_begin(s);
+		stats_count_mode(s, i % 3 == 2 ? 7 : i % 3, 1);
+		stats_count_mode(s, STATS_MAX_MODES, 1);      /* ignored */
+		stats_count_mode(s, 1000000, 1);              /* ignored */
+		stats_count(s, ST_UNKNOWN_MODE_CPIS, i % 10 == 0);
+		stats_write_end(s);
+	}
+	stats_snapshot(s, b);
+	assert_int_equal(b->mode_cpis[0], 15);
+	assert_int_equal(b->mode_cpis[1], 10);
+	assert_int_equal(b->mode_cpis[7], 10);
+	assert_int_equal(b->mode_cpis[63], 2);
+	assert_int_equal(b->counter[ST_UNKNOWN_MODE_CPIS], 3);
+	stats_delta(a, b, d);
+	assert_int_equal(d->mode_cpis[0], 10);
+	assert_int_equal(d->mode_cpis[1], 10);
+	assert_int_equal(d->mode_cpis[7], 10);
+	assert_int_equal(d->mode_cpis[63], 0);
+	for (unsigned id = 0; id < STATS_MAX_MODES; id++)
+		if (id != 0 && id != 1 && id != 7 && id != 63)
+			assert_int_equal(b->mode_cpis[id], 0);
+	free(a); free(b); free(d);
+	stats_destroy(s);
+}
+
 /* A writer updates three counters in one write section; every snapshot a
  * reader calls consistent must show them equal. */
 static atomic_int stop_writer;
@@ -193,6 +237,7 @@ int main(void)
 		cmocka_unit_test(test_bucket_edges),
 		cmocka_unit_test(test_percentiles_vs_sort),
 		cmocka_unit_test(test_counters_and_delta),
+		cmocka_unit_test(test_mode_counters),
 		cmocka_unit_test(test_snapshot_consistent_under_writer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

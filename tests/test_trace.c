@@ -32,7 +32,8 @@ static void make(uint64_t k, struct trace_cpi *r)
 	r->device_ns = k * 3;
 	r->fill = (uint32_t)(k % 17);
 	r->in_flight = (uint32_t)(k % 5);
-	r->flags = (uint32_t)(k & 0x3f);
+	r->flags = (uint32_t)(k & 0x7f);
+	r->mode = (uint32_t)(k % 64);
 	r->recomputed = (uint32_t)(k % 3);
 	r->chunks = (uint32_t)(k % 9);
 	r->woken = (uint32_t)(k % 7);
@@ -57,7 +58,8 @@ static int consistent(const struct trace_cpi *r)
 	       r->recomputed == want.recomputed && r->chunks == want.chunks &&
 	       r->woken == want.woken && r->absent == want.absent &&
 	       r->stall_ns == want.stall_ns && r->stall_cpu_ns == want.stall_cpu_ns &&
-	       r->stall_kind == want.stall_kind && r->stall_where == want.stall_where;
+	       r->stall_kind == want.stall_kind && r->stall_where == want.stall_where &&
+	       r->mode == want.mode;
 }
 
 /* trace_format r into buf: the length it returns is the line's, and the
@@ -143,7 +145,7 @@ static void test_format(void **state)
 	r.device_ns = 500000;
 	int n = trace_format(&r, 10000000, buf, sizeof(buf));
 	assert_int_equal(n, (int)strlen(buf));
-	assert_string_equal(buf, "seq 42 latency 12.346 ms (budget 10.000 ms): peek +0.050 "
+	assert_string_equal(buf, "seq 42 mode 0 latency 12.346 ms (budget 10.000 ms): peek +0.050 "
 			    "submit +0.060 out_commit +12.346 ms; input ring fill 9, in flight 2, "
 			    "device 0.500 ms");
 	/* Truncation is snprintf's: the length it would have had. */
@@ -177,6 +179,12 @@ static void test_format(void **state)
 	r.stall_where = TW_RETIRE;
 	expect_line(&r, buf, sizeof(buf),
 		    "device 0.500 ms, data thread stalled 2.345 ms (blocked, in retire)");
+	/* The CPI's radar mode, and whether chirpd knew it. */
+	r.stall_ns = 0;
+	r.mode = 17;
+	expect_line(&r, buf, sizeof(buf), "seq 42 mode 17 latency 12.346 ms");
+	r.flags = TRACE_UNKNOWN_MODE;
+	expect_line(&r, buf, sizeof(buf), "seq 42 mode 17 (unknown) latency 12.346 ms");
 	assert_string_equal(trace_where_name(TW_TAKE), "take");
 	assert_string_equal(trace_where_name(TW_WHERES), "?");
 	assert_string_equal(trace_stamp_name(TR_OUTPUT_DONE), "output_done");

@@ -32,10 +32,19 @@ assert st["geometry"]["samples"] == 1000 and st["geometry"]["channels"] == 2
 assert st["numa"]["node"] == -1 and "cpus" in st["numa"]
 assert st["realtime"]["requested"] == "off" and st["realtime"]["applied"] is False
 assert os.path.samefile(st["config_path"], sys.argv[2])
+# one radar mode: [waveform] is id 0, "default" (LFM 4 us at 25 MHz: L 100)
+assert st["modes"] == [{"id": 0, "name": "default", "type": "lfm", "L": 100, "cpis": 0}], st["modes"]
+assert st["unknown_mode_cpis"] == 0
+r = st["rings"]
+for k in ("input_memory", "output_memory"):
+    assert r[k]["bytes"] >= 16 * 2 * 8 * 1000 * 8, r
+    assert r[k]["pinned_bytes"] in (0, r[k]["bytes"]), r
+assert r["pinned_bytes"] == r["input_memory"]["pinned_bytes"] + r["output_memory"]["pinned_bytes"]
 s = j["stats"]
 for k in ("cpis_in", "cpis_out", "input_overruns", "sequence_gaps", "output_drops",
           "nonfinite_cpis", "reloads", "reload_failures", "backend_errors", "samples_per_s"):
     assert k in s, "stats lacks " + k
+assert s["unknown_mode_cpis"] == 0 and s["modes"] == {"0": {"name": "default", "cpis": 0}}, s
 for k in ("p50_ns", "p99_ns", "p999_ns", "max_ns"):
     assert k in s["latency"], "latency lacks " + k
 for k in ("input", "compute", "output"):
@@ -195,4 +204,21 @@ except urllib.error.HTTPError as e:
 print("metrics endpoint ok, %d bytes" % len(body))
 PYEOF
 e2e_stop_chirpd || e2e_fail "chirpd exited $? (metrics run)"
+
+# --- slots = auto: buffer_ms at the measured capacity, rounded up to a slot -------
+e2e_config input.slots=auto output.slots=auto input.buffer_ms=30
+e2e_start_chirpd
+e2e_ctl --json status | "$PY" -c '
+import json, math, sys
+r = json.load(sys.stdin)["rings"]
+cap = r["capacity_cpi_per_s"]
+assert cap > 0, r
+want = min(65536, max(16, math.ceil(30e-3 * cap)))
+# capacity is printed rounded in JSON only to double precision: allow one slot
+assert abs(r["input_slots"] - want) <= 1 and r["input_slots_auto"], (r, want)
+assert abs(r["output_slots"] - want) <= 1 and r["output_slots_auto"], (r, want)
+assert r["input_ms_at_capacity"] >= 30 or r["input_slots"] == 16, r
+assert r["input_memory"]["bytes"] >= r["input_slots"] * 2 * 8 * 1000 * 8, r
+' || e2e_fail "slots = auto: $(e2e_ctl --json status)"
+e2e_stop_chirpd || e2e_fail "chirpd exited $? (slots = auto run)"
 e2e_pass

@@ -126,7 +126,7 @@ done
 lines=$(grep -c "CPI over the latency budget" "$CHIRPD_LOG")
 [ "$lines" -ge 1 ] && [ "$lines" -le 4 ] || e2e_fail "$lines over-budget lines for 1.5 s of CPIs"
 grep "CPI over the latency budget" "$CHIRPD_LOG" | tail -1 |
-	grep -Eq "seq [0-9]+ latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms(, [0-9]+ workers? woken)?(, [0-9]+ threads? computed nothing)?(, data thread stalled [0-9.]+ ms \((running|blocked|preempted|stolen), in (take|retire|poll)\))? \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
+	grep -Eq "seq [0-9]+ mode 0 latency [0-9.]+ ms \(budget 0.001 ms\): peek \+[0-9.]+ submit \+[0-9.]+ .* out_commit \+[0-9.]+ ms; input ring fill [0-9]+, in flight [0-9]+, device [0-9.]+ ms(, [0-9]+ workers? woken)?(, [0-9]+ threads? computed nothing)?(, data thread stalled [0-9.]+ ms \((running|blocked|preempted|stolen), in (take|retire|poll)\))? \([0-9]+ over budget since start, [0-9]+ since the last such line\)" ||
 	e2e_fail "over-budget line format: $(grep 'over the latency budget' "$CHIRPD_LOG" | tail -1)"
 
 # A generous budget by reload: no more over-budget CPIs. With it a 200 ms

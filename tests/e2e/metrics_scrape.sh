@@ -80,6 +80,12 @@ assert vals["chirpd_cpis_in_total"] >= 12, vals["chirpd_cpis_in_total"]
 for k in ("cpis_in", "cpis_out", "output_drops", "input_overruns", "sequence_gaps"):
     assert vals["chirpd_%s_total" % k] <= stats[k], (k, vals["chirpd_%s_total" % k], stats[k])
 assert vals["chirpd_cpi_latency_seconds_count"] >= 1
+# one radar mode ([waveform]: id 0, "default"): every CPI is its
+assert types.get("chirpd_mode_cpis_total") == "counter", types.get("chirpd_mode_cpis_total")
+modes = [(l, v) for n, l, v in samples if n == "chirpd_mode_cpis_total"]
+assert [l for l, _ in modes] == ['{mode="0",name="default"}'], modes
+assert modes[0][1] == vals["chirpd_cpis_in_total"], (modes, vals["chirpd_cpis_in_total"])
+assert vals["chirpd_unknown_mode_cpis_total"] == 0, vals["chirpd_unknown_mode_cpis_total"]
 print("metrics: %d families, %d samples, all typed" % (len(types), len(samples)))
 PYEOF
 e2e_stop_chirpd || e2e_fail "chirpd exited $? on SIGTERM"
