@@ -137,8 +137,8 @@ static void usage(FILE *f)
 "  -q, --quiet            no progress line (shown only on a terminal anyway)\n"
 "  -h, --help\n"
 "\n"
-"stderr: one line per gap (\"gap: 3 CPIs missing before seq 1234 (mode 2)\") or\n"
-"  flagged block (each naming its radar mode), and a summary\n"
+"stderr: one line per gap (\"gap: 3 CPIs missing before seq 1234\") or flagged\n"
+"  block (naming the block's radar mode), and a summary\n"
 "  chirp-tap: received N, gaps G (M CPIs missing), R CPI/s, B MB/s over T s\n"
 "  with, when a CPI had a mode other than 0, the CPIs per mode:\n"
 "  chirp-tap: CPIs per mode: 0: N0, 1: N1, ...\n"
@@ -700,7 +700,9 @@ static void verify_block(struct tap *t, const struct chirp_ring_block *b)
 	}
 }
 
-/* Account for one block's sequence number and flags. */
+/* Account for one block's sequence number and flags. The lines about the
+ * block itself name its radar mode; those about CPIs lost before it do not
+ * (their modes are not known). */
 static void track(struct tap *t, const struct chirp_ring_block *b, struct tool_progress *prog)
 {
 	if (t->have_last && b->seq != t->last_seq + 1) {
@@ -710,8 +712,8 @@ static void track(struct tap *t, const struct chirp_ring_block *b, struct tool_p
 
 			t->gaps++;
 			t->missing += n;
-			fprintf(stderr, "gap: %" PRIu64 " CPI%s missing before seq %" PRIu64
-				" (mode %" PRIu32 ")\n", n, n == 1 ? "" : "s", b->seq, b->mode);
+			fprintf(stderr, "gap: %" PRIu64 " CPI%s missing before seq %" PRIu64 "\n",
+				n, n == 1 ? "" : "s", b->seq);
 		} else {
 			t->gaps++;
 			fprintf(stderr, "gap: seq went back from %" PRIu64 " to %" PRIu64 "\n",
@@ -720,8 +722,7 @@ static void track(struct tap *t, const struct chirp_ring_block *b, struct tool_p
 	} else if (b->flags & CHIRP_RING_DISCONTINUITY) {
 		tool_progress_end(prog);
 		t->discontinuities++;
-		fprintf(stderr, "discontinuity: data lost upstream before seq %" PRIu64 " (mode %"
-			PRIu32 ")\n", b->seq, b->mode);
+		fprintf(stderr, "discontinuity: data lost upstream before seq %" PRIu64 "\n", b->seq);
 	}
 	if (b->flags & CHIRP_RING_NONFINITE) {
 		tool_progress_end(prog);
