@@ -3,7 +3,7 @@
  * example_producer.c — the smallest digitizer-side producer for chirpd:
  *   cc example_producer.c $(pkg-config --cflags --libs chirpring) -o example_producer
  * It attaches to chirpd's input ring (argv[1]), writes each CPI in place and
- * commits it, never waiting: on a full ring the library drops and counts it.
+ * commits it with its radar mode, never waiting: a full ring drops, counts it.
  */
 #include <chirp/ring.h>
 #include <errno.h>
@@ -17,7 +17,8 @@ int main(int argc, char **argv)
 	const char *name = argc > 1 ? argv[1] : "/chirpd-in";
 	struct chirp_ring *r = NULL;
 	struct chirp_ring_geometry g;
-	uint64_t first_sample = 0;   /* the digitizer's sample clock */
+	static const uint32_t mode[] = { 0, 0, 1, 2 };   /* the schedule: [mode] ids, cyclic */
+	uint64_t cpi = 0;            /* CPIs since start, dropped or not: the clock */
 	char err[256];
 	void *slot;
 
@@ -34,15 +35,14 @@ int main(int argc, char **argv)
 		int rc = chirp_ring_reserve(r, &slot);
 		if (rc == 0) {
 			memset(slot, 0, chirp_ring_cpi_bytes(&g));   /* DMA / copy one CPI in place */
-			chirp_ring_commit(r, 0 /* now */, first_sample, 0);
+			chirp_ring_commit_mode(r, 0, cpi * g.pulses * g.samples, 0, mode[cpi % 4]);
 		} else if (rc == -ESTALE) {                      /* new geometry: attach again */
 			chirp_ring_detach(r);
-			r = NULL;
-			continue;
+			r = NULL;                                /* (this CPI is lost) */
 		} else if (rc != -ENOBUFS) {                     /* -ENOBUFS: dropped, counted */
 			fprintf(stderr, "reserve: %s\n", strerror(-rc));
 			return 1;
 		}
-		first_sample += (uint64_t)g.pulses * g.samples;  /* runs on, dropped or not */
+		cpi++;
 	}
 }

@@ -286,56 +286,75 @@ static void test_handoff_and_inflight(void **state)
 	chirp_ring_detach(c);
 }
 
-static void test_overrun(void **state)
+/* Drops on a full ring of n slots: each counted, each taking a block
+ * number, the next committed block flagged. */
+static void overrun_with(uint32_t n)
 {
-	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring_geometry g = geo(n);
 	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
 	struct chirp_ring_block b;
 	struct chirp_ring_stats st;
 	void *pl;
-	int i;
+	uint32_t i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < n; i++)
 		push(p, i, 0);
 	/* full: three blocks dropped, each counted, each taking a number */
 	for (i = 0; i < 3; i++)
 		assert_int_equal(chirp_ring_reserve(p, &pl), -ENOBUFS);
 	chirp_ring_stats(p, &st);
 	assert_int_equal(st.overruns, 3);
-	assert_int_equal(st.committed, 4);
+	assert_int_equal(st.committed, n);
 	/* consumer holds one, releases one: space for exactly one */
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
 	assert_int_equal(chirp_ring_release(c), 0);
-	push(p, 7, 0);
-	assert_int_equal(chirp_ring_reserve(p, &pl), -ENOBUFS);   /* 8 dropped */
-	for (i = 1; i < 4; i++) {
+	push(p, n + 3, 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -ENOBUFS);   /* n + 4 dropped */
+	for (i = 1; i < n; i++) {
 		assert_int_equal(chirp_ring_peek(c, &b), 0);
 		assert_int_equal(b.seq, i);
+		assert_int_equal(b.slot, i % n);
 		assert_int_equal(b.flags & CHIRP_RING_DISCONTINUITY, 0);
 		assert_int_equal(chirp_ring_release(c), 0);
 	}
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
-	assert_int_equal(b.seq, 7);                       /* 4, 5, 6 were dropped */
+	assert_int_equal(b.seq, n + 3);                   /* n .. n + 2 were dropped */
+	assert_int_equal(b.slot, 0);                      /* position n */
 	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
-	assert_true(check_fill(b.payload, 120000, 7));
+	assert_true(check_fill(b.payload, 120000, n + 3));
 	assert_int_equal(chirp_ring_release(c), 0);
-	push(p, 9, 0);
+	push(p, n + 5, 0);
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
-	assert_int_equal(b.seq, 9);                       /* 8 dropped */
+	assert_int_equal(b.seq, n + 5);                   /* n + 4 dropped */
+	assert_int_equal(b.slot, 1 % n);
 	assert_true(b.flags & CHIRP_RING_DISCONTINUITY);
 	assert_int_equal(chirp_ring_release(c), 0);
-	push(p, 10, 0);
+	push(p, n + 6, 0);
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
-	assert_int_equal(b.seq, 10);
+	assert_int_equal(b.seq, n + 6);
 	assert_int_equal(b.flags, 0);
 	assert_int_equal(chirp_ring_release(c), 0);
 	chirp_ring_stats(c, &st);
 	assert_int_equal(st.overruns, 4);
-	assert_int_equal(st.committed, 7);
+	assert_int_equal(st.committed, n + 3);
 	/* every number is accounted for: committed + overruns = next seq */
-	assert_int_equal(st.committed + st.overruns, 11);
+	assert_int_equal(st.committed + st.overruns, n + 7);
 	chirp_ring_detach(p);
 	chirp_ring_detach(c);
+}
+
+static void test_overrun(void **state)
+{
+	overrun_with(4);
+}
+
+static void test_overrun_odd_slots(void **state)
+{
+	overrun_with(3);
+	chirp_ring_unlink(g_name);
+	overrun_with(5);
+	chirp_ring_unlink(g_name);
+	overrun_with(7);
 }
 
 /* Run many blocks across a free-running index near base. */
@@ -1365,13 +1384,13 @@ static void test_reserve_next_drops(void **state)
  * starting at position pos and block number seq (so the indices cross 2^64
  * with reservations outstanding): payload, seq, flags and counters exact.
  */
-static void reserve_next_model(uint64_t pos, uint64_t seq)
+static void reserve_next_model(uint32_t slots, uint64_t pos, uint64_t seq)
 {
-	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring_geometry g = geo(slots);
 	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p;
 	struct chirp_ring_block b;
 	struct chirp_ring_stats st;
-	uint64_t res[8], next = seq, last = 0, got = 0, drops = 0, commits = 0;
+	uint64_t res[16], next = seq, last = 0, got = 0, drops = 0, commits = 0;
 	unsigned nres = 0, held = 0, s = 12345;
 	int have_last = 0, gap_pending = 0;
 	void *pl;
@@ -1385,7 +1404,7 @@ static void reserve_next_model(uint64_t pos, uint64_t seq)
 		case 1: {
 			int rc = chirp_ring_reserve_next(p, &pl);
 
-			if (nres + held + (commits - got) >= 8) {
+			if (nres + held + (commits - got) >= slots) {
 				/* model: every slot reserved, committed or held */
 				assert_int_equal(rc, -ENOBUFS);
 				drops++;
@@ -1411,6 +1430,7 @@ static void reserve_next_model(uint64_t pos, uint64_t seq)
 			if (chirp_ring_peek(c, &b) == 0) {
 				assert_true(commits > got);
 				assert_int_equal(b.seq, b.first_sample);
+				assert_int_equal(b.slot, (pos + got) % slots);
 				assert_true(check_fill(b.payload, 120000, b.seq));
 				if (have_last) {
 					assert_int_equal(!!(b.flags & CHIRP_RING_DISCONTINUITY),
@@ -1445,12 +1465,27 @@ static void reserve_next_model(uint64_t pos, uint64_t seq)
 
 static void test_reserve_next_model(void **state)
 {
-	reserve_next_model(0, 0);
+	reserve_next_model(8, 0, 0);
 }
 
 static void test_reserve_next_wrap_2_64(void **state)
 {
-	reserve_next_model(UINT64_MAX - 5, UINT64_MAX - 9);
+	reserve_next_model(8, UINT64_MAX - 5, UINT64_MAX - 9);
+}
+
+/* Several reservations outstanding on rings of 3, 5, 7 and 13 slots,
+ * also crossing 2^32 and ending next to the position limit. */
+static void test_reserve_next_odd_slots(void **state)
+{
+	const uint32_t n[] = { 3, 5, 7, 13 };
+
+	for (int i = 0; i < 4; i++) {
+		reserve_next_model(n[i], (uint64_t)i * 1000, 0);
+		chirp_ring_unlink(g_name);
+	}
+	reserve_next_model(5, (1ull << 32) - 1000, 77);
+	chirp_ring_unlink(g_name);
+	reserve_next_model(7, RING_POS_LIMIT - 3000, UINT64_MAX - 9);
 }
 
 /* A producer killed with reservations outstanding (and a drop after them):
@@ -1614,6 +1649,194 @@ static void test_continuity(void **state)
 	chirp_ring_detach(c);
 }
 
+/* A small CPI (1 x 1 x 16 cf32: 128 bytes, one page a slot), so that
+ * rings of many slots stay small. */
+static struct chirp_ring_geometry geo_small(uint32_t slots)
+{
+	struct chirp_ring_geometry g = {
+		.channels = 1, .pulses = 1, .samples = 16,
+		.format = CHIRP_RING_CF32, .slots = slots, .sample_rate_hz = 1e6,
+	};
+	return g;
+}
+
+/*
+ * Many laps of a ring of n slots (any count): bursts of 1 .. n blocks, the
+ * consumer holding up to n at a time and releasing in varying steps, a
+ * drop whenever the producer finds it full (every fifth burst does). Every block's seq, slot
+ * (position % n), mode, first sample and payload is checked, and every
+ * gap is flagged.
+ */
+static void laps_with(uint32_t n, uint64_t blocks)
+{
+	struct chirp_ring_geometry g = geo_small(n);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	uint64_t seq = 0, pos = 0, got = 0, last = 0, drops = 0, held = 0;
+	unsigned s = 777;
+	void *pl;
+
+	for (uint64_t round = 0; seq < blocks; round++) {
+		/* every fifth burst is one more than the ring holds: it overruns */
+		uint64_t burst = round % 5 == 4 ? (uint64_t)n + 1 :
+				 1 + (s = s * 1103515245u + 12345u, (s >> 8) % n);
+
+		for (uint64_t k = 0; k < burst; k++, seq++) {
+			if (chirp_ring_reserve(p, &pl) < 0) {
+				drops++;
+				continue;
+			}
+			fill(pl, 128, seq);
+			assert_int_equal(chirp_ring_commit_mode(p, seq + 1, seq, 0,
+								(uint32_t)(seq % 64)), 0);
+		}
+		while (chirp_ring_peek(c, &b) == 0) {
+			assert_int_equal(b.first_sample, b.seq);
+			assert_int_equal(b.timestamp_ns, b.seq + 1);
+			assert_int_equal(b.mode, b.seq % 64);
+			assert_int_equal(b.slot, pos % n);
+			assert_int_equal(b.len, 128);
+			assert_true(check_fill(b.payload, 128, b.seq));
+			if (got)
+				assert_int_equal(!!(b.flags & CHIRP_RING_DISCONTINUITY),
+						 b.seq != last + 1);
+			last = b.seq;
+			got++;
+			pos++;
+			held++;
+			/* release in uneven steps, keeping up to n held */
+			while (held && (held == n || ((s >> (held % 16)) & 1))) {
+				assert_int_equal(chirp_ring_release(c), 0);
+				held--;
+			}
+		}
+	}
+	while (held--)
+		assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_stats(c, &st);
+	assert_int_equal(st.committed, got);
+	assert_int_equal(st.overruns, drops);
+	assert_int_equal(got + drops, seq);            /* every number accounted */
+	assert_true(drops > 0);                        /* the ring did fill */
+	assert_true(got > 3 * (uint64_t)n);          /* several laps */
+	assert_int_equal(chirp_ring_check(c, NULL, 0), 0);
+	assert_int_equal(chirp_ring_check(p, NULL, 0), 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+static void test_laps_odd_slots(void **state)
+{
+	laps_with(3, 5000);
+	chirp_ring_unlink(g_name);
+	laps_with(5, 5000);
+	chirp_ring_unlink(g_name);
+	laps_with(100, 20000);
+	chirp_ring_unlink(g_name);
+	laps_with(2, 3000);
+	chirp_ring_unlink(g_name);
+	laps_with(65535, 65535 * 4);
+}
+
+/*
+ * A consumer that dies holding blocks on a ring of 5 slots whose held
+ * blocks straddle the end of the slot array: its successor gets them
+ * again, flagged REDELIVERED, same slots, payloads and modes.
+ */
+static void test_redeliver_odd_slots(void **state)
+{
+	struct chirp_ring_geometry g = geo_small(5);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_block b;
+	void *pl;
+	uint64_t i;
+
+	for (i = 0; i < 13; i++) {                /* 13 positions: 2 laps and 3 */
+		assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+		fill(pl, 128, i);
+		assert_int_equal(chirp_ring_commit_mode(p, 1, i, 0, (uint32_t)i * 3), 0);
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	for (i = 13; i < 17; i++) {               /* slots 3, 4, 0, 1 */
+		assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+		fill(pl, 128, i);
+		assert_int_equal(chirp_ring_commit_mode(p, 1, i, 0, (uint32_t)i * 3), 0);
+	}
+	for (i = 13; i < 16; i++)
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(chirp_ring_release(c), 0);   /* 13 done; 14, 15 held */
+	chirp_ring_detach(c);                         /* dies */
+	c = att(CHIRP_RING_CONSUMER);
+	for (i = 14; i < 17; i++) {
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.slot, i % 5);
+		assert_int_equal(b.mode, i * 3);
+		assert_true(check_fill(b.payload, 128, i));
+		assert_int_equal(!!(b.flags & CHIRP_RING_REDELIVERED), i < 16);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/*
+ * The wrap rule for counts that are not powers of two: positions stop at
+ * RING_POS_LIMIT (the producer says -EOVERFLOW, counting nothing), and a
+ * header whose positions lie beyond it is refused as corrupt. A power-of-
+ * two ring at the same positions runs on (test_wrap_2_64).
+ */
+static void test_position_limit_odd_slots(void **state)
+{
+	struct chirp_ring_geometry g = geo_small(5);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p;
+	struct ring_hdr *h;
+	struct chirp_ring_block b;
+	struct chirp_ring_stats st;
+	char err[256] = "";
+	void *pl;
+
+	assert_int_equal(ring_debug_set_seq(c, RING_POS_LIMIT + 1, 0), -EINVAL);
+	assert_int_equal(ring_debug_set_seq(c, RING_POS_LIMIT - 2, 40), 0);
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_reserve_next(p, &pl), 0);
+	assert_int_equal(chirp_ring_reserve_next(p, &pl), 0);
+	assert_int_equal(chirp_ring_reserve_next(p, &pl), -EOVERFLOW);
+	assert_int_equal(chirp_ring_commit_mode(p, 1, 0, 0, 9), 0);
+	assert_int_equal(chirp_ring_commit_mode(p, 1, 1, 0, 9), 0);
+	assert_int_equal(chirp_ring_reserve(p, &pl), -EOVERFLOW);
+	chirp_ring_stats(p, &st);
+	assert_int_equal(st.committed, 2);
+	assert_int_equal(st.overruns, 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 40);
+	assert_int_equal(b.slot, (RING_POS_LIMIT - 2) % 5);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.seq, 41);
+	assert_int_equal(b.mode, 9);
+	assert_int_equal(chirp_ring_release(c), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	/* at the limit exactly: still a valid header */
+	assert_int_equal(atomic_load(&ring_debug_hdr(c)->prod), RING_POS_LIMIT);
+	assert_int_equal(chirp_ring_check(c, NULL, 0), 0);
+	chirp_ring_detach(p);
+	/* past it: corrupt */
+	h = ring_debug_hdr(c);
+	atomic_store(&h->prod, RING_POS_LIMIT + 1);
+	atomic_store(&h->cons, RING_POS_LIMIT + 1);
+	assert_null(chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
+	assert_int_equal(errno, EBADMSG);
+	assert_non_null(strstr(err, "not a power of two"));
+	assert_int_equal(chirp_ring_check(c, err, sizeof(err)), -EBADMSG);
+	atomic_store(&h->prod, UINT64_MAX);
+	atomic_store(&h->cons, UINT64_MAX - 3);
+	assert_null(chirp_ring_attach(g_name, CHIRP_RING_PRODUCER, NULL, err, sizeof(err)));
+	assert_int_equal(errno, EBADMSG);
+	chirp_ring_detach(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1624,6 +1847,10 @@ int main(void)
 		T(test_single_role),
 		T(test_handoff_and_inflight),
 		T(test_overrun),
+		T(test_overrun_odd_slots),
+		T(test_laps_odd_slots),
+		T(test_redeliver_odd_slots),
+		T(test_position_limit_odd_slots),
 		T(test_wrap_2_32),
 		T(test_wrap_2_64),
 		T(test_consumer_restart_redelivers),
@@ -1650,6 +1877,7 @@ int main(void)
 		T(test_reserve_next_drops),
 		T(test_reserve_next_model),
 		T(test_reserve_next_wrap_2_64),
+		T(test_reserve_next_odd_slots),
 		T(test_reserve_next_crash),
 #undef T
 	};

@@ -282,13 +282,14 @@ static void test_sigkill_producers(void **state)
 /*
  * The consumer is killed instead: a new consumer process re-attaches and
  * must see every committed block exactly once, except those the dead one
- * held unreleased, which come again flagged REDELIVERED.
+ * held unreleased, which come again flagged REDELIVERED, with their mode.
+ * 11 slots: a count that is not a power of two (slot = position % 11).
  */
 static void test_sigkill_consumers(void **state)
 {
 	struct chirp_ring_geometry g = {
 		.channels = 1, .pulses = 2, .samples = 999, .format = CHIRP_RING_SC16,
-		.slots = 16, .sample_rate_hz = 1e6,
+		.slots = 11, .sample_rate_hz = 1e6,
 	};
 	struct chirp_ring *p;
 	struct chirp_ring_stats st;
@@ -342,8 +343,10 @@ static void test_sigkill_consumers(void **state)
 				for (i = 0; i < words; i++)
 					if (w[i] != key_word(b.first_sample, i))
 						_exit(5);
-				if (b.first_sample >= N)
+				if (b.first_sample >= N || b.slot >= 11)
 					_exit(6);
+				if (b.mode != (uint32_t)(b.first_sample % 64))
+					_exit(9);
 				/* a second delivery must say so */
 				if (seen[b.first_sample] && !(b.flags & CHIRP_RING_REDELIVERED))
 					_exit(7);
@@ -377,7 +380,7 @@ static void test_sigkill_consumers(void **state)
 			assert_int_equal(chirp_ring_reserve(p, &pl), 0);
 			for (uint64_t i = 0; i < words; i++)
 				((uint64_t *)pl)[i] = key_word(k, i);
-			assert_int_equal(chirp_ring_commit(p, 0, k, 0), 0);
+			assert_int_equal(chirp_ring_commit_mode(p, 0, k, 0, (uint32_t)(k % 64)), 0);
 			k++;
 		}
 		if (round == CROUNDS - 1) {
@@ -390,7 +393,8 @@ static void test_sigkill_consumers(void **state)
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		if (!WIFSIGNALED(status))
 			print_error("consumer exited with %d (5 torn, 6 bad index, 7 unflagged "
-				    "second delivery, 8 peek error)\n", WEXITSTATUS(status));
+				    "second delivery, 8 peek error, 9 wrong mode)\n",
+				    WEXITSTATUS(status));
 		assert_true(WIFSIGNALED(status));
 	}
 	chirp_ring_stats(p, &st);

@@ -12,8 +12,10 @@
  *    the same addresses and checks they are ordered by the index
  *    acquire/release pairs.
  *
- * Payloads carry a pattern derived from their first_sample; the consumer
- * verifies every byte pattern word and holds 1..4 blocks in flight.
+ * Payloads carry a pattern derived from their first_sample, and each
+ * block a mode derived from it; the consumer verifies every pattern word
+ * and the mode, and holds 1..4 blocks in flight. Rings of 16 slots, and of
+ * 13 (not a power of two: slot = position % slots).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -84,6 +86,12 @@ static int verify(const void *p, uint64_t len, uint64_t key)
 	return 1;
 }
 
+/* The mode the block of this key is committed with: any 32-bit value. */
+static uint32_t key_mode(uint64_t key)
+{
+	return (uint32_t)(key * 2654435761u);
+}
+
 static unsigned rnd(unsigned *s)
 {
 	*s = *s * 1103515245u + 12345u;
@@ -107,7 +115,8 @@ static void *producer(void *arg)
 			/* like a GPU: up to kres blocks written at once; commit
 			 * the oldest when kres are out (or now and then early) */
 			if (nheld == x->kres || (nheld && rnd(&s) % 3 == 0)) {
-				rc = chirp_ring_commit(x->p, held[0] + 1, held[0], 0);
+				rc = chirp_ring_commit_mode(x->p, held[0] + 1, held[0], 0,
+							    key_mode(held[0]));
 				if (rc != 0) {
 					x->prod_err = rc;
 					break;
@@ -164,7 +173,7 @@ static void *producer(void *arg)
 			return NULL;
 		}
 		fill(pl, len, k);
-		rc = chirp_ring_commit(x->p, k + 1, k, 0);
+		rc = chirp_ring_commit_mode(x->p, k + 1, k, 0, key_mode(k));
 		if (rc != 0) {
 			x->prod_err = rc;
 			atomic_store(&x->done, 1);
@@ -174,7 +183,7 @@ static void *producer(void *arg)
 			sched_yield();
 	}
 	for (unsigned i = 0; i < nheld && !x->prod_err; i++) {
-		rc = chirp_ring_commit(x->p, held[i] + 1, held[i], 0);
+		rc = chirp_ring_commit_mode(x->p, held[i] + 1, held[i], 0, key_mode(held[i]));
 		if (rc != 0)
 			x->prod_err = rc;
 	}
@@ -213,6 +222,7 @@ static void *consumer(void *arg)
 		}
 		x->got++;
 		if (b.first_sample != b.seq || b.timestamp_ns != b.seq + 1 ||
+		    b.mode != key_mode(b.first_sample) || b.reserved != 0 ||
 		    !verify(b.payload, b.len, b.first_sample))
 			x->bad++;
 		if (last != UINT64_MAX && b.seq != last + 1) {
@@ -282,22 +292,22 @@ static void run(struct chirp_ring *c, struct chirp_ring *p, int lossy, unsigned 
 	run_k(c, p, lossy, seed, 0);
 }
 
-static struct chirp_ring_geometry geo(void)
+static struct chirp_ring_geometry geo(unsigned slots)
 {
 	struct chirp_ring_geometry g = {
 		.channels = 1, .pulses = 1, .samples = 300, .format = CHIRP_RING_CF32,
-		.slots = 16, .sample_rate_hz = 1,
+		.slots = slots, .sample_rate_hz = 1,
 	};
 	return g;
 }
 
-static void shm_case(int lossy)
+static void shm_case(int lossy, unsigned slots)
 {
-	struct chirp_ring_geometry g = geo();
+	struct chirp_ring_geometry g = geo(slots);
 	char name[64], err[256] = "";
 	struct chirp_ring *c, *p;
 
-	snprintf(name, sizeof(name), "/chirp-test-thr-%d-%d", (int)getpid(), lossy);
+	snprintf(name, sizeof(name), "/chirp-test-thr-%d-%d-%u", (int)getpid(), lossy, slots);
 	chirp_ring_unlink(name);
 	c = chirp_ring_create(name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
 	assert_non_null(c);
@@ -309,12 +319,14 @@ static void shm_case(int lossy)
 	chirp_ring_unlink(name);
 }
 
-static void test_two_mappings_lossless(void **state) { shm_case(0); }
-static void test_two_mappings_lossy(void **state) { shm_case(1); }
+static void test_two_mappings_lossless(void **state) { shm_case(0, 16); }
+static void test_two_mappings_lossy(void **state) { shm_case(1, 16); }
+static void test_odd_slots_lossless(void **state) { shm_case(0, 13); }
+static void test_odd_slots_lossy(void **state) { shm_case(1, 13); }
 
 static void image_case(int lossy)
 {
-	struct chirp_ring_geometry g = geo();
+	struct chirp_ring_geometry g = geo(16);
 	struct ring_layout L;
 	struct chirp_ring *c, *p;
 	char err[256] = "";
@@ -336,14 +348,15 @@ static void image_case(int lossy)
 }
 
 /* Producer holding K outstanding reservations (reserve_next) against a
- * consumer in another mapping: K = 4 and K = slots (16). */
-static void multi_case(int lossy, unsigned kres)
+ * consumer in another mapping: K = 4 and K = slots (16, and 13). */
+static void multi_case(int lossy, unsigned kres, unsigned slots)
 {
-	struct chirp_ring_geometry g = geo();
+	struct chirp_ring_geometry g = geo(slots);
 	char name[64], err[256] = "";
 	struct chirp_ring *c, *p;
 
-	snprintf(name, sizeof(name), "/chirp-test-thrk-%d-%d-%u", (int)getpid(), lossy, kres);
+	snprintf(name, sizeof(name), "/chirp-test-thrk-%d-%d-%u-%u", (int)getpid(), lossy, kres,
+		 slots);
 	chirp_ring_unlink(name);
 	c = chirp_ring_create(name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
 	assert_non_null(c);
@@ -355,9 +368,10 @@ static void multi_case(int lossy, unsigned kres)
 	chirp_ring_unlink(name);
 }
 
-static void test_reserve_next_lossless(void **state) { multi_case(0, 4); }
-static void test_reserve_next_lossy(void **state) { multi_case(1, 4); }
-static void test_reserve_next_all_slots_lossy(void **state) { multi_case(1, 16); }
+static void test_reserve_next_lossless(void **state) { multi_case(0, 4, 16); }
+static void test_reserve_next_lossy(void **state) { multi_case(1, 4, 16); }
+static void test_reserve_next_all_slots_lossy(void **state) { multi_case(1, 16, 16); }
+static void test_reserve_next_odd_slots_lossy(void **state) { multi_case(1, 13, 13); }
 
 static void test_one_mapping_lossless(void **state) { image_case(0); }
 static void test_one_mapping_lossy(void **state) { image_case(1); }
@@ -426,11 +440,10 @@ static void *paced_consumer(void *arg)
  * producer handle on it (freed by close_pair). */
 static void open_pair(unsigned slots, void **img, struct chirp_ring **c, struct chirp_ring **p)
 {
-	struct chirp_ring_geometry g = geo();
+	struct chirp_ring_geometry g = geo(slots);
 	struct ring_layout L;
 	char err[256] = "";
 
-	g.slots = slots;
 	assert_int_equal(ring_layout_compute(&g, RING_PAGE, &L, err, sizeof(err)), 0);
 	L.epoch = 1;
 	*img = aligned_alloc(4096, L.total_bytes);
@@ -591,6 +604,9 @@ int main(void)
 		cmocka_unit_test(test_reserve_next_lossless),
 		cmocka_unit_test(test_reserve_next_lossy),
 		cmocka_unit_test(test_reserve_next_all_slots_lossy),
+		cmocka_unit_test(test_odd_slots_lossless),
+		cmocka_unit_test(test_odd_slots_lossy),
+		cmocka_unit_test(test_reserve_next_odd_slots_lossy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

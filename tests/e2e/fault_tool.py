@@ -255,7 +255,10 @@ def cmd_corrupt(shm, mode, seed):
     print("corrupt: %s header mode %s (seed %d)" % (path, mode, seed))
 
 
-# Offsets in struct ring_hdr (src/ring_private.h, ABI version 1).
+# Offsets in struct ring_hdr (src/ring/ring_private.h, ABI version 2: the
+# header is ABI 1's; the descriptor's former pad0, at offset 44 of each
+# 64-byte descriptor, now holds the block's mode).
+RING_ABI = 2
 HDR = {"magic": 0, "abi": 8, "epoch": 16, "slots": 64, "state": 104, "pos_base": 120,
        "seq_base": 128, "prod": 256, "next_seq": 264, "cons": 384, "taken": 392,
        "released": 400, "skipped": 408}
@@ -273,10 +276,11 @@ def cmd_ringstat(shm):
         h = f.read(4096)
     q = lambda k: struct.unpack_from("<Q", h, HDR[k])[0]
     d = lambda k: struct.unpack_from("<I", h, HDR[k])[0]
-    if q("magic") != 0x474e525052494843 or d("abi") != 1:
-        die("%s: not a chirp ring of ABI 1 (magic %#x, version %d)" % (path, q("magic"), d("abi")))
+    if q("magic") != 0x474e525052494843 or d("abi") != RING_ABI:
+        die("%s: not a chirp ring of ABI %d (magic %#x, version %d)"
+            % (path, RING_ABI, q("magic"), d("abi")))
     slots = d("slots")
-    if d("state") != 0x59444552 or slots < 2 or slots & (slots - 1):
+    if d("state") != 0x59444552 or not 2 <= slots <= 65536:
         die("%s: state %#x slots %d: not READY, or fault_tool.py's header offsets are stale"
             % (path, d("state"), slots))
     pb = q("pos_base")

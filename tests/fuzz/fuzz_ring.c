@@ -7,13 +7,16 @@
  * could have left it), zero-extended to IMG_BYTES. It goes through
  * ring_validate_header(); if accepted, a consumer and a producer handle are
  * opened on it and driven (peek/release/reserve/commit/check/stats, the
- * producer opted in to continuity and leaving clean marks), while
+ * producer opted in to continuity and leaving clean marks, committing
+ * with a mode), while
  * the last bytes of the input, read as (offset, value) pokes, scribble on
  * the header and descriptors between calls — a hostile or crashing peer.
  * Nothing may crash, read or write outside the image, or hang.
  *
  * FUZZ_RING_WRITE_SEEDS=dir writes valid seed images into dir and exits
- * (that is how tests/fuzz/corpus/fuzz_ring/ was made).
+ * (that is how tests/fuzz/corpus/fuzz_ring/ was made: ABI 2 images, slot
+ * counts that are and are not powers of two, one of them next to the
+ * position limit of a count that is not).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -73,6 +76,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* touch both ends of what we were handed */
 			volatile uint8_t x = ((uint8_t *)b.payload)[0];
 			x ^= ((uint8_t *)b.payload)[b.len - 1];
+			x ^= (uint8_t)b.mode;
+			if (b.slot >= L.slots || b.reserved != 0)
+				abort();
 			(void)x;
 			if (i & 1)
 				chirp_ring_release(c);
@@ -90,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (chirp_ring_reserve_next(p, &pl) == 0)
 					memset(pl, 0x5a, L.payload_bytes);
 			while (chirp_ring_reserved(p) &&
-			       chirp_ring_commit(p, 1, (uint64_t)i, 0) == 0)
+			       chirp_ring_commit_mode(p, 1, (uint64_t)i, 0, (uint32_t)i * 7u) == 0)
 				;
 		} else {
 			rc = chirp_ring_reserve(p, &pl);
@@ -119,6 +125,10 @@ static void write_seeds(const char *dir)
 		{ 3, 5, 17, CHIRP_RING_SC16, 4, 25e6 },
 		{ 2, 2, 100, CHIRP_RING_RF32, 16, 1e6 },
 		{ 1, 3, 7, CHIRP_RING_CF32, 64, 5e6 },
+		{ 1, 1, 16, CHIRP_RING_CF32, 3, 1e6 },
+		{ 2, 1, 9, CHIRP_RING_SC16, 5, 2e6 },
+		{ 1, 1, 4, CHIRP_RING_RF32, 100, 1e6 },
+		{ 1, 1, 8, CHIRP_RING_CF32, 7, 1e6 },   /* next to the position limit */
 	};
 	char path[512], err[256];
 
@@ -136,12 +146,14 @@ static void write_seeds(const char *dir)
 		memset(img, 0, IMG_BYTES);
 		ring_format_image(img, &L);
 		p = ring_open_image(img, IMG_BYTES, CHIRP_RING_PRODUCER, err, sizeof(err));
+		if (k == 7 && ring_debug_set_seq(p, RING_POS_LIMIT - L.slots, 1000) < 0)
+			abort();
 		c = ring_open_image(img, IMG_BYTES, CHIRP_RING_CONSUMER, err, sizeof(err));
 		if (k > 0) {
 			/* some history: committed, taken, released, an overrun */
 			for (uint32_t i = 0; i < L.slots + 1; i++)
 				if (chirp_ring_reserve(p, &pl) == 0)
-					chirp_ring_commit(p, 100 + i, i * 10, 0);
+					chirp_ring_commit_mode(p, 100 + i, i * 10, 0, i % 5);
 			for (uint32_t i = 0; i < L.slots / 2; i++)
 				chirp_ring_peek(c, &b);
 			chirp_ring_release(c);

@@ -204,6 +204,120 @@ def test_roundtrip_zero_copy_flags_gaps():
         assert cpi.nonfinite and cpi.gap == 0 and np.isnan(cpi.data).all()
 
 
+C_CONSUMER = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "chirp/ring.h"
+/* argv[1] ring, argv[2] blocks: one line "seq mode flags" per block. */
+int main(int argc, char **argv)
+{
+	char err[256];
+	struct chirp_ring *r = chirp_ring_attach(argv[1], CHIRP_RING_CONSUMER, NULL, err,
+						 sizeof(err));
+	struct chirp_ring_block b;
+	int n = atoi(argv[2]);
+
+	if (!r) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (n > 0) {
+		int rc = chirp_ring_peek(r, &b);
+
+		if (rc == -EAGAIN) {
+			if (chirp_ring_wait(r, 10000000000LL) != 0)
+				return 3;
+			continue;
+		}
+		if (rc != 0 || b.reserved != 0)
+			return 4;
+		printf("%llu %u %u\n", (unsigned long long)b.seq, b.mode, b.flags);
+		chirp_ring_release(r);
+		n--;
+	}
+	chirp_ring_detach(r);
+	return 0;
+}
+"""
+
+
+def test_modes():
+    """A block's mode set through Python reaches the Python consumer and a
+    C consumer (chirp_ring_peek), on a ring of 5 slots (not a power of two);
+    a mode outside 32 bits is refused before anything is committed."""
+    n = ring_name("mode")
+    g = G(1, 2, 8, slots=5)
+    modes = [0, 5, 63, 0xffffffff, 0, 17, 1, 2, 3, 4, 63, 0]
+    x = np.ones(g.shape, np.complex64)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=2) as c, \
+            chirpring.Producer(n, timeout=2) as p:
+        for k, m in enumerate(modes):
+            if k == 4:
+                assert p.write(x, first_sample=k)                # no mode given: 0
+            else:
+                assert p.write(x, first_sample=k, mode=m)
+            cpi = c.read()
+            assert (cpi.seq, cpi.first_sample, cpi.mode, cpi.slot) == (k, k, m, k % 5), \
+                (cpi.seq, cpi.mode, cpi.slot)
+            assert ("mode %d" % m) in repr(cpi)
+            cpi.release()
+        buf = p.reserve()
+        assert buf is not None
+        e = expect(ValueError, p.commit, first_sample=1, mode=1 << 32)
+        assert "mode" in str(e)
+        expect(ValueError, p.commit, first_sample=1, mode=-1)
+        assert p.commit(first_sample=99, mode=6, flags=chirpring.UNKNOWN_MODE)
+        cpi = c.read()
+        assert cpi.mode == 6 and cpi.unknown_mode and cpi.flags == chirpring.UNKNOWN_MODE
+        cpi.release()
+
+    # The C library's consumer sees the modes the Python producer committed.
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    lib = os.environ.get("CHIRPRING_LIBRARY", "")
+    cc = subprocess.run(["sh", "-c", "command -v cc"], capture_output=True, text=True).stdout.strip()
+    if not cc or not os.path.isfile(lib) or os.environ.get("LD_PRELOAD"):
+        raise Skip("no cc, no CHIRPRING_LIBRARY file, or a sanitizer build: C consumer not built")
+    exe = os.path.join(TMP, "mode_consumer")
+    with open(exe + ".c", "w") as f:
+        f.write(C_CONSUMER)
+    subprocess.run([cc, "-o", exe, exe + ".c", "-I", os.path.join(src, "include"), lib,
+                    "-Wl,-rpath," + os.path.dirname(os.path.abspath(lib))],
+                   check=True, capture_output=True)
+    n = ring_name("cmode")
+    with chirpring.Producer(n, geometry=g, create=True, timeout=2) as p:
+        t = subprocess.Popen([exe, n, str(len(modes))], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        assert t.stdout.readline() == "ready\n", t.stderr.read()
+        for k, m in enumerate(modes):
+            assert p.write(x, first_sample=k, mode=m, block=True)
+        out, err = t.communicate(timeout=20)
+        assert t.returncode == 0, (t.returncode, err)
+        got = [tuple(int(v) for v in line.split()) for line in out.splitlines()]
+        assert got == [(k, m, 0) for k, m in enumerate(modes)], got
+
+
+def test_abi_version_mismatch():
+    """A ring whose header says ABI 1 is refused with EPROTO and a sentence
+    naming both versions, for either role."""
+    n = ring_name("abi")
+    g = G(1, 1, 4)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=1, unlink=False):
+        pass
+    path = "/dev/shm/" + n.lstrip("/")
+    with open(path, "r+b") as f:
+        f.seek(8)                                  # struct ring_hdr.abi_version
+        assert struct.unpack("<I", f.read(4))[0] == chirpring._lib.ABI_VERSION == 2
+        f.seek(8)
+        f.write(struct.pack("<I", 1))
+    for cls in (chirpring.Consumer, chirpring.Producer):
+        e = expect(chirpring.RingError, cls, n, timeout=0)
+        assert e.errno == errno.EPROTO, e
+        assert "ABI version 1, this library speaks 2" in str(e), str(e)
+
+
 def test_view_invalid_after_release():
     n = ring_name("rel")
     g = G(1, 2, 4, slots=2)

@@ -7,13 +7,13 @@
         print(ring.geometry)            # channels, pulses, samples, format, slots
         for cpi in ring:                # waits up to timeout for each CPI
             x = cpi.data                # (channels, pulses, samples) numpy view, zero copy
-            print(cpi.seq, cpi.timestamp_ns, cpi.first_sample, cpi.flags, cpi.gap)
+            print(cpi.seq, cpi.mode, cpi.first_sample, cpi.flags, cpi.gap)
 
     with chirpring.Producer("/chirpd-in") as ring:
         buf = ring.reserve()            # writable view of the next slot; None when full
         if buf is not None:
             buf[...] = samples
-            ring.commit(first_sample=n)
+            ring.commit(first_sample=n, mode=m)   # m: the CPI's radar mode
 
 A thin layer over libchirpring (ctypes, see _lib.py); the ring's contract
 is the C library's (include/chirp/ring.h, doc/ring.md): one producer and
@@ -55,11 +55,14 @@ import numpy as np
 from . import _lib
 
 __all__ = ["Consumer", "Producer", "CPI", "Geometry", "Stats", "RingError", "Timeout",
-           "ReleasedError", "DISCONTINUITY", "NONFINITE", "REDELIVERED", "unlink"]
+           "ReleasedError", "DISCONTINUITY", "NONFINITE", "REDELIVERED", "UNKNOWN_MODE",
+           "unlink"]
 
 DISCONTINUITY = _lib.DISCONTINUITY   # blocks were lost before this one
 NONFINITE = _lib.NONFINITE           # payload holds NaN/Inf (set by chirpd on output)
 REDELIVERED = _lib.REDELIVERED       # a consumer that died had taken this block
+UNKNOWN_MODE = _lib.UNKNOWN_MODE     # chirpd on output: the CPI's mode is not
+                                     # configured; payload zeroed
 
 _FORMATS = {_lib.CF32: "cf32", _lib.SC16: "sc16", _lib.RF32: "rf32"}
 _FORMAT_IDS = {v: k for k, v in _FORMATS.items()}
@@ -368,16 +371,19 @@ class _Ring:
 
 
 class CPI:
-    """One CPI as the consumer took it. data is valid until release()."""
+    """One CPI as the consumer took it. data is valid until release().
+    mode is the CPI's radar mode as its producer committed it (0 from a
+    producer that gives none)."""
 
-    __slots__ = ("seq", "timestamp_ns", "first_sample", "flags", "slot", "gap", "epoch",
-                 "_data", "_ring", "_copied", "__weakref__")
+    __slots__ = ("seq", "timestamp_ns", "first_sample", "flags", "mode", "slot", "gap",
+                 "epoch", "_data", "_ring", "_copied", "__weakref__")
 
     def __init__(self, ring, blk, data, gap, copied):
         self.seq = blk.seq
         self.timestamp_ns = blk.timestamp_ns
         self.first_sample = blk.first_sample
         self.flags = blk.flags
+        self.mode = blk.mode
         self.slot = blk.slot
         self.gap = gap
         self.epoch = ring.epoch
@@ -411,6 +417,10 @@ class CPI:
     def redelivered(self):
         return bool(self.flags & REDELIVERED)
 
+    @property
+    def unknown_mode(self):
+        return bool(self.flags & UNKNOWN_MODE)
+
     def release(self):
         """Give the slot back to the producer (a copied CPI keeps its data)."""
         if self._ring is not None:
@@ -418,9 +428,10 @@ class CPI:
 
     def __repr__(self):
         f = [n for n, b in (("DISCONTINUITY", DISCONTINUITY), ("NONFINITE", NONFINITE),
-                            ("REDELIVERED", REDELIVERED)) if self.flags & b]
-        return "<CPI seq %d first_sample %d gap %s flags %s%s>" % (
-            self.seq, self.first_sample, self.gap, "|".join(f) or "0",
+                            ("REDELIVERED", REDELIVERED), ("UNKNOWN_MODE", UNKNOWN_MODE))
+             if self.flags & b]
+        return "<CPI seq %d mode %d first_sample %d gap %s flags %s%s>" % (
+            self.seq, self.mode, self.first_sample, self.gap, "|".join(f) or "0",
             " released" if self.released else "")
 
 
@@ -597,13 +608,18 @@ class Producer(_Ring):
         self._reserved = v
         return v
 
-    def commit(self, first_sample=0, timestamp_ns=0, flags=0):
+    def commit(self, first_sample=0, timestamp_ns=0, flags=0, mode=0):
         """Publish the reserved slot. timestamp_ns 0 = now (CLOCK_REALTIME).
-        Returns True; False if the ring was re-created meanwhile (the block
-        is lost, counted in drops, and the ring attached again)."""
+        mode: the CPI's radar mode (an id of chirpd's [mode] configuration,
+        0..2**32-1; chirp_ring_commit_mode). Returns True; False if the ring
+        was re-created meanwhile (the block is lost, counted in drops, and
+        the ring attached again)."""
         if self._reserved is None:
             raise RingError(_errno.EINVAL, "ring %s: commit without reserve" % self.name)
-        rc = self._L.chirp_ring_commit(self._handle(), timestamp_ns, first_sample, flags)
+        if not 0 <= mode <= 0xffffffff:
+            raise ValueError("mode %r: must be 0..%d" % (mode, 0xffffffff))
+        rc = self._L.chirp_ring_commit_mode(self._handle(), timestamp_ns, first_sample, flags,
+                                            mode)
         if rc == -_errno.ESTALE:
             self._reserved = None
             self.drops += 1
@@ -614,9 +630,10 @@ class Producer(_Ring):
         self._reserved = None
         return True
 
-    def write(self, data, first_sample=0, timestamp_ns=0, block=False):
+    def write(self, data, first_sample=0, timestamp_ns=0, block=False, mode=0):
         """Copy one CPI (an array of the ring's shape and dtype) into the
-        next slot and commit it. Returns True, or False when it was dropped
+        next slot and commit it (with mode, as commit). Returns True, or
+        False when it was dropped
         (ring full, block=False). A wrong shape or dtype is a ValueError
         naming both geometries, raised before anything is reserved."""
         g = self.geometry
@@ -629,7 +646,7 @@ class Producer(_Ring):
             return False
         buf[...] = a
         del buf
-        return self.commit(first_sample=first_sample, timestamp_ns=timestamp_ns)
+        return self.commit(first_sample=first_sample, timestamp_ns=timestamp_ns, mode=mode)
 
     def _drop_handle(self):
         self._reserved = None

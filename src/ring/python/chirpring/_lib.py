@@ -10,6 +10,10 @@ is loaded on first use, from (in this order):
   3. the soname libchirpring.so.2 through the dynamic linker (a .deb, or
      ldconfig after `make install`).
 
+A library of another ABI is refused when it is loaded (it lacks a function
+of this one: chirp_ring_commit_mode is new in ABI 2), and a ring of another
+ABI when it is attached (EPROTO, naming both versions).
+
 ctypes rather than cffi: no build step and no dependency beyond the
 standard library; a ctypes call with declared argtypes costs a few hundred
 nanoseconds, far below one CPI (README, "From Python", has the figures).
@@ -18,13 +22,14 @@ nanoseconds, far below one CPI (README, "From Python", has the figures).
 import ctypes
 import os
 
-ABI_VERSION = 1   # CHIRP_RING_ABI_VERSION this module was written against
+ABI_VERSION = 2   # CHIRP_RING_ABI_VERSION this module was written against
 
 CF32, SC16, RF32 = 0, 1, 2
 PRODUCER, CONSUMER = 1, 2
 DISCONTINUITY = 1 << 0
 NONFINITE = 1 << 1
 REDELIVERED = 1 << 2
+UNKNOWN_MODE = 1 << 3
 
 ERRLEN = 512
 
@@ -44,7 +49,8 @@ class Opts(ctypes.Structure):
 class Block(ctypes.Structure):
     _fields_ = [("seq", ctypes.c_uint64), ("timestamp_ns", ctypes.c_uint64),
                 ("first_sample", ctypes.c_uint64), ("flags", ctypes.c_uint32),
-                ("slot", ctypes.c_uint32), ("len", ctypes.c_uint64),
+                ("slot", ctypes.c_uint32), ("mode", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32), ("len", ctypes.c_uint64),
                 ("payload", ctypes.c_void_p)]
 
 
@@ -73,6 +79,8 @@ _PROTOS = {
     "chirp_ring_reserve": (ctypes.c_int, [_P, ctypes.POINTER(_P)]),
     "chirp_ring_reserved": (ctypes.c_uint32, [_P]),
     "chirp_ring_commit": (ctypes.c_int, [_P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32]),
+    "chirp_ring_commit_mode": (ctypes.c_int, [_P, ctypes.c_uint64, ctypes.c_uint64,
+                                              ctypes.c_uint32, ctypes.c_uint32]),
     "chirp_ring_peek": (ctypes.c_int, [_P, ctypes.POINTER(Block)]),
     "chirp_ring_release": (ctypes.c_int, [_P]),
     "chirp_ring_available": (ctypes.c_uint64, [_P]),
