@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "tools/synth.h"
 
 /* Random unit-modulus pulse (random phases): not a power-of-two length. */
@@ -444,6 +446,75 @@ static void test_modes(void **state)
 	}
 }
 
+/*
+ * From a configuration of three modes ([waveform] and two [mode NAME]
+ * sections of other types, lengths and windows): one pulse per mode in the
+ * file's order, each the transmitted pulse (rect, peak 1, whatever the
+ * receiver's window) of that mode's length; an undeclared id is refused.
+ */
+static void test_from_config(void **state)
+{
+	static const char conf[] =
+		"[cpi]\nchannels = 1\npulses = 2\nsamples = 300\n"
+		"[waveform]\ntype = lfm\nsample_rate_hz = 10e6\nbandwidth_hz = 2e6\n"
+		"pulse_width_s = 10e-6\nwindow = hamming\n"
+		"[mode short]\nid = 3\ntype = barker13\nchip_samples = 2\nwindow = hann\n"
+		"[mode long]\nid = 9\ntype = lfm\nbandwidth_hz = 1e6\npulse_width_s = 20e-6\n"
+		"window = taylor\n";
+	const unsigned id[3] = { 0, 3, 9 };
+	const size_t L[3] = { 100, 26, 200 };
+	struct synth_target t = { 40, -6, 0 };
+	char path[] = "/tmp/test_synth.XXXXXX";
+	struct chirp_config *c = calloc(1, sizeof(*c));
+	char err[512] = "";
+	struct synth *s;
+	float *x;
+	size_t n;
+	int fd;
+
+	(void)state;
+	assert_non_null(c);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, conf, sizeof(conf) - 1), (ssize_t)(sizeof(conf) - 1));
+	close(fd);
+	assert_int_equal(config_load(c, path, stderr), 0);
+	unlink(path);
+	assert_int_equal(c->nmodes, 3);
+	s = synth_create_from_config(c, &t, 1, 0, 1, err, sizeof(err));
+	if (!s)
+		print_error("synth_create_from_config: %s\n", err);
+	assert_non_null(s);
+	assert_int_equal(synth_nmodes(s), 3);
+	n = synth_cpi_bytes(s);
+	x = malloc(n);
+	for (int i = 0; i < 3; i++) {
+		double a = pow(10.0, -6 / 20.0), peak = 0;
+		size_t first = 300, last = 0;
+
+		assert_int_equal(synth_mode_id(s, (size_t)i), id[i]);
+		assert_int_equal(synth_generate_mode(s, 5, id[i], x, n), 0);
+		for (size_t k = 0; k < 300; k++) {
+			double m = hypot(x[2 * k], x[2 * k + 1]);
+
+			if (m > 0) {
+				first = k < first ? k : first;
+				last = k;
+			}
+			peak = m > peak ? m : peak;
+		}
+		/* the echo of mode i's L samples at gate 40, unwindowed */
+		assert_int_equal(first, 40);
+		assert_int_equal(last, 40 + L[i] - 1);
+		assert_true(fabs(peak - a) < 1e-6);
+		assert_true(fabs(hypot(x[80], x[81]) - a) < 1e-6);   /* rect: |s[0]| = 1 */
+	}
+	assert_int_equal(synth_generate_mode(s, 5, 1, x, n), -ENOENT);
+	free(x);
+	synth_destroy(s);
+	free(c);
+}
+
 static void test_parse_targets(void **state)
 {
 	struct synth_target t[4];
@@ -478,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_sc16),
 		cmocka_unit_test(test_create_rejects),
 		cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_from_config),
 		cmocka_unit_test(test_parse_targets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
