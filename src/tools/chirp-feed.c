@@ -346,8 +346,10 @@ static int parse_modes(struct feed *f)
 
 	for (const char *q = p; *q; q++)
 		n += *q == ',';
-	if (n > FEED_MAX_SCHEDULE)
-		return tool_bad_arg("--modes", "...", "at most 65536 entries");
+	if (n > FEED_MAX_SCHEDULE) {
+		log_err("--modes: %zu entries, at most %d", n, FEED_MAX_SCHEDULE);
+		return -EINVAL;
+	}
 	f->schedule = calloc(n, sizeof(*f->schedule));
 	if (!f->schedule) {
 		log_err("out of memory");

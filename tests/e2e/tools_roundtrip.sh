@@ -180,6 +180,17 @@ for tapconf in "$CONF" one-mode.conf; do
 			{ cat tap.log; e2e_fail "modes 1 and 2 verified against mode 0 (rc $rc)"; }
 	fi
 done
+# --prefilled writes a slot again when its next CPI is of another mode:
+# without noise or Doppler every CPI of a mode is the same, so a 4-slot
+# ring under a 3-mode schedule still verifies.
+"$CHIRP_TAP" -c "$CONF" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 14 \
+	--verify-input --targets 40:-6 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+tp=$!; e2e_track $tp
+wait_ring "$RING"
+"$CHIRP_FEED" -c "$CONF" --targets 40:-6 --count 14 --block --prefilled --modes 0,1,2 >feed.log 2>&1 ||
+	{ cat feed.log; e2e_fail "--prefilled --modes failed"; }
+wait_pid $tp 60 || { cat tap.log; e2e_fail "--prefilled kept a slot of another mode"; }
+grep -q "verified 14, mismatches 0" tap.log || e2e_fail "prefilled modes: $(cat tap.log)"
 cp one-mode.conf "$CONF"
 e2e_log "synthetic echoes of each CPI's own mode"
 
