@@ -710,7 +710,7 @@ static int match_source(struct feed *f, int may_reload)
 				   tool_ring_format_name(g->format), f->config_path, f->cfg.channels,
 				   f->cfg.pulses, f->cfg.samples, pc_format_name(f->cfg.format),
 				   f->config_path);
-			if (load_config(f) < 0 || build_synth(f) < 0)
+			if (load_config(f) < 0 || check_schedule(f) < 0 || build_synth(f) < 0)
 				return -EINVAL;
 			return match_source(f, 0);
 		}
