@@ -5,7 +5,7 @@ chirp-feed, chirp-tap and a running chirpd (CPU backend).
 
 Run by tests/e2e/python_chirpring.sh, which builds the environment:
   PYTHONPATH          src/ring/python/ of this checkout
-  CHIRPRING_LIBRARY   $BUILD/lib/libchirpring.so.1
+  CHIRPRING_LIBRARY   $BUILD/lib/libchirpring.so.2
   CHIRP_BIN           $BUILD/bin (chirp-feed, chirp-tap)
   CHIRP_UNIQ          prefix for ring names unique to this run
   CHIRPD_CONF, CHIRPD_OUT_RING   a chirpd already running on them (optional:
