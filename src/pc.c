@@ -704,6 +704,20 @@ static void *create_auto_depth(struct pc *pc, char *why, size_t whylen)
 }
 #endif
 
+/* The longest L of p's modes: the one the shared FFT length is made for. */
+static size_t longest_ref_len(const struct pc_params *p)
+{
+	struct pc_mode one;
+	const struct pc_mode *m;
+	unsigned n = params_modes(p, &one, &m);
+	size_t L = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (m[i].ref_len > L)
+			L = m[i].ref_len;
+	return L;
+}
+
 /* pc->setup from checked parameters, zeroed fields read as their documented
  * defaults; the GPU bus id is copied so p need not outlive pc. */
 static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
@@ -712,8 +726,7 @@ static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err
 	pc->setup.pulses = p->pulses;
 	pc->setup.samples = p->samples;
 	pc->setup.rows = (size_t)p->channels * p->pulses;
-	pc->setup.ref_len = 0;   /* the longest mode's L */
-	(void)check_mode_table(p, &pc->setup.ref_len, err, errlen);   /* checked: 0 */
+	pc->setup.ref_len = longest_ref_len(p);
 	pc->setup.nfft = p->nfft ? p->nfft
 				 : pc_good_fft_size((size_t)p->samples + pc->setup.ref_len - 1);
 	pc->setup.in_format = p->in_format;

@@ -246,7 +246,7 @@ void pc_destroy(struct pc *pc);
 struct pc_info {
 	enum pc_backend backend;
 	size_t nfft;
-	size_t ref_len;
+	size_t ref_len;              /* L; with modes, the longest mode's    */
 	unsigned depth;              /* CPIs that may be in flight at once   */
 	char device[128];            /* "cpu (fftw3f, 4 threads)" / "NVIDIA H200 (0000:41:00.0)" */
 	char staging[32];            /* "none" / "registered" / "copy"       */
@@ -369,6 +369,7 @@ void pc_queue_hint(struct pc *pc, unsigned waiting);
 /*
  * Synchronous convenience: submit and wait for this CPI's output.
  * Returns 0 or a negative errno; *nonfinite_rows (may be NULL) is set.
+ * The CPI is of mode 0, as with pc_submit (-ENOENT without one).
  */
 int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows);
 

@@ -211,10 +211,12 @@ static int cu_enq_join(const struct cu_cpi *q, struct cu_err *ce)
  * Queue one CPI's work on set s, cut as layout li, multiplied by filter
  * filt (its mode's): src/dst are what the copies read and write (the
  * caller's buffers, or s->h_in/h_out when staged; `in` is the caller's
- * input, copied into h_in chunk by chunk when stage_in). capture: the calls are being captured into the set's graph
- * (cu_graph.cu): the input copy is 1-D into d_in and padded from there,
- * the events the host reads (ev_start, ev_in, ev_out) become event-record
- * nodes, and the chunk streams fork off ev_fork. 0, or -EIO with *ce set.
+ * input, copied into h_in chunk by chunk when stage_in). capture: the
+ * calls are being captured into the set's graph (cu_graph.cu), and each
+ * chunk's multiply node is kept in s->g_mul: the input copy is 1-D into
+ * d_in and padded from there, the events the host reads (ev_start, ev_in,
+ * ev_out) become event-record nodes, and the chunk streams fork off
+ * ev_fork. 0, or -EIO with *ce set.
  *
  * Chunk i runs on chunk stream i mod nstreams. The copy engines serve the
  * streams in turn, so the H2D of chunk i+1 runs while chunk i computes

@@ -17,17 +17,18 @@
  *
  * Modes: one graph per set and layout serves every mode. Its multiply
  * nodes (one a chunk, found at capture: cu_enqueue) take the filter as a
- * kernel argument; when a CPI's mode differs from the one the graph holds,
- * that argument is re-pointed into d_filts (cudaGraphExecKernelNodeSetParams,
- * host-side, chunks more calls), which leaves launches already queued
- * alone. A graph per mode and layout would cost up to 64 times the
- * capture time and graph memory for no fewer calls per CPI than a
- * mode change costs here (bench_gpu's mode-switch column measures it). Staged CPIs, device buffers and an
- * injected fault take the call-by-call path. If a graph cannot be made or
- * a CPI's addresses are refused, chirpd says so once and every later CPI
- * takes that path (tune.cuda_graphs = 0 asks for it from the start).
- * pc_info.graph_cpis counts the CPIs launched as graphs. Figures:
- * doc/cuda.md, *CUDA graphs*.
+ * kernel argument; when a CPI's mode differs from the one the graph
+ * holds, that argument is re-pointed into d_filts
+ * (cudaGraphExecKernelNodeSetParams, host-side, one call a chunk), which
+ * leaves launches already queued alone. A graph per mode and layout would
+ * cost up to 64 times the capture time and graph memory to save those
+ * calls (bench_gpu's mode-switch column measures what they cost).
+ *
+ * Staged CPIs, device buffers and an injected fault take the call-by-call
+ * path. If a graph cannot be made or a CPI's addresses (or filter) are
+ * refused, chirpd says so once and every later CPI takes that path
+ * (tune.cuda_graphs = 0 asks for it from the start). pc_info.graph_cpis
+ * counts the CPIs launched as graphs. Figures: doc/cuda.md, *CUDA graphs*.
  */
 #include "cu_private.h"
 
