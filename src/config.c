@@ -11,6 +11,14 @@
  * list and the reference documentation (conf/chirpd.conf, doc/config.md)
  * all walk this table.
  *
+ * Radar modes: the keys of a waveform are declared once, under [waveform]
+ * with F_MODE (their values live in a struct cfg_mode), with the one key
+ * of their own, id, under the section "mode". A [mode NAME] section takes
+ * the id and every F_MODE key; [waveform] takes its F_MODE keys for the
+ * mode "default" (id 0) and sample_rate_hz, the radar's, for all modes.
+ * The reader opens a mode at each [mode NAME] header; collect_modes puts
+ * the modes into struct chirp_config once the file is read.
+ *
  * Parsing uses inih through ini_parse_stream with our own line reader. The
  * reader counts lines (inih calls the handler for a line before reading
  * the next, so the count is the handler's line number), and rejects what
@@ -1072,6 +1080,7 @@ static int reader_mode(struct load *ld, const char *sec, char *str, int num)
 	}
 	ml = &ld->modes[ld->nmodes];
 	mode_defaults(&ml->m);
+	ml->m.id = UINT_MAX;   /* none yet: an id that failed to parse stays so */
 	snprintf(ml->m.name, sizeof(ml->m.name), "%s", name);
 	ml->line = ld->line;
 	ld->cur = (int)ld->nmodes++;
@@ -1591,6 +1600,8 @@ static int check_mode_ids(struct load *ld)
 			       CFG_MAX_MODES - 1);
 			continue;
 		}
+		if (a->m.id >= CFG_MAX_MODES)
+			continue;      /* out of range: reported by the handler */
 		for (unsigned i = 0; i < j; i++) {
 			const struct mode_load *b = &ld->modes[i];
 			if (b->key_line[id_key] && b->m.id == a->m.id) {
@@ -1840,18 +1851,26 @@ static json_t *key_json(const struct cfg_key *k, const struct chirp_config *c,
 	}
 }
 
-/* "modes": [{"id", "name", then every mode key}, ...] in c->modes order. */
+/* "modes": [{"id", "name", "section", then every mode key}, ...] in
+ * c->modes order; "section" is where the file sets the mode: "waveform"
+ * or "mode NAME" (what config_print writes). */
 static json_t *modes_json(const struct chirp_config *c)
 {
 	json_t *arr = json_array();
+	char sec[48];
 
 	for (unsigned i = 0; arr && i < c->nmodes && i < CFG_MAX_MODES; i++) {
 		const struct cfg_mode *m = &c->modes[i];
 		json_t *o = json_object();
 
+		if (is_wave_mode(c, i))
+			snprintf(sec, sizeof(sec), "waveform");
+		else
+			snprintf(sec, sizeof(sec), "mode %s", m->name);
 		if (!o || json_array_append_new(arr, o) < 0 ||
 		    json_object_set_new(o, "id", json_integer(m->id)) < 0 ||
-		    json_object_set_new(o, "name", json_string(m->name)) < 0)
+		    json_object_set_new(o, "name", json_string(m->name)) < 0 ||
+		    json_object_set_new(o, "section", json_string(sec)) < 0)
 			goto fail;
 		for (size_t j = 0; j < NKEYS; j++) {
 			const struct cfg_key *k = &cfg_tab[j];
@@ -1871,9 +1890,6 @@ struct json_t *config_to_json(const struct chirp_config *c)
 {
 	json_t *root = json_object(), *sec = NULL;
 	const char *secname = NULL;
-	/* "waveform" shows mode id 0, the one CPIs without a mode get. */
-	int i0 = config_mode_index(c, 0);
-	const struct cfg_mode *m0 = &c->modes[i0 >= 0 ? i0 : 0];
 
 	if (!root)
 		return NULL;
@@ -1892,7 +1908,11 @@ struct json_t *config_to_json(const struct chirp_config *c)
 				goto fail;
 			secname = k->section;
 		}
-		if (json_object_set_new(sec, k->name, key_json(k, c, m0)) < 0)
+		/* "waveform" holds what config_print writes under [waveform]:
+		 * its mode's keys unless a [mode NAME] section has id 0. */
+		if ((k->flags & F_MODE) && !is_wave_mode(c, 0))
+			continue;
+		if (json_object_set_new(sec, k->name, key_json(k, c, &c->modes[0])) < 0)
 			goto fail;
 	}
 	return root;

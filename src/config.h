@@ -69,12 +69,17 @@ struct chirp_config {
 	/* [cpi] */
 	unsigned channels, pulses, samples;
 
-	/* [waveform] */
+	/* [waveform]: sample_rate_hz (the radar's, every mode's) is set here;
+	 * the rest of wf and wf_file is a copy of mode id 0's waveform, for
+	 * code that knows one waveform (config_load and config_defaults
+	 * make it; the modes below are what the file says). */
 	struct wf_params wf;                 /* wf.file points at wf_file   */
 	char wf_file[CFG_PATH_MAX];
 
 	/* [mode NAME] sections and [waveform]: every configured mode, in the
-	 * order of the file, ids distinct; nmodes >= 1. */
+	 * order of the file, ids distinct; nmodes >= 1. [waveform]'s mode
+	 * ("default", id 0) is first unless a [mode NAME] section has id 0;
+	 * each mode's wf.sample_rate_hz is [waveform] sample_rate_hz. */
 	struct cfg_mode modes[CFG_MAX_MODES];
 	unsigned nmodes;
 
@@ -137,13 +142,16 @@ int config_load_string(struct chirp_config *c, const char *name,
 /* Write the effective configuration as an INI file that config_load reads back. */
 void config_print(const struct chirp_config *c, FILE *out);
 
-/* The effective configuration as a JSON object (jansson json_t *; caller decrefs). */
+/* The effective configuration as a JSON object (jansson json_t *; caller
+ * decrefs): {section: {key: value}} as config_print writes it, and
+ * "modes": [{"id", "name", "section" ("waveform" or "mode NAME"), and the
+ * mode's [waveform] keys but sample_rate_hz}] for every mode. */
 struct json_t *config_to_json(const struct chirp_config *c);
 
 /*
  * Keys whose values differ between a and b and that cannot change on
  * reload: writes "section.key" names, comma separated, into buf; returns
- * how many.
+ * how many. The modes are never among them: they change on reload.
  */
 int config_restart_keys(const struct chirp_config *a, const struct chirp_config *b,
 			char *buf, size_t len);
@@ -181,7 +189,8 @@ int config_staging_threads(const struct chirp_config *c);
 /*
  * The keys that cannot change on reload (those config_restart_keys names)
  * keep their running values: copies each of them from running into next,
- * and points next->wf.file at next's own wf_file (config_wf). After it,
+ * and points next->wf.file and each mode's wf.file at next's own files
+ * (config_wf, config_mode_wf); next's modes stay. After it,
  * config_restart_keys(running, next) reports none. A reload calls it on
  * the freshly loaded configuration before applying it, so what runs, what
  * `config` shows and what the reply calls a restart key agree.
@@ -211,7 +220,8 @@ void config_ring_geometry(const struct chirp_config *c, enum config_ring which,
 			  struct chirp_ring_geometry *g);
 
 /* Mode i's waveform (0 <= i < nmodes) with wf.file pointing at that
- * mode's wf_file (or NULL if empty), as config_wf does for [waveform]. */
+ * mode's wf_file (or NULL if empty), as config_wf does for [waveform];
+ * NULL for i >= nmodes. */
 const struct wf_params *config_mode_wf(struct chirp_config *c, unsigned i);
 
 /* The index in c->modes of the mode with this id, or -1. */

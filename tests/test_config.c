@@ -1223,6 +1223,391 @@ static void test_ring_geometry(void **state)
 	assert_int_equal(chirp_ring_cpi_bytes(&g), 4ull * c.channels * c.pulses * c.samples);
 }
 
+/* ---- [mode NAME] sections ------------------------------------------------ */
+
+/* c and its print, loaded back, are the same configuration. */
+static void expect_round_trip(const struct chirp_config *c_in)
+{
+	struct chirp_config c = *c_in, back;
+	char *printed = NULL, *errs = NULL;
+	size_t plen = 0;
+	FILE *m = open_memstream(&printed, &plen);
+
+	assert_non_null(m);
+	config_print(&c, m);
+	fclose(m);
+	if (load_str(&back, printed, &errs) != 0)
+		fail_msg("config_print output does not load back: %s\n%s", errs, printed);
+	free(errs);
+	forget_self_pointers(&back);
+	forget_self_pointers(&c);
+	if (memcmp(&back, &c, sizeof(c)))
+		fail_msg("config_print output loads into another configuration:\n%s", printed);
+	free(printed);
+}
+
+/* Only [waveform] (or nothing): one mode, id 0, "default", the same
+ * waveform as c->wf. */
+static void test_modes_waveform_only(void **state)
+{
+	struct chirp_config c;
+	const struct wf_params *w;
+
+	config_defaults(&c);
+	assert_int_equal(c.nmodes, 1);
+	assert_int_equal(c.modes[0].id, 0);
+	assert_string_equal(c.modes[0].name, "default");
+	assert_int_equal(load_str(&c, "[waveform]\ntype = barker13\nchip_samples = 3\n"
+				  "sample_rate_hz = 20e6\n", NULL), 0);
+	assert_int_equal(c.nmodes, 1);
+	assert_int_equal(c.modes[0].id, 0);
+	assert_string_equal(c.modes[0].name, "default");
+	assert_int_equal(config_mode_index(&c, 0), 0);
+	assert_int_equal(config_mode_index(&c, 1), -1);
+	assert_int_equal(config_mode_index(&c, 63), -1);
+	w = config_mode_wf(&c, 0);
+	assert_non_null(w);
+	assert_int_equal(w->type, WF_BARKER13);
+	assert_int_equal(w->chip_samples, 3);
+	assert_true(w->sample_rate_hz == 20e6);
+	assert_null(w->file);
+	assert_null(config_mode_wf(&c, 1));
+	assert_memory_equal(&c.wf, w, sizeof(*w));
+	expect_round_trip(&c);
+}
+
+static const char three_modes[] =
+	"[cpi]\nsamples = 2000\n"                                     /* 1-2 */
+	"[waveform]\nsample_rate_hz = 20e6\npulse_width_s = 5e-6\n"  /* 3-5 */
+	"[mode short]\nid = 7\npulse_width_s = 1e-6\n"               /* 6-8 */
+	"[mode long]\nid = 63\npulse_width_s = 50e-6\nbandwidth_hz = 2e6\n"
+	"window = taylor\ntaylor_nbar = 8\n"                          /* 9-14 */
+	"[mode bark]\nid = 2\ntype = barker13\nchip_samples = 10\n";  /* 15-18 */
+
+static void test_modes_three(void **state)
+{
+	struct chirp_config c;
+	const struct wf_params *w;
+	const char *names[] = { "default", "short", "long", "bark" };
+	const unsigned ids[] = { 0, 7, 63, 2 };
+
+	assert_int_equal(load_str(&c, three_modes, NULL), 0);
+	assert_int_equal(c.nmodes, 4);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(c.modes[i].id, ids[i]);
+		assert_string_equal(c.modes[i].name, names[i]);
+		assert_int_equal(config_mode_index(&c, ids[i]), (int)i);
+		/* the radar's sample rate is every mode's */
+		assert_true(config_mode_wf(&c, i)->sample_rate_hz == 20e6);
+	}
+	assert_true(c.modes[0].wf.pulse_width_s == 5e-6);
+	assert_true(c.modes[1].wf.pulse_width_s == 1e-6);
+	assert_true(c.modes[1].wf.bandwidth_hz == 10e6);   /* default */
+	w = config_mode_wf(&c, 2);
+	assert_true(w->pulse_width_s == 50e-6);
+	assert_true(w->bandwidth_hz == 2e6);
+	assert_int_equal(w->window, WIN_TAYLOR);
+	assert_int_equal(w->taylor_nbar, 8);
+	assert_int_equal(c.modes[3].wf.type, WF_BARKER13);
+	assert_int_equal(c.modes[3].wf.chip_samples, 10);
+	assert_int_equal(config_mode_index(&c, 5), -1);
+	/* c->wf is mode id 0's */
+	assert_memory_equal(&c.wf, &c.modes[0].wf, sizeof(c.wf));
+	expect_round_trip(&c);
+
+	/* A [mode] with id 0 replaces [waveform]'s mode, which then holds
+	 * only the sample rate; the file's order is kept. */
+	assert_int_equal(load_str(&c, "[mode far]\nid = 1\npulse_width_s = 40e-6\n"
+				  "[waveform]\nsample_rate_hz = 10e6\n"
+				  "[mode near]\nid = 0\npulse_width_s = 1e-6\n", NULL), 0);
+	assert_int_equal(c.nmodes, 2);
+	assert_string_equal(c.modes[0].name, "far");
+	assert_string_equal(c.modes[1].name, "near");
+	assert_int_equal(config_mode_index(&c, 0), 1);
+	assert_true(c.wf.pulse_width_s == 1e-6);
+	assert_true(c.wf.sample_rate_hz == 10e6);
+	assert_true(c.modes[0].wf.sample_rate_hz == 10e6);
+	expect_round_trip(&c);
+	/* without any [waveform] too */
+	assert_int_equal(load_str(&c, "[mode only]\nid = 0\ntype = barker13\n", NULL), 0);
+	assert_int_equal(c.nmodes, 1);
+	assert_string_equal(c.modes[0].name, "only");
+	assert_int_equal(c.wf.type, WF_BARKER13);
+	expect_round_trip(&c);
+	/* A [mode default] with id 0 is [waveform]'s mode by another name. */
+	assert_int_equal(load_str(&c, "[mode a]\nid = 3\n[mode default]\nid = 0\n", NULL), 0);
+	assert_int_equal(c.nmodes, 2);
+	expect_round_trip(&c);
+	/* Names: letters, digits, _ and -, up to 31; blanks around are not part. */
+	assert_int_equal(load_str(&c, "[mode   A_b-9]\nid = 4\n"
+				  "[mode abcdefghijklmnopqrstuvwxyz01234]\nid = 5\n", NULL), 0);
+	assert_string_equal(c.modes[1].name, "A_b-9");
+	assert_string_equal(c.modes[2].name, "abcdefghijklmnopqrstuvwxyz01234");
+}
+
+/* Up to 64 modes; [waveform]'s counts unless a [mode] has id 0. */
+static void test_modes_many(void **state)
+{
+	struct chirp_config c;
+	char text[8192], *errs;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < CFG_MAX_MODES; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "[mode m%u]\nid = %u\n", i, 63 - i);
+	assert_int_equal(load_str(&c, text, NULL), 0);
+	assert_int_equal(c.nmodes, CFG_MAX_MODES);
+	for (unsigned id = 0; id < CFG_MAX_MODES; id++)
+		assert_int_equal(config_mode_index(&c, id), 63 - (int)id);
+	expect_round_trip(&c);
+	/* a 65th: line 129 */
+	snprintf(text + n, sizeof(text) - n, "[mode m64]\nid = 5\n");
+	assert_true(load_str(&c, text, &errs) >= 1);
+	if (!strstr(errs, "t.conf:129: [mode m64]: more than 64 modes\n"))
+		fail_msg("%s", errs);
+	free(errs);
+	/* 64 sections with ids 1..63 cannot be distinct */
+	n = 0;
+	for (unsigned i = 0; i < CFG_MAX_MODES; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "[mode m%u]\nid = %u\n", i,
+				      i ? i : 63);
+	assert_true(load_str(&c, text, &errs) >= 1);
+	if (!strstr(errs, "t.conf:128: [mode m63] id: 63 is already the id of [mode m0] (line 2)\n"))
+		fail_msg("%s", errs);
+	free(errs);
+}
+
+/* Every error names the file, the line and [mode NAME] key. */
+static void test_modes_errors(void **state)
+{
+	char text[512];
+
+	expect_error("[mode a]\nid = 3\n[mode b]\nid = 3\n",
+		     "t.conf:4: [mode b] id: 3 is already the id of [mode a] (line 2)");
+	expect_error("[mode a]\nid = 64\n", "t.conf:2: [mode a] id: 64 is out of range (0..63)");
+	expect_error("[mode a]\nid = -1\n", "t.conf:2: [mode a] id: -1 is out of range (0..63)");
+	expect_error("[mode a]\nid = one\n", "t.conf:2: [mode a] id: 'one' is not an integer");
+	expect_error("[cpi]\nsamples = 100\n[mode a]\npulse_width_s = 1e-6\n",
+		     "t.conf:3: [mode a] id: missing (every [mode NAME] needs an id 0..63)");
+	expect_error("[mode a]\nid = 1\n[mode a]\nid = 2\n",
+		     "t.conf:3: [mode a]: duplicate mode name (first at line 1)");
+	expect_error("[waveform]\nwindow = hann\n[mode default]\nid = 2\n",
+		     "t.conf:3: [mode default]: duplicate mode name: default is the name of [waveform]'s mode (id 0)");
+	expect_error("[mode]\n", "t.conf:1: [mode]: a mode section needs a name");
+	expect_error("[mode a b]\nid = 1\n", "t.conf:1: [mode a b]: mode name must be 1..31 characters");
+	expect_error("[mode a.b]\nid = 1\n", "t.conf:1: [mode a.b]: mode name must be 1..31 characters");
+	expect_error("[mode abcdefghijklmnopqrstuvwxyz012345]\nid = 1\n",
+		     "t.conf:1: [mode abcdefghijklmnopqrstuvwxyz012345]: mode name must be 1..31");
+	/* [waveform] with a mode key and a [mode] with id 0: two waveforms for id 0 */
+	expect_error("[waveform]\nsample_rate_hz = 20e6\npulse_width_s = 2e-6\n[mode z]\nid = 0\n",
+		     "t.conf:5: [mode z] id: 0 is the id of [waveform]'s mode, which line 3 configures");
+	/* the pulse against the range line, at the later key's line */
+	expect_error("[cpi]\nsamples = 1000\n[mode long]\nid = 1\npulse_width_s = 50e-6\n",
+		     "t.conf:5: [mode long] pulse_width_s: pulse length L=1250 exceeds range samples R=1000");
+	expect_error("[mode long]\nid = 1\npulse_width_s = 50e-6\n[cpi]\nsamples = 1000\n",
+		     "t.conf:5: [cpi] samples: pulse length L=1250 exceeds range samples R=1000 for [mode long]");
+	expect_error("[mode b]\nid = 1\ntype = barker13\nchip_samples = 400\n",
+		     "t.conf:4: [mode b] chip_samples: pulse length L=5200 exceeds range samples R=4000");
+	expect_error("[mode s]\nid = 1\npulse_width_s = 1e-9\n",
+		     "t.conf:3: [mode s] pulse_width_s: pulse is shorter than one sample");
+	/* the bandwidth against the sample rate, both ways round */
+	expect_error("[waveform]\nsample_rate_hz = 20e6\n[mode w]\nid = 1\nbandwidth_hz = 30e6\n",
+		     "t.conf:5: [mode w] bandwidth_hz: 3e+07 exceeds sample_rate_hz 2e+07");
+	expect_error("[mode w]\nid = 1\nbandwidth_hz = 30e6\n[waveform]\nsample_rate_hz = 20e6\n",
+		     "t.conf:5: [waveform] sample_rate_hz: 2e+07 is below bandwidth_hz 3e+07 for [mode w]");
+	expect_error("[mode f]\nid = 1\ntype = file\n", "t.conf:3: [mode f] file: type = file needs a file");
+	expect_error("[processing]\nnfft = 4096\n[mode l]\nid = 1\npulse_width_s = 40e-6\n",
+		     "t.conf:2: [processing] nfft: nfft 4096 is below samples + L - 1 = 4999 (no wrap-around allowed) for [mode l]");
+	/* keys */
+	expect_error("[mode a]\nid = 1\nsample_rate_hz = 1e6\n",
+		     "t.conf:3: [mode a] sample_rate_hz: unknown key (did you mean [waveform] sample_rate_hz?)");
+	expect_error("[mode a]\nid = 1\npulse_width = 1e-6\n",
+		     "t.conf:3: [mode a] pulse_width: unknown key (did you mean pulse_width_s?)");
+	expect_error("[mode a]\nid = 1\nsamples = 4\n",
+		     "t.conf:3: [mode a] samples: unknown key (did you mean [cpi] samples?)");
+	expect_error("[mode a]\nid = 1\nid = 2\n",
+		     "t.conf:3: [mode a] id: duplicate key (first set at line 2)");
+	expect_error("[waveform]\nid = 1\n",
+		     "t.conf:2: [waveform] id: unknown key (did you mean [mode NAME] id?)");
+	expect_error("[mode a]\nid = 1\nwindow = square\n",
+		     "t.conf:3: [mode a] window: 'square' is not one of rect|hamming|hann|blackman|taylor");
+	/* a section's keys are each mode's own: the same key in two modes is fine */
+	snprintf(text, sizeof(text), "[mode a]\nid = 1\nwindow = hann\n[mode b]\nid = 2\nwindow = hann\n");
+	expect_ok(text);
+}
+
+/* A mode's file is relative to the config file's directory, like [waveform]'s. */
+static void test_modes_file(void **state)
+{
+	char dir[] = "/tmp/chirp-tcfg-XXXXXX", conf[128], ref[128];
+	struct chirp_config c, copy;
+	float samples[2 * 40] = { 0 };
+	char *errs = NULL;
+	size_t elen = 0;
+	FILE *f;
+	int n;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(ref, sizeof(ref), "%s/ref.cf32", dir);
+	f = fopen(ref, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(samples, sizeof(float), 80, f), 80);   /* L = 40 */
+	fclose(f);
+	snprintf(conf, sizeof(conf), "%s/a.conf", dir);
+	f = fopen(conf, "w");
+	fprintf(f, "[cpi]\nsamples = 40\n[waveform]\ntype = barker13\nchip_samples = 1\n"
+		"[mode fromfile]\nid = 9\ntype = file\nfile = ref.cf32\n");
+	fclose(f);
+	f = open_memstream(&errs, &elen);
+	n = config_load(&c, conf, f);
+	fclose(f);
+	if (n)
+		fail_msg("%s", errs);
+	free(errs);
+	assert_int_equal(c.nmodes, 2);
+	assert_string_equal(c.modes[1].wf_file, ref);
+	assert_ptr_equal(c.modes[1].wf.file, c.modes[1].wf_file);
+	assert_null(c.wf.file);
+	/* a struct copy points at the original until config_mode_wf */
+	copy = c;
+	assert_ptr_equal(config_mode_wf(&copy, 1)->file, copy.modes[1].wf_file);
+	expect_round_trip(&c);
+	/* L = 40 > R = 39, at [cpi] samples (the later line) */
+	f = fopen(conf, "w");
+	fprintf(f, "[mode fromfile]\nid = 9\ntype = file\nfile = ref.cf32\n[cpi]\nsamples = 39\n");
+	fclose(f);
+	errs = NULL;
+	f = open_memstream(&errs, &elen);
+	n = config_load(&c, conf, f);
+	fclose(f);
+	assert_true(n >= 1);
+	if (!strstr(errs, "a.conf:6: [cpi] samples: pulse length L=40 exceeds range samples R=39 for [mode fromfile]"))
+		fail_msg("%s", errs);
+	free(errs);
+	unlink(ref);
+	unlink(conf);
+	rmdir(dir);
+}
+
+static void test_modes_json(void **state)
+{
+	struct chirp_config c;
+	json_t *j, *a, *o;
+
+	assert_int_equal(load_str(&c, three_modes, NULL), 0);
+	j = config_to_json(&c);
+	assert_non_null(j);
+	a = json_object_get(j, "modes");
+	assert_true(json_is_array(a));
+	assert_int_equal(json_array_size(a), 4);
+	o = json_array_get(a, 0);
+	assert_int_equal(json_integer_value(json_object_get(o, "id")), 0);
+	assert_string_equal(json_string_value(json_object_get(o, "name")), "default");
+	assert_string_equal(json_string_value(json_object_get(o, "section")), "waveform");
+	o = json_array_get(a, 2);
+	assert_int_equal(json_integer_value(json_object_get(o, "id")), 63);
+	assert_string_equal(json_string_value(json_object_get(o, "name")), "long");
+	assert_string_equal(json_string_value(json_object_get(o, "section")), "mode long");
+	assert_string_equal(json_string_value(json_object_get(o, "type")), "lfm");
+	assert_string_equal(json_string_value(json_object_get(o, "window")), "taylor");
+	assert_true(json_real_value(json_object_get(o, "pulse_width_s")) == 50e-6);
+	assert_int_equal(json_integer_value(json_object_get(o, "taylor_nbar")), 8);
+	assert_null(json_object_get(o, "sample_rate_hz"));   /* the radar's: in waveform */
+	o = json_array_get(a, 3);
+	assert_string_equal(json_string_value(json_object_get(o, "type")), "barker13");
+	/* "waveform" is [waveform]: the rate and mode 0's keys */
+	o = json_object_get(j, "waveform");
+	assert_true(json_real_value(json_object_get(o, "sample_rate_hz")) == 20e6);
+	assert_true(json_real_value(json_object_get(o, "pulse_width_s")) == 5e-6);
+	json_decref(j);
+
+	/* With a [mode] at id 0, [waveform] holds only the rate. */
+	assert_int_equal(load_str(&c, "[mode z]\nid = 0\n[mode y]\nid = 1\n", NULL), 0);
+	j = config_to_json(&c);
+	assert_non_null(j);
+	o = json_object_get(j, "waveform");
+	assert_int_equal(json_object_size(o), 1);
+	assert_non_null(json_object_get(o, "sample_rate_hz"));
+	a = json_object_get(j, "modes");
+	assert_int_equal(json_array_size(a), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "section")),
+			    "mode z");
+	json_decref(j);
+}
+
+/* Modes change on reload: every mode key is reloadable, a change of modes
+ * is no restart key, and holding the restart keys keeps next's modes. */
+static void test_modes_reload(void **state)
+{
+	struct chirp_config running, next, expect;
+	const char *section, *name;
+	char keys[1024], text[1024];
+	int rl;
+
+	for (size_t i = 0; (rl = config_key_at(i, &section, &name)) >= 0; i++) {
+		int in_mode = config_key_reloadable("mode x", name) >= 0;
+		if (in_mode && rl != 1)
+			fail_msg("[%s] %s is a mode's key but needs a restart", section, name);
+	}
+	assert_int_equal(config_key_reloadable("mode", "id"), 1);
+	assert_int_equal(config_key_reloadable("mode short", "pulse_width_s"), 1);
+	assert_int_equal(config_key_reloadable("mode short", "sample_rate_hz"), -ENOENT);
+	assert_int_equal(config_key_reloadable("waveform", "id"), -ENOENT);
+
+	assert_int_equal(load_str(&running, "", NULL), 0);
+	assert_int_equal(load_str(&next, three_modes, NULL), 0);
+	assert_int_equal(config_restart_keys(&running, &next, keys, sizeof(keys)), 0);
+	/* next also changes a restart key: that one is held, the modes stay */
+	snprintf(text, sizeof(text), "%s[trace]\nrecords = 32\n", three_modes);
+	assert_int_equal(load_str(&next, text, NULL), 0);
+	assert_int_equal(config_restart_keys(&running, &next, keys, sizeof(keys)), 1);
+	assert_string_equal(keys, "trace.records");
+	expect = next;
+	config_hold_restart_keys(&running, &next);
+	assert_int_equal(config_restart_keys(&running, &next, keys, sizeof(keys)), 0);
+	assert_int_equal(next.nmodes, 4);
+	expect.trace_records = running.trace_records;
+	assert_memory_equal(&expect, &next, sizeof(next));
+	/* and back to one mode */
+	expect = running;
+	running = next;
+	next = expect;
+	config_hold_restart_keys(&running, &next);
+	assert_int_equal(next.nmodes, 1);
+	assert_string_equal(next.modes[0].name, "default");
+}
+
+/* conf/chirpd.conf's example modes, uncommented, are a valid file: the
+ * reference's [waveform] mode and the two of the example. */
+static void test_modes_reference_example(void **state)
+{
+	char path[700], *text, *p, out[2048];
+	struct chirp_config c;
+	size_t n = 0;
+	char *errs;
+
+	snprintf(path, sizeof(path), "%s/conf/chirpd.conf", root);
+	text = slurp(path, NULL);
+	assert_non_null(text);
+	p = strstr(text, "\n#[mode short]\n");
+	assert_non_null(p);
+	for (p++; *p == '#' && n < sizeof(out) - 2; ) {
+		char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%.*s\n", (int)len - 1, p + 1);
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	free(text);
+	if (load_str(&c, out, &errs) != 0)
+		fail_msg("the example of conf/chirpd.conf does not load: %s\n%s", errs, out);
+	free(errs);
+	assert_int_equal(c.nmodes, 3);
+	assert_string_equal(c.modes[1].name, "short");
+	assert_string_equal(c.modes[2].name, "long");
+	assert_true(c.modes[2].wf.pulse_width_s > c.modes[1].wf.pulse_width_s);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1246,6 +1631,14 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_reference_files),
 		cmocka_unit_test(test_hold_restart_keys),
 		cmocka_unit_test(test_ring_geometry),
+		cmocka_unit_test(test_modes_waveform_only),
+		cmocka_unit_test(test_modes_three),
+		cmocka_unit_test(test_modes_many),
+		cmocka_unit_test(test_modes_errors),
+		cmocka_unit_test(test_modes_file),
+		cmocka_unit_test(test_modes_json),
+		cmocka_unit_test(test_modes_reload),
+		cmocka_unit_test(test_modes_reference_example),
 	};
 
 	log_init("test_config");

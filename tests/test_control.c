@@ -131,8 +131,8 @@ static int h_config(void *ctx, const char *args, const struct control_peer *peer
 {
 	struct chirp_config c;
 	config_defaults(&c);
-	c.wf.sample_rate_hz = 1e8 / 3;
-	c.wf.bandwidth_hz = 1e7 / 3;
+	c.wf.sample_rate_hz = c.modes[0].wf.sample_rate_hz = 1e8 / 3;
+	c.wf.bandwidth_hz = c.modes[0].wf.bandwidth_hz = 1e7 / 3;
 	json_object_set_new(reply, "path", json_string("/etc/chirpd/chirpd.conf"));
 	json_object_set_new(reply, "config", config_to_json(&c));
 	return 0;
@@ -1035,8 +1035,8 @@ static void test_chirpctl(void **state)
 			fail_msg("chirpctl config output does not load: %s\n%s", errs, out);
 		free(errs);
 		config_defaults(&d);
-		d.wf.sample_rate_hz = 1e8 / 3;
-		d.wf.bandwidth_hz = 1e7 / 3;
+		d.wf.sample_rate_hz = d.modes[0].wf.sample_rate_hz = 1e8 / 3;
+		d.wf.bandwidth_hz = d.modes[0].wf.bandwidth_hz = 1e7 / 3;
 		memset(c.path, 0, sizeof(c.path));
 		memset(d.path, 0, sizeof(d.path));
 		assert_memory_equal(&c, &d, sizeof(c));

@@ -393,6 +393,69 @@ static void render_help(FILE *out, json_t *reply)
 	}
 }
 
+/* The keys of one section object as "key = value" lines, but those named
+ * in skip (NULL-terminated): what config_print writes. */
+static void render_ini_keys(FILE *out, json_t *sec, const char *const *skip)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(sec, key, v) {
+		char num[64];
+		int skipped = 0;
+
+		for (size_t i = 0; skip && skip[i]; i++)
+			skipped |= !strcmp(key, skip[i]);
+		if (skipped)
+			continue;
+		fprintf(out, "%s =", key);
+		switch (json_typeof(v)) {
+		case JSON_STRING:
+			if (*json_string_value(v))
+				fprintf(out, " %s", json_string_value(v));
+			break;
+		case JSON_INTEGER:
+			fprintf(out, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
+			break;
+		case JSON_REAL:
+			/* Shortest text that reads back to the same double. */
+			for (int prec = 6; prec <= 17; prec++) {
+				snprintf(num, sizeof(num), "%.*g", prec, json_real_value(v));
+				if (strtod(num, NULL) == json_real_value(v))
+					break;
+			}
+			fprintf(out, " %s", num);
+			break;
+		case JSON_TRUE:
+			fputs(" true", out);
+			break;
+		case JSON_FALSE:
+			fputs(" false", out);
+			break;
+		default:
+			break;
+		}
+		fputc('\n', out);
+	}
+}
+
+/* "modes": each mode that has a [mode NAME] section of its own ("section"
+ * other than "waveform", whose keys are in the waveform object). */
+static void render_ini_modes(FILE *out, json_t *modes)
+{
+	static const char *const skip[] = { "name", "section", NULL };
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(modes, i, m) {
+		const char *sec = json_string_value(json_object_get(m, "section"));
+		if (!json_is_object(m) || !sec || !strcmp(sec, "waveform"))
+			continue;
+		fprintf(out, "\n[%s]\n", sec);
+		render_ini_keys(out, m, skip);
+	}
+}
+
 /*
  * status's "modes" (chirpd's configured radar modes, each with its CPIs so
  * far) as a table under the other fields, one line per mode:
@@ -455,20 +518,20 @@ static void render_status(FILE *out, json_t *reply, int indent)
 }
 
 /*
- * `config`: {"path":..., "config":{section:{key:value}}} printed as the INI
- * file chirpd reads, so `chirpctl config > running.conf` can be checked
- * with chirpd --check or edited and reloaded.
+ * `config`: {"path":..., "config":{section:{key:value}, "modes":[...]}}
+ * printed as the INI file chirpd reads, so `chirpctl config > running.conf`
+ * can be checked with chirpd --check or edited and reloaded.
  */
 static int render_config_ini(FILE *out, json_t *reply)
 {
 	json_t *cfg = json_object_get(reply, "config"), *sec, *v;
-	const char *sname, *key;
+	const char *sname;
 	int first = 1;
 
 	if (!json_is_object(cfg))
 		return -1;
 	json_object_foreach(cfg, sname, sec)
-		if (!json_is_object(sec))
+		if (!json_is_object(sec) && !(json_is_array(sec) && !strcmp(sname, "modes")))
 			return -1;
 	if (json_is_string(json_object_get(reply, "path")))
 		fprintf(out, "# effective configuration of chirpd (read from %s)\n",
@@ -483,39 +546,13 @@ static int render_config_ini(FILE *out, json_t *reply)
 		fputs(" (running values below)\n", out);
 	}
 	json_object_foreach(cfg, sname, sec) {
+		if (json_is_array(sec)) {
+			render_ini_modes(out, sec);
+			continue;
+		}
 		fprintf(out, "%s[%s]\n", first ? "" : "\n", sname);
 		first = 0;
-		json_object_foreach(sec, key, v) {
-			char num[64];
-			fprintf(out, "%s =", key);
-			switch (json_typeof(v)) {
-			case JSON_STRING:
-				if (*json_string_value(v))
-					fprintf(out, " %s", json_string_value(v));
-				break;
-			case JSON_INTEGER:
-				fprintf(out, " %" JSON_INTEGER_FORMAT, json_integer_value(v));
-				break;
-			case JSON_REAL:
-				/* Shortest text that reads back to the same double. */
-				for (int prec = 6; prec <= 17; prec++) {
-					snprintf(num, sizeof(num), "%.*g", prec, json_real_value(v));
-					if (strtod(num, NULL) == json_real_value(v))
-						break;
-				}
-				fprintf(out, " %s", num);
-				break;
-			case JSON_TRUE:
-				fputs(" true", out);
-				break;
-			case JSON_FALSE:
-				fputs(" false", out);
-				break;
-			default:
-				break;
-			}
-			fputc('\n', out);
-		}
+		render_ini_keys(out, sec, NULL);
 	}
 	return 0;
 }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # manpages.sh — every man page renders without a single groff/man warning,
 # has the standard sections, refers only to pages that exist; chirpd.conf(5)
-# lists every key of conf/chirpd.conf under its section and is up to date
+# lists every key of conf/chirpd.conf under its section (the commented
+# [mode NAME] section's too) and is up to date
 # with it (scripts/gen-conf-man.sh --check); each program's long options in
 # its --help output appear in its page and the page's options in --help;
 # chirpd(8)'s ENVIRONMENT lists exactly the variables chirpd reads.
@@ -50,10 +51,17 @@ done
 # chirpd.conf(5) against conf/chirpd.conf.
 if [ -f conf/chirpd.conf ] && [ -f doc/man/chirpd.conf.5 ]; then
 	scripts/gen-conf-man.sh --check || fail "doc/man/chirpd.conf.5 is out of date"
-	sect= nkeys=0
+	sect= nkeys=0 inmode=0
 	while IFS= read -r l; do
+		# The commented [mode NAME] block documents the keys of its own
+		# ("#id =") up to its example ("#[mode short]").
 		case $l in
-		\[*\]) sect=$l;;
+		'#[mode NAME]') sect='[mode NAME]' inmode=1; continue;;
+		'#['*) inmode=0; continue;;
+		\#[a-z]*=*) [ $inmode = 1 ] || continue; l=${l#\#};;
+		esac
+		case $l in
+		\[*\]) sect=$l inmode=0;;
 		[a-z]*=*)
 			key=${l%%=*}; key=${key% }
 			nkeys=$((nkeys + 1))
