@@ -35,6 +35,7 @@ void daemon_status_line(struct daemon *d, char *buf, size_t len)
 {
 	uint64_t p99 = 0;
 	const struct stats_snapshot *s = d->snap_now;
+	char unknown[40] = "";
 
 	if (d->pl && pipeline_state(d->pl) == PIPE_FAILED) {
 		snprintf(buf, len, "failed: %s", pipeline_error(d->pl));
@@ -46,13 +47,18 @@ void daemon_status_line(struct daemon *d, char *buf, size_t len)
 	}
 	if (d->snap_delta->lat_count)
 		p99 = stats_percentile(d->snap_delta, 0.99);
+	/* CPIs of an unknown radar mode: only when there were any (a
+	 * misconfigured digitizer or a missing [mode] section). */
+	if (s->counter[ST_UNKNOWN_MODE_CPIS])
+		snprintf(unknown, sizeof(unknown), ", unknown mode %llu",
+			 (unsigned long long)s->counter[ST_UNKNOWN_MODE_CPIS]);
 	snprintf(buf, len, "%s: %.1f CPI/s, %.2f MS/s, p99 %.2f ms, in %llu out %llu, "
-		 "drops %llu, overruns %llu, gaps %llu%s%s",
+		 "drops %llu, overruns %llu, gaps %llu%s%s%s",
 		 daemon_state_name(d), d->cpis_per_s, d->samples_per_s * 1e-6, (double)p99 * 1e-6,
 		 (unsigned long long)s->counter[ST_CPIS_IN], (unsigned long long)s->counter[ST_CPIS_OUT],
 		 (unsigned long long)s->counter[ST_OUTPUT_DROPS],
 		 (unsigned long long)s->counter[ST_INPUT_OVERRUNS],
-		 (unsigned long long)s->counter[ST_SEQUENCE_GAPS],
+		 (unsigned long long)s->counter[ST_SEQUENCE_GAPS], unknown,
 		 d->last_reload_error[0] ? "; last reload failed: " : "", d->last_reload_error);
 }
 

@@ -138,8 +138,9 @@ double gen_ring_ms(unsigned n, double cps);
 /* Log how much time the input ring holds at capacity; warn below buffer_ms. */
 void gen_report_slack(const struct gen *g);
 /* Bytes of g's rings' data regions, and of those page-locked for the
- * backend's DMA (rings registered in place: pc_info.staging "registered";
- * the CPU backend pins none). A ring g has not attached counts 0. */
+ * backend's DMA (rings registered in place: pc_info.staging "registered"
+ * or "registered+copy"; the CPU backend pins none). A ring g has not
+ * attached counts 0. */
 void gen_ring_memory(const struct gen *g, size_t *in_bytes, size_t *out_bytes,
 		     size_t *in_pinned, size_t *out_pinned);
 /* One log line with g's radar modes: id, name, waveform type, L. */

@@ -170,15 +170,19 @@ void gen_report_slack(const struct gen *g)
 		unsigned need = pipeline_auto_slots(g->cfg.input_buffer_ms, g->capacity_cps, 0, 0, 2);
 
 		log_warn("input ring %s holds only %.1f ms of CPIs at capacity, less than [input] "
-			 "buffer_ms = %g: a stall longer than that loses CPIs (slots = auto, or "
-			 "slots = %u)", g->cfg.input_ring, ms, g->cfg.input_buffer_ms, need);
+			 "buffer_ms = %g: a stall longer than that loses CPIs (slots = auto sizes it; "
+			 "a fixed slots needs at least %u)", g->cfg.input_ring, ms, g->cfg.input_buffer_ms, need);
 	}
 }
 
 void gen_ring_memory(const struct gen *g, size_t *in_bytes, size_t *out_bytes,
 		     size_t *in_pinned, size_t *out_pinned)
 {
-	int pinned = !strcmp(g->info.staging, "registered");
+	/* "registered" or "registered+copy" (file-only scratch staged): the
+	 * rings are page-locked in place. "copy (register failed)" counts
+	 * none, though one ring may have been registered before the other
+	 * failed: the backend does not say which. */
+	int pinned = !strncmp(g->info.staging, "registered", 10);
 	void *base;
 
 	*in_bytes = *out_bytes = 0;

@@ -5,7 +5,8 @@
  * The loop, per iteration (heartbeat++ each time):
  *   1. While fewer than depth CPIs are in flight and we are not pausing,
  *      stopping or swapping: peek an input block, check it, pick where the
- *      result goes, pc_submit.
+ *      result goes, pc_submit_mode with the block's radar mode (a mode the
+ *      pc does not have: zeroed and done at once, take_unknown_mode).
  *   2. pc_poll; mark records done.
  *   3. Retire the FIFO of records in input order: release inputs, commit
  *      results (latency = now - input commit time), count.

@@ -242,6 +242,8 @@ s = json.load(sys.stdin)
 modes = {m['id']: (m['name'], m['L'], m['cpis']) for m in s['modes']}
 assert modes == {0: ('default', 40, $m0), 5: ('long', 97, $m5), 7: ('mid', 61, $m7)}, modes
 assert s['unknown_mode_cpis'] == $unknown, s['unknown_mode_cpis']
+# the summary line (refreshed once a second) names unknown-mode CPIs
+assert ', unknown mode ' in s['summary'], s['summary']
 " || e2e_fail "status modes after the reload: $(e2e_ctl --json status)"
 e2e_ctl metrics >"$T/metrics.txt" || e2e_fail "metrics"
 for want in "chirpd_mode_cpis_total{mode=\"0\",name=\"default\"} $m0" \
