@@ -45,7 +45,7 @@ cmp in.raw stdout.raw || e2e_fail "--out - differs"
 
 # 2. raw sc16, with --loop and --count beyond the file: 3 CPIs replayed as 8.
 head -c $((2 * 3 * 101 * 4 * 3)) /dev/urandom >in16.raw
-feed_tap "--geometry 2,3,101 --format sc16 --slots 2 -n 8 --out out16.raw" "--file in16.raw --loop --count 8"
+feed_tap "--geometry 2,3,101 --format sc16 --slots 3 -n 8 --out out16.raw" "--file in16.raw --loop --count 8"
 cat in16.raw in16.raw in16.raw | head -c $((2 * 3 * 101 * 4 * 8)) >want16.raw
 cmp want16.raw out16.raw || e2e_fail "raw sc16 loop round trip differs"
 e2e_log "raw sc16 --loop round trip ok"
