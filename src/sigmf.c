@@ -88,6 +88,14 @@ int sigmf_meta_add_capture(struct sigmf_meta *m, const struct sigmf_capture *c)
 	return 0;
 }
 
+const char *sigmf_mode_name(const struct sigmf_meta *m, uint32_t id)
+{
+	for (size_t i = 0; i < m->nmodes; i++)
+		if (m->modes[i].id == id)
+			return m->modes[i].name;
+	return NULL;
+}
+
 uint64_t sigmf_cpi_samples(const struct sigmf_meta *m)
 {
 	return (uint64_t)m->channels * m->pulses * m->samples;
@@ -221,6 +229,14 @@ static json_t *meta_to_json(const struct sigmf_meta *m)
 	}
 	if (m->output[0])
 		bad |= set_new(g, "chirp:output", json_string(m->output));
+	if (m->nmodes) {
+		json_t *arr = json_array();
+
+		for (size_t i = 0; arr && i < m->nmodes; i++)
+			bad |= json_array_append_new(arr, json_pack("{s:I, s:s}", "id",
+					(json_int_t)m->modes[i].id, "name", m->modes[i].name));
+		bad |= set_new(g, "chirp:modes", arr);
+	}
 	for (size_t i = 0; i < m->ncaptures; i++) {
 		const struct sigmf_capture *c = &m->captures[i];
 		json_t *o = json_object();
@@ -465,6 +481,44 @@ static int parse_cpi_geometry(json_t *g, const char *where, struct sigmf_meta *m
 	return 0;
 }
 
+/* chirp:modes: an array of at most SIGMF_MAX_MODES {"id", "name"} objects,
+ * ids distinct, names 1..31 characters. */
+static int parse_mode_names(json_t *g, const char *where, struct sigmf_meta *m,
+			    char *err, size_t errlen)
+{
+	json_t *arr = json_object_get(g, "chirp:modes"), *o;
+	size_t i;
+
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr) || json_array_size(arr) > SIGMF_MAX_MODES) {
+		errbuf_set(err, errlen, "%s: chirp:modes must be an array of at most %d modes",
+			   where, SIGMF_MAX_MODES);
+		return -EINVAL;
+	}
+	json_array_foreach(arr, i, o) {
+		struct sigmf_mode_name *mn = &m->modes[i];
+		char w[340];
+		uint64_t id;
+
+		snprintf(w, sizeof(w), "%s: chirp:modes[%zu]", where, i);
+		if (!json_is_object(o) || get_uint(o, "id", UINT32_MAX, &id, w, err, errlen) != 1 ||
+		    get_str(o, "name", mn->name, sizeof(mn->name), w, err, errlen) != 1 ||
+		    !mn->name[0]) {
+			errbuf_set(err, errlen, "%s: want {\"id\": 0..4294967295, \"name\": 1 to %d characters}",
+				   w, SIGMF_MODE_NAME_MAX - 1);
+			return -EINVAL;
+		}
+		mn->id = (uint32_t)id;
+		if (sigmf_mode_name(m, mn->id)) {
+			errbuf_set(err, errlen, "%s: mode id %" PRIu32 " is given twice", w, mn->id);
+			return -EINVAL;
+		}
+		m->nmodes++;
+	}
+	return 0;
+}
+
 static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 			char *err, size_t errlen)
 {
@@ -483,7 +537,8 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 			   where, m->output);
 		return -EINVAL;
 	}
-	if (parse_cpi_geometry(g, where, m, err, errlen) < 0)
+	if (parse_cpi_geometry(g, where, m, err, errlen) < 0 ||
+	    parse_mode_names(g, where, m, err, errlen) < 0)
 		return -EINVAL;
 	if (m->datatype == SIGMF_RF32_LE && !strcmp(m->output, "complex")) {
 		errbuf_set(err, errlen, "%s: chirp:output complex needs a complex datatype, not rf32_le", where);

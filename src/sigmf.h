@@ -15,6 +15,9 @@
  *             chirp:channels, chirp:pulses, chirp:samples   CPI geometry
  *             chirp:output     "input" | "complex" | "magnitude" | "power_db"
  *             chirp:layout     "channel,pulse,range" (range contiguous)
+ *             chirp:modes      [{"id": 0, "name": "search"}, ...]: the radar
+ *                              modes of the configuration the recording was
+ *                              made with (optional; names the ids below)
  *   captures: one per CPI, in order:
  *             core:sample_start  index of the CPI's first sample in the data
  *             core:datetime      block timestamp, ISO 8601 UTC, ns resolution
@@ -39,7 +42,9 @@
  * a missing captures array, a datatype other than the three above (big
  * endian included), a missing/zero/negative/non-finite sample rate, a
  * missing core:version, core:num_channels other than 1, a partial or
- * out-of-range chirp geometry, an unknown chirp:output, captures whose
+ * out-of-range chirp geometry, an unknown chirp:output, a chirp:modes that
+ * is not an array of at most 64 {"id", "name"} objects with distinct ids
+ * and names of 1..31 characters, captures whose
  * sample_start is not an increasing integer, a malformed core:datetime;
  * and (sigmf_check_data) a data size that is not a whole number of CPIs
  * or that a capture points beyond, a chirp:mode that is not an integer
@@ -54,6 +59,8 @@
 #define SIGMF_MAX_META_BYTES   (256u << 20)  /* refuse larger .sigmf-meta   */
 #define SIGMF_MAX_CAPTURES     (1u << 24)
 #define SIGMF_MAX_DIM          (1u << 24)    /* per geometry dimension      */
+#define SIGMF_MAX_MODES        64            /* chirp:modes entries         */
+#define SIGMF_MODE_NAME_MAX    32            /* with the NUL                */
 
 enum sigmf_datatype { SIGMF_CF32_LE = 0, SIGMF_CI16_LE = 1, SIGMF_RF32_LE = 2 };
 
@@ -70,6 +77,12 @@ struct sigmf_capture {
 	uint32_t mode;              /* chirp:mode (radar mode id)             */
 };
 
+/* One entry of chirp:modes: a radar mode id and its configured name. */
+struct sigmf_mode_name {
+	uint32_t id;
+	char name[SIGMF_MODE_NAME_MAX];
+};
+
 struct sigmf_meta {
 	enum sigmf_datatype datatype;
 	double sample_rate_hz;      /* > 0                                    */
@@ -77,6 +90,8 @@ struct sigmf_meta {
 	char output[16];            /* chirp:output, "" = absent              */
 	char description[256];      /* core:description                       */
 	char recorder[64];          /* core:recorder                          */
+	struct sigmf_mode_name modes[SIGMF_MAX_MODES];  /* chirp:modes       */
+	size_t nmodes;              /* 0 = absent; ids distinct               */
 	struct sigmf_capture *captures;
 	size_t ncaptures;
 	int has_modes;              /* read: some capture carries chirp:mode  */
@@ -95,6 +110,9 @@ void sigmf_meta_free(struct sigmf_meta *m);
 int sigmf_meta_reserve(struct sigmf_meta *m, size_t n);
 /* Append one capture (grows if needed). 0 or -ENOMEM / -E2BIG. */
 int sigmf_meta_add_capture(struct sigmf_meta *m, const struct sigmf_capture *c);
+
+/* The name chirp:modes gives mode id, or NULL. */
+const char *sigmf_mode_name(const struct sigmf_meta *m, uint32_t id);
 
 /* Samples (of datatype) per CPI: C*P*R, or 0 without geometry. */
 uint64_t sigmf_cpi_samples(const struct sigmf_meta *m);

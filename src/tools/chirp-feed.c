@@ -615,6 +615,20 @@ static int match_file(struct feed *f)
 	return 0;
 }
 
+/* A mode id that the recording (chirp:modes) and -c name differently is
+ * likely another radar's mode: say so, once per id. */
+static void recording_mode_names(const struct feed *f)
+{
+	for (size_t i = 0; f->have_cfg && i < f->meta.nmodes; i++) {
+		const struct sigmf_mode_name *r = &f->meta.modes[i];
+		int c = config_mode_index(&f->cfg, r->id);
+
+		if (c >= 0 && strcmp(f->cfg.modes[c].name, r->name) != 0)
+			log_warn("%s: mode %" PRIu32 " was '%s' when recorded, %s calls it '%s'",
+				 f->sigmf_base, r->id, r->name, f->config_path, f->cfg.modes[c].name);
+	}
+}
+
 /*
  * The recording's mode of each CPI (chirp:mode), kept for replay unless
  * --modes replaces it. A mode -c does not declare is replayed as
@@ -636,6 +650,7 @@ static int recording_modes(struct feed *f, uint64_t cpi_samples)
 		return -ENOMEM;
 	}
 	sigmf_cpi_modes(&f->meta, cpi_samples, f->src_modes, f->src_ncpi);
+	recording_mode_names(f);
 	for (uint64_t k = 0; f->have_cfg && k < f->src_ncpi; k++) {
 		if (config_mode_index(&f->cfg, f->src_modes[k]) < 0) {
 			log_warn("%s: CPI %" PRIu64 " is of mode %" PRIu32 ", which %s does not "

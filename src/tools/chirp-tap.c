@@ -560,6 +560,13 @@ static void sigmf_global(struct tap *t)
 		snprintf(t->meta.output, sizeof(t->meta.output), "input");
 	else if (t->have_cfg && g->format == cfg_out.format)
 		snprintf(t->meta.output, sizeof(t->meta.output), "%s", pc_output_name(t->cfg.out_mode));
+	/* The names of the modes the captures' chirp:mode ids refer to. */
+	for (unsigned i = 0; t->have_cfg && i < t->cfg.nmodes && i < SIGMF_MAX_MODES; i++) {
+		t->meta.modes[i].id = t->cfg.modes[i].id;
+		snprintf(t->meta.modes[i].name, sizeof(t->meta.modes[i].name), "%s",
+			 t->cfg.modes[i].name);
+		t->meta.nmodes = i + 1;
+	}
 	snprintf(t->meta.recorder, sizeof(t->meta.recorder), "chirp-tap");
 	snprintf(t->meta.description, sizeof(t->meta.description), "CPIs from ring %.200s",
 		 ring_default(t));

@@ -58,13 +58,16 @@ window = blackman
 EOF
 }
 
-# check_capture META N SCHEDULE — every capture's chirp:mode is
-# SCHEDULE[k mod n] for its CPI k = first_sample / (P*R).
+# check_capture META N SCHEDULE — the recording names the three modes
+# (chirp:modes) and every capture's chirp:mode is SCHEDULE[k mod n] for its
+# CPI k = first_sample / (P*R).
 check_capture() {
 	"$PY" - "$1" "$2" "$3" $P $R <<'PYEOF' || e2e_fail "SigMF modes: $1"
 import json, sys
 m = json.load(open(sys.argv[1]))
 n, sched, P, R = int(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")], int(sys.argv[4]), int(sys.argv[5])
+assert m["global"]["chirp:modes"] == [{"id": 0, "name": "search"}, {"id": 1, "name": "track"},
+                                      {"id": 2, "name": "code"}], m["global"]
 caps = m["captures"]
 assert len(caps) == n, (len(caps), n)
 for c in caps:
@@ -134,14 +137,17 @@ done
 
 # 4. Verifying with modes 1 and 2 swapped fails on exactly their CPIs: the
 #    capture of step 1 (complex output, cf32) replayed into an output ring
-#    with its recorded modes.
+#    with its recorded modes; the feed, given that configuration, notes
+#    that the recording named modes 1 and 2 the other way round.
 modes_config sc16 1
 "$CHIRP_TAP" -c "$CONF" --create -n $N --verify --targets $TG --snr-db 30 --seed $SEED \
 	--timeout $((60 * E2E_SLOW)) -q >"$T/tap.log" 2>&1 &
 tp=$!; e2e_track $tp
 e2e_wait 10 test -e "/dev/shm$OUT_RING" || e2e_fail "no output ring"
-"$CHIRP_FEED" -r "$OUT_RING" --sigmf "$T/cap-sc16" --block -q >"$T/feed.log" 2>&1 ||
+"$CHIRP_FEED" -c "$CONF" -r "$OUT_RING" --sigmf "$T/cap-sc16" --block -q >"$T/feed.log" 2>&1 ||
 	{ cat "$T/feed.log"; e2e_fail "replay of the capture"; }
+grep -q "mode 1 was 'track' when recorded, .* calls it 'code'" "$T/feed.log" ||
+	e2e_fail "no note of the renamed mode: $(cat "$T/feed.log")"
 wait $tp; rc=$?
 [ $rc = 4 ] || { cat "$T/tap.log"; e2e_fail "swapped modes verified (rc $rc)"; }
 grep -q "verified $((N / 3)), mismatches $((N * 2 / 3))" "$T/tap.log" || e2e_fail "swapped: $(cat "$T/tap.log")"
