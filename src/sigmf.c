@@ -88,6 +88,14 @@ int sigmf_meta_add_capture(struct sigmf_meta *m, const struct sigmf_capture *c)
 	return 0;
 }
 
+const char *sigmf_mode_name(const struct sigmf_meta *m, uint32_t id)
+{
+	for (size_t i = 0; i < m->nmodes; i++)
+		if (m->modes[i].id == id)
+			return m->modes[i].name;
+	return NULL;
+}
+
 uint64_t sigmf_cpi_samples(const struct sigmf_meta *m)
 {
 	return (uint64_t)m->channels * m->pulses * m->samples;
@@ -221,6 +229,14 @@ static json_t *meta_to_json(const struct sigmf_meta *m)
 	}
 	if (m->output[0])
 		bad |= set_new(g, "chirp:output", json_string(m->output));
+	if (m->nmodes) {
+		json_t *arr = json_array();
+
+		for (size_t i = 0; arr && i < m->nmodes; i++)
+			bad |= json_array_append_new(arr, json_pack("{s:I, s:s}", "id",
+					(json_int_t)m->modes[i].id, "name", m->modes[i].name));
+		bad |= set_new(g, "chirp:modes", arr);
+	}
 	for (size_t i = 0; i < m->ncaptures; i++) {
 		const struct sigmf_capture *c = &m->captures[i];
 		json_t *o = json_object();
@@ -236,6 +252,7 @@ static json_t *meta_to_json(const struct sigmf_meta *m)
 		bad |= set_new(o, "chirp:seq", u64_json(c->seq));
 		bad |= set_new(o, "chirp:first_sample", u64_json(c->first_sample));
 		bad |= set_new(o, "chirp:flags", json_integer(c->flags));
+		bad |= set_new(o, "chirp:mode", json_integer(c->mode));
 		bad |= json_array_append_new(caps, o);
 	}
 	bad |= json_object_set_new(root, "global", g);
@@ -464,6 +481,44 @@ static int parse_cpi_geometry(json_t *g, const char *where, struct sigmf_meta *m
 	return 0;
 }
 
+/* chirp:modes: an array of at most SIGMF_MAX_MODES {"id", "name"} objects,
+ * ids distinct, names 1..31 characters. */
+static int parse_mode_names(json_t *g, const char *where, struct sigmf_meta *m,
+			    char *err, size_t errlen)
+{
+	json_t *arr = json_object_get(g, "chirp:modes"), *o;
+	size_t i;
+
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr) || json_array_size(arr) > SIGMF_MAX_MODES) {
+		errbuf_set(err, errlen, "%s: chirp:modes must be an array of at most %d modes",
+			   where, SIGMF_MAX_MODES);
+		return -EINVAL;
+	}
+	json_array_foreach(arr, i, o) {
+		struct sigmf_mode_name *mn = &m->modes[i];
+		char w[340];
+		uint64_t id;
+
+		snprintf(w, sizeof(w), "%s: chirp:modes[%zu]", where, i);
+		if (!json_is_object(o) || get_uint(o, "id", UINT32_MAX, &id, w, err, errlen) != 1 ||
+		    get_str(o, "name", mn->name, sizeof(mn->name), w, err, errlen) != 1 ||
+		    !mn->name[0]) {
+			errbuf_set(err, errlen, "%s: want {\"id\": 0..4294967295, \"name\": 1 to %d characters}",
+				   w, SIGMF_MODE_NAME_MAX - 1);
+			return -EINVAL;
+		}
+		mn->id = (uint32_t)id;
+		if (sigmf_mode_name(m, mn->id)) {
+			errbuf_set(err, errlen, "%s: mode id %" PRIu32 " is given twice", w, mn->id);
+			return -EINVAL;
+		}
+		m->nmodes++;
+	}
+	return 0;
+}
+
 static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 			char *err, size_t errlen)
 {
@@ -482,7 +537,8 @@ static int parse_global(json_t *g, const char *name, struct sigmf_meta *m,
 			   where, m->output);
 		return -EINVAL;
 	}
-	if (parse_cpi_geometry(g, where, m, err, errlen) < 0)
+	if (parse_cpi_geometry(g, where, m, err, errlen) < 0 ||
+	    parse_mode_names(g, where, m, err, errlen) < 0)
 		return -EINVAL;
 	if (m->datatype == SIGMF_RF32_LE && !strcmp(m->output, "complex")) {
 		errbuf_set(err, errlen, "%s: chirp:output complex needs a complex datatype, not rf32_le", where);
@@ -510,7 +566,8 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 		json_t *o = json_array_get(caps, i), *j;
 		struct sigmf_capture c = { 0 };
 		char where[300];
-		uint64_t f = 0;
+		uint64_t f = 0, mode;
+		int hm;
 
 		snprintf(where, sizeof(where), "%s: captures[%zu]", name, i);
 		if (!json_is_object(o)) {
@@ -523,6 +580,13 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 		    get_uint(o, "chirp:flags", UINT32_MAX, &f, where, err, errlen) < 0)
 			return -EINVAL;
 		c.flags = (uint32_t)f;
+		/* A capture without chirp:mode keeps the previous one's. */
+		mode = i > 0 ? m->captures[i - 1].mode : 0;
+		hm = get_uint(o, "chirp:mode", UINT32_MAX, &mode, where, err, errlen);
+		if (hm < 0)
+			return -EINVAL;
+		m->has_modes |= hm;
+		c.mode = (uint32_t)mode;
 		if (i > 0 && c.sample_start <= m->captures[i - 1].sample_start) {
 			errbuf_set(err, errlen, "%s: core:sample_start %" PRIu64 " does not increase (previous %" PRIu64 ")",
 				   where, c.sample_start, m->captures[i - 1].sample_start);
@@ -676,4 +740,20 @@ int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 		}
 	}
 	return 0;
+}
+
+void sigmf_cpi_modes(const struct sigmf_meta *m, uint64_t cpi_samples, uint32_t *modes,
+		     uint64_t ncpi)
+{
+	size_t c = 0;
+	uint32_t cur = 0;
+
+	for (uint64_t k = 0; k < ncpi; k++) {
+		uint64_t first = k * cpi_samples;
+
+		/* captures are in increasing sample_start (checked on parse) */
+		while (c < m->ncaptures && m->captures[c].sample_start <= first)
+			cur = m->captures[c++].mode;
+		modes[k] = cur;
+	}
 }

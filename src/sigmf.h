@@ -15,12 +15,16 @@
  *             chirp:channels, chirp:pulses, chirp:samples   CPI geometry
  *             chirp:output     "input" | "complex" | "magnitude" | "power_db"
  *             chirp:layout     "channel,pulse,range" (range contiguous)
+ *             chirp:modes      [{"id": 0, "name": "search"}, ...]: the radar
+ *                              modes of the configuration the recording was
+ *                              made with (optional; names the ids below)
  *   captures: one per CPI, in order:
  *             core:sample_start  index of the CPI's first sample in the data
  *             core:datetime      block timestamp, ISO 8601 UTC, ns resolution
  *             chirp:seq          ring block sequence number (gaps visible)
  *             chirp:first_sample the block's first_sample (digitizer clock)
  *             chirp:flags        CHIRP_RING_* flags of the block
+ *             chirp:mode         the CPI's radar mode id (chirp_ring_block.mode)
  *   annotations: [] (none)
  *
  * The data file is CPIs back to back, each C*P*R samples laid out
@@ -28,15 +32,23 @@
  * (no chirp: keys) is read as a stream that the reader cuts into CPIs of
  * its own geometry.
  *
+ * chirp:mode follows SigMF's capture-segment rule: a capture without it
+ * keeps the mode of the capture before it (mode 0 before any), so a
+ * recording of one mode may carry it once; a recording with no chirp:mode
+ * at all (sigmf_meta.has_modes 0) is of mode 0 throughout.
+ *
  * What the reader rejects, with a message naming the file and the key:
  * malformed JSON (with line and column), a missing or non-object global,
  * a missing captures array, a datatype other than the three above (big
  * endian included), a missing/zero/negative/non-finite sample rate, a
  * missing core:version, core:num_channels other than 1, a partial or
- * out-of-range chirp geometry, an unknown chirp:output, captures whose
+ * out-of-range chirp geometry, an unknown chirp:output, a chirp:modes that
+ * is not an array of at most 64 {"id", "name"} objects with distinct ids
+ * and names of 1..31 characters, captures whose
  * sample_start is not an increasing integer, a malformed core:datetime;
  * and (sigmf_check_data) a data size that is not a whole number of CPIs
- * or that a capture points beyond.
+ * or that a capture points beyond, a chirp:mode that is not an integer
+ * in 0..2^32-1.
  */
 #ifndef CHIRP_SIGMF_H
 #define CHIRP_SIGMF_H
@@ -47,6 +59,8 @@
 #define SIGMF_MAX_META_BYTES   (256u << 20)  /* refuse larger .sigmf-meta   */
 #define SIGMF_MAX_CAPTURES     (1u << 24)
 #define SIGMF_MAX_DIM          (1u << 24)    /* per geometry dimension      */
+#define SIGMF_MAX_MODES        64            /* chirp:modes entries         */
+#define SIGMF_MODE_NAME_MAX    32            /* with the NUL                */
 
 enum sigmf_datatype { SIGMF_CF32_LE = 0, SIGMF_CI16_LE = 1, SIGMF_RF32_LE = 2 };
 
@@ -60,6 +74,13 @@ struct sigmf_capture {
 	uint64_t seq;               /* chirp:seq                              */
 	uint64_t first_sample;      /* chirp:first_sample                     */
 	uint32_t flags;             /* chirp:flags                            */
+	uint32_t mode;              /* chirp:mode (radar mode id)             */
+};
+
+/* One entry of chirp:modes: a radar mode id and its configured name. */
+struct sigmf_mode_name {
+	uint32_t id;
+	char name[SIGMF_MODE_NAME_MAX];
 };
 
 struct sigmf_meta {
@@ -69,8 +90,11 @@ struct sigmf_meta {
 	char output[16];            /* chirp:output, "" = absent              */
 	char description[256];      /* core:description                       */
 	char recorder[64];          /* core:recorder                          */
+	struct sigmf_mode_name modes[SIGMF_MAX_MODES];  /* chirp:modes       */
+	size_t nmodes;              /* 0 = absent; ids distinct               */
 	struct sigmf_capture *captures;
 	size_t ncaptures;
+	int has_modes;              /* read: some capture carries chirp:mode  */
 	size_t cap;                 /* allocated entries                      */
 };
 
@@ -86,6 +110,9 @@ void sigmf_meta_free(struct sigmf_meta *m);
 int sigmf_meta_reserve(struct sigmf_meta *m, size_t n);
 /* Append one capture (grows if needed). 0 or -ENOMEM / -E2BIG. */
 int sigmf_meta_add_capture(struct sigmf_meta *m, const struct sigmf_capture *c);
+
+/* The name chirp:modes gives mode id, or NULL. */
+const char *sigmf_mode_name(const struct sigmf_meta *m, uint32_t id);
 
 /* Samples (of datatype) per CPI: C*P*R, or 0 without geometry. */
 uint64_t sigmf_cpi_samples(const struct sigmf_meta *m);
@@ -128,6 +155,15 @@ int sigmf_meta_read(const char *path, struct sigmf_meta *m, char *err, size_t er
  */
 int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 		     uint64_t cpi_samples_hint, char *err, size_t errlen);
+
+/*
+ * The radar mode of each of ncpi CPIs of cpi_samples samples into
+ * modes[0..ncpi-1], from the captures (a CPI takes the mode of the last
+ * capture starting at or before its first sample; 0 before any). The
+ * data must have passed sigmf_check_data. No allocation.
+ */
+void sigmf_cpi_modes(const struct sigmf_meta *m, uint64_t cpi_samples, uint32_t *modes,
+		     uint64_t ncpi);
 
 /* ISO 8601 UTC with nanoseconds ("2026-11-21T09:40:01.123456789Z"). */
 void sigmf_format_datetime(uint64_t ns, char *buf, size_t len);

@@ -25,6 +25,9 @@ static void fill(struct sigmf_meta *m)
 	snprintf(m->output, sizeof(m->output), "complex");
 	snprintf(m->description, sizeof(m->description), "test \"quoted\" \xc3\xa9");
 	snprintf(m->recorder, sizeof(m->recorder), "chirp-tap");
+	m->modes[0] = (struct sigmf_mode_name){ .id = 2, .name = "track" };
+	m->modes[1] = (struct sigmf_mode_name){ .id = 4000000000u, .name = "a_long-name_of_31_characters_x1" };
+	m->nmodes = 2;
 	for (uint64_t i = 0; i < 5; i++) {
 		struct sigmf_capture c = {
 			.sample_start = i * 3 * 7 * 1001,
@@ -32,6 +35,7 @@ static void fill(struct sigmf_meta *m)
 			.seq = 100 + i + (i > 2 ? 4 : 0),
 			.first_sample = (100 + i) * 7 * 1001,
 			.flags = i == 3 ? 1u : 0u,
+			.mode = i == 4 ? 4000000000u : (uint32_t)(i % 3),
 		};
 		assert_int_equal(sigmf_meta_add_capture(m, &c), 0);
 	}
@@ -64,7 +68,13 @@ static void test_round_trip(void **state)
 		assert_true(a.captures[i].seq == b.captures[i].seq);
 		assert_true(a.captures[i].first_sample == b.captures[i].first_sample);
 		assert_int_equal(a.captures[i].flags, b.captures[i].flags);
+		assert_true(a.captures[i].mode == b.captures[i].mode);
 	}
+	assert_true(b.has_modes);
+	assert_int_equal(b.nmodes, 2);
+	assert_string_equal(sigmf_mode_name(&b, 2), "track");
+	assert_string_equal(sigmf_mode_name(&b, 4000000000u), a.modes[1].name);
+	assert_null(sigmf_mode_name(&b, 0));
 	assert_int_equal(sigmf_cpi_samples(&b), 3 * 7 * 1001);
 	/* The meta is valid SigMF: required keys present. */
 	text = sigmf_meta_dump(&a);
@@ -97,6 +107,108 @@ static void test_round_trip(void **state)
 	assert_int_equal(sigmf_paths("c", meta, data, sizeof(meta)), 0);
 	assert_string_equal(data, "c.sigmf-data");
 	assert_int_equal(sigmf_paths("c", meta, data, 8), -ENAMETOOLONG);
+}
+
+/*
+ * chirp:mode per capture: absent keeps the previous capture's mode (SigMF
+ * capture segments), 0 before any; a CPI between captures takes the mode
+ * of the last capture that starts at or before it. chirp:modes, the names
+ * of the ids: up to 64, each entry checked.
+ */
+static void test_modes(void **state)
+{
+	static const char text[] =
+		"{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 1e6,"
+		" \"core:version\": \"1.0.0\", \"chirp:channels\": 1, \"chirp:pulses\": 2,"
+		" \"chirp:samples\": 5},"
+		" \"captures\": [{\"core:sample_start\": 0},"
+		"  {\"core:sample_start\": 10, \"chirp:mode\": 7},"
+		"  {\"core:sample_start\": 20},"
+		"  {\"core:sample_start\": 40, \"chirp:mode\": 2}]}";
+	static const char none[] =
+		"{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 1e6,"
+		" \"core:version\": \"1.0.0\"}, \"captures\": [{\"core:sample_start\": 0}]}";
+	static const char bad[] =
+		"{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 1e6,"
+		" \"core:version\": \"1.0.0\"}, \"captures\": [{\"core:sample_start\": 0,"
+		" \"chirp:mode\": %s}]}";
+	static const char *const bad_modes[] = { "-1", "4294967296", "1.5", "\"2\"" };
+	static const char names[] =
+		"{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 1e6,"
+		" \"core:version\": \"1.0.0\", \"chirp:modes\": %s}, \"captures\": []}";
+	static const struct { const char *modes, *why; } bad_names[] = {
+		{ "{}", "chirp:modes must be an array of at most 64 modes" },
+		{ "[1]", "chirp:modes[0]: want {\"id\"" },
+		{ "[{\"id\": 1}]", "chirp:modes[0]: want {\"id\"" },
+		{ "[{\"name\": \"a\"}]", "chirp:modes[0]: want {\"id\"" },
+		{ "[{\"id\": -1, \"name\": \"a\"}]", "chirp:modes[0]: want {\"id\"" },
+		{ "[{\"id\": 1, \"name\": \"\"}]", "chirp:modes[0]: want {\"id\"" },
+		{ "[{\"id\": 1, \"name\": \"0123456789012345678901234567890123\"}]",
+		  "chirp:modes[0]: want {\"id\"" },
+		{ "[{\"id\": 1, \"name\": \"a\"}, {\"id\": 1, \"name\": \"b\"}]",
+		  "chirp:modes[1]: mode id 1 is given twice" },
+	};
+	const uint32_t want[6] = { 0, 7, 7, 7, 2, 2 };
+	struct sigmf_meta m;
+	uint32_t modes[6];
+	char err[512], buf[512];
+
+	(void)state;
+	assert_int_equal(sigmf_meta_parse(text, strlen(text), "m", &m, err, sizeof(err)), 0);
+	assert_true(m.has_modes);
+	assert_int_equal(m.captures[0].mode, 0);
+	assert_int_equal(m.captures[1].mode, 7);
+	assert_int_equal(m.captures[2].mode, 7);    /* inherited */
+	assert_int_equal(m.captures[3].mode, 2);
+	assert_int_equal(sigmf_check_data(&m, 6ull * 10 * 8, 0, err, sizeof(err)), 0);
+	sigmf_cpi_modes(&m, 10, modes, 6);
+	assert_memory_equal(modes, want, sizeof(want));
+	sigmf_meta_free(&m);
+
+	assert_int_equal(sigmf_meta_parse(none, strlen(none), "m", &m, err, sizeof(err)), 0);
+	assert_false(m.has_modes);
+	sigmf_cpi_modes(&m, 10, modes, 2);
+	assert_int_equal(modes[0], 0);
+	assert_int_equal(modes[1], 0);
+	sigmf_meta_free(&m);
+
+	for (size_t i = 0; i < sizeof(bad_modes) / sizeof(bad_modes[0]); i++) {
+		snprintf(buf, sizeof(buf), bad, bad_modes[i]);
+		err[0] = '\0';
+		assert_int_equal(sigmf_meta_parse(buf, strlen(buf), "m", &m, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "captures[0]: chirp:mode must be an integer in 0..4294967295"));
+		assert_int_equal(m.ncaptures, 0);
+	}
+	/* chirp:modes: 64 entries are fine, 65 too many. */
+	for (int n = 64; n <= 65; n++) {
+		char big[65 * 40 + 512], *q = big;
+		char *many = malloc(sizeof(big) + sizeof(names));
+
+		assert_non_null(many);
+		q += sprintf(q, "[");
+		for (int i = 0; i < n; i++)
+			q += sprintf(q, "%s{\"id\": %d, \"name\": \"m%d\"}", i ? "," : "", i, i);
+		sprintf(q, "]");
+		sprintf(many, names, big);
+		if (n == 64) {
+			assert_int_equal(sigmf_meta_parse(many, strlen(many), "m", &m, err, sizeof(err)), 0);
+			assert_int_equal(m.nmodes, 64);
+			assert_string_equal(sigmf_mode_name(&m, 63), "m63");
+			sigmf_meta_free(&m);
+		} else {
+			assert_int_equal(sigmf_meta_parse(many, strlen(many), "m", &m, err, sizeof(err)), -EINVAL);
+			assert_non_null(strstr(err, "at most 64 modes"));
+		}
+		free(many);
+	}
+	/* each malformed entry is named */
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		snprintf(buf, sizeof(buf), names, bad_names[i].modes);
+		err[0] = '\0';
+		assert_int_equal(sigmf_meta_parse(buf, strlen(buf), "m", &m, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, bad_names[i].why))
+			fail_msg("%s: got '%s', want '%s'", bad_names[i].modes, err, bad_names[i].why);
+	}
 }
 
 static void test_datetime(void **state)
@@ -237,6 +349,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_datetime),
 		cmocka_unit_test(test_minimal_foreign),
 		cmocka_unit_test(test_rejections),

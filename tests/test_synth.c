@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "tools/synth.h"
 
 /* Random unit-modulus pulse (random phases): not a power-of-two length. */
@@ -346,6 +348,173 @@ static void test_create_rejects(void **state)
 	synth_destroy(s);
 }
 
+/*
+ * Per-mode synthesis: a generator of three modes (pulses of different
+ * lengths, ids not 0..2) gives, for CPI k of mode m, exactly what a
+ * one-mode generator of m's pulse gives, whatever the order of the CPIs
+ * and modes asked for; an unknown mode is refused and writes nothing.
+ */
+static void test_modes(void **state)
+{
+	const unsigned C = 2, P = 3, R = 211;
+	const size_t L[3] = { 17, 61, 40 };
+	const unsigned id[3] = { 5, 0, 63 };
+	struct synth_target t[2] = { { 20, -6, 0.125 }, { 150, -12, 0 } };
+	enum pc_format fmts[2] = { PC_FMT_CF32, PC_FMT_SC16 };
+
+	(void)state;
+	for (int f = 0; f < 2; f++) {
+		struct synth_mode modes[3];
+		float *pulse[3];
+		struct synth *one[3], *multi;
+		struct synth_params p;
+		char err[256] = "";
+		size_t n;
+		uint8_t *x, *y;
+
+		for (int i = 0; i < 3; i++) {
+			pulse[i] = random_pulse(L[i], 10 + (unsigned)i);
+			modes[i] = (struct synth_mode){ .id = id[i], .pulse = pulse[i],
+							.pulse_len = L[i] };
+			one[i] = make(C, P, R, fmts[f], pulse[i], L[i], t, 2, 0.01, 77);
+			assert_non_null(one[i]);
+		}
+		synth_params_init(&p);
+		p.channels = C;
+		p.pulses = P;
+		p.samples = R;
+		p.format = fmts[f];
+		p.modes = modes;
+		p.nmodes = 3;
+		p.targets = t;
+		p.ntargets = 2;
+		p.noise_power = 0.01;
+		p.seed = 77;
+		multi = synth_create(&p, err, sizeof(err));
+		assert_non_null(multi);
+		assert_int_equal(synth_nmodes(multi), 3);
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(synth_mode_id(multi, (size_t)i), id[i]);
+			assert_true(synth_has_mode(multi, id[i]));
+		}
+		assert_false(synth_has_mode(multi, 1));
+		n = synth_cpi_bytes(multi);
+		x = malloc(n);
+		y = malloc(n);
+		/* A schedule that changes mode every CPI, and goes back. */
+		for (uint64_t k = 0; k < 9; k++) {
+			int i = (int)((k * 7 + 1) % 3);
+
+			assert_int_equal(synth_generate_mode(multi, k, id[i], x, n), 0);
+			assert_int_equal(synth_generate(one[i], k, y, n), 0);
+			assert_memory_equal(x, y, n);
+		}
+		/* Two modes of one CPI differ (only the pulse does). */
+		assert_int_equal(synth_generate_mode(multi, 4, id[0], x, n), 0);
+		assert_int_equal(synth_generate_mode(multi, 4, id[1], y, n), 0);
+		assert_memory_not_equal(x, y, n);
+		/* synth_generate is the first mode. */
+		assert_int_equal(synth_generate(multi, 4, y, n), 0);
+		assert_memory_equal(x, y, n);
+		/* Unknown mode: -ENOENT, nothing written. */
+		memset(y, 0x5a, n);
+		memcpy(x, y, n);
+		assert_int_equal(synth_generate_mode(multi, 4, 1, y, n), -ENOENT);
+		assert_int_equal(synth_generate_mode(multi, 4, 64, y, n), -ENOENT);
+		assert_memory_equal(x, y, n);
+		assert_int_equal(synth_generate_mode(multi, 4, id[2], y, n - 1), -EINVAL);
+		free(x);
+		free(y);
+		synth_destroy(multi);
+
+		/* Bad mode sets: a duplicate id, a pulse longer than R (named),
+		 * too many modes. */
+		modes[2].id = 5;
+		assert_null(synth_create(&p, err, sizeof(err)));
+		assert_non_null(strstr(err, "mode 5 is given twice"));
+		modes[2].id = 63;
+		modes[1].pulse_len = R + 1;
+		assert_null(synth_create(&p, err, sizeof(err)));
+		assert_non_null(strstr(err, "mode 0: pulse length L=212"));
+		modes[1].pulse_len = L[1];
+		p.nmodes = SYNTH_MAX_MODES + 1;
+		assert_null(synth_create(&p, err, sizeof(err)));
+		for (int i = 0; i < 3; i++) {
+			synth_destroy(one[i]);
+			free(pulse[i]);
+		}
+	}
+}
+
+/*
+ * From a configuration of three modes ([waveform] and two [mode NAME]
+ * sections of other types, lengths and windows): one pulse per mode in the
+ * file's order, each the transmitted pulse (rect, peak 1, whatever the
+ * receiver's window) of that mode's length; an undeclared id is refused.
+ */
+static void test_from_config(void **state)
+{
+	static const char conf[] =
+		"[cpi]\nchannels = 1\npulses = 2\nsamples = 300\n"
+		"[waveform]\ntype = lfm\nsample_rate_hz = 10e6\nbandwidth_hz = 2e6\n"
+		"pulse_width_s = 10e-6\nwindow = hamming\n"
+		"[mode short]\nid = 3\ntype = barker13\nchip_samples = 2\nwindow = hann\n"
+		"[mode long]\nid = 9\ntype = lfm\nbandwidth_hz = 1e6\npulse_width_s = 20e-6\n"
+		"window = taylor\n";
+	const unsigned id[3] = { 0, 3, 9 };
+	const size_t L[3] = { 100, 26, 200 };
+	struct synth_target t = { 40, -6, 0 };
+	char path[] = "/tmp/test_synth.XXXXXX";
+	struct chirp_config *c = calloc(1, sizeof(*c));
+	char err[512] = "";
+	struct synth *s;
+	float *x;
+	size_t n;
+	int fd;
+
+	(void)state;
+	assert_non_null(c);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, conf, sizeof(conf) - 1), (ssize_t)(sizeof(conf) - 1));
+	close(fd);
+	assert_int_equal(config_load(c, path, stderr), 0);
+	unlink(path);
+	assert_int_equal(c->nmodes, 3);
+	s = synth_create_from_config(c, &t, 1, 0, 1, err, sizeof(err));
+	if (!s)
+		print_error("synth_create_from_config: %s\n", err);
+	assert_non_null(s);
+	assert_int_equal(synth_nmodes(s), 3);
+	n = synth_cpi_bytes(s);
+	x = malloc(n);
+	for (int i = 0; i < 3; i++) {
+		double a = pow(10.0, -6 / 20.0), peak = 0;
+		size_t first = 300, last = 0;
+
+		assert_int_equal(synth_mode_id(s, (size_t)i), id[i]);
+		assert_int_equal(synth_generate_mode(s, 5, id[i], x, n), 0);
+		for (size_t k = 0; k < 300; k++) {
+			double m = hypot(x[2 * k], x[2 * k + 1]);
+
+			if (m > 0) {
+				first = k < first ? k : first;
+				last = k;
+			}
+			peak = m > peak ? m : peak;
+		}
+		/* the echo of mode i's L samples at gate 40, unwindowed */
+		assert_int_equal(first, 40);
+		assert_int_equal(last, 40 + L[i] - 1);
+		assert_true(fabs(peak - a) < 1e-6);
+		assert_true(fabs(hypot(x[80], x[81]) - a) < 1e-6);   /* rect: |s[0]| = 1 */
+	}
+	assert_int_equal(synth_generate_mode(s, 5, 1, x, n), -ENOENT);
+	free(x);
+	synth_destroy(s);
+	free(c);
+}
+
 static void test_parse_targets(void **state)
 {
 	struct synth_target t[4];
@@ -379,6 +548,8 @@ int main(void)
 		cmocka_unit_test(test_noise_power),
 		cmocka_unit_test(test_sc16),
 		cmocka_unit_test(test_create_rejects),
+		cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_from_config),
 		cmocka_unit_test(test_parse_targets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,11 @@
  * With --prefilled and --rate, every free slot is reserved and written
  * before the clock starts (reserve_next), so the paced loop only commits:
  * no synthesis on the clock, no slow first pass.
+ *
+ * Radar modes: CPI k is committed with the mode schedule[k mod n] of
+ * --modes, else the recording's own mode of that CPI (SigMF chirp:mode),
+ * else 0; synthetic echoes of CPI k use that mode's transmitted pulse (one
+ * per configured mode, made at start: choosing costs nothing per CPI).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +59,8 @@ struct feed {
 	const char *targets_spec;
 	const char *file_path;
 	const char *sigmf_base;
+	const char *modes_spec;         /* --modes                            */
+	int allow_unknown_modes;
 	double snr_db, noise_dbfs, rate, wait_s;
 	int have_snr, have_noise_dbfs;
 	uint64_t seed, count;
@@ -79,7 +86,12 @@ struct feed {
 	struct chirp_ring *ring;
 	struct chirp_ring_geometry geo;
 	uint64_t cpi_bytes;             /* payload bytes of one ring CPI      */
-	uint8_t *written;               /* --prefilled: slot written once     */
+	uint64_t *written;              /* --prefilled: 1 + the mode a slot was
+					   written with; 0 = not yet written   */
+	uint32_t *schedule;             /* --modes: mode of CPI k is
+					   schedule[k % nschedule]             */
+	size_t nschedule;
+	uint32_t *src_modes;            /* the recording's mode per CPI, or NULL */
 	uint64_t clipped;               /* cf32 -> sc16 saturations           */
 
 	/* pacing (--rate) */
@@ -146,6 +158,14 @@ static void usage(FILE *f)
 "      --file PATH        replay raw CPIs in the ring's format and layout\n"
 "      --sigmf BASE       replay a SigMF recording (ci16_le or cf32_le)\n"
 "\n"
+"Radar modes:\n"
+"      --modes LIST       commit CPI k with mode LIST[k mod n] (e.g. 0,1,1,2);\n"
+"                         synthetic echoes use that mode's waveform of -c.\n"
+"                         Default: a recording's own modes (chirp:mode), else 0\n"
+"      --allow-unknown-modes  let --modes name ids that -c does not declare\n"
+"                         (to test chirpd's flagging: those CPIs carry the echoes\n"
+"                         of the first configured mode); default: refuse\n"
+"\n"
 "Ring:\n"
 "  -r, --ring NAME        ring (default: [input] ring of -c, else /chirpd-in)\n"
 "      --wait SEC         wait up to SEC for the ring to appear (default 10)\n"
@@ -155,7 +175,7 @@ static void usage(FILE *f)
 "                         --geometry); removed at exit unless --keep\n"
 "      --geometry C,P,R   channels, pulses, range samples (with --create)\n"
 "      --format F         cf32 or sc16 (rf32 for --file; with --create)\n"
-"      --slots N          ring slots, power of two (with --create; default 16)\n"
+"      --slots N          ring slots, 2..65536 (with --create; default 16)\n"
 "      --sample-rate HZ   sample rate recorded in the ring (with --create)\n"
 "      --keep             leave a ring made with --create in place\n"
 "\n"
@@ -170,7 +190,8 @@ static void usage(FILE *f)
 "                         (with --prefilled: a lossless saturating source)\n"
 "      --prefilled        write each slot once up front, then only commit\n"
 "                         (models a digitizer's DMA, for benchmarks; with\n"
-"                         --rate all free slots are written before the clock starts)\n"
+"                         --rate all free slots are written before the clock starts;\n"
+"                         a slot is written again for a CPI of another mode)\n"
 "      --ignore-rate      replay a recording whose sample rate differs from the ring's\n"
 "  -q, --quiet            no progress line (it is shown only on a terminal anyway)\n"
 "  -h, --help\n"
@@ -185,7 +206,7 @@ static void usage(FILE *f)
 enum {
 	O_TARGETS = 256, O_SNR, O_NOISE, O_SEED, O_FILE, O_SIGMF, O_WAIT, O_FOREIGN, O_CREATE,
 	O_GEOMETRY, O_FORMAT, O_SLOTS, O_SRATE, O_KEEP, O_RATE, O_LOOP, O_BLOCK,
-	O_PREFILLED, O_IGNRATE,
+	O_PREFILLED, O_IGNRATE, O_MODES, O_UNKMODES,
 };
 
 static const struct option long_opts[] = {
@@ -213,6 +234,8 @@ static const struct option long_opts[] = {
 	{ "block", no_argument, NULL, O_BLOCK },
 	{ "prefilled", no_argument, NULL, O_PREFILLED },
 	{ "ignore-rate", no_argument, NULL, O_IGNRATE },
+	{ "modes", required_argument, NULL, O_MODES },
+	{ "allow-unknown-modes", no_argument, NULL, O_UNKMODES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -266,6 +289,8 @@ static int feed_opt(struct feed *f, int c, int li)
 	case O_BLOCK: f->block = 1; break;
 	case O_PREFILLED: f->prefilled = 1; break;
 	case O_IGNRATE: f->ignore_rate = 1; break;
+	case O_MODES: f->modes_spec = optarg; break;
+	case O_UNKMODES: f->allow_unknown_modes = 1; break;
 	default:
 		usage(stderr);
 		return -EINVAL;
@@ -302,7 +327,98 @@ static int feed_args_check(struct feed *f)
 		log_err("--geometry, --format, --slots and --sample-rate only apply with --create");
 		return -EINVAL;
 	}
+	if (f->allow_unknown_modes && !f->modes_spec) {
+		log_err("--allow-unknown-modes applies to --modes");
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/* A schedule of at most this many CPIs: a radar's mode sequence, not a
+ * recording (replay a SigMF recording for that). */
+#define FEED_MAX_SCHEDULE 65536
+
+/* --modes "0,1,1,2" into f->schedule. 0, or -EINVAL after the reason. */
+static int parse_modes(struct feed *f)
+{
+	const char *p = f->modes_spec;
+	size_t n = 1;
+
+	for (const char *q = p; *q; q++)
+		n += *q == ',';
+	if (n > FEED_MAX_SCHEDULE) {
+		log_err("--modes: %zu entries, at most %d", n, FEED_MAX_SCHEDULE);
+		return -EINVAL;
+	}
+	f->schedule = calloc(n, sizeof(*f->schedule));
+	if (!f->schedule) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char item[24];
+		uint64_t v;
+
+		if (len == 0 || len >= sizeof(item))
+			return tool_bad_arg("--modes", f->modes_spec,
+					    "want mode ids 0..4294967295 separated by commas");
+		memcpy(item, p, len);
+		item[len] = '\0';
+		if (tool_parse_u64(item, &v) < 0 || v > UINT32_MAX) {
+			log_err("--modes: entry %zu '%s' is not a mode id 0..4294967295", i + 1, item);
+			return -EINVAL;
+		}
+		f->schedule[i] = (uint32_t)v;
+		p = end ? end + 1 : p + len;
+	}
+	f->nschedule = n;
+	return 0;
+}
+
+/* The radar mode CPI k is committed (and synthesised) with. */
+static uint32_t mode_of(const struct feed *f, uint64_t k)
+{
+	if (f->schedule)
+		return f->schedule[k % f->nschedule];
+	if (f->src_modes)
+		return f->src_modes[k % f->src_ncpi];
+	return 0;
+}
+
+/*
+ * Every id of the schedule must be a mode of -c: a mode chirpd does not
+ * know is flagged UNKNOWN_MODE and its output zeroed, which is what a test
+ * of that handling wants (--allow-unknown-modes, with a warning) and what
+ * a typo should not silently cause.
+ */
+static int check_schedule(const struct feed *f)
+{
+	int unknown = 0;
+
+	if (!f->schedule || !f->have_cfg)
+		return 0;
+	for (size_t i = 0; i < f->nschedule; i++) {
+		uint32_t m = f->schedule[i];
+		int seen = 0;
+
+		if (config_mode_index(&f->cfg, m) >= 0)
+			continue;
+		for (size_t j = 0; j < i; j++)
+			seen |= f->schedule[j] == m;
+		if (seen)
+			continue;
+		unknown++;
+		if (f->allow_unknown_modes)
+			log_warn("--modes: mode %" PRIu32 " is not declared in %s: chirpd will flag "
+				 "those CPIs UNKNOWN_MODE (--allow-unknown-modes)", m, f->config_path);
+		else
+			log_err("--modes: mode %" PRIu32 " is not declared in %s (its [mode] ids "
+				"are the modes chirpd knows; --allow-unknown-modes to send it anyway)",
+				m, f->config_path);
+	}
+	return unknown && !f->allow_unknown_modes ? -EINVAL : 0;
 }
 
 static int parse_args(struct feed *f, int argc, char **argv)
@@ -320,6 +436,8 @@ static int parse_args(struct feed *f, int argc, char **argv)
 		return -EINVAL;
 	}
 	if (feed_args_check(f) < 0)
+		return -EINVAL;
+	if (f->modes_spec && parse_modes(f) < 0)
 		return -EINVAL;
 	f->src = f->targets_spec ? SRC_SYNTH : f->file_path ? SRC_FILE : SRC_SIGMF;
 	return 0;
@@ -401,6 +519,8 @@ static int prepare_source(struct feed *f)
 	char err[512], meta[4096], data[4096];
 
 	if (f->config_path && load_config(f) < 0)
+		return -EINVAL;
+	if (check_schedule(f) < 0)
 		return -EINVAL;
 	if (f->src == SRC_SYNTH) {
 		if (synth_parse_targets(f->targets_spec, f->targets, SYNTH_MAX_TARGETS,
@@ -495,6 +615,53 @@ static int match_file(struct feed *f)
 	return 0;
 }
 
+/* A mode id that the recording (chirp:modes) and -c name differently is
+ * likely another radar's mode: say so, once per id. */
+static void recording_mode_names(const struct feed *f)
+{
+	for (size_t i = 0; f->have_cfg && i < f->meta.nmodes; i++) {
+		const struct sigmf_mode_name *r = &f->meta.modes[i];
+		int c = config_mode_index(&f->cfg, r->id);
+
+		if (c >= 0 && strcmp(f->cfg.modes[c].name, r->name) != 0)
+			log_warn("%s: mode %" PRIu32 " was '%s' when recorded, %s calls it '%s'",
+				 f->sigmf_base, r->id, r->name, f->config_path, f->cfg.modes[c].name);
+	}
+}
+
+/*
+ * The recording's mode of each CPI (chirp:mode), kept for replay unless
+ * --modes replaces it. A mode -c does not declare is replayed as
+ * recorded, with a warning: the recording is what the radar sent.
+ */
+static int recording_modes(struct feed *f, uint64_t cpi_samples)
+{
+	free(f->src_modes);
+	f->src_modes = NULL;
+	if (!f->meta.has_modes)
+		return 0;
+	if (f->schedule) {
+		log_notice("%s: --modes replaces the recording's own modes", f->sigmf_base);
+		return 0;
+	}
+	f->src_modes = calloc(f->src_ncpi, sizeof(*f->src_modes));
+	if (!f->src_modes) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	sigmf_cpi_modes(&f->meta, cpi_samples, f->src_modes, f->src_ncpi);
+	recording_mode_names(f);
+	for (uint64_t k = 0; f->have_cfg && k < f->src_ncpi; k++) {
+		if (config_mode_index(&f->cfg, f->src_modes[k]) < 0) {
+			log_warn("%s: CPI %" PRIu64 " is of mode %" PRIu32 ", which %s does not "
+				 "declare: chirpd will flag it UNKNOWN_MODE", f->sigmf_base, k,
+				 f->src_modes[k], f->config_path);
+			break;
+		}
+	}
+	return 0;
+}
+
 /* A recording must match the ring's geometry and (unless --ignore-rate) its
  * sample rate; its format is converted to the ring's. */
 static int match_sigmf(struct feed *f)
@@ -529,7 +696,7 @@ static int match_sigmf(struct feed *f)
 			   tool_ring_format_name(g->format));
 	f->src_cpi_bytes = cpi_samples * fmt_bytes(f->src_fmt);
 	f->src_ncpi = f->map_len / f->src_cpi_bytes;
-	return 0;
+	return recording_modes(f, cpi_samples);
 }
 
 /*
@@ -558,7 +725,7 @@ static int match_source(struct feed *f, int may_reload)
 				   tool_ring_format_name(g->format), f->config_path, f->cfg.channels,
 				   f->cfg.pulses, f->cfg.samples, pc_format_name(f->cfg.format),
 				   f->config_path);
-			if (load_config(f) < 0 || build_synth(f) < 0)
+			if (load_config(f) < 0 || check_schedule(f) < 0 || build_synth(f) < 0)
 				return -EINVAL;
 			return match_source(f, 0);
 		}
@@ -581,7 +748,7 @@ static int match_source(struct feed *f, int may_reload)
 	free(f->written);
 	f->written = NULL;
 	if (f->prefilled) {
-		f->written = calloc(g->slots, 1);
+		f->written = calloc(g->slots, sizeof(*f->written));
 		if (!f->written) {
 			log_err("out of memory");
 			return -ENOMEM;
@@ -648,11 +815,17 @@ static void convert(const uint8_t *src, uint32_t sfmt, uint8_t *dst, uint32_t df
 	}
 }
 
-/* Fill a slot with CPI k of the source. */
+/*
+ * Fill a slot with CPI k of the source. Synthetic echoes use CPI k's mode;
+ * a mode the configuration does not have (--allow-unknown-modes) gets the
+ * first configured mode's echoes, so that a chirpd which filtered it anyway
+ * would show it (its output must be zeros).
+ */
 static void fill(struct feed *f, uint64_t k, void *payload)
 {
 	if (f->src == SRC_SYNTH) {
-		synth_generate(f->synth, k, payload, f->cpi_bytes);
+		if (synth_generate_mode(f->synth, k, mode_of(f, k), payload, f->cpi_bytes) == -ENOENT)
+			synth_generate(f->synth, k, payload, f->cpi_bytes);
 		return;
 	}
 	convert(f->map + (k % f->src_ncpi) * f->src_cpi_bytes, f->src_fmt, payload,
@@ -687,7 +860,7 @@ static uint64_t prime(struct feed *f, uint64_t k, uint64_t max)
 
 		fill(f, k + n, payload);
 		if (slot < f->geo.slots)
-			f->written[slot] = 1;
+			f->written[slot] = 1 + (uint64_t)mode_of(f, k + n);
 		n++;
 	}
 	return n;
@@ -757,9 +930,10 @@ static int feed_reserve(struct feed *f, struct feed_loop *L, struct tool_progres
 
 		chirp_ring_data(f->ring, &base, &len);
 		slot = (uint64_t)((uint8_t *)payload - (uint8_t *)base) / chirp_ring_slot_bytes(f->ring);
-		if (slot < f->geo.slots && !f->written[slot]) {
+		/* written once, again only for a CPI of another mode */
+		if (slot < f->geo.slots && f->written[slot] != 1 + (uint64_t)mode_of(f, L->k)) {
 			fill(f, L->k, payload);
-			f->written[slot] = 1;
+			f->written[slot] = 1 + (uint64_t)mode_of(f, L->k);
 		}
 	} else {
 		fill(f, L->k, payload);
@@ -771,7 +945,8 @@ static int feed_reserve(struct feed *f, struct feed_loop *L, struct tool_progres
  * an error. */
 static int feed_commit(struct feed *f, struct feed_loop *L, struct tool_progress *prog)
 {
-	int r = chirp_ring_commit(f->ring, 0, L->k * (uint64_t)f->geo.pulses * f->geo.samples, 0);
+	int r = chirp_ring_commit_mode(f->ring, 0, L->k * (uint64_t)f->geo.pulses * f->geo.samples,
+				       0, mode_of(f, L->k));
 
 	if (r == -ESTALE) {
 		reattach(f, "was removed or re-created");
@@ -863,6 +1038,8 @@ static void feed_free(struct feed *f)
 	synth_destroy(f->synth);
 	sigmf_meta_free(&f->meta);
 	free(f->written);
+	free(f->schedule);
+	free(f->src_modes);
 	if (f->map)
 		munmap((void *)f->map, f->map_len);
 }

@@ -10,6 +10,14 @@
  * is reported once ("gap: N CPIs missing before seq b"). A block flagged
  * DISCONTINUITY with no jump in seq means data was lost upstream of this
  * ring (chirpd's input) and is reported too.
+ *
+ * Radar modes: each block carries its CPI's mode. --verify checks a CPI
+ * against its own mode: the synthetic input of that mode, compressed by a
+ * CPU pulse compressor made for that mode alone (one per configured mode,
+ * at start), so the check does not rely on the multi-mode dispatch it
+ * checks. A block chirpd flagged UNKNOWN_MODE is counted and reported; it
+ * passes --verify when its mode is indeed not in -c and its payload is
+ * zeros, as chirpd promises.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,13 +75,16 @@ struct tap {
 	struct synth_target targets[SYNTH_MAX_TARGETS];
 	size_t ntargets;
 	struct synth *synth;
-	struct pc *pc;
+	struct pc *pcs[CFG_MAX_MODES];   /* per mode, indexed like cfg.modes */
+	struct pc *pc;                   /* pcs[0]: sizes and geometry checks */
 	void *vin, *vout;
 	size_t vin_bytes;
 
 	/* counters */
 	uint64_t received, gaps, missing, discontinuities, nonfinite, redelivered;
 	uint64_t verified, mismatches;
+	uint64_t unknown_mode;           /* blocks flagged UNKNOWN_MODE        */
+	uint64_t per_mode[CFG_MAX_MODES + 1];  /* CPIs of modes 0..63, then others */
 	uint64_t last_seq;
 	int have_last;
 };
@@ -108,7 +119,10 @@ static void usage(FILE *f)
 "Verification (exit 4 on any mismatch):\n"
 "      --verify           recompute each output CPI on the CPU from the synthetic\n"
 "                         input (needs -c and the feed's --targets/--snr-db/--seed)\n"
-"      --verify-input     check each CPI equals the synthetic input exactly\n"
+"                         with each CPI's own radar mode's waveform of -c; a block\n"
+"                         flagged UNKNOWN_MODE is counted, and passes if -c does\n"
+"                         not declare its mode and its payload is zeros\n"
+"      --verify-input     check each CPI equals the synthetic input of its mode\n"
 "      --targets LIST  --snr-db X  --noise-dbfs X  --seed N   as for chirp-feed\n"
 "\n"
 "Without chirpd (tests):\n"
@@ -123,8 +137,11 @@ static void usage(FILE *f)
 "  -q, --quiet            no progress line (shown only on a terminal anyway)\n"
 "  -h, --help\n"
 "\n"
-"stderr: one line per gap (\"gap: 3 CPIs missing before seq 1234\"), and a summary\n"
+"stderr: one line per gap (\"gap: 3 CPIs missing before seq 1234\") or flagged\n"
+"  block (naming the block's radar mode), and a summary\n"
 "  chirp-tap: received N, gaps G (M CPIs missing), R CPI/s, B MB/s over T s\n"
+"  with, when a CPI had a mode other than 0, the CPIs per mode:\n"
+"  chirp-tap: CPIs per mode: 0: N0, 1: N1, ...\n"
 "Exit status: 0 done (N CPIs written), 1 error, 2 usage, 3 timeout,\n"
 "  4 verification mismatch, 5 gap (with --fail-on-gap).\n");
 }
@@ -313,11 +330,38 @@ static const char *ring_default(const struct tap *t)
 	return "/chirpd-out";
 }
 
-static int setup_verify(struct tap *t)
+/* The CPU pulse compressor of configured mode i alone: its windowed
+ * reference, as chirpd builds it, in a one-mode pc. */
+static int setup_verify_pc(struct tap *t, unsigned i)
 {
+	const struct cfg_mode *m = &t->cfg.modes[i];
 	struct pc_params pp;
 	float *ref = NULL;
 	size_t len = 0;
+	char err[512];
+
+	if (wf_build(config_mode_wf(&t->cfg, i), t->cfg.samples, &ref, &len, err, sizeof(err)) < 0) {
+		log_err("%s: mode %s (%u): waveform: %s", t->config_path, m->name, m->id, err);
+		return -EINVAL;
+	}
+	config_pc_params(&t->cfg, &pp);
+	pp.ref = ref;
+	pp.ref_len = len;
+	pp.modes = NULL;         /* this mode only: see the top of the file */
+	pp.nmodes = 0;
+	pp.backend = PC_BACKEND_CPU;
+	pp.cpu_threads = 1;
+	t->pcs[i] = pc_create(&pp, err, sizeof(err));
+	free(ref);
+	if (!t->pcs[i]) {
+		log_err("verify: mode %s (%u): pc_create: %s", m->name, m->id, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int setup_verify(struct tap *t)
+{
 	double noise = 0;
 	char err[512];
 
@@ -344,22 +388,11 @@ static int setup_verify(struct tap *t)
 	}
 	if (t->verify_input)
 		return 0;
-	/* The reference chirpd uses: the configured (windowed) waveform. */
-	if (wf_build(&t->cfg.wf, t->cfg.samples, &ref, &len, err, sizeof(err)) < 0) {
-		log_err("%s: waveform: %s", t->config_path, err);
-		return -EINVAL;
-	}
-	config_pc_params(&t->cfg, &pp);
-	pp.ref = ref;
-	pp.ref_len = len;
-	pp.backend = PC_BACKEND_CPU;
-	pp.cpu_threads = 1;
-	t->pc = pc_create(&pp, err, sizeof(err));
-	free(ref);
-	if (!t->pc) {
-		log_err("verify: pc_create: %s", err);
-		return -EINVAL;
-	}
+	/* The references chirpd uses: each mode's configured (windowed) waveform. */
+	for (unsigned i = 0; i < t->cfg.nmodes; i++)
+		if (setup_verify_pc(t, i) < 0)
+			return -EINVAL;
+	t->pc = t->pcs[0];
 	t->vout = malloc(pc_out_bytes(t->pc));
 	if (!t->vout) {
 		log_err("out of memory");
@@ -527,6 +560,13 @@ static void sigmf_global(struct tap *t)
 		snprintf(t->meta.output, sizeof(t->meta.output), "input");
 	else if (t->have_cfg && g->format == cfg_out.format)
 		snprintf(t->meta.output, sizeof(t->meta.output), "%s", pc_output_name(t->cfg.out_mode));
+	/* The names of the modes the captures' chirp:mode ids refer to. */
+	for (unsigned i = 0; t->have_cfg && i < t->cfg.nmodes && i < SIGMF_MAX_MODES; i++) {
+		t->meta.modes[i].id = t->cfg.modes[i].id;
+		snprintf(t->meta.modes[i].name, sizeof(t->meta.modes[i].name), "%s",
+			 t->cfg.modes[i].name);
+		t->meta.nmodes = i + 1;
+	}
 	snprintf(t->meta.recorder, sizeof(t->meta.recorder), "chirp-tap");
 	snprintf(t->meta.description, sizeof(t->meta.description), "CPIs from ring %.200s",
 		 ring_default(t));
@@ -575,8 +615,53 @@ static void mismatch(struct tap *t, const char *fmt, ...)
 		log_err("verify: further mismatches are counted, not shown");
 }
 
+static int all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * A block chirpd flagged UNKNOWN_MODE: right when -c does not declare its
+ * mode and the payload is zeros. 1 if it was such a block (handled).
+ */
+static int verify_unknown_mode(struct tap *t, const struct chirp_ring_block *b, int idx)
+{
+	if (!(b->flags & CHIRP_RING_UNKNOWN_MODE))
+		return 0;
+	if (idx >= 0)
+		mismatch(t, "verify: seq %" PRIu64 " is flagged UNKNOWN_MODE but its mode %" PRIu32
+			 " is '%s' of %s", b->seq, b->mode, t->cfg.modes[idx].name, t->config_path);
+	else if (!all_zero(b->payload, b->len))
+		mismatch(t, "verify: seq %" PRIu64 " (mode %" PRIu32 ", UNKNOWN_MODE): payload "
+			 "is not zeroed", b->seq, b->mode);
+	return 1;
+}
+
+/* The relative L2 error of the received block against t->vout (power_db:
+ * compared as magnitudes). */
+static double verify_compare(struct tap *t, const struct chirp_ring_block *b)
+{
+	size_t n = b->len / 4;
+
+	if (t->cfg.out_mode != PC_OUT_POWER_DB)
+		return rel_l2(b->payload, t->vout, n);
+	/* Convert a copy of the received block (the ring's is read-only to us). */
+	float *got = t->vin;   /* input is used up; C*P*R*4 <= its size */
+
+	memcpy(got, b->payload, b->len);
+	db_to_mag(got, n);
+	db_to_mag(t->vout, n);
+	return rel_l2(got, t->vout, n);
+}
+
 static void verify_block(struct tap *t, const struct chirp_ring_block *b)
 {
+	int idx = config_mode_index(&t->cfg, b->mode);
 	uint64_t k;
 	double err;
 
@@ -585,46 +670,46 @@ static void verify_block(struct tap *t, const struct chirp_ring_block *b)
 			 b->seq, b->first_sample);
 		return;
 	}
-	synth_generate(t->synth, k, t->vin, t->vin_bytes);
+	/* The feed's CPI k of this mode (an undeclared mode: the first mode's echoes). */
+	if (synth_generate_mode(t->synth, k, b->mode, t->vin, t->vin_bytes) == -ENOENT)
+		synth_generate(t->synth, k, t->vin, t->vin_bytes);
 	if (t->verify_input) {
 		if (b->len != t->vin_bytes || memcmp(b->payload, t->vin, t->vin_bytes) != 0) {
-			mismatch(t, "verify: seq %" PRIu64 " (CPI %" PRIu64 "): input differs from the synthetic CPI",
-				 b->seq, k);
+			mismatch(t, "verify: seq %" PRIu64 " (CPI %" PRIu64 ", mode %" PRIu32 "): input "
+				 "differs from the synthetic CPI", b->seq, k, b->mode);
 		} else {
 			t->verified++;
 		}
 		return;
 	}
-	if (pc_execute(t->pc, t->vin, t->vout, NULL) < 0) {
-		mismatch(t, "verify: pc_execute: %s", pc_last_error(t->pc));
+	if (verify_unknown_mode(t, b, idx))
+		return;
+	if (idx < 0) {
+		mismatch(t, "verify: seq %" PRIu64 " (CPI %" PRIu64 "): mode %" PRIu32 " is not in %s "
+			 "but the block is not flagged UNKNOWN_MODE", b->seq, k, b->mode, t->config_path);
 		return;
 	}
-	if (b->len != pc_out_bytes(t->pc)) {
+	if (pc_execute(t->pcs[idx], t->vin, t->vout, NULL) < 0) {
+		mismatch(t, "verify: pc_execute: %s", pc_last_error(t->pcs[idx]));
+		return;
+	}
+	if (b->len != pc_out_bytes(t->pcs[idx])) {
 		mismatch(t, "verify: seq %" PRIu64 ": %" PRIu64 " bytes, expected %zu", b->seq, b->len,
-			 pc_out_bytes(t->pc));
+			 pc_out_bytes(t->pcs[idx]));
 		return;
 	}
-	if (t->cfg.out_mode == PC_OUT_POWER_DB) {
-		/* Convert a copy of the received block (the ring's is read-only to us). */
-		size_t n = b->len / 4;
-		float *got = t->vin;   /* input is used up; C*P*R*4 <= its size */
-
-		memcpy(got, b->payload, b->len);
-		db_to_mag(got, n);
-		db_to_mag(t->vout, n);
-		err = rel_l2(got, t->vout, n);
-	} else {
-		err = rel_l2(b->payload, t->vout, b->len / 4);
-	}
+	err = verify_compare(t, b);
 	if (!(err <= VERIFY_REL_L2)) {
-		mismatch(t, "verify: seq %" PRIu64 " (CPI %" PRIu64 "): relative L2 error %.3g > %.0e",
-			 b->seq, k, err, VERIFY_REL_L2);
+		mismatch(t, "verify: seq %" PRIu64 " (CPI %" PRIu64 ", mode %" PRIu32 "): relative L2 "
+			 "error %.3g > %.0e", b->seq, k, b->mode, err, VERIFY_REL_L2);
 	} else {
 		t->verified++;
 	}
 }
 
-/* Account for one block's sequence number and flags. */
+/* Account for one block's sequence number and flags. The lines about the
+ * block itself name its radar mode; those about CPIs lost before it do not
+ * (their modes are not known). */
 static void track(struct tap *t, const struct chirp_ring_block *b, struct tool_progress *prog)
 {
 	if (t->have_last && b->seq != t->last_seq + 1) {
@@ -649,13 +734,22 @@ static void track(struct tap *t, const struct chirp_ring_block *b, struct tool_p
 	if (b->flags & CHIRP_RING_NONFINITE) {
 		tool_progress_end(prog);
 		t->nonfinite++;
-		fprintf(stderr, "nonfinite: seq %" PRIu64 " holds NaN/Inf (bad input samples)\n", b->seq);
+		fprintf(stderr, "nonfinite: seq %" PRIu64 " (mode %" PRIu32 ") holds NaN/Inf (bad "
+			"input samples)\n", b->seq, b->mode);
 	}
 	if (b->flags & CHIRP_RING_REDELIVERED) {
 		tool_progress_end(prog);
 		t->redelivered++;
-		fprintf(stderr, "redelivered: seq %" PRIu64 " was taken by a consumer that died\n", b->seq);
+		fprintf(stderr, "redelivered: seq %" PRIu64 " (mode %" PRIu32 ") was taken by a "
+			"consumer that died\n", b->seq, b->mode);
 	}
+	if (b->flags & CHIRP_RING_UNKNOWN_MODE) {
+		tool_progress_end(prog);
+		t->unknown_mode++;
+		fprintf(stderr, "unknown mode: seq %" PRIu64 " is of mode %" PRIu32 ", which chirpd "
+			"does not know (no filter applied)\n", b->seq, b->mode);
+	}
+	t->per_mode[b->mode < CFG_MAX_MODES ? b->mode : CFG_MAX_MODES]++;
 	t->last_seq = b->seq;
 	t->have_last = 1;
 }
@@ -682,6 +776,7 @@ static int consume(struct tap *t, const struct chirp_ring_block *b)
 		c.seq = b->seq;
 		c.first_sample = b->first_sample;
 		c.flags = b->flags;
+		c.mode = b->mode;
 		if (sigmf_meta_add_capture(&t->meta, &c) < 0) {
 			log_err("too many captures for one SigMF recording");
 			return -E2BIG;
@@ -860,6 +955,30 @@ static void tap_report_timeout(struct tap *t)
 			ring_default(t), st.overruns);
 }
 
+/* The CPIs per radar mode, when any had a mode other than 0, and the
+ * blocks flagged UNKNOWN_MODE. */
+static void tap_report_modes(const struct tap *t)
+{
+	const char *sep = "";
+
+	if (t->per_mode[0] != t->received) {
+		fprintf(stderr, "chirp-tap: CPIs per mode:");
+		for (unsigned m = 0; m <= CFG_MAX_MODES; m++) {
+			if (!t->per_mode[m])
+				continue;
+			if (m < CFG_MAX_MODES)
+				fprintf(stderr, "%s %u: %" PRIu64, sep, m, t->per_mode[m]);
+			else
+				fprintf(stderr, "%s >= %d: %" PRIu64, sep, CFG_MAX_MODES, t->per_mode[m]);
+			sep = ",";
+		}
+		fputc('\n', stderr);
+	}
+	if (t->unknown_mode && !t->synth)
+		fprintf(stderr, "chirp-tap: %" PRIu64 " blocks of an unknown mode (flagged UNKNOWN_MODE)\n",
+			t->unknown_mode);
+}
+
 /* Close the outputs and print the summary; the final exit status from rc,
  * the verification and --fail-on-gap. */
 static int tap_finish(struct tap *t, struct tool_progress *prog, double t0, int rc,
@@ -885,9 +1004,12 @@ static int tap_finish(struct tap *t, struct tool_progress *prog, double t0, int 
 		fprintf(stderr, "chirp-tap: %" PRIu64 " upstream discontinuities, %" PRIu64
 			" non-finite CPIs, %" PRIu64 " redelivered\n",
 			t->discontinuities, t->nonfinite, t->redelivered);
+	tap_report_modes(t);
 	if (t->synth) {
-		fprintf(stderr, "chirp-tap: verified %" PRIu64 ", mismatches %" PRIu64 "\n",
-			t->verified, t->mismatches);
+		/* An unknown-mode block is neither verified nor a mismatch
+		 * when it is right (verify_unknown_mode). */
+		fprintf(stderr, "chirp-tap: verified %" PRIu64 ", mismatches %" PRIu64
+			", unknown mode %" PRIu64 "\n", t->verified, t->mismatches, t->unknown_mode);
 		if (t->mismatches && (rc == EXIT_OK || rc == EXIT_GAP))
 			rc = EXIT_VERIFY;
 	}
@@ -910,7 +1032,8 @@ static void tap_free(struct tap *t)
 			chirp_ring_unlink(ring_default(t));
 	}
 	synth_destroy(t->synth);
-	pc_destroy(t->pc);
+	for (unsigned i = 0; i < CFG_MAX_MODES; i++)
+		pc_destroy(t->pcs[i]);
 	free(t->vin);
 	free(t->vout);
 	sigmf_meta_free(&t->meta);

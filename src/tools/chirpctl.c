@@ -457,6 +457,67 @@ static void render_ini_modes(FILE *out, json_t *modes)
 }
 
 /*
+ * status's "modes" (chirpd's configured radar modes, each with its CPIs so
+ * far) as a table under the other fields, one line per mode:
+ *     modes:   id  name        type       L        cpis
+ *               0  default     lfm      100        1234
+ * and the CPIs of unknown modes beside it. Fields chirpd does not send are
+ * shown as "-"; a reply without "modes" prints as before.
+ */
+static void render_modes(FILE *out, json_t *modes, json_t *unknown, int indent)
+{
+	json_t *m;
+	size_t i;
+
+	fprintf(out, "%*smodes:\n", indent, "");
+	fprintf(out, "%*s%4s  %-16s %-8s %8s %12s\n", indent + 2, "", "id", "name", "type", "L",
+		"cpis");
+	json_array_foreach(modes, i, m) {
+		json_t *name = json_object_get(m, "name"), *type = json_object_get(m, "type");
+		char id[24] = "-", len[24] = "-", cpis[24] = "-";
+
+		if (json_is_integer(json_object_get(m, "id")))
+			snprintf(id, sizeof(id), "%" JSON_INTEGER_FORMAT,
+				 json_integer_value(json_object_get(m, "id")));
+		if (json_is_integer(json_object_get(m, "L")))
+			snprintf(len, sizeof(len), "%" JSON_INTEGER_FORMAT,
+				 json_integer_value(json_object_get(m, "L")));
+		if (json_is_integer(json_object_get(m, "cpis")))
+			snprintf(cpis, sizeof(cpis), "%" JSON_INTEGER_FORMAT,
+				 json_integer_value(json_object_get(m, "cpis")));
+		fprintf(out, "%*s%4s  %-16s %-8s %8s %12s\n", indent + 2, "", id,
+			json_is_string(name) ? json_string_value(name) : "-",
+			json_is_string(type) ? json_string_value(type) : "-", len, cpis);
+	}
+	if (json_is_integer(unknown))
+		fprintf(out, "%*s%4s  %-16s %-8s %8s %12" JSON_INTEGER_FORMAT "\n", indent + 2, "",
+			"?", "(unknown mode)", "-", "-", json_integer_value(unknown));
+}
+
+/* status: the fields as render() shows them, then the modes table. */
+static void render_status(FILE *out, json_t *reply, int indent)
+{
+	json_t *modes = json_object_get(reply, "modes");
+	json_t *unknown = json_object_get(reply, "unknown_mode_cpis");
+	json_t *rest;
+
+	if (!json_is_array(modes)) {
+		render(out, reply, indent, NULL, 0, 1);
+		return;
+	}
+	rest = json_copy(reply);   /* shallow: the values stay the reply's */
+	if (!rest) {
+		render(out, reply, indent, NULL, 0, 1);
+		return;
+	}
+	json_object_del(rest, "modes");
+	json_object_del(rest, "unknown_mode_cpis");
+	render(out, rest, indent, NULL, 0, 1);
+	render_modes(out, modes, unknown, indent);
+	json_decref(rest);
+}
+
+/*
  * `config`: {"path":..., "config":{section:{key:value}, "modes":[...]}}
  * printed as the INI file chirpd reads, so `chirpctl config > running.conf`
  * can be checked with chirpd --check or edited and reloaded.
@@ -513,14 +574,18 @@ static void render_trace(FILE *out, json_t *reply)
 		(long long)json_integer_value(json_object_get(reply, "records")),
 		(long long)json_integer_value(json_object_get(reply, "total")),
 		json_number_value(json_object_get(reply, "latency_budget_ms")));
-	fprintf(out, "%10s %8s %8s %9s %8s %8s %8s %8s %8s %5s %4s %8s %5s  %s\n", "seq", "peek",
-		"submit", "submitted", "in_done", "out_done", "release", "commit", "latency",
-		"fill", "infl", "device", "recmp", "flags");
+	fprintf(out, "%10s %4s %8s %8s %9s %8s %8s %8s %8s %8s %5s %4s %8s %5s  %s\n", "seq",
+		"mode", "peek", "submit", "submitted", "in_done", "out_done", "release", "commit",
+		"latency", "fill", "infl", "device", "recmp", "flags");
 	json_array_foreach(cpis, i, c) {
 		json_t *t = json_object_get(c, "t_us"), *fl = json_object_get(c, "flags"), *f;
 		size_t k;
 
 		fprintf(out, "%10lld", (long long)json_integer_value(json_object_get(c, "seq")));
+		if (json_is_integer(json_object_get(c, "mode")))
+			fprintf(out, " %4lld", (long long)json_integer_value(json_object_get(c, "mode")));
+		else
+			fprintf(out, " %4s", "-");
 		for (size_t s = 0; s < sizeof(st) / sizeof(st[0]); s++) {
 			json_t *v = json_object_get(t, st[s]);
 			int w = s == 2 ? 9 : 8;
@@ -572,6 +637,10 @@ static int show(const char *cmd, json_t *reply)
 		return 0;
 	if (!strcmp(cmd, "trace") && json_is_array(json_object_get(reply, "cpis"))) {
 		render_trace(stdout, reply);
+		return 0;
+	}
+	if (!strcmp(cmd, "status")) {
+		render_status(stdout, reply, 0);
 		return 0;
 	}
 	if (!strcmp(cmd, "help") && json_is_array(json_object_get(reply, "commands"))) {
@@ -673,7 +742,7 @@ static int watch(struct conn *c, double interval, long count)
 			    !json_is_true(json_object_get(stats, "ok")))
 				rc = 1;
 			printf("status:\n");
-			render(stdout, status, 2, NULL, 0, 1);
+			render_status(stdout, status, 2);
 			printf("stats:\n");
 			render(stdout, stats, 2, prev_stats, prev_t ? t - prev_t : 0, 1);
 			json_decref(prev_stats);

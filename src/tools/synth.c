@@ -12,11 +12,18 @@
 #include "config.h"
 #include "waveform.h"
 
+/* One mode's transmitted pulse, normalised to peak 1. */
+struct synth_wave {
+	unsigned id;
+	size_t L;
+	double *s;                     /* 2*L                                 */
+};
+
 struct synth {
 	unsigned C, P, R;
 	enum pc_format format;
-	size_t L;
-	double *s;                     /* 2*L: pulse normalised to peak 1     */
+	struct synth_wave w[SYNTH_MAX_MODES];
+	size_t nw;
 	struct synth_target t[SYNTH_MAX_TARGETS];
 	double amp[SYNTH_MAX_TARGETS]; /* linear amplitudes                   */
 	size_t nt;
@@ -133,8 +140,8 @@ static int synth_check_shape(const struct synth_params *p, char *err, size_t err
 		errbuf_set(err, errlen, "format %d: want cf32 or sc16", (int)p->format);
 		return -EINVAL;
 	}
-	if (!p->pulse || p->pulse_len < 1 || p->pulse_len > p->samples) {
-		errbuf_set(err, errlen, "pulse length L=%zu must be 1..R=%u", p->pulse_len, p->samples);
+	if (p->nmodes > SYNTH_MAX_MODES || (p->nmodes && !p->modes)) {
+		errbuf_set(err, errlen, "%zu modes: at most %d", p->nmodes, SYNTH_MAX_MODES);
 		return -EINVAL;
 	}
 	if (p->ntargets > SYNTH_MAX_TARGETS || (p->ntargets && !p->targets)) {
@@ -148,25 +155,57 @@ static int synth_check_shape(const struct synth_params *p, char *err, size_t err
 	return 0;
 }
 
-/* The pulse's peak magnitude in *peak: finite samples, not all zeros. */
-static int synth_pulse_peak(const struct synth_params *p, double *peak, char *err, size_t errlen)
+/* A pulse's peak magnitude in *peak: 1 <= L <= R, finite samples, not all
+ * zeros. */
+static int synth_pulse_peak(const struct synth_mode *m, unsigned R, double *peak,
+			    char *err, size_t errlen)
 {
 	*peak = 0;
-	for (size_t i = 0; i < p->pulse_len; i++) {
-		double re = p->pulse[2 * i], im = p->pulse[2 * i + 1];
-		double m = sqrt(re * re + im * im);
-
-		if (!isfinite(m)) {
-			errbuf_set(err, errlen, "pulse sample %zu is not finite", i);
-			return -EINVAL;
-		}
-		if (m > *peak)
-			*peak = m;
-	}
-	if (*peak <= 0) {
-		errbuf_set(err, errlen, "pulse is all zeros");
+	if (!m->pulse || m->pulse_len < 1 || m->pulse_len > R) {
+		errbuf_set(err, errlen, "mode %u: pulse length L=%zu must be 1..R=%u", m->id,
+			   m->pulse_len, R);
 		return -EINVAL;
 	}
+	for (size_t i = 0; i < m->pulse_len; i++) {
+		double re = m->pulse[2 * i], im = m->pulse[2 * i + 1];
+		double a = sqrt(re * re + im * im);
+
+		if (!isfinite(a)) {
+			errbuf_set(err, errlen, "mode %u: pulse sample %zu is not finite", m->id, i);
+			return -EINVAL;
+		}
+		if (a > *peak)
+			*peak = a;
+	}
+	if (*peak <= 0) {
+		errbuf_set(err, errlen, "mode %u: pulse is all zeros", m->id);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Copy mode m's pulse into wave w, scaled to peak 1; ids distinct. */
+static int synth_add_wave(struct synth *s, const struct synth_mode *m, char *err, size_t errlen)
+{
+	struct synth_wave *w = &s->w[s->nw];
+	double peak;
+
+	if (synth_pulse_peak(m, s->R, &peak, err, errlen) < 0)
+		return -EINVAL;
+	if (synth_has_mode(s, m->id)) {
+		errbuf_set(err, errlen, "mode %u is given twice", m->id);
+		return -EINVAL;
+	}
+	w->s = malloc(2 * m->pulse_len * sizeof(double));
+	if (!w->s) {
+		errbuf_set(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	w->id = m->id;
+	w->L = m->pulse_len;
+	for (size_t i = 0; i < 2 * w->L; i++)
+		w->s[i] = m->pulse[i] / peak;
+	s->nw++;
 	return 0;
 }
 
@@ -206,11 +245,12 @@ static int synth_check_targets(const struct synth_params *p, char *err, size_t e
 
 struct synth *synth_create(const struct synth_params *p, char *err, size_t errlen)
 {
+	struct synth_mode one = { .id = 0, .pulse = p->pulse, .pulse_len = p->pulse_len };
+	const struct synth_mode *modes = p->nmodes ? p->modes : &one;
+	size_t nmodes = p->nmodes ? p->nmodes : 1;
 	struct synth *s = NULL;
-	double peak;
 
-	if (synth_check_shape(p, err, errlen) < 0 || synth_pulse_peak(p, &peak, err, errlen) < 0 ||
-	    synth_check_targets(p, err, errlen) < 0)
+	if (synth_check_shape(p, err, errlen) < 0 || synth_check_targets(p, err, errlen) < 0)
 		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -221,19 +261,21 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 	s->P = p->pulses;
 	s->R = p->samples;
 	s->format = p->format;
-	s->L = p->pulse_len;
 	s->nt = p->ntargets;
 	s->noise_sigma = sqrt(p->noise_power);
 	s->seed = p->seed;
-	s->s = malloc(2 * s->L * sizeof(double));
 	s->row = malloc(2 * (size_t)s->R * sizeof(double));
-	if (!s->s || !s->row) {
+	if (!s->row) {
 		errbuf_set(err, errlen, "out of memory");
 		synth_destroy(s);
 		return NULL;
 	}
-	for (size_t i = 0; i < 2 * s->L; i++)
-		s->s[i] = p->pulse[i] / peak;
+	for (size_t i = 0; i < nmodes; i++) {
+		if (synth_add_wave(s, &modes[i], err, errlen) < 0) {
+			synth_destroy(s);
+			return NULL;
+		}
+	}
 	for (size_t i = 0; i < s->nt; i++) {
 		s->t[i] = p->targets[i];
 		s->amp[i] = pow(10.0, p->targets[i].amp_db / 20.0);
@@ -245,7 +287,8 @@ void synth_destroy(struct synth *s)
 {
 	if (!s)
 		return;
-	free(s->s);
+	for (size_t i = 0; i < s->nw; i++)
+		free(s->w[i].s);
 	free(s->row);
 	free(s);
 }
@@ -273,6 +316,30 @@ int synth_cpi_index(const struct synth *s, uint64_t first_sample, uint64_t *k)
 uint64_t synth_clipped(const struct synth *s)
 {
 	return s->clipped;
+}
+
+/* The wave of mode id, or NULL. A linear search: at most 64 modes. */
+static const struct synth_wave *synth_wave_of(const struct synth *s, uint32_t id)
+{
+	for (size_t i = 0; i < s->nw; i++)
+		if (s->w[i].id == id)
+			return &s->w[i];
+	return NULL;
+}
+
+int synth_has_mode(const struct synth *s, uint32_t mode)
+{
+	return synth_wave_of(s, mode) != NULL;
+}
+
+size_t synth_nmodes(const struct synth *s)
+{
+	return s->nw;
+}
+
+unsigned synth_mode_id(const struct synth *s, size_t i)
+{
+	return i < s->nw ? s->w[i].id : 0;
 }
 
 /*
@@ -345,15 +412,17 @@ static inline void synth_noise_row(const struct synth *s, uint64_t *st, double *
 	}
 }
 
-/* Add every target's echo of pulse n (global index) to the range line x. */
-static inline void synth_add_echoes(const struct synth *s, uint64_t n, double *x)
+/* Add every target's echo of pulse n (global index), transmitted with
+ * wave w, to the range line x. */
+static inline void synth_add_echoes(const struct synth *s, const struct synth_wave *w,
+				    uint64_t n, double *x)
 {
 	const double twopi = 6.283185307179586476925286766559;
 
 	for (size_t t = 0; t < s->nt; t++) {
 		double ph = 0, cr = s->amp[t], ci = 0;
 		unsigned g = s->t[t].gate;
-		size_t m = s->L;
+		size_t m = w->L;
 
 		if (s->t[t].doppler != 0) {
 			/* fractional part first keeps precision for large n */
@@ -366,7 +435,7 @@ static inline void synth_add_echoes(const struct synth *s, uint64_t n, double *x
 		if (g + m > s->R)
 			m = s->R - g;
 		for (size_t i = 0; i < m; i++) {
-			double sr = s->s[2 * i], si = s->s[2 * i + 1];
+			double sr = w->s[2 * i], si = w->s[2 * i + 1];
 
 			x[2 * (g + i)] += cr * sr - ci * si;
 			x[2 * (g + i) + 1] += cr * si + ci * sr;
@@ -390,12 +459,12 @@ static inline void synth_store_row(struct synth *s, void *out, size_t row, const
 	}
 }
 
-int synth_generate(struct synth *s, uint64_t k, void *out, size_t len)
+/* CPI k with wave w into out (checked by the callers). */
+static void synth_generate_wave(struct synth *s, const struct synth_wave *w, uint64_t k,
+				void *out)
 {
 	uint64_t st = s->seed ^ 0x5851f42d4c957f2dull;
 
-	if (!out || len < synth_cpi_bytes(s))
-		return -EINVAL;
 	/* Key the stream by (seed, k): mix the seed, then the CPI index. */
 	(void)splitmix64(&st);
 	st ^= k * 0xd1342543de82ef95ull;
@@ -407,10 +476,53 @@ int synth_generate(struct synth *s, uint64_t k, void *out, size_t len)
 			uint64_t n = k * s->P + p;       /* global pulse index */
 
 			synth_noise_row(s, &st, s->row);
-			synth_add_echoes(s, n, s->row);
+			synth_add_echoes(s, w, n, s->row);
 			synth_store_row(s, out, row, s->row);
 		}
 	}
+}
+
+int synth_generate(struct synth *s, uint64_t k, void *out, size_t len)
+{
+	if (!out || len < synth_cpi_bytes(s))
+		return -EINVAL;
+	synth_generate_wave(s, &s->w[0], k, out);
+	return 0;
+}
+
+int synth_generate_mode(struct synth *s, uint64_t k, uint32_t mode, void *out, size_t len)
+{
+	const struct synth_wave *w = synth_wave_of(s, mode);
+
+	if (!w)
+		return -ENOENT;
+	if (!out || len < synth_cpi_bytes(s))
+		return -EINVAL;
+	synth_generate_wave(s, w, k, out);
+	return 0;
+}
+
+/* Mode i of c's transmitted pulse (window rect) into m; *pulse is
+ * malloc'd. 0 or -EINVAL with a reason. */
+static int synth_config_pulse(const struct chirp_config *c, unsigned i, struct synth_mode *m,
+			      float **pulse, char *err, size_t errlen)
+{
+	const struct cfg_mode *cm = &c->modes[i];
+	struct wf_params wf = cm->wf;
+	char why[256] = "";
+	size_t len = 0;
+
+	/* The echo is the transmitted pulse s, not the windowed reference. */
+	wf.window = WIN_RECT;
+	wf.file = cm->wf_file[0] ? cm->wf_file : NULL;
+	if (wf_build(&wf, c->samples, pulse, &len, why, sizeof(why)) < 0) {
+		errbuf_set(err, errlen, "%s: mode %s (%u): waveform: %s",
+			   c->path[0] ? c->path : "config", cm->name, cm->id, why);
+		return -EINVAL;
+	}
+	m->id = cm->id;
+	m->pulse = *pulse;
+	m->pulse_len = len;
 	return 0;
 }
 
@@ -419,33 +531,34 @@ struct synth *synth_create_from_config(const struct chirp_config *c,
 				       double noise_power, uint64_t seed,
 				       char *err, size_t errlen)
 {
-	struct wf_params wf = c->wf;
+	struct synth_mode modes[SYNTH_MAX_MODES];
+	float *pulses[SYNTH_MAX_MODES] = { NULL };
 	struct synth_params p;
-	struct synth *s;
-	float *pulse = NULL;
-	size_t len = 0;
-	char why[256] = "";
+	struct synth *s = NULL;
+	unsigned i;
 
-	/* The echo is the transmitted pulse s, not the windowed reference. */
-	wf.window = WIN_RECT;
-	if (c->wf_file[0])
-		wf.file = c->wf_file;
-	if (wf_build(&wf, c->samples, &pulse, &len, why, sizeof(why)) < 0) {
-		errbuf_set(err, errlen, "%s: waveform: %s", c->path[0] ? c->path : "config", why);
+	if (c->nmodes < 1 || c->nmodes > SYNTH_MAX_MODES) {
+		errbuf_set(err, errlen, "%s: %u modes (want 1..%d)",
+			   c->path[0] ? c->path : "config", c->nmodes, SYNTH_MAX_MODES);
 		return NULL;
 	}
+	for (i = 0; i < c->nmodes; i++)
+		if (synth_config_pulse(c, i, &modes[i], &pulses[i], err, errlen) < 0)
+			goto out;
 	synth_params_init(&p);
 	p.channels = c->channels;
 	p.pulses = c->pulses;
 	p.samples = c->samples;
 	p.format = c->format;
-	p.pulse = pulse;
-	p.pulse_len = len;
+	p.modes = modes;
+	p.nmodes = c->nmodes;
 	p.targets = t;
 	p.ntargets = n;
 	p.noise_power = noise_power;
 	p.seed = seed;
 	s = synth_create(&p, err, errlen);
-	free(pulse);
+out:
+	for (i = 0; i < c->nmodes; i++)
+		free(pulses[i]);
 	return s;
 }

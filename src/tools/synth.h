@@ -28,6 +28,14 @@
  *
  *   first_sample of CPI k is k * P * R (synth_first_sample).
  *
+ *   RADAR MODES: a generator may hold up to SYNTH_MAX_MODES transmitted
+ *   pulses, one per radar mode id (synth_params.modes). CPI k of mode m
+ *   (synth_generate_mode) uses mode m's pulse, each scaled to peak 1 on
+ *   its own; the targets, the noise stream and first_sample do not depend
+ *   on the mode, so the same (seed, k) in two modes differ only in the
+ *   echoes' pulse. Every pulse is copied at synth_create: choosing a mode
+ *   per CPI allocates nothing.
+ *
  * LIFECYCLE
  *   synth_create() validates and allocates everything; synth_generate()
  *   does no allocation; synth_destroy() frees. One thread at a time.
@@ -48,11 +56,24 @@ struct synth_target {
 	double doppler;              /* cycles per pulse, -0.5 .. 0.5 (0 = none)  */
 };
 
+#define SYNTH_MAX_MODES PC_MAX_MODES
+
+/* One radar mode's transmitted pulse (synth_params.modes). */
+struct synth_mode {
+	unsigned id;                         /* radar mode id, distinct         */
+	const float *pulse;                  /* s: 2*pulse_len floats (re, im)  */
+	size_t pulse_len;                    /* L, 1 <= L <= R                  */
+};
+
 struct synth_params {
 	unsigned channels, pulses, samples;  /* C, P, R >= 1                    */
 	enum pc_format format;               /* PC_FMT_CF32 or PC_FMT_SC16      */
+	/* nmodes 0: one mode, id 0, with this pulse; else these modes (pulse
+	 * and pulse_len unused), 1..SYNTH_MAX_MODES of them */
 	const float *pulse;                  /* s: 2*pulse_len floats (re, im)  */
 	size_t pulse_len;                    /* L, 1 <= L <= R                  */
+	const struct synth_mode *modes;
+	size_t nmodes;
 	const struct synth_target *targets;  /* may be NULL when ntargets = 0   */
 	size_t ntargets;                     /* <= SYNTH_MAX_TARGETS            */
 	double noise_power;                  /* E|z|^2, full-scale units, >= 0  */
@@ -95,19 +116,35 @@ uint64_t synth_first_sample(const struct synth *s, uint64_t k);
 int synth_cpi_index(const struct synth *s, uint64_t first_sample, uint64_t *k);
 
 /*
- * Write CPI k into out (len must be >= synth_cpi_bytes). No allocation.
+ * Write CPI k into out (len must be >= synth_cpi_bytes) with the first
+ * mode's pulse (the only one of a single-mode generator). No allocation.
  * Returns 0 or -EINVAL (buffer too small). sc16 samples that saturate are
  * counted (synth_clipped).
  */
 int synth_generate(struct synth *s, uint64_t k, void *out, size_t len);
+
+/*
+ * synth_generate with radar mode `mode`'s pulse. -ENOENT (nothing
+ * written) if the generator has no such mode; -EINVAL as above.
+ */
+int synth_generate_mode(struct synth *s, uint64_t k, uint32_t mode, void *out, size_t len);
+
+/* 1 if the generator holds mode `mode`, else 0. */
+int synth_has_mode(const struct synth *s, uint32_t mode);
+
+/* Modes held, and the id of the i-th (0 <= i < synth_nmodes). */
+size_t synth_nmodes(const struct synth *s);
+unsigned synth_mode_id(const struct synth *s, size_t i);
 
 /* sc16 samples saturated since synth_create. */
 uint64_t synth_clipped(const struct synth *s);
 
 /*
  * Build a generator from a chirpd configuration: geometry, input format and
- * waveform (window forced to rect, so the echo is the transmitted pulse).
- * Returns NULL with a reason.
+ * one mode per configured mode (c->modes: [mode NAME] sections and
+ * [waveform]), in the file's order, each with its waveform's window forced
+ * to rect, so the echo is the transmitted pulse. Returns NULL with a
+ * reason.
  */
 struct chirp_config;
 struct synth *synth_create_from_config(const struct chirp_config *c,

@@ -212,8 +212,9 @@ int tool_geom_opt(struct tool_geom_opts *o, const char *name, const char *arg,
 			goto bad;
 		o->have_format = 1;
 	} else if (!strcmp(name, "slots")) {
-		want = "want a power of two 2..65536";
-		if (tool_parse_u64(arg, &u) < 0 || u < 2 || u > 65536 || (u & (u - 1)))
+		/* ring ABI 2: any count, not only powers of two */
+		want = "want a slot count 2..65536";
+		if (tool_parse_u64(arg, &u) < 0 || u < 2 || u > 65536)
 			goto bad;
 		o->slots = (unsigned)u;
 		o->have_slots = 1;

@@ -5,7 +5,8 @@
 # (stats --json = --json stats, -s after the command), an unknown option is
 # a usage error (2) that never reaches the daemon, a refusal names the
 # command once, "--" passes a dash word to the daemon, watch takes its options on either side; --help shows both
-# orders; the bash completion (completion/chirpctl) offers the commands
+# orders; status shows the radar modes as a table and trace a mode column;
+# the bash completion (completion/chirpctl) offers the commands
 # --help lists, the options wherever they stand and log-level's levels.
 . "$(dirname "$0")/lib.sh"
 e2e_init chirpctl_cli
@@ -39,6 +40,16 @@ is_ok_json "$T/d.json" status || e2e_fail "d.json: $(cat "$T/d.json")"
 grep -q '^{' "$T/human.txt" && e2e_fail "stats -s SOCK printed JSON"
 grep -q 'cpis_in' "$T/human.txt" || e2e_fail "human stats: $(head -5 "$T/human.txt")"
 e2e_log "options before and after the command agree"
+# status for people: the modes as a table (the [waveform] section alone is
+# mode 0, "default", L = 4 us at 25 MHz), not as a list of objects; trace
+# has a mode column.
+"$CHIRPCTL" -s "$SOCK" status >"$T/status.txt" || e2e_fail "status"
+grep -qE '^ +id +name +type +L +cpis$' "$T/status.txt" || e2e_fail "status: no modes table: $(cat "$T/status.txt")"
+grep -qE '^ +0  default +lfm +100 +[0-9]+$' "$T/status.txt" || e2e_fail "status: mode 0: $(cat "$T/status.txt")"
+grep -qE '^ +\?  \(unknown mode\) ' "$T/status.txt" || e2e_fail "status: no unknown-mode line"
+grep -q '^ *- *$' "$T/status.txt" && e2e_fail "status printed modes as a list: $(cat "$T/status.txt")"
+"$CHIRPCTL" -s "$SOCK" trace 1 >"$T/trace.txt" || e2e_fail "trace 1"
+grep -qE '^ +seq +mode +peek ' "$T/trace.txt" || e2e_fail "trace: no mode column: $(cat "$T/trace.txt")"
 
 # 2. Errors: an unknown option is usage (2) with getopt's sentence; an extra
 #    argument still reaches the daemon, which refuses it (1).

@@ -45,13 +45,16 @@ cmp in.raw stdout.raw || e2e_fail "--out - differs"
 
 # 2. raw sc16, with --loop and --count beyond the file: 3 CPIs replayed as 8.
 head -c $((2 * 3 * 101 * 4 * 3)) /dev/urandom >in16.raw
-feed_tap "--geometry 2,3,101 --format sc16 --slots 2 -n 8 --out out16.raw" "--file in16.raw --loop --count 8"
+feed_tap "--geometry 2,3,101 --format sc16 --slots 3 -n 8 --out out16.raw" "--file in16.raw --loop --count 8"
 cat in16.raw in16.raw in16.raw | head -c $((2 * 3 * 101 * 4 * 8)) >want16.raw
 cmp want16.raw out16.raw || e2e_fail "raw sc16 loop round trip differs"
 e2e_log "raw sc16 --loop round trip ok"
 
-# 3. SigMF capture of the cf32 stream; metadata checked independently.
-feed_tap "--geometry 3,5,333 --format cf32 --slots 4 --sample-rate 25e6 -n 7 --sigmf cap" "--file in.raw"
+# 3. SigMF capture of the cf32 stream; metadata checked independently. The
+#    feed commits the CPIs with a mode schedule (any id: no -c to check it
+#    against), which the captures record.
+feed_tap "--geometry 3,5,333 --format cf32 --slots 4 --sample-rate 25e6 -n 7 --sigmf cap" \
+	"--file in.raw --modes 4,0,4000000000"
 cmp in.raw cap.sigmf-data || e2e_fail "SigMF data differs from the input"
 "$PY" - cap.sigmf-meta <<'PYEOF' || e2e_fail "SigMF metadata check failed"
 import json, sys
@@ -68,14 +71,21 @@ for i, c in enumerate(caps):
     assert c["chirp:seq"] == i, c
     assert c["chirp:first_sample"] == i * 5 * 333, c
     assert c["core:datetime"].endswith("Z"), c
+    assert c["chirp:mode"] == [4, 0, 4000000000][i % 3], c
 assert m["annotations"] == []
 PYEOF
+grep -q "CPIs per mode: 0: 2, 4: 3, >= 64: 2" tap.log || e2e_fail "tap's modes: $(cat tap.log)"
 e2e_log "SigMF capture ok"
 
 # 4. Replay the SigMF recording into another ring: same bytes again.
 RING_SAVE=$RING; RING=$RING2
-feed_tap "--geometry 3,5,333 --format cf32 --slots 4 --sample-rate 25e6 -n 7 --out replay.raw" "--sigmf cap"
+feed_tap "--geometry 3,5,333 --format cf32 --slots 4 --sample-rate 25e6 -n 7 --out replay.raw --sigmf replay" "--sigmf cap"
 cmp in.raw replay.raw || e2e_fail "SigMF replay differs"
+# ...each CPI committed with its recorded mode.
+"$PY" -c 'import json, sys
+caps = json.load(open(sys.argv[1]))["captures"]
+assert [c["chirp:mode"] for c in caps] == [4, 0, 4000000000] * 2 + [4], caps' replay.sigmf-meta ||
+	e2e_fail "SigMF replay lost the modes"
 RING=$RING_SAVE
 e2e_log "SigMF replay ok"
 
@@ -148,6 +158,41 @@ wait_pid $tp 60; rc=$?
 [ $rc -eq 4 ] || { cat tap.log; e2e_fail "a wrong seed verified (rc $rc)"; }
 grep -q "mismatches 3" tap.log || e2e_fail "mismatch count: $(cat tap.log)"
 e2e_log "synthetic echoes regenerated exactly"
+# Two more modes of other pulse lengths: with --modes each CPI is the
+# synthetic CPI of its own mode (--verify-input regenerates it from the
+# block's mode), and a tap that knows only mode 0 finds the others differ.
+cp "$CONF" one-mode.conf
+printf '\n[mode short]\nid = 1\npulse_width_s = 1e-6\n\n[mode code]\nid = 2\ntype = barker13\nchip_samples = 5\n' >>"$CONF"
+for tapconf in "$CONF" one-mode.conf; do
+	"$CHIRP_TAP" -c "$tapconf" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 12 \
+		--verify-input --targets $TGT --seed 3 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+	tp=$!; e2e_track $tp
+	wait_ring "$RING"
+	"$CHIRP_FEED" -c "$CONF" --targets $TGT --seed 3 --count 12 --block --modes 2,0,1,1 >feed.log 2>&1 ||
+		{ cat feed.log; e2e_fail "synthetic feed with modes failed"; }
+	wait_pid $tp 60; rc=$?
+	if [ "$tapconf" = "$CONF" ]; then
+		[ $rc -eq 0 ] && grep -q "verified 12, mismatches 0" tap.log ||
+			{ cat tap.log; e2e_fail "per-mode synthetic CPIs did not verify (rc $rc)"; }
+		grep -q "CPIs per mode: 0: 3, 1: 6, 2: 3" tap.log || e2e_fail "modes: $(cat tap.log)"
+	else
+		[ $rc -eq 4 ] && grep -q "verified 3, mismatches 9" tap.log ||
+			{ cat tap.log; e2e_fail "modes 1 and 2 verified against mode 0 (rc $rc)"; }
+	fi
+done
+# --prefilled writes a slot again when its next CPI is of another mode:
+# without noise or Doppler every CPI of a mode is the same, so a 4-slot
+# ring under a 3-mode schedule still verifies.
+"$CHIRP_TAP" -c "$CONF" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 14 \
+	--verify-input --targets 40:-6 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+tp=$!; e2e_track $tp
+wait_ring "$RING"
+"$CHIRP_FEED" -c "$CONF" --targets 40:-6 --count 14 --block --prefilled --modes 0,1,2 >feed.log 2>&1 ||
+	{ cat feed.log; e2e_fail "--prefilled --modes failed"; }
+wait_pid $tp 60 || { cat tap.log; e2e_fail "--prefilled kept a slot of another mode"; }
+grep -q "verified 14, mismatches 0" tap.log || e2e_fail "prefilled modes: $(cat tap.log)"
+cp one-mode.conf "$CONF"
+e2e_log "synthetic echoes of each CPI's own mode"
 
 # 7. Refusals, each with a message that says what is wrong.
 expect_fail() {   # expect_fail PATTERN CMD... — CMD exits non-zero and says PATTERN
@@ -176,6 +221,11 @@ expect_fail "want microseconds 0..1000000" "$CHIRP_TAP" --drain --spin-us 100000
 expect_fail "give exactly one source" "$CHIRP_FEED" --file in.raw --sigmf cap
 expect_fail "GATE" "$CHIRP_FEED" -c "$CONF" --targets x:3
 expect_fail "gate 600 is outside" "$CHIRP_FEED" -c "$CONF" --targets 600:-6 --create -r "$RING2"
+expect_fail "mode 5 is not declared in" "$CHIRP_FEED" -c "$CONF" --targets 60:-6 --modes 0,5 --create -r "$RING2"
+expect_fail "entry 2 'x' is not a mode id" "$CHIRP_FEED" -c "$CONF" --targets 60:-6 --modes 0,x
+expect_fail "entry 1 '4294967296' is not a mode id" "$CHIRP_FEED" --file in.raw --modes 4294967296
+expect_fail "want mode ids" "$CHIRP_FEED" --file in.raw --modes 0,,1
+expect_fail "allow-unknown-modes applies to --modes" "$CHIRP_FEED" --file in.raw --allow-unknown-modes
 e2e_log "refusals ok"
 
 # 8. tap --timeout: nothing arrives -> exit 3.
