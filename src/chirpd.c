@@ -46,7 +46,7 @@
 
 /* The version every program of the tree reports (mk/install.mk reads it here). */
 #ifndef CHIRP_VERSION
-#define CHIRP_VERSION "0.1"
+#define CHIRP_VERSION "0.2"
 #endif
 
 const char chirpd_version[] = CHIRP_VERSION;

@@ -38,7 +38,7 @@
 #define REPLY_MAX      (256u << 20)
 
 #ifndef CHIRP_VERSION
-#define CHIRP_VERSION "0.1"
+#define CHIRP_VERSION "0.2"
 #endif
 
 static volatile sig_atomic_t stop_flag;
