@@ -352,7 +352,7 @@ run_case() {
 	local pace=(--block)
 	[ -n "$rate" ] && pace=(--rate "$rate")
 	local sched=()
-	[ "$radar_modes" -gt 1 ] && sched=(--modes "$(seq -s, 0 $((radar_modes - 1)))")
+	[ "$radar_modes" -gt 1 ] && [ "$name" != capacity ] && sched=(--modes "$(seq -s, 0 $((radar_modes - 1)))")
 	"${tools[@]}" "$BUILD/bin/chirp-feed" --ring "$in" -c "$conf" --targets 300:-6,$((R / 2)):-20 --prefilled \
 		"${pace[@]}" "${sched[@]}" -q --wait 10 >"$out/feed-$name.log" 2>&1 &
 	feed=$!; pids+=($feed)
@@ -411,7 +411,7 @@ run_floor() {
 	echo "command	$cmdline"
 	echo "date	$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "machine	$(hostname), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/^/, /')"
-	echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
+	echo "commit	$(scripts/bench-meta.sh /dev/stdout latency - | sed -n 's/^commit\t//p')"
 	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen$([ "$radar_modes" -gt 1 ] && echo ", $radar_modes radar modes (L, L/2$([ "$radar_modes" -gt 2 ] && echo ", L/4")), the mode changing every CPI"); shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || { [ -n "$probe_spin_us" ] && echo "polls ${probe_spin_us} µs, then sleeps on the ring's futex (--probe-spin-us)"; } || echo "sleeps on the ring's futex")"
 	[ -n "$tools_cpus" ] && echo "tools	producer and probe on cpus $tools_cpus (--tools-cpus)"
 	echo "windows	$windows per load$([ "$backend" = cuda ] && [ $copy = 1 ] && echo ", each after a floor window"), warm-up $warmup s, measured $measure s each, capacity over $cap_s s$([ -n "$soak" ] && echo ", soak")"
@@ -485,6 +485,22 @@ echo "noise floor on CPUs ${cpus:-all} ($noise_n x 250 us block, 2000 x 1 ms sle
 "$BUILD/bench/noise_floor" ${cpus:+--cpus "$cpus"} --samples "$noise_n" >"$out/noise.txt" ||
 	die "noise_floor failed"
 
+# Radar modes: a prefilled producer keeps each slot's payload only while
+# the slot always carries the same mode, i.e. while the mode schedule's
+# length divides the slot count; otherwise it must write every CPI anew
+# and cannot keep up. So the capacity row runs mode 0 only (the same
+# pipeline and filters), and the load rows fix the input ring at the
+# capacity row's auto size rounded up to a multiple of the schedule.
+mode_slots=
+if [ "$radar_modes" -gt 1 ]; then
+	mode_slots=$(json_get "$out/status-capacity.json" rings.input_slots)
+	[[ $mode_slots =~ ^[0-9]+$ ]] || die "chirpctl status has no rings.input_slots"
+	mode_slots=$(( (mode_slots + radar_modes - 1) / radar_modes * radar_modes ))
+	sets+=("input.slots=$mode_slots")
+	printf 'modes	capacity with mode 0 only; load rows: the mode changing every CPI, input.slots = %s (a multiple of the %s-mode schedule)\n' \
+		"$mode_slots" "$radar_modes" >>"$out/meta.tsv"
+fi
+
 # The floor's slots: as many as chirpd's rings have (the capacity row's
 # chirpd; slots = auto sizes them from the capacity it measures at start).
 floor=
@@ -494,6 +510,7 @@ if [ "$backend" = cuda ] && [ $copy = 1 ] && [ -z "$soak" ]; then
 	out_slots=$(json_get "$out/status-capacity.json" rings.output_slots)
 	[[ $in_slots =~ ^[0-9]+$ ]] && [[ $out_slots =~ ^[0-9]+$ ]] ||
 		die "chirpctl status has no rings.input_slots/output_slots for the floor"
+	[ -n "$mode_slots" ] && in_slots=$mode_slots
 	[ "$in_slots" -gt 1024 ] && in_slots=1024   # copy_floor's most
 	[ "$out_slots" -gt 1024 ] && out_slots=1024
 	printf 'floor\t%s chunks over 2 streams, %s input and %s output slots\n' \

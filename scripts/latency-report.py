@@ -525,7 +525,7 @@ def report(d):
     meta, rows, floors, noise, sleep = load(d)
     cuda = "backend cuda" in meta.get("setup", "")
     out = []
-    for k in ("command", "date", "machine", "commit", "setup", "tools", "windows", "floor"):
+    for k in ("command", "date", "machine", "commit", "setup", "modes", "tools", "windows", "floor"):
         if k in meta:
             out.append("%s: %s  " % (k, meta[k]))
     out.append("capacity: %s CPI/s (same run); chirpd's data-path CPUs: %s  " %

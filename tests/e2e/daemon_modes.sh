@@ -19,6 +19,7 @@
 e2e_init modes
 [ -x "$PY" ] || e2e_skip "$PY not found"
 "$PY" -c 'import numpy' 2>/dev/null || e2e_skip "numpy not available for $PY"
+e2e_python_preload
 LIB=$BUILD/lib/libchirpring.so.2
 [ -f "$LIB" ] || e2e_skip "$LIB is not built"
 
@@ -79,7 +80,7 @@ cp "$T/three.conf" "$CONF"
 
 # --- A and B: one producer/reader, a reload in the middle ----------------------------
 t_start=$(date +%s)
-"$PY" - "$LIB" "$IN_RING" "$OUT_RING" "$T" "$N" "$RATE" "$CHIRPCTL" "$SOCK" "$CONF" \
+env ${PRE:+LD_PRELOAD=$PRE} "$PY" - "$LIB" "$IN_RING" "$OUT_RING" "$T" "$N" "$RATE" "$CHIRPCTL" "$SOCK" "$CONF" \
 	>"$T/modes.out" 2>&1 <<'PYEOF' || e2e_fail "modes check: $(tail -20 "$T/modes.out")"
 import ctypes, numpy as np, os, subprocess, sys, time
 

@@ -111,7 +111,8 @@ e2e_ctl trace 3 >"$T/trace.txt" || e2e_fail "trace 3 (text)"
 [ "$(wc -l <"$T/trace.txt")" = 5 ] || e2e_fail "trace 3 text: $(cat "$T/trace.txt")"
 grep -q "^flight recorder: 64 records kept, 150 CPIs recorded, budget 0.001 ms" "$T/trace.txt" ||
 	e2e_fail "trace text header: $(head -1 "$T/trace.txt")"
-tail -1 "$T/trace.txt" | grep -Eq "^ +[0-9]+( +[0-9]+\.[0-9]{3}){8} +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9]+  delivered,over_budget$" ||
+# seq, mode, the eight stage times, then the counters and flags.
+tail -1 "$T/trace.txt" | grep -Eq "^ +[0-9]+ +[0-9]+( +[0-9]+\.[0-9]{3}){8} +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9]+  delivered,over_budget$" ||
 	e2e_fail "trace text line: $(tail -1 "$T/trace.txt")"
 
 # Bad N: a clear error, chirpd keeps running.

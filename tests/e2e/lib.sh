@@ -351,3 +351,22 @@ e2e_stat_gt() { local v; v=$(e2e_stat "$1") && [ "$v" -gt "$2" ]; }
 
 # e2e_state — the daemon's state from `status` ("running", "paused", ...).
 e2e_state() { e2e_ctl --json status | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["state"])'; }
+
+# e2e_python_preload — python3 loading this build's libchirpring through
+# ctypes: an AddressSanitizer build needs its runtimes preloaded into the
+# interpreter (PRE, for LD_PRELOAD; leak checks off, python's own
+# allocations are not ours); a ThreadSanitizer library cannot be loaded
+# into python at all (skip).
+e2e_python_preload() {
+	local r f
+	PRE=
+	case $BUILD in
+	*asan*)
+		for r in libasan.so libubsan.so; do
+			f=$(cc -print-file-name=$r) && [ -f "$f" ] || e2e_skip "no $r to preload into python"
+			PRE="$PRE${PRE:+:}$f"
+		done
+		export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0";;
+	*tsan*) e2e_skip "python3 cannot load a ThreadSanitizer library";;
+	esac
+}

@@ -17,16 +17,7 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 LIB=$BUILD/lib/libchirpring.so.2
 [ -f "$LIB" ] || e2e_fail "$LIB was not built"
 
-PRE=
-case $BUILD in
-*asan*)
-	for r in libasan.so libubsan.so; do
-		f=$(cc -print-file-name=$r) && [ -f "$f" ] || e2e_skip "no $r to preload into python"
-		PRE="$PRE${PRE:+:}$f"
-	done
-	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0";;
-*tsan*) e2e_skip "python3 cannot load a ThreadSanitizer library";;
-esac
+e2e_python_preload
 
 e2e_config output.slots=32
 e2e_start_chirpd
