@@ -204,17 +204,8 @@ int main(int argc, char **argv)
 			tune.fftw_wisdom = v;
 			i++;
 		} else if (!strcmp(a, "--block-kib")) {
-			char *end;
-			unsigned long long k;
-
-			errno = 0;
-			k = strtoull(v, &end, 10);
-			if (errno || *end || v[0] == '-' || k < 1 || k > PC_MAX_BLOCK_KIB) {
-				fprintf(stderr, "bench_pc: --block-kib '%s': want 1..%u\n", v,
-					PC_MAX_BLOCK_KIB);
+			if (bench_parse_block_kib("bench_pc", v, &tune.block_kib) < 0)
 				return 2;
-			}
-			tune.block_kib = (unsigned)k;
 			i++;
 		} else if (!strcmp(a, "--nfft")) {
 			nfft = strtoull(v, NULL, 10);

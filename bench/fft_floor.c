@@ -341,17 +341,11 @@ int main(int argc, char **argv)
 			cpis[ncpi++] = c;
 			i++;
 		} else if (!strcmp(a, "--block-kib")) {
-			char *end;
-			unsigned long long k;
+			unsigned k;
 
-			errno = 0;
-			k = strtoull(v, &end, 10);
-			if (errno || *end || v[0] == '-' || k < 1 || k > PC_MAX_BLOCK_KIB) {
-				fprintf(stderr, "fft_floor: --block-kib '%s': want 1..%u\n", v,
-					PC_MAX_BLOCK_KIB);
+			if (bench_parse_block_kib("fft_floor", v, &k) < 0)
 				return 2;
-			}
-			block_kib = (size_t)k;
+			block_kib = k;
 			i++;
 		} else if (!strcmp(a, "--wisdom")) {
 			wisdom = v;
