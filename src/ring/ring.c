@@ -767,6 +767,19 @@ static size_t probe_bytes(const struct chirp_ring *r)
 	return r->path[0] ? RING_HUGE_PAGE : RING_HDR_BYTES;
 }
 
+/* fstat the open object into *st and check its owner (owner_check). */
+static int stat_owned(struct chirp_ring *r, struct stat *st, const struct chirp_ring_opts *opts,
+		      char *err, size_t errlen)
+{
+	if (fstat(r->fd, st) < 0) {
+		int rc = -errno;
+
+		seterr(err, errlen, "fstat %s: %s", r->name, strerror(-rc));
+		return rc;
+	}
+	return owner_check(r, st, opts, err, errlen);
+}
+
 /* Map the validated object and set the handle up. fd already open. */
 static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts, char *err,
 			size_t errlen)
@@ -777,12 +790,7 @@ static int map_and_init(struct chirp_ring *r, const struct chirp_ring_opts *opts
 	void *p;
 	int rc;
 
-	if (fstat(r->fd, &st) < 0) {
-		rc = -errno;
-		seterr(err, errlen, "fstat %s: %s", r->name, strerror(-rc));
-		return rc;
-	}
-	rc = owner_check(r, &st, opts, err, errlen);
+	rc = stat_owned(r, &st, opts, err, errlen);
 	if (rc < 0)
 		return rc;
 	if ((uint64_t)st.st_size < probe_bytes(r)) {
@@ -912,12 +920,7 @@ static int take_over_existing(struct chirp_ring *r, const struct ring_layout *wa
 	if (rc < 0)
 		return rc == -ENOENT ? 0 : rc;   /* vanished: create */
 	r->fd = rc;
-	if (fstat(r->fd, &st) < 0) {
-		rc = -errno;
-		seterr(err, errlen, "fstat %s: %s", r->name, strerror(-rc));
-		return rc;
-	}
-	rc = owner_check(r, &st, opts, err, errlen);
+	rc = stat_owned(r, &st, opts, err, errlen);
 	if (rc < 0)
 		return rc;
 	if ((uint64_t)st.st_size >= probe_bytes(r)) {
