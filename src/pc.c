@@ -64,6 +64,9 @@ size_t pc_output_sample_bytes(enum pc_output m)
 	case PC_OUT_COMPLEX: return 8;
 	case PC_OUT_MAGNITUDE: return 4;
 	case PC_OUT_POWER_DB: return 4;
+	case PC_OUT_MAP_POWER: return 4;
+	case PC_OUT_MAP_DB: return 4;
+	case PC_OUT_NONE: return 0;
 	}
 	return 0;
 }
@@ -83,6 +86,9 @@ const char *pc_output_name(enum pc_output m)
 	case PC_OUT_COMPLEX: return "complex";
 	case PC_OUT_MAGNITUDE: return "magnitude";
 	case PC_OUT_POWER_DB: return "power_db";
+	case PC_OUT_MAP_POWER: return "map_power";
+	case PC_OUT_MAP_DB: return "map_db";
+	case PC_OUT_NONE: return "none";
 	}
 	return "?";
 }
@@ -918,22 +924,35 @@ static int pc_fail(struct pc *pc, int rc, const char *call)
  * -ENOENT, nothing queued, the pc stays usable (the daemon flags the CPI
  * CHIRP_RING_UNKNOWN_MODE).
  */
-int pc_submit_mode(struct pc *pc, const void *in, void *out, uint64_t tag, unsigned mode)
+int pc_submit_job(struct pc *pc, const struct pc_job *j)
 {
 	int rc, fi;
 
 	if (pc->failed)
 		return -EIO;
 	/* Bad arguments are the caller's bug, not a backend failure. */
-	if (!in || !out || ((uintptr_t)in | (uintptr_t)out) % 4 != 0)
+	if (!j->in || !j->out || ((uintptr_t)j->in | (uintptr_t)j->out) % 4 != 0)
 		return -EINVAL;
-	fi = mode < PC_MAX_MODES ? pc->mode_filt[mode] : -1;
+	fi = j->mode < PC_MAX_MODES ? pc->mode_filt[j->mode] : -1;
 	if (fi < 0)
 		return -ENOENT;
-	rc = pc->ops->submit(pc->be, in, out, tag, (unsigned)fi, mode);
+	rc = pc->ops->submit(pc->be, j->in, j->out, j->det, j->tag, (unsigned)fi, j->mode);
 	if (rc < 0 && rc != -EAGAIN)
 		return pc_fail(pc, rc, "submit");
 	return rc;
+}
+
+int pc_submit_mode(struct pc *pc, const void *in, void *out, uint64_t tag, unsigned mode)
+{
+	struct pc_job j = { .in = in, .out = out, .det = NULL, .tag = tag, .mode = mode };
+
+	return pc_submit_job(pc, &j);
+}
+
+size_t pc_det_bytes(const struct pc *pc)
+{
+	(void)pc;
+	return 0;
 }
 
 int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag)

@@ -20,6 +20,7 @@
 #define CHIRP_PC_BACKEND_H
 
 #include "chirp/pc.h"
+#include "radar.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,10 @@ struct pc_setup {
 	int busy_poll;                       /* pc_params.busy_poll          */
 	unsigned idle_spin_us;               /* pc_params.idle_spin_us       */
 	struct pc_tuning tune;               /* pc_params.tune, checked      */
+	/* The radar chain (radar.h), or NULL when pc_params.radar.doppler
+	 * is 0. Owned by pc.c and valid for the backend's lifetime. With it,
+	 * out_mode may be a map mode or PC_OUT_NONE. */
+	const struct radar_setup *radar;
 };
 
 struct pc_backend_ops {
@@ -59,9 +64,11 @@ struct pc_backend_ops {
 	int (*register_host)(void *be, void *base, size_t len);
 	void (*unregister_host)(void *be, void *base);
 	/* One CPI with filter filt (< nfilts, checked by pc.c); its
-	 * pc_done entries carry tag and mode (the mode's id). */
-	int (*submit)(void *be, const void *in, void *out, uint64_t tag, unsigned filt,
-		      uint32_t mode);
+	 * pc_done entries carry tag and mode (the mode's id). det is the
+	 * detection list (radar->det_bytes), non-NULL exactly when the
+	 * chain detects; out is NULL when out_mode is PC_OUT_NONE. */
+	int (*submit)(void *be, const void *in, void *out, void *det, uint64_t tag,
+		      unsigned filt, uint32_t mode);
 	int (*poll)(void *be, struct pc_done *done, int max, int timeout_ms);
 	unsigned (*in_flight)(void *be);
 	const char *(*last_error)(void *be);

@@ -985,11 +985,13 @@ static void queue_done(struct cpu_be *b, uint64_t tag, uint32_t mode, uint64_t t
  * (wait_blocks), so the job and nonfinite are the caller's to reset; the
  * pool's submit releases them with the CPI's ticket.
  */
-static int cpu_submit(void *be, const void *in, void *out, uint64_t tag, unsigned filt,
+static int cpu_submit(void *be, const void *in, void *out, void *det, uint64_t tag, unsigned filt,
 		      uint32_t mode)
 {
 	struct cpu_be *b = be;
 	uint64_t t0, gen;
+
+	(void)det;   /* the radar chain is not built yet */
 	uint32_t recomputed;
 	unsigned woken;
 

@@ -53,14 +53,19 @@ extern "C" {
 #define PC_POWER_DB_FLOOR  (-300.0f) /* = 10 log10(PC_POWER_FLOOR)         */
 
 enum pc_format    { PC_FMT_CF32 = 0, PC_FMT_SC16 = 1 };
-enum pc_output    { PC_OUT_COMPLEX = 0, PC_OUT_MAGNITUDE = 1, PC_OUT_POWER_DB = 2 };
+enum pc_output    { PC_OUT_COMPLEX = 0, PC_OUT_MAGNITUDE = 1, PC_OUT_POWER_DB = 2,
+		    /* with pc_params.radar.doppler (below): */
+		    PC_OUT_MAP_POWER = 3,  /* float32 M[c][k][n], [channel][doppler][range] */
+		    PC_OUT_MAP_DB = 4,     /* float32 10 log10(max(M, PC_POWER_FLOOR))      */
+		    PC_OUT_NONE = 5 };     /* no output: detections only (pc_out_bytes 0)   */
 enum pc_normalize { PC_NORM_NOISE = 0, PC_NORM_NONE = 1 };
 enum pc_backend   { PC_BACKEND_AUTO = 0, PC_BACKEND_CPU = 1, PC_BACKEND_CUDA = 2 };
 enum pc_staging   { PC_STAGING_AUTO = 0, PC_STAGING_REGISTER = 1, PC_STAGING_COPY = 2 };
 
-/* Bytes of one input sample / one output gate. */
+/* Bytes of one input sample / one output gate (or map cell). */
 size_t pc_format_sample_bytes(enum pc_format f);   /* cf32: 8, sc16: 4     */
-size_t pc_output_sample_bytes(enum pc_output m);   /* complex: 8, else 4   */
+size_t pc_output_sample_bytes(enum pc_output m);   /* complex: 8, none: 0,
+						      else 4               */
 
 const char *pc_format_name(enum pc_format f);      /* "cf32", "sc16"       */
 const char *pc_output_name(enum pc_output m);      /* "complex", ...       */
@@ -129,6 +134,85 @@ struct pc_tuning {
 #define PC_MAX_BLOCK_KIB 1048576u
 #define PC_MAX_CUDA_SPIN_US 10000u
 #define PC_CUDA_SPIN_US 300u
+
+/*
+ * RADAR CHAIN (optional, after pulse compression, on the same device)
+ *
+ *   Let y[c][p][n] be the compressed CPI above (P pulses, gates n < R).
+ *
+ *   MTI along pulses:   none:  z[p] = y[p]                       P' = P
+ *                       two:   z[p] = y[p+1] - y[p]              P' = P-1
+ *                       three: z[p] = y[p] - 2 y[p+1] + y[p+2]   P' = P-2
+ *
+ *   Doppler, Nd >= P' bins (auto: pc_good_fft_size(P')), bin k = 0..Nd-1
+ *   holding signed bin m = k - floor(Nd/2) (zero Doppler in the middle):
+ *
+ *       D[c][k][n] = g_d * sum_{p<P'} w[p] z[c][p][n] exp(-2 pi i p m / Nd)
+ *
+ *   w = the window (P' coefficients), g_d = 1 / sqrt(G_mti * sum w[p]^2)
+ *   with G_mti = 1, 2, 6 (none, two, three): white noise of power s^2 in
+ *   y keeps power s^2 in D. A tone exp(2 pi i f p / prf) peaks at
+ *   m = f Nd / prf: positive m is a closing target.
+ *
+ *   Map M[c][k][n] = |D[c][k][n]|^2; integrated I[k][n] = sum_c M[c][k][n].
+ *
+ *   CFAR, on each channel's map or on I (integrate): for cell (k, n) the
+ *   training cells are (k+dk mod Nd, n+dn) with |dk| <= gd+td,
+ *   |dn| <= gr+tr, 0 <= n+dn < R, and not (|dk| <= gd and |dn| <= gr):
+ *   the Doppler axis is cyclic, and at the range edges only the cells that
+ *   exist are used. The statistic S over them:
+ *       ca  mean of the training cells;
+ *       go  max of the means of the leading (dn < 0) and lagging (dn > 0)
+ *           halves; so  their min; a half with no cell (the edge) gives
+ *           way to the other;
+ *       os  the k_n-th smallest (1-based), k_n = max(1, round(k N_n / N))
+ *           for N_n cells at gate n, N in the interior.
+ *   noise[n] = S * norm[n] and the threshold alpha[n] * noise[n], where
+ *   norm (1 except os: 1 / E[k-th order statistic of unit-mean cells]) and
+ *   alpha (from pfa and the cells actually used at gate n, for exponential
+ *   cells, or Gamma(C) ones when integrated) are computed once at create
+ *   in double precision. A cell is a crossing if its value > threshold,
+ *   and a detection if it is also a local maximum: greater than every
+ *   cell (k', n') with |k'-k| <= md (cyclic), |n'-n| <= mr (in range)
+ *   whose index k' R + n' is lower, and not less than those whose index is
+ *   higher. Detections go out as a list (chirp/detect.h).
+ *
+ *   Every backend implements exactly this; pc_params_check rejects what
+ *   cannot be computed (training wider than an axis, pfa outside (0, 1),
+ *   Nd < P', velocities without a carrier, ...).
+ */
+enum pc_mti  { PC_MTI_NONE = 0, PC_MTI_TWO = 1, PC_MTI_THREE = 2 };
+enum pc_cfar { PC_CFAR_CA = 0, PC_CFAR_GO = 1, PC_CFAR_SO = 2, PC_CFAR_OS = 3 };
+
+#define PC_MAX_DETECTIONS   1048576u /* max_detections upper bound          */
+#define PC_CFAR_OS_MAX_CELLS 256u    /* os: training cells per cell, at most */
+
+struct pc_radar {
+	int doppler;                 /* 1: MTI, Doppler FFT and the map after
+					compression (required by cfar and the
+					map outputs); 0: everything below is
+					ignored                              */
+	enum pc_mti mti;
+	const float *window;         /* w: P' coefficients along pulses, or
+					NULL for rect; copied by pc_create   */
+	unsigned nfft;               /* Nd: 0 = auto, else >= P'           */
+	int cfar;                    /* 1: detect, into pc_job.det         */
+	enum pc_cfar method;
+	int integrate;               /* 1: CFAR on I (one list, channel
+					CHIRP_DET_CHANNEL_ALL); 0: per channel */
+	unsigned guard_range, guard_doppler;   /* gr, gd (cells each side) */
+	unsigned train_range, train_doppler;   /* tr, td (cells each side) */
+	unsigned os_rank;            /* os: k, 1..N, or 0 = auto (3N/4)    */
+	double pfa;                  /* false-alarm probability, (0, 1)    */
+	unsigned maxima_range, maxima_doppler; /* mr, md                   */
+	unsigned max_detections;     /* records per CPI, 1..PC_MAX_DETECTIONS */
+	double sample_rate_hz;       /* > 0: range_m = n c / (2 fs); 0: NaN */
+	double prf_hz;               /* pulse repetition frequency, Hz     */
+	double carrier_hz;           /* > 0 with prf_hz > 0: velocities;
+					0 and 0: velocity_mps NaN          */
+	int velocity;                /* 1: velocities required (check fails
+					without prf_hz and carrier_hz)       */
+};
 
 struct pc_params {
 	/* Geometry: channels >= 1, pulses >= 1, samples (R) >= 1. */
@@ -205,6 +289,8 @@ struct pc_params {
 					own waits (pc_info.idle_spin_us). */
 	struct pc_tuning tune;       /* backend tuning; pc_params_init sets
 					each field's default             */
+	struct pc_radar radar;       /* the radar chain; pc_params_init:
+					off, with defaults for the rest      */
 };
 #define PC_MAX_IDLE_SPIN_US 1000000u   /* 1 s */
 
@@ -260,12 +346,20 @@ struct pc_info {
 					when the depth was given             */
 	unsigned long long graph_cpis; /* CUDA: CPIs launched as one CUDA
 					graph so far (0 on the CPU)      */
+	unsigned pulses_mti;         /* radar chain: P' (0 when off)      */
+	unsigned doppler_nfft;       /* radar chain: Nd (0 when off)      */
+	size_t det_bytes;            /* = pc_det_bytes()                  */
 };
 void pc_get_info(const struct pc *pc, struct pc_info *info);
 
-/* Bytes of one input CPI / one output CPI (packed, no padding). */
+/* Bytes of one input CPI / one output CPI (packed, no padding); a map
+ * output is C x Nd x R float32, PC_OUT_NONE 0. */
 size_t pc_in_bytes(const struct pc *pc);
 size_t pc_out_bytes(const struct pc *pc);
+
+/* Bytes of one CPI's detection list, CHIRP_DET_BYTES(max_detections), or
+ * 0 when the pc does not detect. */
+size_t pc_det_bytes(const struct pc *pc);
 
 /*
  * Tell the backend that [base, base+len) is host memory that CPIs will be
@@ -330,6 +424,25 @@ struct pc_done {
 };
 
 int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag);
+
+/*
+ * The general submit. out may be NULL when pc_out_bytes is 0; det
+ * (pc_det_bytes() bytes) must be non-NULL when the pc detects, and is
+ * written like out (valid with PC_DONE_OUTPUT): a chirp_det_header with
+ * mode, flags, count, found, maps, doppler_bins, range_gates, cells and
+ * crossings filled, seq / timestamp_ns / first_sample 0 (the caller's),
+ * then the records. Registered memory (pc_register_host) is written in
+ * place, as out is. pc_submit_mode(pc, in, out, tag, mode) is
+ * pc_submit_job with det NULL.
+ */
+struct pc_job {
+	const void *in;
+	void *out;
+	void *det;
+	uint64_t tag;
+	unsigned mode;
+};
+int pc_submit_job(struct pc *pc, const struct pc_job *job);
 
 /*
  * pc_submit with the CPI's mode: the CPI is compressed with that mode's

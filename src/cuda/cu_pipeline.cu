@@ -129,7 +129,7 @@ out:
 	return rc;
 }
 
-static int cu_submit(void *p, const void *in, void *out, uint64_t tag, unsigned filt,
+static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag, unsigned filt,
 		     uint32_t mode)
 {
 	struct cu_be *be = (struct cu_be *)p;
@@ -137,6 +137,7 @@ static int cu_submit(void *p, const void *in, void *out, uint64_t tag, unsigned 
 	int stage_in, stage_out, in_dev = 0, out_dev = 0, rc = 0;
 	int li, launched = 0;
 
+	(void)det;   /* the radar chain is not built yet */
 	if (be->failed)
 		return -EIO;
 	if (be->count == be->nsets)

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * detect.h — the detection list chirpd writes per CPI: a fixed header and
+ * fixed-size records, the public layout of a detection ring's slot (ring
+ * format CHIRP_RING_DET) and of what libchirpring, the Python package and
+ * chirp-tap read.
+ *
+ * LAYOUT
+ *   One CPI's list is a struct chirp_det_header followed by `count`
+ *   struct chirp_det_record, packed, little-endian (the host's order), in
+ *   a slot of CHIRP_DET_BYTES(max_detections) bytes. Records are ordered by
+ *   channel, then Doppler bin (ascending, negative first), then range gate.
+ *   When more detections are found than fit (found > count), the first
+ *   `count` in that order are kept and CHIRP_DET_OVERFLOW is set: a CPI is
+ *   never dropped for having too many.
+ *
+ * VERSIONING
+ *   `version` is CHIRP_DET_VERSION of the writer. A reader checks magic,
+ *   then version, then record_bytes; a later version may append fields to
+ *   the record (record_bytes grows) and readers of this version step by
+ *   record_bytes and read the fields they know.
+ *
+ * UNITS
+ *   power and noise are in the range-Doppler map's units: |sample|^2 of
+ *   the compressed, Doppler-processed data, summed over channels for an
+ *   integrated list. With pulse compression's normalize = noise and the
+ *   Doppler gain chirpd applies, white input noise of power s^2 per sample
+ *   reads noise = s^2 per channel. snr_db = 10 log10(power / noise).
+ */
+#ifndef CHIRP_DETECT_H
+#define CHIRP_DETECT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CHIRP_DET_MAGIC    0x54454443u   /* "CDET" read as little-endian  */
+#define CHIRP_DET_VERSION  1u
+
+/* chirp_det_header.flags */
+#define CHIRP_DET_OVERFLOW    (1u << 0)  /* found > count: list truncated   */
+#define CHIRP_DET_INTEGRATED  (1u << 1)  /* CFAR ran on the channels'
+					    non-coherent sum: every record's
+					    channel is CHIRP_DET_CHANNEL_ALL */
+#define CHIRP_DET_NO_VELOCITY (1u << 2)  /* no carrier or PRF configured:
+					    velocity_mps is NaN             */
+#define CHIRP_DET_SKIPPED     (1u << 3)  /* the CPI was not processed (its
+					    mode is unknown): no records      */
+
+#define CHIRP_DET_CHANNEL_ALL (-1)       /* record of an integrated list    */
+
+struct chirp_det_header {                /* 80 bytes                        */
+	uint32_t magic;                  /* CHIRP_DET_MAGIC                 */
+	uint16_t version;                /* CHIRP_DET_VERSION               */
+	uint16_t record_bytes;           /* sizeof(struct chirp_det_record) */
+	uint64_t seq;                    /* the input CPI's block number    */
+	uint64_t timestamp_ns;           /* the input CPI's timestamp       */
+	uint64_t first_sample;           /* the input CPI's first sample    */
+	uint32_t mode;                   /* the CPI's radar mode            */
+	uint32_t flags;                  /* CHIRP_DET_*                     */
+	uint32_t count;                  /* records that follow             */
+	uint32_t found;                  /* detections found (>= count)     */
+	uint32_t maps;                   /* maps the CFAR ran on: channels,
+					    or 1 when integrated            */
+	uint32_t doppler_bins;           /* Nd: Doppler FFT length          */
+	uint32_t range_gates;            /* R                               */
+	uint32_t reserved;               /* 0                               */
+	uint64_t cells;                  /* cells tested: maps x Nd x R     */
+	uint64_t crossings;              /* cells over their threshold,
+					    before the local-maximum rule   */
+};
+
+struct chirp_det_record {                /* 32 bytes                        */
+	int32_t channel;                 /* 0..C-1, or CHIRP_DET_CHANNEL_ALL */
+	uint32_t range_gate;             /* 0..R-1: an echo starting at input
+					    sample d peaks at gate d        */
+	int32_t doppler_bin;             /* -floor(Nd/2) .. ceil(Nd/2)-1,
+					    0 = zero Doppler                */
+	float range_m;                   /* gate x c / (2 sample_rate_hz)   */
+	float velocity_mps;              /* radial velocity, positive closing
+					    (positive Doppler):
+					    bin x prf / Nd x c / (2 carrier) */
+	float power;                     /* the cell's power                */
+	float noise;                     /* the CFAR's noise estimate there */
+	float snr_db;                    /* 10 log10(power / noise)         */
+};
+
+/* Bytes of a list slot with room for max records. */
+#define CHIRP_DET_BYTES(max) \
+	(sizeof(struct chirp_det_header) + (uint64_t)(max) * sizeof(struct chirp_det_record))
+
+#ifdef __cplusplus
+static_assert(sizeof(struct chirp_det_header) == 80, "detection header is 80 bytes");
+static_assert(sizeof(struct chirp_det_record) == 32, "detection record is 32 bytes");
+#else
+_Static_assert(sizeof(struct chirp_det_header) == 80, "detection header is 80 bytes");
+_Static_assert(sizeof(struct chirp_det_record) == 32, "detection record is 32 bytes");
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CHIRP_DETECT_H */
