@@ -63,7 +63,10 @@ extern "C" {
 enum chirp_ring_format {
 	CHIRP_RING_CF32 = 0,   /* interleaved float32 I,Q                   */
 	CHIRP_RING_SC16 = 1,   /* interleaved int16 I,Q (value / 32768)     */
-	CHIRP_RING_RF32 = 2,   /* real float32 (magnitude, power_db output) */
+	CHIRP_RING_RF32 = 2,   /* real float32 (magnitude, power_db, maps)  */
+	CHIRP_RING_DET = 3,    /* detection lists (chirp/detect.h): geometry
+				  1 x 1 x max_detections, a slot holds a
+				  header and up to samples records        */
 };
 
 /* Block flags (chirp_ring_block.flags). A ring carries only these: other

@@ -74,6 +74,7 @@
  *  shm_open objects do not support). Both sides must trust the owner uid;
  *  that is what the 0600/0660 mode and the owner check are for.
  */
+#include "chirp/detect.h"
 #include "ring_private.h"
 #include "timeutil.h"
 
@@ -256,6 +257,7 @@ static uint64_t sample_bytes(uint32_t format)
 	case CHIRP_RING_CF32: return 8;
 	case CHIRP_RING_SC16: return 4;
 	case CHIRP_RING_RF32: return 4;
+	case CHIRP_RING_DET: return sizeof(struct chirp_det_record);
 	default: return 0;
 	}
 }
@@ -271,7 +273,14 @@ static int geometry_check(const struct chirp_ring_geometry *g, uint64_t *cpi, ch
 		return -EINVAL;
 	}
 	if (sb == 0) {
-		seterr(err, errlen, "sample format %u unknown (0 cf32, 1 sc16, 2 rf32)", g->format);
+		seterr(err, errlen, "sample format %u unknown (0 cf32, 1 sc16, 2 rf32, 3 det)",
+		       g->format);
+		return -EINVAL;
+	}
+	/* A detection list is one header and `samples` records. */
+	if (g->format == CHIRP_RING_DET && (g->channels != 1 || g->pulses != 1)) {
+		seterr(err, errlen, "geometry %ux%ux%u: a det ring is 1x1xmax_detections",
+		       g->channels, g->pulses, g->samples);
 		return -EINVAL;
 	}
 	if (g->slots < 2 || g->slots > RING_MAX_SLOTS) {
@@ -290,6 +299,8 @@ static int geometry_check(const struct chirp_ring_geometry *g, uint64_t *cpi, ch
 		       g->pulses, g->samples, (unsigned long long)(RING_MAX_TOTAL / 2));
 		return -EINVAL;
 	}
+	if (g->format == CHIRP_RING_DET)
+		n += sizeof(struct chirp_det_header);
 	*cpi = n;
 	return 0;
 }

@@ -24,7 +24,7 @@ import os
 
 ABI_VERSION = 2   # CHIRP_RING_ABI_VERSION this module was written against
 
-CF32, SC16, RF32 = 0, 1, 2
+CF32, SC16, RF32, DET = 0, 1, 2, 3
 PRODUCER, CONSUMER = 1, 2
 DISCONTINUITY = 1 << 0
 NONFINITE = 1 << 1
