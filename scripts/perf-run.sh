@@ -252,12 +252,14 @@ step_radar() {
 DETECT_CFG="doppler.enable=1 doppler.window=hamming doppler.fft=256 cfar.enable=1 cfar.method=ca cfar.integrate=none cfar.pfa=1e-5 detections.ring=chirp-perf-det"
 
 step_detect() {
-	local cmd=(scripts/bench-daemon-gpu.sh "$dir/detect.tsv")
+	local cmd=(scripts/bench-daemon-gpu.sh "$work/detect.raw")
 	meta detect CONFIGS="4x128x4096:cf32:none 16x128x9000:cf32:none" DAEMON_STREAMS=auto MEASURE_S=5 \
 		EXTRA_CFG="$DETECT_CFG" "${cmd[@]}"
 	if CONFIGS="4x128x4096:cf32:none 16x128x9000:cf32:none" DAEMON_STREAMS=auto MEASURE_S=5 \
 		EXTRA_CFG="$DETECT_CFG" run_step 150 "$work/detect.log" "${cmd[@]}"; then
 		cp "$work/detect.log" "$dir/detect.log"
+		# bench-daemon-gpu writes "geometry format output gsps" lines
+		{ printf 'geometry\tformat\toutput\tgsps\n'; tr ' ' '\t' <"$work/detect.raw"; } >"$dir/detect.tsv"
 		note detect ok "$(tr '\n' ';' <"$dir/detect.tsv")"
 	else
 		tail -5 "$work/detect.log"
