@@ -114,7 +114,8 @@ static void usage(FILE *f)
 "Consume CPIs from a chirp ring (normally chirpd's output ring).\n"
 "\n"
 "  -r, --ring NAME        ring (default: [output] ring of -c ([input] ring with\n"
-"                         --verify-input), else /chirpd-out)\n"
+"                         --verify-input, [detections] ring with --list, --jsonl\n"
+"                         or --verify-targets), else /chirpd-out)\n"
 "  -c, --config FILE      chirpd configuration (ring name, output mode; --verify)\n"
 "  -n, --count N          stop after N CPIs (default: until SIGINT/SIGTERM)\n"
 "      --out PATH         write CPIs as raw data in the ring's format and layout\n"
@@ -346,6 +347,12 @@ static int tap_opt(struct tap *t, int c, int li)
 	return 0;
 }
 
+/* --list, --jsonl or --verify-targets: the ring read holds detection lists. */
+static int det_opts(const struct tap *t)
+{
+	return t->list_text || t->list_jsonl || t->det_targets_spec;
+}
+
 /* The options that exclude or need one another. */
 static int tap_args_check(struct tap *t)
 {
@@ -353,7 +360,7 @@ static int tap_args_check(struct tap *t)
 		log_err("--drain discards data: not with --out or --sigmf");
 		return -EINVAL;
 	}
-	int det = t->list_text || t->list_jsonl || t->det_targets_spec;
+	int det = det_opts(t);
 
 	if (!t->drain && !t->out_path && !t->sigmf_base && !t->verify && !t->verify_input && !det) {
 		log_err("nothing to do: give --out, --sigmf, --drain, --verify, --list, --jsonl "
@@ -414,6 +421,8 @@ static const char *ring_default(const struct tap *t)
 {
 	if (t->ring_name)
 		return t->ring_name;
+	if (t->have_cfg && det_opts(t) && t->cfg.det_ring[0])
+		return t->cfg.det_ring;     /* chirpd's [detections] ring */
 	if (t->have_cfg && t->verify_input && t->cfg.input_ring[0])
 		return t->cfg.input_ring;   /* --verify-input reads chirpd's input */
 	if (t->have_cfg && t->cfg.output_ring[0])
@@ -498,8 +507,8 @@ static int create_geometry(struct tap *t, struct chirp_ring_geometry *g)
 	/* chirpd's output ring for this configuration (its input ring with
 	 * --verify-input) */
 	if (t->have_cfg)
-		config_ring_geometry(&t->cfg, t->verify_input ? CONFIG_RING_INPUT : CONFIG_RING_OUTPUT,
-				     g);
+		config_ring_geometry(&t->cfg, det_opts(t) ? CONFIG_RING_DET :
+				     t->verify_input ? CONFIG_RING_INPUT : CONFIG_RING_OUTPUT, g);
 	if (!g->slots)   /* slots = auto: chirpd sizes it; 16 here */
 		g->slots = 16;
 	tool_geom_apply(&t->geom, g);
@@ -533,7 +542,7 @@ static int check_geometry(struct tap *t, const struct chirp_ring_geometry *old)
 			ring_default(t));
 		return -EINVAL;
 	}
-	if (g->format != CHIRP_RING_DET && (t->list_text || t->list_jsonl || t->det_targets_spec)) {
+	if (g->format != CHIRP_RING_DET && det_opts(t)) {
 		log_err("ring %s holds %s, not detection lists (--list, --jsonl and "
 			"--verify-targets read a det ring)", ring_default(t),
 			tool_ring_format_name(g->format));
