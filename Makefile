@@ -89,7 +89,7 @@ CORE_SRCS  := $(addprefix src/,chunk_policy.c config.c control.c errbuf.c hcopy.
                 radar.c radar_cpu.c waveform.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_host.cu cu_kernels.cu cu_pipeline.cu cu_setup.cu)
-TOOL_SRCS  := $(addprefix src/tools/,synth.c tool.c)
+TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # chirpd's own files (linked only into chirpd): main and the event loop,
 # generations, reload, control commands.
 DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c)
