@@ -184,8 +184,13 @@ void gen_report_slack(const struct gen *g)
 	log_info("input ring %s: %u slots = %.1f ms at the measured capacity of %.0f CPI/s "
 		 "(%s, buffer_ms %g); output ring %s: %u slots = %.1f ms", g->cfg.input_ring, n, ms,
 		 g->capacity_cps, g->slots_requested ? "slots fixed" : "slots = auto",
-		 g->cfg.input_buffer_ms, g->cfg.output_ring, g->cfg.output_slots,
-		 gen_ring_ms(g->cfg.output_slots, g->capacity_cps));
+		 g->cfg.input_buffer_ms, g->out ? g->cfg.output_ring : "(none)",
+		 g->out ? g->cfg.output_slots : 0,
+		 gen_ring_ms(g->out ? g->cfg.output_slots : 0, g->capacity_cps));
+	if (g->det)
+		log_info("detection ring %s: %u slots = %.1f ms (%s)", g->cfg.det_ring,
+			 g->cfg.det_slots, gen_ring_ms(g->cfg.det_slots, g->capacity_cps),
+			 g->det_slots_requested ? "slots fixed" : "slots = auto");
 	if (ms < g->cfg.input_buffer_ms) {
 		unsigned need = pipeline_auto_slots(g->cfg.input_buffer_ms, g->capacity_cps, 0, 0, 2);
 
@@ -593,6 +598,9 @@ static int gen_attach_det(const struct daemon *d, struct gen *g, char *err, size
 		snprintf(err, errlen, "detection ring %s: %s", g->cfg.det_ring, why);
 		return -EIO;
 	}
+	/* Lists continue the previous chirpd's after a clean stop, as the
+	 * output ring's results do (mark_clean in the pipeline). */
+	(void)chirp_ring_set_continuous(g->det);
 	if (d->plan.node >= 0) {
 		chirp_ring_data(g->det, &base, &len);
 		if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
