@@ -690,9 +690,12 @@ static void count_input(struct pipeline *p, const struct chirp_ring_block *blk)
 		if (blk->seq > p->last_seq)
 			stats_count(p->st, ST_SEQUENCE_GAPS, blk->seq - p->last_seq - 1);
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		p->det_carry |= CHIRP_RING_DISCONTINUITY;   /* lists are missing too */
 	}
-	if (blk->flags & CHIRP_RING_DISCONTINUITY)
+	if (blk->flags & CHIRP_RING_DISCONTINUITY) {
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		p->det_carry |= CHIRP_RING_DISCONTINUITY;
+	}
 	p->have_last_seq = 1;
 	p->last_seq = blk->seq;
 	stats_count(p->st, ST_CPIS_IN, 1);
@@ -873,6 +876,7 @@ static int take_one(struct pipeline *p)
 		f->kind = OUT_SKIP;
 		f->done_in = f->done_out = 1;
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		p->det_carry |= CHIRP_RING_DISCONTINUITY;
 		stats_write_end(p->st);
 		return 1;
 	}

@@ -12,7 +12,9 @@
 #      skipped, in its place;
 #   C. a reload to [output] mode none: noise only, detections are the only
 #      result, every CPI is delivered with its list, and the observed
-#      false-alarm rate is near the configured pfa.
+#      false-alarm rate is near the configured pfa;
+#   D. a detection ring nobody reads fills: further lists are dropped from
+#      it and counted, chirpd keeps taking CPIs and the file has them all.
 . "$(dirname "$0")/lib.sh"
 e2e_init detect
 e2e_need chirp-feed chirp-tap
@@ -175,5 +177,18 @@ assert 1e-3 / 4 < rate < 1e-3 * 4, rate
 ' $(($(e2e_stat cfar_cells) - cells0)) $(($(e2e_stat cfar_crossings) - cross0)) ||
 	e2e_fail "false-alarm rate far from pfa"
 e2e_log "C: mode none, $M CPIs delivered as detection lists only"
+
+# --- D: a full detection ring drops lists, counted, and never holds chirpd up -----
+in0=$(e2e_stat cpis_in) lines0=$(wc -l <"$T/det.jsonl") drops0=$(e2e_stat detection_drops)
+radar_config output.mode=none detections.slots=4
+e2e_ctl --json reload >"$T/reload.out" 2>&1 || e2e_fail "reload (slots 4): $(cat "$T/reload.out")"
+grep -q '"detection_ring_recreated": *true' "$T/reload.out" || e2e_fail "reload reply: $(cat "$T/reload.out")"
+"$CHIRP_FEED" -c "$CONF" --target $GATE,-20,$DOPPLER_HZ --snr-db 10 -n 40 --block -q \
+	2>"$T/feed.log" || e2e_fail "chirp-feed (no detection consumer): $(cat "$T/feed.log")"
+e2e_wait 5 e2e_stat_ge cpis_in $((in0 + 40)) || e2e_fail "chirpd held up by a full detection ring"
+e2e_wait 5 e2e_stat_ge detection_drops $((drops0 + 36)) || e2e_fail "detection_drops $(e2e_stat detection_drops), expected +36"
+[ "$(e2e_stat detection_drops)" = $((drops0 + 36)) ] || e2e_fail "detection_drops $(e2e_stat detection_drops), expected +36"
+[ "$(wc -l <"$T/det.jsonl")" = $((lines0 + 40)) ] || e2e_fail "the file misses lists the ring dropped"
+e2e_log "D: a detection ring of 4 slots without a reader: 36 of 40 lists dropped and counted, all 40 in the file"
 [ "$(e2e_state)" = running ] || e2e_fail "state: $(e2e_state)"
 e2e_pass
