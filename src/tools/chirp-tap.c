@@ -126,7 +126,8 @@ static void usage(FILE *f)
 "      --wait SEC         wait up to SEC for the ring to appear (default 10)\n"
 "      --allow-foreign-owner  use a ring owned by another user (e.g. chirpd's,\n"
 "                         shared through its control_group); default: refuse\n"
-"      --mode M           label for --sigmf: input, complex, magnitude, power_db\n"
+"      --mode M           label for --sigmf: input, complex, magnitude, power_db,\n"
+"                         map_power, map_db\n"
 "                         (default: the output mode of -c)\n"
 "      --fail-on-gap      exit 5 if any CPI was missing\n"
 "      --spin-us N        poll up to N us after each CPI before sleeping on the\n"
@@ -331,8 +332,10 @@ static int tap_opt(struct tap *t, int c, int li)
 		break;
 	case O_MODE:
 		if (strcmp(optarg, "input") && strcmp(optarg, "complex") &&
-		    strcmp(optarg, "magnitude") && strcmp(optarg, "power_db"))
-			return tool_bad_arg("--mode", optarg, "want input, complex, magnitude or power_db");
+		    strcmp(optarg, "magnitude") && strcmp(optarg, "power_db") &&
+		    strcmp(optarg, "map_power") && strcmp(optarg, "map_db"))
+			return tool_bad_arg("--mode", optarg, "want input, complex, magnitude, power_db, "
+					    "map_power or map_db");
 		t->mode = optarg;
 		break;
 	case O_FAILGAP: t->fail_on_gap = 1; break;
