@@ -137,7 +137,7 @@ struct cu_radar_set {
 	cufftHandle plan;        /* Nd-point FFTs along pulses, on s->stream */
 	int have_plan;
 	float *d_map;            /* M [C][Nd][R], zero Doppler in the middle */
-	float *d_imap;           /* I [Nd][R] (integrate), else NULL        */
+	float *d_imap;           /* I [Nd][R] (cfar on I), else NULL        */
 	float *d_sf, *d_st;      /* ca/go/so: per cell the Doppler window's
 				    full column sum and its training part
 				    (guard rows left out) [maps][Nd][R]    */

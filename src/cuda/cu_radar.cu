@@ -52,6 +52,7 @@
  * list (cu_radar_stamp), so one captured graph serves every mode. Summing
  * order is fixed (ascending dk, then ascending dn), float32 as the map.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +185,7 @@ __global__ void k_cfar_range(const float *__restrict__ sf, const float *__restri
 	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
 	float cf = (float)(2 * (a.gd + a.td) + 1), ct = (float)(2 * a.td);   /* cells per column */
 	float sl = 0.0f, sr = 0.0f, nl = 0.0f, nr = 0.0f, sc, mean;
+	int badl = 0, badr = 0, bad;
 
 	if (SMEM) {
 		for (unsigned i = threadIdx.x; i < span; i += blockDim.x) {
@@ -200,38 +202,44 @@ __global__ void k_cfar_range(const float *__restrict__ sf, const float *__restri
 	for (int dn = -h; dn <= h; dn++) {
 		int g = (int)n + dn;
 		int guard = dn >= -(int)a.gr && dn <= (int)a.gr;
-		float v;
+		float v, full;
 
 		if (dn == 0 || g < 0 || g >= (int)a.R)
 			continue;
-		if (SMEM)
-			v = guard ? sh[span + (g - lo)] : sh[g - lo];
-		else
-			v = guard ? gt[g] : gf[g];
+		full = SMEM ? sh[g - lo] : gf[g];
+		v = guard ? (SMEM ? sh[span + (g - lo)] : gt[g]) : full;
 		if (dn < 0) {
 			sl += v;
 			nl += guard ? ct : cf;
+			badl |= !isfinite(full);
 		} else {
 			sr += v;
 			nr += guard ? ct : cf;
+			badr |= !isfinite(full);
 		}
 	}
 	sc = SMEM ? sh[span + ((int)n - lo)] : gt[n];
 	if (a.method == PC_CFAR_CA || (nl == 0.0f && nr == 0.0f)) {
 		mean = (sl + sc + sr) / (nl + ct + nr);
+		bad = badl | badr | !isfinite(SMEM ? sh[(int)n - lo] : gf[n]);
+	} else if (nl == 0.0f) {   /* an edge: the other half gives the estimate */
+		mean = sr / nr;
+		bad = badr;
+	} else if (nr == 0.0f) {
+		mean = sl / nl;
+		bad = badl;
 	} else {
 		float ml = sl / nl, mr = sr / nr;
 
-		if (nl == 0.0f)          /* an edge: the other half gives the estimate */
-			mean = mr;
-		else if (nr == 0.0f)
-			mean = ml;
-		else if (a.method == PC_CFAR_GO)
-			mean = ml > mr ? ml : mr;
-		else
-			mean = ml < mr ? ml : mr;
+		mean = a.method == PC_CFAR_GO ? (ml > mr ? ml : mr) : (ml < mr ? ml : mr);
+		bad = badl | badr;
 	}
-	noise[(size_t)row * a.R + n] = mean * norm[n];
+	/*
+	 * A NaN or Inf among the Doppler columns a statistic draws on, guard
+	 * cells included (non-finite input), leaves no estimate: noise NaN,
+	 * so no crossing there, as the CPU backend decides it.
+	 */
+	noise[(size_t)row * a.R + n] = bad ? NAN : mean * norm[n];
 }
 
 /* 4c. os, one thread per cell (x: gates, y strides over rows): the
@@ -249,7 +257,7 @@ __global__ void k_cfar_os(const float *__restrict__ x, unsigned rows, struct cu_
 	for (unsigned row = blockIdx.y; row < rows; row += gridDim.y) {
 		unsigned mp = row / a.Nd, k = row % a.Nd;
 		const float *map = x + (size_t)mp * a.Nd * a.R;
-		int cnt = 0, kk, l, m;
+		int cnt = 0, bad = 0, kk, l, m;
 
 		for (int dk = -w; dk <= w; dk++) {
 			const float *r = map + (size_t)cu_wrap((int)k + dk, a.Nd) * a.R;
@@ -262,7 +270,12 @@ __global__ void k_cfar_os(const float *__restrict__ x, unsigned rows, struct cu_
 					continue;
 				if (cnt < (int)PC_CFAR_OS_MAX_CELLS)
 					c[cnt++] = r[g];
+				bad |= !isfinite(r[g]);
 			}
+		}
+		if (bad) {   /* no estimate from a non-finite training set */
+			noise[(size_t)row * a.R + n] = NAN;
+			continue;
 		}
 		kk = (int)rank[n] - 1;
 		if (kk >= cnt)
@@ -628,6 +641,14 @@ int cu_radar_create(struct cu_be *be)
 			 rs->pulses, rs->samples, rs->pulses_mti, rs->nd);
 		return -EINVAL;
 	}
+	/* grid limits: a block per map row (x), CU_RT-gate tiles on y */
+	if ((size_t)rs->maps * rs->nd > INT_MAX || (R + CU_RT - 1) / CU_RT > 65535) {
+		snprintf(be->last_error, sizeof(be->last_error),
+			 "radar chain: %u x %u map rows of %u gates exceed the CUDA backend's grid "
+			 "(at most %d rows, %u gates)", rs->maps, rs->nd, rs->samples, INT_MAX,
+			 65535u * CU_RT);
+		return -EINVAL;
+	}
 	be->det_bytes = rs->cfar ? rs->det_bytes : 0;
 	rc = cu_upload(be, (void **)&be->d_win, rs->window, rs->pulses_mti * sizeof(float));
 	if (rc == 0 && rs->cfar)
@@ -678,7 +699,7 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 
 	CK(cudaMalloc((void **)&r->d_dop, cube * sizeof(float2)));
 	CK(cudaMalloc((void **)&r->d_map, cube * sizeof(float)));
-	if (rs->integrate)
+	if (rs->integrate && rs->cfar)
 		CK(cudaMalloc((void **)&r->d_imap, (size_t)rs->nd * rs->samples * sizeof(float)));
 	if (rs->cfar) {
 		if (rs->method != PC_CFAR_OS) {

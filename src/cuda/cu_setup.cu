@@ -119,6 +119,7 @@ static void cu_destroy_set(struct cu_set *s)
 	for (unsigned k = 0; k < CU_CHUNK_STREAMS; k++)
 		cu_destroy_chunk_stream(&s->cs[k]);
 	cu_graph_free(s);
+	cu_radar_free_set(s);    /* its plan is bound to s->stream: before it goes */
 	if (s->have_ev_fork)
 		(void)cudaEventDestroy(s->ev_fork);
 	if (s->have_ev_start)
@@ -133,7 +134,6 @@ static void cu_destroy_set(struct cu_set *s)
 	(void)cudaFree(s->d_fft);
 	(void)cudaFree(s->d_out);
 	(void)cudaFree(s->d_nonfinite);
-	cu_radar_free_set(s);
 	if (s->h_nonfinite)
 		(void)cudaFreeHost(s->h_nonfinite);
 	if (s->h_in)
