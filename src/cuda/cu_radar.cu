@@ -84,10 +84,10 @@ __global__ void k_mti(const float2 *__restrict__ fft, size_t pe, unsigned C, uns
 		return;
 	for (size_t row = blockIdx.y; row < (size_t)C * Nd; row += gridDim.y) {
 		unsigned c = (unsigned)(row / Nd), p = (unsigned)(row % Nd);
-		const float2 *y = fft + ((size_t)c * P + p) * pe + n;
 		float2 z = make_float2(0.0f, 0.0f);
 
-		if (p < Pm) {
+		if (p < Pm) {   /* pulses p .. p+2 < P: Pm = P - (MTI's drop) */
+			const float2 *y = fft + ((size_t)c * P + p) * pe + n;
 			float2 a = y[0];
 
 			if (mti == PC_MTI_TWO) {
