@@ -22,6 +22,7 @@
 #include "hcopy.h"
 #include "pc_backend.h"
 #include "log.h"
+#include "radar.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -44,6 +45,11 @@ struct pc {
 	int mode_filt[PC_MAX_MODES]; /* mode id -> filter index, -1: none    */
 	char *gpu_bus_id;            /* copy, setup.gpu_bus_id points here  */
 	size_t in_bytes, out_bytes;
+	struct radar_setup radar;    /* the radar chain (setup.radar points
+					here when pc_params.radar.doppler)  */
+	size_t det_bytes;            /* pc_det_bytes                        */
+	void *det_scratch;           /* pc_execute's list when the caller
+					gives none (made at create)         */
 	char depth_choice[96];       /* pc_info.depth_choice                */
 	bool failed;
 	char err[256];               /* why it failed (pc_last_error)       */
@@ -171,6 +177,26 @@ void pc_params_init(struct pc_params *p)
 	p->tune.cuda_idle_chunks = 1;
 	p->tune.cuda_spin_us = PC_CUDA_SPIN_US;
 	p->tune.staging_nt = 1;
+	p->radar.doppler = 0;
+	p->radar.mti = PC_MTI_NONE;
+	p->radar.window = NULL;
+	p->radar.nfft = 0;
+	p->radar.cfar = 0;
+	p->radar.method = PC_CFAR_CA;
+	p->radar.integrate = 1;
+	p->radar.guard_range = 2;
+	p->radar.guard_doppler = 1;
+	p->radar.train_range = 8;
+	p->radar.train_doppler = 2;
+	p->radar.os_rank = 0;
+	p->radar.pfa = 1e-6;
+	p->radar.maxima_range = 1;
+	p->radar.maxima_doppler = 1;
+	p->radar.max_detections = 1024;
+	p->radar.sample_rate_hz = 0;
+	p->radar.prf_hz = 0;
+	p->radar.carrier_hz = 0;
+	p->radar.velocity = 0;
 }
 
 /* pc_params.tune's ranges (a zeroed struct is valid: every 0 is a default
@@ -236,8 +262,9 @@ static int check_modes(const struct pc_params *p, char *err, size_t errlen)
 		errbuf_set(err, errlen, "format %d: unknown input format (cf32 or sc16)", (int)p->in_format);
 		return -EINVAL;
 	}
-	if (pc_output_sample_bytes(p->out_mode) == 0) {
-		errbuf_set(err, errlen, "output mode %d: unknown (complex, magnitude or power_db)", (int)p->out_mode);
+	if (p->out_mode < PC_OUT_COMPLEX || p->out_mode > PC_OUT_NONE) {
+		errbuf_set(err, errlen, "output mode %d: unknown (complex, magnitude, power_db, map_power, map_db or none)",
+			   (int)p->out_mode);
 		return -EINVAL;
 	}
 	if (p->normalize != PC_NORM_NOISE && p->normalize != PC_NORM_NONE) {
@@ -431,6 +458,213 @@ static int check_backend_opts(const struct pc_params *p, char *err, size_t errle
 	return 0;
 }
 
+/* ---- the radar chain's parameters (pc.h, RADAR CHAIN) ------------------- */
+
+static const char *mti_name(enum pc_mti m)
+{
+	return m == PC_MTI_TWO ? "two" : m == PC_MTI_THREE ? "three" : "none";
+}
+
+static const char *cfar_name(enum pc_cfar m)
+{
+	switch (m) {
+	case PC_CFAR_CA: return "ca";
+	case PC_CFAR_GO: return "go";
+	case PC_CFAR_SO: return "so";
+	case PC_CFAR_OS: return "os";
+	}
+	return "?";
+}
+
+/* Pulses left after the MTI, 0 when there are too few for it. */
+static unsigned pulses_after_mti(const struct pc_params *p)
+{
+	unsigned drop = p->radar.mti == PC_MTI_TWO ? 1 : p->radar.mti == PC_MTI_THREE ? 2 : 0;
+
+	return p->pulses > drop ? p->pulses - drop : 0;
+}
+
+/* The output mode against the chain: maps need Doppler processing and
+ * none needs detections (nothing else would come out). */
+static int check_radar_outputs(const struct pc_params *p, char *err, size_t errlen)
+{
+	const struct pc_radar *r = &p->radar;
+
+	if ((p->out_mode == PC_OUT_MAP_POWER || p->out_mode == PC_OUT_MAP_DB) && !r->doppler) {
+		errbuf_set(err, errlen, "output %s needs the radar chain's Doppler processing (radar doppler = 1)",
+			   pc_output_name(p->out_mode));
+		return -EINVAL;
+	}
+	if (r->cfar && !r->doppler) {
+		errbuf_set(err, errlen, "cfar needs the radar chain's Doppler processing (radar doppler = 1): it runs on the range-Doppler map");
+		return -EINVAL;
+	}
+	if (p->out_mode == PC_OUT_NONE && !(r->doppler && r->cfar)) {
+		errbuf_set(err, errlen, "output none is only valid with cfar on: nothing else would come out");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* MTI, the Doppler FFT length and the window. */
+static int check_radar_doppler(const struct pc_params *p, unsigned *nd, char *err, size_t errlen)
+{
+	const struct pc_radar *r = &p->radar;
+	unsigned pm;
+
+	if (r->mti < PC_MTI_NONE || r->mti > PC_MTI_THREE) {
+		errbuf_set(err, errlen, "mti %d: unknown (none, two or three)", (int)r->mti);
+		return -EINVAL;
+	}
+	pm = pulses_after_mti(p);
+	if (pm == 0) {
+		errbuf_set(err, errlen, "mti %s needs at least %u pulses: the CPI has %u",
+			   mti_name(r->mti), r->mti == PC_MTI_THREE ? 3u : 2u, p->pulses);
+		return -EINVAL;
+	}
+	if (r->nfft != 0 && r->nfft < pm) {
+		errbuf_set(err, errlen, "doppler nfft %u is shorter than the %u pulses after MTI", r->nfft, pm);
+		return -EINVAL;
+	}
+	*nd = r->nfft ? r->nfft : (unsigned)pc_good_fft_size(pm);
+	if (*nd == 0 || *nd > (1u << 24)) {
+		errbuf_set(err, errlen, "doppler nfft %u: must be at most %u", *nd, 1u << 24);
+		return -EINVAL;
+	}
+	if ((uint64_t)p->channels * *nd * p->samples > ((uint64_t)1 << 40)) {
+		errbuf_set(err, errlen, "range-Doppler map of %u x %u x %u cells is too large",
+			   p->channels, *nd, p->samples);
+		return -EINVAL;
+	}
+	if (r->window) {
+		double e = 0.0;
+
+		for (unsigned i = 0; i < pm; i++) {
+			if (!isfinite(r->window[i])) {
+				errbuf_set(err, errlen, "doppler window coefficient %u is not finite", i);
+				return -EINVAL;
+			}
+			e += (double)r->window[i] * r->window[i];
+		}
+		if (!(e > 0.0)) {
+			errbuf_set(err, errlen, "doppler window is all zeros");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Physical scales: finite and >= 0; velocities need both prf and carrier. */
+static int check_radar_scales(const struct pc_radar *r, char *err, size_t errlen)
+{
+	const double v[3] = { r->sample_rate_hz, r->prf_hz, r->carrier_hz };
+	static const char *const name[3] = { "sample_rate_hz", "prf_hz", "carrier_hz" };
+
+	for (int i = 0; i < 3; i++)
+		if (!(v[i] >= 0.0) || !isfinite(v[i])) {
+			errbuf_set(err, errlen, "radar %s %g must be finite and >= 0 (0: not given)",
+				   name[i], v[i]);
+			return -EINVAL;
+		}
+	if (r->velocity && !(r->prf_hz > 0.0 && r->carrier_hz > 0.0)) {
+		errbuf_set(err, errlen, "velocity needs carrier_hz and prf_hz (given: carrier %g Hz, prf %g Hz)",
+			   r->carrier_hz, r->prf_hz);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The CFAR window against the map (R gates x Nd bins) and the method. */
+static int check_radar_window(const struct pc_params *p, unsigned nd, char *err, size_t errlen)
+{
+	const struct pc_radar *r = &p->radar;
+	uint64_t wr = 2ull * ((uint64_t)r->guard_range + r->train_range) + 1;
+	uint64_t wd = 2ull * ((uint64_t)r->guard_doppler + r->train_doppler) + 1, n;
+
+	if (wr > p->samples) {
+		errbuf_set(err, errlen, "cfar training in range (2 x (%u+%u) + 1 = %llu cells) is wider than the %u range gates",
+			   r->guard_range, r->train_range, (unsigned long long)wr, p->samples);
+		return -EINVAL;
+	}
+	if (wd > nd) {
+		errbuf_set(err, errlen, "cfar training in Doppler (2 x (%u+%u) + 1 = %llu cells) is wider than the %u Doppler bins",
+			   r->guard_doppler, r->train_doppler, (unsigned long long)wd, nd);
+		return -EINVAL;
+	}
+	n = wr * wd - (2ull * r->guard_range + 1) * (2ull * r->guard_doppler + 1);
+	if (n < 1) {
+		errbuf_set(err, errlen, "cfar has no training cell: train_range and train_doppler are both 0");
+		return -EINVAL;
+	}
+	if ((r->method == PC_CFAR_GO || r->method == PC_CFAR_SO) && r->train_range < 1) {
+		errbuf_set(err, errlen, "cfar %s needs train_range >= 1: its halves are the leading and lagging range cells",
+			   cfar_name(r->method));
+		return -EINVAL;
+	}
+	if (r->method == PC_CFAR_OS && n > PC_CFAR_OS_MAX_CELLS) {
+		errbuf_set(err, errlen, "cfar os: %llu training cells exceed the limit of %u",
+			   (unsigned long long)n, PC_CFAR_OS_MAX_CELLS);
+		return -EINVAL;
+	}
+	if (r->method == PC_CFAR_OS && r->os_rank > n) {
+		errbuf_set(err, errlen, "cfar os_rank %u must be 1..%llu (the training cells), or 0 for auto",
+			   r->os_rank, (unsigned long long)n);
+		return -EINVAL;
+	}
+	if (2ull * r->maxima_doppler + 1 > nd) {
+		errbuf_set(err, errlen, "maxima_doppler %u: the neighbourhood (2 x %u + 1 bins) is wider than the %u Doppler bins",
+			   r->maxima_doppler, r->maxima_doppler, nd);
+		return -EINVAL;
+	}
+	if (r->maxima_range >= p->samples) {
+		errbuf_set(err, errlen, "maxima_range %u: must be below the %u range gates", r->maxima_range,
+			   p->samples);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The detector: method, pfa, list size, window. */
+static int check_radar_cfar(const struct pc_params *p, unsigned nd, char *err, size_t errlen)
+{
+	const struct pc_radar *r = &p->radar;
+
+	if (r->method < PC_CFAR_CA || r->method > PC_CFAR_OS) {
+		errbuf_set(err, errlen, "cfar method %d: unknown (ca, go, so or os)", (int)r->method);
+		return -EINVAL;
+	}
+	if (!(r->pfa > 0.0 && r->pfa < 1.0)) {
+		errbuf_set(err, errlen, "pfa %g must be in (0, 1)", r->pfa);
+		return -EINVAL;
+	}
+	if (r->pfa < 1e-300) {
+		errbuf_set(err, errlen, "pfa %g is below 1e-300", r->pfa);
+		return -EINVAL;
+	}
+	if (r->max_detections < 1 || r->max_detections > PC_MAX_DETECTIONS) {
+		errbuf_set(err, errlen, "max_detections %u must be 1..%u", r->max_detections,
+			   PC_MAX_DETECTIONS);
+		return -EINVAL;
+	}
+	return check_radar_window(p, nd, err, errlen);
+}
+
+static int check_radar(const struct pc_params *p, char *err, size_t errlen)
+{
+	unsigned nd;
+
+	if (check_radar_outputs(p, err, errlen) < 0)
+		return -EINVAL;
+	if (!p->radar.doppler)
+		return 0;   /* the rest is ignored */
+	if (check_radar_doppler(p, &nd, err, errlen) < 0 ||
+	    check_radar_scales(&p->radar, err, errlen) < 0)
+		return -EINVAL;
+	if (p->radar.cfar && check_radar_cfar(p, nd, err, errlen) < 0)
+		return -EINVAL;
+	return 0;
+}
+
 int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 {
 	if (err && errlen)
@@ -441,7 +675,7 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 	}
 	if (check_geometry(p, err, errlen) < 0 || check_modes(p, err, errlen) < 0 ||
 	    check_reference(p, err, errlen) < 0 || check_cpi_size(p, err, errlen) < 0 ||
-	    check_backend_opts(p, err, errlen) < 0)
+	    check_backend_opts(p, err, errlen) < 0 || check_radar(p, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -615,8 +849,8 @@ int pc_auto_pick(const unsigned *depths, const double *cpi_per_s, int n)
 /* Scratch CPIs for calibrate_ns: n input and n output buffers of in_len /
  * out_len bytes (page-rounded), the inputs holding random samples. */
 struct calib_scratch {
-	void *in, *out;
-	size_t in_len, out_len;
+	void *in, *out, *det;
+	size_t in_len, out_len, det_len;
 	unsigned n;
 };
 
@@ -724,6 +958,31 @@ static size_t longest_ref_len(const struct pc_params *p)
 	return L;
 }
 
+/*
+ * The radar chain, resolved once for the backend (radar.h); a map is
+ * C x Nd x R cells, and pc_execute gets a list of its own for when its
+ * caller gives none.
+ */
+static int setup_radar(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
+{
+	int rc = radar_setup_make(&pc->radar, p, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	pc->setup.radar = &pc->radar;
+	if (p->out_mode == PC_OUT_MAP_POWER || p->out_mode == PC_OUT_MAP_DB)
+		pc->out_bytes = (size_t)p->channels * pc->radar.nd * p->samples * sizeof(float);
+	pc->det_bytes = pc->radar.det_bytes;
+	if (pc->det_bytes) {
+		if (posix_memalign(&pc->det_scratch, 64, pc->det_bytes) != 0) {
+			pc->det_scratch = NULL;
+			errbuf_set(err, errlen, "out of memory for a %zu-byte detection list", pc->det_bytes);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 /* pc->setup from checked parameters, zeroed fields read as their documented
  * defaults; the GPU bus id is copied so p need not outlive pc. */
 static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
@@ -758,7 +1017,7 @@ static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err
 	pc->setup.gpu_bus_id = pc->gpu_bus_id;
 	pc->in_bytes = pc->setup.rows * p->samples * pc_format_sample_bytes(p->in_format);
 	pc->out_bytes = pc->setup.rows * p->samples * pc_output_sample_bytes(p->out_mode);
-	return 0;
+	return p->radar.doppler ? setup_radar(pc, p, err, errlen) : 0;
 }
 
 /*
@@ -862,6 +1121,8 @@ void pc_destroy(struct pc *pc)
 		pc->ops->destroy(pc->be);
 	free(pc->filts);
 	free(pc->gpu_bus_id);
+	free(pc->det_scratch);
+	radar_setup_free(&pc->radar);
 	free(pc);
 }
 
@@ -878,6 +1139,9 @@ void pc_get_info(const struct pc *pc, struct pc_info *info)
 	info->busy_poll = pc->setup.busy_poll;
 	info->idle_spin_us = pc->setup.idle_spin_us;
 	snprintf(info->depth_choice, sizeof(info->depth_choice), "%s", pc->depth_choice);
+	info->pulses_mti = pc->setup.radar ? pc->radar.pulses_mti : 0;
+	info->doppler_nfft = pc->setup.radar ? pc->radar.nd : 0;
+	info->det_bytes = pc->det_bytes;
 }
 
 size_t pc_in_bytes(const struct pc *pc)
@@ -930,13 +1194,20 @@ int pc_submit_job(struct pc *pc, const struct pc_job *j)
 
 	if (pc->failed)
 		return -EIO;
-	/* Bad arguments are the caller's bug, not a backend failure. */
-	if (!j->in || !j->out || ((uintptr_t)j->in | (uintptr_t)j->out) % 4 != 0)
+	/* Bad arguments are the caller's bug, not a backend failure: in and
+	 * out (unless nothing is written to it) 4-byte aligned, det (when
+	 * detecting; ignored otherwise) 8-byte aligned for its 64-bit fields. */
+	if (!j->in || (uintptr_t)j->in % 4 != 0)
+		return -EINVAL;
+	if (pc->out_bytes && (!j->out || (uintptr_t)j->out % 4 != 0))
+		return -EINVAL;
+	if (pc->det_bytes && (!j->det || (uintptr_t)j->det % 8 != 0))
 		return -EINVAL;
 	fi = j->mode < PC_MAX_MODES ? pc->mode_filt[j->mode] : -1;
 	if (fi < 0)
 		return -ENOENT;
-	rc = pc->ops->submit(pc->be, j->in, j->out, j->det, j->tag, (unsigned)fi, j->mode);
+	rc = pc->ops->submit(pc->be, j->in, pc->out_bytes ? j->out : NULL,
+			     pc->det_bytes ? j->det : NULL, j->tag, (unsigned)fi, j->mode);
 	if (rc < 0 && rc != -EAGAIN)
 		return pc_fail(pc, rc, "submit");
 	return rc;
@@ -951,8 +1222,7 @@ int pc_submit_mode(struct pc *pc, const void *in, void *out, uint64_t tag, unsig
 
 size_t pc_det_bytes(const struct pc *pc)
 {
-	(void)pc;
-	return 0;
+	return pc->det_bytes;
 }
 
 int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag)
@@ -994,9 +1264,9 @@ unsigned pc_in_flight(const struct pc *pc)
  * Needs nothing else in flight (-EBUSY otherwise): entries polled here
  * belong to this CPI only, so no other CPI's completion is swallowed.
  */
-int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows)
+int pc_execute_job(struct pc *pc, const struct pc_job *job, uint32_t *nonfinite_rows)
 {
-	static const uint64_t tag = UINT64_C(0x7063657865637574); /* "pcexecut" */
+	const uint64_t tag = job->tag;
 	struct pc_done d[4];
 	int rc, n;
 
@@ -1004,7 +1274,7 @@ int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_row
 		return -EIO;
 	if (pc_in_flight(pc) != 0)
 		return -EBUSY;
-	rc = pc_submit(pc, in, out, tag);
+	rc = pc_submit_job(pc, job);
 	if (rc < 0)
 		return rc;
 	for (;;) {
@@ -1025,6 +1295,18 @@ int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_row
 			return -EIO;
 		}
 	}
+}
+
+/* With a detecting pc the list goes to a scratch list made at create. */
+int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows)
+{
+	struct pc_job j = {
+		.in = in, .out = out, .det = pc->det_scratch,
+		.tag = UINT64_C(0x7063657865637574), /* "pcexecut" */
+		.mode = 0,
+	};
+
+	return pc_execute_job(pc, &j, nonfinite_rows);
 }
 
 /* Poll until CPIs are reported done; returns how many outputs, < 0 on error. */
@@ -1066,8 +1348,12 @@ static int calib_scratch_make(const struct pc *pc, unsigned n, struct calib_scra
 	cs->n = n < 1 ? 1 : n;
 	cs->in_len = (pc->in_bytes + 4095) & ~(size_t)4095;
 	cs->out_len = (pc->out_bytes + 4095) & ~(size_t)4095;
+	cs->det_len = (pc->det_bytes + 63) & ~(size_t)63;
+	if (cs->out_len == 0)   /* PC_OUT_NONE: one page, never written */
+		cs->out_len = 4096;
 	if (posix_memalign(&cs->in, 4096, cs->in_len * cs->n) != 0 ||
-	    posix_memalign(&cs->out, 4096, cs->out_len * cs->n) != 0) {
+	    posix_memalign(&cs->out, 4096, cs->out_len * cs->n) != 0 ||
+	    (cs->det_len && posix_memalign(&cs->det, 64, cs->det_len * cs->n) != 0)) {
 		errbuf_set(err, errlen, "no memory for %u x (%zu + %zu) bytes of scratch CPIs", cs->n,
 			   cs->in_len, cs->out_len);
 		calib_scratch_free(cs);
@@ -1099,7 +1385,23 @@ static void calib_scratch_free(struct calib_scratch *cs)
 {
 	free(cs->in);
 	free(cs->out);
-	cs->in = cs->out = NULL;
+	free(cs->det);
+	cs->in = cs->out = cs->det = NULL;
+}
+
+/* Submit scratch CPI b (input, output and list b) as tag. */
+static int calib_submit(struct pc *pc, const struct calib_scratch *cs, unsigned b, uint64_t tag,
+			unsigned mode)
+{
+	struct pc_job j = {
+		.in = (char *)cs->in + (size_t)b * cs->in_len,
+		.out = (char *)cs->out + (size_t)b * cs->out_len,
+		.det = cs->det ? (char *)cs->det + (size_t)b * cs->det_len : NULL,
+		.tag = tag,
+		.mode = mode,
+	};
+
+	return pc_submit_job(pc, &j);
 }
 
 /* pc_calibrate for at least min_ns (and 8 x depth CPIs), at most max_ns,
@@ -1114,7 +1416,7 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 	unsigned depth, min_cpis, nbuf = cs->n;
 	void *in = cs->in, *out = cs->out;
 	unsigned mode = pc->filt_mode[0];   /* the first mode's filter: all cost the same */
-	int reg_in = 0, reg_out = 0, rc, n;
+	int reg_in = 0, reg_out = 0, reg_det = 0, rc, n;
 	uint64_t t0, now, done = 0, submitted = 0;
 	struct timespec ts;
 
@@ -1128,13 +1430,13 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 	min_cpis = 8 * depth;
 	reg_in = pc_register_host(pc, in, in_len * nbuf) == 0;
 	reg_out = pc_register_host(pc, out, out_len * nbuf) == 0;
+	reg_det = cs->det && pc_register_host(pc, cs->det, cs->det_len * nbuf) == 0;
 	pc_queue_hint(pc, UINT_MAX);   /* saturated: always something waiting */
 
 	/* Warm-up: depth CPIs, untimed. Every CPI reads one of the inputs and writes
 	 * one output buffer: the rate is what counts, not the results. */
 	for (unsigned i = 0; i < depth; i++) {
-		rc = pc_submit_mode(pc, (char *)in + (size_t)(i % nbuf) * in_len,
-				    (char *)out + (size_t)(i % nbuf) * out_len, i, mode);
+		rc = calib_submit(pc, cs, i % nbuf, i, mode);
 		if (rc < 0)
 			goto fail;
 	}
@@ -1153,8 +1455,7 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 			done + pc_in_flight(pc) < 2)) {
 			unsigned b = (unsigned)(submitted % nbuf);
 
-			rc = pc_submit_mode(pc, (char *)in + (size_t)b * in_len,
-					    (char *)out + (size_t)b * out_len, submitted, mode);
+			rc = calib_submit(pc, cs, b, submitted, mode);
 			submitted++;
 			if (rc < 0)
 				goto fail;
@@ -1184,6 +1485,8 @@ out:
 		pc_unregister_host(pc, in);
 	if (reg_out)
 		pc_unregister_host(pc, out);
+	if (reg_det)
+		pc_unregister_host(pc, cs->det);
 	return rc;
 }
 

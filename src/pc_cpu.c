@@ -60,6 +60,7 @@
 #include "pc_backend.h"
 #include "errbuf.h"
 #include "log.h"
+#include "radar_cpu.h"
 #include "timeutil.h"
 #include "workpool.h"
 
@@ -108,6 +109,9 @@ struct cpu_be {
 	struct cpu_buf *w;           /* threads entries; w[0] is the caller */
 	struct workpool *pool;       /* the workers; a CPI's blocks are its
 					items                               */
+	struct radar_cpu *radar;     /* the radar chain, or NULL (off)      */
+	float *cube;                 /* its input: every compressed row,
+					complex, written by store_block     */
 
 	/* The CPI being computed: written by the caller before
 	 * workpool_submit, read by a thread only after it claimed a block
@@ -421,14 +425,18 @@ static uint32_t compute_block(struct cpu_be *b, struct cpu_buf *wk,
 	return nonfinite;
 }
 
-/* Gates 0..R-1 of the block in wk->work to out, in the output mode. */
+/* Gates 0..R-1 of the block in wk->work to out, in the output mode, and
+ * to the radar chain's cube when it is on (a map or no output: out is
+ * then the chain's to write). */
 static void store_block(struct cpu_be *b, struct cpu_buf *wk, void *out,
 			size_t r0, size_t nr)
 {
 	for (size_t i = 0; i < nr; i++) {
 		const float *w = (const float *)(wk->work + i * b->dist);
-		char *y = (char *)out + (r0 + i) * b->out_row;
+		char *y = out ? (char *)out + (r0 + i) * b->out_row : NULL;
 
+		if (b->cube)
+			memcpy(b->cube + (r0 + i) * 2 * b->R, w, b->R * 2 * sizeof(float));
 		switch (b->mode) {
 		case PC_OUT_COMPLEX:
 			store_cplx(w, (float *)y, b->R);
@@ -439,6 +447,10 @@ static void store_block(struct cpu_be *b, struct cpu_buf *wk, void *out,
 		case PC_OUT_POWER_DB:
 			store_db(w, (float *)y, b->R);
 			break;
+		case PC_OUT_MAP_POWER:
+		case PC_OUT_MAP_DB:
+		case PC_OUT_NONE:
+			break;   /* radar_cpu_run writes out */
 		}
 	}
 }
@@ -626,6 +638,7 @@ static void cpu_destroy(void *be)
 	if (!b)
 		return;
 	workpool_destroy(b->pool);   /* joins the workers first */
+	radar_cpu_destroy(b->radar);
 	destroy_plan(b->fwd);
 	destroy_plan(b->inv);
 	destroy_plan(b->fwd_tail);
@@ -865,6 +878,12 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	}
 	if (make_plans(b, s->tune.fftw_wisdom, err, errlen) < 0)
 		goto fail;
+	if (s->radar) {
+		b->radar = radar_cpu_create(s->radar, b->planner, &fftw_lock, err, errlen);
+		if (!b->radar)
+			goto fail;
+		b->cube = radar_cpu_cube(b->radar);
+	}
 	zero_padding(b);
 	if (start_pool(b, s->idle_spin_us, err, errlen) < 0)
 		goto fail;
@@ -990,8 +1009,6 @@ static int cpu_submit(void *be, const void *in, void *out, void *det, uint64_t t
 {
 	struct cpu_be *b = be;
 	uint64_t t0, gen;
-
-	(void)det;   /* the radar chain is not built yet */
 	uint32_t recomputed;
 	unsigned woken;
 
@@ -1012,6 +1029,8 @@ static int cpu_submit(void *be, const void *in, void *out, void *det, uint64_t t
 	gen = workpool_submit(b->pool, b->nblocks, &woken);
 	run_blocks(b, 0, gen);
 	recomputed = wait_blocks(b, gen, in, out, filt);
+	if (b->radar)
+		radar_cpu_run(b->radar, out, det, mode);
 	queue_done(b, tag, mode, t0, recomputed, woken);
 	return 0;
 }

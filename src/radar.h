@@ -59,6 +59,15 @@ int radar_setup_make(struct radar_setup *rs, const struct pc_params *p, char *er
 		     size_t errlen);
 void radar_setup_free(struct radar_setup *rs);
 
+/*
+ * The false-alarm probability the tables are solved from (radar.c, CFAR
+ * MODEL): a cell of noise crossing alpha x noise, for method with cells of
+ * Gamma(C) (C = 1 per channel), n training cells (lead / lag in the two
+ * halves, for go/so) and rank (os). Exposed for the tests.
+ */
+double radar_cfar_pfa(enum pc_cfar method, unsigned C, unsigned n, unsigned lead, unsigned lag,
+		      unsigned rank, double alpha);
+
 #ifdef __cplusplus
 }
 #endif

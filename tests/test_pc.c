@@ -181,6 +181,10 @@ static void check_output(enum pc_output m, const void *out, const double complex
 			den += a2 * a2;
 			break;
 		}
+		case PC_OUT_MAP_POWER:
+		case PC_OUT_MAP_DB:
+		case PC_OUT_NONE:
+			fail_msg("%s: a radar chain output (test_radar checks those)", pc_output_name(m));
 		}
 	}
 	if (den == 0)

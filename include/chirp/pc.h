@@ -487,6 +487,13 @@ void pc_queue_hint(struct pc *pc, unsigned waiting);
 int pc_execute(struct pc *pc, const void *in, void *out, uint32_t *nonfinite_rows);
 
 /*
+ * pc_execute of a whole job (its mode, its detection list, its tag): the
+ * synchronous form of pc_submit_job. pc_execute is this with mode 0 and,
+ * on a pc that detects, a list of the pc's own that is thrown away.
+ */
+int pc_execute_job(struct pc *pc, const struct pc_job *job, uint32_t *nonfinite_rows);
+
+/*
  * Measure this pc's capacity: CPIs per second it sustains with its full
  * depth in flight, on random data (never zeros) in page-aligned scratch
  * buffers registered like a ring (pc_register_host), after a warm-up of

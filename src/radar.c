@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * radar.c — the radar chain resolved once for every backend (radar.h;
+ * definition in chirp/pc.h, RADAR CHAIN).
+ *
+ * What is resolved here, in double precision:
+ *   - the Doppler window with its gain folded in: w[p] g_d, g_d =
+ *     1 / sqrt(G_mti sum w^2), G_mti = 1, 2, 6 (the noise gain of the MTI
+ *     filters 1; 1, -1; 1, -2, 1), so white noise keeps its power in the map;
+ *   - Nd, the range and velocity scales, the list's flags and size;
+ *   - per range gate n, the CFAR's alpha[n], norm[n] and (os) rank[n].
+ *
+ * CFAR MODEL
+ *   A map cell of white noise is Exponential (|complex Gaussian|^2); an
+ *   integrated cell is the sum of C of them, Gamma(C). The scale cancels
+ *   in every threshold, so cells are taken as Gamma(C, 1) below (mean C).
+ *   With N cells of training at gate n (leading N1, lagging N2, the rest in
+ *   the test cell's own range column):
+ *     ca  S = mean of N cells: N S ~ Gamma(N C);
+ *     go  S = max(S1, S2), so S = min(S1, S2), S_i the mean of half i
+ *         (N_i S_i ~ Gamma(N_i C)); the column dn = 0 is in neither half
+ *         (pc.h); a half with no cell gives way to the other;
+ *     os  S = the k_n-th smallest of the N cells.
+ *   noise = S norm, with norm = 1 for ca/go/so (a mean of cells is already
+ *   an unbiased mean-power estimate) and, for os, norm = C / E[S] =
+ *   1 / E[k-th order statistic of N unit-mean cells]: noise is then an
+ *   unbiased estimate of the cells' mean power too, and snr_db reads the
+ *   same whatever the method.
+ *   Pfa(a) = P(X > a noise) for a test cell X independent of the training;
+ *   alpha[n] solves Pfa(alpha) = pfa (bisection on log alpha).
+ *     ca, closed form (X ~ Gamma(C), t = alpha / N, M = N C):
+ *       Pfa = sum_{k<C} binom(M+k-1, k) t^k (1+t)^-(M+k)
+ *     os with C = 1, closed form: Pfa = prod_{i<k} (N-i) / (N-i+b),
+ *       b = alpha norm;
+ *     go, so, os with C > 1: Pfa = int f_X(x) P(S < x / b) dx by Simpson's
+ *       rule, the CDFs from the regularized incomplete gamma function
+ *       (series and continued fraction, in log space) and, for os, the
+ *       binomial tail of the cell CDF.
+ *   Only gates within gr + tr of a range edge see fewer cells, so gates are
+ *   grouped by their counts (N1, N2, N) and each group is solved once: a
+ *   few dozen solves whatever R is.
+ *
+ * LIMITS
+ *   The model assumes independent cells: true for white noise with rect
+ *   window, no MTI and Nd = P'. A window, zero padding (Nd > P') or MTI
+ *   correlate neighbouring Doppler bins (MTI also shapes the noise across
+ *   Doppler), and the false-alarm rate then departs from pfa.
+ */
+#include "radar.h"
+#include "errbuf.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- special functions ---------------------------------------------------- */
+
+#define GAMMA_EPS   1e-15
+#define GAMMA_ITMAX 1000000
+
+/* ln of x^a e^-x / Gamma(a), the prefactor of both expansions below. */
+static double gamma_lpre(double a, double x)
+{
+	return a * log(x) - x - lgamma(a);
+}
+
+/* P(a, x) by its series (x < a + 1). */
+static double gammp_series(double a, double x)
+{
+	double ap = a, del = 1.0 / a, sum = del;
+
+	for (int i = 0; i < GAMMA_ITMAX; i++) {
+		ap += 1.0;
+		del *= x / ap;
+		sum += del;
+		if (fabs(del) < fabs(sum) * GAMMA_EPS)
+			break;
+	}
+	return sum * exp(gamma_lpre(a, x));
+}
+
+/* Q(a, x) by its continued fraction (x >= a + 1), modified Lentz. */
+static double gammq_cf(double a, double x)
+{
+	const double tiny = 1e-300;
+	double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, h = d;
+
+	for (int i = 1; i < GAMMA_ITMAX; i++) {
+		double an = -i * (i - a), del;
+
+		b += 2.0;
+		d = an * d + b;
+		if (fabs(d) < tiny)
+			d = tiny;
+		c = b + an / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		d = 1.0 / d;
+		del = d * c;
+		h *= del;
+		if (fabs(del - 1.0) < GAMMA_EPS)
+			break;
+	}
+	return exp(gamma_lpre(a, x)) * h;
+}
+
+/* Regularized lower incomplete gamma P(a, x), each of P and Q computed
+ * directly where it is the small one, so neither loses its tail. */
+static double gammp(double a, double x)
+{
+	if (x <= 0.0)
+		return 0.0;
+	if (x < a + 1.0)
+		return gammp_series(a, x);
+	return 1.0 - gammq_cf(a, x);
+}
+
+static double gammq(double a, double x)
+{
+	if (x <= 0.0)
+		return 1.0;
+	if (x < a + 1.0)
+		return 1.0 - gammp_series(a, x);
+	return gammq_cf(a, x);
+}
+
+/*
+ * P(at least k of n cells are below s) for cells of CDF F = F(s), 1 - F =
+ * Q, the binomial tail, summed from its largest term with the ratio
+ * recurrence (one exp a call): upward from k when the mode n F is below k,
+ * else 1 - the lower part downward from k - 1.
+ */
+static double binom_tail(unsigned n, unsigned k, double F, double Q)
+{
+	double lF, lQ, t, sum;
+
+	if (F <= 0.0)
+		return 0.0;
+	if (Q <= 0.0)
+		return 1.0;
+	lF = log(F);
+	lQ = log(Q);
+	if ((double)n * F <= (double)k) {
+		t = exp(lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0) + k * lF +
+			(n - k) * lQ);
+		sum = t;
+		for (unsigned j = k; j < n && t > sum * 1e-17; j++) {
+			t *= (double)(n - j) / (double)(j + 1) * F / Q;
+			sum += t;
+		}
+		return sum > 1.0 ? 1.0 : sum;
+	}
+	t = exp(lgamma(n + 1.0) - lgamma(k) - lgamma(n - k + 2.0) + (k - 1) * lF +
+		(n - k + 1) * lQ);
+	sum = t;
+	for (unsigned j = k - 1; j > 0 && t > sum * 1e-17; j--) {
+		t *= (double)j / (double)(n - j + 1) * Q / F;
+		sum += t;
+	}
+	return sum > 1.0 ? 0.0 : 1.0 - sum;
+}
+
+/* ---- false-alarm probability ---------------------------------------------- */
+
+/* One gate's training, as the Pfa sees it. */
+struct cfar_cells {
+	unsigned n;          /* N_n: training cells                          */
+	unsigned lead, lag;  /* go/so: cells of the two halves               */
+	unsigned rank;       /* os: k_n                                      */
+};
+
+struct pfa_model {
+	enum pc_cfar method;
+	double C;            /* cells are Gamma(C, 1)                        */
+	struct cfar_cells c;
+	double norm;         /* noise = S norm                               */
+};
+
+/* ca: the closed form (module comment). b = alpha norm = alpha. */
+static double pfa_ca(double C, unsigned n, double b)
+{
+	double t = b / n, M = (double)n * C, l1t = log1p(t), lt = log(t), sum = 0.0;
+
+	for (unsigned k = 0; k < (unsigned)C; k++)
+		sum += exp(lgamma(M + k) - lgamma(k + 1.0) - lgamma(M) + k * lt - (M + k) * l1t);
+	return sum;
+}
+
+/* P(S < s) of the statistic, for the numerical Pfa. */
+static double stat_cdf(const struct pfa_model *m, double s)
+{
+	const struct cfar_cells *c = &m->c;
+	double p1, p2;
+
+	switch (m->method) {
+	case PC_CFAR_GO:
+	case PC_CFAR_SO:
+		if (c->lead == 0 || c->lag == 0) {
+			unsigned h = c->lead ? c->lead : c->lag;
+
+			return gammp(h * m->C, h * s);
+		}
+		p1 = gammp(c->lead * m->C, c->lead * s);
+		p2 = gammp(c->lag * m->C, c->lag * s);
+		if (m->method == PC_CFAR_GO)
+			return p1 * p2;
+		return p1 + p2 * gammq(c->lead * m->C, c->lead * s);  /* no cancellation */
+	case PC_CFAR_OS:
+		return binom_tail(c->n, c->rank, gammp(m->C, s), gammq(m->C, s));
+	case PC_CFAR_CA:
+		break;
+	}
+	return gammp(c->n * m->C, c->n * s);
+}
+
+#define PFA_INTERVALS 1024   /* Simpson intervals: see the accuracy note */
+
+/*
+ * Pfa = int_0^xmax f_X(x) P(S < x / b) dx, X ~ Gamma(C, 1); xmax leaves a
+ * tail of X below 1e-4 pfa. The integrand's narrowest feature is the
+ * statistic's CDF, of relative width ~ 1/sqrt(N C) around the threshold;
+ * 2048 intervals resolve it for every N C the checks allow with a
+ * relative error far below the 1e-3 that matters for alpha.
+ */
+static double pfa_numeric(const struct pfa_model *m, double b, double xmax)
+{
+	double h = xmax / PFA_INTERVALS, sum = 0.0, lg = lgamma(m->C);
+
+	for (int i = 1; i <= PFA_INTERVALS; i++) {
+		double x = i * h, f, w = i == PFA_INTERVALS ? 1.0 : (i & 1) ? 4.0 : 2.0;
+
+		f = exp((m->C - 1.0) * log(x) - x - lg) * stat_cdf(m, x / b);
+		sum += w * f;
+	}
+	return sum * h / 3.0;
+}
+
+static double pfa_of(const struct pfa_model *m, double alpha, double xmax)
+{
+	double b = alpha * m->norm;
+
+	if (m->method == PC_CFAR_CA)
+		return pfa_ca(m->C, m->c.n, b);
+	if (m->method == PC_CFAR_OS && m->C == 1.0) {
+		double p = 1.0;
+
+		for (unsigned i = 0; i < m->c.rank; i++)
+			p *= (double)(m->c.n - i) / (double)(m->c.n - i + b);
+		return p;
+	}
+	return pfa_numeric(m, b, xmax);
+}
+
+/* E[k-th smallest of n Gamma(C, 1) cells] = int_0^inf P(S > s) ds. */
+static double os_mean(double C, unsigned n, unsigned k)
+{
+	double smax = C + 1.0, h, sum = 0.0;
+
+	if (C == 1.0) {   /* exponential order statistics: sum of 1/(n-i) */
+		for (unsigned i = 0; i < k; i++)
+			sum += 1.0 / (double)(n - i);
+		return sum;
+	}
+	while (n * gammq(C, smax) > 1e-14)
+		smax *= 1.25;
+	h = smax / PFA_INTERVALS;
+	for (int i = 0; i <= PFA_INTERVALS; i++) {
+		double s = i * h, w = (i == 0 || i == PFA_INTERVALS) ? 1.0 : (i & 1) ? 4.0 : 2.0;
+
+		sum += w * (1.0 - binom_tail(n, k, gammp(C, s), gammq(C, s)));
+	}
+	return sum * h / 3.0;
+}
+
+/* ln Pfa(e^u) - ln pfa: decreasing in u. */
+static double pfa_gap(const struct pfa_model *m, double u, double xmax, double lpfa)
+{
+	double p = pfa_of(m, exp(u), xmax);
+
+	return (p > 0.0 ? log(p) : -1e300) - lpfa;
+}
+
+/*
+ * alpha with Pfa(alpha) = pfa. ln Pfa is close to linear in ln alpha, so
+ * the Illinois variant of regula falsi on u = ln alpha converges in a
+ * handful of Pfa evaluations (each a numerical integral for go/so/os)
+ * where bisection needs thirty; the bracket keeps it as safe as
+ * bisection. Stops at |ln Pfa - ln pfa| < 1e-10 or a bracket of 1e-12.
+ */
+static double solve_alpha(const struct pfa_model *m, double pfa)
+{
+	double xmax = m->C + 1.0, lpfa = log(pfa), lo = 0.0, hi = 0.0, flo, fhi;
+	int side = 0;
+
+	while (gammq(m->C, xmax) > 1e-4 * pfa)
+		xmax *= 1.25;
+	flo = fhi = pfa_gap(m, 0.0, xmax, lpfa);
+	while (fhi > 0.0 && hi < 700.0) {   /* Pfa(alpha) > pfa: go up */
+		lo = hi;
+		flo = fhi;
+		hi += 1.0;
+		fhi = pfa_gap(m, hi, xmax, lpfa);
+	}
+	while (flo < 0.0 && lo > -700.0) {  /* Pfa(1) < pfa already: go down */
+		hi = lo;
+		fhi = flo;
+		lo -= 1.0;
+		flo = pfa_gap(m, lo, xmax, lpfa);
+	}
+	for (int i = 0; i < 200 && hi - lo > 1e-12; i++) {
+		double u = (lo * fhi - hi * flo) / (fhi - flo), fu = pfa_gap(m, u, xmax, lpfa);
+
+		if (fabs(fu) < 1e-10)
+			return exp(u);
+		if (fu > 0.0) {
+			lo = u;
+			flo = fu;
+			if (side == 1)
+				fhi /= 2.0;
+			side = 1;
+		} else {
+			hi = u;
+			fhi = fu;
+			if (side == -1)
+				flo /= 2.0;
+			side = -1;
+		}
+	}
+	return exp(0.5 * (lo + hi));
+}
+
+double radar_cfar_pfa(enum pc_cfar method, unsigned C, unsigned n, unsigned lead, unsigned lag,
+		      unsigned rank, double alpha)
+{
+	struct pfa_model m = {
+		.method = method, .C = C,
+		.c = { .n = n, .lead = lead, .lag = lag, .rank = rank },
+		.norm = method == PC_CFAR_OS ? C / os_mean(C, n, rank) : 1.0,
+	};
+	double xmax = C + 1.0;
+
+	while (gammq(C, xmax) > 1e-20)
+		xmax *= 1.25;
+	return pfa_of(&m, alpha, xmax);
+}
+
+/* ---- per-gate training ------------------------------------------------------ */
+
+/* Training cells at gate n (pc.h): columns |dn| <= gr hold 2 td cells,
+ * the others 2 (gd + td) + 1; only columns inside [0, R) count. */
+static struct cfar_cells gate_cells(const struct radar_setup *rs, unsigned n, unsigned N,
+				    unsigned k)
+{
+	unsigned wd = 2 * (rs->gd + rs->td) + 1, wg = 2 * rs->td, span = rs->gr + rs->tr;
+	unsigned before = n, after = rs->samples - 1 - n, cols, g;
+	struct cfar_cells c;
+
+	cols = before < span ? before : span;
+	g = before < rs->gr ? before : rs->gr;
+	c.lead = g * wg + (cols - g) * wd;
+	cols = after < span ? after : span;
+	g = after < rs->gr ? after : rs->gr;
+	c.lag = g * wg + (cols - g) * wd;
+	c.n = c.lead + c.lag + wg;
+	c.rank = 0;
+	if (rs->method == PC_CFAR_OS) {
+		/* k_n = max(1, round(k N_n / N)), in integers */
+		c.rank = (unsigned)((2ull * k * c.n + N) / (2ull * N));
+		if (c.rank < 1)
+			c.rank = 1;
+	}
+	return c;
+}
+
+/* Solved groups: gates with equal counts share alpha and norm. */
+struct gate_group {
+	struct cfar_cells c;
+	double alpha, norm;
+};
+
+static int same_cells(const struct cfar_cells *a, const struct cfar_cells *b, enum pc_cfar m)
+{
+	if (a->n != b->n || a->rank != b->rank)
+		return 0;
+	/* go/so: the halves' counts, in either order (max and min are
+	 * symmetric), so the two range edges share their solves */
+	return (m != PC_CFAR_GO && m != PC_CFAR_SO) || (a->lead == b->lead && a->lag == b->lag) ||
+	       (a->lead == b->lag && a->lag == b->lead);
+}
+
+/* alpha, norm and rank for every gate. */
+static int cfar_tables(struct radar_setup *rs, const struct pc_radar *r, char *err,
+		       size_t errlen)
+{
+	unsigned R = rs->samples, span = rs->gr + rs->tr;
+	unsigned ngroups = 0, maxgroups = 2 * span + 2, N, k;
+	struct gate_group *g;
+	double C = rs->integrate ? rs->channels : 1.0;
+
+	rs->alpha = malloc(R * sizeof(*rs->alpha));
+	rs->norm = malloc(R * sizeof(*rs->norm));
+	rs->rank = calloc(R, sizeof(*rs->rank));
+	g = calloc(maxgroups, sizeof(*g));
+	if (!rs->alpha || !rs->norm || !rs->rank || !g) {
+		free(g);
+		errbuf_set(err, errlen, "out of memory for the CFAR tables of %u gates", R);
+		return -ENOMEM;
+	}
+	/* N: the interior count, which os_rank (and its auto 3N/4) refers to */
+	N = (2 * (rs->gd + rs->td) + 1) * (2 * span + 1) - (2 * rs->gd + 1) * (2 * rs->gr + 1);
+	k = r->os_rank ? r->os_rank : (unsigned)((3ull * N + 2) / 4);
+	if (k < 1)
+		k = 1;
+	for (unsigned n = 0; n < R; n++) {
+		struct cfar_cells c = gate_cells(rs, n, N, k);
+		unsigned i;
+
+		for (i = 0; i < ngroups; i++)
+			if (same_cells(&g[i].c, &c, rs->method))
+				break;
+		if (i == ngroups) {
+			struct pfa_model m = { .method = rs->method, .C = C, .c = c, .norm = 1.0 };
+
+			if (ngroups == maxgroups) {   /* cannot happen: at most 2 span + 1 */
+				free(g);
+				errbuf_set(err, errlen, "cfar: more distinct edge gates than expected");
+				return -EINVAL;
+			}
+			if (rs->method == PC_CFAR_OS)
+				m.norm = C / os_mean(C, c.n, c.rank);
+			g[i].c = c;
+			g[i].norm = m.norm;
+			g[i].alpha = solve_alpha(&m, r->pfa);
+			ngroups++;
+		}
+		rs->alpha[n] = (float)g[i].alpha;
+		rs->norm[n] = (float)g[i].norm;
+		rs->rank[n] = c.rank;
+	}
+	free(g);
+	return 0;
+}
+
+/* ---- the setup --------------------------------------------------------------- */
+
+/* w[p] g_d: the window (or rect) with the Doppler gain folded in. */
+static int make_window(struct radar_setup *rs, const struct pc_radar *r, char *err,
+		       size_t errlen)
+{
+	static const double gmti[] = { 1.0, 2.0, 6.0 };
+	double e = 0.0, g;
+
+	rs->window = malloc(rs->pulses_mti * sizeof(*rs->window));
+	if (!rs->window) {
+		errbuf_set(err, errlen, "out of memory for the Doppler window");
+		return -ENOMEM;
+	}
+	for (unsigned p = 0; p < rs->pulses_mti; p++) {
+		double w = r->window ? r->window[p] : 1.0;
+
+		e += w * w;
+	}
+	if (!(e > 0.0) || !isfinite(e)) {
+		errbuf_set(err, errlen, "doppler window: its energy is %g (all zeros or not finite)", e);
+		return -EINVAL;
+	}
+	g = 1.0 / sqrt(gmti[rs->mti] * e);
+	for (unsigned p = 0; p < rs->pulses_mti; p++)
+		rs->window[p] = (float)((r->window ? r->window[p] : 1.0) * g);
+	return 0;
+}
+
+/* Geometry, scales and flags. */
+static void make_scalars(struct radar_setup *rs, const struct pc_params *p)
+{
+	const struct pc_radar *r = &p->radar;
+	unsigned drop = r->mti == PC_MTI_TWO ? 1 : r->mti == PC_MTI_THREE ? 2 : 0;
+
+	rs->channels = p->channels;
+	rs->pulses = p->pulses;
+	rs->samples = p->samples;
+	rs->mti = r->mti;
+	rs->pulses_mti = p->pulses - drop;
+	rs->nd = r->nfft ? r->nfft : (unsigned)pc_good_fft_size(rs->pulses_mti);
+	rs->out_mode = p->out_mode;
+	rs->cfar = r->cfar ? 1 : 0;
+	rs->method = r->method;
+	rs->integrate = r->integrate ? 1 : 0;
+	rs->maps = rs->integrate ? 1 : p->channels;
+	rs->gr = r->guard_range;
+	rs->gd = r->guard_doppler;
+	rs->tr = r->train_range;
+	rs->td = r->train_doppler;
+	rs->mr = r->maxima_range;
+	rs->md = r->maxima_doppler;
+	rs->max_det = rs->cfar ? r->max_detections : 0;
+	rs->range_m_per_gate = r->sample_rate_hz > 0.0
+				       ? (float)(RADAR_C_MPS / (2.0 * r->sample_rate_hz)) : NAN;
+	rs->mps_per_bin = r->prf_hz > 0.0 && r->carrier_hz > 0.0
+				  ? (float)(r->prf_hz / rs->nd * RADAR_C_MPS / (2.0 * r->carrier_hz))
+				  : NAN;
+	rs->det_flags = (rs->integrate ? CHIRP_DET_INTEGRATED : 0) |
+			(isnan(rs->mps_per_bin) ? CHIRP_DET_NO_VELOCITY : 0);
+	rs->det_bytes = rs->cfar ? CHIRP_DET_BYTES(rs->max_det) : 0;
+}
+
+int radar_setup_make(struct radar_setup *rs, const struct pc_params *p, char *err,
+		     size_t errlen)
+{
+	int rc;
+
+	memset(rs, 0, sizeof(*rs));
+	if (!p->radar.doppler) {
+		errbuf_set(err, errlen, "radar chain is off (doppler 0)");
+		return -EINVAL;
+	}
+	make_scalars(rs, p);
+	rc = make_window(rs, &p->radar, err, errlen);
+	if (rc == 0 && rs->cfar)
+		rc = cfar_tables(rs, &p->radar, err, errlen);
+	if (rc < 0)
+		radar_setup_free(rs);
+	return rc;
+}
+
+void radar_setup_free(struct radar_setup *rs)
+{
+	if (!rs)
+		return;
+	free(rs->window);
+	free(rs->alpha);
+	free(rs->norm);
+	free(rs->rank);
+	memset(rs, 0, sizeof(*rs));
+}
