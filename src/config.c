@@ -1687,6 +1687,10 @@ static void check_radar_needs(struct load *ld)
 		report(ld, line, sec, key,
 		       "output mode none leaves detections as the only result: needs [cfar] enable and a [detections] ring or file");
 	}
+	if (c->out_mode == PC_OUT_NONE && c->output_file[0]) {
+		key = later(ld, "output", "file", "output", "mode", &sec, &line);
+		report(ld, line, sec, key, "output mode none writes no results: [output] file has nothing to record");
+	}
 	if (!c->cfar && (c->det_ring[0] || c->det_file[0])) {
 		const char *dk = c->det_ring[0] ? "ring" : "file";
 
