@@ -25,7 +25,7 @@
  * of --reps repeats after a warm-up, timed by the host monotonic clock
  * around a full queue of the pc's depth (p, c, e) or with events (a).
  *
- * Usage: radar_gpu [--gpu N] [--streams N] [--reps N] [--tsv FILE]
+ * Usage: radar_gpu [--gpu N] [--streams N] [--reps N] [--only GEOMETRY] [--tsv FILE]
  * Exits 77 (skipped) when there is no usable CUDA device.
  */
 #include <cuda_runtime.h>
@@ -261,7 +261,7 @@ int main(int argc, char **argv)
 		{ "4x128x4096", 4, 128, 4096, 512, 200 },
 		{ "16x128x9000", 16, 128, 9000, 1000, 30 },
 	};
-	const char *tsv = NULL;
+	const char *tsv = NULL, *only = NULL;
 	struct cudaDeviceProp prop;
 	FILE *out = NULL;
 
@@ -278,9 +278,11 @@ int main(int argc, char **argv)
 				die("--streams: 1..8");
 		} else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) {
 			tsv = argv[++i];
+		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			only = argv[++i];
 		} else {
-			fprintf(stderr, "usage: %s [--gpu N] [--streams N] [--reps N] [--tsv FILE]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [--gpu N] [--streams N] [--reps N] [--only GEOMETRY] "
+				"[--tsv FILE]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -303,6 +305,9 @@ int main(int argc, char **argv)
 	}
 	for (size_t gi = 0; gi < sizeof(geoms) / sizeof(geoms[0]); gi++) {
 		const struct geom *g = &geoms[gi];
+
+		if (only && strcmp(only, g->name) != 0)
+			continue;
 		size_t n = (size_t)g->C * g->P * g->R, is = n * 8, win_n = g->P;
 		double win_d[1024];
 		float win[1024], *ref = make_ref(g->L, g->R);

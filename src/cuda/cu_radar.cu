@@ -20,12 +20,14 @@
  *                 d_imap; the map output (map_db: in dB) -> d_out.
  *   4 k_cfar_dop  ca/go/so: per cell the Doppler window's column sums over
  *                 |dk| <= gd+td (d_sf) and gd < |dk| <= gd+td (d_st),
- *                 cyclic; then k_cfar_range sums those along range over
- *                 the training extent (|dn| <= gr: d_st, else d_sf), out
- *                 of shared memory: cost (gd+td) + (gr+tr) per cell, not
- *                 the window's area. Each sum is made directly, never as
- *                 a difference of sums: a strong target in the guard
- *                 cells would otherwise cancel the noise's digits.
+ *                 cyclic, as running sums down each column; then
+ *                 k_cfar_range sums those along range over the training
+ *                 extent (|dn| <= gr: d_st, else d_sf) as differences of
+ *                 prefix sums in shared memory: the cost per cell does not
+ *                 grow with the window. Running and prefix sums are double
+ *                 and count non-finite cells apart, so a strong target in
+ *                 the window cancels none of the noise's digits and a NaN
+ *                 reaches only the windows that hold it.
  *     k_cfar_os   os: the training cells of each cell gathered (at most
  *                 PC_CFAR_OS_MAX_CELLS) and the rank[n]-th smallest
  *                 selected (Wirth's selection in registers / local memory).
@@ -133,30 +135,60 @@ __global__ void k_map(const float2 *__restrict__ dop, unsigned C, unsigned R, un
 	}
 }
 
-/* 4a. ca/go/so: Doppler column sums per cell, ascending dk, cyclic. Grid:
- * x over gates, y strides over the maps x Nd rows. */
-__global__ void k_cfar_dop(const float *__restrict__ x, unsigned rows, unsigned Nd, unsigned R,
+/* 4a. ca/go/so: Doppler column sums per cell, cyclic: sf over |dk| <=
+ * gd+td, st over gd < |dk| <= gd+td. A thread walks CU_DSEG bins of one
+ * (map, gate) column with running sums: two reads per bin instead of the
+ * window's width, and no modulo. The running sums are double and skip
+ * non-finite cells (counted instead), so a strong target leaving the
+ * window leaves no residue in the noise's digits and a NaN does not
+ * poison the rest of the column: a window holding one reads NaN, as a
+ * direct sum would. Grid: x over gates, y strides over maps x segments. */
+#define CU_DSEG 32
+__global__ void k_cfar_dop(const float *__restrict__ x, unsigned maps, unsigned Nd, unsigned R,
 			   unsigned gd, unsigned td, float *__restrict__ sf, float *__restrict__ st)
 {
 	unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
-	int w = (int)(gd + td), g = (int)gd;
+	unsigned nseg = (Nd + CU_DSEG - 1) / CU_DSEG;
+	int w = (int)(gd + td), g = (int)gd, nd = (int)Nd;
 
 	if (n >= R)
 		return;
-	for (unsigned row = blockIdx.y; row < rows; row += gridDim.y) {
-		unsigned mp = row / Nd, k = row % Nd;
-		const float *base = x + (size_t)mp * Nd * R + n;
-		float full = 0.0f, train = 0.0f;
+	for (unsigned seg = blockIdx.y; seg < maps * nseg; seg += gridDim.y) {
+		unsigned mp = seg / nseg, k0 = (seg % nseg) * CU_DSEG;
+		unsigned k1 = min(Nd, k0 + CU_DSEG);
+		const float *col = x + (size_t)mp * Nd * R + n;
+		double full = 0.0, guard = 0.0;
+		int bf = 0, bg = 0;   /* non-finite cells in each window */
 
 		for (int dk = -w; dk <= w; dk++) {
-			float v = base[(size_t)cu_wrap((int)k + dk, Nd) * R];
+			float v = col[(size_t)cu_wrap((int)k0 + dk, Nd) * R];
+			int nf = !isfinite(v);
 
-			full += v;
-			if (dk < -g || dk > g)
-				train += v;
+			full += nf ? 0.0 : (double)v;
+			bf += nf;
+			if (dk >= -g && dk <= g) {
+				guard += nf ? 0.0 : (double)v;
+				bg += nf;
+			}
 		}
-		sf[(size_t)row * R + n] = full;
-		st[(size_t)row * R + n] = train;
+		for (unsigned k = k0; k < k1; k++) {
+			size_t o = ((size_t)mp * Nd + k) * R + n;
+			int in_f = (int)k + w + 1, out_f = (int)k - w;
+			int in_g = (int)k + g + 1, out_g = (int)k - g;
+			float a, b, c, d;
+
+			sf[o] = bf ? NAN : (float)full;
+			st[o] = bf - bg ? NAN : (float)(full - guard);
+			/* slide to k + 1 (indices wrapped by one period at most) */
+			a = col[(size_t)(in_f >= nd ? in_f - nd : in_f) * R];
+			b = col[(size_t)(out_f < 0 ? out_f + nd : out_f) * R];
+			c = col[(size_t)(in_g >= nd ? in_g - nd : in_g) * R];
+			d = col[(size_t)(out_g < 0 ? out_g + nd : out_g) * R];
+			full += (isfinite(a) ? (double)a : 0.0) - (isfinite(b) ? (double)b : 0.0);
+			bf += !isfinite(a) - !isfinite(b);
+			guard += (isfinite(c) ? (double)c : 0.0) - (isfinite(d) ? (double)d : 0.0);
+			bg += !isfinite(c) - !isfinite(d);
+		}
 	}
 }
 
@@ -168,78 +200,226 @@ struct cu_cfar_args {
 
 /*
  * 4b. ca/go/so along range, block (x: a map row, y: a tile of CU_RT
- * gates). The tile's sf/st with their halo of gr+tr gates each side are
- * staged in shared memory when smem (else read from global). Per cell:
- * leading (dn < 0), centre (dn = 0: training rows only) and lagging
- * (dn > 0) sums and cell counts over the gates that exist.
+ * gates). The tile's sf and st with a halo of gr+tr gates each side are
+ * turned into prefix sums in shared memory (double: a difference of two
+ * is then exact to far below the noise's digits, however strong a target
+ * in the window), with a prefix count of non-finite columns; each cell's
+ * leading (dn < 0) and lagging (dn > 0) sums are then two differences, so
+ * the cost does not grow with the training extent. Cells per column:
+ * 2(gd+td)+1 where sf is used (|dn| > gr), 2 td where st is (|dn| <= gr).
  */
-template <bool SMEM>
-__global__ void k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st,
-			     struct cu_cfar_args a, const float *__restrict__ norm,
-			     float *__restrict__ noise)
+struct cu_pre {
+	double f, t;   /* prefix sums of sf and st, non-finite as 0 */
+	int b;         /* prefix count of non-finite sf              */
+};
+
+/* Inclusive scan of v over the block's threads (blockDim.x a multiple
+ * of 32, at most 1024): warp shuffles, then the warps' totals. */
+template <typename T>
+__device__ T cu_block_scan(T v, T *wtot)
 {
-	extern __shared__ float sh[];
-	unsigned row = blockIdx.x, n0 = blockIdx.y * blockDim.x, n = n0 + threadIdx.x;
-	int h = (int)(a.gr + a.tr), lo = (int)n0 - h;
-	unsigned span = blockDim.x + 2 * (unsigned)h;
-	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
-	float cf = (float)(2 * (a.gd + a.td) + 1), ct = (float)(2 * a.td);   /* cells per column */
-	float sl = 0.0f, sr = 0.0f, nl = 0.0f, nr = 0.0f, sc, mean;
-	int badl = 0, badr = 0, bad;
+	unsigned lane = threadIdx.x & 31, wp = threadIdx.x >> 5, nw = blockDim.x >> 5;
 
-	if (SMEM) {
-		for (unsigned i = threadIdx.x; i < span; i += blockDim.x) {
-			int g = lo + (int)i;
-			int in = g >= 0 && g < (int)a.R;
+	for (int o = 1; o < 32; o <<= 1) {
+		T u = __shfl_up_sync(0xffffffffu, v, o);
 
-			sh[i] = in ? gf[g] : 0.0f;
-			sh[span + i] = in ? gt[g] : 0.0f;
-		}
-		__syncthreads();
+		if (lane >= (unsigned)o)
+			v += u;
 	}
-	if (n >= a.R)
-		return;
-	for (int dn = -h; dn <= h; dn++) {
-		int g = (int)n + dn;
-		int guard = dn >= -(int)a.gr && dn <= (int)a.gr;
-		float v, full;
+	if (lane == 31)
+		wtot[wp] = v;
+	__syncthreads();
+	if (wp == 0) {
+		T t = lane < nw ? wtot[lane] : (T)0;
 
-		if (dn == 0 || g < 0 || g >= (int)a.R)
-			continue;
-		full = SMEM ? sh[g - lo] : gf[g];
-		v = guard ? (SMEM ? sh[span + (g - lo)] : gt[g]) : full;
-		if (dn < 0) {
-			sl += v;
-			nl += guard ? ct : cf;
-			badl |= !isfinite(full);
-		} else {
-			sr += v;
-			nr += guard ? ct : cf;
-			badr |= !isfinite(full);
+		for (int o = 1; o < 32; o <<= 1) {
+			T u = __shfl_up_sync(0xffffffffu, t, o);
+
+			if (lane >= (unsigned)o)
+				t += u;
 		}
+		if (lane < nw)
+			wtot[lane] = t;
 	}
-	sc = SMEM ? sh[span + ((int)n - lo)] : gt[n];
-	if (a.method == PC_CFAR_CA || (nl == 0.0f && nr == 0.0f)) {
-		mean = (sl + sc + sr) / (nl + ct + nr);
-		bad = badl | badr | !isfinite(SMEM ? sh[(int)n - lo] : gf[n]);
-	} else if (nl == 0.0f) {   /* an edge: the other half gives the estimate */
+	__syncthreads();
+	if (wp > 0)
+		v += wtot[wp - 1];
+	__syncthreads();   /* wtot reused by the next call */
+	return v;
+}
+
+/* Inclusive prefix of the span's n entries, in place, by the block: each
+ * thread a run of consecutive entries, the runs' totals scanned. */
+__device__ void cu_block_prefix(struct cu_pre *p, unsigned n)
+{
+	__shared__ double wd[32];
+	__shared__ int wi[32];
+	unsigned per = (n + blockDim.x - 1) / blockDim.x, i0 = threadIdx.x * per;
+	unsigned i1 = min(n, i0 + per);
+	double f = 0.0, t = 0.0, ef, et;
+	int b = 0, eb;
+
+	for (unsigned i = i0; i < i1; i++) {   /* this thread's run, serially */
+		f += p[i].f;
+		t += p[i].t;
+		b += p[i].b;
+		p[i].f = f;
+		p[i].t = t;
+		p[i].b = b;
+	}
+	/* the runs before this one: the inclusive scans minus this run */
+	ef = cu_block_scan<double>(f, wd) - f;
+	et = cu_block_scan<double>(t, wd) - t;
+	eb = cu_block_scan<int>(b, wi) - b;
+	for (unsigned i = i0; i < i1; i++) {
+		p[i].f += ef;
+		p[i].t += et;
+		p[i].b += eb;
+	}
+	__syncthreads();
+}
+
+/* Sums over span indices [i0, i1] (empty when i0 > i1). */
+__device__ __forceinline__ double cu_psf(const struct cu_pre *p, int i0, int i1)
+{
+	return i0 > i1 ? 0.0 : p[i1].f - (i0 > 0 ? p[i0 - 1].f : 0.0);
+}
+
+__device__ __forceinline__ double cu_pst(const struct cu_pre *p, int i0, int i1)
+{
+	return i0 > i1 ? 0.0 : p[i1].t - (i0 > 0 ? p[i0 - 1].t : 0.0);
+}
+
+__device__ __forceinline__ int cu_psb(const struct cu_pre *p, int i0, int i1)
+{
+	return i0 > i1 ? 0 : p[i1].b - (i0 > 0 ? p[i0 - 1].b : 0);
+}
+
+#define CU_RG 4   /* gates per thread of k_cfar_range: a tile of CU_RT x CU_RG */
+
+/* One cell of k_cfar_range: n its gate, c its span index. */
+__device__ float cu_range_cell(const struct cu_pre *sp, const struct cu_cfar_args &a, int n,
+			       int lo, float nrm)
+{
+	int h = (int)(a.gr + a.tr), gr = (int)a.gr, R = (int)a.R, c = n - lo;
+	double cf = 2.0 * (a.gd + a.td) + 1.0, ct = 2.0 * a.td;   /* cells per column */
+	/* the gates that exist of each region, as span indices */
+	int lf0 = max(n - h, 0) - lo, lf1 = n - gr - 1 - lo;      /* leading, |dn| > gr  */
+	int lg0 = max(n - gr, 0) - lo, lg1 = c - 1;               /* leading, |dn| <= gr */
+	int rg0 = c + 1, rg1 = min(n + gr, R - 1) - lo;           /* lagging, |dn| <= gr */
+	int rf0 = n + gr + 1 - lo, rf1 = min(n + h, R - 1) - lo;  /* lagging, |dn| > gr  */
+	double nl = max(lf1 - lf0 + 1, 0) * cf + max(lg1 - lg0 + 1, 0) * ct;
+	double nr = max(rf1 - rf0 + 1, 0) * cf + max(rg1 - rg0 + 1, 0) * ct;
+	double sl = cu_psf(sp, lf0, lf1) + cu_pst(sp, lg0, lg1);
+	double sr = cu_pst(sp, rg0, rg1) + cu_psf(sp, rf0, rf1);
+	int badl = cu_psb(sp, min(lf0, lg0), lg1), badr = cu_psb(sp, rg0, max(rg1, rf1));
+	double mean;
+	int bad;
+
+	if (a.method == PC_CFAR_CA || (nl == 0.0 && nr == 0.0)) {
+		mean = (sl + cu_pst(sp, c, c) + sr) / (nl + ct + nr);
+		bad = badl || badr || cu_psb(sp, c, c);
+	} else if (nl == 0.0) {   /* an edge: the other half gives the estimate */
 		mean = sr / nr;
 		bad = badr;
-	} else if (nr == 0.0f) {
+	} else if (nr == 0.0) {
 		mean = sl / nl;
 		bad = badl;
 	} else {
-		float ml = sl / nl, mr = sr / nr;
+		double ml = sl / nl, mr = sr / nr;
 
-		mean = a.method == PC_CFAR_GO ? (ml > mr ? ml : mr) : (ml < mr ? ml : mr);
-		bad = badl | badr;
+		mean = a.method == PC_CFAR_GO ? fmax(ml, mr) : fmin(ml, mr);
+		bad = badl || badr;
 	}
 	/*
 	 * A NaN or Inf among the Doppler columns a statistic draws on, guard
 	 * cells included (non-finite input), leaves no estimate: noise NaN,
 	 * so no crossing there, as the CPU backend decides it.
 	 */
-	noise[(size_t)row * a.R + n] = bad ? NAN : mean * norm[n];
+	return bad ? NAN : (float)mean * nrm;
+}
+
+/* Block (x: a map row, y: a tile of CU_RT x CU_RG gates); each thread
+ * takes CU_RG gates CU_RT apart (coalesced writes, conflict-free reads):
+ * a tile that large keeps the block's fixed steps (load, scan) a small
+ * part of its work. */
+__global__ void __launch_bounds__(CU_RT)
+k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st, struct cu_cfar_args a,
+	     const float *__restrict__ norm, float *__restrict__ noise)
+{
+	extern __shared__ struct cu_pre sp[];
+	unsigned row = blockIdx.x, n0 = blockIdx.y * blockDim.x * CU_RG;
+	int h = (int)(a.gr + a.tr), lo = (int)n0 - h, R = (int)a.R;
+	unsigned span = blockDim.x * CU_RG + 2 * (unsigned)h;
+	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
+
+	for (unsigned i = threadIdx.x; i < span; i += blockDim.x) {
+		int g = lo + (int)i, in = g >= 0 && g < R;
+		float f = in ? gf[g] : 0.0f, t = in ? gt[g] : 0.0f;
+
+		sp[i].f = isfinite(f) ? (double)f : 0.0;
+		sp[i].t = isfinite(t) ? (double)t : 0.0;
+		sp[i].b = !isfinite(f);
+	}
+	__syncthreads();
+	cu_block_prefix(sp, span);
+	for (unsigned j = 0; j < CU_RG; j++) {
+		int n = (int)(n0 + j * blockDim.x + threadIdx.x);
+
+		if (n < R)
+			noise[(size_t)row * a.R + n] = cu_range_cell(sp, a, n, lo, norm[n]);
+	}
+}
+
+/* ca/go/so with a halo too wide for shared memory: direct sums per cell,
+ * ascending dn, from global memory (the L1/L2 caches serve). */
+__global__ void k_cfar_range_wide(const float *__restrict__ sf, const float *__restrict__ st,
+				  struct cu_cfar_args a, const float *__restrict__ norm,
+				  float *__restrict__ noise)
+{
+	unsigned row = blockIdx.x, n = blockIdx.y * blockDim.x + threadIdx.x;
+	int h = (int)(a.gr + a.tr);
+	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
+	double cf = 2.0 * (a.gd + a.td) + 1.0, ct = 2.0 * a.td;
+	double sl = 0.0, sr = 0.0, nl = 0.0, nr = 0.0, mean;
+	int badl = 0, badr = 0, bad;
+
+	if (n >= a.R)
+		return;
+	for (int dn = -h; dn <= h; dn++) {
+		int g = (int)n + dn, guard = dn >= -(int)a.gr && dn <= (int)a.gr;
+		float full, v;
+
+		if (dn == 0 || g < 0 || g >= (int)a.R)
+			continue;
+		full = gf[g];
+		v = guard ? gt[g] : full;
+		if (dn < 0) {
+			sl += isfinite(v) ? v : 0.0;
+			nl += guard ? ct : cf;
+			badl |= !isfinite(full);
+		} else {
+			sr += isfinite(v) ? v : 0.0;
+			nr += guard ? ct : cf;
+			badr |= !isfinite(full);
+		}
+	}
+	if (a.method == PC_CFAR_CA || (nl == 0.0 && nr == 0.0)) {
+		mean = (sl + (double)gt[n] + sr) / (nl + ct + nr);
+		bad = badl | badr | !isfinite(gf[n]);
+	} else if (nl == 0.0) {
+		mean = sr / nr;
+		bad = badr;
+	} else if (nr == 0.0) {
+		mean = sl / nl;
+		bad = badl;
+	} else {
+		double ml = sl / nl, mr = sr / nr;
+
+		mean = a.method == PC_CFAR_GO ? fmax(ml, mr) : fmin(ml, mr);
+		bad = badl | badr;
+	}
+	noise[(size_t)row * a.R + n] = bad ? NAN : (float)mean * norm[n];
 }
 
 /* 4c. os, one thread per cell (x: gates, y strides over rows): the
@@ -441,7 +621,7 @@ struct cu_rec_args {
  * ballots, then the warps in order), written only below max_det.
  */
 __global__ void k_records(const float *__restrict__ x, const float *__restrict__ noise,
-			  const unsigned char *__restrict__ mask,
+			  const unsigned char *__restrict__ mask, const unsigned *__restrict__ rowcnt,
 			  const unsigned *__restrict__ rowoff, struct cu_rec_args a,
 			  struct chirp_det_record *rec)
 {
@@ -449,6 +629,10 @@ __global__ void k_records(const float *__restrict__ x, const float *__restrict__
 	__shared__ unsigned base;
 	unsigned row = blockIdx.x, mp = row / a.Nd, k = row % a.Nd;
 	unsigned lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+
+	/* most rows hold no detection, or none that fits: nothing to scan */
+	if (rowcnt[row] == 0 || rowoff[row] >= a.max_det)
+		return;
 
 	if (threadIdx.x == 0)
 		base = rowoff[row];
@@ -517,19 +701,24 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 		EQK("k_cfar_os", cudaGetLastError());
 		return 0;
 	}
-	k_cfar_dop<<<cu_rgrid(R, rows), CU_RT, 0, st>>>(cu_cfar_in(be, s), rows, rs->nd, R, rs->gd,
-						       rs->td, r->d_sf, r->d_st);
-	EQK("k_cfar_dop", cudaGetLastError());
 	{
-		size_t smem = 2 * sizeof(float) * (CU_RT + 2 * (size_t)(rs->gr + rs->tr));
-		dim3 grid(rows, (R + CU_RT - 1) / CU_RT);   /* rows on x: no 65535 limit */
+		unsigned nseg = (rs->nd + CU_DSEG - 1) / CU_DSEG;
 
+		k_cfar_dop<<<cu_rgrid(R, (size_t)rs->maps * nseg), CU_RT, 0, st>>>(
+			cu_cfar_in(be, s), rs->maps, rs->nd, R, rs->gd, rs->td, r->d_sf, r->d_st);
+		EQK("k_cfar_dop", cudaGetLastError());
+	}
+	{
+		size_t smem = sizeof(struct cu_pre) * (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr));
+		unsigned tile = CU_RT * CU_RG;
+
+		/* rows on x: no 65535 limit */
 		if (smem <= CU_SMEM_MAX)
-			k_cfar_range<true><<<grid, CU_RT, smem, st>>>(r->d_sf, r->d_st, a, be->d_norm,
-								      r->d_noise);
-		else   /* a halo too wide for shared memory: the L1/L2 caches serve */
-			k_cfar_range<false><<<grid, CU_RT, 0, st>>>(r->d_sf, r->d_st, a, be->d_norm,
-								     r->d_noise);
+			k_cfar_range<<<dim3(rows, (R + tile - 1) / tile), CU_RT, smem, st>>>(
+				r->d_sf, r->d_st, a, be->d_norm, r->d_noise);
+		else   /* a halo too wide for shared memory */
+			k_cfar_range_wide<<<dim3(rows, (R + CU_RT - 1) / CU_RT), CU_RT, 0, st>>>(
+				r->d_sf, r->d_st, a, be->d_norm, r->d_noise);
 		EQK("k_cfar_range", cudaGetLastError());
 	}
 	return 0;
@@ -554,7 +743,8 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	EQK("k_locmax", cudaGetLastError());
 	k_scan<<<1, CU_SCAN, 0, st>>>(r->d_rowcnt, rows, r->d_rowoff, r->d_cross, ha, hdr);
 	EQK("k_scan", cudaGetLastError());
-	k_records<<<rows, CU_RT, 0, st>>>(cu_cfar_in(be, s), r->d_noise, r->d_mask, r->d_rowoff, ra,
+	k_records<<<rows, CU_RT, 0, st>>>(cu_cfar_in(be, s), r->d_noise, r->d_mask, r->d_rowcnt,
+					  r->d_rowoff, ra,
 					  (struct chirp_det_record *)(hdr + 1));
 	EQK("k_records", cudaGetLastError());
 	return 0;
