@@ -58,12 +58,14 @@
 #define TILE 32
 
 /* out[c][r] = in[r][c] for a rows x cols matrix of float2, 32x32 tiles
- * through shared memory (padded against bank conflicts), 32 x 8 threads. */
+ * through shared memory (padded against bank conflicts), 32 x 8 threads,
+ * one block a tile on a 1-D grid (either side may pass 65535 tiles). */
 __global__ void k_transpose(const float2 *__restrict__ in, float2 *__restrict__ out,
 			    size_t rows, size_t cols)
 {
 	__shared__ float2 t[TILE][TILE + 1];
-	size_t c0 = (size_t)blockIdx.x * TILE, r0 = (size_t)blockIdx.y * TILE;
+	size_t tiles_x = (cols + TILE - 1) / TILE;
+	size_t c0 = (blockIdx.x % tiles_x) * TILE, r0 = (blockIdx.x / tiles_x) * TILE;
 
 	for (unsigned j = threadIdx.y; j < TILE; j += blockDim.y) {
 		size_t r = r0 + j, c = c0 + threadIdx.x;
@@ -82,9 +84,13 @@ __global__ void k_transpose(const float2 *__restrict__ in, float2 *__restrict__ 
 
 static void transpose(const float2 *in, float2 *out, size_t rows, size_t cols)
 {
-	dim3 grid((unsigned)((cols + TILE - 1) / TILE), (unsigned)((rows + TILE - 1) / TILE));
+	size_t tiles = ((cols + TILE - 1) / TILE) * ((rows + TILE - 1) / TILE);
 
-	k_transpose<<<grid, dim3(TILE, 8)>>>(in, out, rows, cols);
+	if (tiles > 0x7fffffffu) {
+		fprintf(stderr, "corner_turn: %zu x %zu is too large to transpose\n", rows, cols);
+		exit(2);
+	}
+	k_transpose<<<(unsigned)tiles, dim3(TILE, 8)>>>(in, out, rows, cols);
 	CK(cudaGetLastError());
 }
 

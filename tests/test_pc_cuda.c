@@ -14,6 +14,11 @@
  * and radar modes changing per CPI (each CPI against the CPU backend for
  * its own mode, with graphs on and off and chunked layouts).
  * Tolerance: relative L2 error <= 1e-5 (float32 FFTs on both sides).
+ *
+ * The radar chain (test_radar_*): maps for every MTI and map mode, the
+ * four CFAR methods per channel and integrated, overflow, PC_OUT_NONE,
+ * depth, staging, graphs and modes, each CPI against the CPU backend's
+ * chain (the reference): maps within 1e-5, detection lists equal.
  */
 #include <errno.h>
 #include <math.h>
@@ -1190,6 +1195,7 @@ struct rspec {
 	int use_mmap;                  /* registered ring-like memory, else malloc */
 	unsigned K;                    /* CPIs, all in flight up to the depth */
 	int scene;                     /* 1: targets in noise, 0: noise only */
+	int nonfinite;                 /* 1: an Inf in channel 1 (C >= 2)    */
 };
 
 /* The chain's settings every radar test starts from: Doppler and CFAR on,
@@ -1280,6 +1286,8 @@ static void radar_input(float *x, const struct rspec *s, const float *h, size_t 
 
 	for (size_t i = 0; i < 2 * n; i++)
 		x[i] = (float)(0.5 * rng_unit());
+	if (s->nonfinite)   /* pulse 2 of channel 1: its whole map goes NaN */
+		x[2 * (((size_t)1 * s->P + 2) * s->R + 5)] = INFINITY;
 	if (!s->scene)
 		return;
 	for (unsigned c = 0; c < s->C; c++)
@@ -1496,6 +1504,7 @@ static unsigned run_radar(const struct rspec *s, const char *what, unsigned long
 	char label[200];
 
 	assert_true(snap_out && snap_det && want_out && want_det);
+	rng_state = 0x7261646172ull;   /* the same CPIs whatever ran before */
 	assert_int_equal(ob, pc_out_bytes(cpu));
 	assert_int_equal(db, pc_det_bytes(cpu));
 	assert_int_equal(db != 0, s->rad.cfar != 0);
@@ -1604,7 +1613,8 @@ static void test_radar_maps(void **state)
  * three targets a channel in noise; the lists must hold at least the
  * targets (so the comparison cannot pass on empty lists) and equal the
  * CPU's. Also the map output beside them, a cube output with the chain,
- * MTI two with Hann, and no velocities (NaN, CHIRP_DET_NO_VELOCITY).
+ * MTI two with Hann, no velocities (NaN, CHIRP_DET_NO_VELOCITY), and
+ * non-finite input (no crossing where the statistic is NaN).
  */
 static void test_radar_cfar(void **state)
 {
@@ -1643,6 +1653,14 @@ static void test_radar_cfar(void **state)
 	s.rad.carrier_hz = 0;
 	s.rad.sample_rate_hz = 0;
 	assert_true(run_radar(&s, "cfar os rank 100, power_db out, no velocities", NULL) >= 3 * s.K * s.C);
+	for (int mi = 0; mi < 4; mi++) {   /* no crossing where the map is NaN */
+		rspec_init(&s, 3, 24, 500);
+		s.out = PC_OUT_NONE;           /* a NaN map is compared by its lists */
+		s.nonfinite = 1;
+		s.rad.method = methods[mi];
+		snprintf(what, sizeof(what), "cfar %s, an Inf in channel 1", names[mi]);
+		assert_true(run_radar(&s, what, NULL) >= 3 * s.K * (s.C - 1));
+	}
 }
 
 /* More detections than max_detections: CHIRP_DET_OVERFLOW, count = max,

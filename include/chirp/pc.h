@@ -164,14 +164,18 @@ struct pc_tuning {
  *       ca  mean of the training cells;
  *       go  max of the means of the leading (dn < 0) and lagging (dn > 0)
  *           halves; so  their min; a half with no cell (the edge) gives
- *           way to the other;
+ *           way to the other; the cells of the test cell's own range
+ *           column (dn = 0) are in neither half;
  *       os  the k_n-th smallest (1-based), k_n = max(1, round(k N_n / N))
  *           for N_n cells at gate n, N in the interior.
  *   noise[n] = S * norm[n] and the threshold alpha[n] * noise[n], where
  *   norm (1 except os: 1 / E[k-th order statistic of unit-mean cells]) and
  *   alpha (from pfa and the cells actually used at gate n, for exponential
  *   cells, or Gamma(C) ones when integrated) are computed once at create
- *   in double precision. A cell is a crossing if its value > threshold,
+ *   in double precision (radar.c states the model). In float: noise =
+ *   float(S norm[n]), threshold = alpha[n] noise; S is NaN when a training
+ *   cell is NaN or Inf (non-finite input), so no cell crosses there.
+ *   A cell is a crossing if its value > threshold,
  *   and a detection if it is also a local maximum: greater than every
  *   cell (k', n') with |k'-k| <= md (cyclic), |n'-n| <= mr (in range)
  *   whose index k' R + n' is lower, and not less than those whose index is
@@ -179,7 +183,11 @@ struct pc_tuning {
  *
  *   Every backend implements exactly this; pc_params_check rejects what
  *   cannot be computed (training wider than an axis, pfa outside (0, 1),
- *   Nd < P', velocities without a carrier, ...).
+ *   Nd < P', velocities without a carrier, a maxima neighbourhood wider
+ *   than the Doppler axis (2 md + 1 > Nd) or the range (mr >= R), ...).
+ *   The output mode goes with it: map_power / map_db need doppler, none
+ *   needs cfar; complex / magnitude / power_db still write the compressed
+ *   cube while the chain runs on it.
  */
 enum pc_mti  { PC_MTI_NONE = 0, PC_MTI_TWO = 1, PC_MTI_THREE = 2 };
 enum pc_cfar { PC_CFAR_CA = 0, PC_CFAR_GO = 1, PC_CFAR_SO = 2, PC_CFAR_OS = 3 };
