@@ -302,33 +302,35 @@ __device__ float cu_range_cell(const struct cu_pre *sp, const struct cu_cfar_arg
 			       int lo, float nrm)
 {
 	int h = (int)(a.gr + a.tr), gr = (int)a.gr, R = (int)a.R, c = n - lo;
-	double cf = 2.0 * (a.gd + a.td) + 1.0, ct = 2.0 * a.td;   /* cells per column */
+	float cf = 2.0f * (a.gd + a.td) + 1.0f, ct = 2.0f * a.td;   /* cells per column */
 	/* the gates that exist of each region, as span indices */
 	int lf0 = max(n - h, 0) - lo, lf1 = n - gr - 1 - lo;      /* leading, |dn| > gr  */
 	int lg0 = max(n - gr, 0) - lo, lg1 = c - 1;               /* leading, |dn| <= gr */
 	int rg0 = c + 1, rg1 = min(n + gr, R - 1) - lo;           /* lagging, |dn| <= gr */
 	int rf0 = n + gr + 1 - lo, rf1 = min(n + h, R - 1) - lo;  /* lagging, |dn| > gr  */
-	double nl = max(lf1 - lf0 + 1, 0) * cf + max(lg1 - lg0 + 1, 0) * ct;
-	double nr = max(rf1 - rf0 + 1, 0) * cf + max(rg1 - rg0 + 1, 0) * ct;
-	double sl = cu_psf(sp, lf0, lf1) + cu_pst(sp, lg0, lg1);
-	double sr = cu_pst(sp, rg0, rg1) + cu_psf(sp, rf0, rf1);
+	float nl = (float)max(lf1 - lf0 + 1, 0) * cf + (float)max(lg1 - lg0 + 1, 0) * ct;
+	float nr = (float)max(rf1 - rf0 + 1, 0) * cf + (float)max(rg1 - rg0 + 1, 0) * ct;
+	/* the differences in double, the rest in float: the sums are then
+	 * exact to float's precision, and float's division is cheap */
+	float sl = (float)(cu_psf(sp, lf0, lf1) + cu_pst(sp, lg0, lg1));
+	float sr = (float)(cu_pst(sp, rg0, rg1) + cu_psf(sp, rf0, rf1));
 	int badl = cu_psb(sp, min(lf0, lg0), lg1), badr = cu_psb(sp, rg0, max(rg1, rf1));
-	double mean;
+	float mean;
 	int bad;
 
-	if (a.method == PC_CFAR_CA || (nl == 0.0 && nr == 0.0)) {
-		mean = (sl + cu_pst(sp, c, c) + sr) / (nl + ct + nr);
+	if (a.method == PC_CFAR_CA || (nl == 0.0f && nr == 0.0f)) {
+		mean = (sl + (float)cu_pst(sp, c, c) + sr) / (nl + ct + nr);
 		bad = badl || badr || cu_psb(sp, c, c);
-	} else if (nl == 0.0) {   /* an edge: the other half gives the estimate */
+	} else if (nl == 0.0f) {   /* an edge: the other half gives the estimate */
 		mean = sr / nr;
 		bad = badr;
-	} else if (nr == 0.0) {
+	} else if (nr == 0.0f) {
 		mean = sl / nl;
 		bad = badl;
 	} else {
-		double ml = sl / nl, mr = sr / nr;
+		float ml = sl / nl, mr = sr / nr;
 
-		mean = a.method == PC_CFAR_GO ? fmax(ml, mr) : fmin(ml, mr);
+		mean = a.method == PC_CFAR_GO ? fmaxf(ml, mr) : fminf(ml, mr);
 		bad = badl || badr;
 	}
 	/*
@@ -336,7 +338,7 @@ __device__ float cu_range_cell(const struct cu_pre *sp, const struct cu_cfar_arg
 	 * cells included (non-finite input), leaves no estimate: noise NaN,
 	 * so no crossing there, as the CPU backend decides it.
 	 */
-	return bad ? NAN : (float)mean * nrm;
+	return bad ? NAN : mean * nrm;
 }
 
 /* Block (x: a map row, y: a tile of CU_RT x CU_RG gates); each thread
