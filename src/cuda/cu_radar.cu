@@ -208,9 +208,12 @@ struct cu_cfar_args {
  * the cost does not grow with the training extent. Cells per column:
  * 2(gd+td)+1 where sf is used (|dn| > gr), 2 td where st is (|dn| <= gr).
  */
+/* The prefix arrays, one array each (consecutive threads then read
+ * consecutive words: no bank conflicts, where an array of structs of 24
+ * bytes would cost three times the shared-memory wavefronts). */
 struct cu_pre {
-	double f, t;   /* prefix sums of sf and st, non-finite as 0 */
-	int b;         /* prefix count of non-finite sf              */
+	double *f, *t;   /* prefix sums of sf and st, non-finite as 0 */
+	int *b;          /* prefix count of non-finite sf              */
 };
 
 /* Inclusive scan of v over the block's threads (blockDim.x a multiple
@@ -250,7 +253,7 @@ __device__ T cu_block_scan(T v, T *wtot)
 
 /* Inclusive prefix of the span's n entries, in place, by the block: each
  * thread a run of consecutive entries, the runs' totals scanned. */
-__device__ void cu_block_prefix(struct cu_pre *p, unsigned n)
+__device__ void cu_block_prefix(struct cu_pre p, unsigned n)
 {
 	__shared__ double wd[32];
 	__shared__ int wi[32];
@@ -260,45 +263,45 @@ __device__ void cu_block_prefix(struct cu_pre *p, unsigned n)
 	int b = 0, eb;
 
 	for (unsigned i = i0; i < i1; i++) {   /* this thread's run, serially */
-		f += p[i].f;
-		t += p[i].t;
-		b += p[i].b;
-		p[i].f = f;
-		p[i].t = t;
-		p[i].b = b;
+		f += p.f[i];
+		t += p.t[i];
+		b += p.b[i];
+		p.f[i] = f;
+		p.t[i] = t;
+		p.b[i] = b;
 	}
 	/* the runs before this one: the inclusive scans minus this run */
 	ef = cu_block_scan<double>(f, wd) - f;
 	et = cu_block_scan<double>(t, wd) - t;
 	eb = cu_block_scan<int>(b, wi) - b;
 	for (unsigned i = i0; i < i1; i++) {
-		p[i].f += ef;
-		p[i].t += et;
-		p[i].b += eb;
+		p.f[i] += ef;
+		p.t[i] += et;
+		p.b[i] += eb;
 	}
 	__syncthreads();
 }
 
 /* Sums over span indices [i0, i1] (empty when i0 > i1). */
-__device__ __forceinline__ double cu_psf(const struct cu_pre *p, int i0, int i1)
+__device__ __forceinline__ double cu_psf(const struct cu_pre &p, int i0, int i1)
 {
-	return i0 > i1 ? 0.0 : p[i1].f - (i0 > 0 ? p[i0 - 1].f : 0.0);
+	return i0 > i1 ? 0.0 : p.f[i1] - (i0 > 0 ? p.f[i0 - 1] : 0.0);
 }
 
-__device__ __forceinline__ double cu_pst(const struct cu_pre *p, int i0, int i1)
+__device__ __forceinline__ double cu_pst(const struct cu_pre &p, int i0, int i1)
 {
-	return i0 > i1 ? 0.0 : p[i1].t - (i0 > 0 ? p[i0 - 1].t : 0.0);
+	return i0 > i1 ? 0.0 : p.t[i1] - (i0 > 0 ? p.t[i0 - 1] : 0.0);
 }
 
-__device__ __forceinline__ int cu_psb(const struct cu_pre *p, int i0, int i1)
+__device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
 {
-	return i0 > i1 ? 0 : p[i1].b - (i0 > 0 ? p[i0 - 1].b : 0);
+	return i0 > i1 ? 0 : p.b[i1] - (i0 > 0 ? p.b[i0 - 1] : 0);
 }
 
 #define CU_RG 4   /* gates per thread of k_cfar_range: a tile of CU_RT x CU_RG */
 
 /* One cell of k_cfar_range: n its gate, c its span index. */
-__device__ float cu_range_cell(const struct cu_pre *sp, const struct cu_cfar_args &a, int n,
+__device__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
 			       int lo, float nrm)
 {
 	int h = (int)(a.gr + a.tr), gr = (int)a.gr, R = (int)a.R, c = n - lo;
@@ -349,19 +352,20 @@ __global__ void __launch_bounds__(CU_RT)
 k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st, struct cu_cfar_args a,
 	     const float *__restrict__ norm, float *__restrict__ noise)
 {
-	extern __shared__ struct cu_pre sp[];
+	extern __shared__ double smem[];
 	unsigned row = blockIdx.x, n0 = blockIdx.y * blockDim.x * CU_RG;
 	int h = (int)(a.gr + a.tr), lo = (int)n0 - h, R = (int)a.R;
 	unsigned span = blockDim.x * CU_RG + 2 * (unsigned)h;
 	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
+	struct cu_pre sp = { smem, smem + span, (int *)(smem + 2 * span) };
 
 	for (unsigned i = threadIdx.x; i < span; i += blockDim.x) {
 		int g = lo + (int)i, in = g >= 0 && g < R;
 		float f = in ? gf[g] : 0.0f, t = in ? gt[g] : 0.0f;
 
-		sp[i].f = isfinite(f) ? (double)f : 0.0;
-		sp[i].t = isfinite(t) ? (double)t : 0.0;
-		sp[i].b = !isfinite(f);
+		sp.f[i] = isfinite(f) ? (double)f : 0.0;
+		sp.t[i] = isfinite(t) ? (double)t : 0.0;
+		sp.b[i] = !isfinite(f);
 	}
 	__syncthreads();
 	cu_block_prefix(sp, span);
@@ -711,7 +715,8 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 		EQK("k_cfar_dop", cudaGetLastError());
 	}
 	{
-		size_t smem = sizeof(struct cu_pre) * (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr));
+		size_t smem = (2 * sizeof(double) + sizeof(int)) *
+			      (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr));
 		unsigned tile = CU_RT * CU_RG;
 
 		/* rows on x: no 65535 limit */
