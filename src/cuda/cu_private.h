@@ -132,8 +132,11 @@ struct cu_chunk_stream {
  * chain is on; layouts [map][doppler bin][gate], maps = 1 (integrate) or C.
  */
 struct cu_radar_set {
-	float2 *d_dop;           /* [Nd][C][R]: MTI x window, zero-padded to
-				    Nd pulses, Doppler-transformed in place */
+	float2 *d_zin;           /* [Nd][C][R]: MTI x window in pulses
+				    0..P'-1; pulses P'..Nd-1 zeroed once at
+				    create (the FFT is out of place, so the
+				    padding is never written again)      */
+	float2 *d_dop;           /* [Nd][C][R]: the Doppler transform      */
 	cufftHandle plan;        /* Nd-point FFTs along pulses, on s->stream */
 	int have_plan;
 	float *d_map;            /* M [C][Nd][R], zero Doppler in the middle */

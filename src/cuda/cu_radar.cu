@@ -4,9 +4,12 @@
  * on a set's stream once every chunk of its CPI is compressed: the
  * compressed rows y[c][p][0..R-1] are still in the pitched FFT rows d_fft.
  *
- *   1 k_mti       z = MTI(y) x window (g_d folded in) -> d_dop [Nd][C][R],
- *                 pulses P'..Nd-1 zero (the Doppler FFT's padding).
- *   2 cuFFT       Nd-point FFTs along pulses, in place. The corner turn is
+ *   1 k_mti       z = MTI(y) x window (g_d folded in) -> d_zin [Nd][C][R],
+ *                 pulses 0..P'-1; P'..Nd-1 (the Doppler FFT's padding)
+ *                 were zeroed at create and are never written.
+ *   2 cuFFT       Nd-point FFTs along pulses, d_zin -> d_dop (out of
+ *                 place: the padding stays zero, and the cube's zero
+ *                 half is not written again every CPI). The corner turn is
  *                 in the plan's strides, not in a transpose: d_dop is laid
  *                 out pulse-major ([pulse][channel][gate]), so the C x R
  *                 transforms are batched with istride = C R and idist = 1.
@@ -65,7 +68,7 @@ extern "C" {
 }
 
 #define CU_RT 256                /* threads per block of the chain kernels  */
-#define CU_SMEM_MAX (40 * 1024)  /* k_cfar_range's tile, at most (bytes)    */
+#define CU_SMEM_MAX (46 * 1024)  /* k_cfar_range's tile, at most (bytes)    */
 
 __device__ __forceinline__ unsigned cu_wrap(int k, unsigned nd)
 {
@@ -74,8 +77,8 @@ __device__ __forceinline__ unsigned cu_wrap(int k, unsigned nd)
 	return (unsigned)(m < 0 ? m + (int)nd : m);
 }
 
-/* 1. MTI and window: row (c, p) of d_dop's [p][c][n], p < Nd. Grid: x over
- * gates, y strides over the C x Nd rows (c major). */
+/* 1. MTI and window: row (c, p) of d_zin's [p][c][n], p < P'. Grid: x
+ * over gates, y strides over the C x P' rows (c major). */
 __global__ void k_mti(const float2 *__restrict__ fft, size_t pe, unsigned C, unsigned P,
 		      unsigned R, unsigned Pm, unsigned Nd, int mti, const float *__restrict__ win,
 		      float2 *__restrict__ dop)
@@ -84,26 +87,22 @@ __global__ void k_mti(const float2 *__restrict__ fft, size_t pe, unsigned C, uns
 
 	if (n >= R)
 		return;
-	for (size_t row = blockIdx.y; row < (size_t)C * Nd; row += gridDim.y) {
-		unsigned c = (unsigned)(row / Nd), p = (unsigned)(row % Nd);
-		float2 z = make_float2(0.0f, 0.0f);
+	for (size_t row = blockIdx.y; row < (size_t)C * Pm; row += gridDim.y) {
+		unsigned c = (unsigned)(row / Pm), p = (unsigned)(row % Pm);
+		/* pulses p .. p+2 < P: Pm = P - (MTI's drop) */
+		const float2 *y = fft + ((size_t)c * P + p) * pe + n;
+		float2 a = y[0];
 
-		if (p < Pm) {   /* pulses p .. p+2 < P: Pm = P - (MTI's drop) */
-			const float2 *y = fft + ((size_t)c * P + p) * pe + n;
-			float2 a = y[0];
+		if (mti == PC_MTI_TWO) {
+			float2 b = y[pe];
 
-			if (mti == PC_MTI_TWO) {
-				float2 b = y[pe];
+			a = make_float2(b.x - a.x, b.y - a.y);
+		} else if (mti == PC_MTI_THREE) {
+			float2 b = y[pe], d = y[2 * pe];
 
-				a = make_float2(b.x - a.x, b.y - a.y);
-			} else if (mti == PC_MTI_THREE) {
-				float2 b = y[pe], d = y[2 * pe];
-
-				a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
-			}
-			z = make_float2(win[p] * a.x, win[p] * a.y);
+			a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
 		}
-		dop[((size_t)p * C + c) * R + n] = z;
+		dop[((size_t)p * C + c) * R + n] = make_float2(win[p] * a.x, win[p] * a.y);
 	}
 }
 
@@ -298,7 +297,7 @@ __device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
 	return i0 > i1 ? 0 : p.b[i1] - (i0 > 0 ? p.b[i0 - 1] : 0);
 }
 
-#define CU_RG 4   /* gates per thread of k_cfar_range: a tile of CU_RT x CU_RG */
+#define CU_RG 8   /* gates per thread of k_cfar_range: a tile of CU_RT x CU_RG */
 
 /* One cell of k_cfar_range: n its gate, c its span index. */
 __device__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
@@ -766,11 +765,11 @@ int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *ds
 	cudaStream_t st = s->stream;
 	cufftComplex *z = (cufftComplex *)r->d_dop;
 
-	k_mti<<<cu_rgrid(R, (size_t)C * Nd), CU_RT, 0, st>>>(s->d_fft, be->pitch_elems, C,
-							     rs->pulses, R, rs->pulses_mti, Nd,
-							     (int)rs->mti, be->d_win, r->d_dop);
+	k_mti<<<cu_rgrid(R, (size_t)C * rs->pulses_mti), CU_RT, 0, st>>>(
+		s->d_fft, be->pitch_elems, C, rs->pulses, R, rs->pulses_mti, Nd, (int)rs->mti,
+		be->d_win, r->d_zin);
 	EQK("k_mti", cudaGetLastError());
-	EQF(cufftExecC2C(r->plan, z, z, CUFFT_FORWARD));
+	EQF(cufftExecC2C(r->plan, (cufftComplex *)r->d_zin, z, CUFFT_FORWARD));
 	k_map<<<cu_rgrid(R, Nd), CU_RT, 0, st>>>(r->d_dop, C, R, Nd, r->d_map, r->d_imap,
 						 be->out_mode == PC_OUT_MAP_DB ? (float *)s->d_out
 									       : NULL);
@@ -868,7 +867,7 @@ void cu_radar_free(struct cu_be *be)
 /*
  * The Doppler plan: Nd-point transforms along pulses of d_dop
  * ([pulse][channel][gate]), istride = C R, idist = 1, batch C R (the
- * strided corner turn: see the top of this file), in place, on s->stream.
+ * strided corner turn: see the top of this file), d_zin to d_dop (out of place), on s->stream.
  */
 static int cu_radar_plan(struct cu_be *be, struct cu_set *s)
 {
@@ -894,6 +893,8 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 	size_t cells = (size_t)rs->maps * rs->nd * rs->samples, rows = (size_t)rs->maps * rs->nd;
 	int rc = 0;
 
+	CK(cudaMalloc((void **)&r->d_zin, cube * sizeof(float2)));
+	CK(cudaMemset(r->d_zin, 0, cube * sizeof(float2)));   /* the padding, once */
 	CK(cudaMalloc((void **)&r->d_dop, cube * sizeof(float2)));
 	CK(cudaMalloc((void **)&r->d_map, cube * sizeof(float)));
 	if (rs->integrate && rs->cfar)
@@ -923,6 +924,7 @@ void cu_radar_free_set(struct cu_set *s)
 
 	if (r->have_plan)
 		(void)cufftDestroy(r->plan);
+	(void)cudaFree(r->d_zin);
 	(void)cudaFree(r->d_dop);
 	(void)cudaFree(r->d_map);
 	(void)cudaFree(r->d_imap);
