@@ -343,6 +343,31 @@ __device__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_arg
 	return bad ? NAN : mean * nrm;
 }
 
+/* cu_range_cell for a gate whose whole window exists (all but the h
+ * gates at each end of a row): fixed offsets, fixed cell counts, each sum
+ * one or two differences of prefixes. c: the gate's span index. */
+__device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const struct cu_cfar_args &a,
+						int c, float nrm)
+{
+	int h = (int)(a.gr + a.tr), gr = (int)a.gr;
+	/* c - h - 1 >= 0: k_cfar_range's halo has one gate more on the left */
+	double fl = sp.f[c - gr - 1] - sp.f[c - h - 1];   /* leading, |dn| > gr  */
+	double fr = sp.f[c + h] - sp.f[c + gr];           /* lagging, |dn| > gr  */
+	float half = (float)a.tr * (2.0f * (a.gd + a.td) + 1.0f) + (float)a.gr * 2.0f * a.td;
+
+	if (a.method == PC_CFAR_CA) {
+		double t = sp.t[c + gr] - sp.t[c - gr - 1];   /* |dn| <= gr, the cell's too */
+		int bad = sp.b[c + h] - sp.b[c - h - 1];
+
+		return bad ? NAN : (float)(fl + fr + t) / (2.0f * half + 2.0f * a.td) * nrm;
+	}
+	float ml = (float)(fl + sp.t[c - 1] - sp.t[c - gr - 1]) / half;
+	float mr = (float)(fr + sp.t[c + gr] - sp.t[c]) / half;
+	int bad = sp.b[c + h] - sp.b[c - h - 1] - (sp.b[c] - sp.b[c - 1]);   /* not the cell's */
+
+	return bad ? NAN : (a.method == PC_CFAR_GO ? fmaxf(ml, mr) : fminf(ml, mr)) * nrm;
+}
+
 /* Block (x: a map row, y: a tile of CU_RT x CU_RG gates); each thread
  * takes CU_RG gates CU_RT apart (coalesced writes, conflict-free reads):
  * a tile that large keeps the block's fixed steps (load, scan) a small
@@ -353,8 +378,10 @@ k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st, struct 
 {
 	extern __shared__ double smem[];
 	unsigned row = blockIdx.x, n0 = blockIdx.y * blockDim.x * CU_RG;
-	int h = (int)(a.gr + a.tr), lo = (int)n0 - h, R = (int)a.R;
-	unsigned span = blockDim.x * CU_RG + 2 * (unsigned)h;
+	/* the halo: h gates each side, and one more on the left so that
+	 * every gate's prefix before its window is in the span */
+	int h = (int)(a.gr + a.tr), lo = (int)n0 - h - 1, R = (int)a.R;
+	unsigned span = blockDim.x * CU_RG + 2 * (unsigned)h + 1;
 	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
 	struct cu_pre sp = { smem, smem + span, (int *)(smem + 2 * span) };
 
@@ -371,8 +398,11 @@ k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st, struct 
 	for (unsigned j = 0; j < CU_RG; j++) {
 		int n = (int)(n0 + j * blockDim.x + threadIdx.x);
 
-		if (n < R)
-			noise[(size_t)row * a.R + n] = cu_range_cell(sp, a, n, lo, norm[n]);
+		if (n >= R)
+			break;
+		noise[(size_t)row * a.R + n] = n - h >= 0 && n + h < R
+			? cu_range_inner(sp, a, n - lo, norm[n])
+			: cu_range_cell(sp, a, n, lo, norm[n]);
 	}
 }
 
@@ -715,7 +745,7 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	}
 	{
 		size_t smem = (2 * sizeof(double) + sizeof(int)) *
-			      (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr));
+			      (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr) + 1);
 		unsigned tile = CU_RT * CU_RG;
 
 		/* rows on x: no 65535 limit */
