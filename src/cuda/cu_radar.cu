@@ -23,14 +23,14 @@
  *                 d_imap; the map output (map_db: in dB) -> d_out.
  *   4 k_cfar_dop  ca/go/so: per cell the Doppler window's column sums over
  *                 |dk| <= gd+td (d_sf) and gd < |dk| <= gd+td (d_st),
- *                 cyclic, as running sums down each column; then
- *                 k_cfar_range sums those along range over the training
- *                 extent (|dn| <= gr: d_st, else d_sf) as differences of
- *                 prefix sums in shared memory: the cost per cell does not
- *                 grow with the window. Running and prefix sums are double
- *                 and count non-finite cells apart, so a strong target in
- *                 the window cancels none of the noise's digits and a NaN
- *                 reaches only the windows that hold it.
+ *                 cyclic, summed directly in float; then k_cfar_range sums
+ *                 those along range over the training extent (|dn| <= gr:
+ *                 d_st, else d_sf) as differences of prefix sums in shared
+ *                 memory, so the cost per cell does not grow with the
+ *                 window. The prefix sums are double and count non-finite
+ *                 columns apart: a strong target in the window cancels none
+ *                 of the noise's digits, and a NaN reaches only the windows
+ *                 that hold it.
  *     k_cfar_os   os: the training cells of each cell gathered (at most
  *                 PC_CFAR_OS_MAX_CELLS) and the rank[n]-th smallest
  *                 selected (Wirth's selection in registers / local memory).
@@ -70,11 +70,17 @@ extern "C" {
 #define CU_RT 256                /* threads per block of the chain kernels  */
 #define CU_SMEM_MAX (46 * 1024)  /* k_cfar_range's tile, at most (bytes)    */
 
+/* k mod nd in 0..nd-1: one add or subtract for the windows' offsets
+ * (|k| within a period of the axis), a division only past that. */
 __device__ __forceinline__ unsigned cu_wrap(int k, unsigned nd)
 {
-	int m = k % (int)nd;
+	int n = (int)nd, m = k < 0 ? k + n : (k >= n ? k - n : k);
 
-	return (unsigned)(m < 0 ? m + (int)nd : m);
+	if ((unsigned)m >= nd) {   /* a window wider than the axis */
+		m = k % n;
+		m = m < 0 ? m + n : m;
+	}
+	return (unsigned)m;
 }
 
 /* 1. MTI and window: row (c, p) of d_zin's [p][c][n], p < P'. Grid: x
@@ -134,60 +140,34 @@ __global__ void k_map(const float2 *__restrict__ dop, unsigned C, unsigned R, un
 	}
 }
 
-/* 4a. ca/go/so: Doppler column sums per cell, cyclic: sf over |dk| <=
- * gd+td, st over gd < |dk| <= gd+td. A thread walks CU_DSEG bins of one
- * (map, gate) column with running sums: two reads per bin instead of the
- * window's width, and no modulo. The running sums are double and skip
- * non-finite cells (counted instead), so a strong target leaving the
- * window leaves no residue in the noise's digits and a NaN does not
- * poison the rest of the column: a window holding one reads NaN, as a
- * direct sum would. Grid: x over gates, y strides over maps x segments. */
-#define CU_DSEG 32
-__global__ void k_cfar_dop(const float *__restrict__ x, unsigned maps, unsigned Nd, unsigned R,
+/* 4a. ca/go/so: Doppler column sums per cell, ascending dk, cyclic, in
+ * float: sf over |dk| <= gd+td, st over gd < |dk| <= gd+td. Summed
+ * directly (2(gd+td)+1 reads from the cache per cell), never as a running
+ * sum, so a strong target leaving the window leaves nothing behind and a
+ * NaN reaches only the windows that hold it. Grid: x over gates, y
+ * strides over the maps x Nd rows. */
+__global__ void k_cfar_dop(const float *__restrict__ x, unsigned rows, unsigned Nd, unsigned R,
 			   unsigned gd, unsigned td, float *__restrict__ sf, float *__restrict__ st)
 {
 	unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
-	unsigned nseg = (Nd + CU_DSEG - 1) / CU_DSEG;
-	int w = (int)(gd + td), g = (int)gd, nd = (int)Nd;
+	int w = (int)(gd + td), g = (int)gd;
 
 	if (n >= R)
 		return;
-	for (unsigned seg = blockIdx.y; seg < maps * nseg; seg += gridDim.y) {
-		unsigned mp = seg / nseg, k0 = (seg % nseg) * CU_DSEG;
-		unsigned k1 = min(Nd, k0 + CU_DSEG);
-		const float *col = x + (size_t)mp * Nd * R + n;
-		double full = 0.0, guard = 0.0;
-		int bf = 0, bg = 0;   /* non-finite cells in each window */
+	for (unsigned row = blockIdx.y; row < rows; row += gridDim.y) {
+		unsigned mp = row / Nd, k = row % Nd;
+		const float *base = x + (size_t)mp * Nd * R + n;
+		float full = 0.0f, train = 0.0f;
 
 		for (int dk = -w; dk <= w; dk++) {
-			float v = col[(size_t)cu_wrap((int)k0 + dk, Nd) * R];
-			int nf = !isfinite(v);
+			float v = base[(size_t)cu_wrap((int)k + dk, Nd) * R];
 
-			full += nf ? 0.0 : (double)v;
-			bf += nf;
-			if (dk >= -g && dk <= g) {
-				guard += nf ? 0.0 : (double)v;
-				bg += nf;
-			}
+			full += v;
+			if (dk < -g || dk > g)
+				train += v;
 		}
-		for (unsigned k = k0; k < k1; k++) {
-			size_t o = ((size_t)mp * Nd + k) * R + n;
-			int in_f = (int)k + w + 1, out_f = (int)k - w;
-			int in_g = (int)k + g + 1, out_g = (int)k - g;
-			float a, b, c, d;
-
-			sf[o] = bf ? NAN : (float)full;
-			st[o] = bf - bg ? NAN : (float)(full - guard);
-			/* slide to k + 1 (indices wrapped by one period at most) */
-			a = col[(size_t)(in_f >= nd ? in_f - nd : in_f) * R];
-			b = col[(size_t)(out_f < 0 ? out_f + nd : out_f) * R];
-			c = col[(size_t)(in_g >= nd ? in_g - nd : in_g) * R];
-			d = col[(size_t)(out_g < 0 ? out_g + nd : out_g) * R];
-			full += (isfinite(a) ? (double)a : 0.0) - (isfinite(b) ? (double)b : 0.0);
-			bf += !isfinite(a) - !isfinite(b);
-			guard += (isfinite(c) ? (double)c : 0.0) - (isfinite(d) ? (double)d : 0.0);
-			bg += !isfinite(c) - !isfinite(d);
-		}
+		sf[(size_t)row * R + n] = full;
+		st[(size_t)row * R + n] = train;
 	}
 }
 
@@ -213,6 +193,7 @@ struct cu_cfar_args {
 struct cu_pre {
 	double *f, *t;   /* prefix sums of sf and st, non-finite as 0 */
 	int *b;          /* prefix count of non-finite sf              */
+	int anybad;      /* 0: the tile has none, b is not made        */
 };
 
 /* Inclusive scan of v over the block's threads (blockDim.x a multiple
@@ -272,7 +253,7 @@ __device__ void cu_block_prefix(struct cu_pre p, unsigned n)
 	/* the runs before this one: the inclusive scans minus this run */
 	ef = cu_block_scan<double>(f, wd) - f;
 	et = cu_block_scan<double>(t, wd) - t;
-	eb = cu_block_scan<int>(b, wi) - b;
+	eb = p.anybad ? cu_block_scan<int>(b, wi) - b : 0;
 	for (unsigned i = i0; i < i1; i++) {
 		p.f[i] += ef;
 		p.t[i] += et;
@@ -294,7 +275,7 @@ __device__ __forceinline__ double cu_pst(const struct cu_pre &p, int i0, int i1)
 
 __device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
 {
-	return i0 > i1 ? 0 : p.b[i1] - (i0 > 0 ? p.b[i0 - 1] : 0);
+	return !p.anybad || i0 > i1 ? 0 : p.b[i1] - (i0 > 0 ? p.b[i0 - 1] : 0);
 }
 
 #define CU_RG 8   /* gates per thread of k_cfar_range: a tile of CU_RT x CU_RG */
@@ -357,13 +338,13 @@ __device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const s
 
 	if (a.method == PC_CFAR_CA) {
 		double t = sp.t[c + gr] - sp.t[c - gr - 1];   /* |dn| <= gr, the cell's too */
-		int bad = sp.b[c + h] - sp.b[c - h - 1];
+		int bad = sp.anybad && sp.b[c + h] - sp.b[c - h - 1];
 
 		return bad ? NAN : (float)(fl + fr + t) / (2.0f * half + 2.0f * a.td) * nrm;
 	}
 	float ml = (float)(fl + sp.t[c - 1] - sp.t[c - gr - 1]) / half;
 	float mr = (float)(fr + sp.t[c + gr] - sp.t[c]) / half;
-	int bad = sp.b[c + h] - sp.b[c - h - 1] - (sp.b[c] - sp.b[c - 1]);   /* not the cell's */
+	int bad = sp.anybad && sp.b[c + h] - sp.b[c - h - 1] - (sp.b[c] - sp.b[c - 1]);   /* not the cell's */
 
 	return bad ? NAN : (a.method == PC_CFAR_GO ? fmaxf(ml, mr) : fminf(ml, mr)) * nrm;
 }
@@ -383,7 +364,8 @@ k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st, struct 
 	int h = (int)(a.gr + a.tr), lo = (int)n0 - h - 1, R = (int)a.R;
 	unsigned span = blockDim.x * CU_RG + 2 * (unsigned)h + 1;
 	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
-	struct cu_pre sp = { smem, smem + span, (int *)(smem + 2 * span) };
+	struct cu_pre sp = { smem, smem + span, (int *)(smem + 2 * span), 0 };
+	int bad = 0;
 
 	for (unsigned i = threadIdx.x; i < span; i += blockDim.x) {
 		int g = lo + (int)i, in = g >= 0 && g < R;
@@ -392,8 +374,9 @@ k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st, struct 
 		sp.f[i] = isfinite(f) ? (double)f : 0.0;
 		sp.t[i] = isfinite(t) ? (double)t : 0.0;
 		sp.b[i] = !isfinite(f);
+		bad |= !isfinite(f);
 	}
-	__syncthreads();
+	sp.anybad = __syncthreads_or(bad);   /* also the barrier before the scan */
 	cu_block_prefix(sp, span);
 	for (unsigned j = 0; j < CU_RG; j++) {
 		int n = (int)(n0 + j * blockDim.x + threadIdx.x);
@@ -736,13 +719,9 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 		EQK("k_cfar_os", cudaGetLastError());
 		return 0;
 	}
-	{
-		unsigned nseg = (rs->nd + CU_DSEG - 1) / CU_DSEG;
-
-		k_cfar_dop<<<cu_rgrid(R, (size_t)rs->maps * nseg), CU_RT, 0, st>>>(
-			cu_cfar_in(be, s), rs->maps, rs->nd, R, rs->gd, rs->td, r->d_sf, r->d_st);
-		EQK("k_cfar_dop", cudaGetLastError());
-	}
+	k_cfar_dop<<<cu_rgrid(R, rows), CU_RT, 0, st>>>(cu_cfar_in(be, s), rows, rs->nd, R, rs->gd,
+						       rs->td, r->d_sf, r->d_st);
+	EQK("k_cfar_dop", cudaGetLastError());
 	{
 		size_t smem = (2 * sizeof(double) + sizeof(int)) *
 			      (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr) + 1);
