@@ -1653,6 +1653,13 @@ static void test_radar_cfar(void **state)
 	s.rad.carrier_hz = 0;
 	s.rad.sample_rate_hz = 0;
 	assert_true(run_radar(&s, "cfar os rank 100, power_db out, no velocities", NULL) >= 3 * s.K * s.C);
+	for (int mi = 0; mi < 2; mi++) {   /* a range window too wide for one tile */
+		rspec_init(&s, 2, 16, 3000);
+		s.rad.method = methods[mi];
+		s.rad.train_range = 1200;
+		snprintf(what, sizeof(what), "cfar %s, training 1200 gates each side", names[mi]);
+		assert_true(run_radar(&s, what, NULL) >= 3 * s.K * s.C);
+	}
 	for (int mi = 0; mi < 4; mi++) {   /* no crossing where the map is NaN */
 		rspec_init(&s, 3, 24, 500);
 		s.out = PC_OUT_NONE;           /* a NaN map is compared by its lists */

@@ -21,16 +21,18 @@
  *   3 k_map       M = |D|^2 with zero Doppler in the middle (bin k holds
  *                 m = k - floor(Nd/2)) -> d_map [C][Nd][R]; I = sum_c M ->
  *                 d_imap; the map output (map_db: in dB) -> d_out.
- *   4 k_cfar_dop  ca/go/so: per cell the Doppler window's column sums over
- *                 |dk| <= gd+td (d_sf) and gd < |dk| <= gd+td (d_st),
- *                 cyclic, summed directly in float; then k_cfar_range sums
- *                 those along range over the training extent (|dn| <= gr:
- *                 d_st, else d_sf) as differences of prefix sums in shared
- *                 memory, so the cost per cell does not grow with the
- *                 window. The prefix sums are double and count non-finite
- *                 columns apart: a strong target in the window cancels none
- *                 of the noise's digits, and a NaN reaches only the windows
- *                 that hold it.
+ *   4 k_cfar_fused  ca/go/so, one pass per tile of a map row: each gate's
+ *                 Doppler window column sums, |dk| <= gd+td and without
+ *                 |dk| <= gd, cyclic, summed directly in float into shared
+ *                 memory; then the range sums over the training extent as
+ *                 differences of prefix sums, so the cost per cell does not
+ *                 grow with the window, and the column sums never go to
+ *                 device memory. The prefix sums are double and count
+ *                 non-finite columns apart: a strong target in the window
+ *                 cancels none of the noise's digits, and a NaN reaches
+ *                 only the windows that hold it. A range halo too wide for
+ *                 shared memory takes two passes instead (k_cfar_dop's
+ *                 running column sums to d_sf/d_st, k_cfar_range_wide).
  *     k_cfar_os   os: the training cells of each cell gathered (at most
  *                 PC_CFAR_OS_MAX_CELLS) and the rank[n]-th smallest
  *                 selected (Wirth's selection in registers / local memory).
@@ -68,7 +70,7 @@ extern "C" {
 }
 
 #define CU_RT 256                /* threads per block of the chain kernels  */
-#define CU_SMEM_MAX (46 * 1024)  /* k_cfar_range's tile, at most (bytes)    */
+#define CU_SMEM_MAX (46 * 1024)  /* k_cfar_fused's tile, at most (bytes)    */
 
 /* k mod nd in 0..nd-1: one add or subtract for the windows' offsets
  * (|k| within a period of the axis), a division only past that. */
@@ -140,38 +142,64 @@ __global__ void k_map(const float2 *__restrict__ dop, unsigned C, unsigned R, un
 	}
 }
 
-/* 4a. ca/go/so: Doppler column sums per cell, ascending dk, cyclic, in
- * float: sf over |dk| <= gd+td, st over gd < |dk| <= gd+td. Summed
- * directly (2(gd+td)+1 reads from the cache per cell), never as a running
- * sum, so a strong target leaving the window leaves nothing behind and a
- * NaN reaches only the windows that hold it. Grid: x over gates, y
- * strides over the maps x Nd rows. */
-__global__ void k_cfar_dop(const float *__restrict__ x, unsigned rows, unsigned Nd, unsigned R,
+/* 4a'. (wide halos) ca/go/so: Doppler column sums per cell, cyclic: sf over |dk| <=
+ * gd+td, st over gd < |dk| <= gd+td. A thread walks CU_DSEG bins of one
+ * (map, gate) column with running sums: two reads per bin instead of the
+ * window's width, and no modulo. The running sums are double and skip
+ * non-finite cells (counted instead), so a strong target leaving the
+ * window leaves no residue in the noise's digits and a NaN does not
+ * poison the rest of the column: a window holding one reads NaN, as a
+ * direct sum would. Grid: x over gates, y strides over maps x segments. */
+#define CU_DSEG 32
+__global__ void k_cfar_dop(const float *__restrict__ x, unsigned maps, unsigned Nd, unsigned R,
 			   unsigned gd, unsigned td, float *__restrict__ sf, float *__restrict__ st)
 {
 	unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
-	int w = (int)(gd + td), g = (int)gd;
+	unsigned nseg = (Nd + CU_DSEG - 1) / CU_DSEG;
+	int w = (int)(gd + td), g = (int)gd, nd = (int)Nd;
 
 	if (n >= R)
 		return;
-	for (unsigned row = blockIdx.y; row < rows; row += gridDim.y) {
-		unsigned mp = row / Nd, k = row % Nd;
-		const float *base = x + (size_t)mp * Nd * R + n;
-		float full = 0.0f, train = 0.0f;
+	for (unsigned seg = blockIdx.y; seg < maps * nseg; seg += gridDim.y) {
+		unsigned mp = seg / nseg, k0 = (seg % nseg) * CU_DSEG;
+		unsigned k1 = min(Nd, k0 + CU_DSEG);
+		const float *col = x + (size_t)mp * Nd * R + n;
+		double full = 0.0, guard = 0.0;
+		int bf = 0, bg = 0;   /* non-finite cells in each window */
 
 		for (int dk = -w; dk <= w; dk++) {
-			float v = base[(size_t)cu_wrap((int)k + dk, Nd) * R];
+			float v = col[(size_t)cu_wrap((int)k0 + dk, Nd) * R];
+			int nf = !isfinite(v);
 
-			full += v;
-			if (dk < -g || dk > g)
-				train += v;
+			full += nf ? 0.0 : (double)v;
+			bf += nf;
+			if (dk >= -g && dk <= g) {
+				guard += nf ? 0.0 : (double)v;
+				bg += nf;
+			}
 		}
-		sf[(size_t)row * R + n] = full;
-		st[(size_t)row * R + n] = train;
+		for (unsigned k = k0; k < k1; k++) {
+			size_t o = ((size_t)mp * Nd + k) * R + n;
+			int in_f = (int)k + w + 1, out_f = (int)k - w;
+			int in_g = (int)k + g + 1, out_g = (int)k - g;
+			float a, b, c, d;
+
+			sf[o] = bf ? NAN : (float)full;
+			st[o] = bf - bg ? NAN : (float)(full - guard);
+			/* slide to k + 1 (indices wrapped by one period at most) */
+			a = col[(size_t)(in_f >= nd ? in_f - nd : in_f) * R];
+			b = col[(size_t)(out_f < 0 ? out_f + nd : out_f) * R];
+			c = col[(size_t)(in_g >= nd ? in_g - nd : in_g) * R];
+			d = col[(size_t)(out_g < 0 ? out_g + nd : out_g) * R];
+			full += (isfinite(a) ? (double)a : 0.0) - (isfinite(b) ? (double)b : 0.0);
+			bf += !isfinite(a) - !isfinite(b);
+			guard += (isfinite(c) ? (double)c : 0.0) - (isfinite(d) ? (double)d : 0.0);
+			bg += !isfinite(c) - !isfinite(d);
+		}
 	}
 }
 
-/* What k_cfar_range needs besides its buffers. */
+/* What the CFAR kernels need besides their buffers. */
 struct cu_cfar_args {
 	unsigned Nd, R, gr, tr, gd, td;
 	int method;
@@ -278,9 +306,10 @@ __device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
 	return !p.anybad || i0 > i1 ? 0 : p.b[i1] - (i0 > 0 ? p.b[i0 - 1] : 0);
 }
 
-#define CU_RG 8   /* gates per thread of k_cfar_range: a tile of CU_RT x CU_RG */
+#define CU_RG 8   /* gates per thread of k_cfar_fused: a tile of CU_RT x CU_RG */
 
-/* One cell of k_cfar_range: n its gate, c its span index. */
+/* One cell of k_cfar_fused: n its gate, c its span index (any gate; the
+ * ones whose window is cut by the range edges take this way). */
 __device__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
 			       int lo, float nrm)
 {
@@ -331,7 +360,7 @@ __device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const s
 						int c, float nrm)
 {
 	int h = (int)(a.gr + a.tr), gr = (int)a.gr;
-	/* c - h - 1 >= 0: k_cfar_range's halo has one gate more on the left */
+	/* c - h - 1 >= 0: k_cfar_fused's halo has one gate more on the left */
 	double fl = sp.f[c - gr - 1] - sp.f[c - h - 1];   /* leading, |dn| > gr  */
 	double fr = sp.f[c + h] - sp.f[c + gr];           /* lagging, |dn| > gr  */
 	float half = (float)a.tr * (2.0f * (a.gd + a.td) + 1.0f) + (float)a.gr * 2.0f * a.td;
@@ -349,32 +378,51 @@ __device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const s
 	return bad ? NAN : (a.method == PC_CFAR_GO ? fmaxf(ml, mr) : fminf(ml, mr)) * nrm;
 }
 
-/* Block (x: a map row, y: a tile of CU_RT x CU_RG gates); each thread
- * takes CU_RG gates CU_RT apart (coalesced writes, conflict-free reads):
- * a tile that large keeps the block's fixed steps (load, scan) a small
- * part of its work. */
+/*
+ * 4. ca/go/so in one pass, block (x: a map row, y: a tile of CU_RT x
+ * CU_RG gates): each gate of the tile and its halo gets its Doppler
+ * window's column sums (|dk| <= gd+td, and without |dk| <= gd), summed
+ * directly in float, ascending dk, cyclic, straight into the shared
+ * prefix arrays; then the range sums as differences of prefixes. The
+ * column sums never go to device memory. Offsets within a map are 32-bit
+ * (a map is checked at create to hold fewer than 2^31 cells).
+ */
 __global__ void __launch_bounds__(CU_RT)
-k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st, struct cu_cfar_args a,
-	     const float *__restrict__ norm, float *__restrict__ noise)
+k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__restrict__ norm,
+	     float *__restrict__ noise)
 {
 	extern __shared__ double smem[];
-	unsigned row = blockIdx.x, n0 = blockIdx.y * blockDim.x * CU_RG;
+	unsigned row = blockIdx.x, mp = row / a.Nd, k = row - mp * a.Nd;
+	unsigned n0 = blockIdx.y * blockDim.x * CU_RG;
 	/* the halo: h gates each side, and one more on the left so that
 	 * every gate's prefix before its window is in the span */
 	int h = (int)(a.gr + a.tr), lo = (int)n0 - h - 1, R = (int)a.R;
+	int w = (int)(a.gd + a.td), g = (int)a.gd, Nd = (int)a.Nd;
 	unsigned span = blockDim.x * CU_RG + 2 * (unsigned)h + 1;
-	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
+	const float *map = x + (size_t)mp * a.Nd * a.R;
 	struct cu_pre sp = { smem, smem + span, (int *)(smem + 2 * span), 0 };
-	int bad = 0;
+	int k0 = (int)cu_wrap((int)k - w, a.Nd), bad = 0;
 
 	for (unsigned i = threadIdx.x; i < span; i += blockDim.x) {
-		int g = lo + (int)i, in = g >= 0 && g < R;
-		float f = in ? gf[g] : 0.0f, t = in ? gt[g] : 0.0f;
+		int gg = lo + (int)i;
+		float full = 0.0f, train = 0.0f;
 
-		sp.f[i] = isfinite(f) ? (double)f : 0.0;
-		sp.t[i] = isfinite(t) ? (double)t : 0.0;
-		sp.b[i] = !isfinite(f);
-		bad |= !isfinite(f);
+		if (gg >= 0 && gg < R) {
+			int kk = k0;
+
+			for (int dk = -w; dk <= w; dk++) {
+				float v = map[(unsigned)kk * a.R + (unsigned)gg];
+
+				full += v;
+				if (dk < -g || dk > g)
+					train += v;
+				kk = kk + 1 == Nd ? 0 : kk + 1;
+			}
+		}
+		sp.f[i] = isfinite(full) ? (double)full : 0.0;
+		sp.t[i] = isfinite(train) ? (double)train : 0.0;
+		sp.b[i] = !isfinite(full);
+		bad |= !isfinite(full);
 	}
 	sp.anybad = __syncthreads_or(bad);   /* also the barrier before the scan */
 	cu_block_prefix(sp, span);
@@ -698,6 +746,12 @@ static dim3 cu_rgrid(unsigned R, size_t rows)
 	return dim3((R + CU_RT - 1) / CU_RT, rows < 65535 ? (unsigned)rows : 65535u);
 }
 
+/* k_cfar_fused's shared memory: the prefix arrays over a tile and its halo. */
+static size_t cu_cfar_smem(const struct radar_setup *rs)
+{
+	return (2 * sizeof(double) + sizeof(int)) * (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr) + 1);
+}
+
 /* The CFAR's input: I when integrated, else the channels' maps. */
 static const float *cu_cfar_in(const struct cu_be *be, const struct cu_set *s)
 {
@@ -719,22 +773,23 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 		EQK("k_cfar_os", cudaGetLastError());
 		return 0;
 	}
-	k_cfar_dop<<<cu_rgrid(R, rows), CU_RT, 0, st>>>(cu_cfar_in(be, s), rows, rs->nd, R, rs->gd,
-						       rs->td, r->d_sf, r->d_st);
-	EQK("k_cfar_dop", cudaGetLastError());
 	{
-		size_t smem = (2 * sizeof(double) + sizeof(int)) *
-			      (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr) + 1);
-		unsigned tile = CU_RT * CU_RG;
+		size_t smem = cu_cfar_smem(rs);
+		unsigned tile = CU_RT * CU_RG, nseg = (rs->nd + CU_DSEG - 1) / CU_DSEG;
 
 		/* rows on x: no 65535 limit */
-		if (smem <= CU_SMEM_MAX)
-			k_cfar_range<<<dim3(rows, (R + tile - 1) / tile), CU_RT, smem, st>>>(
-				r->d_sf, r->d_st, a, be->d_norm, r->d_noise);
-		else   /* a halo too wide for shared memory */
+		if (smem <= CU_SMEM_MAX) {
+			k_cfar_fused<<<dim3(rows, (R + tile - 1) / tile), CU_RT, smem, st>>>(
+				cu_cfar_in(be, s), a, be->d_norm, r->d_noise);
+		} else {   /* a halo too wide for shared memory: two passes */
+			k_cfar_dop<<<cu_rgrid(R, (size_t)rs->maps * nseg), CU_RT, 0, st>>>(
+				cu_cfar_in(be, s), rs->maps, rs->nd, R, rs->gd, rs->td, r->d_sf,
+				r->d_st);
+			EQK("k_cfar_dop", cudaGetLastError());
 			k_cfar_range_wide<<<dim3(rows, (R + CU_RT - 1) / CU_RT), CU_RT, 0, st>>>(
 				r->d_sf, r->d_st, a, be->d_norm, r->d_noise);
-		EQK("k_cfar_range", cudaGetLastError());
+		}
+		EQK("k_cfar_fused / k_cfar_range_wide", cudaGetLastError());
 	}
 	return 0;
 }
@@ -846,8 +901,10 @@ int cu_radar_create(struct cu_be *be)
 			 rs->pulses, rs->samples, rs->pulses_mti, rs->nd);
 		return -EINVAL;
 	}
-	/* grid limits: a block per map row (x), CU_RT-gate tiles on y */
-	if ((size_t)rs->maps * rs->nd > INT_MAX || (R + CU_RT - 1) / CU_RT > 65535) {
+	/* grid limits: a block per map row (x), CU_RT-gate tiles on y; a
+	 * map's cells addressed with 32-bit offsets (k_cfar_fused) */
+	if ((size_t)rs->maps * rs->nd > INT_MAX || (R + CU_RT - 1) / CU_RT > 65535 ||
+	    (size_t)rs->nd * R > INT_MAX) {
 		snprintf(be->last_error, sizeof(be->last_error),
 			 "radar chain: %u x %u map rows of %u gates exceed the CUDA backend's grid "
 			 "(at most %d rows, %u gates)", rs->maps, rs->nd, rs->samples, INT_MAX,
@@ -909,7 +966,7 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 	if (rs->integrate && rs->cfar)
 		CK(cudaMalloc((void **)&r->d_imap, (size_t)rs->nd * rs->samples * sizeof(float)));
 	if (rs->cfar) {
-		if (rs->method != PC_CFAR_OS) {
+		if (rs->method != PC_CFAR_OS && cu_cfar_smem(rs) > CU_SMEM_MAX) {
 			CK(cudaMalloc((void **)&r->d_sf, cells * sizeof(float)));
 			CK(cudaMalloc((void **)&r->d_st, cells * sizeof(float)));
 		}
