@@ -408,14 +408,29 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 		float full = 0.0f, train = 0.0f;
 
 		if (gg >= 0 && gg < R) {
+			/* ascending dk: leading training, guard (and the cell),
+			 * lagging training */
+			const float *col = map + (unsigned)gg;
 			int kk = k0;
+			float guard = 0.0f;
 
-			for (int dk = -w; dk <= w; dk++) {
-				float v = map[(unsigned)kk * a.R + (unsigned)gg];
+			for (int dk = -w; dk < -g; dk++) {
+				float v = col[(unsigned)kk * a.R];
 
 				full += v;
-				if (dk < -g || dk > g)
-					train += v;
+				train += v;
+				kk = kk + 1 == Nd ? 0 : kk + 1;
+			}
+			for (int dk = -g; dk <= g; dk++) {
+				guard += col[(unsigned)kk * a.R];
+				kk = kk + 1 == Nd ? 0 : kk + 1;
+			}
+			full += guard;
+			for (int dk = g + 1; dk <= w; dk++) {
+				float v = col[(unsigned)kk * a.R];
+
+				full += v;
+				train += v;
 				kk = kk + 1 == Nd ? 0 : kk + 1;
 			}
 		}
@@ -571,49 +586,58 @@ __global__ void k_locmax(const float *__restrict__ x, const float *__restrict__ 
 			 unsigned char *__restrict__ mask, unsigned *__restrict__ rowcnt,
 			 unsigned long long *cross)
 {
+	__shared__ unsigned sdet, scross;
 	unsigned row = blockIdx.x, mp = row / a.Nd, k = row % a.Nd;
-	const float *map = x + (size_t)mp * a.Nd * a.R;
-	unsigned ndet = 0, ncross = 0;
+	const float *map = x + (size_t)mp * a.Nd * a.R;   /* this map; 32-bit offsets in it */
+	const float *nz = noise + (size_t)row * a.R;
+	unsigned char *mk = mask + (size_t)row * a.R;
+	unsigned ndet = 0, ncross = 0, idx0 = k * a.R;
 
-	for (unsigned n0 = 0; n0 < a.R; n0 += blockDim.x) {
-		unsigned n = n0 + threadIdx.x;
-		int over = 0, det = 0;
+	if (threadIdx.x == 0)
+		sdet = scross = 0;
+	__syncthreads();
+	for (unsigned n = threadIdx.x; n < a.R; n += blockDim.x) {
+		unsigned idx = idx0 + n;
+		float v = map[idx];
+		int over = v > alpha[n] * nz[n], det = over;
 
-		if (n < a.R) {
-			size_t idx = (size_t)k * a.R + n;
-			float v = map[idx];
+		/* the neighbourhood only where the threshold is crossed (rare) */
+		for (int dk = -(int)a.md; det && dk <= (int)a.md; dk++) {
+			unsigned kr = cu_wrap((int)k + dk, a.Nd) * a.R;
 
-			over = v > alpha[n] * noise[(size_t)row * a.R + n];
-			det = over;
-			for (int dk = -(int)a.md; det && dk <= (int)a.md; dk++) {
-				size_t kr = (size_t)cu_wrap((int)k + dk, a.Nd) * a.R;
+			for (int dn = -(int)a.mr; dn <= (int)a.mr; dn++) {
+				int g = (int)n + dn;
+				unsigned j;
+				float u;
 
-				for (int dn = -(int)a.mr; dn <= (int)a.mr; dn++) {
-					int g = (int)n + dn;
-					size_t j;
-					float u;
-
-					if (g < 0 || g >= (int)a.R)
-						continue;
-					j = kr + (size_t)g;
-					if (j == idx)
-						continue;
-					u = map[j];
-					if (j < idx ? !(v > u) : !(v >= u)) {
-						det = 0;
-						break;
-					}
+				if (g < 0 || g >= (int)a.R)
+					continue;
+				j = kr + (unsigned)g;
+				if (j == idx)
+					continue;
+				u = map[j];
+				if (j < idx ? !(v > u) : !(v >= u)) {
+					det = 0;
+					break;
 				}
 			}
-			mask[(size_t)row * a.R + n] = (unsigned char)det;
 		}
-		ndet += (unsigned)__syncthreads_count(det);
-		ncross += (unsigned)__syncthreads_count(over);
+		mk[n] = (unsigned char)det;
+		ndet += (unsigned)det;
+		ncross += (unsigned)over;
 	}
+	/* the row's counts: per warp, then one shared add per warp */
+	ndet = __reduce_add_sync(0xffffffffu, ndet);
+	ncross = __reduce_add_sync(0xffffffffu, ncross);
+	if ((threadIdx.x & 31) == 0 && (ndet | ncross)) {
+		atomicAdd(&sdet, ndet);
+		atomicAdd(&scross, ncross);
+	}
+	__syncthreads();
 	if (threadIdx.x == 0) {
-		rowcnt[row] = ndet;
-		if (ncross)
-			atomicAdd(cross, (unsigned long long)ncross);
+		rowcnt[row] = sdet;
+		if (scross)
+			atomicAdd(cross, (unsigned long long)scross);
 	}
 }
 
