@@ -227,7 +227,7 @@ struct cu_pre {
 /* Inclusive scan of v over the block's threads (blockDim.x a multiple
  * of 32, at most 1024): warp shuffles, then the warps' totals. */
 template <typename T>
-__device__ T cu_block_scan(T v, T *wtot)
+__device__ __forceinline__ T cu_block_scan(T v, T *wtot)
 {
 	unsigned lane = threadIdx.x & 31, wp = threadIdx.x >> 5, nw = blockDim.x >> 5;
 
@@ -261,7 +261,7 @@ __device__ T cu_block_scan(T v, T *wtot)
 
 /* Inclusive prefix of the span's n entries, in place, by the block: each
  * thread a run of consecutive entries, the runs' totals scanned. */
-__device__ void cu_block_prefix(struct cu_pre p, unsigned n)
+__device__ __forceinline__ void cu_block_prefix(struct cu_pre p, unsigned n)
 {
 	__shared__ double wd[32];
 	__shared__ int wi[32];
@@ -310,7 +310,7 @@ __device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
 
 /* One cell of k_cfar_fused: n its gate, c its span index (any gate; the
  * ones whose window is cut by the range edges take this way). */
-__device__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
+__device__ __forceinline__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
 			       int lo, float nrm)
 {
 	int h = (int)(a.gr + a.tr), gr = (int)a.gr, R = (int)a.R, c = n - lo;
