@@ -729,6 +729,51 @@ static void test_nonfinite(void **state)
 	pc_destroy(pc);
 }
 
+/* The chain's stages run on the backend's threads: any thread count gives
+ * the same map and list, bit for bit, CPI after CPI (the compression
+ * jobs and the chain's jobs take turns on one pool). */
+static void test_threads_same(void **state)
+{
+	const unsigned C = 3, P = 20, R = 300;
+	struct pc_params p;
+	struct pc *one, *many;
+	float *x, *o1, *o2;
+	void *d1, *d2;
+
+	(void)state;
+	seed(808);
+	base(&p, C, P, R);
+	p.out_mode = PC_OUT_MAP_DB;
+	p.radar.cfar = 1;
+	p.radar.integrate = 0;
+	p.radar.mti = PC_MTI_TWO;
+	one = make(&p);
+	p.cpu_threads = 3;
+	p.idle_spin_us = 200;   /* workers polling, take-over on */
+	many = make(&p);
+	x = xalloc((size_t)C * P * R * 8);
+	o1 = xalloc(pc_out_bytes(one));
+	o2 = xalloc(pc_out_bytes(one));
+	d1 = xalloc(pc_det_bytes(one));
+	d2 = xalloc(pc_det_bytes(one));
+	for (int i = 0; i < 10; i++) {
+		gauss_fill(x, (size_t)C * P * R, 1.0);
+		add_target(x, C, P, R, 50 + 20 * i, 3 + i % 4, 3.0, i);   /* clear of MTI's notch */
+		run(one, x, o1, d1);
+		run(many, x, o2, d2);
+		assert_int_equal(memcmp(o1, o2, pc_out_bytes(one)), 0);
+		assert_int_equal(memcmp(d1, d2, pc_det_bytes(one)), 0);
+		assert_true(((struct chirp_det_header *)d1)->count >= 1);
+	}
+	free(x);
+	free(o1);
+	free(o2);
+	free(d1);
+	free(d2);
+	pc_destroy(one);
+	pc_destroy(many);
+}
+
 /* ---- the interface ------------------------------------------------------------ */
 
 static void test_submit_rules(void **state)
@@ -898,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_one_detection_per_target),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_nonfinite),
+		cmocka_unit_test(test_threads_same),
 		cmocka_unit_test(test_target_detected),
 		cmocka_unit_test(test_fa_ca),
 		cmocka_unit_test(test_fa_go_so_os),
