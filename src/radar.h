@@ -8,8 +8,9 @@
  * radar_setup_make() turns a checked pc_params into what a backend runs:
  * the window with the Doppler gain folded in, Nd, and per range gate the
  * CFAR's alpha, norm and (os) rank, computed in double precision, so that
- * backends only sum, sort, compare and write records. radar_cpu_* is the
- * CPU implementation (the reference the GPU is tested against).
+ * backends only sum, sort, compare and write records. radar_cpu.h is the
+ * CPU implementation (the reference the GPU is tested against); radar.c
+ * states the CFAR model the tables are solved from.
  */
 #ifndef CHIRP_RADAR_H
 #define CHIRP_RADAR_H
