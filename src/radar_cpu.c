@@ -25,7 +25,12 @@
  *        ca/go/so: the Doppler sums A[n] = sum_{|dk| <= gd+td} and B[n] =
  *          sum_{|dk| <= gd} of the row's column, in double; range prefix
  *          sums of A and B then give any half's training sum in O(1), so
- *          a cell costs O(gd + td), not O(window);
+ *          a cell costs O(gd + td), not O(window). Their limit: a sum
+ *          is a difference of two prefixes, off by ~1e-16 of the row's
+ *          power up to that gate, so a cell 160 dB over the noise moves
+ *          the estimates after it in its row by ~1e-16 x 1e16 = 1 of
+ *          the noise (float data runs out of dynamic range about there
+ *          anyway); S is clamped at 0 against such rounding;
  *        os: the training cells gathered into a stack array and the k_n-th
  *          picked by quickselect: O(N) a cell.
  *      noise = float(S x norm[n]); a crossing is M > float(alpha[n] x
@@ -382,18 +387,19 @@ static double stat_mean(const struct radar_cpu *rc, const struct cfar_rows *t, l
 	double ml, mg;
 
 	if (rs->method == PC_CFAR_CA)
-		return (lead + lag + window_sum(t, n, n, n, n)) / (double)(nlead + nlag + ncen);
-	if (nlead == 0)
-		return lag / (double)nlag;
-	if (nlag == 0)
-		return lead / (double)nlead;
-	ml = lead / (double)nlead;
-	mg = lag / (double)nlag;
-	if (isnan(ml) || isnan(mg))
-		return NAN;
-	if (rs->method == PC_CFAR_GO)
-		return ml > mg ? ml : mg;
-	return ml < mg ? ml : mg;
+		ml = (lead + lag + window_sum(t, n, n, n, n)) / (double)(nlead + nlag + ncen);
+	else if (nlead == 0)
+		ml = lag / (double)nlag;
+	else if (nlag == 0)
+		ml = lead / (double)nlead;
+	else {
+		ml = lead / (double)nlead;
+		mg = lag / (double)nlag;
+		if (isnan(ml) || isnan(mg))
+			return NAN;
+		ml = rs->method == PC_CFAR_GO ? (ml > mg ? ml : mg) : (ml < mg ? ml : mg);
+	}
+	return ml < 0.0 ? 0.0 : ml;   /* NaN passes */
 }
 
 /* The k-th smallest (0-based) of v[0..n-1], reordering v: Wirth's
