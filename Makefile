@@ -84,12 +84,12 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
-CORE_SRCS  := $(addprefix src/,chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
+CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
                 metrics.c pc.c pc_cpu.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
                 radar.c radar_cpu.c waveform.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
-                cu_host.cu cu_kernels.cu cu_pipeline.cu cu_setup.cu)
-TOOL_SRCS  := $(addprefix src/tools/,synth.c tool.c)
+                cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
+TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # chirpd's own files (linked only into chirpd): main and the event loop,
 # generations, reload, control commands.
 DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c)

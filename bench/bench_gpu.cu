@@ -11,6 +11,10 @@
  *       padded rows), forward FFT, a multiply kernel, inverse FFT, one
  *       cudaMemcpy2DAsync out, alternating over two streams. It moves cf32
  *       in and complex out, whatever the configuration asks for.
+ *   (b0) the naive pipeline's compute alone, on the device: per CPI three
+ *       launches (forward FFT of the zero-padded rows, the multiply
+ *       kernel, inverse FFT), input and output in device memory, two
+ *       streams; what (c) is held against for its compute.
  *   (c) chirpd's backend alone through the pc API with the data already on
  *       the device (pc_submit given device pointers: no PCIe).
  *   (c') chirpd's backend through the pc API from registered MAP_SHARED host
@@ -22,6 +26,10 @@
  *       TSV's last column,
  *       c_registered_mode_switch: a CUDA graph re-points its multiply
  *       nodes at the new mode's filter before each such CPI.
+ *   (c'') copy staging (staging = copy, the fallback when a ring cannot be
+ *       registered): the same CPIs from MAP_SHARED host memory that is not
+ *       registered, at the depth (c') did best; its share of (c') is the
+ *       TSV's c_copy / c_registered.
  *   (d) the whole daemon is measured by scripts/gpu-run.sh (chirp-feed
  *       --prefilled -> chirpd -> drain); pass its results with
  *       --daemon-tsv FILE (lines "geometry fmt mode gsps") to get the
@@ -207,6 +215,32 @@ static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_b
 			  unsigned streams, const float *ref)
 {
 	return make_pc_m(g, md, be, streams, ref, NULL, 0);
+}
+
+/* A CUDA pc with the given staging. */
+static struct pc *make_pc_st(const struct geom *g, const struct mode *md, unsigned streams,
+			     const float *ref, enum pc_staging staging)
+{
+	struct pc_params p;
+	char err[256];
+	struct pc *pc;
+
+	pc_params_init(&p);
+	p.channels = g->C;
+	p.pulses = g->P;
+	p.samples = g->R;
+	p.in_format = md->f;
+	p.out_mode = md->m;
+	p.ref = ref;
+	p.ref_len = g->L;
+	p.backend = PC_BACKEND_CUDA;
+	p.gpu = gpu;
+	p.streams = streams;
+	p.staging = staging;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		die(err);
+	return pc;
 }
 
 /* The mode-switch measurement's three modes: LFM of L, L/2 and L/4 samples
@@ -400,6 +434,90 @@ static double naive_time(const struct geom *g, const float *ref, int n, double *
 	return median(t, reps);
 }
 
+/*
+ * (b0): seconds per CPI of the naive pipeline's three launches on data
+ * already on the device: forward FFT out of place from zero-padded rows,
+ * the multiply, inverse FFT in place; two streams alternating.
+ */
+static double naive_device_time(const struct geom *g, const float *ref, int n)
+{
+	size_t rows = (size_t)g->C * g->P, R = g->R;
+	size_t nfft = pc_good_fft_size(R + g->L - 1), total = rows * nfft;
+	float2 *h_host, *d_h, *d_in[2], *d_x[2];
+	cudaStream_t st[2];
+	cufftHandle plan[2], p1;
+	cudaEvent_t e0, e1[2];
+	double t[32];
+
+	h_host = (float2 *)calloc(nfft, sizeof(float2));
+	if (!h_host)
+		die("out of memory");
+	/* the filter conj(FFT(h)) / nfft, as (b) makes it (gain left out: the
+	 * result is not checked here, (b) checks the same kernels) */
+	for (size_t k = 0; k < g->L; k++)
+		h_host[k] = make_float2(ref[2 * k], ref[2 * k + 1]);
+	CK(cudaMalloc((void **)&d_h, nfft * sizeof(float2)));
+	CK(cudaMemcpy(d_h, h_host, nfft * sizeof(float2), cudaMemcpyHostToDevice));
+	CKF(cufftPlan1d(&p1, (int)nfft, CUFFT_C2C, 1));
+	CKF(cufftExecC2C(p1, (cufftComplex *)d_h, (cufftComplex *)d_h, CUFFT_FORWARD));
+	CK(cudaMemcpy(h_host, d_h, nfft * sizeof(float2), cudaMemcpyDeviceToHost));
+	CKF(cufftDestroy(p1));
+	for (size_t f = 0; f < nfft; f++)
+		h_host[f] = make_float2(h_host[f].x / nfft, -h_host[f].y / nfft);
+	CK(cudaMemcpy(d_h, h_host, nfft * sizeof(float2), cudaMemcpyHostToDevice));
+	for (int s = 0; s < 2; s++) {
+		CK(cudaStreamCreateWithFlags(&st[s], cudaStreamNonBlocking));
+		CK(cudaMalloc((void **)&d_in[s], total * sizeof(float2)));
+		CK(cudaMalloc((void **)&d_x[s], total * sizeof(float2)));
+		CK(cudaMemset(d_in[s], 0, total * sizeof(float2)));
+		for (size_t r = 0; r < rows; r++) {   /* random rows, zero padding */
+			fill(h_host, PC_FMT_CF32, R < nfft ? R : nfft);
+			CK(cudaMemcpy(d_in[s] + r * nfft, h_host, R * sizeof(float2),
+				      cudaMemcpyHostToDevice));
+		}
+		CKF(cufftPlan1d(&plan[s], (int)nfft, CUFFT_C2C, (int)rows));
+		CKF(cufftSetStream(plan[s], st[s]));
+		CK(cudaEventCreate(&e1[s]));
+	}
+	CK(cudaEventCreate(&e0));
+	for (int r = -1; r < reps; r++) {   /* r = -1: warm-up */
+		float ms[2];
+
+		CK(cudaEventRecord(e0, st[0]));
+		CK(cudaStreamWaitEvent(st[1], e0, 0));
+		for (int i = 0; i < n; i++) {
+			int s = i & 1;
+			unsigned blocks = (unsigned)((total + 255) / 256);
+
+			CKF(cufftExecC2C(plan[s], (cufftComplex *)d_in[s], (cufftComplex *)d_x[s],
+					 CUFFT_FORWARD));
+			naive_cmul<<<blocks, 256, 0, st[s]>>>(d_x[s], d_h, nfft, total);
+			CK(cudaGetLastError());
+			CKF(cufftExecC2C(plan[s], (cufftComplex *)d_x[s], (cufftComplex *)d_x[s],
+					 CUFFT_INVERSE));
+		}
+		for (int s = 0; s < 2; s++)
+			CK(cudaEventRecord(e1[s], st[s]));
+		for (int s = 0; s < 2; s++) {
+			CK(cudaEventSynchronize(e1[s]));
+			CK(cudaEventElapsedTime(&ms[s], e0, e1[s]));
+		}
+		if (r >= 0)
+			t[r] = (ms[0] > ms[1] ? ms[0] : ms[1]) * 1e-3 / n;
+	}
+	for (int s = 0; s < 2; s++) {
+		CKF(cufftDestroy(plan[s]));
+		CK(cudaStreamDestroy(st[s]));
+		CK(cudaFree(d_in[s]));
+		CK(cudaFree(d_x[s]));
+		CK(cudaEventDestroy(e1[s]));
+	}
+	CK(cudaEventDestroy(e0));
+	CK(cudaFree(d_h));
+	free(h_host);
+	return median(t, reps);
+}
+
 /* ---- (c), (c') the backend through the pc API --------------------------------------- */
 
 /* CPI k's mode: k mod pump_modes (1: always mode 0; NSWITCH: the mode
@@ -498,6 +616,9 @@ struct result {
 	struct mode md;
 	double a_h2d, a_d2h, a_both;     /* GS/s */
 	double b;                        /* naive, GS/s (cf32->complex) */
+	double b0;                       /* naive on the device, GS/s   */
+	double c3;                       /* (c'') copy staging at (c')'s best
+					    depth, GS/s                  */
 	double c[8], c2[8];              /* per depth, GS/s */
 	double sw[8];                    /* per depth: (c') rate with the mode
 					    changing every CPI / with one mode */
@@ -632,8 +753,10 @@ int main(int argc, char **argv)
 		double b_err = 0, b = S / naive_time(g, ref, n, &b_err) / 1e9;
 		double b_r[2] = { S / rep_hi / 1e9, S / rep_lo / 1e9 };
 
-		printf("(b) %s naive baseline cf32->complex: %.3f GS/s (vs CPU rel L2 %.1e)\n",
-		       g->name, b, b_err);
+		double b0 = S / naive_device_time(g, ref, n) / 1e9;
+
+		printf("(b) %s naive baseline cf32->complex: %.3f GS/s (vs CPU rel L2 %.1e); "
+		       "(b0) its three launches on the device: %.3f GS/s\n", g->name, b, b_err, b0);
 		fflush(stdout);
 		for (int mi = 0; mi < NMODES; mi++) {
 			const struct mode *md = &modes[mi];
@@ -650,6 +773,7 @@ int main(int argc, char **argv)
 			rs->geom = g->name;
 			rs->md = *md;
 			rs->b = b;
+			rs->b0 = b0;
 			memcpy(rs->b_r, b_r, sizeof(b_r));
 			/* (a) with this configuration's byte counts */
 			CK(cudaMalloc(&din, ib));
@@ -700,6 +824,24 @@ int main(int argc, char **argv)
 						info.staging);
 				pc_destroy(pc);
 			}
+			/* (c'') copy staging at (c')'s best depth, from the same
+			 * MAP_SHARED memory unregistered */
+			{
+				int bd = 0;
+
+				for (int di = 1; di < ndepths; di++)
+					if (rs->c2[di] > rs->c2[bd])
+						bd = di;
+				struct pc *pc = make_pc_st(g, md, depths[bd], ref, PC_STAGING_COPY);
+				struct pc_info info;
+
+				rs->c3 = S / pc_time(pc, rin, is, rout, os, nslots, n) / 1e9;
+				pc_get_info(pc, &info);
+				if (strcmp(info.staging, "copy") != 0)
+					fprintf(stderr, "bench_gpu: staging is \"%s\", not copy\n",
+						info.staging);
+				pc_destroy(pc);
+			}
 			/* check the last CPI written to slot 0 of (c') against the CPU */
 			cpu = make_pc(g, md, PC_BACKEND_CPU, 1, ref);
 			want = (float *)malloc(ob);
@@ -741,7 +883,7 @@ int main(int argc, char **argv)
 			printf(" GS/s | mode switch / one mode");
 			for (int di = 0; di < ndepths; di++)
 				printf(" d%u %.3f", depths[di], rs->sw[di]);
-			printf(" | rel L2 vs CPU %.1e\n", rs->err);
+			printf(" | (c'') copy staging %.3f GS/s | rel L2 vs CPU %.1e\n", rs->c3, rs->err);
 			fflush(stdout);
 		}
 		free(ref);
@@ -754,7 +896,7 @@ int main(int argc, char **argv)
 		fprintf(out, "geometry\tformat\toutput\ta_h2d\ta_d2h\ta_both\tb_naive\tdepth\tc_device\t"
 			     "c_registered\td_daemon\trel_l2\treps\ta_both_min\ta_both_max\tb_naive_min\t"
 			     "b_naive_max\tc_device_min\tc_device_max\tc_registered_min\t"
-			     "c_registered_max\tc_registered_mode_switch\n");
+			     "c_registered_max\tc_registered_mode_switch\tb0_naive_device\tc_copy\n");
 	printf("\nGS/s (complex input samples/s), %s, median of %d; best depth shown; "
 	       "ratios use (c') or (d) when given\n", prop.name, reps);
 	printf("%-12s %-5s %-9s %7s %7s %7s %7s %6s %7s %7s %7s %7s %7s %8s\n", "geometry", "in",
@@ -770,12 +912,14 @@ int main(int argc, char **argv)
 				best = di;
 			if (out)
 				fprintf(out, "%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%u\t%.4f\t%.4f\t%.4f\t%.2e"
-					"\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\n",
+					"\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f"
+					"\t%.4f\t%.4f\n",
 					rs->geom, pc_format_name(rs->md.f), pc_output_name(rs->md.m),
 					rs->a_h2d, rs->a_d2h, rs->a_both, rs->b, depths[di], rs->c[di],
 					rs->c2[di], rs->d, rs->err, reps, rs->a_both_r[0],
 					rs->a_both_r[1], rs->b_r[0], rs->b_r[1], rs->c_r[di][0],
-					rs->c_r[di][1], rs->c2_r[di][0], rs->c2_r[di][1], rs->sw[di]);
+					rs->c_r[di][1], rs->c2_r[di][0], rs->c2_r[di][1], rs->sw[di],
+					rs->b0, rs->c3);
 		}
 		x = rs->d > 0 ? rs->d : rs->c2[best];
 		printf("%-12s %-5s %-9s %7.3f %7.3f %7.3f %7.3f %6u %7.3f %7.3f %7.3f %6.0f%% %6.2fx %8.1e\n",

@@ -6,7 +6,7 @@
  *   bench_pc [--threads LIST] [--cpi CxPxR:L]... [--format cf32|sc16]
  *            [--out complex|magnitude|power_db] [--nfft N] [--seconds S] [--tsv]
  *            [--planner estimate|measure|patient] [--estimate]
- *            [--wisdom FILE] [--block-kib N]
+ *            [--wisdom FILE] [--block-kib N] [--chain]
  *
  * Defaults: two CPI shapes (4x128x4096 with a 512-sample chirp,
  * 16x128x9000 with a 1000-sample chirp), cf32 in, complex out, threads
@@ -22,6 +22,13 @@
  * divides by the thread count. MS/cpu-s divides by the process's CPU time
  * instead of wall time: on a shared machine where other jobs steal the CPU
  * it is the steadier per-thread figure.
+ *
+ * --chain runs the radar chain after compression instead of writing the
+ * compressed cube: no MTI, a Hamming window over the pulses, 256 Doppler
+ * bins, CA-CFAR on each channel's map (guard 2 range x 1 Doppler, training
+ * 8 x 2, pfa 1e-5, 3 x 3 local maxima), detections only (out mode none),
+ * as bench/compare/scipy_chain.py runs it in numpy/scipy and radar_gpu on
+ * the GPU; the TSV's tool column reads "chirpd-chain".
  */
 #include "bench.h"
 #include "chirp/pc.h"
@@ -42,12 +49,62 @@ static void usage(FILE *f)
 	fprintf(f, "usage: bench_pc [--threads 1,2] [--cpi CxPxR:L]... [--format cf32|sc16]\n"
 		   "                [--out complex|magnitude|power_db] [--nfft N] [--seconds S] [--tsv]\n"
 		   "                [--planner estimate|measure|patient] [--estimate]\n"
-		   "                [--wisdom FILE] [--block-kib N]\n"
+		   "                [--wisdom FILE] [--block-kib N] [--chain]\n"
 		   "  --planner P     FFTW planner (chirpd.conf fftw_planner), default patient\n"
 		   "  --wisdom FILE   FFTW wisdom file (fftw_wisdom): read before planning,\n"
 		   "                  written after a measure or patient search\n"
 		   "  --block-kib N   rows per work block in KiB (cpu_block_kib), 1..%u;\n"
-		   "                  default auto\n", PC_MAX_BLOCK_KIB);
+		   "                  default auto\n"
+		   "  --chain         the radar chain (Doppler, CA-CFAR, detections only)\n",
+		   PC_MAX_BLOCK_KIB);
+}
+
+#define CHAIN_ND 256
+static int chain;          /* --chain */
+
+/* The radar chain of --chain on p (win: p->pulses Hamming coefficients). */
+static void set_chain(struct pc_params *p, float *win)
+{
+	double w[4096];
+	unsigned n = p->pulses < 4096 ? p->pulses : 4096;
+
+	wf_window_fill(WIN_HAMMING, 4, 35.0, w, n);
+	for (unsigned i = 0; i < n; i++)
+		win[i] = (float)w[i];
+	p->out_mode = PC_OUT_NONE;
+	p->radar.doppler = 1;
+	p->radar.mti = PC_MTI_NONE;
+	p->radar.window = win;
+	p->radar.nfft = CHAIN_ND;
+	p->radar.cfar = 1;
+	p->radar.method = PC_CFAR_CA;
+	p->radar.integrate = 0;
+	p->radar.guard_range = 2;
+	p->radar.guard_doppler = 1;
+	p->radar.train_range = 8;
+	p->radar.train_doppler = 2;
+	p->radar.pfa = 1e-5;
+	p->radar.maxima_range = 1;
+	p->radar.maxima_doppler = 1;
+	p->radar.max_detections = 4096;
+}
+
+/* One CPI, synchronously: pc_execute with the detection list. */
+static int exec_one(struct pc *pc, const void *in, void *out, void *det)
+{
+	struct pc_job j = { .in = in, .out = out, .det = det, .tag = 0, .mode = 0 };
+	struct pc_done d[4];
+	int rc = pc_submit_job(pc, &j), got = 0;
+
+	while (rc == 0 && !got) {
+		int k = pc_poll(pc, d, 4, -1);
+
+		if (k < 0)
+			return k;
+		for (int i = 0; i < k; i++)
+			got |= (d[i].flags & PC_DONE_OUTPUT) != 0;
+	}
+	return rc;
 }
 
 /* Run one configuration; 0 on success. */
@@ -58,8 +115,8 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	struct pc_params p;
 	struct pc_info info;
 	struct pc *pc = NULL;
-	float *h = NULL;
-	void *in = NULL, *out = NULL;
+	float *h = NULL, win[4096];
+	void *in = NULL, *out = NULL, *det = NULL;
 	double *t = NULL, *tc = NULL, t_create;
 	size_t L, n, maxrep = 100000, reps = 0;
 	char err[256];
@@ -88,6 +145,8 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	p.cpu_threads = threads;
 	p.nfft = nfft;
 	p.tune = *tune;
+	if (chain)
+		set_chain(&p, win);
 	t_create = now_s();
 	pc = pc_create(&p, err, sizeof(err));
 	if (!pc) {
@@ -97,10 +156,11 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	t_create = now_s() - t_create;
 	pc_get_info(pc, &info);
 	in = malloc(pc_in_bytes(pc));
-	out = malloc(pc_out_bytes(pc));
+	out = malloc(pc_out_bytes(pc) ? pc_out_bytes(pc) : 1);
+	det = malloc(pc_det_bytes(pc) ? pc_det_bytes(pc) : 1);
 	t = malloc(maxrep * sizeof(*t));
 	tc = malloc(maxrep * sizeof(*tc));
-	if (!in || !out || !t || !tc) {
+	if (!in || !out || !det || !t || !tc) {
 		fprintf(stderr, "bench_pc: out of memory\n");
 		goto out;
 	}
@@ -118,8 +178,9 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 			s[i] = (int16_t)(rand() % 20000 - 10000);
 	}
 	memset(out, 0, pc_out_bytes(pc));   /* fault pages in before timing */
+	memset(det, 0, pc_det_bytes(pc));
 	for (int i = 0; i < 2; i++) {
-		if (pc_execute(pc, in, out, NULL) < 0) {
+		if (exec_one(pc, in, pc_out_bytes(pc) ? out : NULL, chain ? det : NULL) < 0) {
 			fprintf(stderr, "bench_pc: pc_execute: %s\n", pc_last_error(pc));
 			goto out;
 		}
@@ -128,7 +189,7 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	while (reps < maxrep && (reps < 5 || now_s() < t_end)) {
 		double t0 = now_s(), c0 = cpu_s();
 
-		if (pc_execute(pc, in, out, NULL) < 0) {
+		if (exec_one(pc, in, pc_out_bytes(pc) ? out : NULL, chain ? det : NULL) < 0) {
 			fprintf(stderr, "bench_pc: pc_execute: %s\n", pc_last_error(pc));
 			goto out;
 		}
@@ -141,9 +202,9 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 	double cmed = tc[reps / 2], cpu_msps = n / cmed / 1e6;
 
 	if (tsv)
-		printf("chirpd\t%ux%ux%u\t%zu\t%zu\t%d\t%s\t%s\t%.4f\t%.2f\t%.2f\t%.4f\t%.4f\t%.2f\n",
-		       c->C, c->P, c->R, L, info.nfft, threads, pc_format_name(fmt),
-		       pc_output_name(mode), med * 1e3, msps, msps / threads, best * 1e3,
+		printf("%s\t%ux%ux%u\t%zu\t%zu\t%d\t%s\t%s\t%.4f\t%.2f\t%.2f\t%.4f\t%.4f\t%.2f\n",
+		       chain ? "chirpd-chain" : "chirpd", c->C, c->P, c->R, L, info.nfft, threads,
+		       pc_format_name(fmt), pc_output_name(chain ? PC_OUT_NONE : mode), med * 1e3, msps, msps / threads, best * 1e3,
 		       cmed * 1e3, cpu_msps);
 	else
 		printf("%-14s %5zu %6zu %7d %5s %-9s %9.2f %9.2f %9.1f %11.1f %11.1f %6zu %8.2f\n",
@@ -155,6 +216,7 @@ out:
 	free(h);
 	free(in);
 	free(out);
+	free(det);
 	free(t);
 	free(tc);
 	return rc;
@@ -180,6 +242,8 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--tsv")) {
 			tsv = 1;
+		} else if (!strcmp(a, "--chain")) {
+			chain = 1;
 		} else if (!strcmp(a, "--estimate")) {
 			planner = "estimate";
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

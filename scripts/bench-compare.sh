@@ -19,6 +19,10 @@
 #           and "skipped" rows naming a missing tool and why), for
 #           scripts/bench-report.py
 #
+# The radar chain (bench_pc --chain against bench/compare/scipy_chain.py:
+# compression, Doppler FFT, CA-CFAR, the detection list) runs in the same
+# rounds unless COMPARE_CHAIN=0; raw tools chirpd-chain and scipy-chain.
+#
 # chirpd runs with FFTW_PATIENT plans (its fastest setting; the plans are
 # kept in BUILD/fftw-wisdom, given to bench_pc and fft_floor with --wisdom,
 # so only the first run spends about a minute per CPI shape planning) and,
@@ -109,6 +113,14 @@ for cpi in $cpis; do
 			>>"$tmp/floor.$geom" 2>>"$tmp/floor.err"; then
 			echo "fft_floor: failed on $cpi: $(tail -1 "$tmp/floor.err")"
 		fi
+		if [ "${COMPARE_CHAIN:-1}" = 1 ]; then
+			"$bench" --chain --planner patient --wisdom "$wisdom" --threads 1 --tsv --seconds "$seconds" \
+				--cpi "$cpi" >>"$tmp/chirpd-chain.$geom" 2>"$tmp/err" ||
+				{ echo "bench-compare: bench_pc --chain failed: $(tail -1 "$tmp/err")" >&2; rc=1; }
+			[ $scipy_ok = 1 ] && { "$py" bench/compare/scipy_chain.py "$C" "$P" "$R" "$L" "$seconds" \
+				>>"$tmp/scipy-chain.$geom" 2>>"$tmp/scipy.check" ||
+				echo "scipy: the chain failed on $cpi: $(tail -1 "$tmp/scipy.check")"; }
+		fi
 		if [ $scipy_ok = 1 ]; then
 			"$py" bench/compare/scipy_pc.py "$C" "$P" "$R" "$L" "$seconds" >>"$tmp/scipy.$geom" 2>>"$tmp/scipy.check" ||
 				echo "scipy: failed on $cpi: $(tail -1 "$tmp/scipy.check")"
@@ -152,6 +164,16 @@ table() {
 }
 
 table "Wall time: MS/s from the median CPI time (best of $rounds rounds)" 10
+if [ "${COMPARE_CHAIN:-1}" = 1 ]; then
+	echo
+	echo "The radar chain (compression, Doppler, CA-CFAR, detections only), wall time, best of $rounds rounds"
+	printf '%-14s %5s %18s %17s %18s\n' "CPI CxPxR" "L" "chirpd chain MS/s" "scipy chain MS/s" "chirpd/scipy chain"
+	for cpi in $cpis; do
+		geom=${cpi%%:*} L=${cpi##*:}
+		c=$(best "$tmp/chirpd-chain.$geom" 10) s=$(best "$tmp/scipy-chain.$geom" 10)
+		printf '%-14s %5s %18s %17s %18s\n' "$geom" "$L" "$c" "$s" "$(ratio "$c" "$s")"
+	done
+fi
 table "CPU time: MS/s per CPU-second of the process (median, best of $rounds rounds) -- steadier when other jobs share the machine" 13
 
 # FFTs alone: the most any work around FFTW can give (see bench/fft_floor.c)
@@ -183,7 +205,7 @@ if [ -n "${COMPARE_RAW:-}" ]; then
 		printf 'tool\tcpi\tL\tnfft\tround\tmedian_ms\twall_msps\tcpu_msps\n'
 		for cpi in $cpis; do
 			geom=${cpi%%:*} L=${cpi##*:}
-			for t in chirpd-patient chirpd-measure scipy gnuradio gnuradio-stream; do
+			for t in chirpd-patient chirpd-measure scipy gnuradio gnuradio-stream chirpd-chain scipy-chain; do
 				[ -s "$tmp/$t.$geom" ] || continue
 				name=$t
 				[ $t = chirpd-patient ] && name=chirpd

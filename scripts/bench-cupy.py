@@ -19,6 +19,13 @@ time. A check before timing: a copy of the reference placed at range gate
 300 of pulse 0 must peak at gate 300 (the output is the correlation at
 non-negative lags, the gate layout chirpd delivers).
 
+--chain: the radar chain instead, as radar_gpu's (c) runs it on the same
+CPIs: pulse_compression, then per channel pulse_doppler with a Hamming
+window over the P pulses and nfft 256, |.|^2, fftshift along Doppler (bins
+ordered as chirpd's), and ca_cfar with guard (1, 2), reference (2, 8) cells
+(Doppler, range) and pfa 1e-5. Timed the same way, the whole chain per
+repeat; the TSV's tool column reads "cupy-chain".
+
 Output: a table on stdout and, with --out FILE, a TSV: tool, cpi, L, nfft,
 reps, min_ms, median_ms, max_ms, gsps_median, gsps_min, gsps_max, cupy,
 gpu. Exit 0; 1 when the check fails or CuPy errs; 2 usage; 77 (skipped)
@@ -103,6 +110,45 @@ def one_cpi(cp, np, pulse_compression, shape, reps, warmup):
     return nfft, times
 
 
+ND = 256   # Doppler bins of the chain
+
+
+def one_chain(cp, np, fns, shape, reps, warmup):
+    """(nfft, [ms per chain]) for one CPI shape, as radar_gpu's (c)."""
+    pulse_compression, pulse_doppler, ca_cfar = fns
+    c, p, r, l = shape
+    nfft = fast_size(r + l - 1)
+    rng = np.random.default_rng(12345)
+    host = (rng.standard_normal((c * p, r)) + 1j * rng.standard_normal((c * p, r)))
+    x = cp.asarray(host.astype(np.complex64))
+    tmpl = cp.asarray(lfm(np, l))
+    win = cp.asarray(np.hamming(p).astype(np.float32))
+
+    def chain():
+        y = pulse_compression(x, tmpl, nfft=nfft)[:, :r].reshape(c, p, r)
+        masks = []
+        for ch in range(c):
+            pd = pulse_doppler(y[ch], window=win, nfft=ND)
+            pw = cp.fft.fftshift(cp.abs(pd) ** 2, axes=0)
+            masks.append(ca_cfar(pw, (1, 2), (2, 8), 1e-5)[1])
+        return masks
+
+    m = chain()
+    if len(m) != c or m[0].shape != (ND, r):
+        raise RuntimeError("%dx%dx%d: the chain's mask has shape %s" % (c, p, r, m[0].shape))
+    for _ in range(warmup):
+        chain()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for _ in range(reps):
+        start.record()
+        chain()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return nfft, times
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cpis", default="4x128x4096:512 16x128x9000:1000")
@@ -110,6 +156,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--out")
+    ap.add_argument("--chain", action="store_true")
     a = ap.parse_args()
     if a.reps < 1 or a.warmup < 0 or a.gpu < 0:
         ap.error("--reps >= 1, --warmup >= 0, --gpu >= 0")
@@ -121,6 +168,8 @@ def main():
         import cupy as cp
         import numpy as np
         from cupyx.signal import pulse_compression
+        if a.chain:
+            from cupyx.signal import ca_cfar, pulse_doppler
     except ImportError as e:
         print("bench-cupy: cupy (with cupyx.signal) is not importable: skipped (%s)" % e)
         return 77
@@ -135,13 +184,18 @@ def main():
         print("bench-cupy: no usable CUDA device: skipped (%s)" % e)
         return 77
     rows = []
-    print("bench-cupy: cupyx.signal.pulse_compression, CuPy %s, %s, device-resident complex64, "
+    print("bench-cupy: cupyx.signal." + ("pulse_compression + pulse_doppler + ca_cfar" if a.chain
+                                         else "pulse_compression") + ", CuPy %s, %s, device-resident complex64, "
           "CUDA events, %d reps after %d warm-up calls" % (cp.__version__, gpu, a.reps, a.warmup))
     print("%-14s %5s %6s %9s %9s %9s %8s" % ("CPI", "L", "nfft", "min ms", "med ms", "max ms",
                                              "GS/s"))
     for shape in shapes:
         try:
-            nfft, t = one_cpi(cp, np, pulse_compression, shape, a.reps, a.warmup)
+            if a.chain:
+                nfft, t = one_chain(cp, np, (pulse_compression, pulse_doppler, ca_cfar), shape,
+                                    a.reps, a.warmup)
+            else:
+                nfft, t = one_cpi(cp, np, pulse_compression, shape, a.reps, a.warmup)
         except (RuntimeError, cp.cuda.runtime.CUDARuntimeError) as e:
             print("bench-cupy: FAILED: %s" % e, file=sys.stderr)
             return 1
@@ -159,7 +213,7 @@ def main():
             f.write("tool\tcpi\tL\tnfft\treps\tmin_ms\tmedian_ms\tmax_ms\tgsps_median\tgsps_min"
                     "\tgsps_max\tcupy\tgpu\n")
             for r in rows:
-                f.write("cupy\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%s\t%s\n" % (
+                f.write(("cupy-chain" if a.chain else "cupy") + "\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%s\t%s\n" % (
                     r + (cp.__version__, gpu)))
     return 0
 

@@ -22,7 +22,15 @@ with raw results KIND.tsv and their provenance KIND.meta
     cupy        bench-cupy.py's TSV (compared with the same folder's
                 throughput.tsv: (c) measured in the same run)
     compare     bench-compare.sh's COMPARE_RAW TSV: chirpd's CPU backend,
-                scipy, GNU Radio
+                scipy, GNU Radio; and the radar chain (chirpd-chain against
+                scipy-chain) where the run measured it
+    radar       radar_gpu's TSV: the chain against the host-to-device copy
+                limit, with radar_cupy (bench-cupy.py --chain) of the same
+                folder beside it
+    detect      the daemon with the chain, detections only (perf-run's
+                detect step), against radar.tsv's copy limit of the same
+                folder; detect_latency its latency at 80 % (as latency)
+    startup     bench-startup.sh's TSV: five starts' capacity and depth
 
 For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
@@ -42,7 +50,8 @@ import os
 import re
 import sys
 
-KINDS = ("throughput", "latency", "cupy", "compare", "modes")
+KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "detect",
+         "detect_latency", "startup")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -56,9 +65,20 @@ COLS = {
     "compare": ("tool", "cpi", "L", "round", "wall_msps", "cpu_msps"),
 }
 COLS["modes"] = COLS["latency"]
+COLS["detect_latency"] = COLS["latency"]
+COLS["radar"] = ("geometry", "depth", "reps", "a_h2d_gsps", "p_pc_gsps", "c_chain_gsps",
+                 "e_chain_gsps", "e_over_a", "detections")
+COLS["radar_cupy"] = COLS["cupy"]
+COLS["detect"] = ("geometry", "format", "output", "gsps")
+COLS["startup"] = ("start", "capacity_cpi_per_s", "depth", "input_slots", "source")
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
-OPTIONAL = {"throughput": ("c_registered_mode_switch",)}
+OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy")}
+CHAIN_VS_CUPY = 3.0      # the chain on the device against CuPy's chain
+CHAIN_OF_H2D = 0.90      # detections only: share of the host-to-device limit
+CHAIN_VS_SCIPY = 3.0     # the CPU chain against numpy/scipy's
+STARTUP_SPREAD = 0.05    # start-ups: capacity within +-5 % of the median
+
 SWITCH = "c_registered_mode_switch"
 SWITCH_MIN = 0.98   # switching may cost at most 2 % of the one-mode rate
 FLOOR_FACTOR = 1.25   # the latency benchmark's floor criterion (C2, C3)
@@ -69,6 +89,11 @@ NUMERIC = {
     "compare": ("round", "wall_msps", "cpu_msps"),
 }
 NUMERIC["modes"] = NUMERIC["latency"]
+NUMERIC["detect_latency"] = NUMERIC["latency"]
+NUMERIC["radar"] = COLS["radar"][1:]
+NUMERIC["radar_cupy"] = NUMERIC["cupy"]
+NUMERIC["detect"] = ("gsps",)
+NUMERIC["startup"] = ("capacity_cpi_per_s", "depth", "input_slots")
 
 
 class Bad(Exception):
@@ -125,7 +150,7 @@ def read_tsv(path, kind):
             raise Bad("%s:%d: %d fields, the header has %d" % (rel(path), i, len(x), len(head)))
         r = dict(zip(head, x))
         for c in NUMERIC[kind]:
-            if r[c] == "" and kind in ("latency", "modes"):
+            if r[c] == "" and kind in ("latency", "modes", "detect_latency"):
                 continue
             try:
                 r[c] = float(r[c])
@@ -168,7 +193,7 @@ def load_kind(perf, folder, kind):
     d = os.path.join(perf, folder)
     res = dict(folder=folder, dir=d, meta=read_meta(os.path.join(d, kind + ".meta")),
                rows=read_tsv(os.path.join(d, kind + ".tsv"), kind))
-    if kind in ("latency", "modes"):
+    if kind in ("latency", "modes", "detect_latency"):
         rep = os.path.join(d, kind + "-report.md")
         try:
             with open(rep) as f:
@@ -243,6 +268,19 @@ def table_throughput(r):
             y / x["b_naive"]))
     out += ["", "x = (d) where the daemon was measured, else (c'). (b) always moves cf32 in and "
             "complex out."]
+    extra = [x for x in best_rows(r["rows"]) if x.get("b0_naive_device") or x.get("c_copy")]
+    if extra:
+        out += ["", "Compute on the device and copy staging, same run: (b0) the naive loop's "
+                "three launches (FFT, multiply, inverse FFT) on device data; (c'') copy staging "
+                "(`staging = copy`) at (c')'s depth.", "",
+                "| CPI | in → out | (b0) naive, device data | (c) / (b0) | (c'') copy staging "
+                "| (c'') / (c') |", "|---|---|---:|---:|---:|---:|"]
+        for x in extra:
+            b0, c3 = x.get("b0_naive_device"), x.get("c_copy")
+            out.append("| %s | %s → %s | %s | %s | %s | %s |" % (
+                x["geometry"], x["format"], x["output"], "%.3f" % b0 if b0 else "–",
+                "%.2f×" % (x["c_device"] / b0) if b0 else "–", "%.3f" % c3 if c3 else "–",
+                "%.0f %%" % (100 * c3 / x["c_registered"]) if c3 else "–"))
     return out
 
 
@@ -460,6 +498,98 @@ def table_modes(perf, mo):
     return out
 
 
+def same_folder(perf, r, kind):
+    """The same folder's results of another kind, or None."""
+    t = os.path.join(r["dir"], kind + ".tsv")
+    return load_kind(perf, r["folder"], kind) if os.path.exists(t) else None
+
+
+def table_radar(perf, r):
+    cup = same_folder(perf, r, "radar_cupy")
+    cupy = {c["cpi"]: c for c in cup["rows"]} if cup else {}
+    out = [provenance(r, " GS/s = complex input samples per second / 1e9, median of %d "
+                         "repeats." % int(r["rows"][0]["reps"])), ""]
+    if cup:
+        out += ["CuPy's chain: " + provenance(cup), ""]
+    out += ["| CPI | depth | (a) H2D copy limit | (p) compression alone, device data | (c) chain, "
+            "device data | CuPy chain | (c) / CuPy | ≥ %.0f× | (e) chain from registered host, "
+            "detections only | (e) / (a) | ≥ %.0f %% |" % (CHAIN_VS_CUPY, 100 * CHAIN_OF_H2D),
+            "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    for x in r["rows"]:
+        c = cupy.get(x["geometry"])
+        q = x["c_chain_gsps"] / c["gsps_median"] if c else None
+        out.append("| %s | %d | %.3f | %.3f | %.3f | %s | %s | %s | %.3f | %.0f %% | %s |" % (
+            x["geometry"], x["depth"], x["a_h2d_gsps"], x["p_pc_gsps"], x["c_chain_gsps"],
+            "%.3f" % c["gsps_median"] if c else "–", "%.2f×" % q if q else "–",
+            "–" if q is None else "PASS" if q >= CHAIN_VS_CUPY else "FAIL", x["e_chain_gsps"],
+            100 * x["e_over_a"], "PASS" if x["e_over_a"] >= CHAIN_OF_H2D else "FAIL"))
+    out += ["", "The chain: no MTI, Hamming window over the pulses, 256 Doppler bins, CA-CFAR on "
+            "each channel's map (guard 2 range × 1 Doppler, training 8 × 2, pfa 1e-5), 3 × 3 "
+            "local maxima, up to 4096 detections per CPI; CuPy runs pulse_compression, "
+            "pulse_doppler, |·|², fftshift and ca_cfar on the same CPIs."]
+    return out
+
+
+def table_detect(perf, r):
+    rad = same_folder(perf, r, "radar")
+    lim = {x["geometry"]: x["a_h2d_gsps"] for x in rad["rows"]} if rad else {}
+    out = [provenance(r), "", "| CPI | in | daemon, detections only GS/s | H2D copy limit (same "
+           "run) | share | ≥ %.0f %% |" % (100 * CHAIN_OF_H2D), "|---|---|---:|---:|---:|---|"]
+    for x in r["rows"]:
+        a = lim.get(x["geometry"])
+        out.append("| %s | %s | %.3f | %s | %s | %s |" % (
+            x["geometry"], x["format"], x["gsps"], "%.3f" % a if a else "–",
+            "%.0f %%" % (100 * x["gsps"] / a) if a else "–",
+            "–" if not a else "PASS" if x["gsps"] >= CHAIN_OF_H2D * a else "FAIL"))
+    lat = same_folder(perf, r, "detect_latency")
+    if lat:
+        out += ["", "Latency with the chain at 80 % of its capacity (a map output ring, so the "
+                "probe has blocks to time): " + provenance(lat, run_extra(lat["run"])), ""]
+        out += table_latency(lat)[2:]
+    return out
+
+
+def table_startup(r):
+    rows = r["rows"]
+    caps = [x["capacity_cpi_per_s"] for x in rows]
+    m = med(caps)
+    depths = [int(x["depth"]) for x in rows]
+    common = max(set(depths), key=depths.count)
+    spread = max(abs(c - m) / m for c in caps) if m > 0 else float("inf")
+    out = [provenance(r), "", "| start | capacity CPI/s | from the median | depth | input slots "
+           "| capacity from |", "|---:|---:|---:|---:|---:|---|"]
+    for x in rows:
+        out.append("| %s | %.0f | %+.1f %% | %d | %d | %s |" % (
+            x["start"], x["capacity_cpi_per_s"], 100 * (x["capacity_cpi_per_s"] - m) / m if m
+            else 0, x["depth"], x["input_slots"], x["source"]))
+    n = len(rows)
+    out += ["", "    %s capacity within ±%.0f %% of the median (%.0f CPI/s): farthest %.1f %%" % (
+        "PASS" if spread <= STARTUP_SPREAD else "FAIL", 100 * STARTUP_SPREAD, m, 100 * spread),
+        "    %s the same depth in at least %d of %d starts: depth %d in %d" % (
+            "PASS" if depths.count(common) >= n - 1 else "FAIL", n - 1, n, common,
+            depths.count(common))]
+    return out
+
+
+def table_chain_compare(r):
+    rows = r["rows"]
+    if not any(x.get("tool") == "chirpd-chain" for x in rows):
+        return []
+    out = ["", "The radar chain (compression, Doppler FFT, CA-CFAR, the detection list; "
+           "bench_pc --chain against bench/compare/scipy_chain.py), same rounds:", "",
+           "| CPI | chirpd chain MS/s (CPU time) | numpy/scipy chain MS/s | chirpd / scipy | "
+           "≥ %.0f× |" % CHAIN_VS_SCIPY, "|---|---:|---:|---:|---|"]
+    for cpi in sorted({x["cpi"] for x in rows if x.get("tool") == "chirpd-chain"}):
+        c = compare_cells(rows, cpi, "chirpd-chain", "cpu_msps")
+        s = compare_cells(rows, cpi, "scipy-chain", "cpu_msps")
+        q = c[1] / s[1] if c and s else None
+        out.append("| %s | %s | %s | %s | %s |" % (
+            cpi, mmm(*c, fmt="%.1f"), mmm(*s, fmt="%.1f") if s else "–",
+            "%.2f×" % q if q else "–", "–" if q is None else "PASS" if q >= CHAIN_VS_SCIPY
+            else "FAIL"))
+    return out
+
+
 # ---- the headline --------------------------------------------------------
 
 def headline(perf, found):
@@ -561,13 +691,15 @@ def main():
         newest = {k: load_kind(a.perf, found[k][0][1], k) for k in KINDS if found[k]}
         tables = {}
         for k in KINDS:
-            if k == "modes":
+            if k in ("modes", "radar_cupy", "detect_latency"):
                 continue
             if k not in newest:
                 tables[k] = ["No results yet: run `%s` (doc/performance.md, *How to "
                              "reproduce*)." % ("scripts/perf-run.sh cpu doc/perf"
                                                if k == "compare" else
-                                               "scripts/perf-run.sh gpu doc/perf")]
+                                               "scripts/perf-run.sh gpu doc/perf" +
+                                               (" " + k if k in ("radar", "detect", "startup")
+                                                else ""))]
                 continue
             r = newest[k]
             if k == "throughput":
@@ -578,8 +710,14 @@ def main():
                 t = os.path.join(r["dir"], "throughput.tsv")
                 thr = load_kind(a.perf, r["folder"], "throughput") if os.path.exists(t) else None
                 tables[k] = table_cupy(r, thr)
+            elif k == "radar":
+                tables[k] = table_radar(a.perf, r)
+            elif k == "detect":
+                tables[k] = table_detect(a.perf, r)
+            elif k == "startup":
+                tables[k] = table_startup(r)
             else:
-                tables[k] = table_compare(r)
+                tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the
         # latency with modes from the newest modes results; each says
         # "not measured yet" where its results are missing.
@@ -591,6 +729,8 @@ def main():
         except OSError as e:
             raise Bad("%s: %s" % (rel(e.filename), e.strerror))
         for k in KINDS:
+            if k in ("radar_cupy", "detect_latency"):
+                continue
             page = replace_block(page, "<!-- perf-table: %s begin -->" % k,
                                  "<!-- perf-table: %s end -->" % k, [""] + tables[k] + [""],
                                  a.page)

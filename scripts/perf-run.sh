@@ -27,6 +27,18 @@
 #               --loads 80: the same at 80 %, the mode changing every CPI
 #               among three (LFM of L, L/2, L/4 samples) -> modes.tsv
 #               (compared with the same folder's latency.tsv)         <= 300 s
+#   radar       build/bench/radar_gpu (the radar chain against the copy
+#               limit and compression alone) -> radar.tsv, and
+#               scripts/bench-cupy.py --chain on the same CPIs
+#               -> radar_cupy.tsv                               <= 90 + 60 s
+#   detect      the daemon with the chain, detections only (no output
+#               ring: only the lists cross PCIe back), at 4x128x4096 and
+#               16x128x9000 (scripts/bench-daemon-gpu.sh) -> detect.tsv
+#               <= 150 s; then its latency at 80 % of capacity with a map
+#               output ring (scripts/bench-latency.sh) -> detect_latency.tsv
+#               <= 300 s
+#   startup     scripts/bench-startup.sh: five starts in a row, the
+#               capacity and depth each decided -> startup.tsv   <= 150 s
 # One remote command may be limited to 10 minutes: the whole command has a
 # budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
 # and a step left without time is reported "not run". The steps' limits add
@@ -55,7 +67,7 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup";;
 cpu) all="build compare latency";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
@@ -213,6 +225,64 @@ step_latency() {
 	fi
 }
 
+step_radar() {
+	local py=python3 rc cmd=("$BUILD/bench/radar_gpu" --reps 5 --tsv "$dir/radar.tsv")
+	meta radar "${cmd[@]}"
+	if run_step 90 "$dir/radar.log" "${cmd[@]}"; then
+		note radar ok "$(awk -F'\t' 'NR > 1 { printf "%s chain %.2f GS/s, e2e %.0f %% of H2D; ", $1, $6, 100 * $8 }' "$dir/radar.tsv")"
+	else
+		tail -5 "$dir/radar.log"
+		drop radar
+		note radar FAILED "see $dir/radar.log"
+	fi
+	for p in ${CHIRP_TEST_PY:-} /opt/torch/.venv/bin/python3 /usr/bin/python3 python3; do
+		command -v "$p" >/dev/null && "$p" -c 'import cupy' 2>/dev/null && { py=$p; break; }
+	done
+	meta radar_cupy "$py" scripts/bench-cupy.py --chain --out "$dir/radar_cupy.tsv"
+	run_step 60 "$dir/radar_cupy.log" "$py" scripts/bench-cupy.py --chain --out "$dir/radar_cupy.tsv"
+	rc=$?
+	case $rc in
+	0) note radar_cupy ok "$(awk -F'\t' 'NR > 1 { printf "%s %.3f ms  ", $2, $7 }' "$dir/radar_cupy.tsv")";;
+	77) drop radar_cupy; note radar_cupy skipped "$(tail -1 "$dir/radar_cupy.log")";;
+	*) tail -5 "$dir/radar_cupy.log"; drop radar_cupy; note radar_cupy FAILED "exit $rc";;
+	esac
+}
+
+# The chain's configuration of the detect step (chirpd.conf keys).
+DETECT_CFG="doppler.enable=1 doppler.window=hamming doppler.fft=256 cfar.enable=1 cfar.method=ca cfar.integrate=none cfar.pfa=1e-5 detections.ring=chirp-perf-det"
+
+step_detect() {
+	local cmd=(scripts/bench-daemon-gpu.sh "$work/detect.raw")
+	meta detect CONFIGS="4x128x4096:cf32:none 16x128x9000:cf32:none" DAEMON_STREAMS=auto MEASURE_S=5 \
+		EXTRA_CFG="$DETECT_CFG" "${cmd[@]}"
+	if CONFIGS="4x128x4096:cf32:none 16x128x9000:cf32:none" DAEMON_STREAMS=auto MEASURE_S=5 \
+		EXTRA_CFG="$DETECT_CFG" run_step 150 "$work/detect.log" "${cmd[@]}"; then
+		cp "$work/detect.log" "$dir/detect.log"
+		# bench-daemon-gpu writes "geometry format output gsps" lines
+		{ printf 'geometry\tformat\toutput\tgsps\n'; tr ' ' '\t' <"$work/detect.raw"; } >"$dir/detect.tsv"
+		note detect ok "$(tr '\n' ';' <"$dir/detect.tsv")"
+	else
+		tail -5 "$work/detect.log"
+		drop detect
+		note detect FAILED "see $work/detect.log"
+	fi
+	local sets=() kv
+	for kv in $DETECT_CFG output.mode=map_power; do sets+=(--set "$kv"); done
+	step_latency detect_latency 300 --backend cuda --loads 80 "${sets[@]}"
+}
+
+step_startup() {
+	local cmd=(scripts/bench-startup.sh 5 "$dir/startup.tsv")
+	meta startup "${cmd[@]}"
+	if run_step 150 "$dir/startup.log" "${cmd[@]}"; then
+		note startup ok "$(grep '^bench-startup:' "$dir/startup.log" | tail -1)"
+	else
+		tail -5 "$dir/startup.log"
+		drop startup
+		note startup FAILED "see $dir/startup.log"
+	fi
+}
+
 step_compare() {
 	meta compare COMPARE_RAW="$dir/compare.tsv" scripts/bench-compare.sh "$BUILD"
 	if COMPARE_RAW=$dir/compare.tsv run_step 900 "$dir/compare.log" scripts/bench-compare.sh "$BUILD"; then
@@ -240,6 +310,9 @@ for s in $steps; do
 	gpu:cupy) step_cupy;;
 	gpu:latency) step_latency latency 480 --backend cuda;;
 	gpu:modes) step_latency modes 300 --backend cuda --radar-modes 3 --loads 80;;
+	gpu:radar) step_radar;;
+	gpu:detect) step_detect;;
+	gpu:startup) step_startup;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
 	esac

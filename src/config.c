@@ -57,6 +57,9 @@ _Static_assert(sizeof(enum pc_format) == sizeof(int), "enums are stored as int")
 _Static_assert(sizeof(enum wf_type) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum pc_fftw_planner) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum pc_switch) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum pc_mti) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum pc_cfar) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum wf_window) == sizeof(int), "enums are stored as int");
 
 /* Largest config file we read: a real one is a few KiB. */
 #define CFG_FILE_MAX (1u << 20)
@@ -96,8 +99,8 @@ struct cfg_key {
 };
 
 static const char *const cfg_sections[] = {
-	"daemon", "numa", "input", "cpi", "waveform", "processing", "output", "metrics", "trace",
-	NULL,
+	"daemon", "numa", "input", "cpi", "waveform", "processing", "output", "radar", "doppler",
+	"cfar", "detections", "metrics", "trace", NULL,
 };
 
 static const struct cfg_choice ch_loglevel[] = {
@@ -139,13 +142,26 @@ static const struct cfg_choice ch_switch[] = {
 };
 static const struct cfg_choice ch_outmode[] = {
 	{ "complex", PC_OUT_COMPLEX }, { "magnitude", PC_OUT_MAGNITUDE },
-	{ "power_db", PC_OUT_POWER_DB }, { NULL, 0 },
+	{ "power_db", PC_OUT_POWER_DB }, { "map_power", PC_OUT_MAP_POWER },
+	{ "map_db", PC_OUT_MAP_DB }, { "none", PC_OUT_NONE }, { NULL, 0 },
+};
+static const struct cfg_choice ch_mti[] = {
+	{ "none", PC_MTI_NONE }, { "two_pulse", PC_MTI_TWO }, { "three_pulse", PC_MTI_THREE },
+	{ NULL, 0 },
+};
+static const struct cfg_choice ch_cfar[] = {
+	{ "ca", PC_CFAR_CA }, { "go", PC_CFAR_GO }, { "so", PC_CFAR_SO }, { "os", PC_CFAR_OS },
+	{ NULL, 0 },
+};
+static const struct cfg_choice ch_integrate[] = {
+	{ "noncoherent", 1 }, { "none", 0 }, { NULL, 0 },
 };
 
 static int check_socket_path(const char *v, char *err, size_t len);
 static int check_group(const char *v, char *err, size_t len);
 static int check_cpus(const char *v, char *err, size_t len);
 static int check_shm_name(const char *v, char *err, size_t len);
+static int check_shm_name_or_none(const char *v, char *err, size_t len);
 static int check_file_path(const char *v, char *err, size_t len);
 static int check_listen(const char *v, char *err, size_t len);
 
@@ -314,7 +330,7 @@ static const struct cfg_key cfg_tab[] = {
 	/* [output] */
 	{ "output", "mode", T_ENUM, OFF(out_mode), 0,
 	  "complex", 0, 0, 0, ch_outmode, NULL, 1,
-	  "Result format: complex (cf32 y[n]), magnitude (float32 |y|) or power_db (float32 10 log10 |y|^2)." },
+	  "Result format: complex (cf32 y[n]), magnitude (float32 |y|) or power_db (float32 10 log10 |y|^2), C x P x R per CPI; with [doppler] enable, map_power (float32 |D|^2, the range-Doppler map, C x Nd x R per CPI, zero Doppler in the middle row) or map_db (the map in dB); or none: no output ring and no [output] file, the detections are the only result (needs [cfar] and a [detections] ring or file)." },
 	{ "output", "ring", T_STR, OFF(output_ring), SZ(output_ring),
 	  "/chirpd-out", 0, 0, 0, NULL, check_shm_name, 0,
 	  "POSIX shared memory name of the output ring consumers read results from." },
@@ -327,6 +343,89 @@ static const struct cfg_key cfg_tab[] = {
 	{ "output", "allow_foreign_owner", T_BOOL, OFF(output_allow_foreign_owner), 0,
 	  "false", 0, 0, 0, NULL, NULL, 0,
 	  "Adopt an existing output ring object owned by another user; false = refuse it, naming the owner." },
+
+	/* [radar] */
+	{ "radar", "prf_hz", T_DOUBLE, OFF(prf_hz), 0,
+	  "0", 0, 1e9, 0, NULL, NULL, 1,
+	  "Pulse repetition frequency in Hz: with carrier_hz it turns Doppler bins into radial velocities in the detection list; 0 = unknown." },
+	{ "radar", "carrier_hz", T_DOUBLE, OFF(carrier_hz), 0,
+	  "0", 0, 1e12, 0, NULL, NULL, 1,
+	  "Carrier (RF centre) frequency in Hz, for velocities: v = bin x prf_hz / Nd x c / (2 carrier_hz), positive closing; 0 = unknown." },
+	{ "radar", "velocity", T_ENUM, OFF(velocity), 0,
+	  "auto", 0, 0, 0, ch_switch, NULL, 1,
+	  "Velocities in the detection list: auto (when prf_hz and carrier_hz are both set; otherwise velocity_mps is NaN, null in the JSON lines, and lists carry CHIRP_DET_NO_VELOCITY), on (required: an error without both) or off (never)." },
+
+	/* [doppler] */
+	{ "doppler", "enable", T_BOOL, OFF(doppler), 0,
+	  "false", 0, 0, 0, NULL, NULL, 1,
+	  "After pulse compression, run MTI and a Doppler FFT along the pulses of each range gate (the range-Doppler map; needed by [cfar] and the map output modes). The exact definition is in include/chirp/pc.h, RADAR CHAIN." },
+	{ "doppler", "mti", T_ENUM, OFF(mti), 0,
+	  "none", 0, 0, 0, ch_mti, NULL, 1,
+	  "Moving-target indicator before the Doppler FFT, a canceller along pulses that removes stationary clutter: none (P' = P pulses), two_pulse (y[p+1] - y[p], P' = P - 1) or three_pulse (y[p] - 2 y[p+1] + y[p+2], P' = P - 2)." },
+	{ "doppler", "window", T_ENUM, OFF(doppler_window), 0,
+	  "hann", 0, 0, 0, ch_window, NULL, 1,
+	  "Window over the P' pulses before the Doppler FFT: rect, hamming, hann, blackman or taylor (lower Doppler sidelobes for a wider main lobe). The map keeps white noise at its power whatever the window." },
+	{ "doppler", "taylor_nbar", T_UINT, OFF(doppler_taylor_nbar), 0,
+	  "5", 1, 100, 0, NULL, NULL, 1,
+	  "taylor: number of nearly constant-level sidelobes (nbar)." },
+	{ "doppler", "taylor_sll_db", T_DOUBLE, OFF(doppler_taylor_sll_db), 0,
+	  "35", 0, 200, F_MIN_EXCL, NULL, NULL, 1,
+	  "taylor: peak sidelobe level below the main lobe, in dB (positive)." },
+	{ "doppler", "fft", T_AUTO_INT, OFF(doppler_fft), 0,
+	  "auto", 1, 1048576, 0, NULL, NULL, 1,
+	  "Doppler FFT length Nd: auto (the smallest 2^a 3^b 5^c 7^d >= P') or a number >= P' (zero-padded: finer bins, the same resolution)." },
+
+	/* [cfar] */
+	{ "cfar", "enable", T_BOOL, OFF(cfar), 0,
+	  "false", 0, 0, 0, NULL, NULL, 1,
+	  "Detect targets in the range-Doppler map with a constant false-alarm rate (CFAR) threshold and keep the local maxima as a detection list per CPI ([detections]); needs [doppler] enable." },
+	{ "cfar", "method", T_ENUM, OFF(cfar_method), 0,
+	  "ca", 0, 0, 0, ch_cfar, NULL, 1,
+	  "Noise estimate from the training cells: ca (their mean, best in uniform noise), go (the greater of the leading and lagging halves' means: fewer false alarms at clutter edges), so (the smaller: resolves close targets) or os (the os_rank-th smallest: robust to targets among the training cells)." },
+	{ "cfar", "integrate", T_ENUM, OFF(cfar_integrate), 0,
+	  "noncoherent", 0, 0, 0, ch_integrate, NULL, 1,
+	  "noncoherent: the CFAR runs on the channels' summed maps, one list whose records have channel -1; none: on each channel's map, a list with each channel's detections." },
+	{ "cfar", "guard_range", T_UINT, OFF(guard_range), 0,
+	  "2", 0, 1048576, 0, NULL, NULL, 1,
+	  "Guard cells on each side of the cell under test along range, left out of the noise estimate (the target's own spread)." },
+	{ "cfar", "guard_doppler", T_UINT, OFF(guard_doppler), 0,
+	  "1", 0, 1048576, 0, NULL, NULL, 1,
+	  "Guard cells on each side along Doppler (the axis is cyclic)." },
+	{ "cfar", "train_range", T_UINT, OFF(train_range), 0,
+	  "8", 0, 1048576, 0, NULL, NULL, 1,
+	  "Training cells on each side beyond the guard along range; guard + training on both sides must fit in the range gates." },
+	{ "cfar", "train_doppler", T_UINT, OFF(train_doppler), 0,
+	  "2", 0, 1048576, 0, NULL, NULL, 1,
+	  "Training cells on each side beyond the guard along Doppler; guard + training on both sides must fit in the Doppler bins." },
+	{ "cfar", "os_rank", T_AUTO_INT, OFF(os_rank), 0,
+	  "auto", 1, PC_CFAR_OS_MAX_CELLS, 0, NULL, NULL, 1,
+	  "os: which order statistic of the training cells is the noise estimate, 1 = the smallest: auto (3/4 of the cells) or a number up to the training cells (at most 256 cells with os)." },
+	{ "cfar", "pfa", T_DOUBLE, OFF(pfa), 0,
+	  "1e-6", 0, 1, F_MIN_EXCL, NULL, NULL, 1,
+	  "Probability of false alarm per cell, 0 < pfa < 1: sets the threshold over the noise estimate (status and metrics show the rate observed)." },
+	{ "cfar", "maxima_range", T_UINT, OFF(maxima_range), 0,
+	  "1", 0, 1048576, 0, NULL, NULL, 1,
+	  "A crossing is a detection only if it is the largest cell within this many gates on each side (and maxima_doppler bins): one detection per target instead of its whole peak." },
+	{ "cfar", "maxima_doppler", T_UINT, OFF(maxima_doppler), 0,
+	  "1", 0, 1048576, 0, NULL, NULL, 1,
+	  "The local-maximum neighbourhood along Doppler, bins on each side (cyclic)." },
+	{ "cfar", "max_detections", T_UINT, OFF(max_detections), 0,
+	  "1024", 1, PC_MAX_DETECTIONS, 0, NULL, NULL, 1,
+	  "Records a CPI's list holds: more detections keep the first in list order and mark the list overflowed (counted); the size of a detection ring's slot." },
+
+	/* [detections] */
+	{ "detections", "ring", T_STR, OFF(det_ring), SZ(det_ring),
+	  "", 0, 0, 0, NULL, check_shm_name_or_none, 1,
+	  "POSIX shared memory name of the detection ring (format det: one list per CPI, chirp/detect.h; chirp-tap reads it), e.g. /chirpd-det; empty = none. A full ring never holds chirpd up: the list is dropped and counted." },
+	{ "detections", "slots", T_AUTO_INT, OFF(det_slots), 0,
+	  "auto", 2, 65536, 0, NULL, NULL, 1,
+	  "Lists the detection ring holds: auto (the same time as the input ring, as [output] slots) or a count 2..65536." },
+	{ "detections", "file", T_STR, OFF(det_file), SZ(det_file),
+	  "", 0, 0, 0, NULL, check_file_path, 1,
+	  "Also append every CPI's list to this file as one JSON object per line: seq, timestamp_ns, first_sample, mode, count, found, overflow, skipped and detections [{channel, gate, doppler_bin, range_m, velocity_mps (null when unknown), power, noise, snr_db}] (relative to the config file's directory); empty = off. A recording aid: written by the data thread, a failing file is counted, never fatal." },
+	{ "detections", "allow_foreign_owner", T_BOOL, OFF(det_allow_foreign_owner), 0,
+	  "false", 0, 0, 0, NULL, NULL, 1,
+	  "Adopt an existing detection ring object owned by another user; false = refuse it, naming the owner." },
 
 	/* [metrics] */
 	{ "metrics", "listen", T_STR, OFF(metrics_listen), SZ(metrics_listen),
@@ -408,6 +507,12 @@ static int check_shm_name(const char *v, char *err, size_t len)
 		return -ENAMETOOLONG;
 	}
 	return 0;
+}
+
+/* A shm name, or "" for none. */
+static int check_shm_name_or_none(const char *v, char *err, size_t len)
+{
+	return v[0] ? check_shm_name(v, err, len) : 0;
 }
 
 /* Any path. Also marks the keys whose relative paths are resolved
@@ -1123,7 +1228,7 @@ static int reader_section(struct load *ld, const char *p, const char *e, size_t 
 	si = section_index(sec);
 	if (si < 0) {
 		report(ld, ld->line, sec, NULL,
-		       "unknown section (sections: daemon, numa, input, cpi, waveform, mode NAME, processing, output, metrics, trace)");
+		       "unknown section (sections: daemon, numa, input, cpi, waveform, mode NAME, processing, output, radar, doppler, cfar, detections, metrics, trace)");
 		return -1;
 	}
 	if (ld->sec_line[si]) {
@@ -1521,7 +1626,9 @@ static void check_cpi_size(struct load *ld)
 	unsigned long long R = c->samples;
 	unsigned long long cpi = (unsigned long long)c->channels * c->pulses * R;
 	unsigned long long in_b = cpi * (c->format == PC_FMT_SC16 ? 4 : 8);
-	unsigned long long out_b = cpi * (c->out_mode == PC_OUT_COMPLEX ? 8 : 4);
+	unsigned long long out_b = (unsigned long long)c->channels *
+		(c->out_mode == PC_OUT_MAP_POWER || c->out_mode == PC_OUT_MAP_DB ?
+		 config_doppler_nfft(c) : c->pulses) * R * pc_output_sample_bytes(c->out_mode);
 	const unsigned long long lim = 4ull << 30;
 	const char *sec, *key;
 	int line;
@@ -1541,6 +1648,163 @@ static void check_cpi_size(struct load *ld)
 	}
 }
 
+/* The latest set of three keys (later, extended). */
+static const char *latest3(const struct load *ld, const char *sa, const char *ka, const char *sb,
+			   const char *kb, const char *sc, const char *kc, const char **sec,
+			   int *line)
+{
+	const char *key = later(ld, sa, ka, sb, kb, sec, line);
+
+	if (key_line(ld, sc, kc) > *line) {
+		*sec = sc;
+		*line = key_line(ld, sc, kc);
+		return kc;
+	}
+	return key;
+}
+
+/* What needs what: cfar and the map outputs need doppler, detections
+ * need cfar, mode none needs somewhere for the detections to go, and
+ * velocity = on needs both a PRF and a carrier. */
+static void check_radar_needs(struct load *ld)
+{
+	struct chirp_config *c = ld->c;
+	int map = c->out_mode == PC_OUT_MAP_POWER || c->out_mode == PC_OUT_MAP_DB;
+	const char *sec, *key;
+	int line;
+
+	if (c->cfar && !c->doppler) {
+		key = later(ld, "cfar", "enable", "doppler", "enable", &sec, &line);
+		report(ld, line, sec, key, "[cfar] needs [doppler] enable = true (the CFAR runs on the range-Doppler map)");
+	}
+	if (map && !c->doppler) {
+		key = later(ld, "output", "mode", "doppler", "enable", &sec, &line);
+		report(ld, line, sec, key, "output mode %s needs [doppler] enable = true",
+		       pc_output_name(c->out_mode));
+	}
+	if (c->out_mode == PC_OUT_NONE && (!c->cfar || (!c->det_ring[0] && !c->det_file[0]))) {
+		key = later(ld, "output", "mode", "cfar", "enable", &sec, &line);
+		report(ld, line, sec, key,
+		       "output mode none leaves detections as the only result: needs [cfar] enable and a [detections] ring or file");
+	}
+	if (c->out_mode == PC_OUT_NONE && c->output_file[0]) {
+		key = later(ld, "output", "file", "output", "mode", &sec, &line);
+		report(ld, line, sec, key, "output mode none writes no results: [output] file has nothing to record");
+	}
+	if (!c->cfar && (c->det_ring[0] || c->det_file[0])) {
+		const char *dk = c->det_ring[0] ? "ring" : "file";
+
+		key = later(ld, "detections", dk, "cfar", "enable", &sec, &line);
+		report(ld, line, sec, key, "[detections] %s is set but [cfar] enable is false: there are no detections", dk);
+	}
+	if (c->velocity == PC_SWITCH_ON && (c->prf_hz <= 0 || c->carrier_hz <= 0)) {
+		key = latest3(ld, "radar", "velocity", "radar", "prf_hz", "radar", "carrier_hz",
+			      &sec, &line);
+		report(ld, line, sec, key, "velocity = on needs prf_hz and carrier_hz (prf_hz %g, carrier_hz %g)",
+		       c->prf_hz, c->carrier_hz);
+	}
+}
+
+/* The map's axes: P' >= 1 pulses after MTI, Nd >= P'. Returns Nd, or 0
+ * after reporting. */
+static unsigned check_doppler_axes(struct load *ld)
+{
+	struct chirp_config *c = ld->c;
+	unsigned pm = config_doppler_pulses(c), nd = config_doppler_nfft(c);
+	const char *sec, *key;
+	int line;
+
+	if (!pm) {
+		key = later(ld, "doppler", "mti", "cpi", "pulses", &sec, &line);
+		report(ld, line, sec, key, "mti %s needs more than %u pulses per CPI",
+		       c->mti == PC_MTI_THREE ? "three_pulse" : "two_pulse", c->pulses);
+		return 0;
+	}
+	if (nd < pm) {
+		key = latest3(ld, "doppler", "fft", "cpi", "pulses", "doppler", "mti", &sec, &line);
+		report(ld, line, sec, key, "Doppler FFT length %u is shorter than the %u pulses left after MTI",
+		       nd, pm);
+		return 0;
+	}
+	return nd;
+}
+
+/* Guard and training cells must fit each axis, leave training cells, and
+ * (os) a rank among them; pfa < 1. */
+static void check_cfar_window(struct load *ld, unsigned nd)
+{
+	struct chirp_config *c = ld->c;
+	unsigned long long wr = 2ull * (c->guard_range + c->train_range) + 1;
+	unsigned long long wd = 2ull * (c->guard_doppler + c->train_doppler) + 1;
+	unsigned long long n = wr * wd - (2ull * c->guard_range + 1) * (2ull * c->guard_doppler + 1);
+	const char *sec, *key;
+	int line;
+
+	if (wr > c->samples) {
+		key = latest3(ld, "cfar", "train_range", "cfar", "guard_range", "cpi", "samples",
+			      &sec, &line);
+		report(ld, line, sec, key, "CFAR window of 2 x (guard_range %u + train_range %u) + 1 = %llu gates is wider than the %u range gates",
+		       c->guard_range, c->train_range, wr, c->samples);
+	}
+	if (nd && wd > nd) {
+		key = latest3(ld, "cfar", "train_doppler", "cfar", "guard_doppler", "doppler", "fft",
+			      &sec, &line);
+		report(ld, line, sec, key, "CFAR window of 2 x (guard_doppler %u + train_doppler %u) + 1 = %llu bins is wider than the %u Doppler bins",
+		       c->guard_doppler, c->train_doppler, wd, nd);
+	}
+	if (n == 0) {
+		key = later(ld, "cfar", "train_range", "cfar", "train_doppler", &sec, &line);
+		report(ld, line, sec, key, "no training cells (train_range and train_doppler are 0)");
+	} else if (c->cfar_method == PC_CFAR_OS && n > PC_CFAR_OS_MAX_CELLS) {
+		key = latest3(ld, "cfar", "method", "cfar", "train_range", "cfar", "train_doppler",
+			      &sec, &line);
+		report(ld, line, sec, key, "os CFAR sorts at most %u training cells per cell, this window has %llu",
+		       PC_CFAR_OS_MAX_CELLS, n);
+	} else if (c->cfar_method == PC_CFAR_OS && c->os_rank > n) {
+		key = later(ld, "cfar", "os_rank", "cfar", "method", &sec, &line);
+		report(ld, line, sec, key, "os_rank %u exceeds the %llu training cells", c->os_rank, n);
+	}
+	if (c->pfa >= 1.0)
+		report(ld, key_line(ld, "cfar", "pfa"), "cfar", "pfa", "%g is not below 1 (0 < pfa < 1)",
+		       c->pfa);
+}
+
+/*
+ * The radar chain as pulse compression will see it: what pc_params_check
+ * says of the parameters built from this file (config_pc_params), with a
+ * one-sample stand-in reference (the real ones are checked per mode
+ * above). Run only on a file without other errors, so one mistake is not
+ * reported twice; reported at the line of [cfar] or [doppler] enable.
+ */
+static void check_radar_params(struct load *ld)
+{
+	static const float one[2] = { 1.0f, 0.0f };
+	struct pc_params pp;
+	char why[256];
+	const char *sec = ld->c->cfar ? "cfar" : "doppler";
+
+	config_pc_params(ld->c, &pp);
+	pp.ref = one;
+	pp.ref_len = 1;
+	if (pc_params_check(&pp, why, sizeof(why)) < 0)
+		report(ld, key_line(ld, sec, "enable"), sec, "enable", "%s", why);
+}
+
+static void check_radar(struct load *ld)
+{
+	struct chirp_config *c = ld->c;
+	int before = ld->nerr;
+	unsigned nd = 0;
+
+	check_radar_needs(ld);
+	if (c->doppler)
+		nd = check_doppler_axes(ld);
+	if (c->doppler && c->cfar)
+		check_cfar_window(ld, nd);
+	if (c->doppler && ld->nerr == 0 && before == 0)
+		check_radar_params(ld);
+}
+
 /* Cross-key checks; each error at the line of the key that breaks it. */
 static void check_consistency(struct load *ld)
 {
@@ -1550,6 +1814,7 @@ static void check_consistency(struct load *ld)
 
 	check_modes_pulse(ld);
 	check_cpi_size(ld);
+	check_radar(ld);
 	if (!strcmp(c->input_ring, c->output_ring)) {
 		key = later(ld, "input", "ring", "output", "ring", &sec, &line);
 		report(ld, line, sec, key, "input and output ring have the same name %s",
@@ -1952,6 +2217,52 @@ int config_key_reloadable(const char *section, const char *name)
 	return k ? k->reload : -ENOENT;
 }
 
+/* pc_params.radar from [radar], [doppler], [cfar]; the window stays NULL
+ * (rect) for the caller to fill over config_doppler_pulses(c) pulses. */
+static void config_radar_params(const struct chirp_config *c, struct pc_radar *r)
+{
+	r->doppler = c->doppler;
+	r->mti = c->mti;
+	r->window = NULL;
+	r->nfft = c->doppler_fft;
+	r->cfar = c->cfar;
+	r->method = c->cfar_method;
+	r->integrate = c->cfar_integrate;
+	r->guard_range = c->guard_range;
+	r->guard_doppler = c->guard_doppler;
+	r->train_range = c->train_range;
+	r->train_doppler = c->train_doppler;
+	r->os_rank = c->os_rank;
+	r->pfa = c->pfa;
+	r->maxima_range = c->maxima_range;
+	r->maxima_doppler = c->maxima_doppler;
+	r->max_detections = c->max_detections;
+	r->sample_rate_hz = c->wf.sample_rate_hz;
+	/* velocity = off hides what is known; auto and on hand both on
+	 * (on has been checked to have them). */
+	r->prf_hz = c->velocity == PC_SWITCH_OFF ? 0 : c->prf_hz;
+	r->carrier_hz = c->velocity == PC_SWITCH_OFF ? 0 : c->carrier_hz;
+	r->velocity = c->velocity == PC_SWITCH_ON;
+}
+
+unsigned config_doppler_pulses(const struct chirp_config *c)
+{
+	unsigned drop = c->mti == PC_MTI_THREE ? 2 : c->mti == PC_MTI_TWO ? 1 : 0;
+
+	if (!c->doppler)
+		return 0;
+	return c->pulses > drop ? c->pulses - drop : 0;
+}
+
+unsigned config_doppler_nfft(const struct chirp_config *c)
+{
+	unsigned pm = config_doppler_pulses(c);
+
+	if (!pm)
+		return 0;
+	return c->doppler_fft ? c->doppler_fft : (unsigned)pc_good_fft_size(pm);
+}
+
 void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 {
 	pc_params_init(p);   /* the defaults of what the config does not set (tune) */
@@ -1984,6 +2295,7 @@ void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 	p->tune.cuda_idle_chunks = c->cuda_idle_chunks;
 	p->tune.cuda_spin_us = c->cuda_spin_us;
 	p->tune.staging_nt = c->staging_nt;
+	config_radar_params(c, &p->radar);
 }
 
 /* cpus in a list like "2-5,8" (validated already), 0 if empty. */
@@ -2224,7 +2536,18 @@ void config_write_markdown(FILE *out)
 	      "- a forced `nfft` >= samples + L - 1 (no circular wrap-around);\n"
 	      "- one CPI <= 4 GiB; each ring (slots x CPI) fits the machine's memory;\n"
 	      "- input and output rings have different names;\n"
-	      "- `backend = cuda` needs a build with CUDA.\n\n", out);
+	      "- `backend = cuda` needs a build with CUDA;\n"
+	      "- `[cfar] enable` and `[output] mode` map_power or map_db need `[doppler]\n"
+	      "  enable`; a `[detections]` ring or file needs `[cfar] enable`; `[output]\n"
+	      "  mode = none` needs `[cfar] enable` and a `[detections]` ring or file;\n"
+	      "- `[radar] velocity = on` needs `prf_hz` and `carrier_hz`;\n"
+	      "- MTI leaves at least one pulse; a forced `[doppler] fft` >= the pulses\n"
+	      "  left after MTI;\n"
+	      "- the CFAR window, 2 x (guard + train) + 1 cells, fits each axis (range\n"
+	      "  gates, Doppler bins) and leaves training cells; `os`: at most 256 of them\n"
+	      "  and `os_rank` among them; `pfa` < 1;\n"
+	      "- what pulse compression's own check (pc_params_check) says of the radar\n"
+	      "  chain built from the file.\n\n", out);
 	for (size_t i = 0; i < NKEYS; i++) {
 		const struct cfg_key *k = &cfg_tab[i];
 		if (!strcmp(k->section, "mode") && strcmp(cfg_tab[i - 1].section, "mode")) {
@@ -2319,19 +2642,39 @@ int config_key_at(size_t i, const char **section, const char **name)
 	return cfg_tab[i].reload;
 }
 
-void config_ring_geometry(const struct chirp_config *c, enum config_ring which,
-			  struct chirp_ring_geometry *g)
+int config_ring_geometry(const struct chirp_config *c, enum config_ring which,
+			 struct chirp_ring_geometry *g)
 {
 	memset(g, 0, sizeof(*g));
-	g->channels = c->channels;
-	g->pulses = c->pulses;
-	g->samples = c->samples;
-	g->sample_rate_hz = c->wf.sample_rate_hz;
-	if (which == CONFIG_RING_INPUT) {
+	switch (which) {
+	case CONFIG_RING_INPUT:
+		g->channels = c->channels;
+		g->pulses = c->pulses;
 		g->format = c->format == PC_FMT_SC16 ? CHIRP_RING_SC16 : CHIRP_RING_CF32;
 		g->slots = c->input_slots;
-	} else {
+		break;
+	case CONFIG_RING_OUTPUT:
+		if (c->out_mode == PC_OUT_NONE)
+			return 0;
+		g->channels = c->channels;
+		/* a map's rows are Doppler bins, not pulses */
+		g->pulses = c->out_mode == PC_OUT_MAP_POWER || c->out_mode == PC_OUT_MAP_DB ?
+			config_doppler_nfft(c) : c->pulses;
 		g->format = c->out_mode == PC_OUT_COMPLEX ? CHIRP_RING_CF32 : CHIRP_RING_RF32;
 		g->slots = c->output_slots;
+		break;
+	case CONFIG_RING_DET:
+		if (!c->cfar || !c->det_ring[0])
+			return 0;
+		g->channels = 1;
+		g->pulses = 1;
+		g->format = CHIRP_RING_DET;
+		g->slots = c->det_slots;
+		g->samples = c->max_detections;
+		g->sample_rate_hz = c->wf.sample_rate_hz;
+		return 1;
 	}
+	g->samples = c->samples;
+	g->sample_rate_hz = c->wf.sample_rate_hz;
+	return 1;
 }

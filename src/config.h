@@ -114,6 +114,37 @@ struct chirp_config {
 	char output_file[CFG_PATH_MAX];      /* also append results here ("" = off) */
 	int output_allow_foreign_owner;      /* adopt a ring another uid owns */
 
+	/* [radar]: what turns bins into metres and metres per second */
+	double prf_hz;                       /* pulse repetition frequency, 0 = unknown */
+	double carrier_hz;                   /* carrier frequency, 0 = unknown */
+	enum pc_switch velocity;             /* auto: on when both are set  */
+
+	/* [doppler] (pc_params.radar; the window is filled by the caller
+	 * with wf_window_fill over P' pulses, config_doppler_pulses) */
+	int doppler;                         /* bool                        */
+	enum pc_mti mti;
+	enum wf_window doppler_window;
+	unsigned doppler_taylor_nbar;
+	double doppler_taylor_sll_db;
+	unsigned doppler_fft;                /* Nd, 0 = auto                */
+
+	/* [cfar] */
+	int cfar;                            /* bool                        */
+	enum pc_cfar cfar_method;
+	int cfar_integrate;                  /* 1 noncoherent, 0 none       */
+	unsigned guard_range, guard_doppler;
+	unsigned train_range, train_doppler;
+	unsigned os_rank;                    /* 0 = auto                    */
+	double pfa;
+	unsigned maxima_range, maxima_doppler;
+	unsigned max_detections;
+
+	/* [detections] */
+	char det_ring[CFG_PATH_MAX];         /* "" = no detection ring      */
+	unsigned det_slots;                  /* 0 = auto                    */
+	char det_file[CFG_PATH_MAX];         /* JSON lines ("" = none)      */
+	int det_allow_foreign_owner;
+
 	/* [metrics] */
 	char metrics_listen[64];             /* "127.0.0.1:9464", "" = off  */
 
@@ -206,18 +237,28 @@ int config_key_at(size_t i, const char **section, const char **name);
 
 struct chirp_ring_geometry;
 
-enum config_ring { CONFIG_RING_INPUT, CONFIG_RING_OUTPUT };
+enum config_ring { CONFIG_RING_INPUT, CONFIG_RING_OUTPUT, CONFIG_RING_DET };
 
 /*
- * The geometry of chirpd's input or output ring for configuration c:
- * [cpi] shape, [waveform] sample_rate_hz, the ring format of [input]
- * format (input) or [output] mode (output: complex is cf32, magnitude and
- * power_db are rf32), and [input]/[output] slots as configured (0 = auto:
- * chirpd sizes the ring at start; a caller without that measurement picks
- * its own count).
+ * The geometry of chirpd's input, output or detection ring for
+ * configuration c, the one place that decides it. Input: [cpi] shape,
+ * [input] format. Output: [output] mode: complex is cf32 C x P x R,
+ * magnitude and power_db rf32 C x P x R, map_power and map_db rf32
+ * C x Nd x R (Nd = config_doppler_nfft). Detections: format det,
+ * 1 x 1 x max_detections. Each with [waveform] sample_rate_hz and its
+ * section's slots as configured (0 = auto: chirpd sizes the ring at start;
+ * a caller without that measurement picks its own count). Returns 1, or 0
+ * when c has no such ring (output mode none; no [cfar] or no [detections]
+ * ring): *g is then zeroed.
  */
-void config_ring_geometry(const struct chirp_config *c, enum config_ring which,
-			  struct chirp_ring_geometry *g);
+int config_ring_geometry(const struct chirp_config *c, enum config_ring which,
+			 struct chirp_ring_geometry *g);
+
+/* P', the pulses left after [doppler] mti (>= 1 when pulses allow it,
+ * else 0), and Nd, the Doppler FFT length ([doppler] fft, or auto:
+ * pc_good_fft_size(P')); 0 without doppler. */
+unsigned config_doppler_pulses(const struct chirp_config *c);
+unsigned config_doppler_nfft(const struct chirp_config *c);
 
 /* Mode i's waveform (0 <= i < nmodes) with wf.file pointing at that
  * mode's wf_file (or NULL if empty), as config_wf does for [waveform];

@@ -35,7 +35,7 @@ void daemon_status_line(struct daemon *d, char *buf, size_t len)
 {
 	uint64_t p99 = 0;
 	const struct stats_snapshot *s = d->snap_now;
-	char unknown[40] = "";
+	char unknown[40] = "", det[96] = "";
 
 	if (d->pl && pipeline_state(d->pl) == PIPE_FAILED) {
 		snprintf(buf, len, "failed: %s", pipeline_error(d->pl));
@@ -52,13 +52,20 @@ void daemon_status_line(struct daemon *d, char *buf, size_t len)
 	if (s->counter[ST_UNKNOWN_MODE_CPIS])
 		snprintf(unknown, sizeof(unknown), ", unknown mode %llu",
 			 (unsigned long long)s->counter[ST_UNKNOWN_MODE_CPIS]);
+	/* Detections: only with [cfar] on. */
+	if (d->g->cfg.cfar)
+		snprintf(det, sizeof(det), ", detections %llu in %llu lists (overflow %llu, drops %llu)",
+			 (unsigned long long)s->counter[ST_DETECTIONS],
+			 (unsigned long long)s->counter[ST_DET_LISTS],
+			 (unsigned long long)s->counter[ST_DET_OVERFLOWS],
+			 (unsigned long long)s->counter[ST_DET_DROPS]);
 	snprintf(buf, len, "%s: %.1f CPI/s, %.2f MS/s, p99 %.2f ms, in %llu out %llu, "
-		 "drops %llu, overruns %llu, gaps %llu%s%s%s",
+		 "drops %llu, overruns %llu, gaps %llu%s%s%s%s",
 		 daemon_state_name(d), d->cpis_per_s, d->samples_per_s * 1e-6, (double)p99 * 1e-6,
 		 (unsigned long long)s->counter[ST_CPIS_IN], (unsigned long long)s->counter[ST_CPIS_OUT],
 		 (unsigned long long)s->counter[ST_OUTPUT_DROPS],
 		 (unsigned long long)s->counter[ST_INPUT_OVERRUNS],
-		 (unsigned long long)s->counter[ST_SEQUENCE_GAPS], unknown,
+		 (unsigned long long)s->counter[ST_SEQUENCE_GAPS], unknown, det,
 		 d->last_reload_error[0] ? "; last reload failed: " : "", d->last_reload_error);
 }
 
@@ -146,6 +153,42 @@ static json_t *modes_json(const struct daemon *d, const struct stats_snapshot *s
 	return arr ? arr : json_array();
 }
 
+/* CFAR crossings per cell tested so far (0 before any cell). */
+static double false_alarm_rate(const struct stats_snapshot *sn)
+{
+	return sn->counter[ST_CFAR_CELLS] ?
+	       (double)sn->counter[ST_CFAR_CROSSINGS] / (double)sn->counter[ST_CFAR_CELLS] : 0.0;
+}
+
+/* The radar chain in status: what runs ([doppler], [cfar], the ring and
+ * file the lists go to) and what it found so far. */
+static json_t *radar_json(const struct daemon *d, const struct stats_snapshot *sn)
+{
+	const struct chirp_config *c = &d->g->cfg;
+	json_t *o = json_object();
+
+	if (!o)
+		return json_object();
+	json_object_set_new(o, "doppler", json_boolean(c->doppler));
+	json_object_set_new(o, "pulses_mti", json_integer(d->g->info.pulses_mti));
+	json_object_set_new(o, "doppler_bins", json_integer(d->g->info.doppler_nfft));
+	json_object_set_new(o, "cfar", json_boolean(c->cfar));
+	json_object_set_new(o, "pfa", json_real(c->pfa));
+	json_object_set_new(o, "ring", json_string(c->cfar ? c->det_ring : ""));
+	json_object_set_new(o, "ring_slots", json_integer(d->g->det ? c->det_slots : 0));
+	json_object_set_new(o, "file", json_string(c->cfar ? c->det_file : ""));
+	json_object_set_new(o, "lists", json_integer((json_int_t)sn->counter[ST_DET_LISTS]));
+	json_object_set_new(o, "detections", json_integer((json_int_t)sn->counter[ST_DETECTIONS]));
+	json_object_set_new(o, "overflow_lists",
+			    json_integer((json_int_t)sn->counter[ST_DET_OVERFLOWS]));
+	json_object_set_new(o, "ring_drops", json_integer((json_int_t)sn->counter[ST_DET_DROPS]));
+	json_object_set_new(o, "cfar_cells", json_integer((json_int_t)sn->counter[ST_CFAR_CELLS]));
+	json_object_set_new(o, "cfar_crossings",
+			    json_integer((json_int_t)sn->counter[ST_CFAR_CROSSINGS]));
+	json_object_set_new(o, "false_alarm_rate", json_real(false_alarm_rate(sn)));
+	return o;
+}
+
 static int cmd_status(void *ctx, const char *args, const struct control_peer *peer,
 		      json_t *reply, char *err, size_t errlen)
 {
@@ -183,7 +226,8 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 		"sample_rate_hz", c->wf.sample_rate_hz));
 	json_t *rings = json_object();
 	json_object_set_new(rings, "input", json_string(c->input_ring));
-	json_object_set_new(rings, "output", json_string(c->output_ring));
+	json_object_set_new(rings, "output", json_string(c->out_mode == PC_OUT_NONE ? "" :
+							       c->output_ring));
 	if (chirp_ring_stats(d->g->in, &rs) == 0)
 		json_object_set_new(rings, "input_epoch", json_integer((json_int_t)rs.epoch));
 	json_object_set_new(rings, "input_slots", json_integer(gen_in_slots(d->g)));
@@ -205,6 +249,7 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(rings, "pinned_bytes", json_integer((json_int_t)(in_pinned + out_pinned)));
 	json_object_set_new(reply, "rings", rings);
 	json_object_set_new(reply, "modes", modes_json(d, &sn));
+	json_object_set_new(reply, "radar", radar_json(d, &sn));
 	json_object_set_new(reply, "unknown_mode_cpis",
 			    json_integer((json_int_t)sn.counter[ST_UNKNOWN_MODE_CPIS]));
 	json_object_set_new(reply, "numa", json_pack("{s:i, s:s, s:s, s:s, s:b, s:s}",
@@ -266,6 +311,7 @@ static int cmd_stats(void *ctx, const char *args, const struct control_peer *pee
 	stats_snapshot(d->st, &s);
 	for (int c = 0; c < ST_COUNTERS; c++)
 		json_object_set_new(reply, stats_counter_name(c), json_integer((json_int_t)s.counter[c]));
+	json_object_set_new(reply, "cfar_false_alarm_rate", json_real(false_alarm_rate(&s)));
 	json_object_set_new(reply, "samples_per_s", json_real(d->samples_per_s));
 	json_object_set_new(reply, "cpis_per_s", json_real(d->cpis_per_s));
 	lat = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",

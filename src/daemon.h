@@ -45,13 +45,17 @@ struct gen {
 	unsigned nmodes;
 	struct pc *pc;
 	struct pc_info info;
-	struct chirp_ring *in, *out;
+	struct chirp_ring *in, *out;          /* out NULL: [output] mode none */
 	int in_borrowed, out_borrowed;
 	int out_fd, fd_borrowed;
+	struct chirp_ring *det;               /* detection ring, NULL: none   */
+	int det_borrowed;
+	int det_fd, det_fd_borrowed;          /* [detections] file, -1: none  */
 	struct pipeline_gen *pg;
 	double capacity_cps;              /* pc_calibrate at creation, CPI/s (0: unknown) */
 	unsigned slots_requested;         /* [input] slots as configured (0 = auto) */
 	unsigned out_slots_requested;     /* [output] slots as configured (0 = auto) */
+	unsigned det_slots_requested;     /* [detections] slots as configured (0 = auto) */
 };
 
 struct daemon {
@@ -123,11 +127,16 @@ static inline uint64_t mono_ns(void)
  * *created (may be NULL) gets bit 0 for a new input ring, bit 1 for a new
  * output ring. Between the two a reload parks the data thread and lets go
  * of the old rings, because a ring cannot be re-created while we are still
- * attached to it. Both return NULL / a negative errno with err set.
+ * attached to it. The rings are the input ring, the output ring (none
+ * with [output] mode none) and the detection ring ([cfar] with a
+ * [detections] ring); *created's bit 2 is a new detection ring. Both return NULL / a negative errno with err set.
  */
 struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 		       struct gen *old, char *err, size_t errlen);
 int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, size_t errlen);
+/* Whether g has every ring its configuration needs (all borrowed after
+ * gen_create: a reload can swap without re-creating one). */
+int gen_has_rings(const struct gen *g);
 /* Frees g and what it owns (not what it borrowed); g may be NULL. */
 void gen_destroy(struct gen *g);
 

@@ -62,9 +62,29 @@ void gen_destroy(struct gen *g)
 		chirp_ring_detach(g->out);
 	if (g->out_fd >= 0 && !g->fd_borrowed)
 		close(g->out_fd);
+	if (g->det && !g->det_borrowed)
+		chirp_ring_detach(g->det);
+	if (g->det_fd >= 0 && !g->det_fd_borrowed)
+		close(g->det_fd);
 	for (unsigned i = 0; i < g->nmodes; i++)
 		free(g->mode_ref[i]);
 	free(g);
+}
+
+/* Whether the radar chain after compression does the same work: its
+ * cost depends on the map's shape and the CFAR's window and method (pfa,
+ * the maxima and the list size change thresholds and records, not the
+ * work). */
+static int same_radar(const struct chirp_config *x, const struct chirp_config *y)
+{
+	if (x->doppler != y->doppler || x->cfar != y->cfar)
+		return 0;
+	if (x->doppler && (x->mti != y->mti || config_doppler_nfft(x) != config_doppler_nfft(y)))
+		return 0;
+	return !x->cfar || (x->cfar_method == y->cfar_method &&
+			    x->cfar_integrate == y->cfar_integrate &&
+			    x->guard_range == y->guard_range && x->guard_doppler == y->guard_doppler &&
+			    x->train_range == y->train_range && x->train_doppler == y->train_doppler);
 }
 
 /* Whether CPIs of x's and y's configurations are the same work for the
@@ -76,7 +96,7 @@ static int same_cpi(const struct chirp_config *x, const struct chirp_config *y)
 	       x->samples == y->samples && x->format == y->format && x->out_mode == y->out_mode &&
 	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging &&
 	       x->idle_spin_us == y->idle_spin_us &&
-	       x->staging_threads == y->staging_threads;
+	       x->staging_threads == y->staging_threads && same_radar(x, y);
 }
 
 /* Whether a CPI of x's configuration keeps the CUDA depth streams = auto
@@ -164,8 +184,13 @@ void gen_report_slack(const struct gen *g)
 	log_info("input ring %s: %u slots = %.1f ms at the measured capacity of %.0f CPI/s "
 		 "(%s, buffer_ms %g); output ring %s: %u slots = %.1f ms", g->cfg.input_ring, n, ms,
 		 g->capacity_cps, g->slots_requested ? "slots fixed" : "slots = auto",
-		 g->cfg.input_buffer_ms, g->cfg.output_ring, g->cfg.output_slots,
-		 gen_ring_ms(g->cfg.output_slots, g->capacity_cps));
+		 g->cfg.input_buffer_ms, g->out ? g->cfg.output_ring : "(none)",
+		 g->out ? g->cfg.output_slots : 0,
+		 gen_ring_ms(g->out ? g->cfg.output_slots : 0, g->capacity_cps));
+	if (g->det)
+		log_info("detection ring %s: %u slots = %.1f ms (%s)", g->cfg.det_ring,
+			 g->cfg.det_slots, gen_ring_ms(g->cfg.det_slots, g->capacity_cps),
+			 g->det_slots_requested ? "slots fixed" : "slots = auto");
 	if (ms < g->cfg.input_buffer_ms) {
 		unsigned need = pipeline_auto_slots(g->cfg.input_buffer_ms, g->capacity_cps, 0, 0, 2);
 
@@ -266,6 +291,41 @@ static int gen_build_modes(struct gen *g, char *err, size_t errlen)
 	return 0;
 }
 
+/* [doppler] window over the P' pulses left after MTI, as float for
+ * pc_params.radar.window (*w NULL without doppler; the caller frees it
+ * once pc_create has copied it). Made at build time only. */
+static int gen_doppler_window(const struct gen *g, float **w, char *err, size_t errlen)
+{
+	unsigned n = config_doppler_pulses(&g->cfg);
+	double *dw;
+
+	*w = NULL;
+	if (!n)
+		return 0;
+	dw = malloc((size_t)n * sizeof(*dw));
+	*w = malloc((size_t)n * sizeof(**w));
+	if (!dw || !*w) {
+		free(dw);
+		free(*w);
+		*w = NULL;
+		snprintf(err, errlen, "out of memory for the Doppler window");
+		return -ENOMEM;
+	}
+	if (wf_window_fill(g->cfg.doppler_window, g->cfg.doppler_taylor_nbar,
+			   g->cfg.doppler_taylor_sll_db, dw, n) < 0) {
+		free(dw);
+		free(*w);
+		*w = NULL;
+		snprintf(err, errlen, "[doppler] window %s over %u pulses: cannot be made",
+			 wf_window_name(g->cfg.doppler_window), n);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < n; i++)
+		(*w)[i] = (float)dw[i];
+	free(dw);
+	return 0;
+}
+
 /* References and pc for g->cfg. streams = auto measures depths on the GPU
  * for a second or two: on a reload that leaves the CPI's shape alone, the
  * depth chosen at start is kept rather than measured next to the live data
@@ -273,6 +333,7 @@ static int gen_build_modes(struct gen *g, char *err, size_t errlen)
 static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen *old,
 			char *err, size_t errlen)
 {
+	float *window = NULL;
 	struct pc_params pp;
 	char why[256];
 	int ret = gen_build_modes(g, err, errlen);
@@ -280,6 +341,9 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	if (ret < 0)
 		return ret;
 	config_pc_params(&g->cfg, &pp);
+	if ((ret = gen_doppler_window(g, &window, err, errlen)) < 0)
+		return ret;
+	pp.radar.window = window;
 	pp.ref = g->modes[0].ref;
 	pp.ref_len = g->modes[0].ref_len;
 	pp.modes = g->modes;
@@ -288,6 +352,7 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	    same_shape(&old->cfg, &g->cfg))
 		pp.streams = old->info.depth;
 	g->pc = pc_create(&pp, why, sizeof(why));
+	free(window);          /* pc_create copied it */
 	if (!g->pc) {
 		snprintf(err, errlen, "pulse compression (%s backend): %s",
 			 pc_backend_name(pp.backend), why);
@@ -335,27 +400,39 @@ static void gen_size_rings(struct gen *g, const struct gen *old)
 	if (!g->cfg.input_slots)
 		g->cfg.input_slots = keep && !old->slots_requested ? old->cfg.input_slots :
 			auto_slots(g, rows * pc_format_sample_bytes(g->cfg.format), "input");
-	if (!g->cfg.output_slots)
+	if (!g->cfg.output_slots && g->cfg.out_mode != PC_OUT_NONE)
 		g->cfg.output_slots = keep && !old->out_slots_requested ? old->cfg.output_slots :
-			auto_slots(g, rows * pc_output_sample_bytes(g->cfg.out_mode), "output");
+			auto_slots(g, pc_out_bytes(g->pc), "output");
+	g->det_slots_requested = g->cfg.det_slots;
+	if (!g->cfg.det_slots && pc_det_bytes(g->pc))
+		g->cfg.det_slots = keep && !old->det_slots_requested && old->cfg.det_slots ?
+			old->cfg.det_slots : auto_slots(g, pc_det_bytes(g->pc), "detections");
 }
 
 /* Borrow old's rings whose geometry, name (and huge pages) g keeps. */
 static void gen_borrow_rings(struct gen *g, const struct gen *old)
 {
-	struct chirp_ring_geometry gi, go, ogi, ogo;
+	struct chirp_ring_geometry gi, go, ogi, ogo, gd, ogd;
+	int want_out, want_det;
 
 	config_ring_geometry(&g->cfg, CONFIG_RING_INPUT, &gi);
-	config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &go);
+	want_out = config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &go);
+	want_det = config_ring_geometry(&g->cfg, CONFIG_RING_DET, &gd);
 	config_ring_geometry(&old->cfg, CONFIG_RING_INPUT, &ogi);
 	config_ring_geometry(&old->cfg, CONFIG_RING_OUTPUT, &ogo);
+	config_ring_geometry(&old->cfg, CONFIG_RING_DET, &ogd);
+	if (want_det && old->det && same_geometry(&gd, &ogd) &&
+	    !strcmp(old->cfg.det_ring, g->cfg.det_ring)) {
+		g->det = old->det;
+		g->det_borrowed = 1;
+	}
 	if (old->in && same_geometry(&gi, &ogi) &&
 	    old->cfg.input_hugepages == g->cfg.input_hugepages &&
 	    !strcmp(old->cfg.input_ring, g->cfg.input_ring)) {
 		g->in = old->in;
 		g->in_borrowed = 1;
 	}
-	if (old->out && same_geometry(&go, &ogo) &&
+	if (want_out && old->out && same_geometry(&go, &ogo) &&
 	    !strcmp(old->cfg.output_ring, g->cfg.output_ring)) {
 		g->out = old->out;
 		g->out_borrowed = 1;
@@ -365,7 +442,7 @@ static void gen_borrow_rings(struct gen *g, const struct gen *old)
 /* [output] file: old's descriptor for the same path, else opened to append. */
 static int gen_open_output_file(struct gen *g, const struct gen *old, char *err, size_t errlen)
 {
-	if (!g->cfg.output_file[0])
+	if (!g->cfg.output_file[0] || g->cfg.out_mode == PC_OUT_NONE)
 		return 0;
 	if (old && old->out_fd >= 0 && !strcmp(old->cfg.output_file, g->cfg.output_file)) {
 		g->out_fd = old->out_fd;
@@ -382,6 +459,35 @@ static int gen_open_output_file(struct gen *g, const struct gen *old, char *err,
 	return 0;
 }
 
+/* [detections] file (JSON lines): old's descriptor for the same path,
+ * else opened to append. */
+static int gen_open_det_file(struct gen *g, const struct gen *old, char *err, size_t errlen)
+{
+	if (!g->cfg.det_file[0] || !g->cfg.cfar)
+		return 0;
+	if (old && old->det_fd >= 0 && !strcmp(old->cfg.det_file, g->cfg.det_file)) {
+		g->det_fd = old->det_fd;
+		g->det_fd_borrowed = 1;
+		return 0;
+	}
+	g->det_fd = open(g->cfg.det_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (g->det_fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "[detections] file %s: %s", g->cfg.det_file, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int gen_has_rings(const struct gen *g)
+{
+	struct chirp_ring_geometry geo;
+
+	return g->in && (g->out || !config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &geo)) &&
+	       (g->det || !config_ring_geometry(&g->cfg, CONFIG_RING_DET, &geo));
+}
+
 struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 		       struct gen *old, char *err, size_t errlen)
 {
@@ -393,13 +499,15 @@ struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 	}
 	g->cfg = *cfg;
 	g->out_fd = -1;
+	g->det_fd = -1;
 	if (gen_build_pc(d, g, old, err, errlen) < 0)
 		goto fail;
 	gen_measure_capacity(g, old);
 	gen_size_rings(g, old);
 	if (old)
 		gen_borrow_rings(g, old);
-	if (gen_open_output_file(g, old, err, errlen) < 0)
+	if (gen_open_output_file(g, old, err, errlen) < 0 ||
+	    gen_open_det_file(g, old, err, errlen) < 0)
 		goto fail;
 	return g;
 fail:
@@ -473,8 +581,37 @@ static int gen_attach_output(const struct daemon *d, struct gen *g, char *err, s
 	return 0;
 }
 
+/* The detection ring, as the producer, bound to the data path's node. */
+static int gen_attach_det(const struct daemon *d, struct gen *g, char *err, size_t errlen)
+{
+	struct chirp_ring_geometry geo;
+	struct chirp_ring_opts opts;
+	char why[256];
+	void *base;
+	size_t len;
+
+	config_ring_geometry(&g->cfg, CONFIG_RING_DET, &geo);
+	ring_opts(&g->cfg, &opts, 0, g->cfg.det_allow_foreign_owner);
+	g->det = chirp_ring_create(g->cfg.det_ring, &geo, CHIRP_RING_PRODUCER, &opts,
+				   why, sizeof(why));
+	if (!g->det) {
+		snprintf(err, errlen, "detection ring %s: %s", g->cfg.det_ring, why);
+		return -EIO;
+	}
+	/* Lists continue the previous chirpd's after a clean stop, as the
+	 * output ring's results do (mark_clean in the pipeline). */
+	(void)chirp_ring_set_continuous(g->det);
+	if (d->plan.node >= 0) {
+		chirp_ring_data(g->det, &base, &len);
+		if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
+			log_warn("detection ring: %s", why);
+	}
+	return 0;
+}
+
 int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, size_t errlen)
 {
+	struct chirp_ring_geometry geo;
 	char why[256];
 	int rc;
 
@@ -486,15 +623,26 @@ int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, s
 		if (created)
 			*created |= 1;
 	}
-	if (!g->out) {
+	if (!g->out && config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &geo)) {
 		if ((rc = gen_attach_output(d, g, err, errlen)) < 0)
 			return rc;
 		if (created)
 			*created |= 2;
 	}
+	if (!g->det && config_ring_geometry(&g->cfg, CONFIG_RING_DET, &geo)) {
+		if ((rc = gen_attach_det(d, g, err, errlen)) < 0)
+			return rc;
+		if (created)
+			*created |= 4;
+	}
 	if (!g->pg) {
 		g->pg = pipeline_gen_create(g->in, g->out, g->pc, g->out_fd, d->plan.node,
 					    why, sizeof(why));
+		if (g->pg && pipeline_gen_set_detections(g->pg, g->det, g->det_fd, d->plan.node,
+							 why, sizeof(why)) < 0) {
+			pipeline_gen_destroy(g->pg);
+			g->pg = NULL;
+		}
 		if (!g->pg) {
 			snprintf(err, errlen, "%s", why);
 			return -EINVAL;

@@ -58,6 +58,13 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_REDELIVERED_SKIPPED] = "Redelivered input blocks whose result a previous chirpd had already committed (not processed twice).",
 	[ST_OVER_BUDGET] = "Delivered CPIs whose latency (output commit - input commit) exceeded [trace] latency_budget_ms.",
 	[ST_UNKNOWN_MODE_CPIS] = "CPIs whose radar mode the running configuration does not have (committed zeroed, flagged UNKNOWN_MODE).",
+	[ST_DET_LISTS] = "Detection lists made, one per CPI the CFAR ran on (unknown-mode CPIs get an empty list flagged SKIPPED).",
+	[ST_DETECTIONS] = "Detections (records) in those lists.",
+	[ST_DET_OVERFLOWS] = "Detection lists that found more than [cfar] max_detections and were truncated (flagged OVERFLOW).",
+	[ST_DET_DROPS] = "Detection lists not delivered because the detection ring was full (slow or absent consumer).",
+	[ST_CFAR_CELLS] = "Range-Doppler map cells the CFAR tested.",
+	[ST_CFAR_CROSSINGS] = "Map cells over their CFAR threshold, before the local-maximum rule; divided by chirpd_cfar_cells_total it is the observed false-alarm rate on noise.",
+	[ST_DET_FILE_ERRORS] = "Failed writes to the [detections] file.",
 	[ST_DATA_STALLS] = "Gaps of 200 us or more in the data thread's polling loop: it was running, blocked, preempted or its vCPU stolen (chirpctl trace says which, per CPI).",
 };
 
@@ -131,6 +138,11 @@ int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *m
 		    n, counter_help[c], n, n, (unsigned long long)sn->counter[c]);
 	}
 	put_modes(&o, sn, mi);
+	put(&o, "# HELP chirpd_cfar_false_alarm_rate Observed CFAR crossings per cell tested since "
+		"start (compare with [cfar] pfa on noise-only input; 0 before any cell).\n"
+		"# TYPE chirpd_cfar_false_alarm_rate gauge\nchirpd_cfar_false_alarm_rate %.9g\n",
+	    sn->counter[ST_CFAR_CELLS] ?
+	    (double)sn->counter[ST_CFAR_CROSSINGS] / (double)sn->counter[ST_CFAR_CELLS] : 0.0);
 	put(&o, "# HELP chirpd_samples_per_second Input samples per second over the last interval.\n"
 		"# TYPE chirpd_samples_per_second gauge\nchirpd_samples_per_second %.1f\n",
 	    mi->samples_per_s);

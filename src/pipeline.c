@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chirp/detect.h"
 #include "log.h"
 #include "stall.h"
 #include "timeutil.h"
@@ -45,11 +46,16 @@
 #define IDLE_WAIT_NS     5000000   /* 5 ms: reaction time to stop/pause   */
 #define STALE_GRACE_NS   3000000000ull  /* -ESTALE input without a swap   */
 #define BAD_HEADER_NS    1000000000ull  /* corrupt input header: give up   */
+#define DET_LINE_BUF     65536     /* JSON-lines buffer, flushed when full */
 
 enum out_kind {
 	OUT_RING = 0,        /* computed in place into its reserved output slot  */
-	OUT_FILE_ONLY,       /* output ring full: computed for the file only     */
-	OUT_SKIP,            /* output ring full, no file: not computed          */
+	OUT_FILE_ONLY,       /* output ring full: computed into scratch for the
+				[output] file and the detections only            */
+	OUT_SKIP,            /* output ring full, no file, no detections: not
+				computed                                         */
+	OUT_NONE,            /* [output] mode none: computed for the detections,
+				no result (the pc writes no output)              */
 };
 
 struct flight {
@@ -75,6 +81,12 @@ struct flight {
 	uint32_t fill, in_flight;    /* input blocks waiting at peek; CPIs in the
 					backend at submit                      */
 	int out_dropped;             /* counted in output_drops                 */
+	void *det;                   /* where the pc writes the detection list
+					(NULL: the pc does not detect)         */
+	int det_ring;                /* det is a reserved detection ring slot  */
+	int det_dropped;             /* detection ring full: det is scratch,
+					counted in detection_drops             */
+	uint32_t det_flags;          /* ring flags for the list: the carry    */
 	uint64_t stall_ns, stall_cpu_ns;     /* the longest data-thread stall
 						that overlapped it (trace.h)   */
 	uint32_t stall_kind, stall_where;
@@ -93,6 +105,15 @@ struct pipeline_gen {
 	size_t staging_len;
 	int staging_registered;
 	int busy_poll;               /* pc_info.busy_poll: never sleep on the pc */
+	/* detections (pipeline_gen_set_detections) */
+	struct chirp_ring *det;      /* detection ring (NULL: none)             */
+	int det_fd;                  /* [detections] file (-1: none)            */
+	size_t det_bytes;            /* pc_det_bytes (0: the pc does not detect) */
+	void *det_scratch;           /* depth lists for those no ring slot holds */
+	size_t det_stride, det_scratch_len;
+	int det_scratch_registered;
+	char *jbuf;                  /* DET_LINE_BUF bytes of JSON lines         */
+	uint32_t doppler_bins, range_gates;  /* for the header of a skipped list */
 	int64_t idle_spin_ns;        /* pc_info.idle_spin_us: poll an idle input
 					ring until this long after the last CPI
 					taken before sleeping on it            */
@@ -137,6 +158,9 @@ struct pipeline {
 	struct flight fl[PIPE_MAX_DEPTH];
 	unsigned head, count, nsub;  /* FIFO of records; nsub submitted to pc  */
 	uint64_t staged;             /* file-only results sent to scratch so far */
+	uint64_t det_staged;         /* lists sent to detection scratch so far  */
+	uint32_t det_carry;          /* DISCONTINUITY for the next list reserved */
+	int det_file_err_logged;
 	int have_last_seq;
 	uint64_t last_seq;
 	uint32_t carry_flags;        /* DISCONTINUITY for the next reservation   */
@@ -173,13 +197,14 @@ static int check_cpi_sizes(const struct pipeline_gen *g, char *err, size_t errle
 	struct chirp_ring_geometry gi, go;
 
 	chirp_ring_geometry(g->in, &gi);
-	chirp_ring_geometry(g->out, &go);
+	if (g->out)
+		chirp_ring_geometry(g->out, &go);
 	if (chirp_ring_cpi_bytes(&gi) != g->in_bytes) {
 		snprintf(err, errlen, "input ring CPI is %llu bytes, pulse compression expects %zu",
 			 (unsigned long long)chirp_ring_cpi_bytes(&gi), g->in_bytes);
 		return -1;
 	}
-	if (chirp_ring_cpi_bytes(&go) != g->out_bytes) {
+	if (g->out && chirp_ring_cpi_bytes(&go) != g->out_bytes) {
 		snprintf(err, errlen, "output ring CPI is %llu bytes, pulse compression writes %zu",
 			 (unsigned long long)chirp_ring_cpi_bytes(&go), g->out_bytes);
 		return -1;
@@ -199,6 +224,8 @@ static void register_rings(struct pipeline_gen *g)
 	ret = pc_register_host(g->pc, base, len);
 	if (ret < 0)
 		log_warn("pc_register_host(input ring): %s; the backend stages copies", strerror(-ret));
+	if (!g->out)
+		return;
 	chirp_ring_data(g->out, &base, &len);
 	ret = pc_register_host(g->pc, base, len);
 	if (ret < 0)
@@ -214,7 +241,9 @@ static void register_rings(struct pipeline_gen *g)
  */
 static int make_staging(struct pipeline_gen *g, int numa_node, char *err, size_t errlen)
 {
-	unsigned nbuf = g->out_fd >= 0 ? g->depth : 0;
+	/* A result without a ring slot is still computed when it has a
+	 * file to go to, or detections to be made from it. */
+	unsigned nbuf = (g->out_fd >= 0 || g->det_bytes) && g->out_bytes ? g->depth : 0;
 	int ret;
 
 	g->out_stride = (g->out_bytes + 4095) & ~(size_t)4095;
@@ -245,7 +274,7 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 	struct chirp_ring_geometry gi;
 	struct pc_info info;
 
-	if (!in || !out || !pc) {
+	if (!in || !pc || (!out && pc_out_bytes(pc))) {
 		snprintf(err, errlen, "pipeline generation needs input ring, output ring and pc");
 		return NULL;
 	}
@@ -266,10 +295,14 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 		g->depth = PIPE_MAX_DEPTH;
 	g->in_bytes = pc_in_bytes(pc);
 	g->out_bytes = pc_out_bytes(pc);
+	g->det_bytes = pc_det_bytes(pc);
+	g->det_fd = -1;
+	g->doppler_bins = info.doppler_nfft;
 	if (check_cpi_sizes(g, err, errlen) < 0)
 		goto fail;
 	chirp_ring_geometry(in, &gi);
 	g->samples_per_cpi = (uint64_t)gi.channels * gi.pulses * gi.samples;
+	g->range_gates = gi.samples;
 	register_rings(g);
 	if (make_staging(g, numa_node, err, errlen) < 0)
 		goto fail;
@@ -288,12 +321,81 @@ void pipeline_gen_destroy(struct pipeline_gen *g)
 		return;
 	if (g->staging_registered)
 		pc_unregister_host(g->pc, g->staging);
+	if (g->det_scratch_registered)
+		pc_unregister_host(g->pc, g->det_scratch);
 	chirp_ring_data(g->in, &base, &len);
 	pc_unregister_host(g->pc, base);
-	chirp_ring_data(g->out, &base, &len);
-	pc_unregister_host(g->pc, base);
+	if (g->out) {
+		chirp_ring_data(g->out, &base, &len);
+		pc_unregister_host(g->pc, base);
+	}
+	if (g->det) {
+		chirp_ring_data(g->det, &base, &len);
+		pc_unregister_host(g->pc, base);
+	}
 	free(g->staging);
+	free(g->det_scratch);
+	free(g->jbuf);
 	free(g);
+}
+
+/*
+ * Detections: a list of det_bytes per CPI goes to a reserved slot of the
+ * detection ring, or, when the ring is full or there is none, to one of
+ * depth scratch lists (records retire in order, so scratch list n % depth
+ * is free again when list n + depth is taken), so the [detections] file
+ * and the counters see every CPI. All of it made here, none per CPI.
+ */
+int pipeline_gen_set_detections(struct pipeline_gen *g, struct chirp_ring *det, int det_fd,
+				int numa_node, char *err, size_t errlen)
+{
+	struct chirp_ring_geometry gd;
+	void *base;
+	size_t len;
+	int ret;
+
+	if (!g->det_bytes) {
+		if (det || det_fd >= 0) {
+			snprintf(err, errlen, "a detection ring or file, but pulse compression does not detect");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (det) {
+		chirp_ring_geometry(det, &gd);
+		if (gd.format != CHIRP_RING_DET || chirp_ring_cpi_bytes(&gd) != g->det_bytes) {
+			snprintf(err, errlen, "detection ring slot is %llu bytes, pulse compression writes lists of %zu",
+				 (unsigned long long)chirp_ring_cpi_bytes(&gd), g->det_bytes);
+			return -EINVAL;
+		}
+		chirp_ring_data(det, &base, &len);
+		ret = pc_register_host(g->pc, base, len);
+		if (ret < 0)
+			log_warn("pc_register_host(detection ring): %s; the backend stages copies",
+				 strerror(-ret));
+	}
+	g->det = det;
+	g->det_fd = det_fd;
+	g->det_stride = (g->det_bytes + 4095) & ~(size_t)4095;
+	g->det_scratch_len = g->det_stride * g->depth;
+	ret = posix_memalign(&g->det_scratch, 4096, g->det_scratch_len);
+	if (ret) {
+		g->det_scratch = NULL;
+		snprintf(err, errlen, "detection scratch (%zu bytes): %s", g->det_scratch_len,
+			 strerror(ret));
+		return -ret;
+	}
+	if (numa_node >= 0 &&
+	    sysnuma_bind_memory(g->det_scratch, g->det_scratch_len, numa_node, err, errlen) < 0)
+		log_warn("detection scratch: %s", err);
+	memset(g->det_scratch, 0, g->det_scratch_len);   /* fault pages in now */
+	if (pc_register_host(g->pc, g->det_scratch, g->det_scratch_len) == 0)
+		g->det_scratch_registered = 1;
+	if (det_fd >= 0 && !(g->jbuf = malloc(DET_LINE_BUF))) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 struct chirp_ring *pipeline_gen_in(const struct pipeline_gen *g) { return g->in; }
@@ -390,8 +492,10 @@ static int progress(struct pipeline *p, int timeout_ms);
 static int already_delivered(const struct pipeline_gen *g, const struct chirp_ring_block *b)
 {
 	struct chirp_ring_block last;
+	/* Without an output ring the detection ring says what was delivered. */
+	struct chirp_ring *r = g->out ? g->out : g->det;
 
-	if (chirp_ring_last_commit(g->out, &last) < 0)
+	if (!r || chirp_ring_last_commit(r, &last) < 0)
 		return 0;
 	return last.timestamp_ns > b->timestamp_ns ||
 	       (last.timestamp_ns == b->timestamp_ns && last.first_sample >= b->first_sample);
@@ -586,9 +690,12 @@ static void count_input(struct pipeline *p, const struct chirp_ring_block *blk)
 		if (blk->seq > p->last_seq)
 			stats_count(p->st, ST_SEQUENCE_GAPS, blk->seq - p->last_seq - 1);
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		p->det_carry |= CHIRP_RING_DISCONTINUITY;   /* lists are missing too */
 	}
-	if (blk->flags & CHIRP_RING_DISCONTINUITY)
+	if (blk->flags & CHIRP_RING_DISCONTINUITY) {
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		p->det_carry |= CHIRP_RING_DISCONTINUITY;
+	}
 	p->have_last_seq = 1;
 	p->last_seq = blk->seq;
 	stats_count(p->st, ST_CPIS_IN, 1);
@@ -607,6 +714,10 @@ static void *pick_output(struct pipeline *p, struct flight *f)
 	struct pipeline_gen *g = p->cur;
 	void *outp = NULL;
 
+	if (!g->out) {
+		f->kind = OUT_NONE;
+		return NULL;
+	}
 	if (chirp_ring_reserve_next(g->out, &outp) == 0) {
 		f->kind = OUT_RING;
 		f->flags = p->carry_flags;    /* gaps before this result */
@@ -617,7 +728,7 @@ static void *pick_output(struct pipeline *p, struct flight *f)
 	stats_count(p->st, ST_OUTPUT_DROPS, 1);
 	f->out_dropped = 1;
 	p->carry_flags |= CHIRP_RING_DISCONTINUITY;
-	if (g->out_fd < 0) {
+	if (g->out_fd < 0 && !g->det_bytes) {
 		f->kind = OUT_SKIP;
 		return NULL;
 	}
@@ -629,12 +740,43 @@ static void *pick_output(struct pipeline *p, struct flight *f)
 	return (char *)g->staging + (size_t)(p->staged++ % g->depth) * g->out_stride;
 }
 
+/*
+ * Where f's detection list goes (with a pc that detects): a reserved slot
+ * of the detection ring, reserved now like the output slot and committed
+ * in the same order; when the ring is full (or there is none), scratch, so
+ * the file and the counters still see it. A full ring never blocks: the
+ * list is dropped from the ring and counted, and the next one committed
+ * carries DISCONTINUITY. Inside a stats write section.
+ */
+static void pick_det(struct pipeline *p, struct flight *f)
+{
+	struct pipeline_gen *g = p->cur;
+	void *slot = NULL;
+
+	if (!g->det_bytes)
+		return;
+	if (g->det) {
+		if (chirp_ring_reserve_next(g->det, &slot) == 0) {
+			f->det = slot;
+			f->det_ring = 1;
+			f->det_flags = p->det_carry;
+			p->det_carry = 0;
+			return;
+		}
+		stats_count(p->st, ST_DET_DROPS, 1);
+		f->det_dropped = 1;
+		p->det_carry |= CHIRP_RING_DISCONTINUITY;
+	}
+	f->det = (char *)g->det_scratch + (size_t)(p->det_staged++ % g->depth) * g->det_stride;
+}
+
 /* Hand the CPI in record idx to the backend. Returns 1, or < 0 on a fatal
  * error (already reported). */
 static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const void *in,
 		      void *outp)
 {
 	struct pipeline_gen *g = p->cur;
+	struct pc_job job = { .in = in, .out = outp, .det = f->det, .tag = idx, .mode = f->mode };
 	int ret;
 
 	f->out = outp;
@@ -644,13 +786,13 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 	/* What waits behind this CPI: the backend cuts for latency only when
 	 * nothing does (pc_queue_hint). */
 	pc_queue_hint(g->pc, f->fill > 1 ? f->fill - 1 : 0);
-	ret = pc_submit_mode(g->pc, in, outp, idx, f->mode);
+	ret = pc_submit_job(g->pc, &job);
 	for (int tries = 0; ret == -EAGAIN && tries < 1000; tries++) {
 		/* Cannot happen while nsub < depth; if the backend counts
 		 * differently, let it finish something instead of failing. */
 		if (progress(p, 1) < 0)
 			return -1;
-		ret = pc_submit_mode(g->pc, in, outp, idx, f->mode);
+		ret = pc_submit_job(g->pc, &job);
 	}
 	/* pc_submit's own time is the record's submit..submitted (the CPU
 	 * backend computes in it): not a gap of the loop. */
@@ -679,6 +821,16 @@ static int take_unknown_mode(struct pipeline *p, struct flight *f, void *outp)
 	if (outp) {
 		memset(outp, 0, p->cur->out_bytes);
 		f->flags |= CHIRP_RING_UNKNOWN_MODE;
+	}
+	if (f->det) {
+		/* An empty list in its place, so list n is CPI n's. */
+		struct chirp_det_header *h = f->det;
+
+		memset(h, 0, sizeof(*h));
+		h->mode = f->mode;
+		h->flags = CHIRP_DET_SKIPPED;
+		h->doppler_bins = p->cur->doppler_bins;
+		h->range_gates = p->cur->range_gates;
 	}
 	atomic_store_explicit(&p->unknown_last, (uint64_t)f->mode + 1, memory_order_relaxed);
 	return 1;
@@ -724,11 +876,14 @@ static int take_one(struct pipeline *p)
 		f->kind = OUT_SKIP;
 		f->done_in = f->done_out = 1;
 		p->carry_flags |= CHIRP_RING_DISCONTINUITY;
+		p->det_carry |= CHIRP_RING_DISCONTINUITY;
 		stats_write_end(p->st);
 		return 1;
 	}
 	known = count_mode(p, f);
 	outp = pick_output(p, f);
+	if (f->kind != OUT_SKIP)
+		pick_det(p, f);
 	stats_write_end(p->st);
 	if (!known)
 		return take_unknown_mode(p, f, outp);
@@ -756,10 +911,18 @@ static void mark_clean(struct pipeline *p)
 			   "the next chirpd's first result will be flagged");
 		return;
 	}
-	ret = chirp_ring_mark_clean(p->cur->out);
-	if (ret < 0)
-		log_notice("output ring: no clean mark (%s): the next chirpd's first result "
-			   "will be flagged", strerror(-ret));
+	if (p->cur->out) {
+		ret = chirp_ring_mark_clean(p->cur->out);
+		if (ret < 0)
+			log_notice("output ring: no clean mark (%s): the next chirpd's first result "
+				   "will be flagged", strerror(-ret));
+	}
+	if (p->cur->det && !p->det_carry) {
+		ret = chirp_ring_mark_clean(p->cur->det);
+		if (ret < 0)
+			log_notice("detection ring: no clean mark (%s): the next chirpd's first "
+				   "list will be flagged", strerror(-ret));
+	}
 }
 
 /*
@@ -869,6 +1032,138 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
 	return latency;
 }
 
+/* Publish f's list in the detection ring under its carry. Returns 1
+ * committed, 0 dropped (the ring was retired), < 0 with a corrupt header.
+ * Inside a stats write section. */
+static int commit_det(struct pipeline *p, struct flight *f)
+{
+	int ret = chirp_ring_commit_mode(p->cur->det, f->timestamp_ns, f->first_sample,
+					 f->det_flags, f->mode);
+
+	if (ret == -ESTALE) {
+		stats_count(p->st, ST_DET_DROPS, 1);
+		p->det_carry |= CHIRP_RING_DISCONTINUITY;
+		return 0;
+	}
+	return ret < 0 ? ret : 1;
+}
+
+/* Records in f's list that fit its slot (the backend's count, bounded by
+ * what the slot holds, so a bad count never reads past it). */
+static uint32_t det_count(const struct pipeline_gen *g, const struct chirp_det_header *h)
+{
+	size_t room = (g->det_bytes - sizeof(*h)) / sizeof(struct chirp_det_record);
+
+	return h->count < room ? h->count : (uint32_t)room;
+}
+
+/* The list's counters. Inside a stats write section. */
+static void count_det(struct pipeline *p, const struct flight *f)
+{
+	const struct chirp_det_header *h = f->det;
+
+	stats_count(p->st, ST_DET_LISTS, 1);
+	stats_count(p->st, ST_DETECTIONS, det_count(p->cur, h));
+	if (h->flags & CHIRP_DET_OVERFLOW)
+		stats_count(p->st, ST_DET_OVERFLOWS, 1);
+	stats_count(p->st, ST_CFAR_CELLS, h->cells);
+	stats_count(p->st, ST_CFAR_CROSSINGS, h->crossings);
+}
+
+/* Append [buf, buf+len) to the [detections] file; a failure is counted
+ * (logged once per generation), never fatal. */
+static void det_write(struct pipeline *p, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(p->cur->det_fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			stats_write_begin(p->st);
+			stats_count(p->st, ST_DET_FILE_ERRORS, 1);
+			stats_write_end(p->st);
+			if (!p->det_file_err_logged) {
+				log_err("[detections] file: write: %s (further errors only counted)",
+					n < 0 ? strerror(errno) : "short write");
+				p->det_file_err_logged = 1;
+			}
+			return;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+/* A float as JSON: %.9g, or null when it is not finite (velocity_mps
+ * without a carrier is NaN; JSON has no NaN). */
+static int json_float(char *b, size_t n, float v)
+{
+	return isfinite(v) ? snprintf(b, n, "%.9g", (double)v) : snprintf(b, n, "null");
+}
+
+/*
+ * One JSON line for f's list, formatted into the generation's fixed
+ * buffer and written whenever it fills (a long list takes several
+ * writes; the file has one writer, this thread). Like [output] file, a
+ * recording aid written by the data thread: a blocking write to a local
+ * file, never an allocation.
+ */
+static void det_json(struct pipeline *p, const struct flight *f)
+{
+	const struct chirp_det_header *h = f->det;
+	const struct chirp_det_record *r = (const void *)(h + 1);
+	char *b = p->cur->jbuf;
+	uint32_t n = det_count(p->cur, h);
+	size_t o;
+
+	o = (size_t)snprintf(b, DET_LINE_BUF,
+		"{\"seq\":%llu,\"timestamp_ns\":%llu,\"first_sample\":%llu,\"mode\":%u,"
+		"\"count\":%u,\"found\":%u,\"overflow\":%s,\"skipped\":%s,\"detections\":[",
+		(unsigned long long)h->seq, (unsigned long long)h->timestamp_ns,
+		(unsigned long long)h->first_sample, h->mode, n, h->found,
+		(h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
+		(h->flags & CHIRP_DET_SKIPPED) ? "true" : "false");
+	for (uint32_t i = 0; i < n; i++, r++) {
+		char rm[32], vm[32], pw[32], nz[32], sn[32];
+
+		/* a record is at most ~230 bytes: flush before one could not fit */
+		if (o > DET_LINE_BUF - 512) {
+			det_write(p, b, o);
+			o = 0;
+		}
+		json_float(rm, sizeof(rm), r->range_m);
+		json_float(vm, sizeof(vm), r->velocity_mps);
+		json_float(pw, sizeof(pw), r->power);
+		json_float(nz, sizeof(nz), r->noise);
+		json_float(sn, sizeof(sn), r->snr_db);
+		o += (size_t)snprintf(b + o, DET_LINE_BUF - o,
+			"%s{\"channel\":%d,\"gate\":%u,\"doppler_bin\":%d,\"range_m\":%s,"
+			"\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s}",
+			i ? "," : "", r->channel, r->range_gate, r->doppler_bin, rm, vm, pw, nz, sn);
+	}
+	o += (size_t)snprintf(b + o, DET_LINE_BUF - o, "]}\n");
+	det_write(p, b, o);
+}
+
+/* f's list is complete: the input's identity into its header (the
+ * backend leaves seq, timestamp_ns and first_sample to us), then the
+ * [detections] file. Not inside a stats write section. */
+static void det_complete(struct pipeline *p, struct flight *f)
+{
+	struct chirp_det_header *h = f->det;
+
+	h->magic = CHIRP_DET_MAGIC;
+	h->version = CHIRP_DET_VERSION;
+	h->record_bytes = sizeof(struct chirp_det_record);
+	h->seq = f->seq;
+	h->timestamp_ns = f->timestamp_ns;
+	h->first_sample = f->first_sample;
+	h->mode = f->mode;
+	if (p->cur->det_fd >= 0)
+		det_json(p, f);
+}
+
 /* Retire the FIFO's head f: the [output] file, the output ring's commit,
  * the counters and the flight recorder. Returns 0, or -1 failed
  * (reported). */
@@ -881,8 +1176,10 @@ static int finish_one(struct pipeline *p, struct flight *f)
 
 	if (f->nonfinite_rows)
 		flags |= CHIRP_RING_NONFINITE;
-	if (f->kind != OUT_SKIP && g->out_fd >= 0)
+	if (f->kind != OUT_SKIP && f->out && g->out_fd >= 0)
 		write_file(p, f->out, g->out_bytes);
+	if (f->det)
+		det_complete(p, f);
 	watch(p, TW_RETIRE);
 
 	stats_write_begin(p->st);
@@ -901,6 +1198,21 @@ static int finish_one(struct pipeline *p, struct flight *f)
 		}
 		delivered = ret;
 	}
+	if (f->det_ring) {
+		ret = commit_det(p, f);
+		if (ret < 0) {
+			stats_write_end(p->st);
+			fail(p, "chirp_ring_commit(detections)", ret);
+			return -1;
+		}
+		/* Without an output ring a CPI is delivered with its list. */
+		if (f->kind == OUT_NONE)
+			delivered = ret;
+	} else if (f->kind == OUT_NONE && !f->det_dropped) {
+		delivered = 1;      /* its list went to the [detections] file */
+	}
+	if (f->det)
+		count_det(p, f);
 	now = mono_ns();
 	latency = count_retired(p, f, now - t0, delivered);
 	if (record(p, f, now, latency, cflags, delivered))
@@ -1027,6 +1339,7 @@ static void do_swap(struct pipeline *p)
 		p->swap_gen_done++;
 		p->stale_since = 0;
 		p->file_err_logged = 0;
+		p->det_file_err_logged = 0;
 	}
 	atomic_store(&p->swap_requested, 0);
 	pthread_cond_broadcast(&p->cond);

@@ -67,7 +67,8 @@ struct pipeline_gen;
 struct pipeline;
 
 /*
- * A generation over borrowed in/out rings and pc. out_fd: file the results
+ * A generation over borrowed in/out rings and pc (out NULL when the pc
+ * writes no output: pc_out_bytes 0). out_fd: file the results
  * are also appended to (-1 = none; the fd stays the caller's). Checks that
  * the pc's input/output CPI sizes match the rings' slots, registers the
  * rings' data regions with the pc (GPU DMA in place) and allocates staging
@@ -78,6 +79,30 @@ struct pipeline;
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
 					 struct pc *pc, int out_fd, int numa_node,
 					 char *err, size_t errlen);
+
+/*
+ * With a pc that detects (pc_det_bytes > 0), before the generation is
+ * swapped in: det = the detection ring (producer; NULL = none), det_fd =
+ * the [detections] file for JSON lines (-1 = none; the fd stays the
+ * caller's). Checks the ring's slots hold the pc's lists, registers it
+ * with the pc, and makes the scratch lists and the line buffer (bound to
+ * numa_node >= 0). With a pc that does not detect both must be none.
+ * Returns 0 or a negative errno with a reason.
+ *
+ * DETECTIONS: each CPI's list goes to a detection ring slot reserved with
+ * its output slot and committed after it, in input order, under the CPI's
+ * mode, with the input's seq, timestamp_ns and first_sample in its header.
+ * A full detection ring never blocks: the list is dropped from it and
+ * counted (detection_drops) and the next list committed carries
+ * CHIRP_RING_DISCONTINUITY; the file still gets it. A CPI of an unknown
+ * mode gets an empty list flagged CHIRP_DET_SKIPPED. The file has one JSON
+ * object per CPI per line, written by the data thread. With [output] mode
+ * none (out NULL in pipeline_gen_create, pc_out_bytes 0) a CPI counts as
+ * delivered (cpis_out, latency) when its list is committed, or written to
+ * the file when there is no detection ring.
+ */
+int pipeline_gen_set_detections(struct pipeline_gen *g, struct chirp_ring *det, int det_fd,
+				int numa_node, char *err, size_t errlen);
 void pipeline_gen_destroy(struct pipeline_gen *g);
 struct chirp_ring *pipeline_gen_in(const struct pipeline_gen *g);
 struct chirp_ring *pipeline_gen_out(const struct pipeline_gen *g);

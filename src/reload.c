@@ -128,6 +128,10 @@ static int reload_swap_new_rings(struct daemon *d, struct gen **ngp, int *recrea
 		chirp_ring_detach(og->out);
 		og->out = NULL;
 	}
+	if (!ng->det && og->det) {
+		chirp_ring_detach(og->det);
+		og->det = NULL;
+	}
 	ret = gen_attach(d, ng, recreated, err, errlen);
 	if (ret == 0) {
 		ret = pipeline_swap(d->pl, ng->pg, &oldpg, SWAP_TIMEOUT_MS, why, sizeof(why));
@@ -157,6 +161,14 @@ static void reload_commit(struct daemon *d, struct gen *ng)
 		d->g->out_fd = -1;
 		ng->fd_borrowed = 0;
 	}
+	if (ng->det_borrowed) {
+		d->g->det = NULL;
+		ng->det_borrowed = 0;
+	}
+	if (ng->det_fd_borrowed) {
+		d->g->det_fd = -1;
+		ng->det_fd_borrowed = 0;
+	}
 	gen_destroy(d->g);
 	d->g = ng;
 	pipeline_set_budget(d->pl, (uint64_t)(ng->cfg.latency_budget_ms * 1e6));
@@ -183,6 +195,7 @@ static void reload_reply(const struct daemon *d, json_t *reply, char *keys, int 
 	json_object_set_new(reply, "restart_keys", rk ? rk : json_array());
 	json_object_set_new(reply, "input_ring_recreated", json_boolean(recreated & 1));
 	json_object_set_new(reply, "output_ring_recreated", json_boolean(recreated & 2));
+	json_object_set_new(reply, "detection_ring_recreated", json_boolean(recreated & 4));
 	json_object_set_new(reply, "ms", json_real((double)(mono_ns() - t0) * 1e-6));
 }
 
@@ -222,7 +235,7 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (ng->in && ng->out)
+	if (gen_has_rings(ng))
 		ret = reload_swap_kept_rings(d, ng, &recreated, err, errlen);
 	else
 		ret = reload_swap_new_rings(d, &ng, &recreated, err, errlen);
@@ -231,9 +244,10 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	reload_commit(d, ng);
 	ng = NULL;
 	snprintf(d->restart_keys, sizeof(d->restart_keys), "%s", keys);
-	log_notice("reloaded %s in %.1f ms%s%s%s%s", d->config_path, (double)(mono_ns() - t0) * 1e-6,
+	log_notice("reloaded %s in %.1f ms%s%s%s%s%s", d->config_path, (double)(mono_ns() - t0) * 1e-6,
 		   recreated & 1 ? "; input ring re-created (new epoch)" : "",
 		   recreated & 2 ? "; output ring re-created" : "",
+		   recreated & 4 ? "; detection ring re-created" : "",
 		   keys[0] ? "; needs restart: " : "", keys);
 	if (reply)
 		reload_reply(d, reply, keys, recreated, t0);

@@ -36,6 +36,13 @@ static const char *const counter_names[ST_COUNTERS] = {
 	[ST_OVER_BUDGET] = "over_budget",
 	[ST_DATA_STALLS] = "data_stalls",
 	[ST_UNKNOWN_MODE_CPIS] = "unknown_mode_cpis",
+	[ST_DET_LISTS] = "detection_lists",
+	[ST_DETECTIONS] = "detections",
+	[ST_DET_OVERFLOWS] = "detection_overflows",
+	[ST_DET_DROPS] = "detection_drops",
+	[ST_CFAR_CELLS] = "cfar_cells",
+	[ST_CFAR_CROSSINGS] = "cfar_crossings",
+	[ST_DET_FILE_ERRORS] = "detection_file_errors",
 };
 
 static const char *const stage_names[STG_STAGES] = {

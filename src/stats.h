@@ -50,6 +50,17 @@ enum stats_counter {
 	ST_UNKNOWN_MODE_CPIS,  /* CPIs whose radar mode the running
 				  configuration does not have: committed
 				  zeroed, flagged CHIRP_RING_UNKNOWN_MODE    */
+	ST_DET_LISTS,          /* detection lists made (one per CPI detected,
+				  unknown-mode ones included)                */
+	ST_DETECTIONS,         /* detection records in those lists            */
+	ST_DET_OVERFLOWS,      /* lists with more detections than
+				  max_detections (truncated, CHIRP_DET_OVERFLOW) */
+	ST_DET_DROPS,          /* lists not delivered: detection ring full    */
+	ST_CFAR_CELLS,         /* map cells the CFAR tested                   */
+	ST_CFAR_CROSSINGS,     /* cells over their threshold (before the
+				  local-maximum rule): / cells = the observed
+				  false-alarm rate on noise                  */
+	ST_DET_FILE_ERRORS,    /* failed writes to [detections] file          */
 	ST_COUNTERS
 };
 

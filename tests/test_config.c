@@ -1014,7 +1014,8 @@ static void test_json(void **state)
 	assert_true(json_is_false(json_object_get(s, "lock_memory")));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "metrics"), "listen")), "");
 	/* Every section is present. */
-	const char *secs[] = { "daemon", "numa", "input", "cpi", "waveform", "processing", "output", "metrics", "trace" };
+	const char *secs[] = { "daemon", "numa", "input", "cpi", "waveform", "processing", "output",
+			       "radar", "doppler", "cfar", "detections", "metrics", "trace" };
 	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
 		assert_true(json_is_object(json_object_get(j, secs[i])));
 	/* ... and the modes: here only [waveform]'s. */
@@ -1024,7 +1025,7 @@ static void test_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 0), "id")), 0);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(s, 0), "name")),
 			    "default");
-	assert_int_equal(json_object_size(j), 10);
+	assert_int_equal(json_object_size(j), 14);
 	json_decref(j);
 }
 
@@ -1610,6 +1611,124 @@ static void test_modes_reference_example(void **state)
 	assert_true(c.modes[2].wf.pulse_width_s > c.modes[1].wf.pulse_width_s);
 }
 
+/* A radar chain configuration that is valid: 2 channels, 16 pulses, 256
+ * gates, Doppler and CFAR into a detection ring. */
+#define RADAR_OK "[cpi]\nchannels = 2\npulses = 16\nsamples = 256\n" \
+	"[waveform]\npulse_width_s = 2e-6\n" \
+	"[radar]\nprf_hz = 5000\ncarrier_hz = 3e9\n" \
+	"[doppler]\nenable = true\nmti = two_pulse\nwindow = hamming\n" \
+	"[cfar]\nenable = true\nmethod = os\nintegrate = none\nguard_range = 1\n" \
+	"guard_doppler = 1\ntrain_range = 4\ntrain_doppler = 2\nos_rank = 20\npfa = 1e-4\n" \
+	"maxima_range = 2\nmaxima_doppler = 1\nmax_detections = 77\n" \
+	"[detections]\nring = /t-det\nslots = 8\nfile = det.jsonl\n"
+
+/* Every [radar]/[doppler]/[cfar] key reaches pc_params.radar. */
+static void test_radar_params(void **state)
+{
+	struct chirp_config c;
+	struct pc_params p;
+	char *errs = NULL;
+
+	(void)state;
+	assert_int_equal(load_str(&c, RADAR_OK, &errs), 0);
+	free(errs);
+	config_pc_params(&c, &p);
+	assert_int_equal(p.radar.doppler, 1);
+	assert_int_equal(p.radar.mti, PC_MTI_TWO);
+	assert_null(p.radar.window);
+	assert_int_equal(p.radar.nfft, 0);
+	assert_int_equal(p.radar.cfar, 1);
+	assert_int_equal(p.radar.method, PC_CFAR_OS);
+	assert_int_equal(p.radar.integrate, 0);
+	assert_int_equal(p.radar.guard_range, 1);
+	assert_int_equal(p.radar.guard_doppler, 1);
+	assert_int_equal(p.radar.train_range, 4);
+	assert_int_equal(p.radar.train_doppler, 2);
+	assert_int_equal(p.radar.os_rank, 20);
+	assert_true(p.radar.pfa == 1e-4);
+	assert_int_equal(p.radar.maxima_range, 2);
+	assert_int_equal(p.radar.maxima_doppler, 1);
+	assert_int_equal(p.radar.max_detections, 77);
+	assert_true(p.radar.prf_hz == 5000 && p.radar.carrier_hz == 3e9);
+	assert_int_equal(p.radar.velocity, 0);        /* auto */
+	assert_true(p.radar.sample_rate_hz == 25e6);
+	assert_int_equal(config_doppler_pulses(&c), 15);
+	assert_int_equal(config_doppler_nfft(&c), 15);   /* 3 x 5 */
+	assert_int_equal(c.doppler_window, WIN_HAMMING);
+	/* velocity = off hides the carrier from the chain */
+	assert_int_equal(load_str(&c, RADAR_OK "[radar]\n", NULL), 1);   /* duplicate section */
+	config_defaults(&c);
+	config_pc_params(&c, &p);
+	assert_int_equal(p.radar.doppler, 0);
+	assert_int_equal(p.radar.cfar, 0);
+	assert_int_equal(config_doppler_nfft(&c), 0);
+}
+
+/* config_ring_geometry: map rings are C x Nd x R rf32, none has no output
+ * ring, the detection ring is det 1 x 1 x max_detections. */
+static void test_radar_geometry(void **state)
+{
+	struct chirp_config c;
+	struct chirp_ring_geometry g;
+
+	(void)state;
+	assert_int_equal(load_str(&c, RADAR_OK "[output]\nmode = map_db\n", NULL), 0);
+	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g), 1);
+	assert_int_equal(g.channels, 2);
+	assert_int_equal(g.pulses, 15);
+	assert_int_equal(g.samples, 256);
+	assert_int_equal(g.format, CHIRP_RING_RF32);
+	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_DET, &g), 1);
+	assert_int_equal(g.channels, 1);
+	assert_int_equal(g.pulses, 1);
+	assert_int_equal(g.samples, 77);
+	assert_int_equal(g.format, CHIRP_RING_DET);
+	assert_int_equal(g.slots, 8);
+	assert_int_equal(load_str(&c, RADAR_OK "[output]\nmode = none\n", NULL), 0);
+	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g), 0);
+	assert_int_equal(g.channels, 0);
+	config_defaults(&c);
+	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_DET, &g), 0);
+	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g), 1);
+}
+
+/* Each impossible combination is one error at the line of the key that
+ * makes it so. */
+static void test_radar_errors(void **state)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "[cfar]\nenable = true\n", "t.conf:2: [cfar] enable: [cfar] needs [doppler]" },
+		{ "[output]\nmode = map_power\n", "t.conf:2: [output] mode: output mode map_power needs [doppler]" },
+		{ "[doppler]\nenable = true\n[output]\nmode = none\n", "t.conf:4: [output] mode: output mode none" },
+		{ "[detections]\nring = /t-det\n", "t.conf:2: [detections] ring: [detections] ring is set but [cfar]" },
+		{ "[radar]\nvelocity = on\nprf_hz = 1000\n", "t.conf:3: [radar] prf_hz: velocity = on needs" },
+		{ "[cpi]\npulses = 2\n[doppler]\nenable = true\nmti = three_pulse\n", "t.conf:5: [doppler] mti: mti three_pulse needs more than 2" },
+		{ "[cpi]\npulses = 16\n[doppler]\nenable = true\nfft = 12\n", "t.conf:5: [doppler] fft: Doppler FFT length 12 is shorter than the 16" },
+		{ "[cpi]\nsamples = 20\n[waveform]\npulse_width_s = 2e-7\n[doppler]\nenable = true\n[cfar]\nenable = true\ntrain_range = 9\n",
+		  "t.conf:9: [cfar] train_range: CFAR window of 2 x (guard_range 2 + train_range 9) + 1 = 23 gates is wider than the 20" },
+		{ "[cpi]\npulses = 8\n[doppler]\nenable = true\n[cfar]\nenable = true\ntrain_doppler = 4\n",
+		  "t.conf:7: [cfar] train_doppler: CFAR window of 2 x (guard_doppler 1 + train_doppler 4) + 1 = 11 bins is wider than the 8" },
+		{ "[doppler]\nenable = true\n[cfar]\nenable = true\npfa = 1\n", "t.conf:5: [cfar] pfa: 1 is not below 1" },
+		{ "[doppler]\nenable = true\n[cfar]\nenable = true\npfa = 0\n", "t.conf:5: [cfar] pfa: 0 is out of range" },
+		{ "[doppler]\nenable = true\n[cfar]\nenable = true\nmethod = os\nos_rank = 200\n", "t.conf:6: [cfar] os_rank: os_rank 200 exceeds the 132" },
+		{ "[doppler]\nenable = true\n[cfar]\nenable = true\ntrain_range = 0\ntrain_doppler = 0\n", "t.conf:6: [cfar] train_doppler: no training cells" },
+		{ "[doppler]\nenable = true\nmti = four\n", "t.conf:3: [doppler] mti: 'four' is not one of none|two_pulse|three_pulse" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct chirp_config c;
+		char *errs = NULL;
+		int n = load_str(&c, cases[i].text, &errs);
+
+		if (n != 1 || !strstr(errs, cases[i].want))
+			fail_msg("case %zu: %d errors, want 1 with \"%s\":\n%s", i, n, cases[i].want, errs);
+		free(errs);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1641,6 +1760,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_modes_json),
 		cmocka_unit_test(test_modes_reload),
 		cmocka_unit_test(test_modes_reference_example),
+		cmocka_unit_test(test_radar_params),
+		cmocka_unit_test(test_radar_geometry),
+		cmocka_unit_test(test_radar_errors),
 	};
 
 	log_init("test_config");

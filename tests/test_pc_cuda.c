@@ -14,6 +14,11 @@
  * and radar modes changing per CPI (each CPI against the CPU backend for
  * its own mode, with graphs on and off and chunked layouts).
  * Tolerance: relative L2 error <= 1e-5 (float32 FFTs on both sides).
+ *
+ * The radar chain (test_radar_*): maps for every MTI and map mode, the
+ * four CFAR methods per channel and integrated, overflow, PC_OUT_NONE,
+ * depth, staging, graphs and modes, each CPI against the CPU backend's
+ * chain (the reference): maps within 1e-5, detection lists equal.
  */
 #include <errno.h>
 #include <math.h>
@@ -28,6 +33,7 @@
 
 #include <cmocka.h>
 
+#include "chirp/detect.h"
 #include "chirp/pc.h"
 #include "waveform.h"
 
@@ -1164,6 +1170,592 @@ static void test_modes(void **state)
 	tune_defaults();
 }
 
+/* ---- the radar chain ------------------------------------------------------ */
+
+/*
+ * The radar chain (chirp/pc.h, RADAR CHAIN) on the GPU against the CPU
+ * backend on the same CPIs: the maps (relative L2 <= TOL, map_db compared
+ * as linear power, as power_db is), and the detection lists, header field
+ * by field and record by record (the lists are ordered by definition, so
+ * equal sequences are equal sets): channel, gate and bin exactly, the
+ * float fields within DET_TOL relative.
+ */
+#define DET_TOL 1e-4
+
+/* A CPI geometry, its radar chain and how the GPU pc is built. */
+struct rspec {
+	unsigned C, P, R;
+	size_t L;
+	const struct pc_mode *modes;   /* NULL: one reference of L samples */
+	unsigned nmodes;
+	enum pc_output out;
+	struct pc_radar rad;
+	unsigned streams;
+	enum pc_staging staging;
+	int use_mmap;                  /* registered ring-like memory, else malloc */
+	unsigned K;                    /* CPIs, all in flight up to the depth */
+	int scene;                     /* 1: targets in noise, 0: noise only */
+	int nonfinite;                 /* 1: an Inf in channel 1 (C >= 2)    */
+};
+
+/* The chain's settings every radar test starts from: Doppler and CFAR on,
+ * ca, per channel, rect window, auto Nd, velocities from fs/prf/carrier. */
+static void rspec_init(struct rspec *s, unsigned C, unsigned P, unsigned R)
+{
+	struct pc_params p;
+
+	pc_params_init(&p);
+	memset(s, 0, sizeof(*s));
+	s->C = C;
+	s->P = P;
+	s->R = R;
+	s->L = 40;
+	s->out = PC_OUT_MAP_POWER;
+	s->rad = p.radar;              /* pc_params_init's defaults for the rest */
+	s->rad.doppler = 1;
+	s->rad.mti = PC_MTI_NONE;
+	s->rad.window = NULL;
+	s->rad.nfft = 0;
+	s->rad.cfar = 1;
+	s->rad.method = PC_CFAR_CA;
+	s->rad.integrate = 0;
+	s->rad.guard_range = 2;
+	s->rad.guard_doppler = 1;
+	s->rad.train_range = 8;
+	s->rad.train_doppler = 4;      /* os: 11 x 21 - 3 x 5 = 216 cells */
+	s->rad.os_rank = 0;
+	s->rad.pfa = 1e-5;
+	s->rad.maxima_range = 2;
+	s->rad.maxima_doppler = 1;
+	s->rad.max_detections = 256;
+	s->rad.sample_rate_hz = 25e6;
+	s->rad.prf_hz = 5e3;
+	s->rad.carrier_hz = 9.5e9;
+	s->rad.velocity = 0;
+	s->streams = 2;
+	s->staging = PC_STAGING_AUTO;
+	s->use_mmap = 1;
+	s->K = 3;
+	s->scene = 1;
+}
+
+static struct pc *make_radar_pc(enum pc_backend be, const struct rspec *s, const float *ref)
+{
+	struct pc_params p;
+	char err[256] = "";
+	struct pc *pc;
+
+	pc_params_init(&p);
+	p.channels = s->C;
+	p.pulses = s->P;
+	p.samples = s->R;
+	p.in_format = PC_FMT_CF32;
+	p.out_mode = s->out;
+	p.ref = ref;
+	p.ref_len = s->L;
+	p.modes = s->modes;
+	p.nmodes = s->nmodes;
+	p.backend = be;
+	p.streams = be == PC_BACKEND_CUDA ? s->streams : 1;
+	p.staging = s->staging;
+	p.tune = tune;
+	p.radar = s->rad;
+	pc = pc_create(&p, err, sizeof(err));
+	if (!pc)
+		fail_msg("pc_create(%s, radar): %s", pc_backend_name(be), err);
+	return pc;
+}
+
+/* The mode of CPI k: the modes in turn, two CPIs each (id 0 without). */
+static unsigned rspec_mode(const struct rspec *s, unsigned k)
+{
+	return s->nmodes ? s->modes[(k / 2) % s->nmodes].id : 0;
+}
+
+/*
+ * CPI k's input: complex noise (uniform, [-0.5, 0.5) per part) and, with a
+ * scene, three echoes per channel of the reference h (L samples) at
+ * gates 60 + 37k, 211 and R - L - 20, each a Doppler tone of its own
+ * (0.11, -0.27 and 0.36 cycles per pulse), amplitudes 0.6, 0.3, 1.0.
+ */
+static void radar_input(float *x, const struct rspec *s, const float *h, size_t L, unsigned k)
+{
+	const unsigned gate[3] = { 60 + 37 * (k % 5), 211, s->R - (unsigned)L - 20 };
+	const double fd[3] = { 0.11, -0.27, 0.36 }, amp[3] = { 0.6, 0.3, 1.0 };
+	size_t n = (size_t)s->C * s->P * s->R;
+
+	for (size_t i = 0; i < 2 * n; i++)
+		x[i] = (float)(0.5 * rng_unit());
+	if (s->nonfinite)   /* pulse 2 of channel 1: its whole map goes NaN */
+		x[2 * (((size_t)1 * s->P + 2) * s->R + 5)] = INFINITY;
+	if (!s->scene)
+		return;
+	for (unsigned c = 0; c < s->C; c++)
+		for (unsigned p = 0; p < s->P; p++)
+			for (int t = 0; t < 3; t++) {
+				double ph = 2.0 * M_PI * (fd[t] * p + 0.1 * c + 0.3 * t);
+				double cr = amp[t] * cos(ph), ci = amp[t] * sin(ph);
+				float *row = x + 2 * (((size_t)c * s->P + p) * s->R + gate[t]);
+
+				for (size_t i = 0; i < L && gate[t] + i < s->R; i++) {
+					row[2 * i] += (float)(cr * h[2 * i] - ci * h[2 * i + 1]);
+					row[2 * i + 1] += (float)(cr * h[2 * i + 1] + ci * h[2 * i]);
+				}
+			}
+}
+
+/* Map comparison: map_db as linear power (see out_err), else plain. */
+static double map_err(const float *a, const float *b, size_t n, enum pc_output m)
+{
+	return out_err(a, b, n, m == PC_OUT_MAP_DB ? PC_OUT_POWER_DB : m);
+}
+
+static int close_rel(double a, double b, double tol)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b);
+	return fabs(a - b) <= tol * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
+
+/* The GPU's list g against the CPU's c: everything equal but the floats,
+ * which are within DET_TOL; count = min(found, max), CHIRP_DET_OVERFLOW
+ * exactly when found > count. Returns the detections found. */
+static unsigned compare_det(const void *g, const void *c, unsigned mode, unsigned max,
+			    const char *what)
+{
+	const struct chirp_det_header *hg = g, *hc = c;
+	const struct chirp_det_record *rg = (const void *)(hg + 1), *rc = (const void *)(hc + 1);
+
+	if (hg->magic != CHIRP_DET_MAGIC || hg->version != CHIRP_DET_VERSION ||
+	    hg->record_bytes != sizeof(struct chirp_det_record))
+		fail_msg("%s: GPU list header: magic %#x version %u record_bytes %u", what, hg->magic,
+			 hg->version, hg->record_bytes);
+	assert_int_equal(hc->magic, CHIRP_DET_MAGIC);
+	if (hg->seq || hg->timestamp_ns || hg->first_sample || hg->reserved)
+		fail_msg("%s: seq/timestamp/first_sample/reserved not 0", what);
+	if (hg->mode != mode || hc->mode != mode)
+		fail_msg("%s: mode GPU %u CPU %u, want %u", what, hg->mode, hc->mode, mode);
+	if (hg->flags != hc->flags || hg->count != hc->count || hg->found != hc->found ||
+	    hg->maps != hc->maps || hg->doppler_bins != hc->doppler_bins ||
+	    hg->range_gates != hc->range_gates || hg->cells != hc->cells ||
+	    hg->crossings != hc->crossings)
+		fail_msg("%s: header GPU flags %#x count %u found %u maps %u Nd %u R %u cells %llu "
+			 "crossings %llu; CPU %#x %u %u %u %u %u %llu %llu", what, hg->flags,
+			 hg->count, hg->found, hg->maps, hg->doppler_bins, hg->range_gates,
+			 (unsigned long long)hg->cells, (unsigned long long)hg->crossings, hc->flags,
+			 hc->count, hc->found, hc->maps, hc->doppler_bins, hc->range_gates,
+			 (unsigned long long)hc->cells, (unsigned long long)hc->crossings);
+	if ((hg->found > hg->count) != ((hg->flags & CHIRP_DET_OVERFLOW) != 0) ||
+	    hg->count != (hg->found < max ? hg->found : max))
+		fail_msg("%s: count %u of found %u (max %u) with flags %#x", what, hg->count,
+			 hg->found, max, hg->flags);
+	for (unsigned i = 0; i < hg->count; i++) {
+		const struct chirp_det_record *a = &rg[i], *b = &rc[i];
+
+		if (a->channel != b->channel || a->range_gate != b->range_gate ||
+		    a->doppler_bin != b->doppler_bin)
+			fail_msg("%s: record %u: GPU (ch %d, gate %u, bin %d), CPU (ch %d, gate %u, "
+				 "bin %d)", what, i, a->channel, a->range_gate, a->doppler_bin,
+				 b->channel, b->range_gate, b->doppler_bin);
+		if (!close_rel(a->power, b->power, DET_TOL) ||
+		    !close_rel(a->noise, b->noise, DET_TOL) ||
+		    !close_rel(a->snr_db, b->snr_db, DET_TOL) ||
+		    !close_rel(a->range_m, b->range_m, DET_TOL) ||
+		    !close_rel(a->velocity_mps, b->velocity_mps, DET_TOL))
+			fail_msg("%s: record %u (ch %d, gate %u, bin %d): GPU power %g noise %g snr "
+				 "%g range %g v %g; CPU %g %g %g %g %g", what, i, a->channel,
+				 a->range_gate, a->doppler_bin, a->power, a->noise, a->snr_db,
+				 a->range_m, a->velocity_mps, b->power, b->noise, b->snr_db, b->range_m,
+				 b->velocity_mps);
+	}
+	return hg->found;
+}
+
+/* One CPI on pc (nothing else in flight), synchronously. */
+static void job_sync(struct pc *pc, const void *in, void *out, void *det, unsigned mode)
+{
+	static uint64_t tag = 77000;
+	struct pc_job j = { .in = in, .out = out, .det = det, .tag = ++tag, .mode = mode };
+	int rc = pc_submit_job(pc, &j);
+
+	if (rc != 0)
+		fail_msg("pc_submit_job: %s (%s)", strerror(-rc), pc_last_error(pc));
+	for (;;) {
+		struct pc_done d[4];
+		int n = pc_poll(pc, d, 4, 10000);
+
+		assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+		for (int i = 0; i < n; i++)
+			if (d[i].tag == tag && (d[i].flags & PC_DONE_OUTPUT))
+				return;
+	}
+}
+
+/* Host buffers of K slots of len bytes each (page-aligned slots), mmap'ed
+ * and registered with gpu, or malloc'ed; NULL for len 0. */
+static char *slots_alloc(struct pc *gpu, const struct rspec *s, size_t len, size_t *slot)
+{
+	char *p;
+
+	*slot = (len + 4095) & ~(size_t)4095;
+	if (len == 0)
+		return NULL;
+	if (s->use_mmap) {
+		p = mmap(NULL, *slot * s->K, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		assert_true(p != MAP_FAILED);
+		assert_int_equal(pc_register_host(gpu, p, *slot * s->K), 0);
+	} else {
+		p = malloc(*slot * s->K);
+		assert_non_null(p);
+	}
+	return p;
+}
+
+static void slots_free(const struct rspec *s, char *p, size_t slot)
+{
+	if (!p)
+		return;
+	if (s->use_mmap)
+		munmap(p, slot * s->K);
+	else
+		free(p);
+}
+
+/* The GPU's K CPIs, up to the depth in flight: submitted, polled in
+ * order, each result kept (snap_out, snap_det) as a consumer would. */
+static void radar_run_gpu(struct pc *gpu, const struct rspec *s, char *inr, size_t islot,
+			  char *outr, size_t oslot, char *detr, size_t dslot, char *snap_out,
+			  char *snap_det)
+{
+	size_t ob = pc_out_bytes(gpu), db = pc_det_bytes(gpu);
+	uint64_t submitted = 0, next_out = 0;
+
+	while (next_out < s->K) {
+		struct pc_done d[8];
+		int n;
+
+		while (submitted < s->K) {
+			struct pc_job j = {
+				.in = inr + submitted * islot,
+				.out = outr ? outr + submitted * oslot : NULL,
+				.det = detr ? detr + submitted * dslot : NULL,
+				.tag = 1000 + submitted,
+				.mode = rspec_mode(s, (unsigned)submitted),
+			};
+			int rc = pc_submit_job(gpu, &j);
+
+			if (rc == -EAGAIN)
+				break;
+			if (rc != 0)
+				fail_msg("pc_submit_job(gpu): %s (%s)", strerror(-rc), pc_last_error(gpu));
+			submitted++;
+		}
+		n = pc_poll(gpu, d, 8, 10000);
+		assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+		for (int i = 0; i < n; i++) {
+			uint64_t k = d[i].tag - 1000;
+
+			assert_true(k < s->K);
+			assert_int_equal(d[i].mode, rspec_mode(s, (unsigned)k));
+			if (!(d[i].flags & PC_DONE_OUTPUT))
+				continue;
+			assert_int_equal(k, next_out);
+			if (ob)
+				memcpy(snap_out + k * ob, outr + k * oslot, ob);
+			if (db)
+				memcpy(snap_det + k * db, detr + k * dslot, db);
+			next_out++;
+		}
+	}
+	assert_int_equal(pc_in_flight(gpu), 0);
+}
+
+/* The reference of CPI k's mode (modes), or ref. */
+static const float *rspec_ref(const struct rspec *s, const float *ref, unsigned k, size_t *L)
+{
+	unsigned id = rspec_mode(s, k);
+
+	*L = s->L;
+	for (unsigned i = 0; i < s->nmodes; i++)
+		if (s->modes[i].id == id) {
+			*L = s->modes[i].ref_len;
+			return s->modes[i].ref;
+		}
+	return ref;
+}
+
+/*
+ * Run s's K CPIs on the GPU and one by one on the CPU backend; compare the
+ * outputs (map or cube) and the lists. Returns the detections found over
+ * the K CPIs (0 without cfar); *graphs: CPIs the GPU ran as graphs.
+ */
+static unsigned run_radar(const struct rspec *s, const char *what, unsigned long long *graphs)
+{
+	float *ref = make_ref(WIN_HAMMING, s->L, s->R);
+	struct pc *cpu = make_radar_pc(PC_BACKEND_CPU, s, ref);
+	struct pc *gpu = make_radar_pc(PC_BACKEND_CUDA, s, ref);
+	size_t ib = pc_in_bytes(gpu), ob = pc_out_bytes(gpu), db = pc_det_bytes(gpu);
+	size_t islot, oslot, dslot;
+	char *inr, *outr, *detr;
+	char *snap_out = malloc(ob * s->K + 1), *snap_det = malloc(db * s->K + 1);
+	char *want_out = malloc(ob + 1), *want_det = malloc(db + 1);
+	struct pc_info info;
+	unsigned found = 0;
+	char label[200];
+
+	assert_true(snap_out && snap_det && want_out && want_det);
+	rng_state = 0x7261646172ull;   /* the same CPIs whatever ran before */
+	assert_int_equal(ob, pc_out_bytes(cpu));
+	assert_int_equal(db, pc_det_bytes(cpu));
+	assert_int_equal(db != 0, s->rad.cfar != 0);
+	if (s->out == PC_OUT_NONE)
+		assert_int_equal(ob, 0);
+	inr = slots_alloc(gpu, s, ib, &islot);
+	outr = slots_alloc(gpu, s, ob, &oslot);
+	detr = slots_alloc(gpu, s, db, &dslot);
+	for (unsigned k = 0; k < s->K; k++) {
+		size_t L;
+		const float *h = rspec_ref(s, ref, k, &L);
+
+		radar_input((float *)(inr + k * islot), s, h, L, k);
+		if (outr)
+			poison(outr + k * oslot, ob);
+		if (detr)
+			poison(detr + k * dslot, db);
+	}
+	radar_run_gpu(gpu, s, inr, islot, outr, oslot, detr, dslot, snap_out, snap_det);
+	for (unsigned k = 0; k < s->K; k++) {
+		unsigned mode = rspec_mode(s, k);
+
+		snprintf(label, sizeof(label), "%s, CPI %u (mode %u)", what, k, mode);
+		poison(want_out, ob);
+		poison(want_det, db);
+		job_sync(cpu, inr + k * islot, ob ? want_out : NULL, db ? want_det : NULL, mode);
+		if (ob) {
+			double e = map_err((const float *)(snap_out + k * ob), (const float *)want_out,
+					   ob / sizeof(float), s->out);
+
+			if (!(e <= TOL))
+				fail_msg("%s: %s rel L2 %.3e", label, pc_output_name(s->out), e);
+		}
+		if (db)
+			found += compare_det(snap_det + k * db, want_det, mode, s->rad.max_detections,
+					     label);
+	}
+	pc_get_info(gpu, &info);
+	if (graphs)
+		*graphs = info.graph_cpis;
+	print_message("  %s: %u CPIs ok, %u detections, %llu as graphs, staging \"%s\"\n", what,
+		      s->K, found, info.graph_cpis, info.staging);
+	pc_destroy(gpu);   /* unregisters before the memory goes */
+	pc_destroy(cpu);
+	slots_free(s, inr, islot);
+	slots_free(s, outr, oslot);
+	slots_free(s, detr, dslot);
+	free(snap_out);
+	free(snap_det);
+	free(want_out);
+	free(want_det);
+	free(ref);
+	return found;
+}
+
+/* A Hann window of n coefficients (radar.window). */
+static float *hann(unsigned n)
+{
+	float *w = malloc(n * sizeof(float));
+
+	assert_non_null(w);
+	for (unsigned i = 0; i < n; i++)
+		w[i] = (float)(0.5 - 0.5 * cos(2.0 * M_PI * (i + 0.5) / n));
+	return w;
+}
+
+/*
+ * Maps: every MTI, map_power and map_db, rect and Hann windows, auto and
+ * forced Nd, integrate on and off (the map output is per channel either
+ * way), on random data; sizes that are no powers of two (C 3, P 21, R 500,
+ * Nd 21/20/19 auto, 27 forced).
+ */
+static void test_radar_maps(void **state)
+{
+	static const enum pc_mti mtis[3] = { PC_MTI_NONE, PC_MTI_TWO, PC_MTI_THREE };
+	struct rspec s;
+	char what[96];
+
+	(void)state;
+	NEED_GPU();
+	for (int mi = 0; mi < 3; mi++)
+		for (int db = 0; db < 2; db++)
+			for (int v = 0; v < 2; v++) {
+				float *w = NULL;
+
+				rspec_init(&s, 3, 21, 500);
+				s.scene = 0;
+				s.rad.cfar = 0;
+				s.rad.mti = mtis[mi];
+				s.out = db ? PC_OUT_MAP_DB : PC_OUT_MAP_POWER;
+				s.rad.integrate = v;
+				if (v) {   /* Hann window, forced Nd */
+					w = hann(21 - (unsigned)mi);
+					s.rad.window = w;
+					s.rad.nfft = 27;
+				}
+				snprintf(what, sizeof(what), "map mti %d %s %s", mi,
+					 pc_output_name(s.out), v ? "hann Nd 27 integrate" : "rect");
+				run_radar(&s, what, NULL);
+				free(w);
+			}
+}
+
+/*
+ * Detections: ca, go, so and os, per channel and integrated, on a scene of
+ * three targets a channel in noise; the lists must hold at least the
+ * targets (so the comparison cannot pass on empty lists) and equal the
+ * CPU's. Also the map output beside them, a cube output with the chain,
+ * MTI two with Hann, no velocities (NaN, CHIRP_DET_NO_VELOCITY), and
+ * non-finite input (no crossing where the statistic is NaN).
+ */
+static void test_radar_cfar(void **state)
+{
+	static const enum pc_cfar methods[4] = { PC_CFAR_CA, PC_CFAR_GO, PC_CFAR_SO, PC_CFAR_OS };
+	static const char *names[4] = { "ca", "go", "so", "os" };
+	struct rspec s;
+	char what[96];
+	float *w;
+
+	(void)state;
+	NEED_GPU();
+	for (int mi = 0; mi < 4; mi++)
+		for (int integ = 0; integ < 2; integ++) {
+			unsigned found;
+
+			rspec_init(&s, 3, 24, 500);
+			s.rad.method = methods[mi];
+			s.rad.integrate = integ;
+			s.out = integ ? PC_OUT_MAP_DB : PC_OUT_MAP_POWER;
+			snprintf(what, sizeof(what), "cfar %s%s", names[mi], integ ? " integrated" : "");
+			found = run_radar(&s, what, NULL);
+			assert_true(found >= 3 * s.K * (integ ? 1 : s.C));
+		}
+	rspec_init(&s, 2, 16, 700);
+	s.out = PC_OUT_COMPLEX;        /* the cube goes out and the chain runs */
+	s.rad.mti = PC_MTI_TWO;
+	w = hann(15);
+	s.rad.window = w;
+	assert_true(run_radar(&s, "cfar ca, complex cube out, mti two hann", NULL) >= 3 * s.K * s.C);
+	free(w);
+	rspec_init(&s, 2, 16, 700);
+	s.out = PC_OUT_POWER_DB;
+	s.rad.method = PC_CFAR_OS;
+	s.rad.os_rank = 100;
+	s.rad.prf_hz = 0;
+	s.rad.carrier_hz = 0;
+	s.rad.sample_rate_hz = 0;
+	assert_true(run_radar(&s, "cfar os rank 100, power_db out, no velocities", NULL) >= 3 * s.K * s.C);
+	for (int mi = 0; mi < 4; mi++) {   /* no crossing where the map is NaN */
+		rspec_init(&s, 3, 24, 500);
+		s.out = PC_OUT_NONE;           /* a NaN map is compared by its lists */
+		s.nonfinite = 1;
+		s.rad.method = methods[mi];
+		snprintf(what, sizeof(what), "cfar %s, an Inf in channel 1", names[mi]);
+		assert_true(run_radar(&s, what, NULL) >= 3 * s.K * (s.C - 1));
+	}
+}
+
+/* More detections than max_detections: CHIRP_DET_OVERFLOW, count = max,
+ * found the same on both, the first max records equal. */
+static void test_radar_overflow(void **state)
+{
+	struct rspec s;
+
+	(void)state;
+	NEED_GPU();
+	rspec_init(&s, 3, 24, 500);
+	s.rad.max_detections = 4;
+	s.rad.pfa = 1e-3;             /* noise crossings too */
+	assert_true(run_radar(&s, "overflow, max 4", NULL) > 4 * s.K);
+	s.rad.integrate = 1;
+	s.rad.method = PC_CFAR_GO;
+	s.rad.max_detections = 1;
+	s.out = PC_OUT_NONE;
+	assert_true(run_radar(&s, "overflow, max 1, integrated, none", NULL) > s.K);
+}
+
+/* PC_OUT_NONE (out NULL): detections only, at depths 1 and 3, registered
+ * and copied. */
+static void test_radar_out_none(void **state)
+{
+	struct rspec s;
+
+	(void)state;
+	NEED_GPU();
+	rspec_init(&s, 2, 20, 600);
+	s.out = PC_OUT_NONE;
+	s.streams = 1;
+	s.K = 4;
+	assert_true(run_radar(&s, "none, depth 1, registered", NULL) >= 3 * s.K * s.C);
+	s.streams = 3;
+	s.use_mmap = 0;
+	s.K = 7;
+	s.rad.method = PC_CFAR_SO;
+	assert_true(run_radar(&s, "none, depth 3, malloc", NULL) >= 3 * s.K * s.C);
+}
+
+/*
+ * Several CPIs in flight (depth 3, 9 CPIs of different scenes): as CUDA
+ * graphs from registered memory (every CPI), call by call through copy
+ * staging (none), graphs off, and a chunked layout (the chain after the
+ * last of 3 chunks); then modes per CPI (tri_modes), whose lists carry
+ * their CPI's mode, with graphs on and off.
+ */
+static void test_radar_pipeline(void **state)
+{
+	struct tri_modes t;
+	unsigned long long g = 0;
+	struct rspec s;
+
+	(void)state;
+	NEED_GPU();
+	rspec_init(&s, 2, 16, 700);
+	s.streams = 3;
+	s.K = 9;
+	s.out = PC_OUT_MAP_DB;
+	run_radar(&s, "depth 3, registered, graphs", &g);
+	assert_true(g == s.K);
+	s.use_mmap = 0;
+	s.staging = PC_STAGING_COPY;
+	run_radar(&s, "depth 3, copy staging", &g);
+	assert_true(g == 0);
+	s.use_mmap = 1;
+	s.staging = PC_STAGING_AUTO;
+	tune.cuda_graphs = 0;
+	s.rad.method = PC_CFAR_OS;
+	run_radar(&s, "depth 3, registered, call by call", &g);
+	assert_true(g == 0);
+	tune.cuda_graphs = 1;
+	tune.cuda_chunks = 3;          /* 32 rows: 11 + 11 + 10 */
+	s.rad.integrate = 1;
+	run_radar(&s, "depth 3, 3 chunks, graphs", &g);
+	assert_true(g == s.K);
+	tune_defaults();
+	tri_modes_make(&t, 700);
+	rspec_init(&s, 2, 16, 700);
+	s.modes = t.m;
+	s.nmodes = NTRI;
+	s.streams = 2;
+	s.K = 12;
+	s.out = PC_OUT_MAP_POWER;
+	run_radar(&s, "modes, graphs", &g);
+	assert_true(g == s.K);
+	tune.cuda_graphs = 0;
+	s.staging = PC_STAGING_COPY;
+	s.use_mmap = 0;
+	run_radar(&s, "modes, copy staging", &g);
+	tune_defaults();
+	tri_modes_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1181,6 +1773,11 @@ int main(void)
 		cmocka_unit_test_setup(test_idle_layout, reset_tune),
 		cmocka_unit_test_setup(test_depth_halves, reset_tune),
 		cmocka_unit_test_setup(test_modes, reset_tune),
+		cmocka_unit_test_setup(test_radar_maps, reset_tune),
+		cmocka_unit_test_setup(test_radar_cfar, reset_tune),
+		cmocka_unit_test_setup(test_radar_overflow, reset_tune),
+		cmocka_unit_test_setup(test_radar_out_none, reset_tune),
+		cmocka_unit_test_setup(test_radar_pipeline, reset_tune),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -539,6 +539,63 @@ static void test_parse_targets(void **state)
 	assert_int_equal(synth_parse_targets(NULL, t, 4, &n, err, sizeof(err)), -EINVAL);
 }
 
+/* --target GATE,AMP_DB,DOPPLER_HZ: the pulse-to-pulse phase of the echo is
+ * 2 pi DOPPLER_HZ / prf (folded into one PRF when beyond +-prf/2), and
+ * the fields are checked. */
+static void test_parse_target_hz(void **state)
+{
+	const double prf = 1000;
+	const struct { const char *spec; double hz; int folded; } ok[] = {
+		{ "30,-6,250", 250, 0 }, { "7,-20.5,-125.5", -125.5, 0 },
+		{ "9,0", 0, 0 }, { "11,-3,-1250", -250, 1 }, { "12,-3,1600", -400, 1 },
+	};
+	struct synth_target t;
+	char err[256];
+	int folded;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		float *pulse = random_pulse(5, 3);
+		struct synth *s;
+		float *x;
+
+		assert_int_equal(synth_parse_target_hz(ok[i].spec, prf, &t, &folded, err,
+						       sizeof(err)), 0);
+		assert_int_equal(folded, ok[i].folded);
+		assert_true(fabs(t.doppler - ok[i].hz / prf) < 1e-12);
+		/* The echo's first sample over 6 pulses (no noise): each pulse
+		 * turns it by 2 pi hz / prf, compared in double. */
+		s = make(1, 6, 64, PC_FMT_CF32, pulse, 5, &t, 1, 0, 1);
+		assert_non_null(s);
+		x = malloc(synth_cpi_bytes(s));
+		assert_int_equal(synth_generate(s, 2, x, synth_cpi_bytes(s)), 0);
+		for (unsigned p = 0; p + 1 < 6; p++) {
+			const float *a = x + 2 * ((size_t)p * 64 + t.gate), *b = a + 2 * 64;
+			double ph = atan2((double)b[1] * a[0] - (double)b[0] * a[1],
+					  (double)b[0] * a[0] + (double)b[1] * a[1]);
+			double want = remainder(2 * M_PI * ok[i].hz / prf, 2 * M_PI);
+
+			assert_true(fabs(remainder(ph - want, 2 * M_PI)) < 1e-5);
+		}
+		free(x);
+		free(pulse);
+		synth_destroy(s);
+	}
+	const char *bad[] = { "", "300", "x,3", "300,", "300,abc", "-5,3", "300,-6,",
+			      "300,-6,1x", "300,-6,10,2", "300,1e999", "1.5,-6",
+			      "99999999999,0", "300:-6", NULL };
+	for (int i = 0; bad[i]; i++) {
+		err[0] = 0;
+		assert_int_equal(synth_parse_target_hz(bad[i], prf, &t, &folded, err, sizeof(err)),
+				 -EINVAL);
+		assert_true(err[0] != 0);
+	}
+	/* A shift without a PRF is refused, none is fine. */
+	assert_int_equal(synth_parse_target_hz("300,-6,10", 0, &t, &folded, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "prf_hz"));
+	assert_int_equal(synth_parse_target_hz("300,-6,0", 0, &t, &folded, err, sizeof(err)), 0);
+	assert_int_equal(synth_parse_target_hz(NULL, prf, &t, &folded, err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -551,6 +608,7 @@ int main(void)
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_from_config),
 		cmocka_unit_test(test_parse_targets),
+		cmocka_unit_test(test_parse_target_hz),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

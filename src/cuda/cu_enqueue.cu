@@ -11,39 +11,6 @@ extern "C" {
 #include "hcopy.h"
 }
 
-/* A failed call: record it in *ce and return -EIO from the step. */
-#define EQ(x)                                                                \
-	do {                                                                 \
-		cudaError_t e_ = (x);                                        \
-		if (e_ != cudaSuccess) {                                     \
-			ce->call = #x;                                       \
-			ce->len = (int)strcspn(#x, "(<");                    \
-			ce->what = cudaGetErrorString(e_);                   \
-			return -EIO;                                         \
-		}                                                            \
-	} while (0)
-#define EQF(x)                                                               \
-	do {                                                                 \
-		cufftResult r_ = (x);                                        \
-		if (r_ != CUFFT_SUCCESS) {                                   \
-			ce->call = #x;                                       \
-			ce->len = (int)strcspn(#x, "(<");                    \
-			ce->what = cu_cufft_str(r_);                         \
-			return -EIO;                                         \
-		}                                                            \
-	} while (0)
-/* A kernel launch (cu_kernels.cu), reported by its kernel's name. */
-#define EQK(name, x)                                                         \
-	do {                                                                 \
-		cudaError_t e_ = (x);                                        \
-		if (e_ != cudaSuccess) {                                     \
-			ce->call = name;                                     \
-			ce->len = (int)strlen(name);                         \
-			ce->what = cudaGetErrorString(e_);                   \
-			return -EIO;                                         \
-		}                                                            \
-	} while (0)
-
 /* What one CPI's steps share. */
 struct cu_cpi {
 	struct cu_set *s;
@@ -51,7 +18,8 @@ struct cu_cpi {
 	const struct chunk_layout *lay;
 	const void *in;                  /* the caller's input              */
 	const void *src;                 /* what the H2D reads (in or h_in) */
-	void *dst;                       /* what the D2H writes (out or h_out) */
+	const struct cu_dst *dst;        /* what the D2Hs write (out or h_out,
+					    det or h_det)                   */
 	int stage_in, capture;
 	int packed;                      /* input goes through d_in         */
 	unsigned filt;                   /* the CPI's filter index          */
@@ -156,7 +124,8 @@ static int cu_enq_last_node(cudaStream_t st, cudaGraphNode_t *node, struct cu_er
 }
 
 /* A chunk's pad, FFT, multiply (the CPI's filter), IFFT, output mode and
- * D2H. A capture records the multiply's node. */
+ * D2H (the output mode and D2H only for a cube output). A capture records
+ * the multiply's node. */
 static int cu_enq_compute(struct cu_be *be, const struct cu_cpi *q, const struct cu_piece *k,
 			  struct cu_err *ce)
 {
@@ -164,7 +133,7 @@ static int cu_enq_compute(struct cu_be *be, const struct cu_cpi *q, const struct
 	unsigned R = (unsigned)be->R, nfft = (unsigned)be->nfft;
 	size_t pe = be->pitch_elems;
 	const char *cin = q->packed ? (const char *)s->d_in + k->ioff : NULL;
-	void *cout = (char *)s->d_out + k->ooff;
+	void *cout;
 	cufftHandle plan = k->nr == q->lay->chunk_rows ? k->c->plan[q->li] : k->c->plan_rem[q->li];
 	cudaStream_t st = k->c->stream;
 	cufftComplex *z = (cufftComplex *)k->fft;
@@ -181,15 +150,19 @@ static int cu_enq_compute(struct cu_be *be, const struct cu_cpi *q, const struct
 	if (q->capture && cu_enq_last_node(st, &s->g_mul[q->li][k->i], ce) < 0)
 		return -EIO;
 	EQF(cufftExecC2C(plan, z, z, CUFFT_INVERSE));
+	if (!be->cube_out)   /* the radar chain makes the output, after all chunks */
+		return 0;
+	cout = (char *)s->d_out + k->ooff;
 	EQK("k_out", cu_out(be->out_mode, k->fft, pe, R, cout, k->nr, st));
-	EQ(cudaMemcpyAsync((char *)q->dst + k->ooff, cout,
+	EQ(cudaMemcpyAsync((char *)q->dst->out + k->ooff, cout,
 			   (size_t)k->nr * be->R * pc_output_sample_bytes(be->out_mode),
 			   cudaMemcpyDefault, st));
 	return 0;
 }
 
-/* Join: ev_in after every H2D, ev_out after every D2H and the count. */
-static int cu_enq_join(const struct cu_cpi *q, struct cu_err *ce)
+/* Join: ev_in after every H2D; the radar chain (if on) after every
+ * chunk's work; ev_out after every D2H and the count. */
+static int cu_enq_join(struct cu_be *be, const struct cu_cpi *q, struct cu_err *ce)
 {
 	struct cu_set *s = q->s;
 	unsigned rec = q->capture ? cudaEventRecordExternal : cudaEventRecordDefault;
@@ -201,6 +174,8 @@ static int cu_enq_join(const struct cu_cpi *q, struct cu_err *ce)
 	EQ(cudaEventRecordWithFlags(s->ev_in, s->stream, rec));
 	for (unsigned k = 0; k < q->lay->nstreams; k++)
 		EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
+	if (be->rs && cu_radar_enqueue(be, s, q->dst, ce) < 0)
+		return -EIO;
 	EQ(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
 			   cudaMemcpyDeviceToHost, s->stream));
 	EQ(cudaEventRecordWithFlags(s->ev_out, s->stream, rec));
@@ -210,7 +185,7 @@ static int cu_enq_join(const struct cu_cpi *q, struct cu_err *ce)
 /*
  * Queue one CPI's work on set s, cut as layout li, multiplied by filter
  * filt (its mode's): src/dst are what the copies read and write (the
- * caller's buffers, or s->h_in/h_out when staged; `in` is the caller's
+ * caller's buffers, or s->h_in/h_out/r.h_det when staged; `in` is the caller's
  * input, copied into h_in chunk by chunk when stage_in). capture: the
  * calls are being captured into the set's graph (cu_graph.cu), and each
  * chunk's multiply node is kept in s->g_mul: the input copy is 1-D into
@@ -227,7 +202,8 @@ static int cu_enq_join(const struct cu_cpi *q, struct cu_err *ce)
  * copies); a graph has it all at once.
  */
 int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
-	       const void *src, void *dst, int stage_in, int capture, struct cu_err *ce)
+	       const void *src, const struct cu_dst *dst, int stage_in, int capture,
+	       struct cu_err *ce)
 {
 	struct cu_cpi q;
 	int rc;
@@ -255,6 +231,6 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 			rc = cu_enq_compute(be, &q, &k, ce);
 	}
 	if (rc == 0)
-		rc = cu_enq_join(&q, ce);
+		rc = cu_enq_join(be, &q, ce);
 	return rc;
 }

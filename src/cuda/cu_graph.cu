@@ -24,7 +24,15 @@
  * cost up to 64 times the capture time and graph memory to save those
  * calls (bench_gpu's mode-switch column measures what they cost).
  *
- * Staged CPIs, device buffers and an injected fault take the call-by-call
+ * The radar chain (cu_radar.cu) is captured with the rest: it runs on the
+ * set's stream after the join, so the graph holds its kernels, its
+ * Doppler FFT and its copies back of the map (map modes) and of the
+ * detection list, which are re-pointed per CPI as the chunks' copies are.
+ * Nothing in it depends on the mode but the multiply: the list's mode is
+ * written by the host when the CPI completes (cu_radar_stamp).
+ *
+ * Staged CPIs (a staged detection list too), device buffers and an
+ * injected fault take the call-by-call
  * path. If a graph cannot be made or a CPI's addresses (or filter) are
  * refused, chirpd says so once and every later CPI takes that path
  * (tune.cuda_graphs = 0 asks for it from the start). pc_info.graph_cpis
@@ -39,11 +47,10 @@ extern "C" {
 
 #define CU_GRAPH_MAX_NODES 1024
 
-int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int stage_in,
-		int stage_out, int in_dev, int out_dev)
+int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int staged,
+		int on_device)
 {
-	return be->graphs && !stage_in && !stage_out && !in_dev && !out_dev && !be->fault_armed &&
-	       s->g_state[li] >= 0;
+	return be->graphs && !staged && !on_device && !be->fault_armed && s->g_state[li] >= 0;
 }
 
 /* Graphs off for good, said once: the first len bytes of call (len < 0:
@@ -58,7 +65,7 @@ static void cu_graphs_off(struct cu_be *be, const char *call, int len, const cha
 /* Capture set s's CPI in layout li, with filter filt, into a graph. NULL
  * (graphs off) if the capture failed. */
 static cudaGraph_t cu_capture(struct cu_be *be, struct cu_set *s, int li, unsigned filt,
-			      const void *in, void *out)
+			      const void *in, const struct cu_dst *dst)
 {
 	struct cu_err ce = { NULL, NULL, 0 };
 	cudaGraph_t g = NULL;
@@ -70,7 +77,7 @@ static cudaGraph_t cu_capture(struct cu_be *be, struct cu_set *s, int li, unsign
 		cu_graphs_off(be, "cudaStreamBeginCapture", -1, cudaGetErrorString(e));
 		return NULL;
 	}
-	rc = cu_enqueue(be, s, li, filt, in, in, out, 0, 1, &ce);
+	rc = cu_enqueue(be, s, li, filt, in, in, dst, 0, 1, &ce);
 	e = cudaStreamEndCapture(s->stream, &g);   /* always: the stream leaves capture */
 	if (rc < 0 || e != cudaSuccess) {
 		if (g)
@@ -84,14 +91,54 @@ static cudaGraph_t cu_capture(struct cu_be *be, struct cu_set *s, int li, unsign
 	return g;
 }
 
+/* Where the radar chain's map output leaves from (map modes). */
+static const void *cu_map_src(const struct cu_be *be, const struct cu_set *s)
+{
+	return be->out_mode == PC_OUT_MAP_DB ? s->d_out : (const void *)s->r.d_map;
+}
+
+/* The copies set s's graph for layout li holds that take per-CPI
+ * addresses: per chunk its input, per chunk its output (a cube), the
+ * map's (a map mode) and the detection list's (cfar). */
+static unsigned cu_graph_copies(const struct cu_be *be, int li)
+{
+	unsigned nc = be->lay[li].nchunks;
+
+	return nc + (be->cube_out ? nc : 0) + (be->rs && !be->cube_out && be->out_bytes ? 1 : 0) +
+	       (be->det_bytes ? 1 : 0);
+}
+
+/* g's copy (sp -> dp) if it is the radar chain's map or list copy back:
+ * kept in s->g_map[li] / g_det[li]; 1 if it was one of them. */
+static int cu_find_radar_copy(const struct cu_be *be, struct cu_set *s, int li,
+			      const struct cu_dst *dst, cudaGraphNode_t node, const char *sp,
+			      const char *dp)
+{
+	if (!be->rs)
+		return 0;
+	if (!be->cube_out && be->out_bytes && sp == (const char *)cu_map_src(be, s) &&
+	    dp == (const char *)dst->out) {
+		s->g_map[li] = node;
+		return 1;
+	}
+	if (be->det_bytes && sp == (const char *)s->r.d_det && dp == (const char *)dst->det) {
+		s->g_det[li] = node;
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * Find each chunk's input and output copy among g's nodes (by their
  * addresses: in/out and the set's d_in/d_out at the chunk's offsets) into
- * s->g_h2d[li] / g_d2h[li]. *n: the nodes in g; *found: copies matched.
+ * s->g_h2d[li] / g_d2h[li], and the radar chain's (cu_find_radar_copy).
+ * *n: the nodes in g; *found: copies matched.
  */
 static cudaError_t cu_find_copies(struct cu_be *be, struct cu_set *s, int li, cudaGraph_t g,
-				  const void *in, void *out, size_t *n, unsigned *found)
+				  const void *in, const struct cu_dst *dst, size_t *n,
+				  unsigned *found)
 {
+	void *out = dst->out;
 	const struct chunk_layout *lay = &be->lay[li];
 	cudaGraphNode_t nodes[CU_GRAPH_MAX_NODES];
 	cudaError_t e;
@@ -116,6 +163,10 @@ static cudaError_t cu_find_copies(struct cu_be *be, struct cu_set *s, int li, cu
 			break;
 		sp = (const char *)p.srcPtr.ptr + p.srcPos.x;
 		dp = (const char *)p.dstPtr.ptr + p.dstPos.x;
+		if (cu_find_radar_copy(be, s, li, dst, nodes[k], sp, dp)) {
+			(*found)++;
+			continue;
+		}
 		for (unsigned i = 0; i < lay->nchunks; i++) {
 			size_t r0, ioff, ooff;
 
@@ -123,7 +174,8 @@ static cudaError_t cu_find_copies(struct cu_be *be, struct cu_set *s, int li, cu
 			if (sp == (const char *)in + ioff && dp == (const char *)s->d_in + ioff) {
 				s->g_h2d[li][i] = nodes[k];
 				(*found)++;
-			} else if (sp == (const char *)s->d_out + ooff && dp == (const char *)out + ooff) {
+			} else if (be->cube_out && sp == (const char *)s->d_out + ooff &&
+				   dp == (const char *)out + ooff) {
 				s->g_d2h[li][i] = nodes[k];
 				(*found)++;
 			}
@@ -132,13 +184,12 @@ static cudaError_t cu_find_copies(struct cu_be *be, struct cu_set *s, int li, cu
 	return e;
 }
 
-/* Capture set s's CPI in layout li with filter filt (the caller's in/out:
- * registered host memory) into s->g[li], find each chunk's two copies,
- * instantiate. */
+/* Capture set s's CPI in layout li with filter filt (the caller's
+ * buffers: registered host memory) into s->g[li], find the copies that
+ * take per-CPI addresses, instantiate. */
 static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, unsigned filt,
-			  const void *in, void *out)
+			  const void *in, const struct cu_dst *dst)
 {
-	const struct chunk_layout *lay = &be->lay[li];
 	cudaGraph_t g;
 	cudaGraphExec_t gx;
 	size_t n = 0;
@@ -146,14 +197,14 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, unsigned f
 	cudaError_t e;
 
 	s->g_state[li] = -1;
-	g = cu_capture(be, s, li, filt, in, out);
+	g = cu_capture(be, s, li, filt, in, dst);
 	if (!g)
 		return;
-	e = cu_find_copies(be, s, li, g, in, out, &n, &found);
-	if (e != cudaSuccess || found != 2 * lay->nchunks) {
+	e = cu_find_copies(be, s, li, g, in, dst, &n, &found);
+	if (e != cudaSuccess || found != cu_graph_copies(be, li)) {
 		(void)cudaGraphDestroy(g);
 		cu_graphs_off(be, "finding a CPI graph's copies", -1,
-			      e != cudaSuccess ? cudaGetErrorString(e) : "not one per chunk and direction");
+			      e != cudaSuccess ? cudaGetErrorString(e) : "not each one once");
 		return;
 	}
 	e = cudaGraphInstantiate(&gx, g, 0);
@@ -196,6 +247,25 @@ static cudaError_t cu_graph_set_filter(struct cu_be *be, struct cu_set *s, int l
 	return e;
 }
 
+/* The radar chain's copies back in set s's graph for layout li, pointed
+ * at this CPI's out and det. */
+static cudaError_t cu_graph_radar_copies(struct cu_be *be, struct cu_set *s, int li,
+					 const struct cu_dst *dst)
+{
+	cudaError_t e = cudaSuccess;
+
+	if (!be->rs)
+		return cudaSuccess;
+	if (!be->cube_out && be->out_bytes)
+		e = cudaGraphExecMemcpyNodeSetParams1D(s->gx[li], s->g_map[li], dst->out,
+						       cu_map_src(be, s), be->out_bytes,
+						       cudaMemcpyDefault);
+	if (e == cudaSuccess && be->det_bytes)
+		e = cudaGraphExecMemcpyNodeSetParams1D(s->gx[li], s->g_det[li], dst->det,
+						       s->r.d_det, be->det_bytes, cudaMemcpyDefault);
+	return e;
+}
+
 /*
  * Launch set s's graph for layout li with this CPI's buffers and filter
  * filt (made first if need be). 0 launched; 1 not (no graph, or its
@@ -204,15 +274,16 @@ static cudaError_t cu_graph_set_filter(struct cu_be *be, struct cu_set *s, int l
  * failed, as any failed call).
  */
 int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
-		    void *out)
+		    const struct cu_dst *dst)
 {
+	void *out = dst->out;
 	const struct chunk_layout *lay = &be->lay[li];
 	size_t in_sz = pc_format_sample_bytes(be->in_format);
 	size_t out_sz = pc_output_sample_bytes(be->out_mode);
 	cudaError_t e = cudaSuccess;
 
 	if (s->g_state[li] == 0)
-		cu_make_graph(be, s, li, filt, in, out);
+		cu_make_graph(be, s, li, filt, in, dst);
 	if (s->g_state[li] != 1)
 		return 1;
 	e = cu_graph_set_filter(be, s, li, filt);
@@ -227,12 +298,14 @@ int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, unsigned filt, c
 						       (char *)s->d_in + ioff,
 						       (const char *)in + ioff, nr * be->R * in_sz,
 						       cudaMemcpyDefault);
-		if (e == cudaSuccess)
+		if (e == cudaSuccess && be->cube_out)
 			e = cudaGraphExecMemcpyNodeSetParams1D(s->gx[li], s->g_d2h[li][i],
 							       (char *)out + ooff,
 							       (const char *)s->d_out + ooff,
 							       nr * be->R * out_sz, cudaMemcpyDefault);
 	}
+	if (e == cudaSuccess)
+		e = cu_graph_radar_copies(be, s, li, dst);
 	if (e != cudaSuccess) {
 		cu_graphs_off(be, "cudaGraphExecMemcpyNodeSetParams1D", -1, cudaGetErrorString(e));
 		return 1;

@@ -158,8 +158,10 @@ int cu_alloc_staging(struct cu_be *be)
 
 		if (!s->h_in)
 			CK(cudaHostAlloc(&s->h_in, be->in_bytes, cudaHostAllocPortable));
-		if (!s->h_out)
+		if (!s->h_out && be->out_bytes > 0)
 			CK(cudaHostAlloc(&s->h_out, be->out_bytes, cudaHostAllocPortable));
+		if (!s->r.h_det && be->det_bytes > 0)
+			CK(cudaHostAlloc(&s->r.h_det, be->det_bytes, cudaHostAllocPortable));
 	}
 	if (!be->hc) {
 		rc = cu_make_copier(be);

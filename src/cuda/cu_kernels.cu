@@ -203,6 +203,8 @@ cudaError_t cu_out(enum pc_output mode, const float2 *fft, size_t pe, unsigned R
 	case PC_OUT_POWER_DB:
 		k_out<PC_OUT_POWER_DB><<<rows, CU_THREADS, 0, st>>>(fft, pe, R, out);
 		break;
+	default:   /* a map or none: the radar chain's output (cu_radar.cu) */
+		return cudaErrorInvalidValue;
 	}
 	return cudaGetLastError();
 }

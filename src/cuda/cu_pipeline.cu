@@ -81,23 +81,43 @@ static void cu_queue_hint(void *p, unsigned waiting)
 
 /* ---- submit ----------------------------------------------------------------- */
 
-/*
- * Which of a CPI's buffers go through pinned staging (*stage_in,
- * *stage_out) and which are device memory (*in_dev, *out_dev); the staging
- * buffers made the first time they are needed. 0 or -EIO.
- */
-static int cu_plan_staging(struct cu_be *be, const void *in, void *out, int *stage_in,
-			   int *stage_out, int *in_dev, int *out_dev)
-{
-	int rc;
+/* How a CPI's buffers reach the device: through pinned staging, or as
+ * device memory (neither: registered host memory, DMA in place). */
+struct cu_route {
+	int stage_in, stage_out, stage_det;
+	int on_device;           /* any of them is device memory            */
+};
 
-	*stage_in = !cu_dma_ok(be, in, be->in_bytes, in_dev);
-	*stage_out = !cu_dma_ok(be, out, be->out_bytes, out_dev);
-	if (be->staging == PC_STAGING_COPY) {
-		*stage_in = !*in_dev;
-		*stage_out = !*out_dev;
-	}
-	if (!*stage_in && !*stage_out)
+/* Whether a buffer of len bytes at p needs staging; *dev when it is device
+ * memory. A buffer of no bytes (PC_OUT_NONE, no detections) needs none. */
+static int cu_needs_staging(struct cu_be *be, const void *p, size_t len, int *dev)
+{
+	int ok;
+
+	*dev = 0;
+	if (len == 0)
+		return 0;
+	ok = cu_dma_ok(be, p, len, dev);
+	if (be->staging == PC_STAGING_COPY)
+		return !*dev;
+	return !ok;
+}
+
+/*
+ * Which of a CPI's buffers go through pinned staging and which are device
+ * memory; the staging buffers made the first time they are needed. 0 or
+ * -EIO.
+ */
+static int cu_plan_staging(struct cu_be *be, const void *in, void *out, void *det,
+			   struct cu_route *rt)
+{
+	int din, dout, ddet, rc;
+
+	rt->stage_in = cu_needs_staging(be, in, be->in_bytes, &din);
+	rt->stage_out = cu_needs_staging(be, out, be->out_bytes, &dout);
+	rt->stage_det = cu_needs_staging(be, det, be->det_bytes, &ddet);
+	rt->on_device = din || dout || ddet;
+	if (!rt->stage_in && !rt->stage_out && !rt->stage_det)
 		return 0;
 	if (!be->have_staging && !be->warned_unregistered) {
 		be->warned_unregistered = 1;
@@ -134,26 +154,33 @@ static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag
 {
 	struct cu_be *be = (struct cu_be *)p;
 	struct cu_set *s;
-	int stage_in, stage_out, in_dev = 0, out_dev = 0, rc = 0;
-	int li, launched = 0;
+	struct cu_route rt;
+	struct cu_dst dst;
+	int rc = 0, li, launched = 0;
 
-	(void)det;   /* the radar chain is not built yet */
 	if (be->failed)
 		return -EIO;
 	if (be->count == be->nsets)
 		return -EAGAIN;
 	CK(cudaSetDevice(be->dev));
 	s = &be->sets[(be->head + be->count) % be->nsets];
-	rc = cu_plan_staging(be, in, out, &stage_in, &stage_out, &in_dev, &out_dev);
+	if ((be->det_bytes > 0) != (det != NULL) || (be->out_bytes > 0 && !out)) {
+		snprintf(be->last_error, sizeof(be->last_error),
+			 "submit: %s", det ? "a detection list but no detector" : "no output buffer");
+		return -EINVAL;   /* the caller's bug: the backend is not failed */
+	}
+	rc = cu_plan_staging(be, in, out, det, &rt);
 	if (rc < 0)
 		goto out;
+	dst.out = rt.stage_out ? s->h_out : out;
+	dst.det = rt.stage_det ? s->r.h_det : det;
 	li = cu_pick_layout(be);
 	if (li < 0) {
 		rc = li;
 		goto out;
 	}
-	if (cu_graph_ok(be, s, li, stage_in, stage_out, in_dev, out_dev)) {
-		int g = cu_graph_launch(be, s, li, filt, in, out);
+	if (cu_graph_ok(be, s, li, rt.stage_in || rt.stage_out || rt.stage_det, rt.on_device)) {
+		int g = cu_graph_launch(be, s, li, filt, in, &dst);
 
 		if (g < 0) {
 			rc = g;
@@ -165,8 +192,8 @@ static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag
 		struct cu_err ce = { NULL, NULL, 0 };
 
 		/* staged input is filled chunk by chunk as it is queued */
-		rc = cu_enqueue(be, s, li, filt, in, stage_in ? s->h_in : in,
-				stage_out ? s->h_out : out, stage_in, 0, &ce);
+		rc = cu_enqueue(be, s, li, filt, in, rt.stage_in ? s->h_in : in, &dst, rt.stage_in,
+				0, &ce);
 		if (rc < 0) {
 			cu_fail_n(be, ce.call, (size_t)ce.len, ce.what);
 			goto out;
@@ -180,8 +207,10 @@ static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag
 	s->nchunks = be->lay[li].nchunks;
 	s->h2d_done = 0;
 	s->out = out;
-	s->stage_out = stage_out;
-	s->in_done = stage_in;    /* staged: the caller's input is free already */
+	s->stage_out = rt.stage_out;
+	s->det = det;
+	s->stage_det = rt.stage_det;
+	s->in_done = rt.stage_in;    /* staged: the caller's input is free already */
 	s->in_reported = 0;
 	s->out_reported = 0;
 	be->count++;
@@ -235,6 +264,8 @@ static int cu_set_news(struct cu_be *be, struct cu_set *s, int *in_chain, int *o
 				return -EIO;
 			}
 		}
+		if (r && cu_radar_stamp(be, s) < 0)
+			return -EIO;
 		if (r)
 			fl |= PC_DONE_OUTPUT;
 		else

@@ -12,6 +12,8 @@
  *   cu_chunks.cu    the chunk layouts (chunk_policy.c) and the pick per CPI
  *   cu_enqueue.cu   one CPI's calls on a set (call by call, or captured)
  *   cu_graph.cu     a CPI as one CUDA graph, its copies re-pointed per CPI
+ *   cu_radar.cu     the radar chain after compression (MTI, Doppler FFT,
+ *                   map, CFAR, local maxima, the detection list)
  *   cu_setup.cu     probe, create, destroy
  *   cu_pipeline.cu  submit, poll, info, and the ops table pc_cuda_ops
  *
@@ -50,6 +52,13 @@
  *            the slot in pc_poll, by the same threads), plus the 4-byte
  *            non-finite row count. ev_out is recorded after every chunk's
  *            D2H: the output slot is then complete.
+ *
+ *   With the radar chain (pc_setup.radar), the chunks stop after the IFFT
+ *   unless the output is a cube (complex / magnitude / power_db: out and
+ *   D2H per chunk as above), and the set's stream, once every chunk is
+ *   done (the Doppler FFT needs every pulse), runs the chain on the
+ *   compressed rows still in d_fft (cu_radar.cu) and copies back the map
+ *   (map output modes) and the detection list (cfar) before ev_out.
  *
  *   Sets run on their own streams, so the H2D of CPI k+1 overlaps the FFTs
  *   of k and the D2H of k-1 (the copy engines of each direction run
@@ -118,6 +127,30 @@ struct cu_chunk_stream {
 	int have_ev_h2d, have_ev_done;
 };
 
+/*
+ * A set's radar chain buffers (cu_radar.cu), allocated at create when the
+ * chain is on; layouts [map][doppler bin][gate], maps = 1 (integrate) or C.
+ */
+struct cu_radar_set {
+	float2 *d_dop;           /* [Nd][C][R]: MTI x window, zero-padded to
+				    Nd pulses, Doppler-transformed in place */
+	cufftHandle plan;        /* Nd-point FFTs along pulses, on s->stream */
+	int have_plan;
+	float *d_map;            /* M [C][Nd][R], zero Doppler in the middle */
+	float *d_imap;           /* I [Nd][R] (cfar on I), else NULL        */
+	float *d_sf, *d_st;      /* ca/go/so: per cell the Doppler window's
+				    full column sum and its training part
+				    (guard rows left out) [maps][Nd][R]    */
+	float *d_noise;          /* CFAR noise estimate [maps][Nd][R]      */
+	unsigned char *d_mask;   /* 1: a detection [maps][Nd][R]           */
+	unsigned *d_rowcnt;      /* detections per map row [maps x Nd]     */
+	unsigned *d_rowoff;      /* their exclusive scan                   */
+	unsigned long long *d_cross; /* crossings of this CPI              */
+	void *d_det;             /* the list as the device writes it
+				    (det_bytes)                            */
+	void *h_det;             /* pinned staging for it (copy staging)   */
+};
+
 struct cu_set {
 	cudaStream_t stream;     /* orders CPIs on this set; ev_in, ev_out */
 	struct cu_chunk_stream cs[CU_CHUNK_STREAMS];
@@ -142,6 +175,8 @@ struct cu_set {
 	cudaGraphNode_t g_h2d[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's input copy  */
 	cudaGraphNode_t g_d2h[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's output copy */
 	cudaGraphNode_t g_mul[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's multiply    */
+	cudaGraphNode_t g_map[CU_NLAY];   /* the map's copy back (map modes)   */
+	cudaGraphNode_t g_det[CU_NLAY];   /* the detection list's copy back    */
 	unsigned g_filt[CU_NLAY];   /* filter the multiply nodes of gx hold   */
 	cudaEvent_t ev_fork;     /* capture only: the chunk streams fork off it */
 	int have_ev_fork;
@@ -154,6 +189,9 @@ struct cu_set {
 				    comes at submit, its DMA later)      */
 	void *out;               /* caller's output (staged: copy in poll) */
 	int stage_out;
+	void *det;               /* caller's detection list, or NULL       */
+	int stage_det;           /* det comes through r.h_det (in poll)    */
+	struct cu_radar_set r;
 	int in_done;             /* input consumed (staged: at submit)     */
 	int in_reported, out_reported;
 };
@@ -170,7 +208,19 @@ struct cu_be {
 	unsigned ncs;            /* chunk streams made (max of both layouts) */
 	enum pc_format in_format;
 	enum pc_output out_mode;
-	size_t in_bytes, out_bytes;
+	size_t in_bytes, out_bytes;   /* out_bytes: a map mode's C x Nd x R
+					 floats, 0 with PC_OUT_NONE          */
+	int cube_out;            /* out_mode is a cube (complex, magnitude,
+				    power_db): per chunk, as without the
+				    chain                                 */
+
+	/* The radar chain (pc_setup.radar, owned by pc.c, valid for our
+	 * lifetime), or NULL; its per-gate tables on the device. */
+	const struct radar_setup *rs;
+	float *d_win;            /* [P'] window x g_d                      */
+	float *d_alpha, *d_norm; /* [R]                                    */
+	unsigned *d_rank;        /* [R] (os)                               */
+	size_t det_bytes;        /* rs->det_bytes, 0 without cfar          */
 
 	float2 *d_filts;         /* nfilts x nfft: filter i at i * nfft     */
 	unsigned nfilts;
@@ -310,16 +360,78 @@ struct cu_err {
 				    a runtime call up to its "(" (cu_fail) */
 };
 
+/* In a step that fills a struct cu_err *ce: a failed call recorded, -EIO
+ * returned (EQ: a runtime call; EQF: cuFFT; EQK: a kernel launch, reported
+ * by the kernel's name). */
+#define EQ(x)                                                                \
+	do {                                                                 \
+		cudaError_t e_ = (x);                                        \
+		if (e_ != cudaSuccess) {                                     \
+			ce->call = #x;                                       \
+			ce->len = (int)strcspn(#x, "(<");                    \
+			ce->what = cudaGetErrorString(e_);                   \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+#define EQF(x)                                                               \
+	do {                                                                 \
+		cufftResult r_ = (x);                                        \
+		if (r_ != CUFFT_SUCCESS) {                                   \
+			ce->call = #x;                                       \
+			ce->len = (int)strcspn(#x, "(<");                    \
+			ce->what = cu_cufft_str(r_);                         \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+#define EQK(name, x)                                                         \
+	do {                                                                 \
+		cudaError_t e_ = (x);                                        \
+		if (e_ != cudaSuccess) {                                     \
+			ce->call = name;                                     \
+			ce->len = (int)strlen(name);                         \
+			ce->what = cudaGetErrorString(e_);                   \
+			return -EIO;                                         \
+		}                                                            \
+	} while (0)
+
+/* Where one CPI's results go: out and det (or the set's pinned staging). */
+struct cu_dst {
+	void *out;               /* out_bytes, NULL when 0                  */
+	void *det;               /* det_bytes, NULL without cfar            */
+};
+
 int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
-	       const void *src, void *dst, int stage_in, int capture, struct cu_err *ce);
+	       const void *src, const struct cu_dst *dst, int stage_in, int capture,
+	       struct cu_err *ce);
 
 /* ---- cu_graph.cu ----------------------------------------------------------- */
 
-int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int stage_in,
-		int stage_out, int in_dev, int out_dev);
+int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int staged,
+		int on_device);
 int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
-		    void *out);
+		    const struct cu_dst *dst);
 void cu_graph_free(struct cu_set *s);
+
+/* ---- cu_radar.cu ----------------------------------------------------------- */
+
+/*
+ * cu_radar_create: the chain's shared tables (window, alpha, norm, rank)
+ * on the device; cu_radar_make_set: set s's buffers and Doppler plan;
+ * cu_radar_free_set / cu_radar_free: their release (errors ignored, as in
+ * cu_destroy). 0 or a negative errno with the failure recorded.
+ * cu_radar_enqueue: on s->stream, after every chunk of the CPI is done,
+ * the chain from d_fft to the map (and dst->out for a map mode) and the
+ * detection list (and its copy to dst->det). cu_radar_stamp: in pc_poll,
+ * once the CPI is complete, the list's staged copy to the caller and the
+ * CPI's mode in its header.
+ */
+int cu_radar_create(struct cu_be *be);
+int cu_radar_make_set(struct cu_be *be, struct cu_set *s);
+void cu_radar_free_set(struct cu_set *s);
+void cu_radar_free(struct cu_be *be);
+int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *dst,
+		     struct cu_err *ce);
+int cu_radar_stamp(struct cu_be *be, struct cu_set *s);
 
 /* ---- cu_setup.cu / cu_pipeline.cu ------------------------------------------ */
 

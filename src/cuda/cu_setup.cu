@@ -119,6 +119,7 @@ static void cu_destroy_set(struct cu_set *s)
 	for (unsigned k = 0; k < CU_CHUNK_STREAMS; k++)
 		cu_destroy_chunk_stream(&s->cs[k]);
 	cu_graph_free(s);
+	cu_radar_free_set(s);    /* its plan is bound to s->stream: before it goes */
 	if (s->have_ev_fork)
 		(void)cudaEventDestroy(s->ev_fork);
 	if (s->have_ev_start)
@@ -169,6 +170,7 @@ void cu_destroy(void *p)
 	if (be->have_notify_out)
 		(void)cudaStreamDestroy(be->notify_out);
 	(void)cudaFree(be->d_filts);
+	cu_radar_free(be);
 	(void)cudaGetLastError();
 	if (be->have_sync) {
 		pthread_cond_destroy(&be->cv);
@@ -218,15 +220,21 @@ static void cu_describe(struct cu_be *be)
  */
 static struct cu_be *cu_alloc_be(const struct pc_setup *su, char *err, size_t errlen)
 {
+	const struct radar_setup *rs = su->radar;
 	size_t in_sz = pc_format_sample_bytes(su->in_format);
 	size_t out_sz = pc_output_sample_bytes(su->out_mode);
+	int cube = su->out_mode == PC_OUT_COMPLEX || su->out_mode == PC_OUT_MAGNITUDE ||
+		   su->out_mode == PC_OUT_POWER_DB;
 	struct cu_be *be;
 
-	if (!in_sz || !out_sz || su->rows < 1 || su->samples < 1 || su->nfft < su->samples ||
-	    su->nfft > INT_MAX || su->rows > INT_MAX || su->streams < 1 || !su->filts ||
-	    su->nfilts < 1 || su->nfilts > PC_MAX_MODES) {
-		snprintf(err, errlen, "invalid setup (rows %zu, R %u, nfft %zu, streams %u)",
-			 su->rows, su->samples, su->nfft, su->streams);
+	/* A map output or none only with the chain (pc.c checks it; a map's
+	 * size needs Nd) */
+	if (!in_sz || (!cube && !rs) || su->rows < 1 || su->samples < 1 ||
+	    su->nfft < su->samples || su->nfft > INT_MAX || su->rows > INT_MAX ||
+	    su->streams < 1 || !su->filts || su->nfilts < 1 || su->nfilts > PC_MAX_MODES ||
+	    (rs && (rs->pulses < 1 || rs->maps < 1 || rs->nd < 1))) {
+		snprintf(err, errlen, "invalid setup (rows %zu, R %u, nfft %zu, streams %u, out %s)",
+			 su->rows, su->samples, su->nfft, su->streams, pc_output_name(su->out_mode));
 		return NULL;
 	}
 	be = (struct cu_be *)calloc(1, sizeof(*be));
@@ -245,7 +253,12 @@ static struct cu_be *cu_alloc_be(const struct pc_setup *su, char *err, size_t er
 	be->in_format = su->in_format;
 	be->out_mode = su->out_mode;
 	be->in_bytes = su->rows * su->samples * in_sz;
-	be->out_bytes = su->rows * su->samples * out_sz;
+	be->cube_out = cube;
+	be->rs = rs;
+	if (cube)
+		be->out_bytes = su->rows * su->samples * out_sz;
+	else   /* a map: C x Nd x R float32; none: 0 */
+		be->out_bytes = (size_t)rs->channels * rs->nd * su->samples * out_sz;
 	be->staging = su->staging;
 	be->staging_threads = su->staging_threads;   /* 1..HCOPY_MAX_THREADS (pc.c) */
 	be->busy_poll = su->busy_poll;
@@ -353,7 +366,10 @@ static int cu_alloc_set_buffers(struct cu_be *be, struct cu_set *s, unsigned i)
 	/* cf32 lands in d_fft directly, but a graph's copy must be 1-D */
 	if (be->in_format == PC_FMT_SC16 || be->graphs)
 		CK(cudaMalloc(&s->d_in, be->in_bytes));
-	CK(cudaMalloc(&s->d_out, be->out_bytes));
+	/* the output as it leaves: a cube's, map_db's (map_power leaves
+	 * from the chain's d_map; none has none) */
+	if (be->cube_out || be->out_mode == PC_OUT_MAP_DB)
+		CK(cudaMalloc(&s->d_out, be->out_bytes));
 	CK(cudaMallocPitch((void **)&s->d_fft, &pitch, be->nfft * sizeof(float2), be->rows));
 	if (pitch % sizeof(float2) != 0) {
 		snprintf(be->last_error, sizeof(be->last_error),
@@ -445,6 +461,8 @@ static int cu_make_set(struct cu_be *be, unsigned i)
 	s->have_ev_fork = 1;
 	for (unsigned k = 0; k < be->ncs && rc == 0; k++)
 		rc = cu_make_chunk_stream(be, &s->cs[k], k);
+	if (rc == 0 && be->rs)
+		rc = cu_radar_make_set(be, s);
 out:
 	return rc;
 }
@@ -466,6 +484,11 @@ static void cu_log_created(const struct cu_be *be)
 		 be->staging == PC_STAGING_COPY ? "copy" : "register/auto",
 		 be->staging_threads, be->staging_threads == 1 ? "" : "s",
 		 be->staging_nt ? ", streaming stores" : "");
+	if (be->rs)
+		log_info("cuda: radar chain on the GPU: P' %u, Nd %u (strided Doppler FFT), %s",
+			 be->rs->pulses_mti, be->rs->nd,
+			 be->rs->cfar ? (be->rs->integrate ? "integrated CFAR" : "CFAR per channel")
+				      : "no CFAR");
 }
 
 void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
@@ -483,6 +506,8 @@ void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 		rc = cu_open_device(be, su);
 	if (rc == 0)
 		rc = cu_make_shared(be, su->filts);
+	if (rc == 0 && be->rs)
+		rc = cu_radar_create(be);
 	for (unsigned i = 0; i < be->nsets && rc == 0; i++)
 		rc = cu_make_set(be, i);
 	if (rc == 0 && be->staging == PC_STAGING_COPY)

@@ -56,7 +56,10 @@ struct feed {
 	/* options */
 	const char *ring_name;
 	const char *config_path;
-	const char *targets_spec;
+	const char *targets_spec;       /* --targets                          */
+	const char *target_hz[SYNTH_MAX_TARGETS];   /* --target, in order     */
+	size_t ntarget_hz;
+	double prf_hz;                  /* --prf; 0: [radar] prf_hz of -c     */
 	const char *file_path;
 	const char *sigmf_base;
 	const char *modes_spec;         /* --modes                            */
@@ -152,6 +155,12 @@ static void usage(FILE *f)
 "                         of this chirpd configuration, with:\n"
 "      --targets LIST     GATE:AMP_DB[:DOPPLER],...  echo at sample GATE, peak\n"
 "                         amplitude AMP_DB dB full scale, DOPPLER cycles/pulse\n"
+"      --target GATE,AMP_DB[,DOPPLER_HZ]  one more echo (repeatable, with or\n"
+"                         without --targets): AMP_DB dB full scale, Doppler shift\n"
+"                         DOPPLER_HZ in Hz, i.e. phase 2 pi DOPPLER_HZ n / PRF at\n"
+"                         pulse n (beyond +-PRF/2 it aliases, as in a radar)\n"
+"      --prf HZ           pulse repetition frequency for DOPPLER_HZ (default:\n"
+"                         [radar] prf_hz of -c)\n"
 "      --snr-db X         add noise: per-sample SNR X dB of the strongest target\n"
 "      --noise-dbfs X     add noise of power X dBFS instead\n"
 "      --seed N           noise seed (default 1); CPI k depends only on seed and k\n"
@@ -174,7 +183,7 @@ static void usage(FILE *f)
 "      --create           create the ring (geometry from -c, the recording or\n"
 "                         --geometry); removed at exit unless --keep\n"
 "      --geometry C,P,R   channels, pulses, range samples (with --create)\n"
-"      --format F         cf32 or sc16 (rf32 for --file; with --create)\n"
+"      --format F         cf32 or sc16 (rf32 or det for --file; with --create)\n"
 "      --slots N          ring slots, 2..65536 (with --create; default 16)\n"
 "      --sample-rate HZ   sample rate recorded in the ring (with --create)\n"
 "      --keep             leave a ring made with --create in place\n"
@@ -206,7 +215,7 @@ static void usage(FILE *f)
 enum {
 	O_TARGETS = 256, O_SNR, O_NOISE, O_SEED, O_FILE, O_SIGMF, O_WAIT, O_FOREIGN, O_CREATE,
 	O_GEOMETRY, O_FORMAT, O_SLOTS, O_SRATE, O_KEEP, O_RATE, O_LOOP, O_BLOCK,
-	O_PREFILLED, O_IGNRATE, O_MODES, O_UNKMODES,
+	O_PREFILLED, O_IGNRATE, O_MODES, O_UNKMODES, O_TARGET, O_PRF,
 };
 
 static const struct option long_opts[] = {
@@ -236,6 +245,8 @@ static const struct option long_opts[] = {
 	{ "ignore-rate", no_argument, NULL, O_IGNRATE },
 	{ "modes", required_argument, NULL, O_MODES },
 	{ "allow-unknown-modes", no_argument, NULL, O_UNKMODES },
+	{ "target", required_argument, NULL, O_TARGET },
+	{ "prf", required_argument, NULL, O_PRF },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -252,6 +263,17 @@ static int feed_opt(struct feed *f, int c, int li)
 	case 'q': f->quiet = 1; break;
 	case 'h': usage(stdout); exit(0);
 	case O_TARGETS: f->targets_spec = optarg; break;
+	case O_TARGET:
+		if (f->ntarget_hz >= SYNTH_MAX_TARGETS) {
+			log_err("--target: more than %d targets", SYNTH_MAX_TARGETS);
+			return -EINVAL;
+		}
+		f->target_hz[f->ntarget_hz++] = optarg;
+		break;
+	case O_PRF:
+		if (tool_parse_double(optarg, &f->prf_hz) < 0 || f->prf_hz <= 0)
+			return tool_bad_arg("--prf", optarg, "want a frequency in Hz > 0");
+		break;
 	case O_SNR:
 		if (tool_parse_double(optarg, &f->snr_db) < 0)
 			return tool_bad_arg("--snr-db", optarg, "want a number of dB");
@@ -277,7 +299,7 @@ static int feed_opt(struct feed *f, int c, int li)
 	case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
 		/* long-only options: li names the one matched */
 		if (tool_geom_opt(&f->geom, long_opts[li].name, optarg,
-				  "want cf32, sc16 (or rf32 for --file)") < 0)
+				  "want cf32, sc16 (or rf32, det for --file)") < 0)
 			return -EINVAL;
 		break;
 	case O_KEEP: f->keep = 1; break;
@@ -301,25 +323,30 @@ static int feed_opt(struct feed *f, int c, int li)
 /* Exactly one source, and the options that exclude or need one another. */
 static int feed_args_check(struct feed *f)
 {
-	int nsrc = !!f->file_path + !!f->sigmf_base + !!f->targets_spec;
+	int synthetic = f->targets_spec || f->ntarget_hz;
+	int nsrc = !!f->file_path + !!f->sigmf_base + synthetic;
 
 	if (nsrc != 1) {
-		log_err("give exactly one source: --targets (with -c), --file or --sigmf");
+		log_err("give exactly one source: --targets/--target (with -c), --file or --sigmf");
 		return -EINVAL;
 	}
-	if (f->targets_spec && !f->config_path) {
-		log_err("--targets needs -c chirpd.conf (geometry, format and waveform)");
+	if (synthetic && !f->config_path) {
+		log_err("--targets and --target need -c chirpd.conf (geometry, format and waveform)");
+		return -EINVAL;
+	}
+	if (f->prf_hz > 0 && !f->ntarget_hz) {
+		log_err("--prf applies to --target (DOPPLER_HZ)");
 		return -EINVAL;
 	}
 	if (f->have_snr && f->have_noise_dbfs) {
 		log_err("--snr-db and --noise-dbfs are alternatives");
 		return -EINVAL;
 	}
-	if ((f->have_snr || f->have_noise_dbfs) && !f->targets_spec) {
-		log_err("--snr-db/--noise-dbfs apply to synthetic echoes (--targets)");
+	if ((f->have_snr || f->have_noise_dbfs) && !synthetic) {
+		log_err("--snr-db/--noise-dbfs apply to synthetic echoes (--targets, --target)");
 		return -EINVAL;
 	}
-	if (f->loop && f->targets_spec) {
+	if (f->loop && synthetic) {
 		log_err("--loop applies to --file and --sigmf (synthetic echoes never end)");
 		return -EINVAL;
 	}
@@ -439,7 +466,7 @@ static int parse_args(struct feed *f, int argc, char **argv)
 		return -EINVAL;
 	if (f->modes_spec && parse_modes(f) < 0)
 		return -EINVAL;
-	f->src = f->targets_spec ? SRC_SYNTH : f->file_path ? SRC_FILE : SRC_SIGMF;
+	f->src = f->targets_spec || f->ntarget_hz ? SRC_SYNTH : f->file_path ? SRC_FILE : SRC_SIGMF;
 	return 0;
 }
 
@@ -513,6 +540,48 @@ static size_t fmt_bytes(uint32_t fmt)
 	return fmt == CHIRP_RING_CF32 ? 8 : 4;
 }
 
+/*
+ * --target GATE,AMP_DB[,DOPPLER_HZ] after --targets' list. The PRF that
+ * turns Hz into cycles per pulse is --prf, else the configuration's
+ * [radar] prf_hz (through config_pc_params, as chirpd reads it), so that
+ * the Doppler bin a target lands in is the one chirpd computes.
+ */
+static int add_targets_hz(struct feed *f)
+{
+	double prf = f->prf_hz;
+	char err[512];
+
+	if (f->have_cfg) {
+		struct pc_params pp;
+
+		config_pc_params(&f->cfg, &pp);
+		if (prf <= 0)
+			prf = pp.radar.prf_hz;
+		else if (pp.radar.prf_hz > 0 && fabs(pp.radar.prf_hz - prf) > 1e-9 * prf)
+			log_warn("--prf %.9g Hz differs from [radar] prf_hz %.9g Hz of %s: the "
+				 "targets' Doppler bins will not be where chirpd expects them",
+				 prf, pp.radar.prf_hz, f->config_path);
+	}
+	for (size_t i = 0; i < f->ntarget_hz; i++) {
+		struct synth_target *t = &f->targets[f->ntargets];
+		int folded;
+
+		if (f->ntargets >= SYNTH_MAX_TARGETS) {
+			log_err("--target: more than %d targets with --targets", SYNTH_MAX_TARGETS);
+			return -EINVAL;
+		}
+		if (synth_parse_target_hz(f->target_hz[i], prf, t, &folded, err, sizeof(err)) < 0) {
+			log_err("--target %s", err);
+			return -EINVAL;
+		}
+		if (folded)
+			log_notice("--target %s: the shift is beyond +-PRF/2 (%.6g Hz) and aliases "
+				   "to %.6g Hz", f->target_hz[i], prf / 2, t->doppler * prf);
+		f->ntargets++;
+	}
+	return 0;
+}
+
 /* Source set-up that does not need the ring (config, recording metadata). */
 static int prepare_source(struct feed *f)
 {
@@ -523,11 +592,14 @@ static int prepare_source(struct feed *f)
 	if (check_schedule(f) < 0)
 		return -EINVAL;
 	if (f->src == SRC_SYNTH) {
-		if (synth_parse_targets(f->targets_spec, f->targets, SYNTH_MAX_TARGETS,
-					&f->ntargets, err, sizeof(err)) < 0) {
+		if (f->targets_spec && synth_parse_targets(f->targets_spec, f->targets,
+							   SYNTH_MAX_TARGETS, &f->ntargets,
+							   err, sizeof(err)) < 0) {
 			log_err("--targets: %s", err);
 			return -EINVAL;
 		}
+		if (add_targets_hz(f) < 0)
+			return -EINVAL;
 		if (f->have_snr)
 			f->noise_power = synth_noise_power_for_snr(f->targets, f->ntargets, f->snr_db);
 		else if (f->have_noise_dbfs)
@@ -709,10 +781,11 @@ static int match_source(struct feed *f, int may_reload)
 	const struct chirp_ring_geometry *g = &f->geo;
 
 	f->cpi_bytes = chirp_ring_cpi_bytes(g);
-	if (g->format == CHIRP_RING_RF32 && f->src != SRC_FILE) {
+	if (g->format != CHIRP_RING_CF32 && g->format != CHIRP_RING_SC16 && f->src != SRC_FILE) {
 		/* Raw replay works on any ring (to test consumers of output rings). */
-		log_err("ring %s holds rf32 (compressed output): synthetic echoes and SigMF "
-			"recordings need a cf32 or sc16 ring", ring_default(f));
+		log_err("ring %s holds %s (chirpd's output): synthetic echoes and SigMF "
+			"recordings need a cf32 or sc16 ring", ring_default(f),
+			tool_ring_format_name(g->format));
 		return -EINVAL;
 	}
 	switch (f->src) {
@@ -826,6 +899,10 @@ static void fill(struct feed *f, uint64_t k, void *payload)
 	if (f->src == SRC_SYNTH) {
 		if (synth_generate_mode(f->synth, k, mode_of(f, k), payload, f->cpi_bytes) == -ENOENT)
 			synth_generate(f->synth, k, payload, f->cpi_bytes);
+		return;
+	}
+	if (f->src_fmt == f->geo.format) {   /* any format, det lists too: as is */
+		memcpy(payload, f->map + (k % f->src_ncpi) * f->src_cpi_bytes, f->cpi_bytes);
 		return;
 	}
 	convert(f->map + (k % f->src_ncpi) * f->src_cpi_bytes, f->src_fmt, payload,

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -36,11 +37,15 @@
 #include "chirp/pc.h"
 #include "chirp/ring.h"
 #include "config.h"
+#include "detlist.h"
 #include "log.h"
 #include "sigmf.h"
 #include "synth.h"
 #include "tool.h"
 #include "waveform.h"
+
+/* --verify-targets: the targets checked per CPI, at most. */
+#define DET_MAX_TARGETS 64
 
 /* Tolerance of --verify: relative L2 error per CPI (see doc/tools.md). */
 #define VERIFY_REL_L2 1e-4
@@ -59,6 +64,14 @@ struct tap {
 	struct tool_geom_opts geom;     /* --geometry --format --slots --sample-rate */
 
 	struct chirp_ring_opts ropts;    /* --allow-foreign-owner */
+
+	/* det rings: --list, --jsonl, --verify-targets */
+	int list_text, list_jsonl;
+	const char *det_targets_spec;
+	struct detlist_target det_targets[DET_MAX_TARGETS];
+	size_t ndet_targets;
+	unsigned tol_gates, tol_bins;    /* --verify-tolerance              */
+	double verify_min;               /* --verify-min, fraction of CPIs  */
 
 	/* state */
 	int created;
@@ -87,6 +100,9 @@ struct tap {
 	uint64_t per_mode[CFG_MAX_MODES + 1];  /* CPIs of modes 0..63, then others */
 	uint64_t last_seq;
 	int have_last;
+	uint64_t det_lists, det_records, det_overflows, det_bad;   /* det rings */
+	uint64_t det_all_hit;            /* lists holding every target      */
+	uint64_t det_hit[DET_MAX_TARGETS];   /* lists holding target i      */
 };
 
 static volatile sig_atomic_t stop_sig;
@@ -98,7 +114,8 @@ static void usage(FILE *f)
 "Consume CPIs from a chirp ring (normally chirpd's output ring).\n"
 "\n"
 "  -r, --ring NAME        ring (default: [output] ring of -c ([input] ring with\n"
-"                         --verify-input), else /chirpd-out)\n"
+"                         --verify-input, [detections] ring with --list, --jsonl\n"
+"                         or --verify-targets), else /chirpd-out)\n"
 "  -c, --config FILE      chirpd configuration (ring name, output mode; --verify)\n"
 "  -n, --count N          stop after N CPIs (default: until SIGINT/SIGTERM)\n"
 "      --out PATH         write CPIs as raw data in the ring's format and layout\n"
@@ -109,7 +126,8 @@ static void usage(FILE *f)
 "      --wait SEC         wait up to SEC for the ring to appear (default 10)\n"
 "      --allow-foreign-owner  use a ring owned by another user (e.g. chirpd's,\n"
 "                         shared through its control_group); default: refuse\n"
-"      --mode M           label for --sigmf: input, complex, magnitude, power_db\n"
+"      --mode M           label for --sigmf: input, complex, magnitude, power_db,\n"
+"                         map_power, map_db\n"
 "                         (default: the output mode of -c)\n"
 "      --fail-on-gap      exit 5 if any CPI was missing\n"
 "      --spin-us N        poll up to N us after each CPI before sleeping on the\n"
@@ -125,9 +143,24 @@ static void usage(FILE *f)
 "      --verify-input     check each CPI equals the synthetic input of its mode\n"
 "      --targets LIST  --snr-db X  --noise-dbfs X  --seed N   as for chirp-feed\n"
 "\n"
+"Detection rings (format det: chirpd's [detections] ring):\n"
+"      --list             print each CPI's list on stdout: a line \"cpi seq=..\n"
+"                         mode=.. count=.. found=.. overflow=..\" then one line\n"
+"                         per detection \"det channel=.. gate=.. doppler_bin=..\n"
+"                         range_m=.. velocity_mps=.. power=.. noise=.. snr_db=..\"\n"
+"      --jsonl            print each CPI's list as one JSON object per line instead\n"
+"      --verify-targets LIST  GATE:BIN[,GATE:BIN...]: count the CPIs whose list\n"
+"                         holds a detection at each target's range gate and signed\n"
+"                         Doppler bin in every map (each channel, or the integrated\n"
+"                         one); exit 4 if the fraction is under --verify-min\n"
+"      --verify-tolerance G,B  gates and bins a detection may be off (default 0,0)\n"
+"      --verify-min F     fraction of CPIs, 0..1 (default 0.99)\n"
+"A list that fails its checks (magic, version, record size, count within the\n"
+"slot) is reported and counted, and makes the exit status 1.\n"
+"\n"
 "Without chirpd (tests):\n"
 "      --create           create the ring as consumer; removed at exit unless --keep\n"
-"      --geometry C,P,R  --format cf32|sc16|rf32  --slots N  --sample-rate HZ\n"
+"      --geometry C,P,R  --format cf32|sc16|rf32|det  --slots N  --sample-rate HZ\n"
 "      --keep\n"
 "\n"
 "Fault models:\n"
@@ -149,7 +182,8 @@ static void usage(FILE *f)
 enum {
 	O_OUT = 256, O_SIGMF, O_DRAIN, O_TIMEOUT, O_WAIT, O_FOREIGN, O_MODE, O_FAILGAP, O_VERIFY,
 	O_VERIFY_IN, O_TARGETS, O_SNR, O_NOISE, O_SEED, O_CREATE, O_GEOMETRY, O_FORMAT,
-	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL, O_SPIN,
+	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL, O_SPIN, O_LIST, O_JSONL, O_VTARGETS,
+	O_VTOL, O_VMIN,
 };
 
 static const struct option long_opts[] = {
@@ -181,8 +215,51 @@ static const struct option long_opts[] = {
 	{ "delay-ms", required_argument, NULL, O_DELAY },
 	{ "stall-after", required_argument, NULL, O_STALL },
 	{ "spin-us", required_argument, NULL, O_SPIN },
+	{ "list", no_argument, NULL, O_LIST },
+	{ "jsonl", no_argument, NULL, O_JSONL },
+	{ "verify-targets", required_argument, NULL, O_VTARGETS },
+	{ "verify-tolerance", required_argument, NULL, O_VTOL },
+	{ "verify-min", required_argument, NULL, O_VMIN },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* The detection-ring options. 0, or < 0 after reporting the bad argument. */
+static int tap_det_opt(struct tap *t, int c)
+{
+	char err[256];
+	unsigned long g, b;
+	char *e;
+
+	switch (c) {
+	case O_LIST: t->list_text = 1; break;
+	case O_JSONL: t->list_jsonl = 1; break;
+	case O_VTARGETS:
+		t->det_targets_spec = optarg;
+		if (detlist_parse_targets(optarg, t->det_targets, DET_MAX_TARGETS, &t->ndet_targets,
+					  err, sizeof(err)) < 0)
+			return tool_bad_arg("--verify-targets", optarg, err);
+		break;
+	case O_VTOL:
+		errno = 0;
+		g = strtoul(optarg, &e, 10);
+		b = *e == ',' ? strtoul(e + 1, &e, 10) : ULONG_MAX;
+		if (errno || *e || *optarg < '0' || *optarg > '9' || g > 1000000 || b > 1000000)
+			return tool_bad_arg("--verify-tolerance", optarg,
+					    "want GATES,BINS, each 0..1000000");
+		t->tol_gates = (unsigned)g;
+		t->tol_bins = (unsigned)b;
+		break;
+	case O_VMIN:
+		if (tool_parse_double(optarg, &t->verify_min) < 0 || t->verify_min < 0 ||
+		    t->verify_min > 1)
+			return tool_bad_arg("--verify-min", optarg, "want a fraction 0..1");
+		break;
+	default:
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 /* The options for testing without chirpd: verification, ring creation and
  * fault models. 0, or < 0 after reporting the bad argument. */
@@ -210,7 +287,7 @@ static int tap_test_opt(struct tap *t, int c, int li)
 	case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
 		/* long-only options: li names the one matched */
 		if (tool_geom_opt(&t->geom, long_opts[li].name, optarg,
-				  "want cf32, sc16 or rf32") < 0)
+				  "want cf32, sc16, rf32 or det") < 0)
 			return -EINVAL;
 		break;
 	case O_KEEP: t->keep = 1; break;
@@ -224,8 +301,7 @@ static int tap_test_opt(struct tap *t, int c, int li)
 		t->have_stall = 1;
 		break;
 	default:
-		usage(stderr);
-		return -EINVAL;
+		return tap_det_opt(t, c);
 	}
 	return 0;
 }
@@ -256,8 +332,10 @@ static int tap_opt(struct tap *t, int c, int li)
 		break;
 	case O_MODE:
 		if (strcmp(optarg, "input") && strcmp(optarg, "complex") &&
-		    strcmp(optarg, "magnitude") && strcmp(optarg, "power_db"))
-			return tool_bad_arg("--mode", optarg, "want input, complex, magnitude or power_db");
+		    strcmp(optarg, "magnitude") && strcmp(optarg, "power_db") &&
+		    strcmp(optarg, "map_power") && strcmp(optarg, "map_db"))
+			return tool_bad_arg("--mode", optarg, "want input, complex, magnitude, power_db, "
+					    "map_power or map_db");
 		t->mode = optarg;
 		break;
 	case O_FAILGAP: t->fail_on_gap = 1; break;
@@ -272,6 +350,12 @@ static int tap_opt(struct tap *t, int c, int li)
 	return 0;
 }
 
+/* --list, --jsonl or --verify-targets: the ring read holds detection lists. */
+static int det_opts(const struct tap *t)
+{
+	return t->list_text || t->list_jsonl || t->det_targets_spec;
+}
+
 /* The options that exclude or need one another. */
 static int tap_args_check(struct tap *t)
 {
@@ -279,8 +363,24 @@ static int tap_args_check(struct tap *t)
 		log_err("--drain discards data: not with --out or --sigmf");
 		return -EINVAL;
 	}
-	if (!t->drain && !t->out_path && !t->sigmf_base && !t->verify && !t->verify_input) {
-		log_err("nothing to do: give --out, --sigmf, --drain or --verify");
+	int det = det_opts(t);
+
+	if (!t->drain && !t->out_path && !t->sigmf_base && !t->verify && !t->verify_input && !det) {
+		log_err("nothing to do: give --out, --sigmf, --drain, --verify, --list, --jsonl "
+			"or --verify-targets");
+		return -EINVAL;
+	}
+	if (t->list_text && t->list_jsonl) {
+		log_err("--list and --jsonl are alternatives");
+		return -EINVAL;
+	}
+	if ((t->list_text || t->list_jsonl) && t->out_path && !strcmp(t->out_path, "-")) {
+		log_err("--list/--jsonl print on stdout: not with --out -");
+		return -EINVAL;
+	}
+	if (det && (t->verify || t->verify_input || t->sigmf_base)) {
+		log_err("--list, --jsonl and --verify-targets read a det ring: not with --verify, "
+			"--verify-input or --sigmf");
 		return -EINVAL;
 	}
 	if (t->verify && t->verify_input) {
@@ -308,6 +408,7 @@ static int parse_args(struct tap *t, int argc, char **argv)
 
 	t->wait_s = 10;
 	t->seed = 1;
+	t->verify_min = 0.99;
 	while ((c = getopt_long(argc, argv, "r:c:n:qh", long_opts, &li)) != -1) {
 		if (tap_opt(t, c, li) < 0)
 			return -EINVAL;
@@ -323,6 +424,8 @@ static const char *ring_default(const struct tap *t)
 {
 	if (t->ring_name)
 		return t->ring_name;
+	if (t->have_cfg && det_opts(t) && t->cfg.det_ring[0])
+		return t->cfg.det_ring;     /* chirpd's [detections] ring */
 	if (t->have_cfg && t->verify_input && t->cfg.input_ring[0])
 		return t->cfg.input_ring;   /* --verify-input reads chirpd's input */
 	if (t->have_cfg && t->cfg.output_ring[0])
@@ -407,8 +510,8 @@ static int create_geometry(struct tap *t, struct chirp_ring_geometry *g)
 	/* chirpd's output ring for this configuration (its input ring with
 	 * --verify-input) */
 	if (t->have_cfg)
-		config_ring_geometry(&t->cfg, t->verify_input ? CONFIG_RING_INPUT : CONFIG_RING_OUTPUT,
-				     g);
+		config_ring_geometry(&t->cfg, det_opts(t) ? CONFIG_RING_DET :
+				     t->verify_input ? CONFIG_RING_INPUT : CONFIG_RING_OUTPUT, g);
 	if (!g->slots)   /* slots = auto: chirpd sizes it; 16 here */
 		g->slots = 16;
 	tool_geom_apply(&t->geom, g);
@@ -433,6 +536,18 @@ static int check_geometry(struct tap *t, const struct chirp_ring_geometry *old)
 		log_err("ring %s changed geometry from %ux%ux%u %s to %ux%ux%u %s mid-capture: stopping",
 			ring_default(t), old->channels, old->pulses, old->samples,
 			tool_ring_format_name(old->format), g->channels, g->pulses, g->samples,
+			tool_ring_format_name(g->format));
+		return -EINVAL;
+	}
+	if (g->format == CHIRP_RING_DET && (t->sigmf_base || t->verify || t->verify_input)) {
+		log_err("ring %s holds detection lists: read them with --list, --jsonl, "
+			"--verify-targets, --out or --drain (not --sigmf, --verify, --verify-input)",
+			ring_default(t));
+		return -EINVAL;
+	}
+	if (g->format != CHIRP_RING_DET && det_opts(t)) {
+		log_err("ring %s holds %s, not detection lists (--list, --jsonl and "
+			"--verify-targets read a det ring)", ring_default(t),
 			tool_ring_format_name(g->format));
 		return -EINVAL;
 	}
@@ -754,6 +869,44 @@ static void track(struct tap *t, const struct chirp_ring_block *b, struct tool_p
 	t->have_last = 1;
 }
 
+/* Report the first few corrupt lists in full, then only count them. */
+#define DET_REPORT_MAX 10
+
+/*
+ * A det ring's block: check the list (detlist_parse: never past the slot),
+ * print it (--list, --jsonl) and match it against --verify-targets. A
+ * corrupt list is reported and counted, and misses every target.
+ */
+static void det_block(struct tap *t, const struct chirp_ring_block *b)
+{
+	struct detlist d;
+	char err[256];
+	int all = 1;
+
+	t->det_lists++;
+	if (detlist_parse(&d, b->payload, b->len, err, sizeof(err)) < 0) {
+		t->det_bad++;
+		if (t->det_bad <= DET_REPORT_MAX)
+			log_err("ring %s seq %" PRIu64 ": detection list rejected: %s%s",
+				ring_default(t), b->seq, err,
+				t->det_bad == DET_REPORT_MAX ? " (further ones are counted, not shown)" : "");
+		return;
+	}
+	t->det_records += d.h.count;
+	t->det_overflows += !!(d.h.flags & CHIRP_DET_OVERFLOW);
+	if (t->list_text)
+		detlist_print_text(stdout, &d);
+	else if (t->list_jsonl)
+		detlist_print_jsonl(stdout, &d, b->seq);
+	for (size_t i = 0; i < t->ndet_targets; i++) {
+		int hit = detlist_has_target(&d, &t->det_targets[i], t->tol_gates, t->tol_bins);
+
+		t->det_hit[i] += hit;
+		all &= hit;
+	}
+	t->det_all_hit += all && t->ndet_targets;
+}
+
 static int consume(struct tap *t, const struct chirp_ring_block *b)
 {
 	struct sigmf_capture c;
@@ -765,6 +918,8 @@ static int consume(struct tap *t, const struct chirp_ring_block *b)
 	}
 	if (t->synth)
 		verify_block(t, b);
+	if (t->geo.format == CHIRP_RING_DET)
+		det_block(t, b);
 	if (t->out_fd >= 0 && write_all(t->out_fd, b->payload, b->len, t->out_path) < 0)
 		return -EIO;
 	if (t->data_fd >= 0) {
@@ -979,6 +1134,40 @@ static void tap_report_modes(const struct tap *t)
 			t->unknown_mode);
 }
 
+/*
+ * The det ring's summary on stderr:
+ *   chirp-tap: detection lists N (D detections, O overflowed, B rejected)
+ *   chirp-tap: verify-targets: H of N CPIs (x%) hold every target (min y%):
+ *     300:5 100.0%, ...
+ * -1 when a list was rejected or the fraction is under --verify-min.
+ */
+static int det_report(struct tap *t)
+{
+	double frac = t->det_lists ? (double)t->det_all_hit / t->det_lists : 0;
+	int bad = t->det_bad > 0;
+
+	fflush(stdout);
+	fprintf(stderr, "chirp-tap: detection lists %" PRIu64 " (%" PRIu64 " detections, %" PRIu64
+		" overflowed, %" PRIu64 " rejected)\n", t->det_lists, t->det_records,
+		t->det_overflows, t->det_bad);
+	if (!t->ndet_targets)
+		return bad ? -1 : 0;
+	fprintf(stderr, "chirp-tap: verify-targets: %" PRIu64 " of %" PRIu64 " CPIs (%.2f%%) hold "
+		"every target (min %.2f%%, tolerance %u gates, %u bins):", t->det_all_hit,
+		t->det_lists, 100 * frac, 100 * t->verify_min, t->tol_gates, t->tol_bins);
+	for (size_t i = 0; i < t->ndet_targets; i++)
+		fprintf(stderr, "%s %" PRIu32 ":%" PRId32 " %.2f%%", i ? "," : "",
+			t->det_targets[i].gate, t->det_targets[i].bin,
+			t->det_lists ? 100.0 * t->det_hit[i] / t->det_lists : 0.0);
+	fputc('\n', stderr);
+	if (!t->det_lists || frac < t->verify_min) {
+		log_err("verify-targets: %.2f%% of CPIs hold every target, under %.2f%%",
+			100 * frac, 100 * t->verify_min);
+		return -1;
+	}
+	return bad ? -1 : 0;
+}
+
 /* Close the outputs and print the summary; the final exit status from rc,
  * the verification and --fail-on-gap. */
 static int tap_finish(struct tap *t, struct tool_progress *prog, double t0, int rc,
@@ -1013,6 +1202,8 @@ static int tap_finish(struct tap *t, struct tool_progress *prog, double t0, int 
 		if (t->mismatches && (rc == EXIT_OK || rc == EXIT_GAP))
 			rc = EXIT_VERIFY;
 	}
+	if (t->geo.format == CHIRP_RING_DET && det_report(t) < 0 && rc == EXIT_OK)
+		rc = t->det_bad ? EXIT_ERR : EXIT_VERIFY;
 	if (timed_out)
 		tap_report_timeout(t);
 	if (rc == EXIT_OK && t->fail_on_gap && (t->missing || t->discontinuities))

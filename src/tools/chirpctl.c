@@ -494,7 +494,51 @@ static void render_modes(FILE *out, json_t *modes, json_t *unknown, int indent)
 			"?", "(unknown mode)", "-", "-", json_integer_value(unknown));
 }
 
-/* status: the fields as render() shows them, then the modes table. */
+/* An integer field of o, or 0. */
+static long long jint(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
+}
+
+/*
+ * status's "radar" in three lines: what runs, where the lists go, and what
+ * the CFAR found so far with its observed false-alarm rate (to compare with
+ * the configured pfa on noise):
+ *     radar:   doppler on: 15 pulses after MTI, 16 bins; cfar on, pfa 1e-06
+ *              lists 120 (detections 345, overflow 0, ring drops 0) -> /chirpd-det, det.jsonl
+ *              cfar cells 983040, crossings 1, false-alarm rate 1.02e-06
+ */
+static void render_radar(FILE *out, json_t *r, int indent)
+{
+	const char *ring = json_string_value(json_object_get(r, "ring"));
+	const char *file = json_string_value(json_object_get(r, "file"));
+	json_t *far = json_object_get(r, "false_alarm_rate"), *pfa = json_object_get(r, "pfa");
+
+	if (!json_is_true(json_object_get(r, "doppler"))) {
+		fprintf(out, "%*sradar:   off\n", indent, "");
+		return;
+	}
+	fprintf(out, "%*sradar:   doppler on: %lld pulses after MTI, %lld bins; cfar %s", indent, "",
+		jint(r, "pulses_mti"), jint(r, "doppler_bins"),
+		json_is_true(json_object_get(r, "cfar")) ? "on" : "off");
+	if (json_is_true(json_object_get(r, "cfar")) && json_is_number(pfa))
+		fprintf(out, ", pfa %g", json_number_value(pfa));
+	fputc('\n', out);
+	if (!json_is_true(json_object_get(r, "cfar")))
+		return;
+	fprintf(out, "%*s         lists %lld (detections %lld, overflow %lld, ring drops %lld) -> %s%s%s\n",
+		indent, "", jint(r, "lists"), jint(r, "detections"), jint(r, "overflow_lists"),
+		jint(r, "ring_drops"), ring && *ring ? ring : "no ring",
+		file && *file ? ", " : "", file && *file ? file : "");
+	fprintf(out, "%*s         cfar cells %lld, crossings %lld, false-alarm rate %.3g\n", indent, "",
+		jint(r, "cfar_cells"), jint(r, "cfar_crossings"),
+		json_is_number(far) ? json_number_value(far) : 0.0);
+}
+
+/* status: the fields as render() shows them, then the modes table and the
+ * radar chain. */
 static void render_status(FILE *out, json_t *reply, int indent)
 {
 	json_t *modes = json_object_get(reply, "modes");
@@ -512,8 +556,11 @@ static void render_status(FILE *out, json_t *reply, int indent)
 	}
 	json_object_del(rest, "modes");
 	json_object_del(rest, "unknown_mode_cpis");
+	json_object_del(rest, "radar");
 	render(out, rest, indent, NULL, 0, 1);
 	render_modes(out, modes, unknown, indent);
+	if (json_is_object(json_object_get(reply, "radar")))
+		render_radar(out, json_object_get(reply, "radar"), indent);
 	json_decref(rest);
 }
 

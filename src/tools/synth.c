@@ -111,6 +111,61 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 	return 0;
 }
 
+/* A strict double from s up to (not past) the end or a ','; *end after it. */
+static int parse_field(const char *s, const char **end, double *v)
+{
+	char *e;
+
+	errno = 0;
+	*v = strtod(s, &e);
+	if (errno || e == s || (*e && *e != ',') || !isfinite(*v))
+		return -EINVAL;
+	*end = e;
+	return 0;
+}
+
+int synth_parse_target_hz(const char *spec, double prf_hz, struct synth_target *t,
+			  int *folded, char *err, size_t errlen)
+{
+	const char *p = spec, *e;
+	double gate, amp, hz = 0, d;
+
+	*folded = 0;
+	if (!spec || parse_field(p, &e, &gate) < 0 || *e != ',' || *p < '0' || *p > '9' ||
+	    gate != floor(gate) || gate > 0x7fffffff) {
+		errbuf_set(err, errlen, "'%s': want GATE,AMP_DB[,DOPPLER_HZ] with GATE a sample index",
+			   spec ? spec : "");
+		return -EINVAL;
+	}
+	p = e + 1;
+	if (parse_field(p, &e, &amp) < 0 || amp < -300 || amp > 300) {
+		errbuf_set(err, errlen, "'%s': AMP_DB is not a number in -300..300", spec);
+		return -EINVAL;
+	}
+	if (*e == ',') {
+		p = e + 1;
+		if (parse_field(p, &e, &hz) < 0 || *e) {
+			errbuf_set(err, errlen, "'%s': DOPPLER_HZ is not a number%s", spec,
+				   *e ? " (a fourth field is not supported)" : "");
+			return -EINVAL;
+		}
+	}
+	if (hz != 0 && !(prf_hz > 0 && isfinite(prf_hz))) {
+		errbuf_set(err, errlen, "'%s': a Doppler shift needs the PRF ([radar] prf_hz of the "
+			   "configuration, or --prf HZ)", spec);
+		return -EINVAL;
+	}
+	d = hz != 0 ? hz / prf_hz : 0;
+	if (fabs(d) > 0.5) {
+		d -= nearbyint(d);      /* alias into [-0.5, 0.5] */
+		*folded = 1;
+	}
+	t->gate = (unsigned)gate;
+	t->amp_db = amp;
+	t->doppler = d;
+	return 0;
+}
+
 double synth_noise_power_for_snr(const struct synth_target *t, size_t n, double snr_db)
 {
 	double amax_db = n ? -INFINITY : 0.0;

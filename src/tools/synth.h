@@ -91,6 +91,20 @@ int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
 			size_t *n, char *err, size_t errlen);
 
 /*
+ * Parse one "GATE,AMP_DB[,DOPPLER_HZ]" (chirp-feed --target) into *t:
+ * GATE a sample index, AMP_DB dB full scale as in synth_parse_targets,
+ * DOPPLER_HZ the echo's Doppler shift in Hz (default 0), turned into
+ * cycles per pulse with prf_hz: doppler = DOPPLER_HZ / prf_hz folded into
+ * [-0.5, 0.5] (a pulsed radar sees a shift beyond +-prf/2 aliased, and so
+ * does the generated echo: its phase per pulse is the same). prf_hz may be
+ * 0 only when DOPPLER_HZ is 0. Returns 0, or -EINVAL with the reason
+ * ("'300,-6,x': DOPPLER_HZ is not a number"). *folded is set to 1 when
+ * the shift was folded (|DOPPLER_HZ| > prf_hz / 2), else 0.
+ */
+int synth_parse_target_hz(const char *spec, double prf_hz, struct synth_target *t,
+			  int *folded, char *err, size_t errlen);
+
+/*
  * noise_power for a per-sample SNR of snr_db relative to the strongest
  * target (see MODEL). With no targets the reference is full scale (0 dBFS).
  */

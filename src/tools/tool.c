@@ -75,11 +75,13 @@ int tool_parse_geometry(const char *s, unsigned *c, unsigned *p, unsigned *r)
 
 static const char *const fmt_names[] = {
 	[CHIRP_RING_CF32] = "cf32", [CHIRP_RING_SC16] = "sc16", [CHIRP_RING_RF32] = "rf32",
+	[CHIRP_RING_DET] = "det",
 };
+#define NFMT (sizeof(fmt_names) / sizeof(fmt_names[0]))
 
 int tool_parse_ring_format(const char *s, uint32_t *fmt)
 {
-	for (uint32_t i = 0; i < 3; i++) {
+	for (uint32_t i = 0; i < NFMT; i++) {
 		if (strcmp(s, fmt_names[i]) == 0) {
 			*fmt = i;
 			return 0;
@@ -90,7 +92,7 @@ int tool_parse_ring_format(const char *s, uint32_t *fmt)
 
 const char *tool_ring_format_name(uint32_t fmt)
 {
-	return fmt < 3 ? fmt_names[fmt] : "?";
+	return fmt < NFMT ? fmt_names[fmt] : "?";
 }
 
 double tool_now(void)

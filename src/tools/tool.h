@@ -24,7 +24,7 @@ int tool_bad_arg(const char *opt, const char *val, const char *want);
 /* "C,P,R" or "CxPxR", each 1..2^24. 0 or -EINVAL. */
 int tool_parse_geometry(const char *s, unsigned *c, unsigned *p, unsigned *r);
 
-/* "cf32" | "sc16" | "rf32" <-> enum chirp_ring_format. */
+/* "cf32" | "sc16" | "rf32" | "det" <-> enum chirp_ring_format. */
 int tool_parse_ring_format(const char *s, uint32_t *fmt);
 const char *tool_ring_format_name(uint32_t fmt);
 

@@ -21,7 +21,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare modes; do
+		for k in throughput latency cupy compare modes radar detect startup; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -75,6 +75,17 @@ grep -qF '    PASS M2 80 %: modes chirpd p99.9 2.290 ms <= 1.25 x its floor p99.
 grep -qF "    PASS M3 80 %: modes chirpd p99.9 2.290 ms <= the single-mode run's highest window p99.9 2.300 ms (3 windows)" "$T/page.md" ||
 	e2e_fail "no M3 line"
 grep -qF '    PASS C2 80 %: fixture modes line' "$T/page.md" || e2e_fail "no criteria from the modes report"
+# (f): the chain against CuPy's (20 / 5 = 4x, PASS) and the copy limit (95 %, PASS; 80 %, FAIL)
+grep -qF '| 4x128x4096 | 3 | 10.000 | 30.000 | 20.000 | 5.000 | 4.00× | PASS | 9.500 | 95 % | PASS |' "$T/page.md" ||
+	e2e_fail "no radar chain row"
+grep -qF '| 16x128x9000 | 3 | 10.000 | 30.000 | 12.000 | – | – | – | 8.000 | 80 % | FAIL |' "$T/page.md" ||
+	e2e_fail "no radar chain row without a CuPy figure"
+grep -qF '| 4x128x4096 | cf32 | 9.200 | 10.000 | 92 % | PASS |' "$T/page.md" || e2e_fail "no detect row"
+grep -qF '| 16x128x9000 | cf32 | 8.500 | 10.000 | 85 % | FAIL |' "$T/page.md" || e2e_fail "no failing detect row"
+# start-ups: median 1000, the farthest +10 % (FAIL), depth 3 in 4 of 5 (PASS)
+grep -qF '| 4 | 1100 | +10.0 % | 2 | 110 | measured |' "$T/page.md" || e2e_fail "no start-up row"
+grep -qF '    FAIL capacity within ±5 % of the median (1000 CPI/s): farthest 10.0 %' "$T/page.md" || e2e_fail "no start-up capacity line"
+grep -qF '    PASS the same depth in at least 4 of 5 starts: depth 3 in 4' "$T/page.md" || e2e_fail "no start-up depth line"
 # README: five rows from one run, and its command
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"

@@ -587,6 +587,186 @@ def test_chirpd_output_equals_chirp_tap():
     assert int(np.argmax(np.abs(ref[0][0, 0]))) == 100
 
 
+# ---- detection rings and range-Doppler maps ------------------------------------
+
+def det_records(rows):
+    return np.array(rows, dtype=chirpring.DET_RECORD)
+
+
+LISTS = [   # (records, found, flags, maps): chirpd's kinds of list
+    (det_records([(0, 300, 5, 2248.4, 12.5, 1000, 1, 30), (0, 100, -8, 749.5, np.nan, 50, 1, 17),
+                  (1, 301, 5, 2255.9, 12.5, 900, 1, 29.5)]), None, 0, 2),
+    (det_records([]), None, 0, 2),                                            # nothing found
+    (det_records([(c, g, 1, 0, 0, 9, 1, 9.5) for c in (0, 1) for g in (10, 20, 30)]), None, 0, 2),
+    (det_records([(-1, 42, -3, 314.7, -1.5, 77, 2, 15.8)]), None, chirpring.DET_INTEGRATED, 1),
+]
+MAXDET = 4
+
+
+def pack(k, rows, found, flags, maps):
+    return chirpring.pack_detections(rows, MAXDET, seq=100 + k, timestamp_ns=7 * k,
+                                     first_sample=k * 4096, mode=k % 2, flags=flags, found=found,
+                                     maps=maps, doppler_bins=16, range_gates=500, crossings=3 * k)
+
+
+def check_list(k, hdr, rec):
+    rows, found, flags, maps = LISTS[k]
+    keep = rows[:MAXDET]
+    assert hdr.seq == 100 + k and hdr.timestamp_ns == 7 * k and hdr.first_sample == k * 4096, hdr
+    assert hdr.mode == k % 2 and hdr.maps == maps and hdr.doppler_bins == 16, hdr
+    assert hdr.range_gates == 500 and hdr.crossings == 3 * k and hdr.cells == maps * 16 * 500, hdr
+    assert hdr.count == len(keep) and hdr.found == len(rows), hdr
+    assert hdr.overflow == (len(rows) > MAXDET) and hdr.integrated == bool(flags & 2), hdr
+    assert rec.dtype == chirpring.DET_RECORD and len(rec) == len(keep)
+    for f in ("channel", "range_gate", "doppler_bin"):
+        assert np.array_equal(rec[f], keep[f]), (k, f)
+    for f in ("range_m", "velocity_mps", "power", "noise", "snr_db"):
+        assert np.array_equal(rec[f], keep[f], equal_nan=True), (k, f)
+
+
+def test_det_ring_python_roundtrip():
+    """A det ring (1 x 1 x max) written with the package's producer API and
+    read back: per CPI a checked header and a structured array, an
+    overflowed list (6 found, 4 kept, OVERFLOW) and an integrated one."""
+    n = ring_name("det")
+    g = G(1, 1, MAXDET, "det")
+    assert g.shape == (80 + 32 * MAXDET,) and g.dtype == np.uint8
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=5) as c, \
+            chirpring.Producer(n, timeout=5) as p:
+        assert c.geometry.format == "det"
+        for k, (rows, found, flags, maps) in enumerate(LISTS):
+            assert p.write(pack(k, rows, found, flags, maps), first_sample=k * 4096)
+        for k in range(len(LISTS)):
+            cpi = c.read()
+            check_list(k, cpi.header, cpi.detections)
+            assert cpi.first_sample == k * 4096
+        assert LISTS[2][0].size == 6 and c.available() == 0
+
+
+def corrupt_slots():
+    """(what the error must say, a slot) for each check of a list."""
+    good = pack(0, *LISTS[0])
+    out = []
+    def mod(what, field, value, base=good):
+        b = base.copy()
+        h = b[:80].view(chirpring.DET_HEADER)
+        h[field] = value
+        out.append((what, b))
+    mod("magic", "magic", 0x12345678)
+    mod("version", "version", 0)
+    mod("record", "record_bytes", 16)
+    mod("exceeds", "count", MAXDET + 1)     # count past the slot: never read
+    mod("disagree", "found", 1)
+    mod("disagree", "flags", chirpring.DET_OVERFLOW)
+    mod("channel", "maps", 1)                # record 2 is channel 1
+    bad = good.copy()
+    bad[80 + 64:80 + 68] = np.frombuffer(np.int32(0).tobytes(), np.uint8)   # 0, 0, 0 ok
+    bad[80:84] = np.frombuffer(np.int32(1).tobytes(), np.uint8)             # 1, 0, 0: order
+    out.append(("ordered", bad))
+    out.append(("header", good[:79].copy()))
+    return out
+
+
+def test_parse_detections_refusals():
+    """Each check of parse_detections names what is wrong; a count beyond
+    the slot is refused before a record is read (the buffer is exactly the
+    slot, so numpy could not read past it anyway), and a later version's
+    longer records are read by stepping record_bytes."""
+    for what, b in corrupt_slots():
+        e = expect(chirpring.DetectionError, chirpring.parse_detections, bytes(b))
+        assert e.errno == errno.EBADMSG and what in str(e), (what, e)
+    # version 2 with 40-byte records: the first 32 bytes of each are read
+    rows = LISTS[0][0]
+    slot = np.zeros(80 + 40 * MAXDET, np.uint8)
+    slot[:80] = pack(0, rows, None, 0, 2)[:80]
+    h = slot[:80].view(chirpring.DET_HEADER)
+    h["version"], h["record_bytes"] = 2, 40
+    for i, r in enumerate(rows):
+        slot[80 + 40 * i:80 + 40 * i + 32] = np.frombuffer(r.tobytes(), np.uint8)
+        slot[80 + 40 * i + 32:80 + 40 * i + 40] = 0xee
+    hdr, rec = chirpring.parse_detections(slot)
+    assert hdr.version == 2 and hdr.record_bytes == 40
+    assert np.array_equal(rec["range_gate"], rows["range_gate"])
+    assert np.array_equal(rec["snr_db"], rows["snr_db"])
+
+
+def test_det_ring_from_chirp_feed_with_corrupt_list():
+    """Lists written by the C library (chirp-feed --file replays raw slots
+    into a det ring): read back equal; a corrupt one raises DetectionError
+    naming the ring and seq, its slot is released, and the next read goes on."""
+    n = ring_name("detfeed")
+    slots = [pack(k, *LISTS[k]) for k in range(len(LISTS))]
+    slots.insert(2, corrupt_slots()[3][1])   # count past the slot
+    raw = os.path.join(TMP, "det.raw")
+    np.concatenate(slots).tofile(raw)
+    with chirpring.Consumer(n, geometry=G(1, 1, MAXDET, "det", slots=8), create=True,
+                            timeout=20) as c:
+        f = subprocess.run([os.path.join(BIN, "chirp-feed"), "-r", n, "--file", raw, "--block",
+                            "-q"], capture_output=True, text=True, timeout=60)
+        assert f.returncode == 0, f.stderr
+        got = []
+        for i in range(len(slots)):
+            try:
+                cpi = c.read()
+            except chirpring.DetectionError as e:
+                assert i == 2 and "seq 2" in str(e) and "exceeds the slot" in str(e), (i, e)
+                assert e.errno == errno.EBADMSG
+                continue
+            got.append((cpi.header, cpi.detections))
+        assert c.available() == 0
+    for k, (hdr, rec) in enumerate(got):
+        check_list(k, hdr, rec)
+
+
+def test_det_ring_to_chirp_tap():
+    """Lists from the package's producer read by chirp-tap: --jsonl gives
+    them back field for field, and --verify-targets counts the CPIs that
+    hold a target in every map."""
+    n = ring_name("dettap")
+    cmd = [os.path.join(BIN, "chirp-tap"), "-r", n, "--create", "--geometry", "1,1,%d" % MAXDET,
+           "--format", "det", "-n", str(len(LISTS)), "--timeout", "30", "--jsonl",
+           "--verify-targets", "300:5", "--verify-tolerance", "1,0", "--verify-min", "0.25"]
+    t = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_consumer(n, t)
+        with chirpring.Producer(n, timeout=10) as p:
+            for k in range(len(LISTS)):
+                assert p.write(pack(k, *LISTS[k]), block=True)
+        out, err = t.communicate(timeout=30)
+    finally:
+        if t.poll() is None:
+            t.kill()
+    assert t.returncode == 0, err
+    import json
+    lines = out.splitlines()
+    assert len(lines) == len(LISTS), out
+    for k, line in enumerate(lines):
+        j = json.loads(line)
+        rows = LISTS[k][0][:MAXDET]
+        assert j["seq"] == 100 + k and j["ring_seq"] == k and j["found"] == len(LISTS[k][0]), j
+        assert j["overflow"] == (len(LISTS[k][0]) > MAXDET) and j["count"] == len(rows), j
+        assert [d["range_gate"] for d in j["detections"]] == rows["range_gate"].tolist()
+        assert [d["doppler_bin"] for d in j["detections"]] == rows["doppler_bin"].tolist()
+        for d, r in zip(j["detections"], rows):
+            v = float(r["velocity_mps"])
+            assert (d["velocity_mps"] is None) if np.isnan(v) else abs(d["velocity_mps"] - v) < 1e-6
+    # Only list 0 holds 300:5 in both of its maps (channel 1 at 301).
+    assert "verify-targets: 1 of 4 CPIs (25.00%)" in err, err
+
+
+def test_map_ring_shape():
+    """A range-Doppler map ring (rf32, C x Nd x R) reads as float32
+    (channels, doppler_bins, range_gates)."""
+    n = ring_name("map")
+    m = np.random.default_rng(4).random((2, 15, 101), dtype=np.float32)
+    with chirpring.Consumer(n, geometry=G(2, 15, 101, "rf32"), create=True, timeout=5) as c, \
+            chirpring.Producer(n, timeout=5) as p:
+        assert p.write(m)
+        cpi = c.read()
+        assert cpi.data.shape == (2, 15, 101) and cpi.data.dtype == np.float32
+        assert np.array_equal(cpi.data, m) and cpi.header is None and cpi.detections is None
+
+
 # ---- runner -------------------------------------------------------------------
 
 def main():

@@ -34,7 +34,26 @@ Pass copy=True to get arrays of your own, valid forever.
 Payload dtypes: cf32 -> complex64 (channels, pulses, samples); rf32 (the
 magnitude and power_db outputs) -> float32 (channels, pulses, samples);
 sc16 -> int16 (channels, pulses, samples, 2), I and Q in the last axis
-(value / 32768 is the sample, as chirpd reads it).
+(value / 32768 is the sample, as chirpd reads it). A range-Doppler map
+output (map_power, map_db) is an rf32 ring of geometry C x Nd x R, so its
+data is float32 (channels, doppler_bins, range_gates), bin k holding
+Doppler bin k - Nd // 2 (zero Doppler in the middle).
+
+Detection rings (format det, include/chirp/detect.h): geometry 1 x 1 x
+max_detections; cpi.data is the slot's bytes (uint8), and each CPI read
+carries its list, checked (magic, version, record size, count within the
+slot) before anything is taken from it:
+
+    with chirpring.Consumer("/chirpd-det", timeout=5.0) as ring:
+        for cpi in ring:
+            h = cpi.header              # DetHeader: seq, mode, count, found, overflow, ...
+            d = cpi.detections          # structured array, DET_RECORD fields
+            print(h.seq, d["range_gate"], d["doppler_bin"], d["snr_db"])
+
+A list that fails its checks raises DetectionError (its slot is released
+first, so the next read goes on). parse_detections() reads one list from
+any buffer (a slot, a file), pack_detections() writes one (test
+producers: Producer.write of its result).
 
 Errors: every libchirpring error becomes a RingError (an OSError) carrying
 the library's errno and sentence, e.g. "no ring /chirpd-out: is its
@@ -56,7 +75,9 @@ from . import _lib
 
 __all__ = ["Consumer", "Producer", "CPI", "Geometry", "Stats", "RingError", "Timeout",
            "ReleasedError", "DISCONTINUITY", "NONFINITE", "REDELIVERED", "UNKNOWN_MODE",
-           "unlink"]
+           "unlink", "DetHeader", "DetectionError", "DET_RECORD", "DET_HEADER",
+           "DET_OVERFLOW", "DET_INTEGRATED", "DET_NO_VELOCITY", "DET_SKIPPED",
+           "DET_CHANNEL_ALL", "det_bytes", "parse_detections", "pack_detections"]
 
 DISCONTINUITY = _lib.DISCONTINUITY   # blocks were lost before this one
 NONFINITE = _lib.NONFINITE           # payload holds NaN/Inf (set by chirpd on output)
@@ -64,7 +85,7 @@ REDELIVERED = _lib.REDELIVERED       # a consumer that died had taken this block
 UNKNOWN_MODE = _lib.UNKNOWN_MODE     # chirpd on output: the CPI's mode is not
                                      # configured; payload zeroed
 
-_FORMATS = {_lib.CF32: "cf32", _lib.SC16: "sc16", _lib.RF32: "rf32"}
+_FORMATS = {_lib.CF32: "cf32", _lib.SC16: "sc16", _lib.RF32: "rf32", _lib.DET: "det"}
 _FORMAT_IDS = {v: k for k, v in _FORMATS.items()}
 
 # A wait is cut into slices this long, so that Python sees Ctrl-C (and any
@@ -95,19 +116,23 @@ def _error(code, msg):
 
 
 class Geometry(namedtuple("Geometry", "channels pulses samples format slots sample_rate_hz")):
-    """What the creator of a ring decides. format is 'cf32', 'sc16' or 'rf32'."""
+    """What the creator of a ring decides. format is 'cf32', 'sc16', 'rf32'
+    or 'det' (detection lists: 1 x 1 x max_detections)."""
     __slots__ = ()
 
     @property
     def shape(self):
-        """Shape of one CPI as numpy sees it (sc16 adds an I/Q axis of 2)."""
+        """Shape of one CPI as numpy sees it (sc16 adds an I/Q axis of 2; a
+        det slot is its bytes)."""
+        if self.format == "det":
+            return (det_bytes(self.samples),)
         s = (self.channels, self.pulses, self.samples)
         return s + (2,) if self.format == "sc16" else s
 
     @property
     def dtype(self):
         return {"cf32": np.dtype(np.complex64), "rf32": np.dtype(np.float32),
-                "sc16": np.dtype(np.int16)}[self.format]
+                "sc16": np.dtype(np.int16), "det": np.dtype(np.uint8)}[self.format]
 
     @property
     def cpi_bytes(self):
@@ -115,7 +140,7 @@ class Geometry(namedtuple("Geometry", "channels pulses samples format slots samp
 
     def _c(self):
         if self.format not in _FORMAT_IDS:
-            raise ValueError("format %r: need one of cf32, sc16, rf32" % (self.format,))
+            raise ValueError("format %r: need one of cf32, sc16, rf32, det" % (self.format,))
         return _lib.Geometry(self.channels, self.pulses, self.samples,
                              _FORMAT_IDS[self.format], self.slots, self.sample_rate_hz)
 
@@ -128,6 +153,139 @@ class Geometry(namedtuple("Geometry", "channels pulses samples format slots samp
     def __str__(self):   # fields left None (expected geometries) print as *
         f = ["*" if v is None else v for v in self[:5]]
         return "%sx%sx%s %s, %s slots" % tuple(f)
+
+
+# -- detection lists (include/chirp/detect.h) ---------------------------------
+
+DET_MAGIC = 0x54454443          # "CDET" read as little-endian
+DET_VERSION = 1
+DET_OVERFLOW = 1 << 0           # found > count: the list was truncated
+DET_INTEGRATED = 1 << 1         # CFAR on the channels' sum: channel is DET_CHANNEL_ALL
+DET_NO_VELOCITY = 1 << 2        # no carrier or PRF: velocity_mps is NaN
+DET_SKIPPED = 1 << 3            # the CPI was not processed (unknown mode)
+DET_CHANNEL_ALL = -1
+
+DET_HEADER = np.dtype([("magic", "<u4"), ("version", "<u2"), ("record_bytes", "<u2"),
+                       ("seq", "<u8"), ("timestamp_ns", "<u8"), ("first_sample", "<u8"),
+                       ("mode", "<u4"), ("flags", "<u4"), ("count", "<u4"), ("found", "<u4"),
+                       ("maps", "<u4"), ("doppler_bins", "<u4"), ("range_gates", "<u4"),
+                       ("reserved", "<u4"), ("cells", "<u8"), ("crossings", "<u8")])
+DET_RECORD = np.dtype([("channel", "<i4"), ("range_gate", "<u4"), ("doppler_bin", "<i4"),
+                       ("range_m", "<f4"), ("velocity_mps", "<f4"), ("power", "<f4"),
+                       ("noise", "<f4"), ("snr_db", "<f4")])
+assert DET_HEADER.itemsize == 80 and DET_RECORD.itemsize == 32
+
+
+def det_bytes(max_detections):
+    """Bytes of a list slot with room for max_detections records."""
+    return DET_HEADER.itemsize + int(max_detections) * DET_RECORD.itemsize
+
+
+class DetectionError(RingError):
+    """A detection list failed its checks (corrupt, or not a list)."""
+
+
+class DetHeader(namedtuple("DetHeader", "seq timestamp_ns first_sample mode flags count found "
+                                        "overflow maps doppler_bins range_gates cells crossings "
+                                        "version record_bytes")):
+    """A detection list's header: seq, timestamp_ns and first_sample are the
+    input CPI's; count records follow of found detections (overflow: more
+    were found than fit); maps x doppler_bins x range_gates = cells tested,
+    crossings of them over threshold. ._asdict() gives a dict."""
+    __slots__ = ()
+
+    @property
+    def integrated(self):
+        return bool(self.flags & DET_INTEGRATED)
+
+    @property
+    def no_velocity(self):
+        return bool(self.flags & DET_NO_VELOCITY)
+
+    @property
+    def skipped(self):
+        return bool(self.flags & DET_SKIPPED)
+
+
+def parse_detections(buf):
+    """(DetHeader, records) of the list at the start of buf (bytes, a numpy
+    array, any buffer: a det ring's slot is one). buf's length is the
+    slot's: count must fit in it and nothing past it is read. records is a
+    structured array of DET_RECORD, the caller's own copy. A later version's
+    longer records are read by stepping record_bytes. Raises DetectionError
+    naming what is wrong."""
+    b = np.frombuffer(buf, dtype=np.uint8)
+    n = b.size
+    if n < DET_HEADER.itemsize:
+        raise DetectionError(_errno.EBADMSG, "%d bytes cannot hold a %d-byte list header"
+                             % (n, DET_HEADER.itemsize))
+    h = b[:DET_HEADER.itemsize].view(DET_HEADER)[0]
+    if h["magic"] != DET_MAGIC:
+        raise DetectionError(_errno.EBADMSG, "magic %#010x is not a detection list's (%#010x)"
+                             % (h["magic"], DET_MAGIC))
+    ver, rb = int(h["version"]), int(h["record_bytes"])
+    if ver < 1:
+        raise DetectionError(_errno.EBADMSG, "version %d: want >= 1" % ver)
+    if rb < DET_RECORD.itemsize or (ver == 1 and rb != DET_RECORD.itemsize):
+        raise DetectionError(_errno.EBADMSG, "version %d with %d-byte records (version 1 has "
+                             "%d, later ones at least as many)" % (ver, rb, DET_RECORD.itemsize))
+    cap = (n - DET_HEADER.itemsize) // rb
+    count, found, flags = int(h["count"]), int(h["found"]), int(h["flags"])
+    if count > cap:
+        raise DetectionError(_errno.EBADMSG, "count %d exceeds the slot's %d records"
+                             % (count, cap))
+    if found < count or (found > count) != bool(flags & DET_OVERFLOW):
+        raise DetectionError(_errno.EBADMSG, "found %d, count %d and the overflow flag (%s) "
+                             "disagree" % (found, count, "set" if flags & DET_OVERFLOW else "clear"))
+    body = b[DET_HEADER.itemsize:DET_HEADER.itemsize + count * rb]
+    if rb == DET_RECORD.itemsize:
+        rec = body.view(DET_RECORD).copy()
+    else:   # a later version: the known fields of each longer record
+        rec = np.empty(count, dtype=DET_RECORD)
+        rows = body.reshape(count, rb)[:, :DET_RECORD.itemsize]
+        rec[...] = np.ascontiguousarray(rows).view(DET_RECORD).reshape(count)
+    ch = rec["channel"]
+    if flags & DET_INTEGRATED:
+        bad = np.flatnonzero(ch != DET_CHANNEL_ALL)
+    else:
+        bad = np.flatnonzero((ch < 0) | (ch >= int(h["maps"])))
+    if bad.size:
+        raise DetectionError(_errno.EBADMSG, "record %d: channel %d is not %s" % (
+            bad[0], ch[bad[0]], "-1 (an integrated list)" if flags & DET_INTEGRATED
+            else "one of the list's %d maps" % int(h["maps"])))
+    down = np.flatnonzero(np.diff(ch) < 0)
+    if down.size:
+        raise DetectionError(_errno.EBADMSG, "record %d: channel %d after %d (records are "
+                             "ordered by channel)" % (down[0] + 1, ch[down[0] + 1], ch[down[0]]))
+    hdr = DetHeader(int(h["seq"]), int(h["timestamp_ns"]), int(h["first_sample"]), int(h["mode"]),
+                    flags, count, found, bool(flags & DET_OVERFLOW), int(h["maps"]),
+                    int(h["doppler_bins"]), int(h["range_gates"]), int(h["cells"]),
+                    int(h["crossings"]), ver, rb)
+    return hdr, rec
+
+
+def pack_detections(records, max_detections, seq=0, timestamp_ns=0, first_sample=0, mode=0,
+                    flags=0, found=None, maps=1, doppler_bins=0, range_gates=0, cells=None,
+                    crossings=0):
+    """One list slot (uint8 array of det_bytes(max_detections)) holding
+    records (anything numpy turns into DET_RECORD) as chirpd writes it:
+    found defaults to len(records); when records do not fit, the first
+    max_detections are kept and DET_OVERFLOW is set, as chirpd does."""
+    rec = np.asarray(records, dtype=DET_RECORD).reshape(-1)
+    found = len(rec) if found is None else int(found)
+    if found < len(rec):
+        raise ValueError("found %d < %d records" % (found, len(rec)))
+    rec = rec[:max_detections]
+    if found > len(rec):
+        flags |= DET_OVERFLOW
+    out = np.zeros(det_bytes(max_detections), dtype=np.uint8)
+    h = np.zeros(1, dtype=DET_HEADER)
+    h[0] = (DET_MAGIC, DET_VERSION, DET_RECORD.itemsize, seq, timestamp_ns, first_sample, mode,
+            flags, len(rec), found, maps, doppler_bins, range_gates, 0,
+            maps * doppler_bins * range_gates if cells is None else cells, crossings)
+    out[:DET_HEADER.itemsize] = h.view(np.uint8)
+    out[DET_HEADER.itemsize:DET_HEADER.itemsize + rec.nbytes] = rec.view(np.uint8)
+    return out
 
 
 Stats = namedtuple("Stats", "committed released overruns skipped epoch")
@@ -376,9 +534,9 @@ class CPI:
     producer that gives none)."""
 
     __slots__ = ("seq", "timestamp_ns", "first_sample", "flags", "mode", "slot", "gap",
-                 "epoch", "_data", "_ring", "_copied", "__weakref__")
+                 "epoch", "header", "detections", "_data", "_ring", "_copied", "__weakref__")
 
-    def __init__(self, ring, blk, data, gap, copied):
+    def __init__(self, ring, blk, data, gap, copied, det=(None, None)):
         self.seq = blk.seq
         self.timestamp_ns = blk.timestamp_ns
         self.first_sample = blk.first_sample
@@ -390,6 +548,9 @@ class CPI:
         self._data = data
         self._ring = None if copied else ring
         self._copied = copied
+        # det rings: the list's DetHeader and its records (the CPI's own
+        # copy, valid after release); None for other rings
+        self.header, self.detections = det
 
     @property
     def data(self):
@@ -508,21 +669,33 @@ class Consumer(_Ring):
             rc = L.chirp_ring_peek(self._handle(), self._blkref)
         gap = None if self._prev_seq is None else blk.seq - self._prev_seq - 1
         self._prev_seq = blk.seq
+        det = (None, None)
         try:
             view = self._view(blk.payload, blk.len, blk.slot)
+            if self.geometry.format == "det":
+                det = self._detections(view, blk.seq)
         except RingError:
             L.chirp_ring_release(self._r)
             raise
         if self.copy:
-            cpi = CPI(self, blk, view.copy(), gap, True)
+            cpi = CPI(self, blk, view.copy(), gap, True, det)
             del view
             rc = L.chirp_ring_release(self._r)
             if rc < 0:
                 raise _error(rc, self._sentence(rc, "chirp_ring_release"))
             return cpi
-        cpi = CPI(self, blk, view, gap, False)
+        cpi = CPI(self, blk, view, gap, False, det)
         self._held = cpi
         return cpi
+
+    def _detections(self, view, seq):
+        """The checked list of a det ring's slot (parse_detections), its
+        errors named by ring and block."""
+        try:
+            return parse_detections(view)
+        except DetectionError as e:
+            raise DetectionError(e.errno, "ring %s seq %d: detection list rejected: %s"
+                                 % (self.name, seq, e.strerror)) from None
 
     def _release_cpi(self, cpi):
         if cpi is not self._held:

@@ -1,0 +1,939 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cu_radar.cu — the radar chain on the GPU (chirp/pc.h, RADAR CHAIN), run
+ * on a set's stream once every chunk of its CPI is compressed: the
+ * compressed rows y[c][p][0..R-1] are still in the pitched FFT rows d_fft.
+ *
+ *   1 k_mti       z = MTI(y) x window (g_d folded in) -> d_dop [Nd][C][R],
+ *                 pulses P'..Nd-1 zero (the Doppler FFT's padding).
+ *   2 cuFFT       Nd-point FFTs along pulses, in place. The corner turn is
+ *                 in the plan's strides, not in a transpose: d_dop is laid
+ *                 out pulse-major ([pulse][channel][gate]), so the C x R
+ *                 transforms are batched with istride = C R and idist = 1.
+ *                 Consecutive transforms are then consecutive addresses,
+ *                 and each of cuFFT's passes reads and writes whole rows
+ *                 of C R points coalesced; a transpose to pulse-contiguous
+ *                 rows would add a full read and write of the cube for
+ *                 nothing the FFT needs (bench/corner_turn.cu times both).
+ *   3 k_map       M = |D|^2 with zero Doppler in the middle (bin k holds
+ *                 m = k - floor(Nd/2)) -> d_map [C][Nd][R]; I = sum_c M ->
+ *                 d_imap; the map output (map_db: in dB) -> d_out.
+ *   4 k_cfar_dop  ca/go/so: per cell the Doppler window's column sums over
+ *                 |dk| <= gd+td (d_sf) and gd < |dk| <= gd+td (d_st),
+ *                 cyclic, as running sums down each column; then
+ *                 k_cfar_range sums those along range over the training
+ *                 extent (|dn| <= gr: d_st, else d_sf) as differences of
+ *                 prefix sums in shared memory: the cost per cell does not
+ *                 grow with the window. Running and prefix sums are double
+ *                 and count non-finite cells apart, so a strong target in
+ *                 the window cancels none of the noise's digits and a NaN
+ *                 reaches only the windows that hold it.
+ *     k_cfar_os   os: the training cells of each cell gathered (at most
+ *                 PC_CFAR_OS_MAX_CELLS) and the rank[n]-th smallest
+ *                 selected (Wirth's selection in registers / local memory).
+ *                 Both write noise = S x norm[n] -> d_noise.
+ *   5 k_locmax    per map row: crossing (value > alpha[n] x noise) and
+ *                 local maximum (strictly greater than the neighbours of
+ *                 lower index k'R + n', not less than those of higher
+ *                 index; Doppler cyclic, range clipped) -> d_mask; counts
+ *                 per row -> d_rowcnt, crossings -> d_cross.
+ *   6 k_scan      exclusive scan of the row counts -> d_rowoff, and the
+ *                 list's header (found, count = min(found, max), flags).
+ *     k_records   per row, the detections in gate order at rowoff + their
+ *                 rank in the row, written only below max_det: the list
+ *                 is the same on every run and every GPU, in the order
+ *                 chirp/detect.h gives, whatever the thread schedule.
+ *   7 copies      the map to out (map modes), the whole list slot
+ *                 (det_bytes) to det. The slot, not header + count
+ *                 records: the count is known only on the device, and a
+ *                 host round trip per CPI would cost more than the
+ *                 copy's extra bytes at the list sizes chirpd uses (a
+ *                 limit for max_detections in the hundreds of thousands).
+ *
+ * The header's mode is the host's: pc_poll writes it into the caller's
+ * list (cu_radar_stamp), so one captured graph serves every mode. Summing
+ * order is fixed (ascending dk, then ascending dn), float32 as the map.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cu_private.h"
+extern "C" {
+#include "hcopy.h"
+}
+
+#define CU_RT 256                /* threads per block of the chain kernels  */
+#define CU_SMEM_MAX (40 * 1024)  /* k_cfar_range's tile, at most (bytes)    */
+
+__device__ __forceinline__ unsigned cu_wrap(int k, unsigned nd)
+{
+	int m = k % (int)nd;
+
+	return (unsigned)(m < 0 ? m + (int)nd : m);
+}
+
+/* 1. MTI and window: row (c, p) of d_dop's [p][c][n], p < Nd. Grid: x over
+ * gates, y strides over the C x Nd rows (c major). */
+__global__ void k_mti(const float2 *__restrict__ fft, size_t pe, unsigned C, unsigned P,
+		      unsigned R, unsigned Pm, unsigned Nd, int mti, const float *__restrict__ win,
+		      float2 *__restrict__ dop)
+{
+	unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (n >= R)
+		return;
+	for (size_t row = blockIdx.y; row < (size_t)C * Nd; row += gridDim.y) {
+		unsigned c = (unsigned)(row / Nd), p = (unsigned)(row % Nd);
+		float2 z = make_float2(0.0f, 0.0f);
+
+		if (p < Pm) {   /* pulses p .. p+2 < P: Pm = P - (MTI's drop) */
+			const float2 *y = fft + ((size_t)c * P + p) * pe + n;
+			float2 a = y[0];
+
+			if (mti == PC_MTI_TWO) {
+				float2 b = y[pe];
+
+				a = make_float2(b.x - a.x, b.y - a.y);
+			} else if (mti == PC_MTI_THREE) {
+				float2 b = y[pe], d = y[2 * pe];
+
+				a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
+			}
+			z = make_float2(win[p] * a.x, win[p] * a.y);
+		}
+		dop[((size_t)p * C + c) * R + n] = z;
+	}
+}
+
+/* 3. Power, fftshift, integration and the map output. Grid: x over gates,
+ * y strides over the Nd bins. dbout: map_db's output, else NULL. */
+__global__ void k_map(const float2 *__restrict__ dop, unsigned C, unsigned R, unsigned Nd,
+		      float *__restrict__ map, float *__restrict__ imap, float *__restrict__ dbout)
+{
+	unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (n >= R)
+		return;
+	for (unsigned k = blockIdx.y; k < Nd; k += gridDim.y) {
+		unsigned f = (k + Nd - Nd / 2) % Nd;   /* FFT bin of m = k - floor(Nd/2) */
+		float sum = 0.0f;
+
+		for (unsigned c = 0; c < C; c++) {
+			float2 d = dop[((size_t)f * C + c) * R + n];
+			float m = d.x * d.x + d.y * d.y;
+			size_t o = ((size_t)c * Nd + k) * R + n;
+
+			map[o] = m;
+			if (dbout)   /* clamp below, NaN through: as power_db */
+				dbout[o] = 10.0f * log10f(m < PC_POWER_FLOOR ? PC_POWER_FLOOR : m);
+			sum += m;
+		}
+		if (imap)
+			imap[(size_t)k * R + n] = sum;
+	}
+}
+
+/* 4a. ca/go/so: Doppler column sums per cell, cyclic: sf over |dk| <=
+ * gd+td, st over gd < |dk| <= gd+td. A thread walks CU_DSEG bins of one
+ * (map, gate) column with running sums: two reads per bin instead of the
+ * window's width, and no modulo. The running sums are double and skip
+ * non-finite cells (counted instead), so a strong target leaving the
+ * window leaves no residue in the noise's digits and a NaN does not
+ * poison the rest of the column: a window holding one reads NaN, as a
+ * direct sum would. Grid: x over gates, y strides over maps x segments. */
+#define CU_DSEG 32
+__global__ void k_cfar_dop(const float *__restrict__ x, unsigned maps, unsigned Nd, unsigned R,
+			   unsigned gd, unsigned td, float *__restrict__ sf, float *__restrict__ st)
+{
+	unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned nseg = (Nd + CU_DSEG - 1) / CU_DSEG;
+	int w = (int)(gd + td), g = (int)gd, nd = (int)Nd;
+
+	if (n >= R)
+		return;
+	for (unsigned seg = blockIdx.y; seg < maps * nseg; seg += gridDim.y) {
+		unsigned mp = seg / nseg, k0 = (seg % nseg) * CU_DSEG;
+		unsigned k1 = min(Nd, k0 + CU_DSEG);
+		const float *col = x + (size_t)mp * Nd * R + n;
+		double full = 0.0, guard = 0.0;
+		int bf = 0, bg = 0;   /* non-finite cells in each window */
+
+		for (int dk = -w; dk <= w; dk++) {
+			float v = col[(size_t)cu_wrap((int)k0 + dk, Nd) * R];
+			int nf = !isfinite(v);
+
+			full += nf ? 0.0 : (double)v;
+			bf += nf;
+			if (dk >= -g && dk <= g) {
+				guard += nf ? 0.0 : (double)v;
+				bg += nf;
+			}
+		}
+		for (unsigned k = k0; k < k1; k++) {
+			size_t o = ((size_t)mp * Nd + k) * R + n;
+			int in_f = (int)k + w + 1, out_f = (int)k - w;
+			int in_g = (int)k + g + 1, out_g = (int)k - g;
+			float a, b, c, d;
+
+			sf[o] = bf ? NAN : (float)full;
+			st[o] = bf - bg ? NAN : (float)(full - guard);
+			/* slide to k + 1 (indices wrapped by one period at most) */
+			a = col[(size_t)(in_f >= nd ? in_f - nd : in_f) * R];
+			b = col[(size_t)(out_f < 0 ? out_f + nd : out_f) * R];
+			c = col[(size_t)(in_g >= nd ? in_g - nd : in_g) * R];
+			d = col[(size_t)(out_g < 0 ? out_g + nd : out_g) * R];
+			full += (isfinite(a) ? (double)a : 0.0) - (isfinite(b) ? (double)b : 0.0);
+			bf += !isfinite(a) - !isfinite(b);
+			guard += (isfinite(c) ? (double)c : 0.0) - (isfinite(d) ? (double)d : 0.0);
+			bg += !isfinite(c) - !isfinite(d);
+		}
+	}
+}
+
+/* What k_cfar_range needs besides its buffers. */
+struct cu_cfar_args {
+	unsigned Nd, R, gr, tr, gd, td;
+	int method;
+};
+
+/*
+ * 4b. ca/go/so along range, block (x: a map row, y: a tile of CU_RT
+ * gates). The tile's sf and st with a halo of gr+tr gates each side are
+ * turned into prefix sums in shared memory (double: a difference of two
+ * is then exact to far below the noise's digits, however strong a target
+ * in the window), with a prefix count of non-finite columns; each cell's
+ * leading (dn < 0) and lagging (dn > 0) sums are then two differences, so
+ * the cost does not grow with the training extent. Cells per column:
+ * 2(gd+td)+1 where sf is used (|dn| > gr), 2 td where st is (|dn| <= gr).
+ */
+/* The prefix arrays, one array each (consecutive threads then read
+ * consecutive words: no bank conflicts, where an array of structs of 24
+ * bytes would cost three times the shared-memory wavefronts). */
+struct cu_pre {
+	double *f, *t;   /* prefix sums of sf and st, non-finite as 0 */
+	int *b;          /* prefix count of non-finite sf              */
+};
+
+/* Inclusive scan of v over the block's threads (blockDim.x a multiple
+ * of 32, at most 1024): warp shuffles, then the warps' totals. */
+template <typename T>
+__device__ T cu_block_scan(T v, T *wtot)
+{
+	unsigned lane = threadIdx.x & 31, wp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+
+	for (int o = 1; o < 32; o <<= 1) {
+		T u = __shfl_up_sync(0xffffffffu, v, o);
+
+		if (lane >= (unsigned)o)
+			v += u;
+	}
+	if (lane == 31)
+		wtot[wp] = v;
+	__syncthreads();
+	if (wp == 0) {
+		T t = lane < nw ? wtot[lane] : (T)0;
+
+		for (int o = 1; o < 32; o <<= 1) {
+			T u = __shfl_up_sync(0xffffffffu, t, o);
+
+			if (lane >= (unsigned)o)
+				t += u;
+		}
+		if (lane < nw)
+			wtot[lane] = t;
+	}
+	__syncthreads();
+	if (wp > 0)
+		v += wtot[wp - 1];
+	__syncthreads();   /* wtot reused by the next call */
+	return v;
+}
+
+/* Inclusive prefix of the span's n entries, in place, by the block: each
+ * thread a run of consecutive entries, the runs' totals scanned. */
+__device__ void cu_block_prefix(struct cu_pre p, unsigned n)
+{
+	__shared__ double wd[32];
+	__shared__ int wi[32];
+	unsigned per = (n + blockDim.x - 1) / blockDim.x, i0 = threadIdx.x * per;
+	unsigned i1 = min(n, i0 + per);
+	double f = 0.0, t = 0.0, ef, et;
+	int b = 0, eb;
+
+	for (unsigned i = i0; i < i1; i++) {   /* this thread's run, serially */
+		f += p.f[i];
+		t += p.t[i];
+		b += p.b[i];
+		p.f[i] = f;
+		p.t[i] = t;
+		p.b[i] = b;
+	}
+	/* the runs before this one: the inclusive scans minus this run */
+	ef = cu_block_scan<double>(f, wd) - f;
+	et = cu_block_scan<double>(t, wd) - t;
+	eb = cu_block_scan<int>(b, wi) - b;
+	for (unsigned i = i0; i < i1; i++) {
+		p.f[i] += ef;
+		p.t[i] += et;
+		p.b[i] += eb;
+	}
+	__syncthreads();
+}
+
+/* Sums over span indices [i0, i1] (empty when i0 > i1). */
+__device__ __forceinline__ double cu_psf(const struct cu_pre &p, int i0, int i1)
+{
+	return i0 > i1 ? 0.0 : p.f[i1] - (i0 > 0 ? p.f[i0 - 1] : 0.0);
+}
+
+__device__ __forceinline__ double cu_pst(const struct cu_pre &p, int i0, int i1)
+{
+	return i0 > i1 ? 0.0 : p.t[i1] - (i0 > 0 ? p.t[i0 - 1] : 0.0);
+}
+
+__device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
+{
+	return i0 > i1 ? 0 : p.b[i1] - (i0 > 0 ? p.b[i0 - 1] : 0);
+}
+
+#define CU_RG 4   /* gates per thread of k_cfar_range: a tile of CU_RT x CU_RG */
+
+/* One cell of k_cfar_range: n its gate, c its span index. */
+__device__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
+			       int lo, float nrm)
+{
+	int h = (int)(a.gr + a.tr), gr = (int)a.gr, R = (int)a.R, c = n - lo;
+	float cf = 2.0f * (a.gd + a.td) + 1.0f, ct = 2.0f * a.td;   /* cells per column */
+	/* the gates that exist of each region, as span indices */
+	int lf0 = max(n - h, 0) - lo, lf1 = n - gr - 1 - lo;      /* leading, |dn| > gr  */
+	int lg0 = max(n - gr, 0) - lo, lg1 = c - 1;               /* leading, |dn| <= gr */
+	int rg0 = c + 1, rg1 = min(n + gr, R - 1) - lo;           /* lagging, |dn| <= gr */
+	int rf0 = n + gr + 1 - lo, rf1 = min(n + h, R - 1) - lo;  /* lagging, |dn| > gr  */
+	float nl = (float)max(lf1 - lf0 + 1, 0) * cf + (float)max(lg1 - lg0 + 1, 0) * ct;
+	float nr = (float)max(rf1 - rf0 + 1, 0) * cf + (float)max(rg1 - rg0 + 1, 0) * ct;
+	/* the differences in double, the rest in float: the sums are then
+	 * exact to float's precision, and float's division is cheap */
+	float sl = (float)(cu_psf(sp, lf0, lf1) + cu_pst(sp, lg0, lg1));
+	float sr = (float)(cu_pst(sp, rg0, rg1) + cu_psf(sp, rf0, rf1));
+	int badl = cu_psb(sp, min(lf0, lg0), lg1), badr = cu_psb(sp, rg0, max(rg1, rf1));
+	float mean;
+	int bad;
+
+	if (a.method == PC_CFAR_CA || (nl == 0.0f && nr == 0.0f)) {
+		mean = (sl + (float)cu_pst(sp, c, c) + sr) / (nl + ct + nr);
+		bad = badl || badr || cu_psb(sp, c, c);
+	} else if (nl == 0.0f) {   /* an edge: the other half gives the estimate */
+		mean = sr / nr;
+		bad = badr;
+	} else if (nr == 0.0f) {
+		mean = sl / nl;
+		bad = badl;
+	} else {
+		float ml = sl / nl, mr = sr / nr;
+
+		mean = a.method == PC_CFAR_GO ? fmaxf(ml, mr) : fminf(ml, mr);
+		bad = badl || badr;
+	}
+	/*
+	 * A NaN or Inf among the Doppler columns a statistic draws on, guard
+	 * cells included (non-finite input), leaves no estimate: noise NaN,
+	 * so no crossing there, as the CPU backend decides it.
+	 */
+	return bad ? NAN : mean * nrm;
+}
+
+/* Block (x: a map row, y: a tile of CU_RT x CU_RG gates); each thread
+ * takes CU_RG gates CU_RT apart (coalesced writes, conflict-free reads):
+ * a tile that large keeps the block's fixed steps (load, scan) a small
+ * part of its work. */
+__global__ void __launch_bounds__(CU_RT)
+k_cfar_range(const float *__restrict__ sf, const float *__restrict__ st, struct cu_cfar_args a,
+	     const float *__restrict__ norm, float *__restrict__ noise)
+{
+	extern __shared__ double smem[];
+	unsigned row = blockIdx.x, n0 = blockIdx.y * blockDim.x * CU_RG;
+	int h = (int)(a.gr + a.tr), lo = (int)n0 - h, R = (int)a.R;
+	unsigned span = blockDim.x * CU_RG + 2 * (unsigned)h;
+	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
+	struct cu_pre sp = { smem, smem + span, (int *)(smem + 2 * span) };
+
+	for (unsigned i = threadIdx.x; i < span; i += blockDim.x) {
+		int g = lo + (int)i, in = g >= 0 && g < R;
+		float f = in ? gf[g] : 0.0f, t = in ? gt[g] : 0.0f;
+
+		sp.f[i] = isfinite(f) ? (double)f : 0.0;
+		sp.t[i] = isfinite(t) ? (double)t : 0.0;
+		sp.b[i] = !isfinite(f);
+	}
+	__syncthreads();
+	cu_block_prefix(sp, span);
+	for (unsigned j = 0; j < CU_RG; j++) {
+		int n = (int)(n0 + j * blockDim.x + threadIdx.x);
+
+		if (n < R)
+			noise[(size_t)row * a.R + n] = cu_range_cell(sp, a, n, lo, norm[n]);
+	}
+}
+
+/* ca/go/so with a halo too wide for shared memory: direct sums per cell,
+ * ascending dn, from global memory (the L1/L2 caches serve). */
+__global__ void k_cfar_range_wide(const float *__restrict__ sf, const float *__restrict__ st,
+				  struct cu_cfar_args a, const float *__restrict__ norm,
+				  float *__restrict__ noise)
+{
+	unsigned row = blockIdx.x, n = blockIdx.y * blockDim.x + threadIdx.x;
+	int h = (int)(a.gr + a.tr);
+	const float *gf = sf + (size_t)row * a.R, *gt = st + (size_t)row * a.R;
+	double cf = 2.0 * (a.gd + a.td) + 1.0, ct = 2.0 * a.td;
+	double sl = 0.0, sr = 0.0, nl = 0.0, nr = 0.0, mean;
+	int badl = 0, badr = 0, bad;
+
+	if (n >= a.R)
+		return;
+	for (int dn = -h; dn <= h; dn++) {
+		int g = (int)n + dn, guard = dn >= -(int)a.gr && dn <= (int)a.gr;
+		float full, v;
+
+		if (dn == 0 || g < 0 || g >= (int)a.R)
+			continue;
+		full = gf[g];
+		v = guard ? gt[g] : full;
+		if (dn < 0) {
+			sl += isfinite(v) ? v : 0.0;
+			nl += guard ? ct : cf;
+			badl |= !isfinite(full);
+		} else {
+			sr += isfinite(v) ? v : 0.0;
+			nr += guard ? ct : cf;
+			badr |= !isfinite(full);
+		}
+	}
+	if (a.method == PC_CFAR_CA || (nl == 0.0 && nr == 0.0)) {
+		mean = (sl + (double)gt[n] + sr) / (nl + ct + nr);
+		bad = badl | badr | !isfinite(gf[n]);
+	} else if (nl == 0.0) {
+		mean = sr / nr;
+		bad = badr;
+	} else if (nr == 0.0) {
+		mean = sl / nl;
+		bad = badl;
+	} else {
+		double ml = sl / nl, mr = sr / nr;
+
+		mean = a.method == PC_CFAR_GO ? fmax(ml, mr) : fmin(ml, mr);
+		bad = badl | badr;
+	}
+	noise[(size_t)row * a.R + n] = bad ? NAN : (float)mean * norm[n];
+}
+
+/* 4c. os, one thread per cell (x: gates, y strides over rows): the
+ * rank[n]-th smallest training cell, by Wirth's selection. */
+__global__ void k_cfar_os(const float *__restrict__ x, unsigned rows, struct cu_cfar_args a,
+			  const unsigned *__restrict__ rank, const float *__restrict__ norm,
+			  float *__restrict__ noise)
+{
+	float c[PC_CFAR_OS_MAX_CELLS];
+	unsigned n = blockIdx.x * blockDim.x + threadIdx.x;
+	int w = (int)(a.gd + a.td), h = (int)(a.gr + a.tr);
+
+	if (n >= a.R)
+		return;
+	for (unsigned row = blockIdx.y; row < rows; row += gridDim.y) {
+		unsigned mp = row / a.Nd, k = row % a.Nd;
+		const float *map = x + (size_t)mp * a.Nd * a.R;
+		int cnt = 0, bad = 0, kk, l, m;
+
+		for (int dk = -w; dk <= w; dk++) {
+			const float *r = map + (size_t)cu_wrap((int)k + dk, a.Nd) * a.R;
+			int gk = dk >= -(int)a.gd && dk <= (int)a.gd;
+
+			for (int dn = -h; dn <= h; dn++) {
+				int g = (int)n + dn;
+
+				if (g < 0 || g >= (int)a.R || (gk && dn >= -(int)a.gr && dn <= (int)a.gr))
+					continue;
+				if (cnt < (int)PC_CFAR_OS_MAX_CELLS)
+					c[cnt++] = r[g];
+				bad |= !isfinite(r[g]);
+			}
+		}
+		if (bad) {   /* no estimate from a non-finite training set */
+			noise[(size_t)row * a.R + n] = NAN;
+			continue;
+		}
+		kk = (int)rank[n] - 1;
+		if (kk >= cnt)
+			kk = cnt - 1;
+		if (kk < 0)
+			kk = 0;
+		l = 0;
+		m = cnt - 1;
+		while (l < m) {
+			float t = c[kk];
+			int i = l, j = m;
+
+			do {
+				while (c[i] < t)
+					i++;
+				while (t < c[j])
+					j--;
+				if (i <= j) {
+					float s = c[i];
+
+					c[i] = c[j];
+					c[j] = s;
+					i++;
+					j--;
+				}
+			} while (i <= j);
+			if (j < kk)
+				l = i;
+			if (kk < i)
+				m = j;
+		}
+		noise[(size_t)row * a.R + n] = (cnt > 0 ? c[kk] : 0.0f) * norm[n];
+	}
+}
+
+/* What k_locmax needs besides its buffers. */
+struct cu_max_args {
+	unsigned Nd, R, md, mr;
+};
+
+/*
+ * 5. One block per map row (mp, k): crossings and local maxima, the
+ * row's detections counted into rowcnt, its crossings added to *cross.
+ */
+__global__ void k_locmax(const float *__restrict__ x, const float *__restrict__ noise,
+			 const float *__restrict__ alpha, struct cu_max_args a,
+			 unsigned char *__restrict__ mask, unsigned *__restrict__ rowcnt,
+			 unsigned long long *cross)
+{
+	unsigned row = blockIdx.x, mp = row / a.Nd, k = row % a.Nd;
+	const float *map = x + (size_t)mp * a.Nd * a.R;
+	unsigned ndet = 0, ncross = 0;
+
+	for (unsigned n0 = 0; n0 < a.R; n0 += blockDim.x) {
+		unsigned n = n0 + threadIdx.x;
+		int over = 0, det = 0;
+
+		if (n < a.R) {
+			size_t idx = (size_t)k * a.R + n;
+			float v = map[idx];
+
+			over = v > alpha[n] * noise[(size_t)row * a.R + n];
+			det = over;
+			for (int dk = -(int)a.md; det && dk <= (int)a.md; dk++) {
+				size_t kr = (size_t)cu_wrap((int)k + dk, a.Nd) * a.R;
+
+				for (int dn = -(int)a.mr; dn <= (int)a.mr; dn++) {
+					int g = (int)n + dn;
+					size_t j;
+					float u;
+
+					if (g < 0 || g >= (int)a.R)
+						continue;
+					j = kr + (size_t)g;
+					if (j == idx)
+						continue;
+					u = map[j];
+					if (j < idx ? !(v > u) : !(v >= u)) {
+						det = 0;
+						break;
+					}
+				}
+			}
+			mask[(size_t)row * a.R + n] = (unsigned char)det;
+		}
+		ndet += (unsigned)__syncthreads_count(det);
+		ncross += (unsigned)__syncthreads_count(over);
+	}
+	if (threadIdx.x == 0) {
+		rowcnt[row] = ndet;
+		if (ncross)
+			atomicAdd(cross, (unsigned long long)ncross);
+	}
+}
+
+/* What k_scan writes into the header besides the counts. */
+struct cu_hdr_args {
+	unsigned maps, Nd, R, max_det;
+	uint32_t flags;
+};
+
+/*
+ * 6a. One block of CU_SCAN threads: the exclusive scan of rows row counts
+ * (each thread a contiguous run of rows), then the header.
+ */
+#define CU_SCAN 1024
+__global__ void k_scan(const unsigned *__restrict__ rowcnt, unsigned rows,
+		       unsigned *__restrict__ rowoff, const unsigned long long *cross,
+		       struct cu_hdr_args a, struct chirp_det_header *hdr)
+{
+	__shared__ unsigned part[CU_SCAN];
+	unsigned per = (rows + CU_SCAN - 1) / CU_SCAN;
+	unsigned r0 = threadIdx.x * per, r1 = min(rows, r0 + per), sum = 0;
+
+	for (unsigned r = r0; r < r1; r++)
+		sum += rowcnt[r];
+	part[threadIdx.x] = sum;
+	__syncthreads();
+	if (threadIdx.x == 0) {   /* CU_SCAN partial sums, serially */
+		unsigned run = 0;
+
+		for (unsigned i = 0; i < CU_SCAN; i++) {
+			unsigned t = part[i];
+
+			part[i] = run;
+			run += t;
+		}
+		hdr->magic = CHIRP_DET_MAGIC;
+		hdr->version = CHIRP_DET_VERSION;
+		hdr->record_bytes = (uint16_t)sizeof(struct chirp_det_record);
+		hdr->seq = 0;
+		hdr->timestamp_ns = 0;
+		hdr->first_sample = 0;
+		hdr->mode = 0;   /* the host's: cu_radar_stamp */
+		hdr->flags = a.flags | (run > a.max_det ? CHIRP_DET_OVERFLOW : 0u);
+		hdr->count = run < a.max_det ? run : a.max_det;
+		hdr->found = run;
+		hdr->maps = a.maps;
+		hdr->doppler_bins = a.Nd;
+		hdr->range_gates = a.R;
+		hdr->reserved = 0;
+		hdr->cells = (uint64_t)a.maps * a.Nd * a.R;
+		hdr->crossings = *cross;
+	}
+	__syncthreads();
+	sum = part[threadIdx.x];
+	for (unsigned r = r0; r < r1; r++) {
+		rowoff[r] = sum;
+		sum += rowcnt[r];
+	}
+}
+
+/* What k_records needs besides its buffers. */
+struct cu_rec_args {
+	unsigned Nd, R, max_det;
+	int integrate;
+	float range_m_per_gate, mps_per_bin;
+};
+
+/*
+ * 6b. One block per map row (CU_RT threads, whole warps): the row's
+ * detections in gate order, at rowoff[row] + their rank in the row (warp
+ * ballots, then the warps in order), written only below max_det.
+ */
+__global__ void k_records(const float *__restrict__ x, const float *__restrict__ noise,
+			  const unsigned char *__restrict__ mask, const unsigned *__restrict__ rowcnt,
+			  const unsigned *__restrict__ rowoff, struct cu_rec_args a,
+			  struct chirp_det_record *rec)
+{
+	__shared__ unsigned wsum[CU_RT / 32];
+	__shared__ unsigned base;
+	unsigned row = blockIdx.x, mp = row / a.Nd, k = row % a.Nd;
+	unsigned lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+
+	/* most rows hold no detection, or none that fits: nothing to scan */
+	if (rowcnt[row] == 0 || rowoff[row] >= a.max_det)
+		return;
+
+	if (threadIdx.x == 0)
+		base = rowoff[row];
+	for (unsigned n0 = 0; n0 < a.R; n0 += blockDim.x) {
+		unsigned n = n0 + threadIdx.x, off, tot = 0;
+		size_t cell = (size_t)row * a.R + n;
+		int f = n < a.R && mask[cell];
+		unsigned bal = __ballot_sync(0xffffffffu, f);
+
+		if (lane == 0)
+			wsum[wp] = __popc(bal);
+		__syncthreads();
+		off = base + __popc(bal & ((1u << lane) - 1u));
+		for (unsigned i = 0; i < blockDim.x / 32; i++) {
+			if (i < wp)
+				off += wsum[i];
+			tot += wsum[i];
+		}
+		if (f && off < a.max_det) {
+			struct chirp_det_record *r = rec + off;
+			float v = x[(size_t)mp * a.Nd * a.R + (size_t)k * a.R + n];
+			float z = noise[cell];
+			int bin = (int)k - (int)(a.Nd / 2);
+
+			r->channel = a.integrate ? CHIRP_DET_CHANNEL_ALL : (int32_t)mp;
+			r->range_gate = n;
+			r->doppler_bin = bin;
+			r->range_m = (float)n * a.range_m_per_gate;
+			r->velocity_mps = (float)bin * a.mps_per_bin;
+			r->power = v;
+			r->noise = z;
+			r->snr_db = 10.0f * log10f(v / (z > PC_POWER_FLOOR ? z : PC_POWER_FLOOR));
+		}
+		__syncthreads();
+		if (threadIdx.x == 0)
+			base += tot;
+	}
+}
+
+/* ---- launches ----------------------------------------------------------------- */
+
+/* A grid of gates (x) by rows (y, strided past the y limit). */
+static dim3 cu_rgrid(unsigned R, size_t rows)
+{
+	return dim3((R + CU_RT - 1) / CU_RT, rows < 65535 ? (unsigned)rows : 65535u);
+}
+
+/* The CFAR's input: I when integrated, else the channels' maps. */
+static const float *cu_cfar_in(const struct cu_be *be, const struct cu_set *s)
+{
+	return be->rs->integrate ? s->r.d_imap : s->r.d_map;
+}
+
+/* 4: noise per cell, by the method. */
+static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
+{
+	const struct radar_setup *rs = be->rs;
+	struct cu_radar_set *r = &s->r;
+	unsigned R = rs->samples, rows = rs->maps * rs->nd;
+	struct cu_cfar_args a = { rs->nd, R, rs->gr, rs->tr, rs->gd, rs->td, (int)rs->method };
+	cudaStream_t st = s->stream;
+
+	if (rs->method == PC_CFAR_OS) {
+		k_cfar_os<<<cu_rgrid(R, rows), CU_RT, 0, st>>>(cu_cfar_in(be, s), rows, a, be->d_rank,
+							      be->d_norm, r->d_noise);
+		EQK("k_cfar_os", cudaGetLastError());
+		return 0;
+	}
+	{
+		unsigned nseg = (rs->nd + CU_DSEG - 1) / CU_DSEG;
+
+		k_cfar_dop<<<cu_rgrid(R, (size_t)rs->maps * nseg), CU_RT, 0, st>>>(
+			cu_cfar_in(be, s), rs->maps, rs->nd, R, rs->gd, rs->td, r->d_sf, r->d_st);
+		EQK("k_cfar_dop", cudaGetLastError());
+	}
+	{
+		size_t smem = (2 * sizeof(double) + sizeof(int)) *
+			      (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr));
+		unsigned tile = CU_RT * CU_RG;
+
+		/* rows on x: no 65535 limit */
+		if (smem <= CU_SMEM_MAX)
+			k_cfar_range<<<dim3(rows, (R + tile - 1) / tile), CU_RT, smem, st>>>(
+				r->d_sf, r->d_st, a, be->d_norm, r->d_noise);
+		else   /* a halo too wide for shared memory */
+			k_cfar_range_wide<<<dim3(rows, (R + CU_RT - 1) / CU_RT), CU_RT, 0, st>>>(
+				r->d_sf, r->d_st, a, be->d_norm, r->d_noise);
+		EQK("k_cfar_range", cudaGetLastError());
+	}
+	return 0;
+}
+
+/* 5 and 6: local maxima, the scan and header, the records. */
+static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
+{
+	const struct radar_setup *rs = be->rs;
+	struct cu_radar_set *r = &s->r;
+	unsigned rows = rs->maps * rs->nd;
+	struct cu_max_args ma = { rs->nd, rs->samples, rs->md, rs->mr };
+	struct cu_hdr_args ha = { rs->maps, rs->nd, rs->samples, rs->max_det, rs->det_flags };
+	struct cu_rec_args ra = { rs->nd, rs->samples, rs->max_det, rs->integrate,
+				  rs->range_m_per_gate, rs->mps_per_bin };
+	struct chirp_det_header *hdr = (struct chirp_det_header *)r->d_det;
+	cudaStream_t st = s->stream;
+
+	EQ(cudaMemsetAsync(r->d_cross, 0, sizeof(*r->d_cross), st));
+	k_locmax<<<rows, CU_RT, 0, st>>>(cu_cfar_in(be, s), r->d_noise, be->d_alpha, ma, r->d_mask,
+					 r->d_rowcnt, r->d_cross);
+	EQK("k_locmax", cudaGetLastError());
+	k_scan<<<1, CU_SCAN, 0, st>>>(r->d_rowcnt, rows, r->d_rowoff, r->d_cross, ha, hdr);
+	EQK("k_scan", cudaGetLastError());
+	k_records<<<rows, CU_RT, 0, st>>>(cu_cfar_in(be, s), r->d_noise, r->d_mask, r->d_rowcnt,
+					  r->d_rowoff, ra,
+					  (struct chirp_det_record *)(hdr + 1));
+	EQK("k_records", cudaGetLastError());
+	return 0;
+}
+
+int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *dst,
+		     struct cu_err *ce)
+{
+	const struct radar_setup *rs = be->rs;
+	struct cu_radar_set *r = &s->r;
+	unsigned C = rs->channels, R = rs->samples, Nd = rs->nd;
+	cudaStream_t st = s->stream;
+	cufftComplex *z = (cufftComplex *)r->d_dop;
+
+	k_mti<<<cu_rgrid(R, (size_t)C * Nd), CU_RT, 0, st>>>(s->d_fft, be->pitch_elems, C,
+							     rs->pulses, R, rs->pulses_mti, Nd,
+							     (int)rs->mti, be->d_win, r->d_dop);
+	EQK("k_mti", cudaGetLastError());
+	EQF(cufftExecC2C(r->plan, z, z, CUFFT_FORWARD));
+	k_map<<<cu_rgrid(R, Nd), CU_RT, 0, st>>>(r->d_dop, C, R, Nd, r->d_map, r->d_imap,
+						 be->out_mode == PC_OUT_MAP_DB ? (float *)s->d_out
+									       : NULL);
+	EQK("k_map", cudaGetLastError());
+	if (rs->cfar) {
+		if (cu_enq_cfar(be, s, ce) < 0 || cu_enq_list(be, s, ce) < 0)
+			return -EIO;
+	}
+	if (be->out_mode == PC_OUT_MAP_POWER || be->out_mode == PC_OUT_MAP_DB)
+		EQ(cudaMemcpyAsync(dst->out,
+				   be->out_mode == PC_OUT_MAP_DB ? s->d_out : (void *)r->d_map,
+				   be->out_bytes, cudaMemcpyDefault, st));
+	if (rs->cfar)
+		EQ(cudaMemcpyAsync(dst->det, r->d_det, be->det_bytes, cudaMemcpyDefault, st));
+	return 0;
+}
+
+/* ---- pc_poll ---------------------------------------------------------------------- */
+
+int cu_radar_stamp(struct cu_be *be, struct cu_set *s)
+{
+	struct chirp_det_header *h = (struct chirp_det_header *)s->det;
+
+	if (!s->det)
+		return 0;
+	if (s->stage_det) {
+		const struct chirp_det_header *sh = (const struct chirp_det_header *)s->r.h_det;
+		size_t n = sh->count < be->rs->max_det ? sh->count : be->rs->max_det;
+		int hr = hcopy_run(be->hc, s->det, s->r.h_det,
+				   sizeof(*sh) + n * sizeof(struct chirp_det_record));
+
+		if (hr < 0) {
+			cu_fail(be, "hcopy_run(detections)", strerror(-hr));
+			return -EIO;
+		}
+	}
+	h->mode = s->mode;
+	return 0;
+}
+
+/* ---- create / destroy -------------------------------------------------------------- */
+
+/* *d: a device copy of bytes bytes at host. */
+static int cu_upload(struct cu_be *be, void **d, const void *host, size_t bytes)
+{
+	int rc = 0;
+
+	CK(cudaMalloc(d, bytes));
+	CK(cudaMemcpy(*d, host, bytes, cudaMemcpyHostToDevice));
+out:
+	return rc;
+}
+
+int cu_radar_create(struct cu_be *be)
+{
+	const struct radar_setup *rs = be->rs;
+	size_t R = rs->samples;
+	int rc;
+
+	if (rs->channels != be->rows / rs->pulses || rs->samples != be->R || rs->nd < 1 ||
+	    rs->pulses_mti < 1 || rs->pulses_mti > rs->nd || !rs->window ||
+	    (rs->cfar && (!rs->alpha || !rs->norm || !rs->rank || rs->max_det < 1))) {
+		snprintf(be->last_error, sizeof(be->last_error),
+			 "invalid radar setup (C %u, P %u, R %u, P' %u, Nd %u)", rs->channels,
+			 rs->pulses, rs->samples, rs->pulses_mti, rs->nd);
+		return -EINVAL;
+	}
+	/* grid limits: a block per map row (x), CU_RT-gate tiles on y */
+	if ((size_t)rs->maps * rs->nd > INT_MAX || (R + CU_RT - 1) / CU_RT > 65535) {
+		snprintf(be->last_error, sizeof(be->last_error),
+			 "radar chain: %u x %u map rows of %u gates exceed the CUDA backend's grid "
+			 "(at most %d rows, %u gates)", rs->maps, rs->nd, rs->samples, INT_MAX,
+			 65535u * CU_RT);
+		return -EINVAL;
+	}
+	be->det_bytes = rs->cfar ? rs->det_bytes : 0;
+	rc = cu_upload(be, (void **)&be->d_win, rs->window, rs->pulses_mti * sizeof(float));
+	if (rc == 0 && rs->cfar)
+		rc = cu_upload(be, (void **)&be->d_alpha, rs->alpha, R * sizeof(float));
+	if (rc == 0 && rs->cfar)
+		rc = cu_upload(be, (void **)&be->d_norm, rs->norm, R * sizeof(float));
+	if (rc == 0 && rs->cfar)
+		rc = cu_upload(be, (void **)&be->d_rank, rs->rank, R * sizeof(unsigned));
+	return rc;
+}
+
+void cu_radar_free(struct cu_be *be)
+{
+	(void)cudaFree(be->d_win);
+	(void)cudaFree(be->d_alpha);
+	(void)cudaFree(be->d_norm);
+	(void)cudaFree(be->d_rank);
+}
+
+/*
+ * The Doppler plan: Nd-point transforms along pulses of d_dop
+ * ([pulse][channel][gate]), istride = C R, idist = 1, batch C R (the
+ * strided corner turn: see the top of this file), in place, on s->stream.
+ */
+static int cu_radar_plan(struct cu_be *be, struct cu_set *s)
+{
+	const struct radar_setup *rs = be->rs;
+	long long cr = (long long)rs->channels * rs->samples;
+	long long n[1] = { (long long)rs->nd }, emb[1] = { (long long)rs->nd };
+	size_t work = 0;
+	int rc = 0;
+
+	CKF(cufftCreate(&s->r.plan));
+	s->r.have_plan = 1;
+	CKF(cufftMakePlanMany64(s->r.plan, 1, n, emb, cr, 1, emb, cr, 1, CUFFT_C2C, cr, &work));
+	CKF(cufftSetStream(s->r.plan, s->stream));
+out:
+	return rc;
+}
+
+int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
+{
+	const struct radar_setup *rs = be->rs;
+	struct cu_radar_set *r = &s->r;
+	size_t cube = (size_t)rs->channels * rs->nd * rs->samples;
+	size_t cells = (size_t)rs->maps * rs->nd * rs->samples, rows = (size_t)rs->maps * rs->nd;
+	int rc = 0;
+
+	CK(cudaMalloc((void **)&r->d_dop, cube * sizeof(float2)));
+	CK(cudaMalloc((void **)&r->d_map, cube * sizeof(float)));
+	if (rs->integrate && rs->cfar)
+		CK(cudaMalloc((void **)&r->d_imap, (size_t)rs->nd * rs->samples * sizeof(float)));
+	if (rs->cfar) {
+		if (rs->method != PC_CFAR_OS) {
+			CK(cudaMalloc((void **)&r->d_sf, cells * sizeof(float)));
+			CK(cudaMalloc((void **)&r->d_st, cells * sizeof(float)));
+		}
+		CK(cudaMalloc((void **)&r->d_noise, cells * sizeof(float)));
+		CK(cudaMalloc((void **)&r->d_mask, cells));
+		CK(cudaMalloc((void **)&r->d_rowcnt, rows * sizeof(unsigned)));
+		CK(cudaMalloc((void **)&r->d_rowoff, rows * sizeof(unsigned)));
+		CK(cudaMalloc((void **)&r->d_cross, sizeof(*r->d_cross)));
+		CK(cudaMalloc(&r->d_det, be->det_bytes));
+		/* records past a CPI's count are copied too: never stale garbage */
+		CK(cudaMemset(r->d_det, 0, be->det_bytes));
+	}
+	rc = cu_radar_plan(be, s);
+out:
+	return rc;
+}
+
+void cu_radar_free_set(struct cu_set *s)
+{
+	struct cu_radar_set *r = &s->r;
+
+	if (r->have_plan)
+		(void)cufftDestroy(r->plan);
+	(void)cudaFree(r->d_dop);
+	(void)cudaFree(r->d_map);
+	(void)cudaFree(r->d_imap);
+	(void)cudaFree(r->d_sf);
+	(void)cudaFree(r->d_st);
+	(void)cudaFree(r->d_noise);
+	(void)cudaFree(r->d_mask);
+	(void)cudaFree(r->d_rowcnt);
+	(void)cudaFree(r->d_rowoff);
+	(void)cudaFree(r->d_cross);
+	(void)cudaFree(r->d_det);
+	if (r->h_det)
+		(void)cudaFreeHost(r->h_det);
+}

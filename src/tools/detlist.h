@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * detlist.h — one detection list (chirp/detect.h) as a consumer reads it
+ * from a det ring's slot: checked, then printed (text or JSON lines) and
+ * matched against expected targets. Used by chirp-tap; not by chirpd.
+ *
+ * UNTRUSTED INPUT
+ *   A slot is written by another process. detlist_parse checks, in this
+ *   order, the length (a header fits), magic, version, record_bytes, and
+ *   count against the slot's capacity and found, then every record's
+ *   channel (in range, non-decreasing as detect.h orders them), before a
+ *   struct detlist is handed out; nothing past the slot is ever read.
+ *   Records are copied out with memcpy (a slot promises no alignment of
+ *   a later version's larger records).
+ *
+ * VERSIONS
+ *   Version 1 has 32-byte records. A later version may append fields
+ *   (record_bytes > 32): its lists are read by stepping record_bytes and
+ *   taking the fields of version 1, as detect.h says.
+ */
+#ifndef CHIRP_DETLIST_H
+#define CHIRP_DETLIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "chirp/detect.h"
+
+struct detlist {
+	struct chirp_det_header h;    /* a copy of the slot's header        */
+	const uint8_t *rec;           /* the first record, inside the slot  */
+	size_t stride;                /* record_bytes                       */
+};
+
+/*
+ * Check the list in slot[0..len) and describe it in *d (no copy of the
+ * records: d points into the slot, valid while the slot is held). 0, or
+ * -EBADMSG with the reason in err ("count 70 exceeds the slot's 64
+ * records").
+ */
+int detlist_parse(struct detlist *d, const void *slot, size_t len, char *err, size_t errlen);
+
+/* Record i (< d->h.count) in *r. */
+void detlist_get(const struct detlist *d, uint32_t i, struct chirp_det_record *r);
+
+/*
+ * Text: a line "cpi seq=S mode=M first_sample=F count=N found=N overflow=0|1
+ * maps=.. doppler_bins=.. range_gates=.. cells=.. crossings=.. flags=.."
+ * then one line per detection "det channel=.. gate=.. doppler_bin=..
+ * range_m=.. velocity_mps=.. power=.. noise=.. snr_db=..". key=value, so
+ * that awk and grep take them apart.
+ */
+void detlist_print_text(FILE *out, const struct detlist *d);
+
+/*
+ * One JSON object on one line: the header's fields (overflow, integrated,
+ * no_velocity and skipped as booleans), ring_seq (the det ring's block
+ * number) and "detections": [{channel, range_gate, doppler_bin, range_m,
+ * velocity_mps, power, noise, snr_db}]; a number that is not finite
+ * (velocity_mps without a carrier) is null.
+ */
+void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq);
+
+/* An expected target: a range gate and a signed Doppler bin. */
+struct detlist_target {
+	uint32_t gate;
+	int32_t bin;
+};
+
+/*
+ * "GATE:BIN[,GATE:BIN...]" into t[0..max-1], *n of them. 0, or -EINVAL
+ * with the reason ("target 2 '5:x': BIN is not an integer").
+ */
+int detlist_parse_targets(const char *spec, struct detlist_target *t, size_t max, size_t *n,
+			  char *err, size_t errlen);
+
+/*
+ * 1 if every map of d (each channel 0..maps-1, or the one integrated map)
+ * holds a detection within tol_gates range gates and tol_bins Doppler bins
+ * (cyclic over doppler_bins) of t, else 0. Linear in count.
+ */
+int detlist_has_target(const struct detlist *d, const struct detlist_target *t,
+		       unsigned tol_gates, unsigned tol_bins);
+
+#endif /* CHIRP_DETLIST_H */

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_detlist.c — reading detection lists from untrusted slots
+ * (src/tools/detlist.c): the checks, the target match, the printers. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tools/detlist.h"
+
+#define MAXREC 4
+
+/* A slot of MAXREC records: header h, records r[0..n-1] at stride bytes. */
+struct slot {
+	uint8_t b[sizeof(struct chirp_det_header) + MAXREC * 40];
+	size_t len;
+};
+
+static void make(struct slot *s, uint16_t version, uint16_t stride, const struct chirp_det_record *r,
+		 uint32_t n, uint32_t found, uint32_t flags, uint32_t maps)
+{
+	struct chirp_det_header h = {
+		.magic = CHIRP_DET_MAGIC, .version = version, .record_bytes = stride, .seq = 7,
+		.timestamp_ns = 11, .first_sample = 4096, .mode = 2, .flags = flags, .count = n,
+		.found = found, .maps = maps, .doppler_bins = 16, .range_gates = 500,
+		.cells = (uint64_t)maps * 16 * 500, .crossings = 9,
+	};
+
+	memset(s->b, 0xa5, sizeof(s->b));   /* stale bytes past the records */
+	memcpy(s->b, &h, sizeof(h));
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(s->b + sizeof(h) + (size_t)i * stride, &r[i], sizeof(r[i]));
+	s->len = sizeof(h) + (size_t)MAXREC * stride;
+}
+
+static const struct chirp_det_record REC[3] = {
+	{ 0, 300, 5, 2248.4f, 12.5f, 1000, 1, 30 },
+	{ 0, 100, -8, 749.5f, NAN, 50, 1, 16.99f },
+	{ 1, 301, 5, 2255.9f, 12.5f, 900, 1, 29.5f },
+};
+
+static void test_parse_and_match(void **state)
+{
+	struct detlist_target t[3];
+	struct chirp_det_record r;
+	struct detlist d;
+	struct slot s;
+	char err[256];
+	size_t n;
+
+	make(&s, 1, 32, REC, 3, 3, 0, 2);
+	assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), 0);
+	assert_int_equal(d.h.count, 3);
+	detlist_get(&d, 2, &r);
+	assert_int_equal(r.channel, 1);
+	assert_int_equal(r.range_gate, 301);
+
+	assert_int_equal(detlist_parse_targets("300:5,100:-8,100:8", t, 3, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 3);
+	/* 300:5 is in channel 0 exactly, in channel 1 one gate off. */
+	assert_int_equal(detlist_has_target(&d, &t[0], 0, 0), 0);
+	assert_int_equal(detlist_has_target(&d, &t[0], 1, 0), 1);
+	/* 100:-8 only in channel 0: not in every map. */
+	assert_int_equal(detlist_has_target(&d, &t[1], 5, 5), 0);
+	/* Bin -8 and 8 are one apart... on 16 bins they are the same bin. */
+	make(&s, 1, 32, REC + 1, 1, 1, 0, 1);
+	assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), 0);
+	assert_int_equal(detlist_has_target(&d, &t[2], 0, 0), 1);
+	/* An integrated list: channel -1, one map. */
+	{
+		struct chirp_det_record ri = REC[0];
+
+		ri.channel = CHIRP_DET_CHANNEL_ALL;
+		make(&s, 1, 32, &ri, 1, 1, CHIRP_DET_INTEGRATED, 1);
+		assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), 0);
+		assert_int_equal(detlist_has_target(&d, &t[0], 0, 0), 1);
+	}
+	/* An empty list has no target. */
+	make(&s, 1, 32, REC, 0, 0, 0, 2);
+	assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), 0);
+	assert_int_equal(detlist_has_target(&d, &t[0], 9, 9), 0);
+}
+
+/* A later version with longer records is read by stepping record_bytes. */
+static void test_later_version(void **state)
+{
+	struct chirp_det_record r;
+	struct detlist d;
+	struct slot s;
+	char err[256];
+
+	make(&s, 2, 40, REC, 3, 5, CHIRP_DET_OVERFLOW, 2);
+	assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), 0);
+	detlist_get(&d, 1, &r);
+	assert_int_equal(r.range_gate, 100);
+	assert_int_equal(r.doppler_bin, -8);
+}
+
+/* Every refusal names what is wrong, and nothing past the slot is read:
+ * the slot is copied to a heap block of exactly its length (ASan). */
+static void test_refusals(void **state)
+{
+	/* what each case's message must say, by case number below */
+	const char *const what[] = { "magic", "version", "record", "exceeds", "disagree",
+				     "disagree", "channel", "ordered", "header" };
+	struct chirp_det_record bad[3];
+	struct chirp_det_header *h;
+	struct detlist d;
+	struct slot s;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+		size_t len;
+		void *heap;
+
+		memcpy(bad, REC, sizeof(bad));
+		if (i == 6)
+			bad[2].channel = 2;              /* maps = 2 */
+		if (i == 7) {
+			bad[1].channel = 1;
+			bad[2].channel = 0;
+		}
+		make(&s, 1, 32, bad, 3, 3, 0, 2);
+		h = (struct chirp_det_header *)s.b;
+		len = s.len;
+		switch (i) {
+		case 0: h->magic ^= 1; break;
+		case 1: h->version = 0; break;
+		case 2: h->record_bytes = 24; break;
+		case 3: h->count = h->found = MAXREC + 1; break;
+		case 4: h->found = 2; break;
+		case 5: h->flags |= CHIRP_DET_OVERFLOW; break;
+		case 8: len = sizeof(*h) - 1; break;
+		}
+		heap = malloc(len);
+		memcpy(heap, s.b, len);
+		err[0] = 0;
+		assert_int_equal(detlist_parse(&d, heap, len, err, sizeof(err)), -EBADMSG);
+		if (!strstr(err, what[i]))
+			fail_msg("case %zu: '%s' does not say %s", i, err, what[i]);
+		free(heap);
+	}
+	/* A version-1 list that claims longer records. */
+	make(&s, 1, 40, REC, 1, 1, 0, 1);
+	assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), -EBADMSG);
+}
+
+static void test_print(void **state)
+{
+	struct detlist d;
+	struct slot s;
+	char err[256], *buf = NULL;
+	size_t sz = 0;
+	FILE *f;
+
+	make(&s, 1, 32, REC, 3, 3, 0, 2);
+	assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), 0);
+	f = open_memstream(&buf, &sz);
+	detlist_print_jsonl(f, &d, 42);
+	fclose(f);
+	assert_non_null(strstr(buf, "\"seq\":7,\"ring_seq\":42,"));
+	assert_non_null(strstr(buf, "\"overflow\":false"));
+	assert_non_null(strstr(buf, "{\"channel\":0,\"range_gate\":100,\"doppler_bin\":-8,"));
+	assert_non_null(strstr(buf, "\"velocity_mps\":null"));
+	assert_null(strstr(buf, "nan"));
+	assert_int_equal(buf[sz - 1], '\n');
+	assert_null(memchr(buf, '\n', sz - 1));
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &sz);
+	detlist_print_text(f, &d);
+	fclose(f);
+	assert_non_null(strstr(buf, "cpi seq=7 mode=2 first_sample=4096 count=3 found=3 overflow=0 maps=2"));
+	assert_non_null(strstr(buf, "\ndet channel=1 gate=301 doppler_bin=5 range_m=2255.900"));
+	free(buf);
+}
+
+static void test_parse_targets(void **state)
+{
+	struct detlist_target t[2];
+	char err[256];
+	size_t n;
+	const char *bad[] = { "", "5", "5:", "x:1", "-1:2", "5:1x", "5:1,", "1:1,2:2,3:3",
+			      "5:99999999999", NULL };
+
+	for (int i = 0; bad[i]; i++) {
+		err[0] = 0;
+		assert_int_equal(detlist_parse_targets(bad[i], t, 2, &n, err, sizeof(err)), -EINVAL);
+		assert_true(err[0] != 0);
+	}
+	assert_int_equal(detlist_parse_targets("7:-3", t, 2, &n, err, sizeof(err)), 0);
+	assert_true(n == 1 && t[0].gate == 7 && t[0].bin == -3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_and_match),
+		cmocka_unit_test(test_later_version),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_print),
+		cmocka_unit_test(test_parse_targets),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
