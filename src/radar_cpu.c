@@ -74,7 +74,7 @@ struct radar_cpu {
 					    with the alignment its plan was
 					    made for (SIMD codelets)         */
 	float *cube;                     /* C*P*R complex: compressed rows  */
-	fftwf_complex *z, *d;            /* C*Nd*R: Doppler in, out         */
+	fftwf_complex *z, *d;            /* C*cstride: Doppler in, out      */
 	fftwf_plan plan, plan_tail;      /* a stripe, the last stripe (or NULL) */
 	float *map;                      /* C*Nd*R: M, shifted              */
 	float *imap;                     /* Nd*R: I (integrate), else NULL  */
@@ -435,28 +435,46 @@ static float select_kth(float *v, size_t n, size_t k)
 	return v[kk];
 }
 
-/* os statistic at cell (k, n) of map m: gather, then select. */
+/* Append row[lo..hi] (gates, inclusive; nothing when lo > hi) to v. */
+static size_t gather(float *v, size_t cnt, const float *row, long lo, long hi)
+{
+	if (lo > hi)
+		return cnt;
+	memcpy(v + cnt, row + lo, (size_t)(hi - lo + 1) * sizeof(float));
+	return cnt + (size_t)(hi - lo + 1);
+}
+
+/* os statistic at cell (k, n) of map m: the training cells gathered row
+ * by row (the guard rows in two pieces), then selected. NaN when one is
+ * not finite (exponent bits all ones, found by an integer max). */
 static double stat_os(const struct radar_cpu *rc, const float *m, size_t k, long n)
 {
 	const struct radar_setup *rs = rc->rs;
 	float v[PC_CFAR_OS_MAX_CELLS];
-	long span = (long)(rs->gr + rs->tr), wt = (long)(rs->gd + rs->td), R = (long)rc->R;
+	long span = (long)(rs->gr + rs->tr), wt = (long)(rs->gd + rs->td), gr = (long)rs->gr;
+	long lo = n - span < 0 ? 0 : n - span, hi = n + span >= (long)rc->R ? (long)rc->R - 1 : n + span;
 	size_t cnt = 0, Nd = rc->Nd;
+	uint32_t mx = 0;
 
 	for (long dk = -wt; dk <= wt; dk++) {
 		const float *row = m + ((k + Nd + (size_t)(dk + (long)Nd)) % Nd) * rc->R;
-		int gk = dk >= -(long)rs->gd && dk <= (long)rs->gd;
 
-		for (long dn = -span; dn <= span; dn++) {
-			long nn = n + dn;
-
-			if (nn < 0 || nn >= R || (gk && dn >= -(long)rs->gr && dn <= (long)rs->gr))
-				continue;
-			if (!isfinite(row[nn]))
-				return NAN;
-			v[cnt++] = row[nn];
+		if (dk >= -(long)rs->gd && dk <= (long)rs->gd) {
+			cnt = gather(v, cnt, row, lo, n - gr - 1 < hi ? n - gr - 1 : hi);
+			cnt = gather(v, cnt, row, n + gr + 1 > lo ? n + gr + 1 : lo, hi);
+		} else {
+			cnt = gather(v, cnt, row, lo, hi);
 		}
 	}
+	for (size_t i = 0; i < cnt; i++) {
+		uint32_t u;
+
+		memcpy(&u, &v[i], sizeof(u));
+		u &= 0x7fffffffu;
+		mx = u > mx ? u : mx;
+	}
+	if (mx >= 0x7f800000u)
+		return NAN;
 	return select_kth(v, cnt, rs->rank[n] - 1);
 }
 
