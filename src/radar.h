@@ -43,6 +43,11 @@ struct radar_setup {
 	float *alpha;                        /* [R] threshold factor       */
 	float *norm;                         /* [R] noise = statistic x norm */
 	unsigned *rank;                      /* [R] os: k_n (1-based); else 0 */
+	unsigned *ncells;                    /* [R] N_n: training cells at gate
+						n (fewer near the range edges) */
+	unsigned *nlead, *nlag;              /* [R] the leading (dn < 0) and
+						lagging (dn > 0) halves' cells
+						(go/so's means divide by them) */
 	unsigned max_det;                    /* records per CPI            */
 	float range_m_per_gate;              /* NaN without a sample rate  */
 	float mps_per_bin;                   /* NaN without prf and carrier */

@@ -377,17 +377,15 @@ static double stat_mean(const struct radar_cpu *rc, const struct cfar_rows *t, l
 {
 	const struct radar_setup *rs = rc->rs;
 	long span = (long)(rs->gr + rs->tr), gr = (long)rs->gr, R = (long)rc->R;
-	long wd = 2 * (long)(rs->gd + rs->td) + 1, wg = 2 * (long)rs->gd + 1;
 	long l0 = n - span < 0 ? 0 : n - span, g0 = n - gr < 0 ? 0 : n - gr;
 	long l1 = n + span > R - 1 ? R - 1 : n + span, g1 = n + gr > R - 1 ? R - 1 : n + gr;
-	long nlead = (n - l0) * wd - (n - g0) * wg, nlag = (l1 - n) * wd - (g1 - n) * wg;
-	long ncen = wd - wg;
+	long nlead = rs->nlead[n], nlag = rs->nlag[n];   /* the counts alpha was solved for */
 	double lead = window_sum(t, l0, n - 1, g0, n - 1);
 	double lag = window_sum(t, n + 1, l1, n + 1, g1);
 	double ml, mg;
 
 	if (rs->method == PC_CFAR_CA)
-		ml = (lead + lag + window_sum(t, n, n, n, n)) / (double)(nlead + nlag + ncen);
+		ml = (lead + lag + window_sum(t, n, n, n, n)) / (double)rs->ncells[n];
 	else if (nlead == 0)
 		ml = lag / (double)nlag;
 	else if (nlag == 0)
