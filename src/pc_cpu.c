@@ -121,6 +121,9 @@ struct cpu_be {
 		const void *in;
 		void *out;
 		unsigned filt;       /* the CPI's filter index (< nfilts)  */
+		int radar_stage;     /* -1: compression blocks; else the
+					radar chain's stage whose items
+					these are (radar_cpu.h)             */
 	} job;
 	atomic_uint nonfinite;       /* rows of this CPI with NaN/Inf       */
 	/* Straggler take-over (see wait_blocks): committed[k] is the gen of
@@ -563,7 +566,8 @@ static void run_blocks(void *ctx, unsigned thread, uint64_t gen)
 	struct cpu_be *b = ctx;
 	struct cpu_buf *w = &b->w[thread];
 
-	test_wait_claim(b, thread, gen);
+	if (thread == 0 && b->job.radar_stage < 0)   /* the caller's own job */
+		test_wait_claim(b, thread, gen);
 	for (;;) {
 		const void *in;
 		void *out;
@@ -576,6 +580,12 @@ static void run_blocks(void *ctx, unsigned thread, uint64_t gen)
 		if (!workpool_claim(b->pool, thread, gen, &k)) {
 			atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
 			return;   /* nothing left of CPI gen to claim */
+		}
+		if (b->job.radar_stage >= 0) {   /* reads no input */
+			atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
+			radar_cpu_item(b->radar, (unsigned)b->job.radar_stage, k, thread);
+			workpool_item_done(b->pool);
+			continue;
 		}
 		in = b->job.in;
 		out = b->job.out;
@@ -879,7 +889,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 	if (make_plans(b, s->tune.fftw_wisdom, err, errlen) < 0)
 		goto fail;
 	if (s->radar) {
-		b->radar = radar_cpu_create(s->radar, b->planner, &fftw_lock, err, errlen);
+		b->radar = radar_cpu_create(s->radar, (unsigned)b->threads, b->planner, &fftw_lock, err, errlen);
 		if (!b->radar)
 			goto fail;
 		b->cube = radar_cpu_cube(b->radar);
@@ -981,7 +991,7 @@ static uint32_t wait_blocks(struct cpu_be *b, uint64_t gen, const void *in, void
 
 /* The caller's completion record of the CPI it just computed. */
 static void queue_done(struct cpu_be *b, uint64_t tag, uint32_t mode, uint64_t t0,
-		       uint32_t recomputed, unsigned woken)
+		       uint32_t recomputed, unsigned woken, unsigned joined)
 {
 	struct pc_done *d = &b->q[(b->qhead + b->qcount) % b->depth];
 
@@ -992,9 +1002,41 @@ static void queue_done(struct cpu_be *b, uint64_t tag, uint32_t mode, uint64_t t
 	d->device_ns = mono_ns() - t0;
 	d->recomputed = recomputed;
 	d->woken = woken;
-	d->absent = (uint32_t)b->threads - workpool_joined(b->pool);
+	d->absent = (uint32_t)b->threads - joined;
 	d->chunks = 0;
 	b->qcount++;
+}
+
+/*
+ * The radar chain on the compressed cube: each stage a job of the pool
+ * (every thread takes items, the caller too; a stage waits for the last
+ * one's items), the list on the caller. The chain reads no input slot, so
+ * its jobs need neither the take-over nor the input-reader count. Blocks
+ * of the next CPI expect committed[] at the previous job's gen
+ * (finish_block): the chain's jobs took gens, so committed[] moves to the
+ * last one.
+ */
+static void run_radar(struct cpu_be *b, void *out, void *det, uint32_t mode)
+{
+	uint64_t gen = 0;
+
+	radar_cpu_begin(b->radar, out);
+	for (unsigned st = 0; st < RADAR_CPU_STAGES; st++) {
+		size_t items = radar_cpu_items(b->radar, st);
+
+		if (!items)
+			continue;
+		b->job.radar_stage = (int)st;
+		gen = workpool_submit(b->pool, items, NULL);
+		run_blocks(b, 0, gen);
+		while (!workpool_finished(b->pool))
+			cpu_relax();
+	}
+	b->job.radar_stage = -1;
+	radar_cpu_finish(b->radar, det, mode);
+	if (gen)
+		for (size_t k = 0; k < b->nblocks; k++)
+			atomic_store_explicit(&b->committed[k], gen, memory_order_relaxed);
 }
 
 /*
@@ -1010,7 +1052,7 @@ static int cpu_submit(void *be, const void *in, void *out, void *det, uint64_t t
 	struct cpu_be *b = be;
 	uint64_t t0, gen;
 	uint32_t recomputed;
-	unsigned woken;
+	unsigned woken, joined;
 
 	if (b->qcount == b->depth)
 		return -EAGAIN;
@@ -1026,12 +1068,14 @@ static int cpu_submit(void *be, const void *in, void *out, void *det, uint64_t t
 	b->job.in = in;
 	b->job.out = out;
 	b->job.filt = filt;
+	b->job.radar_stage = -1;
 	gen = workpool_submit(b->pool, b->nblocks, &woken);
 	run_blocks(b, 0, gen);
 	recomputed = wait_blocks(b, gen, in, out, filt);
+	joined = workpool_joined(b->pool);
 	if (b->radar)
-		radar_cpu_run(b->radar, out, det, mode);
-	queue_done(b, tag, mode, t0, recomputed, woken);
+		run_radar(b, out, det, mode);
+	queue_done(b, tag, mode, t0, recomputed, woken, joined);
 	return 0;
 }
 

@@ -402,8 +402,11 @@ static int cfar_tables(struct radar_setup *rs, const struct pc_radar *r, char *e
 	rs->alpha = malloc(R * sizeof(*rs->alpha));
 	rs->norm = malloc(R * sizeof(*rs->norm));
 	rs->rank = calloc(R, sizeof(*rs->rank));
+	rs->ncells = calloc(R, sizeof(*rs->ncells));
+	rs->nlead = calloc(R, sizeof(*rs->nlead));
+	rs->nlag = calloc(R, sizeof(*rs->nlag));
 	g = calloc(maxgroups, sizeof(*g));
-	if (!rs->alpha || !rs->norm || !rs->rank || !g) {
+	if (!rs->alpha || !rs->norm || !rs->rank || !rs->ncells || !rs->nlead || !rs->nlag || !g) {
 		free(g);
 		errbuf_set(err, errlen, "out of memory for the CFAR tables of %u gates", R);
 		return -ENOMEM;
@@ -438,6 +441,9 @@ static int cfar_tables(struct radar_setup *rs, const struct pc_radar *r, char *e
 		rs->alpha[n] = (float)g[i].alpha;
 		rs->norm[n] = (float)g[i].norm;
 		rs->rank[n] = c.rank;
+		rs->ncells[n] = c.n;
+		rs->nlead[n] = c.lead;
+		rs->nlag[n] = c.lag;
 	}
 	free(g);
 	return 0;
@@ -533,5 +539,8 @@ void radar_setup_free(struct radar_setup *rs)
 	free(rs->alpha);
 	free(rs->norm);
 	free(rs->rank);
+	free(rs->ncells);
+	free(rs->nlead);
+	free(rs->nlag);
 	memset(rs, 0, sizeof(*rs));
 }

@@ -8,8 +8,9 @@
  * radar_setup_make() turns a checked pc_params into what a backend runs:
  * the window with the Doppler gain folded in, Nd, and per range gate the
  * CFAR's alpha, norm and (os) rank, computed in double precision, so that
- * backends only sum, sort, compare and write records. radar_cpu_* is the
- * CPU implementation (the reference the GPU is tested against).
+ * backends only sum, sort, compare and write records. radar_cpu.h is the
+ * CPU implementation (the reference the GPU is tested against); radar.c
+ * states the CFAR model the tables are solved from.
  */
 #ifndef CHIRP_RADAR_H
 #define CHIRP_RADAR_H
@@ -42,6 +43,11 @@ struct radar_setup {
 	float *alpha;                        /* [R] threshold factor       */
 	float *norm;                         /* [R] noise = statistic x norm */
 	unsigned *rank;                      /* [R] os: k_n (1-based); else 0 */
+	unsigned *ncells;                    /* [R] N_n: training cells at gate
+						n (fewer near the range edges) */
+	unsigned *nlead, *nlag;              /* [R] the leading (dn < 0) and
+						lagging (dn > 0) halves' cells
+						(go/so's means divide by them) */
 	unsigned max_det;                    /* records per CPI            */
 	float range_m_per_gate;              /* NaN without a sample rate  */
 	float mps_per_bin;                   /* NaN without prf and carrier */

@@ -28,22 +28,33 @@
 struct radar_cpu;
 
 /*
- * rs must outlive the chain. fftw_flags: the planner flag
- * (FFTW_ESTIMATE...); fftw_lock serializes the FFTW planner with the
- * backend's own plans. Returns NULL with the reason in err.
+ * rs must outlive the chain. threads: how many threads may run items
+ * (each gets its own CFAR rows; thread ids 0..threads-1). fftw_flags: the
+ * planner flag (FFTW_ESTIMATE...); fftw_lock serializes the FFTW planner
+ * with the backend's own plans. Returns NULL with the reason in err.
  */
-struct radar_cpu *radar_cpu_create(const struct radar_setup *rs, unsigned fftw_flags,
-				   pthread_mutex_t *fftw_lock, char *err, size_t errlen);
+struct radar_cpu *radar_cpu_create(const struct radar_setup *rs, unsigned threads,
+				   unsigned fftw_flags, pthread_mutex_t *fftw_lock, char *err,
+				   size_t errlen);
 void radar_cpu_destroy(struct radar_cpu *rc);
 
 /* The compressed cube: C x P x R complex samples, interleaved float. */
 float *radar_cpu_cube(struct radar_cpu *rc);
 
 /*
- * Run the chain on the cube: with a map out_mode write the map
- * (C x Nd x R float32) to out; with cfar write the list (rs->det_bytes)
- * to det, header mode = mode.
+ * One CPI, in steps: radar_cpu_begin (out: the map output, used with a
+ * map out_mode), then for each stage 0..RADAR_CPU_STAGES-1 in turn every
+ * item 0..radar_cpu_items()-1 once, on any threads, in any order (a stage
+ * starts only when the previous one's items are all done, with the
+ * happens-before that implies), then radar_cpu_finish on the caller: the
+ * list (rs->det_bytes) to det with header mode = mode (cfar only).
+ * radar_cpu_run does all of it on the calling thread.
  */
+#define RADAR_CPU_STAGES 3
+void radar_cpu_begin(struct radar_cpu *rc, void *out);
+size_t radar_cpu_items(const struct radar_cpu *rc, unsigned stage);
+void radar_cpu_item(struct radar_cpu *rc, unsigned stage, size_t item, unsigned thread);
+void radar_cpu_finish(struct radar_cpu *rc, void *det, uint32_t mode);
 void radar_cpu_run(struct radar_cpu *rc, void *out, void *det, uint32_t mode);
 
 #endif /* CHIRP_RADAR_CPU_H */

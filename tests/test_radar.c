@@ -729,6 +729,274 @@ static void test_nonfinite(void **state)
 	pc_destroy(pc);
 }
 
+/* ---- CFAR against the definition, cell by cell ------------------------------ */
+
+/* The statistic at (k, n) of map m (Nd x R), straight from pc.h, in
+ * double: the training cells by their offsets, the halves by dn's sign,
+ * os by sorting. */
+static double ref_stat(const double *m, unsigned Nd, unsigned R, const struct pc_radar *r,
+		       unsigned rank, unsigned k, unsigned n)
+{
+	long gd = r->guard_doppler, td = r->train_doppler, gr = r->guard_range, tr = r->train_range;
+	double sum = 0, lead = 0, lag = 0, v[1024];
+	unsigned cnt = 0, nl = 0, ng = 0;
+
+	for (long dk = -(gd + td); dk <= gd + td; dk++)
+		for (long dn = -(gr + tr); dn <= gr + tr; dn++) {
+			long nn = (long)n + dn, kk = (((long)k + dk) % (long)Nd + Nd) % Nd;
+			double x;
+
+			if (nn < 0 || nn >= (long)R || (labs(dk) <= gd && labs(dn) <= gr))
+				continue;
+			x = m[kk * R + nn];
+			v[cnt++] = x;
+			sum += x;
+			if (dn < 0) {
+				lead += x;
+				nl++;
+			} else if (dn > 0) {
+				lag += x;
+				ng++;
+			}
+		}
+	switch (r->method) {
+	case PC_CFAR_CA:
+		return sum / cnt;
+	case PC_CFAR_GO:
+	case PC_CFAR_SO:
+		if (!nl)
+			return lag / ng;
+		if (!ng)
+			return lead / nl;
+		return r->method == PC_CFAR_GO ? fmax(lead / nl, lag / ng) : fmin(lead / nl, lag / ng);
+	case PC_CFAR_OS:
+		for (unsigned i = 1; i < cnt; i++)   /* insertion sort */
+			for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+				double t = v[j];
+
+				v[j] = v[j - 1];
+				v[j - 1] = t;
+			}
+		return v[rank - 1];
+	}
+	return NAN;
+}
+
+/* The cell (k, n) of the float map m is a local maximum (pc.h's rule). */
+static int ref_local_max(const float *m, unsigned Nd, unsigned R, unsigned md, unsigned mr,
+			 unsigned k, unsigned n)
+{
+	size_t idx = (size_t)k * R + n;
+
+	for (long dk = -(long)md; dk <= (long)md; dk++)
+		for (long dn = -(long)mr; dn <= (long)mr; dn++) {
+			long nn = (long)n + dn, kk = (((long)k + dk) % (long)Nd + Nd) % Nd;
+			size_t j;
+
+			if (nn < 0 || nn >= (long)R || (dk == 0 && dn == 0))
+				continue;
+			j = (size_t)kk * R + (size_t)nn;
+			if (j < idx ? !(m[idx] > m[j]) : !(m[idx] >= m[j]))
+				return 0;
+		}
+	return 1;
+}
+
+/*
+ * The same CPI with maxima 2 (range) / 1 (Doppler): the list is exactly
+ * the crossings of all (the list det of maxima 0/0) that are local maxima
+ * of the map, in order. The integrated map is summed in float in channel
+ * order, as the chain sums it.
+ */
+static void check_maxima(const struct pc_params *p0, const float *x, const float *out,
+			 const void *all)
+{
+	struct pc_params p = *p0;
+	const struct chirp_det_header *ha = all, *hd;
+	unsigned C = p.channels, R = p.samples, Nd, want = 0;
+	struct pc_info info;
+	struct pc *pc;
+	float *isum = NULL;
+	void *det;
+
+	p.radar.maxima_range = 2;
+	p.radar.maxima_doppler = 1;
+	p.out_mode = PC_OUT_NONE;
+	pc = make(&p);
+	pc_get_info(pc, &info);
+	Nd = info.doppler_nfft;
+	det = xalloc(pc_det_bytes(pc));
+	hd = det;
+	run(pc, x, NULL, det);
+	if (p.radar.integrate) {
+		isum = calloc((size_t)Nd * R, sizeof(*isum));
+		assert_non_null(isum);
+		for (unsigned c = 0; c < C; c++)
+			for (size_t i = 0; i < (size_t)Nd * R; i++)
+				isum[i] += out[c * (size_t)Nd * R + i];
+	}
+	assert_int_equal(hd->crossings, ha->crossings);
+	for (uint32_t j = 0; j < ha->count; j++) {
+		const struct chirp_det_record *a = &records(all)[j];
+		unsigned k = (unsigned)(a->doppler_bin + (int)Nd / 2);
+		const float *m = isum ? isum : out + (size_t)a->channel * Nd * R;
+
+		if (!ref_local_max(m, Nd, R, 1, 2, k, a->range_gate))
+			continue;
+		assert_true(want < hd->count);
+		assert_int_equal(memcmp(a, &records(det)[want], sizeof(*a)), 0);
+		want++;
+	}
+	assert_int_equal(want, hd->count);
+	assert_true(hd->count < ha->count);
+	free(isum);
+	free(det);
+	pc_destroy(pc);
+}
+
+/*
+ * Every crossing (maxima 0/0 lists them all, pfa 0.1 makes many) and its
+ * noise against ref_stat on the map the pc wrote, with the tables of
+ * radar_setup_make; cells within 1e-4 of their threshold may go either
+ * way (float against double).
+ */
+static void test_cfar_reference(void **state)
+{
+	const unsigned C = 2, P = 8, R = 60;
+
+	(void)state;
+	seed(909);
+	for (int m = PC_CFAR_CA; m <= PC_CFAR_OS; m++)
+		for (int integ = 0; integ < 2; integ++) {
+			struct pc_params p;
+			struct radar_setup rs;
+			struct pc *pc;
+			float *x, *out;
+			double *map;
+			void *det;
+			const struct chirp_det_header *hd;
+			unsigned Nd, maps, listed = 0, expected = 0;
+			char err[256];
+
+			base(&p, C, P, R);
+			p.out_mode = PC_OUT_MAP_POWER;
+			p.radar.cfar = 1;
+			p.radar.method = (enum pc_cfar)m;
+			p.radar.integrate = integ;
+			p.radar.pfa = 0.1;
+			p.radar.guard_range = 1;
+			p.radar.train_range = 3;
+			p.radar.maxima_range = 0;
+			p.radar.maxima_doppler = 0;
+			assert_int_equal(radar_setup_make(&rs, &p, err, sizeof(err)), 0);
+			pc = make(&p);
+			Nd = rs.nd;
+			maps = rs.maps;
+			x = xalloc((size_t)C * P * R * 8);
+			out = xalloc(pc_out_bytes(pc));
+			det = xalloc(pc_det_bytes(pc));
+			hd = det;
+			map = calloc((size_t)maps * Nd * R, sizeof(*map));
+			assert_non_null(map);
+			gauss_fill(x, (size_t)C * P * R, 1.0);
+			add_target(x, C, P, R, 3, 2, 3.0, 0);    /* at an edge */
+			add_target(x, C, P, R, 20, -1, 1.0, 0);
+			run(pc, x, out, det);
+			for (unsigned c = 0; c < C; c++)
+				for (size_t i = 0; i < (size_t)Nd * R; i++)
+					map[(integ ? 0 : c) * (size_t)Nd * R + i] += out[c * (size_t)Nd * R + i];
+			for (unsigned mi = 0; mi < maps; mi++)
+				for (unsigned k = 0; k < Nd; k++)
+					for (unsigned n = 0; n < R; n++) {
+						const double *mm = map + (size_t)mi * Nd * R;
+						double s = ref_stat(mm, Nd, R, &p.radar, rs.rank[n], k, n);
+						double noise = s * rs.norm[n], thr = rs.alpha[n] * noise;
+						double v = mm[k * R + n];
+						const struct chirp_det_record *d = NULL;
+
+						for (uint32_t j = 0; j < hd->count; j++) {
+							const struct chirp_det_record *e = &records(det)[j];
+
+							if (e->range_gate == n && e->doppler_bin == (int)k - (int)Nd / 2 &&
+							    e->channel == (integ ? -1 : (int)mi))
+								d = e;
+						}
+						if (fabs(v - thr) <= 1e-4 * thr) {
+							listed += d != NULL;
+							expected += d != NULL;
+							continue;
+						}
+						if (v > thr) {
+							expected++;
+							if (!d)
+								fail_msg("cfar %d integ %d: (map %u, k %u, n %u) %g > %g not listed",
+									 m, integ, mi, k, n, v, thr);
+							assert_float_equal(d->noise, noise, 1e-5 * noise);
+							assert_float_equal(d->power, v, 1e-5 * v);
+						} else if (d) {
+							fail_msg("cfar %d integ %d: (map %u, k %u, n %u) %g <= %g listed",
+								 m, integ, mi, k, n, v, thr);
+						}
+						listed += d != NULL;
+					}
+			assert_int_equal(listed, hd->count);
+			assert_int_equal(hd->crossings, hd->count);
+			assert_true(expected > 20);
+			check_maxima(&p, x, out, det);
+			free(map);
+			free(x);
+			free(out);
+			free(det);
+			radar_setup_free(&rs);
+			pc_destroy(pc);
+		}
+}
+
+/* The chain's stages run on the backend's threads: any thread count gives
+ * the same map and list, bit for bit, CPI after CPI (the compression
+ * jobs and the chain's jobs take turns on one pool). */
+static void test_threads_same(void **state)
+{
+	const unsigned C = 3, P = 20, R = 300;
+	struct pc_params p;
+	struct pc *one, *many;
+	float *x, *o1, *o2;
+	void *d1, *d2;
+
+	(void)state;
+	seed(808);
+	base(&p, C, P, R);
+	p.out_mode = PC_OUT_MAP_DB;
+	p.radar.cfar = 1;
+	p.radar.integrate = 0;
+	p.radar.mti = PC_MTI_TWO;
+	one = make(&p);
+	p.cpu_threads = 3;
+	p.idle_spin_us = 200;   /* workers polling, take-over on */
+	many = make(&p);
+	x = xalloc((size_t)C * P * R * 8);
+	o1 = xalloc(pc_out_bytes(one));
+	o2 = xalloc(pc_out_bytes(one));
+	d1 = xalloc(pc_det_bytes(one));
+	d2 = xalloc(pc_det_bytes(one));
+	for (int i = 0; i < 10; i++) {
+		gauss_fill(x, (size_t)C * P * R, 1.0);
+		add_target(x, C, P, R, 50 + 20 * i, 3 + i % 4, 3.0, i);   /* clear of MTI's notch */
+		run(one, x, o1, d1);
+		run(many, x, o2, d2);
+		assert_int_equal(memcmp(o1, o2, pc_out_bytes(one)), 0);
+		assert_int_equal(memcmp(d1, d2, pc_det_bytes(one)), 0);
+		assert_true(((struct chirp_det_header *)d1)->count >= 1);
+	}
+	free(x);
+	free(o1);
+	free(o2);
+	free(d1);
+	free(d2);
+	pc_destroy(one);
+	pc_destroy(many);
+}
+
 /* ---- the interface ------------------------------------------------------------ */
 
 static void test_submit_rules(void **state)
@@ -898,6 +1166,8 @@ int main(void)
 		cmocka_unit_test(test_one_detection_per_target),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_nonfinite),
+		cmocka_unit_test(test_threads_same),
+		cmocka_unit_test(test_cfar_reference),
 		cmocka_unit_test(test_target_detected),
 		cmocka_unit_test(test_fa_ca),
 		cmocka_unit_test(test_fa_go_so_os),

@@ -440,8 +440,10 @@ int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag);
  * mode, flags, count, found, maps, doppler_bins, range_gates, cells and
  * crossings filled, seq / timestamp_ns / first_sample 0 (the caller's),
  * then the records. Registered memory (pc_register_host) is written in
- * place, as out is. pc_submit_mode(pc, in, out, tag, mode) is
- * pc_submit_job with det NULL.
+ * place, as out is. in and out are 4-byte aligned, det 8-byte aligned
+ * (-EINVAL otherwise, the pc not failed); a pc that does not detect
+ * ignores det. pc_submit_mode(pc, in, out, tag, mode) is pc_submit_job
+ * with det NULL (so -EINVAL on a pc that detects).
  */
 struct pc_job {
 	const void *in;
