@@ -224,72 +224,6 @@ struct cu_pre {
 	int anybad;      /* 0: the tile has none, b is not made        */
 };
 
-/* Inclusive scan of v over the block's threads (blockDim.x a multiple
- * of 32, at most 1024): warp shuffles, then the warps' totals. */
-template <typename T>
-__device__ __forceinline__ T cu_block_scan(T v, T *wtot)
-{
-	unsigned lane = threadIdx.x & 31, wp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-
-	for (int o = 1; o < 32; o <<= 1) {
-		T u = __shfl_up_sync(0xffffffffu, v, o);
-
-		if (lane >= (unsigned)o)
-			v += u;
-	}
-	if (lane == 31)
-		wtot[wp] = v;
-	__syncthreads();
-	if (wp == 0) {
-		T t = lane < nw ? wtot[lane] : (T)0;
-
-		for (int o = 1; o < 32; o <<= 1) {
-			T u = __shfl_up_sync(0xffffffffu, t, o);
-
-			if (lane >= (unsigned)o)
-				t += u;
-		}
-		if (lane < nw)
-			wtot[lane] = t;
-	}
-	__syncthreads();
-	if (wp > 0)
-		v += wtot[wp - 1];
-	__syncthreads();   /* wtot reused by the next call */
-	return v;
-}
-
-/* Inclusive prefix of the span's n entries, in place, by the block: each
- * thread a run of consecutive entries, the runs' totals scanned. */
-__device__ __forceinline__ void cu_block_prefix(struct cu_pre p, unsigned n)
-{
-	__shared__ double wd[32];
-	__shared__ int wi[32];
-	unsigned per = (n + blockDim.x - 1) / blockDim.x, i0 = threadIdx.x * per;
-	unsigned i1 = min(n, i0 + per);
-	double f = 0.0, t = 0.0, ef, et;
-	int b = 0, eb;
-
-	for (unsigned i = i0; i < i1; i++) {   /* this thread's run, serially */
-		f += p.f[i];
-		t += p.t[i];
-		b += p.b[i];
-		p.f[i] = f;
-		p.t[i] = t;
-		p.b[i] = b;
-	}
-	/* the runs before this one: the inclusive scans minus this run */
-	ef = cu_block_scan<double>(f, wd) - f;
-	et = cu_block_scan<double>(t, wd) - t;
-	eb = p.anybad ? cu_block_scan<int>(b, wi) - b : 0;
-	for (unsigned i = i0; i < i1; i++) {
-		p.f[i] += ef;
-		p.t[i] += et;
-		p.b[i] += eb;
-	}
-	__syncthreads();
-}
-
 /* Sums over span indices [i0, i1] (empty when i0 > i1). */
 __device__ __forceinline__ double cu_psf(const struct cu_pre &p, int i0, int i1)
 {
@@ -305,8 +239,6 @@ __device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
 {
 	return !p.anybad || i0 > i1 ? 0 : p.b[i1] - (i0 > 0 ? p.b[i0 - 1] : 0);
 }
-
-#define CU_RG 8   /* gates per thread of k_cfar_fused: a tile of CU_RT x CU_RG */
 
 /* One cell of k_cfar_fused: n its gate, c its span index (any gate; the
  * ones whose window is cut by the range edges take this way). */
@@ -379,76 +311,152 @@ __device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const s
 }
 
 /*
- * 4. ca/go/so in one pass, block (x: a map row, y: a tile of CU_RT x
- * CU_RG gates): each gate of the tile and its halo gets its Doppler
- * window's column sums (|dk| <= gd+td, and without |dk| <= gd), summed
- * directly in float, ascending dk, cyclic, straight into the shared
- * prefix arrays; then the range sums as differences of prefixes. The
- * column sums never go to device memory. Offsets within a map are 32-bit
- * (a map is checked at create to hold fewer than 2^31 cells).
+ * 4. ca/go/so in one pass over a tile of CU_TK Doppler rows x CU_TG
+ * gates of one map, CU_TG threads (block x: a map's row tile, y: a gate
+ * tile).
+ *   a. Each thread walks down columns (gates of the tile and its range
+ *      halo) through the tile's rows with running Doppler-window sums,
+ *      |dk| <= gd+td and |dk| <= gd, cyclic: the window's 2(gd+td)+1
+ *      reads once per column, then four per row. The sums are double and
+ *      leave non-finite cells out (counted instead), so a strong target
+ *      leaving the window leaves no residue in the noise's digits and a NaN
+ *      reaches only the windows that hold it.
+ *   b. Each warp turns rows of those column sums into prefix sums along
+ *      range (double, and a count of non-finite columns where the tile has
+ *      any).
+ *   c. Each cell's training sums are then differences of prefixes: the cost
+ *      per cell grows with neither window extent.
+ * Offsets within a map are 32-bit (checked at create).
  */
-__global__ void __launch_bounds__(CU_RT)
+#define CU_TK 8      /* Doppler rows of a tile                          */
+#define CU_TG 128    /* gates of a tile, and its threads                */
+
+/* One row's prefix arrays, in place, by one warp: a run per lane, the
+ * runs' totals scanned by shuffles. */
+__device__ __forceinline__ void cu_warp_prefix(double *f, double *t, int *b, unsigned n,
+					       int anybad)
+{
+	unsigned lane = threadIdx.x & 31, per = (n + 31) / 32, i0 = lane * per;
+	unsigned i1 = min(n, i0 + per);
+	double sf = 0.0, stt = 0.0, xf, xt;
+	int sb = 0, xb;
+
+	for (unsigned i = i0; i < i1; i++) {
+		sf += f[i];
+		stt += t[i];
+		f[i] = sf;
+		t[i] = stt;
+		if (anybad) {
+			sb += b[i];
+			b[i] = sb;
+		}
+	}
+	xf = sf;
+	xt = stt;
+	xb = sb;
+	for (int o = 1; o < 32; o <<= 1) {   /* inclusive scan of the runs' totals */
+		double uf = __shfl_up_sync(0xffffffffu, xf, o), ut = __shfl_up_sync(0xffffffffu, xt, o);
+		int ub = __shfl_up_sync(0xffffffffu, xb, o);
+
+		if (lane >= (unsigned)o) {
+			xf += uf;
+			xt += ut;
+			xb += ub;
+		}
+	}
+	xf -= sf;   /* the runs before this lane's */
+	xt -= stt;
+	xb -= sb;
+	for (unsigned i = i0; i < i1; i++) {
+		f[i] += xf;
+		t[i] += xt;
+		if (anybad)
+			b[i] += xb;
+	}
+}
+
+__global__ void __launch_bounds__(CU_TG)
 k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__restrict__ norm,
 	     float *__restrict__ noise)
 {
 	extern __shared__ double smem[];
-	unsigned row = blockIdx.x, mp = row / a.Nd, k = row - mp * a.Nd;
-	unsigned n0 = blockIdx.y * blockDim.x * CU_RG;
-	/* the halo: h gates each side, and one more on the left so that
+	unsigned tiles = (a.Nd + CU_TK - 1) / CU_TK, mp = blockIdx.x / tiles;
+	unsigned k0 = (blockIdx.x - mp * tiles) * CU_TK, nk = min(CU_TK, a.Nd - k0);
+	unsigned n0 = blockIdx.y * CU_TG;
+	/* the range halo: h gates each side, and one more on the left so that
 	 * every gate's prefix before its window is in the span */
 	int h = (int)(a.gr + a.tr), lo = (int)n0 - h - 1, R = (int)a.R;
 	int w = (int)(a.gd + a.td), g = (int)a.gd, Nd = (int)a.Nd;
-	unsigned span = blockDim.x * CU_RG + 2 * (unsigned)h + 1;
+	unsigned span = CU_TG + 2 * (unsigned)h + 1;
 	const float *map = x + (size_t)mp * a.Nd * a.R;
-	struct cu_pre sp = { smem, smem + span, (int *)(smem + 2 * span), 0 };
-	int k0 = (int)cu_wrap((int)k - w, a.Nd), bad = 0;
+	double *pf = smem, *pt = smem + CU_TK * span;
+	int *pb = (int *)(smem + 2 * CU_TK * span), bad = 0;
 
-	for (unsigned i = threadIdx.x; i < span; i += blockDim.x) {
-		int gg = lo + (int)i;
-		float full = 0.0f, train = 0.0f;
+	/* a: column sums, down the tile's rows */
+	for (unsigned c = threadIdx.x; c < span; c += blockDim.x) {
+		int gg = lo + (int)c;
+		const float *col = map + (unsigned)max(gg, 0);
+		double full = 0.0, guard = 0.0;
+		int bf = 0, bg = 0;
 
-		if (gg >= 0 && gg < R) {
-			/* ascending dk: leading training, guard (and the cell),
-			 * lagging training */
-			const float *col = map + (unsigned)gg;
-			int kk = k0;
-			float guard = 0.0f;
-
-			for (int dk = -w; dk < -g; dk++) {
-				float v = col[(unsigned)kk * a.R];
-
-				full += v;
-				train += v;
-				kk = kk + 1 == Nd ? 0 : kk + 1;
+		if (gg < 0 || gg >= R) {   /* outside the row: nothing, never used */
+			for (unsigned r = 0; r < nk; r++) {
+				pf[r * span + c] = 0.0;
+				pt[r * span + c] = 0.0;
+				pb[r * span + c] = 0;
 			}
-			for (int dk = -g; dk <= g; dk++) {
-				guard += col[(unsigned)kk * a.R];
-				kk = kk + 1 == Nd ? 0 : kk + 1;
-			}
-			full += guard;
-			for (int dk = g + 1; dk <= w; dk++) {
-				float v = col[(unsigned)kk * a.R];
+			continue;
+		}
+		for (int dk = -w; dk <= w; dk++) {
+			float v = col[cu_wrap((int)k0 + dk, a.Nd) * a.R];
+			int nf = !isfinite(v);
 
-				full += v;
-				train += v;
-				kk = kk + 1 == Nd ? 0 : kk + 1;
+			full += nf ? 0.0 : (double)v;
+			bf += nf;
+			if (dk >= -g && dk <= g) {
+				guard += nf ? 0.0 : (double)v;
+				bg += nf;
 			}
 		}
-		sp.f[i] = isfinite(full) ? (double)full : 0.0;
-		sp.t[i] = isfinite(train) ? (double)train : 0.0;
-		sp.b[i] = !isfinite(full);
-		bad |= !isfinite(full);
-	}
-	sp.anybad = __syncthreads_or(bad);   /* also the barrier before the scan */
-	cu_block_prefix(sp, span);
-	for (unsigned j = 0; j < CU_RG; j++) {
-		int n = (int)(n0 + j * blockDim.x + threadIdx.x);
+		for (unsigned r = 0; r < nk; r++) {
+			int k = (int)(k0 + r), in_f = k + w + 1, out_f = k - w;
+			int in_g = k + g + 1, out_g = k - g;
+			float va, vb, vc, vd;
 
-		if (n >= R)
-			break;
-		noise[(size_t)row * a.R + n] = n - h >= 0 && n + h < R
-			? cu_range_inner(sp, a, n - lo, norm[n])
-			: cu_range_cell(sp, a, n, lo, norm[n]);
+			pf[r * span + c] = bf ? 0.0 : full;
+			pt[r * span + c] = bf - bg ? 0.0 : full - guard;
+			pb[r * span + c] = bf != 0;
+			bad |= bf != 0;
+			if (r + 1 == nk)
+				break;
+			/* slide to k + 1 (indices wrapped by one period at most) */
+			va = col[(unsigned)(in_f >= Nd ? in_f - Nd : in_f) * a.R];
+			vb = col[(unsigned)(out_f < 0 ? out_f + Nd : out_f) * a.R];
+			vc = col[(unsigned)(in_g >= Nd ? in_g - Nd : in_g) * a.R];
+			vd = col[(unsigned)(out_g < 0 ? out_g + Nd : out_g) * a.R];
+			full += (isfinite(va) ? (double)va : 0.0) - (isfinite(vb) ? (double)vb : 0.0);
+			bf += !isfinite(va) - !isfinite(vb);
+			guard += (isfinite(vc) ? (double)vc : 0.0) - (isfinite(vd) ? (double)vd : 0.0);
+			bg += !isfinite(vc) - !isfinite(vd);
+		}
+	}
+	int anybad = __syncthreads_or(bad);
+
+	/* b: prefix sums along range, a row per warp */
+	for (unsigned r = threadIdx.x >> 5; r < nk; r += blockDim.x >> 5)
+		cu_warp_prefix(pf + r * span, pt + r * span, pb + r * span, span, anybad);
+	__syncthreads();
+	/* c: the cells */
+	int n = (int)n0 + (int)threadIdx.x;
+
+	if (n >= R)
+		return;
+	for (unsigned r = 0; r < nk; r++) {
+		struct cu_pre sp = { pf + r * span, pt + r * span, pb + r * span, anybad };
+		size_t o = ((size_t)mp * a.Nd + k0 + r) * a.R + (unsigned)n;
+
+		noise[o] = n - h >= 0 && n + h < R ? cu_range_inner(sp, a, n - lo, norm[n])
+						   : cu_range_cell(sp, a, n, lo, norm[n]);
 	}
 }
 
@@ -773,7 +781,8 @@ static dim3 cu_rgrid(unsigned R, size_t rows)
 /* k_cfar_fused's shared memory: the prefix arrays over a tile and its halo. */
 static size_t cu_cfar_smem(const struct radar_setup *rs)
 {
-	return (2 * sizeof(double) + sizeof(int)) * (CU_RT * CU_RG + 2 * (size_t)(rs->gr + rs->tr) + 1);
+	return (2 * sizeof(double) + sizeof(int)) * CU_TK *
+	       (CU_TG + 2 * (size_t)(rs->gr + rs->tr) + 1);
 }
 
 /* The CFAR's input: I when integrated, else the channels' maps. */
@@ -799,11 +808,12 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	}
 	{
 		size_t smem = cu_cfar_smem(rs);
-		unsigned tile = CU_RT * CU_RG, nseg = (rs->nd + CU_DSEG - 1) / CU_DSEG;
+		unsigned nseg = (rs->nd + CU_DSEG - 1) / CU_DSEG;
+		unsigned rtiles = rs->maps * ((rs->nd + CU_TK - 1) / CU_TK);
 
-		/* rows on x: no 65535 limit */
+		/* row tiles on x: no 65535 limit */
 		if (smem <= CU_SMEM_MAX) {
-			k_cfar_fused<<<dim3(rows, (R + tile - 1) / tile), CU_RT, smem, st>>>(
+			k_cfar_fused<<<dim3(rtiles, (R + CU_TG - 1) / CU_TG), CU_TG, smem, st>>>(
 				cu_cfar_in(be, s), a, be->d_norm, r->d_noise);
 		} else {   /* a halo too wide for shared memory: two passes */
 			k_cfar_dop<<<cu_rgrid(R, (size_t)rs->maps * nseg), CU_RT, 0, st>>>(
