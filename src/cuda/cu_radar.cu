@@ -242,7 +242,7 @@ __device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
 
 /* One cell of k_cfar_fused: n its gate, c its span index (any gate; the
  * ones whose window is cut by the range edges take this way). */
-__device__ __forceinline__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
+__device__ __noinline__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
 			       int lo, float nrm)
 {
 	int h = (int)(a.gr + a.tr), gr = (int)a.gr, R = (int)a.R, c = n - lo;
@@ -455,8 +455,15 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 		struct cu_pre sp = { pf + r * span, pt + r * span, pb + r * span, anybad };
 		size_t o = ((size_t)mp * a.Nd + k0 + r) * a.R + (unsigned)n;
 
-		noise[o] = n - h >= 0 && n + h < R ? cu_range_inner(sp, a, n - lo, norm[n])
-						   : cu_range_cell(sp, a, n, lo, norm[n]);
+		float z;
+
+		/* a call, not inlined: only the h gates at each end take it, and
+		 * inlined beside the inner cells' path it was computed for all */
+		if (n - h >= 0 && n + h < R)
+			z = cu_range_inner(sp, a, n - lo, norm[n]);
+		else
+			z = cu_range_cell(sp, a, n, lo, norm[n]);
+		noise[o] = z;
 	}
 }
 
