@@ -386,7 +386,7 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	/* the range halo: h gates each side, and one more on the left so that
 	 * every gate's prefix before its window is in the span */
 	int h = (int)(a.gr + a.tr), lo = (int)n0 - h - 1, R = (int)a.R;
-	int w = (int)(a.gd + a.td), g = (int)a.gd, Nd = (int)a.Nd;
+	int w = (int)(a.gd + a.td), g = (int)a.gd;
 	unsigned span = CU_TG + 2 * (unsigned)h + 1;
 	const float *map = x + (size_t)mp * a.Nd * a.R;
 	double *pf = smem, *pt = smem + CU_TK * span;
@@ -418,9 +418,15 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 				bg += nf;
 			}
 		}
+		/* the four rows that enter and leave the windows at each step, as
+		 * offsets into the column, advanced by one row a step */
+		unsigned NdR = a.Nd * a.R, step = a.R;
+		unsigned oi_f = cu_wrap((int)k0 + w + 1, a.Nd) * a.R;
+		unsigned oo_f = cu_wrap((int)k0 - w, a.Nd) * a.R;
+		unsigned oi_g = cu_wrap((int)k0 + g + 1, a.Nd) * a.R;
+		unsigned oo_g = cu_wrap((int)k0 - g, a.Nd) * a.R;
+
 		for (unsigned r = 0; r < nk; r++) {
-			int k = (int)(k0 + r), in_f = k + w + 1, out_f = k - w;
-			int in_g = k + g + 1, out_g = k - g;
 			float va, vb, vc, vd;
 
 			pf[r * span + c] = bf ? 0.0 : full;
@@ -429,15 +435,19 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			bad |= bf != 0;
 			if (r + 1 == nk)
 				break;
-			/* slide to k + 1 (indices wrapped by one period at most) */
-			va = col[(unsigned)(in_f >= Nd ? in_f - Nd : in_f) * a.R];
-			vb = col[(unsigned)(out_f < 0 ? out_f + Nd : out_f) * a.R];
-			vc = col[(unsigned)(in_g >= Nd ? in_g - Nd : in_g) * a.R];
-			vd = col[(unsigned)(out_g < 0 ? out_g + Nd : out_g) * a.R];
+			/* slide to the next row */
+			va = col[oi_f];
+			vb = col[oo_f];
+			vc = col[oi_g];
+			vd = col[oo_g];
 			full += (isfinite(va) ? (double)va : 0.0) - (isfinite(vb) ? (double)vb : 0.0);
 			bf += !isfinite(va) - !isfinite(vb);
 			guard += (isfinite(vc) ? (double)vc : 0.0) - (isfinite(vd) ? (double)vd : 0.0);
 			bg += !isfinite(vc) - !isfinite(vd);
+			oi_f = oi_f + step >= NdR ? oi_f + step - NdR : oi_f + step;
+			oo_f = oo_f + step >= NdR ? oo_f + step - NdR : oo_f + step;
+			oi_g = oi_g + step >= NdR ? oi_g + step - NdR : oi_g + step;
+			oo_g = oo_g + step >= NdR ? oo_g + step - NdR : oo_g + step;
 		}
 	}
 	int anybad = __syncthreads_or(bad);
