@@ -21,18 +21,18 @@
  *   3 k_map       M = |D|^2 with zero Doppler in the middle (bin k holds
  *                 m = k - floor(Nd/2)) -> d_map [C][Nd][R]; I = sum_c M ->
  *                 d_imap; the map output (map_db: in dB) -> d_out.
- *   4 k_cfar_fused  ca/go/so, one pass per tile of a map row: each gate's
- *                 Doppler window column sums, |dk| <= gd+td and without
- *                 |dk| <= gd, cyclic, summed directly in float into shared
- *                 memory; then the range sums over the training extent as
- *                 differences of prefix sums, so the cost per cell does not
- *                 grow with the window, and the column sums never go to
- *                 device memory. The prefix sums are double and count
- *                 non-finite columns apart: a strong target in the window
- *                 cancels none of the noise's digits, and a NaN reaches
- *                 only the windows that hold it. A range halo too wide for
- *                 shared memory takes two passes instead (k_cfar_dop's
- *                 running column sums to d_sf/d_st, k_cfar_range_wide).
+ *   4 k_cfar_fused  ca/go/so, one pass per tile of 8 Doppler rows x 128
+ *                 gates of a map: running Doppler-window column sums down
+ *                 the tile (|dk| <= gd+td, and without |dk| <= gd, cyclic),
+ *                 straight into shared memory; a prefix along range per row;
+ *                 each cell's training sums as differences of prefixes. The
+ *                 cost per cell grows with neither window extent, and the
+ *                 column sums never go to device memory. Running and prefix
+ *                 sums are double and count non-finite cells apart: a strong
+ *                 target in the window cancels none of the noise's digits,
+ *                 and a NaN reaches only the windows that hold it. A range
+ *                 halo too wide for shared memory takes two passes instead
+ *                 (k_cfar_dop to d_sf/d_st, k_cfar_range_wide).
  *     k_cfar_os   os: the training cells of each cell gathered (at most
  *                 PC_CFAR_OS_MAX_CELLS) and the rank[n]-th smallest
  *                 selected (Wirth's selection in registers / local memory).
@@ -56,8 +56,8 @@
  *                 limit for max_detections in the hundreds of thousands).
  *
  * The header's mode is the host's: pc_poll writes it into the caller's
- * list (cu_radar_stamp), so one captured graph serves every mode. Summing
- * order is fixed (ascending dk, then ascending dn), float32 as the map.
+ * list (cu_radar_stamp), so one captured graph serves every mode. The
+ * sums' order is fixed, so a CPI's list is the same on every run.
  */
 #include <limits.h>
 #include <math.h>
