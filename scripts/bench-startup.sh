@@ -11,6 +11,11 @@
 # the most common depth. Writes "start capacity depth slots source" lines to
 # TSV (default $CHIRP_BUILD/startup.tsv). Exit 77 without a GPU or a CUDA
 # build; 0 otherwise (a report, not a test).
+#
+# As under the shipped unit, [processing] capacity_cache = auto keeps the
+# decisions in $STATE_DIRECTORY/capacity: here a fresh folder of the run
+# (STATE_DIRECTORY=DIR to use another, e.g. one a previous run filled), so
+# the first start measures and the others find its entry.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 export CHIRP_BUILD=${CHIRP_BUILD:-build}
@@ -25,6 +30,8 @@ e2e_init bench_startup
 gpu_need
 IFS=x read -r c p r <<<"${GEOM:-4x128x4096}"
 l=$([ "$r" -ge 9000 ] && echo 1000 || echo 512)
+export STATE_DIRECTORY=${STATE_DIRECTORY:-$T/state}
+mkdir -p "$STATE_DIRECTORY" || e2e_fail "cannot create $STATE_DIRECTORY"
 printf 'start\tcapacity_cpi_per_s\tdepth\tinput_slots\tsource\tdepth_choice\n' >"$TSV"
 for i in $(seq 1 "$N"); do
 	e2e_config processing.backend=cuda processing.streams=auto cpi.channels="$c" cpi.pulses="$p" \

@@ -163,6 +163,7 @@ static int check_cpus(const char *v, char *err, size_t len);
 static int check_shm_name(const char *v, char *err, size_t len);
 static int check_shm_name_or_none(const char *v, char *err, size_t len);
 static int check_file_path(const char *v, char *err, size_t len);
+static int check_cache_path(const char *v, char *err, size_t len);
 static int check_listen(const char *v, char *err, size_t len);
 
 #define OFF(f)  offsetof(struct chirp_config, f)
@@ -305,6 +306,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "processing", "fftw_wisdom", T_STR, OFF(fftw_wisdom), SZ(fftw_wisdom),
 	  "", 0, 0, 0, NULL, check_file_path, 1,
 	  "cpu: file of FFTW wisdom (relative to the config file's directory); empty = none. Read before planning, written back after a measure or patient search, so a later start or reload with the same CPI shape takes its plans from the file in milliseconds. Under systemd use /var/lib/chirpd/fftw-wisdom (/var/lib/chirpd/NAME/fftw-wisdom for chirpd@NAME): the unit's StateDirectory, writable by chirpd and kept across restarts. A missing file only means a search; wisdom is specific to the machine, so remove the file after a CPU or FFTW change." },
+	{ "processing", "capacity_cache", T_STR, OFF(capacity_cache), SZ(capacity_cache),
+	  "auto", 0, 0, 0, NULL, check_cache_path, 1,
+	  "File where chirpd keeps the decisions it measures at start: the depth streams = auto picks and the capacity slots = auto sizes the rings by, one entry per machine and configuration (chirpd's build, the device and its driver, the CPI's geometry and formats, the filters, the backend settings and the radar chain). A start or reload whose entry is there uses it instead of measuring again, so a restart makes the same decisions (it still runs the short warm-up); an entry whose key differs in anything is measured afresh and stored. auto: capacity in systemd's StateDirectory ($STATE_DIRECTORY, /var/lib/chirpd for the unit), none outside systemd; empty = none; else an absolute path. chirpctl status says where the capacity came from (rings.capacity_source). Remove the file to measure again." },
 	{ "processing", "takeover", T_ENUM, OFF(takeover), 0,
 	  "auto", 0, 0, 0, ch_switch, NULL, 1,
 	  "cpu: straggler take-over: a block of rows that a worker thread took but has not finished after a grace is computed again by a thread that is waiting for it, so one descheduled worker does not hold the CPI up (the result is the same). auto = on while the workers poll between CPIs (idle_spin_us > 0), where an unfinished block means a stalled worker; off while they sleep, where it is mostly a late wake-up and the second copy would compete with the worker it waits for (doc/pc.md). on or off forces it." },
@@ -518,6 +522,15 @@ static int check_shm_name_or_none(const char *v, char *err, size_t len)
 /* Any path. Also marks the keys whose relative paths are resolved
  * against the config file's directory (see handler). Existence is checked
  * where it matters (the waveform file, in check_consistency). */
+/* capacity_cache: auto, empty or an absolute path. */
+static int check_cache_path(const char *v, char *err, size_t len)
+{
+	if (!v[0] || !strcmp(v, "auto") || v[0] == '/')
+		return 0;
+	snprintf(err, len, "'%s': want auto, empty (none) or an absolute path", v);
+	return -1;
+}
+
 static int check_file_path(const char *v, char *err, size_t len)
 {
 	(void)v; (void)err; (void)len;

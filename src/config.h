@@ -99,6 +99,8 @@ struct chirp_config {
 	enum pc_fftw_planner fftw_planner;
 	char fftw_wisdom[CFG_PATH_MAX];      /* wisdom file ("" = none);
 						tune.fftw_wisdom points here */
+	char capacity_cache[CFG_PATH_MAX];   /* start-up decisions' cache:
+						"auto", "" (none) or a path */
 	enum pc_switch takeover;             /* auto: on when idle_spin_us > 0 */
 	unsigned cpu_block_kib;              /* 0 = auto                    */
 	int cuda_graphs;                     /* bool                        */

@@ -238,6 +238,12 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 			    json_real(gen_ring_ms(c->output_slots, d->g->capacity_cps)));
 	/* Buffer by time: what the input ring rides out, at capacity and now. */
 	json_object_set_new(rings, "capacity_cpi_per_s", json_real(d->g->capacity_cps));
+	/* where the figure (and with streams = auto the depth) came from:
+	 * measured, cache (capacity_cache), kept (a reload's, same work), none */
+	json_object_set_new(rings, "capacity_source", json_string(d->g->capacity_source));
+	json_object_set_new(rings, "capacity_measured_unix",
+			    json_integer((json_int_t)d->g->capacity_measured_s));
+	json_object_set_new(rings, "capacity_cache", json_string(d->g->cache_path));
 	json_object_set_new(rings, "input_ms_at_capacity",
 			    json_real(gen_ring_ms(gen_in_slots(d->g), d->g->capacity_cps)));
 	json_object_set_new(rings, "input_ms_at_current_rate",

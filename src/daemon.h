@@ -21,6 +21,7 @@
 
 #include "chirp/pc.h"
 #include "chirp/ring.h"
+#include "capcache.h"
 #include "config.h"
 #include "control.h"
 #include "metrics.h"
@@ -53,6 +54,13 @@ struct gen {
 	int det_fd, det_fd_borrowed;          /* [detections] file, -1: none  */
 	struct pipeline_gen *pg;
 	double capacity_cps;              /* pc_calibrate at creation, CPI/s (0: unknown) */
+	char capacity_source[16];         /* "measured", "cache", "kept" (a
+					     reload's, same work) or "none"  */
+	int64_t capacity_measured_s;      /* when it was measured (realtime s) */
+	char cache_path[CFG_PATH_MAX];    /* capacity_cache resolved, "" = none */
+	char cache_key[CAPCACHE_MAX_KEY + 1]; /* this generation's entry's key  */
+	int cache_hit;                    /* the entry was found at build     */
+	struct capcache_entry cached;     /* it, when cache_hit               */
 	unsigned slots_requested;         /* [input] slots as configured (0 = auto) */
 	unsigned out_slots_requested;     /* [output] slots as configured (0 = auto) */
 	unsigned det_slots_requested;     /* [detections] slots as configured (0 = auto) */

@@ -9,6 +9,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <math.h>
@@ -326,6 +327,89 @@ static int gen_doppler_window(const struct gen *g, float **w, char *err, size_t 
 	return 0;
 }
 
+/* ---- the start-up decisions' cache (capcache.h) ---------------------- */
+
+/* [processing] capacity_cache resolved: auto is the unit's StateDirectory
+ * (systemd sets $STATE_DIRECTORY; the first of a list), none outside it. */
+static void gen_cache_path(const struct chirp_config *c, char *path, size_t len)
+{
+	const char *sd = getenv("STATE_DIRECTORY");
+
+	path[0] = '\0';
+	if (strcmp(c->capacity_cache, "auto") != 0)
+		snprintf(path, len, "%s", c->capacity_cache);
+	else if (sd && sd[0] == '/')
+		snprintf(path, len, "%.*s/capacity", (int)strcspn(sd, ":"), sd);
+}
+
+/* 64-bit FNV-1a: the key's digest of everything the figures depend on. */
+static uint64_t fnv1a(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * The cache key of g's work: chirpd's version and build (the running
+ * binary's size and mtime: a rebuild or an upgrade measures afresh), the
+ * device line (pc_device_identity: GPU, driver, CUDA libraries, or CPU
+ * and FFTW), the CPI, the filters' lengths and everything of
+ * [processing], [output] mode and the radar chain that changes the speed,
+ * as a readable head and a digest of the whole. 0, or -1 when the device
+ * cannot be named (then nothing is cached).
+ */
+static int gen_cache_key(const struct gen *g, const struct pc_params *pp, char *key, size_t len)
+{
+	const struct chirp_config *c = &g->cfg;
+	char dev[256], desc[1024], lens[512] = "";
+	struct stat sb;
+	uint64_t h;
+	size_t o = 0;
+
+	if (pc_device_identity(pp, dev, sizeof(dev)) < 0)
+		return -1;
+	if (stat("/proc/self/exe", &sb) != 0)
+		memset(&sb, 0, sizeof(sb));
+	for (unsigned i = 0; i < g->nmodes && o < sizeof(lens) - 16; i++)
+		o += (size_t)snprintf(lens + o, sizeof(lens) - o, "%s%u:%zu", i ? "," : "",
+				      g->modes[i].id, g->modes[i].ref_len);
+	snprintf(desc, sizeof(desc),
+		 "in %d out %d nfft %zu modes %s backend %d gpu %d %s streams %u staging %d/%u "
+		 "threads %d busy %d spin %u tune %d %s %d %u %d %u %u %u %d "
+		 "radar %d %d %u %d %d %d %u %u %u %u %u %u %u %u",
+		 (int)c->format, (int)c->out_mode, c->nfft, lens, (int)pp->backend, pp->gpu,
+		 c->gpu_bus_id, c->streams, (int)c->staging, c->staging_threads, c->cpu_threads,
+		 c->busy_poll, c->idle_spin_us, (int)c->fftw_planner, c->fftw_wisdom,
+		 (int)c->takeover, c->cpu_block_kib, c->cuda_graphs, c->cuda_chunks,
+		 c->cuda_idle_chunks, c->cuda_spin_us, c->staging_nt, c->doppler, (int)c->mti,
+		 config_doppler_nfft(c), c->cfar, (int)c->cfar_method, c->cfar_integrate,
+		 c->guard_range, c->guard_doppler, c->train_range, c->train_doppler, c->os_rank,
+		 c->maxima_range, c->maxima_doppler, c->max_detections);
+	h = fnv1a(desc, fnv1a(dev, 14695981039346656037ull));
+	snprintf(key, len, "chirpd %s build %lld-%lld | %s | %ux%ux%u | %016llx", chirpd_version,
+		 (long long)sb.st_size, (long long)sb.st_mtime, dev, c->channels, c->pulses,
+		 c->samples, (unsigned long long)h);
+	return 0;
+}
+
+/* Look g's entry up before its pc is built (g->cache_hit, g->cached). */
+static void gen_cache_lookup(struct gen *g, const struct pc_params *pp)
+{
+	char err[256];
+	int rc;
+
+	gen_cache_path(&g->cfg, g->cache_path, sizeof(g->cache_path));
+	if (!g->cache_path[0] || gen_cache_key(g, pp, g->cache_key, sizeof(g->cache_key)) < 0) {
+		g->cache_path[0] = '\0';
+		return;
+	}
+	rc = capcache_lookup(g->cache_path, g->cache_key, &g->cached, err, sizeof(err));
+	if (rc < 0)
+		log_warn("capacity cache: %s; measuring", err);
+	g->cache_hit = rc == 1;
+}
+
 /* References and pc for g->cfg. streams = auto measures depths on the GPU
  * for a second or two: on a reload that leaves the CPI's shape alone, the
  * depth chosen at start is kept rather than measured next to the live data
@@ -336,7 +420,7 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	float *window = NULL;
 	struct pc_params pp;
 	char why[256];
-	int ret = gen_build_modes(g, err, errlen);
+	int kept = 0, ret = gen_build_modes(g, err, errlen);
 
 	if (ret < 0)
 		return ret;
@@ -348,9 +432,14 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	pp.ref_len = g->modes[0].ref_len;
 	pp.modes = g->modes;
 	pp.nmodes = g->nmodes;
+	gen_cache_lookup(g, &pp);
 	if (old && pp.streams == 0 && old->cfg.streams == 0 && old->info.depth_choice[0] &&
-	    same_shape(&old->cfg, &g->cfg))
+	    same_shape(&old->cfg, &g->cfg)) {
 		pp.streams = old->info.depth;
+		kept = 1;
+	} else if (pp.streams == 0 && g->cache_hit) {   /* auto: the depth measured before */
+		pp.streams = g->cached.depth;
+	}
 	g->pc = pc_create(&pp, why, sizeof(why));
 	free(window);          /* pc_create copied it */
 	if (!g->pc) {
@@ -359,9 +448,12 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 		return -EINVAL;
 	}
 	pc_get_info(g->pc, &g->info);
-	if (pp.streams && !g->cfg.streams)   /* auto, depth kept from old (above) */
+	if (kept)   /* auto, depth kept from old (above) */
 		snprintf(g->info.depth_choice, sizeof(g->info.depth_choice), "%s",
 			 old->info.depth_choice);
+	else if (pp.streams && !g->cfg.streams)   /* auto, from the cache */
+		snprintf(g->info.depth_choice, sizeof(g->info.depth_choice),
+			 "auto: depth %u from the capacity cache", pp.streams);
 	/* A reload's pc: its threads where the data path runs, before it is
 	 * measured (the first pc is pinned once the plan exists). */
 	if (d->plan_ready)
@@ -369,22 +461,50 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	return 0;
 }
 
-/* Capacity, for slots = auto and for saying what the ring holds: old's
- * when the work is the same, else measured (which also warms the backend
- * up before live data); 0 when the measurement fails. */
+/*
+ * Capacity, for slots = auto and for saying what the ring holds: old's
+ * when the work is the same; the cache's when it holds g's entry (the
+ * measurement still runs: it warms the backend up before live data, and
+ * the log shows both); else measured and stored in the cache. 0 when the
+ * measurement fails and nothing else is known.
+ */
 static void gen_measure_capacity(struct gen *g, const struct gen *old)
 {
 	char why[256];
+	double now_cps = 0;
+	int64_t now_s = (int64_t)time(NULL);
 
 	if (old && same_work(old, g) && old->capacity_cps > 0) {
 		g->capacity_cps = old->capacity_cps;
-	} else if (pc_calibrate(g->pc, &g->capacity_cps, why, sizeof(why)) < 0) {
+		g->capacity_measured_s = old->capacity_measured_s;
+		snprintf(g->capacity_source, sizeof(g->capacity_source), "kept");
+		return;
+	}
+	if (pc_calibrate(g->pc, &now_cps, why, sizeof(why)) < 0) {
 		log_warn("capacity measurement failed: %s", why);
-		g->capacity_cps = 0;
-	} else {
-		log_info("capacity: %.0f CPI/s (%.2f GS/s) measured with depth %u",
-			 g->capacity_cps, g->capacity_cps * g->cfg.channels * g->cfg.pulses *
-			 g->cfg.samples * 1e-9, g->info.depth);
+		now_cps = 0;
+	}
+	if (g->cache_hit && g->cached.depth == g->info.depth) {
+		g->capacity_cps = g->cached.capacity_cps;
+		g->capacity_measured_s = g->cached.measured_s;
+		snprintf(g->capacity_source, sizeof(g->capacity_source), "cache");
+		log_info("capacity: %.0f CPI/s with depth %u from the capacity cache %s (measured "
+			 "now: %.0f CPI/s)", g->capacity_cps, g->info.depth, g->cache_path, now_cps);
+		return;
+	}
+	g->capacity_cps = now_cps;
+	g->capacity_measured_s = now_s;
+	snprintf(g->capacity_source, sizeof(g->capacity_source), now_cps > 0 ? "measured" : "none");
+	if (now_cps <= 0)
+		return;
+	log_info("capacity: %.0f CPI/s (%.2f GS/s) measured with depth %u", g->capacity_cps,
+		 g->capacity_cps * g->cfg.channels * g->cfg.pulses * g->cfg.samples * 1e-9,
+		 g->info.depth);
+	if (g->cache_path[0]) {
+		struct capcache_entry e = { g->info.depth, g->capacity_cps, now_s };
+
+		if (capcache_store(g->cache_path, g->cache_key, &e, why, sizeof(why)) < 0)
+			log_warn("capacity cache: %s: not stored", why);
 	}
 }
 

@@ -822,6 +822,24 @@ out:
 
 /* ---- lifecycle --------------------------------------------------------- */
 
+int pc_device_identity(const struct pc_params *p, char *buf, size_t len)
+{
+	enum pc_backend b = p->backend;
+
+	if (b == PC_BACKEND_AUTO)
+		b = pc_cuda_available() ? PC_BACKEND_CUDA : PC_BACKEND_CPU;
+	if (b == PC_BACKEND_CPU) {
+		pc_cpu_identity(p->cpu_threads, buf, len);
+		return 0;
+	}
+#ifdef CHIRP_HAVE_CUDA
+	return pc_cuda_identity(p->gpu, p->gpu_bus_id, buf, len);
+#else
+	snprintf(buf, len, "this build has no CUDA backend");
+	return -ENODEV;
+#endif
+}
+
 int pc_cuda_available(void)
 {
 #ifdef CHIRP_HAVE_CUDA

@@ -82,9 +82,12 @@ struct pc_backend_ops {
 };
 
 extern const struct pc_backend_ops pc_cpu_ops;
+/* The CPU backend's identity line (pc_device_identity). */
+void pc_cpu_identity(int threads, char *buf, size_t len);
 #ifdef CHIRP_HAVE_CUDA
 extern const struct pc_backend_ops pc_cuda_ops;
 int pc_cuda_probe(void);             /* >0 if a usable device exists     */
+int pc_cuda_identity(int gpu, const char *bus_id, char *buf, size_t len);
 #endif
 
 #ifdef __cplusplus

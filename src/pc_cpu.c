@@ -79,6 +79,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef CHIRP_NO_FAULT_INJECT
 #define CHIRP_FAULT_INJECT 1
@@ -1124,6 +1125,27 @@ static int cpu_bind_threads(void *be, const cpu_set_t *cpus)
 	struct cpu_be *b = be;
 
 	return workpool_bind(b->pool, cpus);
+}
+
+void pc_cpu_identity(int threads, char *buf, size_t len)
+{
+	char model[128] = "unknown";
+	char line[256];
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':');
+
+		if (!strncmp(line, "model name", 10) && c) {
+			snprintf(model, sizeof(model), "%s", c + 2);
+			model[strcspn(model, "\n")] = '\0';
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	snprintf(buf, len, "cpu %s, %ld cpus, %s, %d threads", model, sysconf(_SC_NPROCESSORS_ONLN),
+		 fftwf_version, threads);
 }
 
 const struct pc_backend_ops pc_cpu_ops = {

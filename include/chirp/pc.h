@@ -535,6 +535,15 @@ const char *pc_last_error(const struct pc *pc);
  */
 int pc_inject_fault(struct pc *pc);
 
+/*
+ * What a pc built from p would run on, as one line that changes when the
+ * device, its driver or the FFT library does ("cuda NVIDIA H100 ...
+ * driver 13000 runtime 13000 cufft 12000", "cpu AMD EPYC ..., fftw-3.3.10,
+ * 4 threads"), without building it: a key for figures measured on it.
+ * 0, or -ENODEV with the reason in buf.
+ */
+int pc_device_identity(const struct pc_params *p, char *buf, size_t len);
+
 /* Whether a usable CUDA device exists (and the build has CUDA). */
 int pc_cuda_available(void);
 

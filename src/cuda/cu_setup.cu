@@ -94,6 +94,35 @@ extern "C" int pc_cuda_probe(void)
 	return usable;
 }
 
+/*
+ * What a pc on device gpu (or at bus_id when gpu < 0) would run on, as a
+ * line that changes with the device, its driver or the CUDA libraries:
+ * "cuda NVIDIA H100 80GB HBM3 0000:41:00.0 driver 13000 runtime 13000
+ * cufft 12000". 0, or -ENODEV with the reason in buf.
+ */
+extern "C" int pc_cuda_identity(int gpu, const char *bus_id, char *buf, size_t len)
+{
+	struct cudaDeviceProp pr;
+	int dev = gpu, drv = 0, rt = 0, fft = 0;
+
+	if (gpu < 0 && (!bus_id || cudaDeviceGetByPCIBusId(&dev, bus_id) != cudaSuccess)) {
+		(void)cudaGetLastError();
+		snprintf(buf, len, "no CUDA device at %s", bus_id ? bus_id : "(none)");
+		return -ENODEV;
+	}
+	if (cudaGetDeviceProperties(&pr, dev) != cudaSuccess) {
+		(void)cudaGetLastError();
+		snprintf(buf, len, "no CUDA device %d", dev);
+		return -ENODEV;
+	}
+	(void)cudaDriverGetVersion(&drv);
+	(void)cudaRuntimeGetVersion(&rt);
+	(void)cufftGetVersion(&fft);
+	snprintf(buf, len, "cuda %s %04x:%02x:%02x.0 driver %d runtime %d cufft %d", pr.name,
+		 pr.pciDomainID, pr.pciBusID, pr.pciDeviceID, drv, rt, fft);
+	return 0;
+}
+
 /* ---- destroy ---------------------------------------------------------------- */
 
 static void cu_destroy_chunk_stream(struct cu_chunk_stream *c)
