@@ -208,7 +208,8 @@ static int run(const struct cpi *c, int threads, enum pc_format fmt, enum pc_out
 		       cmed * 1e3, cpu_msps);
 	else
 		printf("%-14s %5zu %6zu %7d %5s %-9s %9.2f %9.2f %9.1f %11.1f %11.1f %6zu %8.2f\n",
-		       "", L, info.nfft, threads, pc_format_name(fmt), pc_output_name(mode),
+		       "", L, info.nfft, threads, pc_format_name(fmt),
+		       pc_output_name(chain ? PC_OUT_NONE : mode),
 		       med * 1e3, best * 1e3, msps, msps / threads, cpu_msps, reps, t_create);
 	rc = 0;
 out:

@@ -57,6 +57,8 @@
 #define RADAR_STRIPE 32
 
 /* One thread's CFAR rows. */
+#define RADAR_SUM_BLOCK 512   /* gates per block of doppler_sums: 2 x 4 KiB */
+
 struct cfar_rows {
 	double *a, *b;                   /* R: the row's Doppler sums       */
 	double *pa, *pb;                 /* R+1: their prefix sums, finite
@@ -331,27 +333,43 @@ static void doppler_sums(const struct radar_cpu *rc, struct cfar_rows *t, const 
 	size_t R = rc->R, Nd = rc->Nd;
 	long wt = (long)(rs->gd + rs->td), wg = (long)rs->gd;
 
-	for (size_t n = 0; n < R; n++)
-		t->a[n] = t->b[n] = 0.0;
-	for (long dk = -wt; dk <= wt; dk++) {
-		const float *row = m + ((k + Nd + (size_t)(dk + (long)Nd)) % Nd) * R;
-		int guard = dk >= -wg && dk <= wg;
+	/* B over the guard rows, then A = B + the training rows, a block of
+	 * gates at a time so that the sums stay in the L1 cache across the
+	 * rows' passes (each a plain vectorisable loop), then the block's
+	 * prefix sums */
+	for (size_t n0 = 0; n0 < R; n0 += RADAR_SUM_BLOCK) {
+		size_t n1 = n0 + RADAR_SUM_BLOCK < R ? n0 + RADAR_SUM_BLOCK : R;
 
-		for (size_t n = 0; n < R; n++) {
-			t->a[n] += row[n];
-			if (guard)
+		for (size_t n = n0; n < n1; n++)
+			t->b[n] = 0.0;
+		for (long dk = -wg; dk <= wg; dk++) {
+			const float *row = m + ((k + Nd + (size_t)(dk + (long)Nd)) % Nd) * R;
+
+			for (size_t n = n0; n < n1; n++)
 				t->b[n] += row[n];
 		}
-	}
-	for (size_t n = 0; n < R; n++) {
-		int fa = isfinite(t->a[n]), fb = isfinite(t->b[n]);
+		for (size_t n = n0; n < n1; n++)
+			t->a[n] = t->b[n];
+		for (long dk = -wt; dk <= wt; dk++) {
+			const float *row = m + ((k + Nd + (size_t)(dk + (long)Nd)) % Nd) * R;
 
-		t->pa[n + 1] = t->pa[n] + (fa ? t->a[n] : 0.0);
-		t->na[n + 1] = t->na[n] + !fa;
-		t->pb[n + 1] = t->pb[n] + (fb ? t->b[n] : 0.0);
-		t->nb[n + 1] = t->nb[n] + !fb;
+			if (dk >= -wg && dk <= wg)
+				continue;
+			for (size_t n = n0; n < n1; n++)
+				t->a[n] += row[n];
+		}
+		for (size_t n = n0; n < n1; n++) {
+			int fa = isfinite(t->a[n]), fb = isfinite(t->b[n]);
+
+			t->pa[n + 1] = t->pa[n] + (fa ? t->a[n] : 0.0);
+			t->na[n + 1] = t->na[n] + !fa;
+			t->pb[n + 1] = t->pb[n] + (fb ? t->b[n] : 0.0);
+			t->nb[n + 1] = t->nb[n] + !fb;
+		}
 	}
 }
+
+static double stat_mean_edge(const struct radar_cpu *rc, const struct cfar_rows *t, long n);
 
 /* Sum of A over columns [lo, hi] minus B over [glo, ghi] (empty when
  * lo > hi); NaN when a term is not finite. */
@@ -374,6 +392,31 @@ static double window_sum(const struct cfar_rows *t, long lo, long hi, long glo, 
 
 /* ca/go/so statistic at gate n of the row whose sums are loaded. */
 static double stat_mean(const struct radar_cpu *rc, const struct cfar_rows *t, long n)
+{
+	const struct radar_setup *rs = rc->rs;
+	long span = (long)(rs->gr + rs->tr), gr = (long)rs->gr, R = (long)rc->R;
+
+	/* a gate whose whole window exists, in a row with no non-finite sum:
+	 * the same sums by fixed offsets (the edges and NaN take the way below) */
+	if (n >= span && n + span < R && t->na[R] == 0 && t->nb[R] == 0) {
+		double lead = (t->pa[n] - t->pa[n - span]) - (t->pb[n] - t->pb[n - gr]);
+		double lag = (t->pa[n + span + 1] - t->pa[n + 1]) - (t->pb[n + gr + 1] - t->pb[n + 1]);
+		double ml, mg;
+
+		if (rs->method == PC_CFAR_CA)
+			ml = (lead + lag + (t->a[n] - t->b[n])) / (double)rs->ncells[n];
+		else {
+			ml = lead / (double)rs->nlead[n];
+			mg = lag / (double)rs->nlag[n];
+			ml = rs->method == PC_CFAR_GO ? (ml > mg ? ml : mg) : (ml < mg ? ml : mg);
+		}
+		return ml < 0.0 ? 0.0 : ml;
+	}
+	return stat_mean_edge(rc, t, n);
+}
+
+/* stat_mean anywhere: the windows cut by the range edges, non-finite sums. */
+static double stat_mean_edge(const struct radar_cpu *rc, const struct cfar_rows *t, long n)
 {
 	const struct radar_setup *rs = rc->rs;
 	long span = (long)(rs->gr + rs->tr), gr = (long)rs->gr, R = (long)rc->R;
