@@ -50,8 +50,8 @@ import os
 import re
 import sys
 
-KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "detect",
-         "detect_latency", "startup")
+KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
+         "detect", "detect_latency", "startup")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -70,6 +70,7 @@ COLS["radar"] = ("geometry", "depth", "reps", "a_h2d_gsps", "p_pc_gsps", "c_chai
                  "e_chain_gsps", "e_over_a", "detections")
 COLS["radar_cupy"] = COLS["cupy"]
 COLS["detect"] = ("geometry", "format", "output", "gsps")
+COLS["corner"] = ("variant", "C", "Nd", "R", "repeats", "min_us", "median_us", "max_us")
 COLS["startup"] = ("start", "capacity_cpi_per_s", "depth", "input_slots", "source")
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
@@ -93,6 +94,7 @@ NUMERIC["detect_latency"] = NUMERIC["latency"]
 NUMERIC["radar"] = COLS["radar"][1:]
 NUMERIC["radar_cupy"] = NUMERIC["cupy"]
 NUMERIC["detect"] = ("gsps",)
+NUMERIC["corner"] = COLS["corner"][1:]
 NUMERIC["startup"] = ("capacity_cpi_per_s", "depth", "input_slots")
 
 
@@ -523,6 +525,20 @@ def table_radar(perf, r):
             "%.3f" % c["gsps_median"] if c else "–", "%.2f×" % q if q else "–",
             "–" if q is None else "PASS" if q >= CHAIN_VS_CUPY else "FAIL", x["e_chain_gsps"],
             100 * x["e_over_a"], "PASS" if x["e_over_a"] >= CHAIN_OF_H2D else "FAIL"))
+    cor = same_folder(perf, r, "corner")
+    if cor:
+        out += ["", "The Doppler FFT's corner turn, both ways (`bench/corner_turn.cu`; chirpd runs "
+                "the strided plan): " + provenance(cor), "",
+                "| C × Nd × R | strided plan µs | transpose + contiguous plan µs | transpose / "
+                "strided |", "|---|---:|---:|---:|"]
+        shapes = sorted({(x["C"], x["Nd"], x["R"]) for x in cor["rows"]})
+        for c, nd, rr in shapes:
+            v = {x["variant"]: x for x in cor["rows"] if (x["C"], x["Nd"], x["R"]) == (c, nd, rr)}
+            st, tr = v.get("strided"), v.get("transpose")
+            out.append("| %d × %d × %d | %s | %s | %s |" % (
+                c, nd, rr, mmm(st["min_us"], st["median_us"], st["max_us"], "%.1f") if st else "–",
+                mmm(tr["min_us"], tr["median_us"], tr["max_us"], "%.1f") if tr else "–",
+                "%.2f×" % (tr["median_us"] / st["median_us"]) if st and tr else "–"))
     out += ["", "The chain: no MTI, Hamming window over the pulses, 256 Doppler bins, CA-CFAR on "
             "each channel's map (guard 2 range × 1 Doppler, training 8 × 2, pfa 1e-5), 3 × 3 "
             "local maxima, up to 4096 detections per CPI; CuPy runs pulse_compression, "
@@ -691,7 +707,7 @@ def main():
         newest = {k: load_kind(a.perf, found[k][0][1], k) for k in KINDS if found[k]}
         tables = {}
         for k in KINDS:
-            if k in ("modes", "radar_cupy", "detect_latency"):
+            if k in ("modes", "radar_cupy", "detect_latency", "corner"):
                 continue
             if k not in newest:
                 tables[k] = ["No results yet: run `%s` (doc/performance.md, *How to "
@@ -729,7 +745,7 @@ def main():
         except OSError as e:
             raise Bad("%s: %s" % (rel(e.filename), e.strerror))
         for k in KINDS:
-            if k in ("radar_cupy", "detect_latency"):
+            if k in ("radar_cupy", "detect_latency", "corner"):
                 continue
             page = replace_block(page, "<!-- perf-table: %s begin -->" % k,
                                  "<!-- perf-table: %s end -->" % k, [""] + tables[k] + [""],

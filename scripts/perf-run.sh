@@ -235,6 +235,20 @@ step_radar() {
 		drop radar
 		note radar FAILED "see $dir/radar.log"
 	fi
+	# the Doppler FFT's corner turn both ways (the strided plan is what
+	# chirpd runs; bench/corner_turn.cu)
+	meta corner "for C:R in 4:4096 16:9000:" "$BUILD/bench/corner_turn" --channels C --pulses 256 --gates R
+	if ( printf 'variant\tC\tNd\tR\trepeats\tmin_us\tmedian_us\tmax_us\n'
+		for cr in 4:4096 16:9000; do
+			run_step 30 "$work/corner.log" "$BUILD/bench/corner_turn" --channels "${cr%%:*}" \
+				--pulses 256 --gates "${cr##*:}" || exit 1   # (the subshell)
+			sed -n 's/^corner_turn variant=\([a-z]*\) C=\([0-9]*\) Nd=\([0-9]*\) R=\([0-9]*\) repeats=\([0-9]*\) min_us=\([0-9.]*\) median_us=\([0-9.]*\) max_us=\([0-9.]*\).*/\1\t\2\t\3\t\4\t\5\t\6\t\7\t\8/p' "$work/corner.log"
+		done ) >"$dir/corner.tsv"; then
+		note corner ok "$(awk -F'\t' 'NR > 1 { printf "%sx%s %s %.0f us; ", $2, $4, $1, $7 }' "$dir/corner.tsv")"
+	else
+		drop corner
+		note corner FAILED "see $work/corner.log"
+	fi
 	for p in ${CHIRP_TEST_PY:-} /opt/torch/.venv/bin/python3 /usr/bin/python3 python3; do
 		command -v "$p" >/dev/null && "$p" -c 'import cupy' 2>/dev/null && { py=$p; break; }
 	done

@@ -80,6 +80,7 @@ grep -qF '| 4x128x4096 | 3 | 10.000 | 30.000 | 20.000 | 5.000 | 4.00× | PASS | 
 	e2e_fail "no radar chain row"
 grep -qF '| 16x128x9000 | 3 | 10.000 | 30.000 | 12.000 | – | – | – | 8.000 | 80 % | FAIL |' "$T/page.md" ||
 	e2e_fail "no radar chain row without a CuPy figure"
+grep -qF '| 4 × 256 × 4096 | 22.0 (20.0–25.0) | 44.0 (40.0–50.0) | 2.00× |' "$T/page.md" || e2e_fail "no corner-turn row"
 grep -qF '| 4x128x4096 | cf32 | 9.200 | 10.000 | 92 % | PASS |' "$T/page.md" || e2e_fail "no detect row"
 grep -qF '| 16x128x9000 | cf32 | 8.500 | 10.000 | 85 % | FAIL |' "$T/page.md" || e2e_fail "no failing detect row"
 # start-ups: median 1000, the farthest +10 % (FAIL), depth 3 in 4 of 5 (PASS)
