@@ -17,6 +17,9 @@
 # passes only with zero input overruns and output drops inside the window
 # and zero consumer gaps.
 #
+# A configuration of output mode none (EXTRA_CFG with the radar chain and
+# CONFIGS "...:none"): detections only, drained from the detection ring.
+#
 # Environment: CHIRP_BUILD (default build), FEED_EXTRA (more chirp-feed
 # options, e.g. "--block": wait for a free slot instead of spinning on a
 # full ring and counting each failed try as an input overrun),
@@ -57,17 +60,24 @@ run_daemon() {
 	IFS=x read -r c p r <<<"$geom"
 	l=$([ "$r" -ge 9000 ] && echo 1000 || echo 512)
 	case_no=$((case_no + 1))
+	# output mode none (detections only): no output ring; the consumer
+	# drains the detection ring instead
+	local det=() tapring=()
+	if [ "$mode" = none ]; then
+		det=(detections.ring="$OUT_RING-det-$case_no")
+		tapring=(-r "$OUT_RING-det-$case_no")
+	fi
 	e2e_config processing.backend=cuda processing.streams="$s" input.format="$fmt" output.mode="$mode" \
 		cpi.channels="$c" cpi.pulses="$p" cpi.samples="$r" waveform.pulse_width_s="$(gpu_pw "$l")" \
 		${DAEMON_SLOTS:-input.slots= output.slots=} input.ring="$IN_RING-$case_no" output.ring="$OUT_RING-$case_no" \
-		${EXTRA_CFG:-}
+		${EXTRA_CFG:-} "${det[@]}"
 	: >"$CHIRPD_LOG"
 	# Up to 40 s to answer: registering 100 ms of rings (GiBs) and, with
 	# streams = auto, measuring three depths before the first ping.
 	E2E_SLOW=4 e2e_start_chirpd
 	R_DEPTH=$s
 	[ "$s" = auto ] && R_DEPTH="auto=$(e2e_json status | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["depth"])' 2>/dev/null)"
-	"$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
+	"$CHIRP_TAP" -c "$CONF" "${tapring[@]}" --drain -q 2>"$T/tap.log" &
 	tap=$!
 	e2e_track $tap
 	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 10 --prefilled ${rate:+--rate "$rate"} ${FEED_EXTRA:-} -q \

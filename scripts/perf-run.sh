@@ -263,7 +263,7 @@ step_radar() {
 }
 
 # The chain's configuration of the detect step (chirpd.conf keys).
-DETECT_CFG="doppler.enable=1 doppler.window=hamming doppler.fft=256 cfar.enable=1 cfar.method=ca cfar.integrate=none cfar.pfa=1e-5 detections.ring=chirp-perf-det"
+DETECT_CFG="doppler.enable=1 doppler.window=hamming doppler.fft=256 cfar.enable=1 cfar.method=ca cfar.integrate=none cfar.pfa=1e-5"
 
 step_detect() {
 	local cmd=(scripts/bench-daemon-gpu.sh "$work/detect.raw")
@@ -281,7 +281,7 @@ step_detect() {
 		note detect FAILED "see $work/detect.log"
 	fi
 	local sets=() kv
-	for kv in $DETECT_CFG output.mode=map_power; do sets+=(--set "$kv"); done
+	for kv in $DETECT_CFG output.mode=map_power detections.ring=/chirp-perf-det; do sets+=(--set "$kv"); done
 	step_latency detect_latency 300 --backend cuda --loads 80 "${sets[@]}"
 }
 
