@@ -41,7 +41,10 @@
  *                 local maximum (strictly greater than the neighbours of
  *                 lower index k'R + n', not less than those of higher
  *                 index; Doppler cyclic, range clipped) -> d_mask; counts
- *                 per row -> d_rowcnt, crossings -> d_cross.
+ *                 per row -> d_rowcnt, crossings -> d_cross. For ca/go/so
+ *                 k_cfar_fused does this itself, with each cell's noise
+ *                 still in a register, and writes the noise only where a
+ *                 detection needs it.
  *   6 k_scan      exclusive scan of the row counts -> d_rowoff, and the
  *                 list's header (found, count = min(found, max), flags).
  *     k_records   per row, the detections in gate order at rowoff + their
@@ -328,6 +331,38 @@ __device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const s
  *      per cell grows with neither window extent.
  * Offsets within a map are 32-bit (checked at create).
  */
+/* What k_locmax needs besides its buffers. */
+struct cu_max_args {
+	unsigned Nd, R, md, mr;
+};
+
+/* The local-maximum rule (chirp/pc.h) at cell (k, n) of a map, value v at
+ * index idx = k R + n: greater than the neighbours of lower index, not
+ * less than those of higher index; Doppler cyclic, range clipped. */
+__device__ __forceinline__ int cu_is_max(const float *__restrict__ map, const struct cu_max_args &a,
+					 unsigned k, unsigned n, unsigned idx, float v)
+{
+	for (int dk = -(int)a.md; dk <= (int)a.md; dk++) {
+		unsigned kr = cu_wrap((int)k + dk, a.Nd) * a.R;
+
+		for (int dn = -(int)a.mr; dn <= (int)a.mr; dn++) {
+			int g = (int)n + dn;
+			unsigned j;
+			float u;
+
+			if (g < 0 || g >= (int)a.R)
+				continue;
+			j = kr + (unsigned)g;
+			if (j == idx)
+				continue;
+			u = map[j];
+			if (j < idx ? !(v > u) : !(v >= u))
+				return 0;
+		}
+	}
+	return 1;
+}
+
 #define CU_TK 8      /* Doppler rows of a tile                          */
 #define CU_TG 128    /* gates of a tile, and its threads                */
 
@@ -377,7 +412,9 @@ __device__ __forceinline__ void cu_warp_prefix(double *f, double *t, int *b, uns
 
 __global__ void __launch_bounds__(CU_TG)
 k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__restrict__ norm,
-	     float *__restrict__ noise)
+	     const float *__restrict__ alpha, struct cu_max_args ma, float *__restrict__ noise,
+	     unsigned char *__restrict__ mask, unsigned *__restrict__ rowcnt,
+	     unsigned long long *cross)
 {
 	extern __shared__ double smem[];
 	unsigned tiles = (a.Nd + CU_TK - 1) / CU_TK, mp = blockIdx.x / tiles;
@@ -456,25 +493,42 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	for (unsigned r = threadIdx.x >> 5; r < nk; r += blockDim.x >> 5)
 		cu_warp_prefix(pf + r * span, pt + r * span, pb + r * span, span, anybad);
 	__syncthreads();
-	/* c: the cells */
+	/* c: the cells: noise, crossing, local maximum (k_locmax's work,
+	 * done here while the noise is in a register: the noise is written
+	 * only where a detection needs it, k_records' only reader) */
 	int n = (int)n0 + (int)threadIdx.x;
+	unsigned ncross = 0;
 
-	if (n >= R)
-		return;
 	for (unsigned r = 0; r < nk; r++) {
-		struct cu_pre sp = { pf + r * span, pt + r * span, pb + r * span, anybad };
-		size_t o = ((size_t)mp * a.Nd + k0 + r) * a.R + (unsigned)n;
+		unsigned det = 0;
 
-		float z;
+		if (n < R) {
+			struct cu_pre sp = { pf + r * span, pt + r * span, pb + r * span, anybad };
+			unsigned k = k0 + r, idx = k * a.R + (unsigned)n;
+			size_t o = ((size_t)mp * a.Nd + k) * a.R + (unsigned)n;
+			float z, v = map[idx];
 
-		/* a call, not inlined: only the h gates at each end take it, and
-		 * inlined beside the inner cells' path it was computed for all */
-		if (n - h >= 0 && n + h < R)
-			z = cu_range_inner(sp, a, n - lo, norm[n]);
-		else
-			z = cu_range_cell(sp, a, n, lo, norm[n]);
-		noise[o] = z;
+			/* a call, not inlined: only the h gates at each end take
+			 * it, and inlined beside the inner path it ran for all */
+			if (n - h >= 0 && n + h < R)
+				z = cu_range_inner(sp, a, n - lo, norm[n]);
+			else
+				z = cu_range_cell(sp, a, n, lo, norm[n]);
+			if (v > alpha[n] * z) {
+				ncross++;
+				det = cu_is_max(map, ma, k, (unsigned)n, idx, v);
+				if (det)
+					noise[o] = z;
+			}
+			mask[o] = (unsigned char)det;
+		}
+		det = __reduce_add_sync(0xffffffffu, det);
+		if ((threadIdx.x & 31) == 0 && det)
+			atomicAdd(&rowcnt[(size_t)mp * a.Nd + k0 + r], det);
 	}
+	ncross = __reduce_add_sync(0xffffffffu, ncross);
+	if ((threadIdx.x & 31) == 0 && ncross)
+		atomicAdd(cross, (unsigned long long)ncross);
 }
 
 /* ca/go/so with a halo too wide for shared memory: direct sums per cell,
@@ -597,10 +651,6 @@ __global__ void k_cfar_os(const float *__restrict__ x, unsigned rows, struct cu_
 	}
 }
 
-/* What k_locmax needs besides its buffers. */
-struct cu_max_args {
-	unsigned Nd, R, md, mr;
-};
 
 /*
  * 5. One block per map row (mp, k): crossings and local maxima, the
@@ -627,26 +677,7 @@ __global__ void k_locmax(const float *__restrict__ x, const float *__restrict__ 
 		int over = v > alpha[n] * nz[n], det = over;
 
 		/* the neighbourhood only where the threshold is crossed (rare) */
-		for (int dk = -(int)a.md; det && dk <= (int)a.md; dk++) {
-			unsigned kr = cu_wrap((int)k + dk, a.Nd) * a.R;
-
-			for (int dn = -(int)a.mr; dn <= (int)a.mr; dn++) {
-				int g = (int)n + dn;
-				unsigned j;
-				float u;
-
-				if (g < 0 || g >= (int)a.R)
-					continue;
-				j = kr + (unsigned)g;
-				if (j == idx)
-					continue;
-				u = map[j];
-				if (j < idx ? !(v > u) : !(v >= u)) {
-					det = 0;
-					break;
-				}
-			}
-		}
+		det = det && cu_is_max(map, a, k, n, idx, v);
 		mk[n] = (unsigned char)det;
 		ndet += (unsigned)det;
 		ncross += (unsigned)over;
@@ -802,6 +833,12 @@ static size_t cu_cfar_smem(const struct radar_setup *rs)
 	       (CU_TG + 2 * (size_t)(rs->gr + rs->tr) + 1);
 }
 
+/* Whether ca/go/so runs as k_cfar_fused (which also finds the maxima). */
+static int cu_cfar_fuses(const struct radar_setup *rs)
+{
+	return rs->method != PC_CFAR_OS && cu_cfar_smem(rs) <= CU_SMEM_MAX;
+}
+
 /* The CFAR's input: I when integrated, else the channels' maps. */
 static const float *cu_cfar_in(const struct cu_be *be, const struct cu_set *s)
 {
@@ -817,6 +854,8 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	struct cu_cfar_args a = { rs->nd, R, rs->gr, rs->tr, rs->gd, rs->td, (int)rs->method };
 	cudaStream_t st = s->stream;
 
+	EQ(cudaMemsetAsync(r->d_cross, 0, sizeof(*r->d_cross), st));
+
 	if (rs->method == PC_CFAR_OS) {
 		k_cfar_os<<<cu_rgrid(R, rows), CU_RT, 0, st>>>(cu_cfar_in(be, s), rows, a, be->d_rank,
 							      be->d_norm, r->d_noise);
@@ -829,9 +868,13 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 		unsigned rtiles = rs->maps * ((rs->nd + CU_TK - 1) / CU_TK);
 
 		/* row tiles on x: no 65535 limit */
-		if (smem <= CU_SMEM_MAX) {
+		if (cu_cfar_fuses(rs)) {
+			struct cu_max_args ma = { rs->nd, R, rs->md, rs->mr };
+
+			EQ(cudaMemsetAsync(r->d_rowcnt, 0, (size_t)rows * sizeof(unsigned), st));
 			k_cfar_fused<<<dim3(rtiles, (R + CU_TG - 1) / CU_TG), CU_TG, smem, st>>>(
-				cu_cfar_in(be, s), a, be->d_norm, r->d_noise);
+				cu_cfar_in(be, s), a, be->d_norm, be->d_alpha, ma, r->d_noise, r->d_mask,
+				r->d_rowcnt, r->d_cross);
 		} else {   /* a halo too wide for shared memory: two passes */
 			k_cfar_dop<<<cu_rgrid(R, (size_t)rs->maps * nseg), CU_RT, 0, st>>>(
 				cu_cfar_in(be, s), rs->maps, rs->nd, R, rs->gd, rs->td, r->d_sf,
@@ -858,10 +901,11 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	struct chirp_det_header *hdr = (struct chirp_det_header *)r->d_det;
 	cudaStream_t st = s->stream;
 
-	EQ(cudaMemsetAsync(r->d_cross, 0, sizeof(*r->d_cross), st));
-	k_locmax<<<rows, CU_RT, 0, st>>>(cu_cfar_in(be, s), r->d_noise, be->d_alpha, ma, r->d_mask,
-					 r->d_rowcnt, r->d_cross);
-	EQK("k_locmax", cudaGetLastError());
+	if (!cu_cfar_fuses(rs)) {   /* else k_cfar_fused did the maxima and counts */
+		k_locmax<<<rows, CU_RT, 0, st>>>(cu_cfar_in(be, s), r->d_noise, be->d_alpha, ma,
+						 r->d_mask, r->d_rowcnt, r->d_cross);
+		EQK("k_locmax", cudaGetLastError());
+	}
 	k_scan<<<1, CU_SCAN, 0, st>>>(r->d_rowcnt, rows, r->d_rowoff, r->d_cross, ha, hdr);
 	EQK("k_scan", cudaGetLastError());
 	k_records<<<rows, CU_RT, 0, st>>>(cu_cfar_in(be, s), r->d_noise, r->d_mask, r->d_rowcnt,
