@@ -35,7 +35,8 @@ mkdir -p "$STATE_DIRECTORY" || e2e_fail "cannot create $STATE_DIRECTORY"
 printf 'start\tcapacity_cpi_per_s\tdepth\tinput_slots\tsource\tdepth_choice\n' >"$TSV"
 for i in $(seq 1 "$N"); do
 	e2e_config processing.backend=cuda processing.streams=auto cpi.channels="$c" cpi.pulses="$p" \
-		cpi.samples="$r" waveform.pulse_width_s="$(gpu_pw "$l")" input.ring="$IN_RING-$i" \
+		cpi.samples="$r" waveform.pulse_width_s="$(gpu_pw "$l")" input.slots= output.slots= \
+		input.ring="$IN_RING-$i" \
 		output.ring="$OUT_RING-$i" ${EXTRA_CFG:-}
 	: >"$CHIRPD_LOG"
 	E2E_SLOW=4 e2e_start_chirpd

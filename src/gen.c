@@ -768,6 +768,13 @@ int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, s
 			return -EINVAL;
 		}
 	}
-	pc_get_info(g->pc, &g->info);     /* staging may have changed */
+	{
+		/* staging may have changed; the depth's story is gen_build_pc's */
+		char choice[sizeof(g->info.depth_choice)];
+
+		memcpy(choice, g->info.depth_choice, sizeof(choice));
+		pc_get_info(g->pc, &g->info);
+		memcpy(g->info.depth_choice, choice, sizeof(choice));
+	}
 	return 0;
 }

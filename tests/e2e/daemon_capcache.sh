@@ -24,12 +24,14 @@ r = s["rings"]
 assert r["capacity_source"] == sys.argv[2], (r["capacity_source"], sys.argv[2])
 assert r["capacity_cpi_per_s"] > 0, r
 assert r["capacity_measured_unix"] > 1.5e9, r
+if sys.argv[2] == "cache":
+    assert s["depth_choice"].endswith("from the capacity cache"), s["depth_choice"]
 print("%.3f %d" % (r["capacity_cpi_per_s"], s["depth"]))
 PYEOF
 }
 
 CACHE=$T/capacity
-e2e_config processing.capacity_cache="$CACHE"
+e2e_config processing.capacity_cache="$CACHE" processing.streams=auto
 e2e_start_chirpd
 first=$(status_is measured) || exit 1
 e2e_stop_chirpd || e2e_fail "chirpd did not stop cleanly"
