@@ -549,8 +549,8 @@ def table_radar(perf, r):
 def table_detect(perf, r):
     rad = same_folder(perf, r, "radar")
     lim = {x["geometry"]: x["a_h2d_gsps"] for x in rad["rows"]} if rad else {}
-    out = [provenance(r), "", "| CPI | in | daemon, detections only GS/s | H2D copy limit (same "
-           "run) | share | ≥ %.0f %% |" % (100 * CHAIN_OF_H2D), "|---|---|---:|---:|---:|---|"]
+    out = [provenance(r), "", "| CPI | in | daemon, detections only GS/s | H2D copy limit ((f), "
+           "this folder) | share | ≥ %.0f %% |" % (100 * CHAIN_OF_H2D), "|---|---|---:|---:|---:|---|"]
     for x in r["rows"]:
         a = lim.get(x["geometry"])
         out.append("| %s | %s | %.3f | %s | %s | %s |" % (
