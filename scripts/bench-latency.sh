@@ -18,7 +18,9 @@
 #               wake > period/2 late restarts the schedule and counts a late
 #               tick); drops when the input ring is full (= chirpd's
 #               input_overruns).
-#   consumer    build/bench/latency_probe on the output ring: latency =
+#   consumer    build/bench/latency_probe on the output ring (with --set
+#               output.mode=none and the radar chain: on the --set
+#               detections.ring, each list timed by its input CPI): latency =
 #               CLOCK_REALTIME at peek − the block's timestamp_ns (chirpd
 #               forwards the producer's commit time). Warm-up from the first
 #               result, then the measured window. It sleeps on the ring's
@@ -154,6 +156,25 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+
+# Detections only (--set output.mode=none with the radar chain): no output
+# ring; the probe times the detection ring's lists (each carries its input
+# CPI's timestamp and first sample), and the floor moves a list's bytes
+# back instead of a cube's.
+det_only= det_base= det_max=1024
+for s in "${sets[@]}"; do
+	case $s in
+	output.mode=none) det_only=1;;
+	output.mode=*) det_only=;;
+	detections.ring=*) det_base=${s#detections.ring=};;
+	cfar.max_detections=*) det_max=${s#cfar.max_detections=};;
+	esac
+done
+if [ -n "$det_only" ]; then
+	[ -n "$det_base" ] || { echo "bench-latency: output.mode=none needs --set detections.ring=NAME" >&2; exit 2; }
+	[[ $det_max =~ ^[0-9]+$ ]] || { echo "bench-latency: cfar.max_detections '$det_max': want a count" >&2; exit 2; }
+	mode=none
+fi
 
 # A python3 for JSON (stdlib only), and one with matplotlib for the PNG.
 PY=$(command -v python3) || die "python3 is needed (JSON of chirpctl, the report)"
@@ -323,6 +344,11 @@ run_case() {
 	[ "$name" = capacity ] && secs=$cap_s
 	conf=$out/chirpd-$name.conf sock=$tmp/c$case_no.sock
 	in=/$uniq-$case_no-in outr=/$uniq-$case_no-out
+	local probe_ring=$outr probe_step=()
+	if [ -n "$det_only" ]; then   # the --set detection ring (one chirpd at a time)
+		probe_ring=$det_base
+		probe_step=(--fs-step $((P * R)))
+	fi
 	if [ -n "$rate" ] && [ -z "$soak" ]; then
 		# A flight recorder that holds the whole run, so that chirpd's own
 		# latency can be read over every CPI of the probe's window.
@@ -343,7 +369,7 @@ run_case() {
 	ctl --json status >"$out/status-$name.json" || die "$name: chirpctl status failed"
 	# room for every sample of the window (capacity: unknown rate, 4 M)
 	maxn=$(awk -v r="${rate:-0}" -v s="$secs" 'BEGIN { n = (r > 0) ? r * s * 1.5 + 100000 : 4000000; printf "%d", n }')
-	"${tools[@]}" "$BUILD/bench/latency_probe" --ring "$outr" --warmup "$warmup" --measure "$secs" --wait 10 \
+	"${tools[@]}" "$BUILD/bench/latency_probe" --ring "$probe_ring" "${probe_step[@]}" --warmup "$warmup" --measure "$secs" --wait 10 \
 		--first-timeout "$START_TIMEOUT" --max-samples "$maxn" --raw "$out/lat-$name.txt" \
 		--marker "$tmp/open-$case_no" --linger ${soak:+--progress 30} ${probe_spin:+--spin} ${probe_spin_us:+--spin-us $probe_spin_us} >"$out/probe-$name.txt" 2>"$out/probe-$name.log" &
 	probe=$!; pids+=($probe)
@@ -396,7 +422,11 @@ run_case() {
 run_floor() {
 	local pct=$1 rate=$2 win=$3 inb outb name=floor$1-$3
 	if [ "$format" = cf32 ]; then inb=$((C * P * R * 8)); else inb=$((C * P * R * 4)); fi
-	case $mode in complex) outb=$((C * P * R * 8));; *) outb=$((C * P * R * 4));; esac
+	case $mode in
+	complex) outb=$((C * P * R * 8));;
+	none) outb=$((80 + 32 * det_max));;   # a detection list's slot (chirp/detect.h)
+	*) outb=$((C * P * R * 4));;
+	esac
 	# registering the slots and 20 warm-up CPIs, then the windows
 	timeout -k 5 $((${measure%.*} + ${warmup%.*} + 90)) "$BUILD/bench/copy_floor" \
 		--in-bytes "$inb" --out-bytes "$outb" --rate "$rate" --seconds "$measure" --warmup "$warmup" \
@@ -507,7 +537,11 @@ floor=
 if [ "$backend" = cuda ] && [ $copy = 1 ] && [ -z "$soak" ]; then
 	floor=1
 	in_slots=$(json_get "$out/status-capacity.json" rings.input_slots)
-	out_slots=$(json_get "$out/status-capacity.json" rings.output_slots)
+	if [ -n "$det_only" ]; then
+		out_slots=$(json_get "$out/status-capacity.json" radar.ring_slots)
+	else
+		out_slots=$(json_get "$out/status-capacity.json" rings.output_slots)
+	fi
 	[[ $in_slots =~ ^[0-9]+$ ]] && [[ $out_slots =~ ^[0-9]+$ ]] ||
 		die "chirpctl status has no rings.input_slots/output_slots for the floor"
 	[ -n "$mode_slots" ] && in_slots=$mode_slots

@@ -559,8 +559,9 @@ def table_detect(perf, r):
             "–" if not a else "PASS" if x["gsps"] >= CHAIN_OF_H2D * a else "FAIL"))
     lat = same_folder(perf, r, "detect_latency")
     if lat:
-        out += ["", "Latency with the chain at 80 % of its capacity (a map output ring, so the "
-                "probe has blocks to time): " + provenance(lat, run_extra(lat["run"])), ""]
+        out += ["", "Latency with the chain at 80 % of its capacity, detections only (the "
+                "probe times the detection lists; the floor moves a CPI in and a list back): " +
+                provenance(lat, run_extra(lat["run"])), ""]
         out += table_latency(lat)[2:]
     return out
 
