@@ -12,7 +12,9 @@
 # With chirpd (CPU backend, [doppler] and per-channel [cfar], map_db output
 # and a [detections] ring): chirp-feed --target puts two targets at known
 # gates and Doppler shifts, chirp-tap --verify-targets finds both in every
-# channel of >= 99% of the CPIs, the chirpring package reads both rings
+# channel of >= 99% of the CPIs, chirp-tap --verify recomputes every map
+# (pulse compression, Doppler window and FFT) on the CPU from the same
+# --target options and finds it equal, the chirpring package reads both rings
 # (map shape and peak, lists, range and velocity), and chirp-plot --map
 # draws a CPI from the recording and one straight from the two rings.
 # The chirp-plot parts are skipped (and say so) without matplotlib.
@@ -170,12 +172,12 @@ fi
 # ---- chirpd: Doppler, CFAR, map output and detection ring ---------------------
 [ -x "$CHIRPD" ] || e2e_fail "$CHIRPD is not built"
 DRING=/$E2E_UNIQ-dets
-N=60
+N=60   # <= the rings' slots: a slow tap (--verify) never makes chirpd drop
 e2e_config cpi.channels=2 cpi.pulses=16 cpi.samples=1000 \
 	radar.prf_hz=4000 radar.carrier_hz=9.4e9 \
 	doppler.enable=true doppler.window=hann \
 	cfar.enable=true cfar.method=ca cfar.integrate=none cfar.pfa=1e-6 \
-	detections.ring="$DRING" output.mode=map_db output.slots=16
+	detections.ring="$DRING" detections.slots=64 output.mode=map_db output.slots=64
 e2e_start_chirpd
 # Targets: gate 300 at +750 Hz (Doppler bin +3 of 16 at 4 kHz PRF), gate
 # 700 at -1000 Hz (bin -4); 250 Hz per bin.
@@ -183,7 +185,8 @@ FEED=("$CHIRP_FEED" -c "$CONF" --target 300,-20,750 --target 700,-26,-1000 --noi
 "$CHIRP_TAP" -c "$CONF" --jsonl --verify-targets 300:3,700:-4 -n $N --timeout $((60 * E2E_SLOW)) -q \
 	>dets.jsonl 2>vt.err &
 vt=$!; e2e_track $vt
-"$CHIRP_TAP" -c "$CONF" --sigmf rd -n $N --timeout $((60 * E2E_SLOW)) -q 2>rd.err &
+"$CHIRP_TAP" -c "$CONF" --sigmf rd -n $N --timeout $((60 * E2E_SLOW)) -q --verify \
+	--target 300,-20,750 --target 700,-26,-1000 --noise-dbfs -30 2>rd.err &
 rd=$!; e2e_track $rd
 e2e_wait_consumer "$DRING" $vt
 e2e_wait_consumer "$OUT_RING" $rd
@@ -192,7 +195,8 @@ wait_pid $vt 60; rc=$?
 [ $rc = 0 ] || e2e_fail "chirp-tap --verify-targets exited $rc: $(cat vt.err)"
 grep -q "verify-targets: .* hold every target (min 99.00%" vt.err || e2e_fail "summary: $(cat vt.err)"
 e2e_log "$(grep verify-targets: vt.err)"
-wait_pid $rd 60 || e2e_fail "map recording: $(cat rd.err)"
+wait_pid $rd 60 || e2e_fail "map recording and --verify: $(cat rd.err)"
+grep -q "verified $N, mismatches 0" rd.err || e2e_fail "--verify of the maps: $(cat rd.err)"
 grep -q '"chirp:output": *"map_db"' rd.sigmf-meta || e2e_fail "the recording is not labelled map_db"
 
 # The chirpring package on both rings: each map is (C, Nd, R) float32 dB
