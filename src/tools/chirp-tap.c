@@ -249,7 +249,7 @@ static int tap_det_opt(struct tap *t, int c)
 	case O_VTOL:
 		errno = 0;
 		g = strtoul(optarg, &e, 10);
-		b = *e == ',' ? strtoul(e + 1, &e, 10) : ULONG_MAX;
+		b = *e == ',' && e[1] >= '0' && e[1] <= '9' ? strtoul(e + 1, &e, 10) : ULONG_MAX;
 		if (errno || *e || *optarg < '0' || *optarg > '9' || g > 1000000 || b > 1000000)
 			return tool_bad_arg("--verify-tolerance", optarg,
 					    "want GATES,BINS, each 0..1000000");
