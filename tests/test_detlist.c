@@ -167,7 +167,7 @@ static void test_print(void **state)
 	fclose(f);
 	assert_non_null(strstr(buf, "\"seq\":7,\"ring_seq\":42,"));
 	assert_non_null(strstr(buf, "\"overflow\":false"));
-	assert_non_null(strstr(buf, "{\"channel\":0,\"range_gate\":100,\"doppler_bin\":-8,"));
+	assert_non_null(strstr(buf, "{\"channel\":0,\"gate\":100,\"doppler_bin\":-8,"));
 	assert_non_null(strstr(buf, "\"velocity_mps\":null"));
 	assert_null(strstr(buf, "nan"));
 	assert_int_equal(buf[sz - 1], '\n');

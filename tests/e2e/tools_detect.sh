@@ -111,7 +111,7 @@ assert [j["ring_seq"] for j in L] == [0, 1, 2, 3, 4], L
 assert L[3]["overflow"] is True and L[3]["found"] == 6 and L[3]["count"] == 4, L[3]
 assert L[4]["integrated"] is True and L[4]["detections"][0]["channel"] == -1, L[4]
 d = L[1]["detections"][1]
-assert d == {"channel": 0, "range_gate": 700, "doppler_bin": -4, "range_m": d["range_m"],
+assert d == {"channel": 0, "gate": 700, "doppler_bin": -4, "range_m": d["range_m"],
              "velocity_mps": None, "power": 50, "noise": 1, "snr_db": 17}, d
 assert abs(d["range_m"] - 4197.2) < 1e-3, d
 PYEOF
@@ -152,7 +152,7 @@ m = rng.exponential(1.0, size=(3, 2, 16, 200)).astype(np.float32)   # CPIs x C x
 m[1, :, 8 + 3, 120] = 5e4      # CPI 1: a target at gate 120, bin +3
 m[1, :, 8 - 5, 40] = 2e3       # and a weaker one at gate 40, bin -5
 m.tofile("map.raw")
-recs = [dict(channel=c, range_gate=g, doppler_bin=b, range_m=g * 299792458.0 / 40e6,
+recs = [dict(channel=c, gate=g, doppler_bin=b, range_m=g * 299792458.0 / 40e6,
              velocity_mps=b * 1000 / 16 * 299792458.0 / 2 / 9.4e9, power=float(m[1, c, 8 + b, g]),
              noise=1.0, snr_db=10 * np.log10(float(m[1, c, 8 + b, g])))
         for c in (0, 1) for b, g in ((-5, 40), (3, 120))]
@@ -193,7 +193,8 @@ e2e_config cpi.channels=2 cpi.pulses=16 cpi.samples=1000 \
 	radar.prf_hz=4000 radar.carrier_hz=9.4e9 \
 	doppler.enable=true doppler.window=hann \
 	cfar.enable=true cfar.method=ca cfar.integrate=none cfar.pfa=1e-6 \
-	detections.ring="$DRING" detections.slots=64 output.mode=map_db output.slots=64
+	detections.ring="$DRING" detections.slots=64 detections.file=chirpd-dets.jsonl \
+	output.mode=map_db output.slots=64
 e2e_start_chirpd
 # Targets: gate 300 at +750 Hz (Doppler bin +3 of 16 at 4 kHz PRF), gate
 # 700 at -1000 Hz (bin -4); 250 Hz per bin.
@@ -268,7 +269,12 @@ if [ $HAVE_MPL = 1 ]; then
 	grep -q "^detection: channel 0 gate 700 bin -4 (4197.1 m, -15.95 m/s)" plot.log ||
 		e2e_fail "recording detections: $(cat plot.log)"
 	[ -s rd.png ] || e2e_fail "no rd.png"
-	e2e_log "chirp-plot --map from the recording ok"
+	# chirpd's own [detections] file has the same keys.
+	"$PLOT" --map rd --cpi 7 --detections chirpd-dets.jsonl --channel sum -o rd2.png >plot2.log 2>&1 ||
+		e2e_fail "chirp-plot --map with chirpd's [detections] file: $(cat plot2.log)"
+	diff <(grep '^detection:' plot.log) <(grep '^detection:' plot2.log) >/dev/null ||
+		e2e_fail "chirpd's file and chirp-tap --jsonl disagree: $(cat plot.log plot2.log)"
+	e2e_log "chirp-plot --map from the recording ok (chirp-tap's lines and chirpd's file)"
 else
 	e2e_log "chirp-plot --map of the recording: skipped ($PY lacks numpy or matplotlib)"
 fi
