@@ -5,9 +5,9 @@
 #   make uninstall (same variables)
 #
 # Installs the programs, scripts/chirp-plot, libchirpring (.so.2, .so, .a)
-# with chirp/ring.h and chirpring.pc, the systemd units (ExecStart rewritten
-# to BINDIR), the sysusers.d entry for the chirpd user, the man pages,
-# chirpctl's bash completion, the chirpring Python package (into PYTHONDIR,
+# with chirp/ring.h, chirp/detect.h (a det ring's slot) and chirpring.pc,
+# the systemd units (ExecStart rewritten to BINDIR), the sysusers.d entry
+# for the chirpd user, the man pages, chirpctl's bash completion, the chirpring Python package (into PYTHONDIR,
 # with LIBDIR recorded in chirpring/_config.py so it finds this
 # libchirpring) and /etc/chirpd/chirpd.conf. An existing chirpd.conf is never overwritten:
 # when it differs from the shipped one, the new file goes next to it as
@@ -64,6 +64,7 @@ install: bins libs
 	ln -sf libchirpring.so.2 $(D)$(LIBDIR)/libchirpring.so
 	$(INSTALL) -m 0644 $(RING_LIB) $(D)$(LIBDIR)/libchirpring.a
 	$(INSTALL) -m 0644 include/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/ring.h
+	$(INSTALL) -m 0644 include/chirp/detect.h $(D)$(INCLUDEDIR)/chirp/detect.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    $(PC_IN) > $(D)$(PKGCONFIGDIR)/chirpring.pc.tmp
@@ -116,7 +117,7 @@ endif
 uninstall:
 	rm -f $(addprefix $(D)$(BINDIR)/,$(BIN_NAMES) chirp-plot)
 	rm -f $(D)$(LIBDIR)/libchirpring.so.2 $(D)$(LIBDIR)/libchirpring.so $(D)$(LIBDIR)/libchirpring.a
-	rm -f $(D)$(INCLUDEDIR)/chirp/ring.h $(D)$(PKGCONFIGDIR)/chirpring.pc
+	rm -f $(D)$(INCLUDEDIR)/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/detect.h $(D)$(PKGCONFIGDIR)/chirpring.pc
 	rm -f $(D)$(UNITDIR)/chirpd.service $(D)$(UNITDIR)/chirpd@.service $(D)$(SYSUSERSDIR)/chirpd.conf
 	rm -f $(foreach m,$(INST_MANS),$(D)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	rm -f $(D)$(DOCDIR)/example_producer.c

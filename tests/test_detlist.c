@@ -167,7 +167,7 @@ static void test_print(void **state)
 	fclose(f);
 	assert_non_null(strstr(buf, "\"seq\":7,\"ring_seq\":42,"));
 	assert_non_null(strstr(buf, "\"overflow\":false"));
-	assert_non_null(strstr(buf, "{\"channel\":0,\"range_gate\":100,\"doppler_bin\":-8,"));
+	assert_non_null(strstr(buf, "{\"channel\":0,\"gate\":100,\"doppler_bin\":-8,"));
 	assert_non_null(strstr(buf, "\"velocity_mps\":null"));
 	assert_null(strstr(buf, "nan"));
 	assert_int_equal(buf[sz - 1], '\n');
@@ -199,6 +199,63 @@ static void test_parse_targets(void **state)
 	assert_true(n == 1 && t[0].gate == 7 && t[0].bin == -3);
 }
 
+/* Random slots of random lengths, most with a valid magic and version:
+ * a list is either refused or lies wholly inside its slot, and nothing
+ * past the slot is touched (each slot is a heap block of exactly its
+ * length: ASan builds catch a stray read). */
+static void test_random_slots(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	int accepted = 0, with_records = 0;
+
+	for (int it = 0; it < 20000; it++) {
+		size_t len;
+		uint8_t *b;
+		struct detlist d;
+		char err[256];
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		len = (size_t)(x % (sizeof(struct chirp_det_header) + 6 * 40));
+		b = malloc(len ? len : 1);
+		for (size_t i = 0; i < len; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			b[i] = (uint8_t)(x >> 29);
+		}
+		if (len >= sizeof(struct chirp_det_header) && (x & 3)) {
+			struct chirp_det_header *h = (struct chirp_det_header *)b;
+
+			h->magic = CHIRP_DET_MAGIC;
+			h->version = (uint16_t)(1 + (x >> 40) % 2);
+			h->record_bytes = (uint16_t)((x >> 8) & 1 ? 32 : 24 + (x >> 44) % 24);
+			h->count = (uint32_t)((x >> 16) % 8);
+			h->found = h->count + (uint32_t)((x >> 24) % 2);
+			h->flags = h->found > h->count ? CHIRP_DET_OVERFLOW : 0;
+			h->maps = 1 + (uint32_t)((x >> 32) % 3);
+			h->doppler_bins = (uint32_t)(x >> 36) % 5;
+			/* channels mostly 0 (valid), so that lists get through */
+			for (size_t i = 0; i < h->count && (x >> 50) & 1; i++) {
+				size_t at = sizeof(*h) + i * h->record_bytes;
+				int32_t zero = 0;
+
+				if (at + sizeof(zero) <= len)
+					memcpy(b + at, &zero, sizeof(zero));
+			}
+		}
+		if (detlist_parse(&d, b, len, err, sizeof(err)) == 0) {
+			struct detlist_target t = { 1, 1 };
+
+			assert_true(sizeof(struct chirp_det_header) + (uint64_t)d.h.count * d.stride <= len);
+			(void)detlist_has_target(&d, &t, 2, 2);
+			accepted++;
+			with_records += d.h.count > 0;
+		}
+		free(b);
+	}
+	/* Not vacuous: lists with records were accepted, and many refused. */
+	print_message("random slots: %d of 20000 accepted, %d with records\n", accepted, with_records);
+	assert_true(with_records > 100 && accepted < 19000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +264,7 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_print),
 		cmocka_unit_test(test_parse_targets),
+		cmocka_unit_test(test_random_slots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -540,48 +540,6 @@ static size_t fmt_bytes(uint32_t fmt)
 	return fmt == CHIRP_RING_CF32 ? 8 : 4;
 }
 
-/*
- * --target GATE,AMP_DB[,DOPPLER_HZ] after --targets' list. The PRF that
- * turns Hz into cycles per pulse is --prf, else the configuration's
- * [radar] prf_hz (through config_pc_params, as chirpd reads it), so that
- * the Doppler bin a target lands in is the one chirpd computes.
- */
-static int add_targets_hz(struct feed *f)
-{
-	double prf = f->prf_hz;
-	char err[512];
-
-	if (f->have_cfg) {
-		struct pc_params pp;
-
-		config_pc_params(&f->cfg, &pp);
-		if (prf <= 0)
-			prf = pp.radar.prf_hz;
-		else if (pp.radar.prf_hz > 0 && fabs(pp.radar.prf_hz - prf) > 1e-9 * prf)
-			log_warn("--prf %.9g Hz differs from [radar] prf_hz %.9g Hz of %s: the "
-				 "targets' Doppler bins will not be where chirpd expects them",
-				 prf, pp.radar.prf_hz, f->config_path);
-	}
-	for (size_t i = 0; i < f->ntarget_hz; i++) {
-		struct synth_target *t = &f->targets[f->ntargets];
-		int folded;
-
-		if (f->ntargets >= SYNTH_MAX_TARGETS) {
-			log_err("--target: more than %d targets with --targets", SYNTH_MAX_TARGETS);
-			return -EINVAL;
-		}
-		if (synth_parse_target_hz(f->target_hz[i], prf, t, &folded, err, sizeof(err)) < 0) {
-			log_err("--target %s", err);
-			return -EINVAL;
-		}
-		if (folded)
-			log_notice("--target %s: the shift is beyond +-PRF/2 (%.6g Hz) and aliases "
-				   "to %.6g Hz", f->target_hz[i], prf / 2, t->doppler * prf);
-		f->ntargets++;
-	}
-	return 0;
-}
-
 /* Source set-up that does not need the ring (config, recording metadata). */
 static int prepare_source(struct feed *f)
 {
@@ -598,7 +556,8 @@ static int prepare_source(struct feed *f)
 			log_err("--targets: %s", err);
 			return -EINVAL;
 		}
-		if (add_targets_hz(f) < 0)
+		if (tool_add_targets_hz(&f->cfg, f->config_path, f->prf_hz, f->target_hz,
+					f->ntarget_hz, f->targets, &f->ntargets) < 0)
 			return -EINVAL;
 		if (f->have_snr)
 			f->noise_power = synth_noise_power_for_snr(f->targets, f->ntargets, f->snr_db);

@@ -55,6 +55,9 @@ enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_TIMEOUT = 3, EXIT_VERIFY 
 struct tap {
 	/* options */
 	const char *ring_name, *config_path, *out_path, *sigmf_base, *targets_spec, *mode;
+	const char *target_hz[SYNTH_MAX_TARGETS];   /* --target, in order */
+	size_t ntarget_hz;
+	double prf_hz;                   /* --prf                             */
 	double wait_s, timeout_s, snr_db, noise_dbfs;
 	int have_snr, have_noise_dbfs;
 	uint64_t count, seed, stall_after, delay_ms;
@@ -91,6 +94,7 @@ struct tap {
 	struct pc *pcs[CFG_MAX_MODES];   /* per mode, indexed like cfg.modes */
 	struct pc *pc;                   /* pcs[0]: sizes and geometry checks */
 	void *vin, *vout;
+	float *vcmp;                     /* a dB output converted, out bytes */
 	size_t vin_bytes;
 
 	/* counters */
@@ -141,7 +145,8 @@ static void usage(FILE *f)
 "                         flagged UNKNOWN_MODE is counted, and passes if -c does\n"
 "                         not declare its mode and its payload is zeros\n"
 "      --verify-input     check each CPI equals the synthetic input of its mode\n"
-"      --targets LIST  --snr-db X  --noise-dbfs X  --seed N   as for chirp-feed\n"
+"      --targets LIST  --target GATE,AMP_DB[,DOPPLER_HZ]  --prf HZ\n"
+"      --snr-db X  --noise-dbfs X  --seed N   as for chirp-feed\n"
 "\n"
 "Detection rings (format det: chirpd's [detections] ring):\n"
 "      --list             print each CPI's list on stdout: a line \"cpi seq=..\n"
@@ -183,7 +188,7 @@ enum {
 	O_OUT = 256, O_SIGMF, O_DRAIN, O_TIMEOUT, O_WAIT, O_FOREIGN, O_MODE, O_FAILGAP, O_VERIFY,
 	O_VERIFY_IN, O_TARGETS, O_SNR, O_NOISE, O_SEED, O_CREATE, O_GEOMETRY, O_FORMAT,
 	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL, O_SPIN, O_LIST, O_JSONL, O_VTARGETS,
-	O_VTOL, O_VMIN,
+	O_VTOL, O_VMIN, O_TARGET, O_PRF,
 };
 
 static const struct option long_opts[] = {
@@ -220,6 +225,8 @@ static const struct option long_opts[] = {
 	{ "verify-targets", required_argument, NULL, O_VTARGETS },
 	{ "verify-tolerance", required_argument, NULL, O_VTOL },
 	{ "verify-min", required_argument, NULL, O_VMIN },
+	{ "target", required_argument, NULL, O_TARGET },
+	{ "prf", required_argument, NULL, O_PRF },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -242,7 +249,7 @@ static int tap_det_opt(struct tap *t, int c)
 	case O_VTOL:
 		errno = 0;
 		g = strtoul(optarg, &e, 10);
-		b = *e == ',' ? strtoul(e + 1, &e, 10) : ULONG_MAX;
+		b = *e == ',' && e[1] >= '0' && e[1] <= '9' ? strtoul(e + 1, &e, 10) : ULONG_MAX;
 		if (errno || *e || *optarg < '0' || *optarg > '9' || g > 1000000 || b > 1000000)
 			return tool_bad_arg("--verify-tolerance", optarg,
 					    "want GATES,BINS, each 0..1000000");
@@ -269,6 +276,17 @@ static int tap_test_opt(struct tap *t, int c, int li)
 	case O_VERIFY: t->verify = 1; break;
 	case O_VERIFY_IN: t->verify_input = 1; break;
 	case O_TARGETS: t->targets_spec = optarg; break;
+	case O_TARGET:
+		if (t->ntarget_hz >= SYNTH_MAX_TARGETS) {
+			log_err("--target: more than %d targets", SYNTH_MAX_TARGETS);
+			return -EINVAL;
+		}
+		t->target_hz[t->ntarget_hz++] = optarg;
+		break;
+	case O_PRF:
+		if (tool_parse_double(optarg, &t->prf_hz) < 0 || t->prf_hz <= 0)
+			return tool_bad_arg("--prf", optarg, "want a frequency in Hz > 0");
+		break;
 	case O_SNR:
 		if (tool_parse_double(optarg, &t->snr_db) < 0)
 			return tool_bad_arg("--snr-db", optarg, "want a number of dB");
@@ -387,8 +405,17 @@ static int tap_args_check(struct tap *t)
 		log_err("--verify (output ring) and --verify-input (input ring) are alternatives");
 		return -EINVAL;
 	}
-	if ((t->verify || t->verify_input) && (!t->config_path || !t->targets_spec)) {
-		log_err("--verify needs -c chirpd.conf and the feed's --targets (and --snr-db/--seed if used)");
+	if ((t->verify || t->verify_input) && (!t->config_path || (!t->targets_spec && !t->ntarget_hz))) {
+		log_err("--verify needs -c chirpd.conf and the feed's --targets/--target (and "
+			"--snr-db/--seed if used)");
+		return -EINVAL;
+	}
+	if ((t->targets_spec || t->ntarget_hz) && !t->verify && !t->verify_input) {
+		log_err("--targets and --target describe the feed for --verify and --verify-input");
+		return -EINVAL;
+	}
+	if (t->prf_hz > 0 && !t->ntarget_hz) {
+		log_err("--prf applies to --target (DOPPLER_HZ)");
 		return -EINVAL;
 	}
 	if (t->have_snr && t->have_noise_dbfs) {
@@ -433,18 +460,59 @@ static const char *ring_default(const struct tap *t)
 	return "/chirpd-out";
 }
 
+/*
+ * [doppler] window over the P' pulses after MTI, as chirpd makes it for
+ * pc_params.radar.window (*w NULL without Doppler processing; the caller
+ * frees it after pc_create copied it).
+ */
+static int verify_doppler_window(const struct tap *t, float **w)
+{
+	unsigned n = config_doppler_pulses(&t->cfg);
+	double *dw;
+	int rc = 0;
+
+	*w = NULL;
+	if (!n)
+		return 0;
+	dw = malloc((size_t)n * sizeof(*dw));
+	*w = malloc((size_t)n * sizeof(**w));
+	if (!dw || !*w) {
+		log_err("out of memory");
+		rc = -ENOMEM;
+	} else if (wf_window_fill(t->cfg.doppler_window, t->cfg.doppler_taylor_nbar,
+				  t->cfg.doppler_taylor_sll_db, dw, n) < 0) {
+		log_err("%s: [doppler] window %s over %u pulses cannot be made", t->config_path,
+			wf_window_name(t->cfg.doppler_window), n);
+		rc = -EINVAL;
+	} else {
+		for (unsigned k = 0; k < n; k++)
+			(*w)[k] = (float)dw[k];
+	}
+	free(dw);
+	if (rc < 0) {
+		free(*w);
+		*w = NULL;
+	}
+	return rc;
+}
+
 /* The CPU pulse compressor of configured mode i alone: its windowed
- * reference, as chirpd builds it, in a one-mode pc. */
+ * reference, as chirpd builds it, in a one-mode pc; with the radar chain
+ * of -c ([doppler], [cfar]) and its Doppler window, as chirpd's. */
 static int setup_verify_pc(struct tap *t, unsigned i)
 {
 	const struct cfg_mode *m = &t->cfg.modes[i];
 	struct pc_params pp;
-	float *ref = NULL;
+	float *ref = NULL, *window = NULL;
 	size_t len = 0;
 	char err[512];
 
 	if (wf_build(config_mode_wf(&t->cfg, i), t->cfg.samples, &ref, &len, err, sizeof(err)) < 0) {
 		log_err("%s: mode %s (%u): waveform: %s", t->config_path, m->name, m->id, err);
+		return -EINVAL;
+	}
+	if (verify_doppler_window(t, &window) < 0) {
+		free(ref);
 		return -EINVAL;
 	}
 	config_pc_params(&t->cfg, &pp);
@@ -454,8 +522,10 @@ static int setup_verify_pc(struct tap *t, unsigned i)
 	pp.nmodes = 0;
 	pp.backend = PC_BACKEND_CPU;
 	pp.cpu_threads = 1;
+	pp.radar.window = window;
 	t->pcs[i] = pc_create(&pp, err, sizeof(err));
 	free(ref);
+	free(window);
 	if (!t->pcs[i]) {
 		log_err("verify: mode %s (%u): pc_create: %s", m->name, m->id, err);
 		return -EINVAL;
@@ -468,11 +538,14 @@ static int setup_verify(struct tap *t)
 	double noise = 0;
 	char err[512];
 
-	if (synth_parse_targets(t->targets_spec, t->targets, SYNTH_MAX_TARGETS, &t->ntargets,
-				err, sizeof(err)) < 0) {
+	if (t->targets_spec && synth_parse_targets(t->targets_spec, t->targets, SYNTH_MAX_TARGETS,
+						   &t->ntargets, err, sizeof(err)) < 0) {
 		log_err("--targets: %s", err);
 		return -EINVAL;
 	}
+	if (tool_add_targets_hz(&t->cfg, t->config_path, t->prf_hz, t->target_hz, t->ntarget_hz,
+				t->targets, &t->ntargets) < 0)
+		return -EINVAL;
 	if (t->have_snr)
 		noise = synth_noise_power_for_snr(t->targets, t->ntargets, t->snr_db);
 	else if (t->have_noise_dbfs)
@@ -496,8 +569,14 @@ static int setup_verify(struct tap *t)
 		if (setup_verify_pc(t, i) < 0)
 			return -EINVAL;
 	t->pc = t->pcs[0];
+	if (pc_out_bytes(t->pc) == 0) {
+		log_err("--verify: %s has [output] mode none: chirpd writes no output to verify "
+			"(its detections: --verify-targets on the [detections] ring)", t->config_path);
+		return -EINVAL;
+	}
 	t->vout = malloc(pc_out_bytes(t->pc));
-	if (!t->vout) {
+	t->vcmp = malloc(pc_out_bytes(t->pc));
+	if (!t->vout || !t->vcmp) {
 		log_err("out of memory");
 		return -ENOMEM;
 	}
@@ -705,7 +784,8 @@ static double rel_l2(const float *got, const float *want, size_t n)
 	return sqrt(num / den);
 }
 
-/* power_db -> magnitude, so the comparison weighs gates by their signal. */
+/* power_db (or map_db) -> magnitude, so the comparison weighs cells by
+ * their signal. */
 static void db_to_mag(float *x, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -757,16 +837,17 @@ static int verify_unknown_mode(struct tap *t, const struct chirp_ring_block *b, 
 	return 1;
 }
 
-/* The relative L2 error of the received block against t->vout (power_db:
- * compared as magnitudes). */
+/* The relative L2 error of the received block against t->vout (power_db
+ * and map_db: compared as magnitudes). */
 static double verify_compare(struct tap *t, const struct chirp_ring_block *b)
 {
 	size_t n = b->len / 4;
 
-	if (t->cfg.out_mode != PC_OUT_POWER_DB)
+	if (t->cfg.out_mode != PC_OUT_POWER_DB && t->cfg.out_mode != PC_OUT_MAP_DB)
 		return rel_l2(b->payload, t->vout, n);
-	/* Convert a copy of the received block (the ring's is read-only to us). */
-	float *got = t->vin;   /* input is used up; C*P*R*4 <= its size */
+	/* Convert a copy of the received block (the ring's is read-only to us);
+	 * b->len is pc_out_bytes, checked by the caller. */
+	float *got = t->vcmp;
 
 	memcpy(got, b->payload, b->len);
 	db_to_mag(got, n);
@@ -1227,6 +1308,7 @@ static void tap_free(struct tap *t)
 		pc_destroy(t->pcs[i]);
 	free(t->vin);
 	free(t->vout);
+	free(t->vcmp);
 	sigmf_meta_free(&t->meta);
 }
 

@@ -147,7 +147,7 @@ void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq)
 		struct chirp_det_record r;
 
 		detlist_get(d, i, &r);
-		fprintf(out, "%s{\"channel\":%" PRId32 ",\"range_gate\":%" PRIu32
+		fprintf(out, "%s{\"channel\":%" PRId32 ",\"gate\":%" PRIu32
 			",\"doppler_bin\":%" PRId32, i ? "," : "", r.channel, r.range_gate,
 			r.doppler_bin);
 		json_num(out, "range_m", r.range_m);

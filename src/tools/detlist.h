@@ -56,9 +56,11 @@ void detlist_print_text(FILE *out, const struct detlist *d);
 /*
  * One JSON object on one line: the header's fields (overflow, integrated,
  * no_velocity and skipped as booleans), ring_seq (the det ring's block
- * number) and "detections": [{channel, range_gate, doppler_bin, range_m,
+ * number) and "detections": [{channel, gate, doppler_bin, range_m,
  * velocity_mps, power, noise, snr_db}]; a number that is not finite
- * (velocity_mps without a carrier) is null.
+ * (velocity_mps without a carrier) is null. The keys are those of
+ * chirpd's [detections] file, of which this is a superset, so that one
+ * reader takes both.
  */
 void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq);
 

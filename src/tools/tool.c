@@ -2,6 +2,7 @@
 /* tool.c — helpers for chirp-feed and chirp-tap; see tool.h. */
 #include "tool.h"
 #include "log.h"
+#include "synth.h"
 
 #include <errno.h>
 #include <math.h>
@@ -262,4 +263,40 @@ int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chir
 	config_ring_geometry(c, which, &want);
 	return g->channels == want.channels && g->pulses == want.pulses &&
 	       g->samples == want.samples && g->format == want.format;
+}
+
+int tool_add_targets_hz(const struct chirp_config *c, const char *config_path, double prf_hz,
+			const char *const *specs, size_t n, struct synth_target *t, size_t *nt)
+{
+	double prf = prf_hz;
+	char err[512];
+
+	if (c) {
+		struct pc_params pp;
+
+		config_pc_params(c, &pp);
+		if (prf <= 0)
+			prf = pp.radar.prf_hz;
+		else if (pp.radar.prf_hz > 0 && fabs(pp.radar.prf_hz - prf) > 1e-9 * prf)
+			log_warn("--prf %.9g Hz differs from [radar] prf_hz %.9g Hz of %s: the "
+				 "targets' Doppler bins will not be where chirpd expects them",
+				 prf, pp.radar.prf_hz, config_path);
+	}
+	for (size_t i = 0; i < n; i++) {
+		int folded;
+
+		if (*nt >= SYNTH_MAX_TARGETS) {
+			log_err("--target: more than %d targets in all", SYNTH_MAX_TARGETS);
+			return -EINVAL;
+		}
+		if (synth_parse_target_hz(specs[i], prf, &t[*nt], &folded, err, sizeof(err)) < 0) {
+			log_err("--target %s", err);
+			return -EINVAL;
+		}
+		if (folded)
+			log_notice("--target %s: the shift is beyond +-PRF/2 (%.6g Hz) and aliases "
+				   "to %.6g Hz", specs[i], prf / 2, t[*nt].doppler * prf);
+		(*nt)++;
+	}
+	return 0;
 }

@@ -57,6 +57,19 @@ void tool_geom_apply(const struct tool_geom_opts *o, struct chirp_ring_geometry 
 int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chirp_config *c,
 			  enum config_ring which);
 
+/*
+ * --target GATE,AMP_DB[,DOPPLER_HZ] (chirp-feed, chirp-tap --verify):
+ * append specs[0..n-1] to t[*nt..] (SYNTH_MAX_TARGETS in all). The PRF
+ * that turns Hz into cycles per pulse is prf_hz when > 0, else the
+ * configuration's [radar] prf_hz (through config_pc_params, as chirpd
+ * reads it), so that a target lands in the Doppler bin chirpd computes;
+ * a prf_hz that differs from the configuration's is warned about. 0, or
+ * -EINVAL with the reason logged.
+ */
+struct synth_target;
+int tool_add_targets_hz(const struct chirp_config *c, const char *config_path, double prf_hz,
+			const char *const *specs, size_t n, struct synth_target *t, size_t *nt);
+
 /* CLOCK_MONOTONIC in seconds. */
 double tool_now(void);
 

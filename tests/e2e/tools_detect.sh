@@ -12,7 +12,9 @@
 # With chirpd (CPU backend, [doppler] and per-channel [cfar], map_db output
 # and a [detections] ring): chirp-feed --target puts two targets at known
 # gates and Doppler shifts, chirp-tap --verify-targets finds both in every
-# channel of >= 99% of the CPIs, the chirpring package reads both rings
+# channel of >= 99% of the CPIs, chirp-tap --verify recomputes every map
+# (pulse compression, Doppler window and FFT) on the CPU from the same
+# --target options and finds it equal, the chirpring package reads both rings
 # (map shape and peak, lists, range and velocity), and chirp-plot --map
 # draws a CPI from the recording and one straight from the two rings.
 # The chirp-plot parts are skipped (and say so) without matplotlib.
@@ -24,6 +26,22 @@ PLOT=$SRC/scripts/chirp-plot
 HAVE_NP=0 HAVE_MPL=0
 "$PY" -c 'import numpy' 2>/dev/null && HAVE_NP=1
 [ $HAVE_NP = 1 ] && "$PY" -c 'import matplotlib' 2>/dev/null && HAVE_MPL=1
+# The package loads this build's libchirpring: an ASan one needs the
+# sanitizer runtimes preloaded into python (leak checks off: CPython keeps
+# its allocations to exit), a TSan one cannot be loaded at all.
+PYLIB=1 PRE=
+case $BUILD in
+*asan*)
+	for r in libasan.so libubsan.so; do
+		f=$(cc -print-file-name=$r) && [ -f "$f" ] || PYLIB=0
+		PRE="$PRE${PRE:+:}$f"
+	done;;
+*tsan*) PYLIB=0;;
+esac
+pylib() {   # pylib CMD... — CMD with the package and this build's library
+	env ${PRE:+LD_PRELOAD=$PRE ASAN_OPTIONS=detect_leaks=0} PYTHONPATH="$SRC/src/ring/python" \
+		CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.2" PYTHONDONTWRITEBYTECODE=1 "$@"
+}
 cd "$T" || exit 1
 
 # ---- det ring without chirpd ---------------------------------------------------
@@ -93,7 +111,7 @@ assert [j["ring_seq"] for j in L] == [0, 1, 2, 3, 4], L
 assert L[3]["overflow"] is True and L[3]["found"] == 6 and L[3]["count"] == 4, L[3]
 assert L[4]["integrated"] is True and L[4]["detections"][0]["channel"] == -1, L[4]
 d = L[1]["detections"][1]
-assert d == {"channel": 0, "range_gate": 700, "doppler_bin": -4, "range_m": d["range_m"],
+assert d == {"channel": 0, "gate": 700, "doppler_bin": -4, "range_m": d["range_m"],
              "velocity_mps": None, "power": 50, "noise": 1, "snr_db": 17}, d
 assert abs(d["range_m"] - 4197.2) < 1e-3, d
 PYEOF
@@ -134,7 +152,7 @@ m = rng.exponential(1.0, size=(3, 2, 16, 200)).astype(np.float32)   # CPIs x C x
 m[1, :, 8 + 3, 120] = 5e4      # CPI 1: a target at gate 120, bin +3
 m[1, :, 8 - 5, 40] = 2e3       # and a weaker one at gate 40, bin -5
 m.tofile("map.raw")
-recs = [dict(channel=c, range_gate=g, doppler_bin=b, range_m=g * 299792458.0 / 40e6,
+recs = [dict(channel=c, gate=g, doppler_bin=b, range_m=g * 299792458.0 / 40e6,
              velocity_mps=b * 1000 / 16 * 299792458.0 / 2 / 9.4e9, power=float(m[1, c, 8 + b, g]),
              noise=1.0, snr_db=10 * np.log10(float(m[1, c, 8 + b, g])))
         for c in (0, 1) for b, g in ((-5, 40), (3, 120))]
@@ -170,12 +188,13 @@ fi
 # ---- chirpd: Doppler, CFAR, map output and detection ring ---------------------
 [ -x "$CHIRPD" ] || e2e_fail "$CHIRPD is not built"
 DRING=/$E2E_UNIQ-dets
-N=60
+N=60   # <= the rings' slots: a slow tap (--verify) never makes chirpd drop
 e2e_config cpi.channels=2 cpi.pulses=16 cpi.samples=1000 \
 	radar.prf_hz=4000 radar.carrier_hz=9.4e9 \
 	doppler.enable=true doppler.window=hann \
 	cfar.enable=true cfar.method=ca cfar.integrate=none cfar.pfa=1e-6 \
-	detections.ring="$DRING" output.mode=map_db output.slots=16
+	detections.ring="$DRING" detections.slots=64 detections.file=chirpd-dets.jsonl \
+	output.mode=map_db output.slots=64
 e2e_start_chirpd
 # Targets: gate 300 at +750 Hz (Doppler bin +3 of 16 at 4 kHz PRF), gate
 # 700 at -1000 Hz (bin -4); 250 Hz per bin.
@@ -183,7 +202,8 @@ FEED=("$CHIRP_FEED" -c "$CONF" --target 300,-20,750 --target 700,-26,-1000 --noi
 "$CHIRP_TAP" -c "$CONF" --jsonl --verify-targets 300:3,700:-4 -n $N --timeout $((60 * E2E_SLOW)) -q \
 	>dets.jsonl 2>vt.err &
 vt=$!; e2e_track $vt
-"$CHIRP_TAP" -c "$CONF" --sigmf rd -n $N --timeout $((60 * E2E_SLOW)) -q 2>rd.err &
+"$CHIRP_TAP" -c "$CONF" --sigmf rd -n $N --timeout $((60 * E2E_SLOW)) -q --verify \
+	--target 300,-20,750 --target 700,-26,-1000 --noise-dbfs -30 2>rd.err &
 rd=$!; e2e_track $rd
 e2e_wait_consumer "$DRING" $vt
 e2e_wait_consumer "$OUT_RING" $rd
@@ -192,15 +212,15 @@ wait_pid $vt 60; rc=$?
 [ $rc = 0 ] || e2e_fail "chirp-tap --verify-targets exited $rc: $(cat vt.err)"
 grep -q "verify-targets: .* hold every target (min 99.00%" vt.err || e2e_fail "summary: $(cat vt.err)"
 e2e_log "$(grep verify-targets: vt.err)"
-wait_pid $rd 60 || e2e_fail "map recording: $(cat rd.err)"
+wait_pid $rd 60 || e2e_fail "map recording and --verify: $(cat rd.err)"
+grep -q "verified $N, mismatches 0" rd.err || e2e_fail "--verify of the maps: $(cat rd.err)"
 grep -q '"chirp:output": *"map_db"' rd.sigmf-meta || e2e_fail "the recording is not labelled map_db"
 
 # The chirpring package on both rings: each map is (C, Nd, R) float32 dB
 # with its maximum on a target, each list holds both targets in both
 # channels with their range and velocity.
-if [ $HAVE_NP = 1 ]; then
-	env PYTHONPATH="$SRC/src/ring/python" CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.2" \
-		PYTHONDONTWRITEBYTECODE=1 "$PY" - "$OUT_RING" "$DRING" >py.log 2>&1 <<'PYEOF' &
+if [ $HAVE_NP = 1 ] && [ $PYLIB = 1 ]; then
+	pylib "$PY" - "$OUT_RING" "$DRING" >py.log 2>&1 <<'PYEOF' &
 import sys
 import numpy as np
 import chirpring
@@ -238,19 +258,30 @@ PYEOF
 	grep -q "^ok 5" py.log || e2e_fail "python: $(cat py.log)"
 	e2e_log "chirpring: maps (2, 16, 1000) and lists agree, targets at 300:+3 and 700:-4"
 else
-	e2e_log "chirpring on both rings: skipped ($PY lacks numpy)"
+	e2e_log "chirpring on both rings: skipped ($PY lacks numpy, or $BUILD's library cannot be loaded into it)"
 fi
 
 if [ $HAVE_MPL = 1 ]; then
-	# From the recording and chirp-tap's lines, then straight from the rings.
+	# From the recording and chirp-tap's lines.
 	"$PLOT" --map rd --cpi 7 --detections dets.jsonl --channel sum -o rd.png --json rd.json >plot.log 2>&1 ||
 		e2e_fail "chirp-plot --map of the recording: $(cat plot.log)"
 	grep -q "^peak: gate 300 bin 3 " plot.log || e2e_fail "recording peak: $(cat plot.log)"
 	grep -q "^detection: channel 0 gate 700 bin -4 (4197.1 m, -15.95 m/s)" plot.log ||
 		e2e_fail "recording detections: $(cat plot.log)"
 	[ -s rd.png ] || e2e_fail "no rd.png"
-	env PYTHONPATH="$SRC/src/ring/python" CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.2" \
-		"$PLOT" --map --ring "$OUT_RING" --det-ring "$DRING" --channel 1 --timeout 60 -o live.png >plot.log 2>&1 &
+	# chirpd's own [detections] file has the same keys.
+	"$PLOT" --map rd --cpi 7 --detections chirpd-dets.jsonl --channel sum -o rd2.png >plot2.log 2>&1 ||
+		e2e_fail "chirp-plot --map with chirpd's [detections] file: $(cat plot2.log)"
+	diff <(grep '^detection:' plot.log) <(grep '^detection:' plot2.log) >/dev/null ||
+		e2e_fail "chirpd's file and chirp-tap --jsonl disagree: $(cat plot.log plot2.log)"
+	e2e_log "chirp-plot --map from the recording ok (chirp-tap's lines and chirpd's file)"
+else
+	e2e_log "chirp-plot --map of the recording: skipped ($PY lacks numpy or matplotlib)"
+fi
+# Straight from the rings (normal build only: matplotlib's python does not
+# get a sanitizer runtime, and the picture adds nothing under one).
+if [ $HAVE_MPL = 1 ] && [ $PYLIB = 1 ] && [ -z "$PRE" ]; then
+	pylib "$PLOT" --map --ring "$OUT_RING" --det-ring "$DRING" --channel 1 --timeout 60 -o live.png >plot.log 2>&1 &
 	pp=$!; e2e_track $pp
 	e2e_wait_consumer "$OUT_RING" $pp
 	e2e_wait_consumer "$DRING" $pp
@@ -259,9 +290,9 @@ if [ $HAVE_MPL = 1 ]; then
 	grep -q "^detection: channel 1 gate 300 bin 3 (1798.8 m, 11.96 m/s)" plot.log ||
 		e2e_fail "ring detections: $(cat plot.log)"
 	[ "$(head -c 8 live.png | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || e2e_fail "live.png is not a PNG"
-	e2e_log "chirp-plot --map from the recording and from the rings ok"
+	e2e_log "chirp-plot --map from the rings ok"
 else
-	e2e_log "chirp-plot --map of chirpd's output: skipped ($PY lacks numpy or matplotlib)"
+	e2e_log "chirp-plot --map from the rings: skipped ($PY lacks numpy or matplotlib, or a sanitizer build)"
 fi
 e2e_stop_chirpd || e2e_fail "chirpd exited $?"
 [ "${E2E_KEEP:-0}" = 1 ] && e2e_log "pictures in $T"

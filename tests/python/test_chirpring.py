@@ -688,6 +688,30 @@ def test_parse_detections_refusals():
     assert hdr.version == 2 and hdr.record_bytes == 40
     assert np.array_equal(rec["range_gate"], rows["range_gate"])
     assert np.array_equal(rec["snr_db"], rows["snr_db"])
+    # Random slots (valid magic, random fields): a DetectionError or a list
+    # inside the slot, never another exception.
+    rng = np.random.default_rng(8)
+    ok = 0
+    for _ in range(3000):
+        b = rng.integers(0, 256, size=int(rng.integers(0, 80 + 6 * 40)), dtype=np.uint8)
+        if b.size >= 80:
+            h = b[:80].view(chirpring.DET_HEADER)
+            h["magic"], h["version"] = chirpring.DET_MAGIC, rng.integers(1, 3)
+            h["record_bytes"] = 32 if rng.integers(2) else rng.integers(24, 48)
+            h["count"] = rng.integers(0, 8)
+            h["found"] = h["count"] + rng.integers(0, 2)
+            h["flags"] = chirpring.DET_OVERFLOW if h["found"] > h["count"] else 0
+            h["maps"] = 2
+            for i in range(int(h["count"][0])):   # channel 0: lists get through
+                o = 80 + i * int(h["record_bytes"][0])
+                b[o:o + 4] = 0
+        try:
+            hdr, rec = chirpring.parse_detections(bytes(b))
+        except chirpring.DetectionError:
+            continue
+        assert 80 + hdr.count * hdr.record_bytes <= b.size and len(rec) == hdr.count
+        ok += hdr.count > 0
+    assert ok > 50, ok
 
 
 def test_det_ring_from_chirp_feed_with_corrupt_list():
@@ -745,7 +769,7 @@ def test_det_ring_to_chirp_tap():
         rows = LISTS[k][0][:MAXDET]
         assert j["seq"] == 100 + k and j["ring_seq"] == k and j["found"] == len(LISTS[k][0]), j
         assert j["overflow"] == (len(LISTS[k][0]) > MAXDET) and j["count"] == len(rows), j
-        assert [d["range_gate"] for d in j["detections"]] == rows["range_gate"].tolist()
+        assert [d["gate"] for d in j["detections"]] == rows["range_gate"].tolist()
         assert [d["doppler_bin"] for d in j["detections"]] == rows["doppler_bin"].tolist()
         for d, r in zip(j["detections"], rows):
             v = float(r["velocity_mps"])

@@ -531,7 +531,10 @@ class _Ring:
 class CPI:
     """One CPI as the consumer took it. data is valid until release().
     mode is the CPI's radar mode as its producer committed it (0 from a
-    producer that gives none)."""
+    producer that gives none). From a det ring, header (DetHeader) and
+    detections (a DET_RECORD array of header.count records) are the
+    checked list, the CPI's own copies (valid after release); None from
+    other rings."""
 
     __slots__ = ("seq", "timestamp_ns", "first_sample", "flags", "mode", "slot", "gap",
                  "epoch", "header", "detections", "_data", "_ring", "_copied", "__weakref__")
