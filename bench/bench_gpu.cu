@@ -183,9 +183,9 @@ static float *make_ref(size_t L, unsigned R)
 }
 
 /* modes != NULL: a pc of nmodes radar modes (ref and L unused). */
-static struct pc *make_pc_m(const struct geom *g, const struct mode *md, enum pc_backend be,
-			    unsigned streams, const float *ref, const struct pc_mode *modes,
-			    unsigned nmodes)
+static struct pc *make_pc_ms(const struct geom *g, const struct mode *md, enum pc_backend be,
+			     unsigned streams, const float *ref, const struct pc_mode *modes,
+			     unsigned nmodes, enum pc_staging staging)
 {
 	struct pc_params p;
 	char err[256];
@@ -205,10 +205,18 @@ static struct pc *make_pc_m(const struct geom *g, const struct mode *md, enum pc
 	p.cpu_threads = 8;
 	p.gpu = gpu;
 	p.streams = streams;
+	p.staging = staging;
 	pc = pc_create(&p, err, sizeof(err));
 	if (!pc)
 		die(err);
 	return pc;
+}
+
+static struct pc *make_pc_m(const struct geom *g, const struct mode *md, enum pc_backend be,
+			    unsigned streams, const float *ref, const struct pc_mode *modes,
+			    unsigned nmodes)
+{
+	return make_pc_ms(g, md, be, streams, ref, modes, nmodes, PC_STAGING_AUTO);
 }
 
 static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_backend be,
@@ -221,26 +229,7 @@ static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_b
 static struct pc *make_pc_st(const struct geom *g, const struct mode *md, unsigned streams,
 			     const float *ref, enum pc_staging staging)
 {
-	struct pc_params p;
-	char err[256];
-	struct pc *pc;
-
-	pc_params_init(&p);
-	p.channels = g->C;
-	p.pulses = g->P;
-	p.samples = g->R;
-	p.in_format = md->f;
-	p.out_mode = md->m;
-	p.ref = ref;
-	p.ref_len = g->L;
-	p.backend = PC_BACKEND_CUDA;
-	p.gpu = gpu;
-	p.streams = streams;
-	p.staging = staging;
-	pc = pc_create(&p, err, sizeof(err));
-	if (!pc)
-		die(err);
-	return pc;
+	return make_pc_ms(g, md, PC_BACKEND_CUDA, streams, ref, NULL, 0, staging);
 }
 
 /* The mode-switch measurement's three modes: LFM of L, L/2 and L/4 samples
