@@ -28,7 +28,8 @@
  *       nodes at the new mode's filter before each such CPI.
  *   (c'') copy staging (staging = copy, the fallback when a ring cannot be
  *       registered): the same CPIs from MAP_SHARED host memory that is not
- *       registered, at the depth (c') did best; its share of (c') is the
+ *       registered, at the depth (c') did best, with chirpd's default copy
+ *       threads (staging_threads = auto: one per online cpu, at most 16); its share of (c') is the
  *       TSV's c_copy / c_registered.
  *   (d) the whole daemon is measured by scripts/gpu-run.sh (chirp-feed
  *       --prefilled -> chirpd -> drain); pass its results with
@@ -57,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "bench.h"
@@ -185,7 +187,7 @@ static float *make_ref(size_t L, unsigned R)
 /* modes != NULL: a pc of nmodes radar modes (ref and L unused). */
 static struct pc *make_pc_ms(const struct geom *g, const struct mode *md, enum pc_backend be,
 			     unsigned streams, const float *ref, const struct pc_mode *modes,
-			     unsigned nmodes, enum pc_staging staging)
+			     unsigned nmodes, enum pc_staging staging, unsigned staging_threads)
 {
 	struct pc_params p;
 	char err[256];
@@ -206,6 +208,7 @@ static struct pc *make_pc_ms(const struct geom *g, const struct mode *md, enum p
 	p.gpu = gpu;
 	p.streams = streams;
 	p.staging = staging;
+	p.staging_threads = staging_threads;
 	pc = pc_create(&p, err, sizeof(err));
 	if (!pc)
 		die(err);
@@ -216,7 +219,7 @@ static struct pc *make_pc_m(const struct geom *g, const struct mode *md, enum pc
 			    unsigned streams, const float *ref, const struct pc_mode *modes,
 			    unsigned nmodes)
 {
-	return make_pc_ms(g, md, be, streams, ref, modes, nmodes, PC_STAGING_AUTO);
+	return make_pc_ms(g, md, be, streams, ref, modes, nmodes, PC_STAGING_AUTO, 1);
 }
 
 static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_backend be,
@@ -225,11 +228,20 @@ static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_b
 	return make_pc_m(g, md, be, streams, ref, NULL, 0);
 }
 
-/* A CUDA pc with the given staging. */
-static struct pc *make_pc_st(const struct geom *g, const struct mode *md, unsigned streams,
-			     const float *ref, enum pc_staging staging)
+/* chirpd's [processing] staging_threads = auto without [numa] cpus: one
+ * thread per online cpu, at most 16 (config_staging_threads). */
+static unsigned staging_threads(void)
 {
-	return make_pc_ms(g, md, PC_BACKEND_CUDA, streams, ref, NULL, 0, staging);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1u : n > 16 ? 16u : (unsigned)n;
+}
+
+/* A CUDA pc with the given staging and staging threads. */
+static struct pc *make_pc_st(const struct geom *g, const struct mode *md, unsigned streams,
+			     const float *ref, enum pc_staging staging, unsigned threads)
+{
+	return make_pc_ms(g, md, PC_BACKEND_CUDA, streams, ref, NULL, 0, staging, threads);
 }
 
 /* The mode-switch measurement's three modes: LFM of L, L/2 and L/4 samples
@@ -821,7 +833,8 @@ int main(int argc, char **argv)
 				for (int di = 1; di < ndepths; di++)
 					if (rs->c2[di] > rs->c2[bd])
 						bd = di;
-				struct pc *pc = make_pc_st(g, md, depths[bd], ref, PC_STAGING_COPY);
+				struct pc *pc = make_pc_st(g, md, depths[bd], ref, PC_STAGING_COPY,
+							   staging_threads());
 				struct pc_info info;
 
 				rs->c3 = S / pc_time(pc, rin, is, rout, os, nslots, n) / 1e9;

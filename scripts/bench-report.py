@@ -274,7 +274,8 @@ def table_throughput(r):
     if extra:
         out += ["", "Compute on the device and copy staging, same run: (b0) the naive loop's "
                 "three launches (FFT, multiply, inverse FFT) on device data; (c'') copy staging "
-                "(`staging = copy`) at (c')'s depth.", "",
+                "(`staging = copy`) at (c')'s depth with chirpd's default copy threads "
+                "(`staging_threads = auto`).", "",
                 "| CPI | in → out | (b0) naive, device data | (c) / (b0) | (c'') copy staging "
                 "| (c'') / (c') |", "|---|---|---:|---:|---:|---:|"]
         for x in extra:
