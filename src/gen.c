@@ -108,9 +108,6 @@ static int same_shape(const struct chirp_config *x, const struct chirp_config *y
 	       !strcmp(x->gpu_bus_id, y->gpu_bus_id) && x->nfft == y->nfft;
 }
 
-/* Whether a and b's pcs do the same work on the same device, so a
- * capacity measured for one holds for the other (a reload that changed
- * nothing of the kind need not measure again under live load). */
 /* The [processing] tuning keys: they change the speed, so a generation
  * that differs in any of them must measure its own capacity. */
 static int same_tuning(const struct chirp_config *x, const struct chirp_config *y)
@@ -122,6 +119,11 @@ static int same_tuning(const struct chirp_config *x, const struct chirp_config *
 	       x->cuda_spin_us == y->cuda_spin_us && x->staging_nt == y->staging_nt;
 }
 
+/* Whether a and b's pcs do the same work on the same device, so a
+ * capacity measured for one holds for the other (a reload that changed
+ * nothing of the kind need not measure again under live load). The
+ * capacity cache's key (gen_cache_key) names the same things and more:
+ * a field that changes the work belongs in both. */
 static int same_work(const struct gen *a, const struct gen *b)
 {
 	return a->info.backend == b->info.backend && a->info.nfft == b->info.nfft &&

@@ -508,8 +508,8 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			size_t o = ((size_t)mp * a.Nd + k) * a.R + (unsigned)n;
 			float z, v = map[idx];
 
-			/* a call, not inlined: only the h gates at each end take
-			 * it, and inlined beside the inner path it ran for all */
+			/* the h gates at each end of a row, whose window the
+			 * range edges cut, take the general path */
 			if (n - h >= 0 && n + h < R)
 				z = cu_range_inner(sp, a, n - lo, norm[n]);
 			else
