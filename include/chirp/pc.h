@@ -129,6 +129,14 @@ struct pc_tuning {
 	int staging_nt;              /* copy staging: 1 = non-temporal stores
 					into the pinned buffers (default), 0 =
 					plain memcpy                         */
+	enum pc_switch cuda_fused;   /* one kernel per row for pad, forward
+					FFT, multiply, inverse FFT and output
+					(chirpd's own shared-memory FFT) instead
+					of five launches around cuFFT. AUTO
+					(default): fused when nfft factors into
+					2, 3, 5 and 7 and a row fits in shared
+					memory (pc_info.fft_engine says which);
+					ON: fused or pc_create fails; OFF: cuFFT */
 };
 #define PC_MAX_CHUNKS 16
 #define PC_MAX_BLOCK_KIB 1048576u
@@ -357,6 +365,8 @@ struct pc_info {
 	unsigned pulses_mti;         /* radar chain: P' (0 when off)      */
 	unsigned doppler_nfft;       /* radar chain: Nd (0 when off)      */
 	size_t det_bytes;            /* = pc_det_bytes()                  */
+	char fft_engine[64];         /* CUDA: "fused (4608 = 8x8x8x3x3)" or
+					"cufft"; CPU: "fftw3f"               */
 };
 void pc_get_info(const struct pc *pc, struct pc_info *info);
 
