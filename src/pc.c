@@ -177,6 +177,7 @@ void pc_params_init(struct pc_params *p)
 	p->tune.cuda_idle_chunks = 1;
 	p->tune.cuda_spin_us = PC_CUDA_SPIN_US;
 	p->tune.staging_nt = 1;
+	p->tune.cuda_fused = PC_SWITCH_AUTO;
 	p->radar.doppler = 0;
 	p->radar.mti = PC_MTI_NONE;
 	p->radar.window = NULL;
@@ -210,6 +211,10 @@ static int check_tuning(const struct pc_tuning *t, char *err, size_t errlen)
 	}
 	if (t->takeover < PC_SWITCH_AUTO || t->takeover > PC_SWITCH_ON) {
 		errbuf_set(err, errlen, "takeover %d: must be auto, on or off", (int)t->takeover);
+		return -EINVAL;
+	}
+	if (t->cuda_fused < PC_SWITCH_AUTO || t->cuda_fused > PC_SWITCH_ON) {
+		errbuf_set(err, errlen, "cuda_fused %d: must be auto, on or off", (int)t->cuda_fused);
 		return -EINVAL;
 	}
 	if (t->block_kib > PC_MAX_BLOCK_KIB) {

@@ -916,6 +916,7 @@ static void cpu_info(void *be, struct pc_info *info)
 		 b->planner == FFTW_PATIENT ? "patient" :
 		 b->planner == FFTW_MEASURE ? "measured" : "estimated");
 	snprintf(info->staging, sizeof(info->staging), "none");
+	snprintf(info->fft_engine, sizeof(info->fft_engine), "fftw3f");
 	info->numa_node = -1;
 }
 

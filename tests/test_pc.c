@@ -1512,6 +1512,50 @@ static void test_planner_and_wisdom(void **state)
 }
 
 /*
+ * tune.cuda_fused: auto by default, auto/on/off accepted and anything else
+ * refused by pc_params_check and pc_create, naming the field. The CPU
+ * backend ignores it (a CUDA field) and says its FFT is FFTW's
+ * (pc_info.fft_engine).
+ */
+static void test_cuda_fused_field(void **state)
+{
+	static const int bad[] = { PC_SWITCH_AUTO - 1, PC_SWITCH_ON + 1, 1000 };
+	float *h = random_ref(10);
+	struct pc_params p;
+	struct pc_info info;
+	struct pc *pc;
+	char err[256];
+
+	(void)state;
+	pc_params_init(&p);
+	assert_int_equal(p.tune.cuda_fused, PC_SWITCH_AUTO);
+	base_params(&p, 1, 2, 100, h, 10);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[64];
+
+		p.tune.cuda_fused = (enum pc_switch)bad[i];
+		err[0] = 0;
+		assert_int_equal(pc_params_check(&p, err, sizeof(err)), -EINVAL);
+		snprintf(want, sizeof(want), "cuda_fused %d: must be auto, on or off", bad[i]);
+		assert_non_null(strstr(err, want));
+		assert_null(pc_create(&p, err, sizeof(err)));
+		assert_non_null(strstr(err, "cuda_fused"));
+	}
+	for (int v = PC_SWITCH_AUTO; v <= PC_SWITCH_ON; v++) {
+		p.tune.cuda_fused = (enum pc_switch)v;
+		assert_int_equal(pc_params_check(&p, err, sizeof(err)), 0);
+		pc = pc_create(&p, err, sizeof(err));
+		if (!pc)
+			fail_msg("cuda_fused %d on the CPU backend: %s", v, err);
+		pc_get_info(pc, &info);
+		assert_int_equal(info.backend, PC_BACKEND_CPU);
+		assert_string_equal(info.fft_engine, "fftw3f");
+		pc_destroy(pc);
+	}
+	free(h);
+}
+
+/*
  * tune.block_kib changes how a CPI is cut into blocks, never its result:
  * explicit sizes (a row a block, several rows plus a tail block, the whole
  * CPI in one) give the same output as the balanced default, over 1 and 3
@@ -2082,6 +2126,7 @@ int main(void)
 		cmocka_unit_test(test_sidelobes),
 		cmocka_unit_test(test_noise_gain),
 		cmocka_unit_test(test_planner_and_wisdom),
+		cmocka_unit_test(test_cuda_fused_field),
 		cmocka_unit_test(test_block_kib_results),
 		cmocka_unit_test(test_balanced_blocks),
 		cmocka_unit_test(test_bind_threads),
