@@ -330,6 +330,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "processing", "staging_nt", T_BOOL, OFF(staging_nt), 0,
 	  "true", 0, 0, 0, NULL, NULL, 1,
 	  "cuda, copy staging only: the copy threads write the pinned staging buffers with non-temporal (streaming) stores, which skip reading each destination cache line first (the DMA engine, not this core, reads the bytes next): less memory traffic and faster copies (doc/cuda.md); false = plain memcpy." },
+	{ "processing", "cuda_fused", T_ENUM, OFF(cuda_fused), 0,
+	  "auto", 0, 0, 0, ch_switch, NULL, 1,
+	  "cuda: pulse compression as one kernel per row (chirpd's own shared-memory FFT: pad, forward FFT, filter multiply, inverse FFT and output conversion without leaving the chip) instead of five launches around cuFFT. auto: fused when the FFT length factors into 2, 3, 5 and 7 and a row fits in the GPU's shared memory, else cuFFT; on: fused, or refuse to start; off: cuFFT. Changes speed, never results (both are held to the CPU backend within float rounding). chirpctl status says which runs (fft_engine)." },
 
 	/* [output] */
 	{ "output", "mode", T_ENUM, OFF(out_mode), 0,
@@ -2308,6 +2311,7 @@ void config_pc_params(const struct chirp_config *c, struct pc_params *p)
 	p->tune.cuda_idle_chunks = c->cuda_idle_chunks;
 	p->tune.cuda_spin_us = c->cuda_spin_us;
 	p->tune.staging_nt = c->staging_nt;
+	p->tune.cuda_fused = c->cuda_fused;
 	config_radar_params(c, &p->radar);
 }
 

@@ -108,6 +108,8 @@ struct chirp_config {
 	unsigned cuda_idle_chunks;           /* 1..PC_MAX_CHUNKS            */
 	unsigned cuda_spin_us;               /* 0..PC_MAX_CUDA_SPIN_US      */
 	int staging_nt;                      /* bool: non-temporal staging copies */
+	enum pc_switch cuda_fused;           /* auto: fused where nfft and shared
+						memory allow, else cuFFT    */
 
 	/* [output] */
 	enum pc_output out_mode;

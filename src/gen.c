@@ -116,7 +116,8 @@ static int same_tuning(const struct chirp_config *x, const struct chirp_config *
 	       x->takeover == y->takeover && x->cpu_block_kib == y->cpu_block_kib &&
 	       x->cuda_graphs == y->cuda_graphs && x->cuda_chunks == y->cuda_chunks &&
 	       x->cuda_idle_chunks == y->cuda_idle_chunks &&
-	       x->cuda_spin_us == y->cuda_spin_us && x->staging_nt == y->staging_nt;
+	       x->cuda_spin_us == y->cuda_spin_us && x->staging_nt == y->staging_nt &&
+	       x->cuda_fused == y->cuda_fused;
 }
 
 /* Whether a and b's pcs do the same work on the same device, so a
@@ -378,13 +379,14 @@ static int gen_cache_key(const struct gen *g, const struct pc_params *pp, char *
 				      g->modes[i].id, g->modes[i].ref_len);
 	snprintf(desc, sizeof(desc),
 		 "in %d out %d nfft %zu modes %s backend %d gpu %d %s streams %u staging %d/%u "
-		 "threads %d busy %d spin %u tune %d %s %d %u %d %u %u %u %d "
+		 "threads %d busy %d spin %u tune %d %s %d %u %d %u %u %u %d %d "
 		 "radar %d %d %u %d %d %d %u %u %u %u %u %u %u %u",
 		 (int)c->format, (int)c->out_mode, c->nfft, lens, (int)pp->backend, pp->gpu,
 		 c->gpu_bus_id, c->streams, (int)c->staging, c->staging_threads, c->cpu_threads,
 		 c->busy_poll, c->idle_spin_us, (int)c->fftw_planner, c->fftw_wisdom,
 		 (int)c->takeover, c->cpu_block_kib, c->cuda_graphs, c->cuda_chunks,
-		 c->cuda_idle_chunks, c->cuda_spin_us, c->staging_nt, c->doppler, (int)c->mti,
+		 c->cuda_idle_chunks, c->cuda_spin_us, c->staging_nt, (int)c->cuda_fused,
+		 c->doppler, (int)c->mti,
 		 config_doppler_nfft(c), c->cfar, (int)c->cfar_method, c->cfar_integrate,
 		 c->guard_range, c->guard_doppler, c->train_range, c->train_doppler, c->os_rank,
 		 c->maxima_range, c->maxima_doppler, c->max_detections);

@@ -291,13 +291,14 @@ static const char tuned_text[] =
 	"cuda_chunks = 4\n"
 	"cuda_idle_chunks = 3\n"
 	"cuda_spin_us = 0\n"
-	"staging_nt = no\n";
+	"staging_nt = no\n"
+	"cuda_fused = off\n";
 
 static void test_tuning_keys(void **state)
 {
 	static const char *const keys[] = {
 		"fftw_planner", "fftw_wisdom", "takeover", "cpu_block_kib", "cuda_graphs",
-		"cuda_chunks", "cuda_idle_chunks", "cuda_spin_us", "staging_nt",
+		"cuda_chunks", "cuda_idle_chunks", "cuda_spin_us", "staging_nt", "cuda_fused",
 	};
 	struct chirp_config c, d;
 	struct pc_params p, ref;
@@ -316,6 +317,7 @@ static void test_tuning_keys(void **state)
 	assert_int_equal(p.tune.cuda_idle_chunks, 1);
 	assert_int_equal(p.tune.cuda_spin_us, PC_CUDA_SPIN_US);
 	assert_int_equal(p.tune.staging_nt, 1);
+	assert_int_equal(p.tune.cuda_fused, PC_SWITCH_AUTO);
 	assert_memory_equal(&p.tune, &ref.tune, sizeof(p.tune));
 
 	/* Every key set: the values reach pc_params.tune. */
@@ -333,6 +335,7 @@ static void test_tuning_keys(void **state)
 	assert_int_equal(p.tune.cuda_idle_chunks, 3);
 	assert_int_equal(p.tune.cuda_spin_us, 0);
 	assert_int_equal(p.tune.staging_nt, 0);
+	assert_int_equal(p.tune.cuda_fused, PC_SWITCH_OFF);
 	/* The other values of each choice, and the ends of each range. */
 	expect_ok("[processing]\nfftw_planner = measure\ntakeover = on\ncpu_block_kib = 1048576\n"
 		  "cuda_chunks = 16\ncuda_idle_chunks = 16\ncuda_spin_us = 10000\n");
@@ -343,13 +346,17 @@ static void test_tuning_keys(void **state)
 	assert_int_equal(p.tune.fftw_planner, PC_FFTW_MEASURE);
 	assert_int_equal(p.tune.block_kib, 1);
 	assert_int_equal(p.tune.cuda_chunks, 1);
+	assert_int_equal(load_str(&c, "[processing]\ncuda_fused = on\n", NULL), 0);
+	config_pc_params(&c, &p);
+	assert_int_equal(p.tune.cuda_fused, PC_SWITCH_ON);
 	assert_int_equal(load_str(&c, "[processing]\nfftw_wisdom =\ncpu_block_kib = auto\n"
-				  "cuda_chunks = auto\ntakeover = auto\n", NULL), 0);
+				  "cuda_chunks = auto\ntakeover = auto\ncuda_fused = auto\n", NULL), 0);
 	config_pc_params(&c, &p);
 	assert_null(p.tune.fftw_wisdom);         /* empty: no wisdom file */
 	assert_int_equal(p.tune.block_kib, 0);
 	assert_int_equal(p.tune.cuda_chunks, 0);
 	assert_int_equal(p.tune.takeover, PC_SWITCH_AUTO);
+	assert_int_equal(p.tune.cuda_fused, PC_SWITCH_AUTO);
 
 	/* Bad values: FILE:LINE: [processing] key: reason. */
 	expect_error("[processing]\nfftw_planner = exhaustive\n",
@@ -378,6 +385,10 @@ static void test_tuning_keys(void **state)
 		     "t.conf:2: [processing] cuda_spin_us: -1 is out of range (0..10000)");
 	expect_error("[processing]\nstaging_nt = 2\n",
 		     "t.conf:2: [processing] staging_nt: '2' is not a boolean");
+	expect_error("[processing]\nbackend = cuda\ncuda_fused = maybe\n",
+		     "t.conf:3: [processing] cuda_fused: 'maybe' is not one of auto|on|off");
+	expect_error("[processing]\ncuda_fused = true\n",
+		     "t.conf:2: [processing] cuda_fused: 'true' is not one of auto|on|off");
 	expect_error("[cpu]\nfftw_planner = patient\n", "unknown section");
 	expect_error("[processing]\nfftw_planer = patient\n",
 		     "t.conf:2: [processing] fftw_planer: unknown key (did you mean fftw_planner?)");
@@ -412,6 +423,7 @@ static void test_tuning_print_json(void **state)
 	assert_non_null(strstr(printed, "fftw_wisdom = /var/lib/chirpd/fftw-wisdom\n"));
 	assert_non_null(strstr(printed, "takeover = off\n"));
 	assert_non_null(strstr(printed, "cuda_graphs = false\n"));
+	assert_non_null(strstr(printed, "cuda_fused = off\n"));
 	if (load_str(&back, printed, NULL) != 0)
 		fail_msg("config_print output does not load back:\n%s", printed);
 	free(printed);
@@ -433,6 +445,7 @@ static void test_tuning_print_json(void **state)
 	assert_true(json_is_integer(json_object_get(s, "cuda_spin_us")));
 	assert_int_equal(json_integer_value(json_object_get(s, "cuda_spin_us")), 0);
 	assert_true(json_is_false(json_object_get(s, "staging_nt")));
+	assert_string_equal(json_string_value(json_object_get(s, "cuda_fused")), "off");
 	json_decref(j);
 	/* Defaults: auto where auto is the default. */
 	config_defaults(&c);
@@ -442,6 +455,7 @@ static void test_tuning_print_json(void **state)
 	assert_string_equal(json_string_value(json_object_get(s, "cpu_block_kib")), "auto");
 	assert_string_equal(json_string_value(json_object_get(s, "cuda_chunks")), "auto");
 	assert_string_equal(json_string_value(json_object_get(s, "takeover")), "auto");
+	assert_string_equal(json_string_value(json_object_get(s, "cuda_fused")), "auto");
 	assert_string_equal(json_string_value(json_object_get(s, "fftw_wisdom")), "");
 	json_decref(j);
 }
