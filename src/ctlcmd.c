@@ -216,6 +216,7 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(reply, "staging", json_string(d->g->info.staging));
 	json_object_set_new(reply, "staging_threads", json_integer(d->g->info.staging_threads));
 	json_object_set_new(reply, "nfft", json_integer((json_int_t)d->g->info.nfft));
+	json_object_set_new(reply, "fft_engine", json_string(d->g->info.fft_engine));
 	json_object_set_new(reply, "depth", json_integer(d->g->info.depth));
 	json_object_set_new(reply, "depth_choice", json_string(d->g->info.depth_choice));
 	json_object_set_new(reply, "busy_poll", json_boolean(d->g->info.busy_poll));

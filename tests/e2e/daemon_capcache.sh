@@ -6,7 +6,8 @@
 #      and stores an entry; a second start with the same configuration
 #      takes depth and capacity from the file ("cache", the same figures,
 #      the log says so);
-#   B. another geometry is another entry: measured, and both are kept;
+#   B. another geometry is another entry: measured, and both are kept; so
+#      is another tuning (cuda_fused);
 #   C. a file of garbage is not believed: measured, and rewritten whole;
 #   D. auto is the unit's StateDirectory ($STATE_DIRECTORY) and none
 #      outside systemd; a relative path is refused by --check at its line.
@@ -54,6 +55,15 @@ status_is measured >/dev/null || exit 1
 e2e_stop_chirpd || e2e_fail "chirpd did not stop cleanly"
 [ "$(wc -l <"$CACHE")" -eq 3 ] || e2e_fail "B: two entries expected: $(cat "$CACHE")"
 e2e_log "B: another geometry measured, both kept"
+
+# A tuning key is part of the entry's key too: another cuda_fused (which
+# changes the CUDA backend's speed) is measured, not taken from B's entry.
+e2e_config processing.capacity_cache="$CACHE" cpi.samples=1200 processing.cuda_fused=off
+e2e_start_chirpd
+status_is measured >/dev/null || exit 1
+e2e_stop_chirpd || e2e_fail "chirpd did not stop cleanly"
+[ "$(wc -l <"$CACHE")" -eq 4 ] || e2e_fail "B: three entries expected: $(cat "$CACHE")"
+e2e_log "B: another cuda_fused measured, all kept"
 
 printf 'garbage\nx\t2\t100\t5\n' >"$CACHE"
 e2e_start_chirpd

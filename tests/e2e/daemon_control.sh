@@ -28,6 +28,11 @@ for k in ("state", "backend", "device", "uptime_s", "config_path", "geometry", "
     assert k in st, "status lacks " + k
 assert st["state"] == "running", st["state"]
 assert st["backend"] == os.environ.get("CHIRP_TEST_BACKEND", "cpu").replace("auto", st["backend"])
+# the FFT that runs: FFTW on the CPU; cuFFT or the fused kernel with CUDA
+if st["backend"] == "cpu":
+    assert st["fft_engine"] == "fftw3f", st["fft_engine"]
+else:
+    assert st["fft_engine"] == "cufft" or st["fft_engine"].startswith("fused ("), st["fft_engine"]
 assert st["geometry"]["samples"] == 1000 and st["geometry"]["channels"] == 2
 assert st["numa"]["node"] == -1 and "cpus" in st["numa"]
 assert st["realtime"]["requested"] == "off" and st["realtime"]["applied"] is False
