@@ -88,7 +88,7 @@ CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c control.c errb
                 metrics.c pc.c pc_cpu.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
                 radar.c radar_cpu.c waveform.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
-                cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
+                cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # chirpd's own files (linked only into chirpd): main and the event loop,
 # generations, reload, control commands.

@@ -16,7 +16,10 @@
  *       kernel, inverse FFT), input and output in device memory, two
  *       streams; what (c) is held against for its compute.
  *   (c) chirpd's backend alone through the pc API with the data already on
- *       the device (pc_submit given device pointers: no PCIe).
+ *       the device (pc_submit given device pointers: no PCIe), with its
+ *       default FFT engine (tune.cuda_fused = auto, named in the TSV's
+ *       fft_engine) and again with cuFFT (c_device_cufft); its slot 0 is
+ *       checked against the CPU backend too.
  *   (c') chirpd's backend through the pc API from registered MAP_SHARED host
  *       memory (a ring's data region without the daemon around it).
  *       Mode switch: a pc of three radar modes (LFM of L, L/2 and L/4
@@ -185,6 +188,10 @@ static float *make_ref(size_t L, unsigned R)
 }
 
 /* modes != NULL: a pc of nmodes radar modes (ref and L unused). */
+/* tune.cuda_fused of every pc made here: chirpd's default, except for
+ * (c)'s cuFFT line. */
+static enum pc_switch bench_fused = PC_SWITCH_AUTO;
+
 static struct pc *make_pc_ms(const struct geom *g, const struct mode *md, enum pc_backend be,
 			     unsigned streams, const float *ref, const struct pc_mode *modes,
 			     unsigned nmodes, enum pc_staging staging, unsigned staging_threads)
@@ -209,6 +216,7 @@ static struct pc *make_pc_ms(const struct geom *g, const struct mode *md, enum p
 	p.streams = streams;
 	p.staging = staging;
 	p.staging_threads = staging_threads;
+	p.tune.cuda_fused = bench_fused;
 	pc = pc_create(&p, err, sizeof(err));
 	if (!pc)
 		die(err);
@@ -621,6 +629,10 @@ struct result {
 	double c3;                       /* (c'') copy staging at (c')'s best
 					    depth, GS/s                  */
 	double c[8], c2[8];              /* per depth, GS/s */
+	double cf[8];                    /* (c) with the cuFFT engine (tune.cuda_fused
+					    = off), per depth, GS/s */
+	char engine[64];                 /* (c)'s pc_info.fft_engine */
+	double err_dev;                  /* (c) vs CPU, relative L2 */
 	double sw[8];                    /* per depth: (c') rate with the mode
 					    changing every CPI / with one mode */
 	/* slowest and fastest repeat, GS/s: [0] min, [1] max */
@@ -813,6 +825,8 @@ int main(int argc, char **argv)
 				rs->c[di] = S / pc_time(pc, dsin, is, dsout, os, nslots, n) / 1e9;
 				rs->c_r[di][0] = S / rep_hi / 1e9;
 				rs->c_r[di][1] = S / rep_lo / 1e9;
+				pc_get_info(pc, &info);
+				snprintf(rs->engine, sizeof(rs->engine), "%s", info.fft_engine);
 				if (pc_register_host(pc, rin, is * nslots) != 0 ||
 				    pc_register_host(pc, rout, os * nslots) != 0)
 					die("pc_register_host failed");
@@ -861,6 +875,33 @@ int main(int argc, char **argv)
 				}
 				rs->err = isfinite(num) ? sqrt(num / den) : INFINITY;
 			}
+			/* and (c)'s slot 0, on the device, holds the same CPI's result */
+			{
+				float *got = (float *)malloc(ob);
+				double num = 0, den = 0;
+
+				if (!got)
+					die("out of memory");
+				CK(cudaMemcpy(got, dsout, ob, cudaMemcpyDeviceToHost));
+				for (size_t i = 0; i < ob / 4; i++) {
+					double d = (double)got[i] - want[i];
+
+					num += d * d;
+					den += (double)want[i] * want[i];
+				}
+				rs->err_dev = isfinite(num) ? sqrt(num / den) : INFINITY;
+				free(got);
+			}
+			/* (c) again with the cuFFT engine, same slots, same run
+			 * (after the check: it writes the slots too) */
+			bench_fused = PC_SWITCH_OFF;
+			for (int di = 0; di < ndepths; di++) {
+				struct pc *pc = make_pc(g, md, PC_BACKEND_CUDA, depths[di], ref);
+
+				rs->cf[di] = S / pc_time(pc, dsin, is, dsout, os, nslots, n) / 1e9;
+				pc_destroy(pc);
+			}
+			bench_fused = PC_SWITCH_AUTO;
 			free(want);
 			pc_destroy(cpu);
 			/* After the check: the switching run leaves other modes'
@@ -879,13 +920,17 @@ int main(int argc, char **argv)
 			       rs->a_d2h, rs->a_both);
 			for (int di = 0; di < ndepths; di++)
 				printf(" d%u %.3f", depths[di], rs->c[di]);
+			printf(" [%s]; cufft", rs->engine);
+			for (int di = 0; di < ndepths; di++)
+				printf(" d%u %.3f", depths[di], rs->cf[di]);
 			printf(" | (c') registered host");
 			for (int di = 0; di < ndepths; di++)
 				printf(" d%u %.3f", depths[di], rs->c2[di]);
 			printf(" GS/s | mode switch / one mode");
 			for (int di = 0; di < ndepths; di++)
 				printf(" d%u %.3f", depths[di], rs->sw[di]);
-			printf(" | (c'') copy staging %.3f GS/s | rel L2 vs CPU %.1e\n", rs->c3, rs->err);
+			printf(" | (c'') copy staging %.3f GS/s | rel L2 vs CPU %.1e, (c) %.1e\n", rs->c3,
+			       rs->err, rs->err_dev);
 			fflush(stdout);
 		}
 		free(ref);
@@ -898,7 +943,7 @@ int main(int argc, char **argv)
 		fprintf(out, "geometry\tformat\toutput\ta_h2d\ta_d2h\ta_both\tb_naive\tdepth\tc_device\t"
 			     "c_registered\td_daemon\trel_l2\treps\ta_both_min\ta_both_max\tb_naive_min\t"
 			     "b_naive_max\tc_device_min\tc_device_max\tc_registered_min\t"
-			     "c_registered_max\tc_registered_mode_switch\tb0_naive_device\tc_copy\n");
+			     "c_registered_max\tc_registered_mode_switch\tb0_naive_device\tc_copy\tc_device_cufft\tfft_engine\n");
 	printf("\nGS/s (complex input samples/s), %s, median of %d; best depth shown; "
 	       "ratios use (c') or (d) when given\n", prop.name, reps);
 	printf("%-12s %-5s %-9s %7s %7s %7s %7s %6s %7s %7s %7s %7s %7s %8s\n", "geometry", "in",
@@ -915,13 +960,13 @@ int main(int argc, char **argv)
 			if (out)
 				fprintf(out, "%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%u\t%.4f\t%.4f\t%.4f\t%.2e"
 					"\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f"
-					"\t%.4f\t%.4f\n",
+					"\t%.4f\t%.4f\t%.4f\t%s\n",
 					rs->geom, pc_format_name(rs->md.f), pc_output_name(rs->md.m),
 					rs->a_h2d, rs->a_d2h, rs->a_both, rs->b, depths[di], rs->c[di],
 					rs->c2[di], rs->d, rs->err, reps, rs->a_both_r[0],
 					rs->a_both_r[1], rs->b_r[0], rs->b_r[1], rs->c_r[di][0],
 					rs->c_r[di][1], rs->c2_r[di][0], rs->c2_r[di][1], rs->sw[di],
-					rs->b0, rs->c3);
+					rs->b0, rs->c3, rs->cf[di], rs->engine);
 		}
 		x = rs->d > 0 ? rs->d : rs->c2[best];
 		printf("%-12s %-5s %-9s %7.3f %7.3f %7.3f %7.3f %6u %7.3f %7.3f %7.3f %6.0f%% %6.2fx %8.1e\n",
@@ -932,10 +977,10 @@ int main(int argc, char **argv)
 	if (out)
 		fclose(out);
 	for (int i = 0; i < nres; i++)
-		if (!(res[i].err <= 1e-5)) {
-			printf("bench_gpu: FAILED: %s %s->%s differs from the CPU backend (rel L2 %.2e)\n",
-			       res[i].geom, pc_format_name(res[i].md.f), pc_output_name(res[i].md.m),
-			       res[i].err);
+		if (!(res[i].err <= 1e-5) || !(res[i].err_dev <= 1e-5)) {
+			printf("bench_gpu: FAILED: %s %s->%s differs from the CPU backend (rel L2 %.2e, "
+			       "device-resident %.2e)\n", res[i].geom, pc_format_name(res[i].md.f),
+			       pc_output_name(res[i].md.m), res[i].err, res[i].err_dev);
 			return 1;
 		}
 	return 0;

@@ -12,7 +12,10 @@
  * every output mode, stream depths 1, 2 and 4, registered and staged host
  * memory, non-finite rows, device selection, an injected device fault,
  * and radar modes changing per CPI (each CPI against the CPU backend for
- * its own mode, with graphs on and off and chunked layouts).
+ * its own mode, with graphs on and off and chunked layouts). Both FFT
+ * engines (tune.cuda_fused): the default picks the fused kernel for every
+ * size above; test_fused_* hold it and the cuFFT path to the CPU backend
+ * over FFT lengths that use each of its butterflies.
  * Tolerance: relative L2 error <= 1e-5 (float32 FFTs on both sides).
  *
  * The radar chain (test_radar_*): maps for every MTI and map mode, the
@@ -272,6 +275,154 @@ static void test_output_modes(void **state)
 				assert_true(gpu_vs_cpu_once(1, 3, 9000, f, m, WIN_TAYLOR, 1000,
 							    depths[d]) <= TOL);
 			}
+}
+
+/*
+ * One CPI of C x P x R through a GPU pc with this nfft and tune.cuda_fused
+ * = want, against the CPU backend; *engine gets pc_info.fft_engine.
+ */
+static double engine_vs_cpu(unsigned C, unsigned P, unsigned R, size_t L, size_t nfft,
+			    enum pc_format f, enum pc_output m, enum pc_switch want,
+			    char *engine, size_t elen)
+{
+	float *ref = make_ref(WIN_HAMMING, L, R);
+	struct pc_params p;
+	struct pc_info info;
+	struct pc *cpu, *gpu;
+	char err[256] = "";
+	size_t ib, ob;
+	void *in;
+	float *yc, *yg;
+	uint32_t nfc = 99, nfg = 99;
+	double e;
+
+	pc_params_init(&p);
+	p.channels = C;
+	p.pulses = P;
+	p.samples = R;
+	p.in_format = f;
+	p.out_mode = m;
+	p.ref = ref;
+	p.ref_len = L;
+	p.nfft = nfft;
+	p.streams = 2;
+	p.backend = PC_BACKEND_CPU;
+	cpu = pc_create(&p, err, sizeof(err));
+	if (!cpu)
+		fail_msg("pc_create(cpu): %s", err);
+	p.backend = PC_BACKEND_CUDA;
+	p.tune.cuda_fused = want;
+	gpu = pc_create(&p, err, sizeof(err));
+	if (!gpu)
+		fail_msg("pc_create(cuda, nfft %zu): %s", nfft, err);
+	pc_get_info(gpu, &info);
+	snprintf(engine, elen, "%s", info.fft_engine);
+	ib = pc_in_bytes(cpu);
+	ob = pc_out_bytes(cpu);
+	in = malloc(ib);
+	yc = malloc(ob);
+	yg = malloc(ob);
+	assert_non_null(in);
+	assert_non_null(yc);
+	assert_non_null(yg);
+	fill_input(in, f, (size_t)C * P * R);
+	poison(yc, ob);
+	poison(yg, ob);
+	assert_int_equal(pc_execute(cpu, in, yc, &nfc), 0);
+	assert_int_equal(pc_execute(gpu, in, yg, &nfg), 0);
+	assert_int_equal(nfg, nfc);
+	e = out_err(yg, yc, ob / sizeof(float), m);
+	print_message("  nfft %-6zu %-4s %-9s %-34s rel L2 %.2e\n", nfft, pc_format_name(f),
+		      pc_output_name(m), engine, e);
+	pc_destroy(cpu);
+	pc_destroy(gpu);
+	free(in);
+	free(yc);
+	free(yg);
+	free(ref);
+	return e;
+}
+
+/*
+ * The fused kernel over FFT lengths whose plans use every butterfly it
+ * has (2..10, 12, 16: powers of two, 3, 5 and 7 alone and mixed, from
+ * two passes up), each against the CPU backend, and the cuFFT path on the
+ * same CPIs: both within TOL, each named by pc_info.fft_engine.
+ */
+static void test_fused_lengths(void **state)
+{
+	static const size_t nffts[] = { 64, 96, 210, 343, 500, 729, 1000, 1024, 1152, 2187,
+					3125, 4608, 5120, 7168, 10000, 11200, 12288 };
+	char eng[64];
+
+	(void)state;
+	NEED_GPU();
+	for (size_t i = 0; i < sizeof(nffts) / sizeof(nffts[0]); i++) {
+		size_t n = nffts[i], L = n / 5 + 1, R = n - L + 1 - (n % 3);
+		int f = i % 2 ? PC_FMT_SC16 : PC_FMT_CF32;
+
+		assert_true(engine_vs_cpu(2, 3, (unsigned)R, L, n, f, PC_OUT_COMPLEX, PC_SWITCH_ON,
+					  eng, sizeof(eng)) <= TOL);
+		assert_true(strncmp(eng, "fused (", 7) == 0);
+		assert_true(engine_vs_cpu(2, 3, (unsigned)R, L, n, f, PC_OUT_COMPLEX, PC_SWITCH_OFF,
+					  eng, sizeof(eng)) <= TOL);
+		assert_string_equal(eng, "cufft");
+	}
+}
+
+/* Every output mode and format through both engines, with non-finite rows
+ * counted the same; and auto's choice: fused where it can, else cuFFT. */
+static void test_fused_modes_auto(void **state)
+{
+	char eng[64];
+
+	(void)state;
+	NEED_GPU();
+	for (int f = PC_FMT_CF32; f <= PC_FMT_SC16; f++)
+		for (int m = PC_OUT_COMPLEX; m <= PC_OUT_POWER_DB; m++)
+			for (int w = PC_SWITCH_OFF; w <= PC_SWITCH_ON; w++)
+				assert_true(engine_vs_cpu(3, 4, 3000, 500, 0, f, m, w, eng,
+							  sizeof(eng)) <= TOL);
+	/* auto: 1040 = 2^4 5 13 has no kernel butterfly for 13 */
+	assert_true(engine_vs_cpu(1, 2, 900, 100, 1040, PC_FMT_CF32, PC_OUT_COMPLEX,
+				  PC_SWITCH_AUTO, eng, sizeof(eng)) <= TOL);
+	assert_string_equal(eng, "cufft");
+	assert_true(engine_vs_cpu(1, 2, 900, 100, 1000, PC_FMT_CF32, PC_OUT_COMPLEX,
+				  PC_SWITCH_AUTO, eng, sizeof(eng)) <= TOL);
+	assert_string_equal(eng, "fused (1000 = 10x10x10)");
+}
+
+/* cuda_fused = on where it cannot be: pc_create refuses and says why. */
+static void test_fused_refused(void **state)
+{
+	static const size_t nffts[] = { 1040, 1 << 15 };
+	static const char *const why[] = { "does not factor", "shared memory" };
+	float *ref = make_ref(WIN_RECT, 64, 900);
+
+	(void)state;
+	NEED_GPU();
+	for (size_t i = 0; i < 2; i++) {
+		struct pc_params p;
+		char err[256] = "";
+		struct pc *pc;
+
+		pc_params_init(&p);
+		p.channels = 1;
+		p.pulses = 2;
+		p.samples = 900;
+		p.ref = ref;
+		p.ref_len = 64;
+		p.nfft = nffts[i];
+		p.streams = 1;
+		p.backend = PC_BACKEND_CUDA;
+		p.tune.cuda_fused = PC_SWITCH_ON;
+		pc = pc_create(&p, err, sizeof(err));
+		print_message("  nfft %zu, cuda_fused = on: %s\n", nffts[i], err);
+		assert_null(pc);
+		assert_non_null(strstr(err, "cuda_fused = on"));
+		assert_non_null(strstr(err, why[i]));
+	}
+	free(ref);
 }
 
 /*
@@ -1763,6 +1914,125 @@ static void test_radar_pipeline(void **state)
 	tri_modes_free(&t);
 }
 
+/*
+ * Input and output in device memory (the fused kernel reads and writes
+ * them in place, the cuFFT path copies): K CPIs at depth 3, each input
+ * overwritten on the device as soon as PC_DONE_INPUT says it is free, each
+ * output read back at PC_DONE_OUTPUT, all against the CPU backend.
+ */
+#ifdef CHIRP_HAVE_CUDA
+static void run_device_memory(enum pc_format f, enum pc_output m, enum pc_switch want)
+{
+	const unsigned C = 2, P = 6, R = 2000, K = 9;
+	const size_t L = 300;
+	float *ref = make_ref(WIN_HANN, L, R);
+	struct pc *cpu, *gpu;
+	size_t ib, ob;
+	char *orig, *got, *want_out, *d_in = NULL, *d_out = NULL, *junk;
+	unsigned next_out = 0, submitted = 0;
+
+	tune.cuda_fused = want;
+	cpu = make_pc(PC_BACKEND_CPU, C, P, R, f, m, ref, L, 1, PC_STAGING_AUTO);
+	gpu = make_pc(PC_BACKEND_CUDA, C, P, R, f, m, ref, L, 3, PC_STAGING_AUTO);
+	ib = pc_in_bytes(gpu);
+	ob = pc_out_bytes(gpu);
+	orig = malloc(ib * K);
+	got = malloc(ob * K);
+	want_out = malloc(ob);
+	junk = malloc(ib);
+	assert_non_null(orig);
+	assert_non_null(got);
+	assert_non_null(want_out);
+	assert_non_null(junk);
+	assert_int_equal(cudaMalloc((void **)&d_in, ib * K), 0);
+	assert_int_equal(cudaMalloc((void **)&d_out, ob * K), 0);
+	assert_int_equal(cudaMemset(d_out, 0xff, ob * K), 0);
+	fill_input(junk, f, (size_t)C * P * R);
+	for (unsigned k = 0; k < K; k++) {
+		fill_input(orig + k * ib, f, (size_t)C * P * R);
+		assert_int_equal(cudaMemcpy(d_in + k * ib, orig + k * ib, ib, cudaMemcpyHostToDevice), 0);
+	}
+	while (next_out < K) {
+		struct pc_done d[8];
+		int n, rc;
+
+		while (submitted < K) {
+			rc = pc_submit(gpu, d_in + submitted * ib, d_out + submitted * ob, submitted);
+			if (rc == -EAGAIN)
+				break;
+			assert_int_equal(rc, 0);
+			submitted++;
+		}
+		n = pc_poll(gpu, d, 8, 10000);
+		assert_true(n > 0);   /* 10 s: a safety bound, not a timing */
+		for (int i = 0; i < n; i++) {
+			uint64_t k = d[i].tag;
+
+			if (d[i].flags & PC_DONE_INPUT)   /* the producer reuses it */
+				assert_int_equal(cudaMemcpy(d_in + k * ib, junk, ib, cudaMemcpyHostToDevice), 0);
+			if (d[i].flags & PC_DONE_OUTPUT) {
+				assert_int_equal(k, next_out);
+				assert_int_equal(cudaMemcpy(got + k * ob, d_out + k * ob, ob, cudaMemcpyDeviceToHost), 0);
+				next_out++;
+			}
+		}
+	}
+	for (unsigned k = 0; k < K; k++) {
+		double e;
+
+		poison(want_out, ob);
+		assert_int_equal(pc_execute(cpu, orig + k * ib, want_out, NULL), 0);
+		e = out_err((float *)(got + k * ob), (float *)want_out, ob / sizeof(float), m);
+		if (!(e <= TOL))
+			fail_msg("device memory, CPI %u (%s/%s, cuda_fused %d): rel L2 %.3e", k,
+				 pc_format_name(f), pc_output_name(m), (int)want, e);
+	}
+	print_message("  device memory %s/%s, cuda_fused %d: %u CPIs ok\n", pc_format_name(f),
+		      pc_output_name(m), (int)want, K);
+	assert_int_equal(cudaFree(d_in), 0);
+	assert_int_equal(cudaFree(d_out), 0);
+	pc_destroy(gpu);
+	pc_destroy(cpu);
+	free(orig);
+	free(got);
+	free(want_out);
+	free(junk);
+	free(ref);
+	tune_defaults();
+}
+
+static void test_device_memory(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	for (int w = PC_SWITCH_OFF; w <= PC_SWITCH_ON; w++) {
+		run_device_memory(PC_FMT_CF32, PC_OUT_COMPLEX, (enum pc_switch)w);
+		run_device_memory(PC_FMT_SC16, PC_OUT_MAGNITUDE, (enum pc_switch)w);
+		run_device_memory(PC_FMT_CF32, PC_OUT_POWER_DB, (enum pc_switch)w);
+	}
+}
+#else
+static void test_device_memory(void **state)
+{
+	(void)state;
+	NEED_GPU();   /* a build without CUDA has no device: skipped there */
+}
+#endif
+
+/* The cuFFT engine through the pipeline paths the default (fused) takes
+ * above: graphs, chunks, depths. */
+static void test_cufft_engine(void **state)
+{
+	NEED_GPU();
+	tune.cuda_fused = PC_SWITCH_OFF;
+	test_graphs(state);
+	tune.cuda_fused = PC_SWITCH_OFF;
+	test_chunked(state);
+	tune.cuda_fused = PC_SWITCH_OFF;
+	test_pipeline_depths(state);
+	tune_defaults();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1770,6 +2040,9 @@ int main(void)
 		cmocka_unit_test_setup(test_direct_reference, reset_tune),
 		cmocka_unit_test_setup(test_windows_formats_sizes, reset_tune),
 		cmocka_unit_test_setup(test_output_modes, reset_tune),
+		cmocka_unit_test_setup(test_fused_lengths, reset_tune),
+		cmocka_unit_test_setup(test_fused_modes_auto, reset_tune),
+		cmocka_unit_test_setup(test_fused_refused, reset_tune),
 		cmocka_unit_test_setup(test_pipeline_depths, reset_tune),
 		cmocka_unit_test_setup(test_pipeline_staging, reset_tune),
 		cmocka_unit_test_setup(test_graphs, reset_tune),
@@ -1785,6 +2058,8 @@ int main(void)
 		cmocka_unit_test_setup(test_radar_overflow, reset_tune),
 		cmocka_unit_test_setup(test_radar_out_none, reset_tune),
 		cmocka_unit_test_setup(test_radar_pipeline, reset_tune),
+		cmocka_unit_test_setup(test_device_memory, reset_tune),
+		cmocka_unit_test_setup(test_cufft_engine, reset_tune),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

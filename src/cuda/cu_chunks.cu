@@ -37,6 +37,10 @@ int cu_choose_chunks(struct cu_be *be, const struct pc_tuning *tune)
 	}
 	be->lay[CU_LAY_DEPTH] = p.depth;
 	be->lay[CU_LAY_IDLE] = p.idle;
+	be->lay[CU_LAY_WHOLE].nchunks = 1;
+	be->lay[CU_LAY_WHOLE].nstreams = 1;
+	be->lay[CU_LAY_WHOLE].chunk_rows = be->rows;
+	be->lay[CU_LAY_WHOLE].rem_rows = be->rows;
 	be->have_idle = p.have_idle;
 	be->ncs = p.nstreams;
 	return 0;
@@ -67,10 +71,14 @@ unsigned cu_chunk(const struct cu_be *be, const struct chunk_layout *lay, unsign
  * the host's calls slow down those calls could take longer than the gap
  * between CPIs, where a whole CPI's keep up. One event query per in-flight
  * CPI whose input is not yet known to be done (depth - 1 at most),
- * stopping at the first still busy. Returns the layout or -EIO.
+ * stopping at the first still busy. Input in device memory with the fused
+ * kernel: the whole CPI, one launch (there is no copy in to overlap, and
+ * the kernel reads it in place). Returns the layout or -EIO.
  */
-int cu_pick_layout(struct cu_be *be)
+int cu_pick_layout(struct cu_be *be, int in_dev)
 {
+	if (be->fused && in_dev)
+		return CU_LAY_WHOLE;
 	if (!be->have_idle || be->waiting > 0)
 		return CU_LAY_DEPTH;
 	for (unsigned i = be->count; i-- > 0;) {   /* youngest first: likeliest busy */

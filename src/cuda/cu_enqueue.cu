@@ -22,6 +22,10 @@ struct cu_cpi {
 					    det or h_det)                   */
 	int stage_in, capture;
 	int packed;                      /* input goes through d_in         */
+	int in_place;                    /* fused: the kernel reads src
+					    (device memory) itself         */
+	int out_place;                   /* fused: the kernel writes
+					    dst->out (device memory)       */
 	unsigned filt;                   /* the CPI's filter index          */
 };
 
@@ -68,6 +72,8 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 	size_t bytes = (size_t)k->nr * be->R * in_sz;
 	cudaStream_t st = k->c->stream;
 
+	if (q->in_place)   /* read by the kernel; ev_h2d after it (compute) */
+		return 0;
 	if (q->stage_in) {
 		int hr = hcopy_run(be->hc, (char *)q->s->h_in + k->ioff,
 				   (const char *)q->in + k->ioff, bytes);
@@ -123,6 +129,60 @@ static int cu_enq_last_node(cudaStream_t st, cudaGraphNode_t *node, struct cu_er
 	return 0;
 }
 
+/*
+ * The fused kernel's job for the chunk of nr rows from row r0 (input at
+ * byte ioff, output at ooff) of set s: it reads in_dev (device memory, in
+ * place) or d_in, and writes out_dev (device memory, in place) or d_out,
+ * or, with the radar chain, the complex fft rows the chain reads (a cube
+ * output is then made from them as on the cuFFT path).
+ */
+void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, size_t ioff,
+		  size_t ooff, unsigned nr, const void *in_dev, void *out_dev, unsigned filt,
+		  struct cu_fjob *j)
+{
+	j->in = (const char *)(in_dev ? in_dev : s->d_in) + ioff;
+	j->istride = be->R;
+	if (be->cube_out && !be->rs) {
+		j->out = (char *)(out_dev ? out_dev : s->d_out) + ooff;
+		j->ostride = be->R;
+		j->mode = be->out_mode;
+	} else {
+		j->out = s->d_fft + r0 * be->pitch_elems;
+		j->ostride = be->pitch_elems;
+		j->mode = PC_OUT_COMPLEX;
+	}
+	j->filt = be->d_filts + (size_t)filt * be->nfft;
+	j->nonfinite = s->d_nonfinite;
+	j->rows = nr;
+}
+
+/* Fused: the chunk's one kernel (a capture records its node: the filter
+ * is its parameter), then its D2H unless written in place. */
+static int cu_enq_fused(struct cu_be *be, const struct cu_cpi *q, const struct cu_piece *k,
+			struct cu_err *ce)
+{
+	struct cu_set *s = q->s;
+	cudaStream_t st = k->c->stream;
+	struct cu_fjob j;
+
+	cu_fused_job(be, s, k->r0, k->ioff, k->ooff, k->nr, q->in_place ? q->src : NULL,
+		     q->out_place ? q->dst->out : NULL, q->filt, &j);
+	EQK("k_fused", cu_fused_launch(be, &j, st));
+	if (q->capture && cu_enq_last_node(st, &s->g_mul[q->li][k->i], ce) < 0)
+		return -EIO;
+	if (q->in_place && k->i + q->lay->nstreams >= q->lay->nchunks)
+		EQ(cudaEventRecord(k->c->ev_h2d, st));   /* the input is read */
+	if (!be->cube_out || q->out_place)
+		return 0;
+	if (be->rs)   /* the cube from the rows the chain keeps */
+		EQK("k_out", cu_out(be->out_mode, k->fft, be->pitch_elems, (unsigned)be->R,
+				    (char *)s->d_out + k->ooff, k->nr, st));
+	EQ(cudaMemcpyAsync((char *)q->dst->out + k->ooff, (char *)s->d_out + k->ooff,
+			   (size_t)k->nr * be->R * pc_output_sample_bytes(be->out_mode),
+			   cudaMemcpyDefault, st));
+	return 0;
+}
+
 /* A chunk's pad, FFT, multiply (the CPI's filter), IFFT, output mode and
  * D2H (the output mode and D2H only for a cube output). A capture records
  * the multiply's node. */
@@ -138,6 +198,8 @@ static int cu_enq_compute(struct cu_be *be, const struct cu_cpi *q, const struct
 	cudaStream_t st = k->c->stream;
 	cufftComplex *z = (cufftComplex *)k->fft;
 
+	if (be->fused)
+		return cu_enq_fused(be, q, k, ce);
 	if (be->in_format == PC_FMT_SC16)
 		EQK("k_pad", cu_pad_sc16((const short2 *)cin, k->fft, pe, R, nfft, k->nr, st));
 	else if (q->packed)
@@ -217,7 +279,9 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 	q.stage_in = stage_in;
 	q.capture = capture;
 	q.filt = filt;
-	q.packed = be->in_format == PC_FMT_SC16 || capture;
+	q.packed = be->in_format == PC_FMT_SC16 || capture || be->fused;
+	q.in_place = be->fused && dst->in_dev;
+	q.out_place = be->fused && be->cube_out && !be->rs && dst->out_dev;
 	rc = cu_enq_start(&q, ce);
 	for (unsigned i = 0; rc == 0 && i < q.lay->nchunks; i++) {
 		struct cu_piece k;

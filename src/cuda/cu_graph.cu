@@ -222,7 +222,8 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, unsigned f
 }
 
 /*
- * Point the multiply nodes of set s's graph for layout li at filter filt.
+ * Point the multiply nodes (fused: the kernel nodes) of set s's graph for
+ * layout li at filter filt.
  * cudaSuccess, or the first refusal (g_filt then names no filter: the
  * graph is not launched again, graphs are off).
  */
@@ -239,6 +240,13 @@ static cudaError_t cu_graph_set_filter(struct cu_be *be, struct cu_set *s, int l
 		size_t r0, ioff, ooff;
 		unsigned nr = cu_chunk(be, lay, i, &r0, &ioff, &ooff);
 
+		if (be->fused) {   /* the kernel node of the chunk, as captured */
+			struct cu_fjob j;
+
+			cu_fused_job(be, s, r0, ioff, ooff, nr, NULL, NULL, filt, &j);
+			e = cu_fused_node_set(be, s->gx[li], s->g_mul[li][i], &j);
+			continue;
+		}
 		e = cu_cmul_node_set(s->gx[li], s->g_mul[li][i], s->d_fft + r0 * be->pitch_elems,
 				     be->pitch_elems, (unsigned)be->nfft, nr, f);
 	}

@@ -72,6 +72,7 @@ static void cu_info(void *p, struct pc_info *info)
 	if (be->hc && (be->staging == PC_STAGING_COPY || be->staged_cpis > 0))
 		info->staging_threads = hcopy_threads(be->hc);
 	info->graph_cpis = be->graph_cpis;
+	snprintf(info->fft_engine, sizeof(info->fft_engine), "%s", be->fft_engine);
 }
 
 static void cu_queue_hint(void *p, unsigned waiting)
@@ -86,6 +87,7 @@ static void cu_queue_hint(void *p, unsigned waiting)
 struct cu_route {
 	int stage_in, stage_out, stage_det;
 	int on_device;           /* any of them is device memory            */
+	int in_dev, out_dev;     /* the input / the output is              */
 };
 
 /* Whether a buffer of len bytes at p needs staging; *dev when it is device
@@ -117,6 +119,8 @@ static int cu_plan_staging(struct cu_be *be, const void *in, void *out, void *de
 	rt->stage_out = cu_needs_staging(be, out, be->out_bytes, &dout);
 	rt->stage_det = cu_needs_staging(be, det, be->det_bytes, &ddet);
 	rt->on_device = din || dout || ddet;
+	rt->in_dev = din;
+	rt->out_dev = dout;
 	if (!rt->stage_in && !rt->stage_out && !rt->stage_det)
 		return 0;
 	if (!be->have_staging && !be->warned_unregistered) {
@@ -174,7 +178,9 @@ static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag
 		goto out;
 	dst.out = rt.stage_out ? s->h_out : out;
 	dst.det = rt.stage_det ? s->r.h_det : det;
-	li = cu_pick_layout(be);
+	dst.in_dev = rt.in_dev;
+	dst.out_dev = rt.out_dev;
+	li = cu_pick_layout(be, rt.in_dev);
 	if (li < 0) {
 		rc = li;
 		goto out;

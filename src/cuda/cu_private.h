@@ -8,6 +8,8 @@
  * hands over in struct pc_setup. The files, by concern:
  *   cu_error.cu     failures: cu_fail, the CK/CKF checks, event queries
  *   cu_kernels.cu   the pad / multiply / output kernels and their launches
+ *   cu_fused.cu     the same compression as one kernel per row (its own
+ *                   shared-memory FFT), when nfft allows (tune.cuda_fused)
  *   cu_host.cu      host memory: registration for DMA, pinned staging
  *   cu_chunks.cu    the chunk layouts (chunk_policy.c) and the pick per CPI
  *   cu_enqueue.cu   one CPI's calls on a set (call by call, or captured)
@@ -52,6 +54,12 @@
  *            the slot in pc_poll, by the same threads), plus the 4-byte
  *            non-finite row count. ev_out is recorded after every chunk's
  *            D2H: the output slot is then complete.
+ *
+ *   Fused (be->fused, cu_fused.cu): pad, FFT, mul, IFFT and out are one
+ *   kernel that reads the chunk's packed input rows (d_in, or the cf32
+ *   pitched rows the call-by-call H2D filled) and writes d_out, or the fft
+ *   rows for the radar chain. Input and output that are device memory are
+ *   read and written in place: no copy in or out.
  *
  *   With the radar chain (pc_setup.radar), the chunks stop after the IFFT
  *   unless the output is a cube (complex / magnitude / power_db: out and
@@ -106,8 +114,9 @@ struct hcopy;
  */
 #define CU_CHUNK_STREAMS 3
 
-/* The two layouts of a backend (cu_chunks.cu): the depth's and the idle one. */
-enum { CU_LAY_DEPTH, CU_LAY_IDLE, CU_NLAY };
+/* The layouts of a backend (cu_chunks.cu): the depth's, the idle one, and
+ * (fused) the whole CPI in one chunk for input in device memory. */
+enum { CU_LAY_DEPTH, CU_LAY_IDLE, CU_LAY_WHOLE, CU_NLAY };
 
 /* A host region this pc may DMA from or to (pc_register_host). */
 struct cu_region {
@@ -256,6 +265,10 @@ struct cu_be {
 	unsigned spin_us;        /* tail spin in pc_poll (tune.cuda_spin_us) */
 	int busy_poll;           /* caller polls: no host functions, pc_poll
 				    with a timeout polls instead of sleeping */
+	struct cu_fused *fused;  /* the one-kernel compression (cu_fused.cu),
+				    or NULL: pad, cuFFT, multiply, cuFFT,
+				    output                                 */
+	char fft_engine[64];     /* pc_info.fft_engine                     */
 	int graphs;              /* CPIs from registered memory run as one
 				    CUDA graph (tune.cuda_graphs)          */
 	uint64_t graph_cpis;     /* CPIs launched as a graph               */
@@ -335,6 +348,38 @@ cudaError_t cu_fault(cudaStream_t st);
  * no code for the current device. */
 cudaError_t cu_kernels_attributes(struct cudaFuncAttributes *fa);
 
+/* ---- cu_fused.cu ----------------------------------------------------------- */
+
+#define CU_FMAX_PASS 16          /* passes of the fused kernel's FFT        */
+struct cu_fused;
+
+/* One launch of the fused kernel: rows rows from in (row stride istride
+ * input samples) to out (row stride ostride samples of mode: complex for
+ * the radar chain's fft rows), filter filt, rows with NaN/Inf counted into
+ * *nonfinite (cf32). */
+struct cu_fjob {
+	const void *in;
+	void *out;
+	size_t istride, ostride;
+	enum pc_output mode;
+	const float2 *filt;
+	unsigned *nonfinite;
+	unsigned rows;
+};
+
+/*
+ * cu_fused_create: be->fused (or NULL for cuFFT) and be->fft_engine, by
+ * tune.cuda_fused; -ENOTSUP with why set when it is ON and nfft cannot be
+ * fused, -EIO on a CUDA failure. cu_fused_launch: the launch on st (its
+ * error, as cudaGetLastError after a launch). cu_fused_node_set: a graph
+ * node captured from cu_fused_launch re-pointed at job j (its filter).
+ */
+int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t whylen);
+void cu_fused_free(struct cu_be *be);
+cudaError_t cu_fused_launch(const struct cu_be *be, const struct cu_fjob *j, cudaStream_t st);
+cudaError_t cu_fused_node_set(const struct cu_be *be, cudaGraphExec_t gx, cudaGraphNode_t node,
+			      const struct cu_fjob *j);
+
 /* ---- cu_host.cu ------------------------------------------------------------ */
 
 int cu_alloc_staging(struct cu_be *be);
@@ -348,7 +393,7 @@ int cu_dma_ok(struct cu_be *be, const void *p, size_t len, int *is_device);
 int cu_choose_chunks(struct cu_be *be, const struct pc_tuning *tune);
 unsigned cu_chunk(const struct cu_be *be, const struct chunk_layout *lay, unsigned i,
 		  size_t *r0, size_t *ioff, size_t *ooff);
-int cu_pick_layout(struct cu_be *be);
+int cu_pick_layout(struct cu_be *be, int in_dev);
 
 /* ---- cu_enqueue.cu --------------------------------------------------------- */
 
@@ -401,11 +446,18 @@ struct cu_err {
 struct cu_dst {
 	void *out;               /* out_bytes, NULL when 0                  */
 	void *det;               /* det_bytes, NULL without cfar            */
+	int in_dev, out_dev;     /* the caller's input / out is device
+				    memory (the fused kernel reads / writes
+				    it in place)                          */
 };
 
 int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
 	       const void *src, const struct cu_dst *dst, int stage_in, int capture,
 	       struct cu_err *ce);
+
+void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, size_t ioff,
+		  size_t ooff, unsigned nr, const void *in_dev, void *out_dev, unsigned filt,
+		  struct cu_fjob *j);
 
 /* ---- cu_graph.cu ----------------------------------------------------------- */
 

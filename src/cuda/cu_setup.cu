@@ -200,6 +200,7 @@ void cu_destroy(void *p)
 		(void)cudaStreamDestroy(be->notify_out);
 	(void)cudaFree(be->d_filts);
 	cu_radar_free(be);
+	cu_fused_free(be);
 	(void)cudaGetLastError();
 	if (be->have_sync) {
 		pthread_cond_destroy(&be->cv);
@@ -392,8 +393,9 @@ static int cu_alloc_set_buffers(struct cu_be *be, struct cu_set *s, unsigned i)
 	size_t pitch = 0;
 	int rc = 0;
 
-	/* cf32 lands in d_fft directly, but a graph's copy must be 1-D */
-	if (be->in_format == PC_FMT_SC16 || be->graphs)
+	/* cf32 lands in d_fft directly, but a graph's copy must be 1-D and
+	 * the fused kernel reads packed rows */
+	if (be->in_format == PC_FMT_SC16 || be->graphs || be->fused)
 		CK(cudaMalloc(&s->d_in, be->in_bytes));
 	/* the output as it leaves: a cube's, map_db's (map_power leaves
 	 * from the chain's d_map; none has none) */
@@ -453,10 +455,10 @@ static int cu_make_chunk_stream(struct cu_be *be, struct cu_chunk_stream *c, uns
 	c->have_ev_h2d = 1;
 	CK(cudaEventCreateWithFlags(&c->ev_done, cudaEventDisableTiming));
 	c->have_ev_done = 1;
-	for (unsigned l = 0; l < (be->have_idle ? (unsigned)CU_NLAY : 1u); l++) {
+	for (unsigned l = 0; l < (be->have_idle ? (unsigned)CU_LAY_WHOLE : 1u); l++) {
 		const struct chunk_layout *lay = &be->lay[l];
 
-		if (k >= lay->nstreams)
+		if (k >= lay->nstreams || be->fused)   /* fused: no cuFFT plans */
 			continue;
 		rc = cu_make_plan(be, &c->plan[l], &c->have_plan[l], lay->chunk_rows, c->stream);
 		if (rc == 0 && lay->rem_rows != lay->chunk_rows)
@@ -505,9 +507,9 @@ static void cu_log_created(const struct cu_be *be)
 	if (be->have_idle)
 		snprintf(idle, sizeof(idle), " (%u of %zu rows while the GPU is not behind)",
 			 i->nchunks, i->chunk_rows);
-	log_info("cuda: %s, nfft %zu, depth %u, %u chunk%s of %zu rows%s, row pitch %zu B, "
+	log_info("cuda: %s, nfft %zu (%s), depth %u, %u chunk%s of %zu rows%s, row pitch %zu B, "
 		 "%s, %s staging (%u copy thread%s%s when staged)",
-		 be->device, be->nfft, be->nsets, d->nchunks, d->nchunks == 1 ? "" : "s",
+		 be->device, be->nfft, be->fft_engine, be->nsets, d->nchunks, d->nchunks == 1 ? "" : "s",
 		 d->chunk_rows, idle, be->pitch_elems * sizeof(float2),
 		 be->graphs ? "a registered CPI is one CUDA graph" : "CPIs queued call by call",
 		 be->staging == PC_STAGING_COPY ? "copy" : "register/auto",
@@ -535,6 +537,8 @@ void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 		rc = cu_open_device(be, su);
 	if (rc == 0)
 		rc = cu_make_shared(be, su->filts);
+	if (rc == 0)
+		rc = cu_fused_create(be, su->tune.cuda_fused, err, errlen);
 	if (rc == 0 && be->rs)
 		rc = cu_radar_create(be);
 	for (unsigned i = 0; i < be->nsets && rc == 0; i++)
@@ -550,7 +554,8 @@ void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 		}
 	}
 	if (rc < 0) {
-		snprintf(err, errlen, "%s", be->last_error[0] ? be->last_error : strerror(-rc));
+		if (rc != -ENOTSUP)   /* -ENOTSUP: err says why already */
+			snprintf(err, errlen, "%s", be->last_error[0] ? be->last_error : strerror(-rc));
 		cu_destroy(be);
 		return NULL;
 	}
