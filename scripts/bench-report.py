@@ -13,7 +13,10 @@ with raw results KIND.tsv and their provenance KIND.meta
                 the backend alone, (d) the daemon; where it has the column
                 c_registered_mode_switch, the cost of changing the radar
                 mode every CPI (table (e)); an older file without it reads
-                as "not measured"
+                as "not measured"; where it has c_device_cufft and
+                fft_engine, (c) with its default FFT engine is set beside
+                (c) with cuFFT and held against (b0) and CuPy (criteria
+                "(c) / (b0) >= 1.5" and "chirpd / CuPy >= 3")
     latency     bench-latency's results.tsv, with latency-report.md (its
                 criteria lines) and latency-run.tsv (its run's meta)
     modes       the same with --radar-modes 3 (modes.tsv, modes-report.md,
@@ -74,8 +77,13 @@ COLS["corner"] = ("variant", "C", "Nd", "R", "repeats", "min_us", "median_us", "
 COLS["startup"] = ("start", "capacity_cpi_per_s", "depth", "input_slots", "source")
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
-OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy")}
+OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
+                           "c_device_cufft")}
+# Text columns a newer benchmark writes: None where absent or empty.
+OPTIONAL_TEXT = {"throughput": ("fft_engine",)}
 CHAIN_VS_CUPY = 3.0      # the chain on the device against CuPy's chain
+PC_VS_CUPY = 3.0         # (c) on device data against CuPy's pulse_compression
+PC_VS_NAIVE = 1.5        # (c) on device data against the naive loop's (b0)
 CHAIN_OF_H2D = 0.90      # detections only: share of the host-to-device limit
 CHAIN_VS_SCIPY = 3.0     # the CPU chain against numpy/scipy's
 STARTUP_SPREAD = 0.05    # start-ups: capacity within +-5 % of the median
@@ -165,6 +173,9 @@ def read_tsv(path, kind):
             except ValueError:
                 raise Bad("%s:%d: %s = %r is not a number" % (rel(path), i, c, v))
             r[c] = None if f is None or f != f else f   # NaN: not measured either
+        for c in OPTIONAL_TEXT.get(kind, ()):
+            v = r.get(c, "")
+            r[c] = None if v in ("", "-") else v
         rows.append(r)
     if not [r for r in rows if r.get("tool") != "skipped"]:
         raise Bad("%s: no results in it" % rel(path))
@@ -270,6 +281,8 @@ def table_throughput(r):
             y / x["b_naive"]))
     out += ["", "x = (d) where the daemon was measured, else (c'). (b) always moves cf32 in and "
             "complex out."]
+    if has_engines(r["rows"]):
+        return out + table_engines(best_rows(r["rows"]))
     extra = [x for x in best_rows(r["rows"]) if x.get("b0_naive_device") or x.get("c_copy")]
     if extra:
         out += ["", "Compute on the device and copy staging, same run: (b0) the naive loop's "
@@ -279,11 +292,48 @@ def table_throughput(r):
                 "| CPI | in → out | (b0) naive, device data | (c) / (b0) | (c'') copy staging "
                 "| (c'') / (c') |", "|---|---|---:|---:|---:|---:|"]
         for x in extra:
-            b0, c3 = x.get("b0_naive_device"), x.get("c_copy")
-            out.append("| %s | %s → %s | %s | %s | %s | %s |" % (
+            b0 = x.get("b0_naive_device")
+            out.append("| %s | %s → %s | %s | %s | %s | %s |" % ((
                 x["geometry"], x["format"], x["output"], "%.3f" % b0 if b0 else "–",
-                "%.2f×" % (x["c_device"] / b0) if b0 else "–", "%.3f" % c3 if c3 else "–",
-                "%.0f %%" % (100 * c3 / x["c_registered"]) if c3 else "–"))
+                "%.2f×" % (x["c_device"] / b0) if b0 else "–") + staging_cells(x)))
+    return out
+
+
+def has_engines(rows):
+    """Whether a throughput run names (c)'s FFT engine or measured cuFFT beside it."""
+    return any(x.get("fft_engine") or x.get("c_device_cufft") is not None for x in rows)
+
+
+def engine_cell(x):
+    """(c)'s FFT engine as a table cell ('|' would end the cell)."""
+    return x["fft_engine"].replace("|", "\\|") if x.get("fft_engine") else "–"
+
+
+def staging_cells(x):
+    """(c'') copy staging and its share of (c'), or dashes."""
+    c3 = x.get("c_copy")
+    return ("%.3f" % c3 if c3 else "–", "%.0f %%" % (100 * c3 / x["c_registered"]) if c3 else "–")
+
+
+def table_engines(rows):
+    """(c) with its default FFT engine against (b0) and (c) with cuFFT,
+    then copy staging; rows: best_rows of one run that has the engine columns."""
+    out = ["", "Compute on the device and copy staging, same run: (b0) the naive loop's three "
+           "launches (FFT, multiply, inverse FFT) on device data; (c) runs chirpd's default FFT "
+           "engine, named per row as `pc_info.fft_engine` reports it (`[processing] "
+           "cuda_fused`), and (c) with cuFFT is the same backend with `cuda_fused = off`, "
+           "measured in the same run; (c'') copy staging (`staging = copy`) at (c')'s depth with "
+           "chirpd's default copy threads (`staging_threads = auto`).", "",
+           "| CPI | in → out | (b0) naive, device data | (c) FFT engine | (c) backend, device "
+           "data | (c) with cuFFT | (c) / (b0) | ≥ %.1f× | (c'') copy staging | (c'') / (c') |"
+           % PC_VS_NAIVE, "|---|---|---:|---|---:|---:|---:|---|---:|---:|"]
+    for x in rows:
+        b0, cf = x.get("b0_naive_device"), x.get("c_device_cufft")
+        q = x["c_device"] / b0 if b0 else None
+        out.append("| %s | %s → %s | %s | %s | %.3f | %s | %s | %s | %s | %s |" % ((
+            x["geometry"], x["format"], x["output"], "%.3f" % b0 if b0 else "–", engine_cell(x),
+            x["c_device"], "%.3f" % cf if cf is not None else "–", "%.2f×" % q if q else "–",
+            "–" if q is None else "PASS" if q >= PC_VS_NAIVE else "FAIL") + staging_cells(x)))
     return out
 
 
@@ -346,9 +396,11 @@ def cupy_vs_backend(r, thr):
 def table_cupy(r, thr):
     same = thr is not None
     out = [provenance(r, "" if same else " No bench_gpu results in this folder: no backend "
-                      "figure to compare with."), "",
-           "| CPI | L | CuPy nfft | CuPy ms per CPI | CuPy GS/s | chirpd (c) GS/s, device data "
-           "| chirpd / CuPy |", "|---|---:|---:|---:|---:|---:|---:|"]
+                      "figure to compare with."), ""]
+    if same and has_engines(thr["rows"]):
+        return out + table_cupy_engines(r, thr)
+    out += ["| CPI | L | CuPy nfft | CuPy ms per CPI | CuPy GS/s | chirpd (c) GS/s, device data "
+            "| chirpd / CuPy |", "|---|---:|---:|---:|---:|---:|---:|"]
     for c, b in cupy_vs_backend(r, thr):
         out.append("| %s | %d | %d | %s | %.3f | %s | %s |" % (
             c["cpi"], c["L"], c["nfft"], mmm(c["min_ms"], c["median_ms"], c["max_ms"]),
@@ -356,6 +408,27 @@ def table_cupy(r, thr):
             else "–", "%.2f×" % (b["c_device"] / c["gsps_median"]) if b else "–"))
     out += ["", "Both on data already on the GPU (no PCIe), cf32 in, complex out; chirpd's (c) "
             "is bench_gpu's figure from the same folder (throughput.tsv, the same run)."]
+    return out
+
+
+def table_cupy_engines(r, thr):
+    """The CuPy table for a throughput run that names (c)'s FFT engine:
+    that engine per row and the criterion chirpd / CuPy >= PC_VS_CUPY."""
+    out = ["| CPI | L | CuPy nfft | CuPy ms per CPI | CuPy GS/s | chirpd (c) FFT engine | chirpd "
+           "(c) GS/s, device data | chirpd / CuPy | ≥ %.0f× |" % PC_VS_CUPY,
+           "|---|---:|---:|---:|---:|---|---:|---:|---|"]
+    for c, b in cupy_vs_backend(r, thr):
+        q = b["c_device"] / c["gsps_median"] if b else None
+        out.append("| %s | %d | %d | %s | %.3f | %s | %s | %s | %s |" % (
+            c["cpi"], c["L"], c["nfft"], mmm(c["min_ms"], c["median_ms"], c["max_ms"]),
+            c["gsps_median"], engine_cell(b) if b else "–",
+            mmm(b["c_device_min"], b["c_device"], b["c_device_max"]) if b else "–",
+            "%.2f×" % q if q else "–", "–" if q is None else "PASS" if q >= PC_VS_CUPY
+            else "FAIL"))
+    out += ["", "Both on data already on the GPU (no PCIe), cf32 in, complex out; chirpd's (c) "
+            "is bench_gpu's figure from the same folder (throughput.tsv, the same run), with "
+            "chirpd's default FFT engine (`pc_info.fft_engine`, `[processing] cuda_fused`); "
+            "table (a) has the same backend with cuFFT (`cuda_fused = off`) beside it."]
     return out
 
 
