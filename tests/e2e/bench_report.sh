@@ -8,6 +8,9 @@
 # of each kind wins, table (e) (radar modes) gives the switching cost and
 # the modes run against the single-mode one with criteria M1..M3, an older
 # throughput.tsv without the switching column still reads ("not measured"),
+# (c) with its FFT engine and with cuFFT is held against (b0) (>= 1.5x) and
+# CuPy (>= 3x), PASS and FAIL, while a throughput.tsv without those columns
+# gives the tables without them, line for line as they were,
 # a modes run without a single-mode one says so, and a missing or garbled
 # raw file, or a README without the headline markers, fails with an error
 # that names the file and writes nothing.
@@ -49,9 +52,24 @@ grep -qF '| 80 % | floor | 3 | 2400 | 0.050 | 1.111 | 2.111 | 0.800 | 0 |' "$T/p
 grep -qF '| noise (250 µs block − its p50) | 20000 | 0.044 | 0.055 | 0.066 |' "$T/page.md" || e2e_fail "no host noise row"
 grep -qF '    FAIL C3 80 %: chirpd p99.9 2.333 ms' "$T/page.md" || e2e_fail "no criteria lines"
 grep -qF 'Floor: 4 chunks over 2 streams' "$T/page.md" || e2e_fail "no floor description"
-# (c): CuPy against (c) of the same folder: 8 / 1.0486
-grep -qF '| 4x128x4096 | 512 | 4608 | 2.000 (1.000–3.000) | 1.049 | 8.000 (7.500–8.500) | 7.63× |' "$T/page.md" ||
+# (a), compute on the device: (c) at (a)'s best depth with its engine and
+# with cuFFT; 8 / 4 = 2.00x PASS, 9 / 7.5 = 1.20x FAIL against 1.5x
+grep -qF '| (b0) naive, device data | (c) FFT engine | (c) backend, device data | (c) with cuFFT | (c) / (b0) | ≥ 1.5× |' "$T/page.md" ||
+	e2e_fail "no engine table header"
+grep -qF '| 4x128x4096 | cf32 → complex | 4.000 | fused (4608 = 9x8x8x8) | 8.000 | 6.000 | 2.00× | PASS | 5.400 | 90 % |' "$T/page.md" ||
+	e2e_fail "no passing engine row"
+grep -qF '| 16x128x9000 | cf32 → complex | 7.500 | cufft | 9.000 | 9.000 | 1.20× | FAIL | 6.300 | 90 % |' "$T/page.md" ||
+	e2e_fail "no failing engine row"
+grep -qF 'the same backend with `cuda_fused = off`, measured in the same run' "$T/page.md" ||
+	e2e_fail "the engine table does not say what the cuFFT column is"
+# (c): CuPy against (c) of the same folder: 8 / 1.0486 PASS, 9 / 4 FAIL against 3x
+grep -qF '| chirpd / CuPy | ≥ 3× |' "$T/page.md" || e2e_fail "no CuPy criterion column"
+grep -qF '| 4x128x4096 | 512 | 4608 | 2.000 (1.000–3.000) | 1.049 | fused (4608 = 9x8x8x8) | 8.000 (7.500–8.500) | 7.63× | PASS |' "$T/page.md" ||
 	e2e_fail "no CuPy row"
+grep -qF '| 16x128x9000 | 1000 | 10000 | 4.608 (4.500–5.000) | 4.000 | cufft | 9.000 (8.500–9.500) | 2.25× | FAIL |' "$T/page.md" ||
+	e2e_fail "no failing CuPy row"
+grep -qF "chirpd's default FFT engine (\`pc_info.fft_engine\`, \`[processing] cuda_fused\`)" "$T/page.md" ||
+	e2e_fail "the CuPy table does not name (c)'s engine"
 # (d): the newer folder (chirpd 402..403 MS/s, not the older 101..103), a dirty tree said so
 grep -qF '| 4x128x4096 | 512 | 402.0 (401.0–403.0) | 102.0 (101.0–103.0) | – | 3.94× | – |' "$T/page.md" ||
 	e2e_fail "no compare row from the newest folder"
@@ -120,11 +138,29 @@ grep -qF '| 4x128x4096 | cf32 → complex | 3 | 10.000 (9.000–11.000) |' "$T/p
 grep -qF 'Switching cost: not measured yet: the newest throughput results' "$T/page.md" ||
 	e2e_fail "no 'not measured' for a throughput.tsv without the switching column"
 grep -qF '| 4x128x4096 | cf32 → complex | 3 | 0.990 |' "$T/page.md" && e2e_fail "a switching figure out of nothing"
-sed '4s/	0\.9500$/	/' "$T/keep.tsv" >"$g/throughput.tsv"
+sed '4s/\t0\.9500\t/\t\t/' "$T/keep.tsv" >"$g/throughput.tsv"
 page
 run || e2e_fail "the generator failed on an empty switching figure: $(cat "$T/out.log")"
 grep -qF '| 16x128x9000 | cf32 → complex | 2 | not measured | – |' "$T/page.md" || e2e_fail "an empty switching figure is not 'not measured'"
 grep -qF '| 4x128x4096 | cf32 → complex | 3 | 0.990 | PASS |' "$T/page.md" || e2e_fail "the other switching rows went"
+# A throughput.tsv with (b0) and (c'') but without c_device_cufft and
+# fft_engine: the tables as they were, without engine or criteria columns.
+cut -f1-24 "$T/keep.tsv" >"$g/throughput.tsv"
+page
+run || e2e_fail "the generator failed without the engine columns: $(cat "$T/out.log")"
+grep -qxF "| CPI | in → out | (b0) naive, device data | (c) / (b0) | (c'') copy staging | (c'') / (c') |" "$T/page.md" ||
+	e2e_fail "no (b0) table without the engine columns"
+grep -qxF '| 4x128x4096 | cf32 → complex | 4.000 | 2.00× | 5.400 | 90 % |' "$T/page.md" ||
+	e2e_fail "no (b0) row without the engine columns"
+grep -qxF '| 4x128x4096 | 512 | 4608 | 2.000 (1.000–3.000) | 1.049 | 8.000 (7.500–8.500) | 7.63× |' "$T/page.md" ||
+	e2e_fail "no CuPy row without the engine columns"
+grep -qE '≥ 1\.5×|chirpd / CuPy \| ≥|cuda_fused|fft_engine' "$T/page.md" && e2e_fail "engine or criteria out of nothing"
+# An engine named without a cuFFT figure: the criteria still, cuFFT "–".
+cut -f1-24,26 "$T/keep.tsv" >"$g/throughput.tsv"
+page
+run || e2e_fail "the generator failed without c_device_cufft: $(cat "$T/out.log")"
+grep -qF '| 16x128x9000 | cf32 → complex | 7.500 | cufft | 9.000 | – | 1.20× | FAIL | 6.300 | 90 % |' "$T/page.md" ||
+	e2e_fail "a missing cuFFT figure is not '–'"
 cp "$T/keep.tsv" "$g/throughput.tsv"
 # A modes run without a single-mode one in its folder: said, M3 n/a.
 mkdir "$T/away" && mv "$g/latency.tsv" "$g/latency.meta" "$T/away/"
@@ -155,8 +191,11 @@ mv "$T/latency-report.md" "$g/"
 mv "$g/modes-report.md" "$T/"
 expect_fail "missing modes report" "2000-01-02-fixture-gpu/modes-report.md: No such file"
 mv "$T/modes-report.md" "$g/"
-sed -i '2s/\t0\.5000$/\tfast/' "$g/throughput.tsv"
+sed -i '2s/\t0\.5000\t/\tfast\t/' "$g/throughput.tsv"
 expect_fail "garbled switching figure" "throughput.tsv:2: c_registered_mode_switch = 'fast' is not a number"
+cp "$T/keep.tsv" "$g/throughput.tsv"
+sed -i '3s/\t6\.0000\tfused/\tsix\tfused/' "$g/throughput.tsv"
+expect_fail "garbled cuFFT figure" "throughput.tsv:3: c_device_cufft = 'six' is not a number"
 cp "$T/keep.tsv" "$g/throughput.tsv"
 mv "$g/cupy.tsv" "$T/"
 expect_fail "meta without results" "2000-01-02-fixture-gpu/cupy.meta: no cupy.tsv beside it"
