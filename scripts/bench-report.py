@@ -312,7 +312,9 @@ def engine_cell(x):
 def staging_cells(x):
     """(c'') copy staging and its share of (c'), or dashes."""
     c3 = x.get("c_copy")
-    return ("%.3f" % c3 if c3 else "–", "%.0f %%" % (100 * c3 / x["c_registered"]) if c3 else "–")
+    if not c3:
+        return ("–", "–")
+    return ("%.3f" % c3, "%.0f %%" % (100 * c3 / x["c_registered"]))
 
 
 def table_engines(rows):
