@@ -15,6 +15,7 @@
  *       launches (forward FFT of the zero-padded rows, the multiply
  *       kernel, inverse FFT), input and output in device memory, two
  *       streams; what (c) is held against for its compute.
+ *   Every pc is made with chirpd's busy_poll = true (the caller polls).
  *   (c) chirpd's backend alone through the pc API with the data already on
  *       the device (pc_submit given device pointers: no PCIe), with its
  *       default FFT engine (tune.cuda_fused = auto, named in the TSV's
@@ -217,6 +218,7 @@ static struct pc *make_pc_ms(const struct geom *g, const struct mode *md, enum p
 	p.staging = staging;
 	p.staging_threads = staging_threads;
 	p.tune.cuda_fused = bench_fused;
+	p.busy_poll = 1;   /* chirpd's default ([processing] busy_poll) */
 	pc = pc_create(&p, err, sizeof(err));
 	if (!pc)
 		die(err);

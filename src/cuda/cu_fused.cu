@@ -25,9 +25,9 @@
  *   global memory (zero beyond R: the padding is never stored), the last
  *   writes it (gates < R only, converted to the output mode).
  *
- *   Twiddles come from a table per direction made once at create in double
- *   precision (sum over the passes of Ns (r - 1) = nfft - 1 entries, read
- *   through the read-only cache). The fixed twiddles inside a composite
+ *   Twiddles: W^k from a table per direction made once at create in double
+ *   precision (Ns entries per pass, read through the read-only cache), its
+ *   powers W^{mk} by multiplication in the butterfly. The fixed twiddles inside a composite
  *   or 16 butterfly are compile-time constants.
  *
  * WHEN
@@ -272,16 +272,27 @@ __device__ __forceinline__ unsigned cf_quot(unsigned j, unsigned ns, unsigned mg
 	return ns == 1 ? j : __umulhi(j, mg);
 }
 
-/* Points m of butterfly k times W^{m k}, from the pass's table. */
+/*
+ * Points m of butterfly k times W^{m k}: W^k from the pass's table, its
+ * powers by multiplication (one load per butterfly instead of r - 1: the
+ * loads share the L1 pipe with shared memory, the busiest unit here; the
+ * products add about r float roundings, far below the test tolerance).
+ */
 template <int R>
 __device__ __forceinline__ void cf_twiddle(float2 *v, const float2 *__restrict__ tw, unsigned k)
 {
+	float2 w, wm;
+
 	if (k == 0)
 		return;
-	tw += (size_t)k * (R - 1);
+	w = __ldg(tw + k);
+	wm = w;
+	v[1] = cmul(v[1], w);
 #pragma unroll
-	for (int m = 1; m < R; m++)
-		v[m] = cmul(v[m], __ldg(tw + m - 1));
+	for (int m = 2; m < R; m++) {
+		wm = cmul(wm, w);
+		v[m] = cmul(v[m], wm);
+	}
 }
 
 /*
@@ -294,7 +305,8 @@ __device__ __forceinline__ unsigned cf_pad(unsigned i) { return i + (i >> 4); }
 
 /* A middle pass: shared src -> shared dst. */
 template <int R>
-__device__ void cf_pass(const float2 *src, float2 *dst, unsigned n, unsigned ns, unsigned mg,
+__device__ void cf_pass(const float2 *__restrict__ src, float2 *__restrict__ dst, unsigned n,
+			unsigned ns, unsigned mg,
 			const float2 *__restrict__ tw)
 {
 	unsigned nb = n / R;
@@ -395,7 +407,11 @@ __device__ void cf_last(const float2 *src, void *out, size_t o0, unsigned n, uns
 	}
 }
 
-/* Dispatch on a pass's radix (the launch is uniform: no divergence). */
+/*
+ * Dispatch on a pass's radix (uniform over the block: no divergence). The
+ * small variant (SMALL = 1) has no 12 or 16: its largest butterfly fits in
+ * the registers two blocks per SM leave each thread.
+ */
 #define CF_RADIX_SWITCH(r, CALL)                                               \
 	switch (r) {                                                           \
 	case 2: CALL(2); break;                                                \
@@ -407,13 +423,17 @@ __device__ void cf_last(const float2 *src, void *out, size_t o0, unsigned n, uns
 	case 8: CALL(8); break;                                                \
 	case 9: CALL(9); break;                                                \
 	case 10: CALL(10); break;                                              \
-	case 12: CALL(12); break;                                              \
-	case 16: CALL(16); break;                                              \
+	case 12: if constexpr (!SMALL) CALL(12); break;                        \
+	case 16: if constexpr (!SMALL) CALL(16); break;                        \
 	}
 
+#define CF_SMALL_THREADS 576     /* the small variant: 2 blocks of at most
+				    this many threads per SM              */
+
 /* One block per row; dynamic shared memory 2 CF_PADDED(n) float2. */
-template <int IN, int OUT>
-__global__ void __launch_bounds__(1024) k_fused(const struct cu_fargs a)
+template <int IN, int OUT, int SMALL>
+__global__ void __launch_bounds__(SMALL ? CF_SMALL_THREADS : 1024, SMALL ? 2 : 1)
+k_fused(const struct cu_fargs a)
 {
 	extern __shared__ float2 cf_sm[];
 	float2 *src = cf_sm, *dst = cf_sm + CF_PADDED(a.n), *t;
@@ -453,6 +473,7 @@ __global__ void __launch_bounds__(1024) k_fused(const struct cu_fargs a)
 
 struct cu_fused {
 	unsigned n, npass, threads;
+	int small;                           /* the small variant (k_fused) */
 	size_t smem;                         /* bytes per block              */
 	unsigned char rad[CU_FMAX_PASS];
 	float2 *d_tw;                        /* 2 n entries                  */
@@ -460,29 +481,35 @@ struct cu_fused {
 	unsigned tw_f[CU_FMAX_PASS], tw_i[CU_FMAX_PASS];
 };
 
-static const void *cf_kernel(enum pc_format in, enum pc_output out)
+template <int SMALL> static const void *cf_kernel_v(enum pc_format in, enum pc_output out)
 {
 	if (in == PC_FMT_SC16) {
 		if (out == PC_OUT_MAGNITUDE)
-			return (const void *)k_fused<PC_FMT_SC16, PC_OUT_MAGNITUDE>;
+			return (const void *)k_fused<PC_FMT_SC16, PC_OUT_MAGNITUDE, SMALL>;
 		if (out == PC_OUT_POWER_DB)
-			return (const void *)k_fused<PC_FMT_SC16, PC_OUT_POWER_DB>;
-		return (const void *)k_fused<PC_FMT_SC16, PC_OUT_COMPLEX>;
+			return (const void *)k_fused<PC_FMT_SC16, PC_OUT_POWER_DB, SMALL>;
+		return (const void *)k_fused<PC_FMT_SC16, PC_OUT_COMPLEX, SMALL>;
 	}
 	if (out == PC_OUT_MAGNITUDE)
-		return (const void *)k_fused<PC_FMT_CF32, PC_OUT_MAGNITUDE>;
+		return (const void *)k_fused<PC_FMT_CF32, PC_OUT_MAGNITUDE, SMALL>;
 	if (out == PC_OUT_POWER_DB)
-		return (const void *)k_fused<PC_FMT_CF32, PC_OUT_POWER_DB>;
-	return (const void *)k_fused<PC_FMT_CF32, PC_OUT_COMPLEX>;
+		return (const void *)k_fused<PC_FMT_CF32, PC_OUT_POWER_DB, SMALL>;
+	return (const void *)k_fused<PC_FMT_CF32, PC_OUT_COMPLEX, SMALL>;
+}
+
+static const void *cf_kernel(const struct cu_fused *f, enum pc_format in, enum pc_output out)
+{
+	return f->small ? cf_kernel_v<1>(in, out) : cf_kernel_v<0>(in, out);
 }
 
 /* The butterflies the kernel has (cf_dft), largest first. */
 static const unsigned cf_radices[] = { 16, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
 
 /* A plan's threads (its largest pass's butterflies in warps, at most
- * 1024) and cost: per pass the butterflies each thread runs times the
+ * tmax) and cost: per pass the butterflies each thread runs times the
  * radix, plus a barrier's worth. */
-static unsigned cf_cost(unsigned n, const unsigned char *rad, unsigned np, unsigned *threads)
+static unsigned cf_cost(unsigned n, const unsigned char *rad, unsigned np, unsigned tmax,
+			unsigned *threads)
 {
 	unsigned c = 0, maxb = 0;
 
@@ -490,32 +517,39 @@ static unsigned cf_cost(unsigned n, const unsigned char *rad, unsigned np, unsig
 		if (n / rad[p] > maxb)
 			maxb = n / rad[p];
 	*threads = (maxb + 31) / 32 * 32;
-	if (*threads > 1024)
-		*threads = 1024;
+	if (*threads > tmax)
+		*threads = tmax;
 	for (unsigned p = 0; p < np; p++)
 		c += (n / rad[p] + *threads - 1) / *threads * rad[p] + 8;
 	return c;
 }
 
+/* A plan being searched for: the best so far, and its limits. */
+struct cf_plan {
+	unsigned char rad[CU_FMAX_PASS];
+	unsigned np, cost, threads;
+	unsigned tmax;           /* threads per block at most              */
+};
+
 /*
  * The cheapest way to write m (what is left of n) as radices no larger
- * than the last one taken (each multiset once), after the np in rad[]:
- * kept in best[] / *nbest / *cbest. A search over at most a few hundred
- * plans, once at create.
+ * than maxr (each multiset once), after the np in rad[]: kept in *best. A
+ * search over at most a few hundred plans, once at create.
  */
 static void cf_search(unsigned n, unsigned m, unsigned maxr, unsigned char *rad, unsigned np,
-		      unsigned char *best, unsigned *nbest, unsigned *cbest)
+		      struct cf_plan *best)
 {
 	unsigned t, c;
 
 	if (m == 1) {
 		if (np < 2)
 			return;
-		c = cf_cost(n, rad, np, &t);
-		if (*nbest == 0 || c < *cbest) {
-			memcpy(best, rad, np);
-			*nbest = np;
-			*cbest = c;
+		c = cf_cost(n, rad, np, best->tmax, &t);
+		if (best->np == 0 || c < best->cost) {
+			memcpy(best->rad, rad, np);
+			best->np = np;
+			best->cost = c;
+			best->threads = t;
 		}
 		return;
 	}
@@ -527,11 +561,39 @@ static void cf_search(unsigned n, unsigned m, unsigned maxr, unsigned char *rad,
 		if (r > maxr || m % r != 0)
 			continue;
 		rad[np] = (unsigned char)r;
-		cf_search(n, m / r, r, rad, np + 1, best, nbest, cbest);
+		cf_search(n, m / r, r, rad, np + 1, best);
 	}
 }
 
-/* The twiddles of one direction's passes at tw + off[p]; Ns per pass. */
+/*
+ * The plan for n: the small variant (radices up to 10, two blocks per SM,
+ * at most two butterflies per thread and pass) where two blocks' shared
+ * memory fits on an SM, else the large one (up to 16, one block of up to
+ * 1024 threads). 0 when n cannot be planned.
+ */
+static int cf_plan(unsigned n, size_t smem, int sm_bytes, struct cf_plan *pl, int *small)
+{
+	unsigned char rad[CU_FMAX_PASS];
+	struct cf_plan s = { {0}, 0, 0, 0, CF_SMALL_THREADS };
+	int ok = 1;
+
+	cf_search(n, n, 10, rad, 0, &s);
+	for (unsigned p = 0; p < s.np; p++)
+		ok &= (n / s.rad[p] + s.threads - 1) / s.threads <= 2;
+	if (s.np && ok && 2 * (smem + 1024) <= (size_t)sm_bytes) {
+		*pl = s;
+		*small = 1;
+		return 1;
+	}
+	memset(pl, 0, sizeof(*pl));
+	pl->tmax = 1024;
+	cf_search(n, n, 16, rad, 0, pl);
+	*small = 0;
+	return pl->np != 0;
+}
+
+/* The twiddles of one direction's passes, W^k for k < Ns at tw + off[p]
+ * (at most n in all); Ns per pass. */
 static void cf_tables(unsigned n, const unsigned char *rad, unsigned np, int reverse,
 		      float2 *tw, unsigned *ns, unsigned *off)
 {
@@ -542,12 +604,11 @@ static void cf_tables(unsigned n, const unsigned char *rad, unsigned np, int rev
 
 		ns[q] = s;
 		off[q] = o;
-		for (unsigned k = 0; k < s; k++)
-			for (unsigned m = 1; m < r; m++) {
-				double a = -2.0 * M_PI * (double)(m * k) / (double)(s * r);
+		for (unsigned k = 0; k < s; k++) {
+			double a = -2.0 * M_PI * (double)k / (double)(s * r);
 
-				tw[o++] = make_float2((float)cos(a), (float)sin(a));
-			}
+			tw[o++] = make_float2((float)cos(a), (float)sin(a));
+		}
 		s *= r;
 	}
 }
@@ -570,9 +631,10 @@ static void cf_describe(const struct cu_fused *f, char *buf, size_t len)
 int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t whylen)
 {
 	struct cu_fused *f;
-	unsigned char rad[CU_FMAX_PASS], best[CU_FMAX_PASS];
-	unsigned np = 0, cost = 0, n = (unsigned)be->nfft;
-	int smax = 0, rc = 0;
+	struct cf_plan pl;
+	unsigned n = (unsigned)be->nfft;
+	size_t smem = 2 * CF_PADDED(be->nfft) * sizeof(float2);
+	int smax = 0, sm_bytes = 0, small = 0, planned = 0, rc = 0;
 	float2 *tw = NULL;
 	const enum pc_output outs[3] = { PC_OUT_COMPLEX, PC_OUT_MAGNITUDE, PC_OUT_POWER_DB };
 
@@ -580,13 +642,14 @@ int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t why
 	if (want == PC_SWITCH_OFF)
 		return 0;
 	CK(cudaDeviceGetAttribute(&smax, cudaDevAttrMaxSharedMemoryPerBlockOptin, be->dev));
+	CK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, be->dev));
 	if (be->nfft <= 65535)
-		cf_search(n, n, 16, rad, 0, best, &np, &cost);
-	if (!np || 2 * CF_PADDED(be->nfft) * sizeof(float2) > (size_t)smax) {
+		planned = cf_plan(n, smem, sm_bytes, &pl, &small);
+	if (!planned || smem > (size_t)smax) {
 		if (want == PC_SWITCH_ON) {
 			snprintf(why, whylen, "cuda_fused = on: nfft %zu %s", be->nfft,
-				 !np ? "does not factor into 2, 3, 5 and 7 in at most 16 passes"
-				     : "does not fit in the GPU's shared memory twice");
+				 !planned ? "does not factor into 2, 3, 5 and 7 in at most 16 passes"
+					  : "does not fit in the GPU's shared memory twice");
 			return -ENOTSUP;
 		}
 		return 0;
@@ -601,21 +664,31 @@ int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t why
 	}
 	be->fused = f;
 	f->n = n;
-	f->npass = np;
-	memcpy(f->rad, best, np);
-	(void)cf_cost(n, f->rad, np, &f->threads);
-	f->smem = 2 * CF_PADDED(be->nfft) * sizeof(float2);
+	f->npass = pl.np;
+	f->threads = pl.threads;
+	f->small = small;
+	memcpy(f->rad, pl.rad, pl.np);
+	f->smem = smem;
 	cf_tables(n, f->rad, f->npass, 0, tw, f->ns_f, f->tw_f);
 	cf_tables(n, f->rad, f->npass, 1, tw + n, f->ns_i, f->tw_i);
 	for (unsigned p = 0; p < f->npass; p++)
 		f->tw_i[p] += n;
 	CK(cudaMalloc((void **)&f->d_tw, 2 * be->nfft * sizeof(float2)));
 	CK(cudaMemcpy(f->d_tw, tw, 2 * be->nfft * sizeof(float2), cudaMemcpyHostToDevice));
+	/* the shared memory a block asks for; the small variant's two blocks
+	 * per SM as the carveout (the rest of the SM's L1 caches twiddles
+	 * and the filter) */
 	for (int i = 0; i < 2; i++)
-		for (int o = 0; o < 3; o++)
-			CK(cudaFuncSetAttribute(cf_kernel(i ? PC_FMT_SC16 : PC_FMT_CF32, outs[o]),
-						cudaFuncAttributeMaxDynamicSharedMemorySize,
+		for (int o = 0; o < 3; o++) {
+			const void *k = cf_kernel(f, i ? PC_FMT_SC16 : PC_FMT_CF32, outs[o]);
+
+			CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
 						(int)f->smem));
+			if (small)
+				CK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+							(int)((200 * (f->smem + 1024) + sm_bytes - 1) /
+							      sm_bytes)));
+		}
 	cf_describe(f, be->fft_engine, sizeof(be->fft_engine));
 out:
 	free(tw);
@@ -665,7 +738,7 @@ cudaError_t cu_fused_launch(const struct cu_be *be, const struct cu_fjob *j, cud
 	void *args[] = { &a };
 
 	cf_args(be, j, &a);
-	return cudaLaunchKernel(cf_kernel(be->in_format, j->mode), dim3(j->rows),
+	return cudaLaunchKernel(cf_kernel(be->fused, be->in_format, j->mode), dim3(j->rows),
 				dim3(be->fused->threads), args, be->fused->smem, st);
 }
 
@@ -682,7 +755,7 @@ cudaError_t cu_fused_node_set(const struct cu_be *be, cudaGraphExec_t gx, cudaGr
 	struct cudaKernelNodeParams p = {};
 
 	cf_args(be, j, &a);
-	p.func = (void *)cf_kernel(be->in_format, j->mode);
+	p.func = (void *)cf_kernel(be->fused, be->in_format, j->mode);
 	p.gridDim = dim3(j->rows);
 	p.blockDim = dim3(be->fused->threads);
 	p.sharedMemBytes = (unsigned)be->fused->smem;
