@@ -332,7 +332,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "cuda, copy staging only: the copy threads write the pinned staging buffers with non-temporal (streaming) stores, which skip reading each destination cache line first (the DMA engine, not this core, reads the bytes next): less memory traffic and faster copies (doc/cuda.md); false = plain memcpy." },
 	{ "processing", "cuda_fused", T_ENUM, OFF(cuda_fused), 0,
 	  "auto", 0, 0, 0, ch_switch, NULL, 1,
-	  "cuda: pulse compression as one kernel per row (chirpd's own shared-memory FFT: pad, forward FFT, filter multiply, inverse FFT and output conversion without leaving the chip) instead of five launches around cuFFT. auto: fused when the FFT length factors into 2, 3, 5 and 7 and a row fits in the GPU's shared memory, else cuFFT; on: fused, or refuse to start; off: cuFFT. Changes speed, never results (both are held to the CPU backend within float rounding). chirpctl status says which runs (fft_engine)." },
+	  "cuda: pulse compression as one kernel per row (chirpd's own shared-memory FFT: pad, forward FFT, filter multiply, inverse FFT and output conversion without leaving the chip) instead of five launches around cuFFT. auto: fused when the FFT length factors into 2, 3, 5 and 7 and a row fits in the GPU's shared memory, else cuFFT; on: fused, or no CUDA backend (backend = cuda refuses to start, backend = auto falls back to the CPU backend and says why); off: cuFFT. Changes speed, never results (both are held to the CPU backend within float rounding). chirpctl status says which runs (fft_engine)." },
 
 	/* [output] */
 	{ "output", "mode", T_ENUM, OFF(out_mode), 0,

@@ -365,7 +365,7 @@ struct pc_info {
 	unsigned pulses_mti;         /* radar chain: P' (0 when off)      */
 	unsigned doppler_nfft;       /* radar chain: Nd (0 when off)      */
 	size_t det_bytes;            /* = pc_det_bytes()                  */
-	char fft_engine[64];         /* CUDA: "fused (4608 = 8x8x8x3x3)" or
+	char fft_engine[64];         /* CUDA: "fused (4608 = 9x8x8x8)" or
 					"cufft"; CPU: "fftw3f"               */
 };
 void pc_get_info(const struct pc *pc, struct pc_info *info);

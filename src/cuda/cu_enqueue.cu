@@ -151,7 +151,7 @@ void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, siz
 		j->ostride = be->pitch_elems;
 		j->mode = PC_OUT_COMPLEX;
 	}
-	j->filt = be->d_filts + (size_t)filt * be->nfft;
+	j->filt = filt;
 	j->nonfinite = s->d_nonfinite;
 	j->rows = nr;
 }

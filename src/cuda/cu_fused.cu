@@ -9,34 +9,40 @@
  * twice instead of ten times.
  *
  * THE TRANSFORM
- *   A Stockham autosort FFT of nfft = r_0 r_1 ... r_{P-1} points (radices
- *   2 to 10, 12 and 16, the cheapest such plan), P passes over two shared buffers of
- *   nfft float2. Pass p (radix r, Ns = r_0 ... r_{p-1}) takes, for each
- *   butterfly j < nfft/r, the r points j + m nfft/r, multiplies point m by
- *   W^{m k} (k = j mod Ns, W = exp(-2 pi i / (Ns r))), transforms them
- *   (exp(-2 pi i / r)) and stores them at (j - k) r + k + m Ns: natural
- *   order in, natural order out.
+ *   nfft = r_0 r_1 ... r_{P-1} (radices 2 to 10, 12, 16, 18, 20 and 25;
+ *   the plan and the kernel variant are chosen at create, cf_plan), in
+ *   place in ONE shared buffer. Stage q works on blocks of L_q = nfft /
+ *   (r_0 ... r_{q-1}) points, in groups of r_q points at stride s_q = L_q /
+ *   r_q: group (block b, j < s_q) is the points b L_q + j + m s_q. Each
+ *   thread reads its groups and writes them back to the same places, so a
+ *   stage needs no second buffer and one barrier after it.
  *
- *   The inverse uses ifft(x) = conj(fft(conj(x))) with the radices in the
- *   reverse order. The forward's last pass and the inverse's first then
- *   treat the very same points j + m nfft/r in the same thread: the filter
- *   multiply and the conjugate go between them in registers, and the pass
- *   in between needs no trip through shared memory. The first pass reads
- *   global memory (zero beyond R: the padding is never stored), the last
- *   writes it (gates < R only, converted to the output mode).
+ *   Forward, decimation in frequency: stages 0 .. P-1, each a transform
+ *   of the group (exp(-2 pi i / r)) and then point m times W_{L_q}^{m j}.
+ *   The spectrum comes out digit-reversed (cf_permute); each mode's filter
+ *   is stored in that order at create, so the multiply needs no
+ *   reordering. Inverse: ifft(y) = conj(fft(conj(y))), with the forward's
+ *   transpose, decimation in time: stages P-1 .. 0, each the same
+ *   twiddles first and then the transform; it takes the digit-reversed
+ *   spectrum and gives natural order. The forward's last stage and the
+ *   inverse's first are the same groups of r consecutive points without
+ *   twiddles: the filter multiply and conjugate go between them in
+ *   registers (cf_turn). The first stage reads global memory (zero beyond
+ *   R: the padding is never stored), the last writes it (gates < R only,
+ *   converted to the output mode).
  *
- *   Twiddles: W^k from a table per direction made once at create in double
- *   precision (Ns entries per pass, read through the read-only cache), its
- *   powers W^{mk} by multiplication in the butterfly. The fixed twiddles inside a composite
- *   or 16 butterfly are compile-time constants.
+ *   Twiddles: W_{L_q}^j from one table made at create in double precision
+ *   (s_q entries per stage, read through the read-only cache), the powers
+ *   W^{mj} by multiplication in the group. The fixed twiddles inside a
+ *   composite butterfly are compile-time constants.
  *
  * WHEN
  *   tune.cuda_fused: AUTO takes it when nfft factors into those radices in
- *   at most CU_FMAX_PASS passes of at least two and the two buffers (17/16
- *   nfft float2 each, cf_pad) fit in the device's shared memory per block
- *   (on an H100, nfft up to 13 000 or so); ON requires it; OFF never.
- *   The result is the definition in chirp/pc.h, held to the CPU backend
- *   like the cuFFT path (tests/test_pc_cuda.c).
+ *   at most CU_FMAX_PASS stages of at least two and the buffer (17/16 nfft
+ *   float2, cf_pad) fits in the device's shared memory per block (on an
+ *   H100, nfft up to 27 000 or so); ON requires it; OFF never. The result
+ *   is the definition in chirp/pc.h, held to the CPU backend like the cuFFT
+ *   path (tests/test_pc_cuda.c).
  */
 #include "cu_private.h"
 extern "C" {
@@ -204,6 +210,9 @@ template <> struct cf_dft<9> : cf_dft_ab<3, 3> {};
 template <> struct cf_dft<10> : cf_dft_ab<2, 5> {};
 template <> struct cf_dft<12> : cf_dft_ab<3, 4> {};
 template <> struct cf_dft<16> : cf_dft_ab<4, 4> {};
+template <> struct cf_dft<18> : cf_dft_ab<2, 9> {};
+template <> struct cf_dft<20> : cf_dft_ab<4, 5> {};
+template <> struct cf_dft<25> : cf_dft_ab<5, 5> {};
 
 /* ---- the kernel ----------------------------------------------------------- */
 
@@ -212,15 +221,15 @@ struct cu_fargs {
 	const void *in;          /* rows x istride samples (cf32 / sc16)   */
 	void *out;               /* rows x ostride samples (out mode)      */
 	size_t istride, ostride; /* elements between rows                  */
-	const float2 *filt;      /* nfft: g conj(H) / nfft                 */
-	const float2 *tw;        /* twiddle tables: forward at tw_f[p],
-				    inverse at tw_i[p]                     */
+	const float2 *filt;      /* nfft, in the order the forward leaves
+				    the spectrum (cf_perm): g conj(H) / nfft */
+	const float2 *tw;        /* twiddles: stage q's at tw + tw_o[q]    */
 	unsigned *nonfinite;     /* rows with NaN/Inf (cf32), or NULL      */
-	unsigned n, gates, npass;      /* nfft, R, passes */
-	unsigned char rad[CU_FMAX_PASS];    /* forward order */
-	unsigned ns_f[CU_FMAX_PASS], ns_i[CU_FMAX_PASS];     /* Ns per pass */
-	unsigned mg_f[CU_FMAX_PASS], mg_i[CU_FMAX_PASS];     /* ceil(2^32 / Ns) */
-	unsigned tw_f[CU_FMAX_PASS], tw_i[CU_FMAX_PASS];     /* table offsets */
+	unsigned n, gates, npass;      /* nfft, R, stages */
+	unsigned char rad[CU_FMAX_PASS];    /* stage q's radix */
+	unsigned st[CU_FMAX_PASS];          /* stage q's stride s_q    */
+	unsigned mg[CU_FMAX_PASS];          /* ceil(2^32 / s_q)        */
+	unsigned tw_o[CU_FMAX_PASS];        /* table offsets           */
 };
 
 template <int IN> struct cf_in;
@@ -273,19 +282,19 @@ __device__ __forceinline__ unsigned cf_quot(unsigned j, unsigned ns, unsigned mg
 }
 
 /*
- * Points m of butterfly k times W^{m k}: W^k from the pass's table, its
- * powers by multiplication (one load per butterfly instead of r - 1: the
+ * Points m of group j times W^{m j}: W^j from the stage's table, its
+ * powers by multiplication (one load per group instead of r - 1: the
  * loads share the L1 pipe with shared memory, the busiest unit here; the
  * products add about r float roundings, far below the test tolerance).
  */
 template <int R>
-__device__ __forceinline__ void cf_twiddle(float2 *v, const float2 *__restrict__ tw, unsigned k)
+__device__ __forceinline__ void cf_twiddle(float2 *v, const float2 *__restrict__ tw, unsigned j)
 {
 	float2 w, wm;
 
-	if (k == 0)
+	if (j == 0)
 		return;
-	w = __ldg(tw + k);
+	w = __ldg(tw + j);
 	wm = w;
 	v[1] = cmul(v[1], w);
 #pragma unroll
@@ -296,110 +305,127 @@ __device__ __forceinline__ void cf_twiddle(float2 *v, const float2 *__restrict__
 }
 
 /*
- * Shared memory is indexed with one pad element after every 16 (CF_PAD):
- * a pass whose butterflies store r consecutive points (Ns = 1) then hits
- * distinct banks for r = 8 and 16, instead of 8 and 16 threads on one.
+ * Shared memory is indexed with one pad element after every 16 (cf_pad):
+ * a stage whose groups are r consecutive points (the last, s = 1) then
+ * hits distinct banks for r = 8 and 16, instead of 8 and 16 threads on
+ * one.
  */
 __device__ __forceinline__ unsigned cf_pad(unsigned i) { return i + (i >> 4); }
 #define CF_PADDED(n) ((n) + ((n) >> 4) + 1)
 
-/* A middle pass: shared src -> shared dst. */
+/* Group g of a stage of radix R and stride s: its first point, and j. */
 template <int R>
-__device__ void cf_pass(const float2 *__restrict__ src, float2 *__restrict__ dst, unsigned n,
-			unsigned ns, unsigned mg,
-			const float2 *__restrict__ tw)
+__device__ __forceinline__ unsigned cf_base(unsigned g, unsigned s, unsigned mg, unsigned *j)
 {
-	unsigned nb = n / R;
+	unsigned b = s == 1 ? g : __umulhi(g, mg);
 
-	for (unsigned j = threadIdx.x; j < nb; j += blockDim.x) {
+	*j = g - b * s;
+	return g + b * s * (R - 1);
+}
+
+/*
+ * A middle stage in place: DIF = transform, then twiddle (forward); DIT =
+ * twiddle, then transform (inverse). Each thread reads and writes back its
+ * own groups: no barrier inside a stage.
+ */
+template <int R, int DIT>
+__device__ void cf_stage(float2 *buf, unsigned n, unsigned s, unsigned mg,
+			 const float2 *__restrict__ tw)
+{
+	unsigned ng = n / R;
+
+	for (unsigned g = threadIdx.x; g < ng; g += blockDim.x) {
 		float2 v[R];
-		unsigned q = cf_quot(j, ns, mg), k = j - q * ns, d = q * ns * R + k;
+		unsigned j, b0 = cf_base<R>(g, s, mg, &j);
 
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			v[m] = src[cf_pad(j + m * nb)];
-		cf_twiddle<R>(v, tw, k);
+			v[m] = buf[cf_pad(b0 + m * s)];
+		if (DIT)
+			cf_twiddle<R>(v, tw, j);
 		cf_dft<R>::run(v);
+		if (!DIT)
+			cf_twiddle<R>(v, tw, j);
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			dst[cf_pad(d + m * ns)] = v[m];
+			buf[cf_pad(b0 + m * s)] = v[m];
 	}
 }
 
-/* The first pass (Ns = 1): global row -> shared dst, zero beyond R. */
+/* Stage 0 of the forward (s = n/R, group j = g): the global row -> buf,
+ * zero beyond R. */
 template <int IN, int R>
-__device__ int cf_first(const typename cf_in<IN>::T *__restrict__ x, unsigned Rg, float2 *dst,
-			unsigned n)
+__device__ int cf_first(const typename cf_in<IN>::T *__restrict__ x, unsigned Rg, float2 *buf,
+			unsigned n, const float2 *__restrict__ tw)
 {
-	unsigned nb = n / R;
+	unsigned s = n / R;
 	int bad = 0;
 
-	for (unsigned j = threadIdx.x; j < nb; j += blockDim.x) {
+	for (unsigned g = threadIdx.x; g < s; g += blockDim.x) {
 		float2 v[R];
 
 #pragma unroll
 		for (int m = 0; m < R; m++) {
-			unsigned i = j + m * nb;
+			unsigned i = g + m * s;
 
 			v[m] = i < Rg ? cf_in<IN>::get(x + i, &bad) : make_float2(0.0f, 0.0f);
 		}
 		cf_dft<R>::run(v);
+		cf_twiddle<R>(v, tw, g);
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			dst[cf_pad(j * R + m)] = v[m];
+			buf[cf_pad(g + m * s)] = v[m];
 	}
 	return bad;
 }
 
 /*
- * The forward's last pass (Ns = n/R, so k = j), the filter and conjugate,
- * and the inverse's first pass (Ns = 1) on the same points.
+ * The last stage of both (s = 1, no twiddles) on the same groups: the
+ * forward's transform, the filter and conjugate, the inverse's transform.
  */
 template <int R>
-__device__ void cf_turn(const float2 *src, float2 *dst, unsigned n, const float2 *__restrict__ tw,
-			const float2 *__restrict__ filt)
+__device__ void cf_turn(float2 *buf, unsigned n, const float2 *__restrict__ filt)
 {
-	unsigned nb = n / R;
+	unsigned ng = n / R;
 
-	for (unsigned j = threadIdx.x; j < nb; j += blockDim.x) {
+	for (unsigned g = threadIdx.x; g < ng; g += blockDim.x) {
 		float2 v[R];
 
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			v[m] = src[cf_pad(j + m * nb)];
-		cf_twiddle<R>(v, tw, j);
+			v[m] = buf[cf_pad(g * R + m)];
 		cf_dft<R>::run(v);
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			v[m] = cconj(cmul(v[m], __ldg(filt + j + m * nb)));
+			v[m] = cconj(cmul(v[m], __ldg(filt + g * R + m)));
 		cf_dft<R>::run(v);
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			dst[cf_pad(j * R + m)] = v[m];
+			buf[cf_pad(g * R + m)] = v[m];
 	}
 }
 
-/* The inverse's last pass (Ns = n/R): shared src -> gates < Rg of the
- * output row, conjugated back and converted. */
+/* Stage 0 of the inverse (s = n/R): buf -> gates < Rg of the output row,
+ * conjugated back and converted. */
 template <int OUT, int R>
-__device__ void cf_last(const float2 *src, void *out, size_t o0, unsigned n, unsigned Rg,
+__device__ void cf_last(const float2 *buf, void *out, size_t o0, unsigned n, unsigned Rg,
 			const float2 *__restrict__ tw)
 {
-	unsigned nb = n / R;
+	unsigned s = n / R;
 
-	for (unsigned j = threadIdx.x; j < nb; j += blockDim.x) {
+	for (unsigned g = threadIdx.x; g < s; g += blockDim.x) {
 		float2 v[R];
 
-		if (j >= Rg)   /* every point of this butterfly is a gate >= R */
+		if (g >= Rg)   /* every point of this group is a gate >= R */
 			break;
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			v[m] = src[cf_pad(j + m * nb)];
-		cf_twiddle<R>(v, tw, j);
+			v[m] = buf[cf_pad(g + m * s)];
+		cf_twiddle<R>(v, tw, g);
 		cf_dft<R>::run(v);
 #pragma unroll
 		for (int m = 0; m < R; m++) {
-			unsigned i = j + m * nb;
+			unsigned i = g + m * s;
 
 			if (i < Rg)
 				cf_put<OUT>(out, o0 + i, cconj(v[m]));
@@ -408,10 +434,24 @@ __device__ void cf_last(const float2 *src, void *out, size_t o0, unsigned n, uns
 }
 
 /*
- * Dispatch on a pass's radix (uniform over the block: no divergence). The
- * small variant (SMALL = 1) has no 12 or 16: its largest butterfly fits in
- * the registers two blocks per SM leave each thread.
+ * The kernel's variants: at most CF_VT[V] threads per block, CF_VB[V]
+ * blocks per SM (so 65536 / (CF_VT CF_VB) registers per thread), radices
+ * up to CF_VR[V]. Fewer threads leave each more registers: the larger
+ * butterflies (fewer passes) then run without spilling.
+ *   0: 1024 x 1, up to 16     1: 576 x 2, up to 10
+ *   2: 320 x 2, up to 25      3: 640 x 1, up to 25
+ *   4: 384 x 3, up to 10
  */
+#define CF_NVAR 5
+static __host__ __device__ constexpr int cf_vt(int v)
+{
+	return v == 0 ? 1024 : v == 1 ? 576 : v == 2 ? 320 : v == 3 ? 640 : 384;
+}
+static __host__ __device__ constexpr int cf_vb(int v) { return v == 1 || v == 2 ? 2 : v == 4 ? 3 : 1; }
+static __host__ __device__ constexpr int cf_vr(int v) { return v == 0 ? 16 : v == 1 || v == 4 ? 10 : 25; }
+
+/* Dispatch on a pass's radix (uniform over the block: no divergence),
+ * the radices above the variant's limit left out of its code. */
 #define CF_RADIX_SWITCH(r, CALL)                                               \
 	switch (r) {                                                           \
 	case 2: CALL(2); break;                                                \
@@ -423,44 +463,40 @@ __device__ void cf_last(const float2 *src, void *out, size_t o0, unsigned n, uns
 	case 8: CALL(8); break;                                                \
 	case 9: CALL(9); break;                                                \
 	case 10: CALL(10); break;                                              \
-	case 12: if constexpr (!SMALL) CALL(12); break;                        \
-	case 16: if constexpr (!SMALL) CALL(16); break;                        \
+	case 12: if constexpr (cf_vr(V) >= 12) CALL(12); break;                \
+	case 16: if constexpr (cf_vr(V) >= 16) CALL(16); break;                \
+	case 18: if constexpr (cf_vr(V) >= 18) CALL(18); break;                \
+	case 20: if constexpr (cf_vr(V) >= 20) CALL(20); break;                \
+	case 25: if constexpr (cf_vr(V) >= 25) CALL(25); break;                \
 	}
 
-#define CF_SMALL_THREADS 576     /* the small variant: 2 blocks of at most
-				    this many threads per SM              */
-
-/* One block per row; dynamic shared memory 2 CF_PADDED(n) float2. */
-template <int IN, int OUT, int SMALL>
-__global__ void __launch_bounds__(SMALL ? CF_SMALL_THREADS : 1024, SMALL ? 2 : 1)
-k_fused(const struct cu_fargs a)
+/* One block per row; dynamic shared memory CF_PADDED(n) float2. */
+template <int IN, int OUT, int V>
+__global__ void __launch_bounds__(cf_vt(V), cf_vb(V)) k_fused(const struct cu_fargs a)
 {
 	extern __shared__ float2 cf_sm[];
-	float2 *src = cf_sm, *dst = cf_sm + CF_PADDED(a.n), *t;
+	float2 *buf = cf_sm;
 	const unsigned P = a.npass, row = blockIdx.x;
 	const typename cf_in<IN>::T *x = (const typename cf_in<IN>::T *)a.in + (size_t)row * a.istride;
 	int bad = 0;
 
-#define CF_FIRST(K) bad = cf_first<IN, K>(x, a.gates, src, a.n)
+#define CF_FIRST(K) bad = cf_first<IN, K>(x, a.gates, buf, a.n, a.tw + a.tw_o[0])
 	CF_RADIX_SWITCH(a.rad[0], CF_FIRST);
 	__syncthreads();
-	for (unsigned p = 1; p + 1 < P; p++) {
-#define CF_MID_F(K) cf_pass<K>(src, dst, a.n, a.ns_f[p], a.mg_f[p], a.tw + a.tw_f[p])
-		CF_RADIX_SWITCH(a.rad[p], CF_MID_F);
+	for (unsigned q = 1; q + 1 < P; q++) {
+#define CF_DIF(K) cf_stage<K, 0>(buf, a.n, a.st[q], a.mg[q], a.tw + a.tw_o[q])
+		CF_RADIX_SWITCH(a.rad[q], CF_DIF);
 		__syncthreads();
-		t = src, src = dst, dst = t;
 	}
-#define CF_TURN(K) cf_turn<K>(src, dst, a.n, a.tw + a.tw_f[P - 1], a.filt)
+#define CF_TURN(K) cf_turn<K>(buf, a.n, a.filt)
 	CF_RADIX_SWITCH(a.rad[P - 1], CF_TURN);
 	__syncthreads();
-	t = src, src = dst, dst = t;
-	for (unsigned p = 1; p + 1 < P; p++) {
-#define CF_MID_I(K) cf_pass<K>(src, dst, a.n, a.ns_i[p], a.mg_i[p], a.tw + a.tw_i[p])
-		CF_RADIX_SWITCH(a.rad[P - 1 - p], CF_MID_I);
+	for (unsigned q = P - 2; q >= 1; q--) {
+#define CF_DIT(K) cf_stage<K, 1>(buf, a.n, a.st[q], a.mg[q], a.tw + a.tw_o[q])
+		CF_RADIX_SWITCH(a.rad[q], CF_DIT);
 		__syncthreads();
-		t = src, src = dst, dst = t;
 	}
-#define CF_LAST(K) cf_last<OUT, K>(src, a.out, (size_t)row * a.ostride, a.n, a.gates, a.tw + a.tw_i[P - 1])
+#define CF_LAST(K) cf_last<OUT, K>(buf, a.out, (size_t)row * a.ostride, a.n, a.gates, a.tw + a.tw_o[0])
 	CF_RADIX_SWITCH(a.rad[0], CF_LAST);
 	if (IN == PC_FMT_CF32 && a.nonfinite) {
 		bad = __syncthreads_or(bad);
@@ -473,41 +509,56 @@ k_fused(const struct cu_fargs a)
 
 struct cu_fused {
 	unsigned n, npass, threads;
-	int small;                           /* the small variant (k_fused) */
+	int var;                             /* k_fused's variant, 0..CF_NVAR-1 */
 	size_t smem;                         /* bytes per block              */
 	unsigned char rad[CU_FMAX_PASS];
-	float2 *d_tw;                        /* 2 n entries                  */
-	unsigned ns_f[CU_FMAX_PASS], ns_i[CU_FMAX_PASS];
-	unsigned tw_f[CU_FMAX_PASS], tw_i[CU_FMAX_PASS];
+	unsigned st[CU_FMAX_PASS];           /* stage strides s_q            */
+	unsigned tw_o[CU_FMAX_PASS];         /* their twiddles at d_tw + tw_o */
+	float2 *d_tw;                        /* n entries at most            */
+	float2 *d_filtp;                     /* nfilts x n: each mode's filter
+						in the forward's output order */
 };
 
-template <int SMALL> static const void *cf_kernel_v(enum pc_format in, enum pc_output out)
+template <int V> static const void *cf_kernel_v(enum pc_format in, enum pc_output out)
 {
 	if (in == PC_FMT_SC16) {
 		if (out == PC_OUT_MAGNITUDE)
-			return (const void *)k_fused<PC_FMT_SC16, PC_OUT_MAGNITUDE, SMALL>;
+			return (const void *)k_fused<PC_FMT_SC16, PC_OUT_MAGNITUDE, V>;
 		if (out == PC_OUT_POWER_DB)
-			return (const void *)k_fused<PC_FMT_SC16, PC_OUT_POWER_DB, SMALL>;
-		return (const void *)k_fused<PC_FMT_SC16, PC_OUT_COMPLEX, SMALL>;
+			return (const void *)k_fused<PC_FMT_SC16, PC_OUT_POWER_DB, V>;
+		return (const void *)k_fused<PC_FMT_SC16, PC_OUT_COMPLEX, V>;
 	}
 	if (out == PC_OUT_MAGNITUDE)
-		return (const void *)k_fused<PC_FMT_CF32, PC_OUT_MAGNITUDE, SMALL>;
+		return (const void *)k_fused<PC_FMT_CF32, PC_OUT_MAGNITUDE, V>;
 	if (out == PC_OUT_POWER_DB)
-		return (const void *)k_fused<PC_FMT_CF32, PC_OUT_POWER_DB, SMALL>;
-	return (const void *)k_fused<PC_FMT_CF32, PC_OUT_COMPLEX, SMALL>;
+		return (const void *)k_fused<PC_FMT_CF32, PC_OUT_POWER_DB, V>;
+	return (const void *)k_fused<PC_FMT_CF32, PC_OUT_COMPLEX, V>;
 }
 
 static const void *cf_kernel(const struct cu_fused *f, enum pc_format in, enum pc_output out)
 {
-	return f->small ? cf_kernel_v<1>(in, out) : cf_kernel_v<0>(in, out);
+	switch (f->var) {
+	case 1: return cf_kernel_v<1>(in, out);
+	case 2: return cf_kernel_v<2>(in, out);
+	case 3: return cf_kernel_v<3>(in, out);
+	case 4: return cf_kernel_v<4>(in, out);
+	default: return cf_kernel_v<0>(in, out);
+	}
 }
 
 /* The butterflies the kernel has (cf_dft), largest first. */
-static const unsigned cf_radices[] = { 16, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
+static const unsigned cf_radices[] = { 25, 20, 18, 16, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
 
-/* A plan's threads (its largest pass's butterflies in warps, at most
- * tmax) and cost: per pass the butterflies each thread runs times the
- * radix, plus a barrier's worth. */
+/*
+ * A plan's threads (its largest stage's groups in warps, at most tmax) and
+ * cost: per stage the groups each thread runs times the radix, plus a
+ * barrier's worth, CF_BARRIER_COST points. The barrier's weight is what
+ * makes more, smaller blocks per SM win where shared memory allows: it
+ * picks the faster plan for both lengths bench_gpu measures (4608: 3 blocks
+ * of 384 threads over 2 of 576; 10000: 10x10x10x10 in 2 blocks of 576 over
+ * 25x20x20 in 2 of 320 and over 1 block of 1024).
+ */
+#define CF_BARRIER_COST 16
 static unsigned cf_cost(unsigned n, const unsigned char *rad, unsigned np, unsigned tmax,
 			unsigned *threads)
 {
@@ -520,7 +571,7 @@ static unsigned cf_cost(unsigned n, const unsigned char *rad, unsigned np, unsig
 	if (*threads > tmax)
 		*threads = tmax;
 	for (unsigned p = 0; p < np; p++)
-		c += (n / rad[p] + *threads - 1) / *threads * rad[p] + 8;
+		c += (n / rad[p] + *threads - 1) / *threads * rad[p] + CF_BARRIER_COST;
 	return c;
 }
 
@@ -566,50 +617,87 @@ static void cf_search(unsigned n, unsigned m, unsigned maxr, unsigned char *rad,
 }
 
 /*
- * The plan for n: the small variant (radices up to 10, two blocks per SM,
- * at most two butterflies per thread and pass) where two blocks' shared
- * memory fits on an SM, else the large one (up to 16, one block of up to
- * 1024 threads). 0 when n cannot be planned.
+ * The plan for n: per variant whose blocks' shared memory (smem each) fits
+ * on an SM, the cheapest plan of its radices (with two blocks per SM, one
+ * whose passes need at most two butterflies per thread); of those, the one with the least cost per block
+ * slot (cf_cost over the blocks per SM). *var: its variant. 0 when n
+ * cannot be planned.
  */
-static int cf_plan(unsigned n, size_t smem, int sm_bytes, struct cf_plan *pl, int *small)
+static int cf_plan(unsigned n, size_t smem, int sm_bytes, struct cf_plan *pl, int *var)
 {
-	unsigned char rad[CU_FMAX_PASS];
-	struct cf_plan s = { {0}, 0, 0, 0, CF_SMALL_THREADS };
-	int ok = 1;
+	double best = 0;
+	int found = 0;
 
-	cf_search(n, n, 10, rad, 0, &s);
-	for (unsigned p = 0; p < s.np; p++)
-		ok &= (n / s.rad[p] + s.threads - 1) / s.threads <= 2;
-	if (s.np && ok && 2 * (smem + 1024) <= (size_t)sm_bytes) {
-		*pl = s;
-		*small = 1;
-		return 1;
+	for (int v = 0; v < CF_NVAR; v++) {
+		unsigned char rad[CU_FMAX_PASS];
+		struct cf_plan c;
+		int ok = 1;
+
+		if ((size_t)cf_vb(v) * (smem + 1024) > (size_t)sm_bytes)
+			continue;
+		memset(&c, 0, sizeof(c));
+		c.tmax = (unsigned)cf_vt(v);
+		cf_search(n, n, (unsigned)cf_vr(v), rad, 0, &c);
+		for (unsigned p = 0; p < c.np && cf_vb(v) > 1; p++)
+			ok &= (n / c.rad[p] + c.threads - 1) / c.threads <= 2;
+		if (!c.np || !ok)
+			continue;
+		if (!found || (double)c.cost / cf_vb(v) < best) {
+			best = (double)c.cost / cf_vb(v);
+			*pl = c;
+			*var = v;
+			found = 1;
+		}
 	}
-	memset(pl, 0, sizeof(*pl));
-	pl->tmax = 1024;
-	cf_search(n, n, 16, rad, 0, pl);
-	*small = 0;
-	return pl->np != 0;
+	return found;
 }
 
-/* The twiddles of one direction's passes, W^k for k < Ns at tw + off[p]
- * (at most n in all); Ns per pass. */
-static void cf_tables(unsigned n, const unsigned char *rad, unsigned np, int reverse,
-		      float2 *tw, unsigned *ns, unsigned *off)
+/*
+ * Stage q of n = r_0 ... r_{P-1}: on blocks of L_q = n / (r_0 ... r_{q-1})
+ * points, groups of r_q points at stride s_q = L_q / r_q; its twiddles
+ * W_{L_q}^j for j < s_q at tw + off[q] (sum of the s_q: at most n).
+ */
+static void cf_tables(unsigned n, const unsigned char *rad, unsigned np, float2 *tw,
+		      unsigned *st, unsigned *off)
 {
-	unsigned s = 1, o = 0;
+	unsigned L = n, o = 0;
 
 	for (unsigned q = 0; q < np; q++) {
-		unsigned r = rad[reverse ? np - 1 - q : q];
+		unsigned s = L / rad[q];
 
-		ns[q] = s;
+		st[q] = s;
 		off[q] = o;
-		for (unsigned k = 0; k < s; k++) {
-			double a = -2.0 * M_PI * (double)k / (double)(s * r);
+		for (unsigned j = 0; j < s; j++) {
+			double a = -2.0 * M_PI * (double)j / (double)L;
 
 			tw[o++] = make_float2((float)cos(a), (float)sin(a));
 		}
-		s *= r;
+		L = s;
+	}
+}
+
+/*
+ * Where the forward leaves frequency k: position i = sum_q m_q s_q holds
+ * k = m_0 + r_0 (m_1 + r_1 (m_2 + ...)), the digits reversed. Each mode's
+ * filter (interleaved re, im, nfilts x n) is stored in that order, so the
+ * multiply reads it in place and the inverse needs no reordering either.
+ */
+static void cf_permute(const struct cu_fused *f, const float *filts, unsigned nfilts,
+		       float2 *out)
+{
+	for (unsigned i = 0; i < f->n; i++) {
+		unsigned rem = i, k = 0, mult = 1;
+
+		for (unsigned q = 0; q < f->npass; q++) {
+			unsigned m = rem / f->st[q];
+
+			rem -= m * f->st[q];
+			k += m * mult;
+			mult *= f->rad[q];
+		}
+		for (unsigned t = 0; t < nfilts; t++)
+			out[(size_t)t * f->n + i] = make_float2(filts[2 * ((size_t)t * f->n + k)],
+								filts[2 * ((size_t)t * f->n + k) + 1]);
 	}
 }
 
@@ -628,13 +716,14 @@ static void cf_describe(const struct cu_fused *f, char *buf, size_t len)
  * and make the fused kernel's tables. 0; -ENOTSUP when want is ON and the
  * size cannot be fused (why says so); -EIO on a CUDA failure (recorded).
  */
-int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t whylen)
+int cu_fused_create(struct cu_be *be, enum pc_switch want, const float *filts, char *why,
+		    size_t whylen)
 {
 	struct cu_fused *f;
 	struct cf_plan pl;
 	unsigned n = (unsigned)be->nfft;
-	size_t smem = 2 * CF_PADDED(be->nfft) * sizeof(float2);
-	int smax = 0, sm_bytes = 0, small = 0, planned = 0, rc = 0;
+	size_t smem = CF_PADDED(be->nfft) * sizeof(float2);
+	int smax = 0, sm_bytes = 0, var = 0, planned = 0, rc = 0;
 	float2 *tw = NULL;
 	const enum pc_output outs[3] = { PC_OUT_COMPLEX, PC_OUT_MAGNITUDE, PC_OUT_POWER_DB };
 
@@ -644,18 +733,19 @@ int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t why
 	CK(cudaDeviceGetAttribute(&smax, cudaDevAttrMaxSharedMemoryPerBlockOptin, be->dev));
 	CK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, be->dev));
 	if (be->nfft <= 65535)
-		planned = cf_plan(n, smem, sm_bytes, &pl, &small);
+		planned = cf_plan(n, smem, sm_bytes, &pl, &var);
 	if (!planned || smem > (size_t)smax) {
 		if (want == PC_SWITCH_ON) {
 			snprintf(why, whylen, "cuda_fused = on: nfft %zu %s", be->nfft,
-				 !planned ? "does not factor into 2, 3, 5 and 7 in at most 16 passes"
-					  : "does not fit in the GPU's shared memory twice");
+				 smem + 1024 > (size_t)sm_bytes || smem > (size_t)smax
+					 ? "does not fit in the GPU's shared memory"
+					 : "does not factor into 2, 3, 5 and 7 in at most 16 passes");
 			return -ENOTSUP;
 		}
 		return 0;
 	}
 	f = (struct cu_fused *)calloc(1, sizeof(*f));
-	tw = (float2 *)malloc(2 * be->nfft * sizeof(float2));
+	tw = (float2 *)malloc(be->nfft * sizeof(float2));
 	if (!f || !tw) {
 		free(f);
 		free(tw);
@@ -666,17 +756,25 @@ int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t why
 	f->n = n;
 	f->npass = pl.np;
 	f->threads = pl.threads;
-	f->small = small;
+	f->var = var;
 	memcpy(f->rad, pl.rad, pl.np);
 	f->smem = smem;
-	cf_tables(n, f->rad, f->npass, 0, tw, f->ns_f, f->tw_f);
-	cf_tables(n, f->rad, f->npass, 1, tw + n, f->ns_i, f->tw_i);
-	for (unsigned p = 0; p < f->npass; p++)
-		f->tw_i[p] += n;
-	CK(cudaMalloc((void **)&f->d_tw, 2 * be->nfft * sizeof(float2)));
-	CK(cudaMemcpy(f->d_tw, tw, 2 * be->nfft * sizeof(float2), cudaMemcpyHostToDevice));
-	/* the shared memory a block asks for; the small variant's two blocks
-	 * per SM as the carveout (the rest of the SM's L1 caches twiddles
+	cf_tables(n, f->rad, f->npass, tw, f->st, f->tw_o);
+	CK(cudaMalloc((void **)&f->d_tw, be->nfft * sizeof(float2)));
+	CK(cudaMemcpy(f->d_tw, tw, be->nfft * sizeof(float2), cudaMemcpyHostToDevice));
+	free(tw);
+	tw = (float2 *)malloc((size_t)be->nfilts * be->nfft * sizeof(float2));
+	if (!tw) {
+		snprintf(why, whylen, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	cf_permute(f, filts, be->nfilts, tw);
+	CK(cudaMalloc((void **)&f->d_filtp, (size_t)be->nfilts * be->nfft * sizeof(float2)));
+	CK(cudaMemcpy(f->d_filtp, tw, (size_t)be->nfilts * be->nfft * sizeof(float2),
+		      cudaMemcpyHostToDevice));
+	/* the shared memory a block asks for; the variant's two blocks per
+	 * SM as the carveout (the rest of the SM's L1 caches twiddles
 	 * and the filter) */
 	for (int i = 0; i < 2; i++)
 		for (int o = 0; o < 3; o++) {
@@ -684,10 +782,10 @@ int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t why
 
 			CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
 						(int)f->smem));
-			if (small)
+			if (cf_vb(var) > 1)
 				CK(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
-							(int)((200 * (f->smem + 1024) + sm_bytes - 1) /
-							      sm_bytes)));
+							(int)((100 * cf_vb(var) * (f->smem + 1024) +
+							       sm_bytes - 1) / sm_bytes)));
 		}
 	cf_describe(f, be->fft_engine, sizeof(be->fft_engine));
 out:
@@ -700,6 +798,7 @@ void cu_fused_free(struct cu_be *be)
 	if (!be->fused)
 		return;
 	(void)cudaFree(be->fused->d_tw);
+	(void)cudaFree(be->fused->d_filtp);
 	free(be->fused);
 	be->fused = NULL;
 }
@@ -714,21 +813,18 @@ static void cf_args(const struct cu_be *be, const struct cu_fjob *j, struct cu_f
 	a->out = j->out;
 	a->istride = j->istride;
 	a->ostride = j->ostride;
-	a->filt = j->filt;
+	a->filt = f->d_filtp + (size_t)j->filt * f->n;
 	a->tw = f->d_tw;
 	a->nonfinite = be->in_format == PC_FMT_CF32 ? j->nonfinite : NULL;
 	a->n = f->n;
 	a->gates = (unsigned)be->R;
 	a->npass = f->npass;
-	for (unsigned p = 0; p < f->npass; p++) {
-		a->rad[p] = f->rad[p];
-		a->ns_f[p] = f->ns_f[p];
-		a->ns_i[p] = f->ns_i[p];
-		/* ceil(2^32 / Ns); Ns = 1 is special-cased in the kernel */
-		a->mg_f[p] = f->ns_f[p] > 1 ? (unsigned)((0x100000000ull + f->ns_f[p] - 1) / f->ns_f[p]) : 0;
-		a->mg_i[p] = f->ns_i[p] > 1 ? (unsigned)((0x100000000ull + f->ns_i[p] - 1) / f->ns_i[p]) : 0;
-		a->tw_f[p] = f->tw_f[p];
-		a->tw_i[p] = f->tw_i[p];
+	for (unsigned q = 0; q < f->npass; q++) {
+		a->rad[q] = f->rad[q];
+		a->st[q] = f->st[q];
+		/* ceil(2^32 / s); s = 1 is special-cased in the kernel */
+		a->mg[q] = f->st[q] > 1 ? (unsigned)((0x100000000ull + f->st[q] - 1) / f->st[q]) : 0;
+		a->tw_o[q] = f->tw_o[q];
 	}
 }
 

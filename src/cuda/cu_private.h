@@ -56,10 +56,10 @@
  *            D2H: the output slot is then complete.
  *
  *   Fused (be->fused, cu_fused.cu): pad, FFT, mul, IFFT and out are one
- *   kernel that reads the chunk's packed input rows (d_in, or the cf32
- *   pitched rows the call-by-call H2D filled) and writes d_out, or the fft
- *   rows for the radar chain. Input and output that are device memory are
- *   read and written in place: no copy in or out.
+ *   kernel that reads the chunk's packed input rows (d_in: every input
+ *   goes there 1-D, cf32 too) and writes d_out, or the fft rows for the
+ *   radar chain. Input and output that are device memory are read and
+ *   written in place: no copy in or out, one launch for the whole CPI.
  *
  *   With the radar chain (pc_setup.radar), the chunks stop after the IFFT
  *   unless the output is a cube (complex / magnitude / power_db: out and
@@ -355,26 +355,27 @@ struct cu_fused;
 
 /* One launch of the fused kernel: rows rows from in (row stride istride
  * input samples) to out (row stride ostride samples of mode: complex for
- * the radar chain's fft rows), filter filt, rows with NaN/Inf counted into
- * *nonfinite (cf32). */
+ * the radar chain's fft rows), filter number filt, rows with NaN/Inf
+ * counted into *nonfinite (cf32). */
 struct cu_fjob {
 	const void *in;
 	void *out;
 	size_t istride, ostride;
 	enum pc_output mode;
-	const float2 *filt;
+	unsigned filt;           /* the filter's (mode's) index             */
 	unsigned *nonfinite;
 	unsigned rows;
 };
 
 /*
  * cu_fused_create: be->fused (or NULL for cuFFT) and be->fft_engine, by
- * tune.cuda_fused; -ENOTSUP with why set when it is ON and nfft cannot be
+ * tune.cuda_fused, with its copy of the filters filts (pc_setup.filts); -ENOTSUP with why set when it is ON and nfft cannot be
  * fused, -EIO on a CUDA failure. cu_fused_launch: the launch on st (its
  * error, as cudaGetLastError after a launch). cu_fused_node_set: a graph
  * node captured from cu_fused_launch re-pointed at job j (its filter).
  */
-int cu_fused_create(struct cu_be *be, enum pc_switch want, char *why, size_t whylen);
+int cu_fused_create(struct cu_be *be, enum pc_switch want, const float *filts, char *why,
+		    size_t whylen);
 void cu_fused_free(struct cu_be *be);
 cudaError_t cu_fused_launch(const struct cu_be *be, const struct cu_fjob *j, cudaStream_t st);
 cudaError_t cu_fused_node_set(const struct cu_be *be, cudaGraphExec_t gx, cudaGraphNode_t node,

@@ -538,7 +538,7 @@ void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	if (rc == 0)
 		rc = cu_make_shared(be, su->filts);
 	if (rc == 0)
-		rc = cu_fused_create(be, su->tune.cuda_fused, err, errlen);
+		rc = cu_fused_create(be, su->tune.cuda_fused, su->filts, err, errlen);
 	if (rc == 0 && be->rs)
 		rc = cu_radar_create(be);
 	for (unsigned i = 0; i < be->nsets && rc == 0; i++)

@@ -4,7 +4,8 @@
 #
 # chirpd runs with tests/e2e/gpu_fault_shim.c preloaded: cufftExecC2C works
 # until the test creates a file, then fails with CUFFT_EXEC_FAILED as a device
-# fault would. [processing] cuda_graphs = 0: a CPI that runs as a CUDA
+# fault would; [processing] cuda_fused = off, so that the CPIs call cuFFT
+# at all (the fused kernel has no cuFFT call). cuda_graphs = 0: a CPI that runs as a CUDA
 # graph calls cufftExecC2C only when its graph is made, so the shim needs
 # the CPIs queued call by call; a failed graph launch goes through the same
 # failure path (cu_fail) as any other failed call. Under a 100 CPI/s
@@ -40,6 +41,7 @@ NLOG=$T/notify.log
 e2e_notify_listen "$NSOCK" "$NLOG" 300
 
 e2e_config processing.backend=cuda processing.streams=$DEPTH processing.cuda_graphs=0 \
+	processing.cuda_fused=off \
 	cpi.channels=2 cpi.pulses=16 cpi.samples=1000 input.slots=64 output.slots=64
 CHIRP_GPU_FAULT_FILE=$FAULT LD_PRELOAD=$T/shim.so NOTIFY_SOCKET=$NSOCK \
 	WATCHDOG_USEC=300000 e2e_start_chirpd
