@@ -440,15 +440,18 @@ __device__ void cf_last(const float2 *buf, void *out, size_t o0, unsigned n, uns
  * butterflies (fewer passes) then run without spilling.
  *   0: 1024 x 1, up to 16     1: 576 x 2, up to 10
  *   2: 320 x 2, up to 25      3: 640 x 1, up to 25
- *   4: 384 x 3, up to 10
+ *   4: 384 x 3, up to 10      5: 288 x 4, up to 10
  */
-#define CF_NVAR 5
+#define CF_NVAR 6
 static __host__ __device__ constexpr int cf_vt(int v)
 {
-	return v == 0 ? 1024 : v == 1 ? 576 : v == 2 ? 320 : v == 3 ? 640 : 384;
+	return v == 0 ? 1024 : v == 1 ? 576 : v == 2 ? 320 : v == 3 ? 640 : v == 4 ? 384 : 288;
 }
-static __host__ __device__ constexpr int cf_vb(int v) { return v == 1 || v == 2 ? 2 : v == 4 ? 3 : 1; }
-static __host__ __device__ constexpr int cf_vr(int v) { return v == 0 ? 16 : v == 1 || v == 4 ? 10 : 25; }
+static __host__ __device__ constexpr int cf_vb(int v)
+{
+	return v == 1 || v == 2 ? 2 : v == 4 ? 3 : v == 5 ? 4 : 1;
+}
+static __host__ __device__ constexpr int cf_vr(int v) { return v == 0 ? 16 : v == 1 || v >= 4 ? 10 : 25; }
 
 /* Dispatch on a pass's radix (uniform over the block: no divergence),
  * the radices above the variant's limit left out of its code. */
@@ -542,6 +545,7 @@ static const void *cf_kernel(const struct cu_fused *f, enum pc_format in, enum p
 	case 2: return cf_kernel_v<2>(in, out);
 	case 3: return cf_kernel_v<3>(in, out);
 	case 4: return cf_kernel_v<4>(in, out);
+	case 5: return cf_kernel_v<5>(in, out);
 	default: return cf_kernel_v<0>(in, out);
 	}
 }
@@ -554,9 +558,9 @@ static const unsigned cf_radices[] = { 25, 20, 18, 16, 12, 10, 9, 8, 7, 6, 5, 4,
  * cost: per stage the groups each thread runs times the radix, plus a
  * barrier's worth, CF_BARRIER_COST points. The barrier's weight is what
  * makes more, smaller blocks per SM win where shared memory allows: it
- * picks the faster plan for both lengths bench_gpu measures (4608: 3 blocks
- * of 384 threads over 2 of 576; 10000: 10x10x10x10 in 2 blocks of 576 over
- * 25x20x20 in 2 of 320 and over 1 block of 1024).
+ * picks the faster plan for both lengths bench_gpu measures (4608: 4 blocks
+ * of 288 threads over 3 of 384 and 2 of 576; 10000: 10x10x10x10 in 2
+ * blocks of 576 over 25x20x20 in 2 of 320 and over 1 block of 1024).
  */
 #define CF_BARRIER_COST 16
 static unsigned cf_cost(unsigned n, const unsigned char *rad, unsigned np, unsigned tmax,
