@@ -1989,6 +1989,15 @@ static void run_device_memory(enum pc_format f, enum pc_output m, enum pc_switch
 	}
 	print_message("  device memory %s/%s, cuda_fused %d: %u CPIs ok\n", pc_format_name(f),
 		      pc_output_name(m), (int)want, K);
+	/* an injected fault on a device-memory CPI fails the submit as on
+	 * any other: the in-place read skips no step of the path */
+	assert_int_equal(pc_inject_fault(gpu), 0);
+	{
+		int rc = pc_submit(gpu, d_in, d_out, 99);
+
+		assert_true(rc < 0 && rc != -EAGAIN);
+		assert_non_null(strstr(pc_last_error(gpu), "injected"));
+	}
 	assert_int_equal(cudaFree(d_in), 0);
 	assert_int_equal(cudaFree(d_out), 0);
 	pc_destroy(gpu);

@@ -73,7 +73,7 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 	cudaStream_t st = k->c->stream;
 
 	if (q->in_place)   /* read by the kernel; ev_h2d after it (compute) */
-		return 0;
+		goto fault;
 	if (q->stage_in) {
 		int hr = hcopy_run(be->hc, (char *)q->s->h_in + k->ioff,
 				   (const char *)q->in + k->ioff, bytes);
@@ -94,6 +94,7 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 				   bytes, cudaMemcpyDefault, st));
 	if (k->i + q->lay->nstreams >= q->lay->nchunks)   /* this stream's last H2D */
 		EQ(cudaEventRecord(k->c->ev_h2d, st));
+fault:
 	if (be->fault_armed && !q->capture) {
 		be->fault_armed = 0;
 		EQK("k_fault<<<1,4096>>> (injected fault)", cu_fault(st));
