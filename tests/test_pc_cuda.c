@@ -397,10 +397,11 @@ static void test_fused_refused(void **state)
 {
 	static const size_t nffts[] = { 1040, 1 << 15 };
 	static const char *const why[] = { "does not factor", "shared memory" };
-	float *ref = make_ref(WIN_RECT, 64, 900);
+	float *ref;
 
 	(void)state;
 	NEED_GPU();
+	ref = make_ref(WIN_RECT, 64, 900);
 	for (size_t i = 0; i < 2; i++) {
 		struct pc_params p;
 		char err[256] = "";
