@@ -9,7 +9,7 @@
  * twice instead of ten times.
  *
  * THE TRANSFORM
- *   nfft = r_0 r_1 ... r_{P-1} (radices 2 to 10, 12, 16, 18, 20 and 25;
+ *   nfft = r_0 r_1 ... r_{P-1} (radices 2 to 10, 12 and 16;
  *   the plan and the kernel variant are chosen at create, cf_plan), in
  *   place in ONE shared buffer. Stage q works on blocks of L_q = nfft /
  *   (r_0 ... r_{q-1}) points, in groups of r_q points at stride s_q = L_q /
@@ -210,9 +210,6 @@ template <> struct cf_dft<9> : cf_dft_ab<3, 3> {};
 template <> struct cf_dft<10> : cf_dft_ab<2, 5> {};
 template <> struct cf_dft<12> : cf_dft_ab<3, 4> {};
 template <> struct cf_dft<16> : cf_dft_ab<4, 4> {};
-template <> struct cf_dft<18> : cf_dft_ab<2, 9> {};
-template <> struct cf_dft<20> : cf_dft_ab<4, 5> {};
-template <> struct cf_dft<25> : cf_dft_ab<5, 5> {};
 
 /* ---- the kernel ----------------------------------------------------------- */
 
@@ -434,24 +431,21 @@ __device__ void cf_last(const float2 *buf, void *out, size_t o0, unsigned n, uns
 }
 
 /*
- * The kernel's variants: at most CF_VT[V] threads per block, CF_VB[V]
- * blocks per SM (so 65536 / (CF_VT CF_VB) registers per thread), radices
- * up to CF_VR[V]. Fewer threads leave each more registers: the larger
- * butterflies (fewer passes) then run without spilling.
+ * The kernel's variants: at most cf_vt(V) threads per block, cf_vb(V)
+ * blocks per SM (so 65536 / (cf_vt cf_vb) registers per thread), radices
+ * up to cf_vr(V). More, smaller blocks per SM hide the barriers where
+ * shared memory allows; the large variant takes lengths that need a
+ * radix above 10 or a buffer too large for two blocks.
  *   0: 1024 x 1, up to 16     1: 576 x 2, up to 10
- *   2: 320 x 2, up to 25      3: 640 x 1, up to 25
- *   4: 384 x 3, up to 10      5: 288 x 4, up to 10
+ *   2: 384 x 3, up to 10      3: 288 x 4, up to 10
  */
-#define CF_NVAR 6
+#define CF_NVAR 4
 static __host__ __device__ constexpr int cf_vt(int v)
 {
-	return v == 0 ? 1024 : v == 1 ? 576 : v == 2 ? 320 : v == 3 ? 640 : v == 4 ? 384 : 288;
+	return v == 0 ? 1024 : v == 1 ? 576 : v == 2 ? 384 : 288;
 }
-static __host__ __device__ constexpr int cf_vb(int v)
-{
-	return v == 1 || v == 2 ? 2 : v == 4 ? 3 : v == 5 ? 4 : 1;
-}
-static __host__ __device__ constexpr int cf_vr(int v) { return v == 0 ? 16 : v == 1 || v >= 4 ? 10 : 25; }
+static __host__ __device__ constexpr int cf_vb(int v) { return v == 0 ? 1 : v + 1; }
+static __host__ __device__ constexpr int cf_vr(int v) { return v == 0 ? 16 : 10; }
 
 /* Dispatch on a pass's radix (uniform over the block: no divergence),
  * the radices above the variant's limit left out of its code. */
@@ -468,9 +462,6 @@ static __host__ __device__ constexpr int cf_vr(int v) { return v == 0 ? 16 : v =
 	case 10: CALL(10); break;                                              \
 	case 12: if constexpr (cf_vr(V) >= 12) CALL(12); break;                \
 	case 16: if constexpr (cf_vr(V) >= 16) CALL(16); break;                \
-	case 18: if constexpr (cf_vr(V) >= 18) CALL(18); break;                \
-	case 20: if constexpr (cf_vr(V) >= 20) CALL(20); break;                \
-	case 25: if constexpr (cf_vr(V) >= 25) CALL(25); break;                \
 	}
 
 /* One block per row; dynamic shared memory CF_PADDED(n) float2. */
@@ -544,14 +535,12 @@ static const void *cf_kernel(const struct cu_fused *f, enum pc_format in, enum p
 	case 1: return cf_kernel_v<1>(in, out);
 	case 2: return cf_kernel_v<2>(in, out);
 	case 3: return cf_kernel_v<3>(in, out);
-	case 4: return cf_kernel_v<4>(in, out);
-	case 5: return cf_kernel_v<5>(in, out);
 	default: return cf_kernel_v<0>(in, out);
 	}
 }
 
 /* The butterflies the kernel has (cf_dft), largest first. */
-static const unsigned cf_radices[] = { 25, 20, 18, 16, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
+static const unsigned cf_radices[] = { 16, 12, 10, 9, 8, 7, 6, 5, 4, 3, 2 };
 
 /*
  * A plan's threads (its largest stage's groups in warps, at most tmax) and
@@ -560,7 +549,8 @@ static const unsigned cf_radices[] = { 25, 20, 18, 16, 12, 10, 9, 8, 7, 6, 5, 4,
  * makes more, smaller blocks per SM win where shared memory allows: it
  * picks the faster plan for both lengths bench_gpu measures (4608: 4 blocks
  * of 288 threads over 3 of 384 and 2 of 576; 10000: 10x10x10x10 in 2
- * blocks of 576 over 25x20x20 in 2 of 320 and over 1 block of 1024).
+ * blocks of 576 over 1 block of 1024; fewer threads per block with radices
+ * up to 25 in their registers measured slower for both).
  */
 #define CF_BARRIER_COST 16
 static unsigned cf_cost(unsigned n, const unsigned char *rad, unsigned np, unsigned tmax,
