@@ -272,12 +272,6 @@ template <int OUT> __device__ __forceinline__ void cf_put(void *out, size_t i, f
 	}
 }
 
-/* j = q Ns + k with the magic mg = ceil(2^32 / Ns): exact for j, Ns < 2^16. */
-__device__ __forceinline__ unsigned cf_quot(unsigned j, unsigned ns, unsigned mg)
-{
-	return ns == 1 ? j : __umulhi(j, mg);
-}
-
 /*
  * Points m of group j times W^{m j}: W^j from the stage's table, its
  * powers by multiplication (one load per group instead of r - 1: the
@@ -310,7 +304,8 @@ __device__ __forceinline__ void cf_twiddle(float2 *v, const float2 *__restrict__
 __device__ __forceinline__ unsigned cf_pad(unsigned i) { return i + (i >> 4); }
 #define CF_PADDED(n) ((n) + ((n) >> 4) + 1)
 
-/* Group g of a stage of radix R and stride s: its first point, and j. */
+/* Group g of a stage of radix R and stride s: its first point, and j
+ * (g = b s + j, b by the magic mg = ceil(2^32 / s): exact for g, s < 2^16). */
 template <int R>
 __device__ __forceinline__ unsigned cf_base(unsigned g, unsigned s, unsigned mg, unsigned *j)
 {
