@@ -17,10 +17,13 @@
  *     direction, at most 16;
  *   - depth 2 overlaps two CPIs already: one per 4 MiB, at most 8;
  *   - deeper pipelines keep the copy engines busy on their own: a CPI of
- *     8 MiB or more goes in two halves, which costs no throughput and
- *     takes about a quarter off each CPI's latency; a smaller one stays
- *     whole. Four chunks would cut latency further but cost capacity at
- *     depth 3-4, so they are left to an explicit cuda_chunks = 4.
+ *     16 MiB or more goes in two halves of at least 8 MiB, which costs no
+ *     throughput and takes about a quarter off each CPI's latency; a
+ *     smaller one stays whole. Each copy costs the engine a few
+ *     microseconds besides its bytes, so halves under 8 MiB cost
+ *     capacity (an 8 MiB CPI each way at depth 4: 4 % in halves) and
+ *     four chunks cost it at any size; both are left to an explicit
+ *     cuda_chunks.
  *   The figures behind these cuts: doc/cuda.md, *Chunks*.
  *
  * THE IDLE LAYOUT
@@ -52,7 +55,7 @@ unsigned chunk_policy_auto(unsigned depth, size_t in_bytes, size_t out_bytes)
 		if (k > 8)
 			k = 8;
 	} else {
-		k = big >= 8 * MIB ? 2 : 1;
+		k = big >= 16 * MIB ? 2 : 1;
 	}
 	return k < 1 ? 1u : (unsigned)k;
 }

@@ -46,7 +46,7 @@ struct chunk_plan {
  * max(in_bytes, out_bytes) of one CPI:
  *   depth 1:  one per 2 MiB, at most 16;
  *   depth 2:  one per 4 MiB, at most 8;
- *   deeper:   2 from 8 MiB, else 1.
+ *   deeper:   2 from 16 MiB (halves of at least 8 MiB), else 1.
  * Always >= 1 (a CPI under a cut is one chunk); before rows limit it.
  */
 unsigned chunk_policy_auto(unsigned depth, size_t in_bytes, size_t out_bytes);

@@ -320,7 +320,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "cuda: a CPI whose buffers lie in registered memory (the rings, when registered for DMA in place: staging = register, or auto where registering works) runs as one CUDA graph per pipeline set, made at its first use and launched with the CPI's addresses: a few runtime calls instead of about 35, less CPU time and launch latency per CPI. false = every call queued one by one. The results are the same; the start log says which runs." },
 	{ "processing", "cuda_chunks", T_AUTO_INT, OFF(cuda_chunks), 0,
 	  "auto", 1, PC_MAX_CHUNKS, 0, NULL, NULL, 1,
-	  "cuda: row chunks each CPI is cut into, so that one chunk's copies overlap another's FFTs: auto (from the depth and the CPI size; at depth 3-4 a CPI of 8 MiB or more is cut in two) or a number. More chunks give one CPI a lower latency and cost capacity in CUDA calls (4 chunks: the lowest latency for 16 MiB CPIs, at 8-15 % of capacity, doc/cuda.md)." },
+	  "cuda: row chunks each CPI is cut into, so that one chunk's copies overlap another's FFTs: auto (from the depth and the CPI size; at depth 3 and deeper a CPI of 16 MiB or more is cut in two) or a number. More chunks give one CPI a lower latency and cost capacity in CUDA calls (4 chunks: the lowest latency for 16 MiB CPIs, at 8-15 % of capacity, doc/cuda.md)." },
 	{ "processing", "cuda_idle_chunks", T_UINT, OFF(cuda_idle_chunks), 0,
 	  "1", 1, PC_MAX_CHUNKS, 0, NULL, NULL, 1,
 	  "cuda: chunks for a CPI with nothing waiting behind it and no CPI in flight still copying in (where only its own latency counts), when the depth's layout (cuda_chunks) sends CPIs whole. 1 = no such layout: every CPI gets the depth's, which keeps the latency tail lower because cut and whole CPIs do not mix (doc/cuda.md, Layouts)." },

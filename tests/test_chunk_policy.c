@@ -2,7 +2,7 @@
 /*
  * test_chunk_policy.c — how the CUDA backend cuts a CPI's rows into chunks
  * (chunk_policy.c), without a GPU: the automatic cut by depth and size at
- * and around its 2, 4 and 8 MiB steps and its caps, an explicit
+ * and around its 2, 4, 8 and 16 MiB steps and its caps, an explicit
  * tune.cuda_chunks, the idle layout (only where the depth's layout is one
  * chunk), short last chunks, fewer rows than chunks, the chunk-stream
  * count, and the rejected inputs. An exhaustive sweep checks that every
@@ -76,20 +76,26 @@ static void test_auto_depth2(void **state)
 	want_auto(2, 2 * MIB, 12 * MIB, 3);
 }
 
-/* Deeper: two halves from 8 MiB, else whole, however large. */
+/* Deeper: two halves from 16 MiB (halves of 8 MiB or more), else whole,
+ * however large. */
 static void test_auto_deeper(void **state)
 {
 	(void)state;
 	for (unsigned depth = 3; depth <= 64; depth++) {
 		want_auto(depth, 0, 0, 1);
-		want_auto(depth, 8 * MIB - 1, 8 * MIB - 1, 1);
-		want_auto(depth, 8 * MIB, 8 * MIB, 2);
+		want_auto(depth, 8 * MIB, 8 * MIB, 1);
+		want_auto(depth, 16 * MIB - 1, 16 * MIB - 1, 1);
+		want_auto(depth, 16 * MIB, 16 * MIB, 2);
 		want_auto(depth, 1024 * MIB, 1024 * MIB, 2);
-		want_auto(depth, 1 * MIB, 8 * MIB, 2);
+		want_auto(depth, 1 * MIB, 16 * MIB, 2);
+		want_auto(depth, 16 * MIB, 1 * MIB, 2);
 	}
-	/* 2x128x4096 cf32 is exactly 8 MiB: halves; 2x128x4000 is under: whole. */
-	want_auto(3, 2u * 128 * 4096 * 8, 2u * 128 * 4096 * 8, 2);
-	want_auto(3, 2u * 128 * 4000 * 8, 2u * 128 * 4000 * 8, 1);
+	/* 4x128x4096: cf32 in and complex out are 16 MiB each way: halves;
+	 * sc16 in and magnitude out are 8 MiB each way: whole; sc16 in (8 MiB)
+	 * and complex out (16 MiB): halves, by the larger direction. */
+	want_auto(3, 4u * 128 * 4096 * 8, 4u * 128 * 4096 * 8, 2);
+	want_auto(4, 4u * 128 * 4096 * 4, 4u * 128 * 4096 * 4, 1);
+	want_auto(4, 4u * 128 * 4096 * 4, 4u * 128 * 4096 * 8, 2);
 }
 
 /* Equal chunks, the last one shorter; fewer chunks than asked where equal

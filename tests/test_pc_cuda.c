@@ -1094,8 +1094,8 @@ static void test_idle_layout(void **state)
 
 /*
  * The default cut at depth 3 (chunk_policy.c, chunk_policy_auto): a CPI whose
- * larger direction is >= 8 MiB goes in two halves, a smaller one whole.
- * 2x128x4096 cf32 -> complex is exactly 8 MiB each way; 2x128x4000 is
+ * larger direction is >= 16 MiB goes in two halves, a smaller one whole.
+ * 4x128x4096 cf32 -> complex is exactly 16 MiB each way; 4x128x4000 is
  * just under. One CPI each, nothing else in flight, automatic chunks:
  * pc_done.chunks gives the cut, and the result is checked against the CPU
  * backend.
@@ -1103,7 +1103,7 @@ static void test_idle_layout(void **state)
 static void test_depth_halves(void **state)
 {
 	static const struct { unsigned R, chunks; } cases[] = { { 4096, 2 }, { 4000, 1 } };
-	const unsigned C = 2, P = 128;
+	const unsigned C = 4, P = 128;
 	const size_t L = 512;
 
 	(void)state;
