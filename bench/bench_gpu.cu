@@ -32,9 +32,10 @@
  *       nodes at the new mode's filter before each such CPI.
  *   (c'') copy staging (staging = copy, the fallback when a ring cannot be
  *       registered): the same CPIs from MAP_SHARED host memory that is not
- *       registered, at the depth (c') did best, with chirpd's default copy
- *       threads (staging_threads = auto: one per online cpu, at most 16); its share of (c') is the
- *       TSV's c_copy / c_registered.
+ *       registered, at every depth, with chirpd's default copy threads
+ *       (staging_threads = auto: one per online cpu, at most 16). The TSV's
+ *       c_copy is its best depth (what streams = auto picks for a copy-
+ *       staged pipeline); c_copy / c_registered is its share of (c').
  *   (d) the whole daemon is measured by scripts/gpu-run.sh (chirp-feed
  *       --prefilled -> chirpd -> drain); pass its results with
  *       --daemon-tsv FILE (lines "geometry fmt mode gsps") to get the
@@ -45,8 +46,10 @@
  * complex and magnitude. Rates are GS/s of complex input samples
  * (C*P*R per CPI). Every figure is the median of REPS repeats after a
  * warm-up, timed with CUDA events (a, b) or the host monotonic clock
- * around a full queue (c, c'). Inputs are random, never zeros; one CPI of
- * (c') and of (b) is checked against the CPU backend (relative L2).
+ * around a full queue (c, c'). A repeat on device data ((b0), (c)) runs
+ * enough CPIs for about 4e9 samples (dev_cpis), the others the geometry's
+ * count. Inputs are random, never zeros; one CPI of (c') and of (b) is
+ * checked against the CPU backend (relative L2).
  *
  * Usage: bench_gpu [--gpu N] [--depths 2,3,4] [--reps 5] [--quick]
  *                  [--only 4x128x4096|16x128x9000] [--tsv FILE] [--daemon-tsv FILE]
@@ -245,6 +248,19 @@ static unsigned staging_threads(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	return n < 1 ? 1u : n > 16 ? 16u : (unsigned)n;
+}
+
+/*
+ * CPIs per timed repeat on device data ((b0), (c)): at least n, and enough
+ * for about 4e9 samples (50 ms at 80 GS/s; a quarter with --quick), so that
+ * a repeat of a 25 us CPI is not a few milliseconds that one host hiccup
+ * decides.
+ */
+static int dev_cpis(size_t S, int n, int quick)
+{
+	double want = (quick ? 1e9 : 4e9) / (double)S;
+
+	return want > n ? (int)(want + 0.5) : n;
 }
 
 /* A CUDA pc with the given staging and staging threads. */
@@ -628,8 +644,9 @@ struct result {
 	double a_h2d, a_d2h, a_both;     /* GS/s */
 	double b;                        /* naive, GS/s (cf32->complex) */
 	double b0;                       /* naive on the device, GS/s   */
-	double c3;                       /* (c'') copy staging at (c')'s best
+	double c3;                       /* (c'') copy staging at its best
 					    depth, GS/s                  */
+	double c3d[8];                   /* (c'') per depth, GS/s        */
 	double c[8], c2[8];              /* per depth, GS/s */
 	double cf[8];                    /* (c) with the cuFFT engine (tune.cuda_fused
 					    = off), per depth, GS/s */
@@ -765,10 +782,11 @@ int main(int argc, char **argv)
 		size_t S = (size_t)g->C * g->P * g->R;
 		float *ref = make_ref(g->L, g->R);
 		int n = quick ? g->ncpi / 4 : g->ncpi;
+		int nd = dev_cpis(S, n, quick);
 		double b_err = 0, b = S / naive_time(g, ref, n, &b_err) / 1e9;
 		double b_r[2] = { S / rep_hi / 1e9, S / rep_lo / 1e9 };
 
-		double b0 = S / naive_device_time(g, ref, n) / 1e9;
+		double b0 = S / naive_device_time(g, ref, nd) / 1e9;
 
 		printf("(b) %s naive baseline cf32->complex: %.3f GS/s (vs CPU rel L2 %.1e); "
 		       "(b0) its three launches on the device: %.3f GS/s\n", g->name, b, b_err, b0);
@@ -824,7 +842,7 @@ int main(int argc, char **argv)
 				struct pc *pc = make_pc(g, md, PC_BACKEND_CUDA, depths[di], ref);
 				struct pc_info info;
 
-				rs->c[di] = S / pc_time(pc, dsin, is, dsout, os, nslots, n) / 1e9;
+				rs->c[di] = S / pc_time(pc, dsin, is, dsout, os, nslots, nd) / 1e9;
 				rs->c_r[di][0] = S / rep_hi / 1e9;
 				rs->c_r[di][1] = S / rep_lo / 1e9;
 				pc_get_info(pc, &info);
@@ -841,19 +859,17 @@ int main(int argc, char **argv)
 						info.staging);
 				pc_destroy(pc);
 			}
-			/* (c'') copy staging at (c')'s best depth, from the same
-			 * MAP_SHARED memory unregistered */
-			{
-				int bd = 0;
-
-				for (int di = 1; di < ndepths; di++)
-					if (rs->c2[di] > rs->c2[bd])
-						bd = di;
-				struct pc *pc = make_pc_st(g, md, depths[bd], ref, PC_STAGING_COPY,
+			/* (c'') copy staging at every depth, from the same
+			 * MAP_SHARED memory unregistered: its best depth is
+			 * the one chirpd's streams = auto would pick for it */
+			for (int di = 0; di < ndepths; di++) {
+				struct pc *pc = make_pc_st(g, md, depths[di], ref, PC_STAGING_COPY,
 							   staging_threads());
 				struct pc_info info;
 
-				rs->c3 = S / pc_time(pc, rin, is, rout, os, nslots, n) / 1e9;
+				rs->c3d[di] = S / pc_time(pc, rin, is, rout, os, nslots, n) / 1e9;
+				if (rs->c3d[di] > rs->c3)
+					rs->c3 = rs->c3d[di];
 				pc_get_info(pc, &info);
 				if (strcmp(info.staging, "copy") != 0)
 					fprintf(stderr, "bench_gpu: staging is \"%s\", not copy\n",
@@ -900,7 +916,7 @@ int main(int argc, char **argv)
 			for (int di = 0; di < ndepths; di++) {
 				struct pc *pc = make_pc(g, md, PC_BACKEND_CUDA, depths[di], ref);
 
-				rs->cf[di] = S / pc_time(pc, dsin, is, dsout, os, nslots, n) / 1e9;
+				rs->cf[di] = S / pc_time(pc, dsin, is, dsout, os, nslots, nd) / 1e9;
 				pc_destroy(pc);
 			}
 			bench_fused = PC_SWITCH_AUTO;
@@ -931,8 +947,10 @@ int main(int argc, char **argv)
 			printf(" GS/s | mode switch / one mode");
 			for (int di = 0; di < ndepths; di++)
 				printf(" d%u %.3f", depths[di], rs->sw[di]);
-			printf(" | (c'') copy staging %.3f GS/s | rel L2 vs CPU %.1e, (c) %.1e\n", rs->c3,
-			       rs->err, rs->err_dev);
+			printf(" | (c'') copy staging");
+			for (int di = 0; di < ndepths; di++)
+				printf(" d%u %.3f", depths[di], rs->c3d[di]);
+			printf(" GS/s | rel L2 vs CPU %.1e, (c) %.1e\n", rs->err, rs->err_dev);
 			fflush(stdout);
 		}
 		free(ref);
