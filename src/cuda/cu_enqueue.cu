@@ -38,9 +38,10 @@ struct cu_piece {
 };
 
 /*
- * Main stream: reset the counter, then release the chunk streams
- * (everything earlier on this set is ordered before ev_start). A capture
- * records ev_start as a node the host reads, and forks off ev_fork.
+ * Main stream: release the chunk streams (everything earlier on this set
+ * is ordered before ev_start; the non-finite count is zero, as the last
+ * CPI's publish left it). A capture records ev_start as a node the host
+ * reads, and forks off ev_fork.
  */
 static int cu_enq_start(const struct cu_cpi *q, struct cu_err *ce)
 {
@@ -48,7 +49,6 @@ static int cu_enq_start(const struct cu_cpi *q, struct cu_err *ce)
 	unsigned rec = q->capture ? cudaEventRecordExternal : cudaEventRecordDefault;
 	cudaEvent_t fork = q->capture ? s->ev_fork : s->ev_start;
 
-	EQ(cudaMemsetAsync(s->d_nonfinite, 0, sizeof(unsigned), s->stream));
 	EQ(cudaEventRecordWithFlags(s->ev_start, s->stream, rec));
 	if (q->capture)
 		EQ(cudaEventRecord(s->ev_fork, s->stream));
@@ -224,7 +224,7 @@ static int cu_enq_compute(struct cu_be *be, const struct cu_cpi *q, const struct
 }
 
 /* Join: ev_in after every H2D; the radar chain (if on) after every
- * chunk's work; ev_out after every D2H and the count. */
+ * chunk's work; ev_out after every D2H and the count's publish. */
 static int cu_enq_join(struct cu_be *be, const struct cu_cpi *q, struct cu_err *ce)
 {
 	struct cu_set *s = q->s;
@@ -239,8 +239,7 @@ static int cu_enq_join(struct cu_be *be, const struct cu_cpi *q, struct cu_err *
 		EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
 	if (be->rs && cu_radar_enqueue(be, s, q->dst, ce) < 0)
 		return -EIO;
-	EQ(cudaMemcpyAsync(s->h_nonfinite, s->d_nonfinite, sizeof(unsigned),
-			   cudaMemcpyDeviceToHost, s->stream));
+	EQK("k_nf_publish", cu_nf_publish(s->d_nonfinite, s->hd_nonfinite, s->stream));
 	EQ(cudaEventRecordWithFlags(s->ev_out, s->stream, rec));
 	return 0;
 }

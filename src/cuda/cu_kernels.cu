@@ -127,6 +127,20 @@ __global__ void k_out(const float2 *__restrict__ fft, size_t pe, unsigned R,
 	}
 }
 
+/* The CPI's non-finite count to the host's mapped word, and zero for the
+ * next CPI (cu_nf_publish). */
+__global__ void k_nf_publish(unsigned *d, unsigned *h)
+{
+	*h = *d;
+	*d = 0;
+}
+
+cudaError_t cu_nf_publish(unsigned *d, unsigned *h, cudaStream_t st)
+{
+	k_nf_publish<<<1, 1, 0, st>>>(d, h);
+	return cudaGetLastError();
+}
+
 /* Launched with an invalid block size by pc_inject_fault. Never runs. */
 __global__ void k_fault(void)
 {

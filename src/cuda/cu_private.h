@@ -51,9 +51,10 @@
  *            (complex / magnitude / power_db): only the bytes asked for
  *            cross PCIe.
  *     D2H    d_out -> output slot (registered) or pinned staging (copied to
- *            the slot in pc_poll, by the same threads), plus the 4-byte
- *            non-finite row count. ev_out is recorded after every chunk's
- *            D2H: the output slot is then complete.
+ *            the slot in pc_poll, by the same threads); then the
+ *            non-finite row count is published (cu_nf_publish) to mapped
+ *            host memory. ev_out is recorded after every chunk's D2H and
+ *            the publish: the output slot and the count are then complete.
  *
  *   Fused (be->fused, cu_fused.cu): pad, FFT, mul, IFFT and out are one
  *   kernel that reads the chunk's packed input rows (d_in: every input
@@ -172,8 +173,11 @@ struct cu_set {
 				    graphs (their input copy must be 1-D) */
 	float2 *d_fft;           /* rows x pitch bytes, nfft used per row  */
 	void *d_out;             /* rows * R * out_sample_bytes, packed    */
-	unsigned *d_nonfinite;   /* rows with NaN/Inf in this CPI          */
-	unsigned *h_nonfinite;   /* pinned copy of it                      */
+	unsigned *d_nonfinite;   /* rows with NaN/Inf in this CPI: zero at
+				    its start (zeroed at create, and by the
+				    publish that ends every CPI)           */
+	unsigned *h_nonfinite;   /* mapped pinned word the publish writes  */
+	unsigned *hd_nonfinite;  /* the same word, as the device sees it   */
 	void *h_in, *h_out;      /* pinned staging ("copy" staging only)   */
 	cudaEvent_t ev_in, ev_out;
 	int have_ev_in, have_ev_out;
@@ -328,6 +332,11 @@ int cu_query(struct cu_be *be, cudaEvent_t ev, const char *what);
  *                    from cu_cmul on rows rows) set to filter filt, as
  *                    cu_cmul would launch it;
  *   out              gates 0..R-1 of each fft row -> packed out, in mode;
+ *   nf_publish       one thread: *h = *d (h mapped host memory, as the
+ *                    device sees it), then *d = 0 for the next CPI. A
+ *                    kernel's store to mapped memory, not a copy: a 4-byte
+ *                    D2H per CPI would cost the busiest copy engine a
+ *                    copy's fixed time between two CPIs' bulk copies;
  *   fault            an invalid launch (pc_inject_fault), never runs.
  */
 cudaError_t cu_pad_cf32(float2 *fft, size_t pe, unsigned R, unsigned nfft, unsigned *nonfinite,
@@ -342,6 +351,7 @@ cudaError_t cu_cmul_node_set(cudaGraphExec_t gx, cudaGraphNode_t node, float2 *f
 			     unsigned nfft, unsigned rows, const float2 *filt);
 cudaError_t cu_out(enum pc_output mode, const float2 *fft, size_t pe, unsigned R, void *out,
 		   unsigned rows, cudaStream_t st);
+cudaError_t cu_nf_publish(unsigned *d, unsigned *h, cudaStream_t st);
 cudaError_t cu_fault(cudaStream_t st);
 
 /* cudaFuncGetAttributes of one of our kernels: fails when this build has

@@ -415,7 +415,11 @@ static int cu_alloc_set_buffers(struct cu_be *be, struct cu_set *s, unsigned i)
 	}
 	be->pitch_elems = pitch / sizeof(float2);
 	CK(cudaMalloc((void **)&s->d_nonfinite, sizeof(unsigned)));
-	CK(cudaHostAlloc((void **)&s->h_nonfinite, sizeof(unsigned), cudaHostAllocPortable));
+	CK(cudaMemset(s->d_nonfinite, 0, sizeof(unsigned)));
+	CK(cudaHostAlloc((void **)&s->h_nonfinite, sizeof(unsigned),
+			 cudaHostAllocPortable | cudaHostAllocMapped));
+	CK(cudaHostGetDevicePointer((void **)&s->hd_nonfinite, s->h_nonfinite, 0));
+	*s->h_nonfinite = 0;
 out:
 	return rc;
 }
