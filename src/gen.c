@@ -328,7 +328,7 @@ static uint64_t fnv1a(const char *s, uint64_t h)
 static int gen_cache_key(const struct gen *g, const struct pc_params *pp, char *key, size_t len)
 {
 	const struct chirp_config *c = &g->cfg;
-	char dev[256], desc[4096], mode[48];
+	char dev[256], desc[WORKKEY_DESC_MAX], mode[48];
 	struct stat sb;
 	uint64_t h;
 

@@ -38,6 +38,10 @@ enum workkey_set {
  */
 int workkey_same(const struct chirp_config *a, const struct chirp_config *b, unsigned set);
 
+/* Bytes that hold any configuration's description, NUL included
+ * (test_workkey checks one with every field at its widest). */
+#define WORKKEY_DESC_MAX 4096
+
 /*
  * Every field of the table (whatever its set) as "section.key=value",
  * separated by spaces, in table order, into buf (NUL-terminated when
