@@ -13,6 +13,7 @@
  */
 #include "workkey.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -158,12 +159,20 @@ int workkey_same(const struct chirp_config *a, const struct chirp_config *b, uns
 	return 1;
 }
 
-/* snprintf at buf + *o, counting what would be written past len too. */
-#define APPEND(...) do { \
-	int n_ = snprintf(buf + (*o < len ? *o : len), *o < len ? len - *o : 0, __VA_ARGS__); \
-	*o += n_ > 0 ? (size_t)n_ : 0; \
-} while (0)
+/* vsnprintf at buf + *o, counting in *o what did not fit too. */
+__attribute__((format(printf, 4, 5)))
+static void append(char *buf, size_t len, size_t *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
 
+	va_start(ap, fmt);
+	n = vsnprintf(buf + (*o < len ? *o : len), *o < len ? len - *o : 0, fmt, ap);
+	va_end(ap);
+	*o += n > 0 ? (size_t)n : 0;
+}
+
+/* " section.key=value" (no space before the first) at buf + *o. */
 static void field_print(const struct wk_field *f, const struct chirp_config *c, char *buf,
 			size_t len, size_t *o)
 {
@@ -171,19 +180,19 @@ static void field_print(const struct wk_field *f, const struct chirp_config *c, 
 
 	switch (f->kind) {
 	case WK_INT:
-		APPEND("%s%s=%d", sep, f->name, *(const int *)at(f, c));
+		append(buf, len, o, "%s%s=%d", sep, f->name, *(const int *)at(f, c));
 		break;
 	case WK_UINT:
-		APPEND("%s%s=%u", sep, f->name, *(const unsigned *)at(f, c));
+		append(buf, len, o, "%s%s=%u", sep, f->name, *(const unsigned *)at(f, c));
 		break;
 	case WK_SIZE:
-		APPEND("%s%s=%zu", sep, f->name, *(const size_t *)at(f, c));
+		append(buf, len, o, "%s%s=%zu", sep, f->name, *(const size_t *)at(f, c));
 		break;
 	case WK_STR:
-		APPEND("%s%s=%s", sep, f->name, (const char *)at(f, c));
+		append(buf, len, o, "%s%s=%s", sep, f->name, (const char *)at(f, c));
 		break;
 	case WK_DERIVED:
-		APPEND("%s%s=%u", sep, f->name, f->derive(c));
+		append(buf, len, o, "%s%s=%u", sep, f->name, f->derive(c));
 		break;
 	}
 }
