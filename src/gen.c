@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "waveform.h"
+#include "workkey.h"
 
 #define AUTO_SLOTS_MIN     16       /* slots = auto never sizes below this    */
 
@@ -72,64 +73,25 @@ void gen_destroy(struct gen *g)
 	free(g);
 }
 
-/* Whether the radar chain after compression does the same work: its
- * cost depends on the map's shape and the CFAR's window and method (pfa,
- * the maxima and the list size change thresholds and records, not the
- * work). */
-static int same_radar(const struct chirp_config *x, const struct chirp_config *y)
-{
-	if (x->doppler != y->doppler || x->cfar != y->cfar)
-		return 0;
-	if (x->doppler && (x->mti != y->mti || config_doppler_nfft(x) != config_doppler_nfft(y)))
-		return 0;
-	return !x->cfar || (x->cfar_method == y->cfar_method &&
-			    x->cfar_integrate == y->cfar_integrate &&
-			    x->guard_range == y->guard_range && x->guard_doppler == y->guard_doppler &&
-			    x->train_range == y->train_range && x->train_doppler == y->train_doppler);
-}
-
-/* Whether CPIs of x's and y's configurations are the same work for the
- * backend: shape, formats, device and how it is fed (what both tests
- * below need; the keys that are restart-only are equal on a reload). */
-static int same_cpi(const struct chirp_config *x, const struct chirp_config *y)
-{
-	return x->channels == y->channels && x->pulses == y->pulses &&
-	       x->samples == y->samples && x->format == y->format && x->out_mode == y->out_mode &&
-	       x->gpu == y->gpu && x->busy_poll == y->busy_poll && x->staging == y->staging &&
-	       x->idle_spin_us == y->idle_spin_us &&
-	       x->staging_threads == y->staging_threads && same_radar(x, y);
-}
-
 /* Whether a CPI of x's configuration keeps the CUDA depth streams = auto
- * chose for y's (checked before the new pc exists). */
+ * chose for y's (checked before the new pc exists): workkey.c's table
+ * says which fields that takes. */
 static int same_shape(const struct chirp_config *x, const struct chirp_config *y)
 {
-	return same_cpi(x, y) && x->backend == y->backend &&
-	       !strcmp(x->gpu_bus_id, y->gpu_bus_id) && x->nfft == y->nfft;
-}
-
-/* The [processing] tuning keys: they change the speed, so a generation
- * that differs in any of them must measure its own capacity. */
-static int same_tuning(const struct chirp_config *x, const struct chirp_config *y)
-{
-	return x->fftw_planner == y->fftw_planner && !strcmp(x->fftw_wisdom, y->fftw_wisdom) &&
-	       x->takeover == y->takeover && x->cpu_block_kib == y->cpu_block_kib &&
-	       x->cuda_graphs == y->cuda_graphs && x->cuda_chunks == y->cuda_chunks &&
-	       x->cuda_idle_chunks == y->cuda_idle_chunks &&
-	       x->cuda_spin_us == y->cuda_spin_us && x->staging_nt == y->staging_nt &&
-	       x->cuda_fused == y->cuda_fused;
+	return workkey_same(x, y, WORKKEY_SHAPE);
 }
 
 /* Whether a and b's pcs do the same work on the same device, so a
  * capacity measured for one holds for the other (a reload that changed
- * nothing of the kind need not measure again under live load). The
- * capacity cache's key (gen_cache_key) names the same things and more:
- * a field that changes the work belongs in both. */
+ * nothing of the kind need not measure again under live load): what the
+ * pcs chose (backend, FFT length, depth) and the configuration's fields
+ * that workkey.c's table marks for the capacity. The capacity cache's key
+ * (gen_cache_key) prints every field of the same table. */
 static int same_work(const struct gen *a, const struct gen *b)
 {
 	return a->info.backend == b->info.backend && a->info.nfft == b->info.nfft &&
-	       a->info.depth == b->info.depth && same_cpi(&a->cfg, &b->cfg) &&
-	       a->cfg.cpu_threads == b->cfg.cpu_threads && same_tuning(&a->cfg, &b->cfg);
+	       a->info.depth == b->info.depth &&
+	       workkey_same(&a->cfg, &b->cfg, WORKKEY_CAPACITY);
 }
 
 /*
@@ -357,40 +319,34 @@ static uint64_t fnv1a(const char *s, uint64_t h)
  * The cache key of g's work: chirpd's version and build (the running
  * binary's size and mtime: a rebuild or an upgrade measures afresh), the
  * device line (pc_device_identity: GPU, driver, CUDA libraries, or CPU
- * and FFTW), the CPI, the filters' lengths and everything of
- * [processing], [output] mode and the radar chain that changes the speed,
- * as a readable head and a digest of the whole. 0, or -1 when the device
- * cannot be named (then nothing is cached).
+ * and FFTW), the CPI, and a digest of the device line, the filters'
+ * lengths (they decide nfft = auto) and every field of workkey.c's table
+ * (workkey_describe: [processing], the formats, the radar chain). 0, or
+ * -1 when the device cannot be named or the description does not fit
+ * (then nothing is cached: a truncated one could name two works alike).
  */
 static int gen_cache_key(const struct gen *g, const struct pc_params *pp, char *key, size_t len)
 {
 	const struct chirp_config *c = &g->cfg;
-	char dev[256], desc[1024], lens[512] = "";
+	char dev[256], desc[WORKKEY_DESC_MAX], mode[48];
 	struct stat sb;
 	uint64_t h;
-	size_t o = 0;
 
 	if (pc_device_identity(pp, dev, sizeof(dev)) < 0)
 		return -1;
+	if (workkey_describe(c, desc, sizeof(desc)) >= sizeof(desc)) {
+		log_warn("capacity cache: the work's description exceeds %zu bytes; not cached",
+			 sizeof(desc));
+		return -1;
+	}
 	if (stat("/proc/self/exe", &sb) != 0)
 		memset(&sb, 0, sizeof(sb));
-	for (unsigned i = 0; i < g->nmodes && o < sizeof(lens) - 16; i++)
-		o += (size_t)snprintf(lens + o, sizeof(lens) - o, "%s%u:%zu", i ? "," : "",
-				      g->modes[i].id, g->modes[i].ref_len);
-	snprintf(desc, sizeof(desc),
-		 "in %d out %d nfft %zu modes %s backend %d gpu %d %s streams %u staging %d/%u "
-		 "threads %d busy %d spin %u tune %d %s %d %u %d %u %u %u %d %d "
-		 "radar %d %d %u %d %d %d %u %u %u %u %u %u %u %u",
-		 (int)c->format, (int)c->out_mode, c->nfft, lens, (int)pp->backend, pp->gpu,
-		 c->gpu_bus_id, c->streams, (int)c->staging, c->staging_threads, c->cpu_threads,
-		 c->busy_poll, c->idle_spin_us, (int)c->fftw_planner, c->fftw_wisdom,
-		 (int)c->takeover, c->cpu_block_kib, c->cuda_graphs, c->cuda_chunks,
-		 c->cuda_idle_chunks, c->cuda_spin_us, c->staging_nt, (int)c->cuda_fused,
-		 c->doppler, (int)c->mti,
-		 config_doppler_nfft(c), c->cfar, (int)c->cfar_method, c->cfar_integrate,
-		 c->guard_range, c->guard_doppler, c->train_range, c->train_doppler, c->os_rank,
-		 c->maxima_range, c->maxima_doppler, c->max_detections);
-	h = fnv1a(desc, fnv1a(dev, 14695981039346656037ull));
+	h = fnv1a(dev, 14695981039346656037ull);
+	for (unsigned i = 0; i < g->nmodes; i++) {
+		snprintf(mode, sizeof(mode), "mode=%u:%zu ", g->modes[i].id, g->modes[i].ref_len);
+		h = fnv1a(mode, h);
+	}
+	h = fnv1a(desc, h);
 	snprintf(key, len, "chirpd %s build %lld-%lld | %s | %ux%ux%u | %016llx", chirpd_version,
 		 (long long)sb.st_size, (long long)sb.st_mtime, dev, c->channels, c->pulses,
 		 c->samples, (unsigned long long)h);

@@ -11,6 +11,9 @@
 #   C. a file of garbage is not believed: measured, and rewritten whole;
 #   D. auto is the unit's StateDirectory ($STATE_DIRECTORY) and none
 #      outside systemd; a relative path is refused by --check at its line.
+#   E. a reload that leaves the work alone keeps the capacity measured
+#      before ("kept"); one that changes a key of the work's table
+#      (src/workkey.c; here the tuning key cpu_block_kib) measures again.
 . "$(dirname "$0")/lib.sh"
 e2e_init capcache
 [ -x "$PY" ] || e2e_skip "$PY not found"
@@ -90,4 +93,21 @@ line=$(grep -n '^capacity_cache' "$CONF" | cut -d: -f1)
 echo "$out" | grep -q "$(basename "$CONF"):$line: \[processing\] capacity_cache: 'relative/capacity': want auto" ||
 	e2e_fail "D: --check: $out"
 e2e_log "D: auto under and outside systemd; a relative path refused at its line"
+
+e2e_config processing.capacity_cache=
+e2e_start_chirpd
+status_is measured >/dev/null || exit 1
+# reload_to SOURCE KEY=VALUE... — reload with these keys; the capacity's source
+reload_to() {
+	local want=$1
+	shift
+	e2e_config processing.capacity_cache= "$@"
+	e2e_ctl reload >"$T/reload.out" 2>&1 || e2e_fail "E: reload $*: $(cat "$T/reload.out")"
+	status_is "$want" >/dev/null || e2e_fail "E: reload $*: capacity not $want"
+}
+reload_to kept daemon.log_level=debug
+reload_to measured daemon.log_level=debug processing.cpu_block_kib=64
+reload_to kept processing.cpu_block_kib=64
+e2e_stop_chirpd || e2e_fail "chirpd did not stop cleanly"
+e2e_log "E: a reload keeps the capacity for the same work and measures for another tuning"
 e2e_pass
