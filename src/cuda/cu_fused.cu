@@ -38,8 +38,8 @@
  *
  * WHEN
  *   tune.cuda_fused: AUTO takes it when nfft factors into those radices in
- *   at most CU_FMAX_PASS stages of at least two and the buffer (17/16 nfft
- *   float2, cf_pad) fits in the device's shared memory per block (on an
+ *   at most CU_FMAX_PASS stages of at least two and the buffer (up to 17/16
+ *   nfft float2, cf_pad) fits in the device's shared memory per block (on an
  *   H100, nfft up to 27 000 or so); ON requires it; OFF never. The result
  *   is the definition in chirp/pc.h, held to the CPU backend like the cuFFT
  *   path (tests/test_pc_cuda.c).
@@ -223,6 +223,8 @@ struct cu_fargs {
 	const float2 *tw;        /* twiddles: stage q's at tw + tw_o[q]    */
 	unsigned *nonfinite;     /* rows with NaN/Inf (cf32), or NULL      */
 	unsigned n, gates, npass;      /* nfft, R, stages */
+	unsigned psh;                  /* shared memory: a pad element after
+					  every 2^psh (cf_pad)             */
 	unsigned char rad[CU_FMAX_PASS];    /* stage q's radix */
 	unsigned st[CU_FMAX_PASS];          /* stage q's stride s_q    */
 	unsigned mg[CU_FMAX_PASS];          /* ceil(2^32 / s_q)        */
@@ -296,13 +298,14 @@ __device__ __forceinline__ void cf_twiddle(float2 *v, const float2 *__restrict__
 }
 
 /*
- * Shared memory is indexed with one pad element after every 16 (cf_pad):
- * a stage whose groups are r consecutive points (the last, s = 1) then
- * hits distinct banks for r = 8 and 16, instead of 8 and 16 threads on
- * one.
+ * Shared memory is indexed with one pad element after every 2^psh
+ * (psh 31: none, as i < 2^16). Which spacing spreads a stage's accesses
+ * over the banks depends on its stride and radix: one after every 16 gives
+ * radix 8 and 16 at stride 1 distinct banks, but puts radix-10 points at
+ * stride 1 four to a bank. The plan picks psh (cf_pick_pad).
  */
-__device__ __forceinline__ unsigned cf_pad(unsigned i) { return i + (i >> 4); }
-#define CF_PADDED(n) ((n) + ((n) >> 4) + 1)
+__device__ __forceinline__ unsigned cf_pad(unsigned i, unsigned psh) { return i + (i >> psh); }
+static size_t cf_padded(size_t n, unsigned psh) { return n + (psh < 31 ? n >> psh : 0) + 1; }
 
 /* Group g of a stage of radix R and stride s: its first point, and j
  * (g = b s + j, b by the magic mg = ceil(2^32 / s): exact for g, s < 2^16). */
@@ -322,7 +325,7 @@ __device__ __forceinline__ unsigned cf_base(unsigned g, unsigned s, unsigned mg,
  */
 template <int R, int DIT>
 __device__ void cf_stage(float2 *buf, unsigned n, unsigned s, unsigned mg,
-			 const float2 *__restrict__ tw)
+			 const float2 *__restrict__ tw, unsigned psh)
 {
 	unsigned ng = n / R;
 
@@ -332,7 +335,7 @@ __device__ void cf_stage(float2 *buf, unsigned n, unsigned s, unsigned mg,
 
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			v[m] = buf[cf_pad(b0 + m * s)];
+			v[m] = buf[cf_pad(b0 + m * s, psh)];
 		if (DIT)
 			cf_twiddle<R>(v, tw, j);
 		cf_dft<R>::run(v);
@@ -340,7 +343,7 @@ __device__ void cf_stage(float2 *buf, unsigned n, unsigned s, unsigned mg,
 			cf_twiddle<R>(v, tw, j);
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			buf[cf_pad(b0 + m * s)] = v[m];
+			buf[cf_pad(b0 + m * s, psh)] = v[m];
 	}
 }
 
@@ -348,7 +351,7 @@ __device__ void cf_stage(float2 *buf, unsigned n, unsigned s, unsigned mg,
  * zero beyond R. */
 template <int IN, int R>
 __device__ int cf_first(const typename cf_in<IN>::T *__restrict__ x, unsigned Rg, float2 *buf,
-			unsigned n, const float2 *__restrict__ tw)
+			unsigned n, const float2 *__restrict__ tw, unsigned psh)
 {
 	unsigned s = n / R;
 	int bad = 0;
@@ -366,7 +369,7 @@ __device__ int cf_first(const typename cf_in<IN>::T *__restrict__ x, unsigned Rg
 		cf_twiddle<R>(v, tw, g);
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			buf[cf_pad(g + m * s)] = v[m];
+			buf[cf_pad(g + m * s, psh)] = v[m];
 	}
 	return bad;
 }
@@ -376,7 +379,7 @@ __device__ int cf_first(const typename cf_in<IN>::T *__restrict__ x, unsigned Rg
  * forward's transform, the filter and conjugate, the inverse's transform.
  */
 template <int R>
-__device__ void cf_turn(float2 *buf, unsigned n, const float2 *__restrict__ filt)
+__device__ void cf_turn(float2 *buf, unsigned n, const float2 *__restrict__ filt, unsigned psh)
 {
 	unsigned ng = n / R;
 
@@ -385,7 +388,7 @@ __device__ void cf_turn(float2 *buf, unsigned n, const float2 *__restrict__ filt
 
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			v[m] = buf[cf_pad(g * R + m)];
+			v[m] = buf[cf_pad(g * R + m, psh)];
 		cf_dft<R>::run(v);
 #pragma unroll
 		for (int m = 0; m < R; m++)
@@ -393,7 +396,7 @@ __device__ void cf_turn(float2 *buf, unsigned n, const float2 *__restrict__ filt
 		cf_dft<R>::run(v);
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			buf[cf_pad(g * R + m)] = v[m];
+			buf[cf_pad(g * R + m, psh)] = v[m];
 	}
 }
 
@@ -401,7 +404,7 @@ __device__ void cf_turn(float2 *buf, unsigned n, const float2 *__restrict__ filt
  * conjugated back and converted. */
 template <int OUT, int R>
 __device__ void cf_last(const float2 *buf, void *out, size_t o0, unsigned n, unsigned Rg,
-			const float2 *__restrict__ tw)
+			const float2 *__restrict__ tw, unsigned psh)
 {
 	unsigned s = n / R;
 
@@ -412,7 +415,7 @@ __device__ void cf_last(const float2 *buf, void *out, size_t o0, unsigned n, uns
 			break;
 #pragma unroll
 		for (int m = 0; m < R; m++)
-			v[m] = buf[cf_pad(g + m * s)];
+			v[m] = buf[cf_pad(g + m * s, psh)];
 		cf_twiddle<R>(v, tw, g);
 		cf_dft<R>::run(v);
 #pragma unroll
@@ -459,7 +462,7 @@ static __host__ __device__ constexpr int cf_vr(int v) { return v == 0 ? 16 : 10;
 	case 16: if constexpr (cf_vr(V) >= 16) CALL(16); break;                \
 	}
 
-/* One block per row; dynamic shared memory CF_PADDED(n) float2. */
+/* One block per row; dynamic shared memory cf_padded(n, psh) float2. */
 template <int IN, int OUT, int V>
 __global__ void __launch_bounds__(cf_vt(V), cf_vb(V)) k_fused(const struct cu_fargs a)
 {
@@ -469,23 +472,23 @@ __global__ void __launch_bounds__(cf_vt(V), cf_vb(V)) k_fused(const struct cu_fa
 	const typename cf_in<IN>::T *x = (const typename cf_in<IN>::T *)a.in + (size_t)row * a.istride;
 	int bad = 0;
 
-#define CF_FIRST(K) bad = cf_first<IN, K>(x, a.gates, buf, a.n, a.tw + a.tw_o[0])
+#define CF_FIRST(K) bad = cf_first<IN, K>(x, a.gates, buf, a.n, a.tw + a.tw_o[0], a.psh)
 	CF_RADIX_SWITCH(a.rad[0], CF_FIRST);
 	__syncthreads();
 	for (unsigned q = 1; q + 1 < P; q++) {
-#define CF_DIF(K) cf_stage<K, 0>(buf, a.n, a.st[q], a.mg[q], a.tw + a.tw_o[q])
+#define CF_DIF(K) cf_stage<K, 0>(buf, a.n, a.st[q], a.mg[q], a.tw + a.tw_o[q], a.psh)
 		CF_RADIX_SWITCH(a.rad[q], CF_DIF);
 		__syncthreads();
 	}
-#define CF_TURN(K) cf_turn<K>(buf, a.n, a.filt)
+#define CF_TURN(K) cf_turn<K>(buf, a.n, a.filt, a.psh)
 	CF_RADIX_SWITCH(a.rad[P - 1], CF_TURN);
 	__syncthreads();
 	for (unsigned q = P - 2; q >= 1; q--) {
-#define CF_DIT(K) cf_stage<K, 1>(buf, a.n, a.st[q], a.mg[q], a.tw + a.tw_o[q])
+#define CF_DIT(K) cf_stage<K, 1>(buf, a.n, a.st[q], a.mg[q], a.tw + a.tw_o[q], a.psh)
 		CF_RADIX_SWITCH(a.rad[q], CF_DIT);
 		__syncthreads();
 	}
-#define CF_LAST(K) cf_last<OUT, K>(buf, a.out, (size_t)row * a.ostride, a.n, a.gates, a.tw + a.tw_o[0])
+#define CF_LAST(K) cf_last<OUT, K>(buf, a.out, (size_t)row * a.ostride, a.n, a.gates, a.tw + a.tw_o[0], a.psh)
 	CF_RADIX_SWITCH(a.rad[0], CF_LAST);
 	if (IN == PC_FMT_CF32 && a.nonfinite) {
 		bad = __syncthreads_or(bad);
@@ -499,6 +502,7 @@ __global__ void __launch_bounds__(cf_vt(V), cf_vb(V)) k_fused(const struct cu_fa
 struct cu_fused {
 	unsigned n, npass, threads;
 	int var;                             /* k_fused's variant, 0..CF_NVAR-1 */
+	unsigned psh;                        /* pad spacing (cf_pad)         */
 	size_t smem;                         /* bytes per block              */
 	unsigned char rad[CU_FMAX_PASS];
 	unsigned st[CU_FMAX_PASS];           /* stage strides s_q            */
@@ -641,6 +645,62 @@ static int cf_plan(unsigned n, size_t smem, int sm_bytes, struct cf_plan *pl, in
 	return found;
 }
 
+/* The pad spacings a plan may take (cf_pad): 2^psh, or none (31). */
+static const unsigned cf_pshs[] = { 4, 5, 6, 7, 8, 31 };
+
+/*
+ * Shared-memory wavefronts of a plan's passes with pad spacing psh: per
+ * warp (32 consecutive groups) and point m of its groups, the most points
+ * that fall on one pair of banks (a float2 spans two; distinct groups
+ * touch distinct points, so none is a broadcast). Every stage but the
+ * last runs twice (forward and inverse), the last once (cf_turn).
+ */
+static unsigned long cf_bank_cost(unsigned n, const unsigned char *rad, unsigned np,
+				  const unsigned *st, unsigned psh)
+{
+	unsigned long c = 0;
+
+	for (unsigned q = 0; q < np; q++) {
+		unsigned r = rad[q], s = st[q], ng = n / r;
+		unsigned long cq = 0;
+
+		for (unsigned w = 0; w < ng; w += 32)
+			for (unsigned m = 0; m < r; m++) {
+				unsigned char cnt[16] = { 0 }, top = 0;
+
+				for (unsigned g = w; g < ng && g < w + 32; g++) {
+					unsigned b = g / s, i = g + b * s * (r - 1) + m * s;
+					unsigned k = (i + (psh < 31 ? i >> psh : 0)) & 15;
+
+					if (++cnt[k] > top)
+						top = cnt[k];
+				}
+				cq += top;
+			}
+		c += q + 1 < np ? 2 * cq : cq;
+	}
+	return c;
+}
+
+/* The pad spacing with the fewest wavefronts; of equals, the least
+ * padding. */
+static unsigned cf_pick_pad(unsigned n, const unsigned char *rad, unsigned np,
+			    const unsigned *st)
+{
+	unsigned long best = 0;
+	unsigned psh = 4;
+
+	for (size_t i = 0; i < sizeof(cf_pshs) / sizeof(cf_pshs[0]); i++) {
+		unsigned long c = cf_bank_cost(n, rad, np, st, cf_pshs[i]);
+
+		if (i == 0 || c <= best) {
+			best = c;
+			psh = cf_pshs[i];
+		}
+	}
+	return psh;
+}
+
 /*
  * Stage q of n = r_0 ... r_{P-1}: on blocks of L_q = n / (r_0 ... r_{q-1})
  * points, groups of r_q points at stride s_q = L_q / r_q; its twiddles
@@ -711,7 +771,7 @@ int cu_fused_create(struct cu_be *be, enum pc_switch want, const float *filts, c
 	struct cu_fused *f;
 	struct cf_plan pl;
 	unsigned n = (unsigned)be->nfft;
-	size_t smem = CF_PADDED(be->nfft) * sizeof(float2);
+	size_t smem = cf_padded(be->nfft, cf_pshs[0]) * sizeof(float2);   /* the most */
 	int smax = 0, sm_bytes = 0, var = 0, planned = 0, rc = 0;
 	float2 *tw = NULL;
 	const enum pc_output outs[3] = { PC_OUT_COMPLEX, PC_OUT_MAGNITUDE, PC_OUT_POWER_DB };
@@ -747,8 +807,9 @@ int cu_fused_create(struct cu_be *be, enum pc_switch want, const float *filts, c
 	f->threads = pl.threads;
 	f->var = var;
 	memcpy(f->rad, pl.rad, pl.np);
-	f->smem = smem;
 	cf_tables(n, f->rad, f->npass, tw, f->st, f->tw_o);
+	f->psh = cf_pick_pad(n, f->rad, f->npass, f->st);
+	f->smem = cf_padded(be->nfft, f->psh) * sizeof(float2);
 	CK(cudaMalloc((void **)&f->d_tw, be->nfft * sizeof(float2)));
 	CK(cudaMemcpy(f->d_tw, tw, be->nfft * sizeof(float2), cudaMemcpyHostToDevice));
 	free(tw);
@@ -808,6 +869,7 @@ static void cf_args(const struct cu_be *be, const struct cu_fjob *j, struct cu_f
 	a->n = f->n;
 	a->gates = (unsigned)be->R;
 	a->npass = f->npass;
+	a->psh = f->psh;
 	for (unsigned q = 0; q < f->npass; q++) {
 		a->rad[q] = f->rad[q];
 		a->st[q] = f->st[q];
