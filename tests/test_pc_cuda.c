@@ -201,6 +201,35 @@ static void poison(void *buf, size_t bytes)
 	memset(buf, 0xff, bytes);
 }
 
+/*
+ * One CPI of random input (samples complex samples in format f, a fresh
+ * draw) through cpu and gpu synchronously, each output poisoned first; the
+ * error of gpu's output against cpu's (out_err, mode m), and each one's
+ * non-finite row count in *nfc, *nfg.
+ */
+static double run_vs_cpu(struct pc *cpu, struct pc *gpu, enum pc_format f, enum pc_output m,
+			 size_t samples, uint32_t *nfc, uint32_t *nfg)
+{
+	size_t ib = pc_in_bytes(cpu), ob = pc_out_bytes(cpu);
+	void *in = malloc(ib);
+	float *yc = malloc(ob), *yg = malloc(ob);
+	double e;
+
+	assert_non_null(in);
+	assert_non_null(yc);
+	assert_non_null(yg);
+	fill_input(in, f, samples);
+	poison(yc, ob);
+	poison(yg, ob);
+	assert_int_equal(pc_execute(cpu, in, yc, nfc), 0);
+	assert_int_equal(pc_execute(gpu, in, yg, nfg), 0);
+	e = out_err(yg, yc, ob / sizeof(float), m);
+	free(in);
+	free(yc);
+	free(yg);
+	return e;
+}
+
 /* Run one CPI synchronously on both and compare the outputs. */
 static double gpu_vs_cpu_once(unsigned C, unsigned P, unsigned R, enum pc_format f,
 			      enum pc_output m, enum wf_window win, size_t L,
@@ -209,33 +238,19 @@ static double gpu_vs_cpu_once(unsigned C, unsigned P, unsigned R, enum pc_format
 	float *ref = make_ref(win, L, R);
 	struct pc *cpu = make_pc(PC_BACKEND_CPU, C, P, R, f, m, ref, L, 1, PC_STAGING_AUTO);
 	struct pc *gpu = make_pc(PC_BACKEND_CUDA, C, P, R, f, m, ref, L, streams, PC_STAGING_AUTO);
-	size_t ib = pc_in_bytes(cpu), ob = pc_out_bytes(cpu);
-	void *in = malloc(ib);
-	float *yc = malloc(ob), *yg = malloc(ob);
 	uint32_t nfc = 99, nfg = 99;
 	double e;
 
-	assert_non_null(in);
-	assert_non_null(yc);
-	assert_non_null(yg);
-	assert_int_equal(pc_in_bytes(gpu), ib);
-	assert_int_equal(pc_out_bytes(gpu), ob);
-	fill_input(in, f, (size_t)C * P * R);
-	poison(yc, ob);
-	poison(yg, ob);
-	assert_int_equal(pc_execute(cpu, in, yc, &nfc), 0);
-	assert_int_equal(pc_execute(gpu, in, yg, &nfg), 0);
+	assert_int_equal(pc_in_bytes(gpu), pc_in_bytes(cpu));
+	assert_int_equal(pc_out_bytes(gpu), pc_out_bytes(cpu));
+	e = run_vs_cpu(cpu, gpu, f, m, (size_t)C * P * R, &nfc, &nfg);
 	assert_int_equal(nfc, 0);
 	assert_int_equal(nfg, 0);
-	e = out_err(yg, yc, ob / sizeof(float), m);
 	print_message("  %-4s %-9s %-8s R=%-5u L=%-4zu streams=%u: rel L2 %.2e\n",
 		      pc_format_name(f), pc_output_name(m), wf_window_name(win), R, L,
 		      streams, e);
 	pc_destroy(cpu);
 	pc_destroy(gpu);
-	free(in);
-	free(yc);
-	free(yg);
 	free(ref);
 	return e;
 }
@@ -290,9 +305,6 @@ static double engine_vs_cpu(unsigned C, unsigned P, unsigned R, size_t L, size_t
 	struct pc_info info;
 	struct pc *cpu, *gpu;
 	char err[256] = "";
-	size_t ib, ob;
-	void *in;
-	float *yc, *yg;
 	uint32_t nfc = 99, nfg = 99;
 	double e;
 
@@ -317,28 +329,12 @@ static double engine_vs_cpu(unsigned C, unsigned P, unsigned R, size_t L, size_t
 		fail_msg("pc_create(cuda, nfft %zu): %s", nfft, err);
 	pc_get_info(gpu, &info);
 	snprintf(engine, elen, "%s", info.fft_engine);
-	ib = pc_in_bytes(cpu);
-	ob = pc_out_bytes(cpu);
-	in = malloc(ib);
-	yc = malloc(ob);
-	yg = malloc(ob);
-	assert_non_null(in);
-	assert_non_null(yc);
-	assert_non_null(yg);
-	fill_input(in, f, (size_t)C * P * R);
-	poison(yc, ob);
-	poison(yg, ob);
-	assert_int_equal(pc_execute(cpu, in, yc, &nfc), 0);
-	assert_int_equal(pc_execute(gpu, in, yg, &nfg), 0);
+	e = run_vs_cpu(cpu, gpu, f, m, (size_t)C * P * R, &nfc, &nfg);
 	assert_int_equal(nfg, nfc);
-	e = out_err(yg, yc, ob / sizeof(float), m);
 	print_message("  nfft %-6zu %-4s %-9s %-34s rel L2 %.2e\n", nfft, pc_format_name(f),
 		      pc_output_name(m), engine, e);
 	pc_destroy(cpu);
 	pc_destroy(gpu);
-	free(in);
-	free(yc);
-	free(yg);
 	free(ref);
 	return e;
 }
