@@ -15,7 +15,8 @@
  * its own mode, with graphs on and off and chunked layouts). Both FFT
  * engines (tune.cuda_fused): the default picks the fused kernel for every
  * size above; test_fused_* hold it and the cuFFT path to the CPU backend
- * over FFT lengths that use each of its butterflies.
+ * over FFT lengths that use each of its butterflies; test_fused_fft_rows
+ * that fused sets without the radar chain take no FFT rows' device memory.
  * Tolerance: relative L2 error <= 1e-5 (float32 FFTs on both sides).
  *
  * The radar chain (test_radar_*): maps for every MTI and map mode, the
@@ -201,6 +202,35 @@ static void poison(void *buf, size_t bytes)
 	memset(buf, 0xff, bytes);
 }
 
+/*
+ * One CPI of random input (samples complex samples in format f, a fresh
+ * draw) through cpu and gpu synchronously, each output poisoned first; the
+ * error of gpu's output against cpu's (out_err, mode m), and each one's
+ * non-finite row count in *nfc, *nfg.
+ */
+static double run_vs_cpu(struct pc *cpu, struct pc *gpu, enum pc_format f, enum pc_output m,
+			 size_t samples, uint32_t *nfc, uint32_t *nfg)
+{
+	size_t ib = pc_in_bytes(cpu), ob = pc_out_bytes(cpu);
+	void *in = malloc(ib);
+	float *yc = malloc(ob), *yg = malloc(ob);
+	double e;
+
+	assert_non_null(in);
+	assert_non_null(yc);
+	assert_non_null(yg);
+	fill_input(in, f, samples);
+	poison(yc, ob);
+	poison(yg, ob);
+	assert_int_equal(pc_execute(cpu, in, yc, nfc), 0);
+	assert_int_equal(pc_execute(gpu, in, yg, nfg), 0);
+	e = out_err(yg, yc, ob / sizeof(float), m);
+	free(in);
+	free(yc);
+	free(yg);
+	return e;
+}
+
 /* Run one CPI synchronously on both and compare the outputs. */
 static double gpu_vs_cpu_once(unsigned C, unsigned P, unsigned R, enum pc_format f,
 			      enum pc_output m, enum wf_window win, size_t L,
@@ -209,33 +239,19 @@ static double gpu_vs_cpu_once(unsigned C, unsigned P, unsigned R, enum pc_format
 	float *ref = make_ref(win, L, R);
 	struct pc *cpu = make_pc(PC_BACKEND_CPU, C, P, R, f, m, ref, L, 1, PC_STAGING_AUTO);
 	struct pc *gpu = make_pc(PC_BACKEND_CUDA, C, P, R, f, m, ref, L, streams, PC_STAGING_AUTO);
-	size_t ib = pc_in_bytes(cpu), ob = pc_out_bytes(cpu);
-	void *in = malloc(ib);
-	float *yc = malloc(ob), *yg = malloc(ob);
 	uint32_t nfc = 99, nfg = 99;
 	double e;
 
-	assert_non_null(in);
-	assert_non_null(yc);
-	assert_non_null(yg);
-	assert_int_equal(pc_in_bytes(gpu), ib);
-	assert_int_equal(pc_out_bytes(gpu), ob);
-	fill_input(in, f, (size_t)C * P * R);
-	poison(yc, ob);
-	poison(yg, ob);
-	assert_int_equal(pc_execute(cpu, in, yc, &nfc), 0);
-	assert_int_equal(pc_execute(gpu, in, yg, &nfg), 0);
+	assert_int_equal(pc_in_bytes(gpu), pc_in_bytes(cpu));
+	assert_int_equal(pc_out_bytes(gpu), pc_out_bytes(cpu));
+	e = run_vs_cpu(cpu, gpu, f, m, (size_t)C * P * R, &nfc, &nfg);
 	assert_int_equal(nfc, 0);
 	assert_int_equal(nfg, 0);
-	e = out_err(yg, yc, ob / sizeof(float), m);
 	print_message("  %-4s %-9s %-8s R=%-5u L=%-4zu streams=%u: rel L2 %.2e\n",
 		      pc_format_name(f), pc_output_name(m), wf_window_name(win), R, L,
 		      streams, e);
 	pc_destroy(cpu);
 	pc_destroy(gpu);
-	free(in);
-	free(yc);
-	free(yg);
 	free(ref);
 	return e;
 }
@@ -290,9 +306,6 @@ static double engine_vs_cpu(unsigned C, unsigned P, unsigned R, size_t L, size_t
 	struct pc_info info;
 	struct pc *cpu, *gpu;
 	char err[256] = "";
-	size_t ib, ob;
-	void *in;
-	float *yc, *yg;
 	uint32_t nfc = 99, nfg = 99;
 	double e;
 
@@ -317,28 +330,12 @@ static double engine_vs_cpu(unsigned C, unsigned P, unsigned R, size_t L, size_t
 		fail_msg("pc_create(cuda, nfft %zu): %s", nfft, err);
 	pc_get_info(gpu, &info);
 	snprintf(engine, elen, "%s", info.fft_engine);
-	ib = pc_in_bytes(cpu);
-	ob = pc_out_bytes(cpu);
-	in = malloc(ib);
-	yc = malloc(ob);
-	yg = malloc(ob);
-	assert_non_null(in);
-	assert_non_null(yc);
-	assert_non_null(yg);
-	fill_input(in, f, (size_t)C * P * R);
-	poison(yc, ob);
-	poison(yg, ob);
-	assert_int_equal(pc_execute(cpu, in, yc, &nfc), 0);
-	assert_int_equal(pc_execute(gpu, in, yg, &nfg), 0);
+	e = run_vs_cpu(cpu, gpu, f, m, (size_t)C * P * R, &nfc, &nfg);
 	assert_int_equal(nfg, nfc);
-	e = out_err(yg, yc, ob / sizeof(float), m);
 	print_message("  nfft %-6zu %-4s %-9s %-34s rel L2 %.2e\n", nfft, pc_format_name(f),
 		      pc_output_name(m), engine, e);
 	pc_destroy(cpu);
 	pc_destroy(gpu);
-	free(in);
-	free(yc);
-	free(yg);
 	free(ref);
 	return e;
 }
@@ -2029,6 +2026,106 @@ static void test_device_memory(void **state)
 }
 #endif
 
+#ifdef CHIRP_HAVE_CUDA
+/* A GPU pc of C x P x R (cf32 in, magnitude out, make_pc) on the engine
+ * eng at depth, and the device memory its creation took (bytes): the drop
+ * of cudaMemGetInfo's free memory over pc_create. */
+static struct pc *make_pc_measured(enum pc_switch eng, unsigned C, unsigned P, unsigned R,
+				   const float *ref, size_t L, unsigned depth, long long *took)
+{
+	size_t before = 0, after = 0, total = 0;
+	struct pc *pc;
+
+	tune.cuda_fused = eng;
+	assert_int_equal(cudaMemGetInfo(&before, &total), cudaSuccess);
+	pc = make_pc(PC_BACKEND_CUDA, C, P, R, PC_FMT_CF32, PC_OUT_MAGNITUDE, ref, L, depth,
+		     PC_STAGING_AUTO);
+	assert_int_equal(cudaMemGetInfo(&after, &total), cudaSuccess);
+	*took = (long long)before - (long long)after;
+	return pc;
+}
+
+/* One CPI through gpu against cpu (cf32, magnitude), within TOL, with
+ * the same non-finite count; gpu's engine must start with engine. */
+static void fft_rows_check(struct pc *cpu, struct pc *gpu, size_t samples, const char *engine)
+{
+	struct pc_info info;
+	uint32_t nfc = 99, nfg = 99;
+	double e;
+
+	pc_get_info(gpu, &info);
+	assert_true(strncmp(info.fft_engine, engine, strlen(engine)) == 0);
+	e = run_vs_cpu(cpu, gpu, PC_FMT_CF32, PC_OUT_MAGNITUDE, samples, &nfc, &nfg);
+	assert_int_equal(nfg, nfc);
+	print_message("  %-34s depth %u: rel L2 %.2e\n", info.fft_engine, info.depth, e);
+	assert_true(e <= TOL);
+}
+
+/*
+ * The fused kernel without the radar chain and with a cube output writes
+ * the output itself, so its sets hold no FFT rows (rows x nfft x 8 bytes
+ * each; the cuFFT engine's sets do). Seen as the device memory pc_create
+ * takes, on a geometry whose FFT rows are about 2.7 times a set's packed
+ * input and output: a fused pc of depth 3 takes at least two sets' input
+ * and output more than one of depth 1 (the measure sees allocations) but
+ * less than two sets of FFT rows more (with them it would take more); a
+ * cuFFT pc of depth 3 takes at least three sets of FFT rows more than
+ * the fused one. Each engine is created and run once before anything is
+ * measured (kernels load on first use and keep their memory), and every
+ * pc's result is checked against the CPU backend.
+ */
+static void test_fused_fft_rows(void **state)
+{
+	const unsigned C = 4, P = 512, R = 1000;
+	const size_t L = 3001, samples = (size_t)C * P * R;
+	const long long slack = 16ll << 20;   /* allocation granularity, streams */
+	struct pc *cpu, *gpu;
+	struct pc_info info;
+	long long first, f1, f3, c3, fft, io;   /* bytes */
+	float *ref;
+
+	(void)state;
+	NEED_GPU();
+	assert_int_equal(cudaSetDevice(0), cudaSuccess);   /* make_pc's gpu: what is measured */
+	ref = make_ref(WIN_HAMMING, L, R);
+	cpu = make_pc(PC_BACKEND_CPU, C, P, R, PC_FMT_CF32, PC_OUT_MAGNITUDE, ref, L, 1,
+		      PC_STAGING_AUTO);
+	gpu = make_pc_measured(PC_SWITCH_OFF, C, P, R, ref, L, 1, &first);
+	fft_rows_check(cpu, gpu, samples, "cufft");
+	pc_destroy(gpu);
+	gpu = make_pc_measured(PC_SWITCH_ON, C, P, R, ref, L, 1, &first);
+	fft_rows_check(cpu, gpu, samples, "fused (");
+	pc_destroy(gpu);
+
+	gpu = make_pc_measured(PC_SWITCH_ON, C, P, R, ref, L, 1, &f1);
+	pc_destroy(gpu);
+	gpu = make_pc_measured(PC_SWITCH_ON, C, P, R, ref, L, 3, &f3);
+	fft_rows_check(cpu, gpu, samples, "fused (");
+	pc_get_info(gpu, &info);
+	fft = (long long)((size_t)C * P * info.nfft * 8);
+	io = (long long)(pc_in_bytes(gpu) + pc_out_bytes(gpu));
+	pc_destroy(gpu);
+	gpu = make_pc_measured(PC_SWITCH_OFF, C, P, R, ref, L, 3, &c3);
+	fft_rows_check(cpu, gpu, samples, "cufft");
+	pc_destroy(gpu);
+	print_message("  device memory taken: fused depth 1 %lld, depth 3 %lld, cufft depth 3 "
+		      "%lld B; a set's FFT rows %lld B, its input + output %lld B\n",
+		      f1, f3, c3, fft, io);
+	assert_true(f3 - f1 >= 2 * io - slack);
+	assert_true(f3 - f1 < 2 * fft);
+	assert_true(c3 - f3 >= 3 * fft - slack);
+	pc_destroy(cpu);
+	free(ref);
+	tune_defaults();
+}
+#else
+static void test_fused_fft_rows(void **state)
+{
+	(void)state;
+	NEED_GPU();   /* a build without CUDA has no device: skipped there */
+}
+#endif
+
 /* The cuFFT engine through the pipeline paths the default (fused) takes
  * above: graphs, chunks, depths. */
 static void test_cufft_engine(void **state)
@@ -2069,6 +2166,7 @@ int main(void)
 		cmocka_unit_test_setup(test_radar_out_none, reset_tune),
 		cmocka_unit_test_setup(test_radar_pipeline, reset_tune),
 		cmocka_unit_test_setup(test_device_memory, reset_tune),
+		cmocka_unit_test_setup(test_fused_fft_rows, reset_tune),
 		cmocka_unit_test_setup(test_cufft_engine, reset_tune),
 	};
 

@@ -148,7 +148,7 @@ void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, siz
 		j->ostride = be->R;
 		j->mode = be->out_mode;
 	} else {
-		j->out = s->d_fft + r0 * be->pitch_elems;
+		j->out = cu_fft_row(be, s, r0);
 		j->ostride = be->pitch_elems;
 		j->mode = PC_OUT_COMPLEX;
 	}
@@ -289,7 +289,7 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 		k.i = i;
 		k.c = &s->cs[i % q.lay->nstreams];
 		k.nr = cu_chunk(be, q.lay, i, &k.r0, &k.ioff, &k.ooff);
-		k.fft = s->d_fft + k.r0 * be->pitch_elems;
+		k.fft = cu_fft_row(be, s, k.r0);
 		rc = cu_enq_input(be, &q, &k, ce);
 		if (rc == 0)
 			rc = cu_enq_compute(be, &q, &k, ce);

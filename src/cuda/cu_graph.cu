@@ -247,7 +247,7 @@ static cudaError_t cu_graph_set_filter(struct cu_be *be, struct cu_set *s, int l
 			e = cu_fused_node_set(be, s->gx[li], s->g_mul[li][i], &j);
 			continue;
 		}
-		e = cu_cmul_node_set(s->gx[li], s->g_mul[li][i], s->d_fft + r0 * be->pitch_elems,
+		e = cu_cmul_node_set(s->gx[li], s->g_mul[li][i], cu_fft_row(be, s, r0),
 				     be->pitch_elems, (unsigned)be->nfft, nr, f);
 	}
 	if (e == cudaSuccess)

@@ -59,8 +59,9 @@
  *   Fused (be->fused, cu_fused.cu): pad, FFT, mul, IFFT and out are one
  *   kernel that reads the chunk's packed input rows (d_in: every input
  *   goes there 1-D, cf32 too) and writes d_out, or the fft rows for the
- *   radar chain. Input and output that are device memory are read and
- *   written in place: no copy in or out, one launch for the whole CPI.
+ *   radar chain (only then does a fused set have d_fft). Input and output
+ *   that are device memory are read and written in place: no copy in or
+ *   out, one launch for the whole CPI.
  *
  *   With the radar chain (pc_setup.radar), the chunks stop after the IFFT
  *   unless the output is a cube (complex / magnitude / power_db: out and
@@ -171,7 +172,10 @@ struct cu_set {
 	int have_ev_start;
 	void *d_in;              /* packed input rows: sc16 always, cf32 with
 				    graphs (their input copy must be 1-D) */
-	float2 *d_fft;           /* rows x pitch bytes, nfft used per row  */
+	float2 *d_fft;           /* rows x pitch bytes, nfft used per row;
+				    NULL for the fused kernel without the
+				    chain and with a cube output (nothing
+				    uses them there: cu_alloc_fft_rows) */
 	void *d_out;             /* rows * R * out_sample_bytes, packed    */
 	unsigned *d_nonfinite;   /* rows with NaN/Inf in this CPI: zero at
 				    its start (zeroed at create, and by the
@@ -280,6 +284,13 @@ struct cu_be {
 	int fault_armed;
 	char last_error[256];
 };
+
+/* Row r0 of set s's FFT rows, or NULL where the set has none (d_fft NULL:
+ * no pointer arithmetic on it). */
+static inline float2 *cu_fft_row(const struct cu_be *be, const struct cu_set *s, size_t r0)
+{
+	return s->d_fft ? s->d_fft + r0 * be->pitch_elems : NULL;
+}
 
 /* ---- cu_error.cu ----------------------------------------------------------- */
 

@@ -1054,6 +1054,13 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 	size_t cells = (size_t)rs->maps * rs->nd * rs->samples, rows = (size_t)rs->maps * rs->nd;
 	int rc = 0;
 
+	/* k_mti reads the compressed rows: a set with the chain always has
+	 * them (cu_alloc_fft_rows); a set without would be our own bug */
+	if (!s->d_fft) {
+		snprintf(be->last_error, sizeof(be->last_error),
+			 "radar chain on a set without FFT rows");
+		return -EINVAL;
+	}
 	CK(cudaMalloc((void **)&r->d_zin, cube * sizeof(float2)));
 	CK(cudaMemset(r->d_zin, 0, cube * sizeof(float2)));   /* the padding, once */
 	CK(cudaMalloc((void **)&r->d_dop, cube * sizeof(float2)));

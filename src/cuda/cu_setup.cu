@@ -383,24 +383,24 @@ out:
 }
 
 /*
- * Set i's device buffers: d_in where the input is packed, d_out, the
- * pitched FFT rows (the pitch checked: cuFFT takes the row distance in
- * elements, and every set must share the plans' pitch), the non-finite
- * count and its pinned copy.
+ * Set s's pitched FFT rows (the pitch checked: cuFFT takes the row
+ * distance in elements, and every set must share the plans' pitch), only
+ * where something uses them: the cuFFT engine transforms in them, and the
+ * fused kernel writes them for the radar chain, which reads the compressed
+ * rows there (a non-cube output implies the chain). The fused kernel
+ * without the chain and with a cube output reads the input and writes the
+ * output itself (cu_fused_job, the same test), so there d_fft would be
+ * rows x pitch bytes per set that nothing touches: it stays NULL, and
+ * pitch_elems 0 (nothing on that path uses a pitch; cu_fft_row gives
+ * NULL).
  */
-static int cu_alloc_set_buffers(struct cu_be *be, struct cu_set *s, unsigned i)
+static int cu_alloc_fft_rows(struct cu_be *be, struct cu_set *s, unsigned i)
 {
 	size_t pitch = 0;
 	int rc = 0;
 
-	/* cf32 lands in d_fft directly, but a graph's copy must be 1-D and
-	 * the fused kernel reads packed rows */
-	if (be->in_format == PC_FMT_SC16 || be->graphs || be->fused)
-		CK(cudaMalloc(&s->d_in, be->in_bytes));
-	/* the output as it leaves: a cube's, map_db's (map_power leaves
-	 * from the chain's d_map; none has none) */
-	if (be->cube_out || be->out_mode == PC_OUT_MAP_DB)
-		CK(cudaMalloc(&s->d_out, be->out_bytes));
+	if (be->fused && be->cube_out && !be->rs)
+		return 0;
 	CK(cudaMallocPitch((void **)&s->d_fft, &pitch, be->nfft * sizeof(float2), be->rows));
 	if (pitch % sizeof(float2) != 0) {
 		snprintf(be->last_error, sizeof(be->last_error),
@@ -414,6 +414,30 @@ static int cu_alloc_set_buffers(struct cu_be *be, struct cu_set *s, unsigned i)
 		return -EINVAL;
 	}
 	be->pitch_elems = pitch / sizeof(float2);
+out:
+	return rc;
+}
+
+/*
+ * Set i's device buffers: d_in where the input is packed, d_out, the
+ * pitched FFT rows where they are used (cu_alloc_fft_rows), the
+ * non-finite count and its pinned copy.
+ */
+static int cu_alloc_set_buffers(struct cu_be *be, struct cu_set *s, unsigned i)
+{
+	int rc = 0;
+
+	/* cf32 lands in d_fft directly, but a graph's copy must be 1-D and
+	 * the fused kernel reads packed rows */
+	if (be->in_format == PC_FMT_SC16 || be->graphs || be->fused)
+		CK(cudaMalloc(&s->d_in, be->in_bytes));
+	/* the output as it leaves: a cube's, map_db's (map_power leaves
+	 * from the chain's d_map; none has none) */
+	if (be->cube_out || be->out_mode == PC_OUT_MAP_DB)
+		CK(cudaMalloc(&s->d_out, be->out_bytes));
+	rc = cu_alloc_fft_rows(be, s, i);
+	if (rc < 0)
+		goto out;
 	CK(cudaMalloc((void **)&s->d_nonfinite, sizeof(unsigned)));
 	CK(cudaMemset(s->d_nonfinite, 0, sizeof(unsigned)));
 	CK(cudaHostAlloc((void **)&s->h_nonfinite, sizeof(unsigned),
@@ -506,15 +530,17 @@ out:
 static void cu_log_created(const struct cu_be *be)
 {
 	const struct chunk_layout *d = &be->lay[CU_LAY_DEPTH], *i = &be->lay[CU_LAY_IDLE];
-	char idle[96] = "";
+	char idle[96] = "", rows[48] = "no FFT rows";   /* none: cu_alloc_fft_rows */
 
 	if (be->have_idle)
 		snprintf(idle, sizeof(idle), " (%u of %zu rows while the GPU is not behind)",
 			 i->nchunks, i->chunk_rows);
-	log_info("cuda: %s, nfft %zu (%s), depth %u, %u chunk%s of %zu rows%s, row pitch %zu B, "
+	if (be->pitch_elems)
+		snprintf(rows, sizeof(rows), "row pitch %zu B", be->pitch_elems * sizeof(float2));
+	log_info("cuda: %s, nfft %zu (%s), depth %u, %u chunk%s of %zu rows%s, %s, "
 		 "%s, %s staging (%u copy thread%s%s when staged)",
 		 be->device, be->nfft, be->fft_engine, be->nsets, d->nchunks, d->nchunks == 1 ? "" : "s",
-		 d->chunk_rows, idle, be->pitch_elems * sizeof(float2),
+		 d->chunk_rows, idle, rows,
 		 be->graphs ? "a registered CPI is one CUDA graph" : "CPIs queued call by call",
 		 be->staging == PC_STAGING_COPY ? "copy" : "register/auto",
 		 be->staging_threads, be->staging_threads == 1 ? "" : "s",
