@@ -2065,8 +2065,9 @@ static void fft_rows_check(struct pc *cpu, struct pc *gpu, size_t samples, const
  * The fused kernel without the radar chain and with a cube output writes
  * the output itself, so its sets hold no FFT rows (rows x nfft x 8 bytes
  * each; the cuFFT engine's sets do). Seen as the device memory pc_create
- * takes, on a geometry whose FFT rows are about 2.7 times a set's packed
- * input and output: a fused pc of depth 3 takes at least two sets' input
+ * takes, on a geometry whose FFT rows (nfft >= R + L - 1 = 1999: 16 kB a
+ * row) exceed a set's packed input and output (cf32 in, magnitude out:
+ * 12 kB a row) by 32 MiB over its 4096 rows: a fused pc of depth 3 takes at least two sets' input
  * and output more than one of depth 1 (the measure sees allocations) but
  * less than two sets of FFT rows more (with them it would take more); a
  * cuFFT pc of depth 3 takes at least three sets of FFT rows more than
@@ -2076,8 +2077,8 @@ static void fft_rows_check(struct pc *cpu, struct pc *gpu, size_t samples, const
  */
 static void test_fused_fft_rows(void **state)
 {
-	const unsigned C = 4, P = 512, R = 1000;
-	const size_t L = 3001, samples = (size_t)C * P * R;
+	const unsigned C = 8, P = 512, R = 1000;
+	const size_t L = 1000, samples = (size_t)C * P * R;
 	const long long slack = 16ll << 20;   /* allocation granularity, streams */
 	struct pc *cpu, *gpu;
 	struct pc_info info;
