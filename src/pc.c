@@ -18,6 +18,7 @@
  * from silently producing garbage.
  */
 #include "chirp/pc.h"
+#include "chirp/ring.h"
 #include "errbuf.h"
 #include "hcopy.h"
 #include "pc_backend.h"
@@ -1306,17 +1307,19 @@ int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen)
 static int calib_scratch_make(const struct pc *pc, unsigned n, struct calib_scratch *cs,
 			      char *err, size_t errlen)
 {
+	/* Scratch CPIs stand in for ring slots: aligned and padded as those. */
+	const size_t page = CHIRP_RING_PAGE_BYTES;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
 	memset(cs, 0, sizeof(*cs));
 	cs->n = n < 1 ? 1 : n;
-	cs->in_len = (pc->in_bytes + 4095) & ~(size_t)4095;
-	cs->out_len = (pc->out_bytes + 4095) & ~(size_t)4095;
+	cs->in_len = (pc->in_bytes + page - 1) & ~(size_t)(page - 1);
+	cs->out_len = (pc->out_bytes + page - 1) & ~(size_t)(page - 1);
 	cs->det_len = (pc->det_bytes + 63) & ~(size_t)63;
 	if (cs->out_len == 0)   /* PC_OUT_NONE: one page, never written */
-		cs->out_len = 4096;
-	if (posix_memalign(&cs->in, 4096, cs->in_len * cs->n) != 0 ||
-	    posix_memalign(&cs->out, 4096, cs->out_len * cs->n) != 0 ||
+		cs->out_len = page;
+	if (posix_memalign(&cs->in, page, cs->in_len * cs->n) != 0 ||
+	    posix_memalign(&cs->out, page, cs->out_len * cs->n) != 0 ||
 	    (cs->det_len && posix_memalign(&cs->det, 64, cs->det_len * cs->n) != 0)) {
 		errbuf_set(err, errlen, "no memory for %u x (%zu + %zu) bytes of scratch CPIs", cs->n,
 			   cs->in_len, cs->out_len);
