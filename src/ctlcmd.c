@@ -170,7 +170,8 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(rings, "input", json_string(c->input_ring));
 	json_object_set_new(rings, "output", json_string(c->out_mode == PC_OUT_NONE ? "" :
 							       c->output_ring));
-	if (chirp_ring_stats(d->g->in, &rs) == 0)
+	/* no input ring: a failed reload could not restore it (broken) */
+	if (d->g->in && chirp_ring_stats(d->g->in, &rs) == 0)
 		json_object_set_new(rings, "input_epoch", json_integer((json_int_t)rs.epoch));
 	json_object_set_new(rings, "input_slots", json_integer(gen_in_slots(d->g)));
 	json_object_set_new(rings, "input_slots_auto", json_boolean(!d->g->slots_requested));
@@ -209,7 +210,7 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 		"applied", d->applied.realtime, "priority", d->applied.rt_priority,
 		"note", d->applied.realtime_note));
 	json_object_set_new(reply, "watchdog_usec", json_integer((json_int_t)d->wd_usec));
-	json_object_set_new(reply, "control_socket", json_string(control_path(d->ctl)));
+	json_object_set_new(reply, "control_socket", json_string(d->ctl ? control_path(d->ctl) : ""));
 	json_object_set_new(reply, "metrics_listen", json_string(c->metrics_listen));
 	if (d->last_reload_error[0])
 		json_object_set_new(reply, "last_reload_error", json_string(d->last_reload_error));
@@ -435,7 +436,7 @@ static void wait_state(struct daemon *d, enum pipeline_state want, int ms)
 static int set_paused(struct daemon *d, int on, const struct control_peer *peer,
 		      json_t *reply, char *err, size_t errlen)
 {
-	if (pipeline_state(d->pl) == PIPE_FAILED || d->stopping) {
+	if (d->stopping || !d->pl || pipeline_state(d->pl) == PIPE_FAILED) {
 		snprintf(err, errlen, "data path is %s", daemon_state_name(d));
 		return -EIO;
 	}
