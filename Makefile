@@ -19,7 +19,8 @@
 #   src/ring/    libchirpring: the shared-memory CPI ring, its public header
 #                include/chirp/ring.h, pkg-config file and Python binding
 #   src/         the daemon's modules (libchirpcore) and chirpd's own files
-#                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, daemon.h)
+#                (DAEMON_SRCS: chirpd.c and, in libchirpdaemon for the
+#                tests to link, gen.c, reload.c, ctlcmd.c, ...; daemon.h)
 #   src/cuda/    the CUDA backend (CUDA builds only)
 #   src/tools/   chirp-feed, chirp-tap, chirpctl and their helpers
 #   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
@@ -85,14 +86,15 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
-                metrics.c pc.c pc_cpu.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
+                metrics.c pc.c pc_cpu.c pcsize.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
                 radar.c radar_cpu.c waveform.c workkey.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
-# chirpd's own files (linked only into chirpd): main and the event loop,
-# generations, reload, control commands.
-DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c)
+# chirpd's own files: main and the event loop (chirpd.c), generations,
+# reload, control commands, the status line, the version. All but main go
+# into DAEMON_LIB as well, which the unit tests of those files link.
+DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c statusline.c version.c)
 TOOL_BINS  := chirp-feed chirp-tap chirpctl
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)
@@ -113,6 +115,7 @@ CORE_OBJS  := $(call objs_of,$(CORE_SRCS) $(CU_SRCS))
 RING_OBJS  := $(call objs_of,$(RING_SRCS))
 TOOL_OBJS  := $(call objs_of,$(TOOL_SRCS))
 DAEMON_OBJS := $(call objs_of,$(DAEMON_SRCS))
+DAEMON_LIB := $(BUILD)/lib/libchirpdaemon.a
 CORE_LIB   := $(BUILD)/lib/libchirpcore.a
 # Test hooks (-DCHIRP_TEST_HOOKS: pc_cpu.c's worker stall) live only in a
 # second object of each HOOK_SRCS file, in a copy of the core library that
@@ -142,7 +145,7 @@ all: libs bins tests benches
 	 elif [ -x "$(NVCC)" ]; then echo "chirpd: built CPU-only (CUDA=0$(if $(SAN), in a sanitizer build))"; \
 	 else echo "chirpd: built CPU-only (no nvcc at $(NVCC); set CUDA_HOME to enable the CUDA backend)"; fi
 
-libs: $(CORE_LIB) $(RING_LIB) $(RING_SO) $(TOOL_LIB)
+libs: $(CORE_LIB) $(RING_LIB) $(RING_SO) $(TOOL_LIB) $(DAEMON_LIB)
 bins: $(BINS)
 tests: $(TESTS)
 benches: $(BENCHES)
@@ -187,6 +190,10 @@ $(TOOL_LIB): $(TOOL_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
+$(DAEMON_LIB): $(filter-out $(OBJ)/chirpd.o,$(DAEMON_OBJS))
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
 $(RING_SO): $(RING_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.2 -o $@ $^ -lrt
@@ -200,9 +207,9 @@ $(addprefix $(BUILD)/bin/,$(TOOL_BINS)): $(BUILD)/bin/%: src/tools/%.c $(TOOL_LI
 	@mkdir -p $(@D) $(OBJ)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bin-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_TOOLS)
 
-$(BUILD)/tests/%: tests/%.c $(TOOL_LIB) $(HOOKS_LIB) $(RING_LIB)
+$(BUILD)/tests/%: tests/%.c $(DAEMON_LIB) $(TOOL_LIB) $(HOOKS_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)
-	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(TOOL_LIB) $(LINK_HOOKS) $(CMOCKA_LIBS)
+	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(DAEMON_LIB) $(TOOL_LIB) $(LINK_HOOKS) $(CMOCKA_LIBS)
 
 # chirpd with the test hooks, for the end-to-end tests that use them
 # (tests/e2e/daemon_straggler.sh).

@@ -19,8 +19,8 @@
 # SYSCONFDIR is /etc whatever PREFIX is: chirpd's units and documentation
 # name /etc/chirpd/chirpd.conf.
 
-# The programs' version (src/chirpd.c CHIRP_VERSION).
-VERSION     ?= $(or $(shell sed -n 's/^[[:punct:]]define CHIRP_VERSION "\(.*\)"/\1/p' src/chirpd.c 2>/dev/null),0.1)
+# The programs' version (src/version.c CHIRP_VERSION).
+VERSION     ?= $(or $(shell sed -n 's/^[[:punct:]]define CHIRP_VERSION "\(.*\)"/\1/p' src/version.c 2>/dev/null),0.1)
 BINDIR      ?= $(PREFIX)/bin
 LIBDIR      ?= $(PREFIX)/lib
 INCLUDEDIR  ?= $(PREFIX)/include

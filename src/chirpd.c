@@ -42,14 +42,8 @@
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
+#include "statusline.h"
 #include "waveform.h"
-
-/* The version every program of the tree reports (mk/install.mk reads it here). */
-#ifndef CHIRP_VERSION
-#define CHIRP_VERSION "0.2"
-#endif
-
-const char chirpd_version[] = CHIRP_VERSION;
 
 #define TICK_MS            100      /* timerfd period                        */
 #define STATS_PERIOD_NS    1000000000ull

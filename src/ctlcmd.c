@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctlcmd.c — chirpd's control commands (the table control.c dispatches
- * from; doc/control.md has the protocol), the one-line status systemd and
- * `status` show, and the Prometheus text for `metrics` and the HTTP
- * listener. Everything here runs on the main thread.
+ * from; doc/control.md has the protocol) and the Prometheus text for
+ * `metrics` and the HTTP listener. Everything here runs on the main thread.
  */
 #include "daemon.h"
 
@@ -14,68 +13,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include <systemd/sd-daemon.h>
-
 #include "log.h"
 #include "stall.h"
+#include "statusline.h"
 #include "waveform.h"
-
-/* ---- status ------------------------------------------------------------- */
-
-const char *daemon_state_name(const struct daemon *d)
-{
-	if (d->stopping)
-		return "stopping";
-	if (d->broken)
-		return "failed";
-	return d->pl ? pipeline_state_name(pipeline_state(d->pl)) : "starting";
-}
-
-void daemon_status_line(struct daemon *d, char *buf, size_t len)
-{
-	uint64_t p99 = 0;
-	const struct stats_snapshot *s = d->snap_now;
-	char unknown[40] = "", det[96] = "";
-
-	if (d->pl && pipeline_state(d->pl) == PIPE_FAILED) {
-		snprintf(buf, len, "failed: %s", pipeline_error(d->pl));
-		return;
-	}
-	if (d->broken) {
-		snprintf(buf, len, "failed: %s", d->broken_why);
-		return;
-	}
-	if (d->snap_delta->lat_count)
-		p99 = stats_percentile(d->snap_delta, 0.99);
-	/* CPIs of an unknown radar mode: only when there were any (a
-	 * misconfigured digitizer or a missing [mode] section). */
-	if (s->counter[ST_UNKNOWN_MODE_CPIS])
-		snprintf(unknown, sizeof(unknown), ", unknown mode %llu",
-			 (unsigned long long)s->counter[ST_UNKNOWN_MODE_CPIS]);
-	/* Detections: only with [cfar] on. */
-	if (d->g->cfg.cfar)
-		snprintf(det, sizeof(det), ", detections %llu in %llu lists (overflow %llu, drops %llu)",
-			 (unsigned long long)s->counter[ST_DETECTIONS],
-			 (unsigned long long)s->counter[ST_DET_LISTS],
-			 (unsigned long long)s->counter[ST_DET_OVERFLOWS],
-			 (unsigned long long)s->counter[ST_DET_DROPS]);
-	snprintf(buf, len, "%s: %.1f CPI/s, %.2f MS/s, p99 %.2f ms, in %llu out %llu, "
-		 "drops %llu, overruns %llu, gaps %llu%s%s%s%s",
-		 daemon_state_name(d), d->cpis_per_s, d->samples_per_s * 1e-6, (double)p99 * 1e-6,
-		 (unsigned long long)s->counter[ST_CPIS_IN], (unsigned long long)s->counter[ST_CPIS_OUT],
-		 (unsigned long long)s->counter[ST_OUTPUT_DROPS],
-		 (unsigned long long)s->counter[ST_INPUT_OVERRUNS],
-		 (unsigned long long)s->counter[ST_SEQUENCE_GAPS], unknown, det,
-		 d->last_reload_error[0] ? "; last reload failed: " : "", d->last_reload_error);
-}
-
-void daemon_notify_status(struct daemon *d)
-{
-	char line[512];
-
-	daemon_status_line(d, line, sizeof(line));
-	sd_notifyf(0, "STATUS=%s", line);
-}
 
 int daemon_render_metrics(void *ctx, char *buf, size_t len)
 {
@@ -229,7 +170,8 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(rings, "input", json_string(c->input_ring));
 	json_object_set_new(rings, "output", json_string(c->out_mode == PC_OUT_NONE ? "" :
 							       c->output_ring));
-	if (chirp_ring_stats(d->g->in, &rs) == 0)
+	/* no input ring: a failed reload could not restore it (broken) */
+	if (d->g->in && chirp_ring_stats(d->g->in, &rs) == 0)
 		json_object_set_new(rings, "input_epoch", json_integer((json_int_t)rs.epoch));
 	json_object_set_new(rings, "input_slots", json_integer(gen_in_slots(d->g)));
 	json_object_set_new(rings, "input_slots_auto", json_boolean(!d->g->slots_requested));
@@ -268,7 +210,7 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 		"applied", d->applied.realtime, "priority", d->applied.rt_priority,
 		"note", d->applied.realtime_note));
 	json_object_set_new(reply, "watchdog_usec", json_integer((json_int_t)d->wd_usec));
-	json_object_set_new(reply, "control_socket", json_string(control_path(d->ctl)));
+	json_object_set_new(reply, "control_socket", json_string(d->ctl ? control_path(d->ctl) : ""));
 	json_object_set_new(reply, "metrics_listen", json_string(c->metrics_listen));
 	if (d->last_reload_error[0])
 		json_object_set_new(reply, "last_reload_error", json_string(d->last_reload_error));
@@ -494,7 +436,7 @@ static void wait_state(struct daemon *d, enum pipeline_state want, int ms)
 static int set_paused(struct daemon *d, int on, const struct control_peer *peer,
 		      json_t *reply, char *err, size_t errlen)
 {
-	if (pipeline_state(d->pl) == PIPE_FAILED || d->stopping) {
+	if (d->stopping || !d->pl || pipeline_state(d->pl) == PIPE_FAILED) {
 		snprintf(err, errlen, "data path is %s", daemon_state_name(d));
 		return -EIO;
 	}

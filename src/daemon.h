@@ -5,7 +5,9 @@
  * the main thread) and the functions of each part:
  *   gen.c      generations: build, attach rings, destroy; ring sizing
  *   reload.c   re-read the configuration and swap generations between CPIs
- *   ctlcmd.c   the control commands, the status line and the metrics text
+ *   ctlcmd.c   the control commands and the metrics text
+ *   statusline.c  the state and the one-line status (statusline.h)
+ *   version.c  chirpd's version
  *   chirpd.c   main: options, --check, start-up, the event loop, signals
  * Everything here runs on the main thread; the data thread (pipeline.c)
  * sees only the pipeline generation a struct gen hands it.
@@ -33,7 +35,7 @@
 #define SWAP_TIMEOUT_MS    5000     /* reload: data path reaches a CPI boundary */
 #define METRICS_BUF        (64 * 1024)
 
-/* chirpd's version (CHIRP_VERSION in chirpd.c). */
+/* chirpd's version (CHIRP_VERSION in version.c). */
 extern const char chirpd_version[];
 
 /* One configuration's resources. Rings and the output fd may be shared
@@ -180,12 +182,6 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen);
 /* The control socket's commands; ctx is the struct daemon. */
 extern const struct control_cmd daemon_commands[];
 
-/* "running", "paused", ..., "failed", "stopping", "starting". */
-const char *daemon_state_name(const struct daemon *d);
-/* One line: state, rates, p99, counters, a failed reload. */
-void daemon_status_line(struct daemon *d, char *buf, size_t len);
-/* The status line to systemd (STATUS=). */
-void daemon_notify_status(struct daemon *d);
 /* Prometheus text into buf (metrics_http's callback; ctx is the daemon). */
 int daemon_render_metrics(void *ctx, char *buf, size_t len);
 

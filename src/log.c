@@ -62,11 +62,6 @@ void log_set_level(int level)
 	atomic_store(&log_level, level);
 }
 
-int log_get_level(void)
-{
-	return atomic_load(&log_level);
-}
-
 int log_level_parse(const char *s)
 {
 	if (!s)

@@ -16,7 +16,6 @@
 
 void log_init(const char *progname);
 void log_set_level(int level);
-int log_get_level(void);
 /* "error", "warning", "notice", "info", "debug" <-> LOG_*; -1 if unknown. */
 int log_level_parse(const char *s);
 const char *log_level_name(int level);

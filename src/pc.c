@@ -18,6 +18,7 @@
  * from silently producing garbage.
  */
 #include "chirp/pc.h"
+#include "chirp/ring.h"
 #include "errbuf.h"
 #include "hcopy.h"
 #include "pc_backend.h"
@@ -55,28 +56,6 @@ struct pc {
 	char err[256];               /* why it failed (pc_last_error)       */
 };
 
-size_t pc_format_sample_bytes(enum pc_format f)
-{
-	switch (f) {
-	case PC_FMT_CF32: return 8;
-	case PC_FMT_SC16: return 4;
-	}
-	return 0;
-}
-
-size_t pc_output_sample_bytes(enum pc_output m)
-{
-	switch (m) {
-	case PC_OUT_COMPLEX: return 8;
-	case PC_OUT_MAGNITUDE: return 4;
-	case PC_OUT_POWER_DB: return 4;
-	case PC_OUT_MAP_POWER: return 4;
-	case PC_OUT_MAP_DB: return 4;
-	case PC_OUT_NONE: return 0;
-	}
-	return 0;
-}
-
 const char *pc_format_name(enum pc_format f)
 {
 	switch (f) {
@@ -107,43 +86,6 @@ const char *pc_backend_name(enum pc_backend b)
 	case PC_BACKEND_CUDA: return "cuda";
 	}
 	return "?";
-}
-
-size_t pc_good_fft_size(size_t n)
-{
-	size_t best = 0;
-
-	if (n <= 1)
-		return 1;
-	/*
-	 * Enumerate 2^a 3^b 5^c 7^d >= n, keep the smallest. For each
-	 * p = 7^d 5^c 3^b (all <= about 2n) the smallest power of two that
-	 * lifts p to >= n is found directly. O(log^3 n).
-	 */
-	for (size_t p7 = 1;; p7 *= 7) {
-		for (size_t p5 = p7;; p5 *= 5) {
-			for (size_t p3 = p5;; p3 *= 3) {
-				size_t v = p3;
-
-				while (v < n) {
-					if (v > SIZE_MAX / 2) {
-						v = 0;
-						break;
-					}
-					v *= 2;
-				}
-				if (v && (best == 0 || v < best))
-					best = v;
-				if (p3 >= n || p3 > SIZE_MAX / 3)
-					break;
-			}
-			if (p5 >= n || p5 > SIZE_MAX / 5)
-				break;
-		}
-		if (p7 >= n || p7 > SIZE_MAX / 7)
-			break;
-	}
-	return best;
 }
 
 void pc_params_init(struct pc_params *p)
@@ -1365,17 +1307,19 @@ int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen)
 static int calib_scratch_make(const struct pc *pc, unsigned n, struct calib_scratch *cs,
 			      char *err, size_t errlen)
 {
+	/* Scratch CPIs stand in for ring slots: aligned and padded as those. */
+	const size_t page = CHIRP_RING_PAGE_BYTES;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 
 	memset(cs, 0, sizeof(*cs));
 	cs->n = n < 1 ? 1 : n;
-	cs->in_len = (pc->in_bytes + 4095) & ~(size_t)4095;
-	cs->out_len = (pc->out_bytes + 4095) & ~(size_t)4095;
+	cs->in_len = (pc->in_bytes + page - 1) & ~(size_t)(page - 1);
+	cs->out_len = (pc->out_bytes + page - 1) & ~(size_t)(page - 1);
 	cs->det_len = (pc->det_bytes + 63) & ~(size_t)63;
 	if (cs->out_len == 0)   /* PC_OUT_NONE: one page, never written */
-		cs->out_len = 4096;
-	if (posix_memalign(&cs->in, 4096, cs->in_len * cs->n) != 0 ||
-	    posix_memalign(&cs->out, 4096, cs->out_len * cs->n) != 0 ||
+		cs->out_len = page;
+	if (posix_memalign(&cs->in, page, cs->in_len * cs->n) != 0 ||
+	    posix_memalign(&cs->out, page, cs->out_len * cs->n) != 0 ||
 	    (cs->det_len && posix_memalign(&cs->det, 64, cs->det_len * cs->n) != 0)) {
 		errbuf_set(err, errlen, "no memory for %u x (%zu + %zu) bytes of scratch CPIs", cs->n,
 			   cs->in_len, cs->out_len);

@@ -17,6 +17,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
+#include "statusline.h"
 
 /*
  * Parse the configuration file into nc. On errors each one is logged and

@@ -59,6 +59,13 @@ extern "C" {
  */
 #define CHIRP_RING_ABI_VERSION 2u
 
+/* Slots a ring may have: chirp_ring_geometry.slots is 2..CHIRP_RING_MAX_SLOTS. */
+#define CHIRP_RING_MAX_SLOTS 65536u
+/* Bytes a payload is aligned to, at least (one page; 2 MiB with huge
+ * pages). A buffer that stands in for a slot (a copy of a CPI, a scratch
+ * CPI) is aligned the same, so it behaves like one for copies and DMA. */
+#define CHIRP_RING_PAGE_BYTES 4096u
+
 /* Sample formats of a ring's payload. */
 enum chirp_ring_format {
 	CHIRP_RING_CF32 = 0,   /* interleaved float32 I,Q                   */
@@ -90,7 +97,7 @@ struct chirp_ring_geometry {
 	uint32_t pulses;          /* >= 1                                     */
 	uint32_t samples;         /* range samples per pulse, >= 1            */
 	uint32_t format;          /* enum chirp_ring_format                   */
-	uint32_t slots;           /* 2 .. 65536 (any count)                    */
+	uint32_t slots;           /* 2 .. CHIRP_RING_MAX_SLOTS (any count)     */
 	double sample_rate_hz;    /* informational, > 0                        */
 };
 

@@ -283,8 +283,8 @@ static int geometry_check(const struct chirp_ring_geometry *g, uint64_t *cpi, ch
 		       g->channels, g->pulses, g->samples);
 		return -EINVAL;
 	}
-	if (g->slots < 2 || g->slots > RING_MAX_SLOTS) {
-		seterr(err, errlen, "slots %u: must be 2..%u", g->slots, RING_MAX_SLOTS);
+	if (g->slots < 2 || g->slots > CHIRP_RING_MAX_SLOTS) {
+		seterr(err, errlen, "slots %u: must be 2..%u", g->slots, CHIRP_RING_MAX_SLOTS);
 		return -EINVAL;
 	}
 	/* !(x > 0) also rejects NaN */
@@ -329,7 +329,8 @@ int ring_layout_compute(const struct chirp_ring_geometry *g, uint32_t align_byte
 	if (rc < 0)
 		return rc;
 	if (align_bytes != RING_PAGE && align_bytes != RING_HUGE_PAGE) {
-		seterr(err, errlen, "alignment %u: must be 4096 or 2 MiB", align_bytes);
+		seterr(err, errlen, "alignment %u: must be %u or 2 MiB", align_bytes,
+		       CHIRP_RING_PAGE_BYTES);
 		return -EINVAL;
 	}
 	slot = align_up(cpi, align_bytes);

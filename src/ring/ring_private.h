@@ -26,9 +26,8 @@
 #define RING_MAGIC        0x474e525052494843ull /* "CHIRPRNG" little-endian */
 #define RING_HDR_BYTES    4096u
 #define RING_DESC_BYTES   64u
-#define RING_PAGE         4096ull
+#define RING_PAGE         ((uint64_t)CHIRP_RING_PAGE_BYTES)
 #define RING_HUGE_PAGE    (2ull << 20)
-#define RING_MAX_SLOTS    65536u
 #define RING_MAX_TOTAL    (1ull << 40)          /* 1 TiB: sanity bound  */
 
 /*

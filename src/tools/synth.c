@@ -411,12 +411,6 @@ static inline uint64_t splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-/* Uniform in (0, 1]. */
-static inline double u01(uint64_t *x)
-{
-	return ((double)(splitmix64(x) >> 11) + 1.0) * 0x1.0p-53;
-}
-
 static inline int16_t to_sc16(double v, uint64_t *clipped)
 {
 	double q = nearbyint(v * 32768.0);

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * version.c — chirpd's version, defined once: chirpd prints it, `version`
+ * and `status` report it, and it keys the capacity cache (gen.c).
+ */
+#include "daemon.h"
+
+/* The version every program of the tree reports (mk/install.mk reads it here). */
+#ifndef CHIRP_VERSION
+#define CHIRP_VERSION "0.2"
+#endif
+
+const char chirpd_version[] = CHIRP_VERSION;
