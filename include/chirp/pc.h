@@ -476,6 +476,23 @@ int pc_submit_mode(struct pc *pc, const void *in, void *out, uint64_t tag, unsig
 int pc_has_mode(const struct pc *pc, unsigned mode);
 
 /*
+ * The results of a CPI that is not computed because the pc has no such
+ * mode (pc_submit_job said -ENOENT), written in place of the backend's:
+ *   out (NULL: none): pc_out_bytes(pc) bytes, every float32 of it a quiet
+ *     NaN, in every output mode (complex: both parts; magnitude, power_db,
+ *     map_power, map_db: every value). No computed output holds a NaN
+ *     unless its input did (pc_done.nonfinite_rows), and then only in
+ *     those rows; a 0 would read as a plausible result (0 dB is the noise
+ *     level under normalize = noise), a NaN compares false with every
+ *     threshold and poisons every sum it enters;
+ *   det (NULL, or a pc that does not detect: none): a list of no records,
+ *     flags CHIRP_DET_SKIPPED, the mode, doppler_bins and range_gates of
+ *     the pc, maps and cells 0 (nothing was tested).
+ * The caller flags the output block (the daemon: CHIRP_RING_UNKNOWN_MODE).
+ */
+void pc_write_skipped(const struct pc *pc, void *out, void *det, unsigned mode);
+
+/*
  * Report progress of CPIs in submission order. Writes at most max entries
  * to done; an entry appears once with PC_DONE_INPUT and again (or in the
  * same entry) with PC_DONE_OUTPUT. timeout_ms: 0 = do not wait, > 0 = wait
