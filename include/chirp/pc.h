@@ -196,10 +196,11 @@ struct pc_tuning {
  *   exist are used. The statistic S over them:
  *       ca  mean of the training cells (the column dn = 0 included);
  *       go  max of the means of the leading (dn < 0) and lagging (dn > 0)
- *           halves; so  their min; a half with no cell (gates 0 and R-1,
- *           when gr + tr > 0) gives way to the other, a half cut by the
- *           edge is the mean of the cells it has; the cells of the test
- *           cell's own range column (dn = 0) are in neither half;
+ *           halves; so  their min; a half with no cell (gates 0 and R-1;
+ *           with td = 0, every gate within gr of an edge) gives way to the
+ *           other, a half cut by the edge is the mean of the cells it has;
+ *           the cells of the test cell's own range column (dn = 0) are in
+ *           neither half;
  *       os  the k_n-th smallest (1-based) of the N_n cells at gate n,
  *           k_n = max(1, floor((2 k N_n + N) / (2 N))) (k N_n / N rounded,
  *           halves up), N = (2(gd+td)+1)(2(gr+tr)+1) - (2gd+1)(2gr+1) the
