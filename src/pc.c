@@ -1200,6 +1200,29 @@ int pc_has_mode(const struct pc *pc, unsigned mode)
 	return mode < PC_MAX_MODES && pc->mode_filt[mode] >= 0;
 }
 
+void pc_write_skipped(const struct pc *pc, void *out, void *det, unsigned mode)
+{
+	if (out) {
+		float *o = out;
+		const float nan = NAN;   /* a quiet NaN, 0x7fc00000 */
+
+		for (size_t i = 0; i < pc->out_bytes / sizeof(float); i++)
+			o[i] = nan;
+	}
+	if (det && pc->det_bytes) {
+		struct chirp_det_header *h = det;
+
+		memset(h, 0, sizeof(*h));
+		h->magic = CHIRP_DET_MAGIC;
+		h->version = CHIRP_DET_VERSION;
+		h->record_bytes = sizeof(struct chirp_det_record);
+		h->mode = mode;
+		h->flags = CHIRP_DET_SKIPPED;
+		h->doppler_bins = pc->radar.nd;
+		h->range_gates = pc->radar.samples;
+	}
+}
+
 int pc_poll(struct pc *pc, struct pc_done *done, int max, int timeout_ms)
 {
 	int rc;

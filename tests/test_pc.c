@@ -1979,6 +1979,68 @@ static void test_modes_unknown(void **state)
 	free(y);
 }
 
+/*
+ * A CPI of an unknown mode, written by pc_write_skipped: every float32 of
+ * the output a NaN in every output mode (so no consumer takes it for data:
+ * 0 dB would be the noise level), nothing past pc_out_bytes touched, while
+ * the same input of a known mode computes to finite values.
+ */
+static void test_modes_unknown_output(void **state)
+{
+	enum { C = 2, P = 3, R = 400 };
+	struct tri_modes t;
+	struct pc_params p;
+	double complex *xd = malloc((size_t)C * P * R * sizeof(*xd));
+	void *in;
+	char err[256];
+
+	(void)state;
+	assert_non_null(xd);
+	tri_modes_make(&t, R);
+	in = random_input(PC_FMT_CF32, (size_t)C * P * R, xd);
+	for (int m = PC_OUT_COMPLEX; m <= PC_OUT_POWER_DB; m++) {
+		struct pc *pc;
+		struct pc_done d;
+		size_t ob, nf;
+		float *out;
+
+		base_params(&p, C, P, R, NULL, 0);
+		p.modes = t.m;
+		p.nmodes = NTRI;
+		p.out_mode = (enum pc_output)m;
+		pc = pc_create(&p, err, sizeof(err));
+		if (!pc)
+			fail_msg("pc_create: %s", err);
+		ob = pc_out_bytes(pc);
+		nf = ob / sizeof(float);
+		out = malloc(ob + 64);
+		assert_non_null(out);
+		assert_int_equal(pc_submit_mode(pc, in, out, 1, 9), -ENOENT);
+		memset(out, 0, ob + 64);
+		pc_write_skipped(pc, out, NULL, 9);
+		for (size_t i = 0; i < nf; i++)
+			if (!isnan(out[i]))
+				fail_msg("%s: skipped output float %zu is %g, not NaN",
+					 pc_output_name(p.out_mode), i, out[i]);
+		for (size_t i = nf; i < nf + 16; i++)
+			assert_true(out[i] == 0.0f);
+		/* the det argument of a pc that does not detect is ignored */
+		pc_write_skipped(pc, NULL, out + nf, 9);
+		assert_true(out[nf] == 0.0f);
+		/* the same input of a known mode: every value a number */
+		assert_int_equal(pc_submit_mode(pc, in, out, 2, t.m[0].id), 0);
+		assert_int_equal(pc_poll(pc, &d, 1, -1), 1);
+		assert_true(d.flags & PC_DONE_OUTPUT);
+		for (size_t i = 0; i < nf; i++)
+			assert_true(isfinite(out[i]));
+		pc_destroy(pc);
+		free(out);
+	}
+	tri_modes_free(&t);
+	free(in);
+	free(xd);
+}
+
 /* The mode table's rejections, each with its reason. */
 static void test_modes_rejections(void **state)
 {
@@ -2133,6 +2195,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_create),
 		cmocka_unit_test(test_modes_per_cpi),
 		cmocka_unit_test(test_modes_unknown),
+		cmocka_unit_test(test_modes_unknown_output),
 		cmocka_unit_test(test_modes_rejections),
 		cmocka_unit_test(test_modes_takeover),
 	};

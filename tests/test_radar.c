@@ -300,6 +300,187 @@ static void test_map_tone_and_gain(void **state)
 	pc_destroy(pc);
 }
 
+/* ---- the noise model with MTI ------------------------------------------------- */
+
+static void add_target(float *x, unsigned C, unsigned P, unsigned R, unsigned n, double m,
+		       double A, double phase);
+
+/*
+ * The documented noise power of Doppler signed bin m for white input of
+ * power 1 (pc.h, RADAR CHAIN, "Noise"): with the MTI filter's taps h
+ * (G = sum h^2), r_l = sum_j h_j h_{j+l} and the window's lag sums
+ * A_l = sum_{p < P'-l} w_p w_{p+l},
+ *     N(m) = 1 + (2 / (G A_0)) sum_{l >= 1} r_l A_l cos(2 pi l m / Nd).
+ */
+static double mti_noise(enum pc_mti mti, const float *w, unsigned Pm, unsigned Nd, int m)
+{
+	static const double r[3][3] = { { 1, 0, 0 }, { 2, -1, 0 }, { 6, -4, 1 } };
+	double A[3] = { 0, 0, 0 }, v = 1.0;
+
+	for (unsigned l = 0; l < 3; l++)
+		for (unsigned q = 0; q + l < Pm; q++)
+			A[l] += (w ? w[q] : 1.0) * (w ? w[q + l] : 1.0);
+	for (unsigned l = 1; l < 3; l++)
+		v += 2.0 * r[mti][l] * A[l] * cos(2 * M_PI * l * m / Nd) / (r[mti][0] * A[0]);
+	return v;
+}
+
+/*
+ * White noise of power s2 through MTI (two- and three-pulse, rect and
+ * Hamming, Nd = P' and zero-padded) and the Doppler FFT: the map's mean
+ * power per Doppler bin, over many gates and CPIs, is s2 N(m) within
+ * 6 standard deviations of its estimate; from ~0 at the notch to 2 s2
+ * (two-pulse) and 8/3 s2 (three-pulse) at the edge of the band.
+ */
+static void test_mti_noise_per_bin(void **state)
+{
+	const unsigned C = 2, P = 17, R = 64, ncpi = 150;
+	const double s2 = 2.0;
+	static const struct { enum pc_mti mti; int hamming; unsigned nd; } cases[] = {
+		{ PC_MTI_NONE, 1, 0 }, { PC_MTI_TWO, 0, 0 }, { PC_MTI_TWO, 1, 20 },
+		{ PC_MTI_THREE, 0, 0 }, { PC_MTI_THREE, 1, 16 },
+	};
+
+	(void)state;
+	seed(515);
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+		unsigned Pm = P - (cases[ci].mti == PC_MTI_TWO ? 1 : cases[ci].mti == PC_MTI_THREE ? 2 : 0);
+		float w[17];
+		double sum[32] = { 0 }, peak = 0.0, dip = 1e9;
+		struct pc_params p;
+		struct pc_info info;
+		struct pc *pc;
+		float *x, *out;
+		unsigned Nd;
+
+		for (unsigned q = 0; q < Pm; q++)
+			w[q] = (float)(0.54 - 0.46 * cos(2 * M_PI * q / (Pm - 1)));
+		base(&p, C, P, R);
+		p.out_mode = PC_OUT_MAP_POWER;
+		p.radar.mti = cases[ci].mti;
+		p.radar.window = cases[ci].hamming ? w : NULL;
+		p.radar.nfft = cases[ci].nd;
+		pc = make(&p);
+		pc_get_info(pc, &info);
+		Nd = info.doppler_nfft;
+		assert_true(Nd <= 32);
+		x = xalloc((size_t)C * P * R * 8);
+		out = xalloc(pc_out_bytes(pc));
+		for (unsigned i = 0; i < ncpi; i++) {
+			gauss_fill(x, (size_t)C * P * R, s2);
+			run(pc, x, out, NULL);
+			for (unsigned c = 0; c < C; c++)
+				for (unsigned k = 0; k < Nd; k++)
+					for (unsigned n = 0; n < R; n++)
+						sum[k] += out[((size_t)c * Nd + k) * R + n];
+		}
+		for (unsigned k = 0; k < Nd; k++) {
+			int m = (int)k - (int)(Nd / 2);
+			double cnt = (double)ncpi * C * R, got = sum[k] / cnt;
+			double want = s2 * mti_noise(cases[ci].mti, cases[ci].hamming ? w : NULL, Pm, Nd, m);
+
+			/* cells are exponential (std = mean): the mean of cnt of
+			 * them is within 6 / sqrt(cnt) of its expectation */
+			if (fabs(got / want - 1.0) > 6.0 / sqrt(cnt))
+				fail_msg("mti %d %s Nd %u: bin %d: noise %.4f, model %.4f", (int)cases[ci].mti,
+					 cases[ci].hamming ? "hamming" : "rect", Nd, m, got, want);
+			peak = want > peak ? want : peak;
+			dip = want < dip ? want : dip;
+		}
+		printf("test_radar: mti %d %s Nd %u: noise from %.3f to %.3f s^2 across Doppler, as modelled\n",
+		       (int)cases[ci].mti, cases[ci].hamming ? "hamming" : "rect", Nd, dip / s2, peak / s2);
+		if (cases[ci].mti == PC_MTI_NONE)
+			assert_true(peak / s2 < 1.0 + 1e-9 && dip / s2 > 1.0 - 1e-9);
+		if (cases[ci].mti == PC_MTI_TWO && !cases[ci].hamming)   /* m = -8 of 16: cos = -1 */
+			assert_float_equal(peak / s2, 2.0 - 1.0 / Pm, 1e-9);
+		if (cases[ci].mti == PC_MTI_THREE && !cases[ci].hamming)   /* Nd = 15: near -pi */
+			assert_true(peak / s2 > 2.4 && peak / s2 < 8.0 / 3.0);
+		free(x);
+		free(out);
+		pc_destroy(pc);
+	}
+}
+
+/*
+ * A target near the MTI notch (two-pulse, rect, Nd = P' = 32, bin 2,
+ * 30 dB over its bin's noise): the CFAR's noise estimate is the mean of
+ * N over its training cells, weighted by how many cells each Doppler
+ * offset contributes, so it reads the notch's slope, not the bin's own
+ * noise; the record's snr_db is low by 10 log10(Nbar / N(m0)), 2.3 dB
+ * here, as documented, and its noise is s2 Nbar.
+ */
+static void test_snr_near_notch(void **state)
+{
+	const unsigned C = 1, P = 33, Pm = 32, R = 96, n0 = 50, ncpi = 300;
+	const unsigned gd = 1, td = 2, gr = 1, tr = 4;
+	const int m0 = 2;
+	const double s2 = 1.0;
+	struct pc_params p;
+	struct pc *pc;
+	float *x;
+	void *det;
+	const struct chirp_det_header *hd;
+	double nbar = 0.0, cw = 0.0, ncell, S, A, psum = 0.0, nsum = 0.0, want_def, got_def;
+	unsigned hits = 0;
+
+	(void)state;
+	seed(2024);
+	/* Nbar: weights 2 tr (guard rows) and 2 (gr + tr) + 1 (training rows) */
+	for (int dk = -(int)(gd + td); dk <= (int)(gd + td); dk++) {
+		double c = abs(dk) <= (int)gd ? 2.0 * tr : 2.0 * (gr + tr) + 1.0;
+
+		nbar += c * mti_noise(PC_MTI_TWO, NULL, Pm, Pm, m0 + dk);
+		cw += c;
+	}
+	nbar /= cw;
+	ncell = mti_noise(PC_MTI_TWO, NULL, Pm, Pm, m0);
+	/* power in the map: A^2 P' (1 - cos phi), phi = 2 pi m0 / Nd */
+	S = 1000.0 * s2 * ncell;
+	A = sqrt(S / (Pm * (1.0 - cos(2 * M_PI * m0 / Pm))));
+	base(&p, C, P, R);
+	p.out_mode = PC_OUT_NONE;
+	p.radar.mti = PC_MTI_TWO;
+	p.radar.cfar = 1;
+	p.radar.method = PC_CFAR_CA;
+	p.radar.integrate = 0;
+	p.radar.guard_doppler = gd;
+	p.radar.train_doppler = td;
+	p.radar.guard_range = gr;
+	p.radar.train_range = tr;
+	p.radar.pfa = 1e-6;
+	pc = make(&p);
+	x = xalloc((size_t)C * P * R * 8);
+	det = xalloc(pc_det_bytes(pc));
+	hd = det;
+	for (unsigned i = 0; i < ncpi; i++) {
+		gauss_fill(x, (size_t)C * P * R, s2);
+		add_target(x, C, P, R, n0, m0 * (double)P / Pm, A, u01() * 2 * M_PI);
+		run(pc, x, NULL, det);
+		for (uint32_t r = 0; r < hd->count; r++) {
+			const struct chirp_det_record *d = &records(det)[r];
+
+			if (d->range_gate != n0 || d->doppler_bin != m0)
+				continue;
+			hits++;
+			psum += d->power;
+			nsum += d->noise;
+		}
+	}
+	assert_int_equal(hits, ncpi);
+	/* the estimate: mean of 68 cells, ~12 % each; over 300 CPIs < 1 % */
+	if (fabs(nsum / hits / (s2 * nbar) - 1.0) > 0.04)
+		fail_msg("noise near the notch %.5f, model s2 Nbar %.5f", nsum / hits, s2 * nbar);
+	want_def = 10 * log10(nbar / ncell);
+	got_def = 10 * log10((psum / nsum) / ((S + s2 * ncell) / (s2 * ncell)));
+	printf("test_radar: bin %d of the two-pulse notch: snr low by %.2f dB (model %.2f dB)\n",
+	       m0, -got_def, want_def);
+	assert_true(want_def > 2.0 && want_def < 2.6);
+	assert_true(fabs(-got_def - want_def) < 0.25);
+	free(x);
+	free(det);
+	pc_destroy(pc);
+}
+
 /* ---- false alarms ------------------------------------------------------------ */
 
 struct fa {
@@ -1049,6 +1230,69 @@ static void test_submit_rules(void **state)
 	free(det);
 }
 
+/*
+ * A CPI of an unknown mode (pc_write_skipped): both map outputs all NaN
+ * (0 dB or 0 would pass for data), the list empty and flagged SKIPPED with
+ * the map's size; a computed CPI of the same pc has neither.
+ */
+static void test_skipped_cpi(void **state)
+{
+	const unsigned C = 2, P = 9, R = 40;
+
+	(void)state;
+	for (int om = PC_OUT_MAP_POWER; om <= PC_OUT_MAP_DB; om++) {
+		struct pc_params p;
+		struct pc *pc;
+		float *x, *out;
+		void *det;
+		const struct chirp_det_header *hd;
+		size_t nf;
+
+		base(&p, C, P, R);
+		p.out_mode = (enum pc_output)om;
+		p.radar.mti = PC_MTI_TWO;
+		p.radar.cfar = 1;
+		p.radar.integrate = 0;
+		pc = make(&p);
+		nf = pc_out_bytes(pc) / sizeof(float);
+		assert_int_equal(nf, (size_t)C * 8 * R);   /* Nd = P' = 8 */
+		x = xalloc((size_t)C * P * R * 8);
+		out = xalloc(pc_out_bytes(pc));
+		det = xalloc(pc_det_bytes(pc));
+		hd = det;
+		memset(det, 0xa5, pc_det_bytes(pc));
+		assert_false(pc_has_mode(pc, 5));
+		pc_write_skipped(pc, out, det, 5);
+		for (size_t i = 0; i < nf; i++)
+			if (!isnan(out[i]))
+				fail_msg("%s: skipped map value %zu is %g, not NaN",
+					 pc_output_name(p.out_mode), i, out[i]);
+		assert_int_equal(hd->magic, CHIRP_DET_MAGIC);
+		assert_int_equal(hd->version, CHIRP_DET_VERSION);
+		assert_int_equal(hd->record_bytes, sizeof(struct chirp_det_record));
+		assert_int_equal(hd->mode, 5);
+		assert_int_equal(hd->flags, CHIRP_DET_SKIPPED);
+		assert_int_equal(hd->count, 0);
+		assert_int_equal(hd->found, 0);
+		assert_int_equal(hd->maps, 0);
+		assert_int_equal(hd->cells, 0);
+		assert_int_equal(hd->crossings, 0);
+		assert_int_equal(hd->doppler_bins, 8);
+		assert_int_equal(hd->range_gates, R);
+		seed(77);
+		gauss_fill(x, (size_t)C * P * R, 1.0);
+		run(pc, x, out, det);
+		for (size_t i = 0; i < nf; i++)
+			assert_true(isfinite(out[i]));
+		assert_int_equal(hd->flags & CHIRP_DET_SKIPPED, 0);
+		assert_int_equal(hd->maps, C);
+		free(x);
+		free(out);
+		free(det);
+		pc_destroy(pc);
+	}
+}
+
 static void expect_reject(const struct pc_params *p, const char *needle)
 {
 	char err[256];
@@ -1159,9 +1403,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_checks),
 		cmocka_unit_test(test_submit_rules),
+		cmocka_unit_test(test_skipped_cpi),
 		cmocka_unit_test(test_pfa_model),
 		cmocka_unit_test(test_maps_reference),
 		cmocka_unit_test(test_map_tone_and_gain),
+		cmocka_unit_test(test_mti_noise_per_bin),
+		cmocka_unit_test(test_snr_near_notch),
 		cmocka_unit_test(test_ties),
 		cmocka_unit_test(test_one_detection_per_target),
 		cmocka_unit_test(test_overflow),

@@ -25,7 +25,26 @@
  *   the compressed, Doppler-processed data, summed over channels for an
  *   integrated list. With pulse compression's normalize = noise and the
  *   Doppler gain chirpd applies, white input noise of power s^2 per sample
- *   reads noise = s^2 per channel. snr_db = 10 log10(power / noise).
+ *   reads s^2 per channel in the map averaged over the Doppler bins, and in
+ *   every bin without MTI (gates n <= R - L; the last L - 1 gates less:
+ *   chirp/pc.h). With MTI the filter shapes it: s^2 N(m) at signed bin
+ *   m; with theta = 2 pi m / Nd and a long window, N is about
+ *   2 sin^2(theta/2) (two-pulse: 0 at zero Doppler, 2 at +-prf/2) or
+ *   8/3 sin^4(theta/2) (three-pulse: 0 to 8/3). chirp/pc.h, RADAR CHAIN,
+ *   gives N exactly.
+ *
+ *   noise is the CFAR's estimate from the training cells around the cell
+ *   (chirp/pc.h): for ca its expectation is s^2 Nbar, Nbar = sum_dk c_dk
+ *   N(m + dk) / sum_dk c_dk over the window's Doppler offsets dk, c_dk the
+ *   cells at each (2 tr where |dk| <= gd, 2 (gr + tr) + 1 beyond, fewer
+ *   at the range edges); go and so take each half's like mean (weights tr
+ *   and gr + tr). snr_db = 10 log10(power / noise). Without MTI, power /
+ *   noise estimates the cell's SNR + 1 (power is signal plus noise). With
+ *   MTI, near the notch N is convex: the training bins are noisier than
+ *   the target's own, and snr_db reads low against the SNR in the
+ *   target's bin by 10 log10(Nbar / N(m)) (two-pulse, rect, Nd = P' = 32,
+ *   gd 1, td 2, gr 1, tr 4: 4.1, 2.3 and 1.3 dB at bins 1, 2 and 3);
+ *   towards +-prf/2, where N is concave, slightly high.
  */
 #ifndef CHIRP_DETECT_H
 #define CHIRP_DETECT_H
@@ -47,7 +66,9 @@ extern "C" {
 #define CHIRP_DET_NO_VELOCITY (1u << 2)  /* no carrier or PRF configured:
 					    velocity_mps is NaN             */
 #define CHIRP_DET_SKIPPED     (1u << 3)  /* the CPI was not processed (its
-					    mode is unknown): no records      */
+					    mode is unknown): no records, and
+					    its map or cube output, if any, is
+					    all NaN                          */
 
 #define CHIRP_DET_CHANNEL_ALL (-1)       /* record of an integrated list    */
 
@@ -78,7 +99,10 @@ struct chirp_det_record {                /* 32 bytes                        */
 					    sample d peaks at gate d        */
 	int32_t doppler_bin;             /* -floor(Nd/2) .. ceil(Nd/2)-1,
 					    0 = zero Doppler                */
-	float range_m;                   /* gate x c / (2 sample_rate_hz)   */
+	float range_m;                   /* gate x c / (2 sample_rate_hz),
+					    c = 299792458 m/s: the two-way
+					    delay from the row's first
+					    sample (gate 0: 0 m)            */
 	float velocity_mps;              /* radial velocity, positive closing
 					    (positive Doppler):
 					    bin x prf / Nd x c / (2 carrier) */

@@ -29,6 +29,13 @@
  *                               |y|^2 clamped below at PC_POWER_FLOOR so a
  *                               zero output reads PC_POWER_DB_FLOOR dB
  *                               instead of -inf.
+ *   A CPI that is not computed (its mode unknown, pc_write_skipped) has
+ *   every float32 of its output a quiet NaN, in every output mode: no
+ *   computed value takes it unless the input held NaN or Inf.
+ *
+ *   Noise: white input noise of power s^2 per sample reads s^2 in y
+ *   (normalize = noise) at gates n <= R-L; past that the sum runs off the
+ *   row (x[m] = 0) and y[n] holds s^2 sum_{k < R-n} |h[k]|^2 / ||h||^2.
  *
  * Every backend (CPU/FFTW, CUDA/cuFFT) implements exactly this; the CPU
  * backend is the reference the GPU is tested against.
@@ -157,10 +164,28 @@ struct pc_tuning {
  *
  *       D[c][k][n] = g_d * sum_{p<P'} w[p] z[c][p][n] exp(-2 pi i p m / Nd)
  *
- *   w = the window (P' coefficients), g_d = 1 / sqrt(G_mti * sum w[p]^2)
- *   with G_mti = 1, 2, 6 (none, two, three): white noise of power s^2 in
- *   y keeps power s^2 in D. A tone exp(2 pi i f p / prf) peaks at
- *   m = f Nd / prf: positive m is a closing target.
+ *   w = the window (P' coefficients, the caller's; chirpd's [doppler]
+ *   window is a symmetric one, doc/radar.md), g_d = 1 / sqrt(G_mti *
+ *   sum w[p]^2) with G_mti = sum of the MTI taps squared = 1, 2, 6 (none,
+ *   two, three). A tone exp(2 pi i f p / prf) peaks at m = f Nd / prf:
+ *   positive m is a closing target.
+ *
+ *   Noise with MTI. White noise of power s^2 in y (independent pulses)
+ *   has in D, at signed bin m, theta = 2 pi m / Nd, the power s^2 N(m):
+ *       N(m) = 1 + 2 / (G_mti A_0) sum_{l >= 1} r_l A_l cos(l theta)
+ *   with r_l = sum_j h_j h_{j+l} of the MTI taps h (two: r_1 = -1; three:
+ *   r_1 = -4, r_2 = 1) and the window's lag sums A_l = sum_{p < P'-l}
+ *   w[p] w[p+l]; with rho_l = A_l / A_0 (rect: 1 - l / P'):
+ *       none   N = 1 in every bin;
+ *       two    N = 1 - rho_1 cos theta                     (0 .. 2);
+ *       three  N = 1 - 4/3 rho_1 cos theta + 1/3 rho_2 cos 2 theta
+ *                                                          (0 .. 8/3).
+ *   As P' grows N tends to the filter's power response over its noise
+ *   gain, |H(theta)|^2 / G_mti: 2 sin^2(theta/2) and 8/3 sin^4(theta/2),
+ *   0 at zero Doppler (the notch) and largest at m = -Nd/2 (+-prf/2). g_d
+ *   makes the mean of N over the Nd bins 1 (Nd >= 3): the map's noise
+ *   averages s^2, but only without MTI is it s^2 in every bin. A tone's
+ *   power in its bin is scaled by |H(theta)|^2 / G_mti too.
  *
  *   Map M[c][k][n] = |D[c][k][n]|^2; integrated I[k][n] = sum_c M[c][k][n].
  *
@@ -169,20 +194,33 @@ struct pc_tuning {
  *   |dn| <= gr+tr, 0 <= n+dn < R, and not (|dk| <= gd and |dn| <= gr):
  *   the Doppler axis is cyclic, and at the range edges only the cells that
  *   exist are used. The statistic S over them:
- *       ca  mean of the training cells;
+ *       ca  mean of the training cells (the column dn = 0 included);
  *       go  max of the means of the leading (dn < 0) and lagging (dn > 0)
- *           halves; so  their min; a half with no cell (the edge) gives
- *           way to the other; the cells of the test cell's own range
- *           column (dn = 0) are in neither half;
- *       os  the k_n-th smallest (1-based), k_n = max(1, round(k N_n / N))
- *           for N_n cells at gate n, N in the interior.
+ *           halves; so  their min; a half with no cell (gates 0 and R-1;
+ *           with td = 0, every gate within gr of an edge) gives way to the
+ *           other, a half cut by the edge is the mean of the cells it has;
+ *           the cells of the test cell's own range column (dn = 0) are in
+ *           neither half;
+ *       os  the k_n-th smallest (1-based) of the N_n cells at gate n,
+ *           k_n = max(1, floor((2 k N_n + N) / (2 N))) (k N_n / N rounded,
+ *           halves up), N = (2(gd+td)+1)(2(gr+tr)+1) - (2gd+1)(2gr+1) the
+ *           interior count, k = os_rank or, for 0, floor((3N + 2) / 4)
+ *           (3N/4 rounded, halves up), at least 1.
  *   noise[n] = S * norm[n] and the threshold alpha[n] * noise[n], where
- *   norm (1 except os: 1 / E[k-th order statistic of unit-mean cells]) and
- *   alpha (from pfa and the cells actually used at gate n, for exponential
- *   cells, or Gamma(C) ones when integrated) are computed once at create
- *   in double precision (radar.c states the model). In float: noise =
+ *   norm (1 except os: 1 / E[k_n-th smallest of N_n unit-mean cells]) and
+ *   alpha (from pfa and the cells actually used at gate n: N_n, and for
+ *   go/so the two halves' counts; for exponential cells, or Gamma(C) ones,
+ *   sums of C exponentials, when integrated) are computed once at create
+ *   in double precision (radar.c states the model), then kept as float.
+ *   So every gate, the edges included, has its own factor for the same
+ *   pfa on independent cells of one mean. In float: noise =
  *   float(S norm[n]), threshold = alpha[n] noise; S is NaN when a training
  *   cell is NaN or Inf (non-finite input), so no cell crosses there.
+ *   Those cells are independent and of one mean for white noise with no
+ *   MTI, a rect window and Nd = P'. MTI makes the mean vary across Doppler
+ *   (N(m) above): near the notch the estimate, a mean of N over the
+ *   training cells' bins, exceeds the bin's own noise (fewer false alarms
+ *   than pfa there, and snr_db reads low: chirp/detect.h, doc/radar.md).
  *   A cell is a crossing if its value > threshold,
  *   and a detection if it is also a local maximum: greater than every
  *   cell (k', n') with |k'-k| <= md (cyclic), |n'-n| <= mr (in range)
@@ -222,10 +260,14 @@ struct pc_radar {
 	double pfa;                  /* false-alarm probability, (0, 1)    */
 	unsigned maxima_range, maxima_doppler; /* mr, md                   */
 	unsigned max_detections;     /* records per CPI, 1..PC_MAX_DETECTIONS */
-	double sample_rate_hz;       /* > 0: range_m = n c / (2 fs); 0: NaN */
+	double sample_rate_hz;       /* > 0: range_m = float(n) x float(c /
+					(2 fs)), c = 299792458 m/s, gate 0
+					at range 0; 0: range_m NaN         */
 	double prf_hz;               /* pulse repetition frequency, Hz     */
-	double carrier_hz;           /* > 0 with prf_hz > 0: velocities;
-					0 and 0: velocity_mps NaN          */
+	double carrier_hz;           /* > 0 with prf_hz > 0: velocity_mps =
+					float(m) x float(prf / Nd x c / (2
+					carrier)), positive closing; 0 and
+					0: velocity_mps NaN                */
 	int velocity;                /* 1: velocities required (check fails
 					without prf_hz and carrier_hz)       */
 };
@@ -474,6 +516,23 @@ int pc_submit_mode(struct pc *pc, const void *in, void *out, uint64_t tag, unsig
 
 /* 1 if the pc has a mode with this id, else 0. */
 int pc_has_mode(const struct pc *pc, unsigned mode);
+
+/*
+ * The results of a CPI that is not computed because the pc has no such
+ * mode (pc_submit_job said -ENOENT), written in place of the backend's:
+ *   out (NULL: none): pc_out_bytes(pc) bytes, every float32 of it a quiet
+ *     NaN, in every output mode (complex: both parts; magnitude, power_db,
+ *     map_power, map_db: every value). No computed output holds a NaN
+ *     unless its input did (pc_done.nonfinite_rows), and then only in
+ *     those rows; a 0 would read as a plausible result (0 dB is the noise
+ *     level under normalize = noise), a NaN compares false with every
+ *     threshold and poisons every sum it enters;
+ *   det (NULL, or a pc that does not detect: none): a list of no records,
+ *     flags CHIRP_DET_SKIPPED, the mode, doppler_bins and range_gates of
+ *     the pc, maps and cells 0 (nothing was tested).
+ * The caller flags the output block (the daemon: CHIRP_RING_UNKNOWN_MODE).
+ */
+void pc_write_skipped(const struct pc *pc, void *out, void *det, unsigned mode);
 
 /*
  * Report progress of CPIs in submission order. Writes at most max entries

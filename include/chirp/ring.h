@@ -87,7 +87,8 @@ enum chirp_ring_format {
 					       have been (partly) processed already */
 #define CHIRP_RING_UNKNOWN_MODE   (1u << 3) /* set by chirpd on output: the input
 					       CPI's mode is not configured, so no
-					       filter was applied; payload zeroed */
+					       filter was applied; every float32
+					       of the payload is NaN            */
 
 enum chirp_ring_role { CHIRP_RING_PRODUCER = 1, CHIRP_RING_CONSUMER = 2 };
 

@@ -6,7 +6,7 @@
 #      CPIs whose mode changes every CPI, with CPIs of a mode chirpd does
 #      not have among them. Every result carries its input's mode and equals
 #      a numpy correlation with THAT mode's reference; the unknown ones come
-#      in their place, flagged UNKNOWN_MODE and zeroed; counted per mode in
+#      in their place, flagged UNKNOWN_MODE, every value NaN; counted per mode in
 #      stats, status and metrics; logged; the flight recorder names modes.
 #   B. while CPIs flow, a reload removes one mode and adds another (the
 #      unknown one): none is lost or reordered, each CPI is processed with
@@ -147,8 +147,8 @@ def drain():
             sys.exit("CPI %d: DISCONTINUITY" % k)
         unknown = bool(b.flags & UNKNOWN_MODE)
         if unknown:
-            if np.any(out != 0):
-                sys.exit("CPI %d (unknown mode %d): payload not zeroed" % (k, b.mode))
+            if not np.all(np.isnan(out.view(np.float32))):
+                sys.exit("CPI %d (unknown mode %d): payload not all NaN" % (k, b.mode))
         else:
             y = reference(inputs[k], refs[b.mode])
             e = np.linalg.norm(out - y) / np.linalg.norm(y)

@@ -12,7 +12,7 @@
 #   - the SigMF capture replays with its modes (chirp-feed --sigmf) and
 #     verifies again;
 #   - a mode the configuration does not declare (--modes 0,1,2,7
-#     --allow-unknown-modes) comes out flagged UNKNOWN_MODE, zeroed and
+#     --allow-unknown-modes) comes out flagged UNKNOWN_MODE, all NaN and
 #     counted, not a verification failure; without the option the feed
 #     refuses it; chirpctl status lists the modes and their CPIs.
 . "$(dirname "$0")/lib.sh"

@@ -83,7 +83,7 @@ DISCONTINUITY = _lib.DISCONTINUITY   # blocks were lost before this one
 NONFINITE = _lib.NONFINITE           # payload holds NaN/Inf (set by chirpd on output)
 REDELIVERED = _lib.REDELIVERED       # a consumer that died had taken this block
 UNKNOWN_MODE = _lib.UNKNOWN_MODE     # chirpd on output: the CPI's mode is not
-                                     # configured; payload zeroed
+                                     # configured; every payload value NaN
 
 _FORMATS = {_lib.CF32: "cf32", _lib.SC16: "sc16", _lib.RF32: "rf32", _lib.DET: "det"}
 _FORMAT_IDS = {v: k for k, v in _FORMATS.items()}
@@ -162,7 +162,8 @@ DET_VERSION = 1
 DET_OVERFLOW = 1 << 0           # found > count: the list was truncated
 DET_INTEGRATED = 1 << 1         # CFAR on the channels' sum: channel is DET_CHANNEL_ALL
 DET_NO_VELOCITY = 1 << 2        # no carrier or PRF: velocity_mps is NaN
-DET_SKIPPED = 1 << 3            # the CPI was not processed (unknown mode)
+DET_SKIPPED = 1 << 3            # the CPI was not processed (unknown mode): no
+                                # records; its map or cube output is all NaN
 DET_CHANNEL_ALL = -1
 
 DET_HEADER = np.dtype([("magic", "<u4"), ("version", "<u2"), ("record_bytes", "<u2"),
@@ -173,6 +174,13 @@ DET_HEADER = np.dtype([("magic", "<u4"), ("version", "<u2"), ("record_bytes", "<
 DET_RECORD = np.dtype([("channel", "<i4"), ("range_gate", "<u4"), ("doppler_bin", "<i4"),
                        ("range_m", "<f4"), ("velocity_mps", "<f4"), ("power", "<f4"),
                        ("noise", "<f4"), ("snr_db", "<f4")])
+# A record (include/chirp/detect.h): range_m = range_gate x c / (2 fs), c =
+# 299792458 m/s, gate 0 at 0 m; velocity_mps = doppler_bin x prf / Nd x c /
+# (2 carrier), positive closing; power the cell's, noise the CFAR's estimate
+# from the training cells around it, snr_db = 10 log10(power / noise). With
+# MTI the noise differs across Doppler bins (about 0 at zero Doppler to 2 s^2,
+# three-pulse 8/3 s^2, at +-prf/2), and near the notch the estimate, drawn
+# from noisier bins, reads snr_db low by 1 to 4 dB (doc/radar.md, "Noise").
 assert DET_HEADER.itemsize == 80 and DET_RECORD.itemsize == 32
 
 
@@ -204,6 +212,7 @@ class DetHeader(namedtuple("DetHeader", "seq timestamp_ns first_sample mode flag
 
     @property
     def skipped(self):
+        """The CPI's mode is unknown: no records (count 0, maps 0)."""
         return bool(self.flags & DET_SKIPPED)
 
 
@@ -583,6 +592,8 @@ class CPI:
 
     @property
     def unknown_mode(self):
+        """chirpd had no filter for this CPI's mode: every value of data is
+        NaN (never 0, which would pass for a result)."""
         return bool(self.flags & UNKNOWN_MODE)
 
     def release(self):
