@@ -48,6 +48,7 @@
 #include "log.h"
 #include "sigmf.h"
 #include "synth.h"
+#include "timeutil.h"
 #include "tool.h"
 
 enum src_kind { SRC_NONE, SRC_SYNTH, SRC_FILE, SRC_SIGMF };
@@ -106,14 +107,6 @@ struct feed {
 };
 
 static volatile sig_atomic_t stop_sig;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * Wait for the next CPI's due time on the absolute schedule. Returns 0 when
@@ -916,7 +909,7 @@ struct feed_loop {
 	uint64_t limit;                 /* CPIs to send (0: no end)           */
 	uint64_t ticked;                /* k whose due time has come (--rate)  */
 	uint64_t attaches, primed_epoch;   /* prime once per attach           */
-	double t0;                      /* tool_now() at the start            */
+	double t0;                      /* mono_s() at the start            */
 };
 
 /* A finite source without --loop ends after its last CPI, or at --count. */
@@ -995,7 +988,7 @@ static int feed_commit(struct feed *f, struct feed_loop *L, struct tool_progress
 	L->sent++;
 	L->k++;
 	if (prog->on) {
-		double dt = tool_now() - L->t0;
+		double dt = mono_s() - L->t0;
 		char of[32] = "";
 
 		if (L->limit)
@@ -1045,7 +1038,7 @@ static int feed_step(struct feed *f, struct feed_loop *L, struct tool_progress *
 static void feed_summary(const struct feed *f, const struct feed_loop *L,
 			 struct tool_progress *prog)
 {
-	double t_end = tool_now() - L->t0;
+	double t_end = mono_s() - L->t0;
 
 	tool_progress_end(prog);
 	fprintf(stderr, "chirp-feed: sent %" PRIu64 ", dropped %" PRIu64 " (ring full), "
@@ -1107,7 +1100,7 @@ int main(int argc, char **argv)
 	tool_progress_init(&prog, f.quiet);
 	if (f.rate > 0)
 		f.period_ns = 1e9 / f.rate;
-	L.t0 = tool_now();
+	L.t0 = mono_s();
 	f.sched_t0_ns = mono_ns();
 
 	rc = 0;

@@ -41,6 +41,7 @@
 #include "log.h"
 #include "sigmf.h"
 #include "synth.h"
+#include "timeutil.h"
 #include "tool.h"
 #include "waveform.h"
 
@@ -1069,7 +1070,7 @@ static int tap_setup(struct tap *t)
 static int tap_peek_failed(struct tap *t, struct tool_progress *prog, int r, double deadline)
 {
 	if (r == -EAGAIN) {
-		double left = deadline - tool_now();
+		double left = deadline - mono_s();
 		int64_t ns = left > 0.1 ? 100000000LL : (int64_t)(left * 1e9);
 
 		if (ns > 0)
@@ -1104,7 +1105,7 @@ static int tap_peek_failed(struct tap *t, struct tool_progress *prog, int r, dou
 static void tap_progress_line(struct tap *t, struct tool_progress *prog, double t0)
 {
 	char of[32] = "";
-	double dt = tool_now() - t0;
+	double dt = mono_s() - t0;
 
 	if (t->count)
 		snprintf(of, sizeof(of), "/%" PRIu64, t->count);
@@ -1126,12 +1127,12 @@ static int tap_step(struct tap *t, struct tool_progress *prog, double t0, double
 		if (r < 0)
 			return -1;
 	}
-	if (tool_now() >= deadline)
+	if (mono_s() >= deadline)
 		return 1;
 	if (t->have_stall && t->received >= t->stall_after) {
 		/* Model a stuck consumer: attached, holding nothing, reading nothing. */
 		tool_progress(prog, 0, "stalled after %" PRIu64 " CPIs", t->received);
-		tool_sleep(fmin(0.1, deadline - tool_now()));
+		tool_sleep(fmin(0.1, deadline - mono_s()));
 		return 0;
 	}
 	r = chirp_ring_peek(t->ring, &b);
@@ -1257,7 +1258,7 @@ static int tap_finish(struct tap *t, struct tool_progress *prog, double t0, int 
 	double dt;
 
 	tool_progress_end(prog);
-	dt = tool_now() - t0;
+	dt = mono_s() - t0;
 	if (finish_sigmf(t) < 0)
 		rc = EXIT_ERR;
 	if (t->out_fd >= 0 && close(t->out_fd) < 0) {
@@ -1329,7 +1330,7 @@ int main(int argc, char **argv)
 		log_err("sigaction: %s", strerror(errno));
 		return EXIT_ERR;
 	}
-	t0 = tool_now();
+	t0 = mono_s();
 	deadline = t.timeout_s > 0 ? t0 + t.timeout_s : INFINITY;
 	r = tap_setup(&t);
 	if (r != 0) {

@@ -3,6 +3,7 @@
 #include "tool.h"
 #include "log.h"
 #include "synth.h"
+#include "timeutil.h"
 
 #include <errno.h>
 #include <math.h>
@@ -96,14 +97,6 @@ const char *tool_ring_format_name(uint32_t fmt)
 	return fmt < NFMT ? fmt_names[fmt] : "?";
 }
 
-double tool_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int tool_sleep(double s)
 {
 	struct timespec ts;
@@ -121,14 +114,14 @@ struct chirp_ring *tool_attach_wait(const char *name, enum chirp_ring_role role,
 				    const struct chirp_ring_opts *opts, double wait_s, volatile sig_atomic_t *stop,
 				    char *err, size_t errlen)
 {
-	double deadline = tool_now() + wait_s;
+	double deadline = mono_s() + wait_s;
 	struct chirp_ring *r;
 
 	for (;;) {
 		r = chirp_ring_attach(name, role, opts, err, errlen);
 		if (r)
 			return r;
-		if ((stop && *stop) || tool_now() >= deadline)
+		if ((stop && *stop) || mono_s() >= deadline)
 			return NULL;
 		tool_sleep(0.05);
 	}
@@ -173,7 +166,7 @@ void tool_progress(struct tool_progress *p, int force, const char *fmt, ...)
 
 	if (!p->on)
 		return;
-	now = tool_now();
+	now = mono_s();
 	if (!force && now - p->last < 0.25)
 		return;
 	p->last = now;

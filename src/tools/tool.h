@@ -70,8 +70,7 @@ struct synth_target;
 int tool_add_targets_hz(const struct chirp_config *c, const char *config_path, double prf_hz,
 			const char *const *specs, size_t n, struct synth_target *t, size_t *nt);
 
-/* CLOCK_MONOTONIC in seconds. */
-double tool_now(void);
+/* Clocks: mono_s() and mono_ns() in timeutil.h. */
 
 /*
  * Sleep up to s seconds; returns early (-EINTR) when a signal arrives, so
@@ -97,7 +96,7 @@ int tool_catch_signals(volatile sig_atomic_t *flag);
 /* Progress line on stderr, only when stderr is a terminal and !quiet. */
 struct tool_progress {
 	int on;
-	double last;            /* tool_now() of the last line            */
+	double last;            /* mono_s() of the last line             */
 	int shown;              /* a line is on screen (needs a newline)  */
 };
 void tool_progress_init(struct tool_progress *p, int quiet);
