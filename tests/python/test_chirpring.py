@@ -769,7 +769,7 @@ def test_det_ring_to_chirp_tap():
         rows = LISTS[k][0][:MAXDET]
         assert j["seq"] == 100 + k and j["ring_seq"] == k and j["found"] == len(LISTS[k][0]), j
         assert j["overflow"] == (len(LISTS[k][0]) > MAXDET) and j["count"] == len(rows), j
-        assert [d["gate"] for d in j["detections"]] == rows["range_gate"].tolist()
+        assert [d["range_gate"] for d in j["detections"]] == rows["range_gate"].tolist()
         assert [d["doppler_bin"] for d in j["detections"]] == rows["doppler_bin"].tolist()
         for d, r in zip(j["detections"], rows):
             v = float(r["velocity_mps"])
