@@ -92,7 +92,7 @@ CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_gr
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # chirpd's own files (linked only into chirpd): main and the event loop,
 # generations, reload, control commands.
-DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c)
+DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c ringrm.c)
 TOOL_BINS  := chirp-feed chirp-tap chirpctl
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)

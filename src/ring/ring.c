@@ -1202,6 +1202,35 @@ int chirp_ring_unlink(const char *name)
 	return rc;
 }
 
+int chirp_ring_role_held(const char *name, enum chirp_ring_role role)
+{
+	struct chirp_ring *r;
+	int rc = -ENOENT, fd, huge;
+
+	if (name_check(name, NULL, 0) < 0 ||
+	    (role != CHIRP_RING_PRODUCER && role != CHIRP_RING_CONSUMER))
+		return -EINVAL;
+	r = handle_alloc(name, role, NULL, 0);
+	if (!r)
+		return -ENOMEM;
+	for (huge = 0; huge <= 1 && rc != 1; huge++) {
+		int held;
+
+		fd = obj_open(r, huge, O_RDONLY, 0);
+		if (fd < 0) {
+			if (fd != -ENOENT && rc == -ENOENT)
+				rc = fd;
+			continue;
+		}
+		held = lock_role(fd, role, 1);
+		close(fd);
+		if (held >= 0 || rc == -ENOENT)
+			rc = held;
+	}
+	handle_free(r);
+	return rc;
+}
+
 /* ---- accessors -------------------------------------------------------- */
 
 void chirp_ring_geometry(const struct chirp_ring *r, struct chirp_ring_geometry *g)
