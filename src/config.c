@@ -184,7 +184,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "Least important messages logged: error, warning, notice, info or debug." },
 	{ "daemon", "remove_rings_on_stop", T_BOOL, OFF(remove_rings_on_stop), 0,
 	  "false", 0, 0, 0, NULL, NULL, 1,
-	  "Remove the input, output and detection rings from /dev/shm when the systemd unit stops chirpd (restart included), through its ExecStopPost=chirpd --remove-rings --if-configured; false keeps them, so that a restart continues where the stop left off. chirpd itself never reads it." },
+	  "Remove the input, output and detection rings from /dev/shm when the systemd unit stops chirpd (restart included), through its ExecStopPost=chirpd --remove-rings --if-configured; false keeps them, so that a restart continues where the stop left off. A running chirpd does not use it (a reload may change it freely)." },
 
 	/* [numa] */
 	{ "numa", "node", T_NUMA, OFF(numa_node), 0,
