@@ -48,7 +48,7 @@ gpu_need
 STREAMS=${DAEMON_STREAMS:-auto 2 4}
 MEASURE_S=${MEASURE_S:-5}
 CONFIGS=${CONFIGS:-4x128x4096:cf32:complex 4x128x4096:cf32:magnitude 4x128x4096:sc16:complex 4x128x4096:sc16:magnitude 16x128x9000:cf32:complex 16x128x9000:cf32:magnitude 16x128x9000:sc16:complex 16x128x9000:sc16:magnitude}
-TARGETS=300:-6,1700:-12,3100:-20
+TARGETS=(--target 300,-6 --target 1700,-12 --target 3100,-20)
 now() { date +%s.%N; }
 case_no=0
 
@@ -80,7 +80,7 @@ run_daemon() {
 	"$CHIRP_TAP" -c "$CONF" "${tapring[@]}" --drain -q 2>"$T/tap.log" &
 	tap=$!
 	e2e_track $tap
-	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 10 --prefilled ${rate:+--rate "$rate"} ${FEED_EXTRA:-} -q \
+	"$CHIRP_FEED" -c "$CONF" "${TARGETS[@]}" --snr-db 10 --prefilled ${rate:+--rate "$rate"} ${FEED_EXTRA:-} -q \
 		2>"$T/feed.log" &
 	feed=$!
 	e2e_track $feed

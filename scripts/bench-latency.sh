@@ -379,7 +379,7 @@ run_case() {
 	[ -n "$rate" ] && pace=(--rate "$rate")
 	local sched=()
 	[ "$radar_modes" -gt 1 ] && [ "$name" != capacity ] && sched=(--modes "$(seq -s, 0 $((radar_modes - 1)))")
-	"${tools[@]}" "$BUILD/bin/chirp-feed" --ring "$in" -c "$conf" --targets 300:-6,$((R / 2)):-20 --prefilled \
+	"${tools[@]}" "$BUILD/bin/chirp-feed" --ring "$in" -c "$conf" --target 300,-6 --target $((R / 2)),-20 --noiseless --prefilled \
 		"${pace[@]}" "${sched[@]}" -q --wait 10 >"$out/feed-$name.log" 2>&1 &
 	feed=$!; pids+=($feed)
 	wait_until "$(awk -v w="$warmup" -v t="$START_TIMEOUT" 'BEGIN { print w + t }')" test -e "$tmp/open-$case_no" ||

@@ -265,7 +265,7 @@ PYEOF
 }
 
 gate2=$((R / 2)); [ "$gate2" -eq 300 ] && gate2=301
-targets="$((300 < R ? 300 : 0)):-6,$gate2:-20"   # no noise, no Doppler: every CPI alike
+targets=(--target "$((300 < R ? 300 : 0)),-6" --target "$gate2,-20" --noiseless)   # no Doppler: every CPI alike
 
 # Per-phase state, indexed by instance.
 declare -a CHIRPD PROBE FEED SOCK INR OUTR CONF
@@ -324,7 +324,7 @@ run_phase() {
 		rate=${rates[$i]:-}
 		pace=(--block)
 		[ -n "$rate" ] && pace=(--rate "$rate")
-		"$BUILD/bin/chirp-feed" --ring "${INR[$i]}" -c "${CONF[$i]}" --targets "$targets" --prefilled \
+		"$BUILD/bin/chirp-feed" --ring "${INR[$i]}" -c "${CONF[$i]}" "${targets[@]}" --prefilled \
 			"${pace[@]}" -q --wait 10 >"$f-feed.log" 2>&1 &
 		FEED[$i]=$!; pids+=(${FEED[$i]})
 		printf '%s\t%s\t%s\t%s\t%s\n' "$ph" "${names[$i]}" "${gpus[$i]}" "${rate:-saturated}" "$secs" >>"$work/runs.tsv"
@@ -373,7 +373,7 @@ run_phase() {
 		prc=$?
 		forget "${PROBE[$i]}"
 		[ $prc -eq 0 ] || { cat "$f-probe.log" >&2; die "$ph ${names[$i]}: the probe failed (exit $prc)"; }
-		"$BUILD/bin/chirp-tap" --ring "${OUTR[$i]}" -c "${CONF[$i]}" --verify --targets "$targets" \
+		"$BUILD/bin/chirp-tap" --ring "${OUTR[$i]}" -c "${CONF[$i]}" --verify "${targets[@]}" \
 			--count "$verify_k" --timeout 30 --wait 10 >"$f-verify.log" 2>&1 &
 		taps[$i]=$!; pids+=(${taps[$i]})
 	done

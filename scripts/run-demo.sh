@@ -13,7 +13,8 @@
 # Environment:
 #   RUN_SECONDS=N     stop after N seconds
 #   RUN_RATE=R        CPIs per second from chirp-feed (default 10)
-#   RUN_TARGETS=LIST  GATE:AMP_DB,... (default 500:-10,1500:-20,3000:-25)
+#   RUN_TARGETS=LIST  GATE,AMP_DB[,DOPPLER] ..., one chirp-feed --target each,
+#                     space-separated (default "500,-10 1500,-20 3000,-25")
 #   RUN_SNR_DB=X      per-sample SNR of the strongest target (default 10)
 #   RUN_CONF=FILE     configuration to start from (default conf/chirpd.conf)
 #   RUN_SOCKET=PATH   control socket (default: a fresh one under
@@ -34,7 +35,9 @@ done
 [ -x "$PY" ] || { echo "run-demo: needs $PY with numpy (make deps)" >&2; exit 1; }
 
 RATE=${RUN_RATE:-10}
-TARGETS=${RUN_TARGETS:-500:-10,1500:-20,3000:-25}
+TARGETS=${RUN_TARGETS:-500,-10 1500,-20 3000,-25}
+TARGET_ARGS=()
+for t in $TARGETS; do TARGET_ARGS+=(--target "$t"); done
 SNR=${RUN_SNR_DB:-10}
 SRC_CONF=${RUN_CONF:-conf/chirpd.conf}
 SECONDS_LIMIT=${RUN_SECONDS:-}
@@ -142,7 +145,7 @@ PIDS+=($!)
 "$BIN/chirp-tap" -c "$CONF" --out "$D/results" -q 2>"$D/tap.log" &
 TAP=$!
 sleep 0.5   # the consumer attaches first: no result meets an empty output ring
-"$BIN/chirp-feed" -c "$CONF" --targets "$TARGETS" --snr-db "$SNR" --rate "$RATE" -q 2>"$D/feed.log" &
+"$BIN/chirp-feed" -c "$CONF" "${TARGET_ARGS[@]}" --snr-db "$SNR" --rate "$RATE" -q 2>"$D/feed.log" &
 FEED=$!
 
 start=$(date +%s)
@@ -179,8 +182,8 @@ fi
 
 found=$(cat "$D/gates" 2>/dev/null)
 missing=
-for t in ${TARGETS//,/ }; do
-	g=${t%%:*}
+for t in $TARGETS; do
+	g=${t%%,*}
 	echo " $found" | grep -q " $g(" || missing="$missing $g"
 done
 if [ -z "$missing" ] && [ -z "${plot_failed:-}" ]; then

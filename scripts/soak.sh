@@ -111,7 +111,7 @@ stop_all() {
 feed() {   # feed LOG [ARGS] — prefilled synthetic producer
 	local log=$1
 	shift
-	"$BUILD/bin/chirp-feed" --ring "$IN" -c "$CONF" --targets 500:0,1200:-20 --snr-db 10 \
+	"$BUILD/bin/chirp-feed" --ring "$IN" -c "$CONF" --target 500,0 --target 1200,-20 --snr-db 10 \
 		--prefilled -q --wait 10 "$@" >"$log" 2>&1 &
 	pids+=($!)
 }

@@ -4,6 +4,7 @@
  *
  *   chirpd -c FILE            run in the foreground (systemd Type=notify)
  *   chirpd --check -c FILE    validate FILE, print the effective configuration
+ *   chirpd --remove-rings -c FILE   remove the rings FILE names (ringrm.c)
  *
  * Structure (doc/daemon.md has the operator's view):
  *   - main thread: one epoll loop over a signalfd (TERM/INT: drain and exit
@@ -42,6 +43,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
+#include "ringrm.h"
 #include "statusline.h"
 #include "waveform.h"
 
@@ -322,9 +324,13 @@ static void usage(FILE *out)
 {
 	fputs("usage: chirpd -c FILE            run (foreground; systemd Type=notify)\n"
 	      "       chirpd --check -c FILE    validate FILE and print the effective configuration\n"
+	      "       chirpd --remove-rings [--if-configured] -c FILE\n"
 	      "\n"
 	      "  -c, --config FILE   configuration file (default /etc/chirpd/chirpd.conf)\n"
 	      "  -n, --check         check the configuration and exit (0 valid, 1 errors)\n"
+	      "      --remove-rings  remove the input, output and detection rings FILE names\n"
+	      "                      and exit (1: refused, chirpd holds them: nothing removed)\n"
+	      "      --if-configured with --remove-rings: only if [daemon] remove_rings_on_stop\n"
 	      "  -h, --help          this text\n"
 	      "  -V, --version       print the version\n"
 	      "\n"
@@ -394,31 +400,39 @@ out:
 }
 
 
-/* Options: -1 to go on with *path and *check set, else the exit code. */
-static int parse_args(int argc, char **argv, const char **path, int *check)
+enum { ACT_RUN, ACT_CHECK, ACT_REMOVE, ACT_REMOVE_IF };
+enum { O_REMOVE = 256, O_IFCONF };
+
+/* Options: -1 to go on with *path and *action set, else the exit code. */
+static int parse_args(int argc, char **argv, const char **path, int *action)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 'n' },
+		{ "remove-rings", no_argument, NULL, O_REMOVE },
+		{ "if-configured", no_argument, NULL, O_IFCONF },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int opt;
+	int opt, check = 0, remove = 0, ifconf = 0;
 
 	while ((opt = getopt_long(argc, argv, "c:nhV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': *path = optarg; break;
-		case 'n': *check = 1; break;
+		case 'n': check = 1; break;
+		case O_REMOVE: remove = 1; break;
+		case O_IFCONF: ifconf = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("chirpd %s\n", chirpd_version); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc || (check && remove) || (ifconf && !remove)) {
 		usage(stderr);
 		return 2;
 	}
+	*action = check ? ACT_CHECK : !remove ? ACT_RUN : ifconf ? ACT_REMOVE_IF : ACT_REMOVE;
 	return -1;
 }
 
@@ -695,14 +709,16 @@ int main(int argc, char **argv)
 	struct daemon *d = &dd;
 	struct chirp_config *cfg = NULL;
 	const char *path = "/etc/chirpd/chirpd.conf";
-	int check = 0, n, ret = 1;
+	int action = ACT_RUN, n, ret = 1;
 
 	log_init(argv[0]);
-	n = parse_args(argc, argv, &path, &check);
+	n = parse_args(argc, argv, &path, &action);
 	if (n >= 0)
 		return n;
-	if (check)
+	if (action == ACT_CHECK)
 		return check_config(path);
+	if (action == ACT_REMOVE || action == ACT_REMOVE_IF)
+		return ringrm_run(path, action == ACT_REMOVE_IF, stdout);
 
 	d->epfd = d->sigfd = d->tfd = d->efd = -1;
 	d->config_path = path;

@@ -182,6 +182,9 @@ static const struct cfg_key cfg_tab[] = {
 	{ "daemon", "log_level", T_ENUM, OFF(log_level), 0,
 	  "info", 0, 0, 0, ch_loglevel, NULL, 1,
 	  "Least important messages logged: error, warning, notice, info or debug." },
+	{ "daemon", "remove_rings_on_stop", T_BOOL, OFF(remove_rings_on_stop), 0,
+	  "false", 0, 0, 0, NULL, NULL, 1,
+	  "Remove the input, output and detection rings from /dev/shm when the systemd unit stops chirpd (restart included), through its ExecStopPost=chirpd --remove-rings --if-configured; false keeps them, so that a restart continues where the stop left off. A running chirpd does not use it (a reload may change it freely)." },
 
 	/* [numa] */
 	{ "numa", "node", T_NUMA, OFF(numa_node), 0,

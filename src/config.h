@@ -47,6 +47,7 @@ struct chirp_config {
 	char control_socket[CFG_PATH_MAX];   /* default /run/chirpd/control.sock */
 	int log_level;                       /* LOG_* from syslog.h         */
 	char control_group[64];              /* group allowed to mutate ("" = none) */
+	int remove_rings_on_stop;            /* chirpd --remove-rings --if-configured */
 
 	/* [numa] */
 	int numa_node;                       /* CFG_NUMA_AUTO, CFG_NUMA_NONE, or node */

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "timeutil.h"
 
 #define OUT_MAX        (1u << 20)  /* reply backlog per client (bytes)     */
 #define CLIENT_BURST   4           /* socket reads per client per dispatch */
@@ -84,12 +85,10 @@ struct control {
 	struct control_stats st;
 };
 
+/* CLOCK_MONOTONIC in ms: client idle times. */
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return mono_ns() / 1000000u;
 }
 
 /* mkdir -p for the parent of path, mode 0755. */

@@ -30,6 +30,7 @@
 #include "pipeline.h"
 #include "stats.h"
 #include "sysnuma.h"
+#include "timeutil.h"
 #include "trace.h"
 
 #define SWAP_TIMEOUT_MS    5000     /* reload: data path reaches a CPI boundary */
@@ -116,15 +117,6 @@ struct daemon {
 	int broken;                       /* a failed reload left no rings     */
 	char broken_why[320];
 };
-
-/* CLOCK_MONOTONIC in ns. */
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- gen.c ---------------------------------------------------------------- */
 

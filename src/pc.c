@@ -24,6 +24,7 @@
 #include "pc_backend.h"
 #include "log.h"
 #include "radar.h"
+#include "timeutil.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -1408,7 +1409,6 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 	unsigned mode = pc->filt_mode[0];   /* the first mode's filter: all cost the same */
 	int reg_in = 0, reg_out = 0, reg_det = 0, rc, n;
 	uint64_t t0, now, done = 0, submitted = 0;
-	struct timespec ts;
 
 	*cpi_per_s = 0;
 	if (pc->failed || pc_in_flight(pc) != 0) {
@@ -1433,8 +1433,7 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 	rc = calib_drain(pc, 1);
 	if (rc < 0)
 		goto fail;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t0 = now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	t0 = now = mono_ns();
 	for (;;) {
 		/* Submit while short of min_cpis or min_ns and before max_ns;
 		 * past max_ns still until 2 CPIs are done or in flight, so that a
@@ -1456,8 +1455,7 @@ static int calibrate_ns(struct pc *pc, const struct calib_scratch *cs, uint64_t 
 			goto fail;
 		}
 		done += (uint64_t)n;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		now = mono_ns();
 		if (pc_in_flight(pc) == 0 && done >= 2 &&
 		    ((done >= min_cpis && now - t0 >= min_ns) || now - t0 >= max_ns))
 			break;

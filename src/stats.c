@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* stats.c — see stats.h for the concurrency contract. */
 #include "stats.h"
+#include "timeutil.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -182,7 +183,6 @@ static void copy_fields(const struct stats *s, struct stats_snapshot *o)
 void stats_snapshot(const struct stats *s, struct stats_snapshot *o)
 {
 	struct stats *w = (struct stats *)s;   /* atomics are read only */
-	struct timespec ts;
 	int tries;
 
 	o->consistent = 0;
@@ -199,8 +199,7 @@ void stats_snapshot(const struct stats *s, struct stats_snapshot *o)
 			break;
 		}
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	o->taken_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	o->taken_ns = mono_ns();
 }
 
 static uint64_t sub0(uint64_t b, uint64_t a)

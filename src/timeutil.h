@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * timeutil.h — the clocks and the polling pause the data path shares
- * (pipeline.c, pc_cpu.c). Header-only: every call is a vDSO clock read or
- * one instruction, inlined where it is polled.
+ * timeutil.h — the clocks and the polling pause, written once for the
+ * daemon, the ring library and the tools. Header-only: every call is a vDSO
+ * clock read or one instruction, inlined where it is polled.
  */
 #ifndef CHIRP_TIMEUTIL_H
 #define CHIRP_TIMEUTIL_H
@@ -17,6 +17,15 @@ static inline uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in seconds (deadlines and rates in the tools). */
+static inline double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* CLOCK_REALTIME in ns (the clock ring timestamps are written in). */

@@ -225,6 +225,30 @@ static void test_single_role(void **state)
 	chirp_ring_detach(c);
 }
 
+/* chirp_ring_role_held reads each role's kernel-held lock without
+ * attaching: held while a handle has the role, free after its detach. */
+static void test_role_held(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c, *p;
+
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_CONSUMER), -ENOENT);
+	assert_int_equal(chirp_ring_role_held("no-slash", CHIRP_RING_CONSUMER), -EINVAL);
+	c = mk(&g, CHIRP_RING_CONSUMER);
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_CONSUMER), 1);
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_PRODUCER), 0);
+	p = att(CHIRP_RING_PRODUCER);
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_PRODUCER), 1);
+	assert_int_equal(chirp_ring_peer_attached(c), 1);   /* the probe took nothing */
+	chirp_ring_detach(c);
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_CONSUMER), 0);
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_PRODUCER), 1);
+	chirp_ring_detach(p);
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_PRODUCER), 0);
+	assert_int_equal(chirp_ring_unlink(g_name), 0);
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_PRODUCER), -ENOENT);
+}
+
 static void test_handoff_and_inflight(void **state)
 {
 	struct chirp_ring_geometry g = geo(8);
@@ -1864,6 +1888,7 @@ int main(void)
 		T(test_create_attach_layout),
 		T(test_attach_missing),
 		T(test_single_role),
+		T(test_role_held),
 		T(test_handoff_and_inflight),
 		T(test_overrun),
 		T(test_overrun_odd_slots),

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "tools/synth.h"
+#include "tools/tool.h"
 
 /* Random unit-modulus pulse (random phases): not a power-of-two length. */
 static float *random_pulse(size_t L, unsigned seed)
@@ -515,28 +516,80 @@ static void test_from_config(void **state)
 	free(c);
 }
 
-static void test_parse_targets(void **state)
+/* DOPPLER in cycles per pulse: "X/pulse", no PRF needed, -0.5..0.5; the
+ * colon-separated form is refused with the comma syntax named. */
+static void test_parse_target_per_pulse(void **state)
 {
-	struct synth_target t[4];
-	size_t n = 99;
+	struct synth_target t;
 	char err[256];
+	int folded = 9;
 
-	assert_int_equal(synth_parse_targets("100:-6,250:-20.5:0.25", t, 4, &n, err, sizeof(err)), 0);
-	assert_int_equal(n, 2);
-	assert_int_equal(t[0].gate, 100);
-	assert_true(t[0].amp_db == -6 && t[0].doppler == 0);
-	assert_int_equal(t[1].gate, 250);
-	assert_true(t[1].amp_db == -20.5 && t[1].doppler == 0.25);
+	assert_int_equal(synth_parse_target("250,-20.5,0.25/pulse", 0, &t, &folded, err,
+					    sizeof(err)), 0);
+	assert_int_equal(t.gate, 250);
+	assert_true(t.amp_db == -20.5 && t.doppler == 0.25 && folded == 0);
+	assert_int_equal(synth_parse_target("3,-6,-0.125/pulse", 1000, &t, &folded, err,
+					    sizeof(err)), 0);
+	assert_true(t.doppler == -0.125);
+	assert_int_equal(synth_parse_target("3,-6,250Hz", 1000, &t, &folded, err, sizeof(err)), 0);
+	assert_true(t.doppler == 0.25);
 
-	const char *bad[] = { "", "100", "x:3", "100:", "100:abc", "-5:3", "100:-6,",
-			      ",100:-6", "100:-6:0.7", "100:-6:0.1:3", "100:1e999",
-			      "99999999999:0", "1:0,2:0,3:0,4:0,5:0", NULL };
+	const char *bad[] = { "3,-6,0.7/pulse", "3,-6,0.1/pulses", "3,-6,/pulse", "3,-6,1kHz",
+			      NULL };
 	for (int i = 0; bad[i]; i++) {
 		err[0] = 0;
-		assert_int_equal(synth_parse_targets(bad[i], t, 4, &n, err, sizeof(err)), -EINVAL);
+		assert_int_equal(synth_parse_target(bad[i], 1000, &t, &folded, err, sizeof(err)),
+				 -EINVAL);
 		assert_true(err[0] != 0);
 	}
-	assert_int_equal(synth_parse_targets(NULL, t, 4, &n, err, sizeof(err)), -EINVAL);
+	assert_int_equal(synth_parse_target("100:-6:0.1", 1000, &t, &folded, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "GATE,AMP_DB[,DOPPLER_HZ]"));
+}
+
+/* The options chirp-feed and chirp-tap share: noise at
+ * SYNTH_DEFAULT_NOISE_DBFS unless --snr-db, --noise-dbfs or --noiseless,
+ * which exclude one another; --targets is refused. */
+static void test_synth_opts(void **state)
+{
+	struct tool_synth_opts o;
+	struct synth_target t[SYNTH_MAX_TARGETS];
+	size_t n;
+	double np = -1;
+
+	tool_synth_opts_init(&o);
+	assert_int_equal(o.seed, 1);
+	assert_int_equal(tool_synth_check(&o), 0);
+	assert_int_equal(tool_synth_given(&o), 0);
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_TARGET, "100,-6"), 1);
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_TARGET, "300,-20,0.125/pulse"), 1);
+	assert_int_equal(tool_synth_opt(&o, 'x', "1"), 0);
+	assert_int_equal(tool_synth_targets(&o, NULL, NULL, t, &n, &np), 0);
+	assert_int_equal(n, 2);
+	assert_true(t[1].gate == 300 && t[1].doppler == 0.125);
+	assert_true(fabs(10 * log10(np) - SYNTH_DEFAULT_NOISE_DBFS) < 1e-9);
+	assert_true(SYNTH_DEFAULT_NOISE_DBFS < -20);
+
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_NOISELESS, NULL), 1);
+	assert_int_equal(tool_synth_check(&o), 0);
+	assert_int_equal(tool_synth_targets(&o, NULL, NULL, t, &n, &np), 0);
+	assert_true(np == 0);
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_NOISE, "-30"), 1);
+	assert_int_equal(tool_synth_check(&o), -EINVAL);         /* two noise options */
+	o.noiseless = 0;
+	assert_int_equal(tool_synth_check(&o), 0);
+	assert_int_equal(tool_synth_targets(&o, NULL, NULL, t, &n, &np), 0);
+	assert_true(fabs(10 * log10(np) + 30) < 1e-9);
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_SNR, "10"), 1);
+	assert_int_equal(tool_synth_check(&o), -EINVAL);
+
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_TARGETS, "100:-6"), -EINVAL);
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_SEED, "x"), -EINVAL);
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_PRF, "0"), -EINVAL);
+
+	tool_synth_opts_init(&o);
+	assert_int_equal(tool_synth_opt(&o, TOOL_O_NOISELESS, NULL), 1);
+	assert_int_equal(tool_synth_check(&o), -EINVAL);         /* noise without --target */
 }
 
 /* --target GATE,AMP_DB,DOPPLER_HZ: the pulse-to-pulse phase of the echo is
@@ -558,7 +611,7 @@ static void test_parse_target_hz(void **state)
 		struct synth *s;
 		float *x;
 
-		assert_int_equal(synth_parse_target_hz(ok[i].spec, prf, &t, &folded, err,
+		assert_int_equal(synth_parse_target(ok[i].spec, prf, &t, &folded, err,
 						       sizeof(err)), 0);
 		assert_int_equal(folded, ok[i].folded);
 		assert_true(fabs(t.doppler - ok[i].hz / prf) < 1e-12);
@@ -585,15 +638,15 @@ static void test_parse_target_hz(void **state)
 			      "99999999999,0", "300:-6", NULL };
 	for (int i = 0; bad[i]; i++) {
 		err[0] = 0;
-		assert_int_equal(synth_parse_target_hz(bad[i], prf, &t, &folded, err, sizeof(err)),
+		assert_int_equal(synth_parse_target(bad[i], prf, &t, &folded, err, sizeof(err)),
 				 -EINVAL);
 		assert_true(err[0] != 0);
 	}
 	/* A shift without a PRF is refused, none is fine. */
-	assert_int_equal(synth_parse_target_hz("300,-6,10", 0, &t, &folded, err, sizeof(err)), -EINVAL);
+	assert_int_equal(synth_parse_target("300,-6,10", 0, &t, &folded, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "prf_hz"));
-	assert_int_equal(synth_parse_target_hz("300,-6,0", 0, &t, &folded, err, sizeof(err)), 0);
-	assert_int_equal(synth_parse_target_hz(NULL, prf, &t, &folded, err, sizeof(err)), -EINVAL);
+	assert_int_equal(synth_parse_target("300,-6,0", 0, &t, &folded, err, sizeof(err)), 0);
+	assert_int_equal(synth_parse_target(NULL, prf, &t, &folded, err, sizeof(err)), -EINVAL);
 }
 
 int main(void)
@@ -607,7 +660,8 @@ int main(void)
 		cmocka_unit_test(test_create_rejects),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_from_config),
-		cmocka_unit_test(test_parse_targets),
+		cmocka_unit_test(test_parse_target_per_pulse),
+		cmocka_unit_test(test_synth_opts),
 		cmocka_unit_test(test_parse_target_hz),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

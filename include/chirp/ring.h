@@ -171,6 +171,15 @@ void chirp_ring_detach(struct chirp_ring *r);
 int chirp_ring_unlink(const char *name);
 
 /*
+ * 1 if a live process holds role `role` of the ring called name (its
+ * kernel-held lock; a crashed holder reads as 0 at once), 0 if not,
+ * -ENOENT if there is no such ring, another negative errno on error.
+ * Attaches nothing and changes nothing: a check before chirp_ring_unlink
+ * (chirpd --remove-rings refuses while chirpd holds its rings).
+ */
+int chirp_ring_role_held(const char *name, enum chirp_ring_role role);
+
+/*
  * 1 if the other role is attached by a live process, 0 if not, negative
  * errno on error. (Kernel-held lock: a crashed peer reads as 0 at once.)
  */

@@ -185,20 +185,11 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static uint64_t now_realtime_ns(void)
+/* Deadlines and spin windows are signed (a past deadline is negative
+ * time left); CLOCK_MONOTONIC in ns fits int64_t for 292 years of uptime. */
+static inline int64_t now_mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int64_t now_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return (int64_t)mono_ns();
 }
 
 /*
@@ -393,7 +384,7 @@ void ring_format_image(void *img, const struct ring_layout *L)
 	h->format = L->g.format;
 	h->align_bytes = L->align_bytes;
 	h->sample_rate_hz = L->g.sample_rate_hz;
-	h->created_ns = now_realtime_ns();
+	h->created_ns = real_ns();
 	mark_unwritten(img, L, 0);
 	h->magic = RING_MAGIC;
 	/* Publishes everything above to an attacher's acquire load of state. */
@@ -909,7 +900,7 @@ static uint64_t new_epoch(uint64_t old)
 
 	while (e == 0 || e == old) {
 		if (getrandom(&e, sizeof(e), 0) != sizeof(e))
-			e = now_realtime_ns() ^ ((uint64_t)getpid() << 32) ^ old;
+			e = real_ns() ^ ((uint64_t)getpid() << 32) ^ old;
 	}
 	return e;
 }
@@ -1212,6 +1203,35 @@ int chirp_ring_unlink(const char *name)
 	return rc;
 }
 
+int chirp_ring_role_held(const char *name, enum chirp_ring_role role)
+{
+	struct chirp_ring *r;
+	int rc = -ENOENT, fd, huge;
+
+	if (name_check(name, NULL, 0) < 0 ||
+	    (role != CHIRP_RING_PRODUCER && role != CHIRP_RING_CONSUMER))
+		return -EINVAL;
+	r = handle_alloc(name, role, NULL, 0);
+	if (!r)
+		return -ENOMEM;
+	for (huge = 0; huge <= 1 && rc != 1; huge++) {
+		int held;
+
+		fd = obj_open(r, huge, O_RDONLY, 0);
+		if (fd < 0) {
+			if (fd != -ENOENT && rc == -ENOENT)
+				rc = fd;
+			continue;
+		}
+		held = lock_role(fd, role, 1);
+		close(fd);
+		if (held >= 0 || rc == -ENOENT)
+			rc = held;
+	}
+	handle_free(r);
+	return rc;
+}
+
 /* ---- accessors -------------------------------------------------------- */
 
 void chirp_ring_geometry(const struct chirp_ring *r, struct chirp_ring_geometry *g)
@@ -1466,7 +1486,7 @@ int chirp_ring_commit_mode(struct chirp_ring *r, uint64_t timestamp_ns,
 	if (rc < 0)
 		return rc;
 	if (timestamp_ns == 0)
-		timestamp_ns = now_realtime_ns();
+		timestamp_ns = real_ns();
 	s = slot_of(r, p);
 	seq = r->res_seq[s];
 	pending = r->res_flags[s];

@@ -48,6 +48,7 @@
 #include "log.h"
 #include "sigmf.h"
 #include "synth.h"
+#include "timeutil.h"
 #include "tool.h"
 
 enum src_kind { SRC_NONE, SRC_SYNTH, SRC_FILE, SRC_SIGMF };
@@ -56,17 +57,13 @@ struct feed {
 	/* options */
 	const char *ring_name;
 	const char *config_path;
-	const char *targets_spec;       /* --targets                          */
-	const char *target_hz[SYNTH_MAX_TARGETS];   /* --target, in order     */
-	size_t ntarget_hz;
-	double prf_hz;                  /* --prf; 0: [radar] prf_hz of -c     */
+	struct tool_synth_opts syn;     /* --target --prf --snr-db ... --seed */
 	const char *file_path;
 	const char *sigmf_base;
 	const char *modes_spec;         /* --modes                            */
 	int allow_unknown_modes;
-	double snr_db, noise_dbfs, rate, wait_s;
-	int have_snr, have_noise_dbfs;
-	uint64_t seed, count;
+	double rate, wait_s;
+	uint64_t count;
 	int loop, create, keep, block, prefilled, quiet, ignore_rate;
 	int created;                    /* we made the ring (unlink at exit)  */
 	struct chirp_ring_opts ropts;   /* --allow-foreign-owner                */
@@ -107,14 +104,6 @@ struct feed {
 
 static volatile sig_atomic_t stop_sig;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Wait for the next CPI's due time on the absolute schedule. Returns 0 when
  * it is due (the schedule advanced by one CPI), -EINTR when a signal came
@@ -153,17 +142,7 @@ static void usage(FILE *f)
 "Source (one of):\n"
 "  -c, --config FILE      synthetic echoes with the geometry, format and waveform\n"
 "                         of this chirpd configuration, with:\n"
-"      --targets LIST     GATE:AMP_DB[:DOPPLER],...  echo at sample GATE, peak\n"
-"                         amplitude AMP_DB dB full scale, DOPPLER cycles/pulse\n"
-"      --target GATE,AMP_DB[,DOPPLER_HZ]  one more echo (repeatable, with or\n"
-"                         without --targets): AMP_DB dB full scale, Doppler shift\n"
-"                         DOPPLER_HZ in Hz, i.e. phase 2 pi DOPPLER_HZ n / PRF at\n"
-"                         pulse n (beyond +-PRF/2 it aliases, as in a radar)\n"
-"      --prf HZ           pulse repetition frequency for DOPPLER_HZ (default:\n"
-"                         [radar] prf_hz of -c)\n"
-"      --snr-db X         add noise: per-sample SNR X dB of the strongest target\n"
-"      --noise-dbfs X     add noise of power X dBFS instead\n"
-"      --seed N           noise seed (default 1); CPI k depends only on seed and k\n"
+TOOL_SYNTH_USAGE
 "      --file PATH        replay raw CPIs in the ring's format and layout\n"
 "      --sigmf BASE       replay a SigMF recording (ci16_le or cf32_le)\n"
 "\n"
@@ -213,9 +192,9 @@ static void usage(FILE *f)
 }
 
 enum {
-	O_TARGETS = 256, O_SNR, O_NOISE, O_SEED, O_FILE, O_SIGMF, O_WAIT, O_FOREIGN, O_CREATE,
+	O_FILE = 256, O_SIGMF, O_WAIT, O_FOREIGN, O_CREATE,
 	O_GEOMETRY, O_FORMAT, O_SLOTS, O_SRATE, O_KEEP, O_RATE, O_LOOP, O_BLOCK,
-	O_PREFILLED, O_IGNRATE, O_MODES, O_UNKMODES, O_TARGET, O_PRF,
+	O_PREFILLED, O_IGNRATE, O_MODES, O_UNKMODES,
 };
 
 static const struct option long_opts[] = {
@@ -224,10 +203,7 @@ static const struct option long_opts[] = {
 	{ "count", required_argument, NULL, 'n' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
-	{ "targets", required_argument, NULL, O_TARGETS },
-	{ "snr-db", required_argument, NULL, O_SNR },
-	{ "noise-dbfs", required_argument, NULL, O_NOISE },
-	{ "seed", required_argument, NULL, O_SEED },
+	TOOL_SYNTH_LONG_OPTS,
 	{ "file", required_argument, NULL, O_FILE },
 	{ "sigmf", required_argument, NULL, O_SIGMF },
 	{ "wait", required_argument, NULL, O_WAIT },
@@ -245,8 +221,6 @@ static const struct option long_opts[] = {
 	{ "ignore-rate", no_argument, NULL, O_IGNRATE },
 	{ "modes", required_argument, NULL, O_MODES },
 	{ "allow-unknown-modes", no_argument, NULL, O_UNKMODES },
-	{ "target", required_argument, NULL, O_TARGET },
-	{ "prf", required_argument, NULL, O_PRF },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -262,32 +236,6 @@ static int feed_opt(struct feed *f, int c, int li)
 		break;
 	case 'q': f->quiet = 1; break;
 	case 'h': usage(stdout); exit(0);
-	case O_TARGETS: f->targets_spec = optarg; break;
-	case O_TARGET:
-		if (f->ntarget_hz >= SYNTH_MAX_TARGETS) {
-			log_err("--target: more than %d targets", SYNTH_MAX_TARGETS);
-			return -EINVAL;
-		}
-		f->target_hz[f->ntarget_hz++] = optarg;
-		break;
-	case O_PRF:
-		if (tool_parse_double(optarg, &f->prf_hz) < 0 || f->prf_hz <= 0)
-			return tool_bad_arg("--prf", optarg, "want a frequency in Hz > 0");
-		break;
-	case O_SNR:
-		if (tool_parse_double(optarg, &f->snr_db) < 0)
-			return tool_bad_arg("--snr-db", optarg, "want a number of dB");
-		f->have_snr = 1;
-		break;
-	case O_NOISE:
-		if (tool_parse_double(optarg, &f->noise_dbfs) < 0 || f->noise_dbfs > 20)
-			return tool_bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
-		f->have_noise_dbfs = 1;
-		break;
-	case O_SEED:
-		if (tool_parse_u64(optarg, &f->seed) < 0)
-			return tool_bad_arg("--seed", optarg, "want an unsigned integer");
-		break;
 	case O_FILE: f->file_path = optarg; break;
 	case O_SIGMF: f->sigmf_base = optarg; break;
 	case O_FOREIGN: f->ropts.allow_foreign_owner = 1; break;
@@ -313,9 +261,13 @@ static int feed_opt(struct feed *f, int c, int li)
 	case O_IGNRATE: f->ignore_rate = 1; break;
 	case O_MODES: f->modes_spec = optarg; break;
 	case O_UNKMODES: f->allow_unknown_modes = 1; break;
-	default:
-		usage(stderr);
-		return -EINVAL;
+	default: {
+		int rc = tool_synth_opt(&f->syn, c, optarg);
+
+		if (rc == 0)
+			usage(stderr);
+		return rc > 0 ? 0 : -EINVAL;
+	}
 	}
 	return 0;
 }
@@ -323,29 +275,19 @@ static int feed_opt(struct feed *f, int c, int li)
 /* Exactly one source, and the options that exclude or need one another. */
 static int feed_args_check(struct feed *f)
 {
-	int synthetic = f->targets_spec || f->ntarget_hz;
+	int synthetic = tool_synth_given(&f->syn);
 	int nsrc = !!f->file_path + !!f->sigmf_base + synthetic;
 
 	if (nsrc != 1) {
-		log_err("give exactly one source: --targets/--target (with -c), --file or --sigmf");
+		log_err("give exactly one source: --target (with -c), --file or --sigmf");
 		return -EINVAL;
 	}
 	if (synthetic && !f->config_path) {
-		log_err("--targets and --target need -c chirpd.conf (geometry, format and waveform)");
+		log_err("--target needs -c chirpd.conf (geometry, format and waveform)");
 		return -EINVAL;
 	}
-	if (f->prf_hz > 0 && !f->ntarget_hz) {
-		log_err("--prf applies to --target (DOPPLER_HZ)");
+	if (tool_synth_check(&f->syn) < 0)
 		return -EINVAL;
-	}
-	if (f->have_snr && f->have_noise_dbfs) {
-		log_err("--snr-db and --noise-dbfs are alternatives");
-		return -EINVAL;
-	}
-	if ((f->have_snr || f->have_noise_dbfs) && !synthetic) {
-		log_err("--snr-db/--noise-dbfs apply to synthetic echoes (--targets, --target)");
-		return -EINVAL;
-	}
 	if (f->loop && synthetic) {
 		log_err("--loop applies to --file and --sigmf (synthetic echoes never end)");
 		return -EINVAL;
@@ -453,7 +395,7 @@ static int parse_args(struct feed *f, int argc, char **argv)
 	int c, li = 0;
 
 	f->wait_s = 10;
-	f->seed = 1;
+	tool_synth_opts_init(&f->syn);
 	while ((c = getopt_long(argc, argv, "c:r:n:qh", long_opts, &li)) != -1) {
 		if (feed_opt(f, c, li) < 0)
 			return -EINVAL;
@@ -466,7 +408,7 @@ static int parse_args(struct feed *f, int argc, char **argv)
 		return -EINVAL;
 	if (f->modes_spec && parse_modes(f) < 0)
 		return -EINVAL;
-	f->src = f->targets_spec || f->ntarget_hz ? SRC_SYNTH : f->file_path ? SRC_FILE : SRC_SIGMF;
+	f->src = tool_synth_given(&f->syn) ? SRC_SYNTH : f->file_path ? SRC_FILE : SRC_SIGMF;
 	return 0;
 }
 
@@ -489,7 +431,7 @@ static int build_synth(struct feed *f)
 
 	synth_destroy(f->synth);
 	f->synth = synth_create_from_config(&f->cfg, f->targets, f->ntargets, f->noise_power,
-					    f->seed, err, sizeof(err));
+					    f->syn.seed, err, sizeof(err));
 	if (!f->synth) {
 		log_err("%s", err);
 		return -EINVAL;
@@ -550,19 +492,9 @@ static int prepare_source(struct feed *f)
 	if (check_schedule(f) < 0)
 		return -EINVAL;
 	if (f->src == SRC_SYNTH) {
-		if (f->targets_spec && synth_parse_targets(f->targets_spec, f->targets,
-							   SYNTH_MAX_TARGETS, &f->ntargets,
-							   err, sizeof(err)) < 0) {
-			log_err("--targets: %s", err);
+		if (tool_synth_targets(&f->syn, &f->cfg, f->config_path, f->targets,
+				       &f->ntargets, &f->noise_power) < 0)
 			return -EINVAL;
-		}
-		if (tool_add_targets_hz(&f->cfg, f->config_path, f->prf_hz, f->target_hz,
-					f->ntarget_hz, f->targets, &f->ntargets) < 0)
-			return -EINVAL;
-		if (f->have_snr)
-			f->noise_power = synth_noise_power_for_snr(f->targets, f->ntargets, f->snr_db);
-		else if (f->have_noise_dbfs)
-			f->noise_power = pow(10.0, f->noise_dbfs / 10.0);
 		return build_synth(f);
 	}
 	if (f->src == SRC_FILE)
@@ -916,7 +848,7 @@ struct feed_loop {
 	uint64_t limit;                 /* CPIs to send (0: no end)           */
 	uint64_t ticked;                /* k whose due time has come (--rate)  */
 	uint64_t attaches, primed_epoch;   /* prime once per attach           */
-	double t0;                      /* tool_now() at the start            */
+	double t0;                      /* mono_s() at the start            */
 };
 
 /* A finite source without --loop ends after its last CPI, or at --count. */
@@ -995,7 +927,7 @@ static int feed_commit(struct feed *f, struct feed_loop *L, struct tool_progress
 	L->sent++;
 	L->k++;
 	if (prog->on) {
-		double dt = tool_now() - L->t0;
+		double dt = mono_s() - L->t0;
 		char of[32] = "";
 
 		if (L->limit)
@@ -1045,7 +977,7 @@ static int feed_step(struct feed *f, struct feed_loop *L, struct tool_progress *
 static void feed_summary(const struct feed *f, const struct feed_loop *L,
 			 struct tool_progress *prog)
 {
-	double t_end = tool_now() - L->t0;
+	double t_end = mono_s() - L->t0;
 
 	tool_progress_end(prog);
 	fprintf(stderr, "chirp-feed: sent %" PRIu64 ", dropped %" PRIu64 " (ring full), "
@@ -1107,7 +1039,7 @@ int main(int argc, char **argv)
 	tool_progress_init(&prog, f.quiet);
 	if (f.rate > 0)
 		f.period_ns = 1e9 / f.rate;
-	L.t0 = tool_now();
+	L.t0 = mono_s();
 	f.sched_t0_ns = mono_ns();
 
 	rc = 0;

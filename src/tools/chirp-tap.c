@@ -41,6 +41,7 @@
 #include "log.h"
 #include "sigmf.h"
 #include "synth.h"
+#include "timeutil.h"
 #include "tool.h"
 #include "waveform.h"
 
@@ -54,13 +55,10 @@ enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_TIMEOUT = 3, EXIT_VERIFY 
 
 struct tap {
 	/* options */
-	const char *ring_name, *config_path, *out_path, *sigmf_base, *targets_spec, *mode;
-	const char *target_hz[SYNTH_MAX_TARGETS];   /* --target, in order */
-	size_t ntarget_hz;
-	double prf_hz;                   /* --prf                             */
-	double wait_s, timeout_s, snr_db, noise_dbfs;
-	int have_snr, have_noise_dbfs;
-	uint64_t count, seed, stall_after, delay_ms;
+	const char *ring_name, *config_path, *out_path, *sigmf_base, *mode;
+	struct tool_synth_opts syn;      /* --target --prf --snr-db ... --seed */
+	double wait_s, timeout_s;
+	uint64_t count, stall_after, delay_ms;
 	uint64_t spin_us;                /* --spin-us: chirp_ring_set_spin, µs */
 	int have_stall;
 	int create, keep, drain, verify, verify_input, fail_on_gap, quiet;
@@ -140,18 +138,18 @@ static void usage(FILE *f)
 "\n"
 "Verification (exit 4 on any mismatch):\n"
 "      --verify           recompute each output CPI on the CPU from the synthetic\n"
-"                         input (needs -c and the feed's --targets/--snr-db/--seed)\n"
+"                         input (needs -c and the feed's --target, noise and --seed)\n"
 "                         with each CPI's own radar mode's waveform of -c; a block\n"
 "                         flagged UNKNOWN_MODE is counted, and passes if -c does\n"
 "                         not declare its mode and its payload is zeros\n"
 "      --verify-input     check each CPI equals the synthetic input of its mode\n"
-"      --targets LIST  --target GATE,AMP_DB[,DOPPLER_HZ]  --prf HZ\n"
-"      --snr-db X  --noise-dbfs X  --seed N   as for chirp-feed\n"
+"  the feed's synthesis options, the same as chirp-feed's:\n"
+TOOL_SYNTH_USAGE
 "\n"
 "Detection rings (format det: chirpd's [detections] ring):\n"
 "      --list             print each CPI's list on stdout: a line \"cpi seq=..\n"
 "                         mode=.. count=.. found=.. overflow=..\" then one line\n"
-"                         per detection \"det channel=.. gate=.. doppler_bin=..\n"
+"                         per detection \"det channel=.. range_gate=.. doppler_bin=..\n"
 "                         range_m=.. velocity_mps=.. power=.. noise=.. snr_db=..\"\n"
 "      --jsonl            print each CPI's list as one JSON object per line instead\n"
 "      --verify-targets LIST  GATE:BIN[,GATE:BIN...]: count the CPIs whose list\n"
@@ -186,9 +184,9 @@ static void usage(FILE *f)
 
 enum {
 	O_OUT = 256, O_SIGMF, O_DRAIN, O_TIMEOUT, O_WAIT, O_FOREIGN, O_MODE, O_FAILGAP, O_VERIFY,
-	O_VERIFY_IN, O_TARGETS, O_SNR, O_NOISE, O_SEED, O_CREATE, O_GEOMETRY, O_FORMAT,
+	O_VERIFY_IN, O_CREATE, O_GEOMETRY, O_FORMAT,
 	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL, O_SPIN, O_LIST, O_JSONL, O_VTARGETS,
-	O_VTOL, O_VMIN, O_TARGET, O_PRF,
+	O_VTOL, O_VMIN,
 };
 
 static const struct option long_opts[] = {
@@ -207,10 +205,7 @@ static const struct option long_opts[] = {
 	{ "fail-on-gap", no_argument, NULL, O_FAILGAP },
 	{ "verify", no_argument, NULL, O_VERIFY },
 	{ "verify-input", no_argument, NULL, O_VERIFY_IN },
-	{ "targets", required_argument, NULL, O_TARGETS },
-	{ "snr-db", required_argument, NULL, O_SNR },
-	{ "noise-dbfs", required_argument, NULL, O_NOISE },
-	{ "seed", required_argument, NULL, O_SEED },
+	TOOL_SYNTH_LONG_OPTS,
 	{ "create", no_argument, NULL, O_CREATE },
 	{ "geometry", required_argument, NULL, O_GEOMETRY },
 	{ "format", required_argument, NULL, O_FORMAT },
@@ -225,8 +220,6 @@ static const struct option long_opts[] = {
 	{ "verify-targets", required_argument, NULL, O_VTARGETS },
 	{ "verify-tolerance", required_argument, NULL, O_VTOL },
 	{ "verify-min", required_argument, NULL, O_VMIN },
-	{ "target", required_argument, NULL, O_TARGET },
-	{ "prf", required_argument, NULL, O_PRF },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -261,9 +254,13 @@ static int tap_det_opt(struct tap *t, int c)
 		    t->verify_min > 1)
 			return tool_bad_arg("--verify-min", optarg, "want a fraction 0..1");
 		break;
-	default:
-		usage(stderr);
-		return -EINVAL;
+	default: {
+		int rc = tool_synth_opt(&t->syn, c, optarg);
+
+		if (rc == 0)
+			usage(stderr);
+		return rc > 0 ? 0 : -EINVAL;
+	}
 	}
 	return 0;
 }
@@ -275,32 +272,6 @@ static int tap_test_opt(struct tap *t, int c, int li)
 	switch (c) {
 	case O_VERIFY: t->verify = 1; break;
 	case O_VERIFY_IN: t->verify_input = 1; break;
-	case O_TARGETS: t->targets_spec = optarg; break;
-	case O_TARGET:
-		if (t->ntarget_hz >= SYNTH_MAX_TARGETS) {
-			log_err("--target: more than %d targets", SYNTH_MAX_TARGETS);
-			return -EINVAL;
-		}
-		t->target_hz[t->ntarget_hz++] = optarg;
-		break;
-	case O_PRF:
-		if (tool_parse_double(optarg, &t->prf_hz) < 0 || t->prf_hz <= 0)
-			return tool_bad_arg("--prf", optarg, "want a frequency in Hz > 0");
-		break;
-	case O_SNR:
-		if (tool_parse_double(optarg, &t->snr_db) < 0)
-			return tool_bad_arg("--snr-db", optarg, "want a number of dB");
-		t->have_snr = 1;
-		break;
-	case O_NOISE:
-		if (tool_parse_double(optarg, &t->noise_dbfs) < 0 || t->noise_dbfs > 20)
-			return tool_bad_arg("--noise-dbfs", optarg, "want a number of dB <= 20");
-		t->have_noise_dbfs = 1;
-		break;
-	case O_SEED:
-		if (tool_parse_u64(optarg, &t->seed) < 0)
-			return tool_bad_arg("--seed", optarg, "want an unsigned integer");
-		break;
 	case O_CREATE: t->create = 1; break;
 	case O_GEOMETRY: case O_FORMAT: case O_SLOTS: case O_SRATE:
 		/* long-only options: li names the one matched */
@@ -405,23 +376,17 @@ static int tap_args_check(struct tap *t)
 		log_err("--verify (output ring) and --verify-input (input ring) are alternatives");
 		return -EINVAL;
 	}
-	if ((t->verify || t->verify_input) && (!t->config_path || (!t->targets_spec && !t->ntarget_hz))) {
-		log_err("--verify needs -c chirpd.conf and the feed's --targets/--target (and "
-			"--snr-db/--seed if used)");
+	if ((t->verify || t->verify_input) && (!t->config_path || !tool_synth_given(&t->syn))) {
+		log_err("--verify needs -c chirpd.conf and the feed's --target options (and its "
+			"noise options and --seed)");
 		return -EINVAL;
 	}
-	if ((t->targets_spec || t->ntarget_hz) && !t->verify && !t->verify_input) {
-		log_err("--targets and --target describe the feed for --verify and --verify-input");
+	if (tool_synth_given(&t->syn) && !t->verify && !t->verify_input) {
+		log_err("--target describes the feed for --verify and --verify-input");
 		return -EINVAL;
 	}
-	if (t->prf_hz > 0 && !t->ntarget_hz) {
-		log_err("--prf applies to --target (DOPPLER_HZ)");
+	if (tool_synth_check(&t->syn) < 0)
 		return -EINVAL;
-	}
-	if (t->have_snr && t->have_noise_dbfs) {
-		log_err("--snr-db and --noise-dbfs are alternatives");
-		return -EINVAL;
-	}
 	if (!t->create && tool_geom_given(&t->geom)) {
 		log_err("--geometry, --format, --slots and --sample-rate only apply with --create");
 		return -EINVAL;
@@ -434,7 +399,7 @@ static int parse_args(struct tap *t, int argc, char **argv)
 	int c, li = 0;
 
 	t->wait_s = 10;
-	t->seed = 1;
+	tool_synth_opts_init(&t->syn);
 	t->verify_min = 0.99;
 	while ((c = getopt_long(argc, argv, "r:c:n:qh", long_opts, &li)) != -1) {
 		if (tap_opt(t, c, li) < 0)
@@ -535,22 +500,13 @@ static int setup_verify_pc(struct tap *t, unsigned i)
 
 static int setup_verify(struct tap *t)
 {
-	double noise = 0;
+	double noise;
 	char err[512];
 
-	if (t->targets_spec && synth_parse_targets(t->targets_spec, t->targets, SYNTH_MAX_TARGETS,
-						   &t->ntargets, err, sizeof(err)) < 0) {
-		log_err("--targets: %s", err);
+	if (tool_synth_targets(&t->syn, &t->cfg, t->config_path, t->targets, &t->ntargets,
+			       &noise) < 0)
 		return -EINVAL;
-	}
-	if (tool_add_targets_hz(&t->cfg, t->config_path, t->prf_hz, t->target_hz, t->ntarget_hz,
-				t->targets, &t->ntargets) < 0)
-		return -EINVAL;
-	if (t->have_snr)
-		noise = synth_noise_power_for_snr(t->targets, t->ntargets, t->snr_db);
-	else if (t->have_noise_dbfs)
-		noise = pow(10.0, t->noise_dbfs / 10.0);
-	t->synth = synth_create_from_config(&t->cfg, t->targets, t->ntargets, noise, t->seed,
+	t->synth = synth_create_from_config(&t->cfg, t->targets, t->ntargets, noise, t->syn.seed,
 					    err, sizeof(err));
 	if (!t->synth) {
 		log_err("%s", err);
@@ -1069,7 +1025,7 @@ static int tap_setup(struct tap *t)
 static int tap_peek_failed(struct tap *t, struct tool_progress *prog, int r, double deadline)
 {
 	if (r == -EAGAIN) {
-		double left = deadline - tool_now();
+		double left = deadline - mono_s();
 		int64_t ns = left > 0.1 ? 100000000LL : (int64_t)(left * 1e9);
 
 		if (ns > 0)
@@ -1104,7 +1060,7 @@ static int tap_peek_failed(struct tap *t, struct tool_progress *prog, int r, dou
 static void tap_progress_line(struct tap *t, struct tool_progress *prog, double t0)
 {
 	char of[32] = "";
-	double dt = tool_now() - t0;
+	double dt = mono_s() - t0;
 
 	if (t->count)
 		snprintf(of, sizeof(of), "/%" PRIu64, t->count);
@@ -1126,12 +1082,12 @@ static int tap_step(struct tap *t, struct tool_progress *prog, double t0, double
 		if (r < 0)
 			return -1;
 	}
-	if (tool_now() >= deadline)
+	if (mono_s() >= deadline)
 		return 1;
 	if (t->have_stall && t->received >= t->stall_after) {
 		/* Model a stuck consumer: attached, holding nothing, reading nothing. */
 		tool_progress(prog, 0, "stalled after %" PRIu64 " CPIs", t->received);
-		tool_sleep(fmin(0.1, deadline - tool_now()));
+		tool_sleep(fmin(0.1, deadline - mono_s()));
 		return 0;
 	}
 	r = chirp_ring_peek(t->ring, &b);
@@ -1257,7 +1213,7 @@ static int tap_finish(struct tap *t, struct tool_progress *prog, double t0, int 
 	double dt;
 
 	tool_progress_end(prog);
-	dt = tool_now() - t0;
+	dt = mono_s() - t0;
 	if (finish_sigmf(t) < 0)
 		rc = EXIT_ERR;
 	if (t->out_fd >= 0 && close(t->out_fd) < 0) {
@@ -1329,7 +1285,7 @@ int main(int argc, char **argv)
 		log_err("sigaction: %s", strerror(errno));
 		return EXIT_ERR;
 	}
-	t0 = tool_now();
+	t0 = mono_s();
 	deadline = t.timeout_s > 0 ? t0 + t.timeout_s : INFINITY;
 	r = tap_setup(&t);
 	if (r != 0) {

@@ -33,6 +33,7 @@
 #include <jansson.h>
 
 #include "control.h"
+#include "timeutil.h"
 
 #define DEFAULT_SOCKET "/run/chirpd/control.sock"
 #define REPLY_MAX      (256u << 20)
@@ -124,13 +125,6 @@ static void conn_close(struct conn *c)
 		close(c->fd);
 	c->fd = -1;
 	c->len = 0;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Send req and its '\n' whole, retrying after a signal unless told to stop. */

@@ -112,7 +112,7 @@ void detlist_print_text(FILE *out, const struct detlist *d)
 		struct chirp_det_record r;
 
 		detlist_get(d, i, &r);
-		fprintf(out, "det channel=%" PRId32 " gate=%" PRIu32 " doppler_bin=%" PRId32
+		fprintf(out, "det channel=%" PRId32 " range_gate=%" PRIu32 " doppler_bin=%" PRId32
 			" range_m=%.3f velocity_mps=%.4g power=%.6g noise=%.6g snr_db=%.2f\n",
 			r.channel, r.range_gate, r.doppler_bin, r.range_m, r.velocity_mps, r.power,
 			r.noise, r.snr_db);
@@ -147,7 +147,7 @@ void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq)
 		struct chirp_det_record r;
 
 		detlist_get(d, i, &r);
-		fprintf(out, "%s{\"channel\":%" PRId32 ",\"gate\":%" PRIu32
+		fprintf(out, "%s{\"channel\":%" PRId32 ",\"range_gate\":%" PRIu32
 			",\"doppler_bin\":%" PRId32, i ? "," : "", r.channel, r.range_gate,
 			r.doppler_bin);
 		json_num(out, "range_m", r.range_m);

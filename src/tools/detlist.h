@@ -47,7 +47,7 @@ void detlist_get(const struct detlist *d, uint32_t i, struct chirp_det_record *r
 /*
  * Text: a line "cpi seq=S mode=M first_sample=F count=N found=N overflow=0|1
  * maps=.. doppler_bins=.. range_gates=.. cells=.. crossings=.. flags=.."
- * then one line per detection "det channel=.. gate=.. doppler_bin=..
+ * then one line per detection "det channel=.. range_gate=.. doppler_bin=..
  * range_m=.. velocity_mps=.. power=.. noise=.. snr_db=..". key=value, so
  * that awk and grep take them apart.
  */

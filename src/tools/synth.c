@@ -39,78 +39,6 @@ void synth_params_init(struct synth_params *p)
 	p->format = PC_FMT_CF32;
 }
 
-int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
-			size_t *n, char *err, size_t errlen)
-{
-	const char *p = spec;
-	size_t k = 0;
-
-	*n = 0;
-	if (!spec || !*spec) {
-		errbuf_set(err, errlen, "empty target list (want GATE:AMP_DB[:DOPPLER],...)");
-		return -EINVAL;
-	}
-	for (;;) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char item[128], *q, *e;
-		unsigned long gate;
-		double amp, dop = 0;
-
-		if (k >= max) {
-			errbuf_set(err, errlen, "more than %zu targets", max);
-			return -EINVAL;
-		}
-		if (len == 0 || len >= sizeof(item)) {
-			errbuf_set(err, errlen, "target %zu: %s", k + 1,
-				   len ? "too long" : "empty (want GATE:AMP_DB[:DOPPLER])");
-			return -EINVAL;
-		}
-		memcpy(item, p, len);
-		item[len] = '\0';
-		q = item;
-		errno = 0;
-		if (*q < '0' || *q > '9') {
-			errbuf_set(err, errlen, "target %zu '%s': GATE is not a number", k + 1, item);
-			return -EINVAL;
-		}
-		gate = strtoul(q, &e, 10);
-		if (errno || e == q || *e != ':' || gate > 0x7fffffffUL) {
-			errbuf_set(err, errlen, "target %zu '%s': want GATE:AMP_DB[:DOPPLER] with GATE a sample index",
-				   k + 1, item);
-			return -EINVAL;
-		}
-		q = e + 1;
-		errno = 0;
-		amp = strtod(q, &e);
-		if (errno || e == q || (*e && *e != ':') || !isfinite(amp) ||
-		    amp < -300 || amp > 300) {
-			errbuf_set(err, errlen, "target %zu '%s': AMP_DB is not a number in -300..300",
-				   k + 1, item);
-			return -EINVAL;
-		}
-		if (*e == ':') {
-			q = e + 1;
-			errno = 0;
-			dop = strtod(q, &e);
-			if (errno || e == q || *e || !isfinite(dop) || dop < -0.5 || dop > 0.5) {
-				errbuf_set(err, errlen, "target %zu '%s': DOPPLER must be cycles per pulse in -0.5..0.5",
-					   k + 1, item);
-				return -EINVAL;
-			}
-		}
-		t[k].gate = (unsigned)gate;
-		t[k].amp_db = amp;
-		t[k].doppler = dop;
-		k++;
-		if (!end)
-			break;
-		p = end + 1;
-	}
-	*n = k;
-	return 0;
-}
-
 /* A strict double from s up to (not past) the end or a ','; *end after it. */
 static int parse_field(const char *s, const char **end, double *v)
 {
@@ -124,16 +52,38 @@ static int parse_field(const char *s, const char **end, double *v)
 	return 0;
 }
 
-int synth_parse_target_hz(const char *spec, double prf_hz, struct synth_target *t,
-			  int *folded, char *err, size_t errlen)
+/*
+ * The DOPPLER field: a number of Hz ("800", "800Hz"; *per_pulse = 0) or of
+ * cycles per pulse ("0.125/pulse"; *per_pulse = 1), to the end of s.
+ */
+static int parse_doppler(const char *s, double *v, int *per_pulse)
+{
+	char *e;
+
+	errno = 0;
+	*v = strtod(s, &e);
+	if (errno || e == s || !isfinite(*v))
+		return -EINVAL;
+	*per_pulse = strcmp(e, "/pulse") == 0;
+	return *per_pulse || !*e || strcmp(e, "Hz") == 0 ? 0 : -EINVAL;
+}
+
+int synth_parse_target(const char *spec, double prf_hz, struct synth_target *t,
+		       int *folded, char *err, size_t errlen)
 {
 	const char *p = spec, *e;
-	double gate, amp, hz = 0, d;
+	double gate, amp, dop = 0, d;
+	int per_pulse = 0;
 
 	*folded = 0;
+	if (spec && strchr(spec, ':')) {
+		errbuf_set(err, errlen, "'%s': fields are separated by commas: want "
+			   "GATE,AMP_DB[,DOPPLER_HZ] or GATE,AMP_DB,CYCLES/pulse", spec);
+		return -EINVAL;
+	}
 	if (!spec || parse_field(p, &e, &gate) < 0 || *e != ',' || *p < '0' || *p > '9' ||
 	    gate != floor(gate) || gate > 0x7fffffff) {
-		errbuf_set(err, errlen, "'%s': want GATE,AMP_DB[,DOPPLER_HZ] with GATE a sample index",
+		errbuf_set(err, errlen, "'%s': want GATE,AMP_DB[,DOPPLER] with GATE a sample index",
 			   spec ? spec : "");
 		return -EINVAL;
 	}
@@ -142,20 +92,22 @@ int synth_parse_target_hz(const char *spec, double prf_hz, struct synth_target *
 		errbuf_set(err, errlen, "'%s': AMP_DB is not a number in -300..300", spec);
 		return -EINVAL;
 	}
-	if (*e == ',') {
-		p = e + 1;
-		if (parse_field(p, &e, &hz) < 0 || *e) {
-			errbuf_set(err, errlen, "'%s': DOPPLER_HZ is not a number%s", spec,
-				   *e ? " (a fourth field is not supported)" : "");
-			return -EINVAL;
-		}
-	}
-	if (hz != 0 && !(prf_hz > 0 && isfinite(prf_hz))) {
-		errbuf_set(err, errlen, "'%s': a Doppler shift needs the PRF ([radar] prf_hz of the "
-			   "configuration, or --prf HZ)", spec);
+	if (*e == ',' && parse_doppler(e + 1, &dop, &per_pulse) < 0) {
+		errbuf_set(err, errlen, "'%s': DOPPLER is not a number of Hz (800, 800Hz) or of "
+			   "cycles per pulse (0.125/pulse)%s", spec,
+			   strchr(e + 1, ',') ? "; a fourth field is not supported" : "");
 		return -EINVAL;
 	}
-	d = hz != 0 ? hz / prf_hz : 0;
+	if (per_pulse && fabs(dop) > 0.5) {
+		errbuf_set(err, errlen, "'%s': cycles per pulse must be in -0.5..0.5", spec);
+		return -EINVAL;
+	}
+	if (!per_pulse && dop != 0 && !(prf_hz > 0 && isfinite(prf_hz))) {
+		errbuf_set(err, errlen, "'%s': a Doppler shift in Hz needs the PRF ([radar] prf_hz "
+			   "of the configuration, or --prf HZ); or give CYCLES/pulse", spec);
+		return -EINVAL;
+	}
+	d = per_pulse ? dop : dop != 0 ? dop / prf_hz : 0;
 	if (fabs(d) > 0.5) {
 		d -= nearbyint(d);      /* alias into [-0.5, 0.5] */
 		*folded = 1;

@@ -17,7 +17,8 @@
  *       n = k_cpi * P + pulse (global pulse index), doppler in cycles/pulse,
  *
  *   truncated at the end of the row (gate + k >= R is not written), so its
- *   compressed peak is at gate `gate`. Noise (optional) is complex white
+ *   compressed peak is at gate `gate`. Noise (none when noise_power is 0;
+ *   the tools default to SYNTH_DEFAULT_NOISE_DBFS) is complex white
  *   Gaussian with power noise_power (full-scale units, E|z|^2), drawn from
  *   a counter-based generator keyed by (seed, CPI index): CPI k depends only
  *   on (parameters, seed, k), so anyone who knows them can regenerate it.
@@ -49,6 +50,15 @@
 #include "chirp/pc.h"
 
 #define SYNTH_MAX_TARGETS 64
+
+/*
+ * The noise the tools add to synthetic echoes unless told otherwise
+ * (--snr-db, --noise-dbfs, --noiseless): complex white Gaussian noise of
+ * power -40 dBFS, so a target of AMP_DB dBFS has a per-sample SNR of
+ * AMP_DB + 40 dB. A detector needs noise: CFAR on a noiseless map
+ * thresholds the FFT's rounding residue.
+ */
+#define SYNTH_DEFAULT_NOISE_DBFS (-40.0)
 
 struct synth_target {
 	unsigned gate;               /* start sample of the echo, 0 <= gate < R  */
@@ -83,26 +93,20 @@ struct synth_params {
 void synth_params_init(struct synth_params *p);
 
 /*
- * Parse "GATE:AMP_DB[:DOPPLER][,GATE:AMP_DB[:DOPPLER]...]" into t[0..max-1].
- * Returns 0 and *n, or -EINVAL with the reason ("target 2 'x:3': GATE is
- * not a number"). Gates are checked against R by synth_create.
- */
-int synth_parse_targets(const char *spec, struct synth_target *t, size_t max,
-			size_t *n, char *err, size_t errlen);
-
-/*
- * Parse one "GATE,AMP_DB[,DOPPLER_HZ]" (chirp-feed --target) into *t:
- * GATE a sample index, AMP_DB dB full scale as in synth_parse_targets,
- * DOPPLER_HZ the echo's Doppler shift in Hz (default 0), turned into
- * cycles per pulse with prf_hz: doppler = DOPPLER_HZ / prf_hz folded into
+ * Parse one target, "GATE,AMP_DB[,DOPPLER]" (the tools' --target), into *t:
+ * GATE the sample index the echo starts at, AMP_DB its peak amplitude in dB
+ * full scale, DOPPLER (default 0) its Doppler shift, either in Hz ("800" or
+ * "800Hz"), turned into cycles per pulse with prf_hz and folded into
  * [-0.5, 0.5] (a pulsed radar sees a shift beyond +-prf/2 aliased, and so
- * does the generated echo: its phase per pulse is the same). prf_hz may be
- * 0 only when DOPPLER_HZ is 0. Returns 0, or -EINVAL with the reason
- * ("'300,-6,x': DOPPLER_HZ is not a number"). *folded is set to 1 when
- * the shift was folded (|DOPPLER_HZ| > prf_hz / 2), else 0.
+ * does the generated echo: its phase per pulse is the same), or in cycles
+ * per pulse ("0.125/pulse", -0.5..0.5, no PRF needed). prf_hz may be 0 only
+ * when the shift is 0 or per pulse. Returns 0, or -EINVAL with the reason
+ * ("'300,-6,x': DOPPLER is not a number ..."); a colon-separated spec is
+ * refused with the comma syntax named. *folded is set to 1 when the shift
+ * was folded (|DOPPLER| > prf_hz / 2), else 0.
  */
-int synth_parse_target_hz(const char *spec, double prf_hz, struct synth_target *t,
-			  int *folded, char *err, size_t errlen);
+int synth_parse_target(const char *spec, double prf_hz, struct synth_target *t,
+		       int *folded, char *err, size_t errlen);
 
 /*
  * noise_power for a per-sample SNR of snr_db relative to the strongest

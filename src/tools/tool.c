@@ -3,6 +3,7 @@
 #include "tool.h"
 #include "log.h"
 #include "synth.h"
+#include "timeutil.h"
 
 #include <errno.h>
 #include <math.h>
@@ -96,14 +97,6 @@ const char *tool_ring_format_name(uint32_t fmt)
 	return fmt < NFMT ? fmt_names[fmt] : "?";
 }
 
-double tool_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int tool_sleep(double s)
 {
 	struct timespec ts;
@@ -121,14 +114,14 @@ struct chirp_ring *tool_attach_wait(const char *name, enum chirp_ring_role role,
 				    const struct chirp_ring_opts *opts, double wait_s, volatile sig_atomic_t *stop,
 				    char *err, size_t errlen)
 {
-	double deadline = tool_now() + wait_s;
+	double deadline = mono_s() + wait_s;
 	struct chirp_ring *r;
 
 	for (;;) {
 		r = chirp_ring_attach(name, role, opts, err, errlen);
 		if (r)
 			return r;
-		if ((stop && *stop) || tool_now() >= deadline)
+		if ((stop && *stop) || mono_s() >= deadline)
 			return NULL;
 		tool_sleep(0.05);
 	}
@@ -173,7 +166,7 @@ void tool_progress(struct tool_progress *p, int force, const char *fmt, ...)
 
 	if (!p->on)
 		return;
-	now = tool_now();
+	now = mono_s();
 	if (!force && now - p->last < 0.25)
 		return;
 	p->last = now;
@@ -265,38 +258,118 @@ int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chir
 	       g->samples == want.samples && g->format == want.format;
 }
 
-int tool_add_targets_hz(const struct chirp_config *c, const char *config_path, double prf_hz,
-			const char *const *specs, size_t n, struct synth_target *t, size_t *nt)
+void tool_synth_opts_init(struct tool_synth_opts *o)
 {
-	double prf = prf_hz;
-	char err[512];
+	memset(o, 0, sizeof(*o));
+	o->seed = 1;
+}
 
-	if (c) {
-		struct pc_params pp;
-
-		config_pc_params(c, &pp);
-		if (prf <= 0)
-			prf = pp.radar.prf_hz;
-		else if (pp.radar.prf_hz > 0 && fabs(pp.radar.prf_hz - prf) > 1e-9 * prf)
-			log_warn("--prf %.9g Hz differs from [radar] prf_hz %.9g Hz of %s: the "
-				 "targets' Doppler bins will not be where chirpd expects them",
-				 prf, pp.radar.prf_hz, config_path);
-	}
-	for (size_t i = 0; i < n; i++) {
-		int folded;
-
-		if (*nt >= SYNTH_MAX_TARGETS) {
-			log_err("--target: more than %d targets in all", SYNTH_MAX_TARGETS);
+int tool_synth_opt(struct tool_synth_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case TOOL_O_TARGET:
+		if (o->ntarget >= SYNTH_MAX_TARGETS) {
+			log_err("--target: more than %d targets", SYNTH_MAX_TARGETS);
 			return -EINVAL;
 		}
-		if (synth_parse_target_hz(specs[i], prf, &t[*nt], &folded, err, sizeof(err)) < 0) {
+		o->target[o->ntarget++] = arg;
+		return 1;
+	case TOOL_O_TARGETS:
+		log_err("--targets '%s': not an option; give each echo as --target "
+			"GATE,AMP_DB[,DOPPLER] (repeatable; DOPPLER in Hz, or CYCLES/pulse)", arg);
+		return -EINVAL;
+	case TOOL_O_PRF:
+		if (tool_parse_double(arg, &o->prf_hz) < 0 || o->prf_hz <= 0)
+			return tool_bad_arg("--prf", arg, "want a frequency in Hz > 0");
+		return 1;
+	case TOOL_O_SNR:
+		if (tool_parse_double(arg, &o->snr_db) < 0)
+			return tool_bad_arg("--snr-db", arg, "want a number of dB");
+		o->have_snr = 1;
+		return 1;
+	case TOOL_O_NOISE:
+		if (tool_parse_double(arg, &o->noise_dbfs) < 0 || o->noise_dbfs > 20)
+			return tool_bad_arg("--noise-dbfs", arg, "want a number of dB <= 20");
+		o->have_noise_dbfs = 1;
+		return 1;
+	case TOOL_O_NOISELESS:
+		o->noiseless = 1;
+		return 1;
+	case TOOL_O_SEED:
+		if (tool_parse_u64(arg, &o->seed) < 0)
+			return tool_bad_arg("--seed", arg, "want an unsigned integer");
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int tool_synth_given(const struct tool_synth_opts *o)
+{
+	return o->ntarget > 0;
+}
+
+int tool_synth_check(const struct tool_synth_opts *o)
+{
+	if (o->prf_hz > 0 && !o->ntarget) {
+		log_err("--prf applies to --target (a DOPPLER in Hz)");
+		return -EINVAL;
+	}
+	if (o->have_snr + o->have_noise_dbfs + o->noiseless > 1) {
+		log_err("--snr-db, --noise-dbfs and --noiseless are alternatives");
+		return -EINVAL;
+	}
+	if ((o->have_snr || o->have_noise_dbfs || o->noiseless) && !o->ntarget) {
+		log_err("--snr-db, --noise-dbfs and --noiseless apply to synthetic echoes (--target)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The PRF a DOPPLER in Hz is turned with: --prf, else [radar] prf_hz. */
+static double synth_prf_hz(const struct tool_synth_opts *o, const struct chirp_config *c,
+			   const char *config_path)
+{
+	struct pc_params pp;
+
+	if (!c)
+		return o->prf_hz;
+	config_pc_params(c, &pp);
+	if (o->prf_hz <= 0)
+		return pp.radar.prf_hz;
+	if (pp.radar.prf_hz > 0 && fabs(pp.radar.prf_hz - o->prf_hz) > 1e-9 * o->prf_hz)
+		log_warn("--prf %.9g Hz differs from [radar] prf_hz %.9g Hz of %s: the "
+			 "targets' Doppler bins will not be where chirpd expects them",
+			 o->prf_hz, pp.radar.prf_hz, config_path);
+	return o->prf_hz;
+}
+
+int tool_synth_targets(const struct tool_synth_opts *o, const struct chirp_config *c,
+		       const char *config_path, struct synth_target *t, size_t *nt,
+		       double *noise_power)
+{
+	double prf = synth_prf_hz(o, c, config_path);
+	char err[512];
+
+	*nt = 0;
+	for (size_t i = 0; i < o->ntarget; i++) {
+		int folded;
+
+		if (synth_parse_target(o->target[i], prf, &t[i], &folded, err, sizeof(err)) < 0) {
 			log_err("--target %s", err);
 			return -EINVAL;
 		}
 		if (folded)
 			log_notice("--target %s: the shift is beyond +-PRF/2 (%.6g Hz) and aliases "
-				   "to %.6g Hz", specs[i], prf / 2, t[*nt].doppler * prf);
-		(*nt)++;
+				   "to %.6g Hz", o->target[i], prf / 2, t[i].doppler * prf);
 	}
+	*nt = o->ntarget;
+	if (o->noiseless)
+		*noise_power = 0;
+	else if (o->have_snr)
+		*noise_power = synth_noise_power_for_snr(t, *nt, o->snr_db);
+	else
+		*noise_power = pow(10.0, (o->have_noise_dbfs ? o->noise_dbfs
+							     : SYNTH_DEFAULT_NOISE_DBFS) / 10.0);
 	return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "chirp/ring.h"
 #include "config.h"
+#include "synth.h"
 
 /* Strict parsers: the whole string must be the number. 0 or -EINVAL. */
 int tool_parse_u64(const char *s, uint64_t *v);
@@ -58,20 +59,78 @@ int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chir
 			  enum config_ring which);
 
 /*
- * --target GATE,AMP_DB[,DOPPLER_HZ] (chirp-feed, chirp-tap --verify):
- * append specs[0..n-1] to t[*nt..] (SYNTH_MAX_TARGETS in all). The PRF
- * that turns Hz into cycles per pulse is prf_hz when > 0, else the
- * configuration's [radar] prf_hz (through config_pc_params, as chirpd
- * reads it), so that a target lands in the Doppler bin chirpd computes;
- * a prf_hz that differs from the configuration's is warned about. 0, or
- * -EINVAL with the reason logged.
+ * The synthesis options chirp-feed and chirp-tap (--verify, --verify-input)
+ * share, parsed by one function so that the tap regenerates exactly what
+ * the feed produced from the same options:
+ *   --target GATE,AMP_DB[,DOPPLER]  (repeatable; synth_parse_target)
+ *   --prf HZ                        the PRF for a DOPPLER in Hz
+ *   --snr-db X | --noise-dbfs X | --noiseless   the noise (default:
+ *                                   SYNTH_DEFAULT_NOISE_DBFS)
+ *   --seed N                        noise seed (default 1)
+ * TOOL_SYNTH_LONG_OPTS goes into a program's getopt_long table; the
+ * program passes every option it does not know itself to tool_synth_opt.
  */
-struct synth_target;
-int tool_add_targets_hz(const struct chirp_config *c, const char *config_path, double prf_hz,
-			const char *const *specs, size_t n, struct synth_target *t, size_t *nt);
+enum {
+	TOOL_O_TARGET = 0x1000, TOOL_O_TARGETS, TOOL_O_PRF, TOOL_O_SNR, TOOL_O_NOISE,
+	TOOL_O_NOISELESS, TOOL_O_SEED,
+};
+#define TOOL_SYNTH_LONG_OPTS \
+	{ "target", required_argument, NULL, TOOL_O_TARGET }, \
+	{ "targets", required_argument, NULL, TOOL_O_TARGETS }, \
+	{ "prf", required_argument, NULL, TOOL_O_PRF }, \
+	{ "snr-db", required_argument, NULL, TOOL_O_SNR }, \
+	{ "noise-dbfs", required_argument, NULL, TOOL_O_NOISE }, \
+	{ "noiseless", no_argument, NULL, TOOL_O_NOISELESS }, \
+	{ "seed", required_argument, NULL, TOOL_O_SEED }
 
-/* CLOCK_MONOTONIC in seconds. */
-double tool_now(void);
+/* The --help lines of the options above (the same for both programs). */
+#define TOOL_SYNTH_USAGE \
+"      --target GATE,AMP_DB[,DOPPLER]  an echo (repeatable): at range sample\n" \
+"                         GATE, peak amplitude AMP_DB dB full scale, Doppler shift\n" \
+"                         DOPPLER in Hz (800 or 800Hz; beyond +-PRF/2 it aliases,\n" \
+"                         as in a radar) or in cycles per pulse (0.125/pulse)\n" \
+"      --prf HZ           PRF for a DOPPLER in Hz (default: [radar] prf_hz of -c)\n" \
+"      --noise-dbfs X     complex white noise of power X dBFS (default -40: a\n" \
+"                         target's per-sample SNR is AMP_DB + 40 dB)\n" \
+"      --snr-db X         noise for a per-sample SNR X dB of the strongest target\n" \
+"      --noiseless        no noise: exact echoes (a detector thresholds rounding\n" \
+"                         residue on a noiseless map)\n" \
+"      --seed N           noise seed (default 1); CPI k depends only on seed and k\n"
+
+struct tool_synth_opts {
+	const char *target[SYNTH_MAX_TARGETS];   /* --target specs, in order */
+	size_t ntarget;
+	double prf_hz;                  /* --prf; 0: [radar] prf_hz of -c     */
+	double snr_db, noise_dbfs;
+	int have_snr, have_noise_dbfs, noiseless;
+	uint64_t seed;                  /* --seed, default 1                   */
+};
+
+void tool_synth_opts_init(struct tool_synth_opts *o);
+
+/* Option c (getopt_long's return) with its argument: 1 if it is one of
+ * TOOL_SYNTH_LONG_OPTS and was taken, 0 if it is not one of them,
+ * -EINVAL with the reason logged. */
+int tool_synth_opt(struct tool_synth_opts *o, int c, const char *arg);
+
+/* 1 if any --target was given. */
+int tool_synth_given(const struct tool_synth_opts *o);
+
+/* The options that exclude or need one another (--prf without --target,
+ * two noise options, a noise option without --target). 0 or -EINVAL. */
+int tool_synth_check(const struct tool_synth_opts *o);
+
+/*
+ * The targets and noise power the options describe, with configuration c
+ * (read from config_path) for the PRF: a --prf that differs from its
+ * [radar] prf_hz is warned about, since the targets would not land in the
+ * Doppler bins chirpd computes. 0, or -EINVAL with the reason logged.
+ */
+int tool_synth_targets(const struct tool_synth_opts *o, const struct chirp_config *c,
+		       const char *config_path, struct synth_target *t, size_t *nt,
+		       double *noise_power);
+
+/* Clocks: mono_s() and mono_ns() in timeutil.h. */
 
 /*
  * Sleep up to s seconds; returns early (-EINTR) when a signal arrives, so
@@ -97,7 +156,7 @@ int tool_catch_signals(volatile sig_atomic_t *flag);
 /* Progress line on stderr, only when stderr is a terminal and !quiet. */
 struct tool_progress {
 	int on;
-	double last;            /* tool_now() of the last line            */
+	double last;            /* mono_s() of the last line             */
 	int shown;              /* a line is on screen (needs a newline)  */
 };
 void tool_progress_init(struct tool_progress *p, int quiet);

@@ -72,7 +72,7 @@ e2e_ctl status extra-arg >/dev/null 2>&1 && e2e_fail "status accepted an argumen
 e2e_ctl no-such-command >/dev/null 2>&1 && e2e_fail "unknown command accepted"
 
 # --- pause / resume under a feed ----------------------------------------------
-"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 200 -q 2>"$T/feed.log" &
+"$CHIRP_FEED" -c "$CONF" --target 100,-10 --rate 200 -q 2>"$T/feed.log" &
 FEED=$!
 e2e_track $FEED
 e2e_wait 10 e2e_stat_gt cpis_in 20 || e2e_fail "no CPIs taken"

@@ -66,7 +66,7 @@ for sig in TERM INT; do
 	e2e_start_chirpd
 	"$CHIRP_TAP" -c "$CONF" --drain -q 2>/dev/null &
 	e2e_track $!
-	"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 3000 -q 2>/dev/null &   # above what 1 FFTW thread keeps up with
+	"$CHIRP_FEED" -c "$CONF" --target 100,-10 --rate 3000 -q 2>/dev/null &   # above what 1 FFTW thread keeps up with
 	e2e_track $!
 	e2e_wait 10 e2e_stat_gt cpis_in 50 || e2e_fail "no load"
 	t0=$(date +%s%N)

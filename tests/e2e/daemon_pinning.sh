@@ -57,7 +57,7 @@ done
 TAP=$!
 e2e_track $TAP
 e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
-"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 200 --count 20 -q 2>"$T/feed.log" ||
+"$CHIRP_FEED" -c "$CONF" --target 100,-10 --rate 200 --count 20 -q 2>"$T/feed.log" ||
 	e2e_fail "chirp-feed: $(cat "$T/feed.log")"
 e2e_wait 10 e2e_stat_ge cpis_out 20 || e2e_fail "only $(e2e_stat cpis_out) of 20 CPIs out: $(e2e_json stats) $(cat "$T/feed.log")"
 e2e_stop_chirpd || e2e_fail "chirpd exited $?"

@@ -12,7 +12,7 @@
 e2e_init reload
 e2e_need chirp-feed chirp-tap
 
-TG=150:-6,610:-16
+TG=(--target 150,-6 --target 610,-16)
 SEED=11
 N=$((900 / E2E_SLOW))
 RATE=$((150 / E2E_SLOW))
@@ -25,12 +25,12 @@ cp "$CONF" "$T/base.conf"
 e2e_start_chirpd
 
 # --- A: 20 reloads under load -------------------------------------------------
-"$CHIRP_TAP" -c "$CONF" -n $N --verify --targets $TG --snr-db 20 --seed $SEED --fail-on-gap \
+"$CHIRP_TAP" -c "$CONF" -n $N --verify "${TG[@]}" --snr-db 20 --seed $SEED --fail-on-gap \
 	--timeout $((60 * E2E_SLOW)) -q 2>"$T/tap.log" &
 TAP=$!
 e2e_track $TAP
 e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
-"$CHIRP_FEED" -c "$CONF" --targets $TG --snr-db 20 --seed $SEED -n $N --rate $RATE --block -q \
+"$CHIRP_FEED" -c "$CONF" "${TG[@]}" --snr-db 20 --seed $SEED -n $N --rate $RATE --block -q \
 	2>"$T/feed.log" &
 FEED=$!
 e2e_track $FEED
@@ -105,12 +105,12 @@ assert s['rings']['input_epoch'] != $epoch0, 'epoch unchanged'
 " || e2e_fail "status after geometry reload: $st"
 # chirp-feed/tap use the effective ring name (restart keys stay as running)
 e2e_config input.slots=64 output.slots=256 cpi.samples=800
-"$CHIRP_TAP" -c "$CONF" -n 20 --verify --targets $TG --snr-db 20 --seed $SEED --fail-on-gap \
+"$CHIRP_TAP" -c "$CONF" -n 20 --verify "${TG[@]}" --snr-db 20 --seed $SEED --fail-on-gap \
 	--timeout $((30 * E2E_SLOW)) -q 2>"$T/tap2.log" &
 TAP=$!
 e2e_track $TAP
 e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
-"$CHIRP_FEED" -c "$CONF" --targets $TG --snr-db 20 --seed $SEED -n 20 --rate 100 --block -q 2>"$T/feed2.log" ||
+"$CHIRP_FEED" -c "$CONF" "${TG[@]}" --snr-db 20 --seed $SEED -n 20 --rate 100 --block -q 2>"$T/feed2.log" ||
 	e2e_fail "feed on the new geometry: $(cat "$T/feed2.log")"
 wait $TAP || e2e_fail "tap on the new geometry exited $?: $(tail -5 "$T/tap2.log")"
 e2e_log "C: geometry change applied with a new input ring epoch"

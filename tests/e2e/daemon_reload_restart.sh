@@ -25,7 +25,7 @@ e2e_start_chirpd
 TAP=$!
 e2e_track "$TAP"
 e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
-"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 200 --count 100 -q 2>"$T/feed.log" ||
+"$CHIRP_FEED" -c "$CONF" --target 100,-10 --rate 200 --count 100 -q 2>"$T/feed.log" ||
 	e2e_fail "chirp-feed: $(cat "$T/feed.log")"
 e2e_wait 20 e2e_stat_ge cpis_out 100 || e2e_fail "only $(e2e_stat cpis_out) of 100 CPIs out"
 

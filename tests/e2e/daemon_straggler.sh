@@ -23,12 +23,12 @@ CHIRPD=$BUILD/tests/chirpd-hooks
 e2e_config processing.cpu_threads=2 processing.idle_spin_us=2000 cpi.pulses=128 \
 	input.slots=64 output.slots=64 trace.records=256
 CHIRP_PC_TEST_STALL_MS=2000 e2e_start_chirpd
-"$CHIRP_TAP" -c "$CONF" -n 100 --verify --targets 100:-10 --snr-db 20 --seed 7 --fail-on-gap \
+"$CHIRP_TAP" -c "$CONF" -n 100 --verify --target 100,-10 --snr-db 20 --seed 7 --fail-on-gap \
 	--timeout $((60 * E2E_SLOW)) -q 2>"$T/tap.log" &
 TAP=$!
 e2e_track $TAP
 e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
-"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --snr-db 20 --seed 7 -n 100 --rate 100 -q 2>"$T/feed.log" ||
+"$CHIRP_FEED" -c "$CONF" --target 100,-10 --snr-db 20 --seed 7 -n 100 --rate 100 -q 2>"$T/feed.log" ||
 	e2e_fail "chirp-feed: $(cat "$T/feed.log")"
 e2e_wait 30 e2e_stat_ge cpis_out 100 || e2e_fail "only $(e2e_stat cpis_out) of 100 CPIs out"
 wait "$TAP" || e2e_fail "chirp-tap --verify failed: $(cat "$T/tap.log")"

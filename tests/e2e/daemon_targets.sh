@@ -9,7 +9,7 @@ e2e_init targets
 e2e_need chirp-feed chirp-tap
 [ -x "$PY" ] || e2e_skip "$PY not found"
 
-TARGETS=120:-6,400:-14,777:-20
+TARGETS=(--target 120,-6 --target 400,-14 --target 777,-20)
 N=24   # results a case makes; its output ring (32 slots) holds them all, so a tap
        # descheduled for a while on a loaded box loses none (chirpd never blocks)
 C=2 P=8 R=1000
@@ -28,18 +28,18 @@ run_case() {
 	local tap=$!
 	e2e_track $tap
 	e2e_wait_consumer "$(e2e_conf_get output.ring)" $tap
-	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 30 --seed 7 -n $N --rate 100 --block -q \
+	"$CHIRP_FEED" -c "$CONF" "${TARGETS[@]}" --snr-db 30 --seed 7 -n $N --rate 100 --block -q \
 		2>"$T/feed.log" || e2e_fail "chirp-feed failed: $(cat "$T/feed.log")"
 	wait $tap || e2e_fail "chirp-tap exited $?: $(cat "$T/tap.log")"
 	e2e_wait 5 e2e_stat_ge cpis_out $N || e2e_fail "chirpd cpis_out $(e2e_stat cpis_out) < $N"
 	[ "$(e2e_stat sequence_gaps)" = 0 ] || e2e_fail "sequence gaps"
 	[ "$(e2e_stat output_drops)" = 0 ] || e2e_fail "output drops"
 	e2e_stop_chirpd || e2e_fail "chirpd exited $? on SIGTERM"
-	"$PY" - "$raw" "$mode" $N $C $P $R "$TARGETS" <<'PYEOF' || e2e_fail "peak check ($fmt, $mode)"
+	"$PY" - "$raw" "$mode" $N $C $P $R "${TARGETS[*]}" <<'PYEOF' || e2e_fail "peak check ($fmt, $mode)"
 import sys
 import numpy as np
 raw, mode, n, c, p, r, targets = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:7]), sys.argv[7]
-gates = [int(t.split(':')[0]) for t in targets.split(',')]
+gates = [int(t.split(',')[0]) for t in targets.split() if t != '--target']
 if mode == 'complex':
     y = np.fromfile(raw, dtype=np.complex64)
     mag_db = 20 * np.log10(np.abs(y) + 1e-30)

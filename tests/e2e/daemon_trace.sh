@@ -27,7 +27,7 @@ grep -q "input ring $IN_RING: 16 slots = .* ms at the measured capacity of .* CP
 grep -q "input ring $IN_RING holds only .* ms of CPIs at capacity, less than \[input\] buffer_ms = 60000" "$CHIRPD_LOG" ||
 	e2e_fail "no warning for a ring shorter than buffer_ms"
 
-"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 100 --count 150 -q 2>"$T/feed.log" ||
+"$CHIRP_FEED" -c "$CONF" --target 100,-10 --rate 100 --count 150 -q 2>"$T/feed.log" ||
 	e2e_fail "chirp-feed: $(cat "$T/feed.log")"
 e2e_wait 20 e2e_stat_ge cpis_out 150 || e2e_fail "only $(e2e_stat cpis_out) of 150 CPIs out"
 e2e_wait 5 grep -q "CPI over the latency budget: seq" "$CHIRPD_LOG" || e2e_fail "no over-budget line"
@@ -136,7 +136,7 @@ sed -i 's/^latency_budget_ms = .*/latency_budget_ms = 60000/; s/^idle_spin_us = 
 grep -q "^idle_spin_us = 200000$" "$CONF" || e2e_fail "no idle_spin_us key in $CONF"
 e2e_ctl reload >/dev/null || e2e_fail "reload"
 before=$(e2e_stat over_budget)
-"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --rate 100 --count 50 -q 2>"$T/feed2.log" ||
+"$CHIRP_FEED" -c "$CONF" --target 100,-10 --rate 100 --count 50 -q 2>"$T/feed2.log" ||
 	e2e_fail "chirp-feed 2"
 e2e_wait 20 e2e_stat_ge cpis_out 200 || e2e_fail "second feed not delivered"
 [ "$(e2e_stat over_budget)" = "$before" ] || e2e_fail "over_budget grew under a 60 s budget"

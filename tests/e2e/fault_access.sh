@@ -66,7 +66,7 @@ state=$("$PY" -c 'import json,sys; print(json.load(sys.stdin)["state"])' <"$T/st
 fault_expect_eq "state is running after a refused pause (1 = yes)" "$([ "$state" = running ] && echo 1 || echo 0)" 1
 
 # ---- 4a. another user as producer on a 0600 ring ---------------------------
-out=$(as_nobody "$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --targets 100:0 --snr-db 20 --count 5 --wait 0 2>&1); rc=$?
+out=$(as_nobody "$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --target 100,0 --snr-db 20 --count 5 --wait 0 2>&1); rc=$?
 [ $rc -ne 0 ] && [ $rc -lt 128 ] || e2e_fail "uid $NOBODY on a 0600 ring: chirp-feed exit $rc: $out"
 e2e_log "other user as producer: exit $rc: $(head -1 <<<"$out")"
 fault_expect_eq "cpis_in after the refused producer" "$(fault_stat cpis_in)" 0
@@ -104,7 +104,7 @@ as_nobody "$CHIRPCTL" -s "$SOCK" resume >/dev/null || e2e_fail "control group me
 out=$(as_nobody_gid0 "$CHIRPCTL" -s "$SOCK" ping 2>&1) && e2e_fail "gid 0 (not nogroup) could connect to a nogroup socket"
 
 # ---- 5. producer and consumer of another user in the control group ---------
-for prog in "$CHIRP_FEED --ring $IN_RING --targets 100:0 --snr-db 20 --count 5" \
+for prog in "$CHIRP_FEED --ring $IN_RING --target 100,0 --snr-db 20 --count 5" \
 	    "$CHIRP_TAP --ring $OUT_RING --drain --count 5"; do
 	out=$(as_nobody $prog -c "$CONF" --wait 0 2>&1); rc=$?
 	[ $rc -ne 0 ] && [ $rc -lt 128 ] || e2e_fail "${prog%% *}: a ring owned by uid 0 was used without --allow-foreign-owner (exit $rc)"
@@ -113,13 +113,13 @@ for prog in "$CHIRP_FEED --ring $IN_RING --targets 100:0 --snr-db 20 --count 5" 
 done
 fault_expect_eq "cpis_in after the refused producer (group)" "$(fault_stat cpis_in)" 0
 as_nobody "$CHIRP_TAP" --ring "$OUT_RING" -c "$CONF" --allow-foreign-owner --verify \
-	--targets 100:0 --snr-db 20 --seed 7 -n 5 --timeout $((30 * ${E2E_SLOW:-1})) -q \
+	--target 100,0 --snr-db 20 --seed 7 -n 5 --timeout $((30 * ${E2E_SLOW:-1})) -q \
 	>"$T/tap-foreign.log" 2>&1 &
 TAP_PID=$!
 e2e_track "$TAP_PID"
 e2e_wait_consumer "$OUT_RING" "$TAP_PID"
 as_nobody "$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --allow-foreign-owner \
-	--targets 100:0 --snr-db 20 --seed 7 --count 5 --block --wait 0 -q >"$T/feed-foreign.log" 2>&1 ||
+	--target 100,0 --snr-db 20 --seed 7 --count 5 --block --wait 0 -q >"$T/feed-foreign.log" 2>&1 ||
 	e2e_fail "uid $NOBODY in the control group with --allow-foreign-owner: chirp-feed failed: $(cat "$T/feed-foreign.log")"
 wait "$TAP_PID"; rc=$?
 [ $rc -eq 0 ] || e2e_fail "uid $NOBODY in the control group with --allow-foreign-owner: chirp-tap exit $rc: $(cat "$T/tap-foreign.log")"

@@ -55,7 +55,7 @@ e2e_log "$kills producers killed ($paused_rounds rounds with chirpd paused)"
 
 # A last, well-behaved producer: its commits follow every earlier drop, so
 # chirpd sees every gap by sequence number.
-"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --targets "$FAULT_TARGETS" --snr-db "$FAULT_SNR" \
+"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" "${FAULT_TARGET_ARGS[@]}" --snr-db "$FAULT_SNR" \
 	--seed "$FAULT_SEED" -q --rate "$rate" --count 20 --wait 5 >>"$T/feed.log" 2>&1 ||
 	e2e_fail "final chirp-feed failed: $(tail -3 "$T/feed.log")"
 

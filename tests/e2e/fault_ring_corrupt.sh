@@ -172,7 +172,7 @@ CHIRPD_LOG=$T/chirpd-$tag.log
 fault_config input.slots=16 output.slots=64 cpi.pulses=4
 e2e_start_chirpd
 e2e_ctl pause >/dev/null || e2e_fail "pause"
-"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --targets "$FAULT_TARGETS" --snr-db "$FAULT_SNR" \
+"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" "${FAULT_TARGET_ARGS[@]}" --snr-db "$FAULT_SNR" \
 	--seed "$FAULT_SEED" -q --count 10 --wait 5 >"$T/feed-$tag.log" 2>&1 || e2e_fail "$tag: feed"
 "$PY" "$FAULT_TOOL" corrupt "$IN_RING" descs 99 || e2e_fail "$tag: could not corrupt"
 fault_tap "$T/tap-$tag.log"
@@ -213,7 +213,7 @@ for kind in empty short random; do
 	esac
 	chmod 600 "/dev/shm$IN_RING"
 	# A producer attaching to garbage: an error, not a crash.
-	"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --targets "$FAULT_TARGETS" --snr-db "$FAULT_SNR" \
+	"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" "${FAULT_TARGET_ARGS[@]}" --snr-db "$FAULT_SNR" \
 		--count 1 --wait 0 >"$T/feed-$tag.log" 2>&1
 	rc=$?
 	not_signalled "$tag: chirp-feed" $rc

@@ -30,7 +30,7 @@ CC=${CC:-cc}
 "$CC" -shared -fPIC -o "$T/shim.so" "$(dirname "$0")/gpu_fault_shim.c" -ldl 2>"$T/cc.log" ||
 	e2e_skip "cannot build the fault shim: $(head -3 "$T/cc.log")"
 
-TARGETS=100:-6,517:-12,901:-20
+TARGETS=(--target 100,-6 --target 517,-12 --target 901,-20)
 SEED=5
 gpu_state_is() { [ "$(gpu_status state)" = "$1" ]; }
 DEPTH=3
@@ -48,11 +48,11 @@ CHIRP_GPU_FAULT_FILE=$FAULT LD_PRELOAD=$T/shim.so NOTIFY_SOCKET=$NSOCK \
 [ "$(gpu_status backend)" = cuda ] || e2e_fail "backend $(gpu_status backend), not cuda"
 e2e_log "device $(gpu_status device), staging $(gpu_status staging), depth $(gpu_status depth)"
 
-"$CHIRP_TAP" -c "$CONF" --verify --targets "$TARGETS" --snr-db 20 --seed $SEED -q 2>"$T/tap.log" &
+"$CHIRP_TAP" -c "$CONF" --verify "${TARGETS[@]}" --snr-db 20 --seed $SEED -q 2>"$T/tap.log" &
 TAP=$!
 e2e_track $TAP
 e2e_wait_consumer "$(e2e_conf_get output.ring)" $TAP
-"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 20 --seed $SEED --rate 100 -q 2>"$T/feed.log" &
+"$CHIRP_FEED" -c "$CONF" "${TARGETS[@]}" --snr-db 20 --seed $SEED --rate 100 -q 2>"$T/feed.log" &
 FEED=$!
 e2e_track $FEED
 

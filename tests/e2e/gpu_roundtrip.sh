@@ -15,7 +15,7 @@ e2e_need chirp-feed chirp-tap
 [ -x "$PY" ] || e2e_skip "$PY not found"
 gpu_need
 
-TARGETS=100:-6,517:-12:0.125,901:-20
+TARGETS=(--target 100,-6 --target 517,-12,0.125/pulse --target 901,-20)
 SEED=11
 
 # run_case NAME FORMAT MODE C P R L STREAMS STAGING N WANT_STAGING
@@ -31,12 +31,12 @@ run_case() {
 	v=$(gpu_status device); e2e_log "$name: device $v"
 	case $v in *"("*")"*) ;; *) e2e_fail "$name: device \"$v\" does not name the GPU and its bus id";; esac
 	[ "$(gpu_status depth)" = "$streams" ] || e2e_fail "$name: depth $(gpu_status depth), want $streams"
-	"$CHIRP_TAP" -c "$CONF" --verify --targets "$TARGETS" --snr-db 20 --seed $SEED -n "$n" \
+	"$CHIRP_TAP" -c "$CONF" --verify "${TARGETS[@]}" --snr-db 20 --seed $SEED -n "$n" \
 		--timeout $((60 * E2E_SLOW)) --fail-on-gap -q 2>"$tlog" &
 	local tap=$!
 	e2e_track $tap
 	e2e_wait_consumer "$(e2e_conf_get output.ring)" $tap
-	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 20 --seed $SEED -n "$n" --block -q \
+	"$CHIRP_FEED" -c "$CONF" "${TARGETS[@]}" --snr-db 20 --seed $SEED -n "$n" --block -q \
 		2>"$flog" || e2e_fail "$name: chirp-feed failed: $(cat "$flog")"
 	wait $tap || e2e_fail "$name: chirp-tap exited $?: $(tail -5 "$tlog")"
 	tail -n 2 "$tlog"

@@ -16,8 +16,11 @@
 # are unlinked by the same trap.
 
 FAULT_TOOL=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fault_tool.py
-# Synthetic source shared by chirp-feed and chirp-tap --verify.
-FAULT_TARGETS=${FAULT_TARGETS:-100:0,517:-12,901:-20}
+# Synthetic source shared by chirp-feed and chirp-tap --verify: FAULT_TARGETS
+# holds one --target GATE,AMP_DB[,DOPPLER] each, space-separated.
+FAULT_TARGETS=${FAULT_TARGETS:-100,0 517,-12 901,-20}
+FAULT_TARGET_ARGS=()
+for t in $FAULT_TARGETS; do FAULT_TARGET_ARGS+=(--target "$t"); done
 FAULT_SNR=${FAULT_SNR:-20}
 FAULT_SEED=${FAULT_SEED:-42}
 
@@ -51,7 +54,7 @@ fault_skip_if_no_cuda() {
 fault_feed() {
 	local log=$1
 	shift
-	"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" --targets "$FAULT_TARGETS" \
+	"$CHIRP_FEED" --ring "$IN_RING" -c "$CONF" "${FAULT_TARGET_ARGS[@]}" \
 		--snr-db "$FAULT_SNR" --seed "$FAULT_SEED" -q "$@" >>"$log" 2>&1 &
 	FEED_PID=$!
 	e2e_track "$FEED_PID"
@@ -67,7 +70,7 @@ fault_feed() {
 fault_tap() {
 	local log=$1
 	shift
-	"$CHIRP_TAP" --ring "$OUT_RING" -c "$CONF" --verify --targets "$FAULT_TARGETS" \
+	"$CHIRP_TAP" --ring "$OUT_RING" -c "$CONF" --verify "${FAULT_TARGET_ARGS[@]}" \
 		--snr-db "$FAULT_SNR" --seed "$FAULT_SEED" -q "$@" >>"$log" 2>&1 &
 	TAP_PID=$!
 	e2e_track "$TAP_PID"

@@ -19,7 +19,7 @@ port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
 e2e_config metrics.listen=127.0.0.1:$port
 e2e_start_chirpd
 
-"$CHIRP_FEED" -c "$CONF" --targets 100:-10 --snr-db 20 -n 12 --block -q 2>"$T/feed.log" ||
+"$CHIRP_FEED" -c "$CONF" --target 100,-10 --snr-db 20 -n 12 --block -q 2>"$T/feed.log" ||
 	e2e_fail "chirp-feed: $(cat "$T/feed.log")"
 e2e_wait $((10 * E2E_SLOW)) e2e_stat_ge cpis_in 12 || e2e_fail "chirpd took no CPIs"
 

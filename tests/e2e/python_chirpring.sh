@@ -38,7 +38,7 @@ if [ -z "$PRE" ] && "$PY" -c 'import matplotlib' 2>/dev/null; then
 		>"$T/plot.log" 2>&1 &
 	pp=$!; e2e_track $pp
 	e2e_wait_consumer "$OUT_RING" $pp
-	"$CHIRP_FEED" -c "$CONF" --targets 300:-6 --snr-db 10 --count 6 --block -q 2>"$T/feed.log" ||
+	"$CHIRP_FEED" -c "$CONF" --target 300,-6 --snr-db 10 --count 6 --block -q 2>"$T/feed.log" ||
 		e2e_fail "feed for chirp-plot: $(cat "$T/feed.log")"
 	wait $pp || e2e_fail "chirp-plot --ring exited $?: $(cat "$T/plot.log")"
 	grep -q '^peak 1: gate 300 ' "$T/plot.log" || e2e_fail "chirp-plot --ring peaks: $(cat "$T/plot.log")"
@@ -46,7 +46,7 @@ if [ -z "$PRE" ] && "$PY" -c 'import matplotlib' 2>/dev/null; then
 	"$PY" -c 'import json, sys; p = json.load(open(sys.argv[1])); assert p["capture"] == sys.argv[2] and p["peaks"][0]["gate"] == 300, p' \
 		"$T/peaks.json" "$OUT_RING" || e2e_fail "peaks.json: $(cat "$T/peaks.json")"
 	# --live: at least two pictures from a running feed, then Ctrl-C ends it cleanly.
-	"$CHIRP_FEED" -c "$CONF" --targets 300:-6 --rate 40 -q 2>"$T/feed.log" &
+	"$CHIRP_FEED" -c "$CONF" --target 300,-6 --rate 40 -q 2>"$T/feed.log" &
 	fp=$!; e2e_track $fp
 	# (A background job of a script starts with SIGINT ignored, and python
 	# then leaves it so; restore the default before exec, as a terminal has it.)

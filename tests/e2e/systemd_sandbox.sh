@@ -33,19 +33,19 @@ REAL_CHIRPD=$CHIRPD
 PORT=$((20000 + $$ % 20000))
 BACKEND=cpu
 [ -e /dev/nvidiactl ] && [ -x "$BUILD/tests/test_pc_cuda" ] && BACKEND=cuda
-TARGETS=150:-6,600:-18:0.0625
+TARGETS=(--target 150,-6 --target 600,-18,0.0625/pulse)
 N=20
 slots_for() { local s=2; while [ $s -lt "$1" ]; do s=$((s * 2)); done; echo $s; }
 
 # workload — round trip checked by chirp-tap --verify, then every command,
 # a reload, the metrics endpoint.
 workload() {
-	"$CHIRP_TAP" -c "$CONF" -n $N --verify --targets "$TARGETS" --snr-db 25 --seed 5 \
+	"$CHIRP_TAP" -c "$CONF" -n $N --verify "${TARGETS[@]}" --snr-db 25 --seed 5 \
 		--timeout $((30 * E2E_SLOW)) --fail-on-gap -q 2>"$T/tap.log" &
 	local tap=$!
 	e2e_track $tap
 	e2e_wait_consumer "$(e2e_conf_get output.ring)" $tap
-	"$CHIRP_FEED" -c "$CONF" --targets "$TARGETS" --snr-db 25 --seed 5 -n $N --block -q \
+	"$CHIRP_FEED" -c "$CONF" "${TARGETS[@]}" --snr-db 25 --seed 5 -n $N --block -q \
 		2>"$T/feed.log" || e2e_fail "chirp-feed failed: $(cat "$T/feed.log")"
 	wait $tap || e2e_fail "chirp-tap --verify exited $?: $(cat "$T/tap.log")"
 	grep -q "verified $N, mismatches 0" "$T/tap.log" || e2e_fail "tap: $(cat "$T/tap.log")"

@@ -96,6 +96,8 @@ for u in chirpd.service chirpd@.service; do
 	[ -z "$env" ] || fail "$u: sets environment for chirpd ($env): use a chirpd.conf key"
 done
 need chirpd@.service 'ExecStart=/usr/local/bin/chirpd -c /etc/chirpd/%i.conf' 'one config per instance'
+need chirpd.service 'ExecStopPost=/usr/local/bin/chirpd --remove-rings --if-configured -c /etc/chirpd/chirpd.conf' 'rings removed on stop when the configuration asks'
+need chirpd@.service 'ExecStopPost=/usr/local/bin/chirpd --remove-rings --if-configured -c /etc/chirpd/%i.conf' 'the instance config decides'
 need chirpd@.service 'ExecReload=/usr/local/bin/chirpctl -s /run/chirpd/%i/control.sock .*reload' 'the instance socket'
 
 # One hardening block for both units.

@@ -92,9 +92,9 @@ tap_det lists.raw list.txt 5 --list || e2e_fail "chirp-tap --list: $(cat tap.err
 [ "$(grep -c '^det ' list.txt)" = 11 ] || e2e_fail "--list: not 11 det lines: $(cat list.txt)"
 grep -q '^cpi seq=103 mode=0 first_sample=12288 count=4 found=6 overflow=1 maps=2 doppler_bins=16 range_gates=500 ' list.txt ||
 	e2e_fail "--list: the overflowed list's header: $(grep seq=103 list.txt)"
-grep -q '^det channel=0 gate=700 doppler_bin=-4 range_m=4197.200 velocity_mps=nan power=50 noise=1 snr_db=17.00$' list.txt ||
+grep -q '^det channel=0 range_gate=700 doppler_bin=-4 range_m=4197.200 velocity_mps=nan power=50 noise=1 snr_db=17.00$' list.txt ||
 	e2e_fail "--list: a record: $(cat list.txt)"
-grep -q '^det channel=-1 gate=300 doppler_bin=3 ' list.txt || e2e_fail "--list: the integrated record"
+grep -q '^det channel=-1 range_gate=300 doppler_bin=3 ' list.txt || e2e_fail "--list: the integrated record"
 grep -q "detection lists 5 (11 detections, 1 overflowed, 0 rejected)" tap.err || e2e_fail "summary: $(cat tap.err)"
 
 # --jsonl: one object per CPI, NaN as null; and --verify-targets: 300:3 is
@@ -111,7 +111,7 @@ assert [j["ring_seq"] for j in L] == [0, 1, 2, 3, 4], L
 assert L[3]["overflow"] is True and L[3]["found"] == 6 and L[3]["count"] == 4, L[3]
 assert L[4]["integrated"] is True and L[4]["detections"][0]["channel"] == -1, L[4]
 d = L[1]["detections"][1]
-assert d == {"channel": 0, "gate": 700, "doppler_bin": -4, "range_m": d["range_m"],
+assert d == {"channel": 0, "range_gate": 700, "doppler_bin": -4, "range_m": d["range_m"],
              "velocity_mps": None, "power": 50, "noise": 1, "snr_db": 17}, d
 assert abs(d["range_m"] - 4197.2) < 1e-3, d
 PYEOF
@@ -152,7 +152,7 @@ m = rng.exponential(1.0, size=(3, 2, 16, 200)).astype(np.float32)   # CPIs x C x
 m[1, :, 8 + 3, 120] = 5e4      # CPI 1: a target at gate 120, bin +3
 m[1, :, 8 - 5, 40] = 2e3       # and a weaker one at gate 40, bin -5
 m.tofile("map.raw")
-recs = [dict(channel=c, gate=g, doppler_bin=b, range_m=g * 299792458.0 / 40e6,
+recs = [dict(channel=c, range_gate=g, doppler_bin=b, range_m=g * 299792458.0 / 40e6,
              velocity_mps=b * 1000 / 16 * 299792458.0 / 2 / 9.4e9, power=float(m[1, c, 8 + b, g]),
              noise=1.0, snr_db=10 * np.log10(float(m[1, c, 8 + b, g])))
         for c in (0, 1) for b, g in ((-5, 40), (3, 120))]

@@ -19,7 +19,7 @@
 e2e_init tools_modes
 e2e_need chirp-feed chirp-tap
 
-TG=60:-8,333:-16:0.125,590:-12
+TG=(--target 60,-8 --target 333,-16,0.125/pulse --target 590,-12)
 SEED=5
 N=$((60 / E2E_SLOW))
 N=$((N - N % 12))   # whole rounds of every schedule below
@@ -84,12 +84,12 @@ run_tap_feed() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do tap_args+=("$1"); shift; done
 	shift
 	feed_args=("$@")
-	"$CHIRP_TAP" -c "$CONF" -n $N --verify --targets $TG --snr-db 30 --seed $SEED \
+	"$CHIRP_TAP" -c "$CONF" -n $N --verify "${TG[@]}" --snr-db 30 --seed $SEED \
 		--timeout $((60 * E2E_SLOW)) -q "${tap_args[@]}" >"$T/$log" 2>&1 &
 	local tp=$!
 	e2e_track $tp
 	e2e_wait_consumer "$OUT_RING" $tp
-	"$CHIRP_FEED" -c "$CONF" --targets $TG --snr-db 30 --seed $SEED -n $N --block -q \
+	"$CHIRP_FEED" -c "$CONF" "${TG[@]}" --snr-db 30 --seed $SEED -n $N --block -q \
 		"${feed_args[@]}" >"$T/feed.log" 2>&1 || { cat "$T/feed.log"; e2e_fail "chirp-feed ${feed_args[*]} failed"; }
 	wait $tp
 	TAP_RC=$?
@@ -110,7 +110,7 @@ for fmt in cf32 sc16; do
 	e2e_log "$fmt: modes 0,1,2 verified, each CPI with its own mode"
 
 	# 2. An unknown mode: refused without the option, flagged and counted with it.
-	"$CHIRP_FEED" -c "$CONF" --targets $TG -n 4 --modes 0,7 >"$T/feed.log" 2>&1 &&
+	"$CHIRP_FEED" -c "$CONF" "${TG[@]}" -n 4 --modes 0,7 >"$T/feed.log" 2>&1 &&
 		e2e_fail "$fmt: --modes 0,7 accepted an undeclared mode"
 	grep -q "mode 7 is not declared in" "$T/feed.log" || e2e_fail "$fmt: $(cat "$T/feed.log")"
 	# (a second producer restarts first_sample: one upstream discontinuity)
@@ -141,7 +141,7 @@ done
 #    with its recorded modes; the feed, given that configuration, notes
 #    that the recording named modes 1 and 2 the other way round.
 modes_config sc16 1
-"$CHIRP_TAP" -c "$CONF" --create -n $N --verify --targets $TG --snr-db 30 --seed $SEED \
+"$CHIRP_TAP" -c "$CONF" --create -n $N --verify "${TG[@]}" --snr-db 30 --seed $SEED \
 	--timeout $((60 * E2E_SLOW)) -q >"$T/tap.log" 2>&1 &
 tp=$!; e2e_track $tp
 e2e_wait 10 test -e "/dev/shm$OUT_RING" || e2e_fail "no output ring"
@@ -156,7 +156,7 @@ grep -q "verified $((N / 3)), mismatches $((N * 2 / 3))" "$T/tap.log" || e2e_fai
 # 5. ...and with the right configuration the replayed capture verifies:
 #    the recording kept every CPI's mode.
 modes_config sc16
-"$CHIRP_TAP" -c "$CONF" --create -n $N --verify --targets $TG --snr-db 30 --seed $SEED \
+"$CHIRP_TAP" -c "$CONF" --create -n $N --verify "${TG[@]}" --snr-db 30 --seed $SEED \
 	--timeout $((60 * E2E_SLOW)) -q --sigmf "$T/again" >"$T/tap.log" 2>&1 &
 tp=$!; e2e_track $tp
 e2e_wait 10 test -e "/dev/shm$OUT_RING" || e2e_fail "no output ring"

@@ -9,17 +9,17 @@
 tools_init tools_reattach
 
 cd "$T" || exit 1
-TGT=30:-6,200:-20
+TGT=(--target 30,-6 --target 200,-20)
 e2e_config input.ring="$IN_RING" input.slots=4 cpi.channels=2 cpi.pulses=4 cpi.samples=400
 
 # The feed starts first and waits for the ring.
-"$CHIRP_FEED" -c "$CONF" --targets $TGT --snr-db 15 --seed 3 --rate 200 --wait $((20 * E2E_SLOW)) >feed.log 2>&1 &
+"$CHIRP_FEED" -c "$CONF" "${TGT[@]}" --snr-db 15 --seed 3 --rate 200 --wait $((20 * E2E_SLOW)) >feed.log 2>&1 &
 fp=$!; e2e_track $fp
 sleep 0.5
 kill -0 $fp 2>/dev/null || { cat feed.log; e2e_fail "feed did not wait for the ring"; }
 
 # Geometry A: 2x4x400. The tap keeps the ring at exit (as chirpd's ring stays).
-"$CHIRP_TAP" -c "$CONF" -r "$IN_RING" --create --keep -n 20 --verify-input --targets $TGT \
+"$CHIRP_TAP" -c "$CONF" -r "$IN_RING" --create --keep -n 20 --verify-input "${TGT[@]}" \
 	--snr-db 15 --seed 3 --timeout $((30 * E2E_SLOW)) >tapA.log 2>&1 ||
 	{ cat tapA.log feed.log; e2e_fail "geometry A: tap failed"; }
 grep -q "verified 20, mismatches 0" tapA.log || e2e_fail "geometry A: $(cat tapA.log)"
@@ -27,7 +27,7 @@ e2e_log "geometry A verified"
 
 # Geometry B: the configuration changes, the ring is re-created.
 e2e_config input.ring="$IN_RING" input.slots=8 cpi.channels=1 cpi.pulses=3 cpi.samples=700
-"$CHIRP_TAP" -c "$CONF" -r "$IN_RING" --create -n 20 --verify-input --targets $TGT \
+"$CHIRP_TAP" -c "$CONF" -r "$IN_RING" --create -n 20 --verify-input "${TGT[@]}" \
 	--snr-db 15 --seed 3 --timeout $((30 * E2E_SLOW)) >tapB.log 2>&1 ||
 	{ cat tapB.log feed.log; e2e_fail "geometry B: tap failed"; }
 grep -q "verified 20, mismatches 0" tapB.log || e2e_fail "geometry B: $(cat tapB.log)"
@@ -44,7 +44,7 @@ e2e_log "geometry B verified after re-attach"
 "$CHIRP_TAP" -r "$IN_RING" --create --geometry 1,3,701 --format cf32 --drain >tapC.log 2>&1 &
 tp=$!; e2e_track $tp
 wait_ring "$IN_RING"
-"$CHIRP_FEED" -c "$CONF" --targets $TGT --rate 100 --wait 5 >feed.log 2>&1
+"$CHIRP_FEED" -c "$CONF" "${TGT[@]}" --rate 100 --wait 5 >feed.log 2>&1
 rc=$?
 [ $rc -eq 1 ] || e2e_fail "mismatched ring: feed exit $rc"
 grep -q "is 1x3x701 cf32 but .*chirpd.conf describes 1x3x700 cf32" feed.log || e2e_fail "message: $(cat feed.log)"

@@ -139,21 +139,21 @@ fi
 
 # 6. Synthetic echoes (sc16, noise, Doppler) regenerated bit for bit by the tap.
 e2e_config input.ring="$RING" input.format=sc16 input.slots=4 cpi.channels=2 cpi.pulses=4 cpi.samples=500
-TGT=40:-6:0.1,300:-30
+TGT=(--target 40,-6,0.1/pulse --target 300,-30)
 "$CHIRP_TAP" -c "$CONF" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 25 \
-	--verify-input --targets $TGT --snr-db 12 --seed 99 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+	--verify-input "${TGT[@]}" --snr-db 12 --seed 99 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
 tp=$!; e2e_track $tp
 wait_ring "$RING"
-"$CHIRP_FEED" -c "$CONF" --targets $TGT --snr-db 12 --seed 99 --count 25 --block >feed.log 2>&1 ||
+"$CHIRP_FEED" -c "$CONF" "${TGT[@]}" --snr-db 12 --seed 99 --count 25 --block >feed.log 2>&1 ||
 	{ cat feed.log; e2e_fail "synthetic feed failed"; }
 wait_pid $tp 60 || { cat tap.log; e2e_fail "verify-input failed"; }
 grep -q "verified 25, mismatches 0" tap.log || e2e_fail "verify summary: $(cat tap.log)"
 # Another seed must NOT verify (the check can fail).
 "$CHIRP_TAP" -c "$CONF" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 3 \
-	--verify-input --targets $TGT --snr-db 12 --seed 98 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+	--verify-input "${TGT[@]}" --snr-db 12 --seed 98 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
 tp=$!; e2e_track $tp
 wait_ring "$RING"
-"$CHIRP_FEED" -c "$CONF" --targets $TGT --snr-db 12 --seed 99 --count 3 --block >feed.log 2>&1
+"$CHIRP_FEED" -c "$CONF" "${TGT[@]}" --snr-db 12 --seed 99 --count 3 --block >feed.log 2>&1
 wait_pid $tp 60; rc=$?
 [ $rc -eq 4 ] || { cat tap.log; e2e_fail "a wrong seed verified (rc $rc)"; }
 grep -q "mismatches 3" tap.log || e2e_fail "mismatch count: $(cat tap.log)"
@@ -165,10 +165,10 @@ cp "$CONF" one-mode.conf
 printf '\n[mode short]\nid = 1\npulse_width_s = 1e-6\n\n[mode code]\nid = 2\ntype = barker13\nchip_samples = 5\n' >>"$CONF"
 for tapconf in "$CONF" one-mode.conf; do
 	"$CHIRP_TAP" -c "$tapconf" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 12 \
-		--verify-input --targets $TGT --seed 3 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+		--verify-input "${TGT[@]}" --seed 3 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
 	tp=$!; e2e_track $tp
 	wait_ring "$RING"
-	"$CHIRP_FEED" -c "$CONF" --targets $TGT --seed 3 --count 12 --block --modes 2,0,1,1 >feed.log 2>&1 ||
+	"$CHIRP_FEED" -c "$CONF" "${TGT[@]}" --seed 3 --count 12 --block --modes 2,0,1,1 >feed.log 2>&1 ||
 		{ cat feed.log; e2e_fail "synthetic feed with modes failed"; }
 	wait_pid $tp 60; rc=$?
 	if [ "$tapconf" = "$CONF" ]; then
@@ -184,10 +184,10 @@ done
 # without noise or Doppler every CPI of a mode is the same, so a 4-slot
 # ring under a 3-mode schedule still verifies.
 "$CHIRP_TAP" -c "$CONF" -r "$RING" --create --geometry 2,4,500 --format sc16 --slots 4 -n 14 \
-	--verify-input --targets 40:-6 --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
+	--verify-input --target 40,-6 --noiseless --timeout $((30 * E2E_SLOW)) >tap.log 2>&1 &
 tp=$!; e2e_track $tp
 wait_ring "$RING"
-"$CHIRP_FEED" -c "$CONF" --targets 40:-6 --count 14 --block --prefilled --modes 0,1,2 >feed.log 2>&1 ||
+"$CHIRP_FEED" -c "$CONF" --target 40,-6 --noiseless --count 14 --block --prefilled --modes 0,1,2 >feed.log 2>&1 ||
 	{ cat feed.log; e2e_fail "--prefilled --modes failed"; }
 wait_pid $tp 60 || { cat tap.log; e2e_fail "--prefilled kept a slot of another mode"; }
 grep -q "verified 14, mismatches 0" tap.log || e2e_fail "prefilled modes: $(cat tap.log)"
@@ -219,10 +219,13 @@ expect_fail "no ring" "$CHIRP_FEED" --file in.raw -r "/$E2E_UNIQ-none" --wait 0.
 expect_fail "no ring" "$CHIRP_TAP" --drain -r "/$E2E_UNIQ-none" --wait 0.2
 expect_fail "want microseconds 0..1000000" "$CHIRP_TAP" --drain --spin-us 1000001
 expect_fail "give exactly one source" "$CHIRP_FEED" --file in.raw --sigmf cap
-expect_fail "GATE" "$CHIRP_FEED" -c "$CONF" --targets x:3
-expect_fail "gate 600 is outside" "$CHIRP_FEED" -c "$CONF" --targets 600:-6 --create -r "$RING2"
-expect_fail "mode 5 is not declared in" "$CHIRP_FEED" -c "$CONF" --targets 60:-6 --modes 0,5 --create -r "$RING2"
-expect_fail "entry 2 'x' is not a mode id" "$CHIRP_FEED" -c "$CONF" --targets 60:-6 --modes 0,x
+expect_fail "GATE" "$CHIRP_FEED" -c "$CONF" --target x,3
+expect_fail "not an option; give each echo as --target GATE,AMP_DB" "$CHIRP_FEED" -c "$CONF" --targets 100:-6
+expect_fail "separated by commas" "$CHIRP_FEED" -c "$CONF" --target 100:-6:0.1
+expect_fail "not an option; give each echo as --target" "$CHIRP_TAP" -c "$CONF" --verify --targets 100:-6
+expect_fail "gate 600 is outside" "$CHIRP_FEED" -c "$CONF" --target 600,-6 --create -r "$RING2"
+expect_fail "mode 5 is not declared in" "$CHIRP_FEED" -c "$CONF" --target 60,-6 --modes 0,5 --create -r "$RING2"
+expect_fail "entry 2 'x' is not a mode id" "$CHIRP_FEED" -c "$CONF" --target 60,-6 --modes 0,x
 expect_fail "entry 1 '4294967296' is not a mode id" "$CHIRP_FEED" --file in.raw --modes 4294967296
 expect_fail "want mode ids" "$CHIRP_FEED" --file in.raw --modes 0,,1
 expect_fail "allow-unknown-modes applies to --modes" "$CHIRP_FEED" --file in.raw --allow-unknown-modes

@@ -12,7 +12,7 @@ tools_init tools_verify
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 
 cd "$T" || exit 1
-TGT=100:-6,437:-20:0.125,990:-12
+TGT=(--target 100,-6 --target 437,-20,0.125/pulse --target 990,-12 --noiseless)   # the reference has no noise
 N=5
 
 for mode in complex magnitude power_db; do
@@ -65,14 +65,14 @@ bad.tofile("bad.raw")
 PYEOF
 	fmt=cf32; [ $mode = complex ] || fmt=rf32
 	# The tap creates the output ring from the configuration (as chirpd would).
-	"$CHIRP_TAP" -c "$CONF" --create -n $N --verify --targets $TGT --timeout $((60 * E2E_SLOW)) >tap.log 2>&1 &
+	"$CHIRP_TAP" -c "$CONF" --create -n $N --verify "${TGT[@]}" --timeout $((60 * E2E_SLOW)) >tap.log 2>&1 &
 	tp=$!; e2e_track $tp
 	wait_ring "$OUT_RING"
 	"$CHIRP_FEED" -r "$OUT_RING" --file ref.raw --block >feed.log 2>&1 || { cat feed.log; e2e_fail "feed failed"; }
 	wait_pid $tp 60 || { cat tap.log; e2e_fail "$mode: --verify rejected the reference"; }
 	grep -q "verified $N, mismatches 0" tap.log || e2e_fail "$mode: $(cat tap.log)"
 
-	"$CHIRP_TAP" -c "$CONF" --create -n $N --verify --targets $TGT --timeout $((60 * E2E_SLOW)) >tap.log 2>&1 &
+	"$CHIRP_TAP" -c "$CONF" --create -n $N --verify "${TGT[@]}" --timeout $((60 * E2E_SLOW)) >tap.log 2>&1 &
 	tp=$!; e2e_track $tp
 	wait_ring "$OUT_RING"
 	"$CHIRP_FEED" -r "$OUT_RING" --file bad.raw --block >feed.log 2>&1 || e2e_fail "feed failed"
@@ -84,7 +84,7 @@ PYEOF
 done
 
 # Wrong targets: every CPI mismatches.
-"$CHIRP_TAP" -c "$CONF" --create -n $N --verify --targets 101:-6 --timeout $((60 * E2E_SLOW)) >tap.log 2>&1 &
+"$CHIRP_TAP" -c "$CONF" --create -n $N --verify --target 101,-6 --noiseless --timeout $((60 * E2E_SLOW)) >tap.log 2>&1 &
 tp=$!; e2e_track $tp
 wait_ring "$OUT_RING"
 "$CHIRP_FEED" -r "$OUT_RING" --file ref.raw --block >feed.log 2>&1
@@ -107,7 +107,7 @@ if "$PY" -c 'import numpy' 2>/dev/null && [ -f "$BUILD/lib/libchirpring.so.2" ];
 		export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0";;
 	esac
 	e2e_config output.ring="$OUT_RING" output.mode=complex output.slots=4
-	"$CHIRP_TAP" -c "$CONF" --create -n 4 --verify --targets $TGT --timeout $((60 * E2E_SLOW)) >tap.log 2>&1 &
+	"$CHIRP_TAP" -c "$CONF" --create -n 4 --verify "${TGT[@]}" --timeout $((60 * E2E_SLOW)) >tap.log 2>&1 &
 	tp=$!; e2e_track $tp
 	wait_ring "$OUT_RING"
 	case $BUILD in *tsan*) PRE=skip;; esac

@@ -554,7 +554,7 @@ def test_chirpd_output_equals_chirp_tap():
     if not conf or not out_ring:
         raise Skip("no chirpd running (CHIRPD_CONF/CHIRPD_OUT_RING unset)")
     N = 12
-    feed = [os.path.join(BIN, "chirp-feed"), "-c", conf, "--targets", "100:-6,600:-20",
+    feed = [os.path.join(BIN, "chirp-feed"), "-c", conf, "--target", "100,-6", "--target", "600,-20",
             "--snr-db", "10", "--seed", "5", "--count", str(N), "--block", "-q"]
     raw = os.path.join(TMP, "chirpd-tap.raw")
     t = subprocess.Popen([os.path.join(BIN, "chirp-tap"), "-c", conf, "-n", str(N), "--out", raw,
@@ -769,7 +769,7 @@ def test_det_ring_to_chirp_tap():
         rows = LISTS[k][0][:MAXDET]
         assert j["seq"] == 100 + k and j["ring_seq"] == k and j["found"] == len(LISTS[k][0]), j
         assert j["overflow"] == (len(LISTS[k][0]) > MAXDET) and j["count"] == len(rows), j
-        assert [d["gate"] for d in j["detections"]] == rows["range_gate"].tolist()
+        assert [d["range_gate"] for d in j["detections"]] == rows["range_gate"].tolist()
         assert [d["doppler_bin"] for d in j["detections"]] == rows["doppler_bin"].tolist()
         for d, r in zip(j["detections"], rows):
             v = float(r["velocity_mps"])
