@@ -96,12 +96,12 @@ for k, (x, y) in enumerate(zip(a, b)):
         assert d["channel"] == -1, d          # integrated (noncoherent)
         assert d["velocity_mps"] is not None  # prf and carrier are set
         assert d["snr_db"] > 0 and d["power"] > d["noise"] > 0, d
-    hit = [d for d in y["detections"] if abs(d["gate"] - gate) <= 1 and d["doppler_bin"] == dbin]
+    hit = [d for d in y["detections"] if abs(d["range_gate"] - gate) <= 1 and d["doppler_bin"] == dbin]
     if hit:
         hits += 1
         # bin 4 of 16 at 10 kHz: 2500 Hz, x c / (2 x 1 GHz) = 374.7 m/s
         assert abs(hit[0]["velocity_mps"] - 374.74) < 0.5, hit[0]
-        assert abs(hit[0]["range_m"] - hit[0]["gate"] * 299792458 / 2 / 25e6) < 0.01, hit[0]
+        assert abs(hit[0]["range_m"] - hit[0]["range_gate"] * 299792458 / 2 / 25e6) < 0.01, hit[0]
     if k > 0:
         assert y["first_sample"] > b[k - 1]["first_sample"], f"line {k}: first_sample not increasing"
 assert hits >= 0.99 * n, f"target in {hits} of {n} lists"
