@@ -78,6 +78,8 @@ struct sink {
 	atomic_int held;             /* 1: the writer writes nothing yet     */
 	atomic_int stop;             /* sink_destroy: drain, then exit       */
 	_Atomic uint64_t deadline_ns;   /* CLOCK_MONOTONIC end of the drain  */
+	atomic_int abandoned;        /* sink_destroy gave up on the writer:
+					it touches the counters no more     */
 
 	/* constant after create */
 	char *ring;
@@ -96,9 +98,12 @@ static size_t pad8(size_t n)
 	return (n + 7u) & ~(size_t)7u;
 }
 
+/* A counter of the caller's stats. A writer left running by sink_destroy
+ * stops counting, since the stats may go before it returns (shutdown);
+ * that leaves only the moment between this check and the add. */
 static void count(struct sink *s, enum stats_counter c, uint64_t n)
 {
-	if (s->sp.st && n)
+	if (s->sp.st && n && !atomic_load_explicit(&s->abandoned, memory_order_acquire))
 		stats_add(s->sp.st, c, n);
 }
 
@@ -472,6 +477,7 @@ void sink_destroy(struct sink *s)
 	unchain(s);
 	if (ret) {
 		/* Stuck in the kernel: leave it its memory and descriptor. */
+		atomic_store_explicit(&s->abandoned, 1, memory_order_release);
 		log_err("%s: writer did not stop (%s); left running", s->what, strerror(ret));
 		pthread_detach(s->thread);
 		return;
