@@ -1401,8 +1401,8 @@ static void do_swap(struct pipeline *p)
 		p->retired = old;
 		p->swap_gen_done++;
 		p->stale_since = 0;
-		if (p->pending)
-			gen_start_sinks(p->pending, old);
+		if (p->cur)
+			gen_start_sinks(p->cur, old);
 	}
 	atomic_store(&p->swap_requested, 0);
 	pthread_cond_broadcast(&p->cond);
