@@ -459,7 +459,7 @@ static int gen_make_sinks(struct pipeline_gen *g, struct stats *st, char *err, s
 		      ST_OUTPUT_FILE_ERRORS, err, errlen) < 0)
 		return -1;
 	if (g->det_fd >= 0 && g->jbuf && !g->det_sink &&
-	    make_sink(&g->det_sink, "[detections] file", g->det_fd, g->jbuf_len, st,
+	    make_sink(&g->det_sink, "[detections] file", g->det_fd, g->jbuf_len - 1, st,
 		      ST_DET_FILE_BYTES, ST_DET_FILE_DROPS, ST_DET_FILE_DROPPED_BYTES,
 		      ST_DET_FILE_ERRORS, err, errlen) < 0)
 		return -1;
@@ -1154,7 +1154,9 @@ static int json_float(char *b, size_t n, float v)
 }
 
 /* A JSON line being formatted into a fixed buffer: o counts every byte of
- * the line, also those past the end (then the line is too long to keep). */
+ * the line, also those past the end. A line is whole in the buffer when
+ * o < cap (vsnprintf keeps a byte for its NUL), which is why the sink takes
+ * lines of at most cap - 1 bytes and drops longer ones. */
 struct jline {
 	char *b;
 	size_t cap, o;

@@ -38,7 +38,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
