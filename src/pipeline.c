@@ -1180,8 +1180,9 @@ static void __attribute__((format(printf, 2, 3))) jput(struct jline *j, const ch
  * the [detections] file's sink whole (a line longer than the buffer is
  * counted as dropped there). The buffer and the sink's queue were made
  * with the generation: nothing is allocated, nothing waits on the file.
+ * Returns 1 if the line is queued, 0 if it was dropped (counted).
  */
-static void det_json(struct pipeline *p, const struct flight *f)
+static int det_json(struct pipeline *p, const struct flight *f)
 {
 	const struct chirp_det_header *h = f->det;
 	const struct chirp_det_record *r = (const void *)(h + 1);
@@ -1207,13 +1208,14 @@ static void det_json(struct pipeline *p, const struct flight *f)
 		     i ? "," : "", r->channel, r->range_gate, r->doppler_bin, rm, vm, pw, nz, sn);
 	}
 	jput(&j, "]}\n");
-	(void)sink_put(p->cur->det_sink, j.b, j.o);
+	return sink_put(p->cur->det_sink, j.b, j.o) == 0;
 }
 
 /* f's list is complete: the input's identity into its header (the
  * backend leaves seq, timestamp_ns and first_sample to us), then the
- * [detections] file. Not inside a stats write section. */
-static void det_complete(struct pipeline *p, struct flight *f)
+ * [detections] file. Returns 1 if the list is on its way to the file.
+ * Not inside a stats write section. */
+static int det_complete(struct pipeline *p, struct flight *f)
 {
 	struct chirp_det_header *h = f->det;
 
@@ -1224,8 +1226,7 @@ static void det_complete(struct pipeline *p, struct flight *f)
 	h->timestamp_ns = f->timestamp_ns;
 	h->first_sample = f->first_sample;
 	h->mode = f->mode;
-	if (p->cur->det_sink)
-		det_json(p, f);
+	return p->cur->det_sink ? det_json(p, f) : 0;
 }
 
 /* Retire the FIFO's head f: the file sinks (a copy each, never a wait),
@@ -1236,14 +1237,14 @@ static int finish_one(struct pipeline *p, struct flight *f)
 	struct pipeline_gen *g = p->cur;
 	uint32_t flags = 0, cflags = 0;
 	uint64_t t0 = mono_ns(), now, latency;
-	int delivered = 0, ret;
+	int delivered = 0, in_file = 0, ret;
 
 	if (f->nonfinite_rows)
 		flags |= CHIRP_RING_NONFINITE;
 	if (f->kind != OUT_SKIP && f->out && g->out_sink)
 		(void)sink_put(g->out_sink, f->out, g->out_bytes);   /* full: counted */
 	if (f->det)
-		det_complete(p, f);
+		in_file = det_complete(p, f);
 	test_retire_sleep(p);
 	watch(p, TW_RETIRE);
 
@@ -1273,8 +1274,11 @@ static int finish_one(struct pipeline *p, struct flight *f)
 		/* Without an output ring a CPI is delivered with its list. */
 		if (f->kind == OUT_NONE)
 			delivered = ret;
-	} else if (f->kind == OUT_NONE && !f->det_dropped) {
-		delivered = 1;      /* its list went to the [detections] file */
+	} else if (f->kind == OUT_NONE) {
+		/* no detection ring: delivered when its list went to the
+		 * [detections] file's queue (dropped there: counted, not
+		 * delivered) */
+		delivered = in_file;
 	}
 	if (f->det)
 		count_det(p, f);

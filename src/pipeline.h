@@ -112,8 +112,10 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
  * mode gets an empty list flagged CHIRP_DET_SKIPPED. The file has one JSON
  * object per CPI per line (FILES above). With [output] mode
  * none (out NULL in pipeline_gen_create, pc_out_bytes 0) a CPI counts as
- * delivered (cpis_out, latency) when its list is committed, or written to
- * the file when there is no detection ring.
+ * delivered (cpis_out, latency) when its list is committed, or, when there
+ * is no detection ring, when its line went to the file's queue (a line
+ * the queue has no room for is dropped, counted in detection_file_drops,
+ * and its CPI not delivered).
  */
 int pipeline_gen_set_detections(struct pipeline_gen *g, struct chirp_ring *det, int det_fd,
 				int numa_node, char *err, size_t errlen);

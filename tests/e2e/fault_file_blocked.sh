@@ -3,7 +3,8 @@
 # fault_file_blocked.sh — the [output] file blocks: a FIFO this test holds
 # open (read and write, so chirpd's open does not wait for a reader) and
 # never reads, so its pipe fills after the first result and every later
-# write would wait forever.
+# write would wait forever. Then the same for the [detections] file, with
+# the detection lists as the only result ([output] mode none).
 #
 # Proves:
 #   - a blocked file never stalls the data path: at the feeder's full rate
@@ -14,7 +15,12 @@
 #     the Prometheus text), and the bytes add up:
 #     written + dropped = every result once the file is read again;
 #   - what reaches the file is whole results, in input order, byte for
-#     byte what the ring delivered.
+#     byte what the ring delivered;
+#   - [detections] file: every CPI is taken and its list made; lines the
+#     queue has no room for are dropped whole and counted
+#     (detection_file_drops), their CPIs not delivered (cpis_out = lists
+#     queued); what reaches the file is whole JSON lines (range_gate), in
+#     input order.
 # Environment: CHIRP_TEST_BACKEND (cpu|cuda|auto).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_fault.sh"
@@ -57,7 +63,7 @@ grep -q "^# HELP chirpd_output_file_dropped_bytes_total " "$T/metrics.txt" || e2
 
 # Read the FIFO again: what the sink held arrives, and the bytes add up.
 read_fifo() {
-	"$PY" - "$T/out.fifo" "$T/file.cf32" <<'EOF'
+	"$PY" - "$1" "$2" <<'EOF'
 import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
 with open(sys.argv[2], "ab") as out:
@@ -73,7 +79,7 @@ EOF
 }
 : >"$T/file.cf32"
 for ((i = 0; i < 100 * E2E_SLOW; i++)); do
-	read_fifo
+	read_fifo "$T/out.fifo" "$T/file.cf32"
 	w=$(fault_stat output_file_bytes)
 	[ $((w + $(fault_stat output_file_dropped_bytes))) -eq $((N * CPI_BYTES)) ] &&
 		[ "$(stat -c %s "$T/file.cf32")" -eq "$w" ] && break
@@ -98,4 +104,55 @@ print(f"{len(f) // n} whole results, in order")
 EOF
 e2e_stop_chirpd || e2e_fail "chirpd exited $? on SIGTERM"
 exec {HOLD}>&-
+
+# --- [detections] file blocked, detections the only result ---------------------
+# A FIFO of one page held open and never read; [output] mode none and no
+# detection ring, so a CPI is delivered when its list's line is queued;
+# lists of at most 4 detections keep the queue small (4 lines of the
+# longest).
+mkfifo "$T/det.fifo" || e2e_fail "mkfifo"
+"$PY" -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.fcntl(fd, 1031, 4096)          # F_SETPIPE_SZ: one page
+print("held", flush=True)
+time.sleep(3600)
+' "$T/det.fifo" >"$T/holder.log" 2>&1 &
+HOLDER=$!
+e2e_track $HOLDER
+e2e_wait 10 grep -q held "$T/holder.log" || e2e_fail "FIFO holder: $(cat "$T/holder.log")"
+fault_config input.slots=64 cpi.pulses=16 cpi.samples=512 waveform.pulse_width_s=2e-6 \
+	waveform.bandwidth_hz=5e6 radar.prf_hz=10000 radar.carrier_hz=1e9 \
+	doppler.enable=true doppler.fft=16 cfar.enable=true cfar.pfa=1e-4 \
+	cfar.max_detections=4 detections.file="$T/det.fifo" output.mode=none
+e2e_start_chirpd
+"$CHIRP_FEED" -c "$CONF" --target 100,-20,2500 --snr-db 10 --seed 5 -n $N --rate 200 --block -q \
+	2>"$T/feed2.log" || e2e_fail "chirp-feed: $(cat "$T/feed2.log")"
+fault_wait_stat detection_lists -ge $N 10 || e2e_fail "detection_lists $(fault_stat detection_lists) < $N"
+fault_expect_eq "cpis_in" "$(fault_stat cpis_in)" $N
+fault_expect_eq "input_overruns" "$(fault_stat input_overruns)" 0
+ddrops=$(fault_stat detection_file_drops)
+[ "$ddrops" -ge $((N / 2)) ] || e2e_fail "detection_file_drops $ddrops: a blocked file should drop most of $N"
+fault_expect_eq "cpis_out (lists queued for the file)" "$(fault_stat cpis_out)" $((N - ddrops))
+[ "$(fault_stat detection_file_dropped_bytes)" -gt 0 ] || e2e_fail "detection_file_dropped_bytes 0"
+: >"$T/det.jsonl"
+for ((i = 0; i < 100 * E2E_SLOW; i++)); do
+	read_fifo "$T/det.fifo" "$T/det.jsonl"
+	[ "$(stat -c %s "$T/det.jsonl")" -eq "$(fault_stat detection_file_bytes)" ] &&
+		[ "$(wc -l <"$T/det.jsonl")" -eq $((N - ddrops)) ] && break
+	sleep 0.1
+done
+"$PY" - "$T/det.jsonl" $((N - ddrops)) <<'EOF' || e2e_fail "the file's lines: $(head -c 300 "$T/det.jsonl")"
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+assert lines[-1] == "", "the file ends inside a line"
+recs = [json.loads(l) for l in lines[:-1]]
+assert len(recs) == int(sys.argv[2]), (len(recs), sys.argv[2])
+seqs = [r["seq"] for r in recs]
+assert all(b > a for a, b in zip(seqs, seqs[1:])), seqs
+assert all("range_gate" in d and "gate" not in d for r in recs for d in r["detections"])
+print(f"{len(recs)} whole lines, in order")
+EOF
+e2e_log "blocked [detections] file: $N CPIs taken, $ddrops lines dropped and counted, the rest whole and in order"
+e2e_stop_chirpd || e2e_fail "chirpd exited $? on SIGTERM"
 e2e_pass
