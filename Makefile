@@ -86,7 +86,7 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
-                metrics.c pc.c pc_cpu.c pcsize.c pipeline.c sigmf.c stall.c stats.c sysnuma.c trace.c \
+                metrics.c pc.c pc_cpu.c pcsize.c pipeline.c sigmf.c sink.c stall.c stats.c sysnuma.c trace.c \
                 radar.c radar_cpu.c waveform.c workkey.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
@@ -117,11 +117,12 @@ TOOL_OBJS  := $(call objs_of,$(TOOL_SRCS))
 DAEMON_OBJS := $(call objs_of,$(DAEMON_SRCS))
 DAEMON_LIB := $(BUILD)/lib/libchirpdaemon.a
 CORE_LIB   := $(BUILD)/lib/libchirpcore.a
-# Test hooks (-DCHIRP_TEST_HOOKS: pc_cpu.c's worker stall) live only in a
+# Test hooks (-DCHIRP_TEST_HOOKS: pc_cpu.c's worker stall, pipeline.c's
+# sleep before a CPI's record) live only in a
 # second object of each HOOK_SRCS file, in a copy of the core library that
 # the test binaries and $(BUILD)/tests/chirpd-hooks link; bin/chirpd and the
 # installed library never hold them.
-HOOK_SRCS  := src/pc_cpu.c
+HOOK_SRCS  := src/pc_cpu.c src/pipeline.c
 HOOK_OBJS  := $(patsubst src/%.c,$(OBJ)/hooks/%.o,$(HOOK_SRCS))
 HOOKS_LIB  := $(BUILD)/lib/libchirpcore-hooks.a
 HOOKS_BIN  := $(BUILD)/tests/chirpd-hooks

@@ -130,6 +130,34 @@ static json_t *radar_json(const struct daemon *d, const struct stats_snapshot *s
 	return o;
 }
 
+/* One file sink in status: its path ("" = off) and its counters. */
+static json_t *file_json(const char *path, const struct stats_snapshot *sn,
+			 enum stats_counter bytes, enum stats_counter drops,
+			 enum stats_counter dropped_bytes, enum stats_counter errors)
+{
+	return json_pack("{s:s, s:I, s:I, s:I, s:I}", "path", path,
+			 "bytes", (json_int_t)sn->counter[bytes],
+			 "drops", (json_int_t)sn->counter[drops],
+			 "dropped_bytes", (json_int_t)sn->counter[dropped_bytes],
+			 "errors", (json_int_t)sn->counter[errors]);
+}
+
+/* [output] file and [detections] file: written off the data thread, a
+ * slow or blocked file drops whole records (pipeline.h, FILES). */
+static json_t *files_json(const struct daemon *d, const struct stats_snapshot *sn)
+{
+	const struct chirp_config *c = &d->g->cfg;
+	json_t *o = json_pack("{s:o?, s:o?}",
+		"output", file_json(c->out_mode == PC_OUT_NONE ? "" : c->output_file, sn,
+				    ST_OUTPUT_FILE_BYTES, ST_OUTPUT_FILE_DROPS,
+				    ST_OUTPUT_FILE_DROPPED_BYTES, ST_OUTPUT_FILE_ERRORS),
+		"detections", file_json(c->cfar ? c->det_file : "", sn,
+					ST_DET_FILE_BYTES, ST_DET_FILE_DROPS,
+					ST_DET_FILE_DROPPED_BYTES, ST_DET_FILE_ERRORS));
+
+	return o ? o : json_object();
+}
+
 static int cmd_status(void *ctx, const char *args, const struct control_peer *peer,
 		      json_t *reply, char *err, size_t errlen)
 {
@@ -199,6 +227,7 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(reply, "rings", rings);
 	json_object_set_new(reply, "modes", modes_json(d, &sn));
 	json_object_set_new(reply, "radar", radar_json(d, &sn));
+	json_object_set_new(reply, "files", files_json(d, &sn));
 	json_object_set_new(reply, "unknown_mode_cpis",
 			    json_integer((json_int_t)sn.counter[ST_UNKNOWN_MODE_CPIS]));
 	json_object_set_new(reply, "numa", json_pack("{s:i, s:s, s:s, s:s, s:b, s:s}",

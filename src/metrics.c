@@ -65,6 +65,12 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_CFAR_CELLS] = "Range-Doppler map cells the CFAR tested.",
 	[ST_CFAR_CROSSINGS] = "Map cells over their CFAR threshold, before the local-maximum rule; divided by chirpd_cfar_cells_total it is the observed false-alarm rate on noise.",
 	[ST_DET_FILE_ERRORS] = "Failed writes to the [detections] file.",
+	[ST_OUTPUT_FILE_BYTES] = "Bytes written to the [output] file (by its writer thread, off the data path).",
+	[ST_OUTPUT_FILE_DROPS] = "Results not written to the [output] file because its queue was full (a slow, full or blocked file); the data path never waits for the file.",
+	[ST_OUTPUT_FILE_DROPPED_BYTES] = "Bytes not written to the [output] file: dropped results, and the unwritten rest of results whose write failed.",
+	[ST_DET_FILE_BYTES] = "Bytes of JSON lines written to the [detections] file (by its writer thread, off the data path).",
+	[ST_DET_FILE_DROPS] = "Detection lists not written to the [detections] file because its queue was full (a slow, full or blocked file).",
+	[ST_DET_FILE_DROPPED_BYTES] = "Bytes not written to the [detections] file: dropped lines, and the unwritten rest of lines whose write failed.",
 	[ST_DATA_STALLS] = "Gaps of 200 us or more in the data thread's polling loop: it was running, blocked, preempted or its vCPU stolen (chirpctl trace says which, per CPI).",
 };
 

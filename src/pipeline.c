@@ -5,11 +5,13 @@
  * The loop, per iteration (heartbeat++ each time):
  *   1. While fewer than depth CPIs are in flight and we are not pausing,
  *      stopping or swapping: peek an input block, check it, pick where the
- *      result goes, pc_submit_mode with the block's radar mode (a mode the
+ *      result goes, pc_submit_job with the block's radar mode (a mode the
  *      pc does not have: zeroed and done at once, take_unknown_mode).
  *   2. pc_poll; mark records done.
- *   3. Retire the FIFO of records in input order: release inputs, commit
- *      results (latency = now - input commit time), count.
+ *   3. Retire the FIFO of records in input order: release inputs, hand
+ *      results and JSON lines to the file sinks (a copy into their queue:
+ *      sink.h; the writes happen on the sinks' threads), commit results
+ *      (latency = now - input commit time), count.
  *   4. If nothing happened: with CPIs in flight and busy_poll (pc_info), go
  *      round again at once (poll, never sleep: see wait_for_work); otherwise
  *      wait on the input ring (or on the pc when CPIs are in flight) for a
@@ -29,6 +31,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,7 @@
 
 #include "chirp/detect.h"
 #include "log.h"
+#include "sink.h"
 #include "stall.h"
 #include "timeutil.h"
 #include "trace.h"
@@ -46,7 +50,18 @@
 #define IDLE_WAIT_NS     5000000   /* 5 ms: reaction time to stop/pause   */
 #define STALE_GRACE_NS   3000000000ull  /* -ESTALE input without a swap   */
 #define BAD_HEADER_NS    1000000000ull  /* corrupt input header: give up   */
-#define DET_LINE_BUF     65536     /* JSON-lines buffer, flushed when full */
+/* File sinks (sink.h): each queue holds SINK_RECORDS records of the
+ * largest size (a CPI's result; a list's JSON line at max_detections), and
+ * gets SINK_DRAIN_MS to write what it holds when its generation goes. */
+#define SINK_RECORDS     4
+#define SINK_DRAIN_MS    1000
+/* A JSON line: at most JSON_HEAD_MAX bytes around the records and
+ * JSON_RECORD_MAX per record (the longest is ~205: every number at its
+ * widest); the line buffer holds at most JSON_LINE_MAX bytes (lists of
+ * more than ~65000 detections are not written, counted as dropped). */
+#define JSON_HEAD_MAX    512
+#define JSON_RECORD_MAX  256
+#define JSON_LINE_MAX    (16u << 20)
 
 enum out_kind {
 	OUT_RING = 0,        /* computed in place into its reserved output slot  */
@@ -95,7 +110,9 @@ struct flight {
 struct pipeline_gen {
 	struct chirp_ring *in, *out;
 	struct pc *pc;
-	int out_fd;
+	int out_fd;                  /* the caller's [output] file (-1: none)   */
+	struct sink *out_sink;       /* its writer (made when handed to a
+					pipeline, gen_make_sinks)              */
 	unsigned depth;
 	size_t in_bytes, out_bytes;
 	uint64_t samples_per_cpi;
@@ -108,11 +125,13 @@ struct pipeline_gen {
 	/* detections (pipeline_gen_set_detections) */
 	struct chirp_ring *det;      /* detection ring (NULL: none)             */
 	int det_fd;                  /* [detections] file (-1: none)            */
+	struct sink *det_sink;       /* its writer, as out_sink                 */
 	size_t det_bytes;            /* pc_det_bytes (0: the pc does not detect) */
 	void *det_scratch;           /* depth lists for those no ring slot holds */
 	size_t det_stride, det_scratch_len;
 	int det_scratch_registered;
-	char *jbuf;                  /* DET_LINE_BUF bytes of JSON lines         */
+	char *jbuf;                  /* one list's JSON line, jbuf_len bytes    */
+	size_t jbuf_len;
 	uint32_t doppler_bins, range_gates;  /* for the header of a skipped list */
 	int64_t idle_spin_ns;        /* pc_info.idle_spin_us: poll an idle input
 					ring until this long after the last CPI
@@ -160,7 +179,6 @@ struct pipeline {
 	uint64_t staged;             /* file-only results sent to scratch so far */
 	uint64_t det_staged;         /* lists sent to detection scratch so far  */
 	uint32_t det_carry;          /* DISCONTINUITY for the next list reserved */
-	int det_file_err_logged;
 	int have_last_seq;
 	uint64_t last_seq;
 	uint32_t carry_flags;        /* DISCONTINUITY for the next reservation   */
@@ -172,8 +190,10 @@ struct pipeline {
 	uint64_t stale_since;
 	uint64_t bad_blocks, bad_logged_ns, bad_header_since;
 	int bad_pause;               /* last peek was invalid: wait a little    */
-	int file_err_logged;
 	struct stall_watch sw;       /* the loop's last checkpoint (stall.h)    */
+#ifdef CHIRP_TEST_HOOKS
+	unsigned test_retire_ms;     /* CHIRP_PIPELINE_TEST_RETIRE_MS           */
+#endif
 	struct stall last_stall;     /* the newest stall, for CPIs committed
 					during it and peeked after it          */
 	enum trace_where last_where;
@@ -333,6 +353,8 @@ void pipeline_gen_destroy(struct pipeline_gen *g)
 		chirp_ring_data(g->det, &base, &len);
 		pc_unregister_host(g->pc, base);
 	}
+	sink_destroy(g->out_sink);   /* writes what it holds first */
+	sink_destroy(g->det_sink);
 	free(g->staging);
 	free(g->det_scratch);
 	free(g->jbuf);
@@ -391,24 +413,105 @@ int pipeline_gen_set_detections(struct pipeline_gen *g, struct chirp_ring *det, 
 	memset(g->det_scratch, 0, g->det_scratch_len);   /* fault pages in now */
 	if (pc_register_host(g->pc, g->det_scratch, g->det_scratch_len) == 0)
 		g->det_scratch_registered = 1;
-	if (det_fd >= 0 && !(g->jbuf = malloc(DET_LINE_BUF))) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+	if (det_fd >= 0) {
+		size_t room = (g->det_bytes - sizeof(struct chirp_det_header)) /
+			      sizeof(struct chirp_det_record);
+
+		g->jbuf_len = room < (JSON_LINE_MAX - JSON_HEAD_MAX) / JSON_RECORD_MAX ?
+			      JSON_HEAD_MAX + room * JSON_RECORD_MAX : JSON_LINE_MAX;
+		g->jbuf = malloc(g->jbuf_len);
+		if (!g->jbuf) {
+			snprintf(err, errlen, "JSON line buffer (%zu bytes): out of memory", g->jbuf_len);
+			return -ENOMEM;
+		}
+		memset(g->jbuf, 0, g->jbuf_len);   /* fault pages in now */
 	}
 	return 0;
 }
 
-struct chirp_ring *pipeline_gen_in(const struct pipeline_gen *g) { return g->in; }
-struct chirp_ring *pipeline_gen_out(const struct pipeline_gen *g) { return g->out; }
-struct pc *pipeline_gen_pc(const struct pipeline_gen *g) { return g->pc; }
-
-void pipeline_gen_staging(const struct pipeline_gen *g, void **base, size_t *len)
+/* A sink for fd: a writer thread of its own, queue made and faulted in
+ * now. Returns 0 or -1 with a reason. */
+static int make_sink(struct sink **sp, const char *what, int fd, size_t record_max,
+		     struct stats *st, enum stats_counter c_bytes, enum stats_counter c_drops,
+		     enum stats_counter c_dropped_bytes, enum stats_counter c_errors,
+		     char *err, size_t errlen)
 {
-	*base = g->staging;
-	*len = g->staging ? g->staging_len : 0;
+	struct sink_params prm = {
+		.what = what, .fd = fd, .record_max = record_max, .records = SINK_RECORDS,
+		.drain_ms = SINK_DRAIN_MS, .st = st, .c_bytes = c_bytes, .c_drops = c_drops,
+		.c_dropped_bytes = c_dropped_bytes, .c_errors = c_errors,
+	};
+
+	*sp = sink_create(&prm, err, errlen);
+	return *sp ? 0 : -1;
+}
+
+/*
+ * The generation's file sinks, made when it is handed to a pipeline (which
+ * has the counters), on the control thread: their writers inherit its CPU
+ * affinity, never the data thread's. Held until the swap starts them.
+ */
+static int gen_make_sinks(struct pipeline_gen *g, struct stats *st, char *err, size_t errlen)
+{
+	if (g->out_fd >= 0 && g->out_bytes && !g->out_sink &&
+	    make_sink(&g->out_sink, "[output] file", g->out_fd, g->out_bytes, st,
+		      ST_OUTPUT_FILE_BYTES, ST_OUTPUT_FILE_DROPS, ST_OUTPUT_FILE_DROPPED_BYTES,
+		      ST_OUTPUT_FILE_ERRORS, err, errlen) < 0)
+		return -1;
+	if (g->det_fd >= 0 && g->jbuf && !g->det_sink &&
+	    make_sink(&g->det_sink, "[detections] file", g->det_fd, g->jbuf_len - 1, st,
+		      ST_DET_FILE_BYTES, ST_DET_FILE_DROPS, ST_DET_FILE_DROPPED_BYTES,
+		      ST_DET_FILE_ERRORS, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * g's sinks start writing: at once, or, where old (the generation g
+ * replaces) writes the same file (the caller kept the descriptor across
+ * a reload), once old's sink has written what it holds (sink_follow), so
+ * the file keeps input order. Data thread, under p->lock (the links are
+ * the control thread's once the swap returns).
+ */
+static void gen_start_sinks(struct pipeline_gen *g, const struct pipeline_gen *old)
+{
+	if (g->out_sink)
+		sink_follow(g->out_sink, old && old->out_fd == g->out_fd ? old->out_sink : NULL);
+	if (g->det_sink)
+		sink_follow(g->det_sink, old && old->det_fd == g->det_fd ? old->det_sink : NULL);
 }
 
 /* ---- data thread -------------------------------------------------------- */
+
+#ifdef CHIRP_TEST_HOOKS
+/*
+ * Test hook (CHIRP_PIPELINE_TEST_RETIRE_MS=N, test builds only: the test
+ * binaries and build/tests/chirpd-hooks): the data thread sleeps N ms
+ * before each CPI's record, as a blocking call there would, so tests of
+ * the stall recorder have a stall to record (the data path itself makes
+ * no blocking call there). Read once, at pipeline_create.
+ */
+static void test_hooks_init(struct pipeline *p)
+{
+	const char *s = getenv("CHIRP_PIPELINE_TEST_RETIRE_MS");
+
+	p->test_retire_ms = s ? (unsigned)strtoul(s, NULL, 10) : 0;
+	if (p->test_retire_ms > 10000)
+		p->test_retire_ms = 10000;
+}
+
+static void test_retire_sleep(const struct pipeline *p)
+{
+	struct timespec ts = { p->test_retire_ms / 1000,
+			       (long)(p->test_retire_ms % 1000) * 1000000L };
+
+	if (p->test_retire_ms)
+		nanosleep(&ts, NULL);
+}
+#else
+static inline void test_hooks_init(struct pipeline *p) { (void)p; }
+static inline void test_retire_sleep(const struct pipeline *p) { (void)p; }
+#endif
 
 static void notify(struct pipeline *p)
 {
@@ -454,33 +557,6 @@ static void count_overruns(struct pipeline *p)
 	stats_write_begin(p->st);
 	update_overruns(p);
 	stats_write_end(p->st);
-}
-
-static void write_file(struct pipeline *p, const void *buf, size_t len)
-{
-	struct pipeline_gen *g = p->cur;
-	const char *c = buf;
-
-	/* Blocking write in the data path: [output] file is a debugging and
-	 * recording aid, documented as such; a failing file is counted and
-	 * never stops the pipeline. */
-	while (len) {
-		ssize_t n = write(g->out_fd, c, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			stats_count(p->st, ST_OUTPUT_FILE_ERRORS, 1);
-			if (!p->file_err_logged) {
-				log_err("[output] file: write: %s (further errors only counted)",
-					n < 0 ? strerror(errno) : "short write");
-				p->file_err_logged = 1;
-			}
-			return;
-		}
-		c += n;
-		len -= (size_t)n;
-	}
 }
 
 static int progress(struct pipeline *p, int timeout_ms);
@@ -1070,31 +1146,6 @@ static void count_det(struct pipeline *p, const struct flight *f)
 	stats_count(p->st, ST_CFAR_CROSSINGS, h->crossings);
 }
 
-/* Append [buf, buf+len) to the [detections] file; a failure is counted
- * (logged once per generation), never fatal. */
-static void det_write(struct pipeline *p, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(p->cur->det_fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			stats_write_begin(p->st);
-			stats_count(p->st, ST_DET_FILE_ERRORS, 1);
-			stats_write_end(p->st);
-			if (!p->det_file_err_logged) {
-				log_err("[detections] file: write: %s (further errors only counted)",
-					n < 0 ? strerror(errno) : "short write");
-				p->det_file_err_logged = 1;
-			}
-			return;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-}
-
 /* A float as JSON: %.9g, or null when it is not finite (velocity_mps
  * without a carrier is NaN; JSON has no NaN). */
 static int json_float(char *b, size_t n, float v)
@@ -1102,54 +1153,69 @@ static int json_float(char *b, size_t n, float v)
 	return isfinite(v) ? snprintf(b, n, "%.9g", (double)v) : snprintf(b, n, "null");
 }
 
+/* A JSON line being formatted into a fixed buffer: o counts every byte of
+ * the line, also those past the end. A line is whole in the buffer when
+ * o < cap (vsnprintf keeps a byte for its NUL), which is why the sink takes
+ * lines of at most cap - 1 bytes and drops longer ones. */
+struct jline {
+	char *b;
+	size_t cap, o;
+};
+
+static void __attribute__((format(printf, 2, 3))) jput(struct jline *j, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = j->o < j->cap ? vsnprintf(j->b + j->o, j->cap - j->o, fmt, ap) :
+			    vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		j->o += (size_t)n;
+}
+
 /*
- * One JSON line for f's list, formatted into the generation's fixed
- * buffer and written whenever it fills (a long list takes several
- * writes; the file has one writer, this thread). Like [output] file, a
- * recording aid written by the data thread: a blocking write to a local
- * file, never an allocation.
+ * f's list as one JSON line into the generation's line buffer, handed to
+ * the [detections] file's sink whole (a line longer than the buffer is
+ * counted as dropped there). The buffer and the sink's queue were made
+ * with the generation: nothing is allocated, nothing waits on the file.
+ * Returns 1 if the line is queued, 0 if it was dropped (counted).
  */
-static void det_json(struct pipeline *p, const struct flight *f)
+static int det_json(struct pipeline *p, const struct flight *f)
 {
 	const struct chirp_det_header *h = f->det;
 	const struct chirp_det_record *r = (const void *)(h + 1);
-	char *b = p->cur->jbuf;
+	struct jline j = { .b = p->cur->jbuf, .cap = p->cur->jbuf_len };
 	uint32_t n = det_count(p->cur, h);
-	size_t o;
 
-	o = (size_t)snprintf(b, DET_LINE_BUF,
-		"{\"seq\":%llu,\"timestamp_ns\":%llu,\"first_sample\":%llu,\"mode\":%u,"
-		"\"count\":%u,\"found\":%u,\"overflow\":%s,\"skipped\":%s,\"detections\":[",
-		(unsigned long long)h->seq, (unsigned long long)h->timestamp_ns,
-		(unsigned long long)h->first_sample, h->mode, n, h->found,
-		(h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
-		(h->flags & CHIRP_DET_SKIPPED) ? "true" : "false");
+	jput(&j, "{\"seq\":%llu,\"timestamp_ns\":%llu,\"first_sample\":%llu,\"mode\":%u,"
+		 "\"count\":%u,\"found\":%u,\"overflow\":%s,\"skipped\":%s,\"detections\":[",
+	     (unsigned long long)h->seq, (unsigned long long)h->timestamp_ns,
+	     (unsigned long long)h->first_sample, h->mode, n, h->found,
+	     (h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
+	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false");
 	for (uint32_t i = 0; i < n; i++, r++) {
 		char rm[32], vm[32], pw[32], nz[32], sn[32];
 
-		/* a record is at most ~230 bytes: flush before one could not fit */
-		if (o > DET_LINE_BUF - 512) {
-			det_write(p, b, o);
-			o = 0;
-		}
 		json_float(rm, sizeof(rm), r->range_m);
 		json_float(vm, sizeof(vm), r->velocity_mps);
 		json_float(pw, sizeof(pw), r->power);
 		json_float(nz, sizeof(nz), r->noise);
 		json_float(sn, sizeof(sn), r->snr_db);
-		o += (size_t)snprintf(b + o, DET_LINE_BUF - o,
-			"%s{\"channel\":%d,\"gate\":%u,\"doppler_bin\":%d,\"range_m\":%s,"
-			"\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s}",
-			i ? "," : "", r->channel, r->range_gate, r->doppler_bin, rm, vm, pw, nz, sn);
+		jput(&j, "%s{\"channel\":%d,\"range_gate\":%u,\"doppler_bin\":%d,\"range_m\":%s,"
+			 "\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s}",
+		     i ? "," : "", r->channel, r->range_gate, r->doppler_bin, rm, vm, pw, nz, sn);
 	}
-	o += (size_t)snprintf(b + o, DET_LINE_BUF - o, "]}\n");
-	det_write(p, b, o);
+	jput(&j, "]}\n");
+	return sink_put(p->cur->det_sink, j.b, j.o) == 0;
 }
 
 /* f's list is complete: the input's identity into its header (the
  * backend leaves seq, timestamp_ns and first_sample to us), then the
- * [detections] file. Not inside a stats write section. */
-static void det_complete(struct pipeline *p, struct flight *f)
+ * [detections] file. Returns 1 if the list is on its way to the file.
+ * Not inside a stats write section. */
+static int det_complete(struct pipeline *p, struct flight *f)
 {
 	struct chirp_det_header *h = f->det;
 
@@ -1160,26 +1226,26 @@ static void det_complete(struct pipeline *p, struct flight *f)
 	h->timestamp_ns = f->timestamp_ns;
 	h->first_sample = f->first_sample;
 	h->mode = f->mode;
-	if (p->cur->det_fd >= 0)
-		det_json(p, f);
+	return p->cur->det_sink ? det_json(p, f) : 0;
 }
 
-/* Retire the FIFO's head f: the [output] file, the output ring's commit,
- * the counters and the flight recorder. Returns 0, or -1 failed
- * (reported). */
+/* Retire the FIFO's head f: the file sinks (a copy each, never a wait),
+ * the output ring's commit, the counters and the flight recorder. Returns
+ * 0, or -1 failed (reported). */
 static int finish_one(struct pipeline *p, struct flight *f)
 {
 	struct pipeline_gen *g = p->cur;
 	uint32_t flags = 0, cflags = 0;
 	uint64_t t0 = mono_ns(), now, latency;
-	int delivered = 0, ret;
+	int delivered = 0, in_file = 0, ret;
 
 	if (f->nonfinite_rows)
 		flags |= CHIRP_RING_NONFINITE;
-	if (f->kind != OUT_SKIP && f->out && g->out_fd >= 0)
-		write_file(p, f->out, g->out_bytes);
+	if (f->kind != OUT_SKIP && f->out && g->out_sink)
+		(void)sink_put(g->out_sink, f->out, g->out_bytes);   /* full: counted */
 	if (f->det)
-		det_complete(p, f);
+		in_file = det_complete(p, f);
+	test_retire_sleep(p);
 	watch(p, TW_RETIRE);
 
 	stats_write_begin(p->st);
@@ -1208,8 +1274,11 @@ static int finish_one(struct pipeline *p, struct flight *f)
 		/* Without an output ring a CPI is delivered with its list. */
 		if (f->kind == OUT_NONE)
 			delivered = ret;
-	} else if (f->kind == OUT_NONE && !f->det_dropped) {
-		delivered = 1;      /* its list went to the [detections] file */
+	} else if (f->kind == OUT_NONE) {
+		/* no detection ring: delivered when its list went to the
+		 * [detections] file's queue (dropped there: counted, not
+		 * delivered) */
+		delivered = in_file;
 	}
 	if (f->det)
 		count_det(p, f);
@@ -1338,8 +1407,8 @@ static void do_swap(struct pipeline *p)
 		p->retired = old;
 		p->swap_gen_done++;
 		p->stale_since = 0;
-		p->file_err_logged = 0;
-		p->det_file_err_logged = 0;
+		if (p->cur)
+			gen_start_sinks(p->cur, old);
 	}
 	atomic_store(&p->swap_requested, 0);
 	pthread_cond_broadcast(&p->cond);
@@ -1592,6 +1661,12 @@ struct pipeline *pipeline_create(struct pipeline_gen *g, struct stats *st,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	if (gen_make_sinks(g, st, err, errlen) < 0) {
+		free(p);
+		return NULL;
+	}
+	gen_start_sinks(g, NULL);
+	test_hooks_init(p);
 	p->cur = g;
 	p->st = st;
 	p->trace = trace;
@@ -1787,6 +1862,8 @@ int pipeline_swap(struct pipeline *p, struct pipeline_gen *g, struct pipeline_ge
 	int ret;
 
 	*old = NULL;
+	if (g && gen_make_sinks(g, p->st, err, errlen) < 0)
+		return -ENOMEM;
 	pthread_mutex_lock(&p->lock);
 	ret = swap_refused(p, 0, err, errlen);
 	if (ret) {

@@ -12,6 +12,20 @@
  *   only borrows them, so two generations may share a ring when a reload
  *   keeps its geometry. Destroy a gen before the pc it uses.
  *
+ * FILES
+ *   [output] file and [detections] file are written off the data thread,
+ *   each by a sink (sink.h) the generation gets when it is handed to the
+ *   pipeline (pipeline_create, pipeline_swap): the data thread copies a
+ *   CPI's result, or its list's JSON line, into the sink's bounded queue
+ *   and a writer thread writes it. A file that is slow, full or blocked
+ *   never stalls a CPI: a record the queue has no room for is dropped
+ *   whole and counted (output_file_drops, detection_file_drops and their
+ *   _dropped_bytes), write errors are counted (*_file_errors) and logged
+ *   by the writer. Records reach the file in input order, also across a
+ *   swap to a generation that keeps the file descriptor (its sink starts
+ *   once the old one is destroyed). pipeline_gen_destroy gives a sink a
+ *   second to write what it holds, then drops the rest (counted).
+ *
  * RELOAD
  *   pipeline_swap() hands a new generation to the data thread, which stops
  *   taking CPIs, finishes every CPI in flight on the old pc (inputs released,
@@ -22,7 +36,7 @@
  *
  * RADAR MODES
  *   Each input block carries its CPI's mode (chirp_ring_block.mode); the
- *   CPI is compressed with that mode's filter (pc_submit_mode) and its
+ *   CPI is compressed with that mode's filter (pc_submit_job) and its
  *   result committed with the same mode (chirp_ring_commit_mode). A mode
  *   the pc does not have is never processed with another's filter: the
  *   result is committed in its place in the order, zeroed and flagged
@@ -96,19 +110,17 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
  * counted (detection_drops) and the next list committed carries
  * CHIRP_RING_DISCONTINUITY; the file still gets it. A CPI of an unknown
  * mode gets an empty list flagged CHIRP_DET_SKIPPED. The file has one JSON
- * object per CPI per line, written by the data thread. With [output] mode
+ * object per CPI per line (FILES above). With [output] mode
  * none (out NULL in pipeline_gen_create, pc_out_bytes 0) a CPI counts as
- * delivered (cpis_out, latency) when its list is committed, or written to
- * the file when there is no detection ring.
+ * delivered (cpis_out, latency) when its list is committed, or, when there
+ * is no detection ring, when its line went to the file's queue (a line
+ * the queue has no room for is dropped, counted in detection_file_drops,
+ * and its CPI not delivered).
  */
 int pipeline_gen_set_detections(struct pipeline_gen *g, struct chirp_ring *det, int det_fd,
 				int numa_node, char *err, size_t errlen);
+/* Frees g; its file sinks first write what they hold (up to a second). */
 void pipeline_gen_destroy(struct pipeline_gen *g);
-struct chirp_ring *pipeline_gen_in(const struct pipeline_gen *g);
-struct chirp_ring *pipeline_gen_out(const struct pipeline_gen *g);
-struct pc *pipeline_gen_pc(const struct pipeline_gen *g);
-/* The generation's staging buffers (*len 0 if none), e.g. to bind to a NUMA node. */
-void pipeline_gen_staging(const struct pipeline_gen *g, void **base, size_t *len);
 
 /*
  * Start the data thread on generation g. The thread applies plan (cpu
@@ -168,7 +180,8 @@ void pipeline_pause(struct pipeline *p, int paused);
  * On success returns 0 and *old is the previous generation (destroy it and
  * whatever of its rings/pc the new one does not share). -ETIMEDOUT: the data
  * thread did not reach a CPI boundary in time; the swap is withdrawn and g
- * is not in use. -EIO: the pipeline is failed or stopped.
+ * is not in use. -EIO: the pipeline is failed or stopped. -ENOMEM: g's
+ * file sinks could not be made (err says why).
  *
  * g == NULL parks the data thread: it finishes the CPIs in flight and then
  * touches no ring until the next swap (a reload that re-creates a ring

@@ -44,6 +44,12 @@ static const char *const counter_names[ST_COUNTERS] = {
 	[ST_CFAR_CELLS] = "cfar_cells",
 	[ST_CFAR_CROSSINGS] = "cfar_crossings",
 	[ST_DET_FILE_ERRORS] = "detection_file_errors",
+	[ST_OUTPUT_FILE_BYTES] = "output_file_bytes",
+	[ST_OUTPUT_FILE_DROPS] = "output_file_drops",
+	[ST_OUTPUT_FILE_DROPPED_BYTES] = "output_file_dropped_bytes",
+	[ST_DET_FILE_BYTES] = "detection_file_bytes",
+	[ST_DET_FILE_DROPS] = "detection_file_drops",
+	[ST_DET_FILE_DROPPED_BYTES] = "detection_file_dropped_bytes",
 };
 
 static const char *const stage_names[STG_STAGES] = {

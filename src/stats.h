@@ -10,7 +10,8 @@
  *   even; a reader retries while it saw an odd or changed sequence). Every
  *   field is a C11 atomic accessed relaxed, the sequence with
  *   release/acquire fences, so the scheme is also race-free for TSan.
- *   Counters of other threads (reloads, reload_failures) go through
+ *   Counters of other threads (reloads, reload_failures, the file sinks'
+ *   bytes, drops and errors) go through
  *   stats_add(), an atomic add outside the seqlock; they are exact but not
  *   necessarily consistent with the data-path counters of the same snapshot.
  *   Nothing here allocates after stats_create().
@@ -61,6 +62,16 @@ enum stats_counter {
 				  local-maximum rule): / cells = the observed
 				  false-alarm rate on noise                  */
 	ST_DET_FILE_ERRORS,    /* failed writes to [detections] file          */
+	ST_OUTPUT_FILE_BYTES,  /* bytes written to [output] file (its writer
+				  thread, stats_add; sink.h)                 */
+	ST_OUTPUT_FILE_DROPS,  /* results not written to [output] file: its
+				  queue was full (a slow or blocked file)    */
+	ST_OUTPUT_FILE_DROPPED_BYTES, /* bytes of those, and the unwritten
+				  rest of results whose write failed         */
+	ST_DET_FILE_BYTES,     /* the same three for [detections] file, whose
+				  records are JSON lines                     */
+	ST_DET_FILE_DROPS,
+	ST_DET_FILE_DROPPED_BYTES,
 	ST_COUNTERS
 };
 

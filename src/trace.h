@@ -54,7 +54,7 @@ enum trace_where {
 	TW_TAKE,            /* before pc_submit: input peek, checks, output
 			       reservation                                  */
 	TW_RETIRE,          /* before a CPI's record: pc_poll, input release,
-			       output commit and [output] file write        */
+			       output commit, copies into the file sinks    */
 	TW_POLL,            /* top of the loop: a round of polling that
 			       retired nothing                              */
 	TW_WHERES

@@ -598,9 +598,11 @@ int pc_bind_threads(struct pc *pc, const cpu_set_t *cpus);
 const char *pc_last_error(const struct pc *pc);
 
 /*
- * Test hook: make the next backend call fail as a device error would
- * (CUDA backend), so fault handling can be tested. No-op on the CPU backend
- * unless CHIRP_FAULT_INJECT is compiled in. Returns 0 if armed.
+ * Test hook: make the next CPI submitted fail as a device error would, so
+ * fault handling can be tested without a broken GPU: the CUDA backend
+ * launches an invalid kernel with it, the CPU backend's pc_submit returns
+ * -EIO. Compiled in on both; the CPU backend built with
+ * -DCHIRP_NO_FAULT_INJECT returns -ENOTSUP here. Returns 0 if armed.
  */
 int pc_inject_fault(struct pc *pc);
 

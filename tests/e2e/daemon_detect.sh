@@ -37,6 +37,12 @@ radar_config() {
 radar_config
 e2e_start_chirpd
 
+# det_file_done — the [detections] file holds a line for every list made
+# (its own thread writes it, a moment after the list is counted).
+det_file_done() {
+	[ "$(wc -l <"$T/det.jsonl")" = $(($(e2e_stat detection_lists) - $(e2e_stat detection_file_drops))) ]
+}
+
 # --- A: a target through three reloads --------------------------------------------
 "$CHIRP_TAP" -c "$CONF" -n $N --jsonl --verify-targets $GATE:$BIN --verify-tolerance 1,0 \
 	--verify-min 0.99 --timeout $((60 * E2E_SLOW)) >"$T/tap.jsonl" 2>"$T/tap.log" &
@@ -64,11 +70,12 @@ wait $FEED || e2e_fail "chirp-feed exited $?: $(cat "$T/feed.log")"
 wait $TAP || e2e_fail "chirp-tap (det ring) exited $?: $(tail -5 "$T/tap.log")"
 wait $DRAIN || e2e_fail "chirp-tap (output) exited $?: $(tail -5 "$T/drain.log")"
 e2e_wait 5 e2e_stat_ge detection_lists $N || e2e_fail "detection_lists $(e2e_stat detection_lists) < $N"
+e2e_wait 5 det_file_done || e2e_fail "the [detections] file: $(wc -l <"$T/det.jsonl") lines"
 for k in cpis_in cpis_out detection_lists; do
 	[ "$(e2e_stat $k)" = $N ] || e2e_fail "$k = $(e2e_stat $k), expected $N"
 done
 for k in output_drops detection_drops sequence_gaps input_overruns reload_failures \
-	backend_errors detection_file_errors; do
+	backend_errors detection_file_errors detection_file_drops; do
 	[ "$(e2e_stat $k)" = 0 ] || e2e_fail "$k = $(e2e_stat $k)"
 done
 [ "$(e2e_stat reloads)" = 3 ] || e2e_fail "reloads = $(e2e_stat reloads)"
@@ -96,12 +103,12 @@ for k, (x, y) in enumerate(zip(a, b)):
         assert d["channel"] == -1, d          # integrated (noncoherent)
         assert d["velocity_mps"] is not None  # prf and carrier are set
         assert d["snr_db"] > 0 and d["power"] > d["noise"] > 0, d
-    hit = [d for d in y["detections"] if abs(d["gate"] - gate) <= 1 and d["doppler_bin"] == dbin]
+    hit = [d for d in y["detections"] if abs(d["range_gate"] - gate) <= 1 and d["doppler_bin"] == dbin]
     if hit:
         hits += 1
         # bin 4 of 16 at 10 kHz: 2500 Hz, x c / (2 x 1 GHz) = 374.7 m/s
         assert abs(hit[0]["velocity_mps"] - 374.74) < 0.5, hit[0]
-        assert abs(hit[0]["range_m"] - hit[0]["gate"] * 299792458 / 2 / 25e6) < 0.01, hit[0]
+        assert abs(hit[0]["range_m"] - hit[0]["range_gate"] * 299792458 / 2 / 25e6) < 0.01, hit[0]
     if k > 0:
         assert y["first_sample"] > b[k - 1]["first_sample"], f"line {k}: first_sample not increasing"
 assert hits >= 0.99 * n, f"target in {hits} of {n} lists"
@@ -136,6 +143,7 @@ lines0=$(wc -l <"$T/det.jsonl")
 	--snr-db 10 -n 3 --block -q \
 	2>"$T/feed.log" || e2e_fail "chirp-feed (modes): $(cat "$T/feed.log")"
 e2e_wait 5 e2e_stat_ge detection_lists $((N + 3)) || e2e_fail "no lists for the mode CPIs"
+e2e_wait 5 det_file_done || e2e_fail "the [detections] file: $(wc -l <"$T/det.jsonl") lines"
 tail -n 3 "$T/det.jsonl" | "$PY" -c '
 import json, sys
 l = [json.loads(x) for x in sys.stdin]
@@ -179,6 +187,7 @@ assert 1e-3 / 4 < rate < 1e-3 * 4, rate
 e2e_log "C: mode none, $M CPIs delivered as detection lists only"
 
 # --- D: a full detection ring drops lists, counted, and never holds chirpd up -----
+e2e_wait 5 det_file_done || e2e_fail "the [detections] file: $(wc -l <"$T/det.jsonl") lines"
 in0=$(e2e_stat cpis_in) lines0=$(wc -l <"$T/det.jsonl") drops0=$(e2e_stat detection_drops)
 radar_config output.mode=none detections.slots=4
 e2e_ctl --json reload >"$T/reload.out" 2>&1 || e2e_fail "reload (slots 4): $(cat "$T/reload.out")"
@@ -188,6 +197,8 @@ grep -q '"detection_ring_recreated": *true' "$T/reload.out" || e2e_fail "reload 
 e2e_wait 5 e2e_stat_ge cpis_in $((in0 + 40)) || e2e_fail "chirpd held up by a full detection ring"
 e2e_wait 5 e2e_stat_ge detection_drops $((drops0 + 36)) || e2e_fail "detection_drops $(e2e_stat detection_drops), expected +36"
 [ "$(e2e_stat detection_drops)" = $((drops0 + 36)) ] || e2e_fail "detection_drops $(e2e_stat detection_drops), expected +36"
+e2e_wait 5 det_file_done || e2e_fail "the [detections] file: $(wc -l <"$T/det.jsonl") lines"
+[ "$(e2e_stat detection_file_drops)" = 0 ] || e2e_fail "detection_file_drops $(e2e_stat detection_file_drops)"
 [ "$(wc -l <"$T/det.jsonl")" = $((lines0 + 40)) ] || e2e_fail "the file misses lists the ring dropped"
 e2e_log "D: a detection ring of 4 slots without a reader: 36 of 40 lists dropped and counted, all 40 in the file"
 [ "$(e2e_state)" = running ] || e2e_fail "state: $(e2e_state)"

@@ -7,7 +7,8 @@
 #   - a failing recording never stops or slows the data path: every CPI is
 #     still delivered to the output ring and verifies;
 #   - every failed write is counted (output_file_errors = CPIs written while
-#     the file was /dev/full) and the log says so once, not once per CPI;
+#     the file was /dev/full) and the log says so at once and sums up the
+#     rest when the file is closed, not once per CPI;
 #   - after a reload to a writable file, the file receives exactly the later
 #     CPIs, byte for byte what the ring delivered.
 # Environment: CHIRP_TEST_BACKEND (cpu|cuda|auto).
@@ -42,6 +43,9 @@ fault_feed "$T/feed2.log" --rate 100 --count $N
 wait "$TAP_PID" || e2e_fail "after the reload: chirp-tap: $(tail -3 "$T/tap2.log")"
 fault_wait_stat cpis_out -ge $((2 * N)) 10 || e2e_fail "results missing"
 fault_expect_eq "output_file_errors after the fix" "$(fault_stat output_file_errors)" $N
+# The file is written by its own thread: wait until it has every result.
+fault_wait_stat output_file_bytes -ge $((N * 2 * 4 * 1000 * 8)) 10 ||
+	e2e_fail "output_file_bytes $(fault_stat output_file_bytes), drops $(fault_stat output_file_drops)"
 cmp "$T/rec.cf32" "$T/tap.cf32" || e2e_fail "the recording differs from what the ring delivered"
 e2e_log "recording: $(stat -c %s "$T/rec.cf32") bytes = the $N CPIs the ring delivered"
 e2e_stop_chirpd || e2e_fail "chirpd exited $? on SIGTERM"
