@@ -132,7 +132,6 @@ struct pipeline_gen {
 	int det_scratch_registered;
 	char *jbuf;                  /* one list's JSON line, jbuf_len bytes    */
 	size_t jbuf_len;
-	uint32_t doppler_bins, range_gates;  /* for the header of a skipped list */
 	int64_t idle_spin_ns;        /* pc_info.idle_spin_us: poll an idle input
 					ring until this long after the last CPI
 					taken before sleeping on it            */
@@ -317,12 +316,10 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 	g->out_bytes = pc_out_bytes(pc);
 	g->det_bytes = pc_det_bytes(pc);
 	g->det_fd = -1;
-	g->doppler_bins = info.doppler_nfft;
 	if (check_cpi_sizes(g, err, errlen) < 0)
 		goto fail;
 	chirp_ring_geometry(in, &gi);
 	g->samples_per_cpi = (uint64_t)gi.channels * gi.pulses * gi.samples;
-	g->range_gates = gi.samples;
 	register_rings(g);
 	if (make_staging(g, numa_node, err, errlen) < 0)
 		goto fail;
@@ -884,30 +881,21 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 
 /*
  * A CPI of a mode the pc does not have (take_one checked pc_has_mode): it
- * is never compressed with another mode's filter. Its result is zeroed in
- * place (the reserved output slot or the file-only scratch: no allocation)
- * and flagged CHIRP_RING_UNKNOWN_MODE, and the record is done at once, so
- * the FIFO retires it in input order behind the CPIs still in the backend:
+ * is never compressed with another mode's filter. Its results are written
+ * in place by pc_write_skipped (the reserved output slot or the file-only
+ * scratch: every value NaN; the list slot: an empty list flagged
+ * CHIRP_DET_SKIPPED, so list n is CPI n's; no allocation), the output
+ * flagged CHIRP_RING_UNKNOWN_MODE, and the record is done at once, so the
+ * FIFO retires it in input order behind the CPIs still in the backend:
  * nothing is reordered. The main thread logs it (pipeline_unknown_mode_last).
  */
 static int take_unknown_mode(struct pipeline *p, struct flight *f, void *outp)
 {
 	f->unknown = 1;
 	f->done_in = f->done_out = 1;
-	if (outp) {
-		memset(outp, 0, p->cur->out_bytes);
+	pc_write_skipped(p->cur->pc, outp, f->det, f->mode);
+	if (outp)
 		f->flags |= CHIRP_RING_UNKNOWN_MODE;
-	}
-	if (f->det) {
-		/* An empty list in its place, so list n is CPI n's. */
-		struct chirp_det_header *h = f->det;
-
-		memset(h, 0, sizeof(*h));
-		h->mode = f->mode;
-		h->flags = CHIRP_DET_SKIPPED;
-		h->doppler_bins = p->cur->doppler_bins;
-		h->range_gates = p->cur->range_gates;
-	}
 	atomic_store_explicit(&p->unknown_last, (uint64_t)f->mode + 1, memory_order_relaxed);
 	return 1;
 }

@@ -358,7 +358,7 @@ static uint32_t mode_of(const struct feed *f, uint64_t k)
 
 /*
  * Every id of the schedule must be a mode of -c: a mode chirpd does not
- * know is flagged UNKNOWN_MODE and its output zeroed, which is what a test
+ * know is flagged UNKNOWN_MODE and its output all NaN, which is what a test
  * of that handling wants (--allow-unknown-modes, with a warning) and what
  * a typo should not silently cause.
  */
@@ -783,7 +783,7 @@ static void convert(const uint8_t *src, uint32_t sfmt, uint8_t *dst, uint32_t df
  * Fill a slot with CPI k of the source. Synthetic echoes use CPI k's mode;
  * a mode the configuration does not have (--allow-unknown-modes) gets the
  * first configured mode's echoes, so that a chirpd which filtered it anyway
- * would show it (its output must be zeros).
+ * would show it (its output must be all NaN).
  */
 static void fill(struct feed *f, uint64_t k, void *payload)
 {

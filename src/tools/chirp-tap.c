@@ -17,7 +17,7 @@
  * at start), so the check does not rely on the multi-mode dispatch it
  * checks. A block chirpd flagged UNKNOWN_MODE is counted and reported; it
  * passes --verify when its mode is indeed not in -c and its payload is
- * zeros, as chirpd promises.
+ * all NaN, as chirpd promises.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -141,7 +141,7 @@ static void usage(FILE *f)
 "                         input (needs -c and the feed's --target, noise and --seed)\n"
 "                         with each CPI's own radar mode's waveform of -c; a block\n"
 "                         flagged UNKNOWN_MODE is counted, and passes if -c does\n"
-"                         not declare its mode and its payload is zeros\n"
+"                         not declare its mode and its payload is all NaN\n"
 "      --verify-input     check each CPI equals the synthetic input of its mode\n"
 "  the feed's synthesis options, the same as chirp-feed's:\n"
 TOOL_SYNTH_USAGE
@@ -766,19 +766,20 @@ static void mismatch(struct tap *t, const char *fmt, ...)
 		log_err("verify: further mismatches are counted, not shown");
 }
 
-static int all_zero(const void *p, size_t n)
+/* Every float32 of n bytes a NaN (pc_write_skipped's output). */
+static int all_nan(const void *p, size_t n)
 {
-	const uint8_t *b = p;
+	const float *f = p;
 
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
+	for (size_t i = 0; i < n / sizeof(float); i++)
+		if (!isnan(f[i]))
 			return 0;
 	return 1;
 }
 
 /*
  * A block chirpd flagged UNKNOWN_MODE: right when -c does not declare its
- * mode and the payload is zeros. 1 if it was such a block (handled).
+ * mode and every value of the payload is NaN. 1 if it was such a block (handled).
  */
 static int verify_unknown_mode(struct tap *t, const struct chirp_ring_block *b, int idx)
 {
@@ -787,9 +788,9 @@ static int verify_unknown_mode(struct tap *t, const struct chirp_ring_block *b, 
 	if (idx >= 0)
 		mismatch(t, "verify: seq %" PRIu64 " is flagged UNKNOWN_MODE but its mode %" PRIu32
 			 " is '%s' of %s", b->seq, b->mode, t->cfg.modes[idx].name, t->config_path);
-	else if (!all_zero(b->payload, b->len))
+	else if (!all_nan(b->payload, b->len))
 		mismatch(t, "verify: seq %" PRIu64 " (mode %" PRIu32 ", UNKNOWN_MODE): payload "
-			 "is not zeroed", b->seq, b->mode);
+			 "is not all NaN", b->seq, b->mode);
 	return 1;
 }
 

@@ -93,8 +93,8 @@ wait_pid $tp 60; rc=$?
 
 # Blocks of an unknown radar mode (made by a Python producer with the
 # chirpring package, as chirpd would make them, and wrongly): a flagged
-# block of an undeclared mode with a zero payload is counted, not a
-# mismatch; one whose payload is not zeros, one flagged although its mode
+# block of an undeclared mode with an all-NaN payload is counted, not a
+# mismatch; one whose payload is not all NaN (zeros), one flagged although its mode
 # (0, [waveform]) is configured, and an unflagged one of an undeclared
 # mode are mismatches.
 if "$PY" -c 'import numpy' 2>/dev/null && [ -f "$BUILD/lib/libchirpring.so.2" ]; then
@@ -119,9 +119,9 @@ import chirpring
 U = chirpring.UNKNOWN_MODE
 with chirpring.Producer(sys.argv[1]) as ring:
     g = ring.geometry
-    for k, (mode, flags, val) in enumerate([(7, U, 0), (7, U, 1), (0, U, 0), (7, 0, 0)]):
+    for k, (mode, flags, val) in enumerate([(7, U, float('nan')), (7, U, 0), (0, U, float('nan')), (7, 0, float('nan'))]):
         buf = ring.reserve(block=True)
-        buf[...] = val
+        buf.view('<f4')[...] = val   # every float32: a payload as chirpd writes it
         ring.commit(first_sample=k * g.pulses * g.samples, flags=flags, mode=mode)
 PYEOF
 			e2e_fail "python producer failed"
@@ -129,7 +129,7 @@ PYEOF
 		[ $rc -eq 4 ] || { cat tap.log; e2e_fail "unknown-mode blocks: rc $rc, want 4"; }
 		for pat in "verified 0, mismatches 3, unknown mode 3" \
 			"unknown mode: seq 0 is of mode 7" \
-			"seq 1 (mode 7, UNKNOWN_MODE): payload is not zeroed" \
+			"seq 1 (mode 7, UNKNOWN_MODE): payload is not all NaN" \
 			"seq 2 is flagged UNKNOWN_MODE but its mode 0 is 'default'" \
 			"seq 3 (CPI 3): mode 7 is not in .* but the block is not flagged UNKNOWN_MODE"; do
 			grep -q "$pat" tap.log || { cat tap.log; e2e_fail "no '$pat'"; }
