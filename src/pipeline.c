@@ -268,7 +268,7 @@ static int make_staging(struct pipeline_gen *g, int numa_node, char *err, size_t
 	g->out_stride = (g->out_bytes + 4095) & ~(size_t)4095;
 	if (!nbuf)
 		return 0;
-	ret = posix_memalign(&g->staging, 4096, g->out_stride * nbuf);
+	ret = posix_memalign(&g->staging, CHIRP_RING_PAGE_BYTES, g->out_stride * nbuf);
 	if (ret) {
 		snprintf(err, errlen, "staging buffers (%zu bytes): %s",
 			 g->out_stride * nbuf, strerror(ret));
@@ -397,7 +397,7 @@ int pipeline_gen_set_detections(struct pipeline_gen *g, struct chirp_ring *det, 
 	g->det_fd = det_fd;
 	g->det_stride = (g->det_bytes + 4095) & ~(size_t)4095;
 	g->det_scratch_len = g->det_stride * g->depth;
-	ret = posix_memalign(&g->det_scratch, 4096, g->det_scratch_len);
+	ret = posix_memalign(&g->det_scratch, CHIRP_RING_PAGE_BYTES, g->det_scratch_len);
 	if (ret) {
 		g->det_scratch = NULL;
 		snprintf(err, errlen, "detection scratch (%zu bytes): %s", g->det_scratch_len,
@@ -1748,7 +1748,7 @@ unsigned pipeline_auto_slots(double buffer_ms, double cps, uint64_t slot_bytes,
 
 	if (min_slots < 2)
 		min_slots = 2;
-	n = want >= 65536 ? 65536 : (unsigned)want;
+	n = want >= CHIRP_RING_MAX_SLOTS ? CHIRP_RING_MAX_SLOTS : (unsigned)want;
 	if (n < min_slots)
 		n = min_slots;
 	if (mem_budget && slot_bytes && (uint64_t)n * slot_bytes > mem_budget) {

@@ -154,7 +154,7 @@ uint64_t pipeline_unknown_mode_last(const struct pipeline *p);
 /*
  * slots = auto: the slots a ring needs to hold buffer_ms of CPIs at cps
  * CPI/s (the measured capacity), rounded up to a whole slot, at least
- * min_slots (and 2), at most 65536; if that many slot_bytes slots exceed
+ * min_slots (and 2), at most CHIRP_RING_MAX_SLOTS; if that many slot_bytes slots exceed
  * mem_budget bytes (0 = no limit), as many as fit (at least 2). Pure: the
  * caller compares with the uncapped count (mem_budget 0) to warn.
  */

@@ -209,8 +209,8 @@ int tool_geom_opt(struct tool_geom_opts *o, const char *name, const char *arg,
 		o->have_format = 1;
 	} else if (!strcmp(name, "slots")) {
 		/* ring ABI 2: any count, not only powers of two */
-		want = "want a slot count 2..65536";
-		if (tool_parse_u64(arg, &u) < 0 || u < 2 || u > 65536)
+		want = "want a slot count 2..65536 (CHIRP_RING_MAX_SLOTS)";
+		if (tool_parse_u64(arg, &u) < 0 || u < 2 || u > CHIRP_RING_MAX_SLOTS)
 			goto bad;
 		o->slots = (unsigned)u;
 		o->have_slots = 1;
