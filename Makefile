@@ -87,14 +87,14 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
                 metrics.c pc.c pc_cpu.c pcsize.c pipeline.c sigmf.c sink.c stall.c stats.c sysnuma.c trace.c \
-                radar.c radar_cpu.c waveform.c workkey.c workpool.c)
+                radar.c radar_cpu.c version.c waveform.c workkey.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # chirpd's own files: main and the event loop (chirpd.c), generations,
-# reload, control commands, the status line, the version, ring removal. All but main go
+# reload, control commands, the status line, ring removal. All but main go
 # into DAEMON_LIB as well, which the unit tests of those files link.
-DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c ringrm.c statusline.c version.c)
+DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c ringrm.c statusline.c)
 TOOL_BINS  := chirp-feed chirp-tap chirpctl
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)

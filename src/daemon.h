@@ -7,7 +7,7 @@
  *   reload.c   re-read the configuration and swap generations between CPIs
  *   ctlcmd.c   the control commands and the metrics text
  *   statusline.c  the state and the one-line status (statusline.h)
- *   version.c  chirpd's version
+ *   version.c  the version (version.h; in libchirpcore, chirpctl prints it too)
  *   chirpd.c   main: options, --check, start-up, the event loop, signals
  * Everything here runs on the main thread; the data thread (pipeline.c)
  * sees only the pipeline generation a struct gen hands it.
@@ -36,8 +36,7 @@
 #define SWAP_TIMEOUT_MS    5000     /* reload: data path reaches a CPI boundary */
 #define METRICS_BUF        (64 * 1024)
 
-/* chirpd's version (CHIRP_VERSION in version.c). */
-extern const char chirpd_version[];
+#include "version.h"   /* chirpd_version */
 
 /* One configuration's resources. Rings and the output fd may be shared
  * with the previous generation (borrowed) until the swap succeeds. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * version.c — chirpd's version, defined once: chirpd prints it, `version`
- * and `status` report it, and it keys the capacity cache (gen.c).
+ * version.c — the version, defined once: chirpd and chirpctl print it,
+ * `version` and `status` report it, and it keys the capacity cache (gen.c).
  */
-#include "daemon.h"
+#include "version.h"
 
 /* The version every program of the tree reports (mk/install.mk reads it here). */
 #ifndef CHIRP_VERSION

@@ -34,13 +34,10 @@
 
 #include "control.h"
 #include "timeutil.h"
+#include "version.h"
 
 #define DEFAULT_SOCKET "/run/chirpd/control.sock"
 #define REPLY_MAX      (256u << 20)
-
-#ifndef CHIRP_VERSION
-#define CHIRP_VERSION "0.2"
-#endif
 
 static volatile sig_atomic_t stop_flag;
 
@@ -869,7 +866,7 @@ static int parse_opts(int argc, char **argv, struct conn *c, struct ctl_opts *o)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("chirpctl %s (control protocol %d)\n", CHIRP_VERSION, CONTROL_PROTO);
+			printf("chirpctl %s (control protocol %d)\n", chirpd_version, CONTROL_PROTO);
 			return 0;
 		default:
 			usage(stderr);
