@@ -74,6 +74,63 @@ void radar_setup_free(struct radar_setup *rs);
 double radar_cfar_pfa(enum pc_cfar method, unsigned C, unsigned n, unsigned lead, unsigned lag,
 		      unsigned rank, double alpha);
 
+
+/*
+ * The radar chain's rules, each written once: pc_params_check (pc.c) and
+ * the plan (plan.c, which turns a failure into the FILE:LINE of the
+ * configuration key) both call these.
+ *
+ * A failure names the parameter its reason is about (param) and every
+ * parameter of the combination (params, RADAR_BIT of each): the caller
+ * that knows where each was set reports the one set last.
+ */
+enum radar_param {
+	RADAR_P_PULSES,              /* pc_params.pulses (P)                */
+	RADAR_P_SAMPLES,             /* pc_params.samples (R)               */
+	RADAR_P_MTI,
+	RADAR_P_NFFT,                /* Nd as given (0 = auto)              */
+	RADAR_P_METHOD,
+	RADAR_P_GUARD_RANGE,
+	RADAR_P_GUARD_DOPPLER,
+	RADAR_P_TRAIN_RANGE,
+	RADAR_P_TRAIN_DOPPLER,
+	RADAR_P_OS_RANK,
+	RADAR_P_PFA,
+	RADAR_P_MAXIMA_RANGE,
+	RADAR_P_MAXIMA_DOPPLER,
+	RADAR_P_MAX_DETECTIONS,
+	RADAR_P_COUNT
+};
+#define RADAR_BIT(p) (1u << (p))
+
+struct radar_fault {
+	enum radar_param param;      /* what the reason is about            */
+	unsigned params;             /* RADAR_BIT of each parameter involved */
+	char why[256];
+};
+
+#define RADAR_MAX_DOPPLER_NFFT (1u << 24)
+
+/* P', the pulses left after the MTI: P, P - 1 or P - 2; 0 when the CPI
+ * has too few pulses for it. */
+unsigned radar_pulses_after_mti(unsigned pulses, enum pc_mti mti);
+
+/* Nd, the Doppler FFT length: nfft when given (> 0), else
+ * pc_good_fft_size(P'); 0 when P' is 0. The one definition of the rule
+ * (pc.h: "Nd >= P' bins (auto: pc_good_fft_size(P'))"). */
+unsigned radar_doppler_nfft(unsigned pulses, enum pc_mti mti, unsigned nfft);
+
+/*
+ * Check the radar chain r for a CPI of pulses x samples (r->doppler set;
+ * the window, the scales and velocities are pc_params_check's): the MTI
+ * against the pulses, Nd, and with r->cfar the method, the CFAR window
+ * (2 x (guard + train) + 1 cells on each axis), its training cells, the
+ * os rank, pfa in (0, 1), the list size and the local-maximum
+ * neighbourhood. Returns 0, or -EINVAL with f filled (f may not be NULL).
+ */
+int radar_check(const struct pc_radar *r, unsigned pulses, unsigned samples,
+		struct radar_fault *f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
  */
 #include "waveform.h"
 #include "errbuf.h"
+#include "names.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -20,17 +21,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char *const type_names[] = {
-	[WF_LFM] = "lfm", [WF_BARKER13] = "barker13", [WF_FILE] = "file",
-};
-
-static const char *const window_names[] = {
-	[WIN_RECT] = "rect", [WIN_HAMMING] = "hamming", [WIN_HANN] = "hann",
-	[WIN_BLACKMAN] = "blackman", [WIN_TAYLOR] = "taylor",
-};
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 void wf_params_init(struct wf_params *p)
 {
@@ -46,44 +36,35 @@ void wf_params_init(struct wf_params *p)
 	p->taylor_sll_db = 35.0;
 }
 
+/* The names are names.c's, the one table config reads them from too. */
 const char *wf_type_name(enum wf_type t)
 {
-	if ((unsigned)t < NELEM(type_names) && type_names[t])
-		return type_names[t];
-	return "?";
+	return names_of(names_wf_type, t);
 }
 
 const char *wf_window_name(enum wf_window w)
 {
-	if ((unsigned)w < NELEM(window_names) && window_names[w])
-		return window_names[w];
-	return "?";
+	return names_of(names_window, w);
 }
 
 int wf_type_parse(const char *s, enum wf_type *t)
 {
-	if (!s || !t)
+	int v;
+
+	if (!s || !t || names_value_nocase(names_wf_type, s, &v) < 0)
 		return -EINVAL;
-	for (unsigned i = 0; i < NELEM(type_names); i++) {
-		if (type_names[i] && strcasecmp(s, type_names[i]) == 0) {
-			*t = (enum wf_type)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	*t = (enum wf_type)v;
+	return 0;
 }
 
 int wf_window_parse(const char *s, enum wf_window *w)
 {
-	if (!s || !w)
+	int v;
+
+	if (!s || !w || names_value_nocase(names_window, s, &v) < 0)
 		return -EINVAL;
-	for (unsigned i = 0; i < NELEM(window_names); i++) {
-		if (window_names[i] && strcasecmp(s, window_names[i]) == 0) {
-			*w = (enum wf_window)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	*w = (enum wf_window)v;
+	return 0;
 }
 
 /*

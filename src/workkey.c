@@ -12,6 +12,7 @@
  * on purpose, and the comment above it says why.
  */
 #include "workkey.h"
+#include "plan.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -89,7 +90,7 @@ static const struct wk_field wk_tab[] = {
 	/* The radar chain: the map's shape and the CFAR's window and method. */
 	FIELD("doppler.enable", doppler, WK_ALWAYS, BOTH),
 	FIELD("doppler.mti", mti, WK_IF_DOPPLER, BOTH),
-	DERIVED("doppler.fft", config_doppler_nfft, WK_IF_DOPPLER, BOTH),
+	DERIVED("doppler.fft", plan_doppler_nfft, WK_IF_DOPPLER, BOTH),
 	FIELD("cfar.enable", cfar, WK_ALWAYS, BOTH),
 	FIELD("cfar.method", cfar_method, WK_IF_CFAR, BOTH),
 	FIELD("cfar.integrate", cfar_integrate, WK_IF_CFAR, BOTH),

@@ -1067,19 +1067,19 @@ static void test_checks(void **state)
 	base(&p, 1, 128, 16);
 	p.radar.mti = PC_MTI_THREE;
 	p.radar.nfft = 100;
-	expect_reject(&p, "doppler nfft 100 is shorter than the 126 pulses after MTI");
+	expect_reject(&p, "Doppler FFT length 100 is shorter than the 126 pulses left after MTI");
 	base(&p, 1, 2, 16);
 	p.radar.mti = PC_MTI_THREE;
-	expect_reject(&p, "mti three needs at least 3 pulses");
+	expect_reject(&p, "mti three_pulse needs at least 3 pulses");
 	base(&p, 1, 1, 16);
 	p.radar.mti = PC_MTI_TWO;
-	expect_reject(&p, "mti two needs at least 2 pulses");
+	expect_reject(&p, "mti two_pulse needs at least 2 pulses");
 	base(&p, 1, 32, 16);
 	p.radar.cfar = 1;
-	expect_reject(&p, "cfar training in range (2 x (2+8) + 1 = 21 cells) is wider than the 16 range gates");
+	expect_reject(&p, "CFAR window of 2 x (guard_range 2 + train_range 8) + 1 = 21 gates is wider than the 16 range gates");
 	base(&p, 1, 4, 100);
 	p.radar.cfar = 1;
-	expect_reject(&p, "cfar training in Doppler (2 x (1+2) + 1 = 7 cells) is wider than the 4 Doppler bins");
+	expect_reject(&p, "CFAR window of 2 x (guard_doppler 1 + train_doppler 2) + 1 = 7 bins is wider than the 4 Doppler bins");
 	base(&p, 1, 32, 100);
 	p.radar.cfar = 1;
 	p.radar.pfa = 1.5;
@@ -1116,10 +1116,10 @@ static void test_checks(void **state)
 	p.radar.cfar = 1;
 	p.radar.method = PC_CFAR_OS;
 	p.radar.train_range = 20;   /* 7 x 45 - 15 = 300 cells */
-	expect_reject(&p, "cfar os: 300 training cells exceed the limit of 256");
+	expect_reject(&p, "os CFAR sorts at most 256 training cells per cell, this window has 300");
 	p.radar.train_range = 8;    /* 7 x 21 - 15 = 132 */
 	p.radar.os_rank = 133;
-	expect_reject(&p, "os_rank 133 must be 1..132");
+	expect_reject(&p, "os_rank 133 exceeds the 132 training cells (1..132");
 	p.radar.os_rank = 132;
 	assert_int_equal(pc_params_check(&p, err, sizeof(err)), 0);
 	p.radar.max_detections = 0;

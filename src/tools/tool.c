@@ -256,11 +256,11 @@ void tool_geom_apply(const struct tool_geom_opts *o, struct chirp_ring_geometry 
 }
 
 int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chirp_config *c,
-			  enum config_ring which)
+			  enum plan_ring_kind which)
 {
 	struct chirp_ring_geometry want;
 
-	config_ring_geometry(c, which, &want);
+	plan_ring_geometry(c, which, &want);
 	return g->channels == want.channels && g->pulses == want.pulses &&
 	       g->samples == want.samples && g->format == want.format;
 }
@@ -274,7 +274,7 @@ int tool_add_targets_hz(const struct chirp_config *c, const char *config_path, d
 	if (c) {
 		struct pc_params pp;
 
-		config_pc_params(c, &pp);
+		plan_pc_params(c, &pp);
 		if (prf <= 0)
 			prf = pp.radar.prf_hz;
 		else if (pp.radar.prf_hz > 0 && fabs(pp.radar.prf_hz - prf) > 1e-9 * prf)
