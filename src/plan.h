@@ -77,6 +77,9 @@ struct plan_diff {
 					adds what the two pcs chose          */
 	int ring_kept[PLAN_RINGS];   /* b uses the ring a has, unchanged:
 					geometry, name and huge pages        */
+	int restart;                 /* keys that differ and cannot change on
+					reload (config_restart_keys)         */
+	char restart_keys[512];      /* them, "section.key,..."             */
 };
 void plan_compare(const struct plan *a, const struct plan *b, struct plan_diff *d);
 

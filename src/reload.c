@@ -193,8 +193,11 @@ static void reload_reply(const struct daemon *d, json_t *reply, char *keys, int 
 int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 {
 	struct chirp_config *nc = NULL;
+	struct plan *np = NULL;
+	struct plan_diff diff;
+	struct config_fault f;
 	struct gen *ng = NULL;
-	char keys[512];
+	char keys[sizeof(diff.restart_keys)];
 	int recreated = 0, ret;
 	uint64_t t0 = mono_ns();
 
@@ -207,7 +210,8 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 		goto out;
 	}
 	nc = malloc(sizeof(*nc));
-	if (!nc) {
+	np = malloc(sizeof(*np));
+	if (!nc || !np) {
 		snprintf(err, errlen, "out of memory");
 		ret = -ENOMEM;
 		goto out;
@@ -215,9 +219,17 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	ret = reload_load(d, nc, reply, err, errlen);
 	if (ret < 0)
 		goto out;
-	/* Restart-only keys keep their running values: what runs, what
-	 * `config` shows and the reply's restart_keys agree. */
-	if (config_restart_keys(&d->g->cfg, nc, keys, sizeof(keys)) > 0)
+	/* The running plan against the file's: restart-only keys keep their
+	 * running values, so what runs, what `config` shows and the reply's
+	 * restart_keys agree. */
+	if (plan_build(np, nc, &f) < 0) {
+		snprintf(err, errlen, "%s: %s", f.keys[0] ? f.keys[0] : "configuration", f.why);
+		ret = -EINVAL;
+		goto out;
+	}
+	plan_compare(&d->g->plan, np, &diff);
+	snprintf(keys, sizeof(keys), "%s", diff.restart_keys);
+	if (diff.restart > 0)
 		log_warn("reload: changed keys need a restart and keep their running values: %s", keys);
 	config_hold_restart_keys(&d->g->cfg, nc);
 
@@ -245,6 +257,7 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	ret = 0;
 out:
 	gen_destroy(ng);   /* what it borrowed stays with the running generation */
+	free(np);
 	free(nc);
 	if (ret < 0) {
 		stats_add(d->st, ST_RELOAD_FAILURES, 1);

@@ -1064,6 +1064,28 @@ static void check_generated(const char *rel, void (*gen)(FILE *))
 	free(want);
 }
 
+/* pfa's range is one statement, 0 < pfa < 1: the table's (what the
+ * parser enforces) and the reference's. */
+static void test_pfa_range(void **state)
+{
+	struct chirp_config c;
+	char *ref = NULL, *errs = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&ref, &len);
+
+	(void)state;
+	config_write_reference(m);
+	fclose(m);
+	assert_non_null(strstr(ref, "pfa < 1: sets the threshold"));
+	assert_non_null(strstr(ref, "# (> 0 .. < 1; reload)\npfa = 1e-6\n"));
+	free(ref);
+	assert_int_equal(load_str(&c, "[cfar]\npfa = 1\n", &errs), 1);
+	assert_non_null(strstr(errs, "t.conf:2: [cfar] pfa: 1 is out of range (> 0, < 1)"));
+	free(errs);
+	assert_int_equal(load_str(&c, "[cfar]\npfa = 0.999999\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[cfar]\npfa = 1e-300\n", NULL), 0);
+}
+
 static void test_reference_files(void **state)
 {
 	struct chirp_config c, d;
@@ -1730,6 +1752,15 @@ static void test_radar_errors(void **state)
 		{ "[doppler]\nenable = true\n[cfar]\nenable = true\nmethod = os\nos_rank = 200\n", "t.conf:6: [cfar] os_rank: os_rank 200 exceeds the 132" },
 		{ "[doppler]\nenable = true\n[cfar]\nenable = true\ntrain_range = 0\ntrain_doppler = 0\n", "t.conf:6: [cfar] train_doppler: no training cells" },
 		{ "[doppler]\nenable = true\nmti = four\n", "t.conf:3: [doppler] mti: 'four' is not one of none|two_pulse|three_pulse" },
+		/* the local-maximum neighbourhood, at the maxima key's own line */
+		{ "[cpi]\npulses = 32\n[doppler]\nenable = true\n[cfar]\nenable = true\nmaxima_doppler = 16\n",
+		  "t.conf:7: [cfar] maxima_doppler: maxima_doppler 16: the neighbourhood (2 x 16 + 1 bins) is wider than the 32 Doppler bins" },
+		{ "[cpi]\nsamples = 1000\n[doppler]\nenable = true\n[cfar]\nenable = true\nmaxima_range = 1000\n",
+		  "t.conf:7: [cfar] maxima_range: maxima_range 1000: must be below the 1000 range gates" },
+		{ "[cpi]\npulses = 20\n[cfar]\nenable = true\nmaxima_doppler = 15\n[doppler]\nenable = true\nfft = 30\n",
+		  "t.conf:8: [doppler] fft: maxima_doppler 15: the neighbourhood (2 x 15 + 1 bins) is wider than the 30 Doppler bins" },
+		{ "[doppler]\nenable = true\n[cfar]\nenable = true\nmethod = so\ntrain_range = 0\n",
+		  "t.conf:6: [cfar] train_range: cfar so needs train_range >= 1" },
 	};
 
 	(void)state;
@@ -1758,6 +1789,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_consistency_bounds),
 		cmocka_unit_test(test_file_waveform),
 		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_pfa_range),
 		cmocka_unit_test(test_restart_keys),
 		cmocka_unit_test(test_staging_threads),
 		cmocka_unit_test(test_tuning_keys),
