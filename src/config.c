@@ -743,24 +743,9 @@ static void check_modes_pulse(struct load *ld)
 	ld->check_mode = NULL;
 }
 
-/* The latest set of three keys (later, extended). */
-static const char *latest3(const struct load *ld, const char *sa, const char *ka, const char *sb,
-			   const char *kb, const char *sc, const char *kc, const char **sec,
-			   int *line)
-{
-	const char *key = later(ld, sa, ka, sb, kb, sec, line);
-
-	if (key_line(ld, sc, kc) > *line) {
-		*sec = sc;
-		*line = key_line(ld, sc, kc);
-		return kc;
-	}
-	return key;
-}
-
 /* What needs what: cfar and the map outputs need doppler, detections
- * need cfar, mode none needs somewhere for the detections to go, and
- * velocity = on needs both a PRF and a carrier. */
+ * need cfar, and mode none needs somewhere for the detections to go
+ * (velocity = on's needs are the radar module's: config_check_rules). */
 static void check_radar_needs(struct load *ld)
 {
 	struct chirp_config *c = ld->c;
@@ -791,12 +776,6 @@ static void check_radar_needs(struct load *ld)
 
 		key = later(ld, "detections", dk, "cfar", "enable", &sec, &line);
 		report(ld, line, sec, key, "[detections] %s is set but [cfar] enable is false: there are no detections", dk);
-	}
-	if (c->velocity == PC_SWITCH_ON && (c->prf_hz <= 0 || c->carrier_hz <= 0)) {
-		key = latest3(ld, "radar", "velocity", "radar", "prf_hz", "radar", "carrier_hz",
-			      &sec, &line);
-		report(ld, line, sec, key, "velocity = on needs prf_hz and carrier_hz (prf_hz %g, carrier_hz %g)",
-		       c->prf_hz, c->carrier_hz);
 	}
 }
 

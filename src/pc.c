@@ -503,26 +503,6 @@ static int check_radar_map(const struct pc_params *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* Physical scales: finite and >= 0; velocities need both prf and carrier. */
-static int check_radar_scales(const struct pc_radar *r, char *err, size_t errlen)
-{
-	const double v[3] = { r->sample_rate_hz, r->prf_hz, r->carrier_hz };
-	static const char *const name[3] = { "sample_rate_hz", "prf_hz", "carrier_hz" };
-
-	for (int i = 0; i < 3; i++)
-		if (!(v[i] >= 0.0) || !isfinite(v[i])) {
-			errbuf_set(err, errlen, "radar %s %g must be finite and >= 0 (0: not given)",
-				   name[i], v[i]);
-			return -EINVAL;
-		}
-	if (r->velocity && !(r->prf_hz > 0.0 && r->carrier_hz > 0.0)) {
-		errbuf_set(err, errlen, "velocity needs carrier_hz and prf_hz (given: carrier %g Hz, prf %g Hz)",
-			   r->carrier_hz, r->prf_hz);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 static int check_radar(const struct pc_params *p, char *err, size_t errlen)
 {
 	struct radar_fault f;
@@ -531,11 +511,12 @@ static int check_radar(const struct pc_params *p, char *err, size_t errlen)
 		return -EINVAL;
 	if (!p->radar.doppler)
 		return 0;   /* the rest is ignored */
-	if (radar_check(&p->radar, p->pulses, p->samples, &f) < 0) {
+	if (radar_check(&p->radar, p->pulses, p->samples, &f) < 0 ||
+	    radar_check_scales(&p->radar, &f) < 0) {
 		errbuf_set(err, errlen, "%s", f.why);
 		return -EINVAL;
 	}
-	if (check_radar_map(p, err, errlen) < 0 || check_radar_scales(&p->radar, err, errlen) < 0)
+	if (check_radar_map(p, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }

@@ -216,6 +216,10 @@ static const char *const radar_keys[RADAR_P_COUNT] = {
 	[RADAR_P_MAXIMA_RANGE] = "cfar.maxima_range",
 	[RADAR_P_MAXIMA_DOPPLER] = "cfar.maxima_doppler",
 	[RADAR_P_MAX_DETECTIONS] = "cfar.max_detections",
+	[RADAR_P_SAMPLE_RATE] = "waveform.sample_rate_hz",
+	[RADAR_P_PRF] = "radar.prf_hz",
+	[RADAR_P_CARRIER] = "radar.carrier_hz",
+	[RADAR_P_VELOCITY] = "radar.velocity",
 };
 
 /* A radar_check failure as a config fault: the parameter the reason is
@@ -292,7 +296,8 @@ static int check_cpi_size(const struct chirp_config *c, struct config_fault *out
 }
 
 /*
- * The radar chain's rules (radar_check), then what pulse compression's
+ * The radar chain's rules (its scales and velocity with or without
+ * Doppler processing, radar_check with it), then what pulse compression's
  * own check says of the parameters built from c with a one-sample
  * stand-in reference (the real ones are the modes', checked by config):
  * that one is residual, reported at [cfar] or [doppler] enable.
@@ -305,6 +310,12 @@ static int check_radar(const struct chirp_config *c, struct config_fault *out, i
 	struct pc_params pp;
 
 	plan_pc_params(c, &pp);
+	if (radar_check_scales(&pp.radar, &rf) < 0) {
+		radar_fault_keys(&rf, &f);
+		n = add_fault(out, n, max, &f);
+	}
+	if (!c->doppler)
+		return n;
 	if (radar_check(&pp.radar, pp.pulses, pp.samples, &rf) < 0) {
 		radar_fault_keys(&rf, &f);
 		return add_fault(out, n, max, &f);
@@ -324,9 +335,7 @@ int config_check_rules(const struct chirp_config *c, struct config_fault *f, int
 {
 	int n = check_cpi_size(c, f, 0, max);
 
-	if (c->doppler)
-		n = check_radar(c, f, n, max);
-	return n;
+	return check_radar(c, f, n, max);
 }
 
 /* ---- the plan ----------------------------------------------------------- */

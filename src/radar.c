@@ -674,6 +674,25 @@ static int check_cfar(const struct pc_radar *r, unsigned samples, unsigned nd,
 	return 0;
 }
 
+int radar_check_scales(const struct pc_radar *r, struct radar_fault *f)
+{
+	const double v[3] = { r->sample_rate_hz, r->prf_hz, r->carrier_hz };
+	static const char *const name[3] = { "sample_rate_hz", "prf_hz", "carrier_hz" };
+	static const enum radar_param param[3] = { RADAR_P_SAMPLE_RATE, RADAR_P_PRF,
+						   RADAR_P_CARRIER };
+
+	memset(f, 0, sizeof(*f));
+	for (int i = 0; i < 3; i++)
+		if (!(v[i] >= 0.0) || !isfinite(v[i]))
+			return fault(f, param[i], 0, "radar %s %g must be finite and >= 0 (0: not given)",
+				     name[i], v[i]);
+	if (r->velocity && !(r->prf_hz > 0.0 && r->carrier_hz > 0.0))
+		return fault(f, RADAR_P_VELOCITY, RADAR_BIT(RADAR_P_PRF) | RADAR_BIT(RADAR_P_CARRIER),
+			     "velocity = on needs prf_hz and carrier_hz (prf_hz %g, carrier_hz %g)",
+			     r->prf_hz, r->carrier_hz);
+	return 0;
+}
+
 int radar_check(const struct pc_radar *r, unsigned pulses, unsigned samples,
 		struct radar_fault *f)
 {

@@ -99,6 +99,10 @@ enum radar_param {
 	RADAR_P_MAXIMA_RANGE,
 	RADAR_P_MAXIMA_DOPPLER,
 	RADAR_P_MAX_DETECTIONS,
+	RADAR_P_SAMPLE_RATE,         /* sample_rate_hz                      */
+	RADAR_P_PRF,                 /* prf_hz                              */
+	RADAR_P_CARRIER,             /* carrier_hz                          */
+	RADAR_P_VELOCITY,            /* velocity (required)                 */
 	RADAR_P_COUNT
 };
 #define RADAR_BIT(p) (1u << (p))
@@ -122,7 +126,7 @@ unsigned radar_doppler_nfft(unsigned pulses, enum pc_mti mti, unsigned nfft);
 
 /*
  * Check the radar chain r for a CPI of pulses x samples (r->doppler set;
- * the window, the scales and velocities are pc_params_check's): the MTI
+ * the window is pc_params_check's, the scales radar_check_scales'): the MTI
  * against the pulses, Nd, and with r->cfar the method, the CFAR window
  * (2 x (guard + train) + 1 cells on each axis), its training cells, the
  * os rank, pfa in (0, 1), the list size and the local-maximum
@@ -130,6 +134,11 @@ unsigned radar_doppler_nfft(unsigned pulses, enum pc_mti mti, unsigned nfft);
  */
 int radar_check(const struct pc_radar *r, unsigned pulses, unsigned samples,
 		struct radar_fault *f);
+
+/* The physical scales of r: sample_rate_hz, prf_hz and carrier_hz finite
+ * and >= 0 (0: not given), and r->velocity (required) with both prf_hz
+ * and carrier_hz. Returns 0, or -EINVAL with f filled. */
+int radar_check_scales(const struct pc_radar *r, struct radar_fault *f);
 
 #ifdef __cplusplus
 }

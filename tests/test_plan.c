@@ -286,6 +286,10 @@ static void test_rule_keys(void **state)
 		{ "[doppler]\nenable = true\nmti = three_pulse\n[cpi]\npulses = 2\n",
 		  "doppler.mti", "cpi.pulses",
 		  "t.conf:5: [cpi] pulses: mti three_pulse needs at least 3 pulses per CPI, not 2" },
+		/* the radar's scales, with or without Doppler processing */
+		{ "[radar]\nprf_hz = 1000\nvelocity = on\n",
+		  "radar.velocity", "radar.carrier_hz",
+		  "t.conf:3: [radar] velocity: velocity = on needs prf_hz and carrier_hz" },
 		{ "[cpi]\npulses = 4096\nsamples = 4096\nchannels = 64\n",
 		  "cpi.pulses", "cpi.channels",
 		  "t.conf:4: [cpi] channels: a CPI of 64 x 4096 x 4096 samples is 8.0 GiB" },

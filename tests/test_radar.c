@@ -1091,7 +1091,7 @@ static void test_checks(void **state)
 	base(&p, 1, 32, 100);
 	p.radar.velocity = 1;
 	p.radar.prf_hz = 1000;
-	expect_reject(&p, "velocity needs carrier_hz and prf_hz");
+	expect_reject(&p, "velocity = on needs prf_hz and carrier_hz");
 	base(&p, 1, 32, 100);
 	p.radar.doppler = 0;
 	p.radar.cfar = 1;
