@@ -743,29 +743,21 @@ static void check_modes_pulse(struct load *ld)
 	ld->check_mode = NULL;
 }
 
-/* What needs what: cfar and the map outputs need doppler, detections
- * need cfar, and mode none needs somewhere for the detections to go
- * (velocity = on's needs are the radar module's: config_check_rules). */
+/* What the file's own keys need: detections need cfar, and output mode
+ * none somewhere for the detections to go and no [output] file. What the
+ * radar chain needs (cfar and the maps need doppler, none needs cfar,
+ * velocity = on needs prf_hz and carrier_hz) is the radar module's rule
+ * (config_check_rules). */
 static void check_radar_needs(struct load *ld)
 {
 	struct chirp_config *c = ld->c;
-	int map = c->out_mode == PC_OUT_MAP_POWER || c->out_mode == PC_OUT_MAP_DB;
 	const char *sec, *key;
 	int line;
 
-	if (c->cfar && !c->doppler) {
-		key = later(ld, "cfar", "enable", "doppler", "enable", &sec, &line);
-		report(ld, line, sec, key, "[cfar] needs [doppler] enable = true (the CFAR runs on the range-Doppler map)");
-	}
-	if (map && !c->doppler) {
-		key = later(ld, "output", "mode", "doppler", "enable", &sec, &line);
-		report(ld, line, sec, key, "output mode %s needs [doppler] enable = true",
-		       names_of(names_output, c->out_mode));
-	}
-	if (c->out_mode == PC_OUT_NONE && (!c->cfar || (!c->det_ring[0] && !c->det_file[0]))) {
+	if (c->out_mode == PC_OUT_NONE && c->cfar && !c->det_ring[0] && !c->det_file[0]) {
 		key = later(ld, "output", "mode", "cfar", "enable", &sec, &line);
 		report(ld, line, sec, key,
-		       "output mode none leaves detections as the only result: needs [cfar] enable and a [detections] ring or file");
+		       "output mode none leaves detections as the only result: needs a [detections] ring or file");
 	}
 	if (c->out_mode == PC_OUT_NONE && c->output_file[0]) {
 		key = later(ld, "output", "file", "output", "mode", &sec, &line);

@@ -450,28 +450,6 @@ static int check_backend_opts(const struct pc_params *p, char *err, size_t errle
 
 /* ---- the radar chain's parameters (pc.h, RADAR CHAIN) ------------------- */
 
-/* The output mode against the chain: maps need Doppler processing and
- * none needs detections (nothing else would come out). */
-static int check_radar_outputs(const struct pc_params *p, char *err, size_t errlen)
-{
-	const struct pc_radar *r = &p->radar;
-
-	if ((p->out_mode == PC_OUT_MAP_POWER || p->out_mode == PC_OUT_MAP_DB) && !r->doppler) {
-		errbuf_set(err, errlen, "output %s needs the radar chain's Doppler processing (radar doppler = 1)",
-			   pc_output_name(p->out_mode));
-		return -EINVAL;
-	}
-	if (r->cfar && !r->doppler) {
-		errbuf_set(err, errlen, "cfar needs the radar chain's Doppler processing (radar doppler = 1): it runs on the range-Doppler map");
-		return -EINVAL;
-	}
-	if (p->out_mode == PC_OUT_NONE && !(r->doppler && r->cfar)) {
-		errbuf_set(err, errlen, "output none is only valid with cfar on: nothing else would come out");
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /* The map's size and the window over the P' pulses (radar_check has
  * checked the MTI and Nd). */
 static int check_radar_map(const struct pc_params *p, char *err, size_t errlen)
@@ -507,8 +485,10 @@ static int check_radar(const struct pc_params *p, char *err, size_t errlen)
 {
 	struct radar_fault f;
 
-	if (check_radar_outputs(p, err, errlen) < 0)
+	if (radar_check_outputs(p->out_mode, &p->radar, &f) < 0) {
+		errbuf_set(err, errlen, "%s", f.why);
 		return -EINVAL;
+	}
 	if (!p->radar.doppler)
 		return 0;   /* the rest is ignored */
 	if (radar_check(&p->radar, p->pulses, p->samples, &f) < 0 ||

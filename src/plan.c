@@ -220,6 +220,9 @@ static const char *const radar_keys[RADAR_P_COUNT] = {
 	[RADAR_P_PRF] = "radar.prf_hz",
 	[RADAR_P_CARRIER] = "radar.carrier_hz",
 	[RADAR_P_VELOCITY] = "radar.velocity",
+	[RADAR_P_OUT_MODE] = "output.mode",
+	[RADAR_P_DOPPLER] = "doppler.enable",
+	[RADAR_P_CFAR] = "cfar.enable",
 };
 
 /* A radar_check failure as a config fault: the parameter the reason is
@@ -296,8 +299,9 @@ static int check_cpi_size(const struct chirp_config *c, struct config_fault *out
 }
 
 /*
- * The radar chain's rules (its scales and velocity with or without
- * Doppler processing, radar_check with it), then what pulse compression's
+ * The radar chain's rules (what the outputs need, its scales and velocity
+ * with or without Doppler processing, radar_check with it), then what
+ * pulse compression's
  * own check says of the parameters built from c with a one-sample
  * stand-in reference (the real ones are the modes', checked by config):
  * that one is residual, reported at [cfar] or [doppler] enable.
@@ -310,6 +314,10 @@ static int check_radar(const struct chirp_config *c, struct config_fault *out, i
 	struct pc_params pp;
 
 	plan_pc_params(c, &pp);
+	if (radar_check_outputs(pp.out_mode, &pp.radar, &rf) < 0) {
+		radar_fault_keys(&rf, &f);
+		return add_fault(out, n, max, &f);
+	}
 	if (radar_check_scales(&pp.radar, &rf) < 0) {
 		radar_fault_keys(&rf, &f);
 		n = add_fault(out, n, max, &f);

@@ -674,6 +674,24 @@ static int check_cfar(const struct pc_radar *r, unsigned samples, unsigned nd,
 	return 0;
 }
 
+int radar_check_outputs(enum pc_output out_mode, const struct pc_radar *r,
+			struct radar_fault *f)
+{
+	const unsigned doppler = RADAR_BIT(RADAR_P_DOPPLER);
+
+	memset(f, 0, sizeof(*f));
+	if (r->cfar && !r->doppler)
+		return fault(f, RADAR_P_CFAR, doppler,
+			     "[cfar] needs [doppler] enable = true (the CFAR runs on the range-Doppler map)");
+	if ((out_mode == PC_OUT_MAP_POWER || out_mode == PC_OUT_MAP_DB) && !r->doppler)
+		return fault(f, RADAR_P_OUT_MODE, doppler, "output mode %s needs [doppler] enable = true",
+			     out_mode == PC_OUT_MAP_DB ? "map_db" : "map_power");
+	if (out_mode == PC_OUT_NONE && !(r->doppler && r->cfar))
+		return fault(f, RADAR_P_OUT_MODE, RADAR_BIT(RADAR_P_CFAR),
+			     "output mode none leaves detections as the only result: needs [cfar] enable");
+	return 0;
+}
+
 int radar_check_scales(const struct pc_radar *r, struct radar_fault *f)
 {
 	const double v[3] = { r->sample_rate_hz, r->prf_hz, r->carrier_hz };

@@ -103,6 +103,9 @@ enum radar_param {
 	RADAR_P_PRF,                 /* prf_hz                              */
 	RADAR_P_CARRIER,             /* carrier_hz                          */
 	RADAR_P_VELOCITY,            /* velocity (required)                 */
+	RADAR_P_OUT_MODE,            /* pc_params.out_mode                  */
+	RADAR_P_DOPPLER,             /* doppler (on/off)                    */
+	RADAR_P_CFAR,                /* cfar (on/off)                       */
 	RADAR_P_COUNT
 };
 #define RADAR_BIT(p) (1u << (p))
@@ -134,6 +137,12 @@ unsigned radar_doppler_nfft(unsigned pulses, enum pc_mti mti, unsigned nfft);
  */
 int radar_check(const struct pc_radar *r, unsigned pulses, unsigned samples,
 		struct radar_fault *f);
+
+/* The output mode against the chain: the map outputs and the CFAR need
+ * Doppler processing, output none needs the CFAR (its detections are then
+ * the only result). Returns 0, or -EINVAL with f filled. */
+int radar_check_outputs(enum pc_output out_mode, const struct pc_radar *r,
+			struct radar_fault *f);
 
 /* The physical scales of r: sample_rate_hz, prf_hz and carrier_hz finite
  * and >= 0 (0: not given), and r->velocity (required) with both prf_hz

@@ -1095,13 +1095,13 @@ static void test_checks(void **state)
 	base(&p, 1, 32, 100);
 	p.radar.doppler = 0;
 	p.radar.cfar = 1;
-	expect_reject(&p, "cfar needs the radar chain's Doppler processing");
+	expect_reject(&p, "[cfar] needs [doppler] enable = true");
 	p.radar.cfar = 0;
 	p.out_mode = PC_OUT_MAP_DB;
-	expect_reject(&p, "output map_db needs the radar chain's Doppler processing");
+	expect_reject(&p, "output mode map_db needs [doppler] enable = true");
 	base(&p, 1, 32, 100);
 	p.out_mode = PC_OUT_NONE;
-	expect_reject(&p, "output none is only valid with cfar on");
+	expect_reject(&p, "output mode none leaves detections as the only result");
 	base(&p, 1, 32, 100);
 	p.radar.cfar = 1;
 	p.radar.method = PC_CFAR_GO;
