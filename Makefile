@@ -91,9 +91,11 @@ CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c config_doc.c c
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
-# chirpd's own files (linked only into chirpd): main and the event loop,
-# generations, reload, control commands.
+# chirpd's own files: main and the event loop (chirpd.c), and in
+# libchirpd (DAEMON_LIB) the generations, reload and control commands,
+# which chirpd and the unit tests link (a test defines chirpd_version).
 DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c)
+DAEMON_LIB_SRCS := $(addprefix src/,gen.c reload.c ctlcmd.c)
 TOOL_BINS  := chirp-feed chirp-tap chirpctl
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)
@@ -114,6 +116,8 @@ CORE_OBJS  := $(call objs_of,$(CORE_SRCS) $(CU_SRCS))
 RING_OBJS  := $(call objs_of,$(RING_SRCS))
 TOOL_OBJS  := $(call objs_of,$(TOOL_SRCS))
 DAEMON_OBJS := $(call objs_of,$(DAEMON_SRCS))
+DAEMON_LIB_OBJS := $(call objs_of,$(DAEMON_LIB_SRCS))
+DAEMON_LIB := $(BUILD)/lib/libchirpd.a
 CORE_LIB   := $(BUILD)/lib/libchirpcore.a
 # Test hooks (-DCHIRP_TEST_HOOKS: pc_cpu.c's worker stall) live only in a
 # second object of each HOOK_SRCS file, in a copy of the core library that
@@ -188,6 +192,10 @@ $(TOOL_LIB): $(TOOL_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
+$(DAEMON_LIB): $(DAEMON_LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
 $(RING_SO): $(RING_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.2 -o $@ $^ -lrt
@@ -201,9 +209,9 @@ $(addprefix $(BUILD)/bin/,$(TOOL_BINS)): $(BUILD)/bin/%: src/tools/%.c $(TOOL_LI
 	@mkdir -p $(@D) $(OBJ)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -MF $(OBJ)/bin-$*.d $(ALL_LDFLAGS) -o $@ $< $(LINK_TOOLS)
 
-$(BUILD)/tests/%: tests/%.c $(TOOL_LIB) $(HOOKS_LIB) $(RING_LIB)
+$(BUILD)/tests/%: tests/%.c $(DAEMON_LIB) $(TOOL_LIB) $(HOOKS_LIB) $(RING_LIB)
 	@mkdir -p $(@D) $(OBJ)
-	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(TOOL_LIB) $(LINK_HOOKS) $(CMOCKA_LIBS)
+	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -MMD -MP -MF $(OBJ)/test-$*.d $(ALL_LDFLAGS) -o $@ $< $(DAEMON_LIB) $(TOOL_LIB) $(LINK_HOOKS) $(CMOCKA_LIBS)
 
 # chirpd with the test hooks, for the end-to-end tests that use them
 # (tests/e2e/daemon_straggler.sh).
