@@ -460,13 +460,12 @@ static void gen_measure_capacity(struct gen *g, const struct gen *old)
 static void gen_size_rings(struct gen *g, const struct gen *old)
 {
 	int keep = old && same_work(old, g) && old->cfg.input_buffer_ms == g->cfg.input_buffer_ms;
-	uint64_t rows = (uint64_t)g->cfg.channels * g->cfg.pulses * g->cfg.samples;
 
 	g->slots_requested = g->cfg.input_slots;
 	g->out_slots_requested = g->cfg.output_slots;
 	if (!g->cfg.input_slots)
 		g->cfg.input_slots = keep && !old->slots_requested ? old->cfg.input_slots :
-			auto_slots(g, rows * pc_format_sample_bytes(g->cfg.format), "input");
+			auto_slots(g, chirp_ring_cpi_bytes(&g->plan.ring[PLAN_RING_IN].geo), "input");
 	if (!g->cfg.output_slots && g->cfg.out_mode != PC_OUT_NONE)
 		g->cfg.output_slots = keep && !old->out_slots_requested ? old->cfg.output_slots :
 			auto_slots(g, pc_out_bytes(g->pc), "output");

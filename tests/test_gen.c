@@ -8,7 +8,8 @@
  *   - a reload's generation borrows the rings the two plans share and
  *     keeps the measured capacity for the same work; a changed output
  *     mode leaves only the output ring to make;
- *   - the detection ring is one list of max_detections records;
+ *   - the detection ring is one list of max_detections records; slots =
+ *     auto is sized at build and the plan's ring has that size;
  *   - a configuration whose plan fails is refused with the key named.
  */
 #include <errno.h>
@@ -162,9 +163,12 @@ static void test_detection_ring(void **state)
 		 "max_detections = 33\n[output]\nmode = none\n[detections]\nring = %s\nslots = 4\n",
 		 det_name);
 	load(&c, extra);
+	c.input_slots = 0;                           /* auto: sized at build */
 	g = gen_create(&d, &c, NULL, err, sizeof(err));
 	if (!g)
 		fail_msg("gen_create: %s", err);
+	assert_true(g->cfg.input_slots >= 16);
+	assert_int_equal(g->plan.ring[PLAN_RING_IN].geo.slots, g->cfg.input_slots);
 	assert_int_equal(gen_attach(&d, g, &created, err, sizeof(err)), 0);
 	assert_int_equal(created, (1 << PLAN_RING_IN) | (1 << PLAN_RING_DET));
 	assert_null(g->ring[PLAN_RING_OUT]);
