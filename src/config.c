@@ -636,9 +636,12 @@ static unsigned long long ref_len(const struct mode_check *mc, double rate, stru
 
 	switch (m->wf.type) {
 	case WF_LFM:
-		return (unsigned long long)llround(m->wf.pulse_width_s * rate);
-	case WF_BARKER13:
-		return 13ull * m->wf.chip_samples;
+	case WF_BARKER13: {
+		struct wf_params wf = m->wf;
+
+		wf.sample_rate_hz = rate;   /* the radar's: modes_finish sets it last */
+		return wf_pulse_len(&wf);
+	}
 	case WF_FILE: {
 		struct stat st;
 		int line = key_line(ld, mc->sec, "file");

@@ -355,7 +355,7 @@ static int wf_pulse_lfm(const struct wf_params *p, unsigned range_samples,
 		errbuf_set(err, errlen, "pulse_width_s %g: must be positive", tau);
 		return -EINVAL;
 	}
-	Ld = round(tau * fs);
+	Ld = (double)wf_pulse_len(p);
 	if (Ld < 1.0) {
 		errbuf_set(err, errlen,
 			   "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
@@ -384,6 +384,22 @@ static int wf_pulse_lfm(const struct wf_params *p, unsigned range_samples,
 	return 0;
 }
 
+unsigned long long wf_pulse_len(const struct wf_params *p)
+{
+	double n;
+
+	switch (p->type) {
+	case WF_LFM:
+		n = p->pulse_width_s * p->sample_rate_hz;
+		return isfinite(n) && n >= 0.5 ? (unsigned long long)llround(n) : 0;
+	case WF_BARKER13:
+		return 13ull * p->chip_samples;
+	case WF_FILE:
+		break;
+	}
+	return 0;
+}
+
 /* The Barker-13 pulse, chip_samples samples per chip; same contract as
  * wf_pulse_lfm. */
 static int wf_pulse_barker13(const struct wf_params *p, unsigned range_samples,
@@ -397,13 +413,13 @@ static int wf_pulse_barker13(const struct wf_params *p, unsigned range_samples,
 		errbuf_set(err, errlen, "chip_samples 0: must be at least 1");
 		return -EINVAL;
 	}
-	if (13.0 * cs > (double)range_samples) {
+	if (wf_pulse_len(p) > range_samples) {
 		errbuf_set(err, errlen,
-			   "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
-			   13.0 * cs, range_samples);
+			   "pulse length L=%llu samples (13*chip_samples) exceeds range samples R=%u",
+			   wf_pulse_len(p), range_samples);
 		return -EINVAL;
 	}
-	*L = 13 * (size_t)cs;
+	*L = (size_t)wf_pulse_len(p);
 	v = malloc(2 * *L * sizeof(*v));
 	if (!v)
 		return wf_nomem(*L, err, errlen);
