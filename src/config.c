@@ -3,22 +3,17 @@
  * config.c — chirpd's configuration file: lines, sections, keys, modes
  * and the consistency checks (see config.h; the keys are config_table.c's).
  *
- * cfg_tab[] below is the only place a key exists. Each entry gives the
- * section and name, the type, where the value lives in struct
- * chirp_config, the default (as the text a user would write, parsed by the
- * same code as the file, so defaults cannot drift from what is documented),
- * the range, whether the key can change on reload, and the help text.
- * Parsing, defaults, --check, config_print, the JSON reply, the restart-key
- * list and the reference documentation (conf/chirpd.conf, doc/config.md)
- * all walk this table.
+ * Radar modes: a [mode NAME] section takes the id and every mode key
+ * (MODE_* rows of the table); [waveform] takes its mode keys for the mode
+ * "default" (id 0) and sample_rate_hz, the radar's, for all modes. The
+ * reader opens a mode at each [mode NAME] header; collect_modes puts the
+ * modes into struct chirp_config once the file is read.
  *
- * Radar modes: the keys of a waveform are declared once, under [waveform]
- * with F_MODE (their values live in a struct cfg_mode), with the one key
- * of their own, id, under the section "mode". A [mode NAME] section takes
- * the id and every F_MODE key; [waveform] takes its F_MODE keys for the
- * mode "default" (id 0) and sample_rate_hz, the radar's, for all modes.
- * The reader opens a mode at each [mode NAME] header; collect_modes puts
- * the modes into struct chirp_config once the file is read.
+ * Consistency: the checks here are those of the file's own keys (a
+ * mode's pulse against the CPI, the rings' names, where detections go);
+ * the rules that another module owns (the radar chain, a CPI against a
+ * ring slot) come from config_check_rules (plan.c), as faults naming
+ * their keys, and are reported at the line of the key the file set last.
  *
  * Parsing uses inih through ini_parse_stream with our own line reader. The
  * reader counts lines (inih calls the handler for a line before reading
@@ -37,8 +32,6 @@
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
-#include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +59,7 @@ static int section_index(const char *s)
 
 /* ---- defaults ---------------------------------------------------------- */
 
-/* The defaults of every mode key (F_MODE) into m: a [mode NAME] section
+/* The defaults of every mode key (in_mode) into m: a [mode NAME] section
  * starts from them, as [waveform] does. The id has none (F_REQUIRED). */
 static void mode_defaults(struct cfg_mode *m)
 {

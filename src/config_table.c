@@ -187,7 +187,7 @@ const struct cfg_key cfg_tab[] = {
 		.def = "35", .min = 0, .max = 200, .min_excl = 1, .reload = CFG_RELOAD,
 		.help = "taylor: peak sidelobe level below the main lobe, in dB (positive)."),
 
-	/* [mode NAME]: the id, and every F_MODE key of [waveform] above. */
+	/* [mode NAME]: the id, and every MODE_* key of [waveform] above. */
 	MODE_UINT("mode", "id", id,
 		.def = "", .required = 1, .min = 0, .max = CFG_MAX_MODES - 1, .reload = CFG_RELOAD,
 		.help = "The mode's number, which the digitizer gives each CPI it commits (chirp_ring_commit_mode) and chirpd hands on with the result; required, and distinct among the modes. Id 0 is the mode of CPIs committed without one: the [waveform] section's mode unless a [mode NAME] section takes id 0 (then [waveform] holds only sample_rate_hz)."),
@@ -699,7 +699,7 @@ static int parse_gpu(const struct cfg_key *k, struct chirp_config *c, const char
 	return 0;
 }
 
-/* Where k's value lives: in mode m for a mode's key (F_MODE), else in c. */
+/* Where k's value lives: in mode m for a mode's key (in_mode), else in c. */
 char *cfg_key_base(const struct cfg_key *k, struct chirp_config *c, struct cfg_mode *m)
 {
 	return (k->in_mode) ? (char *)m + k->off : (char *)c + k->off;
@@ -842,7 +842,7 @@ const char *cfg_key_section_label(const struct cfg_key *k)
 }
 
 /* Key name in section: a [mode NAME] section has the id and every mode
- * key (F_MODE) of [waveform]; any other section the keys listed under it. */
+ * key (in_mode) of [waveform]; any other section the keys listed under it. */
 const struct cfg_key *cfg_find_key(const char *section, const char *name)
 {
 	for (size_t i = 0; i < cfg_nkeys; i++)
