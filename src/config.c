@@ -708,7 +708,7 @@ static void check_pulse(struct load *ld, const struct mode_check *mc)
 		report(ld, line, sec, key, "pulse length L=%llu exceeds range samples R=%llu%s",
 		       L, R, strcmp(sec, mc->sec) ? mc->whose : "");
 	}
-	need = R + (L ? L : 1) - 1;
+	need = pc_nfft_need(R, L);
 	if (c->nfft && L && c->nfft < need) {
 		key = later(ld, "processing", "nfft", "cpi", "samples", &sec, &line);
 		report(ld, line, sec, key, "nfft %zu is below samples + L - 1 = %llu (no wrap-around allowed)%s",

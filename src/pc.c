@@ -373,7 +373,7 @@ static int check_reference(const struct pc_params *p, char *err, size_t errlen)
 
 	if (check_mode_table(p, &L, err, errlen) < 0)
 		return -EINVAL;
-	need = R + L - 1;
+	need = (size_t)pc_nfft_need(R, L);
 	if (p->nfft != 0 && p->nfft < need) {
 		errbuf_set(err, errlen, "nfft %zu < R+L-1 = %zu%s: the correlation would wrap", p->nfft,
 			   need, p->nmodes > 0 ? " (the longest mode's L)" : "");

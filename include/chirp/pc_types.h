@@ -46,6 +46,15 @@ enum pc_cfar { PC_CFAR_CA = 0, PC_CFAR_GO = 1, PC_CFAR_SO = 2, PC_CFAR_OS = 3 };
 #define PC_MAX_DETECTIONS   1048576u /* max_detections upper bound          */
 #define PC_CFAR_OS_MAX_CELLS 256u    /* os: training cells per cell, at most */
 
+/* The shortest FFT length a range line of R samples correlated with a
+ * reference of L samples (L >= 1) needs without wrap-around: a forced
+ * nfft below it is refused (pc_params_check, and the configuration's
+ * check of [processing] nfft). */
+static inline unsigned long long pc_nfft_need(unsigned long long R, unsigned long long L)
+{
+	return R + (L ? L : 1) - 1;
+}
+
 /* Radar modes a pc holds at most. */
 #define PC_MAX_MODES 64
 
