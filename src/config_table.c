@@ -76,26 +76,37 @@ static int check_listen(const char *v, char *err, size_t len);
  * One row of the table: KEY_<TYPE>(section, key, field, .name = value...)
  * for a key of struct chirp_config, MODE_<TYPE> for a mode's key (a field
  * of struct cfg_mode). The named fields are struct cfg_key's: .def, .min,
- * .max, .min_excl, .required, .choices, .check, .reload (CFG_RELOAD or
- * CFG_RESTART), .help.
+ * .max, .min_excl, .max_excl, .required, .choices, .check, .reload
+ * (CFG_RELOAD or CFG_RESTART: a row without it needs a restart), .help.
  */
 #define CFG_ROW(sec, key, t, offset, ...) \
 	{ .section = (sec), .name = (key), .type = (t), .off = (offset), __VA_ARGS__ }
-#define KEY_STR(s, k, f, ...)    CFG_ROW(s, k, T_STR, OFF(f), .size = SZ(f), __VA_ARGS__)
-#define KEY_BOOL(s, k, f, ...)   CFG_ROW(s, k, T_BOOL, OFF(f), __VA_ARGS__)
-#define KEY_INT(s, k, f, ...)    CFG_ROW(s, k, T_INT, OFF(f), __VA_ARGS__)
-#define KEY_UINT(s, k, f, ...)   CFG_ROW(s, k, T_UINT, OFF(f), __VA_ARGS__)
-#define KEY_DOUBLE(s, k, f, ...) CFG_ROW(s, k, T_DOUBLE, OFF(f), __VA_ARGS__)
-#define KEY_ENUM(s, k, f, ...)   CFG_ROW(s, k, T_ENUM, OFF(f), __VA_ARGS__)
-#define KEY_AUTO(s, k, f, ...)   CFG_ROW(s, k, T_AUTO_INT, OFF(f), __VA_ARGS__)
-#define KEY_NFFT(s, k, f, ...)   CFG_ROW(s, k, T_NFFT, OFF(f), __VA_ARGS__)
-#define KEY_NUMA(s, k, f, ...)   CFG_ROW(s, k, T_NUMA, OFF(f), __VA_ARGS__)
-#define KEY_GPU(s, k, f, ...)    CFG_ROW(s, k, T_GPU, OFF(f), __VA_ARGS__)
+
+/* The offset of field f, and a compile error unless f has one of the
+ * types the key's kind stores (an enum is compatible with int or
+ * unsigned, a char array decays to char *). */
+#define TYPE_OK(expr, ...) (0 * sizeof(char[_Generic((expr), __VA_ARGS__: 1, default: -1)]))
+#define OFF_T(f, ...)  (OFF(f) + TYPE_OK(((struct chirp_config *)0)->f, __VA_ARGS__))
+#define MOFF_T(f, ...) (MOFF(f) + TYPE_OK(((struct cfg_mode *)0)->f, __VA_ARGS__))
+#define INTS int: 1, unsigned
+#define KEY_STR(s, k, f, ...)    CFG_ROW(s, k, T_STR, OFF_T(f, char *), .size = SZ(f), __VA_ARGS__)
+#define KEY_BOOL(s, k, f, ...)   CFG_ROW(s, k, T_BOOL, OFF_T(f, int), __VA_ARGS__)
+#define KEY_INT(s, k, f, ...)    CFG_ROW(s, k, T_INT, OFF_T(f, int), __VA_ARGS__)
+#define KEY_UINT(s, k, f, ...)   CFG_ROW(s, k, T_UINT, OFF_T(f, unsigned), __VA_ARGS__)
+#define KEY_DOUBLE(s, k, f, ...) CFG_ROW(s, k, T_DOUBLE, OFF_T(f, double), __VA_ARGS__)
+#define KEY_ENUM(s, k, f, ...)   CFG_ROW(s, k, T_ENUM, OFF_T(f, INTS), __VA_ARGS__)
+#define KEY_AUTO(s, k, f, ...)   CFG_ROW(s, k, T_AUTO_INT, OFF_T(f, INTS), __VA_ARGS__)
+#define KEY_NFFT(s, k, f, ...)   CFG_ROW(s, k, T_NFFT, OFF_T(f, size_t), __VA_ARGS__)
+#define KEY_NUMA(s, k, f, ...)   CFG_ROW(s, k, T_NUMA, OFF_T(f, int), __VA_ARGS__)
+#define KEY_GPU(s, k, f, ...)    CFG_ROW(s, k, T_GPU, OFF_T(f, int), __VA_ARGS__)
 #define MODE_STR(s, k, f, ...) \
-	CFG_ROW(s, k, T_STR, MOFF(f), .size = MSZ(f), .in_mode = 1, __VA_ARGS__)
-#define MODE_UINT(s, k, f, ...)   CFG_ROW(s, k, T_UINT, MOFF(f), .in_mode = 1, __VA_ARGS__)
-#define MODE_DOUBLE(s, k, f, ...) CFG_ROW(s, k, T_DOUBLE, MOFF(f), .in_mode = 1, __VA_ARGS__)
-#define MODE_ENUM(s, k, f, ...)   CFG_ROW(s, k, T_ENUM, MOFF(f), .in_mode = 1, __VA_ARGS__)
+	CFG_ROW(s, k, T_STR, MOFF_T(f, char *), .size = MSZ(f), .in_mode = 1, __VA_ARGS__)
+#define MODE_UINT(s, k, f, ...) \
+	CFG_ROW(s, k, T_UINT, MOFF_T(f, unsigned), .in_mode = 1, __VA_ARGS__)
+#define MODE_DOUBLE(s, k, f, ...) \
+	CFG_ROW(s, k, T_DOUBLE, MOFF_T(f, double), .in_mode = 1, __VA_ARGS__)
+#define MODE_ENUM(s, k, f, ...) \
+	CFG_ROW(s, k, T_ENUM, MOFF_T(f, INTS), .in_mode = 1, __VA_ARGS__)
 
 const struct cfg_key cfg_tab[] = {
 	/* [daemon] */
