@@ -19,7 +19,8 @@
 #   src/ring/    libchirpring: the shared-memory CPI ring, its public header
 #                include/chirp/ring.h, pkg-config file and Python binding
 #   src/         the daemon's modules (libchirpcore) and chirpd's own files
-#                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, daemon.h)
+#                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, daemon.h;
+#                all but chirpd.c also in libchirpd, which the tests link)
 #   src/cuda/    the CUDA backend (CUDA builds only)
 #   src/tools/   chirp-feed, chirp-tap, chirpctl and their helpers
 #   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
