@@ -5,13 +5,13 @@
  * logs, replies and tools print (pc_format_name, wf_window_name), and the
  * config module's choices are the same table. A leaf module: it includes
  * only the leaf headers that define the enums (chirp/pc_types.h,
- * waveform.h).
+ * waveform_types.h).
  */
 #ifndef CHIRP_NAMES_H
 #define CHIRP_NAMES_H
 
 #include "chirp/pc_types.h"
-#include "waveform.h"
+#include "waveform_types.h"
 
 /* One name and its value; a table ends with a NULL name. */
 struct name_entry {

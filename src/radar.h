@@ -3,7 +3,8 @@
  * radar.h — the radar chain after pulse compression (MTI, Doppler FFT,
  * map, CFAR, detection list; definition in chirp/pc.h, RADAR CHAIN),
  * resolved once for every backend: private to the pc module (pc.c,
- * pc_cpu.c, radar.c, radar_cpu.c, src/cuda/).
+ * pc_cpu.c, radar.c, radar_cpu.c, src/cuda/), but for the rules at the
+ * end, which the plan (plan.c) and the work's key (workkey.c) call too.
  *
  * radar_setup_make() turns a checked pc_params into what a backend runs:
  * the window with the Doppler gain folded in, Nd, and per range gate the

@@ -19,8 +19,7 @@
 
 #include <stddef.h>
 
-enum wf_type   { WF_LFM = 0, WF_BARKER13 = 1, WF_FILE = 2 };
-enum wf_window { WIN_RECT = 0, WIN_HAMMING, WIN_HANN, WIN_BLACKMAN, WIN_TAYLOR };
+#include "waveform_types.h"
 
 struct wf_params {
 	enum wf_type type;
