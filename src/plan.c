@@ -386,7 +386,6 @@ void plan_compare(const struct plan *a, const struct plan *b, struct plan_diff *
 	memset(d, 0, sizeof(*d));
 	d->same_shape = workkey_same(a->cfg, b->cfg, WORKKEY_SHAPE);
 	d->same_work = workkey_same(a->cfg, b->cfg, WORKKEY_CAPACITY);
-	d->restart = config_restart_keys(a->cfg, b->cfg, d->restart_keys, sizeof(d->restart_keys));
 	for (int k = 0; k < PLAN_RINGS; k++) {
 		const struct plan_ring *ra = &a->ring[k], *rb = &b->ring[k];
 

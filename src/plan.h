@@ -13,9 +13,11 @@
  *
  * The rules between keys that another module owns (the radar chain's:
  * radar_check; the CPI's size against a ring slot and the machine) are
- * checked here for the config module (config_check_rules, config.h),
- * which reports each at the FILE:LINE of the key that makes the
- * combination wrong.
+ * checked here for the config module: config.h declares the interface
+ * (config_check_rules, struct config_fault) and plan.c implements it, so
+ * config calls down into no other module and the plan uses only config's
+ * types, never its functions. config reports each fault at the FILE:LINE
+ * of the key that makes the combination wrong.
  */
 #ifndef CHIRP_PLAN_H
 #define CHIRP_PLAN_H
@@ -68,7 +70,8 @@ int plan_build(struct plan *p, const struct chirp_config *c, struct config_fault
 /* A ring sized after the plan was built (slots = auto): n slots. */
 void plan_set_slots(struct plan *p, enum plan_ring_kind which, unsigned n);
 
-/* What a reload changes between the running plan a and the next b. */
+/* What a reload changes between the running plan a and the next b (the
+ * keys that need a restart are the configuration's: config_restart_keys). */
 struct plan_diff {
 	int same_shape;              /* a CPI of b keeps a's depth choice
 					(workkey.c, WORKKEY_SHAPE)           */
@@ -77,9 +80,6 @@ struct plan_diff {
 					adds what the two pcs chose          */
 	int ring_kept[PLAN_RINGS];   /* b uses the ring a has, unchanged:
 					geometry, name and huge pages        */
-	int restart;                 /* keys that differ and cannot change on
-					reload (config_restart_keys)         */
-	char restart_keys[512];      /* them, "section.key,..."             */
 };
 void plan_compare(const struct plan *a, const struct plan *b, struct plan_diff *d);
 

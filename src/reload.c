@@ -193,11 +193,8 @@ static void reload_reply(const struct daemon *d, json_t *reply, char *keys, int 
 int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 {
 	struct chirp_config *nc = NULL;
-	struct plan *np = NULL;
-	struct plan_diff diff;
-	struct config_fault f;
 	struct gen *ng = NULL;
-	char keys[sizeof(diff.restart_keys)];
+	char keys[512];
 	int recreated = 0, ret;
 	uint64_t t0 = mono_ns();
 
@@ -210,8 +207,7 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 		goto out;
 	}
 	nc = malloc(sizeof(*nc));
-	np = malloc(sizeof(*np));
-	if (!nc || !np) {
+	if (!nc) {
 		snprintf(err, errlen, "out of memory");
 		ret = -ENOMEM;
 		goto out;
@@ -219,17 +215,11 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	ret = reload_load(d, nc, reply, err, errlen);
 	if (ret < 0)
 		goto out;
-	/* The running plan against the file's: restart-only keys keep their
-	 * running values, so what runs, what `config` shows and the reply's
-	 * restart_keys agree. */
-	if (plan_build(np, nc, &f) < 0) {
-		snprintf(err, errlen, "%s: %s", f.keys[0] ? f.keys[0] : "configuration", f.why);
-		ret = -EINVAL;
-		goto out;
-	}
-	plan_compare(&d->g->plan, np, &diff);
-	snprintf(keys, sizeof(keys), "%s", diff.restart_keys);
-	if (diff.restart > 0)
+	/* Restart-only keys keep their running values: what runs, what
+	 * `config` shows and the reply's restart_keys agree. The new
+	 * generation's plan is then compared with the running one's
+	 * (gen_create: rings kept, the same work). */
+	if (config_restart_keys(&d->g->cfg, nc, keys, sizeof(keys)) > 0)
 		log_warn("reload: changed keys need a restart and keep their running values: %s", keys);
 	config_hold_restart_keys(&d->g->cfg, nc);
 
@@ -257,7 +247,6 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	ret = 0;
 out:
 	gen_destroy(ng);   /* what it borrowed stays with the running generation */
-	free(np);
 	free(nc);
 	if (ret < 0) {
 		stats_add(d->st, ST_RELOAD_FAILURES, 1);
