@@ -19,8 +19,8 @@
 #   src/ring/    libchirpring: the shared-memory CPI ring, its public header
 #                include/chirp/ring.h, pkg-config file and Python binding
 #   src/         the daemon's modules (libchirpcore) and chirpd's own files
-#                (DAEMON_SRCS: chirpd.c and, in libchirpdaemon for the
-#                tests to link, gen.c, reload.c, ctlcmd.c, ...; daemon.h)
+#                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, ..., daemon.h;
+#                all but chirpd.c also in libchirpd, which the tests link)
 #   src/cuda/    the CUDA backend (CUDA builds only)
 #   src/tools/   chirp-feed, chirp-tap, chirpctl and their helpers
 #   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
@@ -85,16 +85,18 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
-CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
-                metrics.c pc.c pc_cpu.c pcsize.c pipeline.c sigmf.c sink.c stall.c stats.c sysnuma.c trace.c \
+CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c config_doc.c config_print.c \
+                config_table.c control.c errbuf.c hcopy.c log.c metrics.c names.c pc.c pc_cpu.c \
+                pcsize.c pipeline.c plan.c sigmf.c sink.c stall.c stats.c sysnuma.c trace.c \
                 radar.c radar_cpu.c version.c waveform.c workkey.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
-# chirpd's own files: main and the event loop (chirpd.c), generations,
-# reload, control commands, the status line, ring removal. All but main go
-# into DAEMON_LIB as well, which the unit tests of those files link.
-DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c ringrm.c statusline.c)
+# chirpd's own files: main and the event loop (chirpd.c), and in
+# libchirpd (DAEMON_LIB) the generations, reload, control commands, the
+# status line and ring removal, which chirpd and the unit tests link.
+DAEMON_LIB_SRCS := $(addprefix src/,gen.c reload.c ctlcmd.c ringrm.c statusline.c)
+DAEMON_SRCS := src/chirpd.c $(DAEMON_LIB_SRCS)
 TOOL_BINS  := chirp-feed chirp-tap chirpctl
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)
@@ -115,7 +117,8 @@ CORE_OBJS  := $(call objs_of,$(CORE_SRCS) $(CU_SRCS))
 RING_OBJS  := $(call objs_of,$(RING_SRCS))
 TOOL_OBJS  := $(call objs_of,$(TOOL_SRCS))
 DAEMON_OBJS := $(call objs_of,$(DAEMON_SRCS))
-DAEMON_LIB := $(BUILD)/lib/libchirpdaemon.a
+DAEMON_LIB_OBJS := $(call objs_of,$(DAEMON_LIB_SRCS))
+DAEMON_LIB := $(BUILD)/lib/libchirpd.a
 CORE_LIB   := $(BUILD)/lib/libchirpcore.a
 # Test hooks (-DCHIRP_TEST_HOOKS: pc_cpu.c's worker stall, pipeline.c's
 # sleep before a CPI's record) live only in a
@@ -191,7 +194,7 @@ $(TOOL_LIB): $(TOOL_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(DAEMON_LIB): $(filter-out $(OBJ)/chirpd.o,$(DAEMON_OBJS))
+$(DAEMON_LIB): $(DAEMON_LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 

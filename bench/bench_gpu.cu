@@ -242,7 +242,7 @@ static struct pc *make_pc(const struct geom *g, const struct mode *md, enum pc_b
 }
 
 /* chirpd's [processing] staging_threads = auto without [numa] cpus: one
- * thread per online cpu, at most 16 (config_staging_threads). */
+ * thread per online cpu, at most 16 (plan_staging_threads). */
 static unsigned staging_threads(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # gen-conf-man.sh [--check] — regenerate the key reference in
 # doc/man/chirpd.conf.5 (between the BEGIN KEYS / END KEYS markers) from
-# conf/chirpd.conf, which src/config.c's table generates. --check changes
+# conf/chirpd.conf, which src/config_table.c's table generates. --check changes
 # nothing and exits 1 if the page is out of date (tests/e2e/manpages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -166,7 +166,7 @@ static void log_over_budget(struct daemon *d, uint64_t now)
 			 "overwritten before it could be logged: [trace] records is small for this rate)",
 			 d->g->cfg.latency_budget_ms, (unsigned long long)count);
 	} else {
-		trace_format(&r, (uint64_t)(d->g->cfg.latency_budget_ms * 1e6), line, sizeof(line));
+		trace_format(&r, d->g->plan.latency_budget_ns, line, sizeof(line));
 		log_warn("CPI over the latency budget: %s (%llu over budget since start, %llu since "
 			 "the last such line)", line, (unsigned long long)count,
 			 (unsigned long long)(count - d->over_count_logged));
@@ -381,7 +381,7 @@ static int check_config(const char *path)
 		modes[nm].id = c->modes[nm].id;
 		modes[nm].ref = refs[nm];
 	}
-	config_pc_params(c, &pp);
+	plan_pc_params(c, &pp);
 	pp.ref = refs[0];
 	pp.ref_len = modes[0].ref_len;
 	pp.modes = modes;
@@ -600,7 +600,7 @@ static int start_pipeline(struct daemon *d, const struct chirp_config *cfg)
 		log_err("data path: %s", err);
 		return -EIO;
 	}
-	pipeline_set_budget(d->pl, (uint64_t)(cfg->latency_budget_ms * 1e6));
+	pipeline_set_budget(d->pl, d->g->plan.latency_budget_ns);
 	pipeline_applied(d->pl, &d->applied);
 	d->applied.memory_locked = mem;
 	if (sd_watchdog_enabled(0, &d->wd_usec) <= 0)

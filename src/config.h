@@ -2,7 +2,7 @@
 /*
  * config.h — chirpd's configuration, declared once.
  *
- * One table in config.c (name, section, type, default, min, max, whether it
+ * One table in config_table.c (name, section, type, default, min, max, whether it
  * can change on reload, help text) drives parsing (inih), defaults, range
  * checks, --check output, the `config` control reply, `make`'s generated
  * documentation and conf/chirpd.conf's comments. Errors read
@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "chirp/pc.h"
+/* Leaf headers only: the enums the configuration stores (pc_types.h,
+ * waveform.h). What is derived from a configuration is the plan's
+ * (plan.h), so config knows nothing of pc, rings or the machine. */
+#include "chirp/pc_types.h"
 #include "waveform.h"
 
 struct json_t;
@@ -31,7 +34,7 @@ enum cfg_realtime  { CFG_RT_OFF = 0, CFG_RT_PREFERRED = 1, CFG_RT_REQUIRED = 2 }
  * a [waveform] section is the mode "default" with id 0, so a file with
  * only [waveform] has exactly one mode, as before modes existed.
  */
-#define CFG_MAX_MODES 64             /* = PC_MAX_MODES                 */
+#define CFG_MAX_MODES PC_MAX_MODES   /* 64                             */
 #define CFG_MODE_NAME_MAX 32
 struct cfg_mode {
 	unsigned id;                         /* 0 .. CFG_MAX_MODES-1         */
@@ -91,12 +94,12 @@ struct chirp_config {
 	unsigned streams;                     /* 0 = auto (pc_params.streams) */
 	size_t nfft;                         /* 0 = auto                    */
 	enum pc_normalize normalize;
-	int cpu_threads;                     /* 0 = auto (config_cpu_threads) */
+	int cpu_threads;                     /* 0 = auto (plan_cpu_threads) */
 	enum pc_staging staging;
-	int staging_threads;                 /* 0 = auto (config_staging_threads) */
+	int staging_threads;                 /* 0 = auto (plan_staging_threads) */
 	int busy_poll;                       /* poll, never sleep, with CPIs in flight */
 	unsigned idle_spin_us;               /* poll this long before sleeping, µs */
-	/* [processing] backend tuning: struct pc_tuning (config_pc_params) */
+	/* [processing] backend tuning: struct pc_tuning (plan_pc_params) */
 	enum pc_fftw_planner fftw_planner;
 	char fftw_wisdom[CFG_PATH_MAX];      /* wisdom file ("" = none);
 						tune.fftw_wisdom points here */
@@ -125,7 +128,7 @@ struct chirp_config {
 	enum pc_switch velocity;             /* auto: on when both are set  */
 
 	/* [doppler] (pc_params.radar; the window is filled by the caller
-	 * with wf_window_fill over P' pulses, config_doppler_pulses) */
+	 * with wf_window_fill over P' pulses, plan_doppler_pulses) */
 	int doppler;                         /* bool                        */
 	enum pc_mti mti;
 	enum wf_window doppler_window;
@@ -192,10 +195,6 @@ struct json_t *config_to_json(const struct chirp_config *c);
 int config_restart_keys(const struct chirp_config *a, const struct chirp_config *b,
 			char *buf, size_t len);
 
-/* Pulse-compression parameters from a configuration. The reference is built
- * by the caller with wf_build(&c->wf, c->samples, ...). */
-void config_pc_params(const struct chirp_config *c, struct pc_params *p);
-
 /* Write conf/chirpd.conf-style documentation of every key to out
  * (conf/chirpd.conf is exactly this output; test_config checks it). */
 void config_write_reference(FILE *out);
@@ -213,14 +212,6 @@ const struct wf_params *config_wf(struct chirp_config *c);
 /* 1 if [section] key can change on reload, 0 if it needs a restart,
  * -ENOENT if there is no such key. */
 int config_key_reloadable(const char *section, const char *name);
-
-/* FFTW threads to use: cpu_threads, or for auto (0) the number of cpus in
- * [numa] cpus, else online cpus, at most 8. */
-int config_cpu_threads(const struct chirp_config *c);
-
-/* Copy-staging threads (CUDA backend, pc_params.staging_threads):
- * staging_threads, or for auto (0) the same count as config_cpu_threads. */
-int config_staging_threads(const struct chirp_config *c);
 
 /*
  * The keys that cannot change on reload (those config_restart_keys names)
@@ -240,31 +231,6 @@ void config_hold_restart_keys(const struct chirp_config *running, struct chirp_c
  */
 int config_key_at(size_t i, const char **section, const char **name);
 
-struct chirp_ring_geometry;
-
-enum config_ring { CONFIG_RING_INPUT, CONFIG_RING_OUTPUT, CONFIG_RING_DET };
-
-/*
- * The geometry of chirpd's input, output or detection ring for
- * configuration c, the one place that decides it. Input: [cpi] shape,
- * [input] format. Output: [output] mode: complex is cf32 C x P x R,
- * magnitude and power_db rf32 C x P x R, map_power and map_db rf32
- * C x Nd x R (Nd = config_doppler_nfft). Detections: format det,
- * 1 x 1 x max_detections. Each with [waveform] sample_rate_hz and its
- * section's slots as configured (0 = auto: chirpd sizes the ring at start;
- * a caller without that measurement picks its own count). Returns 1, or 0
- * when c has no such ring (output mode none; no [cfar] or no [detections]
- * ring): *g is then zeroed.
- */
-int config_ring_geometry(const struct chirp_config *c, enum config_ring which,
-			 struct chirp_ring_geometry *g);
-
-/* P', the pulses left after [doppler] mti (>= 1 when pulses allow it,
- * else 0), and Nd, the Doppler FFT length ([doppler] fft, or auto:
- * pc_good_fft_size(P')); 0 without doppler. */
-unsigned config_doppler_pulses(const struct chirp_config *c);
-unsigned config_doppler_nfft(const struct chirp_config *c);
-
 /* Mode i's waveform (0 <= i < nmodes) with wf.file pointing at that
  * mode's wf_file (or NULL if empty), as config_wf does for [waveform];
  * NULL for i >= nmodes. */
@@ -272,5 +238,30 @@ const struct wf_params *config_mode_wf(struct chirp_config *c, unsigned i);
 
 /* The index in c->modes of the mode with this id, or -1. */
 int config_mode_index(const struct chirp_config *c, unsigned id);
+
+/*
+ * A rule between keys that another module owns (the radar chain's, the
+ * CPI against a ring slot), as that module reports it: the keys of the
+ * combination as "section.key", the one the reason is about first (NULL
+ * after the last), and the reason. config_load reports it at the line of
+ * whichever of the keys the file set last.
+ */
+#define CONFIG_FAULT_KEYS 6
+struct config_fault {
+	const char *keys[CONFIG_FAULT_KEYS];
+	int residual;                /* a catch-all check after the owned
+					rules passed: reported only when the
+					file has no other error            */
+	char why[256];
+};
+
+/*
+ * The rules between keys that other modules own, checked on c: fills up
+ * to max faults into f and returns how many there are (0 = none). Defined
+ * by the plan module (plan.c), which derives what those modules are given;
+ * config_load calls it after its own checks, so that --check and a reload
+ * report every rule at FILE:LINE.
+ */
+int config_check_rules(const struct chirp_config *c, struct config_fault *f, int max);
 
 #endif /* CHIRP_CONFIG_H */

@@ -116,7 +116,7 @@ static json_t *radar_json(const struct daemon *d, const struct stats_snapshot *s
 	json_object_set_new(o, "cfar", json_boolean(c->cfar));
 	json_object_set_new(o, "pfa", json_real(c->pfa));
 	json_object_set_new(o, "ring", json_string(c->cfar ? c->det_ring : ""));
-	json_object_set_new(o, "ring_slots", json_integer(d->g->det ? c->det_slots : 0));
+	json_object_set_new(o, "ring_slots", json_integer(d->g->ring[PLAN_RING_DET] ? c->det_slots : 0));
 	json_object_set_new(o, "file", json_string(c->cfar ? c->det_file : ""));
 	json_object_set_new(o, "lists", json_integer((json_int_t)sn->counter[ST_DET_LISTS]));
 	json_object_set_new(o, "detections", json_integer((json_int_t)sn->counter[ST_DETECTIONS]));
@@ -199,7 +199,8 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(rings, "output", json_string(c->out_mode == PC_OUT_NONE ? "" :
 							       c->output_ring));
 	/* no input ring: a failed reload could not restore it (broken) */
-	if (d->g->in && chirp_ring_stats(d->g->in, &rs) == 0)
+	if (d->g->ring[PLAN_RING_IN] &&
+	    chirp_ring_stats(d->g->ring[PLAN_RING_IN], &rs) == 0)
 		json_object_set_new(rings, "input_epoch", json_integer((json_int_t)rs.epoch));
 	json_object_set_new(rings, "input_slots", json_integer(gen_in_slots(d->g)));
 	json_object_set_new(rings, "input_slots_auto", json_boolean(!d->g->slots_requested));

@@ -28,6 +28,7 @@
 #include "control.h"
 #include "metrics.h"
 #include "pipeline.h"
+#include "plan.h"
 #include "stats.h"
 #include "sysnuma.h"
 #include "timeutil.h"
@@ -38,21 +39,23 @@
 
 #include "version.h"   /* chirpd_version */
 
-/* One configuration's resources. Rings and the output fd may be shared
- * with the previous generation (borrowed) until the swap succeeds. */
+/* One configuration's resources, built from its plan. Rings and the
+ * output fd may be shared with the previous generation (borrowed) until
+ * the swap succeeds. */
 struct gen {
 	struct chirp_config cfg;
+	struct plan plan;                     /* from cfg (points into it)    */
 	struct pc_mode modes[PC_MAX_MODES];   /* cfg.modes[i]'s reference: what
 						 pc_params.modes points at  */
 	float *mode_ref[PC_MAX_MODES];        /* owned: modes[i].ref          */
 	unsigned nmodes;
 	struct pc *pc;
 	struct pc_info info;
-	struct chirp_ring *in, *out;          /* out NULL: [output] mode none */
-	int in_borrowed, out_borrowed;
+	struct chirp_ring *ring[PLAN_RINGS];  /* by kind; NULL: the plan has
+						 none (plan.ring[k].used 0) or
+						 not attached yet          */
+	int ring_borrowed[PLAN_RINGS];
 	int out_fd, fd_borrowed;
-	struct chirp_ring *det;               /* detection ring, NULL: none   */
-	int det_borrowed;
 	int det_fd, det_fd_borrowed;          /* [detections] file, -1: none  */
 	struct pipeline_gen *pg;
 	double capacity_cps;              /* pc_calibrate at creation, CPI/s (0: unknown) */
@@ -125,12 +128,12 @@ struct daemon {
  * geometry is unchanged (borrowed); a ring that must change is left NULL.
  * gen_attach: create the missing rings (a new input ring retires the old
  * one: producers see -ESTALE and re-attach) and the pipeline generation;
- * *created (may be NULL) gets bit 0 for a new input ring, bit 1 for a new
- * output ring. Between the two a reload parks the data thread and lets go
+ * *created (may be NULL) gets bit k (1 << enum plan_ring_kind) for each
+ * ring it created. Between the two a reload parks the data thread and lets go
  * of the old rings, because a ring cannot be re-created while we are still
  * attached to it. The rings are the input ring, the output ring (none
  * with [output] mode none) and the detection ring ([cfar] with a
- * [detections] ring); *created's bit 2 is a new detection ring. Both return NULL / a negative errno with err set.
+ * [detections] ring). Both return NULL / a negative errno with err set.
  */
 struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 		       struct gen *old, char *err, size_t errlen);

@@ -25,13 +25,6 @@
 
 #define AUTO_SLOTS_MIN     16       /* slots = auto never sizes below this    */
 
-static int same_geometry(const struct chirp_ring_geometry *a, const struct chirp_ring_geometry *b)
-{
-	return a->channels == b->channels && a->pulses == b->pulses && a->samples == b->samples &&
-	       a->format == b->format && a->slots == b->slots &&
-	       a->sample_rate_hz == b->sample_rate_hz;
-}
-
 /* huge: back with huge pages; foreign: adopt an existing object owned by
  * another uid ([input]/[output] allow_foreign_owner). */
 static void ring_opts(const struct chirp_config *c, struct chirp_ring_opts *o, int huge,
@@ -58,14 +51,11 @@ void gen_destroy(struct gen *g)
 		return;
 	pipeline_gen_destroy(g->pg);      /* before the pc it registered with */
 	pc_destroy(g->pc);
-	if (g->in && !g->in_borrowed)
-		chirp_ring_detach(g->in);
-	if (g->out && !g->out_borrowed)
-		chirp_ring_detach(g->out);
+	for (int k = 0; k < PLAN_RINGS; k++)
+		if (g->ring[k] && !g->ring_borrowed[k])
+			chirp_ring_detach(g->ring[k]);
 	if (g->out_fd >= 0 && !g->fd_borrowed)
 		close(g->out_fd);
-	if (g->det && !g->det_borrowed)
-		chirp_ring_detach(g->det);
 	if (g->det_fd >= 0 && !g->det_fd_borrowed)
 		close(g->det_fd);
 	for (unsigned i = 0; i < g->nmodes; i++)
@@ -73,25 +63,20 @@ void gen_destroy(struct gen *g)
 	free(g);
 }
 
-/* Whether a CPI of x's configuration keeps the CUDA depth streams = auto
- * chose for y's (checked before the new pc exists): workkey.c's table
- * says which fields that takes. */
-static int same_shape(const struct chirp_config *x, const struct chirp_config *y)
-{
-	return workkey_same(x, y, WORKKEY_SHAPE);
-}
-
 /* Whether a and b's pcs do the same work on the same device, so a
  * capacity measured for one holds for the other (a reload that changed
  * nothing of the kind need not measure again under live load): what the
- * pcs chose (backend, FFT length, depth) and the configuration's fields
- * that workkey.c's table marks for the capacity. The capacity cache's key
- * (gen_cache_key) prints every field of the same table. */
+ * pcs chose (backend, FFT length, depth) and the plans' side of it
+ * (plan_compare: the fields workkey.c's table marks for the capacity). The
+ * capacity cache's key (gen_cache_key) prints every field of the same
+ * table. */
 static int same_work(const struct gen *a, const struct gen *b)
 {
+	struct plan_diff d;
+
+	plan_compare(&a->plan, &b->plan, &d);
 	return a->info.backend == b->info.backend && a->info.nfft == b->info.nfft &&
-	       a->info.depth == b->info.depth &&
-	       workkey_same(&a->cfg, &b->cfg, WORKKEY_CAPACITY);
+	       a->info.depth == b->info.depth && d.same_work;
 }
 
 /*
@@ -131,9 +116,9 @@ unsigned gen_in_slots(const struct gen *g)
 {
 	struct chirp_ring_geometry geo;
 
-	if (!g->in)
+	if (!g->ring[PLAN_RING_IN])
 		return g->cfg.input_slots;
-	chirp_ring_geometry(g->in, &geo);
+	chirp_ring_geometry(g->ring[PLAN_RING_IN], &geo);
 	return geo.slots;
 }
 
@@ -150,10 +135,10 @@ void gen_report_slack(const struct gen *g)
 	log_info("input ring %s: %u slots = %.1f ms at the measured capacity of %.0f CPI/s "
 		 "(%s, buffer_ms %g); output ring %s: %u slots = %.1f ms", g->cfg.input_ring, n, ms,
 		 g->capacity_cps, g->slots_requested ? "slots fixed" : "slots = auto",
-		 g->cfg.input_buffer_ms, g->out ? g->cfg.output_ring : "(none)",
-		 g->out ? g->cfg.output_slots : 0,
-		 gen_ring_ms(g->out ? g->cfg.output_slots : 0, g->capacity_cps));
-	if (g->det)
+		 g->cfg.input_buffer_ms, g->ring[PLAN_RING_OUT] ? g->cfg.output_ring : "(none)",
+		 g->ring[PLAN_RING_OUT] ? g->cfg.output_slots : 0,
+		 gen_ring_ms(g->ring[PLAN_RING_OUT] ? g->cfg.output_slots : 0, g->capacity_cps));
+	if (g->ring[PLAN_RING_DET])
 		log_info("detection ring %s: %u slots = %.1f ms (%s)", g->cfg.det_ring,
 			 g->cfg.det_slots, gen_ring_ms(g->cfg.det_slots, g->capacity_cps),
 			 g->det_slots_requested ? "slots fixed" : "slots = auto");
@@ -177,10 +162,10 @@ void gen_ring_memory(const struct gen *g, size_t *in_bytes, size_t *out_bytes,
 	void *base;
 
 	*in_bytes = *out_bytes = 0;
-	if (g->in)
-		chirp_ring_data(g->in, &base, in_bytes);
-	if (g->out)
-		chirp_ring_data(g->out, &base, out_bytes);
+	if (g->ring[PLAN_RING_IN])
+		chirp_ring_data(g->ring[PLAN_RING_IN], &base, in_bytes);
+	if (g->ring[PLAN_RING_OUT])
+		chirp_ring_data(g->ring[PLAN_RING_OUT], &base, out_bytes);
 	*in_pinned = pinned ? *in_bytes : 0;
 	*out_pinned = pinned ? *out_bytes : 0;
 }
@@ -262,7 +247,7 @@ static int gen_build_modes(struct gen *g, char *err, size_t errlen)
  * once pc_create has copied it). Made at build time only. */
 static int gen_doppler_window(const struct gen *g, float **w, char *err, size_t errlen)
 {
-	unsigned n = config_doppler_pulses(&g->cfg);
+	unsigned n = g->plan.doppler_pulses;
 	double *dw;
 
 	*w = NULL;
@@ -378,13 +363,13 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 			char *err, size_t errlen)
 {
 	float *window = NULL;
-	struct pc_params pp;
+	struct pc_params pp = g->plan.pc;
+	struct plan_diff diff;
 	char why[256];
 	int kept = 0, ret = gen_build_modes(g, err, errlen);
 
 	if (ret < 0)
 		return ret;
-	config_pc_params(&g->cfg, &pp);
 	if ((ret = gen_doppler_window(g, &window, err, errlen)) < 0)
 		return ret;
 	pp.radar.window = window;
@@ -393,8 +378,10 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	pp.modes = g->modes;
 	pp.nmodes = g->nmodes;
 	gen_cache_lookup(g, &pp);
+	if (old)
+		plan_compare(&old->plan, &g->plan, &diff);
 	if (old && pp.streams == 0 && old->cfg.streams == 0 && old->info.depth_choice[0] &&
-	    same_shape(&old->cfg, &g->cfg)) {
+	    diff.same_shape) {
 		pp.streams = old->info.depth;
 		kept = 1;
 	} else if (pp.streams == 0 && g->cache_hit) {   /* auto: the depth measured before */
@@ -473,13 +460,12 @@ static void gen_measure_capacity(struct gen *g, const struct gen *old)
 static void gen_size_rings(struct gen *g, const struct gen *old)
 {
 	int keep = old && same_work(old, g) && old->cfg.input_buffer_ms == g->cfg.input_buffer_ms;
-	uint64_t rows = (uint64_t)g->cfg.channels * g->cfg.pulses * g->cfg.samples;
 
 	g->slots_requested = g->cfg.input_slots;
 	g->out_slots_requested = g->cfg.output_slots;
 	if (!g->cfg.input_slots)
 		g->cfg.input_slots = keep && !old->slots_requested ? old->cfg.input_slots :
-			auto_slots(g, rows * pc_format_sample_bytes(g->cfg.format), "input");
+			auto_slots(g, chirp_ring_cpi_bytes(&g->plan.ring[PLAN_RING_IN].geo), "input");
 	if (!g->cfg.output_slots && g->cfg.out_mode != PC_OUT_NONE)
 		g->cfg.output_slots = keep && !old->out_slots_requested ? old->cfg.output_slots :
 			auto_slots(g, pc_out_bytes(g->pc), "output");
@@ -487,35 +473,23 @@ static void gen_size_rings(struct gen *g, const struct gen *old)
 	if (!g->cfg.det_slots && pc_det_bytes(g->pc))
 		g->cfg.det_slots = keep && !old->det_slots_requested && old->cfg.det_slots ?
 			old->cfg.det_slots : auto_slots(g, pc_det_bytes(g->pc), "detections");
+	plan_set_slots(&g->plan, PLAN_RING_IN, g->cfg.input_slots);
+	plan_set_slots(&g->plan, PLAN_RING_OUT, g->cfg.output_slots);
+	plan_set_slots(&g->plan, PLAN_RING_DET, g->cfg.det_slots);
 }
 
-/* Borrow old's rings whose geometry, name (and huge pages) g keeps. */
+/* Borrow old's rings that the two plans share unchanged (geometry, name,
+ * huge pages). */
 static void gen_borrow_rings(struct gen *g, const struct gen *old)
 {
-	struct chirp_ring_geometry gi, go, ogi, ogo, gd, ogd;
-	int want_out, want_det;
+	struct plan_diff d;
 
-	config_ring_geometry(&g->cfg, CONFIG_RING_INPUT, &gi);
-	want_out = config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &go);
-	want_det = config_ring_geometry(&g->cfg, CONFIG_RING_DET, &gd);
-	config_ring_geometry(&old->cfg, CONFIG_RING_INPUT, &ogi);
-	config_ring_geometry(&old->cfg, CONFIG_RING_OUTPUT, &ogo);
-	config_ring_geometry(&old->cfg, CONFIG_RING_DET, &ogd);
-	if (want_det && old->det && same_geometry(&gd, &ogd) &&
-	    !strcmp(old->cfg.det_ring, g->cfg.det_ring)) {
-		g->det = old->det;
-		g->det_borrowed = 1;
-	}
-	if (old->in && same_geometry(&gi, &ogi) &&
-	    old->cfg.input_hugepages == g->cfg.input_hugepages &&
-	    !strcmp(old->cfg.input_ring, g->cfg.input_ring)) {
-		g->in = old->in;
-		g->in_borrowed = 1;
-	}
-	if (want_out && old->out && same_geometry(&go, &ogo) &&
-	    !strcmp(old->cfg.output_ring, g->cfg.output_ring)) {
-		g->out = old->out;
-		g->out_borrowed = 1;
+	plan_compare(&old->plan, &g->plan, &d);
+	for (int k = 0; k < PLAN_RINGS; k++) {
+		if (d.ring_kept[k] && old->ring[k]) {
+			g->ring[k] = old->ring[k];
+			g->ring_borrowed[k] = 1;
+		}
 	}
 }
 
@@ -562,24 +536,32 @@ static int gen_open_det_file(struct gen *g, const struct gen *old, char *err, si
 
 int gen_has_rings(const struct gen *g)
 {
-	struct chirp_ring_geometry geo;
-
-	return g->in && (g->out || !config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &geo)) &&
-	       (g->det || !config_ring_geometry(&g->cfg, CONFIG_RING_DET, &geo));
+	for (int k = 0; k < PLAN_RINGS; k++)
+		if (g->plan.ring[k].used && !g->ring[k])
+			return 0;
+	return 1;
 }
 
 struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 		       struct gen *old, char *err, size_t errlen)
 {
 	struct gen *g = calloc(1, sizeof(*g));
+	struct config_fault f;
 
 	if (!g) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	g->cfg = *cfg;
+	config_wf(&g->cfg);
+	for (unsigned i = 0; i < g->cfg.nmodes; i++)
+		config_mode_wf(&g->cfg, i);
 	g->out_fd = -1;
 	g->det_fd = -1;
+	if (plan_build(&g->plan, &g->cfg, &f) < 0) {
+		snprintf(err, errlen, "%s: %s", f.keys[0] ? f.keys[0] : "configuration", f.why);
+		goto fail;
+	}
 	if (gen_build_pc(d, g, old, err, errlen) < 0)
 		goto fail;
 	gen_measure_capacity(g, old);
@@ -595,130 +577,72 @@ fail:
 	return NULL;
 }
 
-/* The input ring, created (or re-attached by chirp_ring_create) as the
- * consumer and bound to the data path's node. */
-static int gen_attach_input(const struct daemon *d, struct gen *g, char *err, size_t errlen)
+/* A producer's ring continues the previous chirpd's stream when it
+ * stopped cleanly: we resume the input where it left off, and input gaps
+ * come flagged (doc/ring.md, "Continuity across a restart"). */
+static void gen_continue_stream(struct chirp_ring *r, const struct plan_ring *pr)
 {
-	struct chirp_ring_geometry geo;
-	struct chirp_ring_opts opts;
-	char why[256];
-	void *base;
-	size_t len;
-
-	config_ring_geometry(&g->cfg, CONFIG_RING_INPUT, &geo);
-	ring_opts(&g->cfg, &opts, g->cfg.input_hugepages, g->cfg.input_allow_foreign_owner);
-	g->in = chirp_ring_create(g->cfg.input_ring, &geo, CHIRP_RING_CONSUMER, &opts,
-				  why, sizeof(why));
-	if (!g->in) {
-		snprintf(err, errlen, "input ring %s: %s", g->cfg.input_ring, why);
-		return -EIO;
-	}
-	if (d->plan.node >= 0) {
-		chirp_ring_data(g->in, &base, &len);
-		if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
-			log_warn("input ring: %s", why);
-	}
-	return 0;
-}
-
-/* The output ring, as the producer, bound to the data path's node. */
-static int gen_attach_output(const struct daemon *d, struct gen *g, char *err, size_t errlen)
-{
-	struct chirp_ring_geometry geo;
-	struct chirp_ring_opts opts;
 	struct chirp_ring_stats rst;
-	char why[256];
-	void *base;
-	size_t len;
-	int cont;
+	int cont = chirp_ring_set_continuous(r);
 
-	config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &geo);
-	ring_opts(&g->cfg, &opts, 0, g->cfg.output_allow_foreign_owner);
-	g->out = chirp_ring_create(g->cfg.output_ring, &geo, CHIRP_RING_PRODUCER, &opts,
-				   why, sizeof(why));
-	if (!g->out) {
-		snprintf(err, errlen, "output ring %s: %s", g->cfg.output_ring, why);
-		return -EIO;
-	}
-	/* Our results continue the previous chirpd's when it stopped
-	 * cleanly: we resume the input where it left off, and input gaps
-	 * come flagged (doc/ring.md, "Continuity across a restart"). */
-	cont = chirp_ring_set_continuous(g->out);
-	if (chirp_ring_stats(g->out, &rst) == 0 && rst.committed > 0) {
-		if (cont == 1)
-			log_notice("output ring %s: the previous chirpd stopped cleanly; "
-				   "continuing its stream", g->cfg.output_ring);
-		else
-			log_notice("output ring %s: the previous producer did not stop "
-				   "cleanly; the first result carries DISCONTINUITY",
-				   g->cfg.output_ring);
-	}
-	if (d->plan.node >= 0) {
-		chirp_ring_data(g->out, &base, &len);
-		if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
-			log_warn("output ring: %s", why);
-	}
-	return 0;
+	if (chirp_ring_stats(r, &rst) != 0 || rst.committed == 0)
+		return;
+	if (cont == 1)
+		log_notice("%s ring %s: the previous chirpd stopped cleanly; continuing its stream",
+			   pr->what, pr->name);
+	else
+		log_notice("%s ring %s: the previous producer did not stop cleanly; the first "
+			   "record carries DISCONTINUITY", pr->what, pr->name);
 }
 
-/* The detection ring, as the producer, bound to the data path's node. */
-static int gen_attach_det(const struct daemon *d, struct gen *g, char *err, size_t errlen)
+/* Ring k of g's plan, created (the input ring as the consumer, re-attached
+ * by chirp_ring_create; the others as the producer) and bound to the data
+ * path's node. */
+static int gen_attach_ring(const struct daemon *d, struct gen *g, enum plan_ring_kind k,
+			   char *err, size_t errlen)
 {
-	struct chirp_ring_geometry geo;
+	const struct plan_ring *pr = &g->plan.ring[k];
 	struct chirp_ring_opts opts;
 	char why[256];
 	void *base;
 	size_t len;
 
-	config_ring_geometry(&g->cfg, CONFIG_RING_DET, &geo);
-	ring_opts(&g->cfg, &opts, 0, g->cfg.det_allow_foreign_owner);
-	g->det = chirp_ring_create(g->cfg.det_ring, &geo, CHIRP_RING_PRODUCER, &opts,
-				   why, sizeof(why));
-	if (!g->det) {
-		snprintf(err, errlen, "detection ring %s: %s", g->cfg.det_ring, why);
+	ring_opts(&g->cfg, &opts, pr->hugepages, pr->allow_foreign_owner);
+	g->ring[k] = chirp_ring_create(pr->name, &pr->geo, pr->role, &opts, why, sizeof(why));
+	if (!g->ring[k]) {
+		snprintf(err, errlen, "%s ring %s: %s", pr->what, pr->name, why);
 		return -EIO;
 	}
-	/* Lists continue the previous chirpd's after a clean stop, as the
-	 * output ring's results do (mark_clean in the pipeline). */
-	(void)chirp_ring_set_continuous(g->det);
+	if (pr->role == CHIRP_RING_PRODUCER)
+		gen_continue_stream(g->ring[k], pr);
 	if (d->plan.node >= 0) {
-		chirp_ring_data(g->det, &base, &len);
+		chirp_ring_data(g->ring[k], &base, &len);
 		if (sysnuma_bind_memory(base, len, d->plan.node, why, sizeof(why)) < 0)
-			log_warn("detection ring: %s", why);
+			log_warn("%s ring: %s", pr->what, why);
 	}
 	return 0;
 }
 
 int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, size_t errlen)
 {
-	struct chirp_ring_geometry geo;
 	char why[256];
 	int rc;
 
 	if (created)
 		*created = 0;
-	if (!g->in) {
-		if ((rc = gen_attach_input(d, g, err, errlen)) < 0)
+	for (int k = 0; k < PLAN_RINGS; k++) {
+		if (g->ring[k] || !g->plan.ring[k].used)
+			continue;
+		if ((rc = gen_attach_ring(d, g, (enum plan_ring_kind)k, err, errlen)) < 0)
 			return rc;
 		if (created)
-			*created |= 1;
-	}
-	if (!g->out && config_ring_geometry(&g->cfg, CONFIG_RING_OUTPUT, &geo)) {
-		if ((rc = gen_attach_output(d, g, err, errlen)) < 0)
-			return rc;
-		if (created)
-			*created |= 2;
-	}
-	if (!g->det && config_ring_geometry(&g->cfg, CONFIG_RING_DET, &geo)) {
-		if ((rc = gen_attach_det(d, g, err, errlen)) < 0)
-			return rc;
-		if (created)
-			*created |= 4;
+			*created |= 1 << k;
 	}
 	if (!g->pg) {
-		g->pg = pipeline_gen_create(g->in, g->out, g->pc, g->out_fd, d->plan.node,
-					    why, sizeof(why));
-		if (g->pg && pipeline_gen_set_detections(g->pg, g->det, g->det_fd, d->plan.node,
+		g->pg = pipeline_gen_create(g->ring[PLAN_RING_IN], g->ring[PLAN_RING_OUT], g->pc,
+					    g->out_fd, d->plan.node, why, sizeof(why));
+		if (g->pg && pipeline_gen_set_detections(g->pg, g->ring[PLAN_RING_DET], g->det_fd,
+							 d->plan.node,
 							 why, sizeof(why)) < 0) {
 			pipeline_gen_destroy(g->pg);
 			g->pg = NULL;

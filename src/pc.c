@@ -23,6 +23,7 @@
 #include "hcopy.h"
 #include "pc_backend.h"
 #include "log.h"
+#include "names.h"
 #include "radar.h"
 #include "timeutil.h"
 
@@ -57,36 +58,20 @@ struct pc {
 	char err[256];               /* why it failed (pc_last_error)       */
 };
 
+/* The names are names.c's, the one table config reads them from too. */
 const char *pc_format_name(enum pc_format f)
 {
-	switch (f) {
-	case PC_FMT_CF32: return "cf32";
-	case PC_FMT_SC16: return "sc16";
-	}
-	return "?";
+	return names_of(names_format, f);
 }
 
 const char *pc_output_name(enum pc_output m)
 {
-	switch (m) {
-	case PC_OUT_COMPLEX: return "complex";
-	case PC_OUT_MAGNITUDE: return "magnitude";
-	case PC_OUT_POWER_DB: return "power_db";
-	case PC_OUT_MAP_POWER: return "map_power";
-	case PC_OUT_MAP_DB: return "map_db";
-	case PC_OUT_NONE: return "none";
-	}
-	return "?";
+	return names_of(names_output, m);
 }
 
 const char *pc_backend_name(enum pc_backend b)
 {
-	switch (b) {
-	case PC_BACKEND_AUTO: return "auto";
-	case PC_BACKEND_CPU: return "cpu";
-	case PC_BACKEND_CUDA: return "cuda";
-	}
-	return "?";
+	return names_of(names_backend, b);
 }
 
 void pc_params_init(struct pc_params *p)
@@ -331,7 +316,7 @@ static int check_reference(const struct pc_params *p, char *err, size_t errlen)
 
 	if (check_mode_table(p, &L, err, errlen) < 0)
 		return -EINVAL;
-	need = R + L - 1;
+	need = (size_t)pc_nfft_need(R, L);
 	if (p->nfft != 0 && p->nfft < need) {
 		errbuf_set(err, errlen, "nfft %zu < R+L-1 = %zu%s: the correlation would wrap", p->nfft,
 			   need, p->nmodes > 0 ? " (the longest mode's L)" : "");
@@ -408,80 +393,17 @@ static int check_backend_opts(const struct pc_params *p, char *err, size_t errle
 
 /* ---- the radar chain's parameters (pc.h, RADAR CHAIN) ------------------- */
 
-static const char *mti_name(enum pc_mti m)
-{
-	return m == PC_MTI_TWO ? "two" : m == PC_MTI_THREE ? "three" : "none";
-}
-
-static const char *cfar_name(enum pc_cfar m)
-{
-	switch (m) {
-	case PC_CFAR_CA: return "ca";
-	case PC_CFAR_GO: return "go";
-	case PC_CFAR_SO: return "so";
-	case PC_CFAR_OS: return "os";
-	}
-	return "?";
-}
-
-/* Pulses left after the MTI, 0 when there are too few for it. */
-static unsigned pulses_after_mti(const struct pc_params *p)
-{
-	unsigned drop = p->radar.mti == PC_MTI_TWO ? 1 : p->radar.mti == PC_MTI_THREE ? 2 : 0;
-
-	return p->pulses > drop ? p->pulses - drop : 0;
-}
-
-/* The output mode against the chain: maps need Doppler processing and
- * none needs detections (nothing else would come out). */
-static int check_radar_outputs(const struct pc_params *p, char *err, size_t errlen)
+/* The map's size and the window over the P' pulses (radar_check has
+ * checked the MTI and Nd). */
+static int check_radar_map(const struct pc_params *p, char *err, size_t errlen)
 {
 	const struct pc_radar *r = &p->radar;
+	unsigned pm = radar_pulses_after_mti(p->pulses, r->mti);
+	unsigned nd = radar_doppler_nfft(p->pulses, r->mti, r->nfft);
 
-	if ((p->out_mode == PC_OUT_MAP_POWER || p->out_mode == PC_OUT_MAP_DB) && !r->doppler) {
-		errbuf_set(err, errlen, "output %s needs the radar chain's Doppler processing (radar doppler = 1)",
-			   pc_output_name(p->out_mode));
-		return -EINVAL;
-	}
-	if (r->cfar && !r->doppler) {
-		errbuf_set(err, errlen, "cfar needs the radar chain's Doppler processing (radar doppler = 1): it runs on the range-Doppler map");
-		return -EINVAL;
-	}
-	if (p->out_mode == PC_OUT_NONE && !(r->doppler && r->cfar)) {
-		errbuf_set(err, errlen, "output none is only valid with cfar on: nothing else would come out");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* MTI, the Doppler FFT length and the window. */
-static int check_radar_doppler(const struct pc_params *p, unsigned *nd, char *err, size_t errlen)
-{
-	const struct pc_radar *r = &p->radar;
-	unsigned pm;
-
-	if (r->mti < PC_MTI_NONE || r->mti > PC_MTI_THREE) {
-		errbuf_set(err, errlen, "mti %d: unknown (none, two or three)", (int)r->mti);
-		return -EINVAL;
-	}
-	pm = pulses_after_mti(p);
-	if (pm == 0) {
-		errbuf_set(err, errlen, "mti %s needs at least %u pulses: the CPI has %u",
-			   mti_name(r->mti), r->mti == PC_MTI_THREE ? 3u : 2u, p->pulses);
-		return -EINVAL;
-	}
-	if (r->nfft != 0 && r->nfft < pm) {
-		errbuf_set(err, errlen, "doppler nfft %u is shorter than the %u pulses after MTI", r->nfft, pm);
-		return -EINVAL;
-	}
-	*nd = r->nfft ? r->nfft : (unsigned)pc_good_fft_size(pm);
-	if (*nd == 0 || *nd > (1u << 24)) {
-		errbuf_set(err, errlen, "doppler nfft %u: must be at most %u", *nd, 1u << 24);
-		return -EINVAL;
-	}
-	if ((uint64_t)p->channels * *nd * p->samples > ((uint64_t)1 << 40)) {
+	if ((uint64_t)p->channels * nd * p->samples > ((uint64_t)1 << 40)) {
 		errbuf_set(err, errlen, "range-Doppler map of %u x %u x %u cells is too large",
-			   p->channels, *nd, p->samples);
+			   p->channels, nd, p->samples);
 		return -EINVAL;
 	}
 	if (r->window) {
@@ -502,113 +424,22 @@ static int check_radar_doppler(const struct pc_params *p, unsigned *nd, char *er
 	return 0;
 }
 
-/* Physical scales: finite and >= 0; velocities need both prf and carrier. */
-static int check_radar_scales(const struct pc_radar *r, char *err, size_t errlen)
-{
-	const double v[3] = { r->sample_rate_hz, r->prf_hz, r->carrier_hz };
-	static const char *const name[3] = { "sample_rate_hz", "prf_hz", "carrier_hz" };
-
-	for (int i = 0; i < 3; i++)
-		if (!(v[i] >= 0.0) || !isfinite(v[i])) {
-			errbuf_set(err, errlen, "radar %s %g must be finite and >= 0 (0: not given)",
-				   name[i], v[i]);
-			return -EINVAL;
-		}
-	if (r->velocity && !(r->prf_hz > 0.0 && r->carrier_hz > 0.0)) {
-		errbuf_set(err, errlen, "velocity needs carrier_hz and prf_hz (given: carrier %g Hz, prf %g Hz)",
-			   r->carrier_hz, r->prf_hz);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* The CFAR window against the map (R gates x Nd bins) and the method. */
-static int check_radar_window(const struct pc_params *p, unsigned nd, char *err, size_t errlen)
-{
-	const struct pc_radar *r = &p->radar;
-	uint64_t wr = 2ull * ((uint64_t)r->guard_range + r->train_range) + 1;
-	uint64_t wd = 2ull * ((uint64_t)r->guard_doppler + r->train_doppler) + 1, n;
-
-	if (wr > p->samples) {
-		errbuf_set(err, errlen, "cfar training in range (2 x (%u+%u) + 1 = %llu cells) is wider than the %u range gates",
-			   r->guard_range, r->train_range, (unsigned long long)wr, p->samples);
-		return -EINVAL;
-	}
-	if (wd > nd) {
-		errbuf_set(err, errlen, "cfar training in Doppler (2 x (%u+%u) + 1 = %llu cells) is wider than the %u Doppler bins",
-			   r->guard_doppler, r->train_doppler, (unsigned long long)wd, nd);
-		return -EINVAL;
-	}
-	n = wr * wd - (2ull * r->guard_range + 1) * (2ull * r->guard_doppler + 1);
-	if (n < 1) {
-		errbuf_set(err, errlen, "cfar has no training cell: train_range and train_doppler are both 0");
-		return -EINVAL;
-	}
-	if ((r->method == PC_CFAR_GO || r->method == PC_CFAR_SO) && r->train_range < 1) {
-		errbuf_set(err, errlen, "cfar %s needs train_range >= 1: its halves are the leading and lagging range cells",
-			   cfar_name(r->method));
-		return -EINVAL;
-	}
-	if (r->method == PC_CFAR_OS && n > PC_CFAR_OS_MAX_CELLS) {
-		errbuf_set(err, errlen, "cfar os: %llu training cells exceed the limit of %u",
-			   (unsigned long long)n, PC_CFAR_OS_MAX_CELLS);
-		return -EINVAL;
-	}
-	if (r->method == PC_CFAR_OS && r->os_rank > n) {
-		errbuf_set(err, errlen, "cfar os_rank %u must be 1..%llu (the training cells), or 0 for auto",
-			   r->os_rank, (unsigned long long)n);
-		return -EINVAL;
-	}
-	if (2ull * r->maxima_doppler + 1 > nd) {
-		errbuf_set(err, errlen, "maxima_doppler %u: the neighbourhood (2 x %u + 1 bins) is wider than the %u Doppler bins",
-			   r->maxima_doppler, r->maxima_doppler, nd);
-		return -EINVAL;
-	}
-	if (r->maxima_range >= p->samples) {
-		errbuf_set(err, errlen, "maxima_range %u: must be below the %u range gates", r->maxima_range,
-			   p->samples);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* The detector: method, pfa, list size, window. */
-static int check_radar_cfar(const struct pc_params *p, unsigned nd, char *err, size_t errlen)
-{
-	const struct pc_radar *r = &p->radar;
-
-	if (r->method < PC_CFAR_CA || r->method > PC_CFAR_OS) {
-		errbuf_set(err, errlen, "cfar method %d: unknown (ca, go, so or os)", (int)r->method);
-		return -EINVAL;
-	}
-	if (!(r->pfa > 0.0 && r->pfa < 1.0)) {
-		errbuf_set(err, errlen, "pfa %g must be in (0, 1)", r->pfa);
-		return -EINVAL;
-	}
-	if (r->pfa < 1e-300) {
-		errbuf_set(err, errlen, "pfa %g is below 1e-300", r->pfa);
-		return -EINVAL;
-	}
-	if (r->max_detections < 1 || r->max_detections > PC_MAX_DETECTIONS) {
-		errbuf_set(err, errlen, "max_detections %u must be 1..%u", r->max_detections,
-			   PC_MAX_DETECTIONS);
-		return -EINVAL;
-	}
-	return check_radar_window(p, nd, err, errlen);
-}
-
 static int check_radar(const struct pc_params *p, char *err, size_t errlen)
 {
-	unsigned nd;
+	struct radar_fault f;
 
-	if (check_radar_outputs(p, err, errlen) < 0)
+	if (radar_check_outputs(p->out_mode, &p->radar, &f) < 0) {
+		errbuf_set(err, errlen, "%s", f.why);
 		return -EINVAL;
+	}
 	if (!p->radar.doppler)
 		return 0;   /* the rest is ignored */
-	if (check_radar_doppler(p, &nd, err, errlen) < 0 ||
-	    check_radar_scales(&p->radar, err, errlen) < 0)
+	if (radar_check(&p->radar, p->pulses, p->samples, &f) < 0 ||
+	    radar_check_scales(&p->radar, &f) < 0) {
+		errbuf_set(err, errlen, "%s", f.why);
 		return -EINVAL;
-	if (p->radar.cfar && check_radar_cfar(p, nd, err, errlen) < 0)
+	}
+	if (check_radar_map(p, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }

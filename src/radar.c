@@ -50,6 +50,8 @@
 #include "errbuf.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -482,14 +484,13 @@ static int make_window(struct radar_setup *rs, const struct pc_radar *r, char *e
 static void make_scalars(struct radar_setup *rs, const struct pc_params *p)
 {
 	const struct pc_radar *r = &p->radar;
-	unsigned drop = r->mti == PC_MTI_TWO ? 1 : r->mti == PC_MTI_THREE ? 2 : 0;
 
 	rs->channels = p->channels;
 	rs->pulses = p->pulses;
 	rs->samples = p->samples;
 	rs->mti = r->mti;
-	rs->pulses_mti = p->pulses - drop;
-	rs->nd = r->nfft ? r->nfft : (unsigned)pc_good_fft_size(rs->pulses_mti);
+	rs->pulses_mti = radar_pulses_after_mti(p->pulses, r->mti);
+	rs->nd = radar_doppler_nfft(p->pulses, r->mti, r->nfft);
 	rs->out_mode = p->out_mode;
 	rs->cfar = r->cfar ? 1 : 0;
 	rs->method = r->method;
@@ -543,4 +544,182 @@ void radar_setup_free(struct radar_setup *rs)
 	free(rs->nlead);
 	free(rs->nlag);
 	memset(rs, 0, sizeof(*rs));
+}
+
+/* ---- the rules (radar.h) ------------------------------------------------ */
+
+unsigned radar_pulses_after_mti(unsigned pulses, enum pc_mti mti)
+{
+	unsigned drop = mti == PC_MTI_TWO ? 1 : mti == PC_MTI_THREE ? 2 : 0;
+
+	return pulses > drop ? pulses - drop : 0;
+}
+
+unsigned radar_doppler_nfft(unsigned pulses, enum pc_mti mti, unsigned nfft)
+{
+	unsigned pm = radar_pulses_after_mti(pulses, mti);
+
+	if (!pm)
+		return 0;
+	return nfft ? nfft : (unsigned)pc_good_fft_size(pm);
+}
+
+static int fault(struct radar_fault *f, enum radar_param param, unsigned params,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int fault(struct radar_fault *f, enum radar_param param, unsigned params,
+		 const char *fmt, ...)
+{
+	va_list ap;
+
+	f->param = param;
+	f->params = RADAR_BIT(param) | params;
+	va_start(ap, fmt);
+	vsnprintf(f->why, sizeof(f->why), fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* Nd's own parameters: the pulses, the MTI and a given length. */
+#define ND_PARAMS (RADAR_BIT(RADAR_P_NFFT) | RADAR_BIT(RADAR_P_PULSES) | RADAR_BIT(RADAR_P_MTI))
+
+/* The MTI against the pulses, and Nd >= P' within its bound. */
+static int check_doppler(const struct pc_radar *r, unsigned pulses, unsigned *nd,
+			 struct radar_fault *f)
+{
+	unsigned pm;
+
+	if (r->mti < PC_MTI_NONE || r->mti > PC_MTI_THREE)
+		return fault(f, RADAR_P_MTI, 0, "mti %d: unknown (none, two_pulse or three_pulse)",
+			     (int)r->mti);
+	pm = radar_pulses_after_mti(pulses, r->mti);
+	if (pm == 0)
+		return fault(f, RADAR_P_MTI, RADAR_BIT(RADAR_P_PULSES),
+			     "mti %s needs at least %u pulses per CPI, not %u",
+			     r->mti == PC_MTI_THREE ? "three_pulse" : "two_pulse",
+			     r->mti == PC_MTI_THREE ? 3u : 2u, pulses);
+	*nd = radar_doppler_nfft(pulses, r->mti, r->nfft);
+	if (*nd < pm)
+		return fault(f, RADAR_P_NFFT, ND_PARAMS,
+			     "Doppler FFT length %u is shorter than the %u pulses left after MTI",
+			     *nd, pm);
+	if (*nd == 0 || *nd > RADAR_MAX_DOPPLER_NFFT)
+		return fault(f, RADAR_P_NFFT, ND_PARAMS, "Doppler FFT length %u: must be at most %u",
+			     *nd, RADAR_MAX_DOPPLER_NFFT);
+	return 0;
+}
+
+/* The CFAR window, 2 x (guard + train) + 1 cells on each axis, within the
+ * map (R gates x Nd bins), with training cells, and what each method
+ * needs of them. */
+static int check_window(const struct pc_radar *r, unsigned samples, unsigned nd,
+			struct radar_fault *f)
+{
+	uint64_t wr = 2ull * ((uint64_t)r->guard_range + r->train_range) + 1;
+	uint64_t wd = 2ull * ((uint64_t)r->guard_doppler + r->train_doppler) + 1;
+	uint64_t n = wr * wd - (2ull * r->guard_range + 1) * (2ull * r->guard_doppler + 1);
+
+	if (wr > samples)
+		return fault(f, RADAR_P_TRAIN_RANGE,
+			     RADAR_BIT(RADAR_P_GUARD_RANGE) | RADAR_BIT(RADAR_P_SAMPLES),
+			     "CFAR window of 2 x (guard_range %u + train_range %u) + 1 = %llu gates is wider than the %u range gates",
+			     r->guard_range, r->train_range, (unsigned long long)wr, samples);
+	if (wd > nd)
+		return fault(f, RADAR_P_TRAIN_DOPPLER, RADAR_BIT(RADAR_P_GUARD_DOPPLER) | ND_PARAMS,
+			     "CFAR window of 2 x (guard_doppler %u + train_doppler %u) + 1 = %llu bins is wider than the %u Doppler bins",
+			     r->guard_doppler, r->train_doppler, (unsigned long long)wd, nd);
+	if (n == 0)
+		return fault(f, RADAR_P_TRAIN_RANGE, RADAR_BIT(RADAR_P_TRAIN_DOPPLER),
+			     "no training cells (train_range and train_doppler are 0)");
+	if ((r->method == PC_CFAR_GO || r->method == PC_CFAR_SO) && r->train_range < 1)
+		return fault(f, RADAR_P_TRAIN_RANGE, RADAR_BIT(RADAR_P_METHOD),
+			     "cfar %s needs train_range >= 1: its halves are the leading and lagging range cells",
+			     r->method == PC_CFAR_GO ? "go" : "so");
+	if (r->method == PC_CFAR_OS && n > PC_CFAR_OS_MAX_CELLS)
+		return fault(f, RADAR_P_METHOD,
+			     RADAR_BIT(RADAR_P_TRAIN_RANGE) | RADAR_BIT(RADAR_P_TRAIN_DOPPLER),
+			     "os CFAR sorts at most %u training cells per cell, this window has %llu",
+			     PC_CFAR_OS_MAX_CELLS, (unsigned long long)n);
+	if (r->method == PC_CFAR_OS && r->os_rank > n)
+		return fault(f, RADAR_P_OS_RANK, RADAR_BIT(RADAR_P_METHOD),
+			     "os_rank %u exceeds the %llu training cells (1..%llu, or 0 for auto)",
+			     r->os_rank, (unsigned long long)n, (unsigned long long)n);
+	return 0;
+}
+
+/* The detector: method, pfa, list size, window, local maxima. */
+static int check_cfar(const struct pc_radar *r, unsigned samples, unsigned nd,
+		      struct radar_fault *f)
+{
+	if (r->method < PC_CFAR_CA || r->method > PC_CFAR_OS)
+		return fault(f, RADAR_P_METHOD, 0, "cfar method %d: unknown (ca, go, so or os)",
+			     (int)r->method);
+	if (!(r->pfa > 0.0 && r->pfa < 1.0))
+		return fault(f, RADAR_P_PFA, 0, "pfa %g must be in (0, 1)", r->pfa);
+	if (r->pfa < 1e-300)
+		return fault(f, RADAR_P_PFA, 0, "pfa %g is below 1e-300", r->pfa);
+	if (r->max_detections < 1 || r->max_detections > PC_MAX_DETECTIONS)
+		return fault(f, RADAR_P_MAX_DETECTIONS, 0, "max_detections %u must be 1..%u",
+			     r->max_detections, PC_MAX_DETECTIONS);
+	if (check_window(r, samples, nd, f) < 0)
+		return -EINVAL;
+	if (2ull * r->maxima_doppler + 1 > nd)
+		return fault(f, RADAR_P_MAXIMA_DOPPLER, ND_PARAMS,
+			     "maxima_doppler %u: the neighbourhood (2 x %u + 1 bins) is wider than the %u Doppler bins",
+			     r->maxima_doppler, r->maxima_doppler, nd);
+	if (r->maxima_range >= samples)
+		return fault(f, RADAR_P_MAXIMA_RANGE, RADAR_BIT(RADAR_P_SAMPLES),
+			     "maxima_range %u: must be below the %u range gates", r->maxima_range,
+			     samples);
+	return 0;
+}
+
+int radar_check_outputs(enum pc_output out_mode, const struct pc_radar *r,
+			struct radar_fault *f)
+{
+	const unsigned doppler = RADAR_BIT(RADAR_P_DOPPLER);
+
+	memset(f, 0, sizeof(*f));
+	if (r->cfar && !r->doppler)
+		return fault(f, RADAR_P_CFAR, doppler,
+			     "[cfar] needs [doppler] enable = true (the CFAR runs on the range-Doppler map)");
+	if ((out_mode == PC_OUT_MAP_POWER || out_mode == PC_OUT_MAP_DB) && !r->doppler)
+		return fault(f, RADAR_P_OUT_MODE, doppler, "output mode %s needs [doppler] enable = true",
+			     out_mode == PC_OUT_MAP_DB ? "map_db" : "map_power");
+	if (out_mode == PC_OUT_NONE && !(r->doppler && r->cfar))
+		return fault(f, RADAR_P_OUT_MODE, RADAR_BIT(RADAR_P_CFAR),
+			     "output mode none leaves detections as the only result: needs [cfar] enable");
+	return 0;
+}
+
+int radar_check_scales(const struct pc_radar *r, struct radar_fault *f)
+{
+	const double v[3] = { r->sample_rate_hz, r->prf_hz, r->carrier_hz };
+	static const char *const name[3] = { "sample_rate_hz", "prf_hz", "carrier_hz" };
+	static const enum radar_param param[3] = { RADAR_P_SAMPLE_RATE, RADAR_P_PRF,
+						   RADAR_P_CARRIER };
+
+	memset(f, 0, sizeof(*f));
+	for (int i = 0; i < 3; i++)
+		if (!(v[i] >= 0.0) || !isfinite(v[i]))
+			return fault(f, param[i], 0, "radar %s %g must be finite and >= 0 (0: not given)",
+				     name[i], v[i]);
+	if (r->velocity && !(r->prf_hz > 0.0 && r->carrier_hz > 0.0))
+		return fault(f, RADAR_P_VELOCITY, RADAR_BIT(RADAR_P_PRF) | RADAR_BIT(RADAR_P_CARRIER),
+			     "velocity = on needs prf_hz and carrier_hz (prf_hz %g, carrier_hz %g)",
+			     r->prf_hz, r->carrier_hz);
+	return 0;
+}
+
+int radar_check(const struct pc_radar *r, unsigned pulses, unsigned samples,
+		struct radar_fault *f)
+{
+	unsigned nd = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (check_doppler(r, pulses, &nd, f) < 0)
+		return -EINVAL;
+	if (r->cfar && check_cfar(r, samples, nd, f) < 0)
+		return -EINVAL;
+	return 0;
 }

@@ -121,17 +121,11 @@ static int reload_swap_new_rings(struct daemon *d, struct gen **ngp, int *recrea
 	}
 	pipeline_gen_destroy(og->pg);
 	og->pg = NULL;
-	if (!ng->in && og->in) {
-		chirp_ring_detach(og->in);
-		og->in = NULL;
-	}
-	if (!ng->out && og->out) {
-		chirp_ring_detach(og->out);
-		og->out = NULL;
-	}
-	if (!ng->det && og->det) {
-		chirp_ring_detach(og->det);
-		og->det = NULL;
+	for (int k = 0; k < PLAN_RINGS; k++) {
+		if (!ng->ring[k] && og->ring[k]) {
+			chirp_ring_detach(og->ring[k]);
+			og->ring[k] = NULL;
+		}
 	}
 	ret = gen_attach(d, ng, recreated, err, errlen);
 	if (ret == 0) {
@@ -150,21 +144,15 @@ static int reload_swap_new_rings(struct daemon *d, struct gen **ngp, int *recrea
 /* ng runs now: it owns what it borrowed, and the old generation goes. */
 static void reload_commit(struct daemon *d, struct gen *ng)
 {
-	if (ng->in_borrowed) {
-		d->g->in = NULL;
-		ng->in_borrowed = 0;
-	}
-	if (ng->out_borrowed) {
-		d->g->out = NULL;
-		ng->out_borrowed = 0;
+	for (int k = 0; k < PLAN_RINGS; k++) {
+		if (ng->ring_borrowed[k]) {
+			d->g->ring[k] = NULL;
+			ng->ring_borrowed[k] = 0;
+		}
 	}
 	if (ng->fd_borrowed) {
 		d->g->out_fd = -1;
 		ng->fd_borrowed = 0;
-	}
-	if (ng->det_borrowed) {
-		d->g->det = NULL;
-		ng->det_borrowed = 0;
 	}
 	if (ng->det_fd_borrowed) {
 		d->g->det_fd = -1;
@@ -172,7 +160,7 @@ static void reload_commit(struct daemon *d, struct gen *ng)
 	}
 	gen_destroy(d->g);
 	d->g = ng;
-	pipeline_set_budget(d->pl, (uint64_t)(ng->cfg.latency_budget_ms * 1e6));
+	pipeline_set_budget(d->pl, ng->plan.latency_budget_ns);
 	gen_log_modes(ng);
 	gen_report_slack(ng);
 	log_set_level(ng->cfg.log_level);
@@ -194,9 +182,12 @@ static void reload_reply(const struct daemon *d, json_t *reply, char *keys, int 
 	json_object_set_new(reply, "reloaded", json_true());
 	json_object_set_new(reply, "config", json_string(d->config_path));
 	json_object_set_new(reply, "restart_keys", rk ? rk : json_array());
-	json_object_set_new(reply, "input_ring_recreated", json_boolean(recreated & 1));
-	json_object_set_new(reply, "output_ring_recreated", json_boolean(recreated & 2));
-	json_object_set_new(reply, "detection_ring_recreated", json_boolean(recreated & 4));
+	json_object_set_new(reply, "input_ring_recreated",
+			    json_boolean(recreated & (1 << PLAN_RING_IN)));
+	json_object_set_new(reply, "output_ring_recreated",
+			    json_boolean(recreated & (1 << PLAN_RING_OUT)));
+	json_object_set_new(reply, "detection_ring_recreated",
+			    json_boolean(recreated & (1 << PLAN_RING_DET)));
 	json_object_set_new(reply, "ms", json_real((double)(mono_ns() - t0) * 1e-6));
 }
 
@@ -226,7 +217,9 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	if (ret < 0)
 		goto out;
 	/* Restart-only keys keep their running values: what runs, what
-	 * `config` shows and the reply's restart_keys agree. */
+	 * `config` shows and the reply's restart_keys agree. The new
+	 * generation's plan is then compared with the running one's
+	 * (gen_create: rings kept, the same work). */
 	if (config_restart_keys(&d->g->cfg, nc, keys, sizeof(keys)) > 0)
 		log_warn("reload: changed keys need a restart and keep their running values: %s", keys);
 	config_hold_restart_keys(&d->g->cfg, nc);
@@ -246,9 +239,9 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen)
 	ng = NULL;
 	snprintf(d->restart_keys, sizeof(d->restart_keys), "%s", keys);
 	log_notice("reloaded %s in %.1f ms%s%s%s%s%s", d->config_path, (double)(mono_ns() - t0) * 1e-6,
-		   recreated & 1 ? "; input ring re-created (new epoch)" : "",
-		   recreated & 2 ? "; output ring re-created" : "",
-		   recreated & 4 ? "; detection ring re-created" : "",
+		   recreated & (1 << PLAN_RING_IN) ? "; input ring re-created (new epoch)" : "",
+		   recreated & (1 << PLAN_RING_OUT) ? "; output ring re-created" : "",
+		   recreated & (1 << PLAN_RING_DET) ? "; detection ring re-created" : "",
 		   keys[0] ? "; needs restart: " : "", keys);
 	if (reply)
 		reload_reply(d, reply, keys, recreated, t0);

@@ -8,6 +8,7 @@
  */
 #include "waveform.h"
 #include "errbuf.h"
+#include "names.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -20,17 +21,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char *const type_names[] = {
-	[WF_LFM] = "lfm", [WF_BARKER13] = "barker13", [WF_FILE] = "file",
-};
-
-static const char *const window_names[] = {
-	[WIN_RECT] = "rect", [WIN_HAMMING] = "hamming", [WIN_HANN] = "hann",
-	[WIN_BLACKMAN] = "blackman", [WIN_TAYLOR] = "taylor",
-};
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 void wf_params_init(struct wf_params *p)
 {
@@ -46,44 +36,35 @@ void wf_params_init(struct wf_params *p)
 	p->taylor_sll_db = 35.0;
 }
 
+/* The names are names.c's, the one table config reads them from too. */
 const char *wf_type_name(enum wf_type t)
 {
-	if ((unsigned)t < NELEM(type_names) && type_names[t])
-		return type_names[t];
-	return "?";
+	return names_of(names_wf_type, t);
 }
 
 const char *wf_window_name(enum wf_window w)
 {
-	if ((unsigned)w < NELEM(window_names) && window_names[w])
-		return window_names[w];
-	return "?";
+	return names_of(names_window, w);
 }
 
 int wf_type_parse(const char *s, enum wf_type *t)
 {
-	if (!s || !t)
+	int v;
+
+	if (!s || !t || names_value_nocase(names_wf_type, s, &v) < 0)
 		return -EINVAL;
-	for (unsigned i = 0; i < NELEM(type_names); i++) {
-		if (type_names[i] && strcasecmp(s, type_names[i]) == 0) {
-			*t = (enum wf_type)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	*t = (enum wf_type)v;
+	return 0;
 }
 
 int wf_window_parse(const char *s, enum wf_window *w)
 {
-	if (!s || !w)
+	int v;
+
+	if (!s || !w || names_value_nocase(names_window, s, &v) < 0)
 		return -EINVAL;
-	for (unsigned i = 0; i < NELEM(window_names); i++) {
-		if (window_names[i] && strcasecmp(s, window_names[i]) == 0) {
-			*w = (enum wf_window)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	*w = (enum wf_window)v;
+	return 0;
 }
 
 /*
@@ -374,7 +355,7 @@ static int wf_pulse_lfm(const struct wf_params *p, unsigned range_samples,
 		errbuf_set(err, errlen, "pulse_width_s %g: must be positive", tau);
 		return -EINVAL;
 	}
-	Ld = round(tau * fs);
+	Ld = (double)wf_pulse_len(p);
 	if (Ld < 1.0) {
 		errbuf_set(err, errlen,
 			   "pulse length L=0 samples (pulse_width_s*sample_rate_hz = %g): need at least 1",
@@ -403,6 +384,22 @@ static int wf_pulse_lfm(const struct wf_params *p, unsigned range_samples,
 	return 0;
 }
 
+unsigned long long wf_pulse_len(const struct wf_params *p)
+{
+	double n;
+
+	switch (p->type) {
+	case WF_LFM:
+		n = p->pulse_width_s * p->sample_rate_hz;
+		return isfinite(n) && n >= 0.5 ? (unsigned long long)llround(n) : 0;
+	case WF_BARKER13:
+		return 13ull * p->chip_samples;
+	case WF_FILE:
+		break;
+	}
+	return 0;
+}
+
 /* The Barker-13 pulse, chip_samples samples per chip; same contract as
  * wf_pulse_lfm. */
 static int wf_pulse_barker13(const struct wf_params *p, unsigned range_samples,
@@ -416,13 +413,13 @@ static int wf_pulse_barker13(const struct wf_params *p, unsigned range_samples,
 		errbuf_set(err, errlen, "chip_samples 0: must be at least 1");
 		return -EINVAL;
 	}
-	if (13.0 * cs > (double)range_samples) {
+	if (wf_pulse_len(p) > range_samples) {
 		errbuf_set(err, errlen,
-			   "pulse length L=%.0f samples (13*chip_samples) exceeds range samples R=%u",
-			   13.0 * cs, range_samples);
+			   "pulse length L=%llu samples (13*chip_samples) exceeds range samples R=%u",
+			   wf_pulse_len(p), range_samples);
 		return -EINVAL;
 	}
-	*L = 13 * (size_t)cs;
+	*L = (size_t)wf_pulse_len(p);
 	v = malloc(2 * *L * sizeof(*v));
 	if (!v)
 		return wf_nomem(*L, err, errlen);

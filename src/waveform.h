@@ -19,8 +19,7 @@
 
 #include <stddef.h>
 
-enum wf_type   { WF_LFM = 0, WF_BARKER13 = 1, WF_FILE = 2 };
-enum wf_window { WIN_RECT = 0, WIN_HAMMING, WIN_HANN, WIN_BLACKMAN, WIN_TAYLOR };
+#include "waveform_types.h"
 
 struct wf_params {
 	enum wf_type type;
@@ -50,6 +49,15 @@ int wf_window_parse(const char *s, enum wf_window *w);    /* 0 or -EINVAL */
  */
 int wf_build(const struct wf_params *p, unsigned range_samples,
 	     float **ref, size_t *len, char *err, size_t errlen);
+
+/*
+ * L, the pulse's length in samples, as wf_build makes it: lfm
+ * round(pulse_width_s * sample_rate_hz), barker13 13 * chip_samples; 0 for
+ * file (the file's size / 8, known once it is read) and for a pulse
+ * shorter than half a sample or parameters that are not finite. The one
+ * definition the configuration's checks use too.
+ */
+unsigned long long wf_pulse_len(const struct wf_params *p);
 
 /* Window of length n into w[0..n-1] (double). 0 or -EINVAL. */
 int wf_window_fill(enum wf_window win, unsigned nbar, double sll_db,

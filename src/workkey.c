@@ -12,6 +12,7 @@
  * on purpose, and the comment above it says why.
  */
 #include "workkey.h"
+#include "radar.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +49,14 @@ struct wk_field {
 #define SHAPE    WORKKEY_SHAPE
 #define CAPACITY WORKKEY_CAPACITY
 #define BOTH     (WORKKEY_SHAPE | WORKKEY_CAPACITY)
+
+/* Nd as the backend computes it (radar_doppler_nfft): "auto" and the
+ * length it picks are the same work. The plan (plan.c) compares works
+ * through this table, so this file asks the radar module, not the plan. */
+static unsigned doppler_nfft(const struct chirp_config *c)
+{
+	return c->doppler ? radar_doppler_nfft(c->pulses, c->mti, c->doppler_fft) : 0;
+}
 
 static const struct wk_field wk_tab[] = {
 	/* The CPI: shape, formats, device and how it is fed. */
@@ -89,7 +98,7 @@ static const struct wk_field wk_tab[] = {
 	/* The radar chain: the map's shape and the CFAR's window and method. */
 	FIELD("doppler.enable", doppler, WK_ALWAYS, BOTH),
 	FIELD("doppler.mti", mti, WK_IF_DOPPLER, BOTH),
-	DERIVED("doppler.fft", config_doppler_nfft, WK_IF_DOPPLER, BOTH),
+	DERIVED("doppler.fft", doppler_nfft, WK_IF_DOPPLER, BOTH),
 	FIELD("cfar.enable", cfar, WK_ALWAYS, BOTH),
 	FIELD("cfar.method", cfar_method, WK_IF_CFAR, BOTH),
 	FIELD("cfar.integrate", cfar_integrate, WK_IF_CFAR, BOTH),

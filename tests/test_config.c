@@ -29,6 +29,7 @@
 
 #include "chirp/ring.h"
 #include "config.h"
+#include "plan.h"
 #include "log.h"
 
 /* Repository root: where tests/configs is (cwd, or from __FILE__). */
@@ -140,8 +141,8 @@ static void test_defaults(void **state)
 	memset(e.path, 0, sizeof(e.path));
 	memset(d.path, 0, sizeof(d.path));
 	assert_memory_equal(&d, &e, sizeof(d));
-	assert_true(config_cpu_threads(&d) >= 1 && config_cpu_threads(&d) <= 8);
-	assert_true(config_staging_threads(&d) >= 1 && config_staging_threads(&d) <= 8);
+	assert_true(plan_cpu_threads(&d) >= 1 && plan_cpu_threads(&d) <= 8);
+	assert_true(plan_staging_threads(&d) >= 1 && plan_staging_threads(&d) <= 8);
 }
 
 static void test_every_key(void **state)
@@ -230,11 +231,11 @@ static void test_every_key(void **state)
 	assert_int_equal(c.streams, 3);
 	assert_int_equal(c.staging, PC_STAGING_COPY);
 	assert_int_equal(c.staging_threads, 6);
-	assert_int_equal(config_staging_threads(&c), 6);
+	assert_int_equal(plan_staging_threads(&c), 6);
 	assert_int_equal(c.nfft, 1500);
 	assert_int_equal(c.normalize, PC_NORM_NONE);
 	assert_int_equal(c.cpu_threads, 5);
-	assert_int_equal(config_cpu_threads(&c), 5);
+	assert_int_equal(plan_cpu_threads(&c), 5);
 	assert_int_equal(c.out_mode, PC_OUT_POWER_DB);
 	assert_string_equal(c.output_ring, "/out-x");
 	assert_int_equal(c.output_slots, 8);
@@ -243,7 +244,7 @@ static void test_every_key(void **state)
 
 	/* pc_params mirror the configuration. */
 	struct pc_params p;
-	config_pc_params(&c, &p);
+	plan_pc_params(&c, &p);
 	assert_int_equal(p.channels, 3);
 	assert_int_equal(p.pulses, 17);
 	assert_int_equal(p.samples, 1234);
@@ -262,17 +263,17 @@ static void test_every_key(void **state)
 
 	/* Auto threads follow the cpu list (4 + 1 cpus). */
 	c.cpu_threads = 0;
-	assert_int_equal(config_cpu_threads(&c), 5);
+	assert_int_equal(plan_cpu_threads(&c), 5);
 	c.staging_threads = 0;
-	assert_int_equal(config_staging_threads(&c), 5);
-	config_pc_params(&c, &p);
+	assert_int_equal(plan_staging_threads(&c), 5);
+	plan_pc_params(&c, &p);
 	assert_int_equal(p.staging_threads, 5);
 	/* ... at most 16 copiers and 8 FFTW threads. */
 	snprintf(c.cpus, sizeof(c.cpus), "0-15");
-	assert_int_equal(config_staging_threads(&c), 16);
-	assert_int_equal(config_cpu_threads(&c), 8);
+	assert_int_equal(plan_staging_threads(&c), 16);
+	assert_int_equal(plan_cpu_threads(&c), 8);
 	snprintf(c.cpus, sizeof(c.cpus), "0-31");
-	assert_int_equal(config_staging_threads(&c), 16);
+	assert_int_equal(plan_staging_threads(&c), 16);
 }
 
 /*
@@ -306,7 +307,7 @@ static void test_tuning_keys(void **state)
 
 	/* Defaults: what the backends use with no configuration at all. */
 	config_defaults(&d);
-	config_pc_params(&d, &p);
+	plan_pc_params(&d, &p);
 	pc_params_init(&ref);
 	assert_int_equal(p.tune.fftw_planner, PC_FFTW_ESTIMATE);
 	assert_null(p.tune.fftw_wisdom);
@@ -324,7 +325,7 @@ static void test_tuning_keys(void **state)
 	if (load_str(&c, tuned_text, &errs) != 0)
 		fail_msg("%s", errs);
 	free(errs);
-	config_pc_params(&c, &p);
+	plan_pc_params(&c, &p);
 	assert_int_equal(p.tune.fftw_planner, PC_FFTW_PATIENT);
 	assert_string_equal(p.tune.fftw_wisdom, "/var/lib/chirpd/fftw-wisdom");
 	assert_ptr_equal(p.tune.fftw_wisdom, c.fftw_wisdom);
@@ -341,17 +342,17 @@ static void test_tuning_keys(void **state)
 		  "cuda_chunks = 16\ncuda_idle_chunks = 16\ncuda_spin_us = 10000\n");
 	assert_int_equal(load_str(&c, "[processing]\ntakeover = on\nfftw_planner = measure\n"
 				  "cpu_block_kib = 1\ncuda_chunks = 1\n", NULL), 0);
-	config_pc_params(&c, &p);
+	plan_pc_params(&c, &p);
 	assert_int_equal(p.tune.takeover, PC_SWITCH_ON);
 	assert_int_equal(p.tune.fftw_planner, PC_FFTW_MEASURE);
 	assert_int_equal(p.tune.block_kib, 1);
 	assert_int_equal(p.tune.cuda_chunks, 1);
 	assert_int_equal(load_str(&c, "[processing]\ncuda_fused = on\n", NULL), 0);
-	config_pc_params(&c, &p);
+	plan_pc_params(&c, &p);
 	assert_int_equal(p.tune.cuda_fused, PC_SWITCH_ON);
 	assert_int_equal(load_str(&c, "[processing]\nfftw_wisdom =\ncpu_block_kib = auto\n"
 				  "cuda_chunks = auto\ntakeover = auto\ncuda_fused = auto\n", NULL), 0);
-	config_pc_params(&c, &p);
+	plan_pc_params(&c, &p);
 	assert_null(p.tune.fftw_wisdom);         /* empty: no wisdom file */
 	assert_int_equal(p.tune.block_kib, 0);
 	assert_int_equal(p.tune.cuda_chunks, 0);
@@ -491,7 +492,7 @@ static void test_staging_threads(void **state)
 	assert_int_equal(load_str(&c, "[processing]\nstaging_threads = 1\n", NULL), 0);
 	assert_int_equal(c.staging_threads, 1);
 	assert_int_equal(load_str(&c, "[processing]\nstaging_threads = 64\n", NULL), 0);
-	assert_int_equal(config_staging_threads(&c), 64);
+	assert_int_equal(plan_staging_threads(&c), 64);
 	expect_error("[processing]\nstaging_threads = 0\n",
 		     "t.conf:2: [processing] staging_threads: 0 is out of range (1..64)");
 	expect_error("[processing]\nstaging_threads = 65\n",
@@ -1057,10 +1058,32 @@ static void check_generated(const char *rel, void (*gen)(FILE *))
 	if (!have)
 		fail_msg("%s is missing (build/tests/test_config --write-docs writes it)", rel);
 	if (hlen != wlen || memcmp(have, want, wlen))
-		fail_msg("%s differs from the table in src/config.c; regenerate with "
+		fail_msg("%s differs from the table in src/config_table.c; regenerate with "
 			 "build/tests/test_config --write-docs", rel);
 	free(have);
 	free(want);
+}
+
+/* pfa's range is one statement, 0 < pfa < 1: the table's (what the
+ * parser enforces) and the reference's. */
+static void test_pfa_range(void **state)
+{
+	struct chirp_config c;
+	char *ref = NULL, *errs = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&ref, &len);
+
+	(void)state;
+	config_write_reference(m);
+	fclose(m);
+	assert_non_null(strstr(ref, "pfa < 1: sets the threshold"));
+	assert_non_null(strstr(ref, "# (> 0 .. < 1; reload)\npfa = 1e-6\n"));
+	free(ref);
+	assert_int_equal(load_str(&c, "[cfar]\npfa = 1\n", &errs), 1);
+	assert_non_null(strstr(errs, "t.conf:2: [cfar] pfa: 1 is out of range (> 0, < 1)"));
+	free(errs);
+	assert_int_equal(load_str(&c, "[cfar]\npfa = 0.999999\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[cfar]\npfa = 1e-300\n", NULL), 0);
 }
 
 static void test_reference_files(void **state)
@@ -1211,14 +1234,14 @@ static void test_ring_geometry(void **state)
 				  "[input]\nformat = sc16\nslots = 32\n"
 				  "[output]\nmode = power_db\nslots = 64\n"
 				  "[waveform]\nsample_rate_hz = 20e6\n", NULL), 0);
-	config_ring_geometry(&c, CONFIG_RING_INPUT, &g);
+	plan_ring_geometry(&c, PLAN_RING_IN, &g);
 	assert_int_equal(g.channels, 3);
 	assert_int_equal(g.pulses, 5);
 	assert_int_equal(g.samples, 700);
 	assert_int_equal(g.format, CHIRP_RING_SC16);
 	assert_int_equal(g.slots, 32);
 	assert_true(g.sample_rate_hz == 20e6);
-	config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g);
+	plan_ring_geometry(&c, PLAN_RING_OUT, &g);
 	assert_int_equal(g.channels, 3);
 	assert_int_equal(g.pulses, 5);
 	assert_int_equal(g.samples, 700);
@@ -1228,13 +1251,13 @@ static void test_ring_geometry(void **state)
 
 	/* Defaults: cf32 in, complex (cf32) out, input slots auto (0). */
 	config_defaults(&c);
-	config_ring_geometry(&c, CONFIG_RING_INPUT, &g);
+	plan_ring_geometry(&c, PLAN_RING_IN, &g);
 	assert_int_equal(g.format, CHIRP_RING_CF32);
 	assert_int_equal(g.slots, 0);
-	config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g);
+	plan_ring_geometry(&c, PLAN_RING_OUT, &g);
 	assert_int_equal(g.format, CHIRP_RING_CF32);
 	c.out_mode = PC_OUT_MAGNITUDE;
-	config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g);
+	plan_ring_geometry(&c, PLAN_RING_OUT, &g);
 	assert_int_equal(g.format, CHIRP_RING_RF32);
 	g.slots = 16;
 	assert_int_equal(chirp_ring_cpi_bytes(&g), 4ull * c.channels * c.pulses * c.samples);
@@ -1646,7 +1669,7 @@ static void test_radar_params(void **state)
 	(void)state;
 	assert_int_equal(load_str(&c, RADAR_OK, &errs), 0);
 	free(errs);
-	config_pc_params(&c, &p);
+	plan_pc_params(&c, &p);
 	assert_int_equal(p.radar.doppler, 1);
 	assert_int_equal(p.radar.mti, PC_MTI_TWO);
 	assert_null(p.radar.window);
@@ -1666,19 +1689,19 @@ static void test_radar_params(void **state)
 	assert_true(p.radar.prf_hz == 5000 && p.radar.carrier_hz == 3e9);
 	assert_int_equal(p.radar.velocity, 0);        /* auto */
 	assert_true(p.radar.sample_rate_hz == 25e6);
-	assert_int_equal(config_doppler_pulses(&c), 15);
-	assert_int_equal(config_doppler_nfft(&c), 15);   /* 3 x 5 */
+	assert_int_equal(plan_doppler_pulses(&c), 15);
+	assert_int_equal(plan_doppler_nfft(&c), 15);   /* 3 x 5 */
 	assert_int_equal(c.doppler_window, WIN_HAMMING);
 	/* velocity = off hides the carrier from the chain */
 	assert_int_equal(load_str(&c, RADAR_OK "[radar]\n", NULL), 1);   /* duplicate section */
 	config_defaults(&c);
-	config_pc_params(&c, &p);
+	plan_pc_params(&c, &p);
 	assert_int_equal(p.radar.doppler, 0);
 	assert_int_equal(p.radar.cfar, 0);
-	assert_int_equal(config_doppler_nfft(&c), 0);
+	assert_int_equal(plan_doppler_nfft(&c), 0);
 }
 
-/* config_ring_geometry: map rings are C x Nd x R rf32, none has no output
+/* plan_ring_geometry: map rings are C x Nd x R rf32, none has no output
  * ring, the detection ring is det 1 x 1 x max_detections. */
 static void test_radar_geometry(void **state)
 {
@@ -1687,23 +1710,23 @@ static void test_radar_geometry(void **state)
 
 	(void)state;
 	assert_int_equal(load_str(&c, RADAR_OK "[output]\nmode = map_db\n", NULL), 0);
-	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g), 1);
+	assert_int_equal(plan_ring_geometry(&c, PLAN_RING_OUT, &g), 1);
 	assert_int_equal(g.channels, 2);
 	assert_int_equal(g.pulses, 15);
 	assert_int_equal(g.samples, 256);
 	assert_int_equal(g.format, CHIRP_RING_RF32);
-	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_DET, &g), 1);
+	assert_int_equal(plan_ring_geometry(&c, PLAN_RING_DET, &g), 1);
 	assert_int_equal(g.channels, 1);
 	assert_int_equal(g.pulses, 1);
 	assert_int_equal(g.samples, 77);
 	assert_int_equal(g.format, CHIRP_RING_DET);
 	assert_int_equal(g.slots, 8);
 	assert_int_equal(load_str(&c, RADAR_OK "[output]\nmode = none\n", NULL), 0);
-	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g), 0);
+	assert_int_equal(plan_ring_geometry(&c, PLAN_RING_OUT, &g), 0);
 	assert_int_equal(g.channels, 0);
 	config_defaults(&c);
-	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_DET, &g), 0);
-	assert_int_equal(config_ring_geometry(&c, CONFIG_RING_OUTPUT, &g), 1);
+	assert_int_equal(plan_ring_geometry(&c, PLAN_RING_DET, &g), 0);
+	assert_int_equal(plan_ring_geometry(&c, PLAN_RING_OUT, &g), 1);
 }
 
 /* Each impossible combination is one error at the line of the key that
@@ -1718,17 +1741,26 @@ static void test_radar_errors(void **state)
 		{ "[doppler]\nenable = true\n[output]\nmode = none\n", "t.conf:4: [output] mode: output mode none" },
 		{ "[detections]\nring = /t-det\n", "t.conf:2: [detections] ring: [detections] ring is set but [cfar]" },
 		{ "[radar]\nvelocity = on\nprf_hz = 1000\n", "t.conf:3: [radar] prf_hz: velocity = on needs" },
-		{ "[cpi]\npulses = 2\n[doppler]\nenable = true\nmti = three_pulse\n", "t.conf:5: [doppler] mti: mti three_pulse needs more than 2" },
+		{ "[cpi]\npulses = 2\n[doppler]\nenable = true\nmti = three_pulse\n", "t.conf:5: [doppler] mti: mti three_pulse needs at least 3 pulses per CPI, not 2" },
 		{ "[cpi]\npulses = 16\n[doppler]\nenable = true\nfft = 12\n", "t.conf:5: [doppler] fft: Doppler FFT length 12 is shorter than the 16" },
 		{ "[cpi]\nsamples = 20\n[waveform]\npulse_width_s = 2e-7\n[doppler]\nenable = true\n[cfar]\nenable = true\ntrain_range = 9\n",
 		  "t.conf:9: [cfar] train_range: CFAR window of 2 x (guard_range 2 + train_range 9) + 1 = 23 gates is wider than the 20" },
 		{ "[cpi]\npulses = 8\n[doppler]\nenable = true\n[cfar]\nenable = true\ntrain_doppler = 4\n",
 		  "t.conf:7: [cfar] train_doppler: CFAR window of 2 x (guard_doppler 1 + train_doppler 4) + 1 = 11 bins is wider than the 8" },
-		{ "[doppler]\nenable = true\n[cfar]\nenable = true\npfa = 1\n", "t.conf:5: [cfar] pfa: 1 is not below 1" },
+		{ "[doppler]\nenable = true\n[cfar]\nenable = true\npfa = 1\n", "t.conf:5: [cfar] pfa: 1 is out of range (> 0, < 1)" },
 		{ "[doppler]\nenable = true\n[cfar]\nenable = true\npfa = 0\n", "t.conf:5: [cfar] pfa: 0 is out of range" },
 		{ "[doppler]\nenable = true\n[cfar]\nenable = true\nmethod = os\nos_rank = 200\n", "t.conf:6: [cfar] os_rank: os_rank 200 exceeds the 132" },
 		{ "[doppler]\nenable = true\n[cfar]\nenable = true\ntrain_range = 0\ntrain_doppler = 0\n", "t.conf:6: [cfar] train_doppler: no training cells" },
 		{ "[doppler]\nenable = true\nmti = four\n", "t.conf:3: [doppler] mti: 'four' is not one of none|two_pulse|three_pulse" },
+		/* the local-maximum neighbourhood, at the maxima key's own line */
+		{ "[cpi]\npulses = 32\n[doppler]\nenable = true\n[cfar]\nenable = true\nmaxima_doppler = 16\n",
+		  "t.conf:7: [cfar] maxima_doppler: maxima_doppler 16: the neighbourhood (2 x 16 + 1 bins) is wider than the 32 Doppler bins" },
+		{ "[cpi]\nsamples = 1000\n[doppler]\nenable = true\n[cfar]\nenable = true\nmaxima_range = 1000\n",
+		  "t.conf:7: [cfar] maxima_range: maxima_range 1000: must be below the 1000 range gates" },
+		{ "[cpi]\npulses = 20\n[cfar]\nenable = true\nmaxima_doppler = 15\n[doppler]\nenable = true\nfft = 30\n",
+		  "t.conf:8: [doppler] fft: maxima_doppler 15: the neighbourhood (2 x 15 + 1 bins) is wider than the 30 Doppler bins" },
+		{ "[doppler]\nenable = true\n[cfar]\nenable = true\nmethod = so\ntrain_range = 0\n",
+		  "t.conf:6: [cfar] train_range: cfar so needs train_range >= 1" },
 	};
 
 	(void)state;
@@ -1757,6 +1789,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_consistency_bounds),
 		cmocka_unit_test(test_file_waveform),
 		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_pfa_range),
 		cmocka_unit_test(test_restart_keys),
 		cmocka_unit_test(test_staging_threads),
 		cmocka_unit_test(test_tuning_keys),

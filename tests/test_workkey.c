@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "plan.h"
 #include "workkey.h"
 
 #define SHAPE    WORKKEY_SHAPE
@@ -177,8 +178,8 @@ static int same_tuning(const struct chirp_config *a, const struct chirp_config *
 {
 	struct pc_params pa, pb;
 
-	config_pc_params(a, &pa);
-	config_pc_params(b, &pb);
+	plan_pc_params(a, &pa);
+	plan_pc_params(b, &pb);
 	if (strcmp(pa.tune.fftw_wisdom ? pa.tune.fftw_wisdom : "",
 		   pb.tune.fftw_wisdom ? pb.tune.fftw_wisdom : ""))
 		return 0;

@@ -52,6 +52,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chirp/pc_types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,15 +61,6 @@ extern "C" {
 #define PC_POWER_FLOOR     1e-30f   /* |y|^2 floor for power_db            */
 #define PC_POWER_DB_FLOOR  (-300.0f) /* = 10 log10(PC_POWER_FLOOR)         */
 
-enum pc_format    { PC_FMT_CF32 = 0, PC_FMT_SC16 = 1 };
-enum pc_output    { PC_OUT_COMPLEX = 0, PC_OUT_MAGNITUDE = 1, PC_OUT_POWER_DB = 2,
-		    /* with pc_params.radar.doppler (below): */
-		    PC_OUT_MAP_POWER = 3,  /* float32 M[c][k][n], [channel][doppler][range] */
-		    PC_OUT_MAP_DB = 4,     /* float32 10 log10(max(M, PC_POWER_FLOOR))      */
-		    PC_OUT_NONE = 5 };     /* no output: detections only (pc_out_bytes 0)   */
-enum pc_normalize { PC_NORM_NOISE = 0, PC_NORM_NONE = 1 };
-enum pc_backend   { PC_BACKEND_AUTO = 0, PC_BACKEND_CPU = 1, PC_BACKEND_CUDA = 2 };
-enum pc_staging   { PC_STAGING_AUTO = 0, PC_STAGING_REGISTER = 1, PC_STAGING_COPY = 2 };
 
 /* Bytes of one input sample / one output gate (or map cell). */
 size_t pc_format_sample_bytes(enum pc_format f);   /* cf32: 8, sc16: 4     */
@@ -84,7 +77,6 @@ const char *pc_backend_name(enum pc_backend b);    /* "auto", "cpu", "cuda"*/
 size_t pc_good_fft_size(size_t n);
 
 /* One radar mode of pc_params.modes. */
-#define PC_MAX_MODES 64
 struct pc_mode {
 	unsigned id;                 /* 0 .. PC_MAX_MODES-1                  */
 	const float *ref;            /* windowed reference, interleaved float32
@@ -92,15 +84,6 @@ struct pc_mode {
 	size_t ref_len;              /* L: 1 <= L <= samples                 */
 };
 
-/* FFTW planner effort (CPU backend): plan time against FFT speed. */
-enum pc_fftw_planner {
-	PC_FFTW_ESTIMATE = 0,        /* no measurement: start-up in ms (default) */
-	PC_FFTW_MEASURE,             /* times candidate plans: seconds at start  */
-	PC_FFTW_PATIENT,             /* wider search: up to minutes at start     */
-};
-
-/* A three-way switch: auto lets the backend decide. */
-enum pc_switch { PC_SWITCH_AUTO = -1, PC_SWITCH_OFF = 0, PC_SWITCH_ON = 1 };
 
 /*
  * Tuning that changes speed, never results. Every field is declared as a
@@ -145,9 +128,6 @@ struct pc_tuning {
 					memory (pc_info.fft_engine says which);
 					ON: fused or pc_create fails; OFF: cuFFT */
 };
-#define PC_MAX_CHUNKS 16
-#define PC_MAX_BLOCK_KIB 1048576u
-#define PC_MAX_CUDA_SPIN_US 10000u
 #define PC_CUDA_SPIN_US 300u
 
 /*
@@ -235,11 +215,6 @@ struct pc_tuning {
  *   needs cfar; complex / magnitude / power_db still write the compressed
  *   cube while the chain runs on it.
  */
-enum pc_mti  { PC_MTI_NONE = 0, PC_MTI_TWO = 1, PC_MTI_THREE = 2 };
-enum pc_cfar { PC_CFAR_CA = 0, PC_CFAR_GO = 1, PC_CFAR_SO = 2, PC_CFAR_OS = 3 };
-
-#define PC_MAX_DETECTIONS   1048576u /* max_detections upper bound          */
-#define PC_CFAR_OS_MAX_CELLS 256u    /* os: training cells per cell, at most */
 
 struct pc_radar {
 	int doppler;                 /* 1: MTI, Doppler FFT and the map after

@@ -527,7 +527,7 @@ static int create_geometry(struct feed *f, struct chirp_ring_geometry *g)
 {
 	memset(g, 0, sizeof(*g));
 	if (f->have_cfg) {
-		config_ring_geometry(&f->cfg, CONFIG_RING_INPUT, g);
+		plan_ring_geometry(&f->cfg, PLAN_RING_IN, g);
 	} else if (f->src == SRC_SIGMF && f->meta.channels) {
 		g->channels = f->meta.channels;
 		g->pulses = f->meta.pulses;
@@ -681,7 +681,7 @@ static int match_source(struct feed *f, int may_reload)
 	}
 	switch (f->src) {
 	case SRC_SYNTH:
-		if (tool_ring_fits_config(g, &f->cfg, CONFIG_RING_INPUT))
+		if (tool_ring_fits_config(g, &f->cfg, PLAN_RING_IN))
 			break;
 		if (may_reload) {
 			log_notice("ring %s is %ux%ux%u %s, %s says %ux%ux%u %s: re-reading %s",

@@ -432,7 +432,7 @@ static const char *ring_default(const struct tap *t)
  */
 static int verify_doppler_window(const struct tap *t, float **w)
 {
-	unsigned n = config_doppler_pulses(&t->cfg);
+	unsigned n = plan_doppler_pulses(&t->cfg);
 	double *dw;
 	int rc = 0;
 
@@ -480,7 +480,7 @@ static int setup_verify_pc(struct tap *t, unsigned i)
 		free(ref);
 		return -EINVAL;
 	}
-	config_pc_params(&t->cfg, &pp);
+	plan_pc_params(&t->cfg, &pp);
 	pp.ref = ref;
 	pp.ref_len = len;
 	pp.modes = NULL;         /* this mode only: see the top of the file */
@@ -545,8 +545,8 @@ static int create_geometry(struct tap *t, struct chirp_ring_geometry *g)
 	/* chirpd's output ring for this configuration (its input ring with
 	 * --verify-input) */
 	if (t->have_cfg)
-		config_ring_geometry(&t->cfg, det_opts(t) ? CONFIG_RING_DET :
-				     t->verify_input ? CONFIG_RING_INPUT : CONFIG_RING_OUTPUT, g);
+		plan_ring_geometry(&t->cfg, det_opts(t) ? PLAN_RING_DET :
+				     t->verify_input ? PLAN_RING_IN : PLAN_RING_OUT, g);
 	if (!g->slots)   /* slots = auto: chirpd sizes it; 16 here */
 		g->slots = 16;
 	tool_geom_apply(&t->geom, g);
@@ -587,7 +587,7 @@ static int check_geometry(struct tap *t, const struct chirp_ring_geometry *old)
 		return -EINVAL;
 	}
 	if (t->verify_input) {
-		if (!tool_ring_fits_config(g, &t->cfg, CONFIG_RING_INPUT)) {
+		if (!tool_ring_fits_config(g, &t->cfg, PLAN_RING_IN)) {
 			log_err("ring %s (%ux%ux%u %s) is not the input described by %s",
 				ring_default(t), g->channels, g->pulses, g->samples,
 				tool_ring_format_name(g->format), t->config_path);
@@ -595,7 +595,7 @@ static int check_geometry(struct tap *t, const struct chirp_ring_geometry *old)
 		}
 	}
 	if (t->verify) {
-		if (!tool_ring_fits_config(g, &t->cfg, CONFIG_RING_OUTPUT) ||
+		if (!tool_ring_fits_config(g, &t->cfg, PLAN_RING_OUT) ||
 		    t->cpi_bytes != pc_out_bytes(t->pc)) {
 			log_err("ring %s (%ux%ux%u %s) is not the %s output described by %s",
 				ring_default(t), g->channels, g->pulses, g->samples,
@@ -703,7 +703,7 @@ static void sigmf_global(struct tap *t)
 	t->meta.pulses = g->pulses;
 	t->meta.samples = g->samples;
 	if (t->have_cfg)
-		config_ring_geometry(&t->cfg, CONFIG_RING_OUTPUT, &cfg_out);
+		plan_ring_geometry(&t->cfg, PLAN_RING_OUT, &cfg_out);
 	if (t->mode)
 		snprintf(t->meta.output, sizeof(t->meta.output), "%s", t->mode);
 	else if (g->format == CHIRP_RING_SC16)

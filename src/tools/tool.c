@@ -249,11 +249,11 @@ void tool_geom_apply(const struct tool_geom_opts *o, struct chirp_ring_geometry 
 }
 
 int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chirp_config *c,
-			  enum config_ring which)
+			  enum plan_ring_kind which)
 {
 	struct chirp_ring_geometry want;
 
-	config_ring_geometry(c, which, &want);
+	plan_ring_geometry(c, which, &want);
 	return g->channels == want.channels && g->pulses == want.pulses &&
 	       g->samples == want.samples && g->format == want.format;
 }
@@ -334,7 +334,7 @@ static double synth_prf_hz(const struct tool_synth_opts *o, const struct chirp_c
 
 	if (!c)
 		return o->prf_hz;
-	config_pc_params(c, &pp);
+	plan_pc_params(c, &pp);
 	if (o->prf_hz <= 0)
 		return pp.radar.prf_hz;
 	if (pp.radar.prf_hz > 0 && fabs(pp.radar.prf_hz - o->prf_hz) > 1e-9 * o->prf_hz)

@@ -13,6 +13,7 @@
 
 #include "chirp/ring.h"
 #include "config.h"
+#include "plan.h"
 #include "synth.h"
 
 /* Strict parsers: the whole string must be the number. 0 or -EINVAL. */
@@ -53,12 +54,19 @@ int tool_geom_given(const struct tool_geom_opts *o);
 void tool_geom_apply(const struct tool_geom_opts *o, struct chirp_ring_geometry *g);
 
 /* 1 if ring geometry g holds CPIs of the shape and format that chirpd's
- * input or output ring has for configuration c (config_ring_geometry; the
+ * input or output ring has for configuration c (plan_ring_geometry; the
  * slot count and sample rate may differ), else 0. */
 int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chirp_config *c,
-			  enum config_ring which);
+			  enum plan_ring_kind which);
 
 /*
+ * --target GATE,AMP_DB[,DOPPLER_HZ] (chirp-feed, chirp-tap --verify):
+ * append specs[0..n-1] to t[*nt..] (SYNTH_MAX_TARGETS in all). The PRF
+ * that turns Hz into cycles per pulse is prf_hz when > 0, else the
+ * configuration's [radar] prf_hz (through plan_pc_params, as chirpd
+ * reads it), so that a target lands in the Doppler bin chirpd computes;
+ * a prf_hz that differs from the configuration's is warned about. 0, or
+ * -EINVAL with the reason logged.
  * The synthesis options chirp-feed and chirp-tap (--verify, --verify-input)
  * share, parsed by one function so that the tap regenerates exactly what
  * the feed produced from the same options:
