@@ -27,9 +27,6 @@
 #include "daemon.h"
 #include "log.h"
 
-/* gen.c names chirpd's version in the capacity cache's key (chirpd.c
- * defines it for the daemon). */
-
 static char in_name[64], out_name[64], det_name[64];
 
 static void names_init(void)

@@ -28,8 +28,6 @@
 #include "daemon.h"
 #include "log.h"
 
-/* gen.c and ctlcmd.c name chirpd's version (chirpd.c defines it). */
-
 static char path[128], in_name[64], out_name[64], det_name[64];
 static const char *sock = "main";       /* [daemon] control_socket's name */
 
