@@ -13,6 +13,10 @@
 #include "chirp/pc_types.h"
 #include "waveform_types.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One name and its value; a table ends with a NULL name. */
 struct name_entry {
 	const char *name;
@@ -39,5 +43,9 @@ int names_value(const struct name_entry *t, const char *name, int *value);
 
 /* The same, ignoring case (tools' options). */
 int names_value_nocase(const struct name_entry *t, const char *name, int *value);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* CHIRP_NAMES_H */

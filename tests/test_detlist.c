@@ -167,7 +167,7 @@ static void test_print(void **state)
 	fclose(f);
 	assert_non_null(strstr(buf, "\"seq\":7,\"ring_seq\":42,"));
 	assert_non_null(strstr(buf, "\"overflow\":false"));
-	assert_non_null(strstr(buf, "{\"channel\":0,\"gate\":100,\"doppler_bin\":-8,"));
+	assert_non_null(strstr(buf, "{\"channel\":0,\"range_gate\":100,\"doppler_bin\":-8,"));
 	assert_non_null(strstr(buf, "\"velocity_mps\":null"));
 	assert_null(strstr(buf, "nan"));
 	assert_int_equal(buf[sz - 1], '\n');
@@ -178,7 +178,7 @@ static void test_print(void **state)
 	detlist_print_text(f, &d);
 	fclose(f);
 	assert_non_null(strstr(buf, "cpi seq=7 mode=2 first_sample=4096 count=3 found=3 overflow=0 maps=2"));
-	assert_non_null(strstr(buf, "\ndet channel=1 gate=301 doppler_bin=5 range_m=2255.900"));
+	assert_non_null(strstr(buf, "\ndet channel=1 range_gate=301 doppler_bin=5 range_m=2255.900"));
 	free(buf);
 }
 

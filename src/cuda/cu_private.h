@@ -103,6 +103,7 @@
 
 #include "pc_backend.h"
 #include "chunk_policy.h"
+#include "names.h"
 
 struct hcopy;
 

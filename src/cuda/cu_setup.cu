@@ -264,7 +264,7 @@ static struct cu_be *cu_alloc_be(const struct pc_setup *su, char *err, size_t er
 	    su->streams < 1 || !su->filts || su->nfilts < 1 || su->nfilts > PC_MAX_MODES ||
 	    (rs && (rs->pulses < 1 || rs->maps < 1 || rs->nd < 1))) {
 		snprintf(err, errlen, "invalid setup (rows %zu, R %u, nfft %zu, streams %u, out %s)",
-			 su->rows, su->samples, su->nfft, su->streams, pc_output_name(su->out_mode));
+			 su->rows, su->samples, su->nfft, su->streams, names_of(names_output, su->out_mode));
 		return NULL;
 	}
 	be = (struct cu_be *)calloc(1, sizeof(*be));

@@ -46,7 +46,7 @@ wait "$CHIRPD_PID" 2>/dev/null
 CHIRPD_PID=
 e2e_start_chirpd
 fault_wait_stat cpis_out -ge 5 20 || e2e_fail "restart after the kill: no output"
-grep -q "the previous producer did not stop cleanly; the first result carries DISCONTINUITY" "$CHIRPD_LOG" ||
+grep -q "the previous producer did not stop cleanly; the first record carries DISCONTINUITY" "$CHIRPD_LOG" ||
 	e2e_fail "chirpd did not say the kill breaks the stream"
 
 fault_stop "$FEED_PID" || true
