@@ -386,8 +386,15 @@ static int place(struct cpiasm *a, unsigned ch, uint64_t k, uint64_t pulse, uint
 {
 	struct inflight *f;
 	uint64_t m, b0;
-	int rc = enter_window(a, k);
+	int rc;
 
+	/* Past the receive window: nothing to store, no CPI to open or
+	 * commit, whether or not its CPI is still in flight. */
+	if (g >= a->p.samples) {
+		a->st.outside_samples += run;
+		return CPIASM_PLACED;
+	}
+	rc = enter_window(a, k);
 	if (rc != 0)
 		return rc;
 	rc = reserve_upto(a, k);
@@ -396,10 +403,6 @@ static int place(struct cpiasm *a, unsigned ch, uint64_t k, uint64_t pulse, uint
 	f = slot_of(a, k);
 	if (f->state == IF_DROPPED)
 		return CPIASM_RING_FULL;
-	if (g >= a->p.samples) {
-		a->st.outside_samples += run;
-		return CPIASM_PLACED;
-	}
 	m = run < a->p.samples - g ? run : a->p.samples - g;
 	a->st.outside_samples += run - m;
 	b0 = ((uint64_t)ch * a->p.pulses + pulse) * a->p.samples + g;
