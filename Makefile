@@ -93,7 +93,7 @@ TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # chirpd's own files (linked only into chirpd): main and the event loop,
 # generations, reload, control commands.
 DAEMON_SRCS := $(addprefix src/,chirpd.c gen.c reload.c ctlcmd.c)
-TOOL_BINS  := chirp-feed chirp-tap chirpctl
+TOOL_BINS  := chirp-feed chirp-tap chirpctl chirp-recv chirp-send
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)
 BENCH_SRCS := $(wildcard bench/*.c)
