@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include "chirp/ring.h"
@@ -108,6 +109,7 @@ struct rx {
 	struct opts o;
 	struct chirp_ring *ring;
 	struct chirp_ring_geometry g;
+	struct sockaddr_storage addr;   /* --listen; its port once bound        */
 	uint64_t fs_int;                /* the sample rate, Hz (integral)       */
 	uint64_t pri;                   /* pulse period, samples                */
 	pthread_mutex_t lock;           /* asm, ring, refused, cpi_log          */
@@ -171,7 +173,7 @@ static void usage(FILE *f)
 "                           (default 0: at exit only)\n"
 "      --metrics HOST:PORT  serve counters as Prometheus text at /metrics\n"
 "      --cpi-log FILE       a JSON line per committed CPI (tests, debugging)\n"
-"      --count N            exit after N CPIs committed\n"
+"  -n, --count N            exit after N CPIs committed\n"
 "      --idle-exit S        exit S seconds after the last packet\n"
 "      --wait S             wait up to S seconds for the ring (default 10)\n"
 "  -q, --quiet              errors only\n"
@@ -210,7 +212,7 @@ static const struct option long_opts[] = {
 	{ "stats", required_argument, NULL, O_STATS },
 	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "cpi-log", required_argument, NULL, O_CPILOG },
-	{ "count", required_argument, NULL, O_COUNT },
+	{ "count", required_argument, NULL, 'n' },
 	{ "idle-exit", required_argument, NULL, O_IDLE },
 	{ "wait", required_argument, NULL, O_WAIT },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -319,7 +321,7 @@ static int opt_one(struct opts *o, int c, const char *a)
 	case O_STATS: return parse_nonneg("--stats", a, &o->stats_s);
 	case O_METRICS: o->metrics = a; return 0;
 	case O_CPILOG: o->cpi_log = a; return 0;
-	case O_COUNT: return parse_u64_in("--count", a, 1, UINT64_MAX, &o->count);
+	case 'n': return parse_u64_in("--count", a, 1, UINT64_MAX, &o->count);
 	case O_IDLE: return parse_pos("--idle-exit", a, &o->idle_exit_s);
 	case O_WAIT: return parse_nonneg("--wait", a, &o->wait_s);
 	default: return -EINVAL;
@@ -340,7 +342,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	o->epoch_jump = 64;
 	o->rcvbuf = 64ull << 20;
 	o->wait_s = 10;
-	while ((c = getopt_long(argc, argv, "c:r:l:qh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:r:l:n:qh", long_opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			exit(EXIT_OK);
@@ -755,6 +757,27 @@ static void *worker_main(void *arg)
 
 /* ---- sockets and threads ----------------------------------------------- */
 
+/* HOST:PORT as metrics_parse_listen reads it, and PORT 0 (the kernel's
+ * choice, logged once bound). */
+static int parse_addr(const char *s, struct sockaddr_storage *ss, char *err, size_t errlen)
+{
+	size_t n = strlen(s);
+	char tmp[128];
+
+	if (n < 2 || n >= sizeof(tmp) || strcmp(s + n - 2, ":0") != 0)
+		return metrics_parse_listen(s, ss, err, errlen);
+	memcpy(tmp, s, n - 1);
+	tmp[n - 1] = '1';
+	tmp[n] = 0;
+	if (metrics_parse_listen(tmp, ss, err, errlen) < 0)
+		return -EINVAL;
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = 0;
+	return 0;
+}
+
 static int open_socket(struct rx *rx, struct worker *w)
 {
 	struct sockaddr_storage ss;
@@ -762,10 +785,11 @@ static int open_socket(struct rx *rx, struct worker *w)
 	int one = 1, fd, size = (int)rx->o.rcvbuf, got = 0;
 	socklen_t sl = sizeof(got);
 
-	if (metrics_parse_listen(rx->o.listen, &ss, err, sizeof(err)) < 0) {
+	if (w->idx == 0 && parse_addr(rx->o.listen, &rx->addr, err, sizeof(err)) < 0) {
 		log_err("--listen: %s", err);
 		return -EINVAL;
 	}
+	ss = rx->addr;
 	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		log_err("socket: %s", strerror(errno));
@@ -793,7 +817,22 @@ static int open_socket(struct rx *rx, struct worker *w)
 		log_err("bind %s: %s", rx->o.listen, strerror(errno));
 		return -errno;
 	}
+	/* Port 0: the kernel's choice, which the other sockets share. */
+	sl = sizeof(rx->addr);
+	if (w->idx == 0 && getsockname(fd, (struct sockaddr *)&rx->addr, &sl) < 0) {
+		log_err("getsockname: %s", strerror(errno));
+		return -errno;
+	}
 	return 0;
+}
+
+/* The bound port (network order in both families). */
+static unsigned bound_port(const struct rx *rx)
+{
+	const struct sockaddr_storage *a = &rx->addr;
+
+	return ntohs(a->ss_family == AF_INET ? ((const struct sockaddr_in *)a)->sin_port :
+		     ((const struct sockaddr_in6 *)a)->sin6_port);
 }
 
 static int setup_worker(struct rx *rx, struct worker *w, unsigned idx)
@@ -1040,6 +1079,7 @@ int main(int argc, char **argv)
 		finish(&rx);
 		goto out;
 	}
+	log_notice("listening on port %u", bound_port(&rx));
 	log_info("receiving %s on %s into %s (%ux%ux%u %s, %" PRIu64 " Hz, pulse period %"
 		 PRIu64 " samples)", rx.o.plain ? "plain UDP" : "VRT", rx.o.listen,
 		 chirp_ring_name(rx.ring), rx.g.channels, rx.g.pulses, rx.g.samples,

@@ -107,7 +107,7 @@ static void usage(FILE *f)
 "      --context-every N    a context packet per channel every N CPIs (default 16,\n"
 "                           0: none)\n"
 "      --bandwidth HZ, --rf HZ  fields of the context packets\n"
-"      --count N            CPIs to send (default: 100; 0 = until stopped, or\n"
+"  -n, --count N            CPIs to send (default: 100; 0 = until stopped, or\n"
 "                           the recording's length)\n"
 "      --start K            first CPI index (default 0)\n"
 "      --rate R             CPIs per second (default: real time)\n"
@@ -142,7 +142,7 @@ static const struct option long_opts[] = {
 	{ "context-every", required_argument, NULL, O_CTX },
 	{ "bandwidth", required_argument, NULL, O_BW },
 	{ "rf", required_argument, NULL, O_RF },
-	{ "count", required_argument, NULL, O_COUNT },
+	{ "count", required_argument, NULL, 'n' },
 	{ "start", required_argument, NULL, O_START },
 	{ "rate", required_argument, NULL, O_RATE },
 	{ "prf", required_argument, NULL, O_PRF },
@@ -214,7 +214,7 @@ static int opt_one(struct send *s, int c, const char *a)
 	case O_CTX: return u64_opt("--context-every", a, 0, UINT32_MAX, &s->context_every);
 	case O_BW: return dbl_opt("--bandwidth", a, 0, 1e12, &s->bandwidth_hz);
 	case O_RF: return dbl_opt("--rf", a, 0, 1e12, &s->rf_hz);
-	case O_COUNT: return u64_opt("--count", a, 0, UINT64_MAX, &s->count);
+	case 'n': return u64_opt("--count", a, 0, UINT64_MAX, &s->count);
 	case O_START: return u64_opt("--start", a, 0, 1ull << 40, &s->start);
 	case O_RATE: return dbl_opt("--rate", a, 1e-3, 1e7, &s->rate);
 	case O_PRF: return dbl_opt("--prf", a, 1e-3, 1e9, &s->prf_hz);
@@ -251,7 +251,7 @@ static int parse_args(struct send *s, int argc, char **argv)
 	s->net_seed = 1;
 	s->seed = 1;
 	s->fd = -1;
-	while ((c = getopt_long(argc, argv, "c:d:qh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:d:n:qh", long_opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			exit(EXIT_OK);
