@@ -63,8 +63,8 @@ int64_t vrt_hz_to_fixed(double hz)
 {
 	double v = hz * 1048576.0;   /* 2^20 */
 
-	if (!(v > -9.2e18 && v < 9.2e18))
-		return 0;
+	if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+		return 0;   /* NaN or out of the field's range */
 	return (int64_t)llround(v);
 }
 
