@@ -148,7 +148,8 @@ static void usage(FILE *f)
 "  -l, --listen HOST:PORT   UDP address to receive on (default 127.0.0.1:4991)\n"
 "      --framing vrt|plain  VITA 49.2 (default) or chirpd's plain framing\n"
 "      --payload sc16|cf32  VRT payload: big-endian int16 (DIFI, default) or float32\n"
-"      --stream ID:CH       VRT stream ID ID carries channel CH (repeat; default\n"
+"      --stream ID:CH       VRT stream ID (decimal or 0x hex) carries channel CH\n"
+"                           (repeat; default\n"
 "                           stream ID c is channel c)\n"
 "      --sample-rate HZ     stream sample rate (default: the config's, or the ring's)\n"
 "      --prf HZ             pulse repetition frequency: pulse period fs/prf samples\n"
@@ -247,14 +248,16 @@ static int parse_nonneg(const char *opt, const char *s, double *v)
 static int parse_stream(struct opts *o, const char *s)
 {
 	const char *colon = strchr(s, ':');
-	char id[32];
+	char id[32], *end = id;
 	uint64_t v, ch;
 
 	if (!colon || (size_t)(colon - s) >= sizeof(id) || o->nmap == MAX_STREAMS)
 		return tool_bad_arg("--stream", s, "want ID:CHANNEL");
 	memcpy(id, s, (size_t)(colon - s));
 	id[colon - s] = 0;
-	if (tool_parse_u64(id, &v) < 0 || v > UINT32_MAX ||
+	errno = 0;
+	v = id[0] >= '0' && id[0] <= '9' ? strtoull(id, &end, 0) : UINT64_MAX;   /* 0x... too */
+	if (errno || *end || v > UINT32_MAX ||
 	    tool_parse_u64(colon + 1, &ch) < 0 || ch > 65535)
 		return tool_bad_arg("--stream", s, "want ID:CHANNEL, ID 0..2^32-1, CHANNEL 0..65535");
 	for (size_t i = 0; i < o->nmap; i++)

@@ -120,8 +120,8 @@ static void usage(FILE *f)
 "      --net-seed N         seed of --drop and --reorder (default 1)\n"
 "      --drop-log FILE      a JSON line per CPI that lost samples\n"
 "      --sigmf BASE         replay a SigMF recording instead of synthesis\n"
-"  synthesis (as chirp-feed): --targets SPEC, --target GATE,AMP_DB[,DOPPLER_HZ],\n"
-"      --seed N, --snr-db X\n"
+"      --targets SPEC, --target GATE,AMP_DB[,DOPPLER_HZ], --seed N, --snr-db X\n"
+"                           the synthesis, as chirp-feed's\n"
 "  -q, --quiet              errors only\n"
 "  -h, --help\n");
 }
