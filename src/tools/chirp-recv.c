@@ -660,7 +660,6 @@ static int datagram(struct worker *w, const uint8_t *b, size_t len, uint64_t now
 	}
 	count(w, C_PACKETS);
 	atomic_fetch_add_explicit(&w->c[C_BYTES], len, memory_order_relaxed);
-	atomic_store_explicit(&rx->last_packet_ns, now, memory_order_relaxed);
 	rc = cpiasm_put(rx->a, (unsigned)ch, s, p.payload, p.payload_len / sb, fmt, now);
 	if (rc < 0)
 		return rc;
@@ -703,6 +702,8 @@ static int batch(struct worker *w, int n, uint64_t now)
 	struct rx *rx = w->rx;
 	int rc = 0;
 
+	if (n > 0)   /* any datagram, good or not: --idle-exit */
+		atomic_store_explicit(&rx->last_packet_ns, now, memory_order_relaxed);
 	pthread_mutex_lock(&rx->lock);
 	for (int i = 0; i < n && rc == 0; i++) {
 		struct msghdr *m = &w->msg[i].msg_hdr;
