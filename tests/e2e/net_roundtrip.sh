@@ -9,9 +9,10 @@
 #      nothing late, duplicate or malformed;
 #   3. plain framing, 1 % lost and 1 % reordered: every CPI arrives, in
 #      order, none lost; exactly the CPIs that lost packets are committed
-#      INCOMPLETE with the right count of missing samples, and exactly
-#      those fail --verify (noise fills every sample, so a zeroed hole
-#      always shows).
+#      INCOMPLETE with the right count of missing samples, chirpd passes
+#      the flag on to its output (the tap's SigMF captures record it), and
+#      exactly those fail --verify (noise fills every sample, so a zeroed
+#      hole always shows).
 . "$(dirname "$0")/lib.sh"
 e2e_init net_roundtrip
 e2e_need chirp-feed chirp-tap chirp-recv chirp-send
@@ -34,7 +35,7 @@ stage() {
 		input.slots=16 cpi.channels=2 cpi.pulses=16 cpi.samples=256 \
 		waveform.sample_rate_hz=1e6 waveform.bandwidth_hz=2e5 waveform.pulse_width_s=20e-6
 	e2e_start_chirpd
-	"$CHIRP_TAP" -c "$CONF" -r "$OUT_RING" -n $N --verify "${SYN[@]}" \
+	"$CHIRP_TAP" -c "$CONF" -r "$OUT_RING" -n $N --verify "${SYN[@]}" --sigmf "out-$1" \
 		--timeout $((30 * E2E_SLOW)) >"tap-$1.log" 2>&1 &
 	TAP_PID=$!
 	e2e_track $TAP_PID
@@ -123,6 +124,9 @@ r = json.loads(open(sys.argv[4]).read().strip().splitlines()[-1])
 assert r["cpis"] == {"complete": n - len(want), "partial": len(want), "dropped": 0}, r
 assert r["missing_samples"] == sum(want.values()), r
 assert r["drops"]["late"] == 0 and r["drops"]["duplicate"] == 0 and r["drops"]["malformed"] == 0, r
+out = json.load(open("out-lossy.sigmf-meta"))["captures"]
+assert [c["chirp:first_sample"] for c in out] == [k * 16 * 256 for k in range(n)]
+assert {c["chirp:first_sample"] // (16 * 256) for c in out if c["chirp:flags"] & INCOMPLETE} == set(want)
 tap = open(sys.argv[5]).read()
 m = re.search(r"verified (\d+), mismatches (\d+)", tap)
 assert m and int(m.group(1)) == n - len(want) and int(m.group(2)) == len(want), (tap, len(want))
