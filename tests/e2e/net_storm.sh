@@ -5,8 +5,9 @@
 #      short, oversized (truncated), wrong-stream and unknown-type
 #      datagrams hits the same port: every one is counted by its cause,
 #      and the good stream's CPIs reach the ring bit for bit
-#      (chirp-tap --verify-input); the counters are served as Prometheus
-#      text (--metrics) too;
+#      (chirp-tap --verify-input); two receive threads share the port
+#      (SO_REUSEPORT, pinned); the counters are served as Prometheus text
+#      (--metrics) too;
 #   2. context packets that disagree (bandwidth) are counted and, with
 #      --refuse-mismatch, the stream's data is refused.
 . "$(dirname "$0")/tools_lib.inc"
@@ -34,7 +35,7 @@ start_recv() {   # start_recv NAME ARGS...
 TAP=$!
 e2e_track $TAP
 wait_ring "$IN_RING"
-start_recv storm --idle-exit 1.5 --expect-bandwidth 2e5 --metrics 127.0.0.1:"$MPORT"
+start_recv storm --idle-exit 1.5 --expect-bandwidth 2e5 --metrics 127.0.0.1:"$MPORT" --threads 2 --cpus 0-1
 "$PY" - "$PORT" >storm.json <<'PYEOF' &
 import json, os, random, socket, struct, sys, time
 port = int(sys.argv[1])
