@@ -120,6 +120,7 @@ struct rx {
 	_Atomic uint64_t committed;     /* CPIs committed                       */
 	_Atomic uint64_t last_packet_ns;
 	_Atomic int failed;
+	_Atomic int stop;               /* the main thread tells the workers    */
 	struct worker w[MAX_THREADS];
 	unsigned nw;
 };
@@ -693,7 +694,7 @@ static int sink_failed(struct rx *rx, int rc)
 		return 0;
 	log_err("ring %s: %s", chirp_ring_name(rx->ring), strerror(-rc));
 	atomic_store(&rx->failed, 1);
-	stop_sig = 1;
+	atomic_store(&rx->stop, 1);
 	return rc;
 }
 
@@ -741,7 +742,7 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
 
-	while (!stop_sig) {
+	while (!atomic_load_explicit(&w->rx->stop, memory_order_relaxed)) {
 		int n, r = poll(&pfd, 1, poll_ms(w->rx));
 
 		if (r < 0 && errno != EINTR) {
@@ -1001,7 +1002,7 @@ static void main_loop(struct rx *rx, struct metrics_http *mh)
 {
 	double next_stats = rx->o.stats_s > 0 ? tool_now() + rx->o.stats_s : 0;
 
-	while (!stop_sig) {
+	while (!stop_sig && !atomic_load(&rx->stop)) {
 		uint64_t last = atomic_load(&rx->last_packet_ns);
 
 		if (mh) {
@@ -1022,7 +1023,7 @@ static void main_loop(struct rx *rx, struct metrics_http *mh)
 		    (double)(mono_ns() - last) > rx->o.idle_exit_s * 1e9)
 			break;
 	}
-	stop_sig = 1;
+	atomic_store(&rx->stop, 1);
 }
 
 static void finish(struct rx *rx)
@@ -1079,7 +1080,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (start_workers(&rx) < 0) {
-		stop_sig = 1;
+		atomic_store(&rx.stop, 1);
 		finish(&rx);
 		goto out;
 	}
