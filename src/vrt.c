@@ -63,8 +63,12 @@ int64_t vrt_hz_to_fixed(double hz)
 {
 	double v = hz * 1048576.0;   /* 2^20 */
 
-	if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
-		return 0;   /* NaN or out of the field's range */
+	if (v != v)
+		return 0;
+	if (v >= 9223372036854775808.0)    /* saturate: 2^63 */
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
 	return (int64_t)llround(v);
 }
 

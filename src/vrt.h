@@ -149,7 +149,8 @@ size_t vrt_payload_offset(const struct vrt_packet *p);
  */
 size_t vrt_pack_context(void *buf, size_t cap, const struct vrt_packet *p);
 
-/* 64-bit fixed point, radix 20 (Hz fields of a context packet). */
+/* 64-bit fixed point, radix 20 (Hz fields of a context packet); values
+ * beyond the field saturate, NaN is 0. */
 int64_t vrt_hz_to_fixed(double hz);
 double vrt_fixed_to_hz(int64_t v);
 

@@ -106,7 +106,11 @@ static void test_fixed_point(void **state)
 	assert_int_equal(vrt_hz_to_fixed(25e6), 0x17d784000000ll);
 	assert_true(vrt_fixed_to_hz(0x59682f0000000ll) == 1.5e9);
 	assert_true(vrt_fixed_to_hz(1) == 1.0 / 1048576.0);
-	assert_int_equal(vrt_hz_to_fixed(1e30), 0);   /* out of range: not UB */
+	assert_true(vrt_hz_to_fixed(1e30) == INT64_MAX);   /* saturates, no UB */
+	assert_true(vrt_hz_to_fixed(-1e30) == INT64_MIN);
+	assert_int_equal(vrt_hz_to_fixed(0.0 / 0.0), 0);
+	/* the largest field survives a round trip through double */
+	assert_true(vrt_hz_to_fixed(vrt_fixed_to_hz(INT64_MAX)) == INT64_MAX);
 }
 
 static void test_refusals(void **state)
