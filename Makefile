@@ -21,7 +21,8 @@
 #   src/         the daemon's modules (libchirpcore) and chirpd's own files
 #                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, daemon.h)
 #   src/cuda/    the CUDA backend (CUDA builds only)
-#   src/tools/   chirp-feed, chirp-tap, chirpctl and their helpers
+#   src/tools/   chirp-feed, chirp-tap, chirpctl, chirp-recv, chirp-send and
+#                their helpers
 #   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
 #   bench/ the benchmarks, tests/fuzz/fuzz_*.c the libFuzzer targets.
 
