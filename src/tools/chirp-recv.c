@@ -111,6 +111,7 @@ struct rx {
 	struct chirp_ring_geometry g;
 	struct sockaddr_storage addr;   /* --listen; its port once bound        */
 	uint64_t fs_int;                /* the sample rate, Hz (integral)       */
+	const char *fs_from;            /* where it came from, for the log      */
 	uint64_t pri;                   /* pulse period, samples                */
 	pthread_mutex_t lock;           /* asm, ring, refused, cpi_log          */
 	struct cpiasm *a;
@@ -469,8 +470,11 @@ static int sample_rate(struct rx *rx, const struct chirp_config *cfg)
 {
 	double fs = rx->o.sample_rate_hz;
 
-	if (!(fs > 0))
+	rx->fs_from = "--sample-rate";
+	if (!(fs > 0)) {
 		fs = cfg ? cfg->wf.sample_rate_hz : rx->g.sample_rate_hz;
+		rx->fs_from = cfg ? "the configuration" : "the ring";
+	}
 	if (!(fs >= 1) || fs > 1e12 || fabs(fs - llround(fs)) > 1e-6) {
 		log_err("sample rate %g Hz: chirp-recv turns timestamps into sample "
 			"indices at a whole number of Hz (give --sample-rate)", fs);
@@ -1085,10 +1089,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_notice("listening on port %u", bound_port(&rx));
-	log_info("receiving %s on %s into %s (%ux%ux%u %s, %" PRIu64 " Hz, pulse period %"
-		 PRIu64 " samples)", rx.o.plain ? "plain UDP" : "VRT", rx.o.listen,
+	log_info("receiving %s on %s into %s (%ux%ux%u %s, %" PRIu64 " Hz from %s, pulse "
+		 "period %" PRIu64 " samples)", rx.o.plain ? "plain UDP" : "VRT", rx.o.listen,
 		 chirp_ring_name(rx.ring), rx.g.channels, rx.g.pulses, rx.g.samples,
-		 tool_ring_format_name(rx.g.format), rx.fs_int, rx.pri);
+		 tool_ring_format_name(rx.g.format), rx.fs_int, rx.fs_from, rx.pri);
 	main_loop(&rx, mh);
 	finish(&rx);
 	print_json(&rx, stdout);
