@@ -40,6 +40,8 @@ struct cpiasm {
 	int have_epoch;
 	uint64_t lo, next_res;
 	uint32_t epoch_flags;   /* for the next CPI reserved                    */
+	uint64_t dropped_mask;  /* bit i: CPI lo - 1 - i was dropped (no slot):
+				   its late packets count as ring_full     */
 	struct inflight f[CPIASM_MAX_HORIZON];
 	uint64_t *bits;
 	struct cpiasm_stats st;
@@ -301,6 +303,7 @@ static int commit_head(struct cpiasm *a)
 		if (rc < 0)
 			return rc;
 	}
+	a->dropped_mask = a->dropped_mask << 1 | (f->state == IF_DROPPED);
 	f->state = 0;
 	a->lo++;
 	return 0;
@@ -339,6 +342,7 @@ void cpiasm_reset(struct cpiasm *a)
 		a->f[i].state = 0;
 	a->have_epoch = 0;
 	a->lo = a->next_res = 0;
+	a->dropped_mask = 0;
 }
 
 static int new_epoch(struct cpiasm *a, uint64_t k)
@@ -350,6 +354,7 @@ static int new_epoch(struct cpiasm *a, uint64_t k)
 	a->epoch_flags = a->have_epoch ? CHIRP_RING_DISCONTINUITY : 0;
 	a->have_epoch = 1;
 	a->lo = a->next_res = k;
+	a->dropped_mask = 0;
 	a->st.epochs++;
 	return 0;
 }
@@ -365,8 +370,13 @@ static int enter_window(struct cpiasm *a, uint64_t k)
 
 	if (!a->have_epoch)
 		return new_epoch(a, k);
-	if (k < a->lo)
-		return a->lo - k > a->p.epoch_jump_cpis ? new_epoch(a, k) : CPIASM_LATE;
+	if (k < a->lo) {
+		if (a->lo - k > a->p.epoch_jump_cpis)
+			return new_epoch(a, k);
+		if (a->lo - k <= 64 && (a->dropped_mask >> (a->lo - 1 - k) & 1))
+			return CPIASM_RING_FULL;   /* its CPI had no slot */
+		return CPIASM_LATE;
+	}
 	if (k <= last)
 		return 0;
 	if (k - last > a->p.epoch_jump_cpis)

@@ -77,7 +77,8 @@ enum cpiasm_result {
 	CPIASM_PLACED = 0,     /* some samples written (or all outside the window) */
 	CPIASM_LATE,           /* its CPI was committed already          */
 	CPIASM_DUPLICATE,      /* its samples were placed already        */
-	CPIASM_RING_FULL,      /* its CPI was dropped: no ring slot      */
+	CPIASM_RING_FULL,      /* its CPI was dropped: no ring slot (also
+				  after that CPI left the window)         */
 	CPIASM_BAD_CHANNEL,    /* channel >= channels                    */
 	CPIASM_BEFORE_T0,      /* timestamp before t0_sample             */
 };

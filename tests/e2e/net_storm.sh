@@ -9,7 +9,9 @@
 #      (SO_REUSEPORT, pinned); the counters are served as Prometheus text
 #      (--metrics) too;
 #   2. context packets that disagree (bandwidth) are counted and, with
-#      --refuse-mismatch, the stream's data is refused.
+#      --refuse-mismatch, the stream's data is refused;
+#   3. the kernel's own drops (a stopped receiver, a tiny socket buffer)
+#      are counted from SO_RXQ_OVFL, and every CPI still goes out in order.
 . "$(dirname "$0")/tools_lib.inc"
 tools_init net_storm
 [ -x "$BIN/chirp-recv" ] && [ -x "$BIN/chirp-send" ] || e2e_skip "chirp-recv/chirp-send are not built"
@@ -117,4 +119,37 @@ assert r["packets"] == 0 and r["cpis"]["complete"] + r["cpis"]["partial"] == 0, 
 assert r["context_packets"] == 8 and r["drops"]["context_mismatch"] == 8 + 4 * 8 * 2, r
 PYEOF
 kill $TAP 2>/dev/null
+e2e_log "context mismatch counted and refused"
+
+# 3. The kernel's drops: a receiver stopped (SIGSTOP) while a burst fills
+#    its tiny socket buffer; the rest of the burst is dropped by the kernel,
+#    counted from SO_RXQ_OVFL once it runs again, and every CPI still goes
+#    out, in order, the lost samples flagged and counted.
+IN_RING=/$E2E_UNIQ-c
+"$CHIRP_TAP" -r "$IN_RING" --create --geometry 2,8,200 --format sc16 --slots 64 -n 100000 --drain \
+	--timeout 20 >tap3.log 2>&1 &
+TAP=$!
+e2e_track $TAP
+wait_ring "$IN_RING"
+start_recv kern -r "$IN_RING" --sample-rate 1e6 --rcvbuf 4096 --idle-exit 1 --horizon 8 --cpi-log cpi-kern.log
+kill -STOP $RECV
+"$BIN/chirp-send" -c "$CONF" -d 127.0.0.1:"$PORT" -n 20 --rate 100000 --context-every 0 \
+	>send3.json 2>send3.log || { kill -CONT $RECV; cat send3.log; e2e_fail "chirp-send failed"; }
+kill -CONT $RECV
+"$BIN/chirp-send" -c "$CONF" -d 127.0.0.1:"$PORT" --start 20 -n 4 --rate 200 --context-every 0 \
+	>send4.json 2>send4.log || { cat send4.log; e2e_fail "chirp-send failed"; }
+wait_pid $RECV 20 || { cat recv-kern.log; e2e_fail "chirp-recv failed"; }
+kill $TAP 2>/dev/null
+"$PY" - recv-kern.json cpi-kern.log <<'PYEOF' || e2e_fail "kernel drops not counted"
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+assert r["drops"]["kernel"] > 0, r
+cpis = [json.loads(l) for l in open(sys.argv[2])]
+idx = [c["cpi"] for c in cpis]
+assert idx == list(range(idx[0], idx[0] + len(idx))) and 20 <= idx[-1] <= 23, idx
+assert all(bool(c["flags"] & 16) == (c["missing"] > 0) for c in cpis), cpis
+assert r["cpis"]["partial"] > 0 and r["cpis"]["dropped"] == 0, r
+print("kernel drops: %d counted; %d CPIs out in order, %d incomplete"
+      % (r["drops"]["kernel"], len(idx), r["cpis"]["partial"]))
+PYEOF
 e2e_pass
