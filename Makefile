@@ -22,7 +22,8 @@
 #                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, ..., daemon.h;
 #                all but chirpd.c also in libchirpd, which the tests link)
 #   src/cuda/    the CUDA backend (CUDA builds only)
-#   src/tools/   chirp-feed, chirp-tap, chirpctl and their helpers
+#   src/tools/   chirp-feed, chirp-tap, chirpctl, chirp-recv, chirp-send and
+#                their helpers
 #   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
 #   bench/ the benchmarks, tests/fuzz/fuzz_*.c the libFuzzer targets.
 
@@ -88,7 +89,7 @@ RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c config_doc.c config_print.c \
                 config_table.c control.c errbuf.c hcopy.c log.c metrics.c names.c pc.c pc_cpu.c \
                 pcsize.c pipeline.c plan.c sigmf.c sink.c stall.c stats.c sysnuma.c trace.c \
-                radar.c radar_cpu.c version.c waveform.c workkey.c workpool.c)
+                radar.c radar_cpu.c cpiasm.c version.c vrt.c waveform.c workkey.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
@@ -97,7 +98,7 @@ TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # status line and ring removal, which chirpd and the unit tests link.
 DAEMON_LIB_SRCS := $(addprefix src/,gen.c reload.c ctlcmd.c ringrm.c statusline.c)
 DAEMON_SRCS := src/chirpd.c $(DAEMON_LIB_SRCS)
-TOOL_BINS  := chirp-feed chirp-tap chirpctl
+TOOL_BINS  := chirp-feed chirp-tap chirpctl chirp-recv chirp-send
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)
 BENCH_SRCS := $(wildcard bench/*.c)

@@ -45,7 +45,7 @@ INSTALL     ?= install
 PC_IN       ?= src/ring/chirpring.pc.in
 
 INST_MANS   := $(wildcard doc/man/*.1 doc/man/*.5 doc/man/*.8)
-INST_UNITS  := systemd/chirpd.service systemd/chirpd@.service
+INST_UNITS  := systemd/chirpd.service systemd/chirpd@.service systemd/chirp-recv@.service
 INST_SCRIPTS := $(wildcard scripts/chirp-plot)
 INST_DOCS   := $(wildcard doc/example_producer.c)
 INST_PY     := $(wildcard src/ring/python/chirpring/*.py)
@@ -118,7 +118,8 @@ uninstall:
 	rm -f $(addprefix $(D)$(BINDIR)/,$(BIN_NAMES) chirp-plot)
 	rm -f $(D)$(LIBDIR)/libchirpring.so.2 $(D)$(LIBDIR)/libchirpring.so $(D)$(LIBDIR)/libchirpring.a
 	rm -f $(D)$(INCLUDEDIR)/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/detect.h $(D)$(PKGCONFIGDIR)/chirpring.pc
-	rm -f $(D)$(UNITDIR)/chirpd.service $(D)$(UNITDIR)/chirpd@.service $(D)$(SYSUSERSDIR)/chirpd.conf
+	rm -f $(D)$(UNITDIR)/chirpd.service $(D)$(UNITDIR)/chirpd@.service $(D)$(UNITDIR)/chirp-recv@.service \
+	      $(D)$(SYSUSERSDIR)/chirpd.conf
 	rm -f $(foreach m,$(INST_MANS),$(D)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	rm -f $(D)$(DOCDIR)/example_producer.c
 	rm -f $(D)$(BASHCOMPDIR)/chirpctl

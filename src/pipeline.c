@@ -80,6 +80,8 @@ struct flight {
 					result zeroed and flagged              */
 	uint32_t flags;              /* flags for the output block: the carry
 					(gaps before it) taken at reservation */
+	uint32_t in_incomplete;      /* the input's CHIRP_RING_INCOMPLETE, and */
+	uint32_t missing;            /* its missing samples: passed on         */
 	uint32_t nonfinite_rows;
 	enum out_kind kind;
 	void *out;                   /* where the pc writes                      */
@@ -715,6 +717,8 @@ static struct flight *new_record(struct pipeline *p, const struct chirp_ring_blo
 	f->timestamp_ns = blk->timestamp_ns;
 	f->first_sample = blk->first_sample;
 	f->mode = blk->mode;
+	f->in_incomplete = blk->flags & CHIRP_RING_INCOMPLETE;
+	f->missing = blk->missing;
 	return f;
 }
 
@@ -1048,8 +1052,8 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
  */
 static int commit_result(struct pipeline *p, struct flight *f, uint32_t cflags)
 {
-	int ret = chirp_ring_commit_mode(p->cur->out, f->timestamp_ns, f->first_sample, cflags,
-					 f->mode);
+	int ret = chirp_ring_commit_partial(p->cur->out, f->timestamp_ns, f->first_sample,
+					    cflags | f->in_incomplete, f->mode, f->missing);
 
 	if (ret == 0) {
 		p->commit_carry = 0;

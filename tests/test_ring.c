@@ -1033,7 +1033,8 @@ static void test_unknown_flags_masked(void **state)
 	struct ring_hdr *h = ring_debug_hdr(c);
 	struct ring_desc *d = (struct ring_desc *)((uint8_t *)h + h->desc_offset);
 	const uint32_t known = CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
-			       CHIRP_RING_REDELIVERED | CHIRP_RING_UNKNOWN_MODE;
+			       CHIRP_RING_REDELIVERED | CHIRP_RING_UNKNOWN_MODE |
+			       CHIRP_RING_INCOMPLETE;
 	struct chirp_ring_block b;
 
 	/* 0: the caller passes unknown bits and REDELIVERED: only NONFINITE
@@ -1048,12 +1049,12 @@ static void test_unknown_flags_masked(void **state)
 	 * (and REDELIVERED) into the descriptors. */
 	push(p, 1, 0);
 	push(p, 2, CHIRP_RING_NONFINITE);
-	atomic_store(&d[1].flags, (1u << 4) | (1u << 17) | (1u << 31));
+	atomic_store(&d[1].flags, (1u << 5) | (1u << 17) | (1u << 31));
 	atomic_store(&d[2].flags, ~0u);
 	assert_int_equal(chirp_ring_last_commit(p, &b), 0);
 	assert_int_equal(b.flags & ~known, 0);
 	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
-				  CHIRP_RING_UNKNOWN_MODE);
+				  CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE);
 
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
 	assert_int_equal(b.seq, 0);
@@ -1063,12 +1064,55 @@ static void test_unknown_flags_masked(void **state)
 	assert_int_equal(b.flags, 0);               /* every bit written was unknown */
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
 	assert_int_equal(b.seq, 2);
-	/* all ones: the three a producer may set; not REDELIVERED (this block
+	/* all ones: the four a producer may set; not REDELIVERED (this block
 	 * was never taken by a consumer before) */
 	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
-				  CHIRP_RING_UNKNOWN_MODE);
+				  CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE);
+	assert_int_equal(b.missing, 0);   /* committed whole: no count stored */
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/*
+ * CHIRP_RING_INCOMPLETE and its count travel from commit to peek (and
+ * last_commit); the count is read only with the flag, so a stale word in
+ * a descriptor written by a producer without the flag is never seen.
+ */
+static void test_incomplete_count(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct ring_desc *d = (struct ring_desc *)((uint8_t *)h + h->desc_offset);
+	const uint32_t missing[] = { 0, 1, 4096, 0xffffffffu };
+	struct chirp_ring_block b;
+	void *pl;
+
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+		assert_int_equal(chirp_ring_commit_partial(p, 1, i, 0, 3, missing[i]), 0);
+		assert_int_equal(chirp_ring_last_commit(p, &b), 0);
+		assert_int_equal(!!(b.flags & CHIRP_RING_INCOMPLETE), missing[i] != 0);
+		assert_int_equal(b.missing, missing[i]);
+	}
+	/* the flag without a count: INCOMPLETE, missing 0 (not counted) */
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	assert_int_equal(chirp_ring_commit_mode(p, 1, 4, CHIRP_RING_INCOMPLETE, 0), 0);
+	/* a whole block over a stale count: the count is not read */
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	assert_int_equal(chirp_ring_commit(p, 1, 5, 0), 0);
+	atomic_store(&d[5].missing, 77);
+	for (int i = 0; i < 6; i++) {
+		memset(&b, 0xa5, sizeof(b));
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.missing, i < 4 ? missing[i] : 0);
+		assert_int_equal(!!(b.flags & CHIRP_RING_INCOMPLETE), (i > 0 && i < 5));
+		assert_int_equal(b.mode, i < 4 ? 3 : 0);
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
 	chirp_ring_detach(p);
 	chirp_ring_detach(c);
 }
@@ -1912,6 +1956,7 @@ int main(void)
 		T(test_corrupt_indices),
 		T(test_corrupt_descriptor_skipped),
 		T(test_unknown_flags_masked),
+		T(test_incomplete_count),
 		T(test_wait_timeout),
 		T(test_wait_wakes_across_processes),
 		T(test_image_validation),

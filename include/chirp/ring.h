@@ -89,6 +89,20 @@ enum chirp_ring_format {
 					       CPI's mode is not configured, so no
 					       filter was applied; every float32
 					       of the payload is NaN            */
+#define CHIRP_RING_INCOMPLETE     (1u << 4) /* set by a producer (chirp-recv): samples
+					       of this CPI never arrived; they read
+					       zero, and chirp_ring_block.missing
+					       counts them (0: not counted) */
+/*
+ * CHIRP_RING_INCOMPLETE and the missing-sample count need no new ABI
+ * version: the count lives in a descriptor word every version-2 library
+ * leaves alone (it wrote 0 there, or nothing), and is read only when the
+ * flag is set. A version-2 library that predates the flag drops it at
+ * commit and at peek, as it drops every bit it does not define: its
+ * consumers see the block as a whole one (the holes read zero) and
+ * blk->missing 0; its producers never set the flag, so a stale count in
+ * that word is never read.
+ */
 
 enum chirp_ring_role { CHIRP_RING_PRODUCER = 1, CHIRP_RING_CONSUMER = 2 };
 
@@ -118,7 +132,12 @@ struct chirp_ring_block {
 	uint32_t slot;            /* slot index (for GPU bookkeeping)          */
 	uint32_t mode;            /* the CPI's radar mode, as the producer
 				     committed it (0 from chirp_ring_commit) */
-	uint32_t reserved;        /* 0                                          */
+	union {
+		uint32_t missing;  /* CHIRP_RING_INCOMPLETE: complex samples of
+				      the CPI (all channels) that never arrived,
+				      saturated at 2^32 - 1; 0 otherwise     */
+		uint32_t reserved; /* (its former name)                      */
+	};
 	uint64_t len;             /* payload bytes                              */
 	void *payload;            /* valid until chirp_ring_release()          */
 };
@@ -262,6 +281,16 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns,
  */
 int chirp_ring_commit_mode(struct chirp_ring *r, uint64_t timestamp_ns,
 			   uint64_t first_sample, uint32_t flags, uint32_t mode);
+
+/*
+ * chirp_ring_commit_mode for a CPI of which `missing` complex samples (over
+ * all channels) never arrived and were zeroed by the producer: missing > 0
+ * adds CHIRP_RING_INCOMPLETE, and the consumer reads the count in
+ * chirp_ring_block.missing. missing 0 commits as chirp_ring_commit_mode.
+ */
+int chirp_ring_commit_partial(struct chirp_ring *r, uint64_t timestamp_ns,
+			      uint64_t first_sample, uint32_t flags, uint32_t mode,
+			      uint32_t missing);
 
 /*
  * The newest committed block's descriptor (payload NULL): lets a restarted

@@ -101,7 +101,7 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free in shm");
 
 #define KNOWN_FLAGS (CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED | \
-		     CHIRP_RING_UNKNOWN_MODE)
+		     CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE)
 /*
  * Flags a descriptor may carry: those a producer commits. REDELIVERED is
  * the consumer's own finding (peek), never a producer's. Flags enter the
@@ -1472,6 +1472,13 @@ int chirp_ring_commit(struct chirp_ring *r, uint64_t timestamp_ns, uint64_t firs
 int chirp_ring_commit_mode(struct chirp_ring *r, uint64_t timestamp_ns,
 			   uint64_t first_sample, uint32_t flags, uint32_t mode)
 {
+	return chirp_ring_commit_partial(r, timestamp_ns, first_sample, flags, mode, 0);
+}
+
+int chirp_ring_commit_partial(struct chirp_ring *r, uint64_t timestamp_ns,
+			      uint64_t first_sample, uint32_t flags, uint32_t mode,
+			      uint32_t missing)
+{
 	struct ring_hdr *h = r->h;
 	struct ring_desc *d;
 	uint64_t p = r->prod, s, seq, after;
@@ -1492,6 +1499,8 @@ int chirp_ring_commit_mode(struct chirp_ring *r, uint64_t timestamp_ns,
 	pending = r->res_flags[s];
 	if (r->first_commit)
 		pending |= CHIRP_RING_DISCONTINUITY;  /* new producer on a used ring */
+	if (missing)
+		flags |= CHIRP_RING_INCOMPLETE;
 	flags = (flags | pending) & DESC_FLAGS;
 	/* hdr.next_seq = next unassigned - outstanding, one fewer outstanding */
 	after = r->next_seq - (r->nres - 1);
@@ -1504,6 +1513,8 @@ int chirp_ring_commit_mode(struct chirp_ring *r, uint64_t timestamp_ns,
 	atomic_store_explicit(&d->len, r->L.payload_bytes, memory_order_relaxed);
 	atomic_store_explicit(&d->flags, flags, memory_order_relaxed);
 	atomic_store_explicit(&d->mode, mode, memory_order_relaxed);
+	atomic_store_explicit(&d->missing, (flags & CHIRP_RING_INCOMPLETE) ? missing : 0,
+			      memory_order_relaxed);
 	atomic_store_explicit(&d->count_after, after, memory_order_relaxed);
 	/* The publication: pairs with the consumer's acquire load of prod. */
 	atomic_store_explicit(&h->prod, p + 1, memory_order_release);
@@ -1575,6 +1586,8 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
 	blk->first_sample = atomic_load_explicit(&d->first_sample, memory_order_relaxed);
 	blk->flags = atomic_load_explicit(&d->flags, memory_order_relaxed) & DESC_FLAGS;
 	blk->mode = atomic_load_explicit(&d->mode, memory_order_relaxed);
+	if (blk->flags & CHIRP_RING_INCOMPLETE)
+		blk->missing = atomic_load_explicit(&d->missing, memory_order_relaxed);
 	blk->slot = (uint32_t)slot_of(r, p);
 	blk->len = r->L.payload_bytes;
 	blk->payload = NULL;   /* may already be in the consumer's hands */
@@ -1712,7 +1725,8 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 	blk->flags = flags;
 	blk->slot = (uint32_t)s;
 	blk->mode = mode;
-	blk->reserved = 0;
+	blk->missing = (flags & CHIRP_RING_INCOMPLETE) ?
+		       atomic_load_explicit(&d->missing, memory_order_relaxed) : 0;
 	blk->len = len;
 	blk->payload = r->data + s * r->L.slot_bytes;
 	if (r->spin_ns)

@@ -145,7 +145,9 @@ struct ring_desc {
 	_Atomic uint64_t count_after;  /* hdr.next_seq this commit stores after
 					  hdr.prod (crash repair only; was
 					  padding, 0 from older producers) */
-	uint64_t pad1;
+	_Atomic uint32_t missing;      /* samples missing, read only with
+					  CHIRP_RING_INCOMPLETE (was padding) */
+	uint32_t pad1;
 };
 
 /* Validated, process-local copy of the immutable part of a header. */

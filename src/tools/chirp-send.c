@@ -1,0 +1,696 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * chirp-send — a digitizer stand-in for tests and demos: emits synthetic
+ * CPIs (the generator chirp-feed uses, src/tools/synth.h) or a SigMF
+ * recording as VITA 49.2 (DIFI) or plain-UDP packets, paced by their
+ * timestamps, optionally losing and reordering a given fraction of
+ * packets (seeded). Usage: chirp-send --help, chirp-send(1),
+ * doc/network.md.
+ *
+ * Timeline: CPI k's pulse p starts at stream sample
+ *     t0 + k * pulses * pri + p * pri
+ * (t0 = --t0 seconds times the sample rate; pri = --pri-samples, or
+ * fs / --prf, or samples per pulse); the receive window of each pulse, its
+ * first `samples` samples, is sent, channel after channel, in packets of
+ * at most --max-payload bytes. With the defaults, CPI k's first_sample in
+ * chirp-recv's ring is k * P * R, as chirp-feed numbers it, so
+ * chirp-tap --verify checks the network path like the direct one.
+ *
+ * Pacing: pulse n (counted from the start) is sent at start + n / (rate *
+ * pulses), rate = --rate CPIs per second, by default the real-time rate
+ * fs / (pulses * pri). A sender that falls behind sends at once, never
+ * skipping.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+
+#include "chirp/ring.h"
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
+#include "sigmf.h"
+#include "synth.h"
+#include "tool.h"
+#include "vrt.h"
+
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
+
+struct send {
+	/* options */
+	const char *config_path, *dest, *sigmf_base, *targets_spec, *drop_log_path;
+	const char *target_hz[SYNTH_MAX_TARGETS];
+	size_t ntarget_hz;
+	int plain, tsf_samples, have_snr;
+	unsigned vrt_fmt;                /* 0: from the source's format        */
+	uint32_t stream_base;
+	double rate, prf_hz, drop, reorder, snr_db, bandwidth_hz, rf_hz, t0_s;
+	uint64_t count, start, seed, net_seed, pri_samples, max_payload, context_every;
+
+	/* source */
+	struct chirp_config cfg;
+	int have_cfg;
+	struct synth *synth;
+	struct synth_target targets[SYNTH_MAX_TARGETS];
+	size_t ntargets;
+	struct sigmf_meta meta;
+	const uint8_t *map;
+	size_t map_len;
+	uint64_t src_ncpi;
+	unsigned C, P, R;
+	uint32_t fmt;                    /* CHIRP_RING_SC16 or CF32 (host order) */
+	double fs;
+	uint64_t fs_int, pri;
+	uint8_t *cpi;                    /* one CPI, host order                */
+	size_t cpi_bytes;
+
+	/* network */
+	int fd;
+	uint8_t pkt[2][VRT_MAX_DATAGRAM];   /* [0] being built, [1] held back */
+	size_t held_len;
+	uint64_t rng;
+	uint8_t *vrt_count;              /* [channels]: packet count mod 16    */
+	uint32_t *plain_seq;             /* [channels]                          */
+	FILE *drop_log;
+
+	/* counters */
+	uint64_t sent, dropped, reordered, refused, bytes, cpis;
+};
+
+static volatile sig_atomic_t stop_sig;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: chirp-send -c chirpd.conf [options]      synthetic CPIs\n"
+"       chirp-send --sigmf BASE [options]        a recording (ci16_le or cf32_le)\n"
+"Send CPIs as VITA 49.2 (DIFI) or plain-UDP packets, paced by their timestamps.\n"
+"  -c, --config FILE        geometry, format, waveform and sample rate of the synthesis\n"
+"  -d, --dest HOST:PORT     where to send (default 127.0.0.1:4991)\n"
+"      --framing vrt|plain  VITA 49.2 (default) or chirpd's plain framing\n"
+"      --payload sc16|cf32  VRT payload (default: the source's format)\n"
+"      --tsf ps|samples     VRT fractional timestamp: picoseconds (DIFI, default)\n"
+"                           or sample count\n"
+"      --stream-base ID     VRT stream ID of channel c is ID + c (default 0)\n"
+"      --context-every N    a context packet per channel every N CPIs (default 16,\n"
+"                           0: none)\n"
+"      --bandwidth HZ, --rf HZ  fields of the context packets\n"
+"  -n, --count N            CPIs to send (default: 100; 0 = until stopped, or\n"
+"                           the recording's length)\n"
+"      --start K            first CPI index (default 0)\n"
+"      --rate R             CPIs per second (default: real time)\n"
+"      --prf HZ             pulse period fs/prf samples (default: samples per pulse)\n"
+"      --pri-samples N      pulse period in samples\n"
+"      --t0 SECONDS         time of stream sample 0 (default 0)\n"
+"      --max-payload BYTES  payload bytes per packet (default 1408)\n"
+"      --drop F             lose each packet with probability F (0..1)\n"
+"      --reorder F          send each packet after the next one with probability F\n"
+"      --net-seed N         seed of --drop and --reorder (default 1)\n"
+"      --drop-log FILE      a JSON line per CPI that lost samples\n"
+"      --sigmf BASE         replay a SigMF recording instead of synthesis\n"
+"      --targets SPEC, --target GATE,AMP_DB[,DOPPLER_HZ], --seed N, --snr-db X\n"
+"                           the synthesis, as chirp-feed's\n"
+"  -q, --quiet              errors only\n"
+"  -h, --help\n");
+}
+
+enum {
+	O_FRAMING = 256, O_PAYLOAD, O_TSF, O_SID, O_CTX, O_BW, O_RF, O_COUNT, O_START, O_RATE,
+	O_PRF, O_PRI, O_T0, O_MAXPL, O_DROP, O_REORDER, O_NETSEED, O_DROPLOG, O_SIGMF,
+	O_TARGETS, O_TARGET, O_SEED, O_SNR,
+};
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "dest", required_argument, NULL, 'd' },
+	{ "framing", required_argument, NULL, O_FRAMING },
+	{ "payload", required_argument, NULL, O_PAYLOAD },
+	{ "tsf", required_argument, NULL, O_TSF },
+	{ "stream-base", required_argument, NULL, O_SID },
+	{ "context-every", required_argument, NULL, O_CTX },
+	{ "bandwidth", required_argument, NULL, O_BW },
+	{ "rf", required_argument, NULL, O_RF },
+	{ "count", required_argument, NULL, 'n' },
+	{ "start", required_argument, NULL, O_START },
+	{ "rate", required_argument, NULL, O_RATE },
+	{ "prf", required_argument, NULL, O_PRF },
+	{ "pri-samples", required_argument, NULL, O_PRI },
+	{ "t0", required_argument, NULL, O_T0 },
+	{ "max-payload", required_argument, NULL, O_MAXPL },
+	{ "drop", required_argument, NULL, O_DROP },
+	{ "reorder", required_argument, NULL, O_REORDER },
+	{ "net-seed", required_argument, NULL, O_NETSEED },
+	{ "drop-log", required_argument, NULL, O_DROPLOG },
+	{ "sigmf", required_argument, NULL, O_SIGMF },
+	{ "targets", required_argument, NULL, O_TARGETS },
+	{ "target", required_argument, NULL, O_TARGET },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "snr-db", required_argument, NULL, O_SNR },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int u64_opt(const char *opt, const char *a, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	char want[80];
+
+	if (tool_parse_u64(a, v) == 0 && *v >= lo && *v <= hi)
+		return 0;
+	snprintf(want, sizeof(want), "want an integer %" PRIu64 "..%" PRIu64, lo, hi);
+	return tool_bad_arg(opt, a, want);
+}
+
+static int dbl_opt(const char *opt, const char *a, double lo, double hi, double *v)
+{
+	char want[80];
+
+	if (tool_parse_double(a, v) == 0 && *v >= lo && *v <= hi)
+		return 0;
+	snprintf(want, sizeof(want), "want a number %g..%g", lo, hi);
+	return tool_bad_arg(opt, a, want);
+}
+
+static int opt_one(struct send *s, int c, const char *a)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'c': s->config_path = a; return 0;
+	case 'd': s->dest = a; return 0;
+	case 'q': log_set_level(LOG_ERR); return 0;
+	case O_FRAMING:
+		if (strcmp(a, "vrt") && strcmp(a, "plain"))
+			return tool_bad_arg("--framing", a, "want vrt or plain");
+		s->plain = !strcmp(a, "plain");
+		return 0;
+	case O_PAYLOAD:
+		if (strcmp(a, "sc16") && strcmp(a, "cf32"))
+			return tool_bad_arg("--payload", a, "want sc16 or cf32");
+		s->vrt_fmt = !strcmp(a, "sc16") ? VRT_PLAIN_SC16_BE : VRT_PLAIN_CF32_BE;
+		return 0;
+	case O_TSF:
+		if (strcmp(a, "ps") && strcmp(a, "samples"))
+			return tool_bad_arg("--tsf", a, "want ps or samples");
+		s->tsf_samples = !strcmp(a, "samples");
+		return 0;
+	case O_SID:
+		if (u64_opt("--stream-base", a, 0, UINT32_MAX, &v) < 0)
+			return -EINVAL;
+		s->stream_base = (uint32_t)v;
+		return 0;
+	case O_CTX: return u64_opt("--context-every", a, 0, UINT32_MAX, &s->context_every);
+	case O_BW: return dbl_opt("--bandwidth", a, 0, 1e12, &s->bandwidth_hz);
+	case O_RF: return dbl_opt("--rf", a, 0, 1e12, &s->rf_hz);
+	case 'n': return u64_opt("--count", a, 0, UINT64_MAX, &s->count);
+	case O_START: return u64_opt("--start", a, 0, 1ull << 40, &s->start);
+	case O_RATE: return dbl_opt("--rate", a, 1e-3, 1e7, &s->rate);
+	case O_PRF: return dbl_opt("--prf", a, 1e-3, 1e9, &s->prf_hz);
+	case O_PRI: return u64_opt("--pri-samples", a, 1, 1ull << 32, &s->pri_samples);
+	case O_T0: return dbl_opt("--t0", a, 0, 4e9, &s->t0_s);
+	case O_MAXPL: return u64_opt("--max-payload", a, 8, 65400, &s->max_payload);
+	case O_DROP: return dbl_opt("--drop", a, 0, 1, &s->drop);
+	case O_REORDER: return dbl_opt("--reorder", a, 0, 1, &s->reorder);
+	case O_NETSEED: return u64_opt("--net-seed", a, 0, UINT64_MAX, &s->net_seed);
+	case O_DROPLOG: s->drop_log_path = a; return 0;
+	case O_SIGMF: s->sigmf_base = a; return 0;
+	case O_TARGETS: s->targets_spec = a; return 0;
+	case O_TARGET:
+		if (s->ntarget_hz == SYNTH_MAX_TARGETS)
+			return tool_bad_arg("--target", a, "too many targets");
+		s->target_hz[s->ntarget_hz++] = a;
+		return 0;
+	case O_SEED: return u64_opt("--seed", a, 0, UINT64_MAX, &s->seed);
+	case O_SNR:
+		s->have_snr = 1;
+		return dbl_opt("--snr-db", a, -100, 200, &s->snr_db);
+	default: return -EINVAL;
+	}
+}
+
+static int parse_args(struct send *s, int argc, char **argv)
+{
+	int c;
+
+	s->dest = "127.0.0.1:4991";
+	s->count = 100;
+	s->context_every = 16;
+	s->max_payload = 1408;
+	s->net_seed = 1;
+	s->seed = 1;
+	s->fd = -1;
+	while ((c = getopt_long(argc, argv, "c:d:n:qh", long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			exit(EXIT_OK);
+		}
+		if (c == '?' || opt_one(s, c, optarg) < 0)
+			return -EINVAL;
+	}
+	if (optind < argc) {
+		log_err("unexpected argument '%s' (see --help)", argv[optind]);
+		return -EINVAL;
+	}
+	if (!s->config_path == !s->sigmf_base) {
+		log_err("give -c chirpd.conf (synthesis) or --sigmf BASE (a recording)");
+		return -EINVAL;
+	}
+	if (s->prf_hz > 0 && s->pri_samples) {
+		log_err("--prf and --pri-samples are alternatives");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- the source ------------------------------------------------------- */
+
+static int synth_source(struct send *s)
+{
+	struct chirp_ring_geometry g;
+	char err[512];
+	double noise = 0;
+	int n = config_load(&s->cfg, s->config_path, stderr);
+
+	if (n != 0) {
+		if (n > 0)
+			log_err("%s: %d error%s", s->config_path, n, n == 1 ? "" : "s");
+		return -EINVAL;
+	}
+	s->have_cfg = 1;
+	if (s->targets_spec && synth_parse_targets(s->targets_spec, s->targets, SYNTH_MAX_TARGETS,
+						   &s->ntargets, err, sizeof(err)) < 0) {
+		log_err("--targets: %s", err);
+		return -EINVAL;
+	}
+	if (tool_add_targets_hz(&s->cfg, s->config_path, 0, s->target_hz, s->ntarget_hz,
+				s->targets, &s->ntargets) < 0)
+		return -EINVAL;
+	if (s->have_snr)
+		noise = synth_noise_power_for_snr(s->targets, s->ntargets, s->snr_db);
+	s->synth = synth_create_from_config(&s->cfg, s->targets, s->ntargets, noise, s->seed,
+					    err, sizeof(err));
+	if (!s->synth) {
+		log_err("%s", err);
+		return -EINVAL;
+	}
+	config_ring_geometry(&s->cfg, CONFIG_RING_INPUT, &g);
+	s->C = g.channels;
+	s->P = g.pulses;
+	s->R = g.samples;
+	s->fmt = g.format;
+	s->fs = s->cfg.wf.sample_rate_hz;
+	return 0;
+}
+
+static int sigmf_source(struct send *s)
+{
+	char meta[4096], data[4096], err[512];
+	struct stat st;
+	int fd;
+	void *p;
+
+	if (sigmf_paths(s->sigmf_base, meta, data, sizeof(meta)) < 0) {
+		log_err("--sigmf %s: name too long", s->sigmf_base);
+		return -EINVAL;
+	}
+	if (sigmf_meta_read(meta, &s->meta, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		return -EINVAL;
+	}
+	if (s->meta.datatype == SIGMF_RF32_LE || !s->meta.channels) {
+		log_err("%s: chirp-send replays ci16_le or cf32_le recordings with a chirp "
+			"geometry (chirp-tap --sigmf of an input ring)", meta);
+		return -EINVAL;
+	}
+	fd = open(data, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		log_err("%s: %s", data, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -EINVAL;
+	}
+	if (sigmf_check_data(&s->meta, (uint64_t)st.st_size, 0, err, sizeof(err)) < 0 ||
+	    st.st_size == 0) {
+		log_err("%s", st.st_size ? err : "empty recording");
+		close(fd);
+		return -EINVAL;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		log_err("mmap %s: %s", data, strerror(errno));
+		return -EINVAL;
+	}
+	s->map = p;
+	s->map_len = (size_t)st.st_size;
+	s->C = s->meta.channels;
+	s->P = s->meta.pulses;
+	s->R = s->meta.samples;
+	s->fmt = s->meta.datatype == SIGMF_CI16_LE ? CHIRP_RING_SC16 : CHIRP_RING_CF32;
+	s->fs = s->meta.sample_rate_hz;
+	return 0;
+}
+
+static int prepare(struct send *s)
+{
+	int rc = s->config_path ? synth_source(s) : sigmf_source(s);
+
+	if (rc < 0)
+		return rc;
+	if (s->fmt != CHIRP_RING_SC16 && s->fmt != CHIRP_RING_CF32) {
+		log_err("the source's format must be sc16 or cf32");
+		return -EINVAL;
+	}
+	if (!(s->fs >= 1) || fabs(s->fs - llround(s->fs)) > 1e-6) {
+		log_err("sample rate %g Hz: timestamps need a whole number of Hz", s->fs);
+		return -EINVAL;
+	}
+	s->fs_int = (uint64_t)llround(s->fs);
+	s->cpi_bytes = (size_t)s->C * s->P * s->R * (s->fmt == CHIRP_RING_SC16 ? 4 : 8);
+	if (s->map) {
+		s->src_ncpi = s->map_len / s->cpi_bytes;
+		if (s->count == 0 || s->count > s->src_ncpi)
+			s->count = s->src_ncpi;
+	}
+	if (s->pri_samples)
+		s->pri = s->pri_samples;
+	else if (s->prf_hz > 0)
+		s->pri = (uint64_t)llround(s->fs / s->prf_hz);
+	else
+		s->pri = s->R;
+	if (s->pri < s->R) {
+		log_err("pulse period %" PRIu64 " samples is shorter than %u samples per pulse",
+			s->pri, s->R);
+		return -EINVAL;
+	}
+	if (!s->vrt_fmt)
+		s->vrt_fmt = s->fmt == CHIRP_RING_SC16 ? VRT_PLAIN_SC16_BE : VRT_PLAIN_CF32_BE;
+	if (!(s->rate > 0))
+		s->rate = (double)s->fs_int / ((double)s->P * (double)s->pri);
+	s->cpi = malloc(s->cpi_bytes);
+	s->vrt_count = calloc(s->C, 1);
+	s->plain_seq = calloc(s->C, sizeof(uint32_t));
+	if (!s->cpi || !s->vrt_count || !s->plain_seq) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	s->rng = s->net_seed * 0x9e3779b97f4a7c15ull + 1;
+	return 0;
+}
+
+static int load_cpi(struct send *s, uint64_t k)
+{
+	if (s->synth)
+		return synth_generate(s->synth, k, s->cpi, s->cpi_bytes);
+	memcpy(s->cpi, s->map + (k % s->src_ncpi) * s->cpi_bytes, s->cpi_bytes);
+	return 0;
+}
+
+/* ---- packets ---------------------------------------------------------- */
+
+static double uniform(struct send *s)   /* [0, 1), xorshift64* */
+{
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return (double)((s->rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+static int open_dest(struct send *s)
+{
+	struct sockaddr_storage ss;
+	char err[200];
+
+	if (metrics_parse_listen(s->dest, &ss, err, sizeof(err)) < 0) {
+		log_err("--dest: %s", err);
+		return -EINVAL;
+	}
+	s->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&ss, ss.ss_family == AF_INET ?
+				 sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0) {
+		log_err("--dest %s: %s", s->dest, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int xmit(struct send *s, const uint8_t *b, size_t len)
+{
+	for (;;) {
+		if (send(s->fd, b, len, 0) == (ssize_t)len) {
+			s->sent++;
+			s->bytes += len;
+			return 0;
+		}
+		/* ECONNREFUSED: nobody listens yet on loopback (an ICMP
+		 * answer to an earlier packet); the packet is gone. */
+		if (errno == ECONNREFUSED) {
+			s->refused++;
+			return 0;
+		}
+		if (errno == ENOBUFS || errno == EAGAIN) {
+			nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
+			continue;
+		}
+		if (errno != EINTR) {
+			log_err("send: %s", strerror(errno));
+			return -errno;
+		}
+		if (stop_sig)
+			return -EINTR;
+	}
+}
+
+/* Send pkt[0] (len bytes), or lose it, or hold it back behind the next. */
+static int emit(struct send *s, size_t len, uint64_t nsamp, uint64_t *lost)
+{
+	int rc = 0;
+
+	if (s->drop > 0 && uniform(s) < s->drop) {
+		s->dropped++;
+		*lost += nsamp;
+		return 0;
+	}
+	if (!s->held_len && s->reorder > 0 && uniform(s) < s->reorder) {
+		memcpy(s->pkt[1], s->pkt[0], len);
+		s->held_len = len;
+		s->reordered++;
+		return 0;
+	}
+	rc = xmit(s, s->pkt[0], len);
+	if (rc == 0 && s->held_len) {
+		rc = xmit(s, s->pkt[1], s->held_len);
+		s->held_len = 0;
+	}
+	return rc;
+}
+
+/* Stream sample index -> the VRT timestamp fields. */
+static void stamp(const struct send *s, uint64_t sample, struct vrt_packet *p)
+{
+	p->tsi = VRT_TSI_UTC;
+	p->ts_int = (uint32_t)(sample / s->fs_int);
+	if (s->tsf_samples) {
+		p->tsf = VRT_TSF_SAMPLES;
+		p->ts_frac = sample % s->fs_int;
+	} else {
+		p->tsf = VRT_TSF_PICOSECONDS;
+		p->ts_frac = (uint64_t)((unsigned __int128)(sample % s->fs_int) *
+					1000000000000ull / s->fs_int);
+	}
+}
+
+/* n samples of src (host order, the source's format) into dst as fmt. */
+static void to_wire(const struct send *s, uint8_t *dst, const uint8_t *src, size_t n,
+		    unsigned fmt)
+{
+	for (size_t i = 0; i < 2 * n; i++) {
+		float f;
+		uint32_t u;
+		int16_t v;
+
+		if (s->fmt == CHIRP_RING_SC16) {
+			memcpy(&v, src + 2 * i, 2);
+			f = (float)v / 32768.0f;
+		} else {
+			memcpy(&f, src + 4 * i, 4);
+			v = (int16_t)fmaxf(-32768.0f, fminf(32767.0f, rintf(f * 32768.0f)));
+		}
+		if (fmt == VRT_PLAIN_SC16_BE) {
+			dst[2 * i] = (uint8_t)((uint16_t)v >> 8);
+			dst[2 * i + 1] = (uint8_t)v;
+		} else {
+			memcpy(&u, &f, 4);
+			vrt_put32(dst + 4 * i, u);
+		}
+	}
+}
+
+static int send_context(struct send *s, unsigned ch, uint64_t sample)
+{
+	struct vrt_packet p = {
+		.kind = VRT_KIND_CONTEXT, .has_cid = 1, .oui = VRT_DIFI_OUI,
+		.icc = VRT_DIFI_ICC, .pcc = VRT_DIFI_PCC_CONTEXT,
+		.stream_id = s->stream_base + ch, .bandwidth_hz = s->bandwidth_hz,
+		.rf_ref_hz = s->rf_hz, .sample_rate_hz = (double)s->fs_int,
+	};
+	size_t len;
+
+	stamp(s, sample, &p);
+	len = vrt_pack_context(s->pkt[0], sizeof(s->pkt[0]), &p);
+	return len ? xmit(s, s->pkt[0], len) : -EINVAL;
+}
+
+/* One channel's receive window of one pulse, chunked. */
+static int send_row(struct send *s, unsigned ch, const uint8_t *row, uint64_t sample,
+		    uint64_t *lost)
+{
+	unsigned fmt = s->plain ? (s->vrt_fmt == VRT_PLAIN_SC16_BE ? VRT_PLAIN_SC16_BE :
+				   VRT_PLAIN_CF32_BE) : s->vrt_fmt;
+	size_t wsb = vrt_plain_sample_bytes(fmt), hsb = s->fmt == CHIRP_RING_SC16 ? 4 : 8;
+	size_t per = s->max_payload / wsb;
+
+	for (size_t off = 0; off < s->R; off += per) {
+		size_t n = s->R - off < per ? s->R - off : per, len;
+		struct vrt_packet p = { .payload_len = n * wsb };
+
+		if (s->plain) {
+			p.kind = VRT_KIND_PLAIN;
+			p.format = fmt;
+			p.channel = ch;
+			p.seq = s->plain_seq[ch]++;
+			p.sample = sample + off;
+		} else {
+			p.kind = VRT_KIND_DATA;
+			p.type = VRT_IF_DATA_SID;
+			p.has_cid = 1;
+			p.oui = VRT_DIFI_OUI;
+			p.icc = VRT_DIFI_ICC;
+			p.pcc = VRT_DIFI_PCC_DATA;
+			p.stream_id = s->stream_base + ch;
+			p.count = s->vrt_count[ch]++ & 15;
+			stamp(s, sample + off, &p);
+		}
+		len = vrt_pack(s->pkt[0], sizeof(s->pkt[0]), &p);
+		if (!len) {
+			log_err("packet of %zu samples does not fit", n);
+			return -EINVAL;
+		}
+		to_wire(s, s->pkt[0] + vrt_payload_offset(&p), row + off * hsb, n, fmt);
+		if (emit(s, len, n, lost) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+static int pace(double due)
+{
+	while (!stop_sig) {
+		double wait = due - tool_now();
+
+		if (wait <= 0)
+			return 0;
+		tool_sleep(wait);
+	}
+	return -EINTR;
+}
+
+static int send_cpi(struct send *s, uint64_t k, uint64_t n, double t_start)
+{
+	size_t hsb = s->fmt == CHIRP_RING_SC16 ? 4 : 8;
+	uint64_t base = (uint64_t)llround(s->t0_s * (double)s->fs_int) + k * s->P * s->pri;
+	uint64_t lost = 0;
+
+	if (load_cpi(s, k) < 0) {
+		log_err("CPI %" PRIu64 ": generation failed", k);
+		return -EINVAL;
+	}
+	if (!s->plain && s->context_every && n % s->context_every == 0)
+		for (unsigned ch = 0; ch < s->C; ch++)
+			if (send_context(s, ch, base) < 0)
+				return -EIO;
+	for (unsigned p = 0; p < s->P; p++) {
+		if (pace(t_start + (double)(n * s->P + p) / (s->rate * s->P)) < 0)
+			return -EINTR;
+		for (unsigned ch = 0; ch < s->C; ch++) {
+			const uint8_t *row = s->cpi + ((size_t)ch * s->P + p) * s->R * hsb;
+
+			if (send_row(s, ch, row, base + p * s->pri, &lost) < 0)
+				return -EIO;
+		}
+	}
+	if (lost && s->drop_log)
+		fprintf(s->drop_log, "{\"cpi\":%" PRIu64 ",\"missing\":%" PRIu64 "}\n", k, lost);
+	s->cpis++;
+	return 0;
+}
+
+static int run(struct send *s)
+{
+	double t_start = tool_now();
+
+	for (uint64_t n = 0; (s->count == 0 || n < s->count) && !stop_sig; n++) {
+		int rc = send_cpi(s, s->start + n, n, t_start);
+
+		if (rc == -EINTR)
+			break;
+		if (rc < 0)
+			return rc;
+	}
+	if (s->held_len) {   /* the last one held back goes last */
+		if (xmit(s, s->pkt[1], s->held_len) < 0)
+			return -EIO;
+		s->held_len = 0;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct send s;
+	int ret = EXIT_ERR;
+
+	log_init(argv[0]);
+	if (parse_args(&s, argc, argv) < 0)
+		return EXIT_USAGE;
+	if (tool_catch_signals(&stop_sig) < 0)
+		return EXIT_ERR;
+	if (prepare(&s) < 0 || open_dest(&s) < 0)
+		goto out;
+	if (s.drop_log_path && !(s.drop_log = fopen(s.drop_log_path, "w"))) {
+		log_err("%s: %s", s.drop_log_path, strerror(errno));
+		goto out;
+	}
+	log_info("sending %ux%ux%u %s CPIs as %s to %s at %.6g CPI/s", s.C, s.P, s.R,
+		 tool_ring_format_name(s.fmt), s.plain ? "plain UDP" : "VRT", s.dest, s.rate);
+	if (run(&s) == 0)
+		ret = EXIT_OK;
+	printf("{\"cpis\":%" PRIu64 ",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64
+	       ",\"dropped\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"refused\":%" PRIu64 "}\n",
+	       s.cpis, s.sent, s.bytes, s.dropped, s.reordered, s.refused);
+out:
+	if (s.drop_log)
+		fclose(s.drop_log);
+	if (s.fd >= 0)
+		close(s.fd);
+	synth_destroy(s.synth);
+	if (s.map)
+		munmap((void *)s.map, s.map_len);
+	sigmf_meta_free(&s.meta);
+	free(s.cpi);
+	free(s.vrt_count);
+	free(s.plain_seq);
+	return ret;
+}
