@@ -43,6 +43,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "sysnuma.h"
+#include "timeutil.h"
 #include "tool.h"
 #include "vrt.h"
 
@@ -127,14 +128,6 @@ struct rx {
 };
 
 static volatile sig_atomic_t stop_sig;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- options ----------------------------------------------------------- */
 
@@ -1004,7 +997,7 @@ static int start_workers(struct rx *rx)
 
 static void main_loop(struct rx *rx, struct metrics_http *mh)
 {
-	double next_stats = rx->o.stats_s > 0 ? tool_now() + rx->o.stats_s : 0;
+	double next_stats = rx->o.stats_s > 0 ? mono_s() + rx->o.stats_s : 0;
 
 	while (!stop_sig && !atomic_load(&rx->stop)) {
 		uint64_t last = atomic_load(&rx->last_packet_ns);
@@ -1017,7 +1010,7 @@ static void main_loop(struct rx *rx, struct metrics_http *mh)
 		} else {
 			tool_sleep(0.05);
 		}
-		if (next_stats && tool_now() >= next_stats) {
+		if (next_stats && mono_s() >= next_stats) {
 			print_json(rx, stdout);
 			next_stats += rx->o.stats_s;
 		}

@@ -43,6 +43,7 @@
 #include "metrics.h"
 #include "sigmf.h"
 #include "synth.h"
+#include "timeutil.h"
 #include "tool.h"
 #include "vrt.h"
 
@@ -50,14 +51,13 @@ enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
 
 struct send {
 	/* options */
-	const char *config_path, *dest, *sigmf_base, *targets_spec, *drop_log_path;
-	const char *target_hz[SYNTH_MAX_TARGETS];
-	size_t ntarget_hz;
-	int plain, tsf_samples, have_snr;
+	const char *config_path, *dest, *sigmf_base, *drop_log_path;
+	struct tool_synth_opts syn;      /* --target, --prf, noise, --seed     */
+	int plain, tsf_samples;
 	unsigned vrt_fmt;                /* 0: from the source's format        */
 	uint32_t stream_base;
-	double rate, prf_hz, drop, reorder, snr_db, bandwidth_hz, rf_hz, t0_s;
-	uint64_t count, start, seed, net_seed, pri_samples, max_payload, context_every;
+	double rate, drop, reorder, bandwidth_hz, rf_hz, t0_s;
+	uint64_t count, start, net_seed, pri_samples, max_payload, context_every;
 
 	/* source */
 	struct chirp_config cfg;
@@ -111,8 +111,8 @@ static void usage(FILE *f)
 "                           the recording's length)\n"
 "      --start K            first CPI index (default 0)\n"
 "      --rate R             CPIs per second (default: real time)\n"
-"      --prf HZ             pulse period fs/prf samples (default: samples per pulse)\n"
-"      --pri-samples N      pulse period in samples\n"
+"      --pri-samples N      pulse period in samples (default: fs / --prf when\n"
+"                           --prf is given, else samples per pulse)\n"
 "      --t0 SECONDS         time of stream sample 0 (default 0)\n"
 "      --max-payload BYTES  payload bytes per packet (default 1408)\n"
 "      --drop F             lose each packet with probability F (0..1)\n"
@@ -120,16 +120,14 @@ static void usage(FILE *f)
 "      --net-seed N         seed of --drop and --reorder (default 1)\n"
 "      --drop-log FILE      a JSON line per CPI that lost samples\n"
 "      --sigmf BASE         replay a SigMF recording instead of synthesis\n"
-"      --targets SPEC, --target GATE,AMP_DB[,DOPPLER_HZ], --seed N, --snr-db X\n"
-"                           the synthesis, as chirp-feed's\n"
+TOOL_SYNTH_USAGE
 "  -q, --quiet              errors only\n"
 "  -h, --help\n");
 }
 
 enum {
 	O_FRAMING = 256, O_PAYLOAD, O_TSF, O_SID, O_CTX, O_BW, O_RF, O_COUNT, O_START, O_RATE,
-	O_PRF, O_PRI, O_T0, O_MAXPL, O_DROP, O_REORDER, O_NETSEED, O_DROPLOG, O_SIGMF,
-	O_TARGETS, O_TARGET, O_SEED, O_SNR,
+	O_PRI, O_T0, O_MAXPL, O_DROP, O_REORDER, O_NETSEED, O_DROPLOG, O_SIGMF,
 };
 
 static const struct option long_opts[] = {
@@ -145,7 +143,6 @@ static const struct option long_opts[] = {
 	{ "count", required_argument, NULL, 'n' },
 	{ "start", required_argument, NULL, O_START },
 	{ "rate", required_argument, NULL, O_RATE },
-	{ "prf", required_argument, NULL, O_PRF },
 	{ "pri-samples", required_argument, NULL, O_PRI },
 	{ "t0", required_argument, NULL, O_T0 },
 	{ "max-payload", required_argument, NULL, O_MAXPL },
@@ -154,10 +151,7 @@ static const struct option long_opts[] = {
 	{ "net-seed", required_argument, NULL, O_NETSEED },
 	{ "drop-log", required_argument, NULL, O_DROPLOG },
 	{ "sigmf", required_argument, NULL, O_SIGMF },
-	{ "targets", required_argument, NULL, O_TARGETS },
-	{ "target", required_argument, NULL, O_TARGET },
-	{ "seed", required_argument, NULL, O_SEED },
-	{ "snr-db", required_argument, NULL, O_SNR },
+	TOOL_SYNTH_LONG_OPTS,
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -217,7 +211,6 @@ static int opt_one(struct send *s, int c, const char *a)
 	case 'n': return u64_opt("--count", a, 0, UINT64_MAX, &s->count);
 	case O_START: return u64_opt("--start", a, 0, 1ull << 40, &s->start);
 	case O_RATE: return dbl_opt("--rate", a, 1e-3, 1e7, &s->rate);
-	case O_PRF: return dbl_opt("--prf", a, 1e-3, 1e9, &s->prf_hz);
 	case O_PRI: return u64_opt("--pri-samples", a, 1, 1ull << 32, &s->pri_samples);
 	case O_T0: return dbl_opt("--t0", a, 0, 4e9, &s->t0_s);
 	case O_MAXPL: return u64_opt("--max-payload", a, 8, 65400, &s->max_payload);
@@ -226,17 +219,8 @@ static int opt_one(struct send *s, int c, const char *a)
 	case O_NETSEED: return u64_opt("--net-seed", a, 0, UINT64_MAX, &s->net_seed);
 	case O_DROPLOG: s->drop_log_path = a; return 0;
 	case O_SIGMF: s->sigmf_base = a; return 0;
-	case O_TARGETS: s->targets_spec = a; return 0;
-	case O_TARGET:
-		if (s->ntarget_hz == SYNTH_MAX_TARGETS)
-			return tool_bad_arg("--target", a, "too many targets");
-		s->target_hz[s->ntarget_hz++] = a;
-		return 0;
-	case O_SEED: return u64_opt("--seed", a, 0, UINT64_MAX, &s->seed);
-	case O_SNR:
-		s->have_snr = 1;
-		return dbl_opt("--snr-db", a, -100, 200, &s->snr_db);
-	default: return -EINVAL;
+	default:   /* the synthesis options, or not an option */
+		return tool_synth_opt(&s->syn, c, a) == 1 ? 0 : -EINVAL;
 	}
 }
 
@@ -249,8 +233,8 @@ static int parse_args(struct send *s, int argc, char **argv)
 	s->context_every = 16;
 	s->max_payload = 1408;
 	s->net_seed = 1;
-	s->seed = 1;
 	s->fd = -1;
+	tool_synth_opts_init(&s->syn);
 	while ((c = getopt_long(argc, argv, "c:d:n:qh", long_opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
@@ -267,11 +251,15 @@ static int parse_args(struct send *s, int argc, char **argv)
 		log_err("give -c chirpd.conf (synthesis) or --sigmf BASE (a recording)");
 		return -EINVAL;
 	}
-	if (s->prf_hz > 0 && s->pri_samples) {
+	if (s->syn.prf_hz > 0 && s->pri_samples) {
 		log_err("--prf and --pri-samples are alternatives");
 		return -EINVAL;
 	}
-	return 0;
+	if (s->sigmf_base && tool_synth_given(&s->syn)) {
+		log_err("--sigmf replays a recording: the synthesis options do not apply");
+		return -EINVAL;
+	}
+	return tool_synth_check(&s->syn);
 }
 
 /* ---- the source ------------------------------------------------------- */
@@ -289,23 +277,16 @@ static int synth_source(struct send *s)
 		return -EINVAL;
 	}
 	s->have_cfg = 1;
-	if (s->targets_spec && synth_parse_targets(s->targets_spec, s->targets, SYNTH_MAX_TARGETS,
-						   &s->ntargets, err, sizeof(err)) < 0) {
-		log_err("--targets: %s", err);
+	if (tool_synth_targets(&s->syn, &s->cfg, s->config_path, s->targets, &s->ntargets,
+			       &noise) < 0)
 		return -EINVAL;
-	}
-	if (tool_add_targets_hz(&s->cfg, s->config_path, 0, s->target_hz, s->ntarget_hz,
-				s->targets, &s->ntargets) < 0)
-		return -EINVAL;
-	if (s->have_snr)
-		noise = synth_noise_power_for_snr(s->targets, s->ntargets, s->snr_db);
-	s->synth = synth_create_from_config(&s->cfg, s->targets, s->ntargets, noise, s->seed,
+	s->synth = synth_create_from_config(&s->cfg, s->targets, s->ntargets, noise, s->syn.seed,
 					    err, sizeof(err));
 	if (!s->synth) {
 		log_err("%s", err);
 		return -EINVAL;
 	}
-	config_ring_geometry(&s->cfg, CONFIG_RING_INPUT, &g);
+	plan_ring_geometry(&s->cfg, PLAN_RING_IN, &g);
 	s->C = g.channels;
 	s->P = g.pulses;
 	s->R = g.samples;
@@ -386,8 +367,8 @@ static int prepare(struct send *s)
 	}
 	if (s->pri_samples)
 		s->pri = s->pri_samples;
-	else if (s->prf_hz > 0)
-		s->pri = (uint64_t)llround(s->fs / s->prf_hz);
+	else if (s->syn.prf_hz > 0)
+		s->pri = (uint64_t)llround(s->fs / s->syn.prf_hz);
 	else
 		s->pri = s->R;
 	if (s->pri < s->R) {
@@ -598,7 +579,7 @@ static int send_row(struct send *s, unsigned ch, const uint8_t *row, uint64_t sa
 static int pace(double due)
 {
 	while (!stop_sig) {
-		double wait = due - tool_now();
+		double wait = due - mono_s();
 
 		if (wait <= 0)
 			return 0;
@@ -639,7 +620,7 @@ static int send_cpi(struct send *s, uint64_t k, uint64_t n, double t_start)
 
 static int run(struct send *s)
 {
-	double t_start = tool_now();
+	double t_start = mono_s();
 
 	for (uint64_t n = 0; (s->count == 0 || n < s->count) && !stop_sig; n++) {
 		int rc = send_cpi(s, s->start + n, n, t_start);

@@ -21,7 +21,7 @@ CHIRP_SEND=$BIN/chirp-send
 
 cd "$T" || exit 1
 N=120
-SYN=(--targets 40:-6,100:-12:0.125 --seed 5 --snr-db 20)
+SYN=(--target 40,-6 --target 100,-12,0.125/pulse --seed 5 --snr-db 20)
 RATE=150     # CPIs per second: about 0.8 s per run
 
 # stage NAME — a fresh chirpd on rings of its own (a first producer on a

@@ -19,7 +19,7 @@ cd "$T" || exit 1
 e2e_config input.format=sc16 cpi.channels=2 cpi.pulses=8 cpi.samples=200 \
 	waveform.sample_rate_hz=1e6 waveform.bandwidth_hz=2e5 waveform.pulse_width_s=20e-6
 N=40
-SYN=(--targets 30:-6,120:-10 --seed 9 --snr-db 15)
+SYN=(--target 30,-6 --target 120,-10 --seed 9 --snr-db 15)
 MPORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 start_recv() {   # start_recv NAME ARGS...
