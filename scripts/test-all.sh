@@ -38,8 +38,10 @@ jobs=${TEST_JOBS:-$((2 * ncpu))}
 logdir=${TEST_LOGDIR:-build/test-logs}
 fuzz_secs=${FUZZ_SHORT_SECONDS:-15}
 
-# The tests that run alone: they measure rates, latency, stalls or pacing,
-# which a neighbour's load would disturb.
+# The tests that run alone: their verdict depends on timing, which a
+# neighbour's load would disturb. tools_pacing: a paced feed's late ticks;
+# fault_consumer_stall: the input rate behind a stalled consumer;
+# fault_control_abuse: an answer within 2 s with 200 silent clients.
 alone_re='^(tools_pacing|fault_consumer_stall|fault_control_abuse)\.sh$'
 # The longest tests, started first so that the pool does not end waiting
 # on one of them.
