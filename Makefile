@@ -250,8 +250,9 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/run-demo.sh $(BUILD)
 
+# test-all.sh builds everything itself, one job per CPU, then the
+# sanitizer trees while the tests run.
 test: deps
-	@$(MAKE) --no-print-directory all
 	@scripts/test-all.sh
 
 bench: deps

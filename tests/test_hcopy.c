@@ -57,9 +57,20 @@ static void fill_random(unsigned char *p, size_t n)
 static void check_copy(struct hcopy *h, const unsigned char *src, size_t soff,
 		       unsigned char *dst, size_t doff, size_t n, const char *what)
 {
+	size_t k = 0;
+
 	memset(dst, GUARD_BYTE, doff);
-	for (size_t i = 0; i < n; i++)
-		dst[doff + i] = (unsigned char)~src[soff + i];
+	/* Eight bytes a step: the same bytes, an eighth of the accesses a
+	 * sanitizer instruments. */
+	for (; k + 8 <= n; k += 8) {
+		uint64_t v;
+
+		memcpy(&v, src + soff + k, 8);
+		v = ~v;
+		memcpy(dst + doff + k, &v, 8);
+	}
+	for (; k < n; k++)
+		dst[doff + k] = (unsigned char)~src[soff + k];
 	memset(dst + doff + n, GUARD_BYTE, GUARD);
 
 	assert_int_equal(hcopy_run(h, dst + doff, src + soff, n), 0);

@@ -74,7 +74,9 @@ _e2e_cleanup() {
 		kill -KILL "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	rm -f /dev/shm/"${E2E_UNIQ:-none}"* 2>/dev/null
+	# "-*": the test's own objects, not those of a run whose pid starts with
+	# this one's (chirp-e2e-NAME-12 against chirp-e2e-NAME-123-in).
+	rm -f /dev/shm/"${E2E_UNIQ:-none}"-* 2>/dev/null
 	if [ -n "${T:-}" ] && [ -d "$T" ]; then
 		if [ "${E2E_KEEP:-0}" = 1 ] || { [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ "${E2E_KEEP_ON_FAIL:-0}" = 1 ]; }; then
 			echo "kept $T"
