@@ -33,6 +33,7 @@
 #include "chirp/ring.h"
 #include "metrics.h"
 #include "sysnuma.h"
+#include "zpub.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -100,7 +101,7 @@ struct cfg_key {
 
 static const char *const cfg_sections[] = {
 	"daemon", "numa", "input", "cpi", "waveform", "processing", "output", "radar", "doppler",
-	"cfar", "detections", "metrics", "trace", NULL,
+	"cfar", "detections", "metrics", "publish", "trace", NULL,
 };
 
 static const struct cfg_choice ch_loglevel[] = {
@@ -441,6 +442,32 @@ static const struct cfg_key cfg_tab[] = {
 	{ "metrics", "listen", T_STR, OFF(metrics_listen), SZ(metrics_listen),
 	  "", 0, 0, 0, NULL, check_listen, 0,
 	  "Serve Prometheus metrics over HTTP at host:port, host a numeric IPv4 address or an IPv6 address in brackets (names are not looked up), port 1..65535 (e.g. 127.0.0.1:9464, [::1]:9464); empty = off." },
+
+	/* [publish] */
+	{ "publish", "listen", T_STR, OFF(pub_listen), SZ(pub_listen),
+	  "", 0, 0, 0, NULL, zpub_check_endpoint, 0,
+	  "Publish detections, maps and status on a ZeroMQ PUB socket bound to this endpoint: tcp://ADDRESS:PORT (tcp://127.0.0.1:5556; tcp://*:5556 on every interface; port * = one the system picks, shown in status publish.endpoint) or ipc://PATH; empty = off. Each message is three frames: the topic (det, map or status), a JSON header and the payload (doc/publish.md). Sent by threads of their own, never by the data path: a message the queue or a subscriber (hwm) has no room for is dropped and counted (publish_det_drops and the like), never waited for." },
+	{ "publish", "detections", T_BOOL, OFF(pub_detections), 0,
+	  "true", 0, 0, 0, NULL, NULL, 0,
+	  "Publish every CPI's detection list (topic det; the payload is the list as on the detection ring, chirp/detect.h), with [cfar] enable." },
+	{ "publish", "status_hz", T_DOUBLE, OFF(pub_status_hz), 0,
+	  "1", 0, 10, 0, NULL, NULL, 0,
+	  "Status messages a second, at most 10 (the main loop's tick) (topic status; the payload is chirpctl status's JSON); 0 = none." },
+	{ "publish", "maps_hz", T_DOUBLE, OFF(pub_maps_hz), 0,
+	  "0", 0, 1000, 0, NULL, NULL, 0,
+	  "Range-Doppler maps a second (topic map), with [doppler] enable and a map output mode: the newest CPI's map when one is due, reduced by max-hold to at most map_max_doppler x map_max_range float32 cells; 0 = none. The data thread reads the whole map once per map sent." },
+	{ "publish", "map_max_range", T_UINT, OFF(pub_map_max_range), 0,
+	  "1024", 1, 65536, 0, NULL, NULL, 0,
+	  "Columns of a published map at most: range gates are reduced by max-hold over blocks of ceil(gates / map_max_range)." },
+	{ "publish", "map_max_doppler", T_UINT, OFF(pub_map_max_doppler), 0,
+	  "256", 1, 65536, 0, NULL, NULL, 0,
+	  "Rows of a published map at most: Doppler bins (and channels) reduced by max-hold the same way." },
+	{ "publish", "hwm", T_UINT, OFF(pub_hwm), 0,
+	  "1000", 1, 1000000, 0, NULL, NULL, 0,
+	  "High-water mark (ZMQ_SNDHWM): messages queued per subscriber at most. A message that a subscriber at its mark has no room for is dropped for every subscriber and counted; the sequence numbers in the headers show the gap." },
+	{ "publish", "queue", T_UINT, OFF(pub_queue), 0,
+	  "64", 1, 65536, 0, NULL, NULL, 0,
+	  "Detection lists (at max_detections as at start) the publisher's queue holds between the data thread and its sender; more of shorter ones. A list longer than at start (a reload that raised max_detections) is dropped and counted." },
 
 	/* [trace] */
 	{ "trace", "records", T_UINT, OFF(trace_records), 0,
