@@ -352,6 +352,19 @@ static void test_off_by_default_and_checks(void **state)
 	assert_int_equal(zpub_check_endpoint("tcp://127.0.0.1", err, sizeof(err)), -EINVAL);
 	assert_int_equal(zpub_check_endpoint("udp://1.2.3.4:5", err, sizeof(err)), -EINVAL);
 	assert_int_equal(zpub_check_endpoint("tcp://a b:5", err, sizeof(err)), -EINVAL);
+	/* A bad endpoint in a file: FILE:LINE: [section] key: reason. */
+	{
+		char *buf = NULL;
+		size_t blen = 0;
+		FILE *m = open_memstream(&buf, &blen);
+
+		assert_non_null(m);
+		assert_true(config_load_string(&cfg, "t.conf", "[publish]\nlisten = tcp://h:99999\n",
+					       m) > 0);
+		fclose(m);
+		assert_non_null(strstr(buf, "t.conf:2: [publish] listen: port '99999' is not 1..65535"));
+		free(buf);
+	}
 	/* An address no interface has: refused with the endpoint named. */
 	p.listen = "tcp://192.0.2.1:5556";
 	assert_null(zpub_create(&p, err, sizeof(err)));
