@@ -13,12 +13,14 @@ its topic, and the payload decoded:
 
 Options: --topics (default det,map,status), -n N (exit after N det
 messages), --timeout S (exit after S seconds), --ready-file PATH (created
-once the first message has arrived, i.e. the subscription is in place).
+once the first message has arrived, i.e. the subscription is in place),
+--summary (decode nothing, print one line at the end: messages per topic
+and the det seq gaps seen, for benchmarks).
 Needs python3-zmq (pyzmq); numpy only for map_array.
 """
 import argparse
 import json
-import os
+import signal
 import struct
 import sys
 import time
@@ -69,7 +71,15 @@ def main():
     ap.add_argument("-n", type=int, default=0, help="exit after N det messages")
     ap.add_argument("--timeout", type=float, default=0, help="exit after S seconds")
     ap.add_argument("--ready-file")
+    ap.add_argument("--summary", action="store_true")
     a = ap.parse_args()
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    # SIGINT or SIGTERM: stop and print what was received (--summary); a
+    # background job's SIGINT starts out ignored, hence both set here.
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
 
     ctx = zmq.Context()
     sub = ctx.socket(zmq.SUB)
@@ -80,13 +90,30 @@ def main():
     end = time.monotonic() + a.timeout if a.timeout else None
     ndet = 0
     ready = False
+    counts, gaps, last_seq = {}, 0, None
     while not (a.n and ndet >= a.n):
         left = None if end is None else end - time.monotonic()
         if left is not None and left <= 0:
             break
-        if not sub.poll(int(left * 1000) if left is not None else None):
+        try:
+            if not sub.poll(int(left * 1000) if left is not None else None):
+                continue
+            topic, header, payload = sub.recv_multipart()
+        except KeyboardInterrupt:     # SIGINT: stop, say what was received
+            break
+        if a.ready_file and not ready:
+            open(a.ready_file, "w").close()
+            ready = True
+        if a.summary:
+            t = topic.decode()
+            counts[t] = counts.get(t, 0) + 1
+            if t == "det":
+                ndet += 1
+                seq = json.loads(header)["seq"]
+                if last_seq is not None and seq != last_seq + 1:
+                    gaps += seq - last_seq - 1
+                last_seq = seq
             continue
-        topic, header, payload = sub.recv_multipart()
         out = json.loads(header)
         out["topic"] = topic.decode()
         if out["topic"] == "det":
@@ -98,9 +125,8 @@ def main():
         elif out["topic"] == "status":
             out["status"] = json.loads(payload)
         print(json.dumps(out), flush=True)
-        if a.ready_file and not ready:
-            open(a.ready_file, "w").close()
-            ready = True
+    if a.summary:
+        print(json.dumps({"messages": counts, "det_seq_gaps": gaps}), flush=True)
     sub.close(linger=0)
     ctx.term()
     return 0 if not a.n or ndet >= a.n else 1
