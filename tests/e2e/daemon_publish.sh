@@ -8,6 +8,7 @@
 #     (read by chirp-tap --jsonl), or as many fewer as counted drops;
 #   - maps at maps_hz, reduced by max-hold to the configured size;
 #   - status messages holding chirpctl status's JSON;
+# through a reload (the [publish] keys themselves change on restart only),
 # and the counters are in stats, status and the Prometheus text.
 . "$(dirname "$0")/lib.sh"
 e2e_init publish
@@ -50,7 +51,19 @@ e2e_wait_consumer "$OUT_RING" $DRAIN
 e2e_wait 10 test -e "$T/ready" || e2e_fail "no status message reached the subscriber: $(cat "$T/sub.log")"
 
 "$CHIRP_FEED" -c "$CONF" --target $GATE,-20,$DOPPLER_HZ --snr-db 10 --seed 5 -n $N \
-	--rate $RATE --block -q 2>"$T/feed.log" || e2e_fail "chirp-feed: $(cat "$T/feed.log")"
+	--rate $RATE --block -q 2>"$T/feed.log" &
+FEED=$!
+e2e_track $FEED
+# A reload mid-stream keeps the socket and its subscriber: no list lost.
+e2e_wait 10 e2e_stat_gt cpis_out $((N / 3)) || e2e_fail "no CPIs before the reload"
+sed -i 's/^pfa = .*/pfa = 1e-5/' "$CONF"
+e2e_ctl reload >"$T/reload.out" 2>&1 || e2e_fail "reload: $(cat "$T/reload.out")"
+e2e_log "reloaded at cpis_out $(e2e_stat cpis_out)"
+# [publish] keys change on restart only: a reload reports, and keeps, them.
+sed -i 's/^hwm = .*/hwm = 5/; t; s/^\[publish\]$/[publish]\nhwm = 5/' "$CONF"
+e2e_ctl reload >"$T/reload2.out" 2>&1
+grep -q "^restart_keys: *publish.hwm$" "$T/reload2.out" || e2e_fail "reload with publish.hwm changed: $(cat "$T/reload2.out")"
+wait $FEED || e2e_fail "chirp-feed exited $?: $(cat "$T/feed.log")"
 wait $TAP || e2e_fail "chirp-tap (det ring) exited $?: $(tail -5 "$T/tap.log")"
 wait $DRAIN || e2e_fail "chirp-tap (output) exited $?: $(tail -5 "$T/drain.log")"
 e2e_wait 5 e2e_stat_ge detection_lists $N || e2e_fail "detection_lists $(e2e_stat detection_lists) < $N"
