@@ -2,6 +2,10 @@
 /*
  * sink.c — a file written by a thread of its own. See sink.h.
  *
+ * The writer hands each record to write(2) (writev), or to the sink's
+ * emit function (sink_emit_fn: zpub.c sends it on ZeroMQ) when it has one;
+ * the queue, its ordering and the drop rule are the same for both.
+ *
  * THE QUEUE (one producer, one consumer, no lock)
  *   A byte ring of cap bytes (a multiple of 8) and two free-running byte
  *   counts: head, advanced only by the producer (sink_put, the data
