@@ -449,7 +449,7 @@ static const struct cfg_key cfg_tab[] = {
 	  "Publish detections, maps and status on a ZeroMQ PUB socket bound to this endpoint: tcp://ADDRESS:PORT (tcp://127.0.0.1:5556; tcp://*:5556 on every interface; port * = one the system picks, shown in status publish.endpoint) or ipc://PATH; empty = off. Each message is three frames: the topic (det, map or status), a JSON header and the payload (doc/publish.md). Sent by threads of their own, never by the data path: a message the queue or a subscriber (hwm) has no room for is dropped and counted (publish_det_drops and the like), never waited for." },
 	{ "publish", "detections", T_BOOL, OFF(pub_detections), 0,
 	  "true", 0, 0, 0, NULL, NULL, 0,
-	  "Publish every CPI's detection list (topic det; the payload is the list as on the detection ring, chirp/detect.h), with [cfar] enable." },
+	  "Publish every CPI's detection list (topic det; the payload is the list as on the detection ring, chirp/detect.h), when chirpd started with [cfar] enable (the publisher's queue is sized then)." },
 	{ "publish", "status_hz", T_DOUBLE, OFF(pub_status_hz), 0,
 	  "1", 0, 10, 0, NULL, NULL, 0,
 	  "Status messages a second, at most 10 (the main loop's tick) (topic status; the payload is chirpctl status's JSON); 0 = none." },
