@@ -52,12 +52,13 @@ HAVE_PKG_CONFIG := $(shell command -v $(PKG_CONFIG) >/dev/null 2>&1 && echo 1)
 pkg_cflags = $(if $(HAVE_PKG_CONFIG),$(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null))
 pkg_libs   = $(or $(if $(HAVE_PKG_CONFIG),$(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)),$(2))
 
-DEP_CFLAGS := $(foreach p,inih fftw3f jansson libsystemd libmicrohttpd numa,$(call pkg_cflags,$(p)))
+DEP_CFLAGS := $(foreach p,inih fftw3f jansson libsystemd libmicrohttpd libzmq numa,$(call pkg_cflags,$(p)))
 DEP_LIBS   := $(call pkg_libs,inih,-linih) \
               $(call pkg_libs,fftw3f,-lfftw3f) -lfftw3f_threads \
               $(call pkg_libs,jansson,-ljansson) \
               $(call pkg_libs,libsystemd,-lsystemd) \
               $(call pkg_libs,libmicrohttpd,-lmicrohttpd) \
+              $(call pkg_libs,libzmq,-lzmq) \
               -lnuma -lpthread -lm -lrt
 CMOCKA_CFLAGS := $(call pkg_cflags,cmocka)
 CMOCKA_LIBS   := $(call pkg_libs,cmocka,-lcmocka)
@@ -89,7 +90,7 @@ RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,capcache.c chunk_policy.c config.c config_doc.c config_print.c \
                 config_table.c control.c errbuf.c hcopy.c log.c metrics.c names.c pc.c pc_cpu.c \
                 pcsize.c pipeline.c plan.c sigmf.c sink.c stall.c stats.c sysnuma.c trace.c \
-                radar.c radar_cpu.c cpiasm.c version.c vrt.c waveform.c workkey.c workpool.c)
+                radar.c radar_cpu.c cpiasm.c version.c vrt.c waveform.c workkey.c workpool.c zpub.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)

@@ -8,12 +8,13 @@ set -euo pipefail
 
 pkgs=(gcc make pkg-config libc6-dev
       libinih-dev libcmocka-dev libnuma-dev libsystemd-dev libfftw3-dev
-      libjansson-dev libmicrohttpd-dev
+      libjansson-dev libmicrohttpd-dev libzmq3-dev   # libzmq: [publish]
       clang libclang-rt-dev               # libFuzzer targets, sanitizer runtimes
       curl procps psmisc util-linux       # tests: scrape metrics, pgrep/ps, setpriv
       strace                              # tests/e2e/systemd_sandbox.sh: system-call audit
       systemd groff-base man-db           # systemd-analyze verify, man page checks
       python3 python3-numpy python3-matplotlib   # scripts/chirp-plot, python/chirpring
+      python3-zmq                         # doc/example_subscriber.py, tests/e2e/daemon_publish.sh
       dpkg-dev debhelper lintian          # make deb, tests/e2e/deb_package.sh
       tshark                              # tests/e2e/net_interop.sh: Wireshark's VRT dissector
       g++ libuhd-dev                      # tests/e2e/net_uhd.sh: UHD's VRT packer

@@ -51,7 +51,7 @@ first_re='^(deb_package\.sh|bench_latency_smoke\.sh|bench_multi_smoke\.sh|fault_
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
 
 res=$logdir/results          # $res/PHASE-NAME: a finished test's or build's result
 timings=$logdir/timings.tsv  # a row per test and build: phase, name, wall s, CPU s

@@ -46,6 +46,7 @@
 #include "ringrm.h"
 #include "statusline.h"
 #include "waveform.h"
+#include "zpub.h"
 
 #define TICK_MS            100      /* timerfd period                        */
 #define STATS_PERIOD_NS    1000000000ull
@@ -203,6 +204,28 @@ static void log_unknown_modes(struct daemon *d, uint64_t now)
 	d->unknown_log_ns = now;
 }
 
+/* At [publish] status_hz (as started), chirpctl status's JSON. */
+static void publish_status(struct daemon *d, uint64_t now)
+{
+	json_t *o;
+	char *s;
+
+	if (!d->pub || d->pub_status_hz <= 0 ||
+	    (double)(now - d->pub_status_ns) < 1e9 / d->pub_status_hz)
+		return;
+	d->pub_status_ns = now;
+	o = json_object();
+	if (!o)
+		return;
+	daemon_status_json(d, o);
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return;
+	(void)zpub_put_status(d->pub, s, strlen(s));   /* full: counted */
+	free(s);
+}
+
 static void on_tick(struct daemon *d)
 {
 	uint64_t now = mono_ns(), exp;
@@ -237,6 +260,7 @@ static void on_tick(struct daemon *d)
 	}
 	log_over_budget(d, now);
 	log_unknown_modes(d, now);
+	publish_status(d, now);
 	if (d->mh)
 		metrics_http_run(d->mh);
 }
@@ -589,6 +613,28 @@ static int start_event_sources(struct daemon *d, const struct chirp_config *cfg)
 	return 0;
 }
 
+/* [publish]: the PUB socket and its sender threads, before the data thread
+ * that feeds them. Its keys change only on restart: a reload keeps it. */
+static int start_publisher(struct daemon *d)
+{
+	struct zpub_params prm = d->g->plan.publish;
+	char err[512];
+
+	if (!prm.listen[0])
+		return 0;
+	prm.det_bytes = d->g->info.det_bytes;
+	prm.st = d->st;
+	d->pub = zpub_create(&prm, err, sizeof(err));
+	if (!d->pub) {
+		log_err("%s", err);
+		return -EIO;
+	}
+	log_info("publish: %s (detections %s, maps %g/s, status %g/s, hwm %u)",
+		 zpub_endpoint(d->pub), prm.detections && prm.det_bytes ? "on" : "off",
+		 prm.maps_hz, d->g->plan.publish_status_hz, prm.hwm);
+	return 0;
+}
+
 /* The data thread, and the watchdog and rates that follow it. */
 static int start_pipeline(struct daemon *d, const struct chirp_config *cfg)
 {
@@ -600,6 +646,7 @@ static int start_pipeline(struct daemon *d, const struct chirp_config *cfg)
 		log_err("data path: %s", err);
 		return -EIO;
 	}
+	pipeline_set_publisher(d->pl, d->pub);
 	pipeline_set_budget(d->pl, d->g->plan.latency_budget_ns);
 	pipeline_applied(d->pl, &d->applied);
 	d->applied.memory_locked = mem;
@@ -644,7 +691,9 @@ static int start(struct daemon *d, const struct chirp_config *cfg)
 	log_backend(d);
 	gen_log_modes(d->g);
 	gen_report_slack(d->g);
-	if (start_trace(d, cfg) < 0 || start_event_sources(d, cfg) < 0 || start_pipeline(d, cfg) < 0)
+	d->pub_status_hz = d->g->plan.publish_status_hz;
+	if (start_trace(d, cfg) < 0 || start_event_sources(d, cfg) < 0 ||
+	    start_publisher(d) < 0 || start_pipeline(d, cfg) < 0)
 		return -EIO;
 	return 0;
 }
@@ -687,6 +736,7 @@ static void shut_down(struct daemon *d)
 			   (unsigned long long)s->counter[ST_INPUT_OVERRUNS],
 			   (unsigned long long)s->counter[ST_SEQUENCE_GAPS]);
 	}
+	zpub_destroy(d->pub);        /* after the data thread that feeds it */
 	metrics_http_destroy(d->mh);
 	control_destroy(d->ctl);
 	gen_destroy(d->g);

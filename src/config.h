@@ -156,6 +156,14 @@ struct chirp_config {
 	/* [metrics] */
 	char metrics_listen[64];             /* "127.0.0.1:9464", "" = off  */
 
+	/* [publish] */
+	char pub_listen[256];                /* ZeroMQ endpoint, "" = off   */
+	int pub_detections;
+	double pub_status_hz, pub_maps_hz;   /* 0 = none                    */
+	unsigned pub_map_max_range, pub_map_max_doppler;
+	unsigned pub_hwm;                    /* ZMQ_SNDHWM, messages        */
+	unsigned pub_queue;                  /* det queue, lists            */
+
 	/* [trace] */
 	unsigned trace_records;              /* flight recorder: last N CPIs */
 	double latency_budget_ms;            /* 0 = no budget               */

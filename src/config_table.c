@@ -25,6 +25,7 @@
 #include "config_private.h"
 #include "metrics.h"
 #include "sysnuma.h"
+#include "zpub.h"          /* [publish] listen: the publisher checks its endpoint */
 
 #include <ctype.h>
 #include <errno.h>
@@ -380,6 +381,32 @@ const struct cfg_key cfg_tab[] = {
 	KEY_STR("metrics", "listen", metrics_listen,
 		.def = "", .check = check_listen, .reload = CFG_RESTART,
 		.help = "Serve Prometheus metrics over HTTP at host:port, host a numeric IPv4 address or an IPv6 address in brackets (names are not looked up), port 1..65535 (e.g. 127.0.0.1:9464, [::1]:9464); empty = off."),
+
+	/* [publish] */
+	KEY_STR("publish", "listen", pub_listen,
+		.def = "", .check = zpub_check_endpoint, .reload = CFG_RESTART,
+		.help = "Publish detections, maps and status on a ZeroMQ PUB socket bound to this endpoint: tcp://ADDRESS:PORT (tcp://127.0.0.1:5556; tcp://*:5556 on every interface; port * = one the system picks, shown in status publish.endpoint) or ipc://PATH; empty = off. Each message is three frames: the topic (det, map or status), a JSON header and the payload (doc/publish.md). Sent by threads of their own, never by the data path: a message the queue or a subscriber (hwm) has no room for is dropped and counted (publish_det_drops and the like), never waited for."),
+	KEY_BOOL("publish", "detections", pub_detections,
+		.def = "true", .reload = CFG_RESTART,
+		.help = "Publish every CPI's detection list (topic det; the payload is the list as on the detection ring, chirp/detect.h), when chirpd started with [cfar] enable (the publisher's queue is sized then)."),
+	KEY_DOUBLE("publish", "status_hz", pub_status_hz,
+		.def = "1", .min = 0, .max = 10, .reload = CFG_RESTART,
+		.help = "Status messages a second, at most 10 (the main loop's tick) (topic status; the payload is chirpctl status's JSON); 0 = none."),
+	KEY_DOUBLE("publish", "maps_hz", pub_maps_hz,
+		.def = "0", .min = 0, .max = 1000, .reload = CFG_RESTART,
+		.help = "Range-Doppler maps a second (topic map), with [doppler] enable and a map output mode: the newest CPI's map when one is due, reduced by max-hold to at most map_max_doppler x map_max_range float32 cells; 0 = none. The data thread reads the whole map once per map sent."),
+	KEY_UINT("publish", "map_max_range", pub_map_max_range,
+		.def = "1024", .min = 1, .max = 65536, .reload = CFG_RESTART,
+		.help = "Columns of a published map at most: range gates are reduced by max-hold over blocks of ceil(gates / map_max_range)."),
+	KEY_UINT("publish", "map_max_doppler", pub_map_max_doppler,
+		.def = "256", .min = 1, .max = 65536, .reload = CFG_RESTART,
+		.help = "Rows of a published map at most: Doppler bins (and channels) reduced by max-hold the same way."),
+	KEY_UINT("publish", "hwm", pub_hwm,
+		.def = "1000", .min = 1, .max = 1000000, .reload = CFG_RESTART,
+		.help = "High-water mark (ZMQ_SNDHWM): messages queued per subscriber at most. A message that a subscriber at its mark has no room for is dropped for every subscriber and counted; the sequence numbers in the headers show the gap."),
+	KEY_UINT("publish", "queue", pub_queue,
+		.def = "64", .min = 1, .max = 65536, .reload = CFG_RESTART,
+		.help = "Detection lists (at max_detections as at start) the publisher's queue holds between the data thread and its sender; more of shorter ones. A list longer than at start (a reload that raised max_detections) is dropped and counted."),
 
 	/* [trace] */
 	KEY_UINT("trace", "records", trace_records,

@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "stall.h"
+#include "zpub.h"
 #include "statusline.h"
 #include "waveform.h"
 
@@ -158,10 +159,34 @@ static json_t *files_json(const struct daemon *d, const struct stats_snapshot *s
 	return o ? o : json_object();
 }
 
+/* [publish]: the endpoint bound ("" = off) and the counters per topic. */
+static json_t *publish_json(const struct daemon *d, const struct stats_snapshot *sn)
+{
+	json_t *o = json_pack("{s:s, s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I}, s:I, s:I, s:I}",
+		"endpoint", d->pub ? zpub_endpoint(d->pub) : "",
+		"det", "messages", (json_int_t)sn->counter[ST_PUB_DET_MESSAGES],
+		       "drops", (json_int_t)sn->counter[ST_PUB_DET_DROPS],
+		"map", "messages", (json_int_t)sn->counter[ST_PUB_MAP_MESSAGES],
+		       "drops", (json_int_t)sn->counter[ST_PUB_MAP_DROPS],
+		"status", "messages", (json_int_t)sn->counter[ST_PUB_STATUS_MESSAGES],
+			  "drops", (json_int_t)sn->counter[ST_PUB_STATUS_DROPS],
+		"bytes", (json_int_t)sn->counter[ST_PUB_BYTES],
+		"dropped_bytes", (json_int_t)sn->counter[ST_PUB_DROPPED_BYTES],
+		"errors", (json_int_t)sn->counter[ST_PUB_ERRORS]);
+
+	return o ? o : json_object();
+}
+
 static int cmd_status(void *ctx, const char *args, const struct control_peer *peer,
 		      json_t *reply, char *err, size_t errlen)
 {
-	struct daemon *d = ctx;
+	(void)args; (void)peer; (void)err; (void)errlen;
+	daemon_status_json(ctx, reply);
+	return 0;
+}
+
+void daemon_status_json(struct daemon *d, json_t *reply)
+{
 	const struct chirp_config *c = &d->g->cfg;
 	static const char *const rt_names[] = { "off", "preferred", "required" };
 	static struct stats_snapshot sn;   /* main thread only */
@@ -169,7 +194,6 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	size_t in_bytes, in_pinned, out_bytes, out_pinned;
 	char line[512];
 
-	(void)args; (void)peer; (void)err; (void)errlen;
 	stats_snapshot(d->st, &sn);
 	json_object_set_new(reply, "state", json_string(daemon_state_name(d)));
 	if (d->pl && pipeline_state(d->pl) == PIPE_FAILED)
@@ -229,6 +253,7 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(reply, "modes", modes_json(d, &sn));
 	json_object_set_new(reply, "radar", radar_json(d, &sn));
 	json_object_set_new(reply, "files", files_json(d, &sn));
+	json_object_set_new(reply, "publish", publish_json(d, &sn));
 	json_object_set_new(reply, "unknown_mode_cpis",
 			    json_integer((json_int_t)sn.counter[ST_UNKNOWN_MODE_CPIS]));
 	json_object_set_new(reply, "numa", json_pack("{s:i, s:s, s:s, s:s, s:b, s:s}",
@@ -244,7 +269,6 @@ static int cmd_status(void *ctx, const char *args, const struct control_peer *pe
 	json_object_set_new(reply, "metrics_listen", json_string(c->metrics_listen));
 	if (d->last_reload_error[0])
 		json_object_set_new(reply, "last_reload_error", json_string(d->last_reload_error));
-	return 0;
 }
 
 static json_t *stage_json(const struct stats_snapshot *s, int st)

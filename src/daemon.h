@@ -78,6 +78,9 @@ struct daemon {
 	struct pipeline *pl;
 	struct control *ctl;
 	struct metrics_http *mh;
+	struct zpub *pub;                 /* [publish] (NULL: off; zpub.h)     */
+	uint64_t pub_status_ns;           /* last status published (MONOTONIC) */
+	double pub_status_hz;             /* [publish] status_hz as started    */
 	int epfd, sigfd, tfd, efd;
 
 	struct sysnuma_plan plan;
@@ -175,6 +178,10 @@ int daemon_reload(struct daemon *d, json_t *reply, char *err, size_t errlen);
 
 /* The control socket's commands; ctx is the struct daemon. */
 extern const struct control_cmd daemon_commands[];
+
+/* What chirpctl status replies, into reply (an object). Also [publish]'s
+ * status messages. */
+void daemon_status_json(struct daemon *d, json_t *reply);
 
 /* Prometheus text into buf (metrics_http's callback; ctx is the daemon). */
 int daemon_render_metrics(void *ctx, char *buf, size_t len);

@@ -71,6 +71,15 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_DET_FILE_BYTES] = "Bytes of JSON lines written to the [detections] file (by its writer thread, off the data path).",
 	[ST_DET_FILE_DROPS] = "Detection lists not written to the [detections] file because its queue was full (a slow, full or blocked file).",
 	[ST_DET_FILE_DROPPED_BYTES] = "Bytes not written to the [detections] file: dropped lines, and the unwritten rest of lines whose write failed.",
+	[ST_PUB_DET_MESSAGES] = "Detection lists published on ZeroMQ (topic det, [publish]).",
+	[ST_PUB_DET_DROPS] = "Detection lists not published: the publisher's queue was full, or a subscriber was at its high-water mark.",
+	[ST_PUB_MAP_MESSAGES] = "Range-Doppler maps published on ZeroMQ (topic map).",
+	[ST_PUB_MAP_DROPS] = "Maps not published: the queue was full, or a subscriber was at its high-water mark.",
+	[ST_PUB_STATUS_MESSAGES] = "Status messages published on ZeroMQ (topic status).",
+	[ST_PUB_STATUS_DROPS] = "Status messages not published: the queue was full, or a subscriber was at its high-water mark.",
+	[ST_PUB_BYTES] = "Bytes of the messages published on ZeroMQ (payloads and their queue record headers).",
+	[ST_PUB_DROPPED_BYTES] = "Bytes of the messages not published on ZeroMQ.",
+	[ST_PUB_ERRORS] = "ZeroMQ sends that failed for a reason other than a full queue or subscriber.",
 	[ST_DATA_STALLS] = "Gaps of 200 us or more in the data thread's polling loop: it was running, blocked, preempted or its vCPU stolen (chirpctl trace says which, per CPI).",
 };
 

@@ -45,6 +45,7 @@
 #include "stall.h"
 #include "timeutil.h"
 #include "trace.h"
+#include "zpub.h"
 
 #define PIPE_MAX_DEPTH   64        /* sanity bound on pc_info.depth       */
 #define IDLE_WAIT_NS     5000000   /* 5 ms: reaction time to stop/pause   */
@@ -118,6 +119,10 @@ struct pipeline_gen {
 	unsigned depth;
 	size_t in_bytes, out_bytes;
 	uint64_t samples_per_cpi;
+	uint32_t channels, pulses, samples;   /* the input CPI's geometry    */
+	uint32_t map_doppler, map_range;      /* a range-Doppler map output
+						 (channels x map_doppler x
+						 map_range float32; 0: none)  */
 	void *staging;               /* file-only scratch: depth * out_stride,
 					page aligned; NULL without [output] file */
 	size_t out_stride;
@@ -148,6 +153,7 @@ struct pipeline {
 	int have_plan;
 	struct sysnuma_applied applied;
 	struct trace *trace;         /* flight recorder (NULL: none)            */
+	struct zpub *_Atomic pub;    /* [publish] (NULL: none; zpub.h)          */
 	_Atomic uint64_t budget_ns;  /* latency budget (0: none)                */
 	_Atomic uint64_t over_last;  /* 1 + trace record number of the newest
 					over-budget CPI (0: none yet)          */
@@ -287,6 +293,23 @@ static int make_staging(struct pipeline_gen *g, int numa_node, char *err, size_t
 	return 0;
 }
 
+/* The output is a range-Doppler map when the radar chain's Doppler
+ * processing is on and the ring holds real values of Nd rows per channel
+ * (map_power, map_db; chirp/pc.h): what [publish] maps_hz samples. */
+static void find_map(struct pipeline_gen *g, const struct pc_info *info)
+{
+	struct chirp_ring_geometry go;
+
+	if (!g->out || !info->doppler_nfft)
+		return;
+	chirp_ring_geometry(g->out, &go);
+	if (go.format != CHIRP_RING_RF32 || go.pulses != info->doppler_nfft ||
+	    (uint64_t)go.channels * go.pulses * go.samples * sizeof(float) != g->out_bytes)
+		return;
+	g->map_doppler = go.pulses;
+	g->map_range = go.samples;
+}
+
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
 					 struct pc *pc, int out_fd, int numa_node,
 					 char *err, size_t errlen)
@@ -322,6 +345,10 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 		goto fail;
 	chirp_ring_geometry(in, &gi);
 	g->samples_per_cpi = (uint64_t)gi.channels * gi.pulses * gi.samples;
+	g->channels = gi.channels;
+	g->pulses = gi.pulses;
+	g->samples = gi.samples;
+	find_map(g, &info);
 	register_rings(g);
 	if (make_staging(g, numa_node, err, errlen) < 0)
 		goto fail;
@@ -1221,6 +1248,33 @@ static int det_complete(struct pipeline *p, struct flight *f)
 	return p->cur->det_sink ? det_json(p, f) : 0;
 }
 
+/*
+ * f's list and, when one is due, its map to the publisher: a copy into
+ * its queue each (zpub.h), never a wait. The map pass reads the whole map
+ * once; it is the publisher's deliberate cost, not a stall.
+ */
+static void publish(struct pipeline *p, const struct flight *f, uint64_t now)
+{
+	struct zpub *z = atomic_load_explicit(&p->pub, memory_order_acquire);
+	const struct pipeline_gen *g = p->cur;
+	struct zpub_cpi c;
+
+	if (!z)
+		return;
+	c = (struct zpub_cpi){
+		.seq = f->seq, .timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
+		.mode = f->mode, .channels = g->channels, .pulses = g->pulses,
+		.samples = g->samples,
+	};
+	if (f->det)
+		(void)zpub_put_det(z, f->det, g->det_bytes, &c);   /* full: counted */
+	if (g->map_range && f->out && f->kind != OUT_SKIP && !f->unknown &&
+	    zpub_map_due(z, now)) {
+		(void)zpub_put_map(z, f->out, g->channels, g->map_doppler, g->map_range, &c);
+		rewatch(p);
+	}
+}
+
 /* Retire the FIFO's head f: the file sinks (a copy each, never a wait),
  * the output ring's commit, the counters and the flight recorder. Returns
  * 0, or -1 failed (reported). */
@@ -1237,6 +1291,7 @@ static int finish_one(struct pipeline *p, struct flight *f)
 		(void)sink_put(g->out_sink, f->out, g->out_bytes);   /* full: counted */
 	if (f->det)
 		in_file = det_complete(p, f);
+	publish(p, f, t0);
 	test_retire_sleep(p);
 	watch(p, TW_RETIRE);
 
@@ -1727,6 +1782,11 @@ const char *pipeline_error(const struct pipeline *p)
 {
 	/* p->error is written before the release store of PIPE_FAILED. */
 	return pipeline_state(p) == PIPE_FAILED ? p->error : "";
+}
+
+void pipeline_set_publisher(struct pipeline *p, struct zpub *z)
+{
+	atomic_store_explicit(&p->pub, z, memory_order_release);
 }
 
 void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns)

@@ -143,6 +143,16 @@ struct pipeline *pipeline_create(struct pipeline_gen *g, struct stats *st,
  */
 void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns);
 
+/*
+ * [publish] (zpub.h): from the next CPI retired, each CPI's detection list
+ * and, at the publisher's maps_hz, its range-Doppler map (an output of
+ * map_power or map_db) are copied into z's queues; NULL stops it. z must
+ * outlive the pipeline, or be unset and the pipeline stopped before it
+ * goes. Any thread.
+ */
+struct zpub;
+void pipeline_set_publisher(struct pipeline *p, struct zpub *z);
+
 /* 1 + the trace record number of the newest over-budget CPI, 0 if none. */
 uint64_t pipeline_over_budget_last(const struct pipeline *p);
 

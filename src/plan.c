@@ -348,6 +348,19 @@ int config_check_rules(const struct chirp_config *c, struct config_fault *f, int
 
 /* ---- the plan ----------------------------------------------------------- */
 
+/* [publish]'s parameters; the daemon fills in what only a running pc
+ * and its counters know (det_bytes, st). */
+static void plan_publish(struct plan *p, const struct chirp_config *c)
+{
+	p->publish = (struct zpub_params){
+		.listen = c->pub_listen, .detections = c->pub_detections,
+		.maps_hz = c->pub_maps_hz, .map_max_range = c->pub_map_max_range,
+		.map_max_doppler = c->pub_map_max_doppler, .hwm = c->pub_hwm,
+		.queue = c->pub_queue,
+	};
+	p->publish_status_hz = c->pub_status_hz;
+}
+
 int plan_build(struct plan *p, const struct chirp_config *c, struct config_fault *f)
 {
 	struct config_fault faults[1];
@@ -365,6 +378,7 @@ int plan_build(struct plan *p, const struct chirp_config *c, struct config_fault
 	for (int k = 0; k < PLAN_RINGS; k++)
 		plan_ring_make(&p->ring[k], c, (enum plan_ring_kind)k);
 	p->latency_budget_ns = plan_budget_ns(c);
+	plan_publish(p, c);
 	return 0;
 }
 

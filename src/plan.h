@@ -27,6 +27,7 @@
 #include "chirp/pc.h"
 #include "chirp/ring.h"
 #include "config.h"
+#include "zpub.h"
 
 /* chirpd's rings, in the order a generation attaches them. */
 enum plan_ring_kind { PLAN_RING_IN, PLAN_RING_OUT, PLAN_RING_DET, PLAN_RINGS };
@@ -58,6 +59,10 @@ struct plan {
 	unsigned doppler_nfft;       /* Nd, 0 without [doppler]             */
 	struct plan_ring ring[PLAN_RINGS];
 	uint64_t latency_budget_ns;  /* [trace] latency_budget_ms, 0 = none */
+	struct zpub_params publish;  /* [publish] (listen "" = off); the
+					daemon adds det_bytes, which the pc
+					reports, and its counters            */
+	double publish_status_hz;    /* [publish] status_hz, 0 = none       */
 };
 
 /*

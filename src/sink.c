@@ -2,6 +2,10 @@
 /*
  * sink.c — a file written by a thread of its own. See sink.h.
  *
+ * The writer hands each record to write(2) (writev), or to the sink's
+ * emit function (sink_emit_fn: zpub.c sends it on ZeroMQ) when it has one;
+ * the queue, its ordering and the drop rule are the same for both.
+ *
  * THE QUEUE (one producer, one consumer, no lock)
  *   A byte ring of cap bytes (a multiple of 8) and two free-running byte
  *   counts: head, advanced only by the producer (sink_put, the data
@@ -59,6 +63,7 @@
 #define FULL_WAIT_MS     100          /* writer's poll on a full pipe       */
 #define ERROR_LOG_NS     60000000000ull  /* write errors: a line a minute  */
 #define JOIN_MARGIN_MS   2000         /* beyond drain_ms before giving up   */
+#define SINK_MAX_PARTS   4            /* sink_putv's iovcnt                 */
 
 struct sink {
 	/* producer's */
@@ -142,32 +147,46 @@ static void ring_copy_in(struct sink *s, size_t off, const void *buf, size_t len
 	memcpy(s->ring, (const char *)buf + first, len - first);
 }
 
-int sink_put(struct sink *s, const void *buf, size_t len)
+int sink_putv(struct sink *s, const struct iovec *iov, int iovcnt)
 {
 	uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
-	uint64_t hdr = len;
-	size_t need = HDR_BYTES + pad8(len), off;
+	uint64_t hdr = 0;
+	size_t need, off;
 
-	if (len > s->sp.record_max) {
-		drop(s, len);
+	for (int i = 0; i < iovcnt; i++)
+		hdr += iov[i].iov_len;
+	if (iovcnt < 1 || iovcnt > SINK_MAX_PARTS || hdr > s->sp.record_max) {
+		drop(s, (size_t)hdr);
 		return -EMSGSIZE;
 	}
+	need = HDR_BYTES + pad8((size_t)hdr);
 	if (s->cap - (head - s->tail_seen) < need) {
 		s->tail_seen = atomic_load_explicit(&s->tail, memory_order_acquire);
 		if (s->cap - (head - s->tail_seen) < need) {
-			drop(s, len);
+			drop(s, (size_t)hdr);
 			return -ENOBUFS;
 		}
 	}
 	off = (size_t)(head % s->cap);
 	memcpy(s->ring + off, &hdr, HDR_BYTES);
-	ring_copy_in(s, (off + HDR_BYTES) % s->cap, buf, len);
+	off = (off + HDR_BYTES) % s->cap;
+	for (int i = 0; i < iovcnt; i++) {
+		ring_copy_in(s, off, iov[i].iov_base, iov[i].iov_len);
+		off = (off + iov[i].iov_len) % s->cap;
+	}
 	atomic_store_explicit(&s->head, head + need, memory_order_seq_cst);
 	if (atomic_load_explicit(&s->sleeping, memory_order_seq_cst)) {
 		atomic_fetch_add_explicit(&s->wake, 1, memory_order_relaxed);
 		futex_wake_one(&s->wake);
 	}
 	return 0;
+}
+
+int sink_put(struct sink *s, const void *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return sink_putv(s, &iov, 1);
 }
 
 /* ---- writer ------------------------------------------------------------- */
@@ -226,6 +245,24 @@ static void iov_advance(struct iovec *iov, int *n, size_t done)
 	}
 }
 
+/* The record to the sink's emit function: taken, dropped (the consumer has
+ * no room) or failed, each counted (sink.h, sink_emit_fn). */
+static void emit_record(struct sink *s, const struct iovec *iov, int n, size_t len)
+{
+	int ret = s->sp.emit(s->sp.emit_ctx, iov, n, len);
+
+	if (ret == 0) {
+		count(s, s->sp.c_bytes, len);
+		if (s->sp.count_records)
+			count(s, s->sp.c_records, 1);
+	} else if (ret == -EAGAIN) {
+		drop(s, len);
+	} else {
+		write_failed(s, -ret);
+		count(s, s->sp.c_dropped_bytes, len);
+	}
+}
+
 /*
  * Write the record of len bytes at pos, all of it: a full pipe (EAGAIN) is
  * waited on, a signal retried. A failed write ends the record (counted); so
@@ -237,6 +274,10 @@ static void write_record(struct sink *s, uint64_t pos, size_t len)
 	int n = record_iov(s, pos, len, iov);
 	size_t left = len;
 
+	if (s->sp.emit) {
+		emit_record(s, iov, n, len);
+		return;
+	}
 	while (left) {
 		ssize_t w = writev(s->fd, iov, n);
 
@@ -262,6 +303,8 @@ static void write_record(struct sink *s, uint64_t pos, size_t len)
 		count(s, s->sp.c_dropped_bytes, left);
 		return;
 	}
+	if (s->sp.count_records)
+		count(s, s->sp.c_records, 1);
 }
 
 /* Sleep until the producer or the control side wakes us (or 100 ms):
@@ -332,7 +375,7 @@ static void *writer(void *arg)
 
 static int check_params(const struct sink_params *sp, char *err, size_t errlen)
 {
-	if (sp->fd < 0 || !sp->record_max || !sp->records || sp->drain_ms < 0) {
+	if ((sp->fd < 0 && !sp->emit) || !sp->record_max || !sp->records || sp->drain_ms < 0) {
 		snprintf(err, errlen, "%s: sink needs a descriptor, a record size and a depth",
 			 sp->what ? sp->what : "file");
 		return -EINVAL;
@@ -388,7 +431,7 @@ struct sink *sink_create(const struct sink_params *sp, char *err, size_t errlen)
 		goto fail;
 	}
 	memset(s->ring, 0, s->cap);          /* fault the pages in now */
-	if (dup_fd(s, sp->fd, err, errlen) < 0)
+	if (!sp->emit && dup_fd(s, sp->fd, err, errlen) < 0)
 		goto fail;
 	ret = pthread_create(&s->thread, NULL, writer, s);
 	if (ret) {
@@ -481,7 +524,8 @@ void sink_destroy(struct sink *s)
 		pthread_detach(s->thread);
 		return;
 	}
-	close(s->fd);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s->ring);
 	free(s);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * sink.h — a file written off the data thread: the data thread hands whole
- * records (a CPI's result for [output] file, a CPI's JSON line for
- * [detections] file) to a bounded queue; a writer thread of the sink's own
- * writes them to the file, in order.
+ * sink.h — a file (or another consumer) written off the data thread: the
+ * data thread hands whole records (a CPI's result for [output] file, a
+ * CPI's JSON line for [detections] file, a message for [publish]: zpub.h)
+ * to a bounded queue; a writer thread of the sink's own writes them to the
+ * file, or hands them to the sink's emit function, in order.
  *
  * WHY
  *   A write to a slow disk, a full pipe or a stalled network file system
@@ -43,16 +44,31 @@
 #define CHIRP_SINK_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 
 #include "stats.h"
 
 struct sink;
 
+/*
+ * A consumer other than a file: called on the writer thread with one whole
+ * record of len bytes in iovcnt (1 or 2) parts. Returns 0 (taken: len
+ * counted in c_bytes), -EAGAIN (the consumer has no room: the record is
+ * dropped whole, counted in c_drops and c_dropped_bytes) or another
+ * negative errno (failed: counted in c_errors and c_dropped_bytes, logged
+ * as a failed write). It must not block for long: sink_destroy's drain
+ * waits for it.
+ */
+typedef int (*sink_emit_fn)(void *ctx, const struct iovec *iov, int iovcnt, size_t len);
+
 struct sink_params {
 	const char *what;        /* names the file in the log: "[output] file" */
 	int fd;                  /* written to; duplicated, the caller's fd
 				    stays the caller's. Made non-blocking (the
-				    flag is the open file's, shared with fd). */
+				    flag is the open file's, shared with fd).
+				    Unused (-1) with emit.                    */
+	sink_emit_fn emit;       /* NULL: write to fd; else records go here */
+	void *emit_ctx;          /* emit's first argument                    */
 	size_t record_max;       /* bytes of the largest record, > 0          */
 	unsigned records;        /* the queue holds this many records of
 				    record_max bytes (more smaller ones), >= 1 */
@@ -62,6 +78,8 @@ struct sink_params {
 	enum stats_counter c_drops;         /* records dropped                */
 	enum stats_counter c_dropped_bytes; /* bytes of records dropped       */
 	enum stats_counter c_errors;        /* failed writes                  */
+	int count_records;                  /* 1: count c_records too         */
+	enum stats_counter c_records;       /* records written whole          */
 };
 
 /* Allocates the queue (faulted in now) and starts the writer, held. NULL
@@ -74,6 +92,10 @@ struct sink *sink_create(const struct sink_params *sp, char *err, size_t errlen)
  * blocks, never allocates. Producer only.
  */
 int sink_put(struct sink *s, const void *buf, size_t len);
+
+/* The same for one record made of iovcnt (<= 4) parts, queued together:
+ * a header and a payload without a copy into a scratch buffer first. */
+int sink_putv(struct sink *s, const struct iovec *iov, int iovcnt);
 
 /* Let the writer write. */
 void sink_start(struct sink *s);

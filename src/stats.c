@@ -50,6 +50,15 @@ static const char *const counter_names[ST_COUNTERS] = {
 	[ST_DET_FILE_BYTES] = "detection_file_bytes",
 	[ST_DET_FILE_DROPS] = "detection_file_drops",
 	[ST_DET_FILE_DROPPED_BYTES] = "detection_file_dropped_bytes",
+	[ST_PUB_DET_MESSAGES] = "publish_det_messages",
+	[ST_PUB_DET_DROPS] = "publish_det_drops",
+	[ST_PUB_MAP_MESSAGES] = "publish_map_messages",
+	[ST_PUB_MAP_DROPS] = "publish_map_drops",
+	[ST_PUB_STATUS_MESSAGES] = "publish_status_messages",
+	[ST_PUB_STATUS_DROPS] = "publish_status_drops",
+	[ST_PUB_BYTES] = "publish_bytes",
+	[ST_PUB_DROPPED_BYTES] = "publish_dropped_bytes",
+	[ST_PUB_ERRORS] = "publish_errors",
 };
 
 static const char *const stage_names[STG_STAGES] = {

@@ -11,7 +11,7 @@
  *   field is a C11 atomic accessed relaxed, the sequence with
  *   release/acquire fences, so the scheme is also race-free for TSan.
  *   Counters of other threads (reloads, reload_failures, the file sinks'
- *   bytes, drops and errors) go through
+ *   and the publisher's bytes, drops and errors) go through
  *   stats_add(), an atomic add outside the seqlock; they are exact but not
  *   necessarily consistent with the data-path counters of the same snapshot.
  *   Nothing here allocates after stats_create().
@@ -72,6 +72,18 @@ enum stats_counter {
 				  records are JSON lines                     */
 	ST_DET_FILE_DROPS,
 	ST_DET_FILE_DROPPED_BYTES,
+	ST_PUB_DET_MESSAGES,   /* [publish] "det" messages sent (its sender
+				  thread, stats_add; zpub.h)                 */
+	ST_PUB_DET_DROPS,      /* "det" messages dropped: the queue was full or
+				  a subscriber at its high-water mark        */
+	ST_PUB_MAP_MESSAGES,   /* the same two for "map"                      */
+	ST_PUB_MAP_DROPS,
+	ST_PUB_STATUS_MESSAGES,/* the same two for "status"                   */
+	ST_PUB_STATUS_DROPS,
+	ST_PUB_BYTES,          /* payload bytes (with the 64-byte record
+				  header each) of the messages sent          */
+	ST_PUB_DROPPED_BYTES,  /* the same of the messages dropped            */
+	ST_PUB_ERRORS,         /* sends that failed for another reason        */
 	ST_COUNTERS
 };
 

@@ -1030,7 +1030,8 @@ static void test_json(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "metrics"), "listen")), "");
 	/* Every section is present. */
 	const char *secs[] = { "daemon", "numa", "input", "cpi", "waveform", "processing", "output",
-			       "radar", "doppler", "cfar", "detections", "metrics", "trace" };
+			       "radar", "doppler", "cfar", "detections", "metrics", "publish",
+			       "trace" };
 	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
 		assert_true(json_is_object(json_object_get(j, secs[i])));
 	/* ... and the modes: here only [waveform]'s. */
@@ -1040,7 +1041,7 @@ static void test_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 0), "id")), 0);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(s, 0), "name")),
 			    "default");
-	assert_int_equal(json_object_size(j), 14);
+	assert_int_equal(json_object_size(j), 15);
 	json_decref(j);
 }
 
@@ -1144,6 +1145,7 @@ static const char *restart_candidate(const struct chirp_config *running,
 		"true", "2", "17", "8192", "0", "none", "cpu", "copy", "preferred",
 		"debug", "/tmp/chirpd-hold.sock", "/chirpd-hold-a", "/chirpd-hold-b", "root", "0-1",
 		"127.0.0.1:9999", "0000:41:00.0", "/tmp/chirpd-hold.raw", "magnitude", "sc16",
+		"tcp://127.0.0.1:5557",
 	};
 	char text[256], keys[256], want[128];
 
