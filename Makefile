@@ -86,7 +86,7 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,array.c beam.c capcache.c chunk_policy.c config.c control.c errbuf.c hcopy.c log.c \
-                metrics.c pc.c pc_cpu.c pcsize.c pipeline.c sigmf.c sink.c stall.c stats.c sysnuma.c trace.c \
+                metrics.c monopulse.c mvdr.c pc.c pc_cpu.c pcsize.c pipeline.c sigmf.c sink.c stall.c stats.c sysnuma.c trace.c \
                 radar.c radar_cpu.c waveform.c workkey.c workpool.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
