@@ -1,31 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * monopulse.c — amplitude-comparison monopulse and the angle CRB
+ * monopulse.c — the beam-space monopulse angle and the angle CRB
  * (monopulse.h).
  *
- * Cost: a detection takes about 60 evaluations of two beam patterns, each
- * C complex exponentials (C = 16: some 20 us); the chain runs it on the
- * reported detections only, at most max_detections per CPI.
+ * Cost: a detection takes about 70 evaluations of the channels' response
+ * (C complex exponentials) and of M <= 3 beam patterns (C = 16: some
+ * 20 us); the chain runs it on the reported detections only, at most
+ * max_detections per CPI.
  */
+#include <complex.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 
 #include "monopulse.h"
 
-#define BRACKET_STEPS 16             /* the flank scan: du / 16 steps    */
-#define BISECT_ITERS 40              /* 2^-40 du                         */
-#define POWER_FLOOR 1e-300
-#define PHASE_SIGMAS 4.0
-
-/* ln |F_n(u)|^2 - ln |F_b(u)|^2 for the weight rows wn and wb. */
-static double log_ratio(const struct beam_set *s, const double *wn, const double *wb, double u,
-			double v, double fn[2], double fb[2])
-{
-	beam_pattern(s, wn, u, v, fn);
-	beam_pattern(s, wb, u, v, fb);
-	return log(fmax(fn[0] * fn[0] + fn[1] * fn[1], POWER_FLOOR)) -
-	       log(fmax(fb[0] * fb[0] + fb[1] * fb[1], POWER_FLOOR));
-}
+#define MONO_MAX_BEAMS 3             /* b and its two neighbours          */
+#define MONO_GRID 24                 /* grid points over the interval    */
+#define MONO_GOLDEN_ITERS 40         /* 0.618^40: 4e-9 of a grid step    */
 
 /* b's neighbour j (b +- 1) if it exists and differs from b in u only. */
 static int is_neighbour(const struct beam_set *s, unsigned b, long j)
@@ -41,7 +33,157 @@ static int is_neighbour(const struct beam_set *s, unsigned b, long j)
 
 static double power_of(const float *y, unsigned j)
 {
-	return fmax((double)y[2 * j] * y[2 * j] + (double)y[2 * j + 1] * y[2 * j + 1], POWER_FLOOR);
+	return (double)y[2 * j] * y[2 * j] + (double)y[2 * j + 1] * y[2 * j + 1];
+}
+
+/* The fit: M beams (b and its neighbours), their outputs, and the inverse
+ * of their noise covariance. */
+struct fit {
+	const struct beam_set *s;
+	unsigned M;
+	const double *w[MONO_MAX_BEAMS];
+	double complex y[MONO_MAX_BEAMS];
+	double complex qi[MONO_MAX_BEAMS * MONO_MAX_BEAMS];   /* Q^-1        */
+	double v;                                             /* v_b         */
+	double resp[2 * ARRAY_MAX_CHANNELS];                  /* scratch     */
+};
+
+/*
+ * Q[i][j] = sum_c W_i[c] conj(W_j[c]) |g_c|^2, the outputs' noise
+ * covariance per unit element noise, inverted by Gauss-Jordan (M <= 3).
+ * -EDOM when the beams are linearly dependent (C < M).
+ */
+static int noise_inverse(struct fit *f, double *q_bb, unsigned ib)
+{
+	unsigned M = f->M, C = beam_channels(f->s);
+	double complex a[MONO_MAX_BEAMS][2 * MONO_MAX_BEAMS] = { { 0 } };
+	const struct array *arr = beam_array(f->s);
+
+	for (unsigned i = 0; i < M; i++) {
+		for (unsigned j = 0; j < M; j++) {
+			double complex q = 0;
+
+			for (unsigned c = 0; c < C; c++) {
+				double g[2];
+
+				array_cal(arr, c, g);
+				q += (f->w[i][2 * c] + I * f->w[i][2 * c + 1]) *
+				     (f->w[j][2 * c] - I * f->w[j][2 * c + 1]) * (g[0] * g[0] + g[1] * g[1]);
+			}
+			a[i][j] = q;
+			a[i][M + j] = i == j;
+		}
+	}
+	*q_bb = creal(a[ib][ib]);
+	for (unsigned k = 0; k < M; k++) {
+		double piv = cabs(a[k][k]);
+
+		if (!(piv > 1e-12 * *q_bb))
+			return -EDOM;   /* Hermitian positive semi-definite: no swap needed */
+		for (unsigned j = 0; j < 2 * M; j++)
+			a[k][j] = j == k ? a[k][j] : a[k][j] / a[k][k];
+		a[k][k] = 1;
+		for (unsigned i = 0; i < M; i++) {
+			double complex m = a[i][k];
+
+			if (i == k)
+				continue;
+			for (unsigned j = 0; j < 2 * M; j++)
+				a[i][j] -= m * a[k][j];
+		}
+	}
+	for (unsigned i = 0; i < M; i++)
+		for (unsigned j = 0; j < M; j++)
+			f->qi[i * M + j] = a[i][M + j];
+	return 0;
+}
+
+/* J(u) = |F^H Q^-1 y|^2 / (F^H Q^-1 F): the output energy one plane wave
+ * from u explains. */
+static double explained(struct fit *f, double u)
+{
+	unsigned M = f->M, C = beam_channels(f->s);
+	double complex F[MONO_MAX_BEAMS], a = 0;
+	double d = 0;
+
+	beam_response(f->s, u, f->v, f->resp);
+	for (unsigned j = 0; j < M; j++) {
+		double complex acc = 0;
+
+		for (unsigned c = 0; c < C; c++)
+			acc += (f->w[j][2 * c] + I * f->w[j][2 * c + 1]) *
+			       (f->resp[2 * c] + I * f->resp[2 * c + 1]);
+		F[j] = acc;
+	}
+	for (unsigned i = 0; i < M; i++) {
+		for (unsigned j = 0; j < M; j++) {
+			a += conj(F[i]) * f->qi[i * M + j] * f->y[j];
+			d += creal(conj(F[i]) * f->qi[i * M + j] * F[j]);
+		}
+	}
+	return d > 0.0 ? creal(a * conj(a)) / d : 0.0;
+}
+
+/* y^H Q^-1 y: all the outputs' energy in the same metric. */
+static double total_energy(const struct fit *f)
+{
+	double complex e = 0;
+
+	for (unsigned i = 0; i < f->M; i++)
+		for (unsigned j = 0; j < f->M; j++)
+			e += conj(f->y[i]) * f->qi[i * f->M + j] * f->y[j];
+	return creal(e);
+}
+
+/* The maximum of J over [lo, hi]: a grid, then a golden-section search
+ * between the best point's grid neighbours. *at_end: the maximum is an
+ * end of the interval. */
+static double maximise(struct fit *f, double lo, double hi, int *at_end)
+{
+	const double g = 0.5 * (sqrt(5.0) - 1.0);
+	double best = -1.0, a, z, x1, x2, j1, j2, step = (hi - lo) / MONO_GRID;
+	int kb = 0;
+
+	for (int k = 0; k <= MONO_GRID; k++) {
+		double j = explained(f, lo + k * step);
+
+		if (j > best) {
+			best = j;
+			kb = k;
+		}
+	}
+	a = lo + (kb > 0 ? kb - 1 : 0) * step;
+	z = lo + (kb < MONO_GRID ? kb + 1 : MONO_GRID) * step;
+	x1 = z - g * (z - a);
+	x2 = a + g * (z - a);
+	j1 = explained(f, x1);
+	j2 = explained(f, x2);
+	for (int i = 0; i < MONO_GOLDEN_ITERS; i++) {
+		if (j1 < j2) {
+			a = x1;
+			x1 = x2;
+			j1 = j2;
+			x2 = a + g * (z - a);
+			j2 = explained(f, x2);
+		} else {
+			z = x2;
+			x2 = x1;
+			j2 = j1;
+			x1 = z - g * (z - a);
+			j1 = explained(f, x1);
+		}
+	}
+	a = 0.5 * (a + z);
+	*at_end = fabs(a - lo) < 1e-6 * (hi - lo) || fabs(a - hi) < 1e-6 * (hi - lo);
+	return a;
+}
+
+/* Chi-square thresholds of the misfit at false-alarm probability 1e-4,
+ * by its degrees of freedom 2M - 3 (M = 2: 1, M = 3: 3), halved: the
+ * misfit over the noise power is chi^2 / 2. */
+static double misfit_limit(unsigned M)
+{
+	return M == 2 ? 15.14 / 2.0 : 21.11 / 2.0;
 }
 
 static void finish(struct mono_angle *out, double u, double v)
@@ -54,109 +196,100 @@ static void finish(struct mono_angle *out, double u, double v)
 	}
 }
 
-/*
- * The misfit of the complex ratio y_n / y_b against the model's at û, and
- * its noise's standard deviation (each output's phase noise taken as
- * independent: with overlapping beams it is smaller, so the test errs
- * towards passing one target).
- */
-static void phase_test(const float *y, unsigned b, unsigned n, const double fn[2],
-		       const double fb[2], double noise, struct mono_angle *out)
-{
-	double yr = (double)y[2 * n] * y[2 * b] + (double)y[2 * n + 1] * y[2 * b + 1];
-	double yi = (double)y[2 * n + 1] * y[2 * b] - (double)y[2 * n] * y[2 * b + 1];
-	double mr = fn[0] * fb[0] + fn[1] * fb[1], mi = fn[1] * fb[0] - fn[0] * fb[1];
-	double resid = atan2(yi * mr - yr * mi, yr * mr + yi * mi), sigma;
-
-	out->phase_resid_rad = resid;
-	if (!(noise > 0.0))
-		return;
-	sigma = sqrt(noise / (2.0 * power_of(y, b)) + noise / (2.0 * power_of(y, n)));
-	if (fabs(resid) > PHASE_SIGMAS * sigma)
-		out->quality |= MONO_UNRESOLVED;
-}
-
 int mono_estimate(const struct beam_set *s, const double *w, unsigned b, const float *y,
 		  double noise, struct mono_angle *out)
 {
-	unsigned B = beam_count(s), C = beam_channels(s), n;
-	int lo_ok, hi_ok;
-	double ub, vb, un, vn, m, t_lo = 0.0, t_hi = 0.0, f_lo, f_hi, fn[2], fb[2];
-	const double *wb, *wn;
+	unsigned C = beam_channels(s), idx[MONO_MAX_BEAMS], ib = 0;
+	int nb[2], at_end;
+	double ub, vb, lo, hi, u, q_bb;
 
-	if (b >= B)
+	if (b >= beam_count(s))
 		return -EINVAL;
 	beam_uv(s, b, &ub, &vb);
 	out->quality = 0;
 	out->neighbour = -1;
-	out->phase_resid_rad = 0.0;
-	lo_ok = is_neighbour(s, b, (long)b - 1);
-	hi_ok = is_neighbour(s, b, (long)b + 1);
-	if (!lo_ok && !hi_ok) {
+	out->misfit = 0.0;
+	nb[0] = is_neighbour(s, b, (long)b - 1);
+	nb[1] = is_neighbour(s, b, (long)b + 1);
+	if (!nb[0] && !nb[1]) {
 		out->quality = MONO_NO_NEIGHBOUR;
 		finish(out, ub, vb);
 		return 0;
 	}
-	n = !hi_ok ? b - 1 : !lo_ok ? b + 1 : power_of(y, b - 1) > power_of(y, b + 1) ? b - 1 : b + 1;
-	out->neighbour = (int)n;
-	if (power_of(y, n) > power_of(y, b))
+	out->neighbour = !nb[1] ? (int)b - 1 : !nb[0] ? (int)b + 1 :
+			 power_of(y, b - 1) > power_of(y, b + 1) ? (int)b - 1 : (int)b + 1;
+	if (power_of(y, (unsigned)out->neighbour) > power_of(y, b))
 		out->quality |= MONO_NOT_PEAK;
-	beam_uv(s, n, &un, &vn);
-	wb = w + 2 * (size_t)b * C;
-	wn = w + 2 * (size_t)n * C;
-	m = log(power_of(y, n)) - log(power_of(y, b));
 
-	/* u(t) = ub + t (un - ub); f(t) rises from b towards n. Find where it
-	 * stops rising, towards n (at most t = 1) and away (at most -1/2). */
-	f_lo = f_hi = log_ratio(s, wn, wb, ub, vb, fn, fb);
-	for (int dir = 1; dir >= -1; dir -= 2) {
-		double t = 0.0, f = f_lo, tmax = dir > 0 ? 1.0 : 0.5;
+	/* ~16 KiB on the stack (the scratch response), no allocation */
+	struct fit f = { .s = s, .v = vb };
+	double u_end[2];
 
-		for (int k = 1; k <= BRACKET_STEPS * tmax; k++) {
-			double tt = dir * (double)k / BRACKET_STEPS, u = ub + tt * (un - ub), ff;
+	for (long j = (long)b - 1; j <= (long)b + 1; j++) {
+		if (j != (long)b && !nb[j > (long)b])
+			continue;
+		if (j == (long)b)
+			ib = f.M;
+		idx[f.M] = (unsigned)j;
+		f.w[f.M] = w + 2 * (size_t)j * C;
+		f.y[f.M] = y[2 * j] + I * (double)y[2 * j + 1];
+		f.M++;
+	}
+	if (noise_inverse(&f, &q_bb, ib) < 0) {
+		/* three beams from fewer channels: b and the stronger one */
+		unsigned keep = (unsigned)out->neighbour;
 
-			if (u * u + vb * vb > 1.0)
-				break;
-			ff = log_ratio(s, wn, wb, u, vb, fn, fb);
-			if (dir > 0 ? !(ff > f) : !(ff < f))
-				break;
-			t = tt;
-			f = ff;
+		f.M = 0;
+		for (unsigned j = (b < keep ? b : keep); j <= (b < keep ? keep : b); j++) {
+			if (j == b)
+				ib = f.M;
+			idx[f.M] = j;
+			f.w[f.M] = w + 2 * (size_t)j * C;
+			f.y[f.M] = y[2 * j] + I * (double)y[2 * j + 1];
+			f.M++;
 		}
-		if (dir > 0) {
-			t_hi = t;
-			f_hi = f;
+		nb[b < keep ? 0 : 1] = 0;
+		if (noise_inverse(&f, &q_bb, ib) < 0) {
+			out->quality |= MONO_NO_NEIGHBOUR;
+			finish(out, ub, vb);
+			return 0;
+		}
+	}
+	(void)idx;
+
+	/* The search interval: from neighbour to neighbour, half a spacing
+	 * beyond b where it has none, inside the visible region. */
+	for (int side = 0; side < 2; side++) {
+		double un, vn;
+
+		if (nb[side]) {
+			beam_uv(s, side ? b + 1 : b - 1, &un, &vn);
+			u_end[side] = un;
 		} else {
-			t_lo = t;
-			f_lo = f;
+			beam_uv(s, side ? b - 1 : b + 1, &un, &vn);
+			u_end[side] = ub - 0.5 * (un - ub);
 		}
 	}
+	lo = fmin(u_end[0], u_end[1]);
+	hi = fmax(u_end[0], u_end[1]);
+	{
+		double edge = sqrt(fmax(0.0, 1.0 - vb * vb));
 
-	double t;
-	if (!(m > f_lo)) {
-		t = t_lo;
-		out->quality |= MONO_CLAMPED;
-	} else if (!(m < f_hi)) {
-		t = t_hi;
-		out->quality |= MONO_CLAMPED;
-	} else {
-		double a = t_lo, z = t_hi;
-
-		for (int i = 0; i < BISECT_ITERS; i++) {
-			double mid = 0.5 * (a + z);
-
-			if (log_ratio(s, wn, wb, ub + mid * (un - ub), vb, fn, fb) < m)
-				a = mid;
-			else
-				z = mid;
-		}
-		t = 0.5 * (a + z);
+		lo = fmax(lo, -edge);
+		hi = fmin(hi, edge);
 	}
-	if (t < 0.0 && !(n == b + 1 ? lo_ok : hi_ok))
-		out->quality |= MONO_OUTSIDE;
-	(void)log_ratio(s, wn, wb, ub + t * (un - ub), vb, fn, fb);
-	phase_test(y, b, n, fn, fb, noise, out);
-	finish(out, ub + t * (un - ub), vb);
+	u = maximise(&f, lo, hi, &at_end);
+	if (at_end)
+		out->quality |= MONO_CLAMPED;
+	for (int side = 0; side < 2; side++)
+		if (!nb[side] && (u - ub) * (u_end[side] - ub) > 0.0)
+			out->quality |= MONO_OUTSIDE;
+	if (noise > 0.0 && q_bb > 0.0) {
+		out->misfit = (total_energy(&f) - explained(&f, u)) / (noise / q_bb);
+		if (out->misfit > misfit_limit(f.M))
+			out->quality |= MONO_UNRESOLVED;
+	}
+	finish(out, u, vb);
 	return 0;
 }
 
