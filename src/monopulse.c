@@ -196,12 +196,55 @@ static void finish(struct mono_angle *out, double u, double v)
 	}
 }
 
+/* Fill the fit with beams j0..j1 (b among them) that nb keeps; *ib: b's
+ * place. Then invert their noise covariance: 0 or -EDOM. */
+static int load_beams(struct fit *f, const double *w, const float *y, unsigned b, unsigned j0,
+		      unsigned j1, const int nb[2], unsigned *ib, double *q_bb)
+{
+	unsigned C = beam_channels(f->s);
+
+	f->M = 0;
+	for (unsigned j = j0; j <= j1; j++) {
+		if (j != b && !nb[j > b])
+			continue;
+		if (j == b)
+			*ib = f->M;
+		f->w[f->M] = w + 2 * (size_t)j * C;
+		f->y[f->M] = y[2 * j] + I * (double)y[2 * j + 1];
+		f->M++;
+	}
+	return noise_inverse(f, q_bb, *ib);
+}
+
+/* From neighbour to neighbour, half a spacing beyond b where it has none
+ * (u_end[side]: that end), inside the visible region. */
+static void search_interval(const struct beam_set *s, unsigned b, const int nb[2],
+			    double u_end[2], double *lo, double *hi)
+{
+	double ub, vb, un, vn, edge;
+
+	beam_uv(s, b, &ub, &vb);
+	for (int side = 0; side < 2; side++) {
+		if (nb[side]) {
+			beam_uv(s, side ? b + 1 : b - 1, &un, &vn);
+			u_end[side] = un;
+		} else {
+			beam_uv(s, side ? b - 1 : b + 1, &un, &vn);
+			u_end[side] = ub - 0.5 * (un - ub);
+		}
+	}
+	edge = sqrt(fmax(0.0, 1.0 - vb * vb));
+	*lo = fmax(fmin(u_end[0], u_end[1]), -edge);
+	*hi = fmin(fmax(u_end[0], u_end[1]), edge);
+}
+
 int mono_estimate(const struct beam_set *s, const double *w, unsigned b, const float *y,
 		  double noise, struct mono_angle *out)
 {
-	unsigned C = beam_channels(s), idx[MONO_MAX_BEAMS], ib = 0;
+	unsigned ib = 0, n;
 	int nb[2], at_end;
-	double ub, vb, lo, hi, u, q_bb;
+	double ub, vb, lo, hi, u, q_bb, u_end[2];
+	struct fit f;    /* ~16 KiB on the stack (the scratch response) */
 
 	if (b >= beam_count(s))
 		return -EINVAL;
@@ -211,73 +254,22 @@ int mono_estimate(const struct beam_set *s, const double *w, unsigned b, const f
 	out->misfit = 0.0;
 	nb[0] = is_neighbour(s, b, (long)b - 1);
 	nb[1] = is_neighbour(s, b, (long)b + 1);
-	if (!nb[0] && !nb[1]) {
-		out->quality = MONO_NO_NEIGHBOUR;
-		finish(out, ub, vb);
-		return 0;
-	}
-	out->neighbour = !nb[1] ? (int)b - 1 : !nb[0] ? (int)b + 1 :
-			 power_of(y, b - 1) > power_of(y, b + 1) ? (int)b - 1 : (int)b + 1;
-	if (power_of(y, (unsigned)out->neighbour) > power_of(y, b))
+	if (!nb[0] && !nb[1])
+		goto centre;
+	n = !nb[1] ? b - 1 : !nb[0] ? b + 1 : power_of(y, b - 1) > power_of(y, b + 1) ? b - 1 : b + 1;
+	out->neighbour = (int)n;
+	if (power_of(y, n) > power_of(y, b))
 		out->quality |= MONO_NOT_PEAK;
 
-	/* ~16 KiB on the stack (the scratch response), no allocation */
-	struct fit f = { .s = s, .v = vb };
-	double u_end[2];
-
-	for (long j = (long)b - 1; j <= (long)b + 1; j++) {
-		if (j != (long)b && !nb[j > (long)b])
-			continue;
-		if (j == (long)b)
-			ib = f.M;
-		idx[f.M] = (unsigned)j;
-		f.w[f.M] = w + 2 * (size_t)j * C;
-		f.y[f.M] = y[2 * j] + I * (double)y[2 * j + 1];
-		f.M++;
+	f.s = s;
+	f.v = vb;
+	if (load_beams(&f, w, y, b, nb[0] ? b - 1 : b, nb[1] ? b + 1 : b, nb, &ib, &q_bb) < 0) {
+		/* three beams from fewer channels: b and the stronger neighbour */
+		nb[n < b ? 1 : 0] = 0;
+		if (load_beams(&f, w, y, b, n < b ? n : b, n < b ? b : n, nb, &ib, &q_bb) < 0)
+			goto centre;
 	}
-	if (noise_inverse(&f, &q_bb, ib) < 0) {
-		/* three beams from fewer channels: b and the stronger one */
-		unsigned keep = (unsigned)out->neighbour;
-
-		f.M = 0;
-		for (unsigned j = (b < keep ? b : keep); j <= (b < keep ? keep : b); j++) {
-			if (j == b)
-				ib = f.M;
-			idx[f.M] = j;
-			f.w[f.M] = w + 2 * (size_t)j * C;
-			f.y[f.M] = y[2 * j] + I * (double)y[2 * j + 1];
-			f.M++;
-		}
-		nb[b < keep ? 0 : 1] = 0;
-		if (noise_inverse(&f, &q_bb, ib) < 0) {
-			out->quality |= MONO_NO_NEIGHBOUR;
-			finish(out, ub, vb);
-			return 0;
-		}
-	}
-	(void)idx;
-
-	/* The search interval: from neighbour to neighbour, half a spacing
-	 * beyond b where it has none, inside the visible region. */
-	for (int side = 0; side < 2; side++) {
-		double un, vn;
-
-		if (nb[side]) {
-			beam_uv(s, side ? b + 1 : b - 1, &un, &vn);
-			u_end[side] = un;
-		} else {
-			beam_uv(s, side ? b - 1 : b + 1, &un, &vn);
-			u_end[side] = ub - 0.5 * (un - ub);
-		}
-	}
-	lo = fmin(u_end[0], u_end[1]);
-	hi = fmax(u_end[0], u_end[1]);
-	{
-		double edge = sqrt(fmax(0.0, 1.0 - vb * vb));
-
-		lo = fmax(lo, -edge);
-		hi = fmin(hi, edge);
-	}
+	search_interval(s, b, nb, u_end, &lo, &hi);
 	u = maximise(&f, lo, hi, &at_end);
 	if (at_end)
 		out->quality |= MONO_CLAMPED;
@@ -290,6 +282,10 @@ int mono_estimate(const struct beam_set *s, const double *w, unsigned b, const f
 			out->quality |= MONO_UNRESOLVED;
 	}
 	finish(out, u, vb);
+	return 0;
+centre:
+	out->quality |= MONO_NO_NEIGHBOUR;
+	finish(out, ub, vb);
 	return 0;
 }
 

@@ -1011,6 +1011,38 @@ static void test_monopulse_flags(void **state)
 	free(g);
 }
 
+/* Three beams from two channels: their outputs are linearly dependent,
+ * so b is compared with its stronger neighbour only, still exactly. */
+static void test_monopulse_two_channels(void **state)
+{
+	struct array *a = ula(2);
+	struct beam_params bp;
+	struct beam_set *s;
+	struct mono_angle ang;
+	double resp[4];
+	double complex x[2];
+	float y[6];
+	char err[256];
+
+	(void)state;
+	beam_params_init(&bp);
+	bp.carrier_hz = CARRIER_HZ;
+	bp.count = 3;
+	bp.fan_spacing_u = 0.3;
+	s = beam_set_create(a, &bp, err, sizeof(err));
+	assert_non_null(s);
+	beam_response(s, 0.1, 0, resp);
+	for (unsigned c = 0; c < 2; c++)
+		x[c] = (0.6 + 0.2 * I) * (resp[2 * c] + I * resp[2 * c + 1]);
+	beams_of(s, x, y);
+	assert_int_equal(mono_estimate(s, beam_weights_d(s), 1, y, 1e-6, &ang), 0);
+	assert_int_equal(ang.neighbour, 2);
+	assert_int_equal(ang.quality, 0);
+	assert_true(fabs(ang.u - 0.1) < 1e-6);
+	beam_set_destroy(s);
+	array_destroy(a);
+}
+
 /* The bound against its closed form for a ULA: var u = 6 / (snr k^2 d^2 (C^2 - 1)). */
 static void test_crb(void **state)
 {
@@ -1039,6 +1071,7 @@ int main(void)
 		cmocka_unit_test(test_monopulse_rms),
 		cmocka_unit_test(test_monopulse_two_targets),
 		cmocka_unit_test(test_monopulse_flags),
+		cmocka_unit_test(test_monopulse_two_channels),
 		cmocka_unit_test(test_crb),
 	};
 
