@@ -24,6 +24,7 @@
 #include "chirp/pc.h"
 #include "monopulse.h"
 #include "mvdr.h"
+#include "workpool.h"
 
 #define CARRIER_HZ 3e9
 #define LAMBDA (BEAM_C0_MPS / CARRIER_HZ)
@@ -415,6 +416,59 @@ static void test_beam_form_reference(void **state)
 	free(Y);
 	free(Y2);
 	free(ref);
+}
+
+/* Column blocks over a worker pool, as the CPU backend would run them. */
+struct form_job {
+	struct workpool *wp;
+	const float *W, *X;
+	float *Y;
+	unsigned B, C;
+	size_t N;
+};
+
+static void form_items(void *ctx, unsigned thread, uint64_t gen)
+{
+	struct form_job *j = ctx;
+	size_t item;
+
+	while (workpool_claim(j->wp, thread, gen, &item)) {
+		size_t c0 = item * BEAM_FORM_COLS, c1 = c0 + BEAM_FORM_COLS < j->N ? c0 + BEAM_FORM_COLS : j->N;
+
+		beam_form(j->W, j->B, j->C, j->X, j->N, j->Y, j->N, c0, c1);
+		workpool_item_done(j->wp);
+	}
+}
+
+static void test_beam_form_threads(void **state)
+{
+	enum { B = 9, C = 5, N = 3001 };
+	float *W = xcalloc(2 * B * C, sizeof(float)), *X = xcalloc(2 * C * N, sizeof(float));
+	float *Y = xcalloc(2 * B * N, sizeof(float)), *Y1 = xcalloc(2 * B * N, sizeof(float));
+	struct form_job job = { .W = W, .X = X, .Y = Y, .B = B, .C = C, .N = N };
+	struct workpool_params wp = { .threads = 3, .spin_ns = 0, .name = "beams", .fn = form_items,
+				      .ctx = &job };
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < 2 * B * C; i++)
+		W[i] = (float)(urand() - 0.5);
+	for (size_t i = 0; i < 2 * C * N; i++)
+		X[i] = (float)(urand() - 0.5);
+	beam_form(W, B, C, X, N, Y1, N, 0, N);
+	job.wp = workpool_create(&wp, err, sizeof(err));
+	if (!job.wp)
+		fail_msg("%s", err);
+	for (int rep = 0; rep < 3; rep++) {
+		memset(Y, 0, 2 * B * N * sizeof(float));
+		workpool_run(job.wp, (N + BEAM_FORM_COLS - 1) / BEAM_FORM_COLS, NULL);
+		assert_memory_equal(Y, Y1, 2 * B * N * sizeof(float));
+	}
+	workpool_destroy(job.wp);
+	free(W);
+	free(X);
+	free(Y);
+	free(Y1);
 }
 
 /* --- before or after pulse compression --------------------------------- */
@@ -1065,6 +1119,7 @@ int main(void)
 		cmocka_unit_test(test_weights_reference),
 		cmocka_unit_test(test_visible_region),
 		cmocka_unit_test(test_beam_form_reference),
+		cmocka_unit_test(test_beam_form_threads),
 		cmocka_unit_test(test_before_after_pc),
 		cmocka_unit_test(test_mvdr_reference),
 		cmocka_unit_test(test_mvdr_jammer),
