@@ -55,8 +55,8 @@ struct gen {
 						 none (plan.ring[k].used 0) or
 						 not attached yet          */
 	int ring_borrowed[PLAN_RINGS];
-	int out_fd, fd_borrowed;
-	int det_fd, det_fd_borrowed;          /* [detections] file, -1: none  */
+	int file_fd[PLAN_FILES];              /* by kind, -1: none            */
+	int file_borrowed[PLAN_FILES];        /* the old generation's (reload) */
 	struct pipeline_gen *pg;
 	double capacity_cps;              /* pc_calibrate at creation, CPI/s (0: unknown) */
 	char capacity_source[16];         /* "measured", "cache", "kept" (a

@@ -54,10 +54,9 @@ void gen_destroy(struct gen *g)
 	for (int k = 0; k < PLAN_RINGS; k++)
 		if (g->ring[k] && !g->ring_borrowed[k])
 			chirp_ring_detach(g->ring[k]);
-	if (g->out_fd >= 0 && !g->fd_borrowed)
-		close(g->out_fd);
-	if (g->det_fd >= 0 && !g->det_fd_borrowed)
-		close(g->det_fd);
+	for (int k = 0; k < PLAN_FILES; k++)
+		if (g->file_fd[k] >= 0 && !g->file_borrowed[k])
+			close(g->file_fd[k]);
 	for (unsigned i = 0; i < g->nmodes; i++)
 		free(g->mode_ref[i]);
 	free(g);
@@ -493,42 +492,25 @@ static void gen_borrow_rings(struct gen *g, const struct gen *old)
 	}
 }
 
-/* [output] file: old's descriptor for the same path, else opened to append. */
-static int gen_open_output_file(struct gen *g, const struct gen *old, char *err, size_t errlen)
+/* Result file k of the plan: old's descriptor for the same path (a reload
+ * keeps appending to it, in order), else opened to append. */
+static int gen_open_file(struct gen *g, const struct gen *old, enum plan_file_kind k,
+			 char *err, size_t errlen)
 {
-	if (!g->cfg.output_file[0] || g->cfg.out_mode == PC_OUT_NONE)
+	const struct plan_file *f = &g->plan.file[k];
+
+	if (!f->path)
 		return 0;
-	if (old && old->out_fd >= 0 && !strcmp(old->cfg.output_file, g->cfg.output_file)) {
-		g->out_fd = old->out_fd;
-		g->fd_borrowed = 1;
+	if (old && old->file_fd[k] >= 0 && !strcmp(old->plan.file[k].path, f->path)) {
+		g->file_fd[k] = old->file_fd[k];
+		g->file_borrowed[k] = 1;
 		return 0;
 	}
-	g->out_fd = open(g->cfg.output_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (g->out_fd < 0) {
+	g->file_fd[k] = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (g->file_fd[k] < 0) {
 		int e = errno;
 
-		snprintf(err, errlen, "[output] file %s: %s", g->cfg.output_file, strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
-/* [detections] file (JSON lines): old's descriptor for the same path,
- * else opened to append. */
-static int gen_open_det_file(struct gen *g, const struct gen *old, char *err, size_t errlen)
-{
-	if (!g->cfg.det_file[0] || !g->cfg.cfar)
-		return 0;
-	if (old && old->det_fd >= 0 && !strcmp(old->cfg.det_file, g->cfg.det_file)) {
-		g->det_fd = old->det_fd;
-		g->det_fd_borrowed = 1;
-		return 0;
-	}
-	g->det_fd = open(g->cfg.det_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (g->det_fd < 0) {
-		int e = errno;
-
-		snprintf(err, errlen, "[detections] file %s: %s", g->cfg.det_file, strerror(e));
+		snprintf(err, errlen, "%s %s: %s", f->what, f->path, strerror(e));
 		return -e;
 	}
 	return 0;
@@ -556,8 +538,8 @@ struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 	config_wf(&g->cfg);
 	for (unsigned i = 0; i < g->cfg.nmodes; i++)
 		config_mode_wf(&g->cfg, i);
-	g->out_fd = -1;
-	g->det_fd = -1;
+	for (int k = 0; k < PLAN_FILES; k++)
+		g->file_fd[k] = -1;
 	if (plan_build(&g->plan, &g->cfg, &f) < 0) {
 		snprintf(err, errlen, "%s: %s", f.keys[0] ? f.keys[0] : "configuration", f.why);
 		goto fail;
@@ -568,9 +550,9 @@ struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 	gen_size_rings(g, old);
 	if (old)
 		gen_borrow_rings(g, old);
-	if (gen_open_output_file(g, old, err, errlen) < 0 ||
-	    gen_open_det_file(g, old, err, errlen) < 0)
-		goto fail;
+	for (int k = 0; k < PLAN_FILES; k++)
+		if (gen_open_file(g, old, (enum plan_file_kind)k, err, errlen) < 0)
+			goto fail;
 	return g;
 fail:
 	gen_destroy(g);
@@ -640,8 +622,8 @@ int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, s
 	}
 	if (!g->pg) {
 		g->pg = pipeline_gen_create(g->ring[PLAN_RING_IN], g->ring[PLAN_RING_OUT], g->pc,
-					    g->out_fd, d->plan.node, why, sizeof(why));
-		if (g->pg && pipeline_gen_set_detections(g->pg, g->ring[PLAN_RING_DET], g->det_fd,
+					    g->file_fd[PLAN_FILE_OUT], d->plan.node, why, sizeof(why));
+		if (g->pg && pipeline_gen_set_detections(g->pg, g->ring[PLAN_RING_DET], g->file_fd[PLAN_FILE_DET],
 							 d->plan.node,
 							 why, sizeof(why)) < 0) {
 			pipeline_gen_destroy(g->pg);

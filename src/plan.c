@@ -198,6 +198,19 @@ static void plan_ring_make(struct plan_ring *r, const struct chirp_config *c, en
 	}
 }
 
+/* Result file k: [output] file when there is an output, [detections] file
+ * when there are lists. */
+static void plan_file_make(struct plan_file *f, const struct chirp_config *c, enum plan_file_kind k)
+{
+	if (k == PLAN_FILE_OUT) {
+		f->what = "[output] file";
+		f->path = c->output_file[0] && c->out_mode != PC_OUT_NONE ? c->output_file : NULL;
+	} else {
+		f->what = "[detections] file";
+		f->path = c->det_file[0] && c->cfar ? c->det_file : NULL;
+	}
+}
+
 /* ---- the rules between keys that other modules own ---------------------- */
 
 /* Each radar_param's key in chirpd.conf. */
@@ -377,6 +390,8 @@ int plan_build(struct plan *p, const struct chirp_config *c, struct config_fault
 	p->doppler_nfft = plan_doppler_nfft(c);
 	for (int k = 0; k < PLAN_RINGS; k++)
 		plan_ring_make(&p->ring[k], c, (enum plan_ring_kind)k);
+	for (int k = 0; k < PLAN_FILES; k++)
+		plan_file_make(&p->file[k], c, (enum plan_file_kind)k);
 	p->latency_budget_ns = plan_budget_ns(c);
 	plan_publish(p, c);
 	return 0;

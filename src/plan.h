@@ -46,6 +46,17 @@ struct plan_ring {
 	int allow_foreign_owner;     /* [section] allow_foreign_owner       */
 };
 
+/* The files results are also appended to ([output] file, [detections]
+ * file), written by sink threads off the data path (sink.c). */
+enum plan_file_kind { PLAN_FILE_OUT, PLAN_FILE_DET, PLAN_FILES };
+
+struct plan_file {
+	const char *path;            /* NULL: none (empty key, output mode
+					none, or no [cfar]); else points
+					into the config                      */
+	const char *what;            /* "[output] file", "[detections] file" */
+};
+
 struct plan {
 	const struct chirp_config *cfg;  /* what it was built from: the plan
 					    points into it (names, the wisdom
@@ -58,6 +69,7 @@ struct plan {
 	unsigned doppler_pulses;     /* P' after MTI, 0 without [doppler]   */
 	unsigned doppler_nfft;       /* Nd, 0 without [doppler]             */
 	struct plan_ring ring[PLAN_RINGS];
+	struct plan_file file[PLAN_FILES];
 	uint64_t latency_budget_ns;  /* [trace] latency_budget_ms, 0 = none */
 	struct zpub_params publish;  /* [publish] (listen "" = off); the
 					daemon adds det_bytes, which the pc

@@ -150,13 +150,11 @@ static void reload_commit(struct daemon *d, struct gen *ng)
 			ng->ring_borrowed[k] = 0;
 		}
 	}
-	if (ng->fd_borrowed) {
-		d->g->out_fd = -1;
-		ng->fd_borrowed = 0;
-	}
-	if (ng->det_fd_borrowed) {
-		d->g->det_fd = -1;
-		ng->det_fd_borrowed = 0;
+	for (int k = 0; k < PLAN_FILES; k++) {
+		if (ng->file_borrowed[k]) {
+			d->g->file_fd[k] = -1;
+			ng->file_borrowed[k] = 0;
+		}
 	}
 	gen_destroy(d->g);
 	d->g = ng;

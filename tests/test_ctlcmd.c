@@ -68,7 +68,7 @@ static int setup(void **state)
 	f->g.info.backend = PC_BACKEND_CPU;
 	snprintf(f->g.info.device, sizeof(f->g.info.device), "cpu (test)");
 	snprintf(f->g.info.staging, sizeof(f->g.info.staging), "none");
-	f->g.out_fd = f->g.det_fd = -1;
+	f->g.file_fd[PLAN_FILE_OUT] = f->g.file_fd[PLAN_FILE_DET] = -1;
 
 	d = &f->d;
 	d->config_path = f->conf;
