@@ -23,8 +23,8 @@ esac
 out=build-fuzz
 CC=${FUZZ_CC:-clang}
 san="address,undefined -fno-sanitize-recover=undefined"
-cflags="-std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread $(pkg-config --cflags jansson inih 2>/dev/null || true)"
-libs="$(pkg-config --libs inih jansson fftw3f libsystemd libmicrohttpd 2>/dev/null || echo -linih -ljansson -lfftw3f -lsystemd -lmicrohttpd) -lfftw3f_threads -lnuma -lm -lrt"
+cflags="-std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread $(pkg-config --cflags jansson inih libzmq 2>/dev/null || true)"
+libs="$(pkg-config --libs inih jansson fftw3f libsystemd libmicrohttpd libzmq 2>/dev/null || echo -linih -ljansson -lfftw3f -lsystemd -lmicrohttpd -lzmq) -lfftw3f_threads -lnuma -lm -lrt"
 
 # stale OUT SRC — true when OUT is missing or older than SRC or any header.
 stale() {
