@@ -715,6 +715,37 @@ static void log_running(const struct daemon *d, const struct chirp_config *cfg)
 		   d->wd_usec ? ", watchdog on" : "");
 }
 
+/*
+ * Where start-up went, in monotonic ms from main's first line to the
+ * data thread running: the configuration and the plan, the backend (its
+ * device context, plans, streams = auto's depths), the capacity (measured,
+ * or the warm-up alone when cached), the rings (created or re-attached),
+ * the pipeline (registering, that is pinning, the rings with a GPU), and
+ * the rest (NUMA placement, recorder, event sources, data thread). What a
+ * restart after a crash costs its peers is in this line.
+ */
+static void log_startup(const struct daemon *d, uint64_t cfg_ns, uint64_t end_ns)
+{
+	const struct gen *g = d->g;
+	uint64_t sum = cfg_ns - d->start_ns;
+	int reused = 0, rings = 0;
+
+	for (int k = 0; k < GEN_T_N; k++)
+		sum += g->t_ns[k];
+	for (int k = 0; k < PLAN_RINGS; k++) {
+		rings += g->ring[k] != NULL;
+		reused += g->ring_reused[k];
+	}
+	log_notice("start-up %.1f ms: config+plan %.1f, backend %.1f, capacity %.1f (%s), rings "
+		   "%.1f (%d of %d reused), pipeline %.1f, threads %.1f",
+		   (double)(end_ns - d->start_ns) * 1e-6,
+		   (double)(cfg_ns - d->start_ns + g->t_ns[GEN_T_PLAN]) * 1e-6,
+		   (double)g->t_ns[GEN_T_BACKEND] * 1e-6, (double)g->t_ns[GEN_T_CAPACITY] * 1e-6,
+		   g->capacity_source, (double)g->t_ns[GEN_T_RINGS] * 1e-6, reused, rings,
+		   (double)g->t_ns[GEN_T_PIPELINE] * 1e-6,
+		   end_ns > d->start_ns + sum ? (double)(end_ns - d->start_ns - sum) * 1e-6 : 0.0);
+}
+
 /* Stop the data thread and free everything; what start left NULL is skipped. */
 static void shut_down(struct daemon *d)
 {
@@ -760,6 +791,7 @@ int main(int argc, char **argv)
 	struct chirp_config *cfg = NULL;
 	const char *path = "/etc/chirpd/chirpd.conf";
 	int action = ACT_RUN, n, ret = 1;
+	uint64_t cfg_ns;
 
 	log_init(argv[0]);
 	n = parse_args(argc, argv, &path, &action);
@@ -790,8 +822,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level(cfg->log_level);
+	cfg_ns = mono_ns();
 	if (open_event_fds(d) < 0 || start(d, cfg) < 0)
 		goto out;
+	log_startup(d, cfg_ns, mono_ns());
 	log_running(d, cfg);
 	sd_notify(0, "READY=1");
 	daemon_notify_status(d);

@@ -39,6 +39,9 @@
 
 #include "version.h"   /* chirpd_version */
 
+/* The phases of building a generation, timed for the start-up line. */
+enum gen_phase { GEN_T_PLAN, GEN_T_BACKEND, GEN_T_CAPACITY, GEN_T_RINGS, GEN_T_PIPELINE, GEN_T_N };
+
 /* One configuration's resources, built from its plan. Rings and the
  * output fd may be shared with the previous generation (borrowed) until
  * the swap succeeds. */
@@ -69,6 +72,16 @@ struct gen {
 	unsigned slots_requested;         /* [input] slots as configured (0 = auto) */
 	unsigned out_slots_requested;     /* [output] slots as configured (0 = auto) */
 	unsigned det_slots_requested;     /* [detections] slots as configured (0 = auto) */
+	/* What was there of each ring before this generation attached it
+	 * (chirp_ring_probe): a restart after a crash keeps the rings its
+	 * peers hold when it can, and says why when it cannot. */
+	int found_rc[PLAN_RINGS];         /* 0: found; -ENOENT: none; else unreadable */
+	struct chirp_ring_geometry found[PLAN_RINGS];
+	uint64_t found_epoch[PLAN_RINGS];
+	char found_why[PLAN_RINGS][160];  /* found_rc's reason when unreadable */
+	unsigned auto_want[PLAN_RINGS];   /* slots = auto's own count (0: fixed) */
+	int ring_reused[PLAN_RINGS];      /* attached to the ring found, state kept */
+	uint64_t t_ns[GEN_T_N];           /* start-up phases (monotonic ns) */
 };
 
 struct daemon {
