@@ -204,6 +204,33 @@ static void log_unknown_modes(struct daemon *d, uint64_t now)
 	d->unknown_log_ns = now;
 }
 
+/*
+ * The producer's offered rate (committed + dropped blocks of the input
+ * ring) against the capacity the generation knows, each tick: a warning
+ * when it has stayed above for a second (ratewatch.h), before a ring of
+ * buffer_ms fills at a modest excess, and one line when it falls back.
+ */
+static void watch_input_rate(struct daemon *d, uint64_t now)
+{
+	struct chirp_ring *in = d->g ? d->g->ring[PLAN_RING_IN] : NULL;
+	struct chirp_ring_stats rs;
+	int r;
+
+	if (!in || chirp_ring_stats(in, &rs) != 0)
+		return;
+	r = ratewatch_update(&d->rw, now, rs.committed + rs.overruns, d->g->capacity_cps);
+	if (r > 0) {
+		stats_add(d->st, ST_INPUT_OVER_CAPACITY_EVENTS, 1);
+		log_warn("input rate %.0f CPI/s has stayed above the capacity of %.0f CPI/s (%s) for "
+			 "a second: the input ring (%.1f ms at capacity) fills and CPIs will be lost",
+			 d->rw.rate_cps, d->g->capacity_cps, d->g->capacity_source,
+			 gen_ring_ms(gen_in_slots(d->g), d->g->capacity_cps));
+	} else if (r < 0) {
+		log_notice("input rate %.0f CPI/s is back below the capacity of %.0f CPI/s",
+			   d->rw.rate_cps, d->g->capacity_cps);
+	}
+}
+
 /* At [publish] status_hz (as started), chirpctl status's JSON. */
 static void publish_status(struct daemon *d, uint64_t now)
 {
@@ -258,6 +285,7 @@ static void on_tick(struct daemon *d)
 		if (!d->stopping)
 			daemon_notify_status(d);
 	}
+	watch_input_rate(d, now);
 	log_over_budget(d, now);
 	log_unknown_modes(d, now);
 	publish_status(d, now);
@@ -806,6 +834,7 @@ int main(int argc, char **argv)
 	d->config_path = path;
 	d->start_ns = mono_ns();
 	d->stats_last_ns = d->start_ns;
+	ratewatch_init(&d->rw);
 	cfg = malloc(sizeof(*cfg));
 	if (!cfg) {
 		log_err("out of memory");

@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "pipeline.h"
 #include "plan.h"
+#include "ratewatch.h"
 #include "stats.h"
 #include "sysnuma.h"
 #include "timeutil.h"
@@ -121,6 +122,7 @@ struct daemon {
 	struct stats_snapshot *snap_prev, *snap_now, *snap_delta;
 	uint64_t stats_last_ns;
 	double samples_per_s, cpis_per_s;
+	struct ratewatch rw;              /* input rate against capacity       */
 
 	int stopping;
 	uint64_t stop_deadline_ns;
