@@ -1276,8 +1276,10 @@ int chirp_ring_probe(const char *name, const struct chirp_ring_opts *opts,
 		return -ENOMEM;
 	rc = obj_open(r, opts && opts->hugepages, O_RDONLY, 0);
 	if (rc < 0) {
-		seterr(err, errlen, rc == -ENOENT ? "no ring %s" : "open ring %s: %s", name,
-		       strerror(-rc));
+		if (rc == -ENOENT)
+			seterr(err, errlen, "no ring %s", name);
+		else
+			seterr(err, errlen, "open ring %s: %s", name, strerror(-rc));
 		goto out;
 	}
 	r->fd = rc;
