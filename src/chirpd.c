@@ -752,10 +752,11 @@ static void log_running(const struct daemon *d, const struct chirp_config *cfg)
  * the rest (NUMA placement, recorder, event sources, data thread). What a
  * restart after a crash costs its peers is in this line.
  */
-static void log_startup(const struct daemon *d, uint64_t cfg_ns, uint64_t end_ns)
+static void log_startup(struct daemon *d, uint64_t cfg_ns, uint64_t end_ns)
 {
 	const struct gen *g = d->g;
 	uint64_t sum = cfg_ns - d->start_ns;
+	double *ms = d->startup_ms;
 	int reused = 0, rings = 0;
 
 	for (int k = 0; k < GEN_T_N; k++)
@@ -764,14 +765,19 @@ static void log_startup(const struct daemon *d, uint64_t cfg_ns, uint64_t end_ns
 		rings += g->ring[k] != NULL;
 		reused += g->ring_reused[k];
 	}
+	ms[STARTUP_TOTAL] = (double)(end_ns - d->start_ns) * 1e-6;
+	ms[STARTUP_CONFIG_PLAN] = (double)(cfg_ns - d->start_ns + g->t_ns[GEN_T_PLAN]) * 1e-6;
+	ms[STARTUP_BACKEND] = (double)g->t_ns[GEN_T_BACKEND] * 1e-6;
+	ms[STARTUP_CAPACITY] = (double)g->t_ns[GEN_T_CAPACITY] * 1e-6;
+	ms[STARTUP_RINGS] = (double)g->t_ns[GEN_T_RINGS] * 1e-6;
+	ms[STARTUP_PIPELINE] = (double)g->t_ns[GEN_T_PIPELINE] * 1e-6;
+	ms[STARTUP_THREADS] = end_ns > d->start_ns + sum ?
+		(double)(end_ns - d->start_ns - sum) * 1e-6 : 0.0;
 	log_notice("start-up %.1f ms: config+plan %.1f, backend %.1f, capacity %.1f (%s), rings "
-		   "%.1f (%d of %d reused), pipeline %.1f, threads %.1f",
-		   (double)(end_ns - d->start_ns) * 1e-6,
-		   (double)(cfg_ns - d->start_ns + g->t_ns[GEN_T_PLAN]) * 1e-6,
-		   (double)g->t_ns[GEN_T_BACKEND] * 1e-6, (double)g->t_ns[GEN_T_CAPACITY] * 1e-6,
-		   g->capacity_source, (double)g->t_ns[GEN_T_RINGS] * 1e-6, reused, rings,
-		   (double)g->t_ns[GEN_T_PIPELINE] * 1e-6,
-		   end_ns > d->start_ns + sum ? (double)(end_ns - d->start_ns - sum) * 1e-6 : 0.0);
+		   "%.1f (%d of %d reused), pipeline %.1f, threads %.1f", ms[STARTUP_TOTAL],
+		   ms[STARTUP_CONFIG_PLAN], ms[STARTUP_BACKEND], ms[STARTUP_CAPACITY],
+		   g->capacity_source, ms[STARTUP_RINGS], reused, rings, ms[STARTUP_PIPELINE],
+		   ms[STARTUP_THREADS]);
 }
 
 /* Stop the data thread and free everything; what start left NULL is skipped. */

@@ -277,6 +277,14 @@ void daemon_status_json(struct daemon *d, json_t *reply)
 	json_object_set_new(rings, "pinned_bytes", json_integer((json_int_t)(in_pinned + out_pinned)));
 	json_object_set_new(reply, "rings", rings);
 	json_object_set_new(reply, "capacity", capacity_json(d, &sn));
+	json_object_set_new(reply, "startup_ms", json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+		"total", d->startup_ms[STARTUP_TOTAL],
+		"config_plan", d->startup_ms[STARTUP_CONFIG_PLAN],
+		"backend", d->startup_ms[STARTUP_BACKEND],
+		"capacity", d->startup_ms[STARTUP_CAPACITY],
+		"rings", d->startup_ms[STARTUP_RINGS],
+		"pipeline", d->startup_ms[STARTUP_PIPELINE],
+		"threads", d->startup_ms[STARTUP_THREADS]));
 	json_object_set_new(reply, "modes", modes_json(d, &sn));
 	json_object_set_new(reply, "radar", radar_json(d, &sn));
 	json_object_set_new(reply, "files", files_json(d, &sn));

@@ -40,6 +40,12 @@
 
 #include "version.h"   /* chirpd_version */
 
+/* The start-up line's phases, in its order (status "startup"). */
+enum daemon_startup {
+	STARTUP_TOTAL, STARTUP_CONFIG_PLAN, STARTUP_BACKEND, STARTUP_CAPACITY, STARTUP_RINGS,
+	STARTUP_PIPELINE, STARTUP_THREADS, DAEMON_STARTUP_N
+};
+
 /* The phases of building a generation, timed for the start-up line. */
 enum gen_phase { GEN_T_PLAN, GEN_T_BACKEND, GEN_T_CAPACITY, GEN_T_RINGS, GEN_T_PIPELINE, GEN_T_N };
 
@@ -106,6 +112,8 @@ struct daemon {
 	char memory_note[160];
 
 	uint64_t start_ns;                /* CLOCK_MONOTONIC                   */
+	/* Where start-up went (log_startup; status "startup"), ms: */
+	double startup_ms[DAEMON_STARTUP_N];
 	uint64_t wd_usec;                 /* 0 = no watchdog                   */
 	uint64_t wd_last_ns, wd_last_hb;
 	uint64_t wd_pings;

@@ -52,7 +52,14 @@ case $line in *"capacity "*" (cache), rings "*" (2 of 2 reused)"*) ;; *) e2e_fai
 e2e_log "A: $line"
 [ "$(fault_ring_field "$IN_RING" epoch)" = "$in_epoch" ] || e2e_fail "A: the input ring's epoch changed"
 [ "$(fault_ring_field "$OUT_RING" epoch)" = "$out_epoch" ] || e2e_fail "A: the output ring's epoch changed"
-e2e_json status | grep -q '"capacity_source": *"cache"' || e2e_fail "A: status capacity_source is not cache"
+e2e_json status | "$PY" -c '
+import json, sys
+s = json.load(sys.stdin)
+assert s["rings"]["capacity_source"] == "cache", s["rings"]
+m = s["startup_ms"]
+parts = sum(m[k] for k in ("config_plan", "backend", "capacity", "rings", "pipeline", "threads"))
+assert m["total"] > 0 and abs(parts - m["total"]) < 0.5, m
+' || e2e_fail "A: status: $(e2e_json status)"
 
 # B: the cached capacity 10 % higher: the rule's count moves, the ring stays.
 "$PY" - "$CACHE" <<'EOF' || e2e_fail "B: cannot edit the cache"
