@@ -608,7 +608,7 @@ struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 {
 	struct gen *g = calloc(1, sizeof(*g));
 	struct config_fault f;
-	uint64_t t;
+	uint64_t t = mono_ns();
 
 	if (!g) {
 		snprintf(err, errlen, "out of memory");
@@ -620,7 +620,6 @@ struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 		config_mode_wf(&g->cfg, i);
 	g->out_fd = -1;
 	g->det_fd = -1;
-	t = mono_ns();
 	if (plan_build(&g->plan, &g->cfg, &f) < 0) {
 		snprintf(err, errlen, "%s: %s", f.keys[0] ? f.keys[0] : "configuration", f.why);
 		goto fail;
