@@ -90,7 +90,7 @@ RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,array.c beam.c capcache.c chunk_policy.c config.c config_doc.c \
                 config_print.c config_table.c control.c errbuf.c hcopy.c log.c metrics.c \
                 monopulse.c mvdr.c names.c pc.c pc_cpu.c pcsize.c pipeline.c plan.c sigmf.c sink.c \
-                stall.c stats.c sysnuma.c trace.c radar.c radar_cpu.c cpiasm.c version.c vrt.c \
+                ratewatch.c stall.c stats.c sysnuma.c trace.c radar.c radar_cpu.c cpiasm.c version.c vrt.c \
                 waveform.c workkey.c workpool.c zpub.c)
 CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)

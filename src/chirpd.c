@@ -204,6 +204,33 @@ static void log_unknown_modes(struct daemon *d, uint64_t now)
 	d->unknown_log_ns = now;
 }
 
+/*
+ * The producer's offered rate (committed + dropped blocks of the input
+ * ring) against the capacity the generation knows, each tick: a warning
+ * when it has stayed above for a second (ratewatch.h), before a ring of
+ * buffer_ms fills at a modest excess, and one line when it falls back.
+ */
+static void watch_input_rate(struct daemon *d, uint64_t now)
+{
+	struct chirp_ring *in = d->g ? d->g->ring[PLAN_RING_IN] : NULL;
+	struct chirp_ring_stats rs;
+	int r;
+
+	if (!in || chirp_ring_stats(in, &rs) != 0)
+		return;
+	r = ratewatch_update(&d->rw, now, rs.committed + rs.overruns, d->g->capacity_cps);
+	if (r > 0) {
+		stats_add(d->st, ST_INPUT_OVER_CAPACITY_EVENTS, 1);
+		log_warn("input rate %.0f CPI/s has stayed above the capacity of %.0f CPI/s (%s) for "
+			 "a second: the input ring (%.1f ms at capacity) fills and CPIs will be lost",
+			 d->rw.rate_cps, d->g->capacity_cps, d->g->capacity_source,
+			 gen_ring_ms(gen_in_slots(d->g), d->g->capacity_cps));
+	} else if (r < 0) {
+		log_notice("input rate %.0f CPI/s is back below the capacity of %.0f CPI/s",
+			   d->rw.rate_cps, d->g->capacity_cps);
+	}
+}
+
 /* At [publish] status_hz (as started), chirpctl status's JSON. */
 static void publish_status(struct daemon *d, uint64_t now)
 {
@@ -258,6 +285,7 @@ static void on_tick(struct daemon *d)
 		if (!d->stopping)
 			daemon_notify_status(d);
 	}
+	watch_input_rate(d, now);
 	log_over_budget(d, now);
 	log_unknown_modes(d, now);
 	publish_status(d, now);
@@ -715,6 +743,43 @@ static void log_running(const struct daemon *d, const struct chirp_config *cfg)
 		   d->wd_usec ? ", watchdog on" : "");
 }
 
+/*
+ * Where start-up went, in monotonic ms from main's first line to the
+ * data thread running: the configuration and the plan, the backend (its
+ * device context, plans, streams = auto's depths), the capacity (measured,
+ * or the warm-up alone when cached), the rings (created or re-attached),
+ * the pipeline (registering, that is pinning, the rings with a GPU), and
+ * the rest (NUMA placement, recorder, event sources, data thread). What a
+ * restart after a crash costs its peers is in this line.
+ */
+static void log_startup(struct daemon *d, uint64_t cfg_ns, uint64_t end_ns)
+{
+	const struct gen *g = d->g;
+	uint64_t sum = cfg_ns - d->start_ns;
+	double *ms = d->startup_ms;
+	int reused = 0, rings = 0;
+
+	for (int k = 0; k < GEN_T_N; k++)
+		sum += g->t_ns[k];
+	for (int k = 0; k < PLAN_RINGS; k++) {
+		rings += g->ring[k] != NULL;
+		reused += g->ring_reused[k];
+	}
+	ms[STARTUP_TOTAL] = (double)(end_ns - d->start_ns) * 1e-6;
+	ms[STARTUP_CONFIG_PLAN] = (double)(cfg_ns - d->start_ns + g->t_ns[GEN_T_PLAN]) * 1e-6;
+	ms[STARTUP_BACKEND] = (double)g->t_ns[GEN_T_BACKEND] * 1e-6;
+	ms[STARTUP_CAPACITY] = (double)g->t_ns[GEN_T_CAPACITY] * 1e-6;
+	ms[STARTUP_RINGS] = (double)g->t_ns[GEN_T_RINGS] * 1e-6;
+	ms[STARTUP_PIPELINE] = (double)g->t_ns[GEN_T_PIPELINE] * 1e-6;
+	ms[STARTUP_THREADS] = end_ns > d->start_ns + sum ?
+		(double)(end_ns - d->start_ns - sum) * 1e-6 : 0.0;
+	log_notice("start-up %.1f ms: config+plan %.1f, backend %.1f, capacity %.1f (%s), rings "
+		   "%.1f (%d of %d reused), pipeline %.1f, threads %.1f", ms[STARTUP_TOTAL],
+		   ms[STARTUP_CONFIG_PLAN], ms[STARTUP_BACKEND], ms[STARTUP_CAPACITY],
+		   g->capacity_source, ms[STARTUP_RINGS], reused, rings, ms[STARTUP_PIPELINE],
+		   ms[STARTUP_THREADS]);
+}
+
 /* Stop the data thread and free everything; what start left NULL is skipped. */
 static void shut_down(struct daemon *d)
 {
@@ -760,6 +825,7 @@ int main(int argc, char **argv)
 	struct chirp_config *cfg = NULL;
 	const char *path = "/etc/chirpd/chirpd.conf";
 	int action = ACT_RUN, n, ret = 1;
+	uint64_t cfg_ns;
 
 	log_init(argv[0]);
 	n = parse_args(argc, argv, &path, &action);
@@ -774,6 +840,7 @@ int main(int argc, char **argv)
 	d->config_path = path;
 	d->start_ns = mono_ns();
 	d->stats_last_ns = d->start_ns;
+	ratewatch_init(&d->rw);
 	cfg = malloc(sizeof(*cfg));
 	if (!cfg) {
 		log_err("out of memory");
@@ -790,8 +857,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level(cfg->log_level);
+	cfg_ns = mono_ns();
 	if (open_event_fds(d) < 0 || start(d, cfg) < 0)
 		goto out;
+	log_startup(d, cfg_ns, mono_ns());
 	log_running(d, cfg);
 	sd_notify(0, "READY=1");
 	daemon_notify_status(d);

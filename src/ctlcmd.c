@@ -33,6 +33,9 @@ int daemon_render_metrics(void *ctx, char *buf, size_t len)
 		.uptime_s = (double)(mono_ns() - d->start_ns) * 1e-9,
 		.samples_per_s = d->samples_per_s,
 		.cpis_per_s = d->cpis_per_s,
+		.input_rate_cps = d->rw.rate_cps,
+		.capacity_cps = d->g->capacity_cps,
+		.input_over_capacity = d->rw.over,
 		.numa_node = d->applied.node,
 		.realtime = d->applied.realtime,
 		.modes = modes,
@@ -72,6 +75,29 @@ static int cmd_version(void *ctx, const char *args, const struct control_peer *p
 
 /* A ring's data region in status: bytes, and bytes page-locked for the
  * backend's DMA (gen_ring_memory). */
+/*
+ * status "capacity": the sustainable rate and the input against it.
+ * "alone" is what this instance knows of itself (measured at start with
+ * nothing else counted, or that figure from the capacity cache); "shared"
+ * is reserved for a host calibration's figure with the neighbours
+ * running (null: none), and "sustainable_cpi_per_s" is what the rate
+ * warning compares with: shared when there is one, else alone.
+ */
+static json_t *capacity_json(const struct daemon *d, const struct stats_snapshot *sn)
+{
+	const struct gen *g = d->g;
+
+	return json_pack("{s:{s:f, s:s, s:I, s:s}, s:n, s:f, s:f, s:b, s:I}",
+		"alone", "cpi_per_s", g->capacity_cps, "source", g->capacity_source,
+		"measured_unix", (json_int_t)g->capacity_measured_s, "cache", g->cache_path,
+		"shared",
+		"sustainable_cpi_per_s", g->capacity_cps,
+		"input_offered_cpi_per_s", d->rw.rate_cps,
+		"input_over_capacity", d->rw.over,
+		"input_over_capacity_events",
+		(json_int_t)sn->counter[ST_INPUT_OVER_CAPACITY_EVENTS]);
+}
+
 static json_t *ring_json(size_t bytes, size_t pinned)
 {
 	return json_pack("{s:I, s:I}", "bytes", (json_int_t)bytes,
@@ -250,6 +276,15 @@ void daemon_status_json(struct daemon *d, json_t *reply)
 	json_object_set_new(rings, "output_memory", ring_json(out_bytes, out_pinned));
 	json_object_set_new(rings, "pinned_bytes", json_integer((json_int_t)(in_pinned + out_pinned)));
 	json_object_set_new(reply, "rings", rings);
+	json_object_set_new(reply, "capacity", capacity_json(d, &sn));
+	json_object_set_new(reply, "startup_ms", json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+		"total", d->startup_ms[STARTUP_TOTAL],
+		"config_plan", d->startup_ms[STARTUP_CONFIG_PLAN],
+		"backend", d->startup_ms[STARTUP_BACKEND],
+		"capacity", d->startup_ms[STARTUP_CAPACITY],
+		"rings", d->startup_ms[STARTUP_RINGS],
+		"pipeline", d->startup_ms[STARTUP_PIPELINE],
+		"threads", d->startup_ms[STARTUP_THREADS]));
 	json_object_set_new(reply, "modes", modes_json(d, &sn));
 	json_object_set_new(reply, "radar", radar_json(d, &sn));
 	json_object_set_new(reply, "files", files_json(d, &sn));
@@ -317,6 +352,8 @@ static int cmd_stats(void *ctx, const char *args, const struct control_peer *pee
 	json_object_set_new(reply, "cfar_false_alarm_rate", json_real(false_alarm_rate(&s)));
 	json_object_set_new(reply, "samples_per_s", json_real(d->samples_per_s));
 	json_object_set_new(reply, "cpis_per_s", json_real(d->cpis_per_s));
+	json_object_set_new(reply, "input_offered_cpi_per_s", json_real(d->rw.rate_cps));
+	json_object_set_new(reply, "input_over_capacity", json_boolean(d->rw.over));
 	lat = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
 			"count", (json_int_t)s.lat_count,
 			"mean_ns", (json_int_t)(s.lat_count ? s.lat_sum_ns / s.lat_count : 0),

@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "pipeline.h"
 #include "plan.h"
+#include "ratewatch.h"
 #include "stats.h"
 #include "sysnuma.h"
 #include "timeutil.h"
@@ -38,6 +39,15 @@
 #define METRICS_BUF        (64 * 1024)
 
 #include "version.h"   /* chirpd_version */
+
+/* The start-up line's phases, in its order (status "startup"). */
+enum daemon_startup {
+	STARTUP_TOTAL, STARTUP_CONFIG_PLAN, STARTUP_BACKEND, STARTUP_CAPACITY, STARTUP_RINGS,
+	STARTUP_PIPELINE, STARTUP_THREADS, DAEMON_STARTUP_N
+};
+
+/* The phases of building a generation, timed for the start-up line. */
+enum gen_phase { GEN_T_PLAN, GEN_T_BACKEND, GEN_T_CAPACITY, GEN_T_RINGS, GEN_T_PIPELINE, GEN_T_N };
 
 /* One configuration's resources, built from its plan. Rings and the
  * output fd may be shared with the previous generation (borrowed) until
@@ -69,6 +79,16 @@ struct gen {
 	unsigned slots_requested;         /* [input] slots as configured (0 = auto) */
 	unsigned out_slots_requested;     /* [output] slots as configured (0 = auto) */
 	unsigned det_slots_requested;     /* [detections] slots as configured (0 = auto) */
+	/* What was there of each ring before this generation attached it
+	 * (chirp_ring_probe): a restart after a crash keeps the rings its
+	 * peers hold when it can, and says why when it cannot. */
+	int found_rc[PLAN_RINGS];         /* 0: found; -ENOENT: none; else unreadable */
+	struct chirp_ring_geometry found[PLAN_RINGS];
+	uint64_t found_epoch[PLAN_RINGS];
+	char found_why[PLAN_RINGS][160];  /* found_rc's reason when unreadable */
+	unsigned auto_want[PLAN_RINGS];   /* slots = auto's own count (0: fixed) */
+	int ring_reused[PLAN_RINGS];      /* attached to the ring found, state kept */
+	uint64_t t_ns[GEN_T_N];           /* start-up phases (monotonic ns) */
 };
 
 struct daemon {
@@ -92,6 +112,8 @@ struct daemon {
 	char memory_note[160];
 
 	uint64_t start_ns;                /* CLOCK_MONOTONIC                   */
+	/* Where start-up went (log_startup; status "startup"), ms: */
+	double startup_ms[DAEMON_STARTUP_N];
 	uint64_t wd_usec;                 /* 0 = no watchdog                   */
 	uint64_t wd_last_ns, wd_last_hb;
 	uint64_t wd_pings;
@@ -108,6 +130,7 @@ struct daemon {
 	struct stats_snapshot *snap_prev, *snap_now, *snap_delta;
 	uint64_t stats_last_ns;
 	double samples_per_s, cpis_per_s;
+	struct ratewatch rw;              /* input rate against capacity       */
 
 	int stopping;
 	uint64_t stop_deadline_ns;

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,10 +410,12 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 
 /*
  * Capacity, for slots = auto and for saying what the ring holds: old's
- * when the work is the same; the cache's when it holds g's entry (the
- * measurement still runs: it warms the backend up before live data, and
- * the log shows both); else measured and stored in the cache. 0 when the
- * measurement fails and nothing else is known.
+ * when the work is the same; the cache's when it holds g's entry (then
+ * only the warm-up runs, pc_warm_up: a restart is back on its data within
+ * a fraction of a second, and measuring next to live neighbours would
+ * find another figure and re-size the rings they hold); else measured and
+ * stored in the cache. 0 when the measurement fails and nothing else is
+ * known.
  */
 static void gen_measure_capacity(struct gen *g, const struct gen *old)
 {
@@ -426,17 +429,19 @@ static void gen_measure_capacity(struct gen *g, const struct gen *old)
 		snprintf(g->capacity_source, sizeof(g->capacity_source), "kept");
 		return;
 	}
-	if (pc_calibrate(g->pc, &now_cps, why, sizeof(why)) < 0) {
-		log_warn("capacity measurement failed: %s", why);
-		now_cps = 0;
-	}
 	if (g->cache_hit && g->cached.depth == g->info.depth) {
+		if (pc_warm_up(g->pc, why, sizeof(why)) < 0)
+			log_warn("backend warm-up failed: %s", why);
 		g->capacity_cps = g->cached.capacity_cps;
 		g->capacity_measured_s = g->cached.measured_s;
 		snprintf(g->capacity_source, sizeof(g->capacity_source), "cache");
-		log_info("capacity: %.0f CPI/s with depth %u from the capacity cache %s (measured "
-			 "now: %.0f CPI/s)", g->capacity_cps, g->info.depth, g->cache_path, now_cps);
+		log_info("capacity: %.0f CPI/s with depth %u from the capacity cache %s (not "
+			 "measured again)", g->capacity_cps, g->info.depth, g->cache_path);
 		return;
+	}
+	if (pc_calibrate(g->pc, &now_cps, why, sizeof(why)) < 0) {
+		log_warn("capacity measurement failed: %s", why);
+		now_cps = 0;
 	}
 	g->capacity_cps = now_cps;
 	g->capacity_measured_s = now_s;
@@ -454,24 +459,71 @@ static void gen_measure_capacity(struct gen *g, const struct gen *old)
 	}
 }
 
-/* slots = auto becomes a count (auto_slots); a reload that changed neither
- * the work nor buffer_ms keeps the rings it has. */
+/* The geometries a and b but for the slot count. */
+static int same_shape(const struct chirp_ring_geometry *a, const struct chirp_ring_geometry *b)
+{
+	return a->channels == b->channels && a->pulses == b->pulses &&
+	       a->samples == b->samples && a->format == b->format &&
+	       a->sample_rate_hz == b->sample_rate_hz;
+}
+
+/* Ring k's object as it is before g attaches it, into g->found*: what a
+ * restart finds of the rings a crashed chirpd left to its peers. */
+static void gen_probe_ring(struct gen *g, enum plan_ring_kind k)
+{
+	const struct plan_ring *pr = &g->plan.ring[k];
+	struct chirp_ring_opts o;
+
+	ring_opts(&g->cfg, &o, pr->hugepages, pr->allow_foreign_owner);
+	g->found_rc[k] = chirp_ring_probe(pr->name, &o, &g->found[k], &g->found_epoch[k],
+					  g->found_why[k], sizeof(g->found_why[k]));
+}
+
+/*
+ * slots = auto for ring k (auto_slots), or the count of the ring that is
+ * there when it has k's shape and holds from 7/8 of the rule's count to
+ * twice it: a restart measures again (no capacity cache) within a few per
+ * cent of the figure its predecessor sized by, and re-creating the ring
+ * for that would detach the producer and consumers that stayed. A ring
+ * holding less than buffer_ms is still said so (gen_report_slack).
+ */
+static unsigned auto_slots_ring(struct gen *g, enum plan_ring_kind k, uint64_t cpi,
+				const char *which)
+{
+	unsigned want = auto_slots(g, cpi, which), have = g->found[k].slots;
+
+	g->auto_want[k] = want;
+	if (g->found_rc[k] == 0 && same_shape(&g->found[k], &g->plan.ring[k].geo) &&
+	    have >= AUTO_SLOTS_MIN && have >= want - want / 8 && have <= 2 * (uint64_t)want)
+		return have;
+	return want;
+}
+
+/* slots = auto becomes a count (auto_slots_ring); a reload that changed
+ * neither the work nor buffer_ms keeps the rings it has. */
 static void gen_size_rings(struct gen *g, const struct gen *old)
 {
 	int keep = old && same_work(old, g) && old->cfg.input_buffer_ms == g->cfg.input_buffer_ms;
 
+	for (int k = 0; k < PLAN_RINGS; k++)
+		if (g->plan.ring[k].used)
+			gen_probe_ring(g, (enum plan_ring_kind)k);
+		else
+			g->found_rc[k] = -ENOENT;
 	g->slots_requested = g->cfg.input_slots;
 	g->out_slots_requested = g->cfg.output_slots;
 	if (!g->cfg.input_slots)
 		g->cfg.input_slots = keep && !old->slots_requested ? old->cfg.input_slots :
-			auto_slots(g, chirp_ring_cpi_bytes(&g->plan.ring[PLAN_RING_IN].geo), "input");
+			auto_slots_ring(g, PLAN_RING_IN,
+					chirp_ring_cpi_bytes(&g->plan.ring[PLAN_RING_IN].geo), "input");
 	if (!g->cfg.output_slots && g->cfg.out_mode != PC_OUT_NONE)
 		g->cfg.output_slots = keep && !old->out_slots_requested ? old->cfg.output_slots :
-			auto_slots(g, pc_out_bytes(g->pc), "output");
+			auto_slots_ring(g, PLAN_RING_OUT, pc_out_bytes(g->pc), "output");
 	g->det_slots_requested = g->cfg.det_slots;
 	if (!g->cfg.det_slots && pc_det_bytes(g->pc))
 		g->cfg.det_slots = keep && !old->det_slots_requested && old->cfg.det_slots ?
-			old->cfg.det_slots : auto_slots(g, pc_det_bytes(g->pc), "detections");
+			old->cfg.det_slots : auto_slots_ring(g, PLAN_RING_DET, pc_det_bytes(g->pc),
+							     "detections");
 	plan_set_slots(&g->plan, PLAN_RING_IN, g->cfg.input_slots);
 	plan_set_slots(&g->plan, PLAN_RING_OUT, g->cfg.output_slots);
 	plan_set_slots(&g->plan, PLAN_RING_DET, g->cfg.det_slots);
@@ -524,11 +576,21 @@ int gen_has_rings(const struct gen *g)
 	return 1;
 }
 
+/* Add the time since t0 to phase p; returns now. */
+static uint64_t gen_lap(struct gen *g, enum gen_phase p, uint64_t t0)
+{
+	uint64_t now = mono_ns();
+
+	g->t_ns[p] += now - t0;
+	return now;
+}
+
 struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 		       struct gen *old, char *err, size_t errlen)
 {
 	struct gen *g = calloc(1, sizeof(*g));
 	struct config_fault f;
+	uint64_t t = mono_ns();
 
 	if (!g) {
 		snprintf(err, errlen, "out of memory");
@@ -544,9 +606,12 @@ struct gen *gen_create(const struct daemon *d, const struct chirp_config *cfg,
 		snprintf(err, errlen, "%s: %s", f.keys[0] ? f.keys[0] : "configuration", f.why);
 		goto fail;
 	}
+	t = gen_lap(g, GEN_T_PLAN, t);
 	if (gen_build_pc(d, g, old, err, errlen) < 0)
 		goto fail;
+	t = gen_lap(g, GEN_T_BACKEND, t);
 	gen_measure_capacity(g, old);
+	t = gen_lap(g, GEN_T_CAPACITY, t);
 	gen_size_rings(g, old);
 	if (old)
 		gen_borrow_rings(g, old);
@@ -577,6 +642,73 @@ static void gen_continue_stream(struct chirp_ring *r, const struct plan_ring *pr
 			   "record carries DISCONTINUITY", pr->what, pr->name);
 }
 
+/* The first field in which have and want differ, "slots 240, want 264",
+ * into buf ("" when none does). */
+static void geo_diff(const struct chirp_ring_geometry *have,
+		     const struct chirp_ring_geometry *want, char *buf, size_t len)
+{
+	static const struct { const char *name; size_t off; } f[] = {
+		{ "channels", offsetof(struct chirp_ring_geometry, channels) },
+		{ "pulses", offsetof(struct chirp_ring_geometry, pulses) },
+		{ "samples", offsetof(struct chirp_ring_geometry, samples) },
+		{ "format", offsetof(struct chirp_ring_geometry, format) },
+		{ "slots", offsetof(struct chirp_ring_geometry, slots) },
+	};
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		uint32_t a, b;
+
+		memcpy(&a, (const char *)have + f[i].off, sizeof(a));
+		memcpy(&b, (const char *)want + f[i].off, sizeof(b));
+		if (a != b) {
+			snprintf(buf, len, "%s %u, want %u", f[i].name, a, b);
+			return;
+		}
+	}
+	if (have->sample_rate_hz != want->sample_rate_hz)
+		snprintf(buf, len, "sample_rate_hz %g, want %g", have->sample_rate_hz,
+			 want->sample_rate_hz);
+}
+
+/*
+ * Say what became of ring k's object (g->found*, probed at build): reused
+ * (its epoch kept: the peers attached to it stay), created (none was
+ * there) or re-created, with why: its peers see -ESTALE and must attach
+ * again.
+ */
+static void gen_log_ring_fate(struct gen *g, enum plan_ring_kind k)
+{
+	const struct plan_ring *pr = &g->plan.ring[k];
+	struct chirp_ring_stats st;
+	char why[200];
+
+	g->ring_reused[k] = g->found_rc[k] == 0 && chirp_ring_stats(g->ring[k], &st) == 0 &&
+			    st.epoch == g->found_epoch[k];
+	if (g->ring_reused[k]) {
+		if (g->auto_want[k] && g->auto_want[k] != pr->geo.slots)
+			log_info("%s ring %s: reused (%u slots; slots = auto gives %u, within "
+				 "7/8..2x of it)", pr->what, pr->name, pr->geo.slots,
+				 g->auto_want[k]);
+		else
+			log_info("%s ring %s: reused (%u slots)", pr->what, pr->name,
+				 pr->geo.slots);
+		return;
+	}
+	if (g->found_rc[k] == -ENOENT) {
+		log_info("%s ring %s: created (%u slots)", pr->what, pr->name, pr->geo.slots);
+		return;
+	}
+	if (g->found_rc[k] == 0) {
+		geo_diff(&g->found[k], &pr->geo, why, sizeof(why));
+		if (!why[0])
+			snprintf(why, sizeof(why), "another layout or ABI");
+	} else {
+		snprintf(why, sizeof(why), "%s", g->found_why[k]);
+	}
+	log_notice("%s ring %s: %s: re-created (its peers attach again)", pr->what, pr->name, why);
+}
+
 /* Ring k of g's plan, created (the input ring as the consumer, re-attached
  * by chirp_ring_create; the others as the producer) and bound to the data
  * path's node. */
@@ -595,6 +727,7 @@ static int gen_attach_ring(const struct daemon *d, struct gen *g, enum plan_ring
 		snprintf(err, errlen, "%s ring %s: %s", pr->what, pr->name, why);
 		return -EIO;
 	}
+	gen_log_ring_fate(g, k);
 	if (pr->role == CHIRP_RING_PRODUCER)
 		gen_continue_stream(g->ring[k], pr);
 	if (d->plan.node >= 0) {
@@ -608,7 +741,10 @@ static int gen_attach_ring(const struct daemon *d, struct gen *g, enum plan_ring
 int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, size_t errlen)
 {
 	char why[256];
+	uint64_t t;
 	int rc;
+
+	t = mono_ns();
 
 	if (created)
 		*created = 0;
@@ -620,6 +756,7 @@ int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, s
 		if (created)
 			*created |= 1 << k;
 	}
+	t = gen_lap(g, GEN_T_RINGS, t);
 	if (!g->pg) {
 		g->pg = pipeline_gen_create(g->ring[PLAN_RING_IN], g->ring[PLAN_RING_OUT], g->pc,
 					    g->file_fd[PLAN_FILE_OUT], d->plan.node, why, sizeof(why));
@@ -634,6 +771,7 @@ int gen_attach(const struct daemon *d, struct gen *g, int *created, char *err, s
 			return -EINVAL;
 		}
 	}
+	gen_lap(g, GEN_T_PIPELINE, t);
 	{
 		/* staging may have changed; the depth's story is gen_build_pc's */
 		char choice[sizeof(g->info.depth_choice)];

@@ -80,6 +80,7 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_PUB_BYTES] = "Bytes of the messages published on ZeroMQ (payloads and their queue record headers).",
 	[ST_PUB_DROPPED_BYTES] = "Bytes of the messages not published on ZeroMQ.",
 	[ST_PUB_ERRORS] = "ZeroMQ sends that failed for a reason other than a full queue or subscriber.",
+	[ST_INPUT_OVER_CAPACITY_EVENTS] = "Times the input's offered rate (committed + dropped) stayed above the sustainable capacity for a second.",
 	[ST_DATA_STALLS] = "Gaps of 200 us or more in the data thread's polling loop: it was running, blocked, preempted or its vCPU stolen (chirpctl trace says which, per CPI).",
 };
 
@@ -163,6 +164,18 @@ int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *m
 	    mi->samples_per_s);
 	put(&o, "# HELP chirpd_cpis_per_second CPIs per second over the last interval.\n"
 		"# TYPE chirpd_cpis_per_second gauge\nchirpd_cpis_per_second %.3f\n", mi->cpis_per_s);
+	put(&o, "# HELP chirpd_input_offered_cpis_per_second CPIs per second the producer offered "
+		"(committed + dropped) over the last second; -1 before a second has passed.\n"
+		"# TYPE chirpd_input_offered_cpis_per_second gauge\n"
+		"chirpd_input_offered_cpis_per_second %.3f\n", mi->input_rate_cps);
+	put(&o, "# HELP chirpd_capacity_cpis_per_second The sustainable rate the input is compared "
+		"with (measured or cached; 0 unknown).\n"
+		"# TYPE chirpd_capacity_cpis_per_second gauge\n"
+		"chirpd_capacity_cpis_per_second %.3f\n", mi->capacity_cps);
+	put(&o, "# HELP chirpd_input_over_capacity 1 while the input's offered rate has stayed "
+		"above the capacity for a second.\n"
+		"# TYPE chirpd_input_over_capacity gauge\nchirpd_input_over_capacity %d\n",
+	    mi->input_over_capacity);
 	put(&o, "# HELP chirpd_cpi_latency_seconds From a CPI's commit in the input ring to its "
 		"result's commit in the output ring (since start; quantile 1 = max).\n"
 		"# TYPE chirpd_cpi_latency_seconds summary\n");

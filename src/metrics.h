@@ -36,6 +36,9 @@ struct metrics_info {
 	double uptime_s;
 	double samples_per_s;         /* over the last stats interval           */
 	double cpis_per_s;
+	double input_rate_cps;        /* offered over the last second, -1 unknown */
+	double capacity_cps;          /* sustainable (measured or cached), 0 unknown */
+	int input_over_capacity;      /* ratewatch.h                            */
 	int numa_node;                /* applied, -1 none                       */
 	int realtime;                 /* SCHED_FIFO applied                     */
 	unsigned control_clients;

@@ -84,6 +84,9 @@ enum stats_counter {
 				  header each) of the messages sent          */
 	ST_PUB_DROPPED_BYTES,  /* the same of the messages dropped            */
 	ST_PUB_ERRORS,         /* sends that failed for another reason        */
+	ST_INPUT_OVER_CAPACITY_EVENTS, /* times the input's offered rate turned
+				  above the capacity for a second (the main
+				  loop, stats_add; ratewatch.h)              */
 	ST_COUNTERS
 };
 

@@ -249,6 +249,45 @@ static void test_role_held(void **state)
 	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_PRODUCER), -ENOENT);
 }
 
+/* chirp_ring_probe reads an existing ring's geometry and epoch and takes
+ * nothing: a crashed holder's ring is found, and re-created rings read
+ * with their new epoch. */
+static void test_probe(void **state)
+{
+	struct chirp_ring_geometry g = geo(4), got, g8 = geo(8);
+	struct chirp_ring_stats st;
+	struct chirp_ring *c, *c2;
+	uint64_t epoch = 0;
+	char err[200];
+
+	assert_int_equal(chirp_ring_probe(g_name, NULL, &got, &epoch, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "no ring"));
+	assert_int_equal(chirp_ring_probe("no-slash", NULL, &got, &epoch, err, sizeof(err)),
+			 -EINVAL);
+	c = mk(&g, CHIRP_RING_CONSUMER);
+	assert_int_equal(chirp_ring_probe(g_name, NULL, &got, &epoch, err, sizeof(err)), 0);
+	assert_int_equal(got.slots, 4);
+	assert_int_equal(got.samples, g.samples);
+	assert_int_equal(chirp_ring_stats(c, &st), 0);
+	assert_true(epoch == st.epoch);
+	assert_int_equal(chirp_ring_role_held(g_name, CHIRP_RING_PRODUCER), 0);  /* took no role */
+	chirp_ring_detach(c);
+	/* The same geometry re-attaches (epoch kept); another re-creates. */
+	c = chirp_ring_create(g_name, &g, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(chirp_ring_stats(c, &st), 0);
+	assert_true(st.epoch == epoch);
+	chirp_ring_detach(c);
+	c2 = chirp_ring_create(g_name, &g8, CHIRP_RING_CONSUMER, NULL, err, sizeof(err));
+	assert_non_null(c2);
+	assert_int_equal(chirp_ring_probe(g_name, NULL, &got, &epoch, err, sizeof(err)), 0);
+	assert_int_equal(got.slots, 8);
+	assert_int_equal(chirp_ring_stats(c2, &st), 0);
+	assert_true(st.epoch == epoch);
+	chirp_ring_detach(c2);
+	assert_int_equal(chirp_ring_unlink(g_name), 0);
+}
+
 static void test_handoff_and_inflight(void **state)
 {
 	struct chirp_ring_geometry g = geo(8);
@@ -1933,6 +1972,7 @@ int main(void)
 		T(test_attach_missing),
 		T(test_single_role),
 		T(test_role_held),
+		T(test_probe),
 		T(test_handoff_and_inflight),
 		T(test_overrun),
 		T(test_overrun_odd_slots),

@@ -560,6 +560,14 @@ int pc_execute_job(struct pc *pc, const struct pc_job *job, uint32_t *nonfinite_
 int pc_calibrate(struct pc *pc, double *cpi_per_s, char *err, size_t errlen);
 
 /*
+ * pc_calibrate's warm-up alone (depth + 2 CPIs, untimed in effect): the
+ * first-use costs out of the first live CPIs when the capacity is known
+ * already (chirpd's capacity cache). Nothing may be in flight. 0, or a
+ * negative errno with a reason in err.
+ */
+int pc_warm_up(struct pc *pc, char *err, size_t errlen);
+
+/*
  * Pin the threads the backend runs of its own (CPU: the cpu_threads - 1
  * FFTW workers; CUDA: the staging copiers, also those made later) to cpus,
  * as the daemon pins its data thread: threads made at create inherit the

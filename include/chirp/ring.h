@@ -199,6 +199,18 @@ int chirp_ring_unlink(const char *name);
 int chirp_ring_role_held(const char *name, enum chirp_ring_role role);
 
 /*
+ * The geometry and epoch of the existing ring called name (on hugetlbfs
+ * when opts->hugepages), read from its validated header. Attaches nothing,
+ * takes no role and changes nothing: a creator that sizes a ring itself
+ * (chirpd's slots = auto) asks what is there before chirp_ring_create, to
+ * keep a ring its peers are attached to. 0, -ENOENT (no such ring), or
+ * another negative errno with a reason in err (-EAGAIN being created,
+ * -EPROTO another ABI, -EBADMSG not a ring).
+ */
+int chirp_ring_probe(const char *name, const struct chirp_ring_opts *opts,
+		     struct chirp_ring_geometry *g, uint64_t *epoch, char *err, size_t errlen);
+
+/*
  * 1 if the other role is attached by a live process, 0 if not, negative
  * errno on error. (Kernel-held lock: a crashed peer reads as 0 at once.)
  */

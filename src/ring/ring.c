@@ -1232,6 +1232,67 @@ int chirp_ring_role_held(const char *name, enum chirp_ring_role role)
 	return rc;
 }
 
+/* Read the header of the object r names (open on r->fd) into *L. */
+static int probe_header(struct chirp_ring *r, struct ring_layout *L, char *err, size_t errlen)
+{
+	struct stat st;
+	char why[160];
+	void *p;
+	int rc;
+
+	if (fstat(r->fd, &st) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "fstat %s: %s", r->name, strerror(-rc));
+		return rc;
+	}
+	if ((uint64_t)st.st_size < probe_bytes(r)) {
+		seterr(err, errlen, "ring %s is shorter than a ring header", r->name);
+		return -EAGAIN;
+	}
+	p = mmap(NULL, probe_bytes(r), PROT_READ, MAP_SHARED, r->fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		seterr(err, errlen, "mmap %s header: %s", r->name, strerror(-rc));
+		return rc;
+	}
+	rc = ring_validate_header(p, (size_t)st.st_size, L, why, sizeof(why));
+	munmap(p, probe_bytes(r));
+	if (rc < 0)
+		seterr(err, errlen, "ring %s: %s", r->name, why);
+	return rc;
+}
+
+int chirp_ring_probe(const char *name, const struct chirp_ring_opts *opts,
+		     struct chirp_ring_geometry *g, uint64_t *epoch, char *err, size_t errlen)
+{
+	struct chirp_ring *r;
+	struct ring_layout L;
+	int rc;
+
+	if (name_check(name, err, errlen) < 0)
+		return -EINVAL;
+	r = handle_alloc(name, CHIRP_RING_CONSUMER, err, errlen);
+	if (!r)
+		return -ENOMEM;
+	rc = obj_open(r, opts && opts->hugepages, O_RDONLY, 0);
+	if (rc < 0) {
+		if (rc == -ENOENT)
+			seterr(err, errlen, "no ring %s", name);
+		else
+			seterr(err, errlen, "open ring %s: %s", name, strerror(-rc));
+		goto out;
+	}
+	r->fd = rc;
+	rc = probe_header(r, &L, err, errlen);
+	if (rc == 0) {
+		*g = L.g;
+		*epoch = L.epoch;
+	}
+out:
+	handle_free(r);
+	return rc;
+}
+
 /* ---- accessors -------------------------------------------------------- */
 
 void chirp_ring_geometry(const struct chirp_ring *r, struct chirp_ring_geometry *g)

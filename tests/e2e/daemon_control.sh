@@ -212,6 +212,9 @@ e2e_stop_chirpd || e2e_fail "chirpd exited $? (metrics run)"
 
 # --- slots = auto: buffer_ms at the measured capacity, rounded up to a slot -------
 e2e_config input.slots=auto output.slots=auto input.buffer_ms=30
+# Fresh rings: slots = auto keeps a ring that is there when its count is
+# within 7/8..2x of the rule's (the runs above left 16-slot rings).
+"$CHIRPD" --remove-rings -c "$CONF" >/dev/null || e2e_fail "--remove-rings"
 e2e_start_chirpd
 e2e_ctl --json status | "$PY" -c '
 import json, math, sys
