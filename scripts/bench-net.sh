@@ -157,7 +157,7 @@ trial() {
 	t0=$(date +%s.%N)
 	for ((i = 0; i < THREADS; i++)); do
 		"$SEND" -c "$T/send.conf" -d 127.0.0.1:"$port" --stream-base $i -n "$n" --rate "$cps" \
-			--max-payload $((BYTES - HDR)) --target 300,-6 --noiseless -q >"$T/send-$i.json" 2>"$T/send-$i.err" &
+			--max-payload $((BYTES - HDR)) --target $((R / 2)),-6 --noiseless -q >"$T/send-$i.json" 2>"$T/send-$i.err" &
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do wait "$i" || rc=1; done
@@ -171,7 +171,7 @@ r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 n, cpi_bytes, t0, t1, want, ov = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), \
     float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
 sent = sum(json.loads(open(f).read().strip().splitlines()[-1])["packets"] for f in sys.argv[8:])
-got = r["packets"]
+got = r["packets"] + r.get("context_packets", 0)   # data and context
 gbps = n * cpi_bytes * 8 / (t1 - t0) / 1e9
 why = [k + "=" + str(v) for k, v in r["drops"].items() if v]
 c = r["cpis"]
