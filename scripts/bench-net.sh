@@ -36,7 +36,7 @@
 # usage: bench-net.sh [--quick] [--backend cpu|cuda] [--threads N]
 #                     [--bytes B] [--hold-s S] [--search-s S] [--steps N]
 #                     [--recv-cpus LIST] [--out FILE.tsv]
-#   --quick      a smoke test of a few seconds: 2 s (a) and (b), 4 trials
+#   --quick      a smoke test of a few seconds: 1 s (a) and (b), 4 trials
 #                of 1 s, a 2 s hold, small CPIs
 #   --backend    chirpd's backend (default cpu; cuda on a GPU host)
 #   --threads    receive threads, sink sockets and senders (default 2)
@@ -78,10 +78,10 @@ while [ $# -gt 0 ]; do
 done
 if [ $QUICK = 1 ]; then
 	: "${BYTES:=1052}" "${HOLD_S:=2}" "${SEARCH_S:=1}" "${STEPS:=4}"
-	SINK_S=2 P=16
+	SINK_S=1 P=16 IDLE_S=0.3
 else
 	: "${BYTES:=8220}" "${HOLD_S:=60}" "${SEARCH_S:=5}" "${STEPS:=6}"
-	SINK_S=5 P=128
+	SINK_S=5 P=128 IDLE_S=1
 fi
 : "${OUT:=build/bench-net/net.tsv}"
 HDR=28
@@ -147,7 +147,7 @@ trial() {
 	n=$(calc "max(4, int(float(sys.argv[1]) * float(sys.argv[2]) + 0.5))" "$cps" "$secs")
 	rm -f "$T/recv.err"
 	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --threads "$THREADS" --horizon 24 --deadline-ms 200 \
-		--idle-exit 1 --wait 10 ${RECV_CPUS:+--cpus "$RECV_CPUS"} >"$T/recv.json" 2>"$T/recv.err" &
+		--idle-exit "$IDLE_S" --wait 10 ${RECV_CPUS:+--cpus "$RECV_CPUS"} >"$T/recv.json" 2>"$T/recv.err" &
 	rpid=$!
 	e2e_track $rpid
 	e2e_wait 10 grep -q "listening on port" "$T/recv.err" ||
