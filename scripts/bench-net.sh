@@ -146,7 +146,7 @@ trial() {
 	cps=$(calc "'%.4f' % (float(sys.argv[1]) * 1e9 / 8 / int(sys.argv[2]))" "$want" "$CPI_BYTES")
 	n=$(calc "max(4, int(float(sys.argv[1]) * float(sys.argv[2]) + 0.5))" "$cps" "$secs")
 	rm -f "$T/recv.err"
-	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --threads "$THREADS" --horizon 24 --deadline-ms 200 \
+	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --threads "$THREADS" --horizon 60 --epoch-jump 256 --deadline-ms 200 \
 		--idle-exit "$IDLE_S" --wait 10 ${RECV_CPUS:+--cpus "$RECV_CPUS"} >"$T/recv.json" 2>"$T/recv.err" &
 	rpid=$!
 	e2e_track $rpid
@@ -157,7 +157,7 @@ trial() {
 	t0=$(date +%s.%N)
 	for ((i = 0; i < THREADS; i++)); do
 		"$SEND" -c "$T/send.conf" -d 127.0.0.1:"$port" --stream-base $i -n "$n" --rate "$cps" \
-			--max-payload $((BYTES - HDR)) --target $((R / 2)),-6 --noiseless -q >"$T/send-$i.json" 2>"$T/send-$i.err" &
+			--max-payload $((BYTES - HDR)) --target $((R / 2)),-6 --noiseless --same-cpi -q >"$T/send-$i.json" 2>"$T/send-$i.err" &
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do wait "$i" || rc=1; done
@@ -199,8 +199,11 @@ sink_run ceiling "$THREADS"
 sink_run naive 1 --naive
 CEIL=$(awk -F'\t' '$1 == "ceiling" { print $4 }' "$TSV")
 
-# (c): one chirpd; each trial a fresh chirp-recv (its own counters).
-e2e_config input.format=sc16 input.slots=64 cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
+# (c): one chirpd; each trial a fresh chirp-recv (its own counters). The
+# senders start one after the other and pace from their own start: their
+# skew is a constant offset, which chirp-recv's horizon (60 CPIs in flight,
+# a 128-slot ring) absorbs; --same-cpi keeps synthesis out of their rate.
+e2e_config input.format=sc16 input.slots=128 cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
 	waveform.sample_rate_hz=100e6 waveform.bandwidth_hz=20e6 waveform.pulse_width_s=2e-6 \
 	output.mode=complex output.slots=16 ${EXTRA_CFG:-}
 sed 's/^channels = .*/channels = 1/' "$CONF" >"$T/send.conf"
