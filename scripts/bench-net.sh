@@ -18,7 +18,7 @@
 #                 a search of short trials (--search-s each, --steps of
 #                 them, bisecting below (a)) and then held for --hold-s (a
 #                 rate that does not hold is lowered by 10 % and held
-#                 again, twice at most).
+#                 once more).
 # (a) and (b) are fed by the blaster, not chirp-send: chirp-send
 # synthesizes and paces CPIs, the blaster only sends, so (a) is the
 # receiver's limit and not a sender's. On loopback the sender's CPU also
@@ -225,7 +225,7 @@ done
 held=0 hloss=- hsecs=0
 if [ "$lo" != 0 ]; then
 	g=$lo
-	for try in 1 2 3; do
+	for try in 1 2; do
 		trial "$g" "$HOLD_S"
 		e2e_log "(c) hold $try: $g Gb/s asked for $HOLD_S s, $got sent: $res $why"
 		hloss=$loss hsecs=$HOLD_S

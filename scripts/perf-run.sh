@@ -44,7 +44,7 @@
 #               threads, 8220-byte datagrams, a 60 s hold): chirp-recv into
 #               chirpd against the loopback ceiling and a naive recvfrom
 #               loop, one run -> net.tsv (NET_ARGS: more options, e.g.
-#               "--threads 4")                                    <= 270 s
+#               "--threads 4")                                    <= 210 s
 #   publish     scripts/bench-publish.sh, backend cuda: capacity with the
 #               chain's detection lists published on ZeroMQ and without,
 #               2 x 2 runs of 10 s -> publish.tsv (skipped without
@@ -315,7 +315,7 @@ step_startup() {
 step_net() {
 	local rc cmd=(scripts/bench-net.sh --backend cuda ${NET_ARGS:-} --out "$dir/net.tsv")
 	# bench-net writes net.meta itself (the same bench-meta.sh)
-	run_step 270 "$dir/net.log" "${cmd[@]}"
+	run_step 210 "$dir/net.log" "${cmd[@]}"
 	rc=$?
 	case $rc in
 	0) note net ok "$(grep -E '^(PASS|FAIL) ' "$dir/net.log" | cut -c1-70 | tr '\n' ';')";;
