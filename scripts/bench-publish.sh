@@ -17,9 +17,15 @@
 # cuda; default cpu), GEOM (default 4x128x4096), MEASURE_S (default 10),
 # REPEATS (default 2), RATE (chirp-feed --rate CPI/s; default none =
 # capacity), EXTRA_CFG (more section.key=value settings, e.g.
-# "processing.cpu_threads=4" or "processing.streams=auto").
+# "processing.cpu_threads=4" or "processing.streams=auto"), OUT (a
+# FILE.tsv: the runs as raw results, one row each — run, publish (off/on),
+# cpi_per_s, sent, drops, sub_det (lists the subscriber received, the
+# whole run), sub_gaps (its seq gaps), geometry, backend — and FILE.meta
+# beside it (scripts/bench-meta.sh, kind publish); default none).
 set -u
 cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-}
+case $OUT in ''|*.tsv) ;; *) echo "bench-publish: OUT '$OUT': want a FILE.tsv" >&2; exit 2;; esac
 export CHIRP_BUILD=${CHIRP_BUILD:-build}
 . tests/e2e/lib.sh
 e2e_init bench_publish
@@ -90,6 +96,13 @@ run() {
 
 e2e_log "bench-publish: $GEOM, backend ${CHIRP_TEST_BACKEND:-cpu}, ${MEASURE_S} s per run, $REPEATS repeats${RATE:+, paced at $RATE CPI/s}"
 off=() on=()
+if [ -n "$OUT" ]; then
+	mkdir -p "$(dirname "$OUT")" &&
+		scripts/bench-meta.sh "${OUT%.tsv}.meta.tmp" publish GEOM="$GEOM" MEASURE_S="$MEASURE_S" \
+			REPEATS="$REPEATS" ${RATE:+RATE="$RATE"} ${EXTRA_CFG:+EXTRA_CFG="$EXTRA_CFG"} \
+			CHIRP_TEST_BACKEND="${CHIRP_TEST_BACKEND:-cpu}" scripts/bench-publish.sh || exit 1
+	printf 'run\tpublish\tcpi_per_s\tsent\tdrops\tsub_det\tsub_gaps\tgeometry\tbackend\n' >"$T/publish.tsv"
+fi
 printf '%-8s %-7s %12s %10s %10s  %s\n' run publish cpi_per_s sent drops subscriber
 k=0
 for rep in $(seq 1 "$REPEATS"); do
@@ -99,8 +112,24 @@ for rep in $(seq 1 "$REPEATS"); do
 		printf '%-8s %-7s %12s %10s %10s  %s\n' "$rep" "$([ $pub = 1 ] && echo on || echo off)" \
 			"$cps" "$sent" "$drops" "$summ"
 		if [ $pub = 1 ]; then on+=("$cps"); else off+=("$cps"); fi
+		[ -n "$OUT" ] && "$PY" - "$rep" "$pub" "$cps" "$sent" "$drops" "$summ" "$GEOM" \
+			"${CHIRP_TEST_BACKEND:-cpu}" >>"$T/publish.tsv" <<'EOF'
+import json, sys
+rep, pub, cps, sent, drops, summ, geom, backend = sys.argv[1:]
+det = gaps = ""
+if pub == "1":
+    try:
+        s = json.loads(summ)
+        det, gaps = s["messages"].get("det", 0), s["det_seq_gaps"]
+    except ValueError:
+        pass   # no summary: the subscriber's figures stay empty
+print("\t".join(map(str, (rep, "on" if pub == "1" else "off", cps, sent, drops, det, gaps, geom, backend))))
+EOF
 	done
 done
+if [ -n "$OUT" ]; then
+	cp "$T/publish.tsv" "$OUT" && mv "${OUT%.tsv}.meta.tmp" "${OUT%.tsv}.meta" || e2e_fail "cannot write $OUT"
+fi
 "$PY" - "${off[*]}" "${on[*]}" <<'EOF'
 import statistics, sys
 off = [float(x) for x in sys.argv[1].split()]

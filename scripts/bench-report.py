@@ -34,6 +34,11 @@ with raw results KIND.tsv and their provenance KIND.meta
                 detect step), against radar.tsv's copy limit of the same
                 folder; detect_latency its latency at 80 % (as latency)
     startup     bench-startup.sh's TSV: five starts' capacity and depth
+    net         bench-net.sh's TSV: (a) the loopback ceiling, (b) a naive
+                recvfrom loop, (c) chirp-recv into chirpd, held against
+                (c)/(a) >= 90 %, (c)/(b) >= 2x and 25 Gb/s
+    publish     bench-publish.sh's OUT TSV: capacity with the detection
+                lists published on ZeroMQ and without, the cost <= 1 %
 
 For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
@@ -54,7 +59,7 @@ import re
 import sys
 
 KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
-         "detect", "detect_latency", "startup")
+         "detect", "detect_latency", "startup", "net", "publish")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -75,6 +80,10 @@ COLS["radar_cupy"] = COLS["cupy"]
 COLS["detect"] = ("geometry", "format", "output", "gsps")
 COLS["corner"] = ("variant", "C", "Nd", "R", "repeats", "min_us", "median_us", "max_us")
 COLS["startup"] = ("start", "capacity_cpi_per_s", "depth", "input_slots", "source")
+COLS["net"] = ("what", "threads", "datagram_bytes", "gbps", "gbps_per_core", "loss", "seconds",
+               "sender", "backend")
+COLS["publish"] = ("run", "publish", "cpi_per_s", "sent", "drops", "sub_det", "sub_gaps",
+                   "geometry", "backend")
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
 OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
@@ -87,6 +96,10 @@ PC_VS_NAIVE = 1.5        # (c) on device data against the naive loop's (b0)
 CHAIN_OF_H2D = 0.90      # detections only: share of the host-to-device limit
 CHAIN_VS_SCIPY = 3.0     # the CPU chain against numpy/scipy's
 STARTUP_SPREAD = 0.05    # start-ups: capacity within +-5 % of the median
+NET_OF_CEILING = 0.90    # chirp-recv's loss-free rate: share of the loopback ceiling
+NET_VS_NAIVE = 2.0       # ... against the naive recvfrom loop
+NET_TARGET_GBPS = 25.0   # ... and the rate kernel-socket receivers are known to reach
+PUBLISH_COST = 0.01      # publishing the detections: at most 1 % of capacity
 
 SWITCH = "c_registered_mode_switch"
 SWITCH_MIN = 0.98   # switching may cost at most 2 % of the one-mode rate
@@ -104,6 +117,8 @@ NUMERIC["radar_cupy"] = NUMERIC["cupy"]
 NUMERIC["detect"] = ("gsps",)
 NUMERIC["corner"] = COLS["corner"][1:]
 NUMERIC["startup"] = ("capacity_cpi_per_s", "depth", "input_slots")
+NUMERIC["net"] = ("threads", "datagram_bytes", "gbps", "gbps_per_core", "seconds")
+NUMERIC["publish"] = ("cpi_per_s", "sent", "drops")
 
 
 class Bad(Exception):
@@ -683,6 +698,61 @@ def table_startup(r):
     return out
 
 
+def table_net(r):
+    rows = {x["what"]: x for x in r["rows"]}
+    miss = [k for k in ("ceiling", "naive", "chirp-recv") if k not in rows]
+    if miss:
+        raise Bad("%s/net.tsv: no row(s) %s" % (rel(r["dir"]), ", ".join(miss)))
+    label = {"ceiling": "(a) loopback ceiling: discard sink, recvmmsg",
+             "naive": "(b) naive loop: one recvfrom per datagram",
+             "chirp-recv": "(c) chirp-recv into chirpd, loss-free, held"}
+    out = [provenance(r, " Gb/s of payload (datagram bytes less the 28-byte VRT header), "
+                         "loopback (127.0.0.1), all three in one run."), "",
+           "| receiver | threads | datagram bytes | Gb/s | Gb/s per core | loss | over s "
+           "| fed by | backend |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for k in ("ceiling", "naive", "chirp-recv"):
+        x = rows[k]
+        out.append("| %s | %d | %d | %.2f | %.2f | %s | %.0f | %s | %s |" % (
+            label[k], x["threads"], x["datagram_bytes"], x["gbps"], x["gbps_per_core"],
+            x["loss"], x["seconds"], x["sender"], x["backend"]))
+    a, b, c = (rows[k]["gbps"] for k in ("ceiling", "naive", "chirp-recv"))
+    pf = lambda ok: "PASS" if ok else "FAIL"
+    out += ["",
+            "    %s (c) / (a) = %.0f %% ≥ %.0f %% of the loopback ceiling" % (
+                pf(a > 0 and c / a >= NET_OF_CEILING), 100 * c / a if a > 0 else 0,
+                100 * NET_OF_CEILING),
+            "    %s (c) / (b) = %.2f× ≥ %.0f× the naive loop" % (
+                pf(b > 0 and c / b >= NET_VS_NAIVE), c / b if b > 0 else 0, NET_VS_NAIVE),
+            "    %s (c) = %.2f Gb/s ≥ %.0f Gb/s (%.2f Gb/s per receive core)" % (
+                pf(c >= NET_TARGET_GBPS), c, NET_TARGET_GBPS, rows["chirp-recv"]["gbps_per_core"])]
+    return out
+
+
+def table_publish(r):
+    rows = r["rows"]
+    off = [x["cpi_per_s"] for x in rows if x["publish"] == "off"]
+    on = [x["cpi_per_s"] for x in rows if x["publish"] == "on"]
+    if not off or not on:
+        raise Bad("%s/publish.tsv: want runs with publish off and on" % rel(r["dir"]))
+    x0 = rows[0]
+    out = [provenance(r, " CPI %s, backend %s; CPIs delivered per second over the "
+                         "measurement window; the subscriber's lists and seq gaps over the "
+                         "whole run." % (x0["geometry"], x0["backend"])), "",
+           "| run | publish | CPI/s | lists sent | drops | subscriber lists | seq gaps |",
+           "|---:|---|---:|---:|---:|---:|---:|"]
+    for x in rows:
+        on_ = x["publish"] == "on"
+        out.append("| %s | %s | %.1f | %s | %s | %s | %s |" % (
+            x["run"], x["publish"], x["cpi_per_s"], "%d" % x["sent"] if on_ else "–",
+            "%d" % x["drops"] if on_ else "–", x["sub_det"] or "–", x["sub_gaps"] or "–"))
+    mo, mn = med(off), med(on)
+    cost = 1 - mn / mo if mo > 0 else float("inf")
+    out += ["", "    %s publishing costs %.2f %% ≤ %.0f %% of capacity (median off %.1f, on "
+            "%.1f CPI/s)" % ("PASS" if cost <= PUBLISH_COST + 1e-9 else "FAIL", 100 * cost,
+                             100 * PUBLISH_COST, mo, mn)]
+    return out
+
+
 def table_chain_compare(r):
     rows = r["rows"]
     if not any(x.get("tool") == "chirpd-chain" for x in rows):
@@ -810,7 +880,8 @@ def main():
                              "reproduce*)." % ("scripts/perf-run.sh cpu doc/perf"
                                                if k == "compare" else
                                                "scripts/perf-run.sh gpu doc/perf" +
-                                               (" " + k if k in ("radar", "detect", "startup")
+                                               (" " + k if k in ("radar", "detect", "startup",
+                                                                 "net", "publish")
                                                 else ""))]
                 continue
             r = newest[k]
@@ -828,6 +899,10 @@ def main():
                 tables[k] = table_detect(a.perf, r)
             elif k == "startup":
                 tables[k] = table_startup(r)
+            elif k == "net":
+                tables[k] = table_net(r)
+            elif k == "publish":
+                tables[k] = table_publish(r)
             else:
                 tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the

@@ -40,6 +40,15 @@
 #               -> detect_latency.tsv                                <= 300 s
 #   startup     scripts/bench-startup.sh: five starts in a row, the
 #               capacity and depth each decided -> startup.tsv   <= 150 s
+#   net         scripts/bench-net.sh --backend cuda, its defaults (2 receive
+#               threads, 8220-byte datagrams, a 60 s hold): chirp-recv into
+#               chirpd against the loopback ceiling and a naive recvfrom
+#               loop, one run -> net.tsv (NET_ARGS: more options, e.g.
+#               "--threads 4")                                    <= 210 s
+#   publish     scripts/bench-publish.sh, backend cuda: capacity with the
+#               chain's detection lists published on ZeroMQ and without,
+#               2 x 2 runs of 10 s -> publish.tsv (skipped without
+#               pyzmq)                                             <= 200 s
 # One remote command may be limited to 10 minutes: the whole command has a
 # budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
 # and a step left without time is reported "not run". The steps' limits add
@@ -47,6 +56,7 @@
 #   scripts/perf-run.sh gpu OUTDIR build test e2e throughput cupy
 #   scripts/perf-run.sh gpu OUTDIR latency
 #   scripts/perf-run.sh gpu OUTDIR modes
+#   scripts/perf-run.sh gpu OUTDIR net publish
 # (the later ones use the first one's build; on a fresh machine: build
 # latency, build modes)
 # (no STEP: all of them, one after the other).
@@ -68,7 +78,7 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes radar detect startup";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish";;
 cpu) all="build compare latency";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
@@ -302,6 +312,29 @@ step_startup() {
 	fi
 }
 
+step_net() {
+	local rc cmd=(scripts/bench-net.sh --backend cuda ${NET_ARGS:-} --out "$dir/net.tsv")
+	# bench-net writes net.meta itself (the same bench-meta.sh)
+	run_step 210 "$dir/net.log" "${cmd[@]}"
+	rc=$?
+	case $rc in
+	0) note net ok "$(grep -E '^(PASS|FAIL) ' "$dir/net.log" | cut -c1-70 | tr '\n' ';')";;
+	77) drop net; note net skipped "$(tail -1 "$dir/net.log")";;
+	*) tail -5 "$dir/net.log"; drop net; note net FAILED "exit $rc, see $dir/net.log";;
+	esac
+}
+
+step_publish() {
+	local rc
+	OUT=$dir/publish.tsv CHIRP_TEST_BACKEND=cuda run_step 200 "$dir/publish.log" scripts/bench-publish.sh
+	rc=$?
+	case $rc in
+	0) note publish ok "$(grep '^median:' "$dir/publish.log")";;
+	77) drop publish; note publish skipped "$(tail -1 "$dir/publish.log")";;
+	*) tail -5 "$dir/publish.log"; drop publish; note publish FAILED "exit $rc, see $dir/publish.log";;
+	esac
+}
+
 step_compare() {
 	meta compare COMPARE_RAW="$dir/compare.tsv" scripts/bench-compare.sh "$BUILD"
 	if COMPARE_RAW=$dir/compare.tsv run_step 900 "$dir/compare.log" scripts/bench-compare.sh "$BUILD"; then
@@ -332,6 +365,8 @@ for s in $steps; do
 	gpu:radar) step_radar;;
 	gpu:detect) step_detect;;
 	gpu:startup) step_startup;;
+	gpu:net) step_net;;
+	gpu:publish) step_publish;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
 	esac

@@ -54,6 +54,7 @@ struct send {
 	const char *config_path, *dest, *sigmf_base, *drop_log_path;
 	struct tool_synth_opts syn;      /* --target, --prf, noise, --seed     */
 	int plain, tsf_samples;
+	int same_cpi, cpi_loaded;        /* --same-cpi; s->cpi holds a CPI     */
 	unsigned vrt_fmt;                /* 0: from the source's format        */
 	uint32_t stream_base;
 	double rate, drop, reorder, bandwidth_hz, rf_hz, t0_s;
@@ -119,6 +120,8 @@ static void usage(FILE *f)
 "      --reorder F          send each packet after the next one with probability F\n"
 "      --net-seed N         seed of --drop and --reorder (default 1)\n"
 "      --drop-log FILE      a JSON line per CPI that lost samples\n"
+"      --same-cpi           make the first CPI's samples once and send them for\n"
+"                           every CPI (timestamps advance): benchmarks\n"
 "      --sigmf BASE         replay a SigMF recording instead of synthesis\n"
 TOOL_SYNTH_USAGE
 "  -q, --quiet              errors only\n"
@@ -127,7 +130,7 @@ TOOL_SYNTH_USAGE
 
 enum {
 	O_FRAMING = 256, O_PAYLOAD, O_TSF, O_SID, O_CTX, O_BW, O_RF, O_COUNT, O_START, O_RATE,
-	O_PRI, O_T0, O_MAXPL, O_DROP, O_REORDER, O_NETSEED, O_DROPLOG, O_SIGMF,
+	O_PRI, O_T0, O_MAXPL, O_DROP, O_REORDER, O_NETSEED, O_DROPLOG, O_SIGMF, O_SAME,
 };
 
 static const struct option long_opts[] = {
@@ -150,6 +153,7 @@ static const struct option long_opts[] = {
 	{ "reorder", required_argument, NULL, O_REORDER },
 	{ "net-seed", required_argument, NULL, O_NETSEED },
 	{ "drop-log", required_argument, NULL, O_DROPLOG },
+	{ "same-cpi", no_argument, NULL, O_SAME },
 	{ "sigmf", required_argument, NULL, O_SIGMF },
 	TOOL_SYNTH_LONG_OPTS,
 	{ "quiet", no_argument, NULL, 'q' },
@@ -218,6 +222,7 @@ static int opt_one(struct send *s, int c, const char *a)
 	case O_REORDER: return dbl_opt("--reorder", a, 0, 1, &s->reorder);
 	case O_NETSEED: return u64_opt("--net-seed", a, 0, UINT64_MAX, &s->net_seed);
 	case O_DROPLOG: s->drop_log_path = a; return 0;
+	case O_SAME: s->same_cpi = 1; return 0;
 	case O_SIGMF: s->sigmf_base = a; return 0;
 	default:   /* the synthesis options, or not an option */
 		return tool_synth_opt(&s->syn, c, a) == 1 ? 0 : -EINVAL;
@@ -391,12 +396,20 @@ static int prepare(struct send *s)
 	return 0;
 }
 
+/* CPI k's samples into s->cpi. With --same-cpi only the first call makes
+ * them: the sender's rate is then bounded by packets, not by synthesis. */
 static int load_cpi(struct send *s, uint64_t k)
 {
+	int rc = 0;
+
+	if (s->same_cpi && s->cpi_loaded)
+		return 0;
 	if (s->synth)
-		return synth_generate(s->synth, k, s->cpi, s->cpi_bytes);
-	memcpy(s->cpi, s->map + (k % s->src_ncpi) * s->cpi_bytes, s->cpi_bytes);
-	return 0;
+		rc = synth_generate(s->synth, k, s->cpi, s->cpi_bytes);
+	else
+		memcpy(s->cpi, s->map + (k % s->src_ncpi) * s->cpi_bytes, s->cpi_bytes);
+	s->cpi_loaded = rc >= 0;
+	return rc;
 }
 
 /* ---- packets ---------------------------------------------------------- */

@@ -11,6 +11,8 @@
 # (c) with its FFT engine and with cuFFT is held against (b0) (>= 1.5x) and
 # CuPy (>= 3x), PASS and FAIL, while a throughput.tsv without those columns
 # gives the tables without them, line for line as they were,
+# the network table (i) holds chirp-recv against the loopback ceiling and
+# the naive loop and (j) the cost of publishing, each with its criteria,
 # a modes run without a single-mode one says so, and a missing or garbled
 # raw file, or a README without the headline markers, fails with an error
 # that names the file and writes nothing.
@@ -24,7 +26,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare modes radar detect startup; do
+		for k in throughput latency cupy compare modes radar detect startup net publish; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -107,6 +109,20 @@ grep -qF '| 16x128x9000 | cf32 | 8.500 | 10.000 | 85 % | FAIL |' "$T/page.md" ||
 grep -qF '| 4 | 1100 | +10.0 % | 2 | 110 | measured |' "$T/page.md" || e2e_fail "no start-up row"
 grep -qF '    FAIL capacity within ±5 % of the median (1000 CPI/s): farthest 10.0 %' "$T/page.md" || e2e_fail "no start-up capacity line"
 grep -qF '    PASS the same depth in at least 4 of 5 starts: depth 3 in 4' "$T/page.md" || e2e_fail "no start-up depth line"
+# (i): the three receivers and the criteria: 30 / 40 = 75 % FAIL, 3x PASS, 30 >= 25 PASS
+grep -qF '| (a) loopback ceiling: discard sink, recvmmsg | 2 | 8220 | 40.00 | 20.00 | 0.0000 | 5 | udp_sink blast x2 | - |' "$T/page.md" ||
+	e2e_fail "no net ceiling row"
+grep -qF '| (b) naive loop: one recvfrom per datagram | 1 | 8220 | 10.00 | 10.00 | 0.5000 | 5 |' "$T/page.md" || e2e_fail "no net naive row"
+grep -qF '| (c) chirp-recv into chirpd, loss-free, held | 2 | 8220 | 30.00 | 15.00 | 0.000000 | 60 | chirp-send x2 | cuda |' "$T/page.md" ||
+	e2e_fail "no chirp-recv row"
+grep -qF '    FAIL (c) / (a) = 75 % ≥ 90 % of the loopback ceiling' "$T/page.md" || e2e_fail "no (c)/(a) line"
+grep -qF '    PASS (c) / (b) = 3.00× ≥ 2× the naive loop' "$T/page.md" || e2e_fail "no (c)/(b) line"
+grep -qF '    PASS (c) = 30.00 Gb/s ≥ 25 Gb/s (15.00 Gb/s per receive core)' "$T/page.md" || e2e_fail "no 25 Gb/s line"
+# (j): every run, the medians (off 1000, on 995) and the cost: 0.50 % PASS
+grep -qF '| 1 | on | 996.0 | 9950 | 2 | 20000 | 2 |' "$T/page.md" || e2e_fail "no publish row"
+grep -qF '| 2 | off | 1000.0 | – | – | – | – |' "$T/page.md" || e2e_fail "no publish-off row"
+grep -qF '    PASS publishing costs 0.50 % ≤ 1 % of capacity (median off 1000.0, on 995.0 CPI/s)' "$T/page.md" ||
+	e2e_fail "no publishing cost line"
 # README: five rows from one run, and its command
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
@@ -202,6 +218,10 @@ cp "$T/keep.tsv" "$g/throughput.tsv"
 mv "$g/cupy.tsv" "$T/"
 expect_fail "meta without results" "2000-01-02-fixture-gpu/cupy.meta: no cupy.tsv beside it"
 mv "$T/cupy.tsv" "$g/"
+cp "$g/net.tsv" "$T/net.keep"
+grep -v '^naive' "$T/net.keep" >"$g/net.tsv"
+expect_fail "net without the naive row" "2000-01-02-fixture-gpu/net.tsv: no row(s) naive"
+cp "$T/net.keep" "$g/net.tsv"
 sed -i '/^date/d' "$g/latency.meta"
 expect_fail "meta without date" "latency.meta: no date"
 cp "$src/tests/e2e/bench_report_fixture/2000-01-02-fixture-gpu/latency.meta" "$g/"

@@ -299,6 +299,39 @@ def test_modes():
         assert got == [(k, m, 0) for k, m in enumerate(modes)], got
 
 
+def test_incomplete():
+    """A CPI committed with missing samples (a network producer's holes)
+    reaches the consumer flagged INCOMPLETE with its count, in order with
+    whole ones around it (their count 0); a count outside 32 bits is
+    refused before anything is committed, and the flag is named in repr."""
+    n = ring_name("inc")
+    g = G(2, 4, 16, slots=3)
+    x = np.zeros(g.shape, np.complex64)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=2) as c, \
+            chirpring.Producer(n, timeout=2) as p:
+        for k, miss in enumerate([0, 37, 0, 0xffffffff, 1]):
+            assert p.reserve() is not None
+            assert p.commit(first_sample=k * 64, mode=k, missing=miss)
+            cpi = c.read()
+            assert (cpi.seq, cpi.first_sample, cpi.mode) == (k, k * 64, k)
+            assert cpi.missing == miss and cpi.incomplete == (miss > 0), (k, cpi.missing, cpi.flags)
+            assert cpi.flags == (chirpring.INCOMPLETE if miss else 0), cpi.flags
+            assert ("INCOMPLETE" in repr(cpi)) == (miss > 0) and \
+                (("missing %d" % miss) in repr(cpi)) == (miss > 0), repr(cpi)
+            cpi.release()
+        assert p.reserve() is not None
+        e = expect(ValueError, p.commit, first_sample=1, missing=1 << 32)
+        assert "missing" in str(e)
+        expect(ValueError, p.commit, first_sample=1, missing=-1)
+        assert c.stats().committed == 5
+        # the flag given without a count: no count to read (ring.h)
+        assert p.commit(first_sample=5 * 64, flags=chirpring.INCOMPLETE)
+        cpi = c.read()
+        assert cpi.missing == 0, (cpi.flags, cpi.missing)
+        cpi.release()
+    assert chirpring.INCOMPLETE == 1 << 4 and "INCOMPLETE" in chirpring.__all__
+
+
 def test_abi_version_mismatch():
     """A ring whose header says ABI 1 is refused with EPROTO and a sentence
     naming both versions, for either role."""

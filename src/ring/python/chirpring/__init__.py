@@ -75,6 +75,7 @@ from . import _lib
 
 __all__ = ["Consumer", "Producer", "CPI", "Geometry", "Stats", "RingError", "Timeout",
            "ReleasedError", "DISCONTINUITY", "NONFINITE", "REDELIVERED", "UNKNOWN_MODE",
+           "INCOMPLETE",
            "unlink", "DetHeader", "DetectionError", "DET_RECORD", "DET_HEADER",
            "DET_OVERFLOW", "DET_INTEGRATED", "DET_NO_VELOCITY", "DET_SKIPPED",
            "DET_CHANNEL_ALL", "det_bytes", "parse_detections", "pack_detections"]
@@ -84,6 +85,8 @@ NONFINITE = _lib.NONFINITE           # payload holds NaN/Inf (set by chirpd on o
 REDELIVERED = _lib.REDELIVERED       # a consumer that died had taken this block
 UNKNOWN_MODE = _lib.UNKNOWN_MODE     # chirpd on output: the CPI's mode is not
                                      # configured; every payload value NaN
+INCOMPLETE = _lib.INCOMPLETE         # samples never arrived (a network producer):
+                                     # they read zero; CPI.missing counts them
 
 _FORMATS = {_lib.CF32: "cf32", _lib.SC16: "sc16", _lib.RF32: "rf32", _lib.DET: "det"}
 _FORMAT_IDS = {v: k for k, v in _FORMATS.items()}
@@ -543,9 +546,10 @@ class CPI:
     producer that gives none). From a det ring, header (DetHeader) and
     detections (a DET_RECORD array of header.count records) are the
     checked list, the CPI's own copies (valid after release); None from
-    other rings."""
+    other rings. missing: with INCOMPLETE, the complex samples (all
+    channels) that never arrived and read zero; 0 otherwise."""
 
-    __slots__ = ("seq", "timestamp_ns", "first_sample", "flags", "mode", "slot", "gap",
+    __slots__ = ("seq", "timestamp_ns", "first_sample", "flags", "mode", "slot", "gap", "missing",
                  "epoch", "header", "detections", "_data", "_ring", "_copied", "__weakref__")
 
     def __init__(self, ring, blk, data, gap, copied, det=(None, None)):
@@ -555,6 +559,8 @@ class CPI:
         self.flags = blk.flags
         self.mode = blk.mode
         self.slot = blk.slot
+        # the count is defined only with the flag (ring.h)
+        self.missing = blk.missing if blk.flags & INCOMPLETE else 0
         self.gap = gap
         self.epoch = ring.epoch
         self._data = data
@@ -596,6 +602,12 @@ class CPI:
         NaN (never 0, which would pass for a result)."""
         return bool(self.flags & UNKNOWN_MODE)
 
+    @property
+    def incomplete(self):
+        """Samples of this CPI never arrived (a network producer committed
+        it on time with holes): they read zero; missing counts them."""
+        return bool(self.flags & INCOMPLETE)
+
     def release(self):
         """Give the slot back to the producer (a copied CPI keeps its data)."""
         if self._ring is not None:
@@ -603,10 +615,12 @@ class CPI:
 
     def __repr__(self):
         f = [n for n, b in (("DISCONTINUITY", DISCONTINUITY), ("NONFINITE", NONFINITE),
-                            ("REDELIVERED", REDELIVERED), ("UNKNOWN_MODE", UNKNOWN_MODE))
+                            ("REDELIVERED", REDELIVERED), ("UNKNOWN_MODE", UNKNOWN_MODE),
+                            ("INCOMPLETE", INCOMPLETE))
              if self.flags & b]
-        return "<CPI seq %d mode %d first_sample %d gap %s flags %s%s>" % (
+        return "<CPI seq %d mode %d first_sample %d gap %s flags %s%s%s>" % (
             self.seq, self.mode, self.first_sample, self.gap, "|".join(f) or "0",
+            " missing %d" % self.missing if self.missing else "",
             " released" if self.released else "")
 
 
@@ -795,18 +809,29 @@ class Producer(_Ring):
         self._reserved = v
         return v
 
-    def commit(self, first_sample=0, timestamp_ns=0, flags=0, mode=0):
+    def commit(self, first_sample=0, timestamp_ns=0, flags=0, mode=0, missing=0):
         """Publish the reserved slot. timestamp_ns 0 = now (CLOCK_REALTIME).
         mode: the CPI's radar mode (an id of chirpd's [mode] configuration,
-        0..2**32-1; chirp_ring_commit_mode). Returns True; False if the ring
-        was re-created meanwhile (the block is lost, counted in drops, and
-        the ring attached again)."""
+        0..2**32-1; chirp_ring_commit_mode). missing: complex samples (all
+        channels) that never arrived and were zeroed, 0..2**32-1; > 0 adds
+        INCOMPLETE (chirp_ring_commit_partial). Returns True; False if the
+        ring was re-created meanwhile (the block is lost, counted in drops,
+        and the ring attached again)."""
         if self._reserved is None:
             raise RingError(_errno.EINVAL, "ring %s: commit without reserve" % self.name)
         if not 0 <= mode <= 0xffffffff:
             raise ValueError("mode %r: must be 0..%d" % (mode, 0xffffffff))
-        rc = self._L.chirp_ring_commit_mode(self._handle(), timestamp_ns, first_sample, flags,
-                                            mode)
+        if not 0 <= missing <= 0xffffffff:
+            raise ValueError("missing %r: must be 0..%d" % (missing, 0xffffffff))
+        if missing:
+            f = getattr(self._L, "chirp_ring_commit_partial", None)
+            if f is None:
+                raise RingError(_errno.ENOSYS, "ring %s: this libchirpring lacks "
+                                "chirp_ring_commit_partial (missing=): update it" % self.name)
+            rc = f(self._handle(), timestamp_ns, first_sample, flags, mode, missing)
+        else:
+            rc = self._L.chirp_ring_commit_mode(self._handle(), timestamp_ns, first_sample,
+                                                flags, mode)
         if rc == -_errno.ESTALE:
             self._reserved = None
             self.drops += 1

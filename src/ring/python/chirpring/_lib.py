@@ -30,6 +30,7 @@ DISCONTINUITY = 1 << 0
 NONFINITE = 1 << 1
 REDELIVERED = 1 << 2
 UNKNOWN_MODE = 1 << 3
+INCOMPLETE = 1 << 4
 
 ERRLEN = 512
 
@@ -50,7 +51,7 @@ class Block(ctypes.Structure):
     _fields_ = [("seq", ctypes.c_uint64), ("timestamp_ns", ctypes.c_uint64),
                 ("first_sample", ctypes.c_uint64), ("flags", ctypes.c_uint32),
                 ("slot", ctypes.c_uint32), ("mode", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32), ("len", ctypes.c_uint64),
+                ("missing", ctypes.c_uint32), ("len", ctypes.c_uint64),
                 ("payload", ctypes.c_void_p)]
 
 
@@ -87,6 +88,14 @@ _PROTOS = {
     "chirp_ring_wait": (ctypes.c_int, [_P, ctypes.c_int64]),
     "chirp_ring_set_spin": (ctypes.c_int, [_P, ctypes.c_int64]),
     "chirp_ring_get_spin": (ctypes.c_int64, [_P]),
+}
+
+# Functions a version-2 library may lack (it predates them): bound when
+# present; the Python call that needs one says so when it is not.
+_OPTIONAL = {
+    "chirp_ring_commit_partial": (ctypes.c_int, [_P, ctypes.c_uint64, ctypes.c_uint64,
+                                                 ctypes.c_uint32, ctypes.c_uint32,
+                                                 ctypes.c_uint32]),
 }
 
 _lib = None
@@ -127,6 +136,11 @@ def lib():
                               % (path, name, ABI_VERSION)) from None
             f.restype = res
             f.argtypes = args
+        for name, (res, args) in _OPTIONAL.items():
+            f = getattr(L, name, None)
+            if f is not None:
+                f.restype = res
+                f.argtypes = args
         _lib = L
         return L
     raise OSError("cannot load libchirpring: tried " + "; ".join(tried)

@@ -1,0 +1,256 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# bench-net.sh — the network producer's receive rate, against the host's
+# own limits, side by side in one run on one host, on loopback only
+# (127.0.0.1):
+#   (a) ceiling   the host's loopback ceiling: build/bench/udp_sink's
+#                 discard sink, THREADS sockets (SO_REUSEPORT), recvmmsg of
+#                 64, 64 MiB socket buffers, fed by its sendmmsg blaster
+#                 (THREADS unpaced flows of the same datagrams): what a
+#                 receiver that does nothing with the bytes can take;
+#   (b) naive     the same sink as one recvfrom per datagram, one thread,
+#                 the kernel's default socket buffer, fed the same way;
+#   (c) chirp-recv  chirp-send (THREADS senders, one channel each, VRT) ->
+#                 chirp-recv (THREADS receive threads) -> chirpd's input
+#                 ring -> chirpd (--backend) consuming: the highest rate
+#                 with nothing lost (no drop of any cause in chirp-recv,
+#                 every CPI complete, no input overrun in chirpd), found by
+#                 a search of short trials (--search-s each, --steps of
+#                 them, bisecting below (a)) and then held for --hold-s (a
+#                 rate that does not hold is lowered by 10 % and held
+#                 once more).
+# (a) and (b) are fed by the blaster, not chirp-send: chirp-send
+# synthesizes and paces CPIs, the blaster only sends, so (a) is the
+# receiver's limit and not a sender's. On loopback the sender's CPU also
+# carries the kernel's delivery work, so every figure is a pair's, not a
+# NIC's.
+#
+# The search's first trial is at 90 % of (a); below the first loss it
+# halves until a trial passes, then bisects.
+#
+# Rates are Gb/s of payload: datagram bytes less the 28-byte VRT header
+# (header, stream ID, class ID, integer and fractional timestamps) in every
+# row, so the rows count the same bits; per core = over the receive
+# threads (the naive loop: one).
+#
+# usage: bench-net.sh [--quick] [--backend cpu|cuda] [--threads N]
+#                     [--bytes B] [--hold-s S] [--search-s S] [--steps N]
+#                     [--recv-cpus LIST] [--out FILE.tsv]
+#   --quick      a smoke test of a few seconds: 1 s (a) and (b), 4 trials
+#                of 1 s, a 2 s hold, small CPIs
+#   --backend    chirpd's backend (default cpu; cuda on a GPU host)
+#   --threads    receive threads, sink sockets and senders (default 2)
+#   --bytes      datagram bytes (default 8220: 8192 bytes of sc16 payload,
+#                a jumbo-frame datagram; --quick: 1052); B - 28 must be a
+#                multiple of 4
+#   --hold-s     how long (c)'s rate must hold (default 60)
+#   --search-s   each search trial (default 5), --steps trials (default 6)
+#   --recv-cpus  pin chirp-recv's threads (its --cpus); default unpinned
+#   --out        the TSV (default build/bench-net/net.tsv); FILE.meta
+#                (scripts/bench-meta.sh, kind net) beside it
+# Environment: CHIRP_BUILD (default build), EXTRA_CFG (more chirpd.conf
+# section.key=value settings, e.g. processing.cpu_threads=4).
+# The TSV: what, threads, datagram_bytes, gbps, gbps_per_core, loss (the
+# fraction of datagrams lost), seconds (measured over), sender, backend.
+# The summary last: the rows, (c)/(a) against 90 %, (c)/(b) against 2x
+# and (c) against 25 Gb/s. Exit 0 when the run measured all three (the
+# criteria are figures, not the exit status; a (c) that held no rate
+# without loss is a row of 0 Gb/s), 1 when it could not, 2 usage.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ARGS=("$@")
+QUICK=0 BACKEND=cpu THREADS=2 BYTES= HOLD_S= SEARCH_S= STEPS= RECV_CPUS= OUT=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) QUICK=1;;
+	--backend) BACKEND=${2:?}; shift;;
+	--threads) THREADS=${2:?}; shift;;
+	--bytes) BYTES=${2:?}; shift;;
+	--hold-s) HOLD_S=${2:?}; shift;;
+	--search-s) SEARCH_S=${2:?}; shift;;
+	--steps) STEPS=${2:?}; shift;;
+	--recv-cpus) RECV_CPUS=${2:?}; shift;;
+	--out) OUT=${2:?}; shift;;
+	-h|--help) sed -n '3,/^# and (c) against 25/p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+	*) echo "bench-net: unknown option '$1' (--help)" >&2; exit 2;;
+	esac
+	shift
+done
+if [ $QUICK = 1 ]; then
+	: "${BYTES:=1052}" "${HOLD_S:=2}" "${SEARCH_S:=1}" "${STEPS:=4}"
+	SINK_S=1 P=16 IDLE_S=0.3
+else
+	: "${BYTES:=8220}" "${HOLD_S:=60}" "${SEARCH_S:=5}" "${STEPS:=6}"
+	SINK_S=5 P=128 IDLE_S=1
+fi
+: "${OUT:=build/bench-net/net.tsv}"
+HDR=28
+bad() { echo "bench-net: $*" >&2; exit 2; }
+case $BACKEND in cpu|cuda) ;; *) bad "--backend '$BACKEND': want cpu or cuda";; esac
+for v in THREADS BYTES HOLD_S SEARCH_S STEPS; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || bad "${v,,} '${!v}': want a positive integer"
+done
+[ "$THREADS" -le 16 ] || bad "--threads $THREADS: at most 16"
+[ $(((BYTES - HDR) % 4)) = 0 ] && [ "$BYTES" -gt $((HDR + 4)) ] && [ "$BYTES" -le 9000 ] ||
+	bad "--bytes $BYTES: want 28 + a multiple of 4 bytes of sc16 payload, at most 9000"
+case $OUT in *.tsv) ;; *) bad "--out '$OUT': want a FILE.tsv";; esac
+mkdir -p "$(dirname "$OUT")" || exit 1
+META=${OUT%.tsv}.meta
+
+export CHIRP_TEST_BACKEND=$BACKEND
+. tests/e2e/lib.sh
+e2e_init bench_net
+e2e_need chirp-recv chirp-send chirp-tap
+SINK=$BUILD/bench/udp_sink
+[ -x "$SINK" ] || e2e_skip "$SINK is not built"
+RECV=$BIN/chirp-recv SEND=$BIN/chirp-send
+
+# The CPI: one channel per sender and receive thread, each pulse's window
+# two datagrams.
+C=$THREADS R=$(((BYTES - HDR) / 4 * 2))
+CPI_BYTES=$((C * P * R * 4))
+TSV=$T/net.tsv
+printf 'what\tthreads\tdatagram_bytes\tgbps\tgbps_per_core\tloss\tseconds\tsender\tbackend\n' >"$TSV"
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$TSV"; }
+calc() { "$PY" -c "import sys; print($1)" "${@:2}"; }
+kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$2"; }   # kv KEY FILE
+
+# sink_run WHAT THREADS SINK-ARGS... — (a) or (b): the sink, the blaster
+# for SINK_S seconds, one TSV row.
+sink_run() {
+	local what=$1 nt=$2 port pid sent got gbps s
+	shift 2
+	"$SINK" sink --header $HDR --threads "$nt" "$@" >"$T/$what.out" 2>"$T/$what.err" &
+	pid=$!
+	e2e_track $pid
+	e2e_wait 5 grep -q "listening on port" "$T/$what.err" || e2e_fail "udp_sink ($what) did not start: $(cat "$T/$what.err")"
+	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/$what.err")
+	"$SINK" blast --dest 127.0.0.1:"$port" --bytes "$BYTES" --threads "$THREADS" \
+		--seconds "$SINK_S" >"$T/$what.blast" 2>&1 || e2e_fail "the blaster failed: $(cat "$T/$what.blast")"
+	wait $pid || e2e_fail "udp_sink ($what) failed: $(cat "$T/$what.err")"
+	sent=$(kv datagrams "$T/$what.blast") got=$(kv datagrams "$T/$what.out")
+	gbps=$(kv gbps "$T/$what.out") s=$(kv seconds "$T/$what.out")
+	[ -n "$gbps" ] && [ "${got:-0}" -gt 0 ] || e2e_fail "udp_sink ($what) received nothing: $(cat "$T/$what.out" "$T/$what.err")"
+	row "$what" "$nt" "$BYTES" "$gbps" "$(calc "'%.3f' % (float(sys.argv[1]) / int(sys.argv[2]))" "$gbps" "$nt")" \
+		"$(calc "'%.4f' % (1 - int(sys.argv[1]) / int(sys.argv[2]))" "$got" "$sent")" "$s" \
+		"udp_sink blast x$THREADS" -
+	e2e_log "($what) $gbps Gb/s ($nt thread(s)), $got of $sent datagrams received"
+}
+
+# trial GBPS SECONDS — chirp-send at GBPS of payload for SECONDS into
+# chirp-recv into chirpd. Sets res (ok or lost), got (Gb/s sent), loss
+# (the fraction of datagrams lost) and why. (Not in a subshell: e2e_fail
+# and e2e_track work on the script itself.)
+trial() {
+	local want=$1 secs=$2 cps n port rpid pids=() i t0 t1 ov0 ov1 rc=0
+	cps=$(calc "'%.4f' % (float(sys.argv[1]) * 1e9 / 8 / int(sys.argv[2]))" "$want" "$CPI_BYTES")
+	n=$(calc "max(4, int(float(sys.argv[1]) * float(sys.argv[2]) + 0.5))" "$cps" "$secs")
+	rm -f "$T/recv.err"
+	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --threads "$THREADS" --horizon 60 --epoch-jump 256 --deadline-ms 200 \
+		--idle-exit "$IDLE_S" --wait 10 ${RECV_CPUS:+--cpus "$RECV_CPUS"} >"$T/recv.json" 2>"$T/recv.err" &
+	rpid=$!
+	e2e_track $rpid
+	e2e_wait 10 grep -q "listening on port" "$T/recv.err" ||
+		e2e_fail "chirp-recv did not start: $(cat "$T/recv.err")"
+	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/recv.err" | head -1)
+	ov0=$(e2e_stat input_overruns)
+	t0=$(date +%s.%N)
+	for ((i = 0; i < THREADS; i++)); do
+		"$SEND" -c "$T/send.conf" -d 127.0.0.1:"$port" --stream-base $i -n "$n" --rate "$cps" \
+			--max-payload $((BYTES - HDR)) --target $((R / 2)),-6 --noiseless --same-cpi -q >"$T/send-$i.json" 2>"$T/send-$i.err" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || rc=1; done
+	t1=$(date +%s.%N)
+	[ $rc = 0 ] || e2e_fail "chirp-send failed: $(cat "$T"/send-*.err)"
+	wait $rpid || e2e_fail "chirp-recv failed: $(cat "$T/recv.err")"
+	ov1=$(e2e_stat input_overruns)
+	( "$PY" - "$T/recv.json" "$n" "$CPI_BYTES" "$t0" "$t1" "$want" "$((ov1 - ov0))" "$T"/send-*.json <<'EOF'
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+n, cpi_bytes, t0, t1, want, ov = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), \
+    float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
+sent = sum(json.loads(open(f).read().strip().splitlines()[-1])["packets"] for f in sys.argv[8:])
+got = r["packets"] + r.get("context_packets", 0)   # data and context
+gbps = n * cpi_bytes * 8 / (t1 - t0) / 1e9
+why = [k + "=" + str(v) for k, v in r["drops"].items() if v]
+c = r["cpis"]
+if c["complete"] != n:
+    why.append("complete=%d/%d partial=%d dropped=%d" % (c["complete"], n, c["partial"], c["dropped"]))
+if ov:
+    why.append("input_overruns=%d" % ov)
+if got < sent:
+    why.append("unreceived=%d" % (sent - got))
+loss = max(sent - got, 0) + sum(r["drops"].values())
+print("%s %.3f %.6f %s%s" % ("lost" if why else "ok", gbps, loss / max(sent, 1),
+                             ",".join(why) or "-",
+                             " (sender-limited: %.3f of %.3f Gb/s)" % (gbps, want)
+                             if gbps < 0.95 * want else ""))
+EOF
+	) >"$T/trial.res" || e2e_fail "cannot read the trial's counters: $(cat "$T/recv.json")"
+	read -r res got loss why <"$T/trial.res"
+}
+
+e2e_log "bench-net: $THREADS thread(s), datagrams of $BYTES bytes ($((BYTES - HDR)) of payload), CPI ${C}x${P}x${R} sc16, backend $BACKEND, hold ${HOLD_S} s; net.core.rmem_max $(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
+scripts/bench-meta.sh "$META.tmp" net scripts/bench-net.sh "${ARGS[@]}" || exit 1
+
+# (a) and (b)
+sink_run ceiling "$THREADS"
+sink_run naive 1 --naive
+CEIL=$(awk -F'\t' '$1 == "ceiling" { print $4 }' "$TSV")
+
+# (c): one chirpd; each trial a fresh chirp-recv (its own counters). The
+# senders start one after the other and pace from their own start: their
+# skew is a constant offset, which chirp-recv's horizon (60 CPIs in flight,
+# a 128-slot ring) absorbs; --same-cpi keeps synthesis out of their rate.
+e2e_config input.format=sc16 input.slots=128 cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
+	waveform.sample_rate_hz=100e6 waveform.bandwidth_hz=20e6 waveform.pulse_width_s=2e-6 \
+	output.mode=complex output.slots=16 ${EXTRA_CFG:-}
+sed 's/^channels = .*/channels = 1/' "$CONF" >"$T/send.conf"
+E2E_SLOW=4 e2e_start_chirpd
+# chirpd's output is drained (read and let go) by chirp-tap, so that
+# chirpd never waits on it.
+"$CHIRP_TAP" -c "$CONF" --drain -q >"$T/tap.log" 2>&1 &
+e2e_track $!
+lo=0 hi=$CEIL best= sender_limited=
+for ((k = 1; k <= STEPS; k++)); do
+	if [ "$k" = 1 ]; then g=$(calc "'%.3f' % (0.9 * float(sys.argv[1]))" "$hi")
+	elif [ "$lo" = 0 ]; then g=$(calc "'%.3f' % (float(sys.argv[1]) / 2)" "$hi")
+	else g=$(calc "'%.3f' % ((float(sys.argv[1]) + float(sys.argv[2])) / 2)" "$lo" "$hi"); fi
+	trial "$g" "$SEARCH_S"
+	e2e_log "(c) search $k/$STEPS: $g Gb/s asked, $got sent: $res $why"
+	case $why in *sender-limited*) sender_limited="chirp-send reached $got of $g Gb/s asked";; esac
+	if [ "$res" = ok ]; then lo=$got; else hi=$g; fi
+done
+held=0 hloss=- hsecs=0
+if [ "$lo" != 0 ]; then
+	g=$lo
+	for try in 1 2; do
+		trial "$g" "$HOLD_S"
+		e2e_log "(c) hold $try: $g Gb/s asked for $HOLD_S s, $got sent: $res $why"
+		hloss=$loss hsecs=$HOLD_S
+		if [ "$res" = ok ]; then held=$got; break; fi
+		g=$(calc "'%.3f' % (0.9 * float(sys.argv[1]))" "$g")
+	done
+fi
+e2e_stop_chirpd >/dev/null 2>&1
+row chirp-recv "$THREADS" "$BYTES" "$held" "$(calc "'%.3f' % (float(sys.argv[1]) / int(sys.argv[2]))" "$held" "$THREADS")" \
+	"$hloss" "$hsecs" "chirp-send x$THREADS" "$BACKEND"
+cp "$TSV" "$OUT" && mv "$META.tmp" "$META" || e2e_fail "cannot write $OUT"
+
+echo
+echo "---- bench-net: $OUT ----"
+column -t -s $'\t' "$TSV"
+"$PY" - "$TSV" "${sender_limited:-}" <<'EOF'
+import csv, sys
+rows = {r["what"]: r for r in csv.DictReader(open(sys.argv[1]), delimiter="\t")}
+a, b, c = (float(rows[k]["gbps"]) for k in ("ceiling", "naive", "chirp-recv"))
+def crit(ok, text):
+    print("%-4s %s" % ("PASS" if ok else "FAIL", text))
+crit(a > 0 and c / a >= 0.90, "(c)/(a) = %.0f %% >= 90 %% of the loopback ceiling (%.2f of %.2f Gb/s)" % (100 * c / a if a else 0, c, a))
+crit(b > 0 and c / b >= 2.0, "(c)/(b) = %.2fx >= 2x the naive loop (%.2f Gb/s)" % (c / b if b else 0, b))
+crit(c >= 25.0, "(c) = %.2f Gb/s >= 25 Gb/s (%.2f Gb/s per receive core)" % (c, float(rows["chirp-recv"]["gbps_per_core"])))
+print("(a), (b) fed by udp_sink blast (sendmmsg); (c) by chirp-send" + (": " + sys.argv[2] if sys.argv[2] else ""))
+EOF
+[ "$held" != 0 ] || echo "(c): no rate held without loss: its row says 0"
+exit 0
