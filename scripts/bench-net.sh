@@ -240,7 +240,7 @@ cp "$TSV" "$OUT" && mv "$META.tmp" "$META" || e2e_fail "cannot write $OUT"
 
 echo
 echo "---- bench-net: $OUT ----"
-column -t -s $'\t' "$TSV"
+if command -v column >/dev/null; then column -t -s $'\t' "$TSV"; else cat "$TSV"; fi
 "$PY" - "$TSV" "${sender_limited:-}" <<'EOF'
 import csv, sys
 rows = {r["what"]: r for r in csv.DictReader(open(sys.argv[1]), delimiter="\t")}
