@@ -49,10 +49,6 @@ _Static_assert(sizeof(enum pc_cfar) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum wf_window) == sizeof(int), "enums are stored as int");
 
 /* Choices of config's own (the other enums' names are names.h's). */
-static const struct name_entry ch_loglevel[] = {
-	{ "error", LOG_ERR }, { "warning", LOG_WARNING }, { "notice", LOG_NOTICE },
-	{ "info", LOG_INFO }, { "debug", LOG_DEBUG }, { NULL, 0 },
-};
 static const struct name_entry ch_realtime[] = {
 	{ "off", CFG_RT_OFF }, { "preferred", CFG_RT_PREFERRED },
 	{ "required", CFG_RT_REQUIRED }, { NULL, 0 },
@@ -120,7 +116,7 @@ const struct cfg_key cfg_tab[] = {
 		.def = "", .check = check_group, .reload = CFG_RESTART,
 		.help = "Group that owns the control socket and may run mutating commands (reload, pause, resume, log-level); empty = only root and chirpd's own user."),
 	KEY_ENUM("daemon", "log_level", log_level,
-		.def = "info", .choices = ch_loglevel, .reload = CFG_RELOAD,
+		.def = "info", .choices = names_log_level, .reload = CFG_RELOAD,
 		.help = "Least important messages logged: error, warning, notice, info or debug."),
 	KEY_BOOL("daemon", "remove_rings_on_stop", remove_rings_on_stop,
 		.def = "false", .reload = CFG_RELOAD,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* log.c — see log.h. */
 #include "log.h"
+#include "names.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -14,11 +15,6 @@ static const char *log_prog = "chirp";
 static atomic_int log_level = LOG_INFO;
 static int log_prefix;          /* sd-daemon "<N>" prefixes */
 
-static const char *const level_names[] = {
-	[LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
-	[LOG_ERR] = "error", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
-	[LOG_INFO] = "info", [LOG_DEBUG] = "debug",
-};
 
 /* True if JOURNAL_STREAM ("dev:ino") names the file behind fd 2. */
 static int stderr_is_journal(void)
@@ -62,13 +58,16 @@ void log_set_level(int level)
 	atomic_store(&log_level, level);
 }
 
+/* The names are names.c's (the configuration's too); "err" and "warn",
+ * syslog's short forms, are accepted as well. */
 int log_level_parse(const char *s)
 {
+	int level;
+
 	if (!s)
 		return -1;
-	for (int i = LOG_EMERG; i <= LOG_DEBUG; i++)
-		if (!strcmp(s, level_names[i]))
-			return i;
+	if (names_value(names_log_level, s, &level) == 0)
+		return level;
 	if (!strcmp(s, "err"))
 		return LOG_ERR;
 	if (!strcmp(s, "warn"))
@@ -78,9 +77,7 @@ int log_level_parse(const char *s)
 
 const char *log_level_name(int level)
 {
-	if (level < LOG_EMERG || level > LOG_DEBUG)
-		return "?";
-	return level_names[level];
+	return names_of(names_log_level, level);
 }
 
 void log_vmsg(int level, const char *fmt, va_list ap)
@@ -93,7 +90,8 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 	if (log_prefix)
 		n = snprintf(line, sizeof(line), "<%d>", level);
 	else if (level <= LOG_WARNING)
-		n = snprintf(line, sizeof(line), "%s: %s: ", log_prog, level_names[level]);
+		n = snprintf(line, sizeof(line), "%s: %s: ", log_prog,
+			     log_level_name(level < LOG_ERR ? LOG_ERR : level));
 	else
 		n = snprintf(line, sizeof(line), "%s: ", log_prog);
 	if (n < 0)

@@ -7,6 +7,7 @@
 #include "names.h"
 
 #include <errno.h>
+#include <syslog.h>
 #include <string.h>
 #include <strings.h>
 
@@ -51,6 +52,11 @@ const struct name_entry names_wf_type[] = {
 const struct name_entry names_window[] = {
 	{ "rect", WIN_RECT }, { "hamming", WIN_HAMMING }, { "hann", WIN_HANN },
 	{ "blackman", WIN_BLACKMAN }, { "taylor", WIN_TAYLOR }, { NULL, 0 },
+};
+
+const struct name_entry names_log_level[] = {
+	{ "error", LOG_ERR }, { "warning", LOG_WARNING }, { "notice", LOG_NOTICE },
+	{ "info", LOG_INFO }, { "debug", LOG_DEBUG }, { NULL, 0 },
 };
 
 const char *names_of(const struct name_entry *t, int value)

@@ -34,6 +34,9 @@ extern const struct name_entry names_mti[];          /* enum pc_mti          */
 extern const struct name_entry names_cfar[];         /* enum pc_cfar         */
 extern const struct name_entry names_wf_type[];      /* enum wf_type         */
 extern const struct name_entry names_window[];       /* enum wf_window       */
+extern const struct name_entry names_log_level[];    /* LOG_* of syslog.h: the
+							levels [daemon] log_level
+							and `log-level` take  */
 
 /* The name of value in table t, or "?" when it has none. */
 const char *names_of(const struct name_entry *t, int value);
