@@ -477,11 +477,11 @@ static int sample_rate(struct rx *rx, const struct chirp_config *cfg)
 	return 0;
 }
 
-static int open_ring(struct rx *rx, const struct chirp_config *cfg)
+/* Attach to ring name as its producer (waiting --wait for it) and read
+ * its geometry. 0, or -ENOENT (logged). */
+static int attach_ring(struct rx *rx, const char *name)
 {
 	char err[256];
-	const char *name = rx->o.ring_name ? rx->o.ring_name :
-			   cfg ? cfg->input_ring : "/chirpd-in";
 
 	rx->ring = tool_attach_wait(name, CHIRP_RING_PRODUCER, NULL, rx->o.wait_s, &stop_sig,
 				    err, sizeof(err));
@@ -490,6 +490,16 @@ static int open_ring(struct rx *rx, const struct chirp_config *cfg)
 		return -ENOENT;
 	}
 	chirp_ring_geometry(rx->ring, &rx->g);
+	return 0;
+}
+
+static int open_ring(struct rx *rx, const struct chirp_config *cfg)
+{
+	const char *name = rx->o.ring_name ? rx->o.ring_name :
+			   cfg ? cfg->input_ring : "/chirpd-in";
+
+	if (attach_ring(rx, name) < 0)
+		return -ENOENT;
 	if (sample_rate(rx, cfg) < 0 || pulse_period(rx) < 0)
 		return -EINVAL;
 	return build_asm(rx);
@@ -499,19 +509,13 @@ static int open_ring(struct rx *rx, const struct chirp_config *cfg)
  * again and start over. Called with the lock held. */
 static int reattach(struct rx *rx)
 {
-	char err[256];
 	char name[256];
 
 	snprintf(name, sizeof(name), "%s", chirp_ring_name(rx->ring));
 	log_warn("ring %s was re-created; attaching again (CPIs in flight are lost)", name);
 	chirp_ring_detach(rx->ring);
-	rx->ring = tool_attach_wait(name, CHIRP_RING_PRODUCER, NULL, rx->o.wait_s, &stop_sig,
-				    err, sizeof(err));
-	if (!rx->ring) {
-		log_err("%s", err);
+	if (attach_ring(rx, name) < 0)
 		return -ENOENT;
-	}
-	chirp_ring_geometry(rx->ring, &rx->g);
 	if (pulse_period(rx) < 0)
 		return -EINVAL;
 	return build_asm(rx);
