@@ -4,7 +4,7 @@
 #   make install   [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc] ...
 #   make uninstall (same variables)
 #
-# Installs the programs, scripts/chirp-plot, libchirpring (.so.2, .so, .a)
+# Installs the programs, scripts/chirp-plot and chirpd-calibrate-host, libchirpring (.so.2, .so, .a)
 # with chirp/ring.h, chirp/detect.h (a det ring's slot) and chirpring.pc,
 # the systemd units (ExecStart rewritten to BINDIR), the sysusers.d entry
 # for the chirpd user, the man pages, chirpctl's bash completion, the chirpring Python package (into PYTHONDIR,
@@ -46,7 +46,7 @@ PC_IN       ?= src/ring/chirpring.pc.in
 
 INST_MANS   := $(wildcard doc/man/*.1 doc/man/*.5 doc/man/*.8)
 INST_UNITS  := systemd/chirpd.service systemd/chirpd@.service systemd/chirp-recv@.service
-INST_SCRIPTS := $(wildcard scripts/chirp-plot)
+INST_SCRIPTS := $(wildcard scripts/chirp-plot scripts/chirpd-calibrate-host)
 INST_DOCS   := $(wildcard doc/example_producer.c)
 INST_PY     := $(wildcard src/ring/python/chirpring/*.py)
 D := $(DESTDIR)
@@ -115,7 +115,7 @@ endif
 	fi
 
 uninstall:
-	rm -f $(addprefix $(D)$(BINDIR)/,$(BIN_NAMES) chirp-plot)
+	rm -f $(addprefix $(D)$(BINDIR)/,$(BIN_NAMES) chirp-plot chirpd-calibrate-host)
 	rm -f $(D)$(LIBDIR)/libchirpring.so.2 $(D)$(LIBDIR)/libchirpring.so $(D)$(LIBDIR)/libchirpring.a
 	rm -f $(D)$(INCLUDEDIR)/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/detect.h $(D)$(PKGCONFIGDIR)/chirpring.pc
 	rm -f $(D)$(UNITDIR)/chirpd.service $(D)$(UNITDIR)/chirpd@.service $(D)$(UNITDIR)/chirp-recv@.service \

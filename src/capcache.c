@@ -26,19 +26,41 @@ static int key_ok(const char *key)
 	return n > 0 && n <= CAPCACHE_MAX_KEY && !strpbrk(key, "\t\n\r");
 }
 
-/* One entry line (no newline) into *l; 0, or -1 if it does not parse. */
+/* The shared figure's two fields (f[0], f[1]) into *e; 0, or -1. */
+static int parse_shared(char *const f[2], struct capcache_entry *e)
+{
+	char *end;
+	long long t;
+
+	e->shared_cps = strtod(f[0], &end);
+	if (*end || !isfinite(e->shared_cps) || !(e->shared_cps > 0))
+		return -1;
+	errno = 0;
+	t = strtoll(f[1], &end, 10);
+	if (errno || *end || t < 0)
+		return -1;
+	e->shared_measured_s = t;
+	return 0;
+}
+
+/* One entry line (no newline) into *l: 4 fields, or 6 with the shared
+ * figure; 0, or -1 if it does not parse. */
 static int parse_line(char *s, struct line *l)
 {
-	char *f[4], *end, *save = NULL;
+	char *f[6], *end, *save = NULL;
 	unsigned long d;
 	long long t;
 	int n = 0;
 
 	char *tok = strtok_r(s, "\t", &save);
 
-	for (; tok && n < 4; tok = strtok_r(NULL, "\t", &save))
+	for (; tok && n < 6; tok = strtok_r(NULL, "\t", &save))
 		f[n++] = tok;
-	if (n != 4 || tok || !key_ok(f[0]))   /* tok: a fifth field */
+	if ((n != 4 && n != 6) || tok || !key_ok(f[0]))   /* tok: a seventh field */
+		return -1;
+	l->e.shared_cps = 0;
+	l->e.shared_measured_s = 0;
+	if (n == 6 && parse_shared(f + 4, &l->e) < 0)
 		return -1;
 	errno = 0;
 	d = strtoul(f[1], &end, 10);
@@ -91,7 +113,7 @@ static int read_all(const char *path, struct line **out, int *n, char *err, size
 				break;
 			continue;
 		}
-		if ((size_t)len > CAPCACHE_MAX_KEY + 96 || parse_line(buf, &v[k]) != 0)
+		if ((size_t)len > CAPCACHE_MAX_KEY + 160 || parse_line(buf, &v[k]) != 0)
 			continue;
 		if (k == CAPCACHE_MAX_ENTRIES) {   /* keep the newest */
 			memmove(v, v + 1, CAPCACHE_MAX_ENTRIES * sizeof(*v));
@@ -142,9 +164,14 @@ static int write_all(const char *path, const struct line *v, int n, char *err, s
 		return rc;
 	}
 	fprintf(f, "%s\n", CAPCACHE_MAGIC);
-	for (int i = 0; i < n; i++)
-		fprintf(f, "%s\t%u\t%.3f\t%lld\n", v[i].key, v[i].e.depth, v[i].e.capacity_cps,
+	for (int i = 0; i < n; i++) {
+		fprintf(f, "%s\t%u\t%.3f\t%lld", v[i].key, v[i].e.depth, v[i].e.capacity_cps,
 			(long long)v[i].e.measured_s);
+		if (v[i].e.shared_cps > 0)
+			fprintf(f, "\t%.3f\t%lld", v[i].e.shared_cps,
+				(long long)v[i].e.shared_measured_s);
+		fputc('\n', f);
+	}
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		rc = -errno;
 	if (fclose(f) != 0 && rc == 0)
@@ -187,8 +214,42 @@ int capcache_store(const char *path, const char *key, const struct capcache_entr
 		k--;
 	}
 	snprintf(v[k].key, sizeof(v[k].key), "%s", key);
-	v[k++].e = *e;
+	v[k].e = *e;
+	if (!(v[k].e.shared_cps > 0) || !isfinite(v[k].e.shared_cps)) {
+		v[k].e.shared_cps = 0;
+		v[k].e.shared_measured_s = 0;
+	}
+	k++;
 	rc = write_all(path, v, k, err, errlen);
+	free(v);
+	return rc;
+}
+
+int capcache_store_shared(const char *path, const char *key, double shared_cps,
+			  int64_t shared_measured_s, char *err, size_t errlen)
+{
+	struct line *v;
+	int n, rc, found = -1;
+
+	if (!isfinite(shared_cps) || shared_cps < 0 || shared_measured_s < 0) {
+		errbuf_set(err, errlen, "capacity cache: shared capacity %g: out of range",
+			   shared_cps);
+		return -EINVAL;
+	}
+	rc = read_all(path, &v, &n, err, errlen);
+	for (int i = 0; rc == 0 && i < n; i++)   /* the last one of a key wins */
+		if (!strcmp(v[i].key, key))
+			found = i;
+	if (rc == 0 && found < 0) {
+		errbuf_set(err, errlen, "%s: no entry for this configuration (chirpd measures "
+			   "and stores one at start)", path);
+		rc = -ENOENT;
+	}
+	if (rc == 0) {
+		v[found].e.shared_cps = shared_cps;
+		v[found].e.shared_measured_s = shared_cps > 0 ? shared_measured_s : 0;
+		rc = write_all(path, v, n, err, errlen);
+	}
 	free(v);
 	return rc;
 }

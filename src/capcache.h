@@ -12,9 +12,17 @@
  * a key that differs in any of them is a different entry, so a new GPU,
  * driver, geometry or build measures afresh. The caller builds the key.
  *
+ * The figure alone is what one chirpd sustains with the host to itself;
+ * the shared one is what it sustains while every instance of the host is
+ * saturated at once (they share the host's copy path and memory). The
+ * shared figure belongs to its entry: a new measurement of the key (a
+ * store) drops it, and a key that changes leaves it behind with the rest.
+ *
  * FILE
  *   A text file, first line CAPCACHE_MAGIC, then one entry per line:
- *   KEY <TAB> depth <TAB> capacity_cpi_per_s <TAB> unix time measured.
+ *   KEY <TAB> depth <TAB> capacity_cpi_per_s <TAB> unix time measured,
+ *   and when the host was calibrated (chirpd-calibrate-host) two more
+ *   fields: <TAB> shared capacity_cpi_per_s <TAB> unix time calibrated.
  *   At most CAPCACHE_MAX_ENTRIES, the newest kept. The file is written
  *   whole to a temporary name and renamed over the old one, so a reader
  *   never sees half of it; it is untrusted on reading: a line that does
@@ -34,6 +42,9 @@ struct capcache_entry {
 	unsigned depth;              /* 1..64                               */
 	double capacity_cps;         /* CPIs per second, > 0                */
 	int64_t measured_s;          /* CLOCK_REALTIME seconds when measured */
+	double shared_cps;           /* with the host's instances saturated at
+					once, CPIs per second; 0: not calibrated */
+	int64_t shared_measured_s;   /* CLOCK_REALTIME seconds when calibrated */
 };
 
 /*
@@ -52,5 +63,14 @@ int capcache_lookup(const char *path, const char *key, struct capcache_entry *e,
  */
 int capcache_store(const char *path, const char *key, const struct capcache_entry *e,
 		   char *err, size_t errlen);
+
+/*
+ * Set the shared figure of key's entry to shared_cps (> 0, finite;
+ * measured at shared_measured_s), or drop it (shared_cps 0). Returns 0,
+ * -ENOENT (with the reason in err) when the file holds no entry of key:
+ * a shared figure needs its measured one, or another negative errno.
+ */
+int capcache_store_shared(const char *path, const char *key, double shared_cps,
+			  int64_t shared_measured_s, char *err, size_t errlen);
 
 #endif /* CHIRP_CAPCACHE_H */

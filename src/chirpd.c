@@ -206,7 +206,8 @@ static void log_unknown_modes(struct daemon *d, uint64_t now)
 
 /*
  * The producer's offered rate (committed + dropped blocks of the input
- * ring) against the capacity the generation knows, each tick: a warning
+ * ring) against the rate the generation sustains (the host calibration's
+ * shared figure when there is one, gen_sustainable_cps), each tick: a warning
  * when it has stayed above for a second (ratewatch.h), before a ring of
  * buffer_ms fills at a modest excess, and one line when it falls back.
  */
@@ -214,20 +215,23 @@ static void watch_input_rate(struct daemon *d, uint64_t now)
 {
 	struct chirp_ring *in = d->g ? d->g->ring[PLAN_RING_IN] : NULL;
 	struct chirp_ring_stats rs;
+	double cap;
 	int r;
 
 	if (!in || chirp_ring_stats(in, &rs) != 0)
 		return;
-	r = ratewatch_update(&d->rw, now, rs.committed + rs.overruns, d->g->capacity_cps);
+	cap = gen_sustainable_cps(d->g);
+	r = ratewatch_update(&d->rw, now, rs.committed + rs.overruns, cap);
 	if (r > 0) {
 		stats_add(d->st, ST_INPUT_OVER_CAPACITY_EVENTS, 1);
 		log_warn("input rate %.0f CPI/s has stayed above the capacity of %.0f CPI/s (%s) for "
 			 "a second: the input ring (%.1f ms at capacity) fills and CPIs will be lost",
-			 d->rw.rate_cps, d->g->capacity_cps, d->g->capacity_source,
-			 gen_ring_ms(gen_in_slots(d->g), d->g->capacity_cps));
+			 d->rw.rate_cps, cap, d->g->shared_cps > 0 ? "shared with the host's "
+			 "other instances" : d->g->capacity_source,
+			 gen_ring_ms(gen_in_slots(d->g), cap));
 	} else if (r < 0) {
 		log_notice("input rate %.0f CPI/s is back below the capacity of %.0f CPI/s",
-			   d->rw.rate_cps, d->g->capacity_cps);
+			   d->rw.rate_cps, cap);
 	}
 }
 

@@ -7,6 +7,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ int daemon_render_metrics(void *ctx, char *buf, size_t len)
 		.samples_per_s = d->samples_per_s,
 		.cpis_per_s = d->cpis_per_s,
 		.input_rate_cps = d->rw.rate_cps,
-		.capacity_cps = d->g->capacity_cps,
+		.capacity_cps = gen_sustainable_cps(d->g),
 		.input_over_capacity = d->rw.over,
 		.numa_node = d->applied.node,
 		.realtime = d->applied.realtime,
@@ -79,23 +80,71 @@ static int cmd_version(void *ctx, const char *args, const struct control_peer *p
  * status "capacity": the sustainable rate and the input against it.
  * "alone" is what this instance knows of itself (measured at start with
  * nothing else counted, or that figure from the capacity cache); "shared"
- * is reserved for a host calibration's figure with the neighbours
- * running (null: none), and "sustainable_cpi_per_s" is what the rate
- * warning compares with: shared when there is one, else alone.
+ * is the host calibration's figure, measured with every instance of the
+ * host saturated at once (chirpd-calibrate-host; null: not calibrated),
+ * and "sustainable_cpi_per_s" is what the rate warning compares with:
+ * shared when there is one, else alone.
  */
 static json_t *capacity_json(const struct daemon *d, const struct stats_snapshot *sn)
 {
 	const struct gen *g = d->g;
+	json_t *shared = g->shared_cps > 0 ?
+		json_pack("{s:f, s:I}", "cpi_per_s", g->shared_cps,
+			  "measured_unix", (json_int_t)g->shared_measured_s) : json_null();
 
-	return json_pack("{s:{s:f, s:s, s:I, s:s}, s:n, s:f, s:f, s:b, s:I}",
+	return json_pack("{s:{s:f, s:s, s:I, s:s}, s:o, s:f, s:f, s:b, s:I}",
 		"alone", "cpi_per_s", g->capacity_cps, "source", g->capacity_source,
 		"measured_unix", (json_int_t)g->capacity_measured_s, "cache", g->cache_path,
-		"shared",
-		"sustainable_cpi_per_s", g->capacity_cps,
+		"shared", shared,
+		"sustainable_cpi_per_s", gen_sustainable_cps(g),
 		"input_offered_cpi_per_s", d->rw.rate_cps,
 		"input_over_capacity", d->rw.over,
 		"input_over_capacity_events",
 		(json_int_t)sn->counter[ST_INPUT_OVER_CAPACITY_EVENTS]);
+}
+
+/*
+ * capacity-shared CPS|clear: the host calibration's figure for this
+ * instance (chirpd-calibrate-host measures it with every instance of the
+ * host saturated at once), kept in the capacity cache entry so that a
+ * restart knows it; clear forgets it. Reply: the figure and whether the
+ * cache holds it.
+ */
+static int cmd_capacity_shared(void *ctx, const char *args, const struct control_peer *peer,
+			       json_t *reply, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+	double cps = 0;
+	char *end;
+	int stored, rc;
+
+	if (!args || !*args) {
+		snprintf(err, errlen, "capacity-shared: want CPS (CPI/s, > 0) or clear");
+		return -EINVAL;
+	}
+	if (strcmp(args, "clear") != 0) {
+		errno = 0;
+		cps = strtod(args, &end);
+		if (errno || end == args || *end || !isfinite(cps) || cps <= 0 || cps > 1e9) {
+			snprintf(err, errlen, "capacity-shared: '%.32s': want CPS (CPI/s, > 0 and "
+				 "at most 1e9) or clear", args);
+			return -EINVAL;
+		}
+	}
+	rc = gen_set_shared(d->g, cps, &stored, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (cps > 0)
+		log_notice("capacity shared with the host's other instances: %.0f CPI/s (alone "
+			   "%.0f; pid %d)%s", cps, d->g->capacity_cps, (int)peer->pid,
+			   stored ? ", kept in the capacity cache" : "; no capacity cache: until exit");
+	else
+		log_notice("capacity shared with the host's other instances: forgotten (pid %d)",
+			   (int)peer->pid);
+	json_object_set_new(reply, "shared_cpi_per_s", cps > 0 ? json_real(cps) : json_null());
+	json_object_set_new(reply, "sustainable_cpi_per_s", json_real(gen_sustainable_cps(d->g)));
+	json_object_set_new(reply, "stored", json_boolean(stored));
+	return 0;
 }
 
 static json_t *ring_json(size_t bytes, size_t pinned)
@@ -599,6 +648,10 @@ const struct control_cmd daemon_commands[] = {
 	  .help = "re-read the configuration file and apply it between CPIs" },
 	{ .name = "pause", .mutating = 1, .fn = cmd_pause, .help = "stop taking CPIs" },
 	{ .name = "resume", .mutating = 1, .fn = cmd_resume, .help = "take CPIs again" },
+	{ .name = "capacity-shared", .mutating = 1, .fn = cmd_capacity_shared,
+	  .usage = "CPS|clear",
+	  .help = "the rate this instance sustains with the host's instances saturated at once "
+		  "(chirpd-calibrate-host), kept in the capacity cache; clear forgets it" },
 	{ .name = "log-level", .mutating = 1, .fn = cmd_log_level, .usage = "LEVEL",
 	  .help = "set the log level (error|warning|notice|info|debug)" },
 	{ .name = NULL },

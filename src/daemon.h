@@ -72,6 +72,10 @@ struct gen {
 	char capacity_source[16];         /* "measured", "cache", "kept" (a
 					     reload's, same work) or "none"  */
 	int64_t capacity_measured_s;      /* when it was measured (realtime s) */
+	double shared_cps;                /* with the host's instances saturated
+					     at once (chirpd-calibrate-host,
+					     capcache.h), CPI/s; 0: unknown  */
+	int64_t shared_measured_s;        /* when it was calibrated (realtime s) */
 	char cache_path[CFG_PATH_MAX];    /* capacity_cache resolved, "" = none */
 	char cache_key[CAPCACHE_MAX_KEY + 1]; /* this generation's entry's key  */
 	int cache_hit;                    /* the entry was found at build     */
@@ -172,6 +176,14 @@ void gen_destroy(struct gen *g);
 
 /* Slots of g's input ring (as configured while it has none). */
 unsigned gen_in_slots(const struct gen *g);
+/* The rate g sustains, CPI/s, what the input is compared with: the shared
+ * figure when the host was calibrated, else the figure alone (0: unknown). */
+double gen_sustainable_cps(const struct gen *g);
+/* Record the host calibration's figure for g (shared_cps > 0, CPI/s; 0
+ * forgets it) and store it in g's capacity cache entry when there is one.
+ * Returns 0 (*stored: 1 when the cache holds it now), or a negative errno
+ * with the reason in err (the figure is then not applied either). */
+int gen_set_shared(struct gen *g, double shared_cps, int *stored, char *err, size_t errlen);
 /* Milliseconds of input a ring of n slots holds at rate cps (0: unknown). */
 double gen_ring_ms(unsigned n, double cps);
 /* Log how much time the input ring holds at capacity; warn below buffer_ms. */

@@ -107,6 +107,33 @@ static unsigned auto_slots(const struct gen *g, uint64_t cpi, const char *which)
 	return n;
 }
 
+double gen_sustainable_cps(const struct gen *g)
+{
+	return g->shared_cps > 0 ? g->shared_cps : g->capacity_cps;
+}
+
+int gen_set_shared(struct gen *g, double shared_cps, int *stored, char *err, size_t errlen)
+{
+	int64_t now_s = (int64_t)time(NULL);
+	int rc;
+
+	*stored = 0;
+	if (!isfinite(shared_cps) || shared_cps < 0) {
+		snprintf(err, errlen, "shared capacity %g: want a rate > 0 CPI/s, or 0", shared_cps);
+		return -EINVAL;
+	}
+	if (g->cache_path[0] && g->capacity_cps > 0) {
+		rc = capcache_store_shared(g->cache_path, g->cache_key, shared_cps, now_s, err,
+					   errlen);
+		if (rc < 0)
+			return rc;
+		*stored = 1;
+	}
+	g->shared_cps = shared_cps;
+	g->shared_measured_s = shared_cps > 0 ? now_s : 0;
+	return 0;
+}
+
 double gen_ring_ms(unsigned n, double cps)
 {
 	return cps > 0 ? (double)n / cps * 1e3 : 0;
@@ -426,6 +453,8 @@ static void gen_measure_capacity(struct gen *g, const struct gen *old)
 	if (old && same_work(old, g) && old->capacity_cps > 0) {
 		g->capacity_cps = old->capacity_cps;
 		g->capacity_measured_s = old->capacity_measured_s;
+		g->shared_cps = old->shared_cps;
+		g->shared_measured_s = old->shared_measured_s;
 		snprintf(g->capacity_source, sizeof(g->capacity_source), "kept");
 		return;
 	}
@@ -434,9 +463,14 @@ static void gen_measure_capacity(struct gen *g, const struct gen *old)
 			log_warn("backend warm-up failed: %s", why);
 		g->capacity_cps = g->cached.capacity_cps;
 		g->capacity_measured_s = g->cached.measured_s;
+		g->shared_cps = g->cached.shared_cps;
+		g->shared_measured_s = g->cached.shared_measured_s;
 		snprintf(g->capacity_source, sizeof(g->capacity_source), "cache");
 		log_info("capacity: %.0f CPI/s with depth %u from the capacity cache %s (not "
 			 "measured again)", g->capacity_cps, g->info.depth, g->cache_path);
+		if (g->shared_cps > 0)
+			log_info("capacity shared with the host's other instances: %.0f CPI/s "
+				 "(host calibration, from the capacity cache)", g->shared_cps);
 		return;
 	}
 	if (pc_calibrate(g->pc, &now_cps, why, sizeof(why)) < 0) {
@@ -452,7 +486,8 @@ static void gen_measure_capacity(struct gen *g, const struct gen *old)
 		 g->capacity_cps * g->cfg.channels * g->cfg.pulses * g->cfg.samples * 1e-9,
 		 g->info.depth);
 	if (g->cache_path[0]) {
-		struct capcache_entry e = { g->info.depth, g->capacity_cps, now_s };
+		struct capcache_entry e = { .depth = g->info.depth,
+					    .capacity_cps = g->capacity_cps, .measured_s = now_s };
 
 		if (capcache_store(g->cache_path, g->cache_key, &e, why, sizeof(why)) < 0)
 			log_warn("capacity cache: %s: not stored", why);

@@ -4,7 +4,9 @@
  * comes back as stored, a key's new entry replaces its old one, other keys
  * stay, the newest CAPCACHE_MAX_ENTRIES are kept, a file of another format
  * or with garbled lines is not believed, bad keys and values are refused,
- * and a file that cannot be written leaves the old one as it was.
+ * and a file that cannot be written leaves the old one as it was; the
+ * shared figure (a host calibration's) is stored on its key's entry,
+ * comes back with it, and goes when the key is measured again.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,7 +46,7 @@ static int teardown(void **state)
 
 static void put(const char *key, unsigned depth, double cps, int64_t t)
 {
-	struct capcache_entry e = { depth, cps, t };
+	struct capcache_entry e = { .depth = depth, .capacity_cps = cps, .measured_s = t };
 	char err[256];
 
 	assert_int_equal(capcache_store(path, key, &e, err, sizeof(err)), 0);
@@ -145,9 +147,69 @@ static void test_untrusted(void **state)
 	assert_int_equal(get("new", &e), 1);
 }
 
+static void test_shared(void **state)
+{
+	struct capcache_entry e;
+	char err[256];
+
+	(void)state;
+	unlink(path);
+	/* no entry of the key: a shared figure needs its measured one */
+	assert_int_equal(capcache_store_shared(path, "k", 2000, 50, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "no entry"));
+	put("k", 3, 2600, 10);
+	put("other", 2, 900, 11);
+	assert_int_equal(get("k", &e), 1);
+	assert_true(e.shared_cps == 0);   /* not calibrated */
+	assert_int_equal(capcache_store_shared(path, "k", 2047.5, 50, err, sizeof(err)), 0);
+	assert_int_equal(get("k", &e), 1);
+	assert_int_equal(e.depth, 3);
+	assert_true(e.capacity_cps == 2600);
+	assert_true(e.shared_cps == 2047.5);
+	assert_int_equal(e.shared_measured_s, 50);
+	assert_int_equal(get("other", &e), 1);
+	assert_true(e.shared_cps == 0);
+	/* another key's store keeps it */
+	put("third", 2, 100, 12);
+	assert_int_equal(get("k", &e), 1);
+	assert_true(e.shared_cps == 2047.5);
+	/* refused values change nothing */
+	assert_int_equal(capcache_store_shared(path, "k", -1, 60, err, sizeof(err)), -EINVAL);
+	assert_int_equal(capcache_store_shared(path, "k", 1.0 / 0.0, 60, err, sizeof(err)), -EINVAL);
+	assert_int_equal(get("k", &e), 1);
+	assert_true(e.shared_cps == 2047.5);
+	/* 0 drops it */
+	assert_int_equal(capcache_store_shared(path, "k", 0, 60, err, sizeof(err)), 0);
+	assert_int_equal(get("k", &e), 1);
+	assert_true(e.shared_cps == 0);
+	assert_true(e.capacity_cps == 2600);
+	/* measured again (a store of the key): the old shared figure goes */
+	assert_int_equal(capcache_store_shared(path, "k", 1900, 70, err, sizeof(err)), 0);
+	put("k", 3, 2500, 80);
+	assert_int_equal(get("k", &e), 1);
+	assert_true(e.capacity_cps == 2500);
+	assert_true(e.shared_cps == 0);
+	/* a key that changes (another build, driver, geometry) finds nothing */
+	assert_int_equal(capcache_store_shared(path, "k", 1900, 90, err, sizeof(err)), 0);
+	assert_int_equal(get("k2", &e), 0);
+	/* garbled shared fields: the line is not believed */
+	write_file(CAPCACHE_MAGIC "\n"
+		   "k\t2\t100\t5\t-3\t6\n"
+		   "k\t2\t100\t5\tnan\t6\n"
+		   "k\t2\t100\t5\t90\t-6\n"
+		   "k\t2\t100\t5\t90\n"
+		   "k\t2\t100\t5\t90\t6\tx\n"
+		   "g\t2\t100\t5\t90.5\t6\n");
+	assert_int_equal(get("k", &e), 0);
+	assert_int_equal(get("g", &e), 1);
+	assert_true(e.shared_cps == 90.5);
+	assert_int_equal(e.shared_measured_s, 6);
+}
+
 static void test_refused(void **state)
 {
-	struct capcache_entry e = { 2, 100, 1 }, bad = { 0, 100, 1 };
+	struct capcache_entry e = { .depth = 2, .capacity_cps = 100, .measured_s = 1 },
+			      bad = { .depth = 0, .capacity_cps = 100, .measured_s = 1 };
 	char err[256], key[CAPCACHE_MAX_KEY + 2];
 
 	(void)state;
@@ -163,7 +225,7 @@ static void test_refused(void **state)
 
 static void test_unwritable(void **state)
 {
-	struct capcache_entry e = { 2, 100, 1 }, got;
+	struct capcache_entry e = { .depth = 2, .capacity_cps = 100, .measured_s = 1 }, got;
 	char err[256], sub[300], p2[400];
 
 	(void)state;
@@ -192,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_newest_kept),
 		cmocka_unit_test(test_untrusted),
+		cmocka_unit_test(test_shared),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_unwritable),
 	};

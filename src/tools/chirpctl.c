@@ -62,6 +62,8 @@ static void usage(FILE *out)
 	      "  trace [N]                                               anyone\n"
 	      "             (stage timelines of the last N CPIs, default 100)\n"
 	      "  reload, pause, resume, log-level LEVEL                  owner/root/group\n"
+	      "  capacity-shared CPS|clear                               owner/root/group\n"
+	      "             (the host calibration's figure, chirpd-calibrate-host)\n"
 	      "  watch      status and stats every second, like top (Ctrl-C ends)\n"
 	      "\n"
 	      "Options:\n"

@@ -111,7 +111,7 @@ comp() {   # comp WORDS... — the candidates for the last word (may be empty)
 modes=0
 [ -f /usr/share/bash-completion/bash_completion ] && modes="0 1"
 # The commands --help lists: first column of its "Commands" block.
-help_cmds=$(sed -n '/^Commands/,/^$/{/^  [a-z]/p}' "$T/help" | sed 's/^  //; s/   .*//; s/ LEVEL//; s/ \[N\]//' |
+help_cmds=$(sed -n '/^Commands/,/^$/{/^  [a-z]/p}' "$T/help" | sed 's/^  //; s/   .*//; s/ LEVEL//; s/ \[N\]//; s/ CPS|clear//' |
 	tr ',' '\n' | tr -d ' ' | grep -v '^$' | sort | tr '\n' ' ')
 [ "$(echo $help_cmds | wc -w)" -ge 12 ] || e2e_fail "--help lists only '$help_cmds'"
 for USE_BC in $modes; do

@@ -10,7 +10,13 @@
 #      metrics) and one log warning within ~1-2 s, before any input overrun
 #      (chirpd itself keeps up: only the figure is low);
 #   C. when the feed stops, the state clears with one log line, and the
-#      episode counts once (input_over_capacity_events).
+#      episode counts once (input_over_capacity_events);
+#   D. the host calibration (scripts/chirpd-calibrate-host, this one
+#      instance saturated) stores a shared figure: status shows it, the
+#      cache entry holds it; one set lower (chirpctl capacity-shared 20)
+#      survives a restart through the cache, and a feed at 30 CPI/s, under
+#      the figure alone (40) but over the shared one, raises the warning
+#      naming the shared figure, before any overrun; clear forgets it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_fault.sh"
 fault_init rate_warning
@@ -92,6 +98,50 @@ read -r over events overruns < <(over_state)
 [ "$(grep -c "above the capacity" "$CHIRPD_LOG")" = 1 ] || e2e_fail "C: more than one warning"
 [ "$(grep -c "back below the capacity" "$CHIRPD_LOG")" = 1 ] || e2e_fail "C: more than one clear line"
 e2e_log "C: cleared, one event"
+
+# D: the shared figure.
+# shared_state — "SHARED SUSTAINABLE ALONE" from status (SHARED: none)
+shared_state() {
+	e2e_json status | "$PY" -c '
+import json, sys
+c = json.load(sys.stdin)["capacity"]
+print("none" if c["shared"] is None else "%g" % c["shared"]["cpi_per_s"], "%g" % c["sustainable_cpi_per_s"],
+      "%g" % c["alone"]["cpi_per_s"])'
+}
+# cache_fields — the number of fields of the cache's entry
+cache_fields() { awk -F'\t' 'NR == 2 { print NF }' "$CACHE"; }
+PATH="$BUILD/bin:$PATH" "$(dirname "$0")/../../scripts/chirpd-calibrate-host" --seconds 1 --warmup 0.5 "$SOCK" \
+	>"$T/calibrate.log" 2>&1 || e2e_fail "D: chirpd-calibrate-host failed: $(cat "$T/calibrate.log")"
+grep -q "^$SOCK: alone $CAP CPI/s, shared [0-9]* CPI/s" "$T/calibrate.log" ||
+	e2e_fail "D: calibration line: $(cat "$T/calibrate.log")"
+read -r shared sust alone < <(shared_state)
+[ "$shared" != none ] && [ "$sust" = "$shared" ] && [ "$alone" = "$CAP" ] ||
+	e2e_fail "D: after the calibration: shared $shared, sustainable $sust, alone $alone"
+[ "$(cache_fields)" = 6 ] || e2e_fail "D: the cache entry has no shared figure: $(cat "$CACHE")"
+e2e_log "D: calibrated: $(cat "$T/calibrate.log")"
+e2e_ctl capacity-shared abc >"$T/out" 2>&1 && e2e_fail "D: capacity-shared abc accepted"
+grep -q "want CPS" "$T/out" || e2e_fail "D: capacity-shared abc: $(cat "$T/out")"
+e2e_ctl capacity-shared 20 >/dev/null || e2e_fail "D: capacity-shared 20 failed"
+e2e_stop_chirpd || e2e_fail "D: chirpd did not stop cleanly"
+: >"$CHIRPD_LOG"
+e2e_start_chirpd
+read -r shared sust alone < <(shared_state)
+[ "$shared $sust $alone" = "20 20 $CAP" ] || e2e_fail "D: after a restart: shared $shared, sustainable $sust, alone $alone"
+grep -q "capacity shared with the host's other instances: 20 CPI/s (host calibration, from the capacity cache)" \
+	"$CHIRPD_LOG" || e2e_fail "D: no start-up line for the shared figure: $(grep capacity "$CHIRPD_LOG")"
+fault_feed "$T/feed.log" --rate 30
+e2e_wait $((4 * E2E_SLOW)) grep -q "input rate [0-9]* CPI/s has stayed above the capacity of 20 CPI/s (shared with the host's other instances) for a second" "$CHIRPD_LOG" ||
+	e2e_fail "D: no warning at 30 CPI/s against the shared 20: $(tail -5 "$CHIRPD_LOG")"
+read -r over events overruns < <(over_state)
+[ "$over" = 1 ] && [ "$events" = 1 ] && [ "$overruns" = 0 ] ||
+	e2e_fail "D: over $over, events $events, overruns $overruns"
+e2e_ctl metrics | grep -qx "chirpd_capacity_cpis_per_second 20.000" || e2e_fail "D: metrics: $(e2e_ctl metrics | grep capacity_cpis)"
+fault_stop "$FEED_PID"
+e2e_log "D: shared 20 CPI/s kept across a restart; warned at 30 CPI/s, 0 overruns"
+e2e_ctl capacity-shared clear >/dev/null || e2e_fail "D: capacity-shared clear failed"
+read -r shared sust alone < <(shared_state)
+[ "$shared $sust" = "none $CAP" ] || e2e_fail "D: after clear: shared $shared, sustainable $sust"
+[ "$(cache_fields)" = 4 ] || e2e_fail "D: clear left the shared figure in the cache: $(cat "$CACHE")"
 
 e2e_stop_chirpd || e2e_fail "chirpd exited $? on SIGTERM"
 e2e_pass
