@@ -31,12 +31,22 @@
 #               aligned by --start-at: each GPU's copy limit, both directions
 #               at once, for the CPI's input and output bytes, while the
 #               others copy too. The N-GPU floor is their sum.
-# Phases (--modes, default all three; capacity always runs first):
+#               Every instance keeps a capacity cache of its own across the
+#               phases (what chirpd@NAME's StateDirectory holds): the first
+#               start measures, the later ones read it.
+# Phases (--modes, default "capacity load independence"; they run in this
+# order, capacity and calibrate first):
 #   capacity      all instances saturated for --cap-seconds: delivered CPI/s
 #                 per instance; loads are percentages of each instance's own
 #                 figure (not of the copy floor: chirpd may be FFT-bound below
 #                 it; the report gives capacity / floor).
+#   calibrate     the host calibration: scripts/chirpd-calibrate-host on all
+#                 instances at once (--cap-seconds window) stores each one's
+#                 shared capacity in its cache; with it, loads are
+#                 percentages of the capacity each instance's status reports
+#                 (capacity.sustainable_cpi_per_s: the shared figure).
 #   load          all instances at --load % for --duration seconds.
+#   peak          all instances at --peak % (95) for --duration seconds.
 #   independence  all at --load % for --ind-seconds; --kill-at seconds into
 #                 the window the last instance is killed -9, and restarted
 #                 after 2 s with the same configuration (chirpd@'s
@@ -48,23 +58,36 @@
 #                 it loses nothing, which is what is checked). The restarted
 #                 one must resume its stream: its probe keeps reading the same
 #                 ring and counts the CPIs dropped while it was down as gaps.
+#                 The restart is timed to the first CPI the new chirpd
+#                 delivers (chirpctl stats cpis_out), and its log says
+#                 whether it reused both rings and its cached capacity.
 # Criteria (information: PASS/FAIL lines; exit 0 regardless):
 #   M1  load: 0 CPIs lost on every instance (lost + in_ovr + out_drop).
+#   M2  peak: the same at --peak %.
+#   R1  the restarted instance processes again <= 2 s after the kill.
+#   R2  it reused both rings and its cached capacity; its producer and
+#       consumer never re-attached.
 #   I1  each survivor: 0 lost, 0 input overruns, 0 output drops.
-#   I2  each survivor: p99.9 in the kill window and after <= 1.5 x before + 0.1 ms.
+#   I2  each survivor: p99.9 in the kill window and after <= 1.5 x before + 0.1 ms
+#       (the report gives the restarted chirpd's start-up phases beside it:
+#       what ran on the host while the survivor's tail moved).
 #   I3  the restarted instance delivers again and its results verify.
 #   V   every verification: 0 mismatches.
 #
 # Usage:
 #   scripts/bench-multi-gpu.sh [--backend cuda|cpu] [--instances N]
 #       [--geometry CxPxR] [--ref-len L] [--format cf32|sc16]
-#       [--mode complex|magnitude|power_db] [--modes "capacity load independence"]
-#       [--warmup S] [--cap-seconds S] [--load PCT] [--duration S]
+#       [--mode complex|magnitude|power_db] [--modes "capacity calibrate load peak independence"]
+#       [--all] [--warmup S] [--cap-seconds S] [--load PCT] [--peak PCT] [--duration S]
+#       [--restart-sec S]
 #       [--ind-seconds S] [--kill-at S] [--verify-count K] [--floor-seconds S]
 #       [--set section.key=value]... [--out DIR] [--no-copy-floor]
 # Defaults: cuda, 4x128x4096 L 512 cf32 -> complex, warm-up 4 s, capacity 15 s,
-# load 80 % for 120 s, independence 60 s with the kill at 20 s, verify 20 CPIs,
-# floor 10 s: about 5 minutes for 2 GPUs (printed at start).
+# load 80 % for 120 s, peak 95 %, independence 60 s with the kill at 20 s,
+# restart 0.1 s after the kill (chirpd@'s RestartSec), verify 20 CPIs, floor
+# 10 s: about 5 minutes for 2 GPUs (printed at start). --all: the modes
+# "calibrate load peak independence" (the issue's whole run: loads of the
+# shared capacity).
 # Environment: CHIRP_BUILD (default build), START_TIMEOUT (60 s).
 # Output in DIR (default build/bench-multi-gpu/DATE): report.md, results.tsv
 # and logs.tar.gz (every configuration, log, status/stats JSON, raw latency
@@ -79,9 +102,9 @@ BUILD=${CHIRP_BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$root/$BUILD;; esac
 backend=cuda ninst= geometry=4x128x4096 reflen=512 format=cf32 mode=complex
 modes="capacity load independence" warmup=4 cap_s=15 load=80 duration=120
-ind_s=60 kill_at=20 verify_k=20 floor_s=10 out= copy=1 sets=()
+ind_s=60 kill_at=20 verify_k=20 floor_s=10 out= copy=1 sets=() peak=95
 START_TIMEOUT=${START_TIMEOUT:-60}   # chirpd start-up (FFT planning, CUDA init)
-RESTART_SEC=2                        # chirpd@.service: RestartSec=2s
+RESTART_SEC=0.1                      # chirpd@.service: RestartSec=100ms
 
 die() { echo "bench-multi-gpu: $*" >&2; exit 1; }
 usage() { sed -n '/^# Usage:/,/^# Exit/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -97,6 +120,9 @@ while [ $# -gt 0 ]; do
 	--warmup) warmup=${2:?}; shift;;
 	--cap-seconds) cap_s=${2:?}; shift;;
 	--load) load=${2:?}; shift;;
+	--peak) peak=${2:?}; shift;;
+	--all) modes="calibrate load peak independence";;
+	--restart-sec) RESTART_SEC=${2:?}; shift;;
 	--duration) duration=${2:?}; shift;;
 	--ind-seconds) ind_s=${2:?}; shift;;
 	--kill-at) kill_at=${2:?}; shift;;
@@ -119,13 +145,14 @@ for v in "$C" "$P" "$R" "$reflen" "$verify_k" ${ninst:+"$ninst"}; do
 	[[ $v =~ ^[0-9]+$ ]] && [ "$v" -gt 0 ] || die "geometry '$geometry', --ref-len, --verify-count, --instances: want positive integers"
 done
 [ "$reflen" -le "$R" ] || die "--ref-len $reflen is longer than a range line ($R samples)"
-for v in "$warmup" "$cap_s" "$load" "$duration" "$ind_s" "$kill_at" "$floor_s"; do
+for v in "$warmup" "$cap_s" "$load" "$peak" "$duration" "$ind_s" "$kill_at" "$floor_s" "$RESTART_SEC"; do
 	[[ $v =~ $num_re ]] || die "'$v': want a number"
 done
 awk -v k="$kill_at" -v s="$ind_s" 'BEGIN { exit !(k > 0 && k < s) }' || die "--kill-at $kill_at: want 0 < S < --ind-seconds $ind_s"
 for m in $modes; do
-	case $m in capacity|load|independence) ;; *) die "--modes: '$m' is not capacity, load or independence";; esac
+	case $m in capacity|calibrate|load|peak|independence) ;; *) die "--modes: '$m' is not capacity, calibrate, load, peak or independence";; esac
 done
+CALIBRATE=$root/scripts/chirpd-calibrate-host
 for b in bin/chirpd bin/chirpctl bin/chirp-feed bin/chirp-tap bench/latency_probe; do
 	[ -x "$BUILD/$b" ] || die "$BUILD/$b is not built (make)"
 done
@@ -229,14 +256,15 @@ all_summaries() {
 	done
 }
 
-# write_conf FILE SOCK IN OUT GPU — conf/chirpd.conf with the overrides (as
-# bench-latency.sh: every key must exist in the shipped file).
+# write_conf FILE SOCK IN OUT GPU CACHE — conf/chirpd.conf with the overrides
+# (as bench-latency.sh: every key must exist in the shipped file).
 write_conf() {
 	local pw gpu=()
 	pw=$(awk -v l="$reflen" 'BEGIN { printf "%.9g", l / 25e6 }')   # L samples at 25 MHz
 	[ "$5" != - ] && gpu=(processing.gpu="$5")
 	"$PY" - "$root/conf/chirpd.conf" "$1" \
 		daemon.control_socket="$2" input.ring="$3" output.ring="$4" numa.node=auto "${gpu[@]}" \
+		processing.capacity_cache="$6" \
 		processing.backend="$backend" cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
 		input.format="$format" output.mode="$mode" waveform.type=lfm \
 		waveform.sample_rate_hz=25e6 waveform.pulse_width_s="$pw" "${sets[@]}" <<'PYEOF'
@@ -288,17 +316,16 @@ ring_numa() {
 	grep -E "/dev/shm/$uniq-" "/proc/${CHIRPD[$2]}/numa_maps" >"$f-numa_maps-$3.txt" 2>/dev/null || true
 }
 
-# run_phase PHASE SECONDS RATE... — all instances at once (RATE "" =
-# saturated), the probes' windows, optional kill/restart, verification.
-run_phase() {
-	local ph=$1 secs=$2 i f maxn rate markers=() sums=() pace
-	shift 2
-	local rates=("$@")
-	echo "$ph: $ninst instances, warm-up $warmup s, window $secs s ..."
+# start_all PHASE — a fresh chirpd per instance (fresh rings, the
+# instance's own capacity cache), all started together; each one's status
+# once it answers.
+start_all() {
+	local ph=$1 i f
 	for ((i = 0; i < ninst; i++)); do
 		f=$work/$ph-${names[$i]}
 		SOCK[$i]=$tmp/$ph$i.sock INR[$i]=/$uniq-$ph-$i-in OUTR[$i]=/$uniq-$ph-$i-out CONF[$i]=$f.conf
-		write_conf "${CONF[$i]}" "${SOCK[$i]}" "${INR[$i]}" "${OUTR[$i]}" "${gpus[$i]}" || die "cannot write ${CONF[$i]}"
+		write_conf "${CONF[$i]}" "${SOCK[$i]}" "${INR[$i]}" "${OUTR[$i]}" "${gpus[$i]}" \
+			"$work/${names[$i]}.capacity" || die "cannot write ${CONF[$i]}"
 		: >"$f-chirpd.log"
 		start_chirpd "$ph" "$i"
 	done
@@ -306,7 +333,73 @@ run_phase() {
 		f=$work/$ph-${names[$i]}
 		wait_ping "$ph" "$i"
 		ctl "$i" --json status >"$f-status.json" || die "$ph ${names[$i]}: chirpctl status failed"
+	done
+}
+stop_all() {
+	local i
+	for ((i = 0; i < ninst; i++)); do
+		stop "${CHIRPD[$i]}"
+		rm -f /dev/shm"${INR[$i]}" /dev/shm"${OUTR[$i]}"
+	done
+}
+# sustainable I — capacity.sustainable_cpi_per_s of instance I's status.
+sustainable() {
+	"$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["capacity"]["sustainable_cpi_per_s"])' \
+		"$work/$2-${names[$1]}-status.json"
+}
+
+# run_calibrate — the host calibration on every instance at once: each
+# one's shared capacity into its cache (calibrate.tsv: socket, alone, shared).
+run_calibrate() {
+	local i s
+	echo "calibrate: chirpd-calibrate-host on $ninst instances, window $cap_s s ..."
+	start_all calibrate
+	: >"$work/calibrate.tsv"
+	CALIBRATE_TSV=$work/calibrate.tsv PATH="$BUILD/bin:$PATH" "$CALIBRATE" --seconds "$cap_s" \
+		--warmup "$warmup" "${SOCK[@]}" >"$work/calibrate.log" 2>&1 ||
+		{ cat "$work/calibrate.log" >&2; die "the host calibration failed"; }
+	sed 's/^/  /' "$work/calibrate.log"
+	for ((i = 0; i < ninst; i++)); do
+		ctl "$i" --json status >"$work/calibrate-${names[$i]}-status.json" ||
+			die "calibrate ${names[$i]}: chirpctl status failed"
+		s=$(sustainable "$i" calibrate)
+		printf '%s\t%s\n' "${names[$i]}" "$s" >>"$work/calibrated.tsv"
+	done
+	stop_all
+}
+
+# out_again I — wait (20 s at most) until instance I's chirpd delivered a
+# CPI; prints the time it saw it at (date +%s.%N).
+out_again() {
+	local k v
+	for k in $(seq 1 2000); do
+		v=$(ctl "$1" --json stats 2>/dev/null | grep -o '"cpis_out": *[0-9]*' | grep -o '[0-9]*$')
+		[ "${v:-0}" -ge 1 ] 2>/dev/null && { now; return 0; }
+		sleep 0.01
+	done
+	return 1
+}
+
+# run_phase PHASE SECONDS RATE... — all instances at once (RATE "" =
+# saturated, "status:PCT" = PCT % of the capacity the instance's status
+# reports), the probes' windows, optional kill/restart, verification.
+run_phase() {
+	local ph=$1 secs=$2 i f maxn rate markers=() sums=() pace
+	shift 2
+	local rates=("$@")
+	echo "$ph: $ninst instances, warm-up $warmup s, window $secs s ..."
+	start_all "$ph"
+	for ((i = 0; i < ninst; i++)); do
+		f=$work/$ph-${names[$i]}
 		rate=${rates[$i]:-}
+		case $rate in status:*)
+			local pc=${rate#status:} sc
+			sc=$(sustainable "$i" "$ph")
+			rate=$(awk -v c="$sc" -v p="$pc" 'BEGIN { printf "%.3f", c * p / 100 }')
+			rates[$i]=$rate
+			echo "  ${names[$i]}: $rate CPI/s = $pc % of the $sc CPI/s its status reports";;
+		esac
+		awk -v r="${rate:-1}" 'BEGIN { exit !(r > 0) }' || die "$ph ${names[$i]}: rate $rate CPI/s"
 		maxn=$(awk -v r="${rate:-0}" -v s="$secs" 'BEGIN { n = (r > 0) ? r * s * 1.5 + 100000 : 4000000; printf "%d", n }')
 		"$BUILD/bench/latency_probe" --ring "${OUTR[$i]}" --warmup "$warmup" --measure "$secs" --wait 10 \
 			--first-timeout "$START_TIMEOUT" --max-samples "$maxn" --raw "$f-lat.txt" \
@@ -337,21 +430,21 @@ run_phase() {
 		ring_numa "$ph" "$i" open
 	done
 	if [ "$ph" = independence ]; then
-		local v=$((ninst - 1)) t_kill t_back
+		local v=$((ninst - 1)) t_kill t_back t_out
 		f=$work/$ph-${names[$v]}
 		sleep "$kill_at"
 		t_kill=$(now)
 		kill -KILL "${CHIRPD[$v]}"
 		wait_pid "${CHIRPD[$v]}" 10 >/dev/null 2>&1
 		forget "${CHIRPD[$v]}"
-		echo "  ${names[$v]}: chirpd killed -9 $kill_at s into the window; restart in $RESTART_SEC s (RestartSec)"
 		sleep "$RESTART_SEC"
 		echo "--- restarted after kill -9 ---" >>"$f-chirpd.log"
 		start_chirpd "$ph" "$v"
 		wait_ping "$ph" "$v"
 		t_back=$(now)
-		echo "  ${names[$v]}: answering again $(awk -v a="$t_kill" -v b="$t_back" 'BEGIN { printf "%.1f", b - a }') s after the kill"
-		printf 'victim\t%s\nt_kill\t%s\nt_back\t%s\n' "${names[$v]}" "$t_kill" "$t_back" >"$work/events.tsv"
+		t_out=$(out_again "$v") || t_out=
+		echo "  ${names[$v]}: chirpd killed -9 $kill_at s into the window, started again $RESTART_SEC s later (RestartSec): answering $(awk -v a="$t_kill" -v b="$t_back" 'BEGIN { printf "%.2f", b - a }') s, processing $( [ -n "$t_out" ] && awk -v a="$t_kill" -v b="$t_out" 'BEGIN { printf "%.2f s", b - a }' || echo "not within 20 s") after the kill"
+		printf 'victim\t%s\nt_kill\t%s\nt_back\t%s\nt_out\t%s\nrestart_sec\t%s\n' "${names[$v]}" "$t_kill" "$t_back" "$t_out" "$RESTART_SEC" >"$work/events.tsv"
 		ctl "$v" --json status >"$f-status-restarted.json" || true
 	fi
 	probe_dead=
@@ -383,10 +476,7 @@ run_phase() {
 		forget "${taps[$i]}"
 	done
 	for ((i = 0; i < ninst; i++)); do stop "${FEED[$i]}"; done
-	for ((i = 0; i < ninst; i++)); do
-		stop "${CHIRPD[$i]}"
-		rm -f /dev/shm"${INR[$i]}" /dev/shm"${OUTR[$i]}"
-	done
+	stop_all
 }
 
 # copy_floor on every GPU at once, aligned on one start instant.
@@ -414,8 +504,11 @@ run_floor() {
 # ---- run ----
 est=$(awk -v n="$ninst" -v m="$modes" -v w="$warmup" -v c="$cap_s" -v d="$duration" -v s="$ind_s" \
 	-v f="$([ $copy = 1 ] && echo "$floor_s" || echo 0)" 'BEGIN {
-	t = 20 + c + w; if (f > 0) t += f + 20
+	t = 0; if (f > 0) t += f + 20
+	if (m ~ /capacity/) t += 20 + c + w
+	if (m ~ /calibrate/) t += 20 + c + w
 	if (m ~ /load/) t += 20 + d + w
+	if (m ~ /peak/) t += 20 + d + w
 	if (m ~ /independence/ && n > 1) t += 25 + s + w
 	printf "%d", t }')
 nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
@@ -425,11 +518,12 @@ nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
 	echo "machine	$(hostname), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $nodes NUMA node(s)$( [ "$backend" = cuda ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | awk '{ $1 = $1 "x"; printf ", %s", $0 }')"
 	echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
 	echo "setup	backend $backend, $ninst instances, ${C}x${P}x${R} $format -> $mode, L = $reflen; shipped conf/chirpd.conf with [numa] node = auto${sets[*]:+, plus ${sets[*]}}"
-	echo "windows	warm-up $warmup s; capacity $cap_s s; load $load % for $duration s; independence $ind_s s, kill -9 at $kill_at s, restart after $RESTART_SEC s; verify $verify_k CPIs per instance and phase"
+	echo "windows	warm-up $warmup s; capacity $cap_s s; load $load % and peak $peak % for $duration s; independence $ind_s s, kill -9 at $kill_at s, restart after $RESTART_SEC s; verify $verify_k CPIs per instance and phase"
 	echo "numa_nodes	$nodes"
 	echo "geometry	$C $P $R"
 	echo "modes	$modes"
 	echo "load	$load"
+	echo "peak	$peak"
 	echo "backend	$backend"
 	for ((i = 0; i < ninst; i++)); do
 		gn=-
@@ -437,7 +531,7 @@ nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
 		echo "instance	${names[$i]}	${gpus[$i]}	$gn"
 	done
 } >"$work/meta.tsv"
-grep -v '^\(numa_nodes\|geometry\|modes\|load\|backend\|instance\)	' "$work/meta.tsv" | sed 's/\t/: /'
+grep -v '^\(numa_nodes\|geometry\|modes\|load\|peak\|backend\|instance\)	' "$work/meta.tsv" | sed 's/\t/: /'
 echo "estimated run time: about $est s"
 [ "$nodes" -le 1 ] && echo "the host reports $nodes NUMA node: every instance's threads and rings are on it"
 
@@ -447,17 +541,34 @@ else
 	echo "floor: none ($([ "$backend" = cpu ] && echo "CPU backend: no GPU, no copy floor" || echo "--no-copy-floor"))"
 fi
 
-run_phase capacity "$cap_s"
-caps=()
-for ((i = 0; i < ninst; i++)); do
-	c=$("$PY" -c 'import re,sys; print(re.search(r"rate=([0-9.]+)", open(sys.argv[1]).read()).group(1))' "$work/capacity-${names[$i]}-probe.txt")
-	awk -v c="$c" 'BEGIN { exit !(c > 0) }' || die "${names[$i]}: capacity measured as $c CPI/s"
-	caps+=("$(awk -v c="$c" -v p="$load" 'BEGIN { printf "%.3f", c * p / 100 }')")
-	echo "  ${names[$i]}: capacity $c CPI/s (all saturated together); $load % = ${caps[$i]} CPI/s"
-done
-case " $modes " in *" load "*) run_phase load "$duration" "${caps[@]}";; esac
+# rates_of PCT — every instance's rate at PCT %: of the shared capacity its
+# status reports after a calibration, else of the capacity phase's figure.
+rates_of() {
+	local i c
+	for ((i = 0; i < ninst; i++)); do
+		if [ "$calibrated" = 1 ]; then
+			echo "status:$1"
+		else
+			c=$("$PY" -c 'import re,sys; print(re.search(r"rate=([0-9.]+)", open(sys.argv[1]).read()).group(1))' "$work/capacity-${names[$i]}-probe.txt")
+			awk -v c="$c" -v p="$1" 'BEGIN { printf "%.3f\n", c * p / 100 }'
+		fi
+	done
+}
+calibrated=0
+case " $modes " in *" capacity "*)
+	run_phase capacity "$cap_s"
+	for ((i = 0; i < ninst; i++)); do
+		c=$("$PY" -c 'import re,sys; print(re.search(r"rate=([0-9.]+)", open(sys.argv[1]).read()).group(1))' "$work/capacity-${names[$i]}-probe.txt")
+		awk -v c="$c" 'BEGIN { exit !(c > 0) }' || die "${names[$i]}: capacity measured as $c CPI/s"
+		echo "  ${names[$i]}: capacity $c CPI/s (all saturated together)"
+	done;;
+esac
+case " $modes " in *" calibrate "*) run_calibrate; calibrated=1;; esac
+case " $modes " in *capacity*|*calibrate*) ;; *) die "--modes: capacity or calibrate is needed (the loads are percentages of it)";; esac
+case " $modes " in *" load "*) mapfile -t r < <(rates_of "$load"); run_phase load "$duration" "${r[@]}";; esac
+case " $modes " in *" peak "*) mapfile -t r < <(rates_of "$peak"); run_phase peak "$duration" "${r[@]}";; esac
 if [ "$ninst" -ge 2 ]; then
-	case " $modes " in *" independence "*) run_phase independence "$ind_s" "${caps[@]}";; esac
+	case " $modes " in *" independence "*) mapfile -t r < <(rates_of "$load"); run_phase independence "$ind_s" "${r[@]}";; esac
 fi
 cleanup
 echo

@@ -10,7 +10,11 @@ output drops over the window, the producer's late ticks, the verification;
 a total row per phase (sums; percentiles over every instance's samples
 pooled). Placement from chirpctl status (numa.node, numa.cpus) and the rings'
 pages in chirpd's /proc/PID/numa_maps. The copy floor (copy_floor --limit on
-every GPU at once). The independence test's lines. Prints the report too."""
+every GPU at once). The host calibration (each instance's capacity alone
+and shared, from its status after chirpd-calibrate-host). The independence
+test's lines: the survivors' tail and losses, the restarted instance's time
+to processing again, whether it reused its rings and cached capacity, and
+its start-up phases. Prints the report too."""
 import glob, json, math, os, re, sys
 
 out = sys.argv[1]
@@ -175,6 +179,47 @@ else:
                                           else "--no-copy-floor"))
     rep.append("")
 
+# ---- host calibration ----
+cal = []
+for name, gpu, _node in instances:
+    st = js(os.path.join(work, "calibrate-%s-status.json" % name))
+    if st:
+        cal.append((name, gpu, get(st, "capacity.alone.cpi_per_s"), get(st, "capacity.shared.cpi_per_s")))
+
+
+def floor_of(gpu):
+    return next((c for c in floors.values() if gpu != "-" and c["bus"].lower().endswith(gpu.lower()[-7:])), None)
+
+
+if cal:
+    rep.append("## Host calibration: every instance saturated at once (chirpd-calibrate-host)")
+    rep.append("")
+    rep.append("alone: the capacity chirpd measured at start with the host to itself; shared: delivered CPI/s "
+               "with every instance saturated at once, stored in each capacity cache (status capacity.shared); "
+               "floor: this GPU's copy limit while every GPU copies.")
+    rep.append("")
+    rep.append("| instance | GPU | alone CPI/s | shared CPI/s | shared / alone | floor CPI/s | shared / floor |")
+    rep.append("|---|---|---:|---:|---:|---:|---:|")
+    ta = tsh = tfl = 0.0
+    for name, gpu, alone, shared in cal:
+        fl = floor_of(gpu)
+        flc = float(fl["cpi_per_s"]) if fl else None
+        ta += alone or 0
+        tsh += shared or 0
+        tfl += flc or 0
+        rep.append("| %s | %s | %.1f | %s | %s | %s | %s |" % (
+            name, gpu, alone or 0, "%.1f" % shared if shared else "none",
+            "%.0f %%" % (100 * shared / alone) if shared and alone else "n/a",
+            "%.1f" % flc if flc else "-", "%.0f %%" % (100 * shared / flc) if shared and flc else "-"))
+        tsv.append("\t".join(["calibrate", name, gpu, "saturated", "%.2f" % (shared or 0),
+                              "%.4f" % ((shared or 0) * spc / 1e9)] + ["-"] * 13))
+    rep.append("| total (%d) | - | %.1f | %.1f | %s | %s | %s |" % (
+        len(cal), ta, tsh, "%.0f %%" % (100 * tsh / ta) if ta else "n/a", "%.1f" % tfl if tfl else "-",
+        "%.0f %%" % (100 * tsh / tfl) if tfl else "-"))
+    tsv.append("\t".join(["calibrate", "total", "-", "saturated", "%.2f" % tsh, "%.4f" % (tsh * spc / 1e9)] +
+                         ["-"] * 13))
+    rep.append("")
+
 # ---- results ----
 rep.append("## Results per instance and in total")
 rep.append("")
@@ -256,12 +301,16 @@ for r in runs:
 rep.append("")
 
 # ---- criteria ----
-for r in [r for r in runs if r["ph"] == "load"]:
-    tot = int(r["p"].get("lost", 0)) + (r["d"]["input_overruns"] or 0) + (r["d"]["output_drops"] or 0)
-    crit.append("%s M1 load %s %%: %s lost %s, in_ovr %s, out_drop %s" % (
-        "PASS" if tot == 0 else "FAIL", meta.get("load", "?"), r["inst"], r["p"].get("lost", "n/a"),
-        na(r["d"]["input_overruns"]), na(r["d"]["output_drops"])))
+for ph, tag, key in (("load", "M1", "load"), ("peak", "M2", "peak")):
+    for r in [r for r in runs if r["ph"] == ph]:
+        tot = int(r["p"].get("lost", 0)) + (r["d"]["input_overruns"] or 0) + (r["d"]["output_drops"] or 0)
+        crit.append("%s %s %s %s %%: %s lost %s, in_ovr %s, out_drop %s (asked %s CPI/s)" % (
+            "PASS" if tot == 0 else "FAIL", tag, ph, meta.get(key, "?"), r["inst"], r["p"].get("lost", "n/a"),
+            na(r["d"]["input_overruns"]), na(r["d"]["output_drops"]), r["asked"]))
 ind = [r for r in runs if r["ph"] == "independence"]
+victim_startup = None
+# the victim first: its start-up goes beside the survivors' lines
+ind.sort(key=lambda r: not r["victim"])
 if ind and events:
     t_kill, t_back = float(events["t_kill"]), float(events["t_back"])
     rep.append("## Independence: %s killed -9 and restarted" % events["victim"])
@@ -279,6 +328,35 @@ if ind and events:
                            na(r["mism"])))
             crit.append("%s I3 restarted %s resumed its stream: %s CPIs after the restart, verify %d/%s mismatches" % (
                 "PASS" if ok else "FAIL", r["inst"], na(after), r["verified"], na(r["mism"])))
+            log = text(os.path.join(work, "independence-%s-chirpd.log" % r["inst"]))
+            log = log.split("--- restarted after kill -9 ---", 1)[-1]
+            reused = len(re.findall(r"ring \S+: reused", log))
+            recreated = re.findall(r"ring \S+: [^\n]*re-created[^\n]*", log)
+            cached = "from the capacity cache" in log and not re.search(r"measured with depth", log)
+            feed_re = "re-attach" in text(os.path.join(work, "independence-%s-feed.log" % r["inst"]))
+            probe_re = p.get("reattached", "n/a")
+            t_out = float(events["t_out"]) if events.get("t_out") else None
+            sm = get(js(os.path.join(work, "independence-%s-status-restarted.json" % r["inst"])), "startup_ms") or {}
+            phases = ", ".join("%s %.0f" % (k, sm[k]) for k in ("backend", "capacity", "rings", "pipeline", "threads")
+                               if isinstance(sm.get(k), (int, float)))
+            rep.append("independence: restarted %s: processing again %s s after the kill (started %s s after it, "
+                       "RestartSec); start-up %s ms: %s; rings reused %d%s; capacity %s; producer re-attached: %s, "
+                       "consumer re-attached %s times" % (
+                           r["inst"], "%.2f" % (t_out - t_kill) if t_out else "n/a", events.get("restart_sec", "?"),
+                           "%.0f" % sm["total"] if isinstance(sm.get("total"), (int, float)) else "n/a",
+                           phases or "n/a", reused, " (%s)" % "; ".join(recreated) if recreated else "",
+                           "from the cache" if cached else "measured again", "yes" if feed_re else "no", probe_re))
+            crit.append("%s R1 restarted %s processing again %s s after the kill (<= 2 s)" % (
+                "PASS" if t_out and t_out - t_kill <= 2.0 else "FAIL", r["inst"],
+                "%.2f" % (t_out - t_kill) if t_out else "n/a"))
+            crit.append("%s R2 restarted %s kept its peers: rings reused %d of 2, capacity %s, producer re-attached %s, "
+                        "consumer re-attached %s" % (
+                            "PASS" if reused >= 2 and not recreated and cached and not feed_re and probe_re == "0"
+                            else "FAIL", r["inst"], reused, "cached" if cached else "measured again",
+                            "yes" if feed_re else "no", probe_re))
+            victim_startup = "%s starting again, %s ms (%s)" % (
+                r["inst"], "%.0f" % sm["total"] if isinstance(sm.get("total"), (int, float)) else "n/a",
+                phases or "n/a")
             continue
         rate = float(p.get("rate", 0)) or 1.0
         lat = r["lat"]
@@ -299,6 +377,8 @@ if ind and events:
         crit.append("%s I2 survivor %s tail unmoved: p99.9 kill window %s, after %s <= 1.5 x before %s + 0.1 = %s ms" % (
             "PASS" if not math.isnan(lim) and not math.isnan(worst) and worst <= lim else "FAIL", r["inst"],
             ms(p999[1]), ms(p999[2]), ms(p999[0]), ms(lim)))
+    if victim_startup:
+        rep.append("Beside the survivors in the kill window: %s." % victim_startup)
     rep.append("")
 elif "independence" in meta.get("modes", "") and len(instances) < 2:
     rep.append("independence: skipped (one instance)")
