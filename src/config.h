@@ -121,6 +121,7 @@ struct chirp_config {
 	unsigned output_slots;
 	char output_file[CFG_PATH_MAX];      /* also append results here ("" = off) */
 	int output_allow_foreign_owner;      /* adopt a ring another uid owns */
+	int output_hugepages;                /* back the ring with 2 MiB pages */
 
 	/* [radar]: what turns bins into metres and metres per second */
 	double prf_hz;                       /* pulse repetition frequency, 0 = unknown */

@@ -187,6 +187,7 @@ static void plan_ring_make(struct plan_ring *r, const struct chirp_config *c, en
 		r->name = c->output_ring;
 		r->what = "output";
 		r->role = CHIRP_RING_PRODUCER;
+		r->hugepages = c->output_hugepages;
 		r->allow_foreign_owner = c->output_allow_foreign_owner;
 		break;
 	default:

@@ -353,6 +353,7 @@ static void test_compare(void **state)
 		{ "[cfar]\nmethod = so\n", 0, 0, 1, 1, 1 },
 		{ "[detections]\nslots = 9\n", 1, 1, 1, 1, 0 },
 		{ "[input]\nhugepages = true\n", 1, 1, 0, 1, 1 },
+		{ "[output]\nhugepages = true\n", 1, 1, 1, 0, 1 },
 		{ "[processing]\nfftw_planner = measure\n", 0, 1, 1, 1, 1 },
 		/* a restart key: the plans differ; a reload holds it first
 		 * (config_hold_restart_keys), so the ring stays (test_reload) */
