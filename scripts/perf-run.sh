@@ -49,6 +49,20 @@
 #               chain's detection lists published on ZeroMQ and without,
 #               2 x 2 runs of 10 s -> publish.tsv (skipped without
 #               pyzmq)                                             <= 200 s
+#   multigpu    scripts/bench-multi-gpu.sh --all: one chirpd per GPU, the
+#               copy floor of all GPUs at once, the host calibration
+#               (chirpd-calibrate-host), every instance at 80 % and at 95 %
+#               of the capacity its status reports, kill -9 of one and its
+#               restart -> multigpu.tsv, multigpu-report.md (criteria) and
+#               multigpu-run.tsv (its run's meta); MULTI_GPU_ARGS: more
+#               options (windows); the raw logs stay in
+#               build/perf-run/multigpu/logs.tar.gz                 <= 420 s
+#   restart     scripts/bench-restart.sh 3: kill -9 and restart under load,
+#               time to output again and the start-up phases
+#               -> restart.tsv; with PERF_HUGEPAGES=1 (as root: it mounts
+#               /dev/hugepages and grows the huge page pool for the
+#               rings, then gives the pages back) the same with both rings
+#               on huge pages -> restart_hugepages.tsv         <= 120 + 120 s
 # One remote command may be limited to 10 minutes: the whole command has a
 # budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
 # and a step left without time is reported "not run". The steps' limits add
@@ -78,7 +92,7 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish multigpu restart";;
 cpu) all="build compare latency";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
@@ -103,8 +117,11 @@ fi
 slug() { tr 'A-Z' 'a-z' | sed 's/([^)]*)//g; s/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//' | cut -c1-40 | sed 's/-$//'; }
 if [ -z "${PERF_DIR:-}" ]; then
 	desc=
-	[ "$host_kind" = gpu ] && command -v nvidia-smi >/dev/null &&
+	if [ "$host_kind" = gpu ] && command -v nvidia-smi >/dev/null; then
 		desc=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | slug)
+		ngpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -c .)
+		[ -n "$desc" ] && [ "$ngpu" -gt 1 ] && desc=$desc-x$ngpu   # a host of N GPUs
+	fi
 	[ -n "$desc" ] || desc=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | slug)
 	PERF_DIR=$(date -u +%Y-%m-%d)-${desc:-host}-$(nproc)cpu
 fi
@@ -335,6 +352,64 @@ step_publish() {
 	esac
 }
 
+step_multigpu() {
+	local raw=$work/multigpu
+	local cmd=(scripts/bench-multi-gpu.sh --all ${MULTI_GPU_ARGS:-} --out "$raw")
+	meta multigpu "${cmd[@]}"
+	if run_step 420 "$work/multigpu.log" "${cmd[@]}" && [ -s "$raw/results.tsv" ]; then
+		cp "$raw/results.tsv" "$dir/multigpu.tsv" && cp "$raw/report.md" "$dir/multigpu-report.md" &&
+			tar -xzf "$raw/logs.tar.gz" -O work/meta.tsv >"$dir/multigpu-run.tsv" ||
+			{ drop multigpu; note multigpu FAILED "cannot copy its results"; return; }
+		note multigpu ok "$(grep -E '^(PASS|FAIL) ' "$raw/report.md" | cut -c1-24 | tr '\n' ';')"
+	else
+		tail -5 "$work/multigpu.log"
+		drop multigpu
+		note multigpu FAILED "see $work/multigpu.log"
+	fi
+}
+
+# huge_pool PAGES — /dev/hugepages mounted with PAGES free 2 MiB pages (as
+# root: mounts it and grows the pool; huge_pool_restore gives them back).
+# 0 when ready.
+huge_pages0=
+huge_pool() {
+	local free total
+	mkdir -p /dev/hugepages 2>/dev/null
+	grep -q ' /dev/hugepages hugetlbfs ' /proc/mounts ||
+		mount -t hugetlbfs -o pagesize=2M none /dev/hugepages 2>/dev/null || return 1
+	free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+	total=$(awk '/^HugePages_Total:/ { print $2 }' /proc/meminfo)
+	huge_pages0=$total
+	[ "$free" -ge "$1" ] && return 0
+	echo $((total + $1 - free)) >/proc/sys/vm/nr_hugepages 2>/dev/null || return 1
+	free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+	[ "$free" -ge "$1" ]
+}
+huge_pool_restore() { [ -n "$huge_pages0" ] && echo "$huge_pages0" >/proc/sys/vm/nr_hugepages 2>/dev/null; }
+
+step_restart() {
+	local kind cfg cmd
+	for kind in restart restart_hugepages; do
+		cfg=
+		if [ $kind = restart_hugepages ]; then
+			[ "${PERF_HUGEPAGES:-0}" = 1 ] || { note $kind skipped "PERF_HUGEPAGES=1 to run it"; continue; }
+			# both rings of 4x128x4096 cf32 at slots = auto: ~10 GiB
+			huge_pool "${HUGE_PAGES:-6000}" ||
+				{ note $kind skipped "no hugetlbfs with ${HUGE_PAGES:-6000} free 2 MiB pages"; huge_pool_restore; continue; }
+			cfg="input.hugepages=true output.hugepages=true"
+		fi
+		cmd=(scripts/bench-restart.sh 3 "$dir/$kind.tsv")
+		meta $kind ${cfg:+EXTRA_CFG="$cfg"} "${cmd[@]}"
+		EXTRA_CFG=$cfg run_step 120 "$dir/$kind.log" "${cmd[@]}"
+		case $? in
+		0) note $kind ok "$(grep '^bench-restart:' "$dir/$kind.log" | tail -1 | cut -c1-90)";;
+		77) drop $kind; rm -f "$dir/$kind.log"; note $kind skipped "no GPU";;
+		*) tail -5 "$dir/$kind.log"; drop $kind; note $kind FAILED "see $dir/$kind.log";;
+		esac
+		[ $kind = restart_hugepages ] && huge_pool_restore
+	done
+}
+
 step_compare() {
 	meta compare COMPARE_RAW="$dir/compare.tsv" scripts/bench-compare.sh "$BUILD"
 	if COMPARE_RAW=$dir/compare.tsv run_step 900 "$dir/compare.log" scripts/bench-compare.sh "$BUILD"; then
@@ -367,6 +442,8 @@ for s in $steps; do
 	gpu:startup) step_startup;;
 	gpu:net) step_net;;
 	gpu:publish) step_publish;;
+	gpu:multigpu) step_multigpu;;
+	gpu:restart) step_restart;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
 	esac
