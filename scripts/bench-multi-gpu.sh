@@ -516,7 +516,9 @@ nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
 	echo "command	$cmdline"
 	echo "date	$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "machine	$(hostname), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $nodes NUMA node(s)$( [ "$backend" = cuda ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | awk '{ $1 = $1 "x"; printf ", %s", $0 }')"
-	echo "commit	$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo '+dirty')"
+	# a copy of the tree sent to a benchmark host names its commit in
+	# .source-commit (scripts/bench-meta.sh); else git's own
+	echo "commit	$(head -n 1 .source-commit 2>/dev/null || { git rev-parse --short HEAD 2>/dev/null; git diff --quiet HEAD 2>/dev/null || echo '+dirty'; } | tr -d '\n')"
 	echo "setup	backend $backend, $ninst instances, ${C}x${P}x${R} $format -> $mode, L = $reflen; shipped conf/chirpd.conf with [numa] node = auto${sets[*]:+, plus ${sets[*]}}"
 	echo "windows	warm-up $warmup s; capacity $cap_s s; load $load % and peak $peak % for $duration s; independence $ind_s s, kill -9 at $kill_at s, restart after $RESTART_SEC s; verify $verify_k CPIs per instance and phase"
 	echo "numa_nodes	$nodes"

@@ -239,7 +239,9 @@ PYEOF
 # never blocks), and a fixed sleep cannot know how late it will be.
 e2e_wait_consumer() {
 	local ring=$1 pid=$2 t=${3:-20} why
-	why=$("$PY" - "/dev/shm/${ring#/}" "$pid" "$((t * ${E2E_SLOW:-1}))" 2>&1 <<'PYEOF'
+	local path=/dev/shm/${ring#/} huge=${CHIRP_HUGETLBFS:-/dev/hugepages}/${ring#/}
+	[ ! -e "$path" ] && [ -e "$huge" ] && path=$huge   # a ring on huge pages
+	why=$("$PY" - "$path" "$pid" "$((t * ${E2E_SLOW:-1}))" 2>&1 <<'PYEOF'
 import fcntl, os, struct, sys, time
 path, pid, limit = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 end = time.monotonic() + limit
