@@ -39,6 +39,15 @@ with raw results KIND.tsv and their provenance KIND.meta
                 (c)/(a) >= 90 %, (c)/(b) >= 2x and 25 Gb/s
     publish     bench-publish.sh's OUT TSV: capacity with the detection
                 lists published on ZeroMQ and without, the cost <= 1 %
+    multigpu    bench-multi-gpu.sh --all's results.tsv, with
+                multigpu-report.md (its criteria and independence lines,
+                its calibration table) and multigpu-run.tsv (its run's
+                meta): one chirpd per GPU, per instance and in total,
+                against the host's N-GPU copy floor
+    restart     bench-restart.sh's TSV: kill -9 to output again and the
+                start-up phases of each restart; restart_hugepages, the
+                same with both rings on huge pages, goes in the same table
+                when the same folder has it
 
 For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
@@ -46,7 +55,8 @@ in FILE (default doc/performance.md); the prose around them is left alone.
 README's block between `<!-- perf-headline: begin -->` and
 `<!-- perf-headline: end -->` gets five headline rows (none from modes),
 all from ONE run: the newest folder with GPU throughput results (else the
-newest folder), and the commands of that run. Section (e)'s block,
+newest folder), and the commands of that run, and a sixth from the newest multigpu results
+(naming their own folder). Section (e)'s block,
 `<!-- perf-table: modes ... -->`, holds the switching cost (from the newest
 throughput results) and the latency with modes (from the newest modes
 results); either says "not measured yet" where its results are missing. A
@@ -59,7 +69,8 @@ import re
 import sys
 
 KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
-         "detect", "detect_latency", "startup", "net", "publish")
+         "detect", "detect_latency", "startup", "net", "publish", "multigpu", "restart",
+         "restart_hugepages")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -84,10 +95,18 @@ COLS["net"] = ("what", "threads", "datagram_bytes", "gbps", "gbps_per_core", "lo
                "sender", "backend")
 COLS["publish"] = ("run", "publish", "cpi_per_s", "sent", "drops", "sub_det", "sub_gaps",
                    "geometry", "backend")
+COLS["multigpu"] = ("phase", "instance", "gpu", "asked_cpi_s", "cpi_s", "gsps", "p50_us", "p99_us",
+                    "p999_us", "max_us", "lost", "input_overruns", "output_drops")
+COLS["restart"] = ("restart", "gone_ms", "startup_ms", "config_plan", "backend", "capacity",
+                   "rings", "pipeline", "threads", "reused", "capacity_source")
+COLS["restart_hugepages"] = COLS["restart"]
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
 OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
-                           "c_device_cufft")}
+                           "c_device_cufft"),
+            # per-window figures: none ("-") on the floor and calibration rows
+            "multigpu": ("p50_us", "p99_us", "p999_us", "max_us", "lost", "input_overruns",
+                         "output_drops")}
 # Text columns a newer benchmark writes: None where absent or empty.
 OPTIONAL_TEXT = {"throughput": ("fft_engine",)}
 CHAIN_VS_CUPY = 3.0      # the chain on the device against CuPy's chain
@@ -119,6 +138,9 @@ NUMERIC["corner"] = COLS["corner"][1:]
 NUMERIC["startup"] = ("capacity_cpi_per_s", "depth", "input_slots")
 NUMERIC["net"] = ("threads", "datagram_bytes", "gbps", "gbps_per_core", "seconds")
 NUMERIC["publish"] = ("cpi_per_s", "sent", "drops")
+NUMERIC["multigpu"] = ("cpi_s", "gsps")
+NUMERIC["restart"] = COLS["restart"][1:10]
+NUMERIC["restart_hugepages"] = NUMERIC["restart"]
 
 
 class Bad(Exception):
@@ -184,7 +206,7 @@ def read_tsv(path, kind):
         for c in OPTIONAL.get(kind, ()):
             v = r.get(c, "")
             try:
-                f = None if v in ("", "-") else float(v)
+                f = None if v in ("", "-", "n/a") else float(v)
             except ValueError:
                 raise Bad("%s:%d: %s = %r is not a number" % (rel(path), i, c, v))
             r[c] = None if f is None or f != f else f   # NaN: not measured either
@@ -221,6 +243,8 @@ def load_kind(perf, folder, kind):
     d = os.path.join(perf, folder)
     res = dict(folder=folder, dir=d, meta=read_meta(os.path.join(d, kind + ".meta")),
                rows=read_tsv(os.path.join(d, kind + ".tsv"), kind))
+    if kind == "multigpu":
+        load_multigpu_report(res, d)
     if kind in ("latency", "modes", "detect_latency"):
         rep = os.path.join(d, kind + "-report.md")
         try:
@@ -239,6 +263,37 @@ def load_kind(perf, folder, kind):
                     k, _, v = line.rstrip("\n").partition("\t")
                     res["run"][k] = v
     return res
+
+
+def load_multigpu_report(res, d):
+    """multigpu-report.md's criteria, independence and calibration lines,
+    and multigpu-run.tsv's meta, into res."""
+    rep = os.path.join(d, "multigpu-report.md")
+    try:
+        with open(rep) as f:
+            lines = [l.rstrip("\n") for l in f]
+    except OSError as e:
+        raise Bad("%s: %s" % (rel(rep), e.strerror))
+    res["criteria"] = [l for l in lines if re.match(r"(PASS|FAIL) [A-Z]\d* ", l)]
+    if not res["criteria"]:
+        raise Bad("%s: no criteria lines (PASS/FAIL M1..)" % rel(rep))
+    res["independence"] = [l for l in lines if l.startswith(("independence: ", "Beside the "))]
+    # the calibration table: | instance | GPU | alone | shared | ...
+    res["alone"] = {}
+    cal = False
+    for l in lines:
+        if l.startswith("## "):
+            cal = l.startswith("## Host calibration")
+        m = cal and re.match(r"\| (\w+) \| \S+ \| ([\d.]+) \| ", l)
+        if m:
+            res["alone"][m.group(1)] = float(m.group(2))
+    res["run"] = {}
+    run = os.path.join(d, "multigpu-run.tsv")
+    if os.path.exists(run):
+        with open(run) as f:
+            for line in f:
+                k, _, v = line.rstrip("\n").partition("\t")
+                res["run"].setdefault(k, v)
 
 
 # ---- formatting ----------------------------------------------------------
@@ -772,6 +827,130 @@ def table_chain_compare(r):
     return out
 
 
+def mg_rows(r, phase):
+    """The rows of one phase: the instances, then the total."""
+    rows = [x for x in r["rows"] if x["phase"] == phase]
+    return [x for x in rows if x["instance"] != "total"] + [x for x in rows if x["instance"] == "total"]
+
+
+def mg_floor(r):
+    """{instance or "total": the copy floor in CPI/s} (instance i on GPU i)."""
+    fl = {x["gpu"]: x["cpi_s"] for x in mg_rows(r, "floor") if x["instance"] != "total"}
+    out = {x["instance"]: fl.get(x["gpu"]) for x in r["rows"] if x["instance"] != "total"}
+    tot = [x["cpi_s"] for x in mg_rows(r, "floor") if x["instance"] == "total"]
+    out["total"] = tot[0] if tot else None
+    return out
+
+
+def opt(v, fmt):
+    return "–" if v is None else fmt % v
+
+
+def table_multigpu(r):
+    run = r["run"]
+    fl = mg_floor(r)
+    ninst = len([x for x in mg_rows(r, "calibrate") if x["instance"] != "total"])
+    out = [provenance(r, " Setup: %s. Windows: %s." % (run.get("setup", "?"), run.get("windows", "?"))),
+           "", "Capacity: the copy floor is each GPU's copy limit for this CPI while every GPU "
+           "copies at once (`copy_floor --limit`); alone is what each chirpd measured at its "
+           "start; shared is what each delivered with all %d saturated at once "
+           "(`chirpd-calibrate-host`), the figure its status reports." % ninst, "",
+           "| instance | GPU | copy floor CPI/s | alone CPI/s | shared CPI/s | shared GS/s | shared / floor |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for x in mg_rows(r, "calibrate"):
+        tot = x["instance"] == "total"
+        f = fl.get(x["instance"])
+        a = sum(r["alone"].values()) if tot and r["alone"] else r["alone"].get(x["instance"])
+        out.append("| %s | %s | %s | %s | %.1f | %.3f | %s |" % (
+            "total (%d)" % ninst if tot else x["instance"], x["gpu"], opt(f, "%.1f"), opt(a, "%.1f"),
+            x["cpi_s"], x["gsps"], "%.0f %%" % (100 * x["cpi_s"] / f) if f else "–"))
+    out += ["", "Load: every instance at the same time, paced by its producer at the percentage of "
+            "the capacity its status reports; latency = result peeked − the producer's commit "
+            "stamp; lost = CPIs missing in the window (the restarted instance's outage "
+            "included); in_ovr / out_drop: chirpd's input overruns and output drops.", "",
+            "| phase | instance | asked CPI/s | delivered CPI/s | GS/s | of the floor | p50 ms | "
+            "p99 ms | p99.9 ms | max ms | lost | in_ovr | out_drop |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    pct = {"load": run.get("load", "?"), "peak": run.get("peak", "?"), "independence": run.get("load", "?")}
+    for ph in ("load", "peak", "independence"):
+        for x in mg_rows(r, ph):
+            tot = x["instance"] == "total"
+            f = fl.get(x["instance"])
+            out.append("| %s %s %% | %s | %s | %.1f | %.3f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                ph, pct[ph], "total (%d)" % ninst if tot else x["instance"], x["asked_cpi_s"],
+                x["cpi_s"], x["gsps"], "%.0f %%" % (100 * x["cpi_s"] / f) if f else "–",
+                opt(x["p50_us"] and x["p50_us"] / 1e3, "%.3f"), opt(x["p99_us"] and x["p99_us"] / 1e3, "%.3f"),
+                opt(x["p999_us"] and x["p999_us"] / 1e3, "%.3f"), opt(x["max_us"] and x["max_us"] / 1e3, "%.3f"),
+                opt(x["lost"], "%.0f"), opt(x["input_overruns"], "%.0f"), opt(x["output_drops"], "%.0f")))
+    out += ["", "Kill -9 and restart (from the run's report):", ""]
+    out += ["    " + l for l in r["independence"]]
+    out += ["", "Criteria (from the run's report):", ""]
+    out += ["    " + c for c in r["criteria"]]
+    return out
+
+
+def restart_rows(r, label):
+    rows = r["rows"]
+    out = []
+    for x in rows:
+        out.append("| %s | %s | %.0f | %.0f | %.1f | %.0f | %.0f | %.0f | %.0f | %.1f | %d | %s |" % (
+            label, x["restart"], x["gone_ms"], x["startup_ms"], x["config_plan"], x["backend"],
+            x["capacity"], x["rings"], x["pipeline"], x["threads"], x["reused"], x["capacity_source"]))
+    m = {k: med([x[k] for x in rows]) for k in NUMERIC["restart"]}
+    out.append("| %s | **median** | **%.0f** | %.0f | %.1f | %.0f | %.0f | %.0f | %.0f | %.1f | | |" % (
+        label, m["gone_ms"], m["startup_ms"], m["config_plan"], m["backend"], m["capacity"],
+        m["rings"], m["pipeline"], m["threads"]))
+    return out
+
+
+def table_restart(perf, r):
+    out = [provenance(r, " All times in ms: kill → output again from the kill to the first CPI the "
+                         "new chirpd delivers; the rest chirpd's own start-up phases "
+                         "(`chirpctl status` startup_ms)."), "",
+           "| rings | restart | kill → output again | start-up | config+plan | backend | capacity "
+           "| rings | pipeline | threads | rings reused | capacity from |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    out += restart_rows(r, "ordinary pages")
+    huge = same_folder(perf, r, "restart_hugepages")
+    if huge:
+        out += restart_rows(huge, "huge pages")
+    else:
+        out += ["", "Both rings on huge pages (`[input] hugepages`, `[output] hugepages`): not "
+                "measured in this run."]
+    gone = max(x["gone_ms"] for x in r["rows"])
+    out += ["", "    %s every restart processing again within 2 s of the kill: the longest %.0f ms" % (
+        "PASS" if gone <= 2000 else "FAIL", gone),
+            "    %s every restart reused both rings and the cached capacity" % (
+        "PASS" if all(x["reused"] >= 2 and x["capacity_source"] == "cache" for x in r["rows"])
+        else "FAIL")]
+    return out
+
+
+def multigpu_headline(r):
+    """README's row for N GPUs, from the newest multigpu results."""
+    cal = [x for x in mg_rows(r, "calibrate") if x["instance"] == "total"]
+    fl = mg_floor(r).get("total")
+    n = len([x for x in mg_rows(r, "calibrate") if x["instance"] != "total"])
+    peak = [c for c in r["criteria"] if c.split()[1] == "M2"]
+    r1 = next((c for c in r["criteria"] if c.split()[1] == "R1"), None)
+    i2 = next((c for c in r["criteria"] if c.split()[1] == "I2"), None)
+    geo = "×".join(r["run"].get("geometry", "? ? ?").split())
+    cells = []
+    if cal and fl:
+        cells.append("shared capacity %.0f CPI/s in total = %.0f %% of the host's %d-GPU copy floor" % (
+            cal[0]["cpi_s"], 100 * cal[0]["cpi_s"] / fl, n))
+    if peak:
+        cells.append("at %s %% of it %s" % (r["run"].get("peak", "?"), "0 lost" if all(
+            c.startswith("PASS") for c in peak) else "CPIs lost"))
+    if r1:
+        m = re.search(r"processing again ([\d.]+) s", r1)
+        cells.append("kill -9 of one: processing again after %s s%s" % (
+            m.group(1) if m else "?", ", the other's tail unmoved" if i2 and i2.startswith("PASS")
+            else ", the other's tail moved" if i2 else ""))
+    return "| %d GPUs, one chirpd each, %s | %s (`doc/perf/%s/`) |" % (
+        n, geo, "; ".join(cells) or "no results", r["folder"])
+
+
 # ---- the headline --------------------------------------------------------
 
 def headline(perf, found):
@@ -841,12 +1020,16 @@ def headline(perf, found):
             cmds = [l.rstrip("\n").partition("\t")[2] for l in f if l.strip()]
     except OSError:
         cmds = [got[k]["meta"]["command"] for k in KINDS if k in got]
+    mg = [f for _, f in found["multigpu"]]
+    rows.append(multigpu_headline(load_kind(perf, mg[0], "multigpu")) if mg else
+                "| Several GPUs, one chirpd each | not measured yet |")
     m = next(iter(got.values()))["meta"]
     dirty = any(g["meta"]["dirty"] != "no" for g in got.values())
     commits = sorted({g["meta"]["commit"] for g in got.values()})
     machine = m["cpu"] + ("" if m["gpu"] == "none" else ", " + m["gpu"])
     return (["| Headline | Result |", "|---|---|"] + rows +
-            ["", "One run: %s, %s, commit %s%s; `doc/perf/%s/`, made with %s. Method, criteria "
+            ["", "The first five rows are one run: %s, %s, commit %s%s; `doc/perf/%s/`, made with "
+             "%s; the last names its own. Method, criteria "
              "and every table: [doc/performance.md](doc/performance.md)." % (
                  machine, m["date"][:10], ", ".join("`%s`" % c for c in commits),
                  " (dirty tree)" if dirty else "", folder,
@@ -873,7 +1056,7 @@ def main():
         newest = {k: load_kind(a.perf, found[k][0][1], k) for k in KINDS if found[k]}
         tables = {}
         for k in KINDS:
-            if k in ("modes", "radar_cupy", "detect_latency", "corner"):
+            if k in ("modes", "radar_cupy", "detect_latency", "corner", "restart_hugepages"):
                 continue
             if k not in newest:
                 tables[k] = ["No results yet: run `%s` (doc/performance.md, *How to "
@@ -881,7 +1064,8 @@ def main():
                                                if k == "compare" else
                                                "scripts/perf-run.sh gpu doc/perf" +
                                                (" " + k if k in ("radar", "detect", "startup",
-                                                                 "net", "publish")
+                                                                 "net", "publish", "multigpu",
+                                                                 "restart")
                                                 else ""))]
                 continue
             r = newest[k]
@@ -903,6 +1087,10 @@ def main():
                 tables[k] = table_net(r)
             elif k == "publish":
                 tables[k] = table_publish(r)
+            elif k == "multigpu":
+                tables[k] = table_multigpu(r)
+            elif k == "restart":
+                tables[k] = table_restart(a.perf, r)
             else:
                 tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the
@@ -916,7 +1104,7 @@ def main():
         except OSError as e:
             raise Bad("%s: %s" % (rel(e.filename), e.strerror))
         for k in KINDS:
-            if k in ("radar_cupy", "detect_latency", "corner"):
+            if k in ("radar_cupy", "detect_latency", "corner", "restart_hugepages"):
                 continue
             page = replace_block(page, "<!-- perf-table: %s begin -->" % k,
                                  "<!-- perf-table: %s end -->" % k, [""] + tables[k] + [""],

@@ -13,6 +13,11 @@
 # gives the tables without them, line for line as they were,
 # the network table (i) holds chirp-recv against the loopback ceiling and
 # the naive loop and (j) the cost of publishing, each with its criteria,
+# (k) several GPUs (per instance and in total against the host's copy
+# floor, the calibration's alone and shared figures, the run's criteria)
+# and (l) the restarts (every one, the median, huge pages beside when the
+# folder has them, the 2 s criterion) with README's sixth row naming its
+# own folder,
 # a modes run without a single-mode one says so, and a missing or garbled
 # raw file, or a README without the headline markers, fails with an error
 # that names the file and writes nothing.
@@ -26,7 +31,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare modes radar detect startup net publish; do
+		for k in throughput latency cupy compare modes radar detect startup net publish multigpu restart; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -123,10 +128,29 @@ grep -qF '| 1 | on | 996.0 | 9950 | 2 | 20000 | 2 |' "$T/page.md" || e2e_fail "n
 grep -qF '| 2 | off | 1000.0 | – | – | – | – |' "$T/page.md" || e2e_fail "no publish-off row"
 grep -qF '    PASS publishing costs 0.50 % ≤ 1 % of capacity (median off 1000.0, on 995.0 CPI/s)' "$T/page.md" ||
 	e2e_fail "no publishing cost line"
-# README: five rows from one run, and its command
+# (k): the floor, alone and shared per instance and in total; the phases
+grep -qF '| gpu0 | 0000:01:00.0 | 100.0 | 120.0 | 90.0 | 0.180 | 90 % |' "$T/page.md" || e2e_fail "no (k) capacity row"
+grep -qF '| total (2) | - | 200.0 | 230.0 | 170.0 | 0.340 | 85 % |' "$T/page.md" || e2e_fail "no (k) total capacity row"
+grep -qF '| peak 95 % | gpu1 | 76.000 | 76.0 | 0.100 | 76 % | 1.000 | 2.000 | 3.000 | 4.000 | 3 | 3 | 0 |' "$T/page.md" ||
+	e2e_fail "no (k) peak row"
+grep -qF '| independence 80 % | gpu1 | 64.000 | 60.0 | 0.100 | 60 % | 1.000 | 2.000 | 3.000 | 4.000 | 90 | – | 0 |' "$T/page.md" ||
+	e2e_fail "no (k) independence row (n/a as –)"
+grep -qF '    FAIL M2 peak 95 %: gpu1 lost 3 (fixture)' "$T/page.md" || e2e_fail "no (k) criteria"
+grep -qF '    PASS V every verification: fixture' "$T/page.md" || e2e_fail "no (k) V line"
+grep -qF '    independence: restarted gpu1: processing again 1.25 s after the kill (fixture line)' "$T/page.md" ||
+	e2e_fail "no (k) independence lines"
+# (l): every restart, the median, huge pages, the 2 s criterion (2100 ms: FAIL)
+grep -qF '| ordinary pages | 3 | 2100 | 1100 | 0.2 | 450 | 30 | 280 | 320 | 1.0 | 2 | cache |' "$T/page.md" || e2e_fail "no (l) row"
+grep -qF '| ordinary pages | **median** | **1700** | 1100 |' "$T/page.md" || e2e_fail "no (l) median"
+grep -qF '| huge pages | 1 | 1000 | 600 | 0.2 | 400 | 30 | 50 | 100 | 1.0 | 2 | cache |' "$T/page.md" || e2e_fail "no (l) huge pages row"
+grep -qF '    FAIL every restart processing again within 2 s of the kill: the longest 2100 ms' "$T/page.md" ||
+	e2e_fail "no (l) criterion"
+# README: five rows from one run, and its command; a sixth for several GPUs
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
-[ "$(grep -c '^| [A-Z]' "$T/head.md")" -eq 6 ] || e2e_fail "the headline is not a header and five rows"
+[ "$(grep -c '^| [A-Z0-9]' "$T/head.md")" -eq 7 ] || e2e_fail "the headline is not a header and six rows"
+grep -qF '| 2 GPUs, one chirpd each, 4×128×4096 | shared capacity 170 CPI/s in total = 85 % of the host'"'"'s 2-GPU copy floor; at 95 % of it CPIs lost; kill -9 of one: processing again after 1.25 s, the other'"'"'s tail unmoved (`doc/perf/2000-01-03-fixture-gpu-x2/`) |' "$T/head.md" ||
+	e2e_fail "no several-GPU headline"
 grep -qF '| Throughput, 4×128×4096 cf32 → complex | the daemon: 4.00 GS/s = 40 % of the copy limit (10.00 GS/s) |' "$T/head.md" ||
 	e2e_fail "no throughput headline"
 grep -qF '| Against a naive 2-stream loop, same CPI | 2.00× (2.00 GS/s) |' "$T/head.md" || e2e_fail "no naive-loop headline"
@@ -209,6 +233,9 @@ mv "$T/latency-report.md" "$g/"
 mv "$g/modes-report.md" "$T/"
 expect_fail "missing modes report" "2000-01-02-fixture-gpu/modes-report.md: No such file"
 mv "$T/modes-report.md" "$g/"
+mv "$T/perf/2000-01-03-fixture-gpu-x2/multigpu-report.md" "$T/"
+expect_fail "missing multi-GPU report" "2000-01-03-fixture-gpu-x2/multigpu-report.md: No such file"
+mv "$T/multigpu-report.md" "$T/perf/2000-01-03-fixture-gpu-x2/"
 sed -i '2s/\t0\.5000\t/\tfast\t/' "$g/throughput.tsv"
 expect_fail "garbled switching figure" "throughput.tsv:2: c_registered_mode_switch = 'fast' is not a number"
 cp "$T/keep.tsv" "$g/throughput.tsv"
