@@ -232,7 +232,7 @@ static void test_table(void **state)
 		{ "version", NULL, 0 }, { "status", NULL, 0 }, { "stats", NULL, 0 },
 		{ "config", NULL, 0 }, { "trace", "[N]", 0 }, { "metrics", NULL, 0 },
 		{ "reload", NULL, 1 }, { "pause", NULL, 1 }, { "resume", NULL, 1 },
-		{ "log-level", "LEVEL", 1 },
+		{ "log-level", "LEVEL", 1 }, { "capacity-shared", "CPS|clear", 1 },
 	};
 	unsigned n = 0;
 
@@ -282,6 +282,10 @@ static void test_unprivileged(void **state)
 	refused(f, "pause", want);
 	snprintf(want, sizeof(want), "permission denied: 'resume' needs root or uid %u", owner);
 	refused(f, "resume", want);
+	snprintf(want, sizeof(want), "permission denied: 'capacity-shared' needs root or uid %u",
+		 owner);
+	refused(f, "capacity-shared 100", want);
+	assert_true(f->d.g->shared_cps == 0);
 
 	set_privileged(f, 1);
 	json_decref(ok(f, "log-level debug"));
@@ -486,6 +490,46 @@ static void test_log_level(void **state)
 	assert_true(logged(LOG_DEBUG));
 }
 
+/* capacity-shared: a rate or clear, nothing else; the figure goes into
+ * status (shared, sustainable) and back out with clear. No capacity cache
+ * here: applied, not stored. */
+static void test_capacity_shared(void **state)
+{
+	struct fx *f = *state;
+	static const char *const bad[] = { "abc", "-5", "0", "nan", "inf", "1e10", "12x", NULL };
+	char line[64], want[160];
+	json_t *j, *c;
+
+	refused(f, "capacity-shared", "capacity-shared: want CPS (CPI/s, > 0) or clear");
+	for (const char *const *b = bad; *b; b++) {
+		snprintf(line, sizeof(line), "capacity-shared %s", *b);
+		snprintf(want, sizeof(want), "capacity-shared: '%s': want CPS (CPI/s, > 0 and at "
+			 "most 1e9) or clear", *b);
+		refused(f, line, want);
+	}
+	assert_true(f->d.g->shared_cps == 0);
+	j = ok(f, "capacity-shared 1234.5");
+	assert_true(json_real_value(json_object_get(j, "shared_cpi_per_s")) == 1234.5);
+	assert_true(json_real_value(json_object_get(j, "sustainable_cpi_per_s")) == 1234.5);
+	assert_true(json_is_false(json_object_get(j, "stored")));
+	json_decref(j);
+	j = ok(f, "status");
+	c = json_object_get(j, "capacity");
+	assert_true(json_real_value(json_object_get(json_object_get(c, "shared"), "cpi_per_s")) ==
+		    1234.5);
+	assert_true(json_real_value(json_object_get(c, "sustainable_cpi_per_s")) == 1234.5);
+	json_decref(j);
+	j = ok(f, "capacity-shared clear");
+	assert_true(json_is_null(json_object_get(j, "shared_cpi_per_s")));
+	json_decref(j);
+	j = ok(f, "status");
+	c = json_object_get(j, "capacity");
+	assert_true(json_is_null(json_object_get(c, "shared")));
+	assert_true(json_real_value(json_object_get(c, "sustainable_cpi_per_s")) ==
+		    f->d.g->capacity_cps);
+	json_decref(j);
+}
+
 /* Without a data thread (start-up) or while stopping there is nothing to
  * pause or resume: refused, and the daemon stays as it is. */
 static void test_pause_refused(void **state)
@@ -547,6 +591,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_level, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_capacity_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pause_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_error, setup, teardown),
 	};
