@@ -20,7 +20,7 @@ command -v groff >/dev/null || { echo "skipped: groff is not installed (apt-get 
 T=$(mktemp -d "${TMPDIR:-/tmp}/chirp-man.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 
-pages="chirpd.8 chirpd.conf.5 chirpctl.1 chirp-feed.1 chirp-tap.1 chirp-plot.1 chirp-recv.1 chirp-send.1"
+pages="chirpd.8 chirpd.conf.5 chirpctl.1 chirp-feed.1 chirp-tap.1 chirp-plot.1 chirp-recv.1 chirp-send.1 chirpd-calibrate-host.8"
 export LC_ALL=C.UTF-8 MANWIDTH=80
 for p in $pages; do
 	f=doc/man/$p
