@@ -853,7 +853,7 @@ def table_multigpu(r):
     out = [provenance(r, " Setup: %s. Windows: %s." % (run.get("setup", "?"), run.get("windows", "?"))),
            "", "Capacity: the copy floor is each GPU's copy limit for this CPI while every GPU "
            "copies at once (`copy_floor --limit`); alone is what each chirpd measured at its "
-           "start; shared is what each delivered with all %d saturated at once "
+           "start; shared is what each delivered with all %d instances saturated at once "
            "(`chirpd-calibrate-host`), the figure its status reports." % ninst, "",
            "| instance | GPU | copy floor CPI/s | alone CPI/s | shared CPI/s | shared GS/s | shared / floor |",
            "|---|---|---:|---:|---:|---:|---:|"]
