@@ -16,7 +16,7 @@ e2e_need chirp-feed chirp-tap
 [ -x "$BUILD/bench/latency_probe" ] || e2e_skip "$BUILD/bench/latency_probe is not built"
 command -v python3 >/dev/null || e2e_skip "no python3"
 out=$T/mg
-timeout -k 5 90 "$(dirname "$0")/../../scripts/bench-multi-gpu.sh" --backend cpu --instances 2 \
+timeout -k 5 150 "$(dirname "$0")/../../scripts/bench-multi-gpu.sh" --backend cpu --instances 2 \
 	--modes "capacity calibrate load peak independence" --geometry 1x16x1000 --ref-len 64 --warmup 0.5 --cap-seconds 1 --duration 1 --ind-seconds 6 \
 	--kill-at 1.5 --verify-count 5 --set processing.cpu_threads=1 --out "$out" >"$T/run.log" 2>&1
 rc=$?
