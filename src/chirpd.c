@@ -42,6 +42,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "live.h"
 #include "log.h"
 #include "ringrm.h"
 #include "statusline.h"
@@ -54,7 +55,7 @@
 #define OVER_LOG_NS        1000000000ull   /* over-budget lines: at most 1/s  */
 #define UNKNOWN_LOG_NS     1000000000ull   /* unknown-mode lines: at most 1/s */
 
-enum ev_tag { EV_SIGNAL = 1, EV_TIMER, EV_CONTROL, EV_PIPE, EV_HTTP };
+enum ev_tag { EV_SIGNAL = 1, EV_TIMER, EV_CONTROL, EV_PIPE, EV_HTTP, EV_LIVE };
 
 /* ---- placement and rates -------------------------------------------------- */
 
@@ -357,6 +358,10 @@ static int run_loop(struct daemon *d)
 			case EV_HTTP:
 				metrics_http_run(d->mh);
 				break;
+			case EV_LIVE:   /* frames to the streams it resumed */
+				live_run(d->live);
+				metrics_http_run(d->mh);
+				break;
 			}
 		}
 		if (d->stopping) {
@@ -626,6 +631,17 @@ static int start_event_sources(struct daemon *d, const struct chirp_config *cfg)
 			return -EIO;
 		}
 	}
+	if (d->mh && d->g->plan.live_enable) {
+		d->live = live_create(&d->g->plan.live, daemon_render_live_state, d, err,
+				      sizeof(err));
+		if (!d->live) {
+			log_err("%s", err);
+			return -EIO;
+		}
+		metrics_http_set_live(d->mh, d->live);
+		log_info("live view: http://%s/live (%g frames/s at most, %u clients)",
+			 cfg->metrics_listen, d->g->plan.live.fps, d->g->plan.live.max_clients);
+	}
 	if (timerfd_settime(d->tfd, 0, &its, NULL) < 0) {
 		log_err("timerfd_settime: %s", strerror(errno));
 		return -errno;
@@ -634,7 +650,8 @@ static int start_event_sources(struct daemon *d, const struct chirp_config *cfg)
 	    ep_add(d->epfd, d->tfd, EV_TIMER, err, sizeof(err)) < 0 ||
 	    ep_add(d->epfd, d->efd, EV_PIPE, err, sizeof(err)) < 0 ||
 	    ep_add(d->epfd, control_fd(d->ctl), EV_CONTROL, err, sizeof(err)) < 0 ||
-	    (d->mh && ep_add(d->epfd, metrics_http_fd(d->mh), EV_HTTP, err, sizeof(err)) < 0)) {
+	    (d->mh && ep_add(d->epfd, metrics_http_fd(d->mh), EV_HTTP, err, sizeof(err)) < 0) ||
+	    (d->live && ep_add(d->epfd, live_fd(d->live), EV_LIVE, err, sizeof(err)) < 0)) {
 		log_err("%s", err);
 		return -EIO;
 	}
@@ -675,6 +692,7 @@ static int start_pipeline(struct daemon *d, const struct chirp_config *cfg)
 		return -EIO;
 	}
 	pipeline_set_publisher(d->pl, d->pub);
+	pipeline_set_live(d->pl, d->live);
 	pipeline_set_budget(d->pl, d->g->plan.latency_budget_ns);
 	pipeline_applied(d->pl, &d->applied);
 	d->applied.memory_locked = mem;
@@ -802,7 +820,8 @@ static void shut_down(struct daemon *d)
 			   (unsigned long long)s->counter[ST_SEQUENCE_GAPS]);
 	}
 	zpub_destroy(d->pub);        /* after the data thread that feeds it */
-	metrics_http_destroy(d->mh);
+	metrics_http_destroy(d->mh); /* ends the live streams first */
+	live_destroy(d->live);       /* after the data thread and the listener */
 	control_destroy(d->ctl);
 	gen_destroy(d->g);
 	trace_destroy(d->trace);

@@ -27,6 +27,7 @@
 #include "chirp/pc.h"
 #include "chirp/ring.h"
 #include "config.h"
+#include "live.h"
 #include "zpub.h"
 
 /* chirpd's rings, in the order a generation attaches them. */
@@ -75,6 +76,8 @@ struct plan {
 					daemon adds det_bytes, which the pc
 					reports, and its counters            */
 	double publish_status_hz;    /* [publish] status_hz, 0 = none       */
+	int live_enable;             /* [live] enable (on a [metrics] listen) */
+	struct live_params live;     /* [live]                              */
 };
 
 /*
