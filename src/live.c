@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -683,6 +684,25 @@ static void watch(struct live *l, uint64_t now)
 	atomic_store_explicit(&l->watch_until_ns, now + LIVE_WATCH_NS, memory_order_relaxed);
 }
 
+/*
+ * A stream's kernel send buffer, LIVE_SNDBUF (the kernel doubles it): with
+ * the client's one frame this bounds what a client that stops reading
+ * holds, and it stops being writable after about a frame, so the
+ * listener's idle timeout disconnects it seconds later, not after the
+ * autotuned buffer (megabytes) has filled. Best effort: a failure leaves
+ * the system's default.
+ */
+#define LIVE_SNDBUF (256 * 1024)
+static void bound_socket(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	int v = LIVE_SNDBUF;
+
+	if (ci && setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) < 0)
+		log_debug("[live] SO_SNDBUF: %s", strerror(errno));
+}
+
 static enum MHD_Result answer_stream(struct live *l, struct MHD_Connection *conn, int map,
 				     void **con_cls)
 {
@@ -717,6 +737,7 @@ static enum MHD_Result answer_stream(struct live *l, struct MHD_Connection *conn
 	}
 	*con_cls = c;
 	l->clients[l->nclients++] = c;
+	bound_socket(conn);
 	watch(l, mono_ns());
 	return MHD_YES;
 }
