@@ -623,8 +623,10 @@ static int start_event_sources(struct daemon *d, const struct chirp_config *cfg)
 	};
 	char err[512];
 
-	if (cfg->metrics_listen[0]) {
-		d->mh = metrics_http_create(cfg->metrics_listen, daemon_render_metrics, d,
+	const char *listen = d->g->plan.http_listen;
+
+	if (listen) {
+		d->mh = metrics_http_create(listen, daemon_render_metrics, d,
 					    err, sizeof(err));
 		if (!d->mh) {
 			log_err("%s", err);
@@ -639,8 +641,8 @@ static int start_event_sources(struct daemon *d, const struct chirp_config *cfg)
 			return -EIO;
 		}
 		metrics_http_set_live(d->mh, d->live);
-		log_info("live view: http://%s/live (%g frames/s at most, %u clients)",
-			 cfg->metrics_listen, d->g->plan.live.fps, d->g->plan.live.max_clients);
+		log_notice("live view: http://%s/live (%g frames/s at most, %u clients)",
+			   listen, d->g->plan.live.fps, d->g->plan.live.max_clients);
 	}
 	if (timerfd_settime(d->tfd, 0, &its, NULL) < 0) {
 		log_err("timerfd_settime: %s", strerror(errno));

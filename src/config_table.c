@@ -384,7 +384,7 @@ const struct cfg_key cfg_tab[] = {
 	/* [live] */
 	KEY_BOOL("live", "enable", live_enable,
 		.def = "false", .reload = CFG_RESTART,
-		.help = "Serve the live view on [metrics] listen (required): http://HOST:PORT/live shows the range-Doppler map of a chosen channel (or beam) with its detections, a detection table, a range-time view and chirpd's state, pushed as Server-Sent Events (/live/events; one frame as JSON: /live/frame.json). Read-only. The data thread samples a frame between CPIs, at most fps a second and only while a page watches, and never waits for a client (doc/live.md)."),
+		.help = "Serve the live view on the HTTP listener ([metrics] listen; when that is empty, on 127.0.0.1:9464 with the metrics): http://HOST:PORT/live shows the range-Doppler map of a chosen channel (or beam) with its detections, a detection table, a range-time view and chirpd's state, pushed as Server-Sent Events (/live/events; one frame as JSON: /live/frame.json). Read-only. The data thread samples a frame between CPIs, at most fps a second and only while a page watches, and never waits for a client (doc/live.md)."),
 	KEY_DOUBLE("live", "fps", live_fps,
 		.def = "15", .min = 1, .max = 50, .reload = CFG_RESTART,
 		.help = "Frames a second at most, 1..50: each costs the data thread one read of the CPI's map (a max-hold to at most map_max_doppler x map_max_range cells per map) and a copy of its detection list."),

@@ -367,6 +367,19 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	return ret;
 }
 
+/* libmicrohttpd's own messages ("Failed to send ... no longer available"
+ * each time a browser closes a page): debug level, since what matters is
+ * reported by chirpd itself (cannot listen) or counted (live clients). */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[256];
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	log_debug("http: %s", msg);
+}
+
 /* A request ended: the live view frees what it held for it. */
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
@@ -403,6 +416,7 @@ struct metrics_http *metrics_http_create(const char *listen, metrics_render_fn r
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, m,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
 	if (!m->d) {
 		snprintf(err, errlen, "[metrics] listen %s: cannot listen (address in use or not local?)", listen);

@@ -356,8 +356,7 @@ static int check_radar(const struct chirp_config *c, struct config_fault *out, i
 
 /*
  * The HTTP listener: an address other than loopback only with
- * allow_remote (it has no authentication: metrics.h, doc/live.md), and
- * the live view only on a listener.
+ * allow_remote (it has no authentication: metrics.h, doc/live.md).
  */
 static int check_listener(const struct chirp_config *c, struct config_fault *out, int n, int max)
 {
@@ -375,15 +374,6 @@ static int check_listener(const struct chirp_config *c, struct config_fault *out
 			 "%s is not a loopback address: other hosts could read the metrics%s without "
 			 "authentication; set [metrics] allow_remote = true to mean it",
 			 c->metrics_listen, c->live_enable ? " and the live view" : "");
-		n = add_fault(out, n, max, &f);
-	}
-	if (c->live_enable && !c->metrics_listen[0]) {
-		memset(&f, 0, sizeof(f));
-		f.keys[0] = "live.enable";
-		f.keys[1] = "metrics.listen";
-		snprintf(f.why, sizeof(f.why),
-			 "the live view is served by the metrics listener: set [metrics] listen "
-			 "(e.g. 127.0.0.1:9464)");
 		n = add_fault(out, n, max, &f);
 	}
 	return n;
@@ -436,7 +426,9 @@ int plan_build(struct plan *p, const struct chirp_config *c, struct config_fault
 		.fps = c->live_fps, .max_clients = c->live_max_clients,
 		.max_rows = c->live_map_max_doppler, .max_cols = c->live_map_max_range,
 	};
-	p->live_enable = c->live_enable && c->metrics_listen[0];
+	p->live_enable = c->live_enable;
+	p->http_listen = c->metrics_listen[0] ? c->metrics_listen :
+			 c->live_enable ? PLAN_LIVE_LISTEN : NULL;
 	return 0;
 }
 
