@@ -144,7 +144,7 @@ LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 LINK_TOOLS := $(TOOL_LIB) $(LINK_ALL)
 LINK_HOOKS := $(HOOKS_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 
-.PHONY: all bins libs tests benches run test bench bench-latency bench-report fuzz fuzz-short install uninstall clean deps info print-lib-srcs
+.PHONY: all bins libs tests benches run live-screenshot test bench bench-latency bench-report fuzz fuzz-short install uninstall clean deps info print-lib-srcs
 .DEFAULT_GOAL := all
 
 all: libs bins tests benches
@@ -250,6 +250,10 @@ endif
 # --- the two commands README names -----------------------------------------
 deps:
 	@scripts/install-deps.sh
+
+# The live view's screenshot in doc/ (headless Chromium over `make run`'s demo).
+live-screenshot: bins
+	@scripts/live-screenshot.sh doc/img/live.png
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -22,7 +22,7 @@ e2e_wait 10 e2e_stat_gt cpis_out 20 || e2e_fail "no CPIs"
 
 UNTIL="(() => { const t = document.getElementById('probe').textContent;
 	return t && JSON.parse(t).seq >= 5 ? t : ''; })()"
-"$PY" "$(dirname "$0")/live_browser.py" --chromium "$CHROMIUM" --timeout $((40 * E2E_SLOW)) \
+"$PY" "$(dirname "$0")/../../scripts/live-browser.py" --chromium "$CHROMIUM" --timeout $((40 * E2E_SLOW)) \
 	--screenshot "$T/live.png" --until "$UNTIL" \
 	"$LIVE_URL/live?probe=$LIVE_RANGE_M,$LIVE_VELOCITY_MPS" >"$T/probe.json" 2>"$T/browser.log" ||
 	e2e_fail "the page showed no frame: $(cat "$T/browser.log")"

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""live_browser.py — open a page in headless Chromium and drive it over the
+"""live-browser.py — open a page in headless Chromium and drive it over the
 DevTools protocol on a pipe (--remote-debugging-pipe: no port, no
 WebSocket library): wait until a JavaScript expression yields a non-empty
 string, print that string, and save a PNG screenshot.
 
-usage: live_browser.py URL --until EXPR [--timeout S] [--screenshot FILE]
+usage: live-browser.py URL --until EXPR [--timeout S] [--screenshot FILE]
                        [--size WxH] [--chromium PATH]
 Exit 0 with the expression's value on stdout; 1 on timeout or a browser
-failure (the reason on stderr). Also used by scripts/live-screenshot.sh.
+failure (the reason on stderr). Also used by scripts/live-screenshot.sh and tests/e2e/live_browser.sh.
 """
 import argparse
 import base64
@@ -113,7 +113,7 @@ def main():
                 break
             time.sleep(0.25)
         else:
-            print("live_browser: '%s' still empty after %.0f s" % (a.until, a.timeout), file=sys.stderr)
+            print("live-browser: '%s' still empty after %.0f s" % (a.until, a.timeout), file=sys.stderr)
             return 1
         if a.screenshot:
             png = b.call("Page.captureScreenshot", {"format": "png"}, session=session)["data"]
@@ -122,7 +122,7 @@ def main():
         print(value)
         return 0
     except (RuntimeError, OSError, KeyError, ValueError) as e:
-        print("live_browser: %s" % e, file=sys.stderr)
+        print("live-browser: %s" % e, file=sys.stderr)
         return 1
     finally:
         b.close()
