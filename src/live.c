@@ -759,6 +759,7 @@ static enum MHD_Result answer_frame(struct live *l, struct MHD_Connection *conn,
 
 	if (c)   /* resumed */
 		return reply_frame(l, conn, map);
+	watch(l, now);   /* a client that polls keeps the sampling on */
 	if ((l->frame_seq && now - l->frame_ns < 2 * l->period_ns) || l->nwaits >= LIVE_MAX_CLIENTS)
 		return reply_frame(l, conn, map);
 	c = new_client(l, conn, REQ_WAIT, map);
@@ -768,7 +769,6 @@ static enum MHD_Result answer_frame(struct live *l, struct MHD_Connection *conn,
 	c->deadline_ns = now + LIVE_WAIT_NS;
 	*con_cls = c;
 	l->waits[l->nwaits++] = c;
-	watch(l, now);
 	MHD_suspend_connection(conn);
 	c->suspended = 1;
 	return MHD_YES;
