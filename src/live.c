@@ -37,6 +37,7 @@ struct slot {
 	struct live_cpi cpi;
 	uint32_t maps, doppler, range;    /* the CPI's map (maps 0: none)    */
 	uint32_t dd, dr, rows, cols;      /* reduction: blocks and the result */
+	uint64_t have;                    /* map_bit() of the maps reduced    */
 	float *map;                       /* maps x rows x cols              */
 	size_t det_len;                   /* bytes in det (0: none)          */
 	unsigned char *det;
@@ -77,12 +78,14 @@ struct live {
 	unsigned back;                    /* data thread's                      */
 	unsigned front;                   /* main thread's (valid if frame_seq) */
 	_Atomic uint64_t watch_until_ns;  /* main -> data: sample until then    */
+	_Atomic uint64_t want;            /* main -> data: map_bit()s watched   */
 	uint64_t next_ns;                 /* data thread: next turn             */
 	_Atomic uint64_t frames;          /* data thread's count                */
 
 	/* main thread */
 	uint64_t frame_seq, frame_ns;     /* frames taken from the buffer       */
 	uint64_t hb_seq, hb_ns;
+	uint64_t wanted_ns[64];           /* per map_bit: last asked for        */
 	char *state;                      /* the newest state JSON              */
 	size_t state_len;
 	struct live_scales scales;
@@ -99,6 +102,13 @@ struct live {
 	int closing;
 	struct live_counters cnt;
 };
+
+/* The want/have bit of map index m: its own below 63; 63 stands for every
+ * index from 63 on. */
+static uint64_t map_bit(uint32_t m)
+{
+	return 1ull << (m < 63 ? m : 63);
+}
 
 /* ---- create / destroy --------------------------------------------------- */
 
@@ -288,17 +298,24 @@ void live_put(struct live *l, const struct live_cpi *c, const float *map, uint32
 	      size_t det_bytes)
 {
 	struct slot *s = &l->slots[l->back];
+	/* only the maps a client watches: a page shows one index at a time */
+	uint64_t want = atomic_load_explicit(&l->want, memory_order_relaxed);
 
 	s->cpi = *c;
 	s->maps = map && doppler && range ? maps : 0;
 	s->doppler = doppler;
 	s->range = range;
+	s->have = 0;
 	if (s->maps && !fit_map(l, s))
 		s->maps = 0;
-	for (uint32_t m = 0; m < s->maps; m++)
+	for (uint32_t m = 0; m < s->maps; m++) {
+		if (!(want & map_bit(m)))
+			continue;
+		s->have |= map_bit(m);
 		maxhold_map(s->map + (size_t)m * s->rows * s->cols,
 			    map + (size_t)m * doppler * range, 1, doppler, range, s->dd, s->dr,
 			    s->rows, s->cols);
+	}
 	s->det_len = copy_det(l, s->det, det, det_bytes);
 	l->back = atomic_exchange_explicit(&l->mid, l->back | FRESH, memory_order_acq_rel) & 3u;
 	atomic_fetch_add_explicit(&l->frames, 1, memory_order_relaxed);
@@ -524,7 +541,7 @@ static void encode(struct live *l, struct cache_entry *e, int m)
 	put(&o, ",");
 	put_num(&o, "mps_per_bin", l->scales.mps_per_bin, "%.6g");
 	put(&o, ",");
-	if (s && m < (int)s->maps)
+	if (s && m < (int)s->maps && (s->have & map_bit((uint32_t)m)))
 		put_map(l, &o, s, m);
 	else
 		put(&o, "\"map\":null,");
@@ -679,8 +696,22 @@ static struct client *new_client(struct live *l, struct MHD_Connection *conn, en
 	return c;
 }
 
-static void watch(struct live *l, uint64_t now)
+/* Someone watches map m (-1: the clients as they are): sampling goes on
+ * for LIVE_WATCH_NS, reducing the maps asked for in that time. */
+static void watch(struct live *l, uint64_t now, int m)
 {
+	uint64_t want = 0;
+
+	if (m >= 0)
+		l->wanted_ns[__builtin_ctzll(map_bit((uint32_t)m))] = now;
+	for (unsigned i = 0; i < l->nclients; i++)
+		l->wanted_ns[__builtin_ctzll(map_bit((uint32_t)l->clients[i]->map))] = now;
+	for (unsigned i = 0; i < l->nwaits; i++)
+		l->wanted_ns[__builtin_ctzll(map_bit((uint32_t)l->waits[i]->map))] = now;
+	for (int b = 0; b < 64; b++)
+		if (l->wanted_ns[b] && now - l->wanted_ns[b] < LIVE_WATCH_NS)
+			want |= 1ull << b;
+	atomic_store_explicit(&l->want, want, memory_order_relaxed);
 	atomic_store_explicit(&l->watch_until_ns, now + LIVE_WATCH_NS, memory_order_relaxed);
 }
 
@@ -738,7 +769,7 @@ static enum MHD_Result answer_stream(struct live *l, struct MHD_Connection *conn
 	*con_cls = c;
 	l->clients[l->nclients++] = c;
 	bound_socket(conn);
-	watch(l, mono_ns());
+	watch(l, mono_ns(), map);
 	return MHD_YES;
 }
 
@@ -749,8 +780,18 @@ static enum MHD_Result reply_frame(struct live *l, struct MHD_Connection *conn, 
 	return reply_n(conn, MHD_HTTP_OK, "application/json", e->buf + e->json_off, e->json_len);
 }
 
-/* A frame request: the newest frame when it is fresh, else wait (suspended)
- * up to LIVE_WAIT_NS for the data thread to sample one. */
+/* Whether the newest frame can answer for map index m: it has that map
+ * (only watched maps are reduced), or the output has no such index. */
+static int frame_has(const struct live *l, int m)
+{
+	const struct slot *s = &l->slots[l->front];
+
+	return l->frame_seq && ((uint32_t)m >= s->maps || (s->have & map_bit((uint32_t)m)));
+}
+
+/* A frame request: the newest frame when it is fresh and has the map,
+ * else wait (suspended) up to LIVE_WAIT_NS for the data thread to sample
+ * one. */
 static enum MHD_Result answer_frame(struct live *l, struct MHD_Connection *conn, int map,
 				    void **con_cls)
 {
@@ -759,8 +800,9 @@ static enum MHD_Result answer_frame(struct live *l, struct MHD_Connection *conn,
 
 	if (c)   /* resumed */
 		return reply_frame(l, conn, map);
-	watch(l, now);   /* a client that polls keeps the sampling on */
-	if ((l->frame_seq && now - l->frame_ns < 2 * l->period_ns) || l->nwaits >= LIVE_MAX_CLIENTS)
+	watch(l, now, map);   /* a client that polls keeps the sampling on */
+	if ((frame_has(l, map) && now - l->frame_ns < 2 * l->period_ns) ||
+	    l->nwaits >= LIVE_MAX_CLIENTS)
 		return reply_frame(l, conn, map);
 	c = new_client(l, conn, REQ_WAIT, map);
 	if (!c)
@@ -876,14 +918,14 @@ void live_run(struct live *l)
 		log_err("[live] timer read: %s", strerror(errno));
 	fresh = take_frame(l, now);
 	if (l->nclients || l->nwaits)
-		watch(l, now);
+		watch(l, now, -1);
 	for (unsigned i = 0; i < l->nclients; i++)
 		if (fresh)
 			resume(l->clients[i]);
 	for (unsigned i = 0; i < l->nwaits; i++) {
 		struct client *c = l->waits[i];
 
-		if (l->frame_seq > c->frame_seq || now >= c->deadline_ns)
+		if ((l->frame_seq > c->frame_seq && frame_has(l, c->map)) || now >= c->deadline_ns)
 			resume(c);
 	}
 }

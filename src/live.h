@@ -18,7 +18,8 @@
  *   a page or a frame request is watching: the data thread asks
  *   live_due() (two loads and a compare) and, when it says 1, live_put()
  *   reduces the CPI's map by max-hold (maxhold.h) to at most
- *   max_rows x max_cols cells per map and copies the detection list into
+ *   max_rows x max_cols cells per map, only for the map indices a client
+ *   asked for in the last 1.5 s, and copies the detection list into
  *   the back slot of a triple buffer, then swaps it with the middle slot
  *   (one atomic exchange). The main thread takes the middle slot by
  *   another exchange when it is fresh. One writer and one reader, no lock:
