@@ -12,7 +12,7 @@
 # CuPy (>= 3x), PASS and FAIL, while a throughput.tsv without those columns
 # gives the tables without them, line for line as they were,
 # the network table (i) holds chirp-recv against the loopback ceiling and
-# the naive loop and (j) the cost of publishing, each with its criteria,
+# the naive loop, (j) the cost of publishing and (k) of the live view, each with its criteria,
 # a modes run without a single-mode one says so, and a missing or garbled
 # raw file, or a README without the headline markers, fails with an error
 # that names the file and writes nothing.
@@ -26,7 +26,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare modes radar detect startup net publish; do
+		for k in throughput latency cupy compare modes radar detect startup net publish live; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -123,6 +123,14 @@ grep -qF '| 1 | on | 996.0 | 9950 | 2 | 20000 | 2 |' "$T/page.md" || e2e_fail "n
 grep -qF '| 2 | off | 1000.0 | – | – | – | – |' "$T/page.md" || e2e_fail "no publish-off row"
 grep -qF '    PASS publishing costs 0.50 % ≤ 1 % of capacity (median off 1000.0, on 995.0 CPI/s)' "$T/page.md" ||
 	e2e_fail "no publishing cost line"
+# (k): every run, the ratio (994 of 1000: 99.40 % PASS) and the latency
+# with a page open from the same folder, with its criteria
+grep -qF '| 1 | 3 | 995.0 | 14.9 | 150 | 2 |' "$T/page.md" || e2e_fail "no live row"
+grep -qF '| 2 | 0 | 1000.0 | – | 0 | 0 |' "$T/page.md" || e2e_fail "no live no-page row"
+grep -qF '    PASS capacity with 3 pages open is 99.40 % ≥ 99 % of capacity with none (median 994.0 against 1000.0 CPI/s)' "$T/page.md" ||
+	e2e_fail "no live capacity line"
+grep -qF 'Latency at 80 % of capacity with a page open' "$T/page.md" || e2e_fail "no live latency table"
+[ "$(grep -c '    PASS C2 80 %: chirpd p99 1.222 ms' "$T/page.md")" -ge 2 ] || e2e_fail "no live latency criteria"
 # README: five rows from one run, and its command
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
