@@ -347,7 +347,8 @@ static void put(struct out *o, const char *fmt, ...)
 	o->off += (size_t)n;
 }
 
-/* A JSON number, or null for NaN and infinities. */
+/* A JSON number, or null for NaN and infinities; fmt a %g of bounded
+ * width (a record's JSON stays under the 240 bytes frame_max counts). */
 static void put_num(struct out *o, const char *key, double v, const char *fmt)
 {
 	put(o, "\"%s\":", key);
@@ -471,11 +472,11 @@ static void put_record(struct out *o, const unsigned char *p, int beams)
 
 	memcpy(&r, p, sizeof(r));
 	put(o, "{\"map\":%d,\"gate\":%u,\"bin\":%d,", r.channel, r.range_gate, r.doppler_bin);
-	put_num(o, "range_m", r.range_m, "%.2f");
+	put_num(o, "range_m", r.range_m, "%.7g");
 	put(o, ",");
-	put_num(o, "velocity_mps", r.velocity_mps, "%.3f");
+	put_num(o, "velocity_mps", r.velocity_mps, "%.7g");
 	put(o, ",");
-	put_num(o, "snr_db", r.snr_db, "%.2f");
+	put_num(o, "snr_db", r.snr_db, "%.5g");
 	if (beams) {
 		int32_t beam;
 		float az, el;
@@ -486,9 +487,9 @@ static void put_record(struct out *o, const unsigned char *p, int beams)
 		memcpy(&el, p + 40, 4);
 		memcpy(&qual, p + 44, 2);
 		put(o, ",\"beam\":%d,", beam);
-		put_num(o, "azimuth_deg", az, "%.3f");
+		put_num(o, "azimuth_deg", az, "%.6g");
 		put(o, ",");
-		put_num(o, "elevation_deg", el, "%.3f");
+		put_num(o, "elevation_deg", el, "%.6g");
 		put(o, ",\"angle_quality\":%u", qual);
 	}
 	put(o, "}");
