@@ -28,7 +28,6 @@ export CHIRP_BUILD=${CHIRP_BUILD:-build}
 . tests/e2e/lib.sh
 e2e_init bench_live
 e2e_need chirp-feed chirp-tap
-command -v curl >/dev/null || e2e_skip "no curl"
 
 GEOM=${GEOM:-4x128x4096}
 MEASURE_S=${MEASURE_S:-10}
@@ -36,7 +35,13 @@ REPEATS=${REPEATS:-2}
 PAGES=${PAGES:-3}
 IFS=x read -r C P R <<<"$GEOM"
 now() { date +%s.%N; }
-metric() { curl -sS -m 5 "http://127.0.0.1:$port/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+# metric NAME — its value from chirpd's /metrics (python: no curl on a bare GPU host).
+metric() {
+	"$PY" -c 'import sys, urllib.request
+for l in urllib.request.urlopen(sys.argv[1], timeout=5).read().decode().splitlines():
+    if l.split(" ")[0] == sys.argv[2]:
+        print(l.split(" ")[1])' "http://127.0.0.1:$port/metrics" "$1"
+}
 
 # run PAGES N — one daemon run; prints "cps page_fps live_frames skipped".
 run() {
