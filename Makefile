@@ -2,7 +2,9 @@
 # chirpd — real-time radar pulse compression. See README.md.
 #
 #   make            build everything into build/ (CUDA when nvcc is found)
-#   make run        install missing packages, build, run chirpd with a feeder
+#   make run        install missing packages, build, detect moving targets (the
+#                   radar chain on the CPU backend; live view, a PNG at the end)
+#   make live-screenshot  doc/img/live.png, the live view in headless Chromium
 #   make test       install missing packages, build, run every test
 #   make bench      build and run the benchmarks (prints tables)
 #   make bench-latency  latency under load against the lossless copy floor,
@@ -253,7 +255,7 @@ deps:
 
 # The live view's screenshot in doc/ (headless Chromium over `make run`'s demo).
 live-screenshot: bins
-	@scripts/live-screenshot.sh doc/img/live.png
+	@BUILD=$(BUILD) scripts/live-screenshot.sh doc/img/live.png
 
 run: deps
 	@$(MAKE) --no-print-directory all

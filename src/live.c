@@ -462,8 +462,14 @@ static void put_map(struct live *l, struct out *o, const struct slot *s, int m)
 }
 
 /* Fields appended by detect.h version 2 (doc/beams.md), read only when
- * the header says beams and the records are long enough. */
+ * the header says beams and the records are long enough. The flag is
+ * detect.h's CHIRP_DET_BEAMS where that header has it, else the next bit
+ * after CHIRP_DET_SKIPPED that version 2 takes. */
+#ifdef CHIRP_DET_BEAMS
+#define DET_BEAMS_FLAG     CHIRP_DET_BEAMS
+#else
 #define DET_BEAMS_FLAG     (1u << 4)
+#endif
 #define DET_V2_BYTES       48
 
 static void put_record(struct out *o, const unsigned char *p, int beams)
