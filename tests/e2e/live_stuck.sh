@@ -10,7 +10,8 @@
 #   - the stuck streams are disconnected (chirpd_live_clients_dropped_total
 #     >= 3) and a new client is served again afterwards;
 #   - no CPI is lost (input overruns, sequence gaps, output drops all 0) and
-#     chirpd's resident memory grows by less than 16 MiB.
+#     chirpd's resident memory grows by less than 16 MiB (not checked under
+#     a sanitizer, whose quarantine holds freed memory).
 . "$(dirname "$0")/lib.sh"
 e2e_init live_stuck
 e2e_need chirp-feed chirp-tap
@@ -67,7 +68,8 @@ rss1=$(rss)
 for k in input_overruns sequence_gaps output_drops; do
 	[ "$(e2e_stat $k)" = 0 ] || e2e_fail "$k = $(e2e_stat $k) with stuck clients"
 done
-[ $((rss1 - rss0)) -lt 16384 ] || e2e_fail "rss grew from $rss0 to $rss1 KiB"
+# (a sanitizer's quarantine keeps what is freed: RSS says nothing there)
+[ "$E2E_SLOW" != 1 ] || [ $((rss1 - rss0)) -lt 16384 ] || e2e_fail "rss grew from $rss0 to $rss1 KiB"
 e2e_log "dropped $(metric chirpd_live_clients_dropped_total), skipped $(metric chirpd_live_frames_skipped_total) frames; rss $rss0 -> $rss1 KiB; cpis_in $(e2e_stat cpis_in), none lost"
 kill $STUCK 2>/dev/null
 e2e_pass
