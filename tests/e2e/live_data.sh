@@ -54,7 +54,7 @@ for m in (0, 1):
     assert "0" in s["modes"] and s["modes"]["0"]["cpis"] > 0, s["modes"]
 frames = [json.loads(l[6:]) for l in open(T + "/events.txt") if l.startswith("data: ")]
 seqs = [f["seq"] for f in frames]
-assert len(frames) >= 25 and seqs == sorted(seqs), "%d frames in 3 s: %s" % (len(frames), seqs)
+assert len(frames) >= 30 and seqs == sorted(seqs), "%d frames in 3 s (want >= 10 a second): %s" % (len(frames), seqs)
 print("maps ok; %d frames in 3 s over SSE" % len(frames))
 PYEOF
 
