@@ -390,7 +390,7 @@ const struct cfg_key cfg_tab[] = {
 		.help = "Frames a second at most, 1..50: each costs the data thread one read of the CPI's map (a max-hold to at most map_max_doppler x map_max_range cells per map) and a copy of its detection list."),
 	KEY_UINT("live", "max_clients", live_max_clients,
 		.def = "4", .min = 1, .max = 16, .reload = CFG_RESTART,
-		.help = "Live event streams at once, 1..16; more are refused (HTTP 503, counted in chirpd_live_clients_refused_total). Each holds one encoded frame (up to about 0.4 MiB at the default map size); a client that reads nothing for 5 s is disconnected (chirpd_live_clients_dropped_total), a slow one skips frames (chirpd_live_frames_skipped_total)."),
+		.help = "Live event streams at once, 1..16; more are refused (HTTP 503, counted in chirpd_live_clients_refused_total). Each holds one encoded frame (about 0.25 MiB at the default map size); a client that reads nothing for 5 s is disconnected (chirpd_live_clients_dropped_total), a slow one skips frames (chirpd_live_frames_skipped_total)."),
 	KEY_UINT("live", "map_max_range", live_map_max_range,
 		.def = "512", .min = 8, .max = 4096, .reload = CFG_RESTART,
 		.help = "Columns of a live map at most: range gates are reduced by max-hold over blocks of ceil(gates / map_max_range)."),
