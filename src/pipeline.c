@@ -124,6 +124,9 @@ struct pipeline_gen {
 	uint32_t map_doppler, map_range;      /* a range-Doppler map output
 						 (channels x map_doppler x
 						 map_range float32; 0: none)  */
+	uint32_t map_maps;                    /* its maps: the output ring's
+						 channels (the beams, when the
+						 chain forms beams)           */
 	void *staging;               /* file-only scratch: depth * out_stride,
 					page aligned; NULL without [output] file */
 	size_t out_stride;
@@ -310,6 +313,7 @@ static void find_map(struct pipeline_gen *g, const struct pc_info *info)
 		return;
 	g->map_doppler = go.pulses;
 	g->map_range = go.samples;
+	g->map_maps = go.channels;
 }
 
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
@@ -1293,7 +1297,7 @@ static void live_sample(struct pipeline *p, const struct flight *f, uint64_t now
 		return;
 	c = (struct live_cpi){ .seq = f->seq, .timestamp_ns = f->timestamp_ns, .mode = f->mode };
 	map = g->map_range && f->out && f->kind != OUT_SKIP ? f->out : NULL;
-	live_put(l, &c, map, g->channels, g->map_doppler, g->map_range, f->det, g->det_bytes);
+	live_put(l, &c, map, g->map_maps, g->map_doppler, g->map_range, f->det, g->det_bytes);
 	rewatch(p);
 }
 
