@@ -2,7 +2,9 @@
 # chirpd — real-time radar pulse compression. See README.md.
 #
 #   make            build everything into build/ (CUDA when nvcc is found)
-#   make run        install missing packages, build, run chirpd with a feeder
+#   make run        install missing packages, build, detect moving targets (the
+#                   radar chain on the CPU backend; live view, a PNG at the end)
+#   make live-screenshot  doc/img/live.png, the live view in headless Chromium
 #   make test       install missing packages, build, run every test
 #   make bench      build and run the benchmarks (prints tables)
 #   make bench-latency  latency under load against the lossless copy floor,
@@ -88,7 +90,7 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudar
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
 CORE_SRCS  := $(addprefix src/,array.c beam.c capcache.c chunk_policy.c config.c config_doc.c \
-                config_print.c config_table.c control.c errbuf.c hcopy.c log.c metrics.c \
+                config_print.c config_table.c control.c errbuf.c hcopy.c live.c log.c maxhold.c metrics.c \
                 monopulse.c mvdr.c names.c pc.c pc_cpu.c pcsize.c pipeline.c plan.c sigmf.c sink.c \
                 ratewatch.c stall.c stats.c sysnuma.c trace.c radar.c radar_cpu.c cpiasm.c version.c vrt.c \
                 waveform.c workkey.c workpool.c zpub.c)
@@ -144,7 +146,7 @@ LINK_ALL   := $(CORE_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 LINK_TOOLS := $(TOOL_LIB) $(LINK_ALL)
 LINK_HOOKS := $(HOOKS_LIB) $(RING_LIB) $(DEP_LIBS) $(LINK_CUDA)
 
-.PHONY: all bins libs tests benches run test bench bench-latency bench-report fuzz fuzz-short install uninstall clean deps info print-lib-srcs
+.PHONY: all bins libs tests benches run live-screenshot test bench bench-latency bench-report fuzz fuzz-short install uninstall clean deps info print-lib-srcs
 .DEFAULT_GOAL := all
 
 all: libs bins tests benches
@@ -172,6 +174,9 @@ info:
 $(OBJ)/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# The live view's page is built into live.o (.incbin, a path from the top).
+$(OBJ)/live.o: src/live_page.html
 
 $(OBJ)/hooks/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -247,6 +252,10 @@ endif
 # --- the two commands README names -----------------------------------------
 deps:
 	@scripts/install-deps.sh
+
+# The live view's screenshot in doc/ (headless Chromium over `make run`'s demo).
+live-screenshot: bins
+	@BUILD=$(BUILD) scripts/live-screenshot.sh doc/img/live.png
 
 run: deps
 	@$(MAKE) --no-print-directory all

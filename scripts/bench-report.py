@@ -48,6 +48,10 @@ with raw results KIND.tsv and their provenance KIND.meta
                 start-up phases of each restart; restart_hugepages, the
                 same with both rings on huge pages, goes in the same table
                 when the same folder has it
+    live        bench-live.sh's OUT TSV: capacity with pages of the live
+                view open and none (>= 99 %), and live_latency (as
+                latency) the latency at 80 % with a page open, held to the
+                latency benchmark's floor criterion (C2, C3)
 
 For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
@@ -69,8 +73,8 @@ import re
 import sys
 
 KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
-         "detect", "detect_latency", "startup", "net", "publish", "multigpu", "restart",
-         "restart_hugepages")
+         "detect", "detect_latency", "startup", "net", "publish", "live", "live_latency",
+         "multigpu", "restart", "restart_hugepages")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -100,6 +104,9 @@ COLS["multigpu"] = ("phase", "instance", "gpu", "asked_cpi_s", "cpi_s", "gsps", 
 COLS["restart"] = ("restart", "gone_ms", "startup_ms", "config_plan", "backend", "capacity",
                    "rings", "pipeline", "threads", "reused", "capacity_source")
 COLS["restart_hugepages"] = COLS["restart"]
+COLS["live"] = ("run", "pages", "cpi_per_s", "page_fps", "live_frames", "skipped", "geometry",
+                "backend")
+COLS["live_latency"] = COLS["latency"]
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
 OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
@@ -119,6 +126,7 @@ NET_OF_CEILING = 0.90    # chirp-recv's loss-free rate: share of the loopback ce
 NET_VS_NAIVE = 2.0       # ... against the naive recvfrom loop
 NET_TARGET_GBPS = 25.0   # ... and the rate kernel-socket receivers are known to reach
 PUBLISH_COST = 0.01      # publishing the detections: at most 1 % of capacity
+LIVE_MIN = 0.99          # capacity with live pages open: at least 99 % of none
 
 SWITCH = "c_registered_mode_switch"
 SWITCH_MIN = 0.98   # switching may cost at most 2 % of the one-mode rate
@@ -141,6 +149,8 @@ NUMERIC["publish"] = ("cpi_per_s", "sent", "drops")
 NUMERIC["multigpu"] = ("cpi_s", "gsps")
 NUMERIC["restart"] = COLS["restart"][1:10]
 NUMERIC["restart_hugepages"] = NUMERIC["restart"]
+NUMERIC["live"] = ("pages", "cpi_per_s", "live_frames", "skipped")
+NUMERIC["live_latency"] = NUMERIC["latency"]
 
 
 class Bad(Exception):
@@ -245,7 +255,7 @@ def load_kind(perf, folder, kind):
                rows=read_tsv(os.path.join(d, kind + ".tsv"), kind))
     if kind == "multigpu":
         load_multigpu_report(res, d)
-    if kind in ("latency", "modes", "detect_latency"):
+    if kind in ("latency", "modes", "detect_latency", "live_latency"):
         rep = os.path.join(d, kind + "-report.md")
         try:
             with open(rep) as f:
@@ -808,6 +818,41 @@ def table_publish(r):
     return out
 
 
+def table_live(perf, r):
+    """(m): capacity with pages open against none, then the latency at 80 %
+    with a page open (live_latency of the same folder) and its criteria."""
+    rows = r["rows"]
+    none = [x["cpi_per_s"] for x in rows if x["pages"] == 0]
+    some = [x["cpi_per_s"] for x in rows if x["pages"] > 0]
+    if not none or not some:
+        raise Bad("%s/live.tsv: want runs with no page and with pages" % rel(r["dir"]))
+    x0 = rows[0]
+    out = [provenance(r, " CPI %s, backend %s; CPIs delivered per second over the "
+                         "measurement window; frames a second each page received." % (
+                             x0["geometry"], x0["backend"])), "",
+           "| run | pages | CPI/s | frames/s per page | frames sampled | frames skipped |",
+           "|---:|---:|---:|---:|---:|---:|"]
+    for x in rows:
+        out.append("| %s | %d | %.1f | %s | %d | %d |" % (
+            x["run"], x["pages"], x["cpi_per_s"], x["page_fps"] if x["pages"] else "–",
+            x["live_frames"], x["skipped"]))
+    mo, mn = med(none), med(some)
+    ratio = mn / mo if mo > 0 else 0.0
+    out += ["", "    %s capacity with %d pages open is %.2f %% ≥ %.0f %% of capacity with none "
+            "(median %.1f against %.1f CPI/s)" % (
+                "PASS" if ratio >= LIVE_MIN - 1e-9 else "FAIL", max(x["pages"] for x in rows),
+                100 * ratio, 100 * LIVE_MIN, mn, mo)]
+    lat = same_folder(perf, r, "live_latency")
+    if lat:
+        out += ["", "Latency at 80 % of capacity with a page open (the chain with its map "
+                "output, `[live] enable`, one SSE client reading every frame): " +
+                provenance(lat, run_extra(lat["run"])), ""]
+        out += table_latency(lat)[2:]
+    else:
+        out += ["", "Latency with a page open: not measured in this folder (live_latency.tsv)."]
+    return out
+
+
 def table_chain_compare(r):
     rows = r["rows"]
     if not any(x.get("tool") == "chirpd-chain" for x in rows):
@@ -1056,7 +1101,8 @@ def main():
         newest = {k: load_kind(a.perf, found[k][0][1], k) for k in KINDS if found[k]}
         tables = {}
         for k in KINDS:
-            if k in ("modes", "radar_cupy", "detect_latency", "corner", "restart_hugepages"):
+            if k in ("modes", "radar_cupy", "detect_latency", "corner", "restart_hugepages",
+                     "live_latency"):
                 continue
             if k not in newest:
                 tables[k] = ["No results yet: run `%s` (doc/performance.md, *How to "
@@ -1065,7 +1111,7 @@ def main():
                                                "scripts/perf-run.sh gpu doc/perf" +
                                                (" " + k if k in ("radar", "detect", "startup",
                                                                  "net", "publish", "multigpu",
-                                                                 "restart")
+                                                                 "restart", "live")
                                                 else ""))]
                 continue
             r = newest[k]
@@ -1091,6 +1137,8 @@ def main():
                 tables[k] = table_multigpu(r)
             elif k == "restart":
                 tables[k] = table_restart(a.perf, r)
+            elif k == "live":
+                tables[k] = table_live(a.perf, r)
             else:
                 tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the
@@ -1104,7 +1152,8 @@ def main():
         except OSError as e:
             raise Bad("%s: %s" % (rel(e.filename), e.strerror))
         for k in KINDS:
-            if k in ("radar_cupy", "detect_latency", "corner", "restart_hugepages"):
+            if k in ("radar_cupy", "detect_latency", "corner", "restart_hugepages",
+                     "live_latency"):
                 continue
             page = replace_block(page, "<!-- perf-table: %s begin -->" % k,
                                  "<!-- perf-table: %s end -->" % k, [""] + tables[k] + [""],

@@ -18,7 +18,8 @@ pkgs=(gcc make pkg-config libc6-dev
       dpkg-dev debhelper lintian          # make deb, tests/e2e/deb_package.sh
       tshark                              # tests/e2e/net_interop.sh: Wireshark's VRT dissector
       g++ libuhd-dev                      # tests/e2e/net_uhd.sh: UHD's VRT packer
-      bash-completion)                    # tests/e2e/chirpctl_cli.sh: completion as bash-completion loads it
+      bash-completion                     # tests/e2e/chirpctl_cli.sh: completion as bash-completion loads it
+      chromium)                           # tests/e2e/live_browser.sh, make live-screenshot: the live view in a browser
 if [ "${1:-}" = "--bench" ]; then
 	pkgs+=(python3-scipy gnuradio-dev libgnuradio-filter3.10.5 libspdlog-dev libfmt-dev g++ libboost-dev)
 fi

@@ -63,6 +63,13 @@
 #               /dev/hugepages and grows the huge page pool for the
 #               rings, then gives the pages back) the same with both rings
 #               on huge pages -> restart_hugepages.tsv         <= 120 + 120 s
+#   live        scripts/bench-live.sh, backend cuda: capacity of the chain
+#               with its map output and [live] enable, no page open and
+#               three (SSE clients, scripts/live-client.py), 2 x 2 runs of
+#               10 s -> live.tsv                                   <= 200 s;
+#               then scripts/bench-latency.sh --backend cuda --loads 80 on
+#               the same chain with one page open throughout
+#               -> live_latency.tsv                                <= 300 s
 # One remote command may be limited to 10 minutes: the whole command has a
 # budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
 # and a step left without time is reported "not run". The steps' limits add
@@ -71,6 +78,7 @@
 #   scripts/perf-run.sh gpu OUTDIR latency
 #   scripts/perf-run.sh gpu OUTDIR modes
 #   scripts/perf-run.sh gpu OUTDIR net publish
+#   scripts/perf-run.sh gpu OUTDIR live
 # (the later ones use the first one's build; on a fresh machine: build
 # latency, build modes)
 # (no STEP: all of them, one after the other).
@@ -92,7 +100,7 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish multigpu restart";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart";;
 cpu) all="build compare latency";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
@@ -341,6 +349,33 @@ step_net() {
 	esac
 }
 
+# The chain of the live step (chirpd.conf keys): its map feeds the view.
+LIVE_CFG="doppler.enable=1 doppler.window=hamming cfar.enable=1 cfar.pfa=1e-5 output.mode=map_power live.enable=true"
+
+# step_live — the view's cost on capacity (bench-live.sh), then the latency
+# at 80 % with one page open throughout: every fresh chirpd of the latency
+# run serves the view on one loopback port, and the page (live-client.py)
+# reconnects to each as a browser's EventSource does.
+step_live() {
+	local rc port cl sets=() kv
+	OUT=$dir/live.tsv CHIRP_TEST_BACKEND=cuda EXTRA_CFG="doppler.window=hamming" \
+		run_step 200 "$dir/live.log" scripts/bench-live.sh
+	rc=$?
+	case $rc in
+	0) note live ok "$(grep '^median:' "$dir/live.log")";;
+	77) drop live; note live skipped "$(tail -1 "$dir/live.log")"; return;;
+	*) tail -5 "$dir/live.log"; drop live; note live FAILED "exit $rc, see $dir/live.log"; return;;
+	esac
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	for kv in $LIVE_CFG metrics.listen=127.0.0.1:$port; do sets+=(--set "$kv"); done
+	python3 scripts/live-client.py "http://127.0.0.1:$port/live/events" >"$work/live-page.json" 2>&1 &
+	cl=$!
+	step_latency live_latency 300 --backend cuda --loads 80 "${sets[@]}"
+	kill -TERM $cl 2>/dev/null
+	wait $cl 2>/dev/null
+	[ -f "$dir/live_latency.tsv" ] && cp "$work/live-page.json" "$dir/live_latency-page.json"
+}
+
 step_publish() {
 	local rc
 	OUT=$dir/publish.tsv CHIRP_TEST_BACKEND=cuda run_step 200 "$dir/publish.log" scripts/bench-publish.sh
@@ -444,6 +479,7 @@ for s in $steps; do
 	gpu:publish) step_publish;;
 	gpu:multigpu) step_multigpu;;
 	gpu:restart) step_restart;;
+	gpu:live) step_live;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
 	esac

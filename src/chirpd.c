@@ -42,6 +42,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "live.h"
 #include "log.h"
 #include "ringrm.h"
 #include "statusline.h"
@@ -54,7 +55,7 @@
 #define OVER_LOG_NS        1000000000ull   /* over-budget lines: at most 1/s  */
 #define UNKNOWN_LOG_NS     1000000000ull   /* unknown-mode lines: at most 1/s */
 
-enum ev_tag { EV_SIGNAL = 1, EV_TIMER, EV_CONTROL, EV_PIPE, EV_HTTP };
+enum ev_tag { EV_SIGNAL = 1, EV_TIMER, EV_CONTROL, EV_PIPE, EV_HTTP, EV_LIVE };
 
 /* ---- placement and rates -------------------------------------------------- */
 
@@ -361,6 +362,10 @@ static int run_loop(struct daemon *d)
 			case EV_HTTP:
 				metrics_http_run(d->mh);
 				break;
+			case EV_LIVE:   /* frames to the streams it resumed */
+				live_run(d->live);
+				metrics_http_run(d->mh);
+				break;
 			}
 		}
 		if (d->stopping) {
@@ -622,13 +627,26 @@ static int start_event_sources(struct daemon *d, const struct chirp_config *cfg)
 	};
 	char err[512];
 
-	if (cfg->metrics_listen[0]) {
-		d->mh = metrics_http_create(cfg->metrics_listen, daemon_render_metrics, d,
+	const char *listen = d->g->plan.http_listen;
+
+	if (listen) {
+		d->mh = metrics_http_create(listen, daemon_render_metrics, d,
 					    err, sizeof(err));
 		if (!d->mh) {
 			log_err("%s", err);
 			return -EIO;
 		}
+	}
+	if (d->mh && d->g->plan.live_enable) {
+		d->live = live_create(&d->g->plan.live, daemon_render_live_state, d, err,
+				      sizeof(err));
+		if (!d->live) {
+			log_err("%s", err);
+			return -EIO;
+		}
+		metrics_http_set_live(d->mh, d->live);
+		log_notice("live view: http://%s/live (%g frames/s at most, %u clients)",
+			   listen, d->g->plan.live.fps, d->g->plan.live.max_clients);
 	}
 	if (timerfd_settime(d->tfd, 0, &its, NULL) < 0) {
 		log_err("timerfd_settime: %s", strerror(errno));
@@ -638,7 +656,8 @@ static int start_event_sources(struct daemon *d, const struct chirp_config *cfg)
 	    ep_add(d->epfd, d->tfd, EV_TIMER, err, sizeof(err)) < 0 ||
 	    ep_add(d->epfd, d->efd, EV_PIPE, err, sizeof(err)) < 0 ||
 	    ep_add(d->epfd, control_fd(d->ctl), EV_CONTROL, err, sizeof(err)) < 0 ||
-	    (d->mh && ep_add(d->epfd, metrics_http_fd(d->mh), EV_HTTP, err, sizeof(err)) < 0)) {
+	    (d->mh && ep_add(d->epfd, metrics_http_fd(d->mh), EV_HTTP, err, sizeof(err)) < 0) ||
+	    (d->live && ep_add(d->epfd, live_fd(d->live), EV_LIVE, err, sizeof(err)) < 0)) {
 		log_err("%s", err);
 		return -EIO;
 	}
@@ -679,6 +698,7 @@ static int start_pipeline(struct daemon *d, const struct chirp_config *cfg)
 		return -EIO;
 	}
 	pipeline_set_publisher(d->pl, d->pub);
+	pipeline_set_live(d->pl, d->live);
 	pipeline_set_budget(d->pl, d->g->plan.latency_budget_ns);
 	pipeline_applied(d->pl, &d->applied);
 	d->applied.memory_locked = mem;
@@ -806,7 +826,8 @@ static void shut_down(struct daemon *d)
 			   (unsigned long long)s->counter[ST_SEQUENCE_GAPS]);
 	}
 	zpub_destroy(d->pub);        /* after the data thread that feeds it */
-	metrics_http_destroy(d->mh);
+	metrics_http_destroy(d->mh); /* ends the live streams first */
+	live_destroy(d->live);       /* after the data thread and the listener */
 	control_destroy(d->ctl);
 	gen_destroy(d->g);
 	trace_destroy(d->trace);

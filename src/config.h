@@ -156,6 +156,13 @@ struct chirp_config {
 
 	/* [metrics] */
 	char metrics_listen[64];             /* "127.0.0.1:9464", "" = off  */
+	int metrics_allow_remote;            /* a non-loopback listen       */
+
+	/* [live] */
+	int live_enable;
+	double live_fps;
+	unsigned live_max_clients;
+	unsigned live_map_max_range, live_map_max_doppler;
 
 	/* [publish] */
 	char pub_listen[256];                /* ZeroMQ endpoint, "" = off   */

@@ -379,7 +379,27 @@ const struct cfg_key cfg_tab[] = {
 	/* [metrics] */
 	KEY_STR("metrics", "listen", metrics_listen,
 		.def = "", .check = check_listen, .reload = CFG_RESTART,
-		.help = "Serve Prometheus metrics over HTTP at host:port, host a numeric IPv4 address or an IPv6 address in brackets (names are not looked up), port 1..65535 (e.g. 127.0.0.1:9464, [::1]:9464); empty = off."),
+		.help = "Serve Prometheus metrics (and, with [live] enable, the live view) over HTTP at host:port, host a numeric IPv4 address or an IPv6 address in brackets (names are not looked up), port 1..65535 (e.g. 127.0.0.1:9464, [::1]:9464); empty = off. An address other than loopback (127.0.0.0/8, ::1) needs allow_remote = true."),
+	KEY_BOOL("metrics", "allow_remote", metrics_allow_remote,
+		.def = "false", .reload = CFG_RESTART,
+		.help = "Let listen be an address other than loopback, reachable from other hosts. The listener has no authentication and no TLS: anyone who reaches the port reads the metrics and, with [live] enable, the maps, detections and state of the radar, in clear text, and can hold connections (at most 32; [live] max_clients streams). Keep it off and reach a remote chirpd through an SSH tunnel or a reverse proxy that authenticates; turn it on only on a trusted network or behind a firewall (doc/live.md)."),
+
+	/* [live] */
+	KEY_BOOL("live", "enable", live_enable,
+		.def = "false", .reload = CFG_RESTART,
+		.help = "Serve the live view on the HTTP listener ([metrics] listen; when that is empty, on 127.0.0.1:9464 with the metrics): http://HOST:PORT/live shows the range-Doppler map of a chosen channel (or beam) with its detections, a detection table, a range-time view and chirpd's state, pushed as Server-Sent Events (/live/events; one frame as JSON: /live/frame.json). Read-only. The data thread samples a frame between CPIs, at most fps a second and only while a page watches, and never waits for a client (doc/live.md)."),
+	KEY_DOUBLE("live", "fps", live_fps,
+		.def = "15", .min = 1, .max = 50, .reload = CFG_RESTART,
+		.help = "Frames a second at most, 1..50: each costs the data thread one read of the CPI's map (a max-hold to at most map_max_doppler x map_max_range cells per map) and a copy of its detection list."),
+	KEY_UINT("live", "max_clients", live_max_clients,
+		.def = "4", .min = 1, .max = 16, .reload = CFG_RESTART,
+		.help = "Live event streams at once, 1..16; more are refused (HTTP 503, counted in chirpd_live_clients_refused_total). Each holds one encoded frame (about 0.25 MiB at the default map size); a client that reads nothing for 5 s is disconnected (chirpd_live_clients_dropped_total), a slow one skips frames (chirpd_live_frames_skipped_total)."),
+	KEY_UINT("live", "map_max_range", live_map_max_range,
+		.def = "512", .min = 8, .max = 4096, .reload = CFG_RESTART,
+		.help = "Columns of a live map at most: range gates are reduced by max-hold over blocks of ceil(gates / map_max_range)."),
+	KEY_UINT("live", "map_max_doppler", live_map_max_doppler,
+		.def = "256", .min = 8, .max = 1024, .reload = CFG_RESTART,
+		.help = "Rows of a live map at most: Doppler bins reduced by max-hold the same way. A frame keeps 4 maps (channels or beams) at full size; with more, each is reduced further so that all fit."),
 
 	/* [publish] */
 	KEY_STR("publish", "listen", pub_listen,

@@ -14,7 +14,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "live.h"
 #include "log.h"
+#include "radar.h"
 #include "stall.h"
 #include "zpub.h"
 #include "statusline.h"
@@ -48,12 +50,87 @@ int daemon_render_metrics(void *ctx, char *buf, size_t len)
 		modes[i].name = d->g->cfg.modes[i].name;
 	}
 
+	struct live_counters lc;
+
 	if (d->ctl) {
 		control_get_stats(d->ctl, &cs);
 		mi.control_clients = cs.clients;
 	}
+	if (d->live) {
+		live_get_counters(d->live, &lc);
+		mi.live = &lc;
+	}
 	stats_snapshot(d->st, &sn);
 	return metrics_format(&sn, &mi, buf, len);
+}
+
+static json_t *mode_counts_json(const struct daemon *d, const struct stats_snapshot *s);
+
+/* The radar's scales for the page's axes, from the running plan. */
+static void live_scales_of(const struct daemon *d, struct live_scales *sc)
+{
+	const struct pc_radar *r = &d->g->plan.pc.radar;
+	unsigned nd = d->g->plan.doppler_nfft;
+
+	sc->range_m_per_gate = r->sample_rate_hz > 0 ? RADAR_C_MPS / (2 * r->sample_rate_hz) : NAN;
+	sc->mps_per_bin = r->prf_hz > 0 && r->carrier_hz > 0 && nd ?
+		r->prf_hz / nd * RADAR_C_MPS / (2 * r->carrier_hz) : NAN;
+	sc->map_db = d->g->plan.pc.out_mode == PC_OUT_MAP_DB;
+}
+
+/*
+ * The live view's state: what the page shows beside the map (rate,
+ * capacity, latency p99 over the last stats interval and since start,
+ * losses, per-mode counts). "lost" is every CPI that did not reach the
+ * output: input overruns, sequence gaps and output drops.
+ */
+int daemon_render_live_state(void *ctx, struct live_scales *sc, char *buf, size_t len)
+{
+	struct daemon *d = ctx;
+	static struct stats_snapshot s;   /* main thread only */
+	json_t *o;
+	char *txt;
+	size_t n;
+
+	live_scales_of(d, sc);
+	stats_snapshot(d->st, &s);
+	o = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:f, s:f, s:I, s:I, s:I, s:I, "
+		      "s:I, s:I, s:I, s:I, s:I}",
+		"state", daemon_state_name(d),
+		"backend", pc_backend_name(d->g->info.backend),
+		"uptime_s", (double)(mono_ns() - d->start_ns) * 1e-9,
+		"cpis_per_s", d->cpis_per_s,
+		"samples_per_s", d->samples_per_s,
+		"input_rate_cps", d->rw.rate_cps,
+		"capacity_cps", d->g->capacity_cps,
+		"over_capacity", d->rw.over,
+		"latency_p99_ms", (double)stats_percentile(d->snap_delta, 0.99) * 1e-6,
+		"latency_p99_ms_total", (double)stats_percentile(&s, 0.99) * 1e-6,
+		"cpis_in", (json_int_t)s.counter[ST_CPIS_IN],
+		"cpis_out", (json_int_t)s.counter[ST_CPIS_OUT],
+		"input_overruns", (json_int_t)s.counter[ST_INPUT_OVERRUNS],
+		"sequence_gaps", (json_int_t)s.counter[ST_SEQUENCE_GAPS],
+		"output_drops", (json_int_t)s.counter[ST_OUTPUT_DROPS],
+		"detection_drops", (json_int_t)s.counter[ST_DET_DROPS],
+		"detections", (json_int_t)s.counter[ST_DETECTIONS],
+		"lost", (json_int_t)(s.counter[ST_INPUT_OVERRUNS] + s.counter[ST_SEQUENCE_GAPS] +
+				     s.counter[ST_OUTPUT_DROPS]),
+		"time_ns", (json_int_t)mono_ns());
+	if (!o)
+		return -ENOMEM;
+	json_object_set_new(o, "modes", mode_counts_json(d, &s));
+	txt = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!txt)
+		return -ENOMEM;
+	n = strlen(txt);
+	if (n >= len) {
+		free(txt);
+		return -ENOSPC;
+	}
+	memcpy(buf, txt, n + 1);
+	free(txt);
+	return (int)n;
 }
 
 /* ---- control commands --------------------------------------------------- */

@@ -102,6 +102,7 @@ struct daemon {
 	struct pipeline *pl;
 	struct control *ctl;
 	struct metrics_http *mh;
+	struct live *live;                /* [live] (NULL: off; live.h)        */
 	struct zpub *pub;                 /* [publish] (NULL: off; zpub.h)     */
 	uint64_t pub_status_ns;           /* last status published (MONOTONIC) */
 	double pub_status_hz;             /* [publish] status_hz as started    */
@@ -220,5 +221,10 @@ void daemon_status_json(struct daemon *d, json_t *reply);
 
 /* Prometheus text into buf (metrics_http's callback; ctx is the daemon). */
 int daemon_render_metrics(void *ctx, char *buf, size_t len);
+
+/* The live view's state JSON and map scales (live_state_fn; ctx is the
+ * daemon). */
+struct live_scales;
+int daemon_render_live_state(void *ctx, struct live_scales *sc, char *buf, size_t len);
 
 #endif /* CHIRP_DAEMON_H */

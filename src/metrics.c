@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "live.h"
 #include "log.h"
 
 #define METRICS_BUF (64 * 1024)
@@ -122,6 +123,31 @@ static void put_modes(struct out *o, const struct stats_snapshot *sn,
 	}
 }
 
+/* The live view's counters ([live] enable). */
+static void put_live(struct out *o, const struct live_counters *c)
+{
+	put(o, "# HELP chirpd_live_frames_total Frames the data thread sampled for the live view "
+	       "(only while a page watches).\n# TYPE chirpd_live_frames_total counter\n"
+	       "chirpd_live_frames_total %llu\n", (unsigned long long)c->frames);
+	put(o, "# HELP chirpd_live_frames_sent_total Frames sent to live view clients.\n"
+	       "# TYPE chirpd_live_frames_sent_total counter\n"
+	       "chirpd_live_frames_sent_total %llu\n", (unsigned long long)c->frames_sent);
+	put(o, "# HELP chirpd_live_frames_skipped_total Newer frames a slow live client skipped "
+	       "(it gets the newest when it has sent the last; nothing queues).\n"
+	       "# TYPE chirpd_live_frames_skipped_total counter\n"
+	       "chirpd_live_frames_skipped_total %llu\n", (unsigned long long)c->frames_skipped);
+	put(o, "# HELP chirpd_live_clients_refused_total Live event streams refused: "
+	       "[live] max_clients were connected.\n"
+	       "# TYPE chirpd_live_clients_refused_total counter\n"
+	       "chirpd_live_clients_refused_total %llu\n", (unsigned long long)c->clients_refused);
+	put(o, "# HELP chirpd_live_clients_dropped_total Live clients disconnected for reading "
+	       "nothing for the listener's timeout (5 s).\n"
+	       "# TYPE chirpd_live_clients_dropped_total counter\n"
+	       "chirpd_live_clients_dropped_total %llu\n", (unsigned long long)c->clients_dropped);
+	put(o, "# HELP chirpd_live_clients Live event streams connected.\n"
+	       "# TYPE chirpd_live_clients gauge\nchirpd_live_clients %u\n", c->clients);
+}
+
 int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *mi,
 		   char *buf, size_t len)
 {
@@ -200,6 +226,8 @@ int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *m
 		"# TYPE chirpd_realtime gauge\nchirpd_realtime %d\n", mi->realtime);
 	put(&o, "# HELP chirpd_control_clients Control socket clients connected.\n"
 		"# TYPE chirpd_control_clients gauge\nchirpd_control_clients %u\n", mi->control_clients);
+	if (mi->live)
+		put_live(&o, mi->live);
 	if (o.overflow)
 		return -ENOSPC;
 	return (int)o.off;
@@ -209,6 +237,7 @@ int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *m
 
 struct metrics_http {
 	struct MHD_Daemon *d;
+	struct live *live;           /* /live URLs (NULL: not served)         */
 	metrics_render_fn render;
 	void *ctx;
 	char *buf;
@@ -278,6 +307,22 @@ bad:
 	return -EINVAL;
 }
 
+int metrics_listen_is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+
+		return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && a->sin6_addr.s6_addr[12] == 127);
+	}
+	return 0;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_data_size, void **con_cls)
@@ -290,13 +335,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	size_t blen;
 	int n;
 
-	(void)version; (void)upload_data; (void)con_cls;
+	(void)version; (void)upload_data;
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		body = "only GET\n";
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
 	} else if (*upload_data_size) {
 		body = "no body expected\n";
 		status = MHD_HTTP_BAD_REQUEST;
+	} else if (m->live && !strncmp(url, "/live", 5) && (!url[5] || url[5] == '/')) {
+		return (enum MHD_Result)live_answer(m->live, conn, url, con_cls);
 	} else if (strcmp(url, "/metrics") && strcmp(url, "/")) {
 		body = "not found; try /metrics\n";
 		status = MHD_HTTP_NOT_FOUND;
@@ -320,12 +367,37 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	return ret;
 }
 
+/* libmicrohttpd's own messages ("Failed to send ... no longer available"
+ * each time a browser closes a page): debug level, since what matters is
+ * reported by chirpd itself (cannot listen) or counted (live clients). */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[256];
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	log_debug("http: %s", msg);
+}
+
+/* A request ended: the live view frees what it held for it. */
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct metrics_http *m = cls;
+
+	(void)conn;
+	if (m->live && *con_cls)
+		live_completed(m->live, *con_cls, toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED);
+	*con_cls = NULL;
+}
+
 struct metrics_http *metrics_http_create(const char *listen, metrics_render_fn render,
 					 void *ctx, char *err, size_t errlen)
 {
 	struct metrics_http *m;
 	struct sockaddr_storage ss;
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 
 	if (metrics_parse_listen(listen, &ss, err, errlen) < 0)
 		return NULL;
@@ -343,6 +415,8 @@ struct metrics_http *metrics_http_create(const char *listen, metrics_render_fn r
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, m,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
 	if (!m->d) {
 		snprintf(err, errlen, "[metrics] listen %s: cannot listen (address in use or not local?)", listen);
@@ -365,10 +439,19 @@ int metrics_http_run(struct metrics_http *m)
 	return MHD_run(m->d) == MHD_YES ? 0 : -EIO;
 }
 
+void metrics_http_set_live(struct metrics_http *m, struct live *l)
+{
+	m->live = l;
+}
+
 void metrics_http_destroy(struct metrics_http *m)
 {
 	if (!m)
 		return;
+	if (m->live) {
+		live_shutdown(m->live);
+		(void)MHD_run(m->d);   /* ends the resumed streams */
+	}
 	MHD_stop_daemon(m->d);
 	free(m->buf);
 	free(m);

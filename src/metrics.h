@@ -13,13 +13,15 @@
  *
  * The HTTP endpoint runs inside the daemon's event loop (libmicrohttpd in
  * external-epoll mode: one fd to poll, no thread of its own) and answers
- * GET /metrics only.
+ * GET /metrics (and /), and the live view's /live URLs when one is set
+ * (live.h; chirpd_live_* counters then).
  */
 #ifndef CHIRP_METRICS_H
 #define CHIRP_METRICS_H
 
 #include <stddef.h>
 
+#include "live.h"
 #include "stats.h"
 
 /* A configured radar mode, for its per-mode counter's labels. */
@@ -44,6 +46,7 @@ struct metrics_info {
 	unsigned control_clients;
 	const struct metrics_mode *modes;  /* the running configuration's modes */
 	unsigned nmodes;
+	const struct live_counters *live;  /* [live] enable (NULL: off)         */
 };
 
 /*
@@ -69,6 +72,10 @@ struct metrics_http *metrics_http_create(const char *listen, metrics_render_fn r
 /* A pollable fd (EPOLLIN) for the event loop; call metrics_http_run when
  * readable and once a second (connection timeouts). */
 int metrics_http_fd(const struct metrics_http *m);
+
+/* Serve the live view's /live URLs through this listener (l outlives m;
+ * metrics_http_destroy ends its streams first). */
+void metrics_http_set_live(struct metrics_http *m, struct live *l);
 int metrics_http_run(struct metrics_http *m);
 void metrics_http_destroy(struct metrics_http *m);
 
@@ -81,5 +88,9 @@ void metrics_http_destroy(struct metrics_http *m);
 struct sockaddr_storage;
 int metrics_parse_listen(const char *listen, struct sockaddr_storage *ss,
 			 char *err, size_t errlen);
+
+/* 1 if ss (metrics_parse_listen's) is a loopback address: 127.0.0.0/8,
+ * ::1 or ::ffff:127.0.0.0/104; 0 otherwise (the wildcard included). */
+int metrics_listen_is_loopback(const struct sockaddr_storage *ss);
 
 #endif /* CHIRP_METRICS_H */

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "chirp/detect.h"
+#include "live.h"
 #include "log.h"
 #include "sink.h"
 #include "stall.h"
@@ -123,6 +124,9 @@ struct pipeline_gen {
 	uint32_t map_doppler, map_range;      /* a range-Doppler map output
 						 (channels x map_doppler x
 						 map_range float32; 0: none)  */
+	uint32_t map_maps;                    /* its maps: the output ring's
+						 channels (the beams, when the
+						 chain forms beams)           */
 	void *staging;               /* file-only scratch: depth * out_stride,
 					page aligned; NULL without [output] file */
 	size_t out_stride;
@@ -154,6 +158,7 @@ struct pipeline {
 	struct sysnuma_applied applied;
 	struct trace *trace;         /* flight recorder (NULL: none)            */
 	struct zpub *_Atomic pub;    /* [publish] (NULL: none; zpub.h)          */
+	struct live *_Atomic live;   /* [live] (NULL: none; live.h)             */
 	_Atomic uint64_t budget_ns;  /* latency budget (0: none)                */
 	_Atomic uint64_t over_last;  /* 1 + trace record number of the newest
 					over-budget CPI (0: none yet)          */
@@ -308,6 +313,7 @@ static void find_map(struct pipeline_gen *g, const struct pc_info *info)
 		return;
 	g->map_doppler = go.pulses;
 	g->map_range = go.samples;
+	g->map_maps = go.channels;
 }
 
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
@@ -1275,6 +1281,26 @@ static void publish(struct pipeline *p, const struct flight *f, uint64_t now)
 	}
 }
 
+/*
+ * [live]: when a frame is due (a page watches, 1/fps has passed), f's map
+ * reduced by max-hold and its list into the view's snapshot (live.h): one
+ * read of the map, never a wait. A CPI of an unknown mode is not sampled.
+ */
+static void live_sample(struct pipeline *p, const struct flight *f, uint64_t now)
+{
+	struct live *l = atomic_load_explicit(&p->live, memory_order_acquire);
+	const struct pipeline_gen *g = p->cur;
+	struct live_cpi c;
+	const float *map;
+
+	if (!l || f->unknown || !live_due(l, now))
+		return;
+	c = (struct live_cpi){ .seq = f->seq, .timestamp_ns = f->timestamp_ns, .mode = f->mode };
+	map = g->map_range && f->out && f->kind != OUT_SKIP ? f->out : NULL;
+	live_put(l, &c, map, g->map_maps, g->map_doppler, g->map_range, f->det, g->det_bytes);
+	rewatch(p);
+}
+
 /* Retire the FIFO's head f: the file sinks (a copy each, never a wait),
  * the output ring's commit, the counters and the flight recorder. Returns
  * 0, or -1 failed (reported). */
@@ -1292,6 +1318,7 @@ static int finish_one(struct pipeline *p, struct flight *f)
 	if (f->det)
 		in_file = det_complete(p, f);
 	publish(p, f, t0);
+	live_sample(p, f, t0);
 	test_retire_sleep(p);
 	watch(p, TW_RETIRE);
 
@@ -1782,6 +1809,11 @@ const char *pipeline_error(const struct pipeline *p)
 {
 	/* p->error is written before the release store of PIPE_FAILED. */
 	return pipeline_state(p) == PIPE_FAILED ? p->error : "";
+}
+
+void pipeline_set_live(struct pipeline *p, struct live *l)
+{
+	atomic_store_explicit(&p->live, l, memory_order_release);
 }
 
 void pipeline_set_publisher(struct pipeline *p, struct zpub *z)

@@ -153,6 +153,14 @@ void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns);
 struct zpub;
 void pipeline_set_publisher(struct pipeline *p, struct zpub *z);
 
+/*
+ * [live] (live.h): from the next CPI retired, a CPI's map (max-held) and
+ * detection list go to l's snapshot whenever live_due says a frame is
+ * due; NULL stops it. Same lifetime rule as the publisher. Any thread.
+ */
+struct live;
+void pipeline_set_live(struct pipeline *p, struct live *l);
+
 /* 1 + the trace record number of the newest over-budget CPI, 0 if none. */
 uint64_t pipeline_over_budget_last(const struct pipeline *p);
 

@@ -5,6 +5,7 @@
  * for the config module (config_check_rules).
  */
 #include "plan.h"
+#include "metrics.h"
 #include "radar.h"
 #include "sysnuma.h"
 #include "workkey.h"
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* ---- derived values ----------------------------------------------------- */
@@ -353,10 +355,36 @@ static int check_radar(const struct chirp_config *c, struct config_fault *out, i
 	return n;
 }
 
+/*
+ * The HTTP listener: an address other than loopback only with
+ * allow_remote (it has no authentication: metrics.h, doc/live.md).
+ */
+static int check_listener(const struct chirp_config *c, struct config_fault *out, int n, int max)
+{
+	struct sockaddr_storage ss;
+	struct config_fault f;
+	char why[128];
+
+	if (c->metrics_listen[0] && !c->metrics_allow_remote &&
+	    metrics_parse_listen(c->metrics_listen, &ss, why, sizeof(why)) == 0 &&
+	    !metrics_listen_is_loopback(&ss)) {
+		memset(&f, 0, sizeof(f));
+		f.keys[0] = "metrics.listen";
+		f.keys[1] = "metrics.allow_remote";
+		snprintf(f.why, sizeof(f.why),
+			 "%s is not a loopback address: other hosts could read the metrics%s without "
+			 "authentication; set [metrics] allow_remote = true to mean it",
+			 c->metrics_listen, c->live_enable ? " and the live view" : "");
+		n = add_fault(out, n, max, &f);
+	}
+	return n;
+}
+
 int config_check_rules(const struct chirp_config *c, struct config_fault *f, int max)
 {
 	int n = check_cpi_size(c, f, 0, max);
 
+	n = check_listener(c, f, n, max);
 	return check_radar(c, f, n, max);
 }
 
@@ -395,6 +423,13 @@ int plan_build(struct plan *p, const struct chirp_config *c, struct config_fault
 		plan_file_make(&p->file[k], c, (enum plan_file_kind)k);
 	p->latency_budget_ns = plan_budget_ns(c);
 	plan_publish(p, c);
+	p->live = (struct live_params){
+		.fps = c->live_fps, .max_clients = c->live_max_clients,
+		.max_rows = c->live_map_max_doppler, .max_cols = c->live_map_max_range,
+	};
+	p->live_enable = c->live_enable;
+	p->http_listen = c->metrics_listen[0] ? c->metrics_listen :
+			 c->live_enable ? PLAN_LIVE_LISTEN : NULL;
 	return 0;
 }
 

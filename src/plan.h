@@ -27,7 +27,11 @@
 #include "chirp/pc.h"
 #include "chirp/ring.h"
 #include "config.h"
+#include "live.h"
 #include "zpub.h"
+
+/* Where the live view listens when [metrics] listen is empty: loopback. */
+#define PLAN_LIVE_LISTEN "127.0.0.1:9464"
 
 /* chirpd's rings, in the order a generation attaches them. */
 enum plan_ring_kind { PLAN_RING_IN, PLAN_RING_OUT, PLAN_RING_DET, PLAN_RINGS };
@@ -75,6 +79,11 @@ struct plan {
 					daemon adds det_bytes, which the pc
 					reports, and its counters            */
 	double publish_status_hz;    /* [publish] status_hz, 0 = none       */
+	int live_enable;             /* [live] enable                       */
+	struct live_params live;     /* [live]                              */
+	const char *http_listen;     /* the HTTP listener's address: [metrics]
+					listen, else PLAN_LIVE_LISTEN with
+					[live] enable, else NULL (none)      */
 };
 
 /*

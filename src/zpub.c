@@ -22,6 +22,7 @@
 #include <zmq.h>
 
 #include "log.h"
+#include "maxhold.h"
 #include "sink.h"
 #include "timeutil.h"
 
@@ -230,36 +231,6 @@ int zpub_map_due(struct zpub *z, uint64_t now_ns)
 	return 1;
 }
 
-static uint32_t ceil_div(uint32_t a, uint32_t b)
-{
-	return (a + b - 1) / b;
-}
-
-/* out[rows][cols] = the max of each block of map, over every channel. */
-static void max_hold(float *out, const float *map, uint32_t channels, uint32_t doppler,
-		     uint32_t range, uint32_t dd, uint32_t dr, uint32_t rows, uint32_t cols)
-{
-	for (size_t i = 0; i < (size_t)rows * cols; i++)
-		out[i] = -INFINITY;
-	for (uint32_t ch = 0; ch < channels; ch++) {
-		for (uint32_t k = 0; k < doppler; k++) {
-			const float *in = map + ((size_t)ch * doppler + k) * range;
-			float *o = out + (size_t)(k / dd) * cols;
-			uint32_t n = 0;
-
-			for (uint32_t j = 0; j < cols; j++) {
-				uint32_t e = n + dr < range ? n + dr : range;
-				float m = o[j];
-
-				for (; n < e; n++)
-					if (in[n] > m)   /* false for NaN: ignored */
-						m = in[n];
-				o[j] = m;
-			}
-		}
-	}
-}
-
 int zpub_put_map(struct zpub *z, const float *map, uint32_t channels, uint32_t doppler,
 		 uint32_t range, const struct zpub_cpi *c)
 {
@@ -272,12 +243,12 @@ int zpub_put_map(struct zpub *z, const float *map, uint32_t channels, uint32_t d
 	cpi_rec(&r, c);
 	r.doppler = doppler;
 	r.range = range;
-	r.dec_doppler = ceil_div(doppler, z->prm.map_max_doppler);
-	r.dec_range = ceil_div(range, z->prm.map_max_range);
-	r.rows = ceil_div(doppler, r.dec_doppler);
-	r.cols = ceil_div(range, r.dec_range);
+	r.dec_doppler = maxhold_ceil_div(doppler, z->prm.map_max_doppler);
+	r.dec_range = maxhold_ceil_div(range, z->prm.map_max_range);
+	r.rows = maxhold_ceil_div(doppler, r.dec_doppler);
+	r.cols = maxhold_ceil_div(range, r.dec_range);
 	r.channels = channels;
-	max_hold(z->map, map, channels, doppler, range, r.dec_doppler, r.dec_range, r.rows, r.cols);
+	maxhold_map(z->map, map, channels, doppler, range, r.dec_doppler, r.dec_range, r.rows, r.cols);
 	return put(&z->tp[ZT_MAP], &r, z->map, (size_t)r.rows * r.cols * sizeof(float));
 }
 

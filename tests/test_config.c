@@ -621,9 +621,20 @@ static void test_listen_host(void **state)
 	struct chirp_config c;
 
 	(void)state;
-	assert_int_equal(load_str(&c, "[metrics]\nlisten = 0.0.0.0:1\n", NULL), 0);
-	assert_int_equal(load_str(&c, "[metrics]\nlisten = [::]:65535\n", NULL), 0);
-	assert_int_equal(load_str(&c, "[metrics]\nlisten = [fe80::1:2]:9464\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = 0.0.0.0:1\nallow_remote = true\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = [::]:65535\nallow_remote = true\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = [fe80::1:2]:9464\nallow_remote = true\n",
+				  NULL), 0);
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = 127.3.0.1:9464\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = [::1]:9464\n", NULL), 0);
+	assert_int_equal(load_str(&c, "[metrics]\nlisten = [::ffff:127.0.0.1]:9464\n", NULL), 0);
+	/* Beyond loopback only when meant: the listener has no authentication. */
+	expect_error("[metrics]\nlisten = 0.0.0.0:9464\n",
+		     "t.conf:2: [metrics] listen: 0.0.0.0:9464 is not a loopback address");
+	expect_error("[metrics]\nlisten = [::]:9464\n[live]\nenable = true\n",
+		     "could read the metrics and the live view without authentication");
+	expect_error("[metrics]\nlisten = 10.1.2.3:9464\nallow_remote = false\n",
+		     "set [metrics] allow_remote = true to mean it");
 	expect_error("[metrics]\nlisten=;:9\n", "t.conf:2: [metrics] listen: value starts");
 	expect_error("[metrics]\nlisten = x;:9\n", "host 'x;' is not a numeric IPv4 address");
 	expect_error("[metrics]\nlisten = localhost:9464\n", "host 'localhost' is not a numeric IPv4");
@@ -1030,8 +1041,8 @@ static void test_json(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "metrics"), "listen")), "");
 	/* Every section is present. */
 	const char *secs[] = { "daemon", "numa", "input", "cpi", "waveform", "processing", "output",
-			       "radar", "doppler", "cfar", "detections", "metrics", "publish",
-			       "trace" };
+			       "radar", "doppler", "cfar", "detections", "metrics", "live",
+			       "publish", "trace" };
 	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
 		assert_true(json_is_object(json_object_get(j, secs[i])));
 	/* ... and the modes: here only [waveform]'s. */
@@ -1041,7 +1052,7 @@ static void test_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 0), "id")), 0);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(s, 0), "name")),
 			    "default");
-	assert_int_equal(json_object_size(j), 15);
+	assert_int_equal(json_object_size(j), 16);
 	json_decref(j);
 }
 

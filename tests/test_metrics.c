@@ -177,6 +177,53 @@ static void test_parse_listen(void **state)
 		assert_int_equal(metrics_parse_listen(bad[i], &ss, err, sizeof(err)), -EINVAL);
 }
 
+/* The live view's counters appear only with the view, typed and named. */
+static void test_live_counters(void **state)
+{
+	struct stats *s = mk_stats();
+	static struct stats_snapshot sn;
+	struct live_counters lc = { .frames = 7, .frames_sent = 20, .frames_skipped = 3,
+				    .clients_refused = 1, .clients_dropped = 2, .clients = 4 };
+	struct metrics_info mi = { .state = "running", .backend = "cpu", .numa_node = -1 };
+	char *buf = malloc(65536);
+
+	(void)state;
+	stats_snapshot(s, &sn);
+	assert_true(metrics_format(&sn, &mi, buf, 65536) > 0);
+	assert_null(strstr(buf, "chirpd_live_"));
+	mi.live = &lc;
+	assert_true(metrics_format(&sn, &mi, buf, 65536) > 0);
+	assert_non_null(strstr(buf, "# TYPE chirpd_live_frames_total counter\nchirpd_live_frames_total 7\n"));
+	assert_non_null(strstr(buf, "\nchirpd_live_frames_sent_total 20\n"));
+	assert_non_null(strstr(buf, "\nchirpd_live_frames_skipped_total 3\n"));
+	assert_non_null(strstr(buf, "\nchirpd_live_clients_refused_total 1\n"));
+	assert_non_null(strstr(buf, "\nchirpd_live_clients_dropped_total 2\n"));
+	assert_non_null(strstr(buf, "# TYPE chirpd_live_clients gauge\nchirpd_live_clients 4\n"));
+	free(buf);
+	stats_destroy(s);
+}
+
+/* Loopback is 127.0.0.0/8, ::1 and v4-mapped 127/8; the wildcards are not. */
+static void test_loopback(void **state)
+{
+	static const char *const yes[] = { "127.0.0.1:1", "127.255.0.9:80", "[::1]:9464",
+					   "[::ffff:127.0.0.1]:9464" };
+	static const char *const no[] = { "0.0.0.0:9464", "10.0.0.1:9464", "128.0.0.1:1",
+					  "[::]:9464", "[fe80::1]:9464", "[::ffff:10.0.0.1]:9464" };
+	struct sockaddr_storage ss;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		assert_int_equal(metrics_parse_listen(yes[i], &ss, err, sizeof(err)), 0);
+		assert_int_equal(metrics_listen_is_loopback(&ss), 1);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		assert_int_equal(metrics_parse_listen(no[i], &ss, err, sizeof(err)), 0);
+		assert_int_equal(metrics_listen_is_loopback(&ss), 0);
+	}
+}
+
 static struct stats *g_stats;
 static int render(void *ctx, char *buf, size_t len)
 {
@@ -262,6 +309,8 @@ int main(void)
 		cmocka_unit_test(test_exposition),
 		cmocka_unit_test(test_mode_counters),
 		cmocka_unit_test(test_parse_listen),
+		cmocka_unit_test(test_loopback),
+		cmocka_unit_test(test_live_counters),
 		cmocka_unit_test(test_http_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

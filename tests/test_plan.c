@@ -115,6 +115,32 @@ static void test_velocity_budget(void **state)
 	assert_true(p.latency_budget_ns == 0);
 }
 
+/* The HTTP listener: [metrics] listen as given; with it empty, the live
+ * view alone opens loopback's 127.0.0.1:9464; neither, none. [live]'s
+ * keys reach the view's parameters. */
+static void test_listener(void **state)
+{
+	struct chirp_config c;
+	struct plan p;
+
+	(void)state;
+	load_ok(&c, "");
+	assert_int_equal(plan_build(&p, &c, NULL), 0);
+	assert_null(p.http_listen);
+	assert_int_equal(p.live_enable, 0);
+	load_ok(&c, "[live]\nenable = true\nfps = 12\nmax_clients = 3\nmap_max_range = 300\n"
+		    "map_max_doppler = 64\n");
+	assert_int_equal(plan_build(&p, &c, NULL), 0);
+	assert_string_equal(p.http_listen, PLAN_LIVE_LISTEN);
+	assert_string_equal(PLAN_LIVE_LISTEN, "127.0.0.1:9464");
+	assert_int_equal(p.live_enable, 1);
+	assert_true(p.live.fps == 12 && p.live.max_clients == 3);
+	assert_true(p.live.max_cols == 300 && p.live.max_rows == 64);
+	load_ok(&c, "[metrics]\nlisten = [::1]:9000\n[live]\nenable = true\n");
+	assert_int_equal(plan_build(&p, &c, NULL), 0);
+	assert_string_equal(p.http_listen, "[::1]:9000");
+}
+
 /* P' and Nd: the MTI drops 0, 1 or 2 pulses; auto Nd is the smallest
  * 2^a 3^b 5^c 7^d >= P'; a given fft is taken; no doppler, no axis. */
 static void test_doppler_axis(void **state)
@@ -411,6 +437,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pc_params),
 		cmocka_unit_test(test_velocity_budget),
+		cmocka_unit_test(test_listener),
 		cmocka_unit_test(test_doppler_axis),
 		cmocka_unit_test(test_rings),
 		cmocka_unit_test(test_radar_check),

@@ -18,6 +18,7 @@
 # and (l) the restarts (every one, the median, huge pages beside when the
 # folder has them, the 2 s criterion) with README's sixth row naming its
 # own folder,
+# (m) the cost of the live view, with its criteria,
 # a modes run without a single-mode one says so, and a missing or garbled
 # raw file, or a README without the headline markers, fails with an error
 # that names the file and writes nothing.
@@ -31,7 +32,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare modes radar detect startup net publish multigpu restart; do
+		for k in throughput latency cupy compare modes radar detect startup net publish multigpu restart live; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -146,6 +147,14 @@ grep -qF '| huge pages | 1 | 1000 | 600 | 0.2 | 400 | 30 | 50 | 100 | 1.0 | 2 | 
 grep -qF '    FAIL every restart processing again within 2 s of the kill: the longest 2100 ms' "$T/page.md" ||
 	e2e_fail "no (l) criterion"
 # README: five rows from one run, and its command; a sixth for several GPUs
+# (k): every run, the ratio (994 of 1000: 99.40 % PASS) and the latency
+# with a page open from the same folder, with its criteria
+grep -qF '| 1 | 3 | 995.0 | 14.9 | 150 | 2 |' "$T/page.md" || e2e_fail "no live row"
+grep -qF '| 2 | 0 | 1000.0 | – | 0 | 0 |' "$T/page.md" || e2e_fail "no live no-page row"
+grep -qF '    PASS capacity with 3 pages open is 99.40 % ≥ 99 % of capacity with none (median 994.0 against 1000.0 CPI/s)' "$T/page.md" ||
+	e2e_fail "no live capacity line"
+grep -qF 'Latency at 80 % of capacity with a page open' "$T/page.md" || e2e_fail "no live latency table"
+[ "$(grep -c '    PASS C2 80 %: chirpd p99 1.222 ms' "$T/page.md")" -ge 2 ] || e2e_fail "no live latency criteria"
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
 [ "$(grep -c '^| [A-Z0-9]' "$T/head.md")" -eq 7 ] || e2e_fail "the headline is not a header and six rows"
