@@ -485,7 +485,8 @@ static void make_scalars(struct radar_setup *rs, const struct pc_params *p)
 {
 	const struct pc_radar *r = &p->radar;
 
-	rs->channels = p->channels;
+	rs->beams = p->beams.mode != PC_BEAMS_OFF ? p->beams.count : 0;
+	rs->channels = rs->beams ? rs->beams : p->channels;
 	rs->pulses = p->pulses;
 	rs->samples = p->samples;
 	rs->mti = r->mti;
@@ -495,7 +496,7 @@ static void make_scalars(struct radar_setup *rs, const struct pc_params *p)
 	rs->cfar = r->cfar ? 1 : 0;
 	rs->method = r->method;
 	rs->integrate = r->integrate ? 1 : 0;
-	rs->maps = rs->integrate ? 1 : p->channels;
+	rs->maps = rs->integrate ? 1 : rs->channels;
 	rs->gr = r->guard_range;
 	rs->gd = r->guard_doppler;
 	rs->tr = r->train_range;
