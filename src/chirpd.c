@@ -397,6 +397,8 @@ static int check_config(const char *path)
 	float *refs[PC_MAX_MODES] = { NULL };
 	struct pc_mode modes[PC_MAX_MODES];
 	struct pc_params pp;
+	struct plan_beams beams = { 0 };
+	struct config_fault f;
 	unsigned nm = 0;
 	int n, ret = 1;
 
@@ -434,6 +436,11 @@ static int check_config(const char *path)
 		modes[nm].ref = refs[nm];
 	}
 	plan_pc_params(c, &pp);
+	if (plan_beams_make(c, &beams, &f) < 0) {   /* config_load passed it: a file changed */
+		fprintf(stderr, "%s: %s: %s\n", path, f.keys[0] ? f.keys[0] : "beams", f.why);
+		goto out;
+	}
+	plan_beams_apply(&beams, &pp);
 	pp.ref = refs[0];
 	pp.ref_len = modes[0].ref_len;
 	pp.modes = modes;
@@ -447,6 +454,7 @@ static int check_config(const char *path)
 out:
 	for (unsigned i = 0; i < PC_MAX_MODES; i++)
 		free(refs[i]);
+	plan_beams_free(&beams);
 	free(c);
 	return ret;
 }

@@ -45,7 +45,7 @@
 
 static const char *const cfg_sections[] = {
 	"daemon", "numa", "input", "cpi", "waveform", "processing", "output", "radar", "doppler",
-	"cfar", "detections", "metrics", "publish", "trace", NULL,
+	"cfar", "array", "beams", "detections", "metrics", "publish", "trace", NULL,
 };
 #define NSECTIONS (sizeof(cfg_sections) / sizeof(cfg_sections[0]) - 1)
 

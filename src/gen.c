@@ -365,6 +365,8 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	float *window = NULL;
 	struct pc_params pp = g->plan.pc;
 	struct plan_diff diff;
+	struct plan_beams beams;
+	struct config_fault f;
 	char why[256];
 	int kept = 0, ret = gen_build_modes(g, err, errlen);
 
@@ -372,6 +374,13 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 		return ret;
 	if ((ret = gen_doppler_window(g, &window, err, errlen)) < 0)
 		return ret;
+	/* the array's files are read again: a reload takes what they hold now */
+	if (plan_beams_make(&g->cfg, &beams, &f) < 0) {
+		free(window);
+		snprintf(err, errlen, "%s: %s", f.keys[0] ? f.keys[0] : "beams", f.why);
+		return -EINVAL;
+	}
+	plan_beams_apply(&beams, &pp);
 	pp.radar.window = window;
 	pp.ref = g->modes[0].ref;
 	pp.ref_len = g->modes[0].ref_len;
@@ -388,7 +397,8 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 		pp.streams = g->cached.depth;
 	}
 	g->pc = pc_create(&pp, why, sizeof(why));
-	free(window);          /* pc_create copied it */
+	free(window);          /* pc_create copied it, and the beams' arrays */
+	plan_beams_free(&beams);
 	if (!g->pc) {
 		snprintf(err, errlen, "pulse compression (%s backend): %s",
 			 pc_backend_name(pp.backend), why);
