@@ -61,6 +61,11 @@ struct gen {
 	unsigned nmodes;
 	struct pc *pc;
 	struct pc_info info;
+	/* The beams as built (status): B (0 without), each beam's direction
+	 * at zero pointing (az, el degrees), the fan's spacing in u. */
+	unsigned beams;
+	double beam_dir[2 * PC_MAX_BEAMS];
+	double beam_spacing_u;
 	struct chirp_ring *ring[PLAN_RINGS];  /* by kind; NULL: the plan has
 						 none (plan.ring[k].used 0) or
 						 not attached yet          */

@@ -398,6 +398,7 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	}
 	g->pc = pc_create(&pp, why, sizeof(why));
 	free(window);          /* pc_create copied it, and the beams' arrays */
+	g->beam_spacing_u = beams.spacing_u;
 	plan_beams_free(&beams);
 	if (!g->pc) {
 		snprintf(err, errlen, "pulse compression (%s backend): %s",
@@ -405,6 +406,9 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 		return -EINVAL;
 	}
 	pc_get_info(g->pc, &g->info);
+	g->beams = pc_beam_count(g->pc);   /* at zero pointing: no CPI yet */
+	for (unsigned b = 0; b < g->beams; b++)
+		pc_beam_azel(g->pc, b, &g->beam_dir[2 * b], &g->beam_dir[2 * b + 1]);
 	if (kept)   /* auto, depth kept from old (above) */
 		snprintf(g->info.depth_choice, sizeof(g->info.depth_choice), "%s",
 			 old->info.depth_choice);

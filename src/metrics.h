@@ -44,6 +44,9 @@ struct metrics_info {
 	unsigned control_clients;
 	const struct metrics_mode *modes;  /* the running configuration's modes */
 	unsigned nmodes;
+	unsigned beams;               /* B, 0 without beams                    */
+	double pointing_az_deg;       /* the newest CPI's pointing, degrees    */
+	double pointing_el_deg;
 };
 
 /*

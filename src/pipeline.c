@@ -79,6 +79,11 @@ struct flight {
 	uint32_t mode;               /* the input block's radar mode           */
 	int unknown;                 /* the pc has no such mode: not computed,
 					result zeroed and flagged              */
+	float point_az, point_el;    /* the input block's pointing, degrees:
+					steers the beams, handed on with the
+					result and the list                    */
+	int bad_pointing;            /* not computed: the pointing is not one
+					the beams can take (flagged)           */
 	uint32_t flags;              /* flags for the output block: the carry
 					(gaps before it) taken at reservation */
 	uint32_t in_incomplete;      /* the input's CHIRP_RING_INCOMPLETE, and */
@@ -157,6 +162,9 @@ struct pipeline {
 	_Atomic uint64_t budget_ns;  /* latency budget (0: none)                */
 	_Atomic uint64_t over_last;  /* 1 + trace record number of the newest
 					over-budget CPI (0: none yet)          */
+	_Atomic uint32_t point_az_bits, point_el_bits; /* the pointing of the
+					newest CPI submitted, float bits (the
+					data thread stores, status reads)     */
 	_Atomic uint64_t unknown_last; /* 1 + the mode of the newest CPI of an
 					unknown mode (0: none yet)             */
 
@@ -744,6 +752,8 @@ static struct flight *new_record(struct pipeline *p, const struct chirp_ring_blo
 	f->timestamp_ns = blk->timestamp_ns;
 	f->first_sample = blk->first_sample;
 	f->mode = blk->mode;
+	f->point_az = blk->pointing_az_deg;
+	f->point_el = blk->pointing_el_deg;
 	f->in_incomplete = blk->flags & CHIRP_RING_INCOMPLETE;
 	f->missing = blk->missing;
 	return f;
@@ -874,13 +884,34 @@ static void pick_det(struct pipeline *p, struct flight *f)
 	f->det = (char *)g->det_scratch + (size_t)(p->det_staged++ % g->depth) * g->det_stride;
 }
 
+/*
+ * A CPI whose pointing the beams cannot take (pc_submit_job said -EDOM:
+ * not finite, beyond +-90 degrees, or a beam outside the visible region):
+ * never beamformed with other weights. As an unknown mode: its results
+ * are pc_write_skipped's, the output and the list flagged
+ * CHIRP_RING_BAD_POINTING, done at once (retired in input order), counted.
+ */
+static int take_bad_pointing(struct pipeline *p, struct flight *f, void *outp)
+{
+	f->bad_pointing = 1;
+	f->done_in = f->done_out = 1;
+	pc_write_skipped(p->cur->pc, outp, f->det, f->mode);
+	f->flags |= CHIRP_RING_BAD_POINTING;
+	f->det_flags |= CHIRP_RING_BAD_POINTING;
+	stats_write_begin(p->st);
+	stats_count(p->st, ST_BAD_POINTING_CPIS, 1);
+	stats_write_end(p->st);
+	return 1;
+}
+
 /* Hand the CPI in record idx to the backend. Returns 1, or < 0 on a fatal
  * error (already reported). */
 static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const void *in,
 		      void *outp)
 {
 	struct pipeline_gen *g = p->cur;
-	struct pc_job job = { .in = in, .out = outp, .det = f->det, .tag = idx, .mode = f->mode };
+	struct pc_job job = { .in = in, .out = outp, .det = f->det, .tag = idx, .mode = f->mode,
+			      .pointing_az_deg = f->point_az, .pointing_el_deg = f->point_el };
 	int ret;
 
 	f->out = outp;
@@ -901,9 +932,19 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 	/* pc_submit's own time is the record's submit..submitted (the CPU
 	 * backend computes in it): not a gap of the loop. */
 	rewatch(p);
+	if (ret == -EDOM)
+		return take_bad_pointing(p, f, outp);
 	if (ret < 0) {
 		fail(p, "pc_submit", ret);
 		return -1;
+	}
+	{
+		uint32_t az, el;
+
+		memcpy(&az, &f->point_az, sizeof(az));
+		memcpy(&el, &f->point_el, sizeof(el));
+		atomic_store_explicit(&p->point_az_bits, az, memory_order_relaxed);
+		atomic_store_explicit(&p->point_el_bits, el, memory_order_relaxed);
 	}
 	f->t_submitted = mono_ns();
 	p->nsub++;
@@ -1045,7 +1086,7 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 	r.t[TR_SUBMIT] = f->t_submit;
 	r.t[TR_SUBMITTED] = f->t_submitted;
 	r.t[TR_INPUT_DONE] = f->t_in_done;
-	r.t[TR_OUTPUT_DONE] = f->kind == OUT_SKIP || f->unknown ? 0 : f->t_done;
+	r.t[TR_OUTPUT_DONE] = f->kind == OUT_SKIP || f->unknown || f->bad_pointing ? 0 : f->t_done;
 	r.t[TR_RELEASE] = f->t_release;
 	r.t[TR_OUT_COMMIT] = delivered ? t_commit : 0;
 	if (delivered)
@@ -1079,8 +1120,13 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
  */
 static int commit_result(struct pipeline *p, struct flight *f, uint32_t cflags)
 {
-	int ret = chirp_ring_commit_partial(p->cur->out, f->timestamp_ns, f->first_sample,
-					    cflags | f->in_incomplete, f->mode, f->missing);
+	struct chirp_ring_cpi cpi = {
+		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
+		.flags = cflags | f->in_incomplete, .mode = f->mode,
+		.pointing_az_deg = f->point_az, .pointing_el_deg = f->point_el,
+		.missing = f->missing,
+	};
+	int ret = chirp_ring_commit_cpi(p->cur->out, &cpi);
 
 	if (ret == 0) {
 		p->commit_carry = 0;
@@ -1111,7 +1157,7 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
 		stats_count(p->st, ST_NONFINITE_CPIS, 1);
 		stats_count(p->st, ST_NONFINITE_ROWS, f->nonfinite_rows);
 	}
-	if (f->kind != OUT_SKIP && !f->unknown) {
+	if (f->kind != OUT_SKIP && !f->unknown && !f->bad_pointing) {
 		stats_count(p->st, ST_SAMPLES_IN, p->cur->samples_per_cpi);
 		stats_stage(p->st, STG_INPUT, f->t_submit - f->t_peek);
 		stats_stage(p->st, STG_COMPUTE, f->t_done - f->t_submit);
@@ -1132,8 +1178,12 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
  * Inside a stats write section. */
 static int commit_det(struct pipeline *p, struct flight *f)
 {
-	int ret = chirp_ring_commit_mode(p->cur->det, f->timestamp_ns, f->first_sample,
-					 f->det_flags, f->mode);
+	struct chirp_ring_cpi cpi = {
+		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
+		.flags = f->det_flags, .mode = f->mode,
+		.pointing_az_deg = f->point_az, .pointing_el_deg = f->point_el,
+	};
+	int ret = chirp_ring_commit_cpi(p->cur->det, &cpi);
 
 	if (ret == -ESTALE) {
 		stats_count(p->st, ST_DET_DROPS, 1);
@@ -1268,7 +1318,7 @@ static void publish(struct pipeline *p, const struct flight *f, uint64_t now)
 	};
 	if (f->det)
 		(void)zpub_put_det(z, f->det, g->det_bytes, &c);   /* full: counted */
-	if (g->map_range && f->out && f->kind != OUT_SKIP && !f->unknown &&
+	if (g->map_range && f->out && f->kind != OUT_SKIP && !f->unknown && !f->bad_pointing &&
 	    zpub_map_due(z, now)) {
 		(void)zpub_put_map(z, f->out, g->channels, g->map_doppler, g->map_range, &c);
 		rewatch(p);
@@ -1357,6 +1407,10 @@ static void absorb_done(struct pipeline *p, const struct pc_done *done, int n)
 			f->chunks = done[i].chunks;
 			f->woken = done[i].woken;
 			f->absent = done[i].absent;
+			/* mvdr found no weights in the CPI's training cells (a
+			 * set of zeros, NaN or Inf): every value NaN */
+			if (done[i].flags & PC_DONE_SKIPPED)
+				f->flags |= CHIRP_RING_NONFINITE;
 			p->nsub--;
 		}
 	}
@@ -1797,6 +1851,19 @@ void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns)
 uint64_t pipeline_over_budget_last(const struct pipeline *p)
 {
 	return atomic_load_explicit(&((struct pipeline *)p)->over_last, memory_order_acquire);
+}
+
+void pipeline_last_pointing(const struct pipeline *p, double *az_deg, double *el_deg)
+{
+	struct pipeline *q = (struct pipeline *)p;
+	uint32_t a = atomic_load_explicit(&q->point_az_bits, memory_order_relaxed);
+	uint32_t e = atomic_load_explicit(&q->point_el_bits, memory_order_relaxed);
+	float fa, fe;
+
+	memcpy(&fa, &a, sizeof(fa));
+	memcpy(&fe, &e, sizeof(fe));
+	*az_deg = fa;
+	*el_deg = fe;
 }
 
 uint64_t pipeline_unknown_mode_last(const struct pipeline *p)
