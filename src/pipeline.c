@@ -57,11 +57,11 @@
 #define SINK_RECORDS     4
 #define SINK_DRAIN_MS    1000
 /* A JSON line: at most JSON_HEAD_MAX bytes around the records and
- * JSON_RECORD_MAX per record (the longest is ~205: every number at its
- * widest); the line buffer holds at most JSON_LINE_MAX bytes (lists of
+ * JSON_RECORD_MAX per record (the longest is ~205 without beams, ~310
+ * with: every number at its widest); the line buffer holds at most JSON_LINE_MAX bytes (lists of
  * more than ~65000 detections are not written, counted as dropped). */
 #define JSON_HEAD_MAX    512
-#define JSON_RECORD_MAX  256
+#define JSON_RECORD_MAX  384
 #define JSON_LINE_MAX    (16u << 20)
 
 enum out_kind {
@@ -77,6 +77,8 @@ enum out_kind {
 struct flight {
 	uint64_t seq, timestamp_ns, first_sample;
 	uint32_t mode;               /* the input block's radar mode           */
+	float pointing_az_deg;       /* the input block's pointing, degrees:   */
+	float pointing_el_deg;       /* handed on to the output and list blocks */
 	int unknown;                 /* the pc has no such mode: not computed,
 					result zeroed and flagged              */
 	uint32_t flags;              /* flags for the output block: the carry
@@ -744,6 +746,8 @@ static struct flight *new_record(struct pipeline *p, const struct chirp_ring_blo
 	f->timestamp_ns = blk->timestamp_ns;
 	f->first_sample = blk->first_sample;
 	f->mode = blk->mode;
+	f->pointing_az_deg = blk->pointing_az_deg;
+	f->pointing_el_deg = blk->pointing_el_deg;
 	f->in_incomplete = blk->flags & CHIRP_RING_INCOMPLETE;
 	f->missing = blk->missing;
 	return f;
@@ -1079,8 +1083,12 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
  */
 static int commit_result(struct pipeline *p, struct flight *f, uint32_t cflags)
 {
-	int ret = chirp_ring_commit_partial(p->cur->out, f->timestamp_ns, f->first_sample,
-					    cflags | f->in_incomplete, f->mode, f->missing);
+	struct chirp_ring_cpi cpi = {
+		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
+		.flags = cflags | f->in_incomplete, .mode = f->mode, .missing = f->missing,
+		.pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg,
+	};
+	int ret = chirp_ring_commit_cpi(p->cur->out, &cpi);
 
 	if (ret == 0) {
 		p->commit_carry = 0;
@@ -1132,8 +1140,12 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
  * Inside a stats write section. */
 static int commit_det(struct pipeline *p, struct flight *f)
 {
-	int ret = chirp_ring_commit_mode(p->cur->det, f->timestamp_ns, f->first_sample,
-					 f->det_flags, f->mode);
+	struct chirp_ring_cpi cpi = {
+		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
+		.flags = f->det_flags, .mode = f->mode,
+		.pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg,
+	};
+	int ret = chirp_ring_commit_cpi(p->cur->det, &cpi);
 
 	if (ret == -ESTALE) {
 		stats_count(p->st, ST_DET_DROPS, 1);
@@ -1207,15 +1219,20 @@ static int det_json(struct pipeline *p, const struct flight *f)
 	const struct chirp_det_record *r = (const void *)(h + 1);
 	struct jline j = { .b = p->cur->jbuf, .cap = p->cur->jbuf_len };
 	uint32_t n = det_count(p->cur, h);
+	int beams = !!(h->flags & CHIRP_DET_BEAMS);
+	char paz[32], pel[32];
 
+	json_float(paz, sizeof(paz), f->pointing_az_deg);
+	json_float(pel, sizeof(pel), f->pointing_el_deg);
 	jput(&j, "{\"seq\":%llu,\"timestamp_ns\":%llu,\"first_sample\":%llu,\"mode\":%u,"
-		 "\"count\":%u,\"found\":%u,\"overflow\":%s,\"skipped\":%s,\"detections\":[",
+		 "\"pointing_az_deg\":%s,\"pointing_el_deg\":%s,\"count\":%u,\"found\":%u,"
+		 "\"overflow\":%s,\"skipped\":%s,\"beams\":%s,\"detections\":[",
 	     (unsigned long long)h->seq, (unsigned long long)h->timestamp_ns,
-	     (unsigned long long)h->first_sample, h->mode, n, h->found,
+	     (unsigned long long)h->first_sample, h->mode, paz, pel, n, h->found,
 	     (h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
-	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false");
+	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false", beams ? "true" : "false");
 	for (uint32_t i = 0; i < n; i++, r++) {
-		char rm[32], vm[32], pw[32], nz[32], sn[32];
+		char rm[32], vm[32], pw[32], nz[32], sn[32], az[32], el[32];
 
 		json_float(rm, sizeof(rm), r->range_m);
 		json_float(vm, sizeof(vm), r->velocity_mps);
@@ -1223,8 +1240,15 @@ static int det_json(struct pipeline *p, const struct flight *f)
 		json_float(nz, sizeof(nz), r->noise);
 		json_float(sn, sizeof(sn), r->snr_db);
 		jput(&j, "%s{\"channel\":%d,\"range_gate\":%u,\"doppler_bin\":%d,\"range_m\":%s,"
-			 "\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s}",
+			 "\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s",
 		     i ? "," : "", r->channel, r->range_gate, r->doppler_bin, rm, vm, pw, nz, sn);
+		if (beams) {
+			json_float(az, sizeof(az), r->azimuth_deg);
+			json_float(el, sizeof(el), r->elevation_deg);
+			jput(&j, ",\"beam\":%d,\"azimuth_deg\":%s,\"elevation_deg\":%s,"
+				 "\"angle_quality\":%u", r->beam, az, el, (unsigned)r->angle_quality);
+		}
+		jput(&j, "}");
 	}
 	jput(&j, "]}\n");
 	return sink_put(p->cur->det_sink, j.b, j.o) == 0;
@@ -1264,7 +1288,8 @@ static void publish(struct pipeline *p, const struct flight *f, uint64_t now)
 	c = (struct zpub_cpi){
 		.seq = f->seq, .timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
 		.mode = f->mode, .channels = g->channels, .pulses = g->pulses,
-		.samples = g->samples,
+		.samples = g->samples, .pointing_az_deg = f->pointing_az_deg,
+		.pointing_el_deg = f->pointing_el_deg,
 	};
 	if (f->det)
 		(void)zpub_put_det(z, f->det, g->det_bytes, &c);   /* full: counted */

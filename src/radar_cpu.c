@@ -565,6 +565,12 @@ static void add_record(const struct radar_cpu *rc, struct det_out *o, int32_t ch
 	r->power = power;
 	r->noise = noise;
 	r->snr_db = (float)(10.0 * log10((double)power / (double)noise));
+	/* a chain without beams: detect.h's values for no beam */
+	r->beam = CHIRP_DET_BEAM_NONE;
+	r->azimuth_deg = NAN;
+	r->elevation_deg = NAN;
+	r->angle_quality = 0;
+	r->reserved = 0;
 }
 
 /* The map CFAR runs on: I, or channel i's M. */

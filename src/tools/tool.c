@@ -50,6 +50,30 @@ int tool_parse_double(const char *s, double *v)
 	return 0;
 }
 
+int tool_parse_doubles(const char *s, double *v, int max)
+{
+	int n = 0;
+
+	if (!s)
+		return -EINVAL;
+	for (;;) {
+		char item[64];
+		const char *c = strchr(s, ',');
+		size_t len = c ? (size_t)(c - s) : strlen(s);
+
+		if (n >= max || len == 0 || len >= sizeof(item))
+			return -EINVAL;
+		memcpy(item, s, len);
+		item[len] = '\0';
+		if (tool_parse_double(item, &v[n]) < 0)
+			return -EINVAL;
+		n++;
+		if (!c)
+			return n;
+		s = c + 1;
+	}
+}
+
 int tool_parse_geometry(const char *s, unsigned *c, unsigned *p, unsigned *r)
 {
 	unsigned long v[3];

@@ -19,6 +19,9 @@
 /* Strict parsers: the whole string must be the number. 0 or -EINVAL. */
 int tool_parse_u64(const char *s, uint64_t *v);
 int tool_parse_double(const char *s, double *v);   /* finite only */
+/* "X[,Y...]": 1..max finite numbers separated by commas into v; returns
+ * how many, or -EINVAL (empty item, junk, more than max). */
+int tool_parse_doubles(const char *s, double *v, int max);
 
 /* Log "OPT 'VAL': WANT" (a rejected option value); returns -EINVAL. */
 int tool_bad_arg(const char *opt, const char *val, const char *want);
