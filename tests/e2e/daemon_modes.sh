@@ -20,7 +20,7 @@ e2e_init modes
 [ -x "$PY" ] || e2e_skip "$PY not found"
 "$PY" -c 'import numpy' 2>/dev/null || e2e_skip "numpy not available for $PY"
 e2e_python_preload
-LIB=$BUILD/lib/libchirpring.so.2
+LIB=$BUILD/lib/libchirpring.so.3
 [ -f "$LIB" ] || e2e_skip "$LIB is not built"
 
 N=$((600 / E2E_SLOW))

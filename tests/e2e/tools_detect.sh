@@ -40,7 +40,7 @@ case $BUILD in
 esac
 pylib() {   # pylib CMD... — CMD with the package and this build's library
 	env ${PRE:+LD_PRELOAD=$PRE ASAN_OPTIONS=detect_leaks=0} PYTHONPATH="$SRC/src/ring/python" \
-		CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.2" PYTHONDONTWRITEBYTECODE=1 "$@"
+		CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.3" PYTHONDONTWRITEBYTECODE=1 "$@"
 }
 cd "$T" || exit 1
 
