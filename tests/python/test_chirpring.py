@@ -348,7 +348,8 @@ def test_pointing():
         out, err = t.communicate(timeout=20)
         assert t.returncode == 0, (t.returncode, err)
         got = [tuple(float(v) for v in line.split()[3:]) for line in out.splitlines()]
-        assert np.array_equal(np.array(got), np.array(f32), equal_nan=True), got
+        assert np.array_equal(np.array(got, np.float32), np.array(f32, np.float32),
+                              equal_nan=True), got
 
 
 def test_incomplete():
@@ -735,7 +736,7 @@ def test_det_ring_python_roundtrip():
     read back: per CPI a checked header and a structured array, an
     overflowed list (6 found, 4 kept, OVERFLOW) and an integrated one."""
     n = ring_name("det")
-    g = G(1, 1, MAXDET, "det")
+    g = G(1, 1, MAXDET, "det", slots=8)
     assert g.shape == (80 + 48 * MAXDET,) and g.dtype == np.uint8
     with chirpring.Consumer(n, geometry=g, create=True, timeout=5) as c, \
             chirpring.Producer(n, timeout=5) as p:
@@ -767,7 +768,10 @@ def corrupt_slots():
     mod("disagree", "flags", chirpring.DET_OVERFLOW)
     mod("channel", "maps", 1)                # record 2 is channel 1
     mod("beam", "flags", chirpring.DET_BEAMS)  # records without beams: beam -1
-    mod("beams flag", "version", 1, pack(4, *LISTS[4]))   # version 1 has no beam
+    v1 = pack(4, *LISTS[4])                   # version 1 has no beam
+    h = v1[:80].view(chirpring.DET_HEADER)
+    h["version"], h["record_bytes"] = 1, 32
+    out.append(("beams flag", v1))
     bad = good.copy()
     bad[80 + 64:80 + 68] = np.frombuffer(np.int32(0).tobytes(), np.uint8)   # 0, 0, 0 ok
     bad[80:84] = np.frombuffer(np.int32(1).tobytes(), np.uint8)             # 1, 0, 0: order
@@ -841,7 +845,7 @@ def test_det_ring_from_chirp_feed_with_corrupt_list():
     naming the ring and seq, its slot is released, and the next read goes on."""
     n = ring_name("detfeed")
     slots = [pack(k, *LISTS[k]) for k in range(len(LISTS))]
-    slots.insert(2, corrupt_slots()[3][1])   # count past the slot
+    slots.insert(2, [b for what, b in corrupt_slots() if what == "exceeds"][0])
     raw = os.path.join(TMP, "det.raw")
     np.concatenate(slots).tofile(raw)
     with chirpring.Consumer(n, geometry=G(1, 1, MAXDET, "det", slots=8), create=True,
@@ -895,8 +899,12 @@ def test_det_ring_to_chirp_tap():
         for d, r in zip(j["detections"], rows):
             v = float(r["velocity_mps"])
             assert (d["velocity_mps"] is None) if np.isnan(v) else abs(d["velocity_mps"] - v) < 1e-6
-    # Only list 0 holds 300:5 in both of its maps (channel 1 at 301).
-    assert "verify-targets: 1 of 5 CPIs (20.00%)" in err, err
+    # List 0 holds 300:5 in both of its maps (channel 1 at 301), list 4 in a
+    # beam (a list of beams reports a target in one beam).
+    assert "verify-targets: 2 of 5 CPIs (40.00%)" in err, err
+    for d, r in zip(json.loads(lines[4])["detections"], LISTS[4][0]):
+        assert d["beam"] == r["beam"] and d["azimuth_deg"] == float(r["azimuth_deg"]), d
+        assert d["angle_quality"] == r["angle_quality"], d
 
 
 def test_map_ring_shape():
