@@ -487,16 +487,9 @@ static int load_config(struct feed *f)
 
 static int build_synth(struct feed *f)
 {
-	char err[512];
-
 	synth_destroy(f->synth);
-	f->synth = synth_create_from_config(&f->cfg, f->targets, f->ntargets, f->noise_power,
-					    f->syn.seed, err, sizeof(err));
-	if (!f->synth) {
-		log_err("%s", err);
-		return -EINVAL;
-	}
-	return 0;
+	f->synth = tool_synth_create(&f->syn, &f->cfg, f->targets, f->ntargets, f->noise_power);
+	return f->synth ? 0 : -EINVAL;
 }
 
 static int map_file(struct feed *f, const char *path)

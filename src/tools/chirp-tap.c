@@ -556,17 +556,13 @@ static int setup_verify_pc(struct tap *t, unsigned i)
 static int setup_verify(struct tap *t)
 {
 	double noise;
-	char err[512];
 
 	if (tool_synth_targets(&t->syn, &t->cfg, t->config_path, t->targets, &t->ntargets,
 			       &noise) < 0)
 		return -EINVAL;
-	t->synth = synth_create_from_config(&t->cfg, t->targets, t->ntargets, noise, t->syn.seed,
-					    err, sizeof(err));
-	if (!t->synth) {
-		log_err("%s", err);
+	t->synth = tool_synth_create(&t->syn, &t->cfg, t->targets, t->ntargets, noise);
+	if (!t->synth)
 		return -EINVAL;
-	}
 	t->vin_bytes = synth_cpi_bytes(t->synth);
 	t->vin = malloc(t->vin_bytes);
 	if (!t->vin) {
