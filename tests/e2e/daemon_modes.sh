@@ -94,7 +94,8 @@ class Block(ctypes.Structure):
     _fields_ = [("seq", ctypes.c_uint64), ("timestamp_ns", ctypes.c_uint64),
                 ("first_sample", ctypes.c_uint64), ("flags", ctypes.c_uint32),
                 ("slot", ctypes.c_uint32), ("mode", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32), ("len", ctypes.c_uint64),
+                ("reserved", ctypes.c_uint32), ("pointing_az_deg", ctypes.c_float),
+                ("pointing_el_deg", ctypes.c_float), ("len", ctypes.c_uint64),
                 ("payload", ctypes.c_void_p)]
 
 V = ctypes.c_void_p
