@@ -907,6 +907,56 @@ def test_det_ring_to_chirp_tap():
         assert d["angle_quality"] == r["angle_quality"], d
 
 
+def test_det_ring_expect_angle():
+    """chirp-tap --expect-angle on lists of beams: each CPI's strongest
+    detection of the target is at its monopulse azimuth; within the
+    tolerance every CPI counts (exit 0, the RMS error printed), outside it
+    none (exit 4); a list without beams has no angle."""
+    n = ring_name("angle")
+    azs = [7.0, 7.4, 7.6, 8.0, 7.2, 7.5]
+    def lists():
+        for k, az in enumerate(azs):
+            # the target in beams 1 (weaker) and 2, another at 80:-1
+            rec = beam_records([(1, 300, 5, az - 3, 0, chirpring.DET_ANGLE_NOT_PEAK, 20),
+                                (2, 300, 5, az, 0.5, 0, 31), (3, 80, -1, 20, 0, 0, 14)])
+            yield chirpring.pack_detections(rec, MAXDET, seq=k, flags=chirpring.DET_BEAMS,
+                                            maps=4, doppler_bins=16, range_gates=500)
+        # a list without beams: the target found, no angle
+        yield pack(0, *LISTS[0])
+    rms = np.sqrt(np.mean((np.array(azs, np.float32) - 7.5) ** 2))
+    for want, tol, rc in ((7.5, 0.6, 0), (10, 0.6, 4)):
+        cmd = [os.path.join(BIN, "chirp-tap"), "-r", n, "--create", "--geometry",
+               "1,1,%d" % MAXDET, "--format", "det", "-n", str(len(azs) + 1), "--timeout", "30",
+               "--verify-targets", "300:5", "--verify-min", "0.8", "--expect-angle", str(want),
+               "--angle-tolerance", str(tol)]
+        t = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_consumer(n, t)
+            with chirpring.Producer(n, timeout=10) as p:
+                for slot in lists():
+                    assert p.write(slot, block=True)
+            out, err = t.communicate(timeout=30)
+        finally:
+            if t.poll() is None:
+                t.kill()
+        assert t.returncode == rc, (t.returncode, err)
+        hits = len(azs) if want == 7.5 else 0
+        line = [l for l in err.splitlines() if "expect-angle:" in l and "hold" in l]
+        assert line and line[0].startswith("chirp-tap: expect-angle: %d of %d CPIs" % (
+            hits, len(azs) + 1)), err
+        got = float(line[0].split("azimuth RMS error ")[1].split()[0])
+        want_rms = rms if want == 7.5 else np.sqrt(np.mean((np.array(azs, np.float32) - want) ** 2))
+        assert abs(got - want_rms) < 1e-3, (got, want_rms)
+        assert "over %d detections" % len(azs) in line[0], line
+
+
+def test_maps_by_beam():
+    """A map of beams reads as (beams, doppler_bins, range_gates)."""
+    m = np.zeros((3, 8, 50), np.float32)
+    assert chirpring.maps_by_beam(m).shape == (3, 8, 50)
+    expect(ValueError, chirpring.maps_by_beam, np.zeros((8, 50), np.float32))
+
+
 def test_map_ring_shape():
     """A range-Doppler map ring (rf32, C x Nd x R) reads as float32
     (channels, doppler_bins, range_gates)."""
