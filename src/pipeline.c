@@ -57,11 +57,11 @@
 #define SINK_RECORDS     4
 #define SINK_DRAIN_MS    1000
 /* A JSON line: at most JSON_HEAD_MAX bytes around the records and
- * JSON_RECORD_MAX per record (the longest is ~205: every number at its
- * widest); the line buffer holds at most JSON_LINE_MAX bytes (lists of
+ * JSON_RECORD_MAX per record (the longest is ~205 without beams, ~310
+ * with: every number at its widest); the line buffer holds at most JSON_LINE_MAX bytes (lists of
  * more than ~65000 detections are not written, counted as dropped). */
 #define JSON_HEAD_MAX    512
-#define JSON_RECORD_MAX  256
+#define JSON_RECORD_MAX  384
 #define JSON_LINE_MAX    (16u << 20)
 
 enum out_kind {
@@ -77,11 +77,11 @@ enum out_kind {
 struct flight {
 	uint64_t seq, timestamp_ns, first_sample;
 	uint32_t mode;               /* the input block's radar mode           */
+	float pointing_az_deg;       /* the input block's pointing, degrees:   */
+	float pointing_el_deg;       /* steers its beams, handed on to the
+					output and list blocks                 */
 	int unknown;                 /* the pc has no such mode: not computed,
 					result zeroed and flagged              */
-	float point_az, point_el;    /* the input block's pointing, degrees:
-					steers the beams, handed on with the
-					result and the list                    */
 	int bad_pointing;            /* not computed: the pointing is not one
 					the beams can take (flagged)           */
 	uint32_t flags;              /* flags for the output block: the carry
@@ -752,8 +752,8 @@ static struct flight *new_record(struct pipeline *p, const struct chirp_ring_blo
 	f->timestamp_ns = blk->timestamp_ns;
 	f->first_sample = blk->first_sample;
 	f->mode = blk->mode;
-	f->point_az = blk->pointing_az_deg;
-	f->point_el = blk->pointing_el_deg;
+	f->pointing_az_deg = blk->pointing_az_deg;
+	f->pointing_el_deg = blk->pointing_el_deg;
 	f->in_incomplete = blk->flags & CHIRP_RING_INCOMPLETE;
 	f->missing = blk->missing;
 	return f;
@@ -911,7 +911,7 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 {
 	struct pipeline_gen *g = p->cur;
 	struct pc_job job = { .in = in, .out = outp, .det = f->det, .tag = idx, .mode = f->mode,
-			      .pointing_az_deg = f->point_az, .pointing_el_deg = f->point_el };
+			      .pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg };
 	int ret;
 
 	f->out = outp;
@@ -941,8 +941,8 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 	{
 		uint32_t az, el;
 
-		memcpy(&az, &f->point_az, sizeof(az));
-		memcpy(&el, &f->point_el, sizeof(el));
+		memcpy(&az, &f->pointing_az_deg, sizeof(az));
+		memcpy(&el, &f->pointing_el_deg, sizeof(el));
 		atomic_store_explicit(&p->point_az_bits, az, memory_order_relaxed);
 		atomic_store_explicit(&p->point_el_bits, el, memory_order_relaxed);
 	}
@@ -1122,9 +1122,8 @@ static int commit_result(struct pipeline *p, struct flight *f, uint32_t cflags)
 {
 	struct chirp_ring_cpi cpi = {
 		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
-		.flags = cflags | f->in_incomplete, .mode = f->mode,
-		.pointing_az_deg = f->point_az, .pointing_el_deg = f->point_el,
-		.missing = f->missing,
+		.flags = cflags | f->in_incomplete, .mode = f->mode, .missing = f->missing,
+		.pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg,
 	};
 	int ret = chirp_ring_commit_cpi(p->cur->out, &cpi);
 
@@ -1181,7 +1180,7 @@ static int commit_det(struct pipeline *p, struct flight *f)
 	struct chirp_ring_cpi cpi = {
 		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
 		.flags = f->det_flags, .mode = f->mode,
-		.pointing_az_deg = f->point_az, .pointing_el_deg = f->point_el,
+		.pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg,
 	};
 	int ret = chirp_ring_commit_cpi(p->cur->det, &cpi);
 
@@ -1257,15 +1256,20 @@ static int det_json(struct pipeline *p, const struct flight *f)
 	const struct chirp_det_record *r = (const void *)(h + 1);
 	struct jline j = { .b = p->cur->jbuf, .cap = p->cur->jbuf_len };
 	uint32_t n = det_count(p->cur, h);
+	int beams = !!(h->flags & CHIRP_DET_BEAMS);
+	char paz[32], pel[32];
 
+	json_float(paz, sizeof(paz), f->pointing_az_deg);
+	json_float(pel, sizeof(pel), f->pointing_el_deg);
 	jput(&j, "{\"seq\":%llu,\"timestamp_ns\":%llu,\"first_sample\":%llu,\"mode\":%u,"
-		 "\"count\":%u,\"found\":%u,\"overflow\":%s,\"skipped\":%s,\"detections\":[",
+		 "\"pointing_az_deg\":%s,\"pointing_el_deg\":%s,\"count\":%u,\"found\":%u,"
+		 "\"overflow\":%s,\"skipped\":%s,\"beams\":%s,\"detections\":[",
 	     (unsigned long long)h->seq, (unsigned long long)h->timestamp_ns,
-	     (unsigned long long)h->first_sample, h->mode, n, h->found,
+	     (unsigned long long)h->first_sample, h->mode, paz, pel, n, h->found,
 	     (h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
-	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false");
+	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false", beams ? "true" : "false");
 	for (uint32_t i = 0; i < n; i++, r++) {
-		char rm[32], vm[32], pw[32], nz[32], sn[32];
+		char rm[32], vm[32], pw[32], nz[32], sn[32], az[32], el[32];
 
 		json_float(rm, sizeof(rm), r->range_m);
 		json_float(vm, sizeof(vm), r->velocity_mps);
@@ -1273,8 +1277,15 @@ static int det_json(struct pipeline *p, const struct flight *f)
 		json_float(nz, sizeof(nz), r->noise);
 		json_float(sn, sizeof(sn), r->snr_db);
 		jput(&j, "%s{\"channel\":%d,\"range_gate\":%u,\"doppler_bin\":%d,\"range_m\":%s,"
-			 "\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s}",
+			 "\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s",
 		     i ? "," : "", r->channel, r->range_gate, r->doppler_bin, rm, vm, pw, nz, sn);
+		if (beams) {
+			json_float(az, sizeof(az), r->azimuth_deg);
+			json_float(el, sizeof(el), r->elevation_deg);
+			jput(&j, ",\"beam\":%d,\"azimuth_deg\":%s,\"elevation_deg\":%s,"
+				 "\"angle_quality\":%u", r->beam, az, el, (unsigned)r->angle_quality);
+		}
+		jput(&j, "}");
 	}
 	jput(&j, "]}\n");
 	return sink_put(p->cur->det_sink, j.b, j.o) == 0;
@@ -1314,7 +1325,8 @@ static void publish(struct pipeline *p, const struct flight *f, uint64_t now)
 	c = (struct zpub_cpi){
 		.seq = f->seq, .timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
 		.mode = f->mode, .channels = g->channels, .pulses = g->pulses,
-		.samples = g->samples,
+		.samples = g->samples, .pointing_az_deg = f->pointing_az_deg,
+		.pointing_el_deg = f->pointing_el_deg,
 	};
 	if (f->det)
 		(void)zpub_put_det(z, f->det, g->det_bytes, &c);   /* full: counted */
