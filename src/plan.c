@@ -204,9 +204,9 @@ static int beams_array(const struct chirp_config *c, struct plan_beams *b, struc
 		}
 		a = array_load(c->array_file, C, why, sizeof(why));
 	}
-	if (!a)
+	if (!a)   /* at the key naming the file, which says its own FILE:LINE */
 		return beams_fault(f, c->array_geometry == CFG_ARRAY_ULA ? "array.spacing_m" : "array.file",
-				   "cpi.channels", "%s", why);
+				   NULL, "%s", why);
 	if (c->array_calibration[0] &&
 	    array_cal_load(a, c->array_calibration, why, sizeof(why)) < 0) {
 		array_destroy(a);
