@@ -39,6 +39,8 @@ with raw results KIND.tsv and their provenance KIND.meta
                 (c)/(a) >= 90 %, (c)/(b) >= 2x and 25 Gb/s
     publish     bench-publish.sh's OUT TSV: capacity with the detection
                 lists published on ZeroMQ and without, the cost <= 1 %
+    beams_cpu   bench-beams-cpu.sh's TSV: the CPU chain with beams against
+                numpy's matmul and FFTs, one thread each, >= 3x in CPU time
 
 For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
@@ -59,7 +61,7 @@ import re
 import sys
 
 KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
-         "detect", "detect_latency", "startup", "net", "publish")
+         "detect", "detect_latency", "startup", "net", "publish", "beams_cpu")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -84,6 +86,7 @@ COLS["net"] = ("what", "threads", "datagram_bytes", "gbps", "gbps_per_core", "lo
                "sender", "backend")
 COLS["publish"] = ("run", "publish", "cpi_per_s", "sent", "drops", "sub_det", "sub_gaps",
                    "geometry", "backend")
+COLS["beams_cpu"] = ("tool", "cpi", "L", "B", "mode", "round", "median_ms", "cpu_ms")
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
 OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
@@ -100,6 +103,7 @@ NET_OF_CEILING = 0.90    # chirp-recv's loss-free rate: share of the loopback ce
 NET_VS_NAIVE = 2.0       # ... against the naive recvfrom loop
 NET_TARGET_GBPS = 25.0   # ... and the rate kernel-socket receivers are known to reach
 PUBLISH_COST = 0.01      # publishing the detections: at most 1 % of capacity
+BEAMS_VS_NUMPY = 3.0     # the CPU chain with beams against numpy (matmul + FFT), one thread
 
 SWITCH = "c_registered_mode_switch"
 SWITCH_MIN = 0.98   # switching may cost at most 2 % of the one-mode rate
@@ -119,6 +123,7 @@ NUMERIC["corner"] = COLS["corner"][1:]
 NUMERIC["startup"] = ("capacity_cpi_per_s", "depth", "input_slots")
 NUMERIC["net"] = ("threads", "datagram_bytes", "gbps", "gbps_per_core", "seconds")
 NUMERIC["publish"] = ("cpi_per_s", "sent", "drops")
+NUMERIC["beams_cpu"] = ("L", "B", "round", "median_ms", "cpu_ms")
 
 
 class Bad(Exception):
@@ -167,7 +172,7 @@ def read_tsv(path, kind):
     rows = []
     for i, line in enumerate(lines[1:], 2):
         x = line.split("\t")
-        if kind == "compare" and x[0] == "skipped":
+        if kind in ("compare", "beams_cpu") and x[0] == "skipped":
             rows.append(dict(tool="skipped", cpi=x[1] if len(x) > 1 else "?",
                              why=x[-1] if len(x) > 2 else ""))
             continue
@@ -753,6 +758,48 @@ def table_publish(r):
     return out
 
 
+def table_beams_cpu(r):
+    """chirpd's CPU chain with beams against numpy, per CPI and B: each
+    tool's best round (the least median), wall and CPU time, the ratios,
+    and the criterion on CPU time (wall swings with other load)."""
+    rows = [x for x in r["rows"] if x.get("tool") != "skipped"]
+    skipped = [x for x in r["rows"] if x.get("tool") == "skipped"]
+    keys = []
+    for x in rows:
+        k = (x["cpi"], int(x["B"]), int(x["L"]), x["mode"])
+        if k not in keys:
+            keys.append(k)
+    out = [provenance(r, " One thread each; ms per CPI, the best round's median; the "
+                         "ratio is numpy's time over chirpd's."), "",
+           "| CPI CxPxR | L | beams | chirpd ms (CPU ms) | numpy ms (CPU ms) | ratio wall | "
+           "ratio CPU |", "|---|---:|---:|---:|---:|---:|---:|"]
+    verdicts = []
+    for cpi, B, L, mode in keys:
+        best = {}
+        for x in rows:
+            if (x["cpi"], int(x["B"]), int(x["L"]), x["mode"]) != (cpi, B, L, mode):
+                continue
+            w, c = best.get(x["tool"], (float("inf"), float("inf")))
+            best[x["tool"]] = (min(w, x["median_ms"]), min(c, x["cpu_ms"]))
+        ch = best.get("chirpd-beams")
+        nu = best.get("numpy-beams")
+        if not ch:
+            raise Bad("%s/beams_cpu.tsv: no chirpd-beams row for %s" % (rel(r["dir"]), cpi))
+        if nu:
+            rw, rc = nu[0] / ch[0], nu[1] / ch[1]
+            out.append("| %s | %d | %d %s | %.1f (%.1f) | %.1f (%.1f) | %.2f× | %.2f× |" % (
+                cpi, L, B, mode, ch[0], ch[1], nu[0], nu[1], rw, rc))
+            verdicts.append("    %s %s, %d beams: chirpd %.2f× numpy's speed in CPU time "
+                            "(≥ %.0f×)" % ("PASS" if rc >= BEAMS_VS_NUMPY else "FAIL", cpi, B,
+                                           rc, BEAMS_VS_NUMPY))
+        else:
+            out.append("| %s | %d | %d %s | %.1f (%.1f) | – | – | – |" % (cpi, L, B, mode,
+                                                                           ch[0], ch[1]))
+    for x in skipped:
+        verdicts.append("    n/a  numpy skipped: %s" % x.get("why", ""))
+    return out + [""] + verdicts
+
+
 def table_chain_compare(r):
     rows = r["rows"]
     if not any(x.get("tool") == "chirpd-chain" for x in rows):
@@ -880,8 +927,9 @@ def main():
                              "reproduce*)." % ("scripts/perf-run.sh cpu doc/perf"
                                                if k == "compare" else
                                                "scripts/perf-run.sh gpu doc/perf" +
-                                               (" " + k if k in ("radar", "detect", "startup",
-                                                                 "net", "publish")
+                                               (" " + ("beams" if k == "beams_cpu" else k)
+                                                if k in ("radar", "detect", "startup", "net",
+                                                         "publish", "beams_cpu")
                                                 else ""))]
                 continue
             r = newest[k]
@@ -903,6 +951,8 @@ def main():
                 tables[k] = table_net(r)
             elif k == "publish":
                 tables[k] = table_publish(r)
+            elif k == "beams_cpu":
+                tables[k] = table_beams_cpu(r)
             else:
                 tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the

@@ -26,7 +26,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare modes radar detect startup net publish; do
+		for k in throughput latency cupy compare modes radar detect startup net publish beams_cpu; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -123,6 +123,11 @@ grep -qF '| 1 | on | 996.0 | 9950 | 2 | 20000 | 2 |' "$T/page.md" || e2e_fail "n
 grep -qF '| 2 | off | 1000.0 | – | – | – | – |' "$T/page.md" || e2e_fail "no publish-off row"
 grep -qF '    PASS publishing costs 0.50 % ≤ 1 % of capacity (median off 1000.0, on 995.0 CPI/s)' "$T/page.md" ||
 	e2e_fail "no publishing cost line"
+# (k): each tool's best round, wall and CPU, the criterion on CPU time
+grep -qF '| 16x128x4096 | 512 | 16 conventional | 100.0 (80.0) | 400.0 (200.0) | 4.00× | 2.50× |' "$T/page.md" ||
+	e2e_fail "no beams_cpu row"
+grep -qF '    FAIL 16x128x4096, 16 beams: chirpd 2.50× numpy'"'"'s speed in CPU time (≥ 3×)' "$T/page.md" ||
+	e2e_fail "no beams_cpu criterion"
 # README: five rows from one run, and its command
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
