@@ -12,7 +12,10 @@
 #      target's detection at a monopulse azimuth within 1 degree of 4;
 #      every CPI pointed at 70 is skipped: its list empty and flagged, its
 #      blocks flagged BAD_POINTING, counted in stats, status and metrics;
-#      status shows the fan and the newest pointing.
+#      status shows the fan and the newest pointing;
+#   C. a reload changes the fan's direction and count (status follows); a
+#      reload with an array file of the wrong length is refused, naming the
+#      file, and the running beams stay.
 . "$(dirname "$0")/lib.sh"
 e2e_init beams
 e2e_need chirp-feed chirp-tap
@@ -128,4 +131,37 @@ assert p["elevation"] == 0 and p["azimuth"] in (0.0, 3.0), p   # the newest subm
 e2e_ctl metrics >"$T/metrics.txt" 2>&1 || e2e_fail "chirpctl metrics: $(cat "$T/metrics.txt")"
 grep -q "^chirpd_bad_pointing_cpis_total $BAD\$" "$T/metrics.txt" || e2e_fail "metrics: $(grep -i point "$T/metrics.txt")"
 grep -q '^chirpd_beams 8$' "$T/metrics.txt" || e2e_fail "metrics: no chirpd_beams 8"
+
+# --- C: a reload changes the fan and the count; a bad array file is refused ---------
+e2e_config cpi.channels=16 cpi.pulses=8 cpi.samples=512 input.slots=64 output.slots=64 \
+	waveform.pulse_width_s=2e-6 waveform.bandwidth_hz=5e6 \
+	radar.carrier_hz=3e9 array.spacing_m=0.05 \
+	beams.mode=conventional beams.count=4 beams.spacing_u=0.2 beams.azimuth_deg=10 \
+	doppler.enable=true cfar.enable=true cfar.integrate=none cfar.pfa=1e-6 \
+	cfar.max_detections=64 detections.ring=$DET_RING detections.slots=64 \
+	output.mode=map_power
+e2e_ctl reload >"$T/reload.out" 2>&1 || e2e_fail "reload: $(cat "$T/reload.out")"
+e2e_ctl --json status | "$PY" -c '
+import json, math, sys
+b = json.load(sys.stdin)["beams"]
+assert b["count"] == 4 and abs(b["spacing_u"] - 0.2) < 1e-12, b
+u = [math.sin(math.radians(az)) for az, el in b["directions_deg"]]
+u0 = math.sin(math.radians(10))
+assert all(abs(x - (u0 + (i - 1.5) * 0.2)) < 1e-9 for i, x in enumerate(u)), b
+' || e2e_fail "status after the reload: $(e2e_ctl --json status)"
+printf '0 0 0\n' >"$T/one.txt"
+e2e_config cpi.channels=16 cpi.pulses=8 cpi.samples=512 input.slots=64 output.slots=64 \
+	waveform.pulse_width_s=2e-6 waveform.bandwidth_hz=5e6 \
+	radar.carrier_hz=3e9 array.geometry=file array.file="$T/one.txt" \
+	beams.mode=conventional beams.count=4 beams.spacing_u=0.2 \
+	doppler.enable=true cfar.enable=true cfar.integrate=none \
+	cfar.max_detections=64 detections.ring=$DET_RING detections.slots=64 \
+	output.mode=map_power
+if e2e_ctl reload >"$T/reload.out" 2>&1; then e2e_fail "a reload with a one-line array file for 16 channels passed"; fi
+grep -qF "$T/one.txt" "$T/reload.out" || e2e_fail "the refused reload does not name the file: $(cat "$T/reload.out")"
+[ "$(e2e_state)" = running ] || e2e_fail "not running after a refused reload"
+e2e_ctl --json status | "$PY" -c '
+import json, sys
+assert json.load(sys.stdin)["beams"]["count"] == 4
+' || e2e_fail "the refused reload changed the beams"
 e2e_pass
