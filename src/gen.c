@@ -409,6 +409,11 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	g->beams = pc_beam_count(g->pc);   /* at zero pointing: no CPI yet */
 	for (unsigned b = 0; b < g->beams; b++)
 		pc_beam_azel(g->pc, b, &g->beam_dir[2 * b], &g->beam_dir[2 * b + 1]);
+	if (g->beams)
+		log_info("beams: %s, %u beams from az %.2f to %.2f deg at zero pointing%s",
+			 g->cfg.beams_mode == PC_BEAMS_MVDR ? "mvdr" : "conventional", g->beams,
+			 g->beam_dir[0], g->beam_dir[2 * (g->beams - 1)],
+			 g->cfg.beams_monopulse && g->beams >= 2 ? ", monopulse" : "");
 	if (kept)   /* auto, depth kept from old (above) */
 		snprintf(g->info.depth_choice, sizeof(g->info.depth_choice), "%s",
 			 old->info.depth_choice);
