@@ -927,9 +927,8 @@ def main():
                              "reproduce*)." % ("scripts/perf-run.sh cpu doc/perf"
                                                if k == "compare" else
                                                "scripts/perf-run.sh gpu doc/perf" +
-                                               (" " + ("beams" if k == "beams_cpu" else k)
-                                                if k in ("radar", "detect", "startup", "net",
-                                                         "publish", "beams_cpu")
+                                               (" " + k if k in ("radar", "detect", "startup",
+                                                                 "net", "publish", "beams_cpu")
                                                 else ""))]
                 continue
             r = newest[k]

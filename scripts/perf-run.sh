@@ -49,7 +49,7 @@
 #               chain's detection lists published on ZeroMQ and without,
 #               2 x 2 runs of 10 s -> publish.tsv (skipped without
 #               pyzmq)                                             <= 200 s
-#   beams       scripts/bench-beams-cpu.sh: the CPU chain with beams
+#   beams_cpu   scripts/bench-beams-cpu.sh: the CPU chain with beams
 #               (16 channels, 16 beams, 128 x 4096) against numpy's matmul
 #               and FFTs, one thread each, 3 interleaved rounds
 #               -> beams_cpu.tsv                                   <= 120 s
@@ -71,7 +71,7 @@
 #               and GNU Radio, one thread each -> compare.tsv
 #   latency     scripts/bench-latency.sh --backend cpu (losses judged only:
 #               no copy, no floor) -> latency.tsv
-#   beams       as on a GPU host (the CPU chain with beams against numpy)
+#   beams_cpu   as on a GPU host (the CPU chain with beams against numpy)
 #
 # Each step runs under its own `timeout`; a step that fails or times out is
 # reported FAILED in the summary and the next one still runs. Exit 0 when
@@ -83,8 +83,8 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish beams";;
-cpu) all="build compare latency beams";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish beams_cpu";;
+cpu) all="build compare latency beams_cpu";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
 steps=${*:-$all}
@@ -340,15 +340,15 @@ step_publish() {
 	esac
 }
 
-step_beams() {
+step_beams_cpu() {
 	local cmd=(scripts/bench-beams-cpu.sh "$BUILD" "$dir/beams_cpu.tsv")
 	meta beams_cpu "${cmd[@]}"
 	if run_step 120 "$dir/beams_cpu.log" "${cmd[@]}"; then
-		note beams ok "$(grep '^bench-beams-cpu:' "$dir/beams_cpu.log" | tr '\n' ';')"
+		note beams_cpu ok "$(grep '^bench-beams-cpu:' "$dir/beams_cpu.log" | tr '\n' ';')"
 	else
 		tail -5 "$dir/beams_cpu.log"
 		drop beams_cpu
-		note beams FAILED "see $dir/beams_cpu.log"
+		note beams_cpu FAILED "see $dir/beams_cpu.log"
 	fi
 }
 
@@ -386,7 +386,7 @@ for s in $steps; do
 	gpu:publish) step_publish;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
-	*:beams) step_beams;;
+	*:beams_cpu) step_beams_cpu;;
 	esac
 done
 
