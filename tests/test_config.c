@@ -1831,6 +1831,12 @@ static void test_beams(void **state)
 	if (!strstr(errs, "t.conf:16: [beams] mode: noncoherent integration over beams"))
 		fail_msg("%s", errs);
 	free(errs);
+	/* MVDR's channels, at the key set last */
+	assert_int_equal(load_str(&c, "[radar]\ncarrier_hz = 3e9\n[array]\nspacing_m = 0.001\n"
+				  "[beams]\nmode = mvdr\n[cpi]\nchannels = 65\n", &errs), 1);
+	if (!strstr(errs, "t.conf:8: [cpi] channels: mvdr needs at most 64 channels, not 65"))
+		fail_msg("%s", errs);
+	free(errs);
 	/* the carrier */
 	assert_int_equal(load_str(&c, "[cpi]\nchannels = 4\n[array]\nspacing_m = 0.05\n[beams]\nmode = conventional\n", &errs), 1);
 	if (!strstr(errs, "t.conf:6: [beams] mode: beams need the carrier frequency"))
