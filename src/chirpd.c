@@ -204,6 +204,31 @@ static void log_unknown_modes(struct daemon *d, uint64_t now)
 	d->unknown_log_ns = now;
 }
 
+/* CPIs whose pointing the beams cannot take (pipeline.c counts them): one
+ * line at most every UNKNOWN_LOG_NS with how many since the last, as for
+ * unknown modes, and the newest pointing the data path steered to. */
+static void log_bad_pointings(struct daemon *d, uint64_t now)
+{
+	static struct stats_snapshot sn;   /* main thread only; 8 KiB off the stack */
+	uint64_t count;
+	double az, el;
+
+	if (!d->pl || now - d->bad_pointing_log_ns < UNKNOWN_LOG_NS)
+		return;
+	stats_snapshot(d->st, &sn);
+	count = sn.counter[ST_BAD_POINTING_CPIS];
+	if (count == d->bad_pointing_logged)
+		return;
+	pipeline_last_pointing(d->pl, &az, &el);
+	log_warn("CPIs pointed where the beams cannot steer (not finite, beyond 90 degrees or a "
+		 "beam outside the visible region): %llu since the last such line (%llu since "
+		 "start); their results are NaN and flagged BAD_POINTING; the newest good "
+		 "pointing: az %g, el %g", (unsigned long long)(count - d->bad_pointing_logged),
+		 (unsigned long long)count, az, el);
+	d->bad_pointing_logged = count;
+	d->bad_pointing_log_ns = now;
+}
+
 /*
  * The producer's offered rate (committed + dropped blocks of the input
  * ring) against the capacity the generation knows, each tick: a warning
@@ -288,6 +313,7 @@ static void on_tick(struct daemon *d)
 	watch_input_rate(d, now);
 	log_over_budget(d, now);
 	log_unknown_modes(d, now);
+	log_bad_pointings(d, now);
 	publish_status(d, now);
 	if (d->mh)
 		metrics_http_run(d->mh);

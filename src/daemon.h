@@ -130,6 +130,8 @@ struct daemon {
 	uint64_t over_count_logged;       /* ST_OVER_BUDGET when last logged   */
 	uint64_t over_log_ns;
 	uint64_t unknown_count_logged;    /* ST_UNKNOWN_MODE_CPIS when last logged */
+	uint64_t bad_pointing_log_ns;     /* last bad-pointing line (monotonic ns) */
+	uint64_t bad_pointing_logged;     /* ST_BAD_POINTING_CPIS when last logged */
 	uint64_t unknown_log_ns;
 
 	struct stats_snapshot *snap_prev, *snap_now, *snap_delta;

@@ -11,7 +11,8 @@
 #      visible region). Every CPI pointed at 0 or 3 has its list with the
 #      target's detection at a monopulse azimuth within 1 degree of 4;
 #      every CPI pointed at 70 is skipped: its list empty and flagged, its
-#      blocks flagged BAD_POINTING, counted in stats, status and metrics;
+#      blocks flagged BAD_POINTING, counted in stats, status and metrics,
+#      logged;
 #      status shows the fan and the newest pointing;
 #   C. a reload changes the fan's direction and count (status follows); a
 #      reload with an array file of the wrong length is refused, naming the
@@ -121,6 +122,7 @@ print("target found in %d of %d pointed CPIs, RMS azimuth error %.3f deg" % (fou
 assert rms < 1.0, rms
 PYEOF
 [ "$(e2e_stat bad_pointing_cpis)" = $BAD ] || e2e_fail "bad_pointing_cpis $(e2e_stat bad_pointing_cpis), want $BAD"
+e2e_wait 5 grep -q "CPIs pointed where the beams cannot steer" "$CHIRPD_LOG" || e2e_fail "no log line of the bad pointings"
 e2e_ctl --json status | "$PY" -c '
 import json, sys
 b = json.load(sys.stdin)["beams"]
