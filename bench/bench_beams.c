@@ -5,12 +5,15 @@
  * BEAMS), compression, a Hamming Doppler FFT over the P pulses, B maps,
  * CA-CFAR per beam, the local maximum over range, Doppler and beam,
  * monopulse on every detection, detections only (no output cube), on
- * random data. Prints one TSV line per CPI shape for
- * scripts/bench-beams-cpu.sh, beside bench/compare/numpy_beams.py:
+ * random data; or, with --maps, up to the B maps (map_power out, no
+ * CFAR): the work numpy_beams.py does. Prints one TSV line per CPI shape
+ * for scripts/bench-beams-cpu.sh, beside bench/compare/numpy_beams.py:
  *
  *   tool cpi L B mode median_ms cpu_median_ms best_ms reps
  *
- *   bench_beams [--cpi CxPxR:L:B]... [--mode conventional|mvdr]
+ * (tool chirpd-beams for the chain, chirpd-beams-maps with --maps)
+ *
+ *   bench_beams [--cpi CxPxR:L:B]... [--mode conventional|mvdr] [--maps]
  *               [--seconds S] [--planner estimate|measure|patient]
  */
 #include <stdint.h>
@@ -30,21 +33,21 @@ struct shape {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: bench_beams [--cpi CxPxR:L:B]... [--mode conventional|mvdr]\n"
+	fprintf(stderr, "usage: bench_beams [--cpi CxPxR:L:B]... [--mode conventional|mvdr] [--maps]\n"
 			"                   [--seconds S] [--planner estimate|measure|patient]\n");
 	exit(2);
 }
 
 /* One shape: the median of >= 5 CPIs over seconds. 0, or -1 (said why). */
 static int run(const struct shape *s, enum pc_beams_mode mode, enum pc_fftw_planner planner,
-	       double seconds)
+	       double seconds, int maps)
 {
 	struct wf_params wp;
 	struct pc_params p;
 	struct pc *pc = NULL;
 	float *h = NULL, *win = NULL;
 	double *pos = NULL, *taper = NULL, *t = NULL, *tc = NULL;
-	void *in = NULL, *det = NULL;
+	void *in = NULL, *det = NULL, *out = NULL;
 	size_t L, reps = 0, maxrep = 100000, n = (size_t)s->C * s->P * s->R;
 	struct pc_job job;
 	char err[256];
@@ -84,13 +87,13 @@ static int run(const struct shape *s, enum pc_beams_mode mode, enum pc_fftw_plan
 	p.samples = s->R;
 	p.ref = h;
 	p.ref_len = L;
-	p.out_mode = PC_OUT_NONE;
+	p.out_mode = maps ? PC_OUT_MAP_POWER : PC_OUT_NONE;
 	p.backend = PC_BACKEND_CPU;
 	p.cpu_threads = 1;
 	p.tune.fftw_planner = planner;
 	p.radar.doppler = 1;
 	p.radar.window = win;
-	p.radar.cfar = 1;
+	p.radar.cfar = !maps;
 	p.radar.integrate = 0;
 	p.radar.pfa = 1e-5;
 	p.beams.mode = mode;
@@ -107,17 +110,20 @@ static int run(const struct shape *s, enum pc_beams_mode mode, enum pc_fftw_plan
 		goto out;
 	}
 	in = malloc(pc_in_bytes(pc));
-	det = malloc(pc_det_bytes(pc));
-	if (!in || !det) {
+	det = malloc(pc_det_bytes(pc) ? pc_det_bytes(pc) : 1);
+	out = malloc(pc_out_bytes(pc) ? pc_out_bytes(pc) : 1);
+	if (!in || !det || !out) {
 		fprintf(stderr, "bench_beams: out of memory\n");
 		goto out;
 	}
 	srand(12345);
 	for (size_t i = 0; i < 2 * n; i++)
 		((float *)in)[i] = (float)rand() / RAND_MAX - 0.5f;
+	memset(out, 0, pc_out_bytes(pc));   /* fault pages in before timing */
 	memset(&job, 0, sizeof(job));
 	job.in = in;
-	job.det = det;
+	job.det = maps ? NULL : det;
+	job.out = maps ? out : NULL;
 	for (int i = 0; i < 2; i++)   /* first-use costs out of the timing */
 		if (pc_execute_job(pc, &job, NULL) < 0)
 			goto fail;
@@ -133,7 +139,8 @@ static int run(const struct shape *s, enum pc_beams_mode mode, enum pc_fftw_plan
 	}
 	qsort(t, reps, sizeof(*t), cmp_d);
 	qsort(tc, reps, sizeof(*tc), cmp_d);
-	printf("chirpd-beams\t%ux%ux%u\t%zu\t%u\t%s\t%.4f\t%.4f\t%.4f\t%zu\n", s->C, s->P, s->R, L,
+	printf("%s\t%ux%ux%u\t%zu\t%u\t%s\t%.4f\t%.4f\t%.4f\t%zu\n", maps ? "chirpd-beams-maps" : "chirpd-beams",
+	       s->C, s->P, s->R, L,
 	       s->B, mode == PC_BEAMS_MVDR ? "mvdr" : "conventional", t[reps / 2] * 1e3,
 	       tc[reps / 2] * 1e3, t[0] * 1e3, reps);
 	fflush(stdout);
@@ -151,6 +158,7 @@ out:
 	free(tc);
 	free(in);
 	free(det);
+	free(out);
 	return rc;
 }
 
@@ -161,10 +169,15 @@ int main(int argc, char **argv)
 	enum pc_beams_mode mode = PC_BEAMS_CONVENTIONAL;
 	enum pc_fftw_planner planner = PC_FFTW_MEASURE;
 	double seconds = 2.0;
+	int maps = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(a, "--maps")) {
+			maps = 1;
+			continue;
+		}
 		if (!v)
 			usage();
 		i++;
@@ -192,7 +205,7 @@ int main(int argc, char **argv)
 		}
 	}
 	for (int k = 0; k < nshape; k++)
-		if (run(&shapes[k], mode, planner, seconds) < 0)
+		if (run(&shapes[k], mode, planner, seconds, maps) < 0)
 			return 1;
 	return 0;
 }

@@ -2,20 +2,21 @@
 # SPDX-License-Identifier: Apache-2.0
 # bench-beams-cpu.sh [BUILD] OUT.tsv — the CPU chain with beams against
 # numpy on one thread, the same CPIs, measured side by side in one run:
-# build/bench/bench_beams (B beams formed before compression, compression,
-# Doppler, B maps, CA-CFAR per beam, the local maximum across beams,
-# monopulse on each detection; FFTW measured plans, one thread) and
-# bench/compare/numpy_beams.py (numpy.matmul for the beams, numpy.fft for
-# compression and Doppler, the maps; no CFAR: numpy's share is the matmul
-# and the FFTs), each round running both once per CPI, interleaved, so
-# other load hits both alike.
+# build/bench/bench_beams --maps (B beams formed before compression,
+# compression, Doppler, the B maps out: the work numpy does; FFTW measured
+# plans, one thread), build/bench/bench_beams (the whole chain: the maps,
+# CA-CFAR per beam, the local maximum across beams, monopulse on each
+# detection, detections only) and bench/compare/numpy_beams.py
+# (numpy.matmul for the beams, numpy.fft for compression and Doppler, the
+# maps), each round running all three once per CPI, interleaved, so other
+# load hits them alike.
 #
 #   env  BEAMS_ROUNDS (default 3), BEAMS_SECONDS per measurement (default
 #        2), BEAMS_CPIS (default "16x128x4096:512:16": CxPxR:L:B, space-separated)
 # OUT.tsv, for scripts/bench-report.py (kind beams_cpu):
 #   tool cpi L B mode round median_ms cpu_ms
-# (tools chirpd-beams and numpy-beams; a "skipped" row names a missing
-# numpy). Exit 0 with results, 1 when bench_beams is missing or fails.
+# (tools chirpd-beams-maps, chirpd-beams and numpy-beams; a "skipped" row
+# names a missing numpy). Exit 0 with results, 1 when bench_beams is missing or fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,9 +45,13 @@ row() {
 for ((r = 1; r <= rounds; r++)); do
 	for s in $cpis; do
 		IFS=':x' read -r C P R L B <<<"$s"
-		line=$("$bench" --cpi "$s" --seconds "$seconds") || { echo "bench-beams-cpu: bench_beams --cpi $s failed" >&2; exit 1; }
-		row "$line" $r >>"$out"
-		echo "round $r: $line"
+		for maps in --maps ""; do
+			# shellcheck disable=SC2086
+			line=$("$bench" --cpi "$s" --seconds "$seconds" $maps) ||
+				{ echo "bench-beams-cpu: bench_beams --cpi $s $maps failed" >&2; exit 1; }
+			row "$line" $r >>"$out"
+			echo "round $r: $line"
+		done
 		if [ $have_numpy = 1 ]; then
 			line=$("$py" bench/compare/numpy_beams.py "$C" "$P" "$R" "$L" "$B" "$seconds") ||
 				{ echo "bench-beams-cpu: numpy_beams.py failed" >&2; exit 1; }
@@ -60,7 +65,7 @@ awk -F'\t' 'NR > 1 && $1 != "skipped" { k = $2 ":" $4; t = $1
 	if (!((t, k) in w) || $7 < w[t, k]) w[t, k] = $7
 	if (!((t, k) in c) || $8 < c[t, k]) c[t, k] = $8; keys[k] = 1 }
 	END { for (k in keys) if (("numpy-beams", k) in w)
-		printf "bench-beams-cpu: %s beams: chirpd %.1f ms, numpy %.1f ms: %.2fx wall, %.2fx CPU time\n",
-			k, w["chirpd-beams", k], w["numpy-beams", k], w["numpy-beams", k] / w["chirpd-beams", k],
-			c["numpy-beams", k] / c["chirpd-beams", k] }' "$out"
+		printf "bench-beams-cpu: %s beams: maps chirpd %.1f ms, numpy %.1f ms: %.2fx wall, %.2fx CPU time; the chain %.2fx CPU time\n",
+			k, w["chirpd-beams-maps", k], w["numpy-beams", k], w["numpy-beams", k] / w["chirpd-beams-maps", k],
+			c["numpy-beams", k] / c["chirpd-beams-maps", k], c["numpy-beams", k] / c["chirpd-beams", k] }' "$out"
 exit 0
