@@ -401,20 +401,32 @@ static double synth_prf_hz(const struct tool_synth_opts *o, const struct chirp_c
 }
 
 /*
- * The receive array of the options for C channels, or NULL when none is
- * given (*err stays empty) or it is refused (the reason in err).
+ * The receive array for C channels: the options' (--array-spacing or
+ * --array-file), else the configuration's [array] when it has one (so
+ * that echoes come from the array chirpd forms its beams for); the
+ * calibration of --calibration, else [array] calibration. NULL when there
+ * is none (*err stays empty) or it is refused (the reason in err, an
+ * [array] file's FILE:LINE in it).
  */
-static struct array *synth_array_of(const struct tool_synth_opts *o, unsigned C, char *err,
-				    size_t errlen)
+static struct array *synth_array_of(const struct tool_synth_opts *o, const struct chirp_config *c,
+				    char *err, size_t errlen)
 {
+	int mine = o->array_spacing_m > 0 || o->array_file;
+	const char *cal = o->calibration;
 	struct array *a = NULL;
 
 	err[0] = '\0';
 	if (o->array_spacing_m > 0)
-		a = array_create_ula(C, o->array_spacing_m, err, errlen);
+		a = array_create_ula(c->channels, o->array_spacing_m, err, errlen);
 	else if (o->array_file)
-		a = array_load(o->array_file, C, err, errlen);
-	if (a && o->calibration && array_cal_load(a, o->calibration, err, errlen) < 0) {
+		a = array_load(o->array_file, c->channels, err, errlen);
+	else if (c->array_geometry == CFG_ARRAY_FILE && c->array_file[0])
+		a = array_load(c->array_file, c->channels, err, errlen);
+	else if (c->array_geometry == CFG_ARRAY_ULA && c->array_spacing_m > 0)
+		a = array_create_ula(c->channels, c->array_spacing_m, err, errlen);
+	if (!cal && !mine && c->array_calibration[0])
+		cal = c->array_calibration;
+	if (a && cal && array_cal_load(a, cal, err, errlen) < 0) {
 		array_destroy(a);
 		a = NULL;
 	}
@@ -436,7 +448,7 @@ struct synth *tool_synth_create(const struct tool_synth_opts *o, const struct ch
 			return NULL;
 		}
 	}
-	a = synth_array_of(o, c->channels, err, sizeof(err));
+	a = synth_array_of(o, c, err, sizeof(err));
 	sa.array = a;
 	if (!a && err[0]) {
 		log_err("%s", err);

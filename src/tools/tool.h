@@ -115,7 +115,8 @@ enum {
 "                         channels M metres apart along x, centred\n" \
 "      --array-file PATH  or any geometry: x_m y_m z_m per channel (doc/beams.md)\n" \
 "      --calibration PATH  gain phase_deg per channel (default: gain 1)\n" \
-"                         (the carrier: [radar] carrier_hz of -c)\n" \
+"                         (default: the [array] of -c; the carrier: [radar]\n" \
+"                         carrier_hz of -c)\n" \
 "      --prf HZ           PRF for a DOPPLER in Hz (default: [radar] prf_hz of -c)\n" \
 "      --noise-dbfs X     complex white noise of power X dBFS (default -40: a\n" \
 "                         target's per-sample SNR is AMP_DB + 40 dB)\n" \
@@ -166,8 +167,9 @@ int tool_synth_targets(const struct tool_synth_opts *o, const struct chirp_confi
  * The generator the options describe for configuration c: targets t[0..nt)
  * (tool_synth_targets), the --jammer emitters and, when a target or
  * jammer has a direction, the receive array of --array-spacing or
- * --array-file (with --calibration) at [radar] carrier_hz of c. NULL with
- * the reason logged (an array file's errors name its FILE:LINE).
+ * --array-file (with --calibration), else the [array] of c, at [radar]
+ * carrier_hz of c. NULL with the reason logged (an array file's errors
+ * name its FILE:LINE).
  */
 struct synth *tool_synth_create(const struct tool_synth_opts *o, const struct chirp_config *c,
 				const struct synth_target *t, size_t nt, double noise_power);
