@@ -125,9 +125,10 @@ struct pipeline_gen {
 	size_t in_bytes, out_bytes;
 	uint64_t samples_per_cpi;
 	uint32_t channels, pulses, samples;   /* the input CPI's geometry    */
-	uint32_t map_doppler, map_range;      /* a range-Doppler map output
-						 (channels x map_doppler x
-						 map_range float32; 0: none)  */
+	uint32_t map_maps, map_doppler, map_range; /* a range-Doppler map output
+						 (map_maps x map_doppler x
+						 map_range float32: channels,
+						 or beams; 0: none)           */
 	void *staging;               /* file-only scratch: depth * out_stride,
 					page aligned; NULL without [output] file */
 	size_t out_stride;
@@ -314,6 +315,7 @@ static void find_map(struct pipeline_gen *g, const struct pc_info *info)
 	if (go.format != CHIRP_RING_RF32 || go.pulses != info->doppler_nfft ||
 	    (uint64_t)go.channels * go.pulses * go.samples * sizeof(float) != g->out_bytes)
 		return;
+	g->map_maps = go.channels;   /* the output's: beams replace channels */
 	g->map_doppler = go.pulses;
 	g->map_range = go.samples;
 }
@@ -1332,7 +1334,7 @@ static void publish(struct pipeline *p, const struct flight *f, uint64_t now)
 		(void)zpub_put_det(z, f->det, g->det_bytes, &c);   /* full: counted */
 	if (g->map_range && f->out && f->kind != OUT_SKIP && !f->unknown && !f->bad_pointing &&
 	    zpub_map_due(z, now)) {
-		(void)zpub_put_map(z, f->out, g->channels, g->map_doppler, g->map_range, &c);
+		(void)zpub_put_map(z, f->out, g->map_maps, g->map_doppler, g->map_range, &c);
 		rewatch(p);
 	}
 }

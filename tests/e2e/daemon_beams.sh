@@ -58,6 +58,9 @@ grep -qE "^$CONF:[0-9]+: \[beams\] mode: " "$T/check.out" || e2e_fail "no FILE:L
 
 # --- B: beams, a target, the pointing per CPI -----------------------------------
 DET_RING=/$E2E_UNIQ-det
+# with pyzmq, the published maps too: B maps of 8 beams, not the 16 channels
+PUB=
+"$PY" -c 'import zmq' 2>/dev/null && PUB=1
 N=$((150 / E2E_SLOW))
 RATE=$((100 / E2E_SLOW))
 GATE=200
@@ -67,7 +70,7 @@ e2e_config cpi.channels=16 cpi.pulses=8 cpi.samples=512 input.slots=64 output.sl
 	beams.mode=conventional beams.count=8 beams.spacing_u=0.1 \
 	doppler.enable=true cfar.enable=true cfar.integrate=none cfar.pfa=1e-6 \
 	cfar.max_detections=64 detections.ring=$DET_RING detections.slots=64 \
-	output.mode=map_power
+	output.mode=map_power ${PUB:+publish.listen=tcp://127.0.0.1:* publish.maps_hz=20}
 "$CHIRPD" --check -c "$CONF" >"$T/check.out" 2>&1 || e2e_fail "--check: $(cat "$T/check.out")"
 e2e_start_chirpd
 e2e_ctl --json status | "$PY" -c '
@@ -88,6 +91,14 @@ DRAIN=$!
 e2e_track $DRAIN
 e2e_wait_consumer "$DET_RING" $TAP
 e2e_wait_consumer "$OUT_RING" $DRAIN
+if [ -n "$PUB" ]; then
+	EP=$(e2e_ctl --json status | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["publish"]["endpoint"])')
+	"$PY" "$(dirname "$0")/../../doc/example_subscriber.py" "$EP" --topics map,status \
+		--timeout $((30 * E2E_SLOW)) --ready-file "$T/ready" >"$T/sub.jsonl" 2>"$T/sub.log" &
+	SUB=$!
+	e2e_track $SUB
+	e2e_wait 10 test -e "$T/ready" || e2e_fail "the subscriber: $(cat "$T/sub.log")"
+fi
 "$CHIRP_FEED" -c "$CONF" --array-spacing 0.05 --target $GATE,-30,0,az=4 --snr-db 0 --seed 3 \
 	--pointing '0,0;3,0;70,0' -n $N --rate $RATE --block -q 2>"$T/feed.log" ||
 	e2e_fail "chirp-feed: $(cat "$T/feed.log")"
@@ -95,6 +106,18 @@ wait $TAP || e2e_fail "chirp-tap: $(cat "$T/tap.log")"
 wait $DRAIN || e2e_fail "chirp-tap --drain: $(cat "$T/drain.log")"
 
 BAD=$((N / 3))
+if [ -n "$PUB" ]; then
+	kill $SUB 2>/dev/null
+	wait $SUB 2>/dev/null
+	"$PY" - "$T/sub.jsonl" <<'PYEOF' || e2e_fail "published maps: $(head -c 1500 "$T/sub.jsonl")"
+import json, math, sys
+maps = [m for m in map(json.loads, open(sys.argv[1])) if m["topic"] == "map"]
+assert maps, "no map message"
+for m in maps:
+    assert m["channels"] == 8 and m["doppler_bins"] == 8 and math.isfinite(m["max"]), m
+print("%d maps of 8 beams published" % len(maps))
+PYEOF
+fi
 "$PY" - "$T/tap.jsonl" $N $GATE <<'PYEOF' || e2e_fail "the lists: $(head -c 2000 "$T/tap.jsonl")"
 import json, sys
 path, n, gate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
