@@ -3,7 +3,7 @@
 """bench_py_ring.py — per-CPI overhead of reading a ring through the
 chirpring Python package, against the C consumer, in one run.
 
-    PYTHONPATH=python CHIRPRING_LIBRARY=build/lib/libchirpring.so.2 \\
+    PYTHONPATH=python CHIRPRING_LIBRARY=build/lib/libchirpring.so.3 \\
         /usr/bin/python3 bench/bench_py_ring.py [BUILD] [-r ROUNDS] [-k REPEATS]
 
 The same loop on both sides, on a ring of 64 slots of 4x128x4096 cf32

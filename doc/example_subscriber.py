@@ -27,7 +27,8 @@ import time
 
 import zmq
 
-# chirp/detect.h: struct chirp_det_header (80 bytes), chirp_det_record (32).
+# chirp/detect.h: struct chirp_det_header (80 bytes), chirp_det_record (32
+# bytes in version 1; version 2 appends beam and angle, 48 bytes).
 DET_HEADER = struct.Struct("<IHHQQQIIIIIIIIQQ")
 DET_HEADER_KEYS = ("magic", "version", "record_bytes", "seq", "timestamp_ns",
                    "first_sample", "mode", "flags", "count", "found", "maps",
@@ -35,6 +36,8 @@ DET_HEADER_KEYS = ("magic", "version", "record_bytes", "seq", "timestamp_ns",
 DET_RECORD = struct.Struct("<iIifffff")
 DET_RECORD_KEYS = ("channel", "range_gate", "doppler_bin", "range_m",
                    "velocity_mps", "power", "noise", "snr_db")
+DET_RECORD_V2 = struct.Struct("<iffHH")      # at offset 32, version >= 2
+DET_RECORD_V2_KEYS = ("beam", "azimuth_deg", "elevation_deg", "angle_quality", "reserved")
 DET_MAGIC = 0x54454443
 
 
@@ -52,8 +55,13 @@ def decode_det(payload):
     for i in range(h["count"]):
         v = DET_RECORD.unpack_from(payload, DET_HEADER.size + i * step)
         r = dict(zip(DET_RECORD_KEYS, v))
-        if r["velocity_mps"] != r["velocity_mps"]:   # NaN: no carrier/PRF
-            r["velocity_mps"] = None
+        if h["version"] >= 2 and step >= DET_RECORD.size + DET_RECORD_V2.size:
+            r.update(zip(DET_RECORD_V2_KEYS, DET_RECORD_V2.unpack_from(
+                payload, DET_HEADER.size + i * step + DET_RECORD.size)))
+            del r["reserved"]
+        for k in ("velocity_mps", "azimuth_deg", "elevation_deg"):
+            if k in r and r[k] != r[k]:   # NaN: no carrier/PRF, no beams
+                r[k] = None
         recs.append(r)
     return h, recs
 

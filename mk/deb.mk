@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # mk/deb.mk — `make deb` (included by Makefile): chirpd's Debian binary
-# packages (chirpd, libchirpring2, libchirpring-dev, python3-chirpring)
+# packages (chirpd, libchirpring3, libchirpring-dev, python3-chirpring)
 # from debian/, built by scripts/build-deb.sh into DEB_DIR.
 #
 #   make deb                CPU backend only: installs on any Debian 12

@@ -52,6 +52,9 @@ with raw results KIND.tsv and their provenance KIND.meta
                 view open and none (>= 99 %), and live_latency (as
                 latency) the latency at 80 % with a page open, held to the
                 latency benchmark's floor criterion (C2, C3)
+    beams_cpu   bench-beams-cpu.sh's TSV: the CPU chain with beams against
+                numpy's matmul and FFTs, one thread each: up to the maps
+                (the same work) >= 3x in CPU time, the whole chain beside
 
 For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
@@ -74,7 +77,7 @@ import sys
 
 KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
          "detect", "detect_latency", "startup", "net", "publish", "live", "live_latency",
-         "multigpu", "restart", "restart_hugepages")
+         "multigpu", "restart", "restart_hugepages", "beams_cpu")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -107,6 +110,7 @@ COLS["restart_hugepages"] = COLS["restart"]
 COLS["live"] = ("run", "pages", "cpi_per_s", "page_fps", "live_frames", "skipped", "geometry",
                 "backend")
 COLS["live_latency"] = COLS["latency"]
+COLS["beams_cpu"] = ("tool", "cpi", "L", "B", "mode", "round", "median_ms", "cpu_ms")
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
 OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
@@ -127,6 +131,7 @@ NET_VS_NAIVE = 2.0       # ... against the naive recvfrom loop
 NET_TARGET_GBPS = 25.0   # ... and the rate kernel-socket receivers are known to reach
 PUBLISH_COST = 0.01      # publishing the detections: at most 1 % of capacity
 LIVE_MIN = 0.99          # capacity with live pages open: at least 99 % of none
+BEAMS_VS_NUMPY = 3.0     # the CPU chain with beams against numpy (matmul + FFT), one thread
 
 SWITCH = "c_registered_mode_switch"
 SWITCH_MIN = 0.98   # switching may cost at most 2 % of the one-mode rate
@@ -151,6 +156,7 @@ NUMERIC["restart"] = COLS["restart"][1:10]
 NUMERIC["restart_hugepages"] = NUMERIC["restart"]
 NUMERIC["live"] = ("pages", "cpi_per_s", "live_frames", "skipped")
 NUMERIC["live_latency"] = NUMERIC["latency"]
+NUMERIC["beams_cpu"] = ("L", "B", "round", "median_ms", "cpu_ms")
 
 
 class Bad(Exception):
@@ -199,7 +205,7 @@ def read_tsv(path, kind):
     rows = []
     for i, line in enumerate(lines[1:], 2):
         x = line.split("\t")
-        if kind == "compare" and x[0] == "skipped":
+        if kind in ("compare", "beams_cpu") and x[0] == "skipped":
             rows.append(dict(tool="skipped", cpi=x[1] if len(x) > 1 else "?",
                              why=x[-1] if len(x) > 2 else ""))
             continue
@@ -851,6 +857,53 @@ def table_live(perf, r):
     else:
         out += ["", "Latency with a page open: not measured in this folder (live_latency.tsv)."]
     return out
+def table_beams_cpu(r):
+    """chirpd's CPU chain with beams against numpy, per CPI and B: each
+    tool's best round (the least median), wall and CPU time, the ratios;
+    the criterion on the same work (the maps: chirpd-beams-maps), in CPU
+    time (wall swings with other load); the whole chain's ratio beside."""
+    rows = [x for x in r["rows"] if x.get("tool") != "skipped"]
+    skipped = [x for x in r["rows"] if x.get("tool") == "skipped"]
+    keys = []
+    for x in rows:
+        k = (x["cpi"], int(x["B"]), int(x["L"]), x["mode"])
+        if k not in keys:
+            keys.append(k)
+    label = {"chirpd-beams-maps": "chirpd, up to the maps (numpy's work)",
+             "chirpd-beams": "chirpd, the chain (+ CFAR, maxima, monopulse)",
+             "numpy-beams": "numpy: matmul + FFT, up to the maps"}
+    out = [provenance(r, " One thread each; ms per CPI, the best round's median; the "
+                         "ratio is numpy's time over chirpd's."), "",
+           "| CPI CxPxR | L | beams | tool | ms | CPU ms | numpy / it, wall | numpy / it, CPU |",
+           "|---|---:|---:|---|---:|---:|---:|---:|"]
+    verdicts = []
+    for cpi, B, L, mode in keys:
+        best = {}
+        for x in rows:
+            if (x["cpi"], int(x["B"]), int(x["L"]), x["mode"]) != (cpi, B, L, mode):
+                continue
+            w, c = best.get(x["tool"], (float("inf"), float("inf")))
+            best[x["tool"]] = (min(w, x["median_ms"]), min(c, x["cpu_ms"]))
+        nu = best.get("numpy-beams")
+        for t in ("chirpd-beams-maps", "chirpd-beams", "numpy-beams"):
+            if t not in best:
+                continue
+            w, c = best[t]
+            ratio = ("%.2f× | %.2f×" % (nu[0] / w, nu[1] / c) if nu and t != "numpy-beams"
+                     else "– | –")
+            out.append("| %s | %d | %d %s | %s | %.1f | %.1f | %s |" % (cpi, L, B, mode,
+                                                                       label[t], w, c, ratio))
+        same = best.get("chirpd-beams-maps")
+        if not same:
+            raise Bad("%s/beams_cpu.tsv: no chirpd-beams-maps row for %s" % (rel(r["dir"]), cpi))
+        if nu:
+            rc = nu[1] / same[1]
+            verdicts.append("    %s %s, %d beams, the same work: chirpd %.2f× numpy's speed in "
+                            "CPU time (≥ %.0f×)" % ("PASS" if rc >= BEAMS_VS_NUMPY else "FAIL",
+                                                   cpi, B, rc, BEAMS_VS_NUMPY))
+    for x in skipped:
+        verdicts.append("    n/a  numpy skipped: %s" % x.get("why", ""))
+    return out + [""] + verdicts
 
 
 def table_chain_compare(r):
@@ -1111,7 +1164,7 @@ def main():
                                                "scripts/perf-run.sh gpu doc/perf" +
                                                (" " + k if k in ("radar", "detect", "startup",
                                                                  "net", "publish", "multigpu",
-                                                                 "restart", "live")
+                                                                 "restart", "live", "beams_cpu")
                                                 else ""))]
                 continue
             r = newest[k]
@@ -1139,6 +1192,8 @@ def main():
                 tables[k] = table_restart(a.perf, r)
             elif k == "live":
                 tables[k] = table_live(a.perf, r)
+            elif k == "beams_cpu":
+                tables[k] = table_beams_cpu(r)
             else:
                 tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the

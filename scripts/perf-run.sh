@@ -70,6 +70,10 @@
 #               then scripts/bench-latency.sh --backend cuda --loads 80 on
 #               the same chain with one page open throughout
 #               -> live_latency.tsv                                <= 300 s
+#   beams_cpu   scripts/bench-beams-cpu.sh: the CPU chain with beams
+#               (16 channels, 16 beams, 128 x 4096) against numpy's matmul
+#               and FFTs, one thread each, 3 interleaved rounds
+#               -> beams_cpu.tsv                                   <= 120 s
 # One remote command may be limited to 10 minutes: the whole command has a
 # budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
 # and a step left without time is reported "not run". The steps' limits add
@@ -89,6 +93,7 @@
 #               and GNU Radio, one thread each -> compare.tsv
 #   latency     scripts/bench-latency.sh --backend cpu (losses judged only:
 #               no copy, no floor) -> latency.tsv
+#   beams_cpu   as on a GPU host (the CPU chain with beams against numpy)
 #
 # Each step runs under its own `timeout`; a step that fails or times out is
 # reported FAILED in the summary and the next one still runs. Exit 0 when
@@ -100,8 +105,8 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart";;
-cpu) all="build compare latency";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart beams_cpu";;
+cpu) all="build compare latency beams_cpu";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
 steps=${*:-$all}
@@ -445,6 +450,18 @@ step_restart() {
 	done
 }
 
+step_beams_cpu() {
+	local cmd=(scripts/bench-beams-cpu.sh "$BUILD" "$dir/beams_cpu.tsv")
+	meta beams_cpu "${cmd[@]}"
+	if run_step 120 "$dir/beams_cpu.log" "${cmd[@]}"; then
+		note beams_cpu ok "$(grep '^bench-beams-cpu:' "$dir/beams_cpu.log" | tr '\n' ';')"
+	else
+		tail -5 "$dir/beams_cpu.log"
+		drop beams_cpu
+		note beams_cpu FAILED "see $dir/beams_cpu.log"
+	fi
+}
+
 step_compare() {
 	meta compare COMPARE_RAW="$dir/compare.tsv" scripts/bench-compare.sh "$BUILD"
 	if COMPARE_RAW=$dir/compare.tsv run_step 900 "$dir/compare.log" scripts/bench-compare.sh "$BUILD"; then
@@ -482,6 +499,7 @@ for s in $steps; do
 	gpu:live) step_live;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
+	*:beams_cpu) step_beams_cpu;;
 	esac
 done
 

@@ -205,6 +205,31 @@ static void log_unknown_modes(struct daemon *d, uint64_t now)
 	d->unknown_log_ns = now;
 }
 
+/* CPIs whose pointing the beams cannot take (pipeline.c counts them): one
+ * line at most every UNKNOWN_LOG_NS with how many since the last, as for
+ * unknown modes, and the newest pointing the data path steered to. */
+static void log_bad_pointings(struct daemon *d, uint64_t now)
+{
+	static struct stats_snapshot sn;   /* main thread only; 8 KiB off the stack */
+	uint64_t count;
+	double az, el;
+
+	if (!d->pl || now - d->bad_pointing_log_ns < UNKNOWN_LOG_NS)
+		return;
+	stats_snapshot(d->st, &sn);
+	count = sn.counter[ST_BAD_POINTING_CPIS];
+	if (count == d->bad_pointing_logged)
+		return;
+	pipeline_last_pointing(d->pl, &az, &el);
+	log_warn("CPIs pointed where the beams cannot steer (not finite, beyond 90 degrees or a "
+		 "beam outside the visible region): %llu since the last such line (%llu since "
+		 "start); their results are NaN and flagged BAD_POINTING; the newest good "
+		 "pointing: az %g, el %g", (unsigned long long)(count - d->bad_pointing_logged),
+		 (unsigned long long)count, az, el);
+	d->bad_pointing_logged = count;
+	d->bad_pointing_log_ns = now;
+}
+
 /*
  * The producer's offered rate (committed + dropped blocks of the input
  * ring) against the rate the generation sustains (the host calibration's
@@ -293,6 +318,7 @@ static void on_tick(struct daemon *d)
 	watch_input_rate(d, now);
 	log_over_budget(d, now);
 	log_unknown_modes(d, now);
+	log_bad_pointings(d, now);
 	publish_status(d, now);
 	if (d->mh)
 		metrics_http_run(d->mh);
@@ -406,6 +432,8 @@ static int check_config(const char *path)
 	float *refs[PC_MAX_MODES] = { NULL };
 	struct pc_mode modes[PC_MAX_MODES];
 	struct pc_params pp;
+	struct plan_beams beams = { 0 };
+	struct config_fault f;
 	unsigned nm = 0;
 	int n, ret = 1;
 
@@ -443,6 +471,11 @@ static int check_config(const char *path)
 		modes[nm].ref = refs[nm];
 	}
 	plan_pc_params(c, &pp);
+	if (plan_beams_make(c, &beams, &f) < 0) {   /* config_load passed it: a file changed */
+		fprintf(stderr, "%s: %s: %s\n", path, f.keys[0] ? f.keys[0] : "beams", f.why);
+		goto out;
+	}
+	plan_beams_apply(&beams, &pp);
 	pp.ref = refs[0];
 	pp.ref_len = modes[0].ref_len;
 	pp.modes = modes;
@@ -456,6 +489,7 @@ static int check_config(const char *path)
 out:
 	for (unsigned i = 0; i < PC_MAX_MODES; i++)
 		free(refs[i]);
+	plan_beams_free(&beams);
 	free(c);
 	return ret;
 }

@@ -45,7 +45,7 @@
 
 static const char *const cfg_sections[] = {
 	"daemon", "numa", "input", "cpi", "waveform", "processing", "output", "radar", "doppler",
-	"cfar", "detections", "metrics", "live", "publish", "trace", NULL,
+	"cfar", "array", "beams", "detections", "metrics", "live", "publish", "trace", NULL,
 };
 #define NSECTIONS (sizeof(cfg_sections) / sizeof(cfg_sections[0]) - 1)
 
@@ -372,7 +372,7 @@ static int reader_section(struct load *ld, const char *p, const char *e, size_t 
 	si = section_index(sec);
 	if (si < 0) {
 		report(ld, ld->line, sec, NULL,
-		       "unknown section (sections: daemon, numa, input, cpi, waveform, mode NAME, processing, output, radar, doppler, cfar, detections, metrics, live, publish, trace)");
+		       "unknown section (sections: daemon, numa, input, cpi, waveform, mode NAME, processing, output, radar, doppler, cfar, array, beams, detections, metrics, live, publish, trace)");
 		return -1;
 	}
 	if (ld->sec_line[si]) {

@@ -25,6 +25,7 @@ struct json_t;
 
 enum cfg_numa_node { CFG_NUMA_AUTO = -2, CFG_NUMA_NONE = -1 /* >= 0: node */ };
 enum cfg_realtime  { CFG_RT_OFF = 0, CFG_RT_PREFERRED = 1, CFG_RT_REQUIRED = 2 };
+enum cfg_array     { CFG_ARRAY_ULA = 0, CFG_ARRAY_FILE = 1 };
 
 #define CFG_PATH_MAX 256
 
@@ -147,6 +148,28 @@ struct chirp_config {
 	double pfa;
 	unsigned maxima_range, maxima_doppler;
 	unsigned max_detections;
+
+	/* [array] (pc_params.beams: the element positions and calibration,
+	 * read by plan_beams_make) */
+	int array_geometry;                  /* CFG_ARRAY_ULA or CFG_ARRAY_FILE */
+	double array_spacing_m;              /* ula: element spacing, 0 = unset */
+	char array_file[CFG_PATH_MAX];       /* file: x y z per channel     */
+	char array_calibration[CFG_PATH_MAX];/* gain phase per channel, "" = none */
+
+	/* [beams] (pc_params.beams) */
+	enum pc_beams_mode beams_mode;       /* off, conventional, mvdr     */
+	enum pc_beams_layout beams_layout;   /* fan or list                 */
+	unsigned beams_count;                /* B                           */
+	double beams_azimuth_deg, beams_elevation_deg; /* the fan's centre  */
+	double beams_spacing_u;              /* fan: du, 0 = auto (lambda / aperture) */
+	char beams_list[1024];               /* list: "az,el; az,el; ..."   */
+	enum wf_window beams_taper;
+	unsigned beams_taylor_nbar;
+	double beams_taylor_sll_db;
+	unsigned beams_snapshots;            /* mvdr: K, 0 = auto (2 C)     */
+	unsigned beams_first_gate, beams_gate_stride, beams_pulse_stride;
+	double beams_loading;                /* mvdr: delta                 */
+	int beams_monopulse;                 /* bool                        */
 
 	/* [detections] */
 	char det_ring[CFG_PATH_MAX];         /* "" = no detection ring      */

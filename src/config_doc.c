@@ -224,6 +224,13 @@ void config_write_markdown(FILE *out)
 	      "  `train_range` >= 1; `os`: at most 256 of them and `os_rank` among them;\n"
 	      "- the local-maximum neighbourhood fits the map: 2 x `maxima_doppler` + 1\n"
 	      "  <= the Doppler bins, `maxima_range` < the range gates;\n"
+	      "- `[beams]` (mode not off) needs `[radar] carrier_hz`; the array has `[cpi]\n"
+	      "  channels` elements (`[array] spacing_m` > 0 with `ula`; `[array] file` and\n"
+	      "  `calibration` files are checked line by line, their errors naming their\n"
+	      "  own FILE:LINE); `mvdr` needs at most 64 channels and a training rule that\n"
+	      "  reaches `snapshots` cells; `[cfar] integrate = none`; every beam of the fan\n"
+	      "  or list visible at zero pointing (u^2 + v^2 <= 1); a list of `count`\n"
+	      "  directions; one CPI's B beams and maps within half the machine's memory;\n"
 	      "- what pulse compression's own check (pc_params_check) says of the radar\n"
 	      "  chain built from the file.\n\n", out);
 	for (size_t i = 0; i < cfg_nkeys; i++) {

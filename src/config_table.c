@@ -56,6 +56,16 @@ static const struct name_entry ch_realtime[] = {
 static const struct name_entry ch_integrate[] = {
 	{ "noncoherent", 1 }, { "none", 0 }, { NULL, 0 },
 };
+static const struct name_entry ch_array[] = {
+	{ "ula", CFG_ARRAY_ULA }, { "file", CFG_ARRAY_FILE }, { NULL, 0 },
+};
+static const struct name_entry ch_beams_mode[] = {
+	{ "off", PC_BEAMS_OFF }, { "conventional", PC_BEAMS_CONVENTIONAL },
+	{ "mvdr", PC_BEAMS_MVDR }, { NULL, 0 },
+};
+static const struct name_entry ch_beams_layout[] = {
+	{ "fan", PC_BEAMS_FAN }, { "list", PC_BEAMS_LIST }, { NULL, 0 },
+};
 
 static int check_socket_path(const char *v, char *err, size_t len);
 static int check_group(const char *v, char *err, size_t len);
@@ -361,6 +371,70 @@ const struct cfg_key cfg_tab[] = {
 	KEY_UINT("cfar", "max_detections", max_detections,
 		.def = "1024", .min = 1, .max = PC_MAX_DETECTIONS, .reload = CFG_RELOAD,
 		.help = "Records a CPI's list holds: more detections keep the first in list order and mark the list overflowed (counted); the size of a detection ring's slot."),
+
+	/* [array] */
+	KEY_ENUM("array", "geometry", array_geometry,
+		.def = "ula", .choices = ch_array, .reload = CFG_RELOAD,
+		.help = "Where the receive channels' elements are, for [beams]: ula (a uniform linear array along x, centred, spacing_m apart, channel 0 on the left looking out) or file (x y z in metres per channel from [array] file). The frame: x right along the face, y up, z boresight (doc/beams.md)."),
+	KEY_DOUBLE("array", "spacing_m", array_spacing_m,
+		.def = "0", .min = 0, .max = 1e4, .reload = CFG_RELOAD,
+		.help = "ula: element spacing in metres (half a wavelength, 299792458 / (2 carrier_hz), has no grating lobes); required with ula and beams. 0 = unset."),
+	KEY_STR("array", "file", array_file,
+		.def = "", .check = cfg_check_file_path, .reload = CFG_RELOAD,
+		.help = "file: one line per channel in channel order, x_m y_m z_m separated by blanks, # comments, exactly [cpi] channels lines, no two elements at one place (relative to the config file's directory); read again on reload. Its errors name its own FILE:LINE."),
+	KEY_STR("array", "calibration", array_calibration,
+		.def = "", .check = cfg_check_file_path, .reload = CFG_RELOAD,
+		.help = "Per-channel complex gain the beamformer divides out: one line per channel, gain (linear amplitude, > 0) and phase_deg (channel c reports gain x exp(j phase) times what its element received); empty = none (every gain 1). Read again on reload."),
+
+	/* [beams] */
+	KEY_ENUM("beams", "mode", beams_mode,
+		.def = "off", .choices = ch_beams_mode, .reload = CFG_RELOAD,
+		.help = "Digital beamforming before pulse compression (include/chirp/pc.h, BEAMS; doc/beams.md): off (channels go through the chain as they are), conventional (taper x calibration^-1 x steering vector, unit gain towards each beam) or mvdr (adaptive: MVDR weights from each CPI's own training cells, nulls on jammers; at most 64 channels). With beams the maps, the CFAR and the detections are per beam (B maps), every detection gets its beam and a monopulse angle, and each CPI's pointing from the input ring steers the whole set. Needs [radar] carrier_hz and [cfar] integrate = none."),
+	KEY_ENUM("beams", "layout", beams_layout,
+		.def = "fan", .choices = ch_beams_layout, .reload = CFG_RELOAD,
+		.help = "fan: count beams spacing_u apart in u = sin(az) cos(el) around azimuth_deg, elevation_deg; list: the directions of [beams] list."),
+	KEY_UINT("beams", "count", beams_count,
+		.def = "1", .min = 1, .max = PC_MAX_BEAMS, .reload = CFG_RELOAD,
+		.help = "Number of beams B, 1..256 (and as many as the memory holds: B maps of Nd x R). A reload may change it; the output ring's geometry changes with it (re-created)."),
+	KEY_DOUBLE("beams", "azimuth_deg", beams_azimuth_deg,
+		.def = "0", .min = -90, .max = 90, .reload = CFG_RELOAD,
+		.help = "fan: the centre's azimuth in degrees from boresight, positive towards +x; every beam of the fan must be visible (u^2 + v^2 <= 1) at zero pointing."),
+	KEY_DOUBLE("beams", "elevation_deg", beams_elevation_deg,
+		.def = "0", .min = -90, .max = 90, .reload = CFG_RELOAD,
+		.help = "fan: the centre's elevation in degrees, positive up."),
+	KEY_DOUBLE("beams", "spacing_u", beams_spacing_u,
+		.def = "0", .min = 0, .max = 2, .reload = CFG_RELOAD,
+		.help = "fan: spacing of the beams in u (a phased array's beams keep their width in u as they steer); 0 = auto: lambda / aperture, the uniform beam's null-to-null half width (the aperture along x: the elements' x extent x C / (C - 1))."),
+	KEY_STR("beams", "list", beams_list,
+		.def = "", .reload = CFG_RELOAD,
+		.help = "list: count directions as 'az,el; az,el; ...' in degrees, each within -90..90."),
+	KEY_ENUM("beams", "taper", beams_taper,
+		.def = "taylor", .choices = names_window, .reload = CFG_RELOAD,
+		.help = "Amplitude taper across the channels (conventional beams): rect, hamming, hann, blackman or taylor (lower sidelobes for a wider beam)."),
+	KEY_UINT("beams", "taylor_nbar", beams_taylor_nbar,
+		.def = "4", .min = 1, .max = 100, .reload = CFG_RELOAD,
+		.help = "taper taylor: number of nearly constant-level sidelobes (nbar)."),
+	KEY_DOUBLE("beams", "taylor_sll_db", beams_taylor_sll_db,
+		.def = "30", .min = 0, .max = 200, .min_excl = 1, .reload = CFG_RELOAD,
+		.help = "taper taylor: peak sidelobe level below the main lobe, in dB (positive)."),
+	KEY_UINT("beams", "snapshots", beams_snapshots,
+		.def = "0", .min = 0, .max = 16777216, .reload = CFG_RELOAD,
+		.help = "mvdr: training cells K of each CPI the covariance is estimated from (before pulse compression: pulses 0, pulse_stride, ... and in each gates first_gate, first_gate + gate_stride, ..., the first K); 0 = auto (2 C, an SMI loss near 3 dB); at least C when loading is 0."),
+	KEY_UINT("beams", "first_gate", beams_first_gate,
+		.def = "0", .min = 0, .max = 16777216, .reload = CFG_RELOAD,
+		.help = "mvdr: the first training gate, < [cpi] samples."),
+	KEY_UINT("beams", "gate_stride", beams_gate_stride,
+		.def = "1", .min = 1, .max = 16777216, .reload = CFG_RELOAD,
+		.help = "mvdr: gates between training cells."),
+	KEY_UINT("beams", "pulse_stride", beams_pulse_stride,
+		.def = "1", .min = 1, .max = 1048576, .reload = CFG_RELOAD,
+		.help = "mvdr: pulses between training rows."),
+	KEY_DOUBLE("beams", "loading", beams_loading,
+		.def = "0.01", .min = 0, .max = 1000, .reload = CFG_RELOAD,
+		.help = "mvdr: diagonal loading delta, R + delta tr(R) / C I: how far the adapted beam may leave the untapered conventional one (larger: shallower nulls, a target in the training cells nulled less)."),
+	KEY_BOOL("beams", "monopulse", beams_monopulse,
+		.def = "true", .reload = CFG_RELOAD,
+		.help = "A monopulse angle on every detection (count >= 2): the maximum-likelihood direction from the complex outputs of its beam and the neighbouring beams, finer than the beam spacing, with an angle-quality flag (doc/beams.md); false = the beam's own direction."),
 
 	/* [detections] */
 	KEY_STR("detections", "ring", det_ring,

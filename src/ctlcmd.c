@@ -43,6 +43,7 @@ int daemon_render_metrics(void *ctx, char *buf, size_t len)
 		.realtime = d->applied.realtime,
 		.modes = modes,
 		.nmodes = nmodes,
+		.beams = d->g->beams,
 	};
 
 	for (unsigned i = 0; i < nmodes; i++) {
@@ -52,6 +53,8 @@ int daemon_render_metrics(void *ctx, char *buf, size_t len)
 
 	struct live_counters lc;
 
+	if (d->pl)
+		pipeline_last_pointing(d->pl, &mi.pointing_az_deg, &mi.pointing_el_deg);
 	if (d->ctl) {
 		control_get_stats(d->ctl, &cs);
 		mi.control_clients = cs.clients;
@@ -283,6 +286,40 @@ static json_t *radar_json(const struct daemon *d, const struct stats_snapshot *s
 	return o;
 }
 
+/* The beams in status: mode, B, the fan's spacing or each beam's
+ * direction at zero pointing, the newest CPI's pointing, and the CPIs
+ * skipped for a pointing the beams cannot take. */
+static json_t *beams_json(const struct daemon *d, const struct stats_snapshot *sn)
+{
+	static const char *const modes[] = { "off", "conventional", "mvdr" };
+	const struct chirp_config *c = &d->g->cfg;
+	json_t *o = json_object(), *dirs = json_array();
+	double az = 0, el = 0;
+
+	if (!o || !dirs) {
+		json_decref(o);
+		json_decref(dirs);
+		return json_object();
+	}
+	for (unsigned b = 0; b < d->g->beams; b++)
+		json_array_append_new(dirs, json_pack("[f, f]", d->g->beam_dir[2 * b],
+						      d->g->beam_dir[2 * b + 1]));
+	if (d->pl)
+		pipeline_last_pointing(d->pl, &az, &el);
+	json_object_set_new(o, "mode", json_string(modes[c->beams_mode <= 2 ? c->beams_mode : 0]));
+	json_object_set_new(o, "count", json_integer(d->g->beams));
+	json_object_set_new(o, "layout", json_string(c->beams_layout == PC_BEAMS_LIST ? "list" : "fan"));
+	json_object_set_new(o, "spacing_u", json_real(c->beams_layout == PC_BEAMS_LIST || !d->g->beams ?
+						       0.0 : d->g->beam_spacing_u));
+	json_object_set_new(o, "directions_deg", dirs);
+	json_object_set_new(o, "monopulse", json_boolean(c->beams_monopulse && d->g->beams >= 2));
+	json_object_set_new(o, "pointing_deg", json_pack("{s:f, s:f}", "azimuth", az,
+							  "elevation", el));
+	json_object_set_new(o, "bad_pointing_cpis",
+			    json_integer((json_int_t)sn->counter[ST_BAD_POINTING_CPIS]));
+	return o;
+}
+
 /* One file sink in status: its path ("" = off) and its counters. */
 static json_t *file_json(const char *path, const struct stats_snapshot *sn,
 			 enum stats_counter bytes, enum stats_counter drops,
@@ -413,6 +450,7 @@ void daemon_status_json(struct daemon *d, json_t *reply)
 		"threads", d->startup_ms[STARTUP_THREADS]));
 	json_object_set_new(reply, "modes", modes_json(d, &sn));
 	json_object_set_new(reply, "radar", radar_json(d, &sn));
+	json_object_set_new(reply, "beams", beams_json(d, &sn));
 	json_object_set_new(reply, "files", files_json(d, &sn));
 	json_object_set_new(reply, "publish", publish_json(d, &sn));
 	json_object_set_new(reply, "unknown_mode_cpis",

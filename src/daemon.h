@@ -61,6 +61,11 @@ struct gen {
 	unsigned nmodes;
 	struct pc *pc;
 	struct pc_info info;
+	/* The beams as built (status): B (0 without), each beam's direction
+	 * at zero pointing (az, el degrees), the fan's spacing in u. */
+	unsigned beams;
+	double beam_dir[2 * PC_MAX_BEAMS];
+	double beam_spacing_u;
 	struct chirp_ring *ring[PLAN_RINGS];  /* by kind; NULL: the plan has
 						 none (plan.ring[k].used 0) or
 						 not attached yet          */
@@ -130,6 +135,8 @@ struct daemon {
 	uint64_t over_count_logged;       /* ST_OVER_BUDGET when last logged   */
 	uint64_t over_log_ns;
 	uint64_t unknown_count_logged;    /* ST_UNKNOWN_MODE_CPIS when last logged */
+	uint64_t bad_pointing_log_ns;     /* last bad-pointing line (monotonic ns) */
+	uint64_t bad_pointing_logged;     /* ST_BAD_POINTING_CPIS when last logged */
 	uint64_t unknown_log_ns;
 
 	struct stats_snapshot *snap_prev, *snap_now, *snap_delta;

@@ -392,6 +392,8 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 	float *window = NULL;
 	struct pc_params pp = g->plan.pc;
 	struct plan_diff diff;
+	struct plan_beams beams;
+	struct config_fault f;
 	char why[256];
 	int kept = 0, ret = gen_build_modes(g, err, errlen);
 
@@ -399,6 +401,13 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 		return ret;
 	if ((ret = gen_doppler_window(g, &window, err, errlen)) < 0)
 		return ret;
+	/* the array's files are read again: a reload takes what they hold now */
+	if (plan_beams_make(&g->cfg, &beams, &f) < 0) {
+		free(window);
+		snprintf(err, errlen, "%s: %s", f.keys[0] ? f.keys[0] : "beams", f.why);
+		return -EINVAL;
+	}
+	plan_beams_apply(&beams, &pp);
 	pp.radar.window = window;
 	pp.ref = g->modes[0].ref;
 	pp.ref_len = g->modes[0].ref_len;
@@ -415,13 +424,23 @@ static int gen_build_pc(const struct daemon *d, struct gen *g, const struct gen 
 		pp.streams = g->cached.depth;
 	}
 	g->pc = pc_create(&pp, why, sizeof(why));
-	free(window);          /* pc_create copied it */
+	free(window);          /* pc_create copied it, and the beams' arrays */
+	g->beam_spacing_u = beams.spacing_u;
+	plan_beams_free(&beams);
 	if (!g->pc) {
 		snprintf(err, errlen, "pulse compression (%s backend): %s",
 			 pc_backend_name(pp.backend), why);
 		return -EINVAL;
 	}
 	pc_get_info(g->pc, &g->info);
+	g->beams = pc_beam_count(g->pc);   /* at zero pointing: no CPI yet */
+	for (unsigned b = 0; b < g->beams; b++)
+		pc_beam_azel(g->pc, b, &g->beam_dir[2 * b], &g->beam_dir[2 * b + 1]);
+	if (g->beams)
+		log_info("beams: %s, %u beams from az %.2f to %.2f deg at zero pointing%s",
+			 g->cfg.beams_mode == PC_BEAMS_MVDR ? "mvdr" : "conventional", g->beams,
+			 g->beam_dir[0], g->beam_dir[2 * (g->beams - 1)],
+			 g->cfg.beams_monopulse && g->beams >= 2 ? ", monopulse" : "");
 	if (kept)   /* auto, depth kept from old (above) */
 		snprintf(g->info.depth_choice, sizeof(g->info.depth_choice), "%s",
 			 old->info.depth_choice);

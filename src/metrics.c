@@ -82,6 +82,7 @@ static const char *const counter_help[ST_COUNTERS] = {
 	[ST_PUB_DROPPED_BYTES] = "Bytes of the messages not published on ZeroMQ.",
 	[ST_PUB_ERRORS] = "ZeroMQ sends that failed for a reason other than a full queue or subscriber.",
 	[ST_INPUT_OVER_CAPACITY_EVENTS] = "Times the input's offered rate (committed + dropped) stayed above the sustainable capacity for a second.",
+	[ST_BAD_POINTING_CPIS] = "CPIs whose pointing is not finite, beyond +-90 degrees or puts a beam outside the visible region (not processed, results NaN, flagged BAD_POINTING).",
 	[ST_DATA_STALLS] = "Gaps of 200 us or more in the data thread's polling loop: it was running, blocked, preempted or its vCPU stolen (chirpctl trace says which, per CPI).",
 };
 
@@ -180,6 +181,15 @@ int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *m
 		    n, counter_help[c], n, n, (unsigned long long)sn->counter[c]);
 	}
 	put_modes(&o, sn, mi);
+	put(&o, "# HELP chirpd_beams Beams formed per CPI ([beams] count; 0 without beams).\n"
+		"# TYPE chirpd_beams gauge\nchirpd_beams %u\n", mi->beams);
+	if (mi->beams)
+		put(&o, "# HELP chirpd_pointing_degrees The newest CPI's pointing, degrees from "
+			"boresight (the input block's; steers every beam).\n"
+			"# TYPE chirpd_pointing_degrees gauge\n"
+			"chirpd_pointing_degrees{axis=\"azimuth\"} %.6g\n"
+			"chirpd_pointing_degrees{axis=\"elevation\"} %.6g\n",
+		    mi->pointing_az_deg, mi->pointing_el_deg);
 	put(&o, "# HELP chirpd_cfar_false_alarm_rate Observed CFAR crossings per cell tested since "
 		"start (compare with [cfar] pfa on noise-only input; 0 before any cell).\n"
 		"# TYPE chirpd_cfar_false_alarm_rate gauge\nchirpd_cfar_false_alarm_rate %.9g\n",

@@ -47,6 +47,9 @@ struct metrics_info {
 	const struct metrics_mode *modes;  /* the running configuration's modes */
 	unsigned nmodes;
 	const struct live_counters *live;  /* [live] enable (NULL: off)         */
+	unsigned beams;               /* B, 0 without beams                    */
+	double pointing_az_deg;       /* the newest CPI's pointing, degrees    */
+	double pointing_el_deg;
 };
 
 /*

@@ -58,11 +58,11 @@
 #define SINK_RECORDS     4
 #define SINK_DRAIN_MS    1000
 /* A JSON line: at most JSON_HEAD_MAX bytes around the records and
- * JSON_RECORD_MAX per record (the longest is ~205: every number at its
- * widest); the line buffer holds at most JSON_LINE_MAX bytes (lists of
+ * JSON_RECORD_MAX per record (the longest is ~205 without beams, ~310
+ * with: every number at its widest); the line buffer holds at most JSON_LINE_MAX bytes (lists of
  * more than ~65000 detections are not written, counted as dropped). */
 #define JSON_HEAD_MAX    512
-#define JSON_RECORD_MAX  256
+#define JSON_RECORD_MAX  384
 #define JSON_LINE_MAX    (16u << 20)
 
 enum out_kind {
@@ -78,8 +78,13 @@ enum out_kind {
 struct flight {
 	uint64_t seq, timestamp_ns, first_sample;
 	uint32_t mode;               /* the input block's radar mode           */
+	float pointing_az_deg;       /* the input block's pointing, degrees:   */
+	float pointing_el_deg;       /* steers its beams, handed on to the
+					output and list blocks                 */
 	int unknown;                 /* the pc has no such mode: not computed,
 					result zeroed and flagged              */
+	int bad_pointing;            /* not computed: the pointing is not one
+					the beams can take (flagged)           */
 	uint32_t flags;              /* flags for the output block: the carry
 					(gaps before it) taken at reservation */
 	uint32_t in_incomplete;      /* the input's CHIRP_RING_INCOMPLETE, and */
@@ -121,12 +126,10 @@ struct pipeline_gen {
 	size_t in_bytes, out_bytes;
 	uint64_t samples_per_cpi;
 	uint32_t channels, pulses, samples;   /* the input CPI's geometry    */
-	uint32_t map_doppler, map_range;      /* a range-Doppler map output
-						 (channels x map_doppler x
-						 map_range float32; 0: none)  */
-	uint32_t map_maps;                    /* its maps: the output ring's
-						 channels (the beams, when the
-						 chain forms beams)           */
+	uint32_t map_maps, map_doppler, map_range; /* a range-Doppler map output
+						 (map_maps x map_doppler x
+						 map_range float32: channels,
+						 or beams; 0: none)           */
 	void *staging;               /* file-only scratch: depth * out_stride,
 					page aligned; NULL without [output] file */
 	size_t out_stride;
@@ -162,6 +165,9 @@ struct pipeline {
 	_Atomic uint64_t budget_ns;  /* latency budget (0: none)                */
 	_Atomic uint64_t over_last;  /* 1 + trace record number of the newest
 					over-budget CPI (0: none yet)          */
+	_Atomic uint32_t point_az_bits, point_el_bits; /* the pointing of the
+					newest CPI submitted, float bits (the
+					data thread stores, status reads)     */
 	_Atomic uint64_t unknown_last; /* 1 + the mode of the newest CPI of an
 					unknown mode (0: none yet)             */
 
@@ -311,9 +317,9 @@ static void find_map(struct pipeline_gen *g, const struct pc_info *info)
 	if (go.format != CHIRP_RING_RF32 || go.pulses != info->doppler_nfft ||
 	    (uint64_t)go.channels * go.pulses * go.samples * sizeof(float) != g->out_bytes)
 		return;
+	g->map_maps = go.channels;   /* the output's: beams replace channels */
 	g->map_doppler = go.pulses;
 	g->map_range = go.samples;
-	g->map_maps = go.channels;
 }
 
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
@@ -750,6 +756,8 @@ static struct flight *new_record(struct pipeline *p, const struct chirp_ring_blo
 	f->timestamp_ns = blk->timestamp_ns;
 	f->first_sample = blk->first_sample;
 	f->mode = blk->mode;
+	f->pointing_az_deg = blk->pointing_az_deg;
+	f->pointing_el_deg = blk->pointing_el_deg;
 	f->in_incomplete = blk->flags & CHIRP_RING_INCOMPLETE;
 	f->missing = blk->missing;
 	return f;
@@ -880,13 +888,34 @@ static void pick_det(struct pipeline *p, struct flight *f)
 	f->det = (char *)g->det_scratch + (size_t)(p->det_staged++ % g->depth) * g->det_stride;
 }
 
+/*
+ * A CPI whose pointing the beams cannot take (pc_submit_job said -EDOM:
+ * not finite, beyond +-90 degrees, or a beam outside the visible region):
+ * never beamformed with other weights. As an unknown mode: its results
+ * are pc_write_skipped's, the output and the list flagged
+ * CHIRP_RING_BAD_POINTING, done at once (retired in input order), counted.
+ */
+static int take_bad_pointing(struct pipeline *p, struct flight *f, void *outp)
+{
+	f->bad_pointing = 1;
+	f->done_in = f->done_out = 1;
+	pc_write_skipped(p->cur->pc, outp, f->det, f->mode);
+	f->flags |= CHIRP_RING_BAD_POINTING;
+	f->det_flags |= CHIRP_RING_BAD_POINTING;
+	stats_write_begin(p->st);
+	stats_count(p->st, ST_BAD_POINTING_CPIS, 1);
+	stats_write_end(p->st);
+	return 1;
+}
+
 /* Hand the CPI in record idx to the backend. Returns 1, or < 0 on a fatal
  * error (already reported). */
 static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const void *in,
 		      void *outp)
 {
 	struct pipeline_gen *g = p->cur;
-	struct pc_job job = { .in = in, .out = outp, .det = f->det, .tag = idx, .mode = f->mode };
+	struct pc_job job = { .in = in, .out = outp, .det = f->det, .tag = idx, .mode = f->mode,
+			      .pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg };
 	int ret;
 
 	f->out = outp;
@@ -907,9 +936,19 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 	/* pc_submit's own time is the record's submit..submitted (the CPU
 	 * backend computes in it): not a gap of the loop. */
 	rewatch(p);
+	if (ret == -EDOM)
+		return take_bad_pointing(p, f, outp);
 	if (ret < 0) {
 		fail(p, "pc_submit", ret);
 		return -1;
+	}
+	{
+		uint32_t az, el;
+
+		memcpy(&az, &f->pointing_az_deg, sizeof(az));
+		memcpy(&el, &f->pointing_el_deg, sizeof(el));
+		atomic_store_explicit(&p->point_az_bits, az, memory_order_relaxed);
+		atomic_store_explicit(&p->point_el_bits, el, memory_order_relaxed);
 	}
 	f->t_submitted = mono_ns();
 	p->nsub++;
@@ -1051,7 +1090,7 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
 	r.t[TR_SUBMIT] = f->t_submit;
 	r.t[TR_SUBMITTED] = f->t_submitted;
 	r.t[TR_INPUT_DONE] = f->t_in_done;
-	r.t[TR_OUTPUT_DONE] = f->kind == OUT_SKIP || f->unknown ? 0 : f->t_done;
+	r.t[TR_OUTPUT_DONE] = f->kind == OUT_SKIP || f->unknown || f->bad_pointing ? 0 : f->t_done;
 	r.t[TR_RELEASE] = f->t_release;
 	r.t[TR_OUT_COMMIT] = delivered ? t_commit : 0;
 	if (delivered)
@@ -1085,8 +1124,12 @@ static int record(struct pipeline *p, const struct flight *f, uint64_t t_commit,
  */
 static int commit_result(struct pipeline *p, struct flight *f, uint32_t cflags)
 {
-	int ret = chirp_ring_commit_partial(p->cur->out, f->timestamp_ns, f->first_sample,
-					    cflags | f->in_incomplete, f->mode, f->missing);
+	struct chirp_ring_cpi cpi = {
+		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
+		.flags = cflags | f->in_incomplete, .mode = f->mode, .missing = f->missing,
+		.pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg,
+	};
+	int ret = chirp_ring_commit_cpi(p->cur->out, &cpi);
 
 	if (ret == 0) {
 		p->commit_carry = 0;
@@ -1117,7 +1160,7 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
 		stats_count(p->st, ST_NONFINITE_CPIS, 1);
 		stats_count(p->st, ST_NONFINITE_ROWS, f->nonfinite_rows);
 	}
-	if (f->kind != OUT_SKIP && !f->unknown) {
+	if (f->kind != OUT_SKIP && !f->unknown && !f->bad_pointing) {
 		stats_count(p->st, ST_SAMPLES_IN, p->cur->samples_per_cpi);
 		stats_stage(p->st, STG_INPUT, f->t_submit - f->t_peek);
 		stats_stage(p->st, STG_COMPUTE, f->t_done - f->t_submit);
@@ -1138,8 +1181,12 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
  * Inside a stats write section. */
 static int commit_det(struct pipeline *p, struct flight *f)
 {
-	int ret = chirp_ring_commit_mode(p->cur->det, f->timestamp_ns, f->first_sample,
-					 f->det_flags, f->mode);
+	struct chirp_ring_cpi cpi = {
+		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
+		.flags = f->det_flags, .mode = f->mode,
+		.pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg,
+	};
+	int ret = chirp_ring_commit_cpi(p->cur->det, &cpi);
 
 	if (ret == -ESTALE) {
 		stats_count(p->st, ST_DET_DROPS, 1);
@@ -1213,15 +1260,20 @@ static int det_json(struct pipeline *p, const struct flight *f)
 	const struct chirp_det_record *r = (const void *)(h + 1);
 	struct jline j = { .b = p->cur->jbuf, .cap = p->cur->jbuf_len };
 	uint32_t n = det_count(p->cur, h);
+	int beams = !!(h->flags & CHIRP_DET_BEAMS);
+	char paz[32], pel[32];
 
+	json_float(paz, sizeof(paz), f->pointing_az_deg);
+	json_float(pel, sizeof(pel), f->pointing_el_deg);
 	jput(&j, "{\"seq\":%llu,\"timestamp_ns\":%llu,\"first_sample\":%llu,\"mode\":%u,"
-		 "\"count\":%u,\"found\":%u,\"overflow\":%s,\"skipped\":%s,\"detections\":[",
+		 "\"pointing_az_deg\":%s,\"pointing_el_deg\":%s,\"count\":%u,\"found\":%u,"
+		 "\"overflow\":%s,\"skipped\":%s,\"beams\":%s,\"detections\":[",
 	     (unsigned long long)h->seq, (unsigned long long)h->timestamp_ns,
-	     (unsigned long long)h->first_sample, h->mode, n, h->found,
+	     (unsigned long long)h->first_sample, h->mode, paz, pel, n, h->found,
 	     (h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
-	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false");
+	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false", beams ? "true" : "false");
 	for (uint32_t i = 0; i < n; i++, r++) {
-		char rm[32], vm[32], pw[32], nz[32], sn[32];
+		char rm[32], vm[32], pw[32], nz[32], sn[32], az[32], el[32];
 
 		json_float(rm, sizeof(rm), r->range_m);
 		json_float(vm, sizeof(vm), r->velocity_mps);
@@ -1229,8 +1281,15 @@ static int det_json(struct pipeline *p, const struct flight *f)
 		json_float(nz, sizeof(nz), r->noise);
 		json_float(sn, sizeof(sn), r->snr_db);
 		jput(&j, "%s{\"channel\":%d,\"range_gate\":%u,\"doppler_bin\":%d,\"range_m\":%s,"
-			 "\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s}",
+			 "\"velocity_mps\":%s,\"power\":%s,\"noise\":%s,\"snr_db\":%s",
 		     i ? "," : "", r->channel, r->range_gate, r->doppler_bin, rm, vm, pw, nz, sn);
+		if (beams) {
+			json_float(az, sizeof(az), r->azimuth_deg);
+			json_float(el, sizeof(el), r->elevation_deg);
+			jput(&j, ",\"beam\":%d,\"azimuth_deg\":%s,\"elevation_deg\":%s,"
+				 "\"angle_quality\":%u", r->beam, az, el, (unsigned)r->angle_quality);
+		}
+		jput(&j, "}");
 	}
 	jput(&j, "]}\n");
 	return sink_put(p->cur->det_sink, j.b, j.o) == 0;
@@ -1270,13 +1329,14 @@ static void publish(struct pipeline *p, const struct flight *f, uint64_t now)
 	c = (struct zpub_cpi){
 		.seq = f->seq, .timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
 		.mode = f->mode, .channels = g->channels, .pulses = g->pulses,
-		.samples = g->samples,
+		.samples = g->samples, .pointing_az_deg = f->pointing_az_deg,
+		.pointing_el_deg = f->pointing_el_deg,
 	};
 	if (f->det)
 		(void)zpub_put_det(z, f->det, g->det_bytes, &c);   /* full: counted */
-	if (g->map_range && f->out && f->kind != OUT_SKIP && !f->unknown &&
+	if (g->map_range && f->out && f->kind != OUT_SKIP && !f->unknown && !f->bad_pointing &&
 	    zpub_map_due(z, now)) {
-		(void)zpub_put_map(z, f->out, g->channels, g->map_doppler, g->map_range, &c);
+		(void)zpub_put_map(z, f->out, g->map_maps, g->map_doppler, g->map_range, &c);
 		rewatch(p);
 	}
 }
@@ -1384,6 +1444,10 @@ static void absorb_done(struct pipeline *p, const struct pc_done *done, int n)
 			f->chunks = done[i].chunks;
 			f->woken = done[i].woken;
 			f->absent = done[i].absent;
+			/* mvdr found no weights in the CPI's training cells (a
+			 * set of zeros, NaN or Inf): every value NaN */
+			if (done[i].flags & PC_DONE_SKIPPED)
+				f->flags |= CHIRP_RING_NONFINITE;
 			p->nsub--;
 		}
 	}
@@ -1829,6 +1893,19 @@ void pipeline_set_budget(struct pipeline *p, uint64_t budget_ns)
 uint64_t pipeline_over_budget_last(const struct pipeline *p)
 {
 	return atomic_load_explicit(&((struct pipeline *)p)->over_last, memory_order_acquire);
+}
+
+void pipeline_last_pointing(const struct pipeline *p, double *az_deg, double *el_deg)
+{
+	struct pipeline *q = (struct pipeline *)p;
+	uint32_t a = atomic_load_explicit(&q->point_az_bits, memory_order_relaxed);
+	uint32_t e = atomic_load_explicit(&q->point_el_bits, memory_order_relaxed);
+	float fa, fe;
+
+	memcpy(&fa, &a, sizeof(fa));
+	memcpy(&fe, &e, sizeof(fe));
+	*az_deg = fa;
+	*el_deg = fe;
 }
 
 uint64_t pipeline_unknown_mode_last(const struct pipeline *p)

@@ -169,6 +169,10 @@ uint64_t pipeline_over_budget_last(const struct pipeline *p);
  * never logs them; the main thread does, at most once a second. */
 uint64_t pipeline_unknown_mode_last(const struct pipeline *p);
 
+/* The pointing (degrees) of the newest CPI handed to the backend (0, 0
+ * before any): the input block's, which steered its beams. Any thread. */
+void pipeline_last_pointing(const struct pipeline *p, double *az_deg, double *el_deg);
+
 /*
  * slots = auto: the slots a ring needs to hold buffer_ms of CPIs at cps
  * CPI/s (the measured capacity), rounded up to a whole slot, at least

@@ -6,12 +6,16 @@
  */
 #include "plan.h"
 #include "metrics.h"
+#include "array.h"
+#include "beam.h"
 #include "radar.h"
 #include "sysnuma.h"
 #include "workkey.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -97,6 +101,30 @@ static void radar_params(const struct chirp_config *c, struct pc_radar *r)
 	r->velocity = c->velocity == PC_SWITCH_ON;
 }
 
+unsigned plan_chain_rows(const struct chirp_config *c)
+{
+	return c->beams_mode != PC_BEAMS_OFF ? c->beams_count : c->channels;
+}
+
+/* pc_params.beams' values from [array], [beams] and [radar] carrier_hz;
+ * the arrays (positions, calibration, taper, list) are plan_beams_make's. */
+static void beams_params(const struct chirp_config *c, struct pc_beams *b)
+{
+	b->mode = c->beams_mode;
+	b->count = c->beams_count;
+	b->carrier_hz = c->carrier_hz;
+	b->layout = c->beams_layout;
+	b->fan_az_deg = c->beams_azimuth_deg;
+	b->fan_el_deg = c->beams_elevation_deg;
+	b->fan_spacing_u = c->beams_spacing_u;
+	b->snapshots = c->beams_snapshots;
+	b->first_gate = c->beams_first_gate;
+	b->gate_stride = c->beams_gate_stride;
+	b->pulse_stride = c->beams_pulse_stride;
+	b->loading = c->beams_loading;
+	b->monopulse = c->beams_monopulse;
+}
+
 void plan_pc_params(const struct chirp_config *c, struct pc_params *p)
 {
 	pc_params_init(p);   /* the defaults of what the config does not set (tune) */
@@ -129,6 +157,168 @@ void plan_pc_params(const struct chirp_config *c, struct pc_params *p)
 	p->tune.staging_nt = c->staging_nt;
 	p->tune.cuda_fused = c->cuda_fused;
 	radar_params(c, &p->radar);
+	beams_params(c, &p->beams);
+}
+
+/* ---- the beams' arrays -------------------------------------------------- */
+
+void plan_beams_free(struct plan_beams *b)
+{
+	free(b->pos);
+	free(b->cal);
+	free(b->taper);
+	free(b->list);
+	memset(b, 0, sizeof(*b));
+}
+
+static int beams_fault(struct config_fault *f, const char *k0, const char *k1, const char *fmt,
+		       const char *why)
+{
+	memset(f, 0, sizeof(*f));
+	f->keys[0] = k0;
+	f->keys[1] = k1;
+	snprintf(f->why, sizeof(f->why), fmt, why);
+	return -EINVAL;
+}
+
+/* The element positions: a ULA of spacing_m, or [array] file (its own
+ * FILE:LINE errors), and [array] calibration. */
+static int beams_array(const struct chirp_config *c, struct plan_beams *b, struct config_fault *f)
+{
+	struct array *a;
+	char why[256];
+	unsigned C = c->channels;
+
+	if (c->array_geometry == CFG_ARRAY_ULA) {
+		if (!(c->array_spacing_m > 0)) {
+			beams_fault(f, "array.spacing_m", "array.geometry", "%s",
+				    "a uniform linear array needs its element spacing (spacing_m > 0)");
+			f->keys[2] = "beams.mode";
+			return -EINVAL;
+		}
+		a = array_create_ula(C, c->array_spacing_m, why, sizeof(why));
+	} else {
+		if (!c->array_file[0]) {
+			beams_fault(f, "array.file", "array.geometry", "%s",
+				    "geometry file needs [array] file");
+			f->keys[2] = "beams.mode";
+			return -EINVAL;
+		}
+		a = array_load(c->array_file, C, why, sizeof(why));
+	}
+	if (!a)   /* at the key naming the file, which says its own FILE:LINE */
+		return beams_fault(f, c->array_geometry == CFG_ARRAY_ULA ? "array.spacing_m" : "array.file",
+				   NULL, "%s", why);
+	if (c->array_calibration[0] &&
+	    array_cal_load(a, c->array_calibration, why, sizeof(why)) < 0) {
+		array_destroy(a);
+		return beams_fault(f, "array.calibration", NULL, "%s", why);
+	}
+	b->pos = malloc(3 * (size_t)C * sizeof(double));
+	b->cal = array_has_cal(a) ? malloc(2 * (size_t)C * sizeof(double)) : NULL;
+	if (!b->pos || (array_has_cal(a) && !b->cal)) {
+		array_destroy(a);
+		return beams_fault(f, "beams.mode", NULL, "%s", "out of memory for the array");
+	}
+	for (unsigned i = 0; i < C; i++) {
+		array_position(a, i, b->pos + 3 * i);
+		if (b->cal)
+			array_cal(a, i, b->cal + 2 * i);
+	}
+	array_destroy(a);
+	return 0;
+}
+
+/* [beams] list: count "az,el" pairs separated by ';'. */
+static int beams_list(const struct chirp_config *c, struct plan_beams *b, struct config_fault *f)
+{
+	const char *s = c->beams_list;
+	char why[160];
+
+	b->list = calloc(2 * (size_t)c->beams_count, sizeof(double));
+	if (!b->list)
+		return beams_fault(f, "beams.list", NULL, "%s", "out of memory");
+	for (unsigned i = 0; i < c->beams_count; i++) {
+		char *end;
+		double az, el;
+
+		az = strtod(s, &end);
+		if (end == s || *end != ',') {
+			snprintf(why, sizeof(why), "direction %u: want 'az,el' in degrees (%u directions)",
+				 i, c->beams_count);
+			return beams_fault(f, "beams.list", "beams.count", "%s", why);
+		}
+		s = end + 1;
+		el = strtod(s, &end);
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (end == s || (*end != ';' && *end != '\0') || !isfinite(az) || !isfinite(el)) {
+			snprintf(why, sizeof(why), "direction %u: want 'az,el' in degrees (%u directions)",
+				 i, c->beams_count);
+			return beams_fault(f, "beams.list", "beams.count", "%s", why);
+		}
+		if (*end == '\0' && i + 1 < c->beams_count) {
+			snprintf(why, sizeof(why), "%u directions for count %u", i + 1, c->beams_count);
+			return beams_fault(f, "beams.list", "beams.count", "%s", why);
+		}
+		b->list[2 * i] = az;
+		b->list[2 * i + 1] = el;
+		s = *end ? end + 1 : end;
+	}
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s) {
+		snprintf(why, sizeof(why), "more directions than count %u", c->beams_count);
+		return beams_fault(f, "beams.list", "beams.count", "%s", why);
+	}
+	return 0;
+}
+
+/* spacing_u = 0: lambda over the aperture along x (C d for a ULA). */
+static double auto_spacing_u(const struct chirp_config *c, const double *pos)
+{
+	double lo = pos[0], hi = pos[0], ap;
+
+	for (unsigned i = 1; i < c->channels; i++) {
+		lo = fmin(lo, pos[3 * i]);
+		hi = fmax(hi, pos[3 * i]);
+	}
+	ap = c->channels > 1 ? (hi - lo) * c->channels / (c->channels - 1) : 0;
+	if (!(ap > 0) || !(c->carrier_hz > 0))
+		return 0.1;
+	return fmin(2.0, BEAM_C0_MPS / c->carrier_hz / ap);
+}
+
+int plan_beams_make(const struct chirp_config *c, struct plan_beams *b, struct config_fault *f)
+{
+	memset(b, 0, sizeof(*b));
+	if (c->beams_mode == PC_BEAMS_OFF)
+		return 0;
+	if (beams_array(c, b, f) < 0 ||
+	    (c->beams_layout == PC_BEAMS_LIST && beams_list(c, b, f) < 0))
+		goto fail;
+	b->taper = malloc((size_t)c->channels * sizeof(double));
+	if (!b->taper || wf_window_fill(c->beams_taper, c->beams_taylor_nbar, c->beams_taylor_sll_db,
+					b->taper, c->channels) < 0) {
+		beams_fault(f, "beams.taper", NULL, "%s", "the taper cannot be made over the channels");
+		goto fail;
+	}
+	b->spacing_u = c->beams_spacing_u > 0 ? c->beams_spacing_u : auto_spacing_u(c, b->pos);
+	return 0;
+fail:
+	plan_beams_free(b);
+	return -EINVAL;
+}
+
+void plan_beams_apply(const struct plan_beams *b, struct pc_params *p)
+{
+	if (p->beams.mode == PC_BEAMS_OFF)
+		return;
+	p->beams.positions_m = b->pos;
+	p->beams.cal = b->cal;
+	p->beams.taper = b->taper;
+	p->beams.list_deg = b->list;
+	p->beams.fan_spacing_u = b->spacing_u;
 }
 
 int plan_ring_geometry(const struct chirp_config *c, enum plan_ring_kind which,
@@ -145,7 +335,7 @@ int plan_ring_geometry(const struct chirp_config *c, enum plan_ring_kind which,
 	case PLAN_RING_OUT:
 		if (c->out_mode == PC_OUT_NONE)
 			return 0;
-		g->channels = c->channels;
+		g->channels = plan_chain_rows(c);   /* beams replace channels */
 		/* a map's rows are Doppler bins, not pulses */
 		g->pulses = c->out_mode == PC_OUT_MAP_POWER || c->out_mode == PC_OUT_MAP_DB ?
 			plan_doppler_nfft(c) : c->pulses;
@@ -300,7 +490,7 @@ static int check_cpi_size(const struct chirp_config *c, struct config_fault *out
 	unsigned long long R = c->samples;
 	unsigned long long cpi = (unsigned long long)c->channels * c->pulses * R;
 	unsigned long long in_b = cpi * pc_format_sample_bytes(c->format);
-	unsigned long long out_b = (unsigned long long)c->channels *
+	unsigned long long out_b = (unsigned long long)plan_chain_rows(c) *
 		(c->out_mode == PC_OUT_MAP_POWER || c->out_mode == PC_OUT_MAP_DB ?
 		 plan_doppler_nfft(c) : c->pulses) * R * pc_output_sample_bytes(c->out_mode);
 	const unsigned long long lim = 4ull << 30;
@@ -346,6 +536,7 @@ static int check_radar(const struct chirp_config *c, struct config_fault *out, i
 	}
 	pp.ref = one;
 	pp.ref_len = 1;
+	pp.beams.mode = PC_BEAMS_OFF;   /* the beams are check_beams' */
 	memset(&f, 0, sizeof(f));
 	if (pc_params_check(&pp, f.why, sizeof(f.why)) < 0) {
 		f.keys[0] = c->cfar ? "cfar.enable" : "doppler.enable";
@@ -380,11 +571,114 @@ static int check_listener(const struct chirp_config *c, struct config_fault *out
 	return n;
 }
 
+/* Beams need, as the pc would say (pc_params_check of the beams alone,
+ * a stand-in reference): a failure's keys by what it is about. */
+static int check_beams_pc(const struct chirp_config *c, const struct plan_beams *pb,
+			  struct config_fault *f)
+{
+	static const float one[2] = { 1.0f, 0.0f };
+	struct pc_params pp;
+
+	plan_pc_params(c, &pp);
+	plan_beams_apply(pb, &pp);
+	pp.ref = one;
+	pp.ref_len = 1;
+	pp.out_mode = PC_OUT_COMPLEX;
+	pp.radar.doppler = 0;   /* the chain is check_radar's */
+	pp.radar.cfar = 0;
+	memset(f, 0, sizeof(*f));
+	if (pc_params_check(&pp, f->why, sizeof(f->why)) == 0)
+		return 0;
+	if (!strncmp(f->why, "beams: ", 7))   /* the key says it */
+		memmove(f->why, f->why + 7, strlen(f->why + 7) + 1);
+	if (strstr(f->why, "mvdr: ")) {
+		f->keys[0] = "beams.snapshots";
+		f->keys[1] = "beams.first_gate";
+		f->keys[2] = "beams.gate_stride";
+		f->keys[3] = "beams.pulse_stride";
+	} else if (c->beams_layout == PC_BEAMS_LIST) {
+		f->keys[0] = "beams.list";
+		f->keys[1] = "beams.layout";
+	} else {
+		f->keys[0] = "beams.azimuth_deg";
+		f->keys[1] = "beams.elevation_deg";
+		f->keys[2] = "beams.spacing_u";
+		f->keys[3] = "beams.count";
+	}
+	return -EINVAL;
+}
+
+/* One CPI's beams and maps in memory (the CPU backend's buffers: the
+ * beams and their compressed cube, B x P x R complex each; the Doppler
+ * input and output, B x Nd x R complex each; the map and the CFAR's
+ * marks, B x Nd x R float each): at most half this machine's memory. */
+static int check_beams_memory(const struct chirp_config *c, struct config_fault *f)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	double phys = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+	double nd = c->doppler ? plan_doppler_nfft(c) : 0;
+	double bytes = (double)c->beams_count * c->samples * (16.0 * c->pulses + 24.0 * nd);
+
+	if (!phys || bytes <= phys / 2)
+		return 0;
+	memset(f, 0, sizeof(*f));
+	f->keys[0] = "beams.count";
+	snprintf(f->why, sizeof(f->why),
+		 "%u beams of %u x %u samples need %.1f GiB for one CPI's beams and maps, more "
+		 "than half this machine's memory (%.1f GiB)", c->beams_count, c->pulses, c->samples,
+		 bytes / (1u << 30), phys / (1u << 30));
+	return -EINVAL;
+}
+
+/*
+ * The beams' rules: the carrier, MVDR's channels, no integration over
+ * beams, then the array and the directions as plan_beams_make and the pc
+ * read them, then the memory. The array's files keep their own FILE:LINE
+ * in the reason.
+ */
+static int check_beams(const struct chirp_config *c, struct config_fault *out, int n, int max)
+{
+	struct config_fault f;
+	struct plan_beams pb;
+
+	if (c->beams_mode == PC_BEAMS_OFF)
+		return n;
+	memset(&f, 0, sizeof(f));
+	if (!(c->carrier_hz > 0)) {
+		beams_fault(&f, "radar.carrier_hz", "beams.mode", "%s",
+			    "beams need the carrier frequency (the wavelength steers them)");
+		return add_fault(out, n, max, &f);
+	}
+	if (c->beams_mode == PC_BEAMS_MVDR && c->channels > PC_MAX_MVDR_CHANNELS) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "mvdr needs at most %u channels, not %u",
+			 PC_MAX_MVDR_CHANNELS, c->channels);
+		beams_fault(&f, "beams.mode", "cpi.channels", "%s", why);
+		return add_fault(out, n, max, &f);
+	}
+	if (c->cfar && c->cfar_integrate) {
+		beams_fault(&f, "cfar.integrate", "beams.mode", "%s",
+			    "noncoherent integration over beams is not a map of anything: use "
+			    "integrate = none with beams");
+		n = add_fault(out, n, max, &f);
+	}
+	if (plan_beams_make(c, &pb, &f) < 0)
+		return add_fault(out, n, max, &f);
+	if (check_beams_pc(c, &pb, &f) < 0)
+		n = add_fault(out, n, max, &f);
+	else if (check_beams_memory(c, &f) < 0)
+		n = add_fault(out, n, max, &f);
+	plan_beams_free(&pb);
+	return n;
+}
+
 int config_check_rules(const struct chirp_config *c, struct config_fault *f, int max)
 {
 	int n = check_cpi_size(c, f, 0, max);
 
 	n = check_listener(c, f, n, max);
+	n = check_beams(c, f, n, max);
 	return check_radar(c, f, n, max);
 }
 

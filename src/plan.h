@@ -136,6 +136,28 @@ unsigned plan_doppler_nfft(const struct chirp_config *c);
 int plan_cpu_threads(const struct chirp_config *c);
 int plan_staging_threads(const struct chirp_config *c);
 
+/* The rows per pulse the chain runs on: [beams] count with beams, else
+ * [cpi] channels (the output's channels). */
+unsigned plan_chain_rows(const struct chirp_config *c);
+
+/*
+ * The beams' arrays pc_params.beams points at (plan_pc_params leaves them
+ * NULL): the element positions (a ULA of [array] spacing_m, or [array]
+ * file, read now), the calibration ([array] calibration, read now), the
+ * taper over the channels and the list's directions; spacing_u resolved
+ * (auto: lambda over the aperture). plan_beams_make returns 0, or -EINVAL
+ * with f naming the key (a file's error keeps the file's own FILE:LINE in
+ * f->why); with [beams] mode off it makes nothing. plan_beams_apply points
+ * p->beams at them (they must outlive pc_create, which copies them).
+ */
+struct plan_beams {
+	double *pos, *cal, *taper, *list;
+	double spacing_u;
+};
+int plan_beams_make(const struct chirp_config *c, struct plan_beams *b, struct config_fault *f);
+void plan_beams_apply(const struct plan_beams *b, struct pc_params *p);
+void plan_beams_free(struct plan_beams *b);
+
 /* [trace] latency_budget_ms in ns (0 = no budget). */
 uint64_t plan_budget_ns(const struct chirp_config *c);
 

@@ -193,6 +193,39 @@ static json_t *u64_json(uint64_t v)
 	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
 
+/* A pointing angle as JSON: a number, or null when not finite (JSON has
+ * no NaN; the ring carries any float, chirpd flags it). */
+static json_t *angle_json(float deg)
+{
+	return isfinite(deg) ? json_real(deg) : json_null();
+}
+
+static json_t *pointing_json(const struct sigmf_capture *c)
+{
+	json_t *a = json_array();
+
+	if (!a || json_array_append_new(a, angle_json(c->pointing_az_deg)) < 0 ||
+	    json_array_append_new(a, angle_json(c->pointing_el_deg)) < 0) {
+		json_decref(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* The capture-segment rule: chirp:pointing is written where it differs
+ * from the capture before (boresight before the first). Bits, so that a
+ * NaN compares equal to itself. */
+static int pointing_changes(const struct sigmf_capture *prev, const struct sigmf_capture *c)
+{
+	float z[2] = { 0.0f, 0.0f }, p[2], q[2] = { c->pointing_az_deg, c->pointing_el_deg };
+
+	if (prev) {
+		p[0] = prev->pointing_az_deg;
+		p[1] = prev->pointing_el_deg;
+	}
+	return memcmp(prev ? p : z, q, sizeof(q)) != 0;
+}
+
 static int set_new(json_t *o, const char *k, json_t *v)
 {
 	return v ? json_object_set_new(o, k, v) : -1;
@@ -239,6 +272,7 @@ static json_t *meta_to_json(const struct sigmf_meta *m)
 	}
 	for (size_t i = 0; i < m->ncaptures; i++) {
 		const struct sigmf_capture *c = &m->captures[i];
+		const struct sigmf_capture *prev = i ? &m->captures[i - 1] : NULL;
 		json_t *o = json_object();
 		char dt[48];
 
@@ -253,6 +287,8 @@ static json_t *meta_to_json(const struct sigmf_meta *m)
 		bad |= set_new(o, "chirp:first_sample", u64_json(c->first_sample));
 		bad |= set_new(o, "chirp:flags", json_integer(c->flags));
 		bad |= set_new(o, "chirp:mode", json_integer(c->mode));
+		if (pointing_changes(prev, c))
+			bad |= set_new(o, "chirp:pointing", pointing_json(c));
 		bad |= json_array_append_new(caps, o);
 	}
 	bad |= json_object_set_new(root, "global", g);
@@ -375,6 +411,39 @@ static int get_uint(json_t *o, const char *key, uint64_t max, uint64_t *v,
 	}
 	*v = (uint64_t)json_integer_value(j);
 	return 1;
+}
+
+/*
+ * Optional chirp:pointing of a capture: [az_deg, el_deg], each a number
+ * (|x| <= 360) or null (not finite). Same returns as get_uint.
+ */
+static int get_pointing(json_t *o, float *az, float *el, const char *where,
+			char *err, size_t errlen)
+{
+	json_t *j = json_object_get(o, "chirp:pointing");
+	float v[2];
+
+	if (!j)
+		return 0;
+	if (!json_is_array(j) || json_array_size(j) != 2)
+		goto bad;
+	for (size_t i = 0; i < 2; i++) {
+		json_t *x = json_array_get(j, i);
+
+		if (json_is_null(x))
+			v[i] = NAN;
+		else if (json_is_number(x) && fabs(json_number_value(x)) <= 360)
+			v[i] = (float)json_number_value(x);
+		else
+			goto bad;
+	}
+	*az = v[0];
+	*el = v[1];
+	return 1;
+bad:
+	errbuf_set(err, errlen, "%s: chirp:pointing must be [azimuth_deg, elevation_deg], "
+		   "each a number in -360..360 or null", where);
+	return -1;
 }
 
 /* Optional string key; copies it (must fit). Same returns as get_uint. */
@@ -587,6 +656,15 @@ static int parse_captures(json_t *caps, const char *name, struct sigmf_meta *m,
 			return -EINVAL;
 		m->has_modes |= hm;
 		c.mode = (uint32_t)mode;
+		/* likewise chirp:pointing (boresight before any) */
+		if (i > 0) {
+			c.pointing_az_deg = m->captures[i - 1].pointing_az_deg;
+			c.pointing_el_deg = m->captures[i - 1].pointing_el_deg;
+		}
+		hm = get_pointing(o, &c.pointing_az_deg, &c.pointing_el_deg, where, err, errlen);
+		if (hm < 0)
+			return -EINVAL;
+		m->has_pointing |= hm;
 		if (i > 0 && c.sample_start <= m->captures[i - 1].sample_start) {
 			errbuf_set(err, errlen, "%s: core:sample_start %" PRIu64 " does not increase (previous %" PRIu64 ")",
 				   where, c.sample_start, m->captures[i - 1].sample_start);
@@ -742,18 +820,40 @@ int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
 	return 0;
 }
 
+/*
+ * The capture that CPI k (first sample `first`) falls in: the last one
+ * starting at or before it; -1 before any. *c carries the search from one
+ * CPI to the next (start at 0, CPIs in increasing order): linear in all.
+ */
+static long capture_at(const struct sigmf_meta *m, uint64_t first, size_t *c)
+{
+	/* captures are in increasing sample_start (checked on parse) */
+	while (*c < m->ncaptures && m->captures[*c].sample_start <= first)
+		(*c)++;
+	return (long)*c - 1;
+}
+
 void sigmf_cpi_modes(const struct sigmf_meta *m, uint64_t cpi_samples, uint32_t *modes,
 		     uint64_t ncpi)
 {
 	size_t c = 0;
-	uint32_t cur = 0;
 
 	for (uint64_t k = 0; k < ncpi; k++) {
-		uint64_t first = k * cpi_samples;
+		long i = capture_at(m, k * cpi_samples, &c);
 
-		/* captures are in increasing sample_start (checked on parse) */
-		while (c < m->ncaptures && m->captures[c].sample_start <= first)
-			cur = m->captures[c++].mode;
-		modes[k] = cur;
+		modes[k] = i < 0 ? 0 : m->captures[i].mode;
+	}
+}
+
+void sigmf_cpi_pointing(const struct sigmf_meta *m, uint64_t cpi_samples, float *az_deg,
+			float *el_deg, uint64_t ncpi)
+{
+	size_t c = 0;
+
+	for (uint64_t k = 0; k < ncpi; k++) {
+		long i = capture_at(m, k * cpi_samples, &c);
+
+		az_deg[k] = i < 0 ? 0.0f : m->captures[i].pointing_az_deg;
+		el_deg[k] = i < 0 ? 0.0f : m->captures[i].pointing_el_deg;
 	}
 }

@@ -25,6 +25,9 @@
  *             chirp:first_sample the block's first_sample (digitizer clock)
  *             chirp:flags        CHIRP_RING_* flags of the block
  *             chirp:mode         the CPI's radar mode id (chirp_ring_block.mode)
+ *             chirp:pointing     [azimuth_deg, elevation_deg]: the CPI's
+ *                                pointing (chirp_ring_block.pointing_*),
+ *                                null for a value that is not finite
  *   annotations: [] (none)
  *
  * The data file is CPIs back to back, each C*P*R samples laid out
@@ -36,6 +39,9 @@
  * keeps the mode of the capture before it (mode 0 before any), so a
  * recording of one mode may carry it once; a recording with no chirp:mode
  * at all (sigmf_meta.has_modes 0) is of mode 0 throughout.
+ * chirp:pointing follows the same rule, and is written only where it
+ * changes (boresight, 0 0, before the first): a recording without a
+ * pointing carries none.
  *
  * What the reader rejects, with a message naming the file and the key:
  * malformed JSON (with line and column), a missing or non-object global,
@@ -45,7 +51,8 @@
  * out-of-range chirp geometry, an unknown chirp:output, a chirp:modes that
  * is not an array of at most 64 {"id", "name"} objects with distinct ids
  * and names of 1..31 characters, captures whose
- * sample_start is not an increasing integer, a malformed core:datetime;
+ * sample_start is not an increasing integer, a malformed core:datetime,
+ * a chirp:pointing that is not two numbers in -360..360 (or null);
  * and (sigmf_check_data) a data size that is not a whole number of CPIs
  * or that a capture points beyond, a chirp:mode that is not an integer
  * in 0..2^32-1.
@@ -75,6 +82,8 @@ struct sigmf_capture {
 	uint64_t first_sample;      /* chirp:first_sample                     */
 	uint32_t flags;             /* chirp:flags                            */
 	uint32_t mode;              /* chirp:mode (radar mode id)             */
+	float pointing_az_deg;      /* chirp:pointing [0], degrees; NaN = null */
+	float pointing_el_deg;      /* chirp:pointing [1]                      */
 };
 
 /* One entry of chirp:modes: a radar mode id and its configured name. */
@@ -95,6 +104,7 @@ struct sigmf_meta {
 	struct sigmf_capture *captures;
 	size_t ncaptures;
 	int has_modes;              /* read: some capture carries chirp:mode  */
+	int has_pointing;           /* read: some capture carries chirp:pointing */
 	size_t cap;                 /* allocated entries                      */
 };
 
@@ -164,6 +174,11 @@ int sigmf_check_data(const struct sigmf_meta *m, uint64_t data_bytes,
  */
 void sigmf_cpi_modes(const struct sigmf_meta *m, uint64_t cpi_samples, uint32_t *modes,
 		     uint64_t ncpi);
+
+/* Likewise the pointing of each CPI, degrees (boresight 0, 0 before any
+ * capture). */
+void sigmf_cpi_pointing(const struct sigmf_meta *m, uint64_t cpi_samples, float *az_deg,
+			float *el_deg, uint64_t ncpi);
 
 /* ISO 8601 UTC with nanoseconds ("2026-11-21T09:40:01.123456789Z"). */
 void sigmf_format_datetime(uint64_t ns, char *buf, size_t len);

@@ -60,6 +60,7 @@ static const char *const counter_names[ST_COUNTERS] = {
 	[ST_PUB_DROPPED_BYTES] = "publish_dropped_bytes",
 	[ST_PUB_ERRORS] = "publish_errors",
 	[ST_INPUT_OVER_CAPACITY_EVENTS] = "input_over_capacity_events",
+	[ST_BAD_POINTING_CPIS] = "bad_pointing_cpis",
 };
 
 static const char *const stage_names[STG_STAGES] = {

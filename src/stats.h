@@ -87,6 +87,10 @@ enum stats_counter {
 	ST_INPUT_OVER_CAPACITY_EVENTS, /* times the input's offered rate turned
 				  above the capacity for a second (the main
 				  loop, stats_add; ratewatch.h)              */
+	ST_BAD_POINTING_CPIS,  /* CPIs whose pointing is not finite, beyond
+				  +-90 degrees or puts a beam outside the
+				  visible region: not processed, results NaN,
+				  flagged CHIRP_RING_BAD_POINTING            */
 	ST_COUNTERS
 };
 

@@ -26,6 +26,7 @@ enum wk_when {
 	WK_ALWAYS,
 	WK_IF_DOPPLER,               /* [doppler] enable = true               */
 	WK_IF_CFAR,                  /* [cfar] enable = true (needs doppler)  */
+	WK_IF_BEAMS,                 /* [beams] mode not off                  */
 };
 
 struct wk_field {
@@ -115,6 +116,12 @@ static const struct wk_field wk_tab[] = {
 	FIELD("cfar.maxima_range", maxima_range, WK_IF_CFAR, 0),
 	FIELD("cfar.maxima_doppler", maxima_doppler, WK_IF_CFAR, 0),
 	FIELD("cfar.max_detections", max_detections, WK_IF_CFAR, 0),
+	/* Beams: formed or not, conventional or adaptive, and how many (B
+	 * rows through the chain, B maps: the output's geometry). The
+	 * directions, the taper and the array change the weights, not the
+	 * work: a reload keeps the capacity. */
+	FIELD("beams.mode", beams_mode, WK_ALWAYS, BOTH),
+	FIELD("beams.count", beams_count, WK_IF_BEAMS, BOTH),
 };
 
 #define WK_N (sizeof(wk_tab) / sizeof(wk_tab[0]))
@@ -126,6 +133,8 @@ static int used(const struct wk_field *f, const struct chirp_config *c)
 		return c->doppler != 0;
 	case WK_IF_CFAR:
 		return c->cfar != 0;
+	case WK_IF_BEAMS:
+		return c->beams_mode != PC_BEAMS_OFF;
 	case WK_ALWAYS:
 		break;
 	}

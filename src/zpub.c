@@ -42,8 +42,9 @@ struct zrec {
 	uint32_t mode;
 	uint32_t channels, pulses, samples;          /* input CPI             */
 	uint32_t rows, cols, doppler, range, dec_doppler, dec_range;   /* map */
+	float pointing_az_deg, pointing_el_deg;      /* input CPI             */
 };
-_Static_assert(sizeof(struct zrec) == 64, "publish_bytes counts a 64-byte record header");
+_Static_assert(sizeof(struct zrec) == 72, "publish_bytes counts a 72-byte record header");
 
 struct ztopic_state {
 	struct zpub *z;
@@ -89,33 +90,53 @@ static void gather(const struct iovec *iov, int n, size_t off, void *dst, size_t
 	}
 }
 
+/* A pointing angle as JSON: %.9g, or null when not finite. */
+static const char *angle_json(char *b, size_t n, float v)
+{
+	if (isfinite(v))
+		snprintf(b, n, "%.9g", (double)v);
+	else
+		snprintf(b, n, "null");
+	return b;
+}
+
 static int det_header(char *b, size_t n, const struct zrec *r, const struct chirp_det_header *h,
 		      size_t payload)
 {
+	char az[32], el[32];
+
 	return snprintf(b, n,
 		"{\"seq\":%" PRIu64 ",\"timestamp_ns\":%" PRIu64 ",\"first_sample\":%" PRIu64
-		",\"mode\":%u,\"count\":%u,\"found\":%u,\"flags\":%u,\"overflow\":%s,"
-		"\"skipped\":%s,\"integrated\":%s,\"no_velocity\":%s,\"version\":%u,"
-		"\"header_bytes\":%zu,\"record_bytes\":%u,\"bytes\":%zu,"
+		",\"mode\":%u,\"pointing_az_deg\":%s,\"pointing_el_deg\":%s,\"count\":%u,"
+		"\"found\":%u,\"flags\":%u,\"overflow\":%s,"
+		"\"skipped\":%s,\"integrated\":%s,\"no_velocity\":%s,\"beams\":%s,"
+		"\"version\":%u,\"header_bytes\":%zu,\"record_bytes\":%u,\"bytes\":%zu,"
 		"\"channels\":%u,\"pulses\":%u,\"samples\":%u}",
-		r->seq, r->timestamp_ns, r->first_sample, r->mode, h->count, h->found, h->flags,
+		r->seq, r->timestamp_ns, r->first_sample, r->mode,
+		angle_json(az, sizeof(az), r->pointing_az_deg),
+		angle_json(el, sizeof(el), r->pointing_el_deg), h->count, h->found, h->flags,
 		(h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
 		(h->flags & CHIRP_DET_SKIPPED) ? "true" : "false",
 		(h->flags & CHIRP_DET_INTEGRATED) ? "true" : "false",
 		(h->flags & CHIRP_DET_NO_VELOCITY) ? "true" : "false",
+		(h->flags & CHIRP_DET_BEAMS) ? "true" : "false",
 		h->version, sizeof(*h), h->record_bytes, payload,
 		r->channels, r->pulses, r->samples);
 }
 
 static int map_header(char *b, size_t n, const struct zrec *r, size_t payload)
 {
+	char az[32], el[32];
+
 	return snprintf(b, n,
 		"{\"seq\":%" PRIu64 ",\"timestamp_ns\":%" PRIu64 ",\"first_sample\":%" PRIu64
-		",\"mode\":%u,\"dtype\":\"float32\",\"rows\":%u,\"cols\":%u,"
+		",\"mode\":%u,\"pointing_az_deg\":%s,\"pointing_el_deg\":%s,\"dtype\":\"float32\",\"rows\":%u,\"cols\":%u,"
 		"\"doppler_bins\":%u,\"range_gates\":%u,\"channels\":%u,"
 		"\"doppler_decimation\":%u,\"range_decimation\":%u,\"reduce\":\"max\","
 		"\"bytes\":%zu,\"pulses\":%u,\"samples\":%u}",
-		r->seq, r->timestamp_ns, r->first_sample, r->mode, r->rows, r->cols,
+		r->seq, r->timestamp_ns, r->first_sample, r->mode,
+		angle_json(az, sizeof(az), r->pointing_az_deg),
+		angle_json(el, sizeof(el), r->pointing_el_deg), r->rows, r->cols,
 		r->doppler, r->range, r->channels, r->dec_doppler, r->dec_range, payload,
 		r->pulses, r->samples);
 }
@@ -201,6 +222,8 @@ static void cpi_rec(struct zrec *r, const struct zpub_cpi *c)
 	r->channels = c->channels;
 	r->pulses = c->pulses;
 	r->samples = c->samples;
+	r->pointing_az_deg = c->pointing_az_deg;
+	r->pointing_el_deg = c->pointing_el_deg;
 }
 
 int zpub_put_det(struct zpub *z, const struct chirp_det_header *h, size_t bytes,

@@ -61,6 +61,7 @@ struct zpub_cpi {
 	uint64_t seq, timestamp_ns, first_sample;
 	uint32_t mode;
 	uint32_t channels, pulses, samples;   /* the input CPI's geometry   */
+	float pointing_az_deg, pointing_el_deg;   /* the input CPI's pointing */
 };
 
 /* [publish] listen: "" (off), tcp://ADDRESS:PORT (PORT 1..65535 or *) or

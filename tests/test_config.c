@@ -1041,7 +1041,7 @@ static void test_json(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "metrics"), "listen")), "");
 	/* Every section is present. */
 	const char *secs[] = { "daemon", "numa", "input", "cpi", "waveform", "processing", "output",
-			       "radar", "doppler", "cfar", "detections", "metrics", "live",
+			       "radar", "doppler", "cfar", "array", "beams", "detections", "metrics", "live",
 			       "publish", "trace" };
 	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
 		assert_true(json_is_object(json_object_get(j, secs[i])));
@@ -1052,7 +1052,7 @@ static void test_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(s, 0), "id")), 0);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(s, 0), "name")),
 			    "default");
-	assert_int_equal(json_object_size(j), 16);
+	assert_int_equal(json_object_size(j), 18);
 	json_decref(j);
 }
 
@@ -1788,6 +1788,121 @@ static void test_radar_errors(void **state)
 	}
 }
 
+/*
+ * [array] and [beams]: a valid fan and list load and plan (B maps, the
+ * output's channels are beams); each cross-key rule at its key's line; the
+ * array's and the calibration's files keep their own FILE:LINE.
+ */
+static void test_beams(void **state)
+{
+	static const char base[] =
+		"[cpi]\nchannels = 4\npulses = 16\nsamples = 256\n"
+		"[radar]\ncarrier_hz = 3e9\n"
+		"[doppler]\nenable = true\n"
+		"[cfar]\nenable = true\nintegrate = none\n"
+		"[output]\nmode = map_power\n";
+	char dir[] = "/tmp/chirp-beams-XXXXXX", arr[160], cal[160], text[4096];
+	static const struct {
+		const char *tail, *want;
+	} cases[] = {
+		{ "[beams]\nmode = conventional\n", "t.conf:15: [beams] mode: a uniform linear array needs its element spacing" },
+		{ "[array]\nspacing_m = 0.05\n[beams]\nmode = conventional\ncount = 4\nspacing_u = 0.7\n",
+		  "t.conf:19: [beams] spacing_u: fan: beam 0 at u -1.05, v 0: outside the visible region" },
+		{ "[array]\nspacing_m = 0.05\n[beams]\nmode = conventional\nlayout = list\ncount = 2\nlist = 10,0; 95,0\n",
+		  "[beams] list: beam 1 at az 95, el 0: outside the visible region" },
+		{ "[array]\nspacing_m = 0.05\n[beams]\nmode = conventional\nlayout = list\ncount = 3\nlist = 10,0; 20,0\n",
+		  "[beams] list: 2 directions for count 3" },
+		{ "[array]\nspacing_m = 0.05\n[beams]\nmode = conventional\ncount = 200000\n",
+		  "[beams] count: 200000 is out of range" },
+		{ "[array]\nspacing_m = 0.05\n[beams]\nmode = mvdr\nsnapshots = 5000\n",
+		  "[beams] snapshots: " },
+	};
+	struct chirp_config c;
+	struct plan p;
+	char *errs = NULL;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(arr, sizeof(arr), "%s/array.txt", dir);
+	snprintf(cal, sizeof(cal), "%s/cal.txt", dir);
+	/* a good fan */
+	snprintf(text, sizeof(text), "%s[array]\nspacing_m = 0.05\n[beams]\nmode = conventional\ncount = 3\n", base);
+	assert_int_equal(load_str(&c, text, &errs), 0);
+	free(errs);
+	assert_int_equal(plan_build(&p, &c, NULL), 0);
+	assert_int_equal(p.pc.beams.mode, PC_BEAMS_CONVENTIONAL);
+	assert_int_equal(p.pc.beams.count, 3);
+	assert_int_equal(p.ring[PLAN_RING_OUT].geo.channels, 3);
+	/* integrate over beams (the default, noncoherent) */
+	assert_int_equal(load_str(&c, "[cpi]\nchannels = 4\npulses = 16\nsamples = 256\n"
+				  "[radar]\ncarrier_hz = 3e9\n[doppler]\nenable = true\n"
+				  "[cfar]\nenable = true\n[output]\nmode = map_power\n"
+				  "[array]\nspacing_m = 0.05\n[beams]\nmode = conventional\n", &errs), 1);
+	if (!strstr(errs, "t.conf:16: [beams] mode: noncoherent integration over beams"))
+		fail_msg("%s", errs);
+	free(errs);
+	/* MVDR's channels, at the key set last */
+	assert_int_equal(load_str(&c, "[radar]\ncarrier_hz = 3e9\n[array]\nspacing_m = 0.001\n"
+				  "[beams]\nmode = mvdr\n[cpi]\nchannels = 65\n", &errs), 1);
+	if (!strstr(errs, "t.conf:8: [cpi] channels: mvdr needs at most 64 channels, not 65"))
+		fail_msg("%s", errs);
+	free(errs);
+	/* the carrier */
+	assert_int_equal(load_str(&c, "[cpi]\nchannels = 4\n[array]\nspacing_m = 0.05\n[beams]\nmode = conventional\n", &errs), 1);
+	if (!strstr(errs, "t.conf:6: [beams] mode: beams need the carrier frequency"))
+		fail_msg("%s", errs);
+	free(errs);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text), "%s%s", base, cases[i].tail);
+		if (load_str(&c, text, &errs) < 1 || !strstr(errs, cases[i].want))
+			fail_msg("case %zu: want \"%s\":\n%s", i, cases[i].want, errs);
+		free(errs);
+	}
+	/* the array file: five lines for four channels, its own FILE:LINE */
+	f = fopen(arr, "w");
+	assert_non_null(f);
+	fputs("0 0 0\n0.05 0 0\n0.1 0 0\n0.15 0 0\n0.2 0 0\n", f);
+	fclose(f);
+	snprintf(text, sizeof(text), "%s[array]\ngeometry = file\nfile = %s\n[beams]\nmode = conventional\n", base, arr);
+	assert_int_equal(load_str(&c, text, &errs), 1);
+	{
+		char want[256];
+
+		snprintf(want, sizeof(want), "t.conf:16: [array] file: %s:5: more lines than the 4 channels", arr);
+		if (!strstr(errs, want))
+			fail_msg("want \"%s\":\n%s", want, errs);
+	}
+	free(errs);
+	/* a NaN in it */
+	f = fopen(arr, "w");
+	assert_non_null(f);
+	fputs("0 0 0\n0.05 nan 0\n0.1 0 0\n0.15 0 0\n", f);
+	fclose(f);
+	assert_int_equal(load_str(&c, text, &errs), 1);
+	if (!strstr(errs, ":2: y_m: nan is not finite"))
+		fail_msg("%s", errs);
+	free(errs);
+	/* a zero-gain calibration */
+	f = fopen(cal, "w");
+	assert_non_null(f);
+	fputs("1 0\n0 10\n1 0\n1 0\n", f);
+	fclose(f);
+	snprintf(text, sizeof(text), "%s[array]\nspacing_m = 0.05\ncalibration = %s\n[beams]\nmode = conventional\n", base, cal);
+	assert_int_equal(load_str(&c, text, &errs), 1);
+	{
+		char want[256];
+
+		snprintf(want, sizeof(want), "t.conf:16: [array] calibration: %s:2: gain 0: must be > 0", cal);
+		if (!strstr(errs, want))
+			fail_msg("want \"%s\":\n%s", want, errs);
+	}
+	free(errs);
+	unlink(arr);
+	unlink(cal);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1823,6 +1938,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_radar_params),
 		cmocka_unit_test(test_radar_geometry),
 		cmocka_unit_test(test_radar_errors),
+		cmocka_unit_test(test_beams),
 	};
 
 	log_init("test_config");

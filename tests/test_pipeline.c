@@ -1332,9 +1332,175 @@ static void test_auto_slots(void **state)
 	}
 }
 
+/*
+ * Beams with the pointing per CPI (chirp/pc.h, BEAMS): a pc forming B = C
+ * beams of a two-element half-wave array (a fan 0.5 apart in u, rect
+ * taper), CPIs committed with a pointing that changes every CPI, some of
+ * which the beams cannot take (a beam outside the visible region, NaN,
+ * beyond 90 degrees). The input ring holds them all before the data
+ * thread starts, so at depth > 1 a CPI is submitted while CPIs of other
+ * pointings are in the backend. Each good CPI's result equals beams
+ * formed in double with its own pointing's weights, then the direct
+ * correlation, and carries its pointing; each bad one is in its place,
+ * flagged BAD_POINTING, every value NaN, counted; nothing is lost or
+ * reordered, and status sees the newest pointing.
+ */
+#define BEAM_CARRIER_HZ 3e9
+#define BEAM_LAMBDA (299792458.0 / BEAM_CARRIER_HZ)
+
+static struct pc *make_pc_beams(struct fx *f, unsigned depth, char *err, size_t len)
+{
+	static const double pos[2 * 3] = { -BEAM_LAMBDA / 4, 0, 0, BEAM_LAMBDA / 4, 0, 0 };
+	struct wf_params w;
+	struct pc_params p;
+
+	wf_params_init(&w);
+	w.type = WF_LFM;
+	w.sample_rate_hz = 25e6;
+	w.bandwidth_hz = 8e6;
+	w.pulse_width_s = 1.24e-6;
+	w.window = WIN_HAMMING;
+	free(f->ref);
+	f->ref = NULL;
+	if (wf_build(&w, R, &f->ref, &f->ref_len, err, len) < 0)
+		return NULL;
+	pc_params_init(&p);
+	p.channels = C; p.pulses = P; p.samples = R;
+	p.ref = f->ref;
+	p.ref_len = f->ref_len;
+	p.backend = PC_BACKEND_CPU;
+	p.cpu_threads = 1;
+	p.cpu_depth = depth;
+	p.beams.mode = PC_BEAMS_CONVENTIONAL;
+	p.beams.count = C;
+	p.beams.positions_m = pos;
+	p.beams.carrier_hz = BEAM_CARRIER_HZ;
+	p.beams.fan_spacing_u = 0.5;
+	return pc_create(&p, err, len);
+}
+
+/* Relative L2 error of a beamformed, compressed CPI against the double
+ * reference for pointing az (degrees, el 0). */
+static double beams_error(const float *in, const float *out, const float *h, size_t L,
+			  double az)
+{
+	double up = sin(az * M_PI / 180), num = 0, den = 0;
+	static float y[2 * R];
+	double complex ref[R];
+
+	for (unsigned b = 0; b < C; b++) {
+		double u = (b - 0.5) * 0.5 + up;
+		double complex wgt[C];
+
+		for (unsigned c = 0; c < C; c++) {
+			double x = (c - 0.5) * BEAM_LAMBDA / 2;
+
+			wgt[c] = cexp(-I * 2 * M_PI / BEAM_LAMBDA * x * u) / C;
+		}
+		for (unsigned p = 0; p < P; p++) {
+			for (unsigned n = 0; n < R; n++) {
+				double complex acc = 0;
+
+				for (unsigned c = 0; c < C; c++) {
+					const float *x = in + 2 * (((size_t)c * P + p) * R + n);
+
+					acc += wgt[c] * (x[0] + I * x[1]);
+				}
+				y[2 * n] = (float)creal(acc);   /* the beams in float, as the
+								   backend's input to compression */
+				y[2 * n + 1] = (float)cimag(acc);
+			}
+			reference(y, h, L, ref);
+			for (unsigned n = 0; n < R; n++) {
+				const float *o = out + 2 * (((size_t)b * P + p) * R + n);
+				double complex d = o[0] + I * o[1] - ref[n];
+
+				num += creal(d) * creal(d) + cimag(d) * cimag(d);
+				den += cabs(ref[n]) * cabs(ref[n]);
+			}
+		}
+	}
+	return sqrt(num / den);
+}
+
+static void test_beams_pointing(void **state)
+{
+	(void)state;
+	struct fx f;
+	enum { N = 24 };
+	static float copy[N][2 * C * P * R];
+	const float point[6] = { 0, 10, -20, 80 /* beam 1 at u 1.23 */, 5, NAN };
+	char err[256];
+	unsigned bad = 0;
+	double az, el;
+
+	fx_open(&f, 64, 64);
+	pipeline_gen_destroy(f.gen);
+	pc_destroy(f.pc);
+	f.pc = make_pc_beams(&f, g_depth, err, sizeof(err));
+	if (!f.pc) fail_msg("pc with beams: %s", err);
+	f.gen = pipeline_gen_create(f.in_c, f.out_p, f.pc, -1, -1, err, sizeof(err));
+	if (!f.gen) fail_msg("gen: %s", err);
+	for (unsigned k = 0; k < N; k++) {
+		struct chirp_ring_cpi cpi = {
+			.timestamp_ns = 1000000000ull + k, .first_sample = k * (uint64_t)P * R,
+			.pointing_az_deg = k == 16 ? 95.0f : point[k % 6], .pointing_el_deg = 0,
+		};
+		void *pl;
+
+		assert_int_equal(chirp_ring_reserve(f.in_p, &pl), 0);
+		fill_cpi(pl, k);
+		memcpy(copy[k], pl, sizeof(copy[k]));
+		assert_int_equal(chirp_ring_commit_cpi(f.in_p, &cpi), 0);
+	}
+	fx_start(&f);
+	WAIT_UNTIL(counter(&f, ST_CPIS_OUT) == N);
+	for (unsigned k = 0; k < N; k++) {
+		struct chirp_ring_block b;
+		float pa = k == 16 ? 95.0f : point[k % 6];
+		int is_bad = k == 16 || k % 6 == 3 || k % 6 == 5;
+
+		assert_int_equal(chirp_ring_peek(f.out_c, &b), 0);
+		assert_int_equal(b.first_sample, (uint64_t)k * P * R);
+		if (isnan(pa))
+			assert_true(isnan(b.pointing_az_deg));
+		else
+			assert_true(b.pointing_az_deg == pa);
+		if (is_bad) {
+			const float *o = b.payload;
+
+			assert_true(b.flags & CHIRP_RING_BAD_POINTING);
+			for (size_t i = 0; i < 2u * C * P * R; i++)
+				assert_true(isnan(o[i]));
+			bad++;
+		} else {
+			double e = beams_error(copy[k], b.payload, f.ref, f.ref_len, pa);
+
+			assert_false(b.flags & CHIRP_RING_BAD_POINTING);
+			if (e >= 1e-5)
+				fail_msg("CPI %u, pointing %g: relative error %g", k, pa, e);
+			/* and not what the previous CPI's weights make */
+			if (pa != point[(k + 5) % 6] && !isnan(point[(k + 5) % 6]) && (k + 5) % 6 != 3)
+				assert_true(beams_error(copy[k], b.payload, f.ref, f.ref_len,
+							point[(k + 5) % 6]) > 1e-2);
+		}
+		assert_int_equal(chirp_ring_release(f.out_c), 0);
+	}
+	WAIT_UNTIL(in_released(&f) == N);
+	assert_int_equal(counter(&f, ST_BAD_POINTING_CPIS), bad);
+	assert_int_equal(bad, 9);
+	assert_int_equal(counter(&f, ST_SEQUENCE_GAPS), 0);
+	pipeline_last_pointing(f.pl, &az, &el);
+	assert_true(az == 5.0 && el == 0.0);   /* CPI 22, the newest submitted */
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		AT(test_beams_pointing, 1),
+		AT(test_beams_pointing, 2),
+		AT(test_beams_pointing, 4),
 		AT(test_order_values_timestamps, 1),
 		AT(test_order_values_timestamps, 2),
 		AT(test_order_values_timestamps, 4),

@@ -411,6 +411,51 @@ static void test_compare(void **state)
 	}
 }
 
+/*
+ * Beams on reload: the fan's direction, the taper and the array keep the
+ * work and every ring (new weights only); a change of B is a change of the
+ * output's geometry (B maps) and of the work.
+ */
+static void test_compare_beams(void **state)
+{
+	static const char base[] =
+		"[cpi]\nchannels = 8\npulses = 16\nsamples = 512\n[radar]\ncarrier_hz = 3e9\n"
+		"[doppler]\nenable = true\n[cfar]\nenable = true\nintegrate = none\n"
+		"[output]\nmode = map_power\n[array]\nspacing_m = 0.05\n"
+		"[beams]\nmode = conventional\nspacing_u = 0.2\n";
+	static const struct {
+		const char *more;
+		int same_work, kept_out;
+	} cases[] = {
+		{ "azimuth_deg = 10\ntaper = hann\n", 1, 1 },
+		{ "count = 5\n", 0, 0 },
+	};
+	static struct chirp_config a, b;
+
+	(void)state;
+	{
+		char text[1024];
+
+		snprintf(text, sizeof(text), "%scount = 4\n", base);
+		load_ok(&a, text);
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[1024];
+		struct plan pa, pb;
+		struct plan_diff d;
+
+		snprintf(text, sizeof(text), "%s%s%s", base, i ? "" : "count = 4\n", cases[i].more);
+		load_ok(&b, text);
+		assert_int_equal(plan_build(&pa, &a, NULL), 0);
+		assert_int_equal(plan_build(&pb, &b, NULL), 0);
+		plan_compare(&pa, &pb, &d);
+		assert_int_equal(d.same_work, cases[i].same_work);
+		assert_int_equal(d.ring_kept[PLAN_RING_OUT], cases[i].kept_out);
+		assert_int_equal(d.ring_kept[PLAN_RING_IN], 1);
+		assert_int_equal(pb.ring[PLAN_RING_OUT].geo.channels, b.beams_count);
+	}
+}
+
 /* A ring sized after the plan (slots = auto) is compared at that size. */
 static void test_compare_sized(void **state)
 {
@@ -435,6 +480,7 @@ static void test_compare_sized(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_compare_beams),
 		cmocka_unit_test(test_pc_params),
 		cmocka_unit_test(test_velocity_budget),
 		cmocka_unit_test(test_listener),

@@ -10,6 +10,7 @@
  * and other suites never collide; every ring is unlinked at the end.
  */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -747,16 +748,17 @@ static void expect_refused(int want_errno, const char *want_msg)
 }
 
 /*
- * ABI 1 and ABI 2 rings: the magic and the version sit where ABI 1 put
- * them (offsets 0 and 8), so each library reads the other's version before
- * anything else and refuses with one error naming both (an ABI 1 library
- * says "ring ABI version 2, this library speaks 1": its check is this one
- * with the numbers swapped). A header written as ABI 1 is refused here
- * for either role, never read as blocks; chirp_ring_create retires it (the
- * ABI 1 peers still attached see the state word they know, RETIRED) and
- * makes an ABI 2 ring with a new epoch.
+ * Rings of older ABIs: the magic and the version sit where ABI 1 put them
+ * (offsets 0 and 8), so each library reads the other's version before
+ * anything else and refuses with one error naming both (an ABI 2 library
+ * says "ring ABI version 3, this library speaks 2": its check is this one
+ * with the numbers swapped). A header written as ABI 2 (or 1) is refused
+ * here for either role, never read as blocks (its 64-byte descriptors
+ * would be misread as 128-byte ones); chirp_ring_create retires it (the
+ * older peers still attached see the state word they know, RETIRED) and
+ * makes an ABI 3 ring with a new epoch.
  */
-static void test_abi1_ring(void **state)
+static void test_old_abi_ring(void **state)
 {
 	struct chirp_ring_geometry g = geo(4);
 	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
@@ -773,7 +775,7 @@ static void test_abi1_ring(void **state)
 	memcpy(&v, raw + 8, 4);
 	assert_true(magic == RING_MAGIC);
 	assert_int_equal(v, CHIRP_RING_ABI_VERSION);
-	assert_int_equal(CHIRP_RING_ABI_VERSION, 2);
+	assert_int_equal(CHIRP_RING_ABI_VERSION, 3);
 	assert_int_equal(offsetof(struct ring_hdr, abi_version), 8);
 	assert_int_equal(offsetof(struct ring_hdr, state), 104);
 
@@ -781,9 +783,12 @@ static void test_abi1_ring(void **state)
 	chirp_ring_stats(c, &st);
 	epoch = st.epoch;
 	chirp_ring_detach(c);
-	/* the object now reads as an ABI 1 ring (p stands for its producer) */
+	/* the object now reads as an ABI 2 ring (p stands for its producer) */
+	h->abi_version = 2;
+	snprintf(want, sizeof(want), "ring %s: ABI version 2, this library speaks 3", g_name);
+	expect_refused(EPROTO, want);
 	h->abi_version = 1;
-	snprintf(want, sizeof(want), "ring %s: ABI version 1, this library speaks 2", g_name);
+	snprintf(want, sizeof(want), "ring %s: ABI version 1, this library speaks 3", g_name);
 	expect_refused(EPROTO, want);
 	/* create retires it and makes a new ring: the old producer is told */
 	c = mk(&g, CHIRP_RING_CONSUMER);
@@ -794,8 +799,8 @@ static void test_abi1_ring(void **state)
 	assert_int_equal(chirp_ring_reserve(p, &pl), -ESTALE);
 	chirp_ring_detach(p);
 	/* a newer ABI is refused the same way */
-	ring_debug_hdr(c)->abi_version = 3;
-	snprintf(want, sizeof(want), "ring %s: ABI version 3, this library speaks 2", g_name);
+	ring_debug_hdr(c)->abi_version = 4;
+	snprintf(want, sizeof(want), "ring %s: ABI version 4, this library speaks 3", g_name);
 	expect_refused(EPROTO, want);
 	ring_debug_hdr(c)->abi_version = CHIRP_RING_ABI_VERSION;
 	p = att(CHIRP_RING_PRODUCER);
@@ -1073,7 +1078,7 @@ static void test_unknown_flags_masked(void **state)
 	struct ring_desc *d = (struct ring_desc *)((uint8_t *)h + h->desc_offset);
 	const uint32_t known = CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
 			       CHIRP_RING_REDELIVERED | CHIRP_RING_UNKNOWN_MODE |
-			       CHIRP_RING_INCOMPLETE;
+			       CHIRP_RING_INCOMPLETE | CHIRP_RING_BAD_POINTING;
 	struct chirp_ring_block b;
 
 	/* 0: the caller passes unknown bits and REDELIVERED: only NONFINITE
@@ -1088,12 +1093,13 @@ static void test_unknown_flags_masked(void **state)
 	 * (and REDELIVERED) into the descriptors. */
 	push(p, 1, 0);
 	push(p, 2, CHIRP_RING_NONFINITE);
-	atomic_store(&d[1].flags, (1u << 5) | (1u << 17) | (1u << 31));
+	atomic_store(&d[1].flags, (1u << 6) | (1u << 17) | (1u << 31));
 	atomic_store(&d[2].flags, ~0u);
 	assert_int_equal(chirp_ring_last_commit(p, &b), 0);
 	assert_int_equal(b.flags & ~known, 0);
 	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
-				  CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE);
+				  CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE |
+				  CHIRP_RING_BAD_POINTING);
 
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
 	assert_int_equal(b.seq, 0);
@@ -1103,10 +1109,11 @@ static void test_unknown_flags_masked(void **state)
 	assert_int_equal(b.flags, 0);               /* every bit written was unknown */
 	assert_int_equal(chirp_ring_peek(c, &b), 0);
 	assert_int_equal(b.seq, 2);
-	/* all ones: the four a producer may set; not REDELIVERED (this block
+	/* all ones: the five a producer may set; not REDELIVERED (this block
 	 * was never taken by a consumer before) */
 	assert_int_equal(b.flags, CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE |
-				  CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE);
+				  CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE |
+				  CHIRP_RING_BAD_POINTING);
 	assert_int_equal(b.missing, 0);   /* committed whole: no count stored */
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(chirp_ring_release(c), 0);
@@ -1152,6 +1159,98 @@ static void test_incomplete_count(void **state)
 		assert_int_equal(b.mode, i < 4 ? 3 : 0);
 		assert_int_equal(chirp_ring_release(c), 0);
 	}
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/*
+ * A CPI's pointing travels from chirp_ring_commit_cpi to peek and
+ * last_commit as the float32 given (NaN and values beyond +-90 too: the
+ * ring checks nothing), in the descriptor word at offset 56, azimuth in
+ * the low half; the older commit calls write boresight (0, 0) over a
+ * previous lap's pointing; redelivered blocks keep theirs.
+ */
+static void test_pointing_round_trip(void **state)
+{
+	struct chirp_ring_geometry g = geo(8);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct ring_hdr *h = ring_debug_hdr(c);
+	struct ring_desc *d = (struct ring_desc *)((uint8_t *)h + h->desc_offset);
+	const float az[] = { 12.5f, -60.0f, NAN, 400.0f, 0.0f, 0.0f };
+	const float el[] = { -3.25f, 0.0f, 1.0f, -90.0f, 0.0f, 0.0f };
+	struct chirp_ring_block b;
+	uint64_t w;
+	uint32_t lo;
+	void *pl;
+
+	assert_int_equal(offsetof(struct ring_desc, pointing), 56);
+	assert_int_equal(offsetof(struct chirp_ring_cpi, pointing_az_deg), 24);
+	for (int i = 0; i < 6; i++) {
+		struct chirp_ring_cpi cpi = {
+			.timestamp_ns = 1, .first_sample = (uint64_t)i, .mode = (uint32_t)i,
+			.pointing_az_deg = az[i], .pointing_el_deg = el[i],
+			.missing = i == 3 ? 9 : 0,
+		};
+		assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+		if (i == 4) {   /* an older call over a slot given a pointing */
+			atomic_store(&d[4].pointing, 0x4120000041200000ull);
+			assert_int_equal(chirp_ring_commit_mode(p, 1, 4, 0, 4), 0);
+		} else {
+			assert_int_equal(chirp_ring_commit_cpi(p, &cpi), 0);
+		}
+		memset(&b, 0xa5, sizeof(b));
+		assert_int_equal(chirp_ring_last_commit(p, &b), 0);
+		assert_memory_equal(&b.pointing_az_deg, &az[i], sizeof(float));
+		assert_memory_equal(&b.pointing_el_deg, &el[i], sizeof(float));
+	}
+	w = atomic_load(&d[0].pointing);
+	lo = (uint32_t)w;
+	assert_memory_equal(&lo, &az[0], sizeof(float));
+	assert_int_equal(chirp_ring_commit_cpi(p, NULL), -EINVAL);
+	for (int i = 0; i < 4; i++) {
+		memset(&b, 0xa5, sizeof(b));
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(b.mode, i);
+		assert_memory_equal(&b.pointing_az_deg, &az[i], sizeof(float));
+		assert_memory_equal(&b.pointing_el_deg, &el[i], sizeof(float));
+		assert_int_equal(b.missing, i == 3 ? 9 : 0);
+		assert_int_equal(!!(b.flags & CHIRP_RING_INCOMPLETE), i == 3);
+	}
+	/* release 0..1 and crash: 2 and 3 come back with their pointing */
+	assert_int_equal(chirp_ring_release(c), 0);
+	assert_int_equal(chirp_ring_release(c), 0);
+	chirp_ring_detach(c);
+	c = att(CHIRP_RING_CONSUMER);
+	for (int i = 2; i < 6; i++) {
+		memset(&b, 0xa5, sizeof(b));
+		assert_int_equal(chirp_ring_peek(c, &b), 0);
+		assert_int_equal(b.seq, i);
+		assert_int_equal(!!(b.flags & CHIRP_RING_REDELIVERED), i < 4);
+		assert_memory_equal(&b.pointing_az_deg, &az[i], sizeof(float));
+		assert_memory_equal(&b.pointing_el_deg, &el[i], sizeof(float));
+		assert_int_equal(chirp_ring_release(c), 0);
+	}
+	chirp_ring_detach(p);
+	chirp_ring_detach(c);
+}
+
+/* CHIRP_RING_BAD_POINTING is a producer flag the ring carries. */
+static void test_bad_pointing_flag(void **state)
+{
+	struct chirp_ring_geometry g = geo(4);
+	struct chirp_ring *c = mk(&g, CHIRP_RING_CONSUMER), *p = att(CHIRP_RING_PRODUCER);
+	struct chirp_ring_cpi cpi = { .flags = CHIRP_RING_BAD_POINTING | (1u << 30),
+				      .pointing_az_deg = 95.0f };
+	struct chirp_ring_block b;
+	void *pl;
+
+	assert_int_equal(chirp_ring_reserve(p, &pl), 0);
+	assert_int_equal(chirp_ring_commit_cpi(p, &cpi), 0);
+	assert_int_equal(chirp_ring_peek(c, &b), 0);
+	assert_int_equal(b.flags, CHIRP_RING_BAD_POINTING);
+	assert_true(b.pointing_az_deg == 95.0f);
+	assert_int_equal(chirp_ring_release(c), 0);
 	chirp_ring_detach(p);
 	chirp_ring_detach(c);
 }
@@ -1988,7 +2087,7 @@ int main(void)
 		T(test_producer_crash_mid_commit),
 		T(test_retire_on_new_geometry),
 		T(test_version_mismatch),
-		T(test_abi1_ring),
+		T(test_old_abi_ring),
 		T(test_mode_round_trip),
 		T(test_foreign_object_untouched),
 		T(test_half_created),
@@ -1997,6 +2096,8 @@ int main(void)
 		T(test_corrupt_descriptor_skipped),
 		T(test_unknown_flags_masked),
 		T(test_incomplete_count),
+		T(test_pointing_round_trip),
+		T(test_bad_pointing_flag),
 		T(test_wait_timeout),
 		T(test_wait_wakes_across_processes),
 		T(test_image_validation),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_sigmf.c — SigMF metadata write/read and every rejection (src/sigmf.c). */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,6 +116,72 @@ static void test_round_trip(void **state)
  * of the last capture that starts at or before it. chirp:modes, the names
  * of the ids: up to 64, each entry checked.
  */
+/*
+ * chirp:pointing per capture: written where it changes (none for a
+ * recording at boresight), read back bit for bit (NaN as null), absent
+ * keeps the previous capture's; each CPI gets its capture's; a malformed
+ * one is refused naming the capture.
+ */
+static void test_pointing(void **state)
+{
+	static const float az[5] = { 0.0f, 12.5f, 12.5f, -60.25f, NAN };
+	static const float el[5] = { 0.0f, -3.0f, -3.0f, 45.0f, 1.0f };
+	static const char bad[] =
+		"{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 1e6,"
+		" \"core:version\": \"1.0.0\"}, \"captures\": [{\"core:sample_start\": 0,"
+		" \"chirp:pointing\": %s}]}";
+	static const char *const bad_pointing[] = { "1", "[1]", "[1, 2, 3]", "[\"1\", 2]",
+						    "[361, 0]", "{}" };
+	struct sigmf_meta a, b;
+	char err[512] = "", buf[512];
+	char *text, *p;
+	float paz[7], pel[7];
+	int n = 0;
+
+	(void)state;
+	fill(&a);
+	for (int i = 0; i < 5; i++) {
+		a.captures[i].pointing_az_deg = az[i];
+		a.captures[i].pointing_el_deg = el[i];
+	}
+	text = sigmf_meta_dump(&a);
+	assert_non_null(text);
+	for (p = text; (p = strstr(p, "chirp:pointing")); p++)
+		n++;
+	assert_int_equal(n, 3);    /* captures 1, 3 and 4: where it changes */
+	assert_non_null(strstr(text, "null"));
+	assert_int_equal(sigmf_meta_parse(text, strlen(text), "m", &b, err, sizeof(err)), 0);
+	assert_true(b.has_pointing);
+	for (int i = 0; i < 5; i++) {
+		assert_memory_equal(&b.captures[i].pointing_az_deg, &az[i], sizeof(float));
+		assert_memory_equal(&b.captures[i].pointing_el_deg, &el[i], sizeof(float));
+	}
+	/* CPIs of 3 x 7 x 1001 samples: one per capture, the last two in capture 4 */
+	sigmf_cpi_pointing(&b, 3 * 7 * 1001, paz, pel, 5);
+	assert_memory_equal(paz, az, sizeof(az));
+	assert_memory_equal(pel, el, sizeof(el));
+	free(text);
+	sigmf_meta_free(&b);
+	/* boresight throughout: no key written, none read */
+	for (int i = 0; i < 5; i++)
+		a.captures[i].pointing_az_deg = a.captures[i].pointing_el_deg = 0.0f;
+	text = sigmf_meta_dump(&a);
+	assert_non_null(text);
+	assert_null(strstr(text, "chirp:pointing"));
+	assert_int_equal(sigmf_meta_parse(text, strlen(text), "m", &b, err, sizeof(err)), 0);
+	assert_false(b.has_pointing);
+	free(text);
+	sigmf_meta_free(&b);
+	sigmf_meta_free(&a);
+	for (size_t i = 0; i < sizeof(bad_pointing) / sizeof(bad_pointing[0]); i++) {
+		snprintf(buf, sizeof(buf), bad, bad_pointing[i]);
+		err[0] = '\0';
+		assert_int_equal(sigmf_meta_parse(buf, strlen(buf), "m", &b, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "captures[0]: chirp:pointing must be [azimuth_deg, "
+				       "elevation_deg]"));
+	}
+}
+
 static void test_modes(void **state)
 {
 	static const char text[] =
@@ -350,6 +417,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_pointing),
 		cmocka_unit_test(test_datetime),
 		cmocka_unit_test(test_minimal_foreign),
 		cmocka_unit_test(test_rejections),

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "array.h"
 #include "config.h"
 #include "tools/synth.h"
 #include "tools/tool.h"
@@ -58,7 +59,7 @@ static struct synth *make(unsigned C, unsigned P, unsigned R, enum pc_format f,
 
 static void test_determinism(void **state)
 {
-	struct synth_target t[2] = { { 37, -6, 0.1 }, { 200, -20, 0 } };
+	struct synth_target t[2] = { { 37, -6, 0.1, 0, 0, 0 }, { 200, -20, 0, 0, 0, 0 } };
 	float *pulse = random_pulse(51, 1);
 	struct synth *a = make(3, 5, 333, PC_FMT_CF32, pulse, 51, t, 2, 0.1, 42);
 	struct synth *b = make(3, 5, 333, PC_FMT_CF32, pulse, 51, t, 2, 0.1, 42);
@@ -105,7 +106,8 @@ static void test_target_placement(void **state)
 {
 	const unsigned C = 2, P = 3, R = 997;
 	const size_t L = 61;
-	struct synth_target t[3] = { { 100, -3, 0 }, { 450, -9, 0.25 }, { 960, -6, 0 } };
+	struct synth_target t[3] = { { 100, -3, 0, 0, 0, 0 }, { 450, -9, 0.25, 0, 0, 0 },
+				     { 960, -6, 0, 0, 0, 0 } };
 	float *pulse = random_pulse(L, 2);
 	struct synth *s = make(C, P, R, PC_FMT_CF32, pulse, L, t, 3,
 			       synth_noise_power_for_snr(t, 3, 10.0), 9);
@@ -177,7 +179,7 @@ static void test_truncation_and_doppler(void **state)
 {
 	const unsigned P = 4, R = 101;
 	const size_t L = 20;
-	struct synth_target t = { 90, 0, 0.125 };
+	struct synth_target t = { 90, 0, 0.125, 0, 0, 0 };
 	float *pulse = random_pulse(L, 3);
 	struct synth *s = make(1, P, R, PC_FMT_CF32, pulse, L, &t, 1, 0, 0);
 	size_t n = synth_cpi_bytes(s);
@@ -237,7 +239,7 @@ static void test_noise_power(void **state)
 
 	/* A pulse of amplitude 5 is scaled to peak 1. */
 	float big[4] = { 5, 0, 0, 3 };
-	struct synth_target t = { 0, 0, 0 };
+	struct synth_target t = { 0, 0, 0, 0, 0, 0 };
 	s = make(1, 1, 4, PC_FMT_CF32, big, 2, &t, 1, 0, 0);
 	assert_non_null(s);
 	float y[8];
@@ -250,7 +252,7 @@ static void test_sc16(void **state)
 {
 	const unsigned R = 257;
 	float *pulse = random_pulse(13, 5);
-	struct synth_target t = { 10, -6.0206, 0 };   /* a = 0.5 */
+	struct synth_target t = { 10, -6.0206, 0, 0, 0, 0 };   /* a = 0.5 */
 	struct synth *s = make(1, 2, R, PC_FMT_SC16, pulse, 13, &t, 1, 0, 0);
 	size_t n;
 	int16_t *x;
@@ -270,7 +272,7 @@ static void test_sc16(void **state)
 	free(x);
 
 	/* Targets that sum above full scale are refused for sc16... */
-	struct synth_target two[2] = { { 10, -3, 0 }, { 11, -3, 0 } };
+	struct synth_target two[2] = { { 10, -3, 0, 0, 0, 0 }, { 11, -3, 0, 0, 0, 0 } };
 	struct synth_params p;
 	char err[256] = "";
 	synth_params_init(&p);
@@ -304,7 +306,7 @@ static void test_sc16(void **state)
 static void test_create_rejects(void **state)
 {
 	float pulse[2 * 10] = { 1, 0 };
-	struct synth_target t = { 50, -6, 0 };
+	struct synth_target t = { 50, -6, 0, 0, 0, 0 };
 	struct synth_params p;
 	char err[256];
 
@@ -360,7 +362,7 @@ static void test_modes(void **state)
 	const unsigned C = 2, P = 3, R = 211;
 	const size_t L[3] = { 17, 61, 40 };
 	const unsigned id[3] = { 5, 0, 63 };
-	struct synth_target t[2] = { { 20, -6, 0.125 }, { 150, -12, 0 } };
+	struct synth_target t[2] = { { 20, -6, 0.125, 0, 0, 0 }, { 150, -12, 0, 0, 0, 0 } };
 	enum pc_format fmts[2] = { PC_FMT_CF32, PC_FMT_SC16 };
 
 	(void)state;
@@ -464,7 +466,7 @@ static void test_from_config(void **state)
 		"window = taylor\n";
 	const unsigned id[3] = { 0, 3, 9 };
 	const size_t L[3] = { 100, 26, 200 };
-	struct synth_target t = { 40, -6, 0 };
+	struct synth_target t = { 40, -6, 0, 0, 0, 0 };
 	char path[] = "/tmp/test_synth.XXXXXX";
 	struct chirp_config *c = calloc(1, sizeof(*c));
 	char err[512] = "";
@@ -649,6 +651,240 @@ static void test_parse_target_hz(void **state)
 	assert_int_equal(synth_parse_target(NULL, prf, &t, &folded, err, sizeof(err)), -EINVAL);
 }
 
+/* Directions in target specs: az= and el= after the other fields. */
+static void test_parse_target_angle(void **state)
+{
+	const char *bad[] = { "100,-6,az=91", "100,-6,el=5", "100,-6,az=1,el=2,x=3",
+			      "100,-6,az=", "100,-6,az=1,", "100,-6,az=1,az=2", "100,-6,0,az=x",
+			      NULL };
+	struct synth_target t;
+	char err[256];
+	int folded;
+
+	assert_int_equal(synth_parse_target("100,-6,0.125/pulse,az=12.5,el=-3", 0, &t, &folded,
+					    err, sizeof(err)), 0);
+	assert_true(t.has_angle && t.az_deg == 12.5 && t.el_deg == -3 && t.doppler == 0.125);
+	assert_int_equal(synth_parse_target("100,-6,az=-40", 0, &t, &folded, err, sizeof(err)), 0);
+	assert_true(t.has_angle && t.az_deg == -40 && t.el_deg == 0 && t.doppler == 0);
+	assert_int_equal(synth_parse_target("100,-6", 0, &t, &folded, err, sizeof(err)), 0);
+	assert_false(t.has_angle);
+	for (int i = 0; bad[i]; i++) {
+		err[0] = 0;
+		if (synth_parse_target(bad[i], 1000, &t, &folded, err, sizeof(err)) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+		assert_true(err[0] != 0);
+	}
+}
+
+static void test_parse_jammer(void **state)
+{
+	const char *bad[] = { "tone,10,0", "noise,10", "noise,95,0", "noise,10,0,f=0.1",
+			      "cw,10,0,f=0.7", "cw,10,0,el=", "noise,10,50", "noise,10,0,", NULL };
+	struct synth_jammer j;
+	char err[256];
+
+	assert_int_equal(synth_parse_jammer("noise,20,-10", &j, err, sizeof(err)), 0);
+	assert_true(j.kind == SYNTH_JAM_NOISE && j.az_deg == 20 && j.power_db == -10 && j.el_deg == 0);
+	assert_int_equal(synth_parse_jammer("cw,-30,0,f=0.2,el=5", &j, err, sizeof(err)), 0);
+	assert_true(j.kind == SYNTH_JAM_CW && j.az_deg == -30 && j.cycles_per_sample == 0.2 &&
+		    j.el_deg == 5);
+	assert_int_equal(synth_parse_jammer("cw,0,-3", &j, err, sizeof(err)), 0);
+	assert_true(j.cycles_per_sample == 0.1);
+	for (int i = 0; bad[i]; i++) {
+		err[0] = 0;
+		if (synth_parse_jammer(bad[i], &j, err, sizeof(err)) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+		assert_true(err[0] != 0);
+	}
+}
+
+/* A generator on a 5-channel array: ULA of spacing d, or a file's
+ * positions, with a calibration. */
+static struct synth *make_array(const struct synth_target *t, size_t nt,
+				const struct synth_jammer *j, size_t nj, struct array *a,
+				double noise, char *err, size_t errlen, const float *pulse)
+{
+	struct synth_array sa = { .array = a, .carrier_hz = 3e9 };
+	struct synth_params p;
+
+	synth_params_init(&p);
+	p.channels = 5;
+	p.pulses = 3;
+	p.samples = 61;
+	p.pulse = pulse;
+	p.pulse_len = 7;
+	p.targets = t;
+	p.ntargets = nt;
+	p.jammers = j;
+	p.njammers = nj;
+	p.array = a ? &sa : NULL;
+	p.noise_power = noise;
+	p.seed = 9;
+	return synth_create(&p, err, errlen);
+}
+
+/* g_c a_c(u, v) in double, straight from doc/beams.md's formula. */
+static void ref_gain(const double xyz[3], const double g[2], double az, double el, double out[2])
+{
+	double lambda = 299792458.0 / 3e9, d2r = M_PI / 180;
+	double u = sin(az * d2r) * cos(el * d2r), v = sin(el * d2r), w = sqrt(1 - u * u - v * v);
+	double ph = 2 * M_PI / lambda * (xyz[0] * u + xyz[1] * v + xyz[2] * w);
+
+	out[0] = g[0] * cos(ph) - g[1] * sin(ph);
+	out[1] = g[0] * sin(ph) + g[1] * cos(ph);
+}
+
+static const char ARRAY_TXT[] =
+	"-0.1 0 0\n-0.05 0.02 0\n0 0 0.01\n0.05 -0.03 0\n0.11 0 0.002\n";
+static const char CAL_TXT[] = "1 0\n0.9 12.5\n1.1 -30\n1 90\n0.8 181\n";
+
+/*
+ * A target at a direction reaches channel c as g_c a_c(u, v) times the
+ * echo without one (every channel alike), for any geometry and
+ * calibration; a target without a direction is unchanged by the array.
+ */
+static void test_target_direction(void **state)
+{
+	struct synth_target t[2] = { { 12, -6, 0.1, 1, 23.5, -7 }, { 40, -10, 0, 0, 0, 0 } };
+	struct synth_target t0[2];
+	float *pulse = random_pulse(7, 3);
+	char err[256] = "";
+	struct array *a = array_parse(ARRAY_TXT, strlen(ARRAY_TXT), "array.txt", 5, err,
+				      sizeof(err));
+	struct synth *s, *s0;
+	float *x, *x0;
+	size_t n = 5 * 3 * 61;
+	double worst = 0;
+
+	assert_non_null(a);
+	assert_int_equal(array_cal_parse(a, CAL_TXT, strlen(CAL_TXT), "cal.txt", err, sizeof(err)), 0);
+	memcpy(t0, t, sizeof(t));
+	t0[0].has_angle = 0;
+	s = make_array(t, 1, NULL, 0, a, 0, err, sizeof(err), pulse);
+	assert_non_null(s);
+	s0 = make_array(t0, 1, NULL, 0, NULL, 0, err, sizeof(err), pulse);
+	assert_non_null(s0);
+	x = malloc(n * 8);
+	x0 = malloc(n * 8);
+	assert_int_equal(synth_generate(s, 2, x, n * 8), 0);
+	assert_int_equal(synth_generate(s0, 2, x0, n * 8), 0);
+	for (unsigned c = 0; c < 5; c++) {
+		double xyz[3], g[2], k[2];
+
+		array_position(a, c, xyz);
+		array_cal(a, c, g);
+		ref_gain(xyz, g, 23.5, -7, k);
+		for (size_t i = 0; i < 3 * 61; i++) {
+			size_t o = 2 * ((size_t)c * 3 * 61 + i);
+			double wr = k[0] * x0[o] - k[1] * x0[o + 1], wi = k[0] * x0[o + 1] + k[1] * x0[o];
+			double e = hypot(x[o] - wr, x[o + 1] - wi);
+
+			if (e > worst)
+				worst = e;
+		}
+	}
+	print_message("target at 23.5, -7 deg: worst |error| %.3g (peak 0.5)\n", worst);
+	assert_true(worst < 1e-6);
+	assert_true(x[2 * (2 * 3 * 61 + 12)] != x0[2 * (2 * 3 * 61 + 12)]);   /* not vacuous */
+	synth_destroy(s);
+	/* the second target has no direction: the same with or without the array */
+	s = make_array(t, 2, NULL, 0, a, 0, err, sizeof(err), pulse);
+	synth_destroy(s0);
+	s0 = make_array(t0, 2, NULL, 0, a, 0, err, sizeof(err), pulse);
+	assert_non_null(s);
+	assert_non_null(s0);
+	assert_int_equal(synth_generate(s, 0, x, n * 8), 0);
+	assert_int_equal(synth_generate(s0, 0, x0, n * 8), 0);
+	for (unsigned c = 0; c < 5; c++)   /* gate 40.. of every row: the second only */
+		assert_true(x[2 * ((size_t)c * 3 * 61 + 45)] == x0[2 * ((size_t)c * 3 * 61 + 45)]);
+	synth_destroy(s);
+	synth_destroy(s0);
+	/* refused: a direction without an array, a wrong element count */
+	assert_null(make_array(t, 1, NULL, 0, NULL, 0, err, sizeof(err), pulse));
+	assert_non_null(strstr(err, "needs the receive array"));
+	array_destroy(a);
+	a = array_create_ula(4, 0.05, err, sizeof(err));
+	assert_null(make_array(t, 1, NULL, 0, a, 0, err, sizeof(err), pulse));
+	assert_non_null(strstr(err, "the array has 4 elements, the CPI 5 channels"));
+	array_destroy(a);
+	free(x);
+	free(x0);
+	free(pulse);
+}
+
+/*
+ * A jammer is the same signal on every channel times g_c a_c: noise of
+ * its power, or a tone whose phase runs on over the global sample index.
+ */
+static void test_jammers(void **state)
+{
+	struct synth_jammer j[2] = {
+		{ SYNTH_JAM_NOISE, 30, 0, -10, 0 },
+		{ SYNTH_JAM_CW, -20, 5, -20, 0.15 },
+	};
+	struct synth_target t = { 12, -60, 0, 0, 0, 0 };
+	float *pulse = random_pulse(7, 4);
+	char err[256] = "";
+	struct array *a = array_create_ula(5, 0.05, err, sizeof(err));
+	struct synth *s;
+	size_t n = 5 * 3 * 61;
+	float *x = malloc(n * 8);
+	double g0[2] = { 1, 0 }, k[5][2], pw = 0;
+
+	assert_non_null(a);
+	for (unsigned c = 0; c < 5; c++) {
+		double xyz[3];
+
+		array_position(a, c, xyz);
+		ref_gain(xyz, g0, 30, 0, k[c]);
+	}
+	/* noise alone: channel c = k_c / k_0 times channel 0, power -10 dBFS */
+	s = make_array(&t, 1, j, 1, a, 0, err, sizeof(err), pulse);
+	assert_non_null(s);
+	assert_int_equal(synth_generate(s, 1, x, n * 8), 0);
+	for (unsigned c = 1; c < 5; c++) {
+		for (size_t i = 20; i < 3 * 61; i++) {   /* clear of the weak echo */
+			size_t o = 2 * ((size_t)c * 3 * 61 + i), o0 = 2 * i;
+			double rr = (k[c][0] * k[0][0] + k[c][1] * k[0][1]);
+			double ri = (k[c][1] * k[0][0] - k[c][0] * k[0][1]);
+			double wr = rr * x[o0] - ri * x[o0 + 1], wi = rr * x[o0 + 1] + ri * x[o0];
+
+			if (i % 61 < 12 || i % 61 >= 19)
+				assert_true(hypot(x[o] - wr, x[o + 1] - wi) < 1e-5);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		pw += (double)x[2 * i] * x[2 * i] + (double)x[2 * i + 1] * x[2 * i + 1];
+	pw /= n;
+	print_message("noise jammer: %.2f dBFS per sample (-10 wanted)\n", 10 * log10(pw));
+	assert_true(fabs(10 * log10(pw) + 10) < 0.6);
+	synth_destroy(s);
+	/* the tone: channel c, pulse p, sample r of CPI k */
+	s = make_array(&t, 1, j + 1, 1, a, 0, err, sizeof(err), pulse);
+	assert_non_null(s);
+	assert_int_equal(synth_generate(s, 3, x, n * 8), 0);
+	for (unsigned c = 0; c < 5; c++) {
+		double xyz[3], kc[2];
+
+		array_position(a, c, xyz);
+		ref_gain(xyz, g0, -20, 5, kc);
+		for (unsigned p = 0; p < 3; p++) {
+			for (unsigned r = 30; r < 61; r++) {
+				double ph = 2 * M_PI * 0.15 * (double)((3 * 3 + p) * 61 + r), A = 0.1;
+				double yr = A * cos(ph), yi = A * sin(ph);
+				size_t o = 2 * (((size_t)c * 3 + p) * 61 + r);
+
+				assert_true(fabs(x[o] - (yr * kc[0] - yi * kc[1])) < 1e-6);
+				assert_true(fabs(x[o + 1] - (yr * kc[1] + yi * kc[0])) < 1e-6);
+			}
+		}
+	}
+	synth_destroy(s);
+	array_destroy(a);
+	free(x);
+	free(pulse);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -663,6 +899,10 @@ int main(void)
 		cmocka_unit_test(test_parse_target_per_pulse),
 		cmocka_unit_test(test_synth_opts),
 		cmocka_unit_test(test_parse_target_hz),
+		cmocka_unit_test(test_parse_target_angle),
+		cmocka_unit_test(test_parse_jammer),
+		cmocka_unit_test(test_target_direction),
+		cmocka_unit_test(test_jammers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,9 @@ struct change {
 	unsigned differ;
 };
 
+/* What beams need besides their mode (doc/beams.md). */
+#define BEAMS_ON_BASE "cpi.channels=4;radar.carrier_hz=3e9;array.spacing_m=0.05;cfar.integrate=none"
+
 static const struct change changes[] = {
 	{ "cpi.channels", "", "cpi.channels=2", BOTH },
 	{ "cpi.pulses", "", "cpi.pulses=64", BOTH },
@@ -88,6 +91,10 @@ static const struct change changes[] = {
 	{ "cfar.maxima_range", "", "cfar.maxima_range=2", 0 },
 	{ "cfar.maxima_doppler", "", "cfar.maxima_doppler=2", 0 },
 	{ "cfar.max_detections", "", "cfar.max_detections=100", 0 },
+	/* beams: B rows through the chain */
+	{ "beams.mode", BEAMS_ON_BASE, BEAMS_ON_BASE ";beams.mode=conventional", BOTH },
+	{ "beams.count", BEAMS_ON_BASE ";beams.mode=conventional",
+	  BEAMS_ON_BASE ";beams.mode=conventional;beams.count=3", BOTH },
 };
 
 /* The keys of those sections that do not change the backend's work, each
@@ -108,12 +115,26 @@ static const struct { const char *name, *value, *why; } notwork[] = {
 	{ "doppler.taylor_nbar", "6", "coefficients" },
 	{ "doppler.taylor_sll_db", "40", "coefficients" },
 	{ "cfar.pfa", "1e-5", "scales the thresholds" },
+	{ "beams.layout", "list", "the directions: the weights, not the work" },
+	{ "beams.azimuth_deg", "10", "the weights" },
+	{ "beams.elevation_deg", "5", "the weights" },
+	{ "beams.spacing_u", "0.2", "the weights" },
+	{ "beams.list", "0,0", "the weights" },
+	{ "beams.taper", "hann", "the weights" },
+	{ "beams.taylor_nbar", "5", "the weights" },
+	{ "beams.taylor_sll_db", "35", "the weights" },
+	{ "beams.snapshots", "16", "mvdr's training cells: a covariance of K x C^2, small beside the CPI" },
+	{ "beams.first_gate", "2", "which training cells" },
+	{ "beams.gate_stride", "2", "which training cells" },
+	{ "beams.pulse_stride", "2", "which training cells" },
+	{ "beams.loading", "0.1", "the weights" },
+	{ "beams.monopulse", "false", "per detection, not per cell" },
 };
 
 /* The sections whose every key is in the table or in notwork. [waveform]
  * and [mode NAME] enter the key through the filters' lengths (gen.c). */
 static const char *const sections[] = { "input", "cpi", "processing", "output", "doppler",
-					"cfar" };
+					"cfar", "beams" };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -165,7 +165,7 @@ static void test_det_arrives(void **state)
 	struct fix f = { .st = stats_create() };
 	struct zpub_params p = params(f.st);
 	static uint8_t list[CHIRP_DET_BYTES(MAXDET)], got[CHIRP_DET_BYTES(MAXDET) + 1];
-	char topic[16], hdr[1024], want[128];
+	char topic[16], hdr[1024], want[256];
 	size_t pl;
 	const uint32_t n = 100;
 
@@ -175,7 +175,9 @@ static void test_det_arrives(void **state)
 	for (uint32_t k = 0; k < n; k++) {
 		struct zpub_cpi c = { .seq = 1000 + k, .timestamp_ns = 5000000000ull + k,
 				      .first_sample = 77ull * k, .mode = k % 3,
-				      .channels = 4, .pulses = 16, .samples = 512 };
+				      .channels = 4, .pulses = 16, .samples = 512,
+				      .pointing_az_deg = (k & 2) ? NAN : 0.25f * (float)k,
+				      .pointing_el_deg = -1.5f };
 
 		make_list(list, k);
 		assert_int_equal(zpub_put_det(f.z, (void *)list, sizeof(list), &c), 0);
@@ -188,9 +190,15 @@ static void test_det_arrives(void **state)
 		assert_string_equal(topic, "det");
 		assert_int_equal(pl, len);
 		assert_memory_equal(got, list, len);
+		char az[32];
+
+		if (k & 2)
+			snprintf(az, sizeof(az), "null");
+		else
+			snprintf(az, sizeof(az), "%.9g", 0.25 * k);
 		snprintf(want, sizeof(want), "{\"seq\":%u,\"timestamp_ns\":%llu,\"first_sample\":%llu,"
-			 "\"mode\":%u,\"count\":%u,", 1000 + k, 5000000000ull + k, 77ull * k, k % 3,
-			 k % (MAXDET + 1));
+			 "\"mode\":%u,\"pointing_az_deg\":%s,\"pointing_el_deg\":-1.5,\"count\":%u,",
+			 1000 + k, 5000000000ull + k, 77ull * k, k % 3, az, k % (MAXDET + 1));
 		assert_memory_equal(hdr, want, strlen(want));
 		assert_non_null(strstr(hdr, (k & 1) ? "\"overflow\":true" : "\"overflow\":false"));
 		assert_non_null(strstr(hdr, "\"channels\":4,\"pulses\":16,\"samples\":512}"));
@@ -290,7 +298,7 @@ static void test_stalled_subscriber(void **state)
 	 * busy shared machine may preempt a few; a wait would slow them all. */
 	assert_true(slow <= n / 100);
 	assert_int_equal(counter(f.st, ST_PUB_DROPPED_BYTES),
-			 drops * (64 + sizeof(list)));
+			 drops * (72 + sizeof(list)));
 	teardown_fix(&f);
 }
 

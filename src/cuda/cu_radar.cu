@@ -811,6 +811,12 @@ __global__ void k_records(const float *__restrict__ x, const float *__restrict__
 			r->power = v;
 			r->noise = z;
 			r->snr_db = 10.0f * log10f(v / (z > PC_POWER_FLOOR ? z : PC_POWER_FLOOR));
+			/* detect.h version 2 without beams: no beam, no angle */
+			r->beam = CHIRP_DET_BEAM_NONE;
+			r->azimuth_deg = __int_as_float(0x7fc00000);   /* NaN */
+			r->elevation_deg = __int_as_float(0x7fc00000);
+			r->angle_quality = 0;
+			r->reserved = 0;
 		}
 		__syncthreads();
 		if (threadIdx.x == 0)

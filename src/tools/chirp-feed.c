@@ -26,7 +26,7 @@
  *
  * Radar modes: CPI k is committed with the mode schedule[k mod n] of
  * --modes, else the recording's own mode of that CPI (SigMF chirp:mode),
- * else 0; synthetic echoes of CPI k use that mode's transmitted pulse (one
+ * else 0; likewise its pointing (--pointing, chirp:pointing, boresight); synthetic echoes of CPI k use that mode's transmitted pulse (one
  * per configured mode, made at start: choosing costs nothing per CPI).
  */
 #include <errno.h>
@@ -61,6 +61,7 @@ struct feed {
 	const char *file_path;
 	const char *sigmf_base;
 	const char *modes_spec;         /* --modes                            */
+	const char *pointing_spec;      /* --pointing                         */
 	int allow_unknown_modes;
 	double rate, wait_s;
 	uint64_t count;
@@ -92,6 +93,10 @@ struct feed {
 					   schedule[k % nschedule]             */
 	size_t nschedule;
 	uint32_t *src_modes;            /* the recording's mode per CPI, or NULL */
+	float (*psched)[2];             /* --pointing: CPI k is pointed at
+					   psched[k % npsched] (az, el deg) */
+	size_t npsched;
+	float (*src_pointing)[2];       /* the recording's pointing per CPI, or NULL */
 	uint64_t clipped;               /* cf32 -> sc16 saturations           */
 
 	/* pacing (--rate) */
@@ -153,6 +158,10 @@ TOOL_SYNTH_USAGE
 "      --allow-unknown-modes  let --modes name ids that -c does not declare\n"
 "                         (to test chirpd's flagging: those CPIs carry the echoes\n"
 "                         of the first configured mode); default: refuse\n"
+"      --pointing AZ,EL[;AZ,EL...]  commit CPI k pointed at entry k mod n, degrees\n"
+"                         from boresight (each -360..360: chirpd flags one it\n"
+"                         cannot steer to). Default: a recording's own pointing\n"
+"                         (chirp:pointing), else 0,0\n"
 "\n"
 "Ring:\n"
 "  -r, --ring NAME        ring (default: [input] ring of -c, else /chirpd-in)\n"
@@ -194,7 +203,7 @@ TOOL_SYNTH_USAGE
 enum {
 	O_FILE = 256, O_SIGMF, O_WAIT, O_FOREIGN, O_CREATE,
 	O_GEOMETRY, O_FORMAT, O_SLOTS, O_SRATE, O_KEEP, O_RATE, O_LOOP, O_BLOCK,
-	O_PREFILLED, O_IGNRATE, O_MODES, O_UNKMODES,
+	O_PREFILLED, O_IGNRATE, O_MODES, O_UNKMODES, O_POINTING,
 };
 
 static const struct option long_opts[] = {
@@ -221,6 +230,7 @@ static const struct option long_opts[] = {
 	{ "ignore-rate", no_argument, NULL, O_IGNRATE },
 	{ "modes", required_argument, NULL, O_MODES },
 	{ "allow-unknown-modes", no_argument, NULL, O_UNKMODES },
+	{ "pointing", required_argument, NULL, O_POINTING },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -261,6 +271,7 @@ static int feed_opt(struct feed *f, int c, int li)
 	case O_IGNRATE: f->ignore_rate = 1; break;
 	case O_MODES: f->modes_spec = optarg; break;
 	case O_UNKMODES: f->allow_unknown_modes = 1; break;
+	case O_POINTING: f->pointing_spec = optarg; break;
 	default: {
 		int rc = tool_synth_opt(&f->syn, c, optarg);
 
@@ -346,6 +357,53 @@ static int parse_modes(struct feed *f)
 	return 0;
 }
 
+/* --pointing "AZ,EL;AZ,EL" into f->psched. 0, or -EINVAL after the reason. */
+static int parse_pointing(struct feed *f)
+{
+	const char *p = f->pointing_spec;
+	size_t n = 1;
+
+	for (const char *q = p; *q; q++)
+		n += *q == ';';
+	if (n > FEED_MAX_SCHEDULE) {
+		log_err("--pointing: %zu entries, at most %d", n, FEED_MAX_SCHEDULE);
+		return -EINVAL;
+	}
+	f->psched = calloc(n, sizeof(*f->psched));
+	if (!f->psched) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *end = strchr(p, ';');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char item[96];
+		double v[2];
+
+		if (len >= sizeof(item) || (memcpy(item, p, len), item[len] = '\0',
+		    tool_parse_doubles(item, v, 2) != 2) || fabs(v[0]) > 360 || fabs(v[1]) > 360) {
+			log_err("--pointing: entry %zu '%.*s': want AZ_DEG,EL_DEG, each -360..360 "
+				"(entries separated by ';')", i + 1, (int)(len < 64 ? len : 64), p);
+			return -EINVAL;
+		}
+		f->psched[i][0] = (float)v[0];
+		f->psched[i][1] = (float)v[1];
+		p = end ? end + 1 : p + len;
+	}
+	f->npsched = n;
+	return 0;
+}
+
+/* The pointing CPI k is committed with, degrees: *az, *el. */
+static void pointing_of(const struct feed *f, uint64_t k, float *az, float *el)
+{
+	const float *pt = f->psched ? f->psched[k % f->npsched] :
+			  f->src_pointing ? f->src_pointing[k % f->src_ncpi] : NULL;
+
+	*az = pt ? pt[0] : 0.0f;
+	*el = pt ? pt[1] : 0.0f;
+}
+
 /* The radar mode CPI k is committed (and synthesised) with. */
 static uint32_t mode_of(const struct feed *f, uint64_t k)
 {
@@ -408,6 +466,8 @@ static int parse_args(struct feed *f, int argc, char **argv)
 		return -EINVAL;
 	if (f->modes_spec && parse_modes(f) < 0)
 		return -EINVAL;
+	if (f->pointing_spec && parse_pointing(f) < 0)
+		return -EINVAL;
 	f->src = tool_synth_given(&f->syn) ? SRC_SYNTH : f->file_path ? SRC_FILE : SRC_SIGMF;
 	return 0;
 }
@@ -427,16 +487,9 @@ static int load_config(struct feed *f)
 
 static int build_synth(struct feed *f)
 {
-	char err[512];
-
 	synth_destroy(f->synth);
-	f->synth = synth_create_from_config(&f->cfg, f->targets, f->ntargets, f->noise_power,
-					    f->syn.seed, err, sizeof(err));
-	if (!f->synth) {
-		log_err("%s", err);
-		return -EINVAL;
-	}
-	return 0;
+	f->synth = tool_synth_create(&f->syn, &f->cfg, f->targets, f->ntargets, f->noise_power);
+	return f->synth ? 0 : -EINVAL;
 }
 
 static int map_file(struct feed *f, const char *path)
@@ -625,6 +678,39 @@ static int recording_modes(struct feed *f, uint64_t cpi_samples)
 	return 0;
 }
 
+/*
+ * The recording's pointing of each CPI (chirp:pointing), kept for replay
+ * unless --pointing replaces it.
+ */
+static int recording_pointing(struct feed *f, uint64_t cpi_samples)
+{
+	float *az, *el;
+
+	free(f->src_pointing);
+	f->src_pointing = NULL;
+	if (!f->meta.has_pointing)
+		return 0;
+	if (f->psched) {
+		log_notice("%s: --pointing replaces the recording's own pointing", f->sigmf_base);
+		return 0;
+	}
+	f->src_pointing = calloc(f->src_ncpi, sizeof(*f->src_pointing));
+	az = calloc(f->src_ncpi, 2 * sizeof(*az));
+	if (!f->src_pointing || !az) {
+		free(az);
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	el = az + f->src_ncpi;
+	sigmf_cpi_pointing(&f->meta, cpi_samples, az, el, f->src_ncpi);
+	for (uint64_t k = 0; k < f->src_ncpi; k++) {
+		f->src_pointing[k][0] = az[k];
+		f->src_pointing[k][1] = el[k];
+	}
+	free(az);
+	return 0;
+}
+
 /* A recording must match the ring's geometry and (unless --ignore-rate) its
  * sample rate; its format is converted to the ring's. */
 static int match_sigmf(struct feed *f)
@@ -659,6 +745,8 @@ static int match_sigmf(struct feed *f)
 			   tool_ring_format_name(g->format));
 	f->src_cpi_bytes = cpi_samples * fmt_bytes(f->src_fmt);
 	f->src_ncpi = f->map_len / f->src_cpi_bytes;
+	if (recording_pointing(f, cpi_samples) < 0)
+		return -ENOMEM;
 	return recording_modes(f, cpi_samples);
 }
 
@@ -913,8 +1001,14 @@ static int feed_reserve(struct feed *f, struct feed_loop *L, struct tool_progres
  * an error. */
 static int feed_commit(struct feed *f, struct feed_loop *L, struct tool_progress *prog)
 {
-	int r = chirp_ring_commit_mode(f->ring, 0, L->k * (uint64_t)f->geo.pulses * f->geo.samples,
-				       0, mode_of(f, L->k));
+	struct chirp_ring_cpi cpi = {
+		.first_sample = L->k * (uint64_t)f->geo.pulses * f->geo.samples,
+		.mode = mode_of(f, L->k),
+	};
+	int r;
+
+	pointing_of(f, L->k, &cpi.pointing_az_deg, &cpi.pointing_el_deg);
+	r = chirp_ring_commit_cpi(f->ring, &cpi);
 
 	if (r == -ESTALE) {
 		reattach(f, "was removed or re-created");
@@ -1008,6 +1102,8 @@ static void feed_free(struct feed *f)
 	free(f->written);
 	free(f->schedule);
 	free(f->src_modes);
+	free(f->psched);
+	free(f->src_pointing);
 	if (f->map)
 		munmap((void *)f->map, f->map_len);
 }

@@ -272,7 +272,6 @@ static int parse_args(struct send *s, int argc, char **argv)
 static int synth_source(struct send *s)
 {
 	struct chirp_ring_geometry g;
-	char err[512];
 	double noise = 0;
 	int n = config_load(&s->cfg, s->config_path, stderr);
 
@@ -285,12 +284,9 @@ static int synth_source(struct send *s)
 	if (tool_synth_targets(&s->syn, &s->cfg, s->config_path, s->targets, &s->ntargets,
 			       &noise) < 0)
 		return -EINVAL;
-	s->synth = synth_create_from_config(&s->cfg, s->targets, s->ntargets, noise, s->syn.seed,
-					    err, sizeof(err));
-	if (!s->synth) {
-		log_err("%s", err);
+	s->synth = tool_synth_create(&s->syn, &s->cfg, s->targets, s->ntargets, noise);
+	if (!s->synth)
 		return -EINVAL;
-	}
 	plan_ring_geometry(&s->cfg, PLAN_RING_IN, &g);
 	s->C = g.channels;
 	s->P = g.pulses;

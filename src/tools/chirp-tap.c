@@ -48,6 +48,9 @@
 /* --verify-targets: the targets checked per CPI, at most. */
 #define DET_MAX_TARGETS 64
 
+/* Distinct pointings counted for the summary; further ones go in "others". */
+#define TAP_MAX_POINTINGS 16
+
 /* Tolerance of --verify: relative L2 error per CPI (see doc/tools.md). */
 #define VERIFY_REL_L2 1e-4
 
@@ -62,6 +65,7 @@ struct tap {
 	uint64_t spin_us;                /* --spin-us: chirp_ring_set_spin, µs */
 	int have_stall;
 	int create, keep, drain, verify, verify_input, fail_on_gap, quiet;
+	int print_blocks;                /* --blocks                            */
 	struct tool_geom_opts geom;     /* --geometry --format --slots --sample-rate */
 
 	struct chirp_ring_opts ropts;    /* --allow-foreign-owner */
@@ -73,6 +77,9 @@ struct tap {
 	size_t ndet_targets;
 	unsigned tol_gates, tol_bins;    /* --verify-tolerance              */
 	double verify_min;               /* --verify-min, fraction of CPIs  */
+	int expect_angle, expect_el;     /* --expect-angle AZ[,EL] given    */
+	double expect_az_deg, expect_el_deg;
+	double angle_tol_deg;            /* --angle-tolerance               */
 
 	/* state */
 	int created;
@@ -99,12 +106,20 @@ struct tap {
 	uint64_t received, gaps, missing, discontinuities, nonfinite, redelivered;
 	uint64_t verified, mismatches;
 	uint64_t unknown_mode;           /* blocks flagged UNKNOWN_MODE        */
+	uint64_t bad_pointing;           /* blocks flagged BAD_POINTING        */
+	float pointing[TAP_MAX_POINTINGS][2];   /* distinct pointings seen     */
+	uint64_t per_pointing[TAP_MAX_POINTINGS + 1];   /* CPIs of each, others */
+	unsigned npointing;
 	uint64_t per_mode[CFG_MAX_MODES + 1];  /* CPIs of modes 0..63, then others */
 	uint64_t last_seq;
 	int have_last;
 	uint64_t det_lists, det_records, det_overflows, det_bad;   /* det rings */
 	uint64_t det_all_hit;            /* lists holding every target      */
 	uint64_t det_hit[DET_MAX_TARGETS];   /* lists holding target i      */
+	uint64_t angle_hit;              /* --expect-angle: lists whose every
+					    target is at the angle         */
+	uint64_t angle_n;                /* target detections measured       */
+	double angle_sq;                 /* their squared azimuth errors     */
 };
 
 static volatile sig_atomic_t stop_sig;
@@ -132,6 +147,8 @@ static void usage(FILE *f)
 "                         map_power, map_db\n"
 "                         (default: the output mode of -c)\n"
 "      --fail-on-gap      exit 5 if any CPI was missing\n"
+"      --blocks           print one line per block on stdout: \"block seq=..\n"
+"                         mode=.. pointing=AZ,EL first_sample=.. flags=..\"\n"
 "      --spin-us N        poll up to N us after each CPI before sleeping on the\n"
 "                         ring (chirp_ring_set_spin; default 0): no wake-up delay\n"
 "                         while CPIs come closer than N us apart, one busy core\n"
@@ -148,9 +165,11 @@ TOOL_SYNTH_USAGE
 "\n"
 "Detection rings (format det: chirpd's [detections] ring):\n"
 "      --list             print each CPI's list on stdout: a line \"cpi seq=..\n"
-"                         mode=.. count=.. found=.. overflow=..\" then one line\n"
-"                         per detection \"det channel=.. range_gate=.. doppler_bin=..\n"
-"                         range_m=.. velocity_mps=.. power=.. noise=.. snr_db=..\"\n"
+"                         mode=.. pointing=AZ,EL count=.. found=.. overflow=..\"\n"
+"                         then one line per detection \"det channel=..\n"
+"                         range_gate=.. doppler_bin=.. range_m=.. velocity_mps=..\n"
+"                         power=.. noise=.. snr_db=..\" (with beams: beam=..\n"
+"                         azimuth_deg=.. elevation_deg=.. angle_quality=..)\n"
 "      --jsonl            print each CPI's list as one JSON object per line instead\n"
 "      --verify-targets LIST  GATE:BIN[,GATE:BIN...]: count the CPIs whose list\n"
 "                         holds a detection at each target's range gate and signed\n"
@@ -158,6 +177,12 @@ TOOL_SYNTH_USAGE
 "                         one); exit 4 if the fraction is under --verify-min\n"
 "      --verify-tolerance G,B  gates and bins a detection may be off (default 0,0)\n"
 "      --verify-min F     fraction of CPIs, 0..1 (default 0.99)\n"
+"      --expect-angle AZ[,EL]  with --verify-targets: count a CPI only when each\n"
+"                         target's strongest detection has azimuth_deg (and\n"
+"                         elevation_deg) within --angle-tolerance of AZ (EL),\n"
+"                         degrees from boresight (a list of beams); prints the\n"
+"                         RMS azimuth error\n"
+"      --angle-tolerance DEG  default 1\n"
 "A list that fails its checks (magic, version, record size, count within the\n"
 "slot) is reported and counted, and makes the exit status 1.\n"
 "\n"
@@ -186,7 +211,7 @@ enum {
 	O_OUT = 256, O_SIGMF, O_DRAIN, O_TIMEOUT, O_WAIT, O_FOREIGN, O_MODE, O_FAILGAP, O_VERIFY,
 	O_VERIFY_IN, O_CREATE, O_GEOMETRY, O_FORMAT,
 	O_SLOTS, O_SRATE, O_KEEP, O_DELAY, O_STALL, O_SPIN, O_LIST, O_JSONL, O_VTARGETS,
-	O_VTOL, O_VMIN,
+	O_VTOL, O_VMIN, O_BLOCKS, O_EXPANGLE, O_ANGLETOL,
 };
 
 static const struct option long_opts[] = {
@@ -220,6 +245,9 @@ static const struct option long_opts[] = {
 	{ "verify-targets", required_argument, NULL, O_VTARGETS },
 	{ "verify-tolerance", required_argument, NULL, O_VTOL },
 	{ "verify-min", required_argument, NULL, O_VMIN },
+	{ "blocks", no_argument, NULL, O_BLOCKS },
+	{ "expect-angle", required_argument, NULL, O_EXPANGLE },
+	{ "angle-tolerance", required_argument, NULL, O_ANGLETOL },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -253,6 +281,24 @@ static int tap_det_opt(struct tap *t, int c)
 		if (tool_parse_double(optarg, &t->verify_min) < 0 || t->verify_min < 0 ||
 		    t->verify_min > 1)
 			return tool_bad_arg("--verify-min", optarg, "want a fraction 0..1");
+		break;
+	case O_EXPANGLE: {
+		double v[2];
+		int n = tool_parse_doubles(optarg, v, 2);
+
+		if (n < 1 || fabs(v[0]) > 90 || (n == 2 && fabs(v[1]) > 90))
+			return tool_bad_arg("--expect-angle", optarg,
+					    "want AZ_DEG[,EL_DEG], each -90..90");
+		t->expect_angle = 1;
+		t->expect_az_deg = v[0];
+		t->expect_el = n == 2;
+		t->expect_el_deg = n == 2 ? v[1] : 0;
+		break;
+	}
+	case O_ANGLETOL:
+		if (tool_parse_double(optarg, &t->angle_tol_deg) < 0 || !(t->angle_tol_deg > 0) ||
+		    t->angle_tol_deg > 180)
+			return tool_bad_arg("--angle-tolerance", optarg, "want degrees > 0");
 		break;
 	default: {
 		int rc = tool_synth_opt(&t->syn, c, optarg);
@@ -328,6 +374,7 @@ static int tap_opt(struct tap *t, int c, int li)
 		t->mode = optarg;
 		break;
 	case O_FAILGAP: t->fail_on_gap = 1; break;
+	case O_BLOCKS: t->print_blocks = 1; break;
 	case O_SPIN:
 		if (tool_parse_u64(optarg, &t->spin_us) < 0 ||
 		    t->spin_us * 1000 > (uint64_t)CHIRP_RING_MAX_SPIN_NS)
@@ -354,9 +401,18 @@ static int tap_args_check(struct tap *t)
 	}
 	int det = det_opts(t);
 
-	if (!t->drain && !t->out_path && !t->sigmf_base && !t->verify && !t->verify_input && !det) {
-		log_err("nothing to do: give --out, --sigmf, --drain, --verify, --list, --jsonl "
-			"or --verify-targets");
+	if (!t->drain && !t->out_path && !t->sigmf_base && !t->verify && !t->verify_input && !det &&
+	    !t->print_blocks) {
+		log_err("nothing to do: give --out, --sigmf, --drain, --verify, --list, --jsonl, "
+			"--verify-targets or --blocks");
+		return -EINVAL;
+	}
+	if (t->print_blocks && ((t->out_path && !strcmp(t->out_path, "-")) || t->list_jsonl)) {
+		log_err("--blocks prints on stdout: not with --out - or --jsonl");
+		return -EINVAL;
+	}
+	if (t->expect_angle && !t->det_targets_spec) {
+		log_err("--expect-angle checks the detections of --verify-targets: give both");
 		return -EINVAL;
 	}
 	if (t->list_text && t->list_jsonl) {
@@ -401,6 +457,7 @@ static int parse_args(struct tap *t, int argc, char **argv)
 	t->wait_s = 10;
 	tool_synth_opts_init(&t->syn);
 	t->verify_min = 0.99;
+	t->angle_tol_deg = 1.0;
 	while ((c = getopt_long(argc, argv, "r:c:n:qh", long_opts, &li)) != -1) {
 		if (tap_opt(t, c, li) < 0)
 			return -EINVAL;
@@ -501,17 +558,13 @@ static int setup_verify_pc(struct tap *t, unsigned i)
 static int setup_verify(struct tap *t)
 {
 	double noise;
-	char err[512];
 
 	if (tool_synth_targets(&t->syn, &t->cfg, t->config_path, t->targets, &t->ntargets,
 			       &noise) < 0)
 		return -EINVAL;
-	t->synth = synth_create_from_config(&t->cfg, t->targets, t->ntargets, noise, t->syn.seed,
-					    err, sizeof(err));
-	if (!t->synth) {
-		log_err("%s", err);
+	t->synth = tool_synth_create(&t->syn, &t->cfg, t->targets, t->ntargets, noise);
+	if (!t->synth)
 		return -EINVAL;
-	}
 	t->vin_bytes = synth_cpi_bytes(t->synth);
 	t->vin = malloc(t->vin_bytes);
 	if (!t->vin) {
@@ -860,6 +913,23 @@ static void verify_block(struct tap *t, const struct chirp_ring_block *b)
 	}
 }
 
+/* The block's pointing in the summary's table: its own entry among the
+ * first TAP_MAX_POINTINGS distinct ones (bit for bit), else "others". */
+static void count_pointing(struct tap *t, const struct chirp_ring_block *b)
+{
+	float p[2] = { b->pointing_az_deg, b->pointing_el_deg };
+	unsigned i;
+
+	for (i = 0; i < t->npointing; i++)
+		if (memcmp(t->pointing[i], p, sizeof(p)) == 0)
+			break;
+	if (i == t->npointing && i < TAP_MAX_POINTINGS) {
+		memcpy(t->pointing[i], p, sizeof(p));
+		t->npointing++;
+	}
+	t->per_pointing[i]++;
+}
+
 /* Account for one block's sequence number and flags. The lines about the
  * block itself name its radar mode; those about CPIs lost before it do not
  * (their modes are not known). */
@@ -902,9 +972,46 @@ static void track(struct tap *t, const struct chirp_ring_block *b, struct tool_p
 		fprintf(stderr, "unknown mode: seq %" PRIu64 " is of mode %" PRIu32 ", which chirpd "
 			"does not know (no filter applied)\n", b->seq, b->mode);
 	}
+	if (b->flags & CHIRP_RING_BAD_POINTING) {
+		tool_progress_end(prog);
+		t->bad_pointing++;
+		fprintf(stderr, "bad pointing: seq %" PRIu64 " (mode %" PRIu32 ") is pointed at "
+			"%g,%g, which chirpd cannot steer its beams to (not processed)\n", b->seq,
+			b->mode, b->pointing_az_deg, b->pointing_el_deg);
+	}
+	count_pointing(t, b);
 	t->per_mode[b->mode < CFG_MAX_MODES ? b->mode : CFG_MAX_MODES]++;
 	t->last_seq = b->seq;
 	t->have_last = 1;
+}
+
+/*
+ * --expect-angle: 1 if each target's strongest detection in d lies within
+ * --angle-tolerance of the expected direction (a list without beams has
+ * no angle: 0). Adds each measured azimuth error to the RMS.
+ */
+static int angle_block(struct tap *t, const struct detlist *d)
+{
+	int ok = !!(d->h.flags & CHIRP_DET_BEAMS);
+
+	for (size_t i = 0; i < t->ndet_targets; i++) {
+		struct chirp_det_record r;
+		double e;
+
+		if (!detlist_target_record(d, &t->det_targets[i], t->tol_gates, t->tol_bins, &r))
+			return 0;
+		e = r.azimuth_deg - t->expect_az_deg;
+		if (!isfinite(e)) {
+			ok = 0;
+			continue;
+		}
+		t->angle_n++;
+		t->angle_sq += e * e;
+		ok &= fabs(e) <= t->angle_tol_deg;
+		if (t->expect_el)
+			ok &= fabs(r.elevation_deg - t->expect_el_deg) <= t->angle_tol_deg;
+	}
+	return ok;
 }
 
 /* Report the first few corrupt lists in full, then only count them. */
@@ -933,9 +1040,9 @@ static void det_block(struct tap *t, const struct chirp_ring_block *b)
 	t->det_records += d.h.count;
 	t->det_overflows += !!(d.h.flags & CHIRP_DET_OVERFLOW);
 	if (t->list_text)
-		detlist_print_text(stdout, &d);
+		detlist_print_text(stdout, &d, b->pointing_az_deg, b->pointing_el_deg);
 	else if (t->list_jsonl)
-		detlist_print_jsonl(stdout, &d, b->seq);
+		detlist_print_jsonl(stdout, &d, b->seq, b->pointing_az_deg, b->pointing_el_deg);
 	for (size_t i = 0; i < t->ndet_targets; i++) {
 		int hit = detlist_has_target(&d, &t->det_targets[i], t->tol_gates, t->tol_bins);
 
@@ -943,6 +1050,8 @@ static void det_block(struct tap *t, const struct chirp_ring_block *b)
 		all &= hit;
 	}
 	t->det_all_hit += all && t->ndet_targets;
+	if (t->expect_angle)
+		t->angle_hit += all && t->ndet_targets && angle_block(t, &d);
 }
 
 static int consume(struct tap *t, const struct chirp_ring_block *b)
@@ -954,6 +1063,10 @@ static int consume(struct tap *t, const struct chirp_ring_block *b)
 			b->seq, b->len, t->cpi_bytes);
 		return -EBADMSG;
 	}
+	if (t->print_blocks)
+		printf("block seq=%" PRIu64 " mode=%" PRIu32 " pointing=%.9g,%.9g first_sample=%"
+		       PRIu64 " flags=%#x\n", b->seq, b->mode, b->pointing_az_deg,
+		       b->pointing_el_deg, b->first_sample, b->flags);
 	if (t->synth)
 		verify_block(t, b);
 	if (t->geo.format == CHIRP_RING_DET)
@@ -970,6 +1083,8 @@ static int consume(struct tap *t, const struct chirp_ring_block *b)
 		c.first_sample = b->first_sample;
 		c.flags = b->flags;
 		c.mode = b->mode;
+		c.pointing_az_deg = b->pointing_az_deg;
+		c.pointing_el_deg = b->pointing_el_deg;
 		if (sigmf_meta_add_capture(&t->meta, &c) < 0) {
 			log_err("too many captures for one SigMF recording");
 			return -E2BIG;
@@ -1172,6 +1287,51 @@ static void tap_report_modes(const struct tap *t)
 			t->unknown_mode);
 }
 
+/* The CPIs per pointing, when any was not boresight, and the blocks
+ * flagged BAD_POINTING:
+ *   chirp-tap: CPIs per pointing: 0,0: N, 10,-2.5: N, others: N */
+static void tap_report_pointing(const struct tap *t)
+{
+	if (t->npointing > 1 || (t->npointing == 1 && (t->pointing[0][0] != 0.0f ||
+						      t->pointing[0][1] != 0.0f))) {
+		fprintf(stderr, "chirp-tap: CPIs per pointing:");
+		for (unsigned i = 0; i < t->npointing; i++)
+			fprintf(stderr, "%s %g,%g: %" PRIu64, i ? "," : "", t->pointing[i][0],
+				t->pointing[i][1], t->per_pointing[i]);
+		if (t->per_pointing[TAP_MAX_POINTINGS])
+			fprintf(stderr, ", others: %" PRIu64, t->per_pointing[TAP_MAX_POINTINGS]);
+		fputc('\n', stderr);
+	}
+	if (t->bad_pointing)
+		fprintf(stderr, "chirp-tap: %" PRIu64 " blocks not processed for their pointing "
+			"(flagged BAD_POINTING)\n", t->bad_pointing);
+}
+
+/*
+ *   chirp-tap: expect-angle: H of N CPIs (x%) hold every target within T deg
+ *     of AZ[,EL] (min y%), azimuth RMS error E deg over M detections
+ * -1 when the fraction is under --verify-min.
+ */
+static int angle_report(const struct tap *t)
+{
+	double frac = t->det_lists ? (double)t->angle_hit / t->det_lists : 0;
+	char el[48] = "";
+
+	if (t->expect_el)
+		snprintf(el, sizeof(el), ",%g", t->expect_el_deg);
+	fprintf(stderr, "chirp-tap: expect-angle: %" PRIu64 " of %" PRIu64 " CPIs (%.2f%%) hold "
+		"every target within %g deg of %g%s (min %.2f%%), azimuth RMS error %.4g deg "
+		"over %" PRIu64 " detections\n", t->angle_hit, t->det_lists, 100 * frac,
+		t->angle_tol_deg, t->expect_az_deg, el, 100 * t->verify_min,
+		t->angle_n ? sqrt(t->angle_sq / t->angle_n) : NAN, t->angle_n);
+	if (frac < t->verify_min) {
+		log_err("expect-angle: %.2f%% of CPIs have every target at the angle, under %.2f%%",
+			100 * frac, 100 * t->verify_min);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The det ring's summary on stderr:
  *   chirp-tap: detection lists N (D detections, O overflowed, B rejected)
@@ -1203,6 +1363,8 @@ static int det_report(struct tap *t)
 			100 * frac, 100 * t->verify_min);
 		return -1;
 	}
+	if (t->expect_angle && angle_report(t) < 0)
+		return -1;
 	return bad ? -1 : 0;
 }
 
@@ -1232,6 +1394,7 @@ static int tap_finish(struct tap *t, struct tool_progress *prog, double t0, int 
 			" non-finite CPIs, %" PRIu64 " redelivered\n",
 			t->discontinuities, t->nonfinite, t->redelivered);
 	tap_report_modes(t);
+	tap_report_pointing(t);
 	if (t->synth) {
 		/* An unknown-mode block is neither verified nor a mismatch
 		 * when it is right (verify_unknown_mode). */

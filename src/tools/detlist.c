@@ -11,6 +11,7 @@
 
 #define HDR_BYTES sizeof(struct chirp_det_header)
 #define REC_BYTES sizeof(struct chirp_det_record)
+#define V1_BYTES  ((size_t)CHIRP_DET_V1_RECORD_BYTES)
 
 /* Header fields: length, magic, version, record_bytes, count. */
 static int check_header(const struct chirp_det_header *h, size_t len, char *err, size_t errlen)
@@ -26,9 +27,15 @@ static int check_header(const struct chirp_det_header *h, size_t len, char *err,
 		errbuf_set(err, errlen, "version %u: want >= 1", h->version);
 		return -EBADMSG;
 	}
-	if (h->record_bytes < REC_BYTES || (h->version == 1 && h->record_bytes != REC_BYTES)) {
+	if (h->version == 1 ? h->record_bytes != V1_BYTES : h->record_bytes < REC_BYTES) {
 		errbuf_set(err, errlen, "version %u with %u-byte records (version 1 has %zu, "
-			   "later ones at least as many)", h->version, h->record_bytes, REC_BYTES);
+			   "version 2 %zu, later ones at least as many)", h->version,
+			   h->record_bytes, V1_BYTES, REC_BYTES);
+		return -EBADMSG;
+	}
+	if (h->version == 1 && (h->flags & CHIRP_DET_BEAMS)) {
+		errbuf_set(err, errlen, "version 1 with the beams flag (records of version 1 "
+			   "carry no beam)");
 		return -EBADMSG;
 	}
 	cap = (len - HDR_BYTES) / h->record_bytes;
@@ -46,9 +53,25 @@ static int check_header(const struct chirp_det_header *h, size_t len, char *err,
 	return 0;
 }
 
+/* A record's beam: its channel in a list of beams, else
+ * CHIRP_DET_BEAM_NONE. 0 or -EBADMSG. */
+static int check_beam(const struct detlist *d, uint32_t i, const struct chirp_det_record *r,
+		      char *err, size_t errlen)
+{
+	int beams = !!(d->h.flags & CHIRP_DET_BEAMS);
+
+	if (beams ? r->beam == r->channel : r->beam == CHIRP_DET_BEAM_NONE)
+		return 0;
+	errbuf_set(err, errlen, "record %" PRIu32 ": beam %" PRId32 ", channel %" PRId32 " (%s)",
+		   i, r->beam, r->channel, beams ? "a list of beams has beam = channel" :
+		   "a list without beams has beam -1");
+	return -EBADMSG;
+}
+
 /* Every record's channel: CHIRP_DET_CHANNEL_ALL in an integrated list,
  * else 0..maps-1, in the non-decreasing order of detect.h (which
- * detlist_has_target relies on to count maps without a table). */
+ * detlist_has_target relies on to count maps without a table); and its
+ * beam. */
 static int check_channels(const struct detlist *d, char *err, size_t errlen)
 {
 	int integrated = !!(d->h.flags & CHIRP_DET_INTEGRATED);
@@ -58,6 +81,8 @@ static int check_channels(const struct detlist *d, char *err, size_t errlen)
 		struct chirp_det_record r;
 
 		detlist_get(d, i, &r);
+		if (check_beam(d, i, &r, err, errlen) < 0)
+			return -EBADMSG;
 		if (integrated ? r.channel != CHIRP_DET_CHANNEL_ALL :
 				 r.channel < 0 || (uint32_t)r.channel >= d->h.maps) {
 			errbuf_set(err, errlen, "record %" PRIu32 ": channel %" PRId32 " is not %s",
@@ -95,27 +120,47 @@ int detlist_parse(struct detlist *d, const void *slot, size_t len, char *err, si
 
 void detlist_get(const struct detlist *d, uint32_t i, struct chirp_det_record *r)
 {
-	memcpy(r, d->rec + (size_t)i * d->stride, REC_BYTES);
+	const uint8_t *p = d->rec + (size_t)i * d->stride;
+
+	if (d->stride >= REC_BYTES) {
+		memcpy(r, p, REC_BYTES);
+		return;
+	}
+	/* version 1: its fields, and those of a record without beams */
+	memcpy(r, p, V1_BYTES);
+	r->beam = CHIRP_DET_BEAM_NONE;
+	r->azimuth_deg = NAN;
+	r->elevation_deg = NAN;
+	r->angle_quality = 0;
+	r->reserved = 0;
 }
 
-void detlist_print_text(FILE *out, const struct detlist *d)
+void detlist_print_text(FILE *out, const struct detlist *d, float pointing_az_deg,
+			float pointing_el_deg)
 {
 	const struct chirp_det_header *h = &d->h;
+	int beams = !!(h->flags & CHIRP_DET_BEAMS);
 
-	fprintf(out, "cpi seq=%" PRIu64 " mode=%" PRIu32 " first_sample=%" PRIu64 " count=%" PRIu32
-		" found=%" PRIu32 " overflow=%d maps=%" PRIu32 " doppler_bins=%" PRIu32
-		" range_gates=%" PRIu32 " cells=%" PRIu64 " crossings=%" PRIu64 " flags=%#x\n",
-		h->seq, h->mode, h->first_sample, h->count, h->found,
-		!!(h->flags & CHIRP_DET_OVERFLOW), h->maps, h->doppler_bins, h->range_gates,
-		h->cells, h->crossings, h->flags);
+	fprintf(out, "cpi seq=%" PRIu64 " mode=%" PRIu32 " pointing=%.9g,%.9g first_sample=%" PRIu64
+		" count=%" PRIu32 " found=%" PRIu32 " overflow=%d maps=%" PRIu32
+		" doppler_bins=%" PRIu32 " range_gates=%" PRIu32 " cells=%" PRIu64
+		" crossings=%" PRIu64 " flags=%#x beams=%d\n",
+		h->seq, h->mode, pointing_az_deg, pointing_el_deg, h->first_sample, h->count,
+		h->found, !!(h->flags & CHIRP_DET_OVERFLOW), h->maps, h->doppler_bins,
+		h->range_gates, h->cells, h->crossings, h->flags, beams);
 	for (uint32_t i = 0; i < h->count; i++) {
 		struct chirp_det_record r;
 
 		detlist_get(d, i, &r);
 		fprintf(out, "det channel=%" PRId32 " range_gate=%" PRIu32 " doppler_bin=%" PRId32
-			" range_m=%.3f velocity_mps=%.4g power=%.6g noise=%.6g snr_db=%.2f\n",
+			" range_m=%.3f velocity_mps=%.4g power=%.6g noise=%.6g snr_db=%.2f",
 			r.channel, r.range_gate, r.doppler_bin, r.range_m, r.velocity_mps, r.power,
 			r.noise, r.snr_db);
+		if (beams)
+			fprintf(out, " beam=%" PRId32 " azimuth_deg=%.4f elevation_deg=%.4f"
+				" angle_quality=%#x", r.beam, r.azimuth_deg, r.elevation_deg,
+				r.angle_quality);
+		fputc('\n', out);
 	}
 }
 
@@ -128,21 +173,26 @@ static void json_num(FILE *out, const char *key, float v)
 		fprintf(out, ",\"%s\":null", key);
 }
 
-void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq)
+void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq,
+			 float pointing_az_deg, float pointing_el_deg)
 {
 	const struct chirp_det_header *h = &d->h;
 	const char *b[2] = { "false", "true" };
+	int beams = !!(h->flags & CHIRP_DET_BEAMS);
 
-	fprintf(out, "{\"seq\":%" PRIu64 ",\"ring_seq\":%" PRIu64 ",\"timestamp_ns\":%" PRIu64
+	fprintf(out, "{\"seq\":%" PRIu64 ",\"ring_seq\":%" PRIu64, h->seq, ring_seq);
+	json_num(out, "pointing_az_deg", pointing_az_deg);
+	json_num(out, "pointing_el_deg", pointing_el_deg);
+	fprintf(out, ",\"timestamp_ns\":%" PRIu64
 		",\"first_sample\":%" PRIu64 ",\"mode\":%" PRIu32 ",\"flags\":%" PRIu32
 		",\"count\":%" PRIu32 ",\"found\":%" PRIu32 ",\"overflow\":%s,\"integrated\":%s"
-		",\"no_velocity\":%s,\"skipped\":%s,\"maps\":%" PRIu32 ",\"doppler_bins\":%" PRIu32
-		",\"range_gates\":%" PRIu32 ",\"cells\":%" PRIu64 ",\"crossings\":%" PRIu64
-		",\"detections\":[", h->seq, ring_seq, h->timestamp_ns, h->first_sample, h->mode,
-		h->flags, h->count, h->found, b[!!(h->flags & CHIRP_DET_OVERFLOW)],
+		",\"no_velocity\":%s,\"skipped\":%s,\"beams\":%s,\"maps\":%" PRIu32
+		",\"doppler_bins\":%" PRIu32 ",\"range_gates\":%" PRIu32 ",\"cells\":%" PRIu64
+		",\"crossings\":%" PRIu64 ",\"detections\":[", h->timestamp_ns, h->first_sample,
+		h->mode, h->flags, h->count, h->found, b[!!(h->flags & CHIRP_DET_OVERFLOW)],
 		b[!!(h->flags & CHIRP_DET_INTEGRATED)], b[!!(h->flags & CHIRP_DET_NO_VELOCITY)],
-		b[!!(h->flags & CHIRP_DET_SKIPPED)], h->maps, h->doppler_bins, h->range_gates,
-		h->cells, h->crossings);
+		b[!!(h->flags & CHIRP_DET_SKIPPED)], b[beams], h->maps, h->doppler_bins,
+		h->range_gates, h->cells, h->crossings);
 	for (uint32_t i = 0; i < h->count; i++) {
 		struct chirp_det_record r;
 
@@ -155,6 +205,12 @@ void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq)
 		json_num(out, "power", r.power);
 		json_num(out, "noise", r.noise);
 		json_num(out, "snr_db", r.snr_db);
+		if (beams) {
+			fprintf(out, ",\"beam\":%" PRId32, r.beam);
+			json_num(out, "azimuth_deg", r.azimuth_deg);
+			json_num(out, "elevation_deg", r.elevation_deg);
+			fprintf(out, ",\"angle_quality\":%u", (unsigned)r.angle_quality);
+		}
 		fputc('}', out);
 	}
 	fputs("]}\n", out);
@@ -221,7 +277,9 @@ static uint64_t bin_distance(int32_t a, int32_t b, uint32_t nd)
 int detlist_has_target(const struct detlist *d, const struct detlist_target *t,
 		       unsigned tol_gates, unsigned tol_bins)
 {
-	uint32_t maps = d->h.flags & CHIRP_DET_INTEGRATED ? 1 : d->h.maps, hit = 0;
+	/* A target shows in one beam (its strongest), in every channel's map */
+	uint32_t maps = d->h.flags & (CHIRP_DET_INTEGRATED | CHIRP_DET_BEAMS) ? 1 : d->h.maps;
+	uint32_t hit = 0;
 	int64_t last = INT64_MIN;
 
 	/* Records are ordered by channel (checked by detlist_parse): a map
@@ -239,5 +297,25 @@ int detlist_has_target(const struct detlist *d, const struct detlist_target *t,
 			last = r.channel;
 		}
 	}
-	return maps > 0 && hit == maps;
+	return maps > 0 && (d->h.flags & CHIRP_DET_BEAMS ? hit > 0 : hit == maps);
+}
+
+int detlist_target_record(const struct detlist *d, const struct detlist_target *t,
+			  unsigned tol_gates, unsigned tol_bins, struct chirp_det_record *best)
+{
+	int found = 0;
+
+	for (uint32_t i = 0; i < d->h.count; i++) {
+		struct chirp_det_record r;
+		uint64_t dg;
+
+		detlist_get(d, i, &r);
+		dg = r.range_gate > t->gate ? r.range_gate - t->gate : t->gate - r.range_gate;
+		if (dg > tol_gates || bin_distance(r.doppler_bin, t->bin, d->h.doppler_bins) > tol_bins)
+			continue;
+		if (!found || r.power > best->power)
+			*best = r;
+		found = 1;
+	}
+	return found;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "config.h"
 #include "waveform.h"
 
@@ -31,6 +32,13 @@ struct synth {
 	uint64_t seed;
 	double *row;                   /* 2*R scratch, one range line         */
 	uint64_t clipped;
+	/* directions (ANGLES in synth.h): per target then per jammer, C
+	 * complex gains g_c a_c each; NULL when nothing has a direction */
+	double *steer;                 /* 2*C*(nt + nj)                        */
+	struct synth_jammer j[SYNTH_MAX_JAMMERS];
+	double jamp[SYNTH_MAX_JAMMERS];   /* linear amplitude (cw) or sigma    */
+	size_t nj;
+	double *jrow;                  /* 2*R scratch: a jammer's line         */
 };
 
 void synth_params_init(struct synth_params *p)
@@ -68,14 +76,68 @@ static int parse_doppler(const char *s, double *v, int *per_pulse)
 	return *per_pulse || !*e || strcmp(e, "Hz") == 0 ? 0 : -EINVAL;
 }
 
+/*
+ * The direction fields of a spec, "az=DEG[,el=DEG]" (el= alone too when
+ * allow_el_only), each within +-90. 0 or -EINVAL.
+ */
+static int parse_direction(const char *s, int allow_el_only, double *az, double *el)
+{
+	const char *e;
+	int have_az = 0, have_el = 0;
+
+	*az = *el = 0;
+	while (*s) {
+		double *v;
+
+		if (!strncmp(s, "az=", 3) && !have_az && !have_el) {
+			v = az;
+			have_az = 1;
+		} else if (!strncmp(s, "el=", 3) && !have_el && (have_az || allow_el_only)) {
+			v = el;
+			have_el = 1;
+		} else {
+			return -EINVAL;
+		}
+		if (parse_field(s + 3, &e, v) < 0 || fabs(*v) > 90)
+			return -EINVAL;
+		s = *e ? e + 1 : e;
+		if (*e && !*s)
+			return -EINVAL;
+	}
+	return have_az || have_el ? 0 : -EINVAL;
+}
+
+/* Split spec at its first ",az=" into buf (the positional fields) and
+ * *dir (after the comma; NULL when there is none). 0 or -EINVAL (too long). */
+static int split_direction(const char *spec, char *buf, size_t len, const char **dir)
+{
+	const char *a = strstr(spec, ",az=");
+	size_t n = a ? (size_t)(a - spec) : strlen(spec);
+
+	if (n >= len)
+		return -EINVAL;
+	memcpy(buf, spec, n);
+	buf[n] = '\0';
+	*dir = a ? a + 1 : NULL;
+	return 0;
+}
+
 int synth_parse_target(const char *spec, double prf_hz, struct synth_target *t,
 		       int *folded, char *err, size_t errlen)
 {
-	const char *p = spec, *e;
-	double gate, amp, dop = 0, d;
+	const char *p, *e, *dir = NULL;
+	double gate, amp, dop = 0, d, az = 0, el = 0;
 	int per_pulse = 0;
+	char pos[256];
 
 	*folded = 0;
+	if (spec && (split_direction(spec, pos, sizeof(pos), &dir) < 0 ||
+		     (dir && parse_direction(dir, 0, &az, &el) < 0))) {
+		errbuf_set(err, errlen, "'%s': want ...,az=DEG[,el=DEG] after the other fields, "
+			   "each -90..90 degrees from boresight", spec);
+		return -EINVAL;
+	}
+	p = spec ? pos : NULL;
 	if (spec && strchr(spec, ':')) {
 		errbuf_set(err, errlen, "'%s': fields are separated by commas: want "
 			   "GATE,AMP_DB[,DOPPLER_HZ] or GATE,AMP_DB,CYCLES/pulse", spec);
@@ -115,6 +177,50 @@ int synth_parse_target(const char *spec, double prf_hz, struct synth_target *t,
 	t->gate = (unsigned)gate;
 	t->amp_db = amp;
 	t->doppler = d;
+	t->has_angle = dir != NULL;
+	t->az_deg = az;
+	t->el_deg = el;
+	return 0;
+}
+
+int synth_parse_jammer(const char *spec, struct synth_jammer *j, char *err, size_t errlen)
+{
+	const char *p = spec, *e;
+	double az, pw, f = 0.1, el = 0;
+
+	memset(j, 0, sizeof(*j));
+	if (spec && !strncmp(spec, "noise,", 6)) {
+		j->kind = SYNTH_JAM_NOISE;
+		p = spec + 6;
+	} else if (spec && !strncmp(spec, "cw,", 3)) {
+		j->kind = SYNTH_JAM_CW;
+		p = spec + 3;
+	} else {
+		errbuf_set(err, errlen, "'%s': want noise|cw,AZ_DEG,POWER_DB[,el=DEG][,f=CYCLES]",
+			   spec ? spec : "");
+		return -EINVAL;
+	}
+	if (parse_field(p, &e, &az) < 0 || fabs(az) > 90 || *e != ',' ||
+	    parse_field(e + 1, &e, &pw) < 0 || pw < -300 || pw > 40) {
+		errbuf_set(err, errlen, "'%s': AZ_DEG (-90..90) and POWER_DB (dBFS per sample, "
+			   "-300..40) must be numbers", spec);
+		return -EINVAL;
+	}
+	while (*e == ',') {
+		p = e + 1;
+		if (!strncmp(p, "el=", 3) && parse_field(p + 3, &e, &el) == 0 && fabs(el) <= 90)
+			continue;
+		if (!strncmp(p, "f=", 2) && j->kind == SYNTH_JAM_CW && parse_field(p + 2, &e, &f) == 0 &&
+		    fabs(f) <= 0.5)
+			continue;
+		errbuf_set(err, errlen, "'%s': '%s' is not el=DEG (-90..90)%s", spec, p,
+			   j->kind == SYNTH_JAM_CW ? " or f=CYCLES per sample (-0.5..0.5)" : "");
+		return -EINVAL;
+	}
+	j->az_deg = az;
+	j->el_deg = el;
+	j->power_db = pw;
+	j->cycles_per_sample = j->kind == SYNTH_JAM_CW ? f : 0;
 	return 0;
 }
 
@@ -158,6 +264,104 @@ static int synth_check_shape(const struct synth_params *p, char *err, size_t err
 	if (!isfinite(p->noise_power) || p->noise_power < 0) {
 		errbuf_set(err, errlen, "noise power %g must be finite and >= 0", p->noise_power);
 		return -EINVAL;
+	}
+	if (p->njammers > SYNTH_MAX_JAMMERS || (p->njammers && !p->jammers)) {
+		errbuf_set(err, errlen, "%zu jammers: at most %d", p->njammers, SYNTH_MAX_JAMMERS);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Whether anything of p has a direction (and so needs the array). */
+static int synth_has_directions(const struct synth_params *p)
+{
+	for (size_t i = 0; i < p->ntargets; i++)
+		if (p->targets[i].has_angle)
+			return 1;
+	return p->njammers > 0;
+}
+
+/* (u, v, w) of a direction in degrees; 0, or -EDOM outside the visible
+ * region. */
+static int synth_uvw(double az_deg, double el_deg, double k[3])
+{
+	const double d2r = M_PI / 180.0;
+	double u = sin(az_deg * d2r) * cos(el_deg * d2r), v = sin(el_deg * d2r);
+	double w2 = 1.0 - u * u - v * v;
+
+	if (w2 < 0)
+		return -EDOM;
+	k[0] = u;
+	k[1] = v;
+	k[2] = sqrt(w2);
+	return 0;
+}
+
+/* The C gains g_c a_c of direction (az, el) into g[0..2C). */
+static int synth_steer(const struct synth_array *a, unsigned C, double az_deg, double el_deg,
+		       double *g)
+{
+	const double twopi_over_lambda = 2.0 * M_PI * a->carrier_hz / 299792458.0;
+	double k[3];
+
+	if (synth_uvw(az_deg, el_deg, k) < 0)
+		return -EDOM;
+	for (unsigned c = 0; c < C; c++) {
+		double xyz[3], cal[2], ph, ar, ai;
+
+		array_position(a->array, c, xyz);
+		array_cal(a->array, c, cal);
+		ph = twopi_over_lambda * (xyz[0] * k[0] + xyz[1] * k[1] + xyz[2] * k[2]);
+		ar = cos(ph);
+		ai = sin(ph);
+		g[2 * c] = cal[0] * ar - cal[1] * ai;
+		g[2 * c + 1] = cal[0] * ai + cal[1] * ar;
+	}
+	return 0;
+}
+
+/* Every target and jammer's gains into s->steer, when one has a direction:
+ * the array must be given and have C channels. */
+static int synth_set_directions(struct synth *s, const struct synth_params *p, char *err,
+				size_t errlen)
+{
+	const struct synth_array *a = p->array;
+
+	if (!synth_has_directions(p))
+		return 0;
+	if (!a || !a->array || !(a->carrier_hz > 0) || !isfinite(a->carrier_hz)) {
+		errbuf_set(err, errlen, "a target or jammer at an angle needs the receive array "
+			   "and the carrier frequency ([radar] carrier_hz)");
+		return -EINVAL;
+	}
+	if (array_channels(a->array) != s->C) {
+		errbuf_set(err, errlen, "the array has %u elements, the CPI %u channels",
+			   array_channels(a->array), s->C);
+		return -EINVAL;
+	}
+	s->steer = malloc(2 * (size_t)s->C * (s->nt + s->nj) * sizeof(double));
+	s->jrow = malloc(2 * (size_t)s->R * sizeof(double));
+	if (!s->steer || !s->jrow) {
+		errbuf_set(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->nt + s->nj; i++) {
+		double az = i < s->nt ? s->t[i].az_deg : s->j[i - s->nt].az_deg;
+		double el = i < s->nt ? s->t[i].el_deg : s->j[i - s->nt].el_deg;
+		int dir = i >= s->nt || s->t[i].has_angle;
+		double *g = s->steer + 2 * (size_t)s->C * i;
+
+		if (!dir) {
+			for (unsigned c = 0; c < s->C; c++) {
+				g[2 * c] = 1.0;
+				g[2 * c + 1] = 0.0;
+			}
+		} else if (synth_steer(a, s->C, az, el, g) < 0) {
+			errbuf_set(err, errlen, "%s %zu at az %g, el %g: outside the visible region",
+				   i < s->nt ? "target" : "jammer", i < s->nt ? i + 1 : i - s->nt + 1,
+				   az, el);
+			return -EDOM;
+		}
 	}
 	return 0;
 }
@@ -287,6 +491,15 @@ struct synth *synth_create(const struct synth_params *p, char *err, size_t errle
 		s->t[i] = p->targets[i];
 		s->amp[i] = pow(10.0, p->targets[i].amp_db / 20.0);
 	}
+	s->nj = p->njammers;
+	for (size_t i = 0; i < s->nj; i++) {
+		s->j[i] = p->jammers[i];
+		s->jamp[i] = pow(10.0, p->jammers[i].power_db / 20.0);
+	}
+	if (synth_set_directions(s, p, err, errlen) < 0) {
+		synth_destroy(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -297,6 +510,8 @@ void synth_destroy(struct synth *s)
 	for (size_t i = 0; i < s->nw; i++)
 		free(s->w[i].s);
 	free(s->row);
+	free(s->steer);
+	free(s->jrow);
 	free(s);
 }
 
@@ -378,11 +593,11 @@ static inline int16_t to_sc16(double v, uint64_t *clipped)
 	return (int16_t)q;
 }
 
-/* One range line of complex Gaussian noise of power noise_sigma^2 into x,
- * drawn from the stream st (zeros without noise). */
-static inline void synth_noise_row(const struct synth *s, uint64_t *st, double *x)
+/* One range line of complex Gaussian noise of power sigma^2 into x, drawn
+ * from the stream st (zeros when sigma is 0). */
+static inline void synth_gauss_row(unsigned R, double sigma, uint64_t *st, double *x)
 {
-	if (s->noise_sigma > 0) {
+	if (sigma > 0) {
 		/*
 		 * Marsaglia's polar method: (u, v) uniform in the unit
 		 * disc, then (u, v) * sqrt(-2 ln q / q), q = u^2 + v^2,
@@ -390,9 +605,9 @@ static inline void synth_noise_row(const struct synth *s, uint64_t *st, double *
 		 * complex sample (no sin/cos): about twice as fast as
 		 * Box-Muller, which matters for big CPIs.
 		 */
-		const float k2 = (float)(s->noise_sigma * M_SQRT1_2);
+		const float k2 = (float)(sigma * M_SQRT1_2);
 
-		for (unsigned i = 0; i < s->R; i++) {
+		for (unsigned i = 0; i < R; i++) {
 			float u, v, q, f;
 
 			do {
@@ -409,14 +624,19 @@ static inline void synth_noise_row(const struct synth *s, uint64_t *st, double *
 			x[2 * i + 1] = v * f;
 		}
 	} else {
-		memset(x, 0, 2 * (size_t)s->R * sizeof(double));
+		memset(x, 0, 2 * (size_t)R * sizeof(double));
 	}
 }
 
+static inline void synth_noise_row(const struct synth *s, uint64_t *st, double *x)
+{
+	synth_gauss_row(s->R, s->noise_sigma, st, x);
+}
+
 /* Add every target's echo of pulse n (global index), transmitted with
- * wave w, to the range line x. */
+ * wave w, to channel c's range line x. */
 static inline void synth_add_echoes(const struct synth *s, const struct synth_wave *w,
-				    uint64_t n, double *x)
+				    unsigned c, uint64_t n, double *x)
 {
 	const double twopi = 6.283185307179586476925286766559;
 
@@ -433,6 +653,13 @@ static inline void synth_add_echoes(const struct synth *s, const struct synth_wa
 			cr = s->amp[t] * cos(ph);
 			ci = s->amp[t] * sin(ph);
 		}
+		if (s->t[t].has_angle) {
+			const double *gc = s->steer + 2 * ((size_t)s->C * t + c);
+			double r = cr * gc[0] - ci * gc[1];
+
+			ci = cr * gc[1] + ci * gc[0];
+			cr = r;
+		}
 		if (g + m > s->R)
 			m = s->R - g;
 		for (size_t i = 0; i < m; i++) {
@@ -440,6 +667,45 @@ static inline void synth_add_echoes(const struct synth *s, const struct synth_wa
 
 			x[2 * (g + i)] += cr * sr - ci * si;
 			x[2 * (g + i) + 1] += cr * si + ci * sr;
+		}
+	}
+}
+
+/*
+ * Add every jammer to channel c's range line x of CPI k's pulse p: the
+ * jammer's line is the same for every channel (its own stream, keyed by
+ * seed, k, p and the jammer: regenerated per channel rather than kept),
+ * times the channel's gain.
+ */
+static void synth_add_jammers(struct synth *s, uint64_t k, unsigned p, unsigned c, double *x)
+{
+	const double twopi = 6.283185307179586476925286766559;
+
+	for (size_t j = 0; j < s->nj; j++) {
+		const double *gc = s->steer + 2 * ((size_t)s->C * (s->nt + j) + c);
+		double *y = s->jrow;
+
+		if (s->j[j].kind == SYNTH_JAM_NOISE) {
+			uint64_t st = s->seed ^ 0x2545f4914f6cdd1dull;
+
+			(void)splitmix64(&st);
+			st ^= (k * s->P + p) * 0xd1342543de82ef95ull + j * 0x9e3779b97f4a7c15ull;
+			(void)splitmix64(&st);
+			synth_gauss_row(s->R, s->jamp[j], &st, y);
+		} else {
+			uint64_t n0 = (k * s->P + p) * (uint64_t)s->R;
+
+			for (unsigned r = 0; r < s->R; r++) {
+				double f = s->j[j].cycles_per_sample * (double)((n0 + r) % (1ull << 40));
+				double ph = twopi * (f - floor(f));
+
+				y[2 * r] = s->jamp[j] * cos(ph);
+				y[2 * r + 1] = s->jamp[j] * sin(ph);
+			}
+		}
+		for (unsigned r = 0; r < s->R; r++) {
+			x[2 * r] += y[2 * r] * gc[0] - y[2 * r + 1] * gc[1];
+			x[2 * r + 1] += y[2 * r] * gc[1] + y[2 * r + 1] * gc[0];
 		}
 	}
 }
@@ -477,7 +743,9 @@ static void synth_generate_wave(struct synth *s, const struct synth_wave *w, uin
 			uint64_t n = k * s->P + p;       /* global pulse index */
 
 			synth_noise_row(s, &st, s->row);
-			synth_add_echoes(s, w, n, s->row);
+			synth_add_echoes(s, w, c, n, s->row);
+			if (s->nj)
+				synth_add_jammers(s, k, p, c, s->row);
 			synth_store_row(s, out, row, s->row);
 		}
 	}
@@ -532,6 +800,17 @@ struct synth *synth_create_from_config(const struct chirp_config *c,
 				       double noise_power, uint64_t seed,
 				       char *err, size_t errlen)
 {
+	return synth_create_from_config_array(c, t, n, NULL, 0, NULL, noise_power, seed, err,
+					      errlen);
+}
+
+struct synth *synth_create_from_config_array(const struct chirp_config *c,
+					     const struct synth_target *t, size_t n,
+					     const struct synth_jammer *jam, size_t njam,
+					     const struct synth_array *array,
+					     double noise_power, uint64_t seed,
+					     char *err, size_t errlen)
+{
 	struct synth_mode modes[SYNTH_MAX_MODES];
 	float *pulses[SYNTH_MAX_MODES] = { NULL };
 	struct synth_params p;
@@ -557,6 +836,9 @@ struct synth *synth_create_from_config(const struct chirp_config *c,
 	p.ntargets = n;
 	p.noise_power = noise_power;
 	p.seed = seed;
+	p.jammers = jam;
+	p.njammers = njam;
+	p.array = array;
 	s = synth_create(&p, err, errlen);
 out:
 	for (i = 0; i < c->nmodes; i++)

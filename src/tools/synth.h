@@ -17,7 +17,21 @@
  *       n = k_cpi * P + pulse (global pulse index), doppler in cycles/pulse,
  *
  *   truncated at the end of the row (gate + k >= R is not written), so its
- *   compressed peak is at gate `gate`. Noise (none when noise_power is 0;
+ *   compressed peak is at gate `gate`.
+ *
+ *   ANGLES: a target given a direction (az, el) (degrees from boresight,
+ *   doc/beams.md's frame) reaches channel c as g_c a_c(u, v) times the
+ *   above, a_c(u, v) = exp(+j 2 pi / lambda (x_c u + y_c v + z_c w)),
+ *   (u, v) = (sin az cos el, sin el), w = sqrt(1 - u^2 - v^2), lambda =
+ *   299792458 / carrier_hz, x_c, y_c, z_c and g_c the array's element
+ *   position and calibration (array.h): what chirpd's beamformer divides
+ *   out. A target without a direction reaches every channel alike (gain
+ *   1), as it does without an array. A jammer (synth_jammer) at a direction
+ *   adds J[n] g_c a_c(u, v) to every sample, J the same for all channels:
+ *   complex white Gaussian noise of power 10^(power_db/10) ("noise"),
+ *   drawn from its own stream keyed by (seed, CPI, pulse, jammer), or a
+ *   tone of that power at cycles_per_sample, its phase running on over
+ *   the global sample index (k P + pulse) R + r ("cw"). Noise (none when noise_power is 0;
  *   the tools default to SYNTH_DEFAULT_NOISE_DBFS) is complex white
  *   Gaussian with power noise_power (full-scale units, E|z|^2), drawn from
  *   a counter-based generator keyed by (seed, CPI index): CPI k depends only
@@ -64,6 +78,28 @@ struct synth_target {
 	unsigned gate;               /* start sample of the echo, 0 <= gate < R  */
 	double amp_db;               /* peak amplitude, dB full scale             */
 	double doppler;              /* cycles per pulse, -0.5 .. 0.5 (0 = none)  */
+	int has_angle;               /* az_deg, el_deg given (needs the array)    */
+	double az_deg, el_deg;       /* direction, degrees from boresight, within
+					the visible region                        */
+};
+
+#define SYNTH_MAX_JAMMERS 8
+
+enum synth_jam_kind { SYNTH_JAM_NOISE = 0, SYNTH_JAM_CW = 1 };
+
+/* A jammer: an emitter at a direction, on every sample of every pulse. */
+struct synth_jammer {
+	enum synth_jam_kind kind;
+	double az_deg, el_deg;       /* direction, as a target's               */
+	double power_db;             /* power per sample at one element, dBFS  */
+	double cycles_per_sample;    /* cw: the tone's frequency, -0.5 .. 0.5   */
+};
+
+/* The receive array a direction is synthesised for (synth_params). */
+struct array;
+struct synth_array {
+	const struct array *array;   /* positions and calibration; channels = C */
+	double carrier_hz;           /* > 0                                     */
 };
 
 #define SYNTH_MAX_MODES PC_MAX_MODES
@@ -88,19 +124,25 @@ struct synth_params {
 	size_t ntargets;                     /* <= SYNTH_MAX_TARGETS            */
 	double noise_power;                  /* E|z|^2, full-scale units, >= 0  */
 	uint64_t seed;
+	const struct synth_jammer *jammers;  /* may be NULL when njammers = 0   */
+	size_t njammers;                     /* <= SYNTH_MAX_JAMMERS            */
+	const struct synth_array *array;     /* needed by a direction; else NULL */
 };
 
 void synth_params_init(struct synth_params *p);
 
 /*
- * Parse one target, "GATE,AMP_DB[,DOPPLER]" (the tools' --target), into *t:
+ * Parse one target, "GATE,AMP_DB[,DOPPLER][,az=DEG[,el=DEG]]" (the tools'
+ * --target), into *t:
  * GATE the sample index the echo starts at, AMP_DB its peak amplitude in dB
  * full scale, DOPPLER (default 0) its Doppler shift, either in Hz ("800" or
  * "800Hz"), turned into cycles per pulse with prf_hz and folded into
  * [-0.5, 0.5] (a pulsed radar sees a shift beyond +-prf/2 aliased, and so
  * does the generated echo: its phase per pulse is the same), or in cycles
- * per pulse ("0.125/pulse", -0.5..0.5, no PRF needed). prf_hz may be 0 only
- * when the shift is 0 or per pulse. Returns 0, or -EINVAL with the reason
+ * per pulse ("0.125/pulse", -0.5..0.5, no PRF needed), then its direction
+ * az= (and el=, default 0), degrees within +-90 (the array of
+ * synth_params.array turns it into each channel's phase). prf_hz may be 0
+ * only when the shift is 0 or per pulse. Returns 0, or -EINVAL with the reason
  * ("'300,-6,x': DOPPLER is not a number ..."); a colon-separated spec is
  * refused with the comma syntax named. *folded is set to 1 when the shift
  * was folded (|DOPPLER| > prf_hz / 2), else 0.
@@ -113,6 +155,14 @@ int synth_parse_target(const char *spec, double prf_hz, struct synth_target *t,
  * target (see MODEL). With no targets the reference is full scale (0 dBFS).
  */
 double synth_noise_power_for_snr(const struct synth_target *t, size_t n, double snr_db);
+
+/*
+ * Parse one jammer, "noise|cw,AZ_DEG,POWER_DB[,el=DEG][,f=CYCLES]" (the
+ * tools' --jammer): its kind, direction, power per sample in dBFS and, for
+ * cw, its frequency in cycles per sample (default 0.1). 0, or -EINVAL with
+ * the reason.
+ */
+int synth_parse_jammer(const char *spec, struct synth_jammer *j, char *err, size_t errlen);
 
 struct synth;
 
@@ -169,5 +219,14 @@ struct synth *synth_create_from_config(const struct chirp_config *c,
 				       const struct synth_target *t, size_t n,
 				       double noise_power, uint64_t seed,
 				       char *err, size_t errlen);
+
+/* synth_create_from_config with jammers and the array directions need
+ * (array NULL: no direction may be given). */
+struct synth *synth_create_from_config_array(const struct chirp_config *c,
+					     const struct synth_target *t, size_t n,
+					     const struct synth_jammer *jam, size_t njam,
+					     const struct synth_array *array,
+					     double noise_power, uint64_t seed,
+					     char *err, size_t errlen);
 
 #endif /* CHIRP_SYNTH_H */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tool.c — helpers for chirp-feed and chirp-tap; see tool.h. */
 #include "tool.h"
+#include "array.h"
 #include "log.h"
 #include "synth.h"
 #include "timeutil.h"
@@ -48,6 +49,30 @@ int tool_parse_double(const char *s, double *v)
 		return -EINVAL;
 	*v = x;
 	return 0;
+}
+
+int tool_parse_doubles(const char *s, double *v, int max)
+{
+	int n = 0;
+
+	if (!s)
+		return -EINVAL;
+	for (;;) {
+		char item[64];
+		const char *c = strchr(s, ',');
+		size_t len = c ? (size_t)(c - s) : strlen(s);
+
+		if (n >= max || len == 0 || len >= sizeof(item))
+			return -EINVAL;
+		memcpy(item, s, len);
+		item[len] = '\0';
+		if (tool_parse_double(item, &v[n]) < 0)
+			return -EINVAL;
+		n++;
+		if (!c)
+			return n;
+		s = c + 1;
+	}
 }
 
 int tool_parse_geometry(const char *s, unsigned *c, unsigned *p, unsigned *r)
@@ -299,6 +324,23 @@ int tool_synth_opt(struct tool_synth_opts *o, int c, const char *arg)
 		if (tool_parse_u64(arg, &o->seed) < 0)
 			return tool_bad_arg("--seed", arg, "want an unsigned integer");
 		return 1;
+	case TOOL_O_JAMMER:
+		if (o->njammer >= SYNTH_MAX_JAMMERS) {
+			log_err("--jammer: more than %d jammers", SYNTH_MAX_JAMMERS);
+			return -EINVAL;
+		}
+		o->jammer[o->njammer++] = arg;
+		return 1;
+	case TOOL_O_ASPACING:
+		if (tool_parse_double(arg, &o->array_spacing_m) < 0 || !(o->array_spacing_m > 0))
+			return tool_bad_arg("--array-spacing", arg, "want metres > 0");
+		return 1;
+	case TOOL_O_AFILE:
+		o->array_file = arg;
+		return 1;
+	case TOOL_O_CAL:
+		o->calibration = arg;
+		return 1;
 	default:
 		return 0;
 	}
@@ -323,6 +365,20 @@ int tool_synth_check(const struct tool_synth_opts *o)
 		log_err("--snr-db, --noise-dbfs and --noiseless apply to synthetic echoes (--target)");
 		return -EINVAL;
 	}
+	if ((o->njammer || o->array_spacing_m > 0 || o->array_file || o->calibration) &&
+	    !o->ntarget) {
+		log_err("--jammer, --array-spacing, --array-file and --calibration apply to "
+			"synthetic echoes (--target)");
+		return -EINVAL;
+	}
+	if (o->array_spacing_m > 0 && o->array_file) {
+		log_err("--array-spacing and --array-file are alternatives");
+		return -EINVAL;
+	}
+	if (o->calibration && !(o->array_spacing_m > 0 || o->array_file)) {
+		log_err("--calibration applies to an array (--array-spacing or --array-file)");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -342,6 +398,68 @@ static double synth_prf_hz(const struct tool_synth_opts *o, const struct chirp_c
 			 "targets' Doppler bins will not be where chirpd expects them",
 			 o->prf_hz, pp.radar.prf_hz, config_path);
 	return o->prf_hz;
+}
+
+/*
+ * The receive array for C channels: the options' (--array-spacing or
+ * --array-file), else the configuration's [array] when it has one (so
+ * that echoes come from the array chirpd forms its beams for); the
+ * calibration of --calibration, else [array] calibration. NULL when there
+ * is none (*err stays empty) or it is refused (the reason in err, an
+ * [array] file's FILE:LINE in it).
+ */
+static struct array *synth_array_of(const struct tool_synth_opts *o, const struct chirp_config *c,
+				    char *err, size_t errlen)
+{
+	int mine = o->array_spacing_m > 0 || o->array_file;
+	const char *cal = o->calibration;
+	struct array *a = NULL;
+
+	err[0] = '\0';
+	if (o->array_spacing_m > 0)
+		a = array_create_ula(c->channels, o->array_spacing_m, err, errlen);
+	else if (o->array_file)
+		a = array_load(o->array_file, c->channels, err, errlen);
+	else if (c->array_geometry == CFG_ARRAY_FILE && c->array_file[0])
+		a = array_load(c->array_file, c->channels, err, errlen);
+	else if (c->array_geometry == CFG_ARRAY_ULA && c->array_spacing_m > 0)
+		a = array_create_ula(c->channels, c->array_spacing_m, err, errlen);
+	if (!cal && !mine && c->array_calibration[0])
+		cal = c->array_calibration;
+	if (a && cal && array_cal_load(a, cal, err, errlen) < 0) {
+		array_destroy(a);
+		a = NULL;
+	}
+	return a;
+}
+
+struct synth *tool_synth_create(const struct tool_synth_opts *o, const struct chirp_config *c,
+				const struct synth_target *t, size_t nt, double noise_power)
+{
+	struct synth_jammer jam[SYNTH_MAX_JAMMERS];
+	struct synth_array sa = { .carrier_hz = c->carrier_hz };
+	struct synth *s = NULL;
+	struct array *a;
+	char err[512];
+
+	for (size_t i = 0; i < o->njammer; i++) {
+		if (synth_parse_jammer(o->jammer[i], &jam[i], err, sizeof(err)) < 0) {
+			log_err("--jammer %s", err);
+			return NULL;
+		}
+	}
+	a = synth_array_of(o, c, err, sizeof(err));
+	sa.array = a;
+	if (!a && err[0]) {
+		log_err("%s", err);
+		return NULL;
+	}
+	s = synth_create_from_config_array(c, t, nt, jam, o->njammer, sa.array ? &sa : NULL,
+					   noise_power, o->seed, err, sizeof(err));
+	if (!s)
+		log_err("%s", err);
+	array_destroy(a);
+	return s;
 }
 
 int tool_synth_targets(const struct tool_synth_opts *o, const struct chirp_config *c,

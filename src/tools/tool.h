@@ -19,6 +19,9 @@
 /* Strict parsers: the whole string must be the number. 0 or -EINVAL. */
 int tool_parse_u64(const char *s, uint64_t *v);
 int tool_parse_double(const char *s, double *v);   /* finite only */
+/* "X[,Y...]": 1..max finite numbers separated by commas into v; returns
+ * how many, or -EINVAL (empty item, junk, more than max). */
+int tool_parse_doubles(const char *s, double *v, int max);
 
 /* Log "OPT 'VAL': WANT" (a rejected option value); returns -EINVAL. */
 int tool_bad_arg(const char *opt, const char *val, const char *want);
@@ -80,7 +83,8 @@ int tool_ring_fits_config(const struct chirp_ring_geometry *g, const struct chir
  */
 enum {
 	TOOL_O_TARGET = 0x1000, TOOL_O_TARGETS, TOOL_O_PRF, TOOL_O_SNR, TOOL_O_NOISE,
-	TOOL_O_NOISELESS, TOOL_O_SEED,
+	TOOL_O_NOISELESS, TOOL_O_SEED, TOOL_O_JAMMER, TOOL_O_ASPACING, TOOL_O_AFILE,
+	TOOL_O_CAL,
 };
 #define TOOL_SYNTH_LONG_OPTS \
 	{ "target", required_argument, NULL, TOOL_O_TARGET }, \
@@ -89,14 +93,30 @@ enum {
 	{ "snr-db", required_argument, NULL, TOOL_O_SNR }, \
 	{ "noise-dbfs", required_argument, NULL, TOOL_O_NOISE }, \
 	{ "noiseless", no_argument, NULL, TOOL_O_NOISELESS }, \
-	{ "seed", required_argument, NULL, TOOL_O_SEED }
+	{ "seed", required_argument, NULL, TOOL_O_SEED }, \
+	{ "jammer", required_argument, NULL, TOOL_O_JAMMER }, \
+	{ "array-spacing", required_argument, NULL, TOOL_O_ASPACING }, \
+	{ "array-file", required_argument, NULL, TOOL_O_AFILE }, \
+	{ "calibration", required_argument, NULL, TOOL_O_CAL }
 
 /* The --help lines of the options above (the same for both programs). */
 #define TOOL_SYNTH_USAGE \
-"      --target GATE,AMP_DB[,DOPPLER]  an echo (repeatable): at range sample\n" \
-"                         GATE, peak amplitude AMP_DB dB full scale, Doppler shift\n" \
-"                         DOPPLER in Hz (800 or 800Hz; beyond +-PRF/2 it aliases,\n" \
-"                         as in a radar) or in cycles per pulse (0.125/pulse)\n" \
+"      --target GATE,AMP_DB[,DOPPLER][,az=DEG[,el=DEG]]  an echo (repeatable):\n" \
+"                         at range sample GATE, peak amplitude AMP_DB dB full\n" \
+"                         scale, Doppler shift DOPPLER in Hz (800 or 800Hz; beyond\n" \
+"                         +-PRF/2 it aliases, as in a radar) or in cycles per\n" \
+"                         pulse (0.125/pulse), from direction az, el (degrees\n" \
+"                         from boresight: each channel's phase from the array)\n" \
+"      --jammer noise|cw,AZ_DEG,POWER_DB[,el=DEG][,f=CYCLES]  an emitter at a\n" \
+"                         direction on every sample, POWER_DB dBFS per sample at\n" \
+"                         an element: white noise, or a tone of f cycles per\n" \
+"                         sample (default 0.1); repeatable\n" \
+"      --array-spacing M  the array for directions: a uniform line of the\n" \
+"                         channels M metres apart along x, centred\n" \
+"      --array-file PATH  or any geometry: x_m y_m z_m per channel (doc/beams.md)\n" \
+"      --calibration PATH  gain phase_deg per channel (default: gain 1)\n" \
+"                         (default: the [array] of -c; the carrier: [radar]\n" \
+"                         carrier_hz of -c)\n" \
 "      --prf HZ           PRF for a DOPPLER in Hz (default: [radar] prf_hz of -c)\n" \
 "      --noise-dbfs X     complex white noise of power X dBFS (default -40: a\n" \
 "                         target's per-sample SNR is AMP_DB + 40 dB)\n" \
@@ -112,6 +132,11 @@ struct tool_synth_opts {
 	double snr_db, noise_dbfs;
 	int have_snr, have_noise_dbfs, noiseless;
 	uint64_t seed;                  /* --seed, default 1                   */
+	const char *jammer[SYNTH_MAX_JAMMERS];   /* --jammer specs          */
+	size_t njammer;
+	double array_spacing_m;         /* --array-spacing; 0: none            */
+	const char *array_file;         /* --array-file                        */
+	const char *calibration;        /* --calibration                       */
 };
 
 void tool_synth_opts_init(struct tool_synth_opts *o);
@@ -137,6 +162,17 @@ int tool_synth_check(const struct tool_synth_opts *o);
 int tool_synth_targets(const struct tool_synth_opts *o, const struct chirp_config *c,
 		       const char *config_path, struct synth_target *t, size_t *nt,
 		       double *noise_power);
+
+/*
+ * The generator the options describe for configuration c: targets t[0..nt)
+ * (tool_synth_targets), the --jammer emitters and, when a target or
+ * jammer has a direction, the receive array of --array-spacing or
+ * --array-file (with --calibration), else the [array] of c, at [radar]
+ * carrier_hz of c. NULL with the reason logged (an array file's errors
+ * name its FILE:LINE).
+ */
+struct synth *tool_synth_create(const struct tool_synth_opts *o, const struct chirp_config *c,
+				const struct synth_target *t, size_t nt, double noise_power);
 
 /* Clocks: mono_s() and mono_ns() in timeutil.h. */
 

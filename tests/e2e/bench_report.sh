@@ -32,7 +32,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare modes radar detect startup net publish multigpu restart live; do
+		for k in throughput latency cupy compare modes radar detect startup net publish multigpu restart live beams_cpu; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -146,8 +146,7 @@ grep -qF '| ordinary pages | **median** | **1700** | 1100 |' "$T/page.md" || e2e
 grep -qF '| huge pages | 1 | 1000 | 600 | 0.2 | 400 | 30 | 50 | 100 | 1.0 | 2 | cache |' "$T/page.md" || e2e_fail "no (l) huge pages row"
 grep -qF '    FAIL every restart processing again within 2 s of the kill: the longest 2100 ms' "$T/page.md" ||
 	e2e_fail "no (l) criterion"
-# README: five rows from one run, and its command; a sixth for several GPUs
-# (k): every run, the ratio (994 of 1000: 99.40 % PASS) and the latency
+# (m): every run, the ratio (994 of 1000: 99.40 % PASS) and the latency
 # with a page open from the same folder, with its criteria
 grep -qF '| 1 | 3 | 995.0 | 14.9 | 150 | 2 |' "$T/page.md" || e2e_fail "no live row"
 grep -qF '| 2 | 0 | 1000.0 | – | 0 | 0 |' "$T/page.md" || e2e_fail "no live no-page row"
@@ -155,6 +154,14 @@ grep -qF '    PASS capacity with 3 pages open is 99.40 % ≥ 99 % of capacity wi
 	e2e_fail "no live capacity line"
 grep -qF 'Latency at 80 % of capacity with a page open' "$T/page.md" || e2e_fail "no live latency table"
 [ "$(grep -c '    PASS C2 80 %: chirpd p99 1.222 ms' "$T/page.md")" -ge 2 ] || e2e_fail "no live latency criteria"
+# (o): each tool's best round, wall and CPU, the criterion on CPU time
+grep -qF '| 16x128x4096 | 512 | 16 conventional | chirpd, up to the maps (numpy'"'"'s work) | 100.0 | 80.0 | 4.00× | 2.50× |' "$T/page.md" ||
+	e2e_fail "no beams_cpu row"
+grep -qF '| 16x128x4096 | 512 | 16 conventional | chirpd, the chain (+ CFAR, maxima, monopulse) | 150.0 | 140.0 | 2.67× | 1.43× |' "$T/page.md" ||
+	e2e_fail "no beams_cpu chain row"
+grep -qF '    FAIL 16x128x4096, 16 beams, the same work: chirpd 2.50× numpy'"'"'s speed in CPU time (≥ 3×)' "$T/page.md" ||
+	e2e_fail "no beams_cpu criterion"
+# README: five rows from one run, and its command; a sixth for several GPUs
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
 [ "$(grep -c '^| [A-Z0-9]' "$T/head.md")" -eq 7 ] || e2e_fail "the headline is not a header and six rows"

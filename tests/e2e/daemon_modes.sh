@@ -20,7 +20,7 @@ e2e_init modes
 [ -x "$PY" ] || e2e_skip "$PY not found"
 "$PY" -c 'import numpy' 2>/dev/null || e2e_skip "numpy not available for $PY"
 e2e_python_preload
-LIB=$BUILD/lib/libchirpring.so.2
+LIB=$BUILD/lib/libchirpring.so.3
 [ -f "$LIB" ] || e2e_skip "$LIB is not built"
 
 N=$((600 / E2E_SLOW))
@@ -94,7 +94,8 @@ class Block(ctypes.Structure):
     _fields_ = [("seq", ctypes.c_uint64), ("timestamp_ns", ctypes.c_uint64),
                 ("first_sample", ctypes.c_uint64), ("flags", ctypes.c_uint32),
                 ("slot", ctypes.c_uint32), ("mode", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32), ("len", ctypes.c_uint64),
+                ("reserved", ctypes.c_uint32), ("pointing_az_deg", ctypes.c_float),
+                ("pointing_el_deg", ctypes.c_float), ("len", ctypes.c_uint64),
                 ("payload", ctypes.c_void_p)]
 
 V = ctypes.c_void_p

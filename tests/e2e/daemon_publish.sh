@@ -103,7 +103,9 @@ for m in dets:
         assert m[key] == x[key] == l[key], f"seq {m['seq']}: {key} header {m[key]} list {l[key]} ring {x[key]}"
     assert m["overflow"] == x["overflow"] and m["skipped"] == x["skipped"]
     assert m["channels"] == 2 and m["pulses"] == 16 and m["samples"] == 512, m
-    assert m["bytes"] == 80 + 32 * m["count"], m
+    assert m["bytes"] == 80 + 48 * m["count"] and m["record_bytes"] == 48, m
+    assert m["version"] == 2 and m["beams"] is False, m
+    assert m["pointing_az_deg"] == 0 and m["pointing_el_deg"] == 0, m
     assert len(m["detections"]) == len(x["detections"]) == m["count"]
     for a, b in zip(m["detections"], x["detections"]):
         for k in ("channel", "range_gate", "doppler_bin"):

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # deb_package.sh — `make deb` (CPU build) gives the four packages Debian
-# users expect (chirpd, libchirpring2, libchirpring-dev, python3-chirpring),
+# users expect (chirpd, libchirpring3, libchirpring-dev, python3-chirpring),
 # lintian finds no error and no warning that debian/ does not override with
 # a comment saying why, the packages hold exactly what `make install` puts
 # in place for the same paths (up to what Debian adds or moves, listed
@@ -30,10 +30,10 @@ t0=$(date +%s)
 make --no-print-directory deb DEB_DIR="$T/deb" >"$T/make.log" 2>&1 || { cat "$T/make.log"; fail "make deb failed"; }
 V=$(dpkg-parsechangelog -S Version)
 ARCH=$(dpkg --print-architecture)
-for d in chirpd_${V}_$ARCH libchirpring2_${V}_$ARCH libchirpring-dev_${V}_$ARCH python3-chirpring_${V}_all; do
+for d in chirpd_${V}_$ARCH libchirpring3_${V}_$ARCH libchirpring-dev_${V}_$ARCH python3-chirpring_${V}_all; do
 	[ -f "$T/deb/$d.deb" ] || fail "make deb did not make $d.deb: $(ls "$T/deb")"
 done
-debs="$T/deb/chirpd_${V}_$ARCH.deb $T/deb/libchirpring2_${V}_$ARCH.deb $T/deb/libchirpring-dev_${V}_$ARCH.deb $T/deb/python3-chirpring_${V}_all.deb"
+debs="$T/deb/chirpd_${V}_$ARCH.deb $T/deb/libchirpring3_${V}_$ARCH.deb $T/deb/libchirpring-dev_${V}_$ARCH.deb $T/deb/python3-chirpring_${V}_all.deb"
 echo "built in $(( $(date +%s) - t0 )) s: $(cd "$T/deb" && ls *.deb | tr '\n' ' ')"
 
 # --- lintian --------------------------------------------------------------------
@@ -79,7 +79,7 @@ in_pkg() {   # in_pkg PKG PATH — PATH is in PKG's .deb
 in_pkg chirpd_${V}_$ARCH.deb usr/bin/chirpd
 in_pkg chirpd_${V}_$ARCH.deb usr/share/bash-completion/completions/chirpctl
 in_pkg chirpd_${V}_$ARCH.deb lib/systemd/system/chirpd.service
-in_pkg libchirpring2_${V}_$ARCH.deb usr/lib/$MA/libchirpring.so.2
+in_pkg libchirpring3_${V}_$ARCH.deb usr/lib/$MA/libchirpring.so.3
 in_pkg libchirpring-dev_${V}_$ARCH.deb usr/include/chirp/ring.h
 in_pkg libchirpring-dev_${V}_$ARCH.deb usr/lib/$MA/pkgconfig/chirpring.pc
 in_pkg python3-chirpring_${V}_all.deb usr/lib/python3/dist-packages/chirpring/__init__.py
@@ -94,7 +94,7 @@ grep -q 'chirpd@' "$T/ctl/postinst" && fail "postinst enables the template unit"
 dep=$(dpkg-deb -f "$T/deb/chirpd_${V}_$ARCH.deb" Depends)
 case $dep in *cufft*|*cuda*) fail "the CPU build depends on CUDA: $dep";; esac
 case $dep in *libfftw3-single3*) ;; *) fail "chirpd does not depend on FFTW: $dep";; esac
-dpkg-deb -f "$T/deb/libchirpring2_${V}_$ARCH.deb" Multi-Arch | grep -qx same || fail "libchirpring2 is not Multi-Arch: same"
+dpkg-deb -f "$T/deb/libchirpring3_${V}_$ARCH.deb" Multi-Arch | grep -qx same || fail "libchirpring3 is not Multi-Arch: same"
 readelf -d "$T/mi/usr/bin/chirpd" | grep -q 'RPATH\|RUNPATH' && echo "note: make install's chirpd has an RPATH (CUDA build)"
 dpkg-deb --fsys-tarfile "$T/deb/chirpd_${V}_$ARCH.deb" | tar -xOf - ./usr/bin/chirpd >"$T/chirpd.bin"
 readelf -d "$T/chirpd.bin" | grep -q 'RPATH\|RUNPATH' && fail "the packaged chirpd has an RPATH"
@@ -129,7 +129,7 @@ with chirpring.Consumer(sys.argv[1], geometry=g, create=True, timeout=2) as c, c
     assert p.write(x, first_sample=42)
     cpi = c.read()
     assert cpi.first_sample == 42 and np.array_equal(cpi.data, x)
-print("python3-chirpring on libchirpring2: round trip ok")
+print("python3-chirpring on libchirpring3: round trip ok")
 PYEOF
 # --- the CUDA build, where the toolkit is here -----------------------------------
 # Static CUDA runtime, dynamic cuFFT from NVIDIA's package (README.Debian):

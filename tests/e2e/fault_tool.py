@@ -239,7 +239,7 @@ def cmd_corrupt(shm, mode, seed):
                 struct.pack_into("<Q", hdr, off, rng.getrandbits(64))
         elif mode == "descs":
             f.seek(4096)
-            descs = bytearray(f.read(64 * 16))
+            descs = bytearray(f.read(128 * 16))
             for i in range(len(descs)):
                 descs[i] = rng.getrandbits(8)
             f.seek(4096)
@@ -255,10 +255,10 @@ def cmd_corrupt(shm, mode, seed):
     print("corrupt: %s header mode %s (seed %d)" % (path, mode, seed))
 
 
-# Offsets in struct ring_hdr (src/ring/ring_private.h, ABI version 2: the
-# header is ABI 1's; the descriptor's former pad0, at offset 44 of each
-# 64-byte descriptor, now holds the block's mode).
-RING_ABI = 2
+# Offsets in struct ring_hdr (src/ring/ring_private.h, ABI version 3: the
+# header is ABI 1's; each descriptor is 128 bytes, the block's mode at
+# offset 44, its pointing at 56).
+RING_ABI = 3
 HDR = {"magic": 0, "abi": 8, "epoch": 16, "slots": 64, "state": 104, "pos_base": 120,
        "seq_base": 128, "prod": 256, "next_seq": 264, "cons": 384, "taken": 392,
        "released": 400, "skipped": 408}

@@ -50,11 +50,11 @@ for b in chirpd chirpctl chirp-feed chirp-tap; do
 	bins="$bins $b"
 done
 [ -f scripts/chirp-plot ] && have /usr/bin/chirp-plot
-have /usr/lib/libchirpring.so.2
+have /usr/lib/libchirpring.so.3
 have /usr/lib/libchirpring.a
-[ "$(readlink "$D/usr/lib/libchirpring.so")" = libchirpring.so.2 ] || fail "libchirpring.so is not a link to libchirpring.so.2"
-soname=$(readelf -d "$D/usr/lib/libchirpring.so.2" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-[ "$soname" = libchirpring.so.2 ] || fail "installed library's SONAME is '$soname'"
+[ "$(readlink "$D/usr/lib/libchirpring.so")" = libchirpring.so.3 ] || fail "libchirpring.so is not a link to libchirpring.so.3"
+soname=$(readelf -d "$D/usr/lib/libchirpring.so.3" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = libchirpring.so.3 ] || fail "installed library's SONAME is '$soname'"
 have /usr/include/chirp/ring.h
 cmp -s include/chirp/ring.h "$D/usr/include/chirp/ring.h" || fail "installed ring.h differs"
 [ -e "$D/usr/include/chirp/pc.h" ] && fail "pc.h is internal and must not be installed"
@@ -148,7 +148,7 @@ CEOF
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Werror $SAN_FLAGS $cflags -o "$T/mini_producer" "$T/mini_producer.c" $libs \
 	>"$T/cc.log" 2>&1 || { cat "$T/cc.log"; fail "a program using chirp/ring.h does not build with pkg-config chirpring"; }
-readelf -d "$T/mini_producer" | grep -q 'NEEDED.*\[libchirpring.so.2\]' || fail "not linked against libchirpring.so.2"
+readelf -d "$T/mini_producer" | grep -q 'NEEDED.*\[libchirpring.so.3\]' || fail "not linked against libchirpring.so.3"
 run_producer "$T/mini_producer"
 if [ -f "$T/tap.raw" ]; then
 	/usr/bin/python3 - "$T/tap.raw" <<'PYEOF' || fail "chirp-tap received other data than the producer wrote"
@@ -202,8 +202,8 @@ else
 	# shellcheck disable=SC2086
 	cc -Wall -Wextra -Werror $SAN_FLAGS $cflags -o "$T/example_producer" doc/example_producer.c $libs \
 		>"$T/cc.log" 2>&1 || { cat "$T/cc.log"; fail "the example producer does not build against the installed chirpring.pc"; }
-	readelf -d "$T/example_producer" | grep -q 'NEEDED.*\[libchirpring.so.2\]' ||
-		fail "the example is not linked against libchirpring.so.2"
+	readelf -d "$T/example_producer" | grep -q 'NEEDED.*\[libchirpring.so.3\]' ||
+		fail "the example is not linked against libchirpring.so.3"
 	# Run it (it produces forever, 1 kHz) into a ring chirp-tap creates, until
 	# the tap has 20 CPIs.
 	if [ -x "$CHIRP_BUILD_ABS/bin/chirp-tap" ]; then
@@ -221,7 +221,7 @@ else
 		grep -q 'reserve:' "$T/example.log" && fail "example: $(cat "$T/example.log")"
 		echo "example producer: built with pkg-config, ran on the installed .so, chirp-tap received 20 CPIs"
 	else
-		echo "example producer: built and linked against the installed libchirpring.so.2 (chirp-tap not built: not run)"
+		echo "example producer: built and linked against the installed libchirpring.so.3 (chirp-tap not built: not run)"
 	fi
 fi
 

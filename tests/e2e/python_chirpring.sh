@@ -14,7 +14,7 @@ e2e_need chirp-feed chirp-tap
 [ -x "$PY" ] || e2e_skip "$PY not found"
 "$PY" -c 'import numpy' 2>/dev/null || e2e_skip "$PY has no numpy (apt-get install python3-numpy)"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-LIB=$BUILD/lib/libchirpring.so.2
+LIB=$BUILD/lib/libchirpring.so.3
 [ -f "$LIB" ] || e2e_fail "$LIB was not built"
 
 e2e_python_preload

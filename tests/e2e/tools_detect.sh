@@ -40,7 +40,7 @@ case $BUILD in
 esac
 pylib() {   # pylib CMD... — CMD with the package and this build's library
 	env ${PRE:+LD_PRELOAD=$PRE ASAN_OPTIONS=detect_leaks=0} PYTHONPATH="$SRC/src/ring/python" \
-		CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.2" PYTHONDONTWRITEBYTECODE=1 "$@"
+		CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.3" PYTHONDONTWRITEBYTECODE=1 "$@"
 }
 cd "$T" || exit 1
 
@@ -62,7 +62,9 @@ def slot(k, recs, found=None, flags=0, maps=2, magic=0x54454443, count=None):
     h = struct.pack("<IHHQQQIIIIIIIIQQ", magic, 1, 32, 100 + k, 5 * k, 4096 * k, 0, flags, n,
                     found, maps, 16, 500, 0, maps * 16 * 500, 7)
     body = b"".join(struct.pack("<iIifffff", *r) for r in keep)
-    return h + body + b"\0" * (32 * M - len(body))
+    # version-1 lists (32-byte records, as an older chirpd wrote them) in
+    # slots sized for version 2's 48-byte records: still read
+    return h + body + b"\0" * (48 * M - len(body))
 lists = [
     slot(0, [(0, 300, 3, 1798.8, 11.96, 1e3, 1, 30), (1, 300, 3, 1798.8, 11.96, 9e2, 1, 29.5)]),
     slot(1, [(0, 300, 3, 1798.8, 11.96, 1e3, 1, 30), (0, 700, -4, 4197.2, NAN, 50, 1, 17)]),
@@ -71,9 +73,10 @@ lists = [
     slot(4, [(-1, 300, 3, 1798.8, 11.96, 2e3, 2, 30)], flags=2, maps=1),
 ]
 open("lists.raw", "wb").write(b"".join(lists))
-# The same lists with list 2's count past the slot (M + 1 records).
+# The same lists with list 2's count past the slot (one more 32-byte
+# record than its 48 * M bytes hold).
 bad = list(lists)
-bad[2] = slot(2, [(0, 1, 0, 0, 0, 1, 1, 0)], count=M + 1, found=M + 1)
+bad[2] = slot(2, [(0, 1, 0, 0, 0, 1, 1, 0)], count=48 * M // 32 + 1, found=48 * M // 32 + 1)
 open("bad.raw", "wb").write(b"".join(bad))
 PYEOF
 
@@ -90,7 +93,7 @@ tap_det() {   # tap_det RAW OUT N TAP-OPTIONS... — status of chirp-tap
 tap_det lists.raw list.txt 5 --list || e2e_fail "chirp-tap --list: $(cat tap.err)"
 [ "$(grep -c '^cpi ' list.txt)" = 5 ] || e2e_fail "--list: not 5 cpi lines: $(cat list.txt)"
 [ "$(grep -c '^det ' list.txt)" = 11 ] || e2e_fail "--list: not 11 det lines: $(cat list.txt)"
-grep -q '^cpi seq=103 mode=0 first_sample=12288 count=4 found=6 overflow=1 maps=2 doppler_bins=16 range_gates=500 ' list.txt ||
+grep -q '^cpi seq=103 mode=0 pointing=0,0 first_sample=12288 count=4 found=6 overflow=1 maps=2 doppler_bins=16 range_gates=500 ' list.txt ||
 	e2e_fail "--list: the overflowed list's header: $(grep seq=103 list.txt)"
 grep -q '^det channel=0 range_gate=700 doppler_bin=-4 range_m=4197.200 velocity_mps=nan power=50 noise=1 snr_db=17.00$' list.txt ||
 	e2e_fail "--list: a record: $(cat list.txt)"
@@ -129,7 +132,7 @@ e2e_log "det ring: --list, --jsonl, --verify-targets ok"
 tap_det bad.raw list.txt 5 --list
 rc=$?
 [ $rc = 1 ] || e2e_fail "a corrupt list: exit $rc, want 1: $(cat tap.err)"
-grep -q "seq 2: detection list rejected: count 5 exceeds the slot's 4 records" tap.err ||
+grep -q "seq 2: detection list rejected: count 7 exceeds the slot's 6 records" tap.err ||
 	e2e_fail "corrupt list message: $(cat tap.err)"
 [ "$(grep -c '^cpi ' list.txt)" = 4 ] || e2e_fail "the other lists should print: $(cat list.txt)"
 # Det options on a ring of samples, and --sigmf on a det ring, are refused.

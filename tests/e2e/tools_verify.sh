@@ -97,7 +97,7 @@ wait_pid $tp 60; rc=$?
 # mismatch; one whose payload is not all NaN (zeros), one flagged although its mode
 # (0, [waveform]) is configured, and an unflagged one of an undeclared
 # mode are mismatches.
-if "$PY" -c 'import numpy' 2>/dev/null && [ -f "$BUILD/lib/libchirpring.so.2" ]; then
+if "$PY" -c 'import numpy' 2>/dev/null && [ -f "$BUILD/lib/libchirpring.so.3" ]; then
 	PRE=
 	case $BUILD in
 	*asan*)
@@ -113,7 +113,7 @@ if "$PY" -c 'import numpy' 2>/dev/null && [ -f "$BUILD/lib/libchirpring.so.2" ];
 	case $BUILD in *tsan*) PRE=skip;; esac
 	if [ "$PRE" != skip ]; then
 		env ${PRE:+LD_PRELOAD=$PRE} PYTHONPATH="$SRC/src/ring/python" \
-			CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.2" "$PY" - "$OUT_RING" <<'PYEOF' ||
+			CHIRPRING_LIBRARY="$BUILD/lib/libchirpring.so.3" "$PY" - "$OUT_RING" <<'PYEOF' ||
 import sys
 import chirpring
 U = chirpring.UNKNOWN_MODE
@@ -139,7 +139,7 @@ PYEOF
 		e2e_log "unknown-mode blocks not checked: python cannot load this build's library"
 	fi
 else
-	e2e_log "unknown-mode blocks not checked: no numpy or no $BUILD/lib/libchirpring.so.2"
+	e2e_log "unknown-mode blocks not checked: no numpy or no $BUILD/lib/libchirpring.so.3"
 fi
 
 e2e_pass

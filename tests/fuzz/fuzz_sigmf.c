@@ -35,7 +35,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < m.ncaptures; i++)
 			if (r.captures[i].sample_start != m.captures[i].sample_start ||
 			    r.captures[i].seq != m.captures[i].seq ||
-			    r.captures[i].timestamp_ns != m.captures[i].timestamp_ns)
+			    r.captures[i].timestamp_ns != m.captures[i].timestamp_ns ||
+			    r.captures[i].mode != m.captures[i].mode ||
+			    /* bits: a NaN pointing (null) reads back as the same NaN */
+			    memcmp(&r.captures[i].pointing_az_deg, &m.captures[i].pointing_az_deg,
+				   sizeof(float)) != 0 ||
+			    memcmp(&r.captures[i].pointing_el_deg, &m.captures[i].pointing_el_deg,
+				   sizeof(float)) != 0)
 				abort();
 		sigmf_meta_free(&r);
 		free(text);

@@ -5,7 +5,7 @@ chirp-feed, chirp-tap and a running chirpd (CPU backend).
 
 Run by tests/e2e/python_chirpring.sh, which builds the environment:
   PYTHONPATH          src/ring/python/ of this checkout
-  CHIRPRING_LIBRARY   $BUILD/lib/libchirpring.so.2
+  CHIRPRING_LIBRARY   $BUILD/lib/libchirpring.so.3
   CHIRP_BIN           $BUILD/bin (chirp-feed, chirp-tap)
   CHIRP_UNIQ          prefix for ring names unique to this run
   CHIRPD_CONF, CHIRPD_OUT_RING   a chirpd already running on them (optional:
@@ -209,7 +209,7 @@ C_CONSUMER = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include "chirp/ring.h"
-/* argv[1] ring, argv[2] blocks: one line "seq mode flags" per block. */
+/* argv[1] ring, argv[2] blocks: one line "seq mode flags az el" per block. */
 int main(int argc, char **argv)
 {
 	char err[256];
@@ -234,7 +234,8 @@ int main(int argc, char **argv)
 		}
 		if (rc != 0 || b.reserved != 0)
 			return 4;
-		printf("%llu %u %u\n", (unsigned long long)b.seq, b.mode, b.flags);
+		printf("%llu %u %u %.9g %.9g\n", (unsigned long long)b.seq, b.mode, b.flags,
+		       b.pointing_az_deg, b.pointing_el_deg);
 		chirp_ring_release(r);
 		n--;
 	}
@@ -295,8 +296,60 @@ def test_modes():
             assert p.write(x, first_sample=k, mode=m, block=True)
         out, err = t.communicate(timeout=20)
         assert t.returncode == 0, (t.returncode, err)
-        got = [tuple(int(v) for v in line.split()) for line in out.splitlines()]
+        got = [tuple(int(v) for v in line.split()[:3]) for line in out.splitlines()]
         assert got == [(k, m, 0) for k, m in enumerate(modes)], got
+
+
+def test_pointing():
+    """A CPI's pointing set through Python reaches the Python consumer and
+    a C consumer (chirp_ring_peek) as the float32 given, with its mode and
+    missing count; no pointing is boresight (0, 0); anything but a pair of
+    numbers is refused before anything is committed."""
+    n = ring_name("point")
+    g = G(1, 2, 8, slots=3)
+    pts = [(0.0, 0.0), (12.5, -3.25), (-60.0, 45.0), (0.1, 0.2), (float("nan"), 100.0)]
+    f32 = [tuple(float(np.float32(v)) for v in pt) for pt in pts]
+    x = np.ones(g.shape, np.complex64)
+    with chirpring.Consumer(n, geometry=g, create=True, timeout=2) as c, \
+            chirpring.Producer(n, timeout=2) as p:
+        for k, pt in enumerate(pts):
+            if k == 0:
+                assert p.write(x, first_sample=k, mode=k)     # no pointing given
+            else:
+                assert p.reserve() is not None
+                assert p.commit(first_sample=k, mode=k, pointing=pt, missing=k == 3)
+            cpi = c.read()
+            assert (cpi.seq, cpi.mode, cpi.missing) == (k, k, int(k == 3)), cpi
+            assert np.array_equal(cpi.pointing, f32[k], equal_nan=True), (cpi.pointing, f32[k])
+            assert cpi.pointing_az_deg == cpi.pointing[0] or k == 4
+            assert "pointing" in repr(cpi)
+            cpi.release()
+        assert p.reserve() is not None
+        for bad in (5.0, ("a", 1), (1, 2, 3)):
+            e = expect(ValueError, p.commit, first_sample=1, pointing=bad)
+            assert "pointing" in str(e)
+        assert p.commit(first_sample=9, pointing=(95, 0), flags=chirpring.BAD_POINTING)
+        cpi = c.read()
+        assert cpi.bad_pointing and cpi.flags == chirpring.BAD_POINTING and "BAD_POINTING" in repr(cpi)
+        cpi.release()
+
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    lib = os.environ.get("CHIRPRING_LIBRARY", "")
+    exe = os.path.join(TMP, "mode_consumer")
+    if not os.path.isfile(exe) or os.environ.get("LD_PRELOAD"):
+        raise Skip("the C consumer of test_modes was not built")
+    n = ring_name("cpoint")
+    with chirpring.Producer(n, geometry=g, create=True, timeout=2) as p:
+        t = subprocess.Popen([exe, n, str(len(pts))], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        assert t.stdout.readline() == "ready\n", t.stderr.read()
+        for k, pt in enumerate(pts):
+            assert p.write(x, first_sample=k, mode=k, pointing=pt, block=True)
+        out, err = t.communicate(timeout=20)
+        assert t.returncode == 0, (t.returncode, err)
+        got = [tuple(float(v) for v in line.split()[3:]) for line in out.splitlines()]
+        assert np.array_equal(np.array(got, np.float32), np.array(f32, np.float32),
+                              equal_nan=True), got
 
 
 def test_incomplete():
@@ -333,8 +386,8 @@ def test_incomplete():
 
 
 def test_abi_version_mismatch():
-    """A ring whose header says ABI 1 is refused with EPROTO and a sentence
-    naming both versions, for either role."""
+    """A ring whose header says ABI 2 (or 1) is refused with EPROTO and a
+    sentence naming both versions, for either role."""
     n = ring_name("abi")
     g = G(1, 1, 4)
     with chirpring.Consumer(n, geometry=g, create=True, timeout=1, unlink=False):
@@ -342,13 +395,15 @@ def test_abi_version_mismatch():
     path = "/dev/shm/" + n.lstrip("/")
     with open(path, "r+b") as f:
         f.seek(8)                                  # struct ring_hdr.abi_version
-        assert struct.unpack("<I", f.read(4))[0] == chirpring._lib.ABI_VERSION == 2
-        f.seek(8)
-        f.write(struct.pack("<I", 1))
-    for cls in (chirpring.Consumer, chirpring.Producer):
-        e = expect(chirpring.RingError, cls, n, timeout=0)
-        assert e.errno == errno.EPROTO, e
-        assert "ABI version 1, this library speaks 2" in str(e), str(e)
+        assert struct.unpack("<I", f.read(4))[0] == chirpring._lib.ABI_VERSION == 3
+    for old in (2, 1):
+        with open(path, "r+b") as f:
+            f.seek(8)
+            f.write(struct.pack("<I", old))
+        for cls in (chirpring.Consumer, chirpring.Producer):
+            e = expect(chirpring.RingError, cls, n, timeout=0)
+            assert e.errno == errno.EPROTO, e
+            assert "ABI version %d, this library speaks 3" % old in str(e), str(e)
 
 
 def test_view_invalid_after_release():
@@ -623,7 +678,21 @@ def test_chirpd_output_equals_chirp_tap():
 # ---- detection rings and range-Doppler maps ------------------------------------
 
 def det_records(rows):
-    return np.array(rows, dtype=chirpring.DET_RECORD)
+    """Records without beams from version 1's eight fields: beam -1, angles NaN."""
+    old = np.array(rows, dtype=chirpring.DET_RECORD_V1)
+    rec = np.zeros(len(old), dtype=chirpring.DET_RECORD)
+    for f in chirpring.DET_RECORD_V1.names:
+        rec[f] = old[f]
+    rec["beam"], rec["azimuth_deg"], rec["elevation_deg"] = -1, np.nan, np.nan
+    return rec
+
+
+def beam_records(rows):
+    """Records of a list of beams: (beam, gate, bin, az, el, quality, snr)."""
+    rec = np.zeros(len(rows), dtype=chirpring.DET_RECORD)
+    for i, (b, gate, dbin, az, el, q, snr) in enumerate(rows):
+        rec[i] = (b, gate, dbin, gate * 7.5, 0, 10 ** (snr / 10), 1, snr, b, az, el, q, 0)
+    return rec
 
 
 LISTS = [   # (records, found, flags, maps): chirpd's kinds of list
@@ -632,6 +701,9 @@ LISTS = [   # (records, found, flags, maps): chirpd's kinds of list
     (det_records([]), None, 0, 2),                                            # nothing found
     (det_records([(c, g, 1, 0, 0, 9, 1, 9.5) for c in (0, 1) for g in (10, 20, 30)]), None, 0, 2),
     (det_records([(-1, 42, -3, 314.7, -1.5, 77, 2, 15.8)]), None, chirpring.DET_INTEGRATED, 1),
+    (beam_records([(0, 300, 5, -12.25, 0, 0, 30), (2, 300, 5, 3.5, 1.25, 0, 31),
+                   (3, 80, -1, 9.75, 0, chirpring.DET_ANGLE_OUTSIDE | chirpring.DET_ANGLE_CLAMPED,
+                    14)]), None, chirpring.DET_BEAMS, 4),
 ]
 MAXDET = 4
 
@@ -651,9 +723,11 @@ def check_list(k, hdr, rec):
     assert hdr.count == len(keep) and hdr.found == len(rows), hdr
     assert hdr.overflow == (len(rows) > MAXDET) and hdr.integrated == bool(flags & 2), hdr
     assert rec.dtype == chirpring.DET_RECORD and len(rec) == len(keep)
-    for f in ("channel", "range_gate", "doppler_bin"):
+    assert hdr.beams == bool(flags & chirpring.DET_BEAMS), hdr
+    for f in ("channel", "range_gate", "doppler_bin", "beam", "angle_quality"):
         assert np.array_equal(rec[f], keep[f]), (k, f)
-    for f in ("range_m", "velocity_mps", "power", "noise", "snr_db"):
+    for f in ("range_m", "velocity_mps", "power", "noise", "snr_db", "azimuth_deg",
+              "elevation_deg"):
         assert np.array_equal(rec[f], keep[f], equal_nan=True), (k, f)
 
 
@@ -662,8 +736,8 @@ def test_det_ring_python_roundtrip():
     read back: per CPI a checked header and a structured array, an
     overflowed list (6 found, 4 kept, OVERFLOW) and an integrated one."""
     n = ring_name("det")
-    g = G(1, 1, MAXDET, "det")
-    assert g.shape == (80 + 32 * MAXDET,) and g.dtype == np.uint8
+    g = G(1, 1, MAXDET, "det", slots=8)
+    assert g.shape == (80 + 48 * MAXDET,) and g.dtype == np.uint8
     with chirpring.Consumer(n, geometry=g, create=True, timeout=5) as c, \
             chirpring.Producer(n, timeout=5) as p:
         assert c.geometry.format == "det"
@@ -688,10 +762,16 @@ def corrupt_slots():
     mod("magic", "magic", 0x12345678)
     mod("version", "version", 0)
     mod("record", "record_bytes", 16)
+    mod("record", "record_bytes", 32)        # version 2 has 48
     mod("exceeds", "count", MAXDET + 1)     # count past the slot: never read
     mod("disagree", "found", 1)
     mod("disagree", "flags", chirpring.DET_OVERFLOW)
     mod("channel", "maps", 1)                # record 2 is channel 1
+    mod("beam", "flags", chirpring.DET_BEAMS)  # records without beams: beam -1
+    v1 = pack(4, *LISTS[4])                   # version 1 has no beam
+    h = v1[:80].view(chirpring.DET_HEADER)
+    h["version"], h["record_bytes"] = 1, 32
+    out.append(("beams flag", v1))
     bad = good.copy()
     bad[80 + 64:80 + 68] = np.frombuffer(np.int32(0).tobytes(), np.uint8)   # 0, 0, 0 ok
     bad[80:84] = np.frombuffer(np.int32(1).tobytes(), np.uint8)             # 1, 0, 0: order
@@ -708,19 +788,29 @@ def test_parse_detections_refusals():
     for what, b in corrupt_slots():
         e = expect(chirpring.DetectionError, chirpring.parse_detections, bytes(b))
         assert e.errno == errno.EBADMSG and what in str(e), (what, e)
-    # version 2 with 40-byte records: the first 32 bytes of each are read
-    rows = LISTS[0][0]
-    slot = np.zeros(80 + 40 * MAXDET, np.uint8)
-    slot[:80] = pack(0, rows, None, 0, 2)[:80]
+    # a later version with 56-byte records: the first 48 bytes of each are read
+    rows = LISTS[4][0]
+    slot = np.zeros(80 + 56 * MAXDET, np.uint8)
+    slot[:80] = pack(4, rows, None, chirpring.DET_BEAMS, 4)[:80]
     h = slot[:80].view(chirpring.DET_HEADER)
-    h["version"], h["record_bytes"] = 2, 40
+    h["version"], h["record_bytes"] = 3, 56
     for i, r in enumerate(rows):
-        slot[80 + 40 * i:80 + 40 * i + 32] = np.frombuffer(r.tobytes(), np.uint8)
-        slot[80 + 40 * i + 32:80 + 40 * i + 40] = 0xee
+        slot[80 + 56 * i:80 + 56 * i + 48] = np.frombuffer(r.tobytes(), np.uint8)
+        slot[80 + 56 * i + 48:80 + 56 * i + 56] = 0xee
     hdr, rec = chirpring.parse_detections(slot)
-    assert hdr.version == 2 and hdr.record_bytes == 40
+    assert hdr.version == 3 and hdr.record_bytes == 56 and hdr.beams
     assert np.array_equal(rec["range_gate"], rows["range_gate"])
-    assert np.array_equal(rec["snr_db"], rows["snr_db"])
+    assert np.array_equal(rec["azimuth_deg"], rows["azimuth_deg"])
+    assert np.array_equal(rec["angle_quality"], rows["angle_quality"])
+    # a version-1 list (an older chirpd's) reads as one without beams
+    for k in (0, 3):
+        v1 = chirpring.pack_detections(LISTS[k][0], MAXDET, flags=LISTS[k][2], maps=LISTS[k][3],
+                                       version=1)
+        hdr, rec = chirpring.parse_detections(v1)
+        assert hdr.version == 1 and hdr.record_bytes == 32 and not hdr.beams
+        for f in ("channel", "range_gate", "doppler_bin", "beam"):
+            assert np.array_equal(rec[f], LISTS[k][0][:MAXDET][f]), (k, f)
+        assert np.isnan(rec["azimuth_deg"]).all() and (rec["angle_quality"] == 0).all()
     # Random slots (valid magic, random fields): a DetectionError or a list
     # inside the slot, never another exception.
     rng = np.random.default_rng(8)
@@ -730,14 +820,16 @@ def test_parse_detections_refusals():
         if b.size >= 80:
             h = b[:80].view(chirpring.DET_HEADER)
             h["magic"], h["version"] = chirpring.DET_MAGIC, rng.integers(1, 3)
-            h["record_bytes"] = 32 if rng.integers(2) else rng.integers(24, 48)
+            h["record_bytes"] = (32 if h["version"][0] == 1 else 48) if rng.integers(2) \
+                else rng.integers(24, 56)
             h["count"] = rng.integers(0, 8)
             h["found"] = h["count"] + rng.integers(0, 2)
             h["flags"] = chirpring.DET_OVERFLOW if h["found"] > h["count"] else 0
             h["maps"] = 2
-            for i in range(int(h["count"][0])):   # channel 0: lists get through
+            for i in range(int(h["count"][0])):   # channel 0, beam -1: lists get through
                 o = 80 + i * int(h["record_bytes"][0])
                 b[o:o + 4] = 0
+                b[o + 32:o + 36] = 0xff
         try:
             hdr, rec = chirpring.parse_detections(bytes(b))
         except chirpring.DetectionError:
@@ -753,7 +845,7 @@ def test_det_ring_from_chirp_feed_with_corrupt_list():
     naming the ring and seq, its slot is released, and the next read goes on."""
     n = ring_name("detfeed")
     slots = [pack(k, *LISTS[k]) for k in range(len(LISTS))]
-    slots.insert(2, corrupt_slots()[3][1])   # count past the slot
+    slots.insert(2, [b for what, b in corrupt_slots() if what == "exceeds"][0])
     raw = os.path.join(TMP, "det.raw")
     np.concatenate(slots).tofile(raw)
     with chirpring.Consumer(n, geometry=G(1, 1, MAXDET, "det", slots=8), create=True,
@@ -807,8 +899,62 @@ def test_det_ring_to_chirp_tap():
         for d, r in zip(j["detections"], rows):
             v = float(r["velocity_mps"])
             assert (d["velocity_mps"] is None) if np.isnan(v) else abs(d["velocity_mps"] - v) < 1e-6
-    # Only list 0 holds 300:5 in both of its maps (channel 1 at 301).
-    assert "verify-targets: 1 of 4 CPIs (25.00%)" in err, err
+    # List 0 holds 300:5 in both of its maps (channel 1 at 301), list 4 in a
+    # beam (a list of beams reports a target in one beam).
+    assert "verify-targets: 2 of 5 CPIs (40.00%)" in err, err
+    for d, r in zip(json.loads(lines[4])["detections"], LISTS[4][0]):
+        assert d["beam"] == r["beam"] and d["azimuth_deg"] == float(r["azimuth_deg"]), d
+        assert d["angle_quality"] == r["angle_quality"], d
+
+
+def test_det_ring_expect_angle():
+    """chirp-tap --expect-angle on lists of beams: each CPI's strongest
+    detection of the target is at its monopulse azimuth; within the
+    tolerance every CPI counts (exit 0, the RMS error printed), outside it
+    none (exit 4); a list without beams has no angle."""
+    n = ring_name("angle")
+    azs = [7.0, 7.4, 7.6, 8.0, 7.2, 7.5]
+    def lists():
+        for k, az in enumerate(azs):
+            # the target in beams 1 (weaker) and 2, another at 80:-1
+            rec = beam_records([(1, 300, 5, az - 3, 0, chirpring.DET_ANGLE_NOT_PEAK, 20),
+                                (2, 300, 5, az, 0.5, 0, 31), (3, 80, -1, 20, 0, 0, 14)])
+            yield chirpring.pack_detections(rec, MAXDET, seq=k, flags=chirpring.DET_BEAMS,
+                                            maps=4, doppler_bins=16, range_gates=500)
+        # a list without beams: the target found, no angle
+        yield pack(0, *LISTS[0])
+    rms = np.sqrt(np.mean((np.array(azs, np.float32) - 7.5) ** 2))
+    for want, tol, rc in ((7.5, 0.6, 0), (10, 0.6, 4)):
+        cmd = [os.path.join(BIN, "chirp-tap"), "-r", n, "--create", "--geometry",
+               "1,1,%d" % MAXDET, "--format", "det", "-n", str(len(azs) + 1), "--timeout", "30",
+               "--verify-targets", "300:5", "--verify-min", "0.8", "--expect-angle", str(want),
+               "--angle-tolerance", str(tol)]
+        t = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_consumer(n, t)
+            with chirpring.Producer(n, timeout=10) as p:
+                for slot in lists():
+                    assert p.write(slot, block=True)
+            out, err = t.communicate(timeout=30)
+        finally:
+            if t.poll() is None:
+                t.kill()
+        assert t.returncode == rc, (t.returncode, err)
+        hits = len(azs) if want == 7.5 else 0
+        line = [l for l in err.splitlines() if "expect-angle:" in l and "hold" in l]
+        assert line and line[0].startswith("chirp-tap: expect-angle: %d of %d CPIs" % (
+            hits, len(azs) + 1)), err
+        got = float(line[0].split("azimuth RMS error ")[1].split()[0])
+        want_rms = rms if want == 7.5 else np.sqrt(np.mean((np.array(azs, np.float32) - want) ** 2))
+        assert abs(got - want_rms) < 1e-3, (got, want_rms)
+        assert "over %d detections" % len(azs) in line[0], line
+
+
+def test_maps_by_beam():
+    """A map of beams reads as (beams, doppler_bins, range_gates)."""
+    m = np.zeros((3, 8, 50), np.float32)
+    assert chirpring.maps_by_beam(m).shape == (3, 8, 50)
+    expect(ValueError, chirpring.maps_by_beam, np.zeros((8, 50), np.float32))
 
 
 def test_map_ring_shape():

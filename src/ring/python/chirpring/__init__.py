@@ -7,13 +7,15 @@
         print(ring.geometry)            # channels, pulses, samples, format, slots
         for cpi in ring:                # waits up to timeout for each CPI
             x = cpi.data                # (channels, pulses, samples) numpy view, zero copy
-            print(cpi.seq, cpi.mode, cpi.first_sample, cpi.flags, cpi.gap)
+            print(cpi.seq, cpi.mode, cpi.pointing, cpi.first_sample, cpi.flags, cpi.gap)
 
     with chirpring.Producer("/chirpd-in") as ring:
         buf = ring.reserve()            # writable view of the next slot; None when full
         if buf is not None:
             buf[...] = samples
-            ring.commit(first_sample=n, mode=m)   # m: the CPI's radar mode
+            ring.commit(first_sample=n, mode=m, pointing=(az, el))
+                                        # m: the CPI's radar mode; (az, el): its
+                                        # pointing, degrees from boresight
 
 A thin layer over libchirpring (ctypes, see _lib.py); the ring's contract
 is the C library's (include/chirp/ring.h, doc/ring.md): one producer and
@@ -37,7 +39,9 @@ sc16 -> int16 (channels, pulses, samples, 2), I and Q in the last axis
 (value / 32768 is the sample, as chirpd reads it). A range-Doppler map
 output (map_power, map_db) is an rf32 ring of geometry C x Nd x R, so its
 data is float32 (channels, doppler_bins, range_gates), bin k holding
-Doppler bin k - Nd // 2 (zero Doppler in the middle).
+Doppler bin k - Nd // 2 (zero Doppler in the middle). When chirpd forms
+beams, the maps are beams: data is (beams, doppler_bins, range_gates), map b
+beam b (maps_by_beam() names the axes).
 
 Detection rings (format det, include/chirp/detect.h): geometry 1 x 1 x
 max_detections; cpi.data is the slot's bytes (uint8), and each CPI read
@@ -49,6 +53,8 @@ slot) before anything is taken from it:
             h = cpi.header              # DetHeader: seq, mode, count, found, overflow, ...
             d = cpi.detections          # structured array, DET_RECORD fields
             print(h.seq, d["range_gate"], d["doppler_bin"], d["snr_db"])
+            if h.beams:                 # the maps are beams: each record's angle
+                print(d["beam"], d["azimuth_deg"], d["elevation_deg"], d["angle_quality"])
 
 A list that fails its checks raises DetectionError (its slot is released
 first, so the next read goes on). parse_detections() reads one list from
@@ -75,10 +81,13 @@ from . import _lib
 
 __all__ = ["Consumer", "Producer", "CPI", "Geometry", "Stats", "RingError", "Timeout",
            "ReleasedError", "DISCONTINUITY", "NONFINITE", "REDELIVERED", "UNKNOWN_MODE",
-           "INCOMPLETE",
+           "INCOMPLETE", "BAD_POINTING",
            "unlink", "DetHeader", "DetectionError", "DET_RECORD", "DET_HEADER",
-           "DET_OVERFLOW", "DET_INTEGRATED", "DET_NO_VELOCITY", "DET_SKIPPED",
-           "DET_CHANNEL_ALL", "det_bytes", "parse_detections", "pack_detections"]
+           "DET_RECORD_V1", "DET_OVERFLOW", "DET_INTEGRATED", "DET_NO_VELOCITY", "DET_SKIPPED",
+           "DET_BEAMS", "DET_CHANNEL_ALL", "DET_BEAM_NONE", "DET_ANGLE_OUTSIDE",
+           "DET_ANGLE_CLAMPED", "DET_ANGLE_UNRESOLVED", "DET_ANGLE_NOT_PEAK",
+           "DET_ANGLE_NO_NEIGHBOUR", "det_bytes", "parse_detections", "pack_detections",
+           "maps_by_beam"]
 
 DISCONTINUITY = _lib.DISCONTINUITY   # blocks were lost before this one
 NONFINITE = _lib.NONFINITE           # payload holds NaN/Inf (set by chirpd on output)
@@ -87,6 +96,9 @@ UNKNOWN_MODE = _lib.UNKNOWN_MODE     # chirpd on output: the CPI's mode is not
                                      # configured; every payload value NaN
 INCOMPLETE = _lib.INCOMPLETE         # samples never arrived (a network producer):
                                      # they read zero; CPI.missing counts them
+BAD_POINTING = _lib.BAD_POINTING     # chirpd on output: the CPI's pointing is not
+                                     # finite, beyond +-90 degrees or puts a beam
+                                     # outside the visible region; every value NaN
 
 _FORMATS = {_lib.CF32: "cf32", _lib.SC16: "sc16", _lib.RF32: "rf32", _lib.DET: "det"}
 _FORMAT_IDS = {v: k for k, v in _FORMATS.items()}
@@ -161,22 +173,33 @@ class Geometry(namedtuple("Geometry", "channels pulses samples format slots samp
 # -- detection lists (include/chirp/detect.h) ---------------------------------
 
 DET_MAGIC = 0x54454443          # "CDET" read as little-endian
-DET_VERSION = 1
+DET_VERSION = 2
 DET_OVERFLOW = 1 << 0           # found > count: the list was truncated
 DET_INTEGRATED = 1 << 1         # CFAR on the channels' sum: channel is DET_CHANNEL_ALL
 DET_NO_VELOCITY = 1 << 2        # no carrier or PRF: velocity_mps is NaN
 DET_SKIPPED = 1 << 3            # the CPI was not processed (unknown mode): no
                                 # records; its map or cube output is all NaN
+DET_BEAMS = 1 << 4              # the maps are beams: records carry beam and angle
 DET_CHANNEL_ALL = -1
+DET_BEAM_NONE = -1              # beam of a record of a list without beams
+# angle_quality bits (0 = good; doc/beams.md, "Monopulse")
+DET_ANGLE_OUTSIDE = 1 << 0      # beyond the fan's first or last beam
+DET_ANGLE_CLAMPED = 1 << 1      # at an end of the search interval
+DET_ANGLE_UNRESOLVED = 1 << 2   # not one plane wave (two targets, a jammer)
+DET_ANGLE_NOT_PEAK = 1 << 3     # a neighbouring beam is stronger
+DET_ANGLE_NO_NEIGHBOUR = 1 << 4 # no neighbour: the angle is the beam's direction
 
 DET_HEADER = np.dtype([("magic", "<u4"), ("version", "<u2"), ("record_bytes", "<u2"),
                        ("seq", "<u8"), ("timestamp_ns", "<u8"), ("first_sample", "<u8"),
                        ("mode", "<u4"), ("flags", "<u4"), ("count", "<u4"), ("found", "<u4"),
                        ("maps", "<u4"), ("doppler_bins", "<u4"), ("range_gates", "<u4"),
                        ("reserved", "<u4"), ("cells", "<u8"), ("crossings", "<u8")])
-DET_RECORD = np.dtype([("channel", "<i4"), ("range_gate", "<u4"), ("doppler_bin", "<i4"),
-                       ("range_m", "<f4"), ("velocity_mps", "<f4"), ("power", "<f4"),
-                       ("noise", "<f4"), ("snr_db", "<f4")])
+DET_RECORD_V1 = np.dtype([("channel", "<i4"), ("range_gate", "<u4"), ("doppler_bin", "<i4"),
+                          ("range_m", "<f4"), ("velocity_mps", "<f4"), ("power", "<f4"),
+                          ("noise", "<f4"), ("snr_db", "<f4")])
+DET_RECORD = np.dtype(DET_RECORD_V1.descr + [
+    ("beam", "<i4"), ("azimuth_deg", "<f4"), ("elevation_deg", "<f4"),
+    ("angle_quality", "<u2"), ("reserved", "<u2")])
 # A record (include/chirp/detect.h): range_m = range_gate x c / (2 fs), c =
 # 299792458 m/s, gate 0 at 0 m; velocity_mps = doppler_bin x prf / Nd x c /
 # (2 carrier), positive closing; power the cell's, noise the CFAR's estimate
@@ -184,7 +207,11 @@ DET_RECORD = np.dtype([("channel", "<i4"), ("range_gate", "<u4"), ("doppler_bin"
 # MTI the noise differs across Doppler bins (about 0 at zero Doppler to 2 s^2,
 # three-pulse 8/3 s^2, at +-prf/2), and near the notch the estimate, drawn
 # from noisier bins, reads snr_db low by 1 to 4 dB (doc/radar.md, "Noise").
-assert DET_HEADER.itemsize == 80 and DET_RECORD.itemsize == 32
+# Version 2 appends, with beams (DET_BEAMS): beam (channel holds it too),
+# azimuth_deg and elevation_deg (degrees from boresight, the monopulse
+# estimate) and angle_quality (DET_ANGLE_* bits); without beams beam -1,
+# the angles NaN, quality 0. A version-1 list reads the same way.
+assert DET_HEADER.itemsize == 80 and DET_RECORD_V1.itemsize == 32 and DET_RECORD.itemsize == 48
 
 
 def det_bytes(max_detections):
@@ -218,14 +245,21 @@ class DetHeader(namedtuple("DetHeader", "seq timestamp_ns first_sample mode flag
         """The CPI's mode is unknown: no records (count 0, maps 0)."""
         return bool(self.flags & DET_SKIPPED)
 
+    @property
+    def beams(self):
+        """The maps are beams (maps = their count): records carry beam,
+        azimuth_deg, elevation_deg and angle_quality."""
+        return bool(self.flags & DET_BEAMS)
+
 
 def parse_detections(buf):
     """(DetHeader, records) of the list at the start of buf (bytes, a numpy
     array, any buffer: a det ring's slot is one). buf's length is the
     slot's: count must fit in it and nothing past it is read. records is a
-    structured array of DET_RECORD, the caller's own copy. A later version's
-    longer records are read by stepping record_bytes. Raises DetectionError
-    naming what is wrong."""
+    structured array of DET_RECORD, the caller's own copy. A version-1 list
+    (32-byte records) reads as one without beams (beam -1, angles NaN); a
+    later version's longer records are read by stepping record_bytes.
+    Raises DetectionError naming what is wrong."""
     b = np.frombuffer(buf, dtype=np.uint8)
     n = b.size
     if n < DET_HEADER.itemsize:
@@ -238,9 +272,10 @@ def parse_detections(buf):
     ver, rb = int(h["version"]), int(h["record_bytes"])
     if ver < 1:
         raise DetectionError(_errno.EBADMSG, "version %d: want >= 1" % ver)
-    if rb < DET_RECORD.itemsize or (ver == 1 and rb != DET_RECORD.itemsize):
+    if (ver == 1 and rb != DET_RECORD_V1.itemsize) or (ver >= 2 and rb < DET_RECORD.itemsize):
         raise DetectionError(_errno.EBADMSG, "version %d with %d-byte records (version 1 has "
-                             "%d, later ones at least as many)" % (ver, rb, DET_RECORD.itemsize))
+                             "%d, version 2 %d, later ones at least as many)"
+                             % (ver, rb, DET_RECORD_V1.itemsize, DET_RECORD.itemsize))
     cap = (n - DET_HEADER.itemsize) // rb
     count, found, flags = int(h["count"]), int(h["found"]), int(h["flags"])
     if count > cap:
@@ -249,13 +284,10 @@ def parse_detections(buf):
     if found < count or (found > count) != bool(flags & DET_OVERFLOW):
         raise DetectionError(_errno.EBADMSG, "found %d, count %d and the overflow flag (%s) "
                              "disagree" % (found, count, "set" if flags & DET_OVERFLOW else "clear"))
-    body = b[DET_HEADER.itemsize:DET_HEADER.itemsize + count * rb]
-    if rb == DET_RECORD.itemsize:
-        rec = body.view(DET_RECORD).copy()
-    else:   # a later version: the known fields of each longer record
-        rec = np.empty(count, dtype=DET_RECORD)
-        rows = body.reshape(count, rb)[:, :DET_RECORD.itemsize]
-        rec[...] = np.ascontiguousarray(rows).view(DET_RECORD).reshape(count)
+    if ver == 1 and flags & DET_BEAMS:
+        raise DetectionError(_errno.EBADMSG, "version 1 with the beams flag (records of "
+                             "version 1 carry no beam)")
+    rec = _det_records(b[DET_HEADER.itemsize:DET_HEADER.itemsize + count * rb], count, rb)
     ch = rec["channel"]
     if flags & DET_INTEGRATED:
         bad = np.flatnonzero(ch != DET_CHANNEL_ALL)
@@ -265,6 +297,14 @@ def parse_detections(buf):
         raise DetectionError(_errno.EBADMSG, "record %d: channel %d is not %s" % (
             bad[0], ch[bad[0]], "-1 (an integrated list)" if flags & DET_INTEGRATED
             else "one of the list's %d maps" % int(h["maps"])))
+    if flags & DET_BEAMS:
+        bad = np.flatnonzero(rec["beam"] != ch)
+    else:
+        bad = np.flatnonzero(rec["beam"] != DET_BEAM_NONE)
+    if bad.size:
+        raise DetectionError(_errno.EBADMSG, "record %d: beam %d, channel %d (%s)" % (
+            bad[0], rec["beam"][bad[0]], ch[bad[0]], "a list of beams has beam = channel"
+            if flags & DET_BEAMS else "a list without beams has beam -1"))
     down = np.flatnonzero(np.diff(ch) < 0)
     if down.size:
         raise DetectionError(_errno.EBADMSG, "record %d: channel %d after %d (records are "
@@ -276,28 +316,81 @@ def parse_detections(buf):
     return hdr, rec
 
 
+def _det_records(body, count, rb):
+    """count DET_RECORDs from body, records of rb bytes: version 1's 32
+    (beam -1, angles NaN), version 2's 48, or longer (fields beyond DET_RECORD
+    ignored)."""
+    rows = np.ascontiguousarray(body.reshape(count, rb)[:, :min(rb, DET_RECORD.itemsize)])
+    if rb >= DET_RECORD.itemsize:
+        return rows.view(DET_RECORD).reshape(count).copy()
+    rec = np.zeros(count, dtype=DET_RECORD)
+    old = rows.view(DET_RECORD_V1).reshape(count)
+    for name in DET_RECORD_V1.names:
+        rec[name] = old[name]
+    rec["beam"] = DET_BEAM_NONE
+    rec["azimuth_deg"] = np.nan
+    rec["elevation_deg"] = np.nan
+    return rec
+
+
+def maps_by_beam(cpi_or_array):
+    """A map output's data (a CPI or its array) as a (beams, doppler_bins,
+    range_gates) array: with beams, a map ring's channels are its beams,
+    so this is the data itself, checked to be three-dimensional."""
+    a = cpi_or_array.data if isinstance(cpi_or_array, CPI) else np.asarray(cpi_or_array)
+    if a.ndim != 3:
+        raise ValueError("a map is (beams, doppler_bins, range_gates); got shape %s" % (a.shape,))
+    return a
+
+
 def pack_detections(records, max_detections, seq=0, timestamp_ns=0, first_sample=0, mode=0,
                     flags=0, found=None, maps=1, doppler_bins=0, range_gates=0, cells=None,
-                    crossings=0):
+                    crossings=0, version=DET_VERSION):
     """One list slot (uint8 array of det_bytes(max_detections)) holding
     records (anything numpy turns into DET_RECORD) as chirpd writes it:
     found defaults to len(records); when records do not fit, the first
-    max_detections are kept and DET_OVERFLOW is set, as chirpd does."""
-    rec = np.asarray(records, dtype=DET_RECORD).reshape(-1)
+    max_detections are kept and DET_OVERFLOW is set, as chirpd does.
+    Records given without beam fields get beam -1 and NaN angles.
+    version=1 writes a version-1 list (32-byte records, as an older
+    chirpd): a reader's compatibility test."""
+    rec = _as_det_records(records)
     found = len(rec) if found is None else int(found)
     if found < len(rec):
         raise ValueError("found %d < %d records" % (found, len(rec)))
     rec = rec[:max_detections]
     if found > len(rec):
         flags |= DET_OVERFLOW
+    if version not in (1, DET_VERSION):
+        raise ValueError("version %r: 1 or %d" % (version, DET_VERSION))
+    if version == 1:
+        old = np.zeros(len(rec), dtype=DET_RECORD_V1)
+        for name in DET_RECORD_V1.names:
+            old[name] = rec[name]
+        rec = old
     out = np.zeros(det_bytes(max_detections), dtype=np.uint8)
     h = np.zeros(1, dtype=DET_HEADER)
-    h[0] = (DET_MAGIC, DET_VERSION, DET_RECORD.itemsize, seq, timestamp_ns, first_sample, mode,
+    h[0] = (DET_MAGIC, version, rec.dtype.itemsize, seq, timestamp_ns, first_sample, mode,
             flags, len(rec), found, maps, doppler_bins, range_gates, 0,
             maps * doppler_bins * range_gates if cells is None else cells, crossings)
     out[:DET_HEADER.itemsize] = h.view(np.uint8)
     out[DET_HEADER.itemsize:DET_HEADER.itemsize + rec.nbytes] = rec.view(np.uint8)
     return out
+
+
+def _as_det_records(records):
+    """records as DET_RECORD; a structured array without the version-2
+    fields (DET_RECORD_V1, or a subset) gets beam -1 and NaN angles."""
+    a = np.asarray(records)
+    if a.dtype.names is None or set(DET_RECORD.names) <= set(a.dtype.names):
+        return np.asarray(records, dtype=DET_RECORD).reshape(-1)
+    a = a.reshape(-1)
+    rec = np.zeros(len(a), dtype=DET_RECORD)
+    rec["beam"] = DET_BEAM_NONE
+    rec["azimuth_deg"] = np.nan
+    rec["elevation_deg"] = np.nan
+    for name in a.dtype.names:
+        rec[name] = a[name]
+    return rec
 
 
 Stats = namedtuple("Stats", "committed released overruns skipped epoch")
@@ -547,10 +640,14 @@ class CPI:
     detections (a DET_RECORD array of header.count records) are the
     checked list, the CPI's own copies (valid after release); None from
     other rings. missing: with INCOMPLETE, the complex samples (all
-    channels) that never arrived and read zero; 0 otherwise."""
+    channels) that never arrived and read zero; 0 otherwise. pointing:
+    (azimuth, elevation), degrees from boresight, the direction the
+    producer steered this CPI's beams to ((0.0, 0.0) from a producer that
+    gives none); chirpd hands its input's on to every output."""
 
     __slots__ = ("seq", "timestamp_ns", "first_sample", "flags", "mode", "slot", "gap", "missing",
-                 "epoch", "header", "detections", "_data", "_ring", "_copied", "__weakref__")
+                 "pointing", "epoch", "header", "detections", "_data", "_ring", "_copied",
+                 "__weakref__")
 
     def __init__(self, ring, blk, data, gap, copied, det=(None, None)):
         self.seq = blk.seq
@@ -561,6 +658,7 @@ class CPI:
         self.slot = blk.slot
         # the count is defined only with the flag (ring.h)
         self.missing = blk.missing if blk.flags & INCOMPLETE else 0
+        self.pointing = (float(blk.pointing_az_deg), float(blk.pointing_el_deg))
         self.gap = gap
         self.epoch = ring.epoch
         self._data = data
@@ -603,6 +701,21 @@ class CPI:
         return bool(self.flags & UNKNOWN_MODE)
 
     @property
+    def pointing_az_deg(self):
+        return self.pointing[0]
+
+    @property
+    def pointing_el_deg(self):
+        return self.pointing[1]
+
+    @property
+    def bad_pointing(self):
+        """chirpd did not process this CPI: its pointing is not finite, beyond
+        +-90 degrees, or puts a beam outside the visible region; every
+        value of data is NaN."""
+        return bool(self.flags & BAD_POINTING)
+
+    @property
     def incomplete(self):
         """Samples of this CPI never arrived (a network producer committed
         it on time with holes): they read zero; missing counts them."""
@@ -616,10 +729,11 @@ class CPI:
     def __repr__(self):
         f = [n for n, b in (("DISCONTINUITY", DISCONTINUITY), ("NONFINITE", NONFINITE),
                             ("REDELIVERED", REDELIVERED), ("UNKNOWN_MODE", UNKNOWN_MODE),
-                            ("INCOMPLETE", INCOMPLETE))
+                            ("INCOMPLETE", INCOMPLETE), ("BAD_POINTING", BAD_POINTING))
              if self.flags & b]
-        return "<CPI seq %d mode %d first_sample %d gap %s flags %s%s%s>" % (
-            self.seq, self.mode, self.first_sample, self.gap, "|".join(f) or "0",
+        return "<CPI seq %d mode %d pointing %g,%g first_sample %d gap %s flags %s%s%s>" % (
+            self.seq, self.mode, self.pointing[0], self.pointing[1], self.first_sample,
+            self.gap, "|".join(f) or "0",
             " missing %d" % self.missing if self.missing else "",
             " released" if self.released else "")
 
@@ -809,29 +923,30 @@ class Producer(_Ring):
         self._reserved = v
         return v
 
-    def commit(self, first_sample=0, timestamp_ns=0, flags=0, mode=0, missing=0):
+    def commit(self, first_sample=0, timestamp_ns=0, flags=0, mode=0, missing=0,
+               pointing=(0.0, 0.0)):
         """Publish the reserved slot. timestamp_ns 0 = now (CLOCK_REALTIME).
         mode: the CPI's radar mode (an id of chirpd's [mode] configuration,
         0..2**32-1; chirp_ring_commit_mode). missing: complex samples (all
         channels) that never arrived and were zeroed, 0..2**32-1; > 0 adds
-        INCOMPLETE (chirp_ring_commit_partial). Returns True; False if the
-        ring was re-created meanwhile (the block is lost, counted in drops,
-        and the ring attached again)."""
+        INCOMPLETE (chirp_ring_commit_partial). pointing: (azimuth,
+        elevation) in degrees from boresight, the direction this CPI's
+        beams are steered to, carried as float32 (chirp_ring_commit_cpi).
+        Returns True; False if the ring was re-created meanwhile (the block
+        is lost, counted in drops, and the ring attached again)."""
         if self._reserved is None:
             raise RingError(_errno.EINVAL, "ring %s: commit without reserve" % self.name)
         if not 0 <= mode <= 0xffffffff:
             raise ValueError("mode %r: must be 0..%d" % (mode, 0xffffffff))
         if not 0 <= missing <= 0xffffffff:
             raise ValueError("missing %r: must be 0..%d" % (missing, 0xffffffff))
-        if missing:
-            f = getattr(self._L, "chirp_ring_commit_partial", None)
-            if f is None:
-                raise RingError(_errno.ENOSYS, "ring %s: this libchirpring lacks "
-                                "chirp_ring_commit_partial (missing=): update it" % self.name)
-            rc = f(self._handle(), timestamp_ns, first_sample, flags, mode, missing)
-        else:
-            rc = self._L.chirp_ring_commit_mode(self._handle(), timestamp_ns, first_sample,
-                                                flags, mode)
+        try:
+            az, el = (float(v) for v in pointing)
+        except (TypeError, ValueError):
+            raise ValueError("pointing %r: want (azimuth_deg, elevation_deg)" % (pointing,)) \
+                from None
+        cpi = _lib.Cpi(timestamp_ns, first_sample, flags, mode, az, el, missing, 0)
+        rc = self._L.chirp_ring_commit_cpi(self._handle(), ctypes.byref(cpi))
         if rc == -_errno.ESTALE:
             self._reserved = None
             self.drops += 1
@@ -842,9 +957,10 @@ class Producer(_Ring):
         self._reserved = None
         return True
 
-    def write(self, data, first_sample=0, timestamp_ns=0, block=False, mode=0):
+    def write(self, data, first_sample=0, timestamp_ns=0, block=False, mode=0,
+              pointing=(0.0, 0.0)):
         """Copy one CPI (an array of the ring's shape and dtype) into the
-        next slot and commit it (with mode, as commit). Returns True, or
+        next slot and commit it (with mode and pointing, as commit). Returns True, or
         False when it was dropped
         (ring full, block=False). A wrong shape or dtype is a ValueError
         naming both geometries, raised before anything is reserved."""
@@ -858,7 +974,8 @@ class Producer(_Ring):
             return False
         buf[...] = a
         del buf
-        return self.commit(first_sample=first_sample, timestamp_ns=timestamp_ns, mode=mode)
+        return self.commit(first_sample=first_sample, timestamp_ns=timestamp_ns, mode=mode,
+                           pointing=pointing)
 
     def _drop_handle(self):
         self._reserved = None

@@ -7,11 +7,11 @@ is loaded on first use, from (in this order):
 
   1. $CHIRPRING_LIBRARY, a path (tests use the build tree's .so);
   2. the LIBDIR `make install` wrote into chirpring/_config.py;
-  3. the soname libchirpring.so.2 through the dynamic linker (a .deb, or
+  3. the soname libchirpring.so.3 through the dynamic linker (a .deb, or
      ldconfig after `make install`).
 
 A library of another ABI is refused when it is loaded (it lacks a function
-of this one: chirp_ring_commit_mode is new in ABI 2), and a ring of another
+of this one: chirp_ring_commit_cpi is new in ABI 3), and a ring of another
 ABI when it is attached (EPROTO, naming both versions).
 
 ctypes rather than cffi: no build step and no dependency beyond the
@@ -22,7 +22,7 @@ nanoseconds, far below one CPI (README, "From Python", has the figures).
 import ctypes
 import os
 
-ABI_VERSION = 2   # CHIRP_RING_ABI_VERSION this module was written against
+ABI_VERSION = 3   # CHIRP_RING_ABI_VERSION this module was written against
 
 CF32, SC16, RF32, DET = 0, 1, 2, 3
 PRODUCER, CONSUMER = 1, 2
@@ -31,6 +31,7 @@ NONFINITE = 1 << 1
 REDELIVERED = 1 << 2
 UNKNOWN_MODE = 1 << 3
 INCOMPLETE = 1 << 4
+BAD_POINTING = 1 << 5
 
 ERRLEN = 512
 
@@ -51,8 +52,17 @@ class Block(ctypes.Structure):
     _fields_ = [("seq", ctypes.c_uint64), ("timestamp_ns", ctypes.c_uint64),
                 ("first_sample", ctypes.c_uint64), ("flags", ctypes.c_uint32),
                 ("slot", ctypes.c_uint32), ("mode", ctypes.c_uint32),
-                ("missing", ctypes.c_uint32), ("len", ctypes.c_uint64),
+                ("missing", ctypes.c_uint32), ("pointing_az_deg", ctypes.c_float),
+                ("pointing_el_deg", ctypes.c_float), ("len", ctypes.c_uint64),
                 ("payload", ctypes.c_void_p)]
+
+
+class Cpi(ctypes.Structure):
+    """struct chirp_ring_cpi: what chirp_ring_commit_cpi publishes."""
+    _fields_ = [("timestamp_ns", ctypes.c_uint64), ("first_sample", ctypes.c_uint64),
+                ("flags", ctypes.c_uint32), ("mode", ctypes.c_uint32),
+                ("pointing_az_deg", ctypes.c_float), ("pointing_el_deg", ctypes.c_float),
+                ("missing", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
 
 
 class Stats(ctypes.Structure):
@@ -82,6 +92,10 @@ _PROTOS = {
     "chirp_ring_commit": (ctypes.c_int, [_P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32]),
     "chirp_ring_commit_mode": (ctypes.c_int, [_P, ctypes.c_uint64, ctypes.c_uint64,
                                               ctypes.c_uint32, ctypes.c_uint32]),
+    "chirp_ring_commit_partial": (ctypes.c_int, [_P, ctypes.c_uint64, ctypes.c_uint64,
+                                                 ctypes.c_uint32, ctypes.c_uint32,
+                                                 ctypes.c_uint32]),
+    "chirp_ring_commit_cpi": (ctypes.c_int, [_P, ctypes.POINTER(Cpi)]),
     "chirp_ring_peek": (ctypes.c_int, [_P, ctypes.POINTER(Block)]),
     "chirp_ring_release": (ctypes.c_int, [_P]),
     "chirp_ring_available": (ctypes.c_uint64, [_P]),
@@ -90,13 +104,9 @@ _PROTOS = {
     "chirp_ring_get_spin": (ctypes.c_int64, [_P]),
 }
 
-# Functions a version-2 library may lack (it predates them): bound when
+# Functions a library of this ABI may lack (it predates them): bound when
 # present; the Python call that needs one says so when it is not.
-_OPTIONAL = {
-    "chirp_ring_commit_partial": (ctypes.c_int, [_P, ctypes.c_uint64, ctypes.c_uint64,
-                                                 ctypes.c_uint32, ctypes.c_uint32,
-                                                 ctypes.c_uint32]),
-}
+_OPTIONAL = {}
 
 _lib = None
 
@@ -108,10 +118,10 @@ def _candidates():
     out = []
     try:
         from . import _config   # written by `make install`
-        out.append(os.path.join(_config.LIBDIR, "libchirpring.so.2"))
+        out.append(os.path.join(_config.LIBDIR, "libchirpring.so.3"))
     except ImportError:
         pass
-    out.append("libchirpring.so.2")
+    out.append("libchirpring.so.3")
     return out
 
 
