@@ -39,6 +39,10 @@ with raw results KIND.tsv and their provenance KIND.meta
                 (c)/(a) >= 90 %, (c)/(b) >= 2x and 25 Gb/s
     publish     bench-publish.sh's OUT TSV: capacity with the detection
                 lists published on ZeroMQ and without, the cost <= 1 %
+    beam        beam_gpu's TSV: beamforming on device data, the fused
+                kernel and cublasCgemm against a device-to-device copy
+                (criterion: the default engine >= 70 % of cublasCgemm's
+                rate), the per-CPI weights and MVDR steps
 
 For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
@@ -59,7 +63,7 @@ import re
 import sys
 
 KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
-         "detect", "detect_latency", "startup", "net", "publish")
+         "detect", "detect_latency", "startup", "net", "publish", "beam")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -84,6 +88,7 @@ COLS["net"] = ("what", "threads", "datagram_bytes", "gbps", "gbps_per_core", "lo
                "sender", "backend")
 COLS["publish"] = ("run", "publish", "cpi_per_s", "sent", "drops", "sub_det", "sub_gaps",
                    "geometry", "backend")
+COLS["beam"] = ("variant", "C", "B", "N", "reps", "min_us", "median_us", "max_us", "gbps")
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
 OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
@@ -99,6 +104,7 @@ STARTUP_SPREAD = 0.05    # start-ups: capacity within +-5 % of the median
 NET_OF_CEILING = 0.90    # chirp-recv's loss-free rate: share of the loopback ceiling
 NET_VS_NAIVE = 2.0       # ... against the naive recvfrom loop
 NET_TARGET_GBPS = 25.0   # ... and the rate kernel-socket receivers are known to reach
+BEAM_OF_GEMM = 0.70     # beamforming on device data against cublasCgemm's rate
 PUBLISH_COST = 0.01      # publishing the detections: at most 1 % of capacity
 
 SWITCH = "c_registered_mode_switch"
@@ -119,6 +125,7 @@ NUMERIC["corner"] = COLS["corner"][1:]
 NUMERIC["startup"] = ("capacity_cpi_per_s", "depth", "input_slots")
 NUMERIC["net"] = ("threads", "datagram_bytes", "gbps", "gbps_per_core", "seconds")
 NUMERIC["publish"] = ("cpi_per_s", "sent", "drops")
+NUMERIC["beam"] = COLS["beam"][1:]
 
 
 class Bad(Exception):
@@ -676,6 +683,47 @@ def table_detect(perf, r):
     return out
 
 
+def table_beam(r):
+    """Per shape: the fused kernel's default, cublasCgemm and the copy
+    (GB/s: bytes read and written / median time), the criterion, the best
+    fused pair; then every fused variant; the per-CPI steps in us."""
+    shapes = []
+    for x in r["rows"]:
+        k = (int(x["C"]), int(x["B"]), int(x["N"]))
+        if k not in shapes:
+            shapes.append(k)
+    out = [provenance(r, " GB/s = (C + B) N x 8 bytes (each input read once, each output "
+                         "written once; the copy: the same bytes read and written) / the median "
+                         "of %d repeats." % int(r["rows"][0]["reps"])), "",
+           "| C | B | N | fused (default) GB/s | cublasCgemm GB/s | copy GB/s | fused / cublas "
+           "| ≥ %.0f %% | fused / copy | best fused pair | weights µs | MVDR µs |"
+           % (100 * BEAM_OF_GEMM),
+           "|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|"]
+    for c, b, n in shapes:
+        v = {x["variant"]: x for x in r["rows"] if (int(x["C"]), int(x["B"]), int(x["N"])) ==
+             (c, b, n)}
+        f, g, cp = v.get("fused"), v.get("cublas"), v.get("copy")
+        fv = [x for k, x in v.items() if k.startswith("fused")]
+        best = max(fv, key=lambda x: x["gbps"]) if fv else None
+        q = f["gbps"] / g["gbps"] if f and g and g["gbps"] > 0 else None
+        out.append("| %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            c, b, n, "%.0f" % f["gbps"] if f else "–", "%.0f" % g["gbps"] if g else "–",
+            "%.0f" % cp["gbps"] if cp else "–", "%.0f %%" % (100 * q) if q else "–",
+            "–" if q is None else "PASS" if q >= BEAM_OF_GEMM else "FAIL",
+            "%.0f %%" % (100 * f["gbps"] / cp["gbps"]) if f and cp and cp["gbps"] > 0 else "–",
+            "%s (%.0f GB/s)" % (best["variant"], best["gbps"]) if best else "–",
+            "%.1f" % v["weights"]["median_us"] if "weights" in v else "–",
+            "%.1f" % v["mvdr"]["median_us"] if "mvdr" in v else "–"))
+    out += ["", "Every variant, µs: median (min–max):", "",
+            "| variant | C | B | N | µs | GB/s |", "|---|---:|---:|---:|---:|---:|"]
+    for x in r["rows"]:
+        out.append("| %s | %d | %d | %d | %s | %s |" % (
+            x["variant"], x["C"], x["B"], x["N"],
+            mmm(x["min_us"], x["median_us"], x["max_us"], "%.1f"),
+            "%.0f" % x["gbps"] if x["gbps"] > 0 else "–"))
+    return out
+
+
 def table_startup(r):
     rows = r["rows"]
     caps = [x["capacity_cpi_per_s"] for x in rows]
@@ -881,7 +929,7 @@ def main():
                                                if k == "compare" else
                                                "scripts/perf-run.sh gpu doc/perf" +
                                                (" " + k if k in ("radar", "detect", "startup",
-                                                                 "net", "publish")
+                                                                 "net", "publish", "beam")
                                                 else ""))]
                 continue
             r = newest[k]
@@ -903,6 +951,8 @@ def main():
                 tables[k] = table_net(r)
             elif k == "publish":
                 tables[k] = table_publish(r)
+            elif k == "beam":
+                tables[k] = table_beam(r)
             else:
                 tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the
