@@ -359,7 +359,7 @@ static void test_mvdr(void **state)
 	mvdr_params_init(&mp);
 	mp.snapshots = 64;
 	mp.first_gate = 5;
-	mp.gate_stride = 37;
+	mp.gate_stride = 23;   /* 3 pulses x 31 gates: 93 cells for 64 */
 	mp.pulse_stride = 2;
 	mp.loading = 1e-3;
 	m = mvdr_create(C, c.P, c.R, B, &mp, err, sizeof(err));

@@ -13,8 +13,8 @@
  * keeps NC columns x BG beams of accumulators in registers, the group's
  * weights sit in shared memory (one broadcast load serves the warp), and
  * a warp's loads and stores are 32 consecutive float2 of one row (its
- * columns are r0 + j x 128). B above a group (32) re-reads the block's
- * columns from L1/L2 per group, not from memory. cuBLAS's cgemm reads the
+ * columns are r0 + j x 128). B above a group (cu_beam_form_pick) re-reads
+ * the block's columns from L1/L2 per group, not from memory. cuBLAS's cgemm reads the
  * row-major arrays as column-major, Y^T = X^T W^T (m = N, n = B, k = C):
  * its tiles are made for large n and k, and at n = B <= 32 they leave
  * most of the tile idle. The measurement (bench/beam_gpu.cu, the figures
@@ -28,11 +28,12 @@
  *
  * MVDR: k_mvdr_gather copies the K training cells (mvdr.h's rule) into a
  * K x C scratch, k_mvdr_cov forms R (upper triangle, double, one block per
- * row), k_mvdr_solve (one block) adds the loading, factors R_l = L L^H in
- * shared memory (right-looking, FP64) and solves each beam with one warp
- * (each lane holds rows lane and lane + 32 of the vector: a forward and a
- * backward substitution of C broadcasts each), then writes W only once
- * every beam's solve is valid (all or nothing, as mvdr_solve).
+ * row, the snapshots staged through shared memory), k_mvdr_solve (one
+ * block) adds the loading, factors R_l = L L^H in shared memory
+ * (right-looking, FP64, one barrier per column) and solves each beam with
+ * one warp (each lane holds rows lane and lane + 32 of the vector: a
+ * forward and a backward substitution of C broadcasts each), then writes W
+ * only once every beam's solve is valid (all or nothing, as mvdr_solve).
  */
 #include <cublas_v2.h>
 
@@ -50,8 +51,8 @@ extern "C" {
 #define CU_BW_THREADS 256        /* k_beam_weights                           */
 #define CU_BF_THREADS 128        /* k_beam_form: columns per row of a block x NC */
 #define CU_BF_SMEM (48 * 1024)   /* k_beam_form's weight tile, at most       */
-#define CU_BG_MAX 32             /* beams per group of k_beam_form          */
-#define CU_MV_THREADS 512        /* k_mvdr_solve: 16 warps, a beam each     */
+#define CU_BG_PICK 16            /* beams per group of cu_beam_form         */
+#define CU_MV_THREADS 1024       /* k_mvdr_solve: 32 warps, a beam each     */
 #define CU_BLAS_WS (32u << 20)   /* cuBLAS workspace (Hopper's default size) */
 #define CU_TWO_PI 6.283185307179586476925286766559
 
@@ -238,20 +239,26 @@ cudaError_t cu_beam_form_variant(const float2 *W, unsigned B, unsigned C,
 	}
 }
 
-/* The default group and columns for B beams of C channels: every beam in
- * one group up to 32 (each input read once), as many columns per thread
- * as the accumulators' registers allow (BG x NC <= 64 complex), and a
- * weight tile that fits CU_BF_SMEM. */
+/*
+ * The default group and columns for B beams of C channels, from the
+ * measured variants (bench/beam_gpu.cu on an H200): every beam in one
+ * group up to 16, 2 columns per thread at 16 (4 costs 185 registers and
+ * halves the warps in flight: 16:16 ran at 2.0 TB/s with 4, 2.6 with 2), 4
+ * below (64:8: 2.76 TB/s with 8 x 4, 2.47 with 8 x 2). Above 16 beams the
+ * groups re-read the block's columns from L1/L2, not from memory: at
+ * 64:32 two groups of 16 x 2 ran 4 % faster than one of 32 x 2 (206
+ * registers). The weight tile fits CU_BF_SMEM.
+ */
 void cu_beam_form_pick(unsigned B, unsigned C, unsigned *bg, unsigned *nc)
 {
 	unsigned g = 1;
 
-	while (g < B && g < CU_BG_MAX)
+	while (g < B && g < CU_BG_PICK)
 		g *= 2;
 	while (g > 1 && (size_t)g * C * sizeof(float2) > CU_BF_SMEM)
 		g /= 2;
 	*bg = g;
-	*nc = g >= 32 ? 2 : 4;
+	*nc = g >= 16 ? 2 : 4;
 }
 
 cudaError_t cu_beam_form(const struct cu_beam *bm, const float2 *W, const struct cu_beam_io *io,
@@ -304,21 +311,35 @@ __global__ void k_mvdr_gather(const float2 *__restrict__ x, size_t x_ch, size_t 
 }
 
 /* R[i][j] = (1/K) sum_k S[k][i] conj(S[k][j]) in double: block i, thread
- * j >= i, and R[j][i] its conjugate. */
-__global__ void k_mvdr_cov(const float2 *__restrict__ S, unsigned C, unsigned K,
-			   double2 *__restrict__ cov)
+ * j >= i, and R[j][i] its conjugate. The snapshots pass through shared
+ * memory CU_COV_TK at a time: every load coalesced and in flight at once
+ * (a loop of dependent loads from L2 would cost their latency K times). */
+#define CU_COV_TK 32
+__global__ void __launch_bounds__(64) k_mvdr_cov(const float2 *__restrict__ S, unsigned C,
+						 unsigned K, double2 *__restrict__ cov)
 {
+	__shared__ float2 t[CU_COV_TK * 64];
 	unsigned i = blockIdx.x, j = threadIdx.x;
 	double sr = 0.0, si = 0.0;
 
+	for (unsigned k0 = 0; k0 < K; k0 += CU_COV_TK) {
+		unsigned nk = min(K - k0, (unsigned)CU_COV_TK);
+
+		__syncthreads();
+		for (unsigned x = threadIdx.x; x < nk * C; x += blockDim.x)
+			t[x] = S[(size_t)k0 * C + x];
+		__syncthreads();
+		if (j < i || j >= C)
+			continue;
+		for (unsigned k = 0; k < nk; k++) {
+			float2 a = t[k * C + i], b = t[k * C + j];
+
+			sr += (double)a.x * b.x + (double)a.y * b.y;
+			si += (double)a.y * b.x - (double)a.x * b.y;
+		}
+	}
 	if (j < i || j >= C)
 		return;
-	for (unsigned k = 0; k < K; k++) {
-		float2 a = S[(size_t)k * C + i], b = S[(size_t)k * C + j];
-
-		sr += (double)a.x * b.x + (double)a.y * b.y;
-		si += (double)a.y * b.x - (double)a.x * b.y;
-	}
 	cov[(size_t)i * C + j] = make_double2(sr / K, si / K);
 	cov[(size_t)j * C + i] = make_double2(sr / K, -si / K);
 }
@@ -338,12 +359,19 @@ __device__ __forceinline__ double2 cshfl(double2 a, unsigned lane)
 	return make_double2(__shfl_sync(0xffffffffu, a.x, lane), __shfl_sync(0xffffffffu, a.y, lane));
 }
 
-/* Cholesky of R + load I into A (row stride C + 1: a column's elements
- * fall in different banks), right-looking. 0, or 1 when a pivot is not
- * positive and finite. Every thread of the block calls it. */
-__device__ int cu_cholesky(double2 *A, const double2 *__restrict__ cov, unsigned C, double loading)
+/*
+ * Cholesky of R + load I, R_l = L L^H, in A (row stride C + 1: a column's
+ * elements fall in different banks), right-looking, one barrier a step:
+ * step j reads column j of the trailing matrix as it stands, updates the
+ * lower trailing part (rows and columns > j), and writes L's column j as
+ * its conjugate into row j's upper part (A[j][i] = conj(L[i][j]), i > j),
+ * which no update reads or writes, and 1 / L[j][j] into rdg[j]. 0, or 1
+ * when a pivot is not positive and finite (every thread sees the same
+ * pivot). Every thread of the block calls it.
+ */
+__device__ int cu_cholesky(double2 *A, double *rdg, const double2 *__restrict__ cov, unsigned C,
+			   double loading)
 {
-	__shared__ int bad;
 	__shared__ double load;
 	unsigned tid = threadIdx.x, nt = blockDim.x, ld = C + 1;
 
@@ -355,38 +383,31 @@ __device__ int cu_cholesky(double2 *A, const double2 *__restrict__ cov, unsigned
 		for (unsigned c = 0; c < C; c++)
 			tr += cov[(size_t)c * C + c].x;
 		load = loading * tr / C;
-		bad = 0;
 	}
 	__syncthreads();
 	for (unsigned j = 0; j < C; j++) {
-		double2 *Aj = A + j * ld;
-
-		if (tid == 0) {
-			double d = Aj[j].x + load;
-
-			if (!(d > 0.0) || !isfinite(d))
-				bad = 1;
-			else
-				Aj[j] = make_double2(sqrt(d), 0.0);
-		}
-		__syncthreads();
-		if (bad)
-			return 1;   /* every thread: bad is read after the barrier */
-		double d = Aj[j].x;
-		for (unsigned i = j + 1 + tid; i < C; i += nt) {
-			A[i * ld + j].x /= d;
-			A[i * ld + j].y /= d;
-		}
-		__syncthreads();
+		double d = A[j * ld + j].x + load, r, rr;
 		unsigned n = C - j - 1;
+
+		if (!(d > 0.0) || !isfinite(d))
+			return 1;
+		r = 1.0 / sqrt(d);
+		rr = 1.0 / d;
+		if (tid == 0)
+			rdg[j] = r;
+		for (unsigned i = j + 1 + tid; i < C; i += nt) {
+			double2 a = A[i * ld + j];
+
+			A[j * ld + i] = make_double2(a.x * r, -a.y * r);
+		}
 		for (unsigned t = tid; t < n * n; t += nt) {
 			unsigned i = j + 1 + t / n, k = j + 1 + t % n;
 
 			if (k <= i) {
 				double2 u = cmulc(A[i * ld + j], A[k * ld + j]);
 
-				A[i * ld + k].x -= u.x;
-				A[i * ld + k].y -= u.y;
+				A[i * ld + k].x -= u.x * rr;
+				A[i * ld + k].y -= u.y * rr;
 			}
 		}
 		__syncthreads();
@@ -397,8 +418,8 @@ __device__ int cu_cholesky(double2 *A, const double2 *__restrict__ cov, unsigned
 /* One beam by one warp: z = R_l^-1 v by L y = v, L^H z = y, then
  * w = conj(z) / (v^H z). Lane l holds rows l and l + 32 (C <= 64).
  * Returns v^H z's real part (the check's), w into zs[0..C-1]. */
-__device__ double cu_mvdr_beam(const struct cu_bgeo &g, const double2 *A, unsigned b, double up,
-			       double vp, double2 *zs)
+__device__ double cu_mvdr_beam(const struct cu_bgeo &g, const double2 *A, const double *rdg,
+			       unsigned b, double up, double vp, double2 *zs)
 {
 	unsigned lane = threadIdx.x & 31, C = g.C, ld = C + 1;
 	double2 v[2], y[2];
@@ -421,9 +442,9 @@ __device__ double cu_mvdr_beam(const struct cu_bgeo &g, const double2 *A, unsign
 	for (unsigned i = 0; i < C; i++) {   /* forward: L y = v */
 		unsigned o = i & 31;
 		double2 yi = i < 32 ? y[0] : y[1];
-		double d = A[i * ld + i].x;
+		double d = rdg[i];
 
-		yi = make_double2(yi.x / d, yi.y / d);
+		yi = make_double2(yi.x * d, yi.y * d);
 		if (lane == o) {
 			if (i < 32)
 				y[0] = yi;
@@ -434,8 +455,8 @@ __device__ double cu_mvdr_beam(const struct cu_bgeo &g, const double2 *A, unsign
 		for (int s = 0; s < 2; s++) {
 			unsigned c = lane + 32 * s;
 
-			if (c > i && c < C) {
-				double2 u = cmul(A[c * ld + i], yi);
+			if (c > i && c < C) {   /* L[c][i] = conj(A[i][c]) */
+				double2 u = cmulc(yi, A[i * ld + c]);
 
 				y[s].x -= u.x;
 				y[s].y -= u.y;
@@ -445,9 +466,9 @@ __device__ double cu_mvdr_beam(const struct cu_bgeo &g, const double2 *A, unsign
 	for (unsigned i = C; i-- > 0;) {     /* backward: L^H z = y */
 		unsigned o = i & 31;
 		double2 zi = i < 32 ? y[0] : y[1];
-		double d = A[i * ld + i].x;
+		double d = rdg[i];
 
-		zi = make_double2(zi.x / d, zi.y / d);
+		zi = make_double2(zi.x * d, zi.y * d);
 		if (lane == o) {
 			if (i < 32)
 				y[0] = zi;
@@ -458,8 +479,8 @@ __device__ double cu_mvdr_beam(const struct cu_bgeo &g, const double2 *A, unsign
 		for (int s = 0; s < 2; s++) {
 			unsigned c = lane + 32 * s;
 
-			if (c < i) {   /* conj(L[i][c]) z_i */
-				double2 u = cmulc(zi, A[i * ld + c]);
+			if (c < i) {   /* conj(L[i][c]) = A[c][i] */
+				double2 u = cmul(A[c * ld + i], zi);
 
 				y[s].x -= u.x;
 				y[s].y -= u.y;
@@ -485,19 +506,20 @@ __global__ void __launch_bounds__(CU_MV_THREADS)
 k_mvdr_solve(struct cu_bgeo g, const double2 *__restrict__ cov, double loading, double up,
 	     double vp, double2 *__restrict__ zs, float2 *__restrict__ W, int *status)
 {
-	extern __shared__ double2 A[];   /* C x (C + 1) */
+	extern __shared__ double2 A[];   /* C x (C + 1), then C doubles: rdg */
 	__shared__ int bad;
+	double *rdg = (double *)(A + (size_t)g.C * (g.C + 1));
 	unsigned warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
 
 	if (threadIdx.x == 0)
 		bad = 0;
-	if (cu_cholesky(A, cov, g.C, loading)) {   /* its barriers order bad = 0 */
+	if (cu_cholesky(A, rdg, cov, g.C, loading)) {   /* its barriers order bad = 0 */
 		if (threadIdx.x == 0)
 			*status = -EDOM;
 		return;
 	}
 	for (unsigned b = warp; b < g.B; b += nw) {
-		double q = cu_mvdr_beam(g, A, b, up, vp, zs + (size_t)b * g.C);
+		double q = cu_mvdr_beam(g, A, rdg, b, up, vp, zs + (size_t)b * g.C);
 
 		if (!(q > 0.0) || !isfinite(q))
 			bad = 1;
@@ -607,7 +629,7 @@ static int make_mvdr(struct cu_beam *bm, const struct mvdr_params *mp, char *err
 	bm->mvdr = 1;
 	bm->mp = *mp;
 	bm->nr = (bm->R - mp->first_gate + mp->gate_stride - 1) / mp->gate_stride;
-	bm->solve_smem = (size_t)C * (C + 1) * sizeof(double2);
+	bm->solve_smem = (size_t)C * (C + 1) * sizeof(double2) + C * sizeof(double);
 	CKC(cudaMalloc(&bm->d_snap, (size_t)K * C * sizeof(float2)));
 	CKC(cudaMalloc(&bm->d_cov, (size_t)C * C * sizeof(double2)));
 	CKC(cudaMalloc(&bm->d_z, (size_t)B * C * sizeof(double2)));
