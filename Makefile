@@ -133,7 +133,7 @@ HOOK_OBJS  := $(patsubst src/%.c,$(OBJ)/hooks/%.o,$(HOOK_SRCS))
 HOOKS_LIB  := $(BUILD)/lib/libchirpcore-hooks.a
 HOOKS_BIN  := $(BUILD)/tests/chirpd-hooks
 RING_LIB   := $(BUILD)/lib/libchirpring.a
-RING_SO    := $(BUILD)/lib/libchirpring.so.2
+RING_SO    := $(BUILD)/lib/libchirpring.so.3
 TOOL_LIB   := $(BUILD)/lib/libchirptools.a
 BINS       := $(addprefix $(BUILD)/bin/,$(BIN_NAMES))
 TESTS      := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS)) $(HOOKS_BIN)
@@ -203,8 +203,8 @@ $(DAEMON_LIB): $(DAEMON_LIB_OBJS)
 
 $(RING_SO): $(RING_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.2 -o $@ $^ -lrt
-	ln -sf libchirpring.so.2 $(BUILD)/lib/libchirpring.so
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libchirpring.so.3 -o $@ $^ -lrt
+	ln -sf libchirpring.so.3 $(BUILD)/lib/libchirpring.so
 
 $(BUILD)/bin/chirpd: $(DAEMON_OBJS) $(CORE_LIB) $(RING_LIB)
 	@mkdir -p $(@D)

@@ -4,7 +4,7 @@
 #   make install   [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc] ...
 #   make uninstall (same variables)
 #
-# Installs the programs, scripts/chirp-plot, libchirpring (.so.2, .so, .a)
+# Installs the programs, scripts/chirp-plot, libchirpring (.so.3, .so, .a)
 # with chirp/ring.h, chirp/detect.h (a det ring's slot) and chirpring.pc,
 # the systemd units (ExecStart rewritten to BINDIR), the sysusers.d entry
 # for the chirpd user, the man pages, chirpctl's bash completion, the chirpring Python package (into PYTHONDIR,
@@ -60,8 +60,8 @@ install: bins libs
 	  $(D)$(INCLUDEDIR)/chirp $(D)$(UNITDIR) $(D)$(SYSUSERSDIR) \
 	  $(D)$(MANDIR)/man1 $(D)$(MANDIR)/man5 $(D)$(MANDIR)/man8 $(D)$(SYSCONFDIR)/chirpd
 	$(INSTALL) -m 0755 $(BINS) $(INST_SCRIPTS) $(D)$(BINDIR)/
-	$(INSTALL) -m 0755 $(RING_SO) $(D)$(LIBDIR)/libchirpring.so.2
-	ln -sf libchirpring.so.2 $(D)$(LIBDIR)/libchirpring.so
+	$(INSTALL) -m 0755 $(RING_SO) $(D)$(LIBDIR)/libchirpring.so.3
+	ln -sf libchirpring.so.3 $(D)$(LIBDIR)/libchirpring.so
 	$(INSTALL) -m 0644 $(RING_LIB) $(D)$(LIBDIR)/libchirpring.a
 	$(INSTALL) -m 0644 include/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/ring.h
 	$(INSTALL) -m 0644 include/chirp/detect.h $(D)$(INCLUDEDIR)/chirp/detect.h
@@ -90,7 +90,7 @@ endif
 ifneq ($(INST_PY),)
 	$(INSTALL) -d -m 0755 $(D)$(PYTHONDIR)/chirpring
 	$(INSTALL) -m 0644 $(filter-out %/_config.py,$(INST_PY)) $(D)$(PYTHONDIR)/chirpring/
-	printf '# Written by make install: where libchirpring.so.2 was installed.\nLIBDIR = "%s"\n' \
+	printf '# Written by make install: where libchirpring.so.3 was installed.\nLIBDIR = "%s"\n' \
 	  '$(LIBDIR)' > $(D)$(PYTHONDIR)/chirpring/_config.py
 	chmod 0644 $(D)$(PYTHONDIR)/chirpring/_config.py
 	@case "$(PYTHONDIR)" in /usr/lib/python3/dist-packages|/usr/local/lib/python3*/dist-packages) ;; \
@@ -116,7 +116,7 @@ endif
 
 uninstall:
 	rm -f $(addprefix $(D)$(BINDIR)/,$(BIN_NAMES) chirp-plot)
-	rm -f $(D)$(LIBDIR)/libchirpring.so.2 $(D)$(LIBDIR)/libchirpring.so $(D)$(LIBDIR)/libchirpring.a
+	rm -f $(D)$(LIBDIR)/libchirpring.so.3 $(D)$(LIBDIR)/libchirpring.so $(D)$(LIBDIR)/libchirpring.a
 	rm -f $(D)$(INCLUDEDIR)/chirp/ring.h $(D)$(INCLUDEDIR)/chirp/detect.h $(D)$(PKGCONFIGDIR)/chirpring.pc
 	rm -f $(D)$(UNITDIR)/chirpd.service $(D)$(UNITDIR)/chirpd@.service $(D)$(UNITDIR)/chirp-recv@.service \
 	      $(D)$(SYSUSERSDIR)/chirpd.conf

@@ -223,6 +223,51 @@ fail:
 	return NULL;
 }
 
+struct array *array_create_xyz(unsigned channels, const double *xyz, const double *cal, char *err,
+				size_t errlen)
+{
+	struct array *a = array_alloc(channels, err, errlen);
+	unsigned *line = NULL;
+
+	if (!a)
+		return NULL;
+	line = calloc(channels, sizeof(*line));
+	if (!line) {
+		errbuf_set(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (unsigned c = 0; c < channels; c++) {
+		line[c] = c;
+		for (unsigned k = 0; k < 3; k++) {
+			if (!isfinite(xyz[3 * c + k])) {
+				errbuf_set(err, errlen, "positions:%u: %s %g is not finite", c, pos_cols[k],
+					   xyz[3 * c + k]);
+				goto fail;
+			}
+			a->pos[3 * c + k] = xyz[3 * c + k];
+		}
+	}
+	if (check_positions(a->pos, line, channels, "positions", err, errlen) < 0)
+		goto fail;
+	for (unsigned c = 0; cal && c < channels; c++) {
+		double g2 = cal[2 * c] * cal[2 * c] + cal[2 * c + 1] * cal[2 * c + 1];
+
+		if (!isfinite(g2) || !(g2 > 0.0)) {
+			errbuf_set(err, errlen, "calibration of channel %u: |g| must be finite and > 0", c);
+			goto fail;
+		}
+		a->cal[2 * c] = cal[2 * c];
+		a->cal[2 * c + 1] = cal[2 * c + 1];
+	}
+	a->has_cal = cal != NULL;
+	free(line);
+	return a;
+fail:
+	free(line);
+	array_destroy(a);
+	return NULL;
+}
+
 /* The whole of a small text file, malloc'd, into *buf / *len. */
 static int read_small_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
 {

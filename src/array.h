@@ -57,6 +57,12 @@ int array_cal_parse(struct array *a, const char *text, size_t len, const char *n
 		    size_t errlen);
 int array_cal_load(struct array *a, const char *path, char *err, size_t errlen);
 
+/* From values already in memory (pc_params.beams): xyz 3 C metres, cal
+ * 2 C (re, im) or NULL; checked as the files are, errors name channel c
+ * ("positions:c: ..."). */
+struct array *array_create_xyz(unsigned channels, const double *xyz, const double *cal, char *err,
+				size_t errlen);
+
 void array_destroy(struct array *a);
 
 unsigned array_channels(const struct array *a);

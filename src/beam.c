@@ -206,8 +206,12 @@ static void nominal_directions(struct beam_set *s, const struct beam_params *p)
 static int make_taper(struct beam_set *s, const struct beam_params *p, char *err, size_t errlen)
 {
 	double sum = 0.0;
-	int rc = wf_window_fill(p->taper, p->taylor_nbar, p->taylor_sll_db, s->taper, s->C);
+	int rc = 0;
 
+	if (p->taper_coef)
+		memcpy(s->taper, p->taper_coef, s->C * sizeof(double));
+	else
+		rc = wf_window_fill(p->taper, p->taylor_nbar, p->taylor_sll_db, s->taper, s->C);
 	if (rc < 0) {
 		errbuf_set(err, errlen, "taper %s (nbar %u, sll_db %g): %s", wf_window_name(p->taper),
 			   p->taylor_nbar, p->taylor_sll_db,
@@ -218,9 +222,9 @@ static int make_taper(struct beam_set *s, const struct beam_params *p, char *err
 		sum += s->taper[c];
 	/* Symmetric windows of C >= 3 are positive inside; hann and blackman
 	 * of C <= 2 are all zeros, which steer nothing. */
-	if (!(sum > 0.0)) {
-		errbuf_set(err, errlen, "taper %s over %u channels sums to zero", wf_window_name(p->taper),
-			   s->C);
+	if (!(sum > 0.0) || !isfinite(sum)) {
+		errbuf_set(err, errlen, "taper %s over %u channels sums to zero",
+			   p->taper_coef ? "coefficients" : wf_window_name(p->taper), s->C);
 		return -EINVAL;
 	}
 	for (unsigned c = 0; c < s->C; c++)

@@ -89,6 +89,9 @@ struct beam_params {
 	enum wf_window taper;        /* the aperture taper t (default rect)  */
 	unsigned taylor_nbar;        /* taper taylor: nbar >= 1 (default 4)  */
 	double taylor_sll_db;        /* taper taylor: sidelobes, dB > 0 (30) */
+	const double *taper_coef;    /* C coefficients, or NULL: when given,
+					the taper itself (taper and taylor_*
+					unused); their sum must be > 0      */
 };
 
 void beam_params_init(struct beam_params *p);

@@ -26,6 +26,9 @@
 #include "names.h"
 #include "radar.h"
 #include "timeutil.h"
+#include "array.h"
+#include "beam.h"
+#include "mvdr.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -54,6 +57,14 @@ struct pc {
 	void *det_scratch;           /* pc_execute's list when the caller
 					gives none (made at create)         */
 	char depth_choice[96];       /* pc_info.depth_choice                */
+	/* Beams (setup.beams points at beams when on): the array and the
+	 * parameters' copies the backend builds from, and pc.c's own set,
+	 * which checks each CPI's pointing before the backend sees it. */
+	struct pc_beam_setup beams;
+	struct array *array;
+	double *beam_list;           /* 2 B: list directions, or NULL       */
+	double *beam_taper;          /* C: taper coefficients, or NULL      */
+	struct beam_set *point_set;  /* pointed at the last CPI submitted   */
 	bool failed;
 	char err[256];               /* why it failed (pc_last_error)       */
 };
@@ -126,6 +137,22 @@ void pc_params_init(struct pc_params *p)
 	p->radar.prf_hz = 0;
 	p->radar.carrier_hz = 0;
 	p->radar.velocity = 0;
+	p->beams.mode = PC_BEAMS_OFF;
+	p->beams.count = 1;
+	p->beams.layout = PC_BEAMS_FAN;
+	p->beams.fan_spacing_u = 0.1;
+	p->beams.snapshots = 0;      /* 0: 2 C */
+	p->beams.first_gate = 0;
+	p->beams.gate_stride = 1;
+	p->beams.pulse_stride = 1;
+	p->beams.loading = 0.01;
+	p->beams.monopulse = 0;
+}
+
+/* The rows the chain runs on per pulse: B with beams, else C. */
+static unsigned chain_rows(const struct pc_params *p)
+{
+	return p->beams.mode != PC_BEAMS_OFF ? p->beams.count : p->channels;
 }
 
 /* pc_params.tune's ranges (a zeroed struct is valid: every 0 is a default
@@ -401,9 +428,9 @@ static int check_radar_map(const struct pc_params *p, char *err, size_t errlen)
 	unsigned pm = radar_pulses_after_mti(p->pulses, r->mti);
 	unsigned nd = radar_doppler_nfft(p->pulses, r->mti, r->nfft);
 
-	if ((uint64_t)p->channels * nd * p->samples > ((uint64_t)1 << 40)) {
+	if ((uint64_t)chain_rows(p) * nd * p->samples > ((uint64_t)1 << 40)) {
 		errbuf_set(err, errlen, "range-Doppler map of %u x %u x %u cells is too large",
-			   p->channels, nd, p->samples);
+			   chain_rows(p), nd, p->samples);
 		return -EINVAL;
 	}
 	if (r->window) {
@@ -444,6 +471,103 @@ static int check_radar(const struct pc_params *p, char *err, size_t errlen)
 	return 0;
 }
 
+/* beam_params and mvdr_params of p->beams (list and taper point into
+ * p's arrays; pc_create points them at its copies). */
+static void beams_to_params(const struct pc_params *p, struct beam_params *bp,
+			    struct mvdr_params *mp)
+{
+	const struct pc_beams *b = &p->beams;
+
+	beam_params_init(bp);
+	bp->carrier_hz = b->carrier_hz;
+	bp->layout = b->layout == PC_BEAMS_LIST ? BEAM_LIST : BEAM_FAN;
+	bp->count = b->count;
+	bp->fan_az_deg = b->fan_az_deg;
+	bp->fan_el_deg = b->fan_el_deg;
+	bp->fan_spacing_u = b->fan_spacing_u;
+	bp->list_deg = b->list_deg;
+	bp->taper_coef = b->mode == PC_BEAMS_CONVENTIONAL ? b->taper : NULL;
+	mvdr_params_init(mp);
+	mp->snapshots = b->snapshots ? b->snapshots : 2 * p->channels;
+	mp->first_gate = b->first_gate;
+	mp->gate_stride = b->gate_stride;
+	mp->pulse_stride = b->pulse_stride;
+	mp->loading = b->loading;
+}
+
+/* The array, the beam set and (mvdr) the training rule of p, built;
+ * their constructors are the checks. *a and *s owned by the caller. */
+static int beams_build(const struct pc_params *p, struct array **a, struct beam_set **s,
+		       char *err, size_t errlen)
+{
+	struct beam_params bp;
+	struct mvdr_params mp;
+	struct mvdr *m;
+	char why[256];
+
+	beams_to_params(p, &bp, &mp);
+	*s = NULL;
+	*a = array_create_xyz(p->channels, p->beams.positions_m, p->beams.cal, why, sizeof(why));
+	if (!*a) {
+		errbuf_set(err, errlen, "beams: array: %s", why);
+		return -EINVAL;
+	}
+	*s = beam_set_create(*a, &bp, why, sizeof(why));
+	if (!*s) {
+		errbuf_set(err, errlen, "beams: %s", why);
+		return -EINVAL;
+	}
+	if (p->beams.mode != PC_BEAMS_MVDR)
+		return 0;
+	m = mvdr_create(p->channels, p->pulses, p->samples, p->beams.count, &mp, why, sizeof(why));
+	if (!m) {
+		errbuf_set(err, errlen, "beams: mvdr: %s", why);
+		return -EINVAL;
+	}
+	mvdr_destroy(m);
+	return 0;
+}
+
+/* Beams: the mode, B, the arrays given, MVDR's channel bound, no
+ * integrated CFAR (a sum over beams is not a map of anything), then
+ * what the constructors check (array, directions, taper, visibility,
+ * the training rule). */
+static int check_beams(const struct pc_params *p, char *err, size_t errlen)
+{
+	const struct pc_beams *b = &p->beams;
+	struct array *a = NULL;
+	struct beam_set *s = NULL;
+	int rc;
+
+	if (b->mode == PC_BEAMS_OFF)
+		return 0;
+	if (b->mode != PC_BEAMS_CONVENTIONAL && b->mode != PC_BEAMS_MVDR) {
+		errbuf_set(err, errlen, "beams: mode %d unknown", (int)b->mode);
+		return -EINVAL;
+	}
+	if (b->count < 1 || b->count > PC_MAX_BEAMS) {
+		errbuf_set(err, errlen, "beams: count %u must be 1..%u", b->count, PC_MAX_BEAMS);
+		return -EINVAL;
+	}
+	if (!b->positions_m) {
+		errbuf_set(err, errlen, "beams: no element positions");
+		return -EINVAL;
+	}
+	if (b->mode == PC_BEAMS_MVDR && p->channels > PC_MAX_MVDR_CHANNELS) {
+		errbuf_set(err, errlen, "beams: mvdr needs at most %u channels, not %u",
+			   PC_MAX_MVDR_CHANNELS, p->channels);
+		return -EINVAL;
+	}
+	if (p->radar.doppler && p->radar.cfar && p->radar.integrate) {
+		errbuf_set(err, errlen, "beams: the CFAR cannot integrate over beams (integrate 0)");
+		return -EINVAL;
+	}
+	rc = beams_build(p, &a, &s, err, errlen);
+	beam_set_destroy(s);
+	array_destroy(a);
+	return rc;
+}
+
 int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 {
 	if (err && errlen)
@@ -454,7 +578,8 @@ int pc_params_check(const struct pc_params *p, char *err, size_t errlen)
 	}
 	if (check_geometry(p, err, errlen) < 0 || check_modes(p, err, errlen) < 0 ||
 	    check_reference(p, err, errlen) < 0 || check_cpi_size(p, err, errlen) < 0 ||
-	    check_backend_opts(p, err, errlen) < 0 || check_radar(p, err, errlen) < 0)
+	    check_backend_opts(p, err, errlen) < 0 || check_radar(p, err, errlen) < 0 ||
+	    check_beams(p, err, errlen) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -768,7 +893,7 @@ static int setup_radar(struct pc *pc, const struct pc_params *p, char *err, size
 		return rc;
 	pc->setup.radar = &pc->radar;
 	if (p->out_mode == PC_OUT_MAP_POWER || p->out_mode == PC_OUT_MAP_DB)
-		pc->out_bytes = (size_t)p->channels * pc->radar.nd * p->samples * sizeof(float);
+		pc->out_bytes = (size_t)chain_rows(p) * pc->radar.nd * p->samples * sizeof(float);
 	pc->det_bytes = pc->radar.det_bytes;
 	if (pc->det_bytes) {
 		if (posix_memalign(&pc->det_scratch, 64, pc->det_bytes) != 0) {
@@ -813,8 +938,51 @@ static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err
 	}
 	pc->setup.gpu_bus_id = pc->gpu_bus_id;
 	pc->in_bytes = pc->setup.rows * p->samples * pc_format_sample_bytes(p->in_format);
-	pc->out_bytes = pc->setup.rows * p->samples * pc_output_sample_bytes(p->out_mode);
+	pc->out_bytes = (size_t)chain_rows(p) * p->pulses * p->samples *
+			pc_output_sample_bytes(p->out_mode);
 	return p->radar.doppler ? setup_radar(pc, p, err, errlen) : 0;
+}
+
+/*
+ * Beams: the array and copies of the directions and the taper, which
+ * setup.beams hands the backend, and pc.c's set for checking pointings.
+ */
+static int setup_beams(struct pc *pc, const struct pc_params *p, char *err, size_t errlen)
+{
+	const struct pc_beams *b = &p->beams;
+	struct pc_beam_setup *bs = &pc->beams;
+	struct mvdr_params mp;
+
+	if (b->mode == PC_BEAMS_OFF)
+		return 0;
+	if (beams_build(p, &pc->array, &pc->point_set, err, errlen) < 0)
+		return -EINVAL;
+	bs->beams = b->count;
+	bs->channels = p->channels;
+	bs->mode = b->mode;
+	bs->array = pc->array;
+	beams_to_params(p, &bs->bp, &mp);
+	bs->mvdr = mp;
+	bs->monopulse = b->monopulse && b->count >= 2;
+	if (b->layout == PC_BEAMS_LIST) {
+		pc->beam_list = malloc(2 * (size_t)b->count * sizeof(double));
+		if (!pc->beam_list)
+			goto nomem;
+		memcpy(pc->beam_list, b->list_deg, 2 * (size_t)b->count * sizeof(double));
+	}
+	if (bs->bp.taper_coef) {
+		pc->beam_taper = malloc((size_t)p->channels * sizeof(double));
+		if (!pc->beam_taper)
+			goto nomem;
+		memcpy(pc->beam_taper, b->taper, (size_t)p->channels * sizeof(double));
+	}
+	bs->bp.list_deg = pc->beam_list;
+	bs->bp.taper_coef = pc->beam_taper;
+	pc->setup.beams = bs;
+	return 0;
+nomem:
+	errbuf_set(err, errlen, "out of memory for the beams");
+	return -ENOMEM;
 }
 
 /*
@@ -865,6 +1033,16 @@ static int backend_open(struct pc *pc, const struct pc_params *p, char *err, siz
 	if (pc->backend == PC_BACKEND_AUTO)
 		pc->backend = pc_cuda_available() ? PC_BACKEND_CUDA : PC_BACKEND_CPU;
 #ifdef CHIRP_HAVE_CUDA
+	if (pc->backend == PC_BACKEND_CUDA && pc->setup.beams && !pc_cuda_ops.beams) {
+		if (p->backend != PC_BACKEND_AUTO) {
+			errbuf_set(err, errlen, "backend cuda: beams are not implemented on the CUDA "
+				   "backend (backend cpu forms them)");
+			return -1;
+		}
+		log_warn("backend auto: beams are not implemented on the CUDA backend; using the "
+			 "CPU backend");
+		pc->backend = PC_BACKEND_CPU;
+	}
 	if (pc->backend == PC_BACKEND_CUDA) {
 		pc->ops = &pc_cuda_ops;
 		if (p->streams == 0)
@@ -879,6 +1057,10 @@ static int backend_open(struct pc *pc, const struct pc_params *p, char *err, siz
 #endif
 	if (pc->backend == PC_BACKEND_CPU) {
 		pc->ops = &pc_cpu_ops;
+		if (pc->setup.beams && !pc->ops->beams) {
+			errbuf_set(err, errlen, "backend cpu: beams are not implemented");
+			return -1;
+		}
 		pc->be = pc->ops->create(&pc->setup, why, sizeof(why));
 	}
 	if (!pc->be) {
@@ -903,7 +1085,7 @@ struct pc *pc_create(const struct pc_params *p, char *err, size_t errlen)
 		return NULL;
 	}
 	if (setup_from_params(pc, p, err, errlen) < 0 || setup_filters(pc, p, err, errlen) < 0 ||
-	    backend_open(pc, p, err, errlen) < 0) {
+	    setup_beams(pc, p, err, errlen) < 0 || backend_open(pc, p, err, errlen) < 0) {
 		pc_destroy(pc);
 		return NULL;
 	}
@@ -920,6 +1102,10 @@ void pc_destroy(struct pc *pc)
 	free(pc->gpu_bus_id);
 	free(pc->det_scratch);
 	radar_setup_free(&pc->radar);
+	beam_set_destroy(pc->point_set);
+	array_destroy(pc->array);
+	free(pc->beam_list);
+	free(pc->beam_taper);
 	free(pc);
 }
 
@@ -1003,8 +1189,21 @@ int pc_submit_job(struct pc *pc, const struct pc_job *j)
 	fi = j->mode < PC_MAX_MODES ? pc->mode_filt[j->mode] : -1;
 	if (fi < 0)
 		return -ENOENT;
-	rc = pc->ops->submit(pc->be, j->in, pc->out_bytes ? j->out : NULL,
-			     pc->det_bytes ? j->det : NULL, j->tag, (unsigned)fi, j->mode);
+	if (pc_check_pointing(pc, j->pointing_az_deg, j->pointing_el_deg, NULL, 0) < 0)
+		return -EDOM;
+	if (pc->ops->submit_cpi) {
+		struct pc_cpi_cmd cmd = {
+			.in = j->in, .out = pc->out_bytes ? j->out : NULL,
+			.det = pc->det_bytes ? j->det : NULL, .tag = j->tag,
+			.filt = (unsigned)fi, .mode = j->mode,
+			.pointing_az_deg = j->pointing_az_deg, .pointing_el_deg = j->pointing_el_deg,
+		};
+
+		rc = pc->ops->submit_cpi(pc->be, &cmd);
+	} else {
+		rc = pc->ops->submit(pc->be, j->in, pc->out_bytes ? j->out : NULL,
+				     pc->det_bytes ? j->det : NULL, j->tag, (unsigned)fi, j->mode);
+	}
 	if (rc < 0 && rc != -EAGAIN)
 		return pc_fail(pc, rc, "submit");
 	return rc;
@@ -1025,6 +1224,25 @@ size_t pc_det_bytes(const struct pc *pc)
 int pc_submit(struct pc *pc, const void *in, void *out, uint64_t tag)
 {
 	return pc_submit_mode(pc, in, out, tag, 0);
+}
+
+/* pc.c's set takes the pointing (and keeps it, for pc_beam_azel) or
+ * refuses it and keeps the last good one. */
+int pc_check_pointing(struct pc *pc, double az_deg, double el_deg, char *err, size_t errlen)
+{
+	if (!pc->point_set)
+		return 0;
+	return beam_set_point(pc->point_set, az_deg, el_deg, err, errlen);
+}
+
+unsigned pc_beam_count(const struct pc *pc)
+{
+	return pc->point_set ? beam_count(pc->point_set) : 0;
+}
+
+void pc_beam_azel(const struct pc *pc, unsigned b, double *az_deg, double *el_deg)
+{
+	beam_azel(pc->point_set, b, az_deg, el_deg);
 }
 
 int pc_has_mode(const struct pc *pc, unsigned mode)

@@ -26,6 +26,68 @@
 extern "C" {
 #endif
 
+#include "beam.h"
+#include "mvdr.h"
+
+/*
+ * BEAMS: what a backend that forms beams (pc_backend_ops.beams = 1)
+ * receives, and what it must do (chirp/pc.h, BEAMS; doc/beams.md).
+ *
+ * At create (pc_setup.beams, NULL without beams): the array (element
+ * positions, calibration) and the beam parameters (directions, taper,
+ * carrier), all checked by pc.c, from which the backend makes its own
+ * beam_set(s) (beam_set_create(array, &bp); the set pc.c checks pointings
+ * with is pc.c's). The chain then runs on B rows per pulse: pc_setup's
+ * rows is C x P (the input's), radar->channels is B, radar->maps B.
+ *
+ * Per CPI (submit_cpi, cmd->pointing_*): the pointing, already checked by
+ * pc.c (pc_check_pointing), so beam_set_point on a set made from the same
+ * array and parameters succeeds. The backend must
+ *   1. form the beams with this CPI's weights only: conventional, the
+ *      set's beam_weights() after beam_set_point(pointing) (2 B C floats,
+ *      [b][c]; a host copy made per CPI in flight, so a CPI in flight keeps
+ *      its own); mvdr, the weights of mvdr_solve from this CPI's input
+ *      (mvdr_covariance's rule and loading, in double, against the set
+ *      pointed at the CPI) - when the solve fails (-EDOM: a training set
+ *      of zeros, NaN or Inf) the CPI's results are pc_write_skipped's
+ *      (every output float NaN, the list CHIRP_DET_SKIPPED) and its
+ *      pc_done has PC_DONE_SKIPPED;
+ *   2. run compression and the chain on the B beam rows;
+ *   3. apply the local-maximum rule across beams (chirp/pc.h);
+ *   4. fill every record's beam fields: channel = beam = b; with
+ *      monopulse, mono_estimate(set pointed at the CPI, the CPI's weights
+ *      in double, b, y, noise) with y = the B complex Doppler outputs D at
+ *      the record's cell (only b - 1, b, b + 1 are read), noise = the
+ *      record's CFAR noise, giving azimuth_deg, elevation_deg and
+ *      angle_quality (the MONO_* bits); without monopulse, the beam's
+ *      direction under the pointing and angle_quality 0; the header has
+ *      CHIRP_DET_BEAMS and maps = B.
+ * radar_beam_record() (radar.h) does step 4 for one record from those
+ * inputs, the same code on every backend.
+ */
+struct pc_beam_setup {
+	unsigned beams, channels;            /* B, C                        */
+	enum pc_beams_mode mode;             /* CONVENTIONAL or MVDR        */
+	const struct array *array;           /* owned by pc.c               */
+	struct beam_params bp;               /* owned by pc.c (list_deg and
+						taper_coef point into it)    */
+	struct mvdr_params mvdr;             /* mvdr: the training rule     */
+	int monopulse;                       /* 1: an angle per record      */
+};
+
+/* One CPI as pc.c hands it to submit_cpi. */
+struct pc_cpi_cmd {
+	const void *in;
+	void *out;                           /* NULL when out_mode is NONE  */
+	void *det;                           /* non-NULL exactly when the
+						chain detects               */
+	uint64_t tag;
+	unsigned filt;                       /* < nfilts, checked           */
+	uint32_t mode;                       /* the mode's id               */
+	double pointing_az_deg;              /* beams: checked (visible)    */
+	double pointing_el_deg;
+};
+
 /* What every backend receives from pc.c (validated, resolved). */
 struct pc_setup {
 	unsigned channels, pulses, samples;  /* C, P, R                      */
@@ -53,6 +115,9 @@ struct pc_setup {
 	 * is 0. Owned by pc.c and valid for the backend's lifetime. With it,
 	 * out_mode may be a map mode or PC_OUT_NONE. */
 	const struct radar_setup *radar;
+	/* The beams (BEAMS above), or NULL without. Owned by pc.c and valid
+	 * for the backend's lifetime. */
+	const struct pc_beam_setup *beams;
 };
 
 struct pc_backend_ops {
@@ -79,6 +144,12 @@ struct pc_backend_ops {
 	int (*bind_threads)(void *be, const cpu_set_t *cpus);
 	/* Optional: pc_queue_hint (CPIs waiting behind the next submit). */
 	void (*queue_hint)(void *be, unsigned waiting);
+	/* Optional: one CPI with its pointing (pc_cpi_cmd); pc.c calls it
+	 * instead of submit when present. Required for beams. */
+	int (*submit_cpi)(void *be, const struct pc_cpi_cmd *cmd);
+	/* 1: the backend forms beams (BEAMS above); pc_create refuses beams
+	 * on a backend without. */
+	int beams;
 };
 
 extern const struct pc_backend_ops pc_cpu_ops;

@@ -61,6 +61,8 @@
 #include "errbuf.h"
 #include "log.h"
 #include "radar_cpu.h"
+#include "beam.h"
+#include "mvdr.h"
 #include "timeutil.h"
 #include "workpool.h"
 
@@ -111,6 +113,30 @@ struct cpu_be {
 	struct workpool *pool;       /* the workers; a CPI's blocks are its
 					items                               */
 	struct radar_cpu *radar;     /* the radar chain, or NULL (off)      */
+	/* Beams (pc_setup.beams; doc/beams.md): formed on the input, before
+	 * compression, into xb, which compression then reads as its input
+	 * (B x P rows of cf32). Per CPI: the set pointed at the CPI's
+	 * pointing (conventional) or the MVDR weights from its training
+	 * cells, into wf / wd; the chain's records read them (monopulse).
+	 * Everything here made at create. */
+	struct {
+		const struct pc_beam_setup *bs;   /* NULL without beams        */
+		struct beam_set *set;
+		struct mvdr *mvdr;           /* mvdr mode, else NULL         */
+		float *wf;                   /* 2 B C: this CPI's weights    */
+		double *wd;
+		float *xf;                   /* C P R cf32: sc16 input converted,
+						else NULL (cf32 is read in place) */
+		float *xb;                   /* B P R cf32: the beams        */
+		size_t cols;                 /* P R: columns of the product  */
+		size_t in_row;               /* bytes of one input row       */
+		enum pc_format in_fmt;       /* the input's format           */
+		const float *x;              /* this CPI's cf32 input        */
+		const void *in;              /* this CPI's input as given    */
+		size_t out_bytes;            /* pc_out_bytes (skipped CPIs)  */
+		size_t in_rows;              /* C P                          */
+		unsigned nd;                 /* the chain's Nd, 0 without    */
+	} bm;
 	float *cube;                 /* its input: every compressed row,
 					complex, written by store_block     */
 
@@ -125,6 +151,8 @@ struct cpu_be {
 		int radar_stage;     /* -1: compression blocks; else the
 					radar chain's stage whose items
 					these are (radar_cpu.h)             */
+		int beam_stage;      /* with radar_stage -1: BEAM_STAGE_*,
+					the beams' items before compression */
 	} job;
 	atomic_uint nonfinite;       /* rows of this CPI with NaN/Inf       */
 	/* Straggler take-over (see wait_blocks): committed[k] is the gen of
@@ -562,6 +590,26 @@ static inline void test_stall(struct cpu_be *b, unsigned thread, size_t k, uint6
  * (finish_block), so the caller that sees every block done sees the whole
  * output and the non-finite count.
  */
+enum { BEAM_STAGE_NONE = 0, BEAM_STAGE_CONVERT = 1, BEAM_STAGE_FORM = 2 };
+#define BEAM_ITEM_COLS (8 * BEAM_FORM_COLS)   /* columns per beamforming item */
+
+/* A beam stage's item k: convert input row k (sc16 -> cf32), or form the
+ * beams of columns [k, k + 1) x BEAM_ITEM_COLS. */
+static void beam_item(struct cpu_be *b, size_t k)
+{
+	size_t R = b->R, C = b->bm.bs->channels, B = b->bm.bs->beams, c0, c1;
+
+	if (b->job.beam_stage == BEAM_STAGE_CONVERT) {
+		load_sc16((const int16_t *)((const char *)b->bm.in + k * b->bm.in_row),
+			  b->bm.xf + k * 2 * R, R);
+		return;
+	}
+	c0 = k * BEAM_ITEM_COLS;
+	c1 = c0 + BEAM_ITEM_COLS < b->bm.cols ? c0 + BEAM_ITEM_COLS : b->bm.cols;
+	beam_form(b->bm.wf, (unsigned)B, (unsigned)C, b->bm.x, b->bm.cols, b->bm.xb, b->bm.cols,
+		  c0, c1);
+}
+
 static void run_blocks(void *ctx, unsigned thread, uint64_t gen)
 {
 	struct cpu_be *b = ctx;
@@ -585,6 +633,12 @@ static void run_blocks(void *ctx, unsigned thread, uint64_t gen)
 		if (b->job.radar_stage >= 0) {   /* reads no input */
 			atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
 			radar_cpu_item(b->radar, (unsigned)b->job.radar_stage, k, thread);
+			workpool_item_done(b->pool);
+			continue;
+		}
+		if (b->job.beam_stage != BEAM_STAGE_NONE) {   /* reads the input */
+			beam_item(b, k);
+			atomic_fetch_sub_explicit(&b->loading, 1, memory_order_release);
 			workpool_item_done(b->pool);
 			continue;
 		}
@@ -650,6 +704,12 @@ static void cpu_destroy(void *be)
 		return;
 	workpool_destroy(b->pool);   /* joins the workers first */
 	radar_cpu_destroy(b->radar);
+	beam_set_destroy(b->bm.set);
+	mvdr_destroy(b->bm.mvdr);
+	free(b->bm.wf);
+	free(b->bm.wd);
+	fftwf_free(b->bm.xf);
+	fftwf_free(b->bm.xb);
 	destroy_plan(b->fwd);
 	destroy_plan(b->inv);
 	destroy_plan(b->fwd_tail);
@@ -711,6 +771,14 @@ static void init_fields(struct cpu_be *b, const struct pc_setup *s)
 	b->nfft = s->nfft;
 	b->nfilts = s->nfilts;
 	b->fmt = s->in_format;
+	b->bm.bs = s->beams;
+	b->bm.in_fmt = s->in_format;
+	b->bm.in_row = b->R * pc_format_sample_bytes(s->in_format);
+	if (s->beams) {   /* compression reads the beams, cf32 */
+		b->rows = (size_t)s->beams->beams * s->pulses;
+		b->fmt = PC_FMT_CF32;
+		b->bm.cols = (size_t)s->pulses * s->samples;
+	}
 	b->mode = s->out_mode;
 	b->in_row = b->R * pc_format_sample_bytes(b->fmt);
 	b->out_row = b->R * pc_output_sample_bytes(b->mode);
@@ -869,6 +937,54 @@ static int start_pool(struct cpu_be *b, unsigned idle_spin_us, char *err, size_t
 	return 0;
 }
 
+/* The bytes pc_out_bytes reports: the cube of the chain's rows, a map,
+ * or none. */
+static size_t out_bytes_of(const struct cpu_be *b, const struct pc_setup *s)
+{
+	if (s->out_mode == PC_OUT_MAP_POWER || s->out_mode == PC_OUT_MAP_DB)
+		return (size_t)s->radar->channels * s->radar->nd * s->samples * sizeof(float);
+	return b->rows * b->R * pc_output_sample_bytes(s->out_mode);
+}
+
+/* Beams: the backend's own set (pointed per CPI), MVDR's state, the
+ * weights, the beams' buffer and (sc16) the converted input. */
+static int beams_create(struct cpu_be *b, const struct pc_setup *s, char *err, size_t errlen)
+{
+	const struct pc_beam_setup *bs = s->beams;
+	size_t BC = (size_t)bs->beams * bs->channels;
+	char why[256];
+
+	b->bm.set = beam_set_create(bs->array, &bs->bp, why, sizeof(why));
+	if (!b->bm.set) {
+		errbuf_set(err, errlen, "cpu: beams: %s", why);
+		return -EINVAL;
+	}
+	if (bs->mode == PC_BEAMS_MVDR) {
+		b->bm.mvdr = mvdr_create(bs->channels, s->pulses, s->samples, bs->beams, &bs->mvdr, why,
+					 sizeof(why));
+		if (!b->bm.mvdr) {
+			errbuf_set(err, errlen, "cpu: beams: mvdr: %s", why);
+			return -EINVAL;
+		}
+	}
+	b->bm.wf = calloc(2 * BC, sizeof(float));
+	b->bm.wd = calloc(2 * BC, sizeof(double));
+	b->bm.xb = fftwf_malloc(b->rows * b->R * 2 * sizeof(float));
+	if (s->in_format == PC_FMT_SC16)
+		b->bm.xf = fftwf_malloc(s->rows * b->R * 2 * sizeof(float));
+	if (!b->bm.wf || !b->bm.wd || !b->bm.xb || (s->in_format == PC_FMT_SC16 && !b->bm.xf)) {
+		errbuf_set(err, errlen, "cpu: out of memory for %u beams of %zu x %zu samples",
+			   bs->beams, (size_t)s->pulses, b->R);
+		return -ENOMEM;
+	}
+	b->bm.out_bytes = out_bytes_of(b, s);
+	b->bm.in_rows = s->rows;
+	b->bm.nd = s->radar ? s->radar->nd : 0;
+	if (b->radar)
+		radar_cpu_set_beams(b->radar, b->bm.set, b->bm.wd, bs->monopulse);
+	return 0;
+}
+
 static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 {
 	struct cpu_be *b;
@@ -895,6 +1011,8 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 			goto fail;
 		b->cube = radar_cpu_cube(b->radar);
 	}
+	if (s->beams && beams_create(b, s, err, errlen) < 0)
+		goto fail;
 	zero_padding(b);
 	if (start_pool(b, s->idle_spin_us, err, errlen) < 0)
 		goto fail;
@@ -1041,17 +1159,93 @@ static void run_radar(struct cpu_be *b, void *out, void *det, uint32_t mode)
 			atomic_store_explicit(&b->committed[k], gen, memory_order_relaxed);
 }
 
+/* One stage of the beams' items over the pool, the caller included; then
+ * committed[] follows the pool's gen, as after run_radar. */
+static void run_beam_stage(struct cpu_be *b, int stage, size_t items)
+{
+	uint64_t gen;
+
+	b->job.radar_stage = -1;
+	b->job.beam_stage = stage;
+	gen = workpool_submit(b->pool, items, NULL);
+	run_blocks(b, 0, gen);
+	while (!workpool_finished(b->pool))
+		cpu_relax();
+	while (atomic_load_explicit(&b->loading, memory_order_seq_cst) != 0)
+		cpu_relax();
+	b->job.beam_stage = BEAM_STAGE_NONE;
+	for (size_t k = 0; k < b->nblocks; k++)
+		atomic_store_explicit(&b->committed[k], gen, memory_order_relaxed);
+}
+
+/* A CPI whose weights could not be made: pc_write_skipped's results. */
+static void write_skipped(struct cpu_be *b, void *out, void *det, uint32_t mode)
+{
+	if (out) {
+		float *o = out;
+
+		for (size_t i = 0; i < b->bm.out_bytes / sizeof(float); i++)
+			o[i] = NAN;
+	}
+	if (det) {
+		struct chirp_det_header *h = det;
+
+		memset(h, 0, sizeof(*h));
+		h->magic = CHIRP_DET_MAGIC;
+		h->version = CHIRP_DET_VERSION;
+		h->record_bytes = sizeof(struct chirp_det_record);
+		h->mode = mode;
+		h->flags = CHIRP_DET_SKIPPED;
+		h->doppler_bins = b->bm.nd;
+		h->range_gates = (uint32_t)b->R;
+	}
+}
+
 /*
- * One CPI, start to end, on the caller's thread: publish it to the pool,
- * compute the blocks nobody has claimed, wait for (or take over) the rest.
- * The previous CPI's blocks are all done and no thread reads its input
- * (wait_blocks), so the job and nonfinite are the caller's to reset; the
- * pool's submit releases them with the CPI's ticket.
+ * The beams of one CPI into xb (doc/beams.md): its weights (the set
+ * pointed at the CPI, or MVDR from its training cells), then W X over the
+ * pool in column ranges. Returns 0, 1 when MVDR found no weights (the CPI
+ * is skipped), or -EIO (a pointing pc.c passed that the set refuses: a
+ * bug).
  */
-static int cpu_submit(void *be, const void *in, void *out, void *det, uint64_t tag, unsigned filt,
-		      uint32_t mode)
+static int form_beams(struct cpu_be *b, const struct pc_cpi_cmd *cmd)
+{
+	const struct pc_beam_setup *bs = b->bm.bs;
+	size_t BC2 = 2 * (size_t)bs->beams * bs->channels;
+
+	if (beam_set_point(b->bm.set, cmd->pointing_az_deg, cmd->pointing_el_deg, b->err,
+			   sizeof(b->err)) < 0)
+		return -EIO;
+	b->bm.in = cmd->in;
+	b->bm.x = cmd->in;
+	if (b->bm.xf) {
+		run_beam_stage(b, BEAM_STAGE_CONVERT, b->bm.in_rows);
+		b->bm.x = b->bm.xf;
+	}
+	if (b->bm.mvdr) {
+		mvdr_covariance(b->bm.mvdr, b->bm.x);
+		if (mvdr_solve(b->bm.mvdr, b->bm.set, b->bm.wf, b->bm.wd) < 0)
+			return 1;
+	} else {
+		memcpy(b->bm.wf, beam_weights(b->bm.set), BC2 * sizeof(float));
+		memcpy(b->bm.wd, beam_weights_d(b->bm.set), BC2 * sizeof(double));
+	}
+	run_beam_stage(b, BEAM_STAGE_FORM, (b->bm.cols + BEAM_ITEM_COLS - 1) / BEAM_ITEM_COLS);
+	return 0;
+}
+
+/*
+ * One CPI, start to end, on the caller's thread: its beams (if any), then
+ * publish it to the pool, compute the blocks nobody has claimed, wait for
+ * (or take over) the rest. The previous CPI's blocks are all done and no
+ * thread reads its input (wait_blocks), so the job and nonfinite are the
+ * caller's to reset; the pool's submit releases them with the CPI's
+ * ticket.
+ */
+static int cpu_submit_cpi(void *be, const struct pc_cpi_cmd *cmd)
 {
 	struct cpu_be *b = be;
+	const void *in = cmd->in;
 	uint64_t t0, gen;
 	uint32_t recomputed;
 	unsigned woken, joined;
@@ -1067,18 +1261,41 @@ static int cpu_submit(void *be, const void *in, void *out, void *det, uint64_t t
 #endif
 	t0 = mono_ns();
 	atomic_store_explicit(&b->nonfinite, 0, memory_order_relaxed);
+	if (b->bm.bs) {
+		int rc = form_beams(b, cmd);
+
+		if (rc < 0)
+			return rc;
+		if (rc > 0) {
+			write_skipped(b, cmd->out, cmd->det, cmd->mode);
+			queue_done(b, cmd->tag, cmd->mode, t0, 0, 0, (unsigned)b->threads);
+			b->q[(b->qhead + b->qcount - 1) % b->depth].flags |= PC_DONE_SKIPPED;
+			return 0;
+		}
+		in = b->bm.xb;
+	}
 	b->job.in = in;
-	b->job.out = out;
-	b->job.filt = filt;
+	b->job.out = cmd->out;
+	b->job.filt = cmd->filt;
 	b->job.radar_stage = -1;
 	gen = workpool_submit(b->pool, b->nblocks, &woken);
 	run_blocks(b, 0, gen);
-	recomputed = wait_blocks(b, gen, in, out, filt);
+	recomputed = wait_blocks(b, gen, in, cmd->out, cmd->filt);
 	joined = workpool_joined(b->pool);
 	if (b->radar)
-		run_radar(b, out, det, mode);
-	queue_done(b, tag, mode, t0, recomputed, woken, joined);
+		run_radar(b, cmd->out, cmd->det, cmd->mode);
+	queue_done(b, cmd->tag, cmd->mode, t0, recomputed, woken, joined);
 	return 0;
+}
+
+static int cpu_submit(void *be, const void *in, void *out, void *det, uint64_t tag, unsigned filt,
+		      uint32_t mode)
+{
+	struct pc_cpi_cmd cmd = {
+		.in = in, .out = out, .det = det, .tag = tag, .filt = filt, .mode = mode,
+	};
+
+	return cpu_submit_cpi(be, &cmd);
 }
 
 /* Everything finished in submit: nothing ever to wait for. */
@@ -1162,4 +1379,6 @@ const struct pc_backend_ops pc_cpu_ops = {
 	.last_error = cpu_last_error,
 	.inject_fault = cpu_inject_fault,
 	.bind_threads = cpu_bind_threads,
+	.submit_cpi = cpu_submit_cpi,
+	.beams = 1,
 };

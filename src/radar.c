@@ -47,7 +47,9 @@
  *   Doppler), and the false-alarm rate then departs from pfa.
  */
 #include "radar.h"
+#include "beam.h"
 #include "errbuf.h"
+#include "monopulse.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -485,7 +487,8 @@ static void make_scalars(struct radar_setup *rs, const struct pc_params *p)
 {
 	const struct pc_radar *r = &p->radar;
 
-	rs->channels = p->channels;
+	rs->beams = p->beams.mode != PC_BEAMS_OFF ? p->beams.count : 0;
+	rs->channels = rs->beams ? rs->beams : p->channels;
 	rs->pulses = p->pulses;
 	rs->samples = p->samples;
 	rs->mti = r->mti;
@@ -495,7 +498,7 @@ static void make_scalars(struct radar_setup *rs, const struct pc_params *p)
 	rs->cfar = r->cfar ? 1 : 0;
 	rs->method = r->method;
 	rs->integrate = r->integrate ? 1 : 0;
-	rs->maps = rs->integrate ? 1 : p->channels;
+	rs->maps = rs->integrate ? 1 : rs->channels;
 	rs->gr = r->guard_range;
 	rs->gd = r->guard_doppler;
 	rs->tr = r->train_range;
@@ -509,8 +512,30 @@ static void make_scalars(struct radar_setup *rs, const struct pc_params *p)
 				  ? (float)(r->prf_hz / rs->nd * RADAR_C_MPS / (2.0 * r->carrier_hz))
 				  : NAN;
 	rs->det_flags = (rs->integrate ? CHIRP_DET_INTEGRATED : 0) |
-			(isnan(rs->mps_per_bin) ? CHIRP_DET_NO_VELOCITY : 0);
+			(isnan(rs->mps_per_bin) ? CHIRP_DET_NO_VELOCITY : 0) |
+			(rs->beams ? CHIRP_DET_BEAMS : 0);
 	rs->det_bytes = rs->cfar ? CHIRP_DET_BYTES(rs->max_det) : 0;
+}
+
+void radar_beam_record(const struct beam_set *s, const double *w, int monopulse, unsigned b,
+		       const float *y, struct chirp_det_record *rec)
+{
+	struct mono_angle a;
+	double az, el;
+
+	rec->channel = (int32_t)b;
+	rec->beam = (int32_t)b;
+	rec->reserved = 0;
+	if (monopulse && mono_estimate(s, w, b, y, rec->noise, &a) == 0) {
+		rec->azimuth_deg = (float)a.az_deg;
+		rec->elevation_deg = (float)a.el_deg;
+		rec->angle_quality = (uint16_t)a.quality;
+		return;
+	}
+	beam_azel(s, b, &az, &el);
+	rec->azimuth_deg = (float)az;
+	rec->elevation_deg = (float)el;
+	rec->angle_quality = monopulse ? CHIRP_DET_ANGLE_NO_NEIGHBOUR : 0;
 }
 
 int radar_setup_make(struct radar_setup *rs, const struct pc_params *p, char *err,

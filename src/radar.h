@@ -29,7 +29,12 @@ extern "C" {
 #define RADAR_C_MPS 299792458.0      /* speed of light, m/s              */
 
 struct radar_setup {
-	unsigned channels, pulses, samples;  /* C, P, R                   */
+	unsigned channels, pulses, samples;  /* C, P, R; with beams C is B:
+						the chain's rows are beams */
+	unsigned beams;                      /* B with beams (maps are beams,
+						the local maximum runs across
+						them, records carry beam
+						fields), else 0            */
 	enum pc_mti mti;
 	unsigned pulses_mti;                 /* P'                         */
 	unsigned nd;                         /* Nd                         */
@@ -53,7 +58,8 @@ struct radar_setup {
 	float range_m_per_gate;              /* NaN without a sample rate  */
 	float mps_per_bin;                   /* NaN without prf and carrier */
 	uint32_t det_flags;                  /* CHIRP_DET_INTEGRATED,
-						CHIRP_DET_NO_VELOCITY      */
+						CHIRP_DET_NO_VELOCITY,
+						CHIRP_DET_BEAMS            */
 	size_t det_bytes;                    /* CHIRP_DET_BYTES(max_det), 0
 						without cfar               */
 };
@@ -65,6 +71,20 @@ struct radar_setup {
 int radar_setup_make(struct radar_setup *rs, const struct pc_params *p, char *err,
 		     size_t errlen);
 void radar_setup_free(struct radar_setup *rs);
+
+/*
+ * The beam fields of one record (chirp/pc.h, BEAMS; pc_backend.h says
+ * which backend calls it): rec->channel and rec->beam = b; with
+ * monopulse, the angle of mono_estimate(s, w, b, y, rec->noise) (s
+ * pointed at the CPI's pointing, w its weights in double, 2 B C; y the B
+ * beams' complex Doppler outputs at the record's cell, interleaved, only
+ * b - 1 .. b + 1 read), else beam b's direction and quality 0. No
+ * allocation.
+ */
+struct beam_set;
+struct chirp_det_record;
+void radar_beam_record(const struct beam_set *s, const double *w, int monopulse, unsigned b,
+		       const float *y, struct chirp_det_record *rec);
 
 /*
  * The false-alarm probability the tables are solved from (radar.c, CFAR

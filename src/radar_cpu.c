@@ -43,6 +43,7 @@
  * Nothing is allocated per CPI; each thread has its own CFAR rows.
  */
 #include "radar_cpu.h"
+#include "beam.h"
 #include "errbuf.h"
 
 #include <errno.h>
@@ -87,6 +88,11 @@ struct radar_cpu {
 	unsigned threads;
 	float *out;                      /* the CPI's map output, or NULL   */
 	pthread_mutex_t *lock;
+	/* Beams (radar_cpu_set_beams): the set pointed at the CPI and its
+	 * weights in double, read by radar_cpu_finish; NULL without. */
+	const struct beam_set *bset;
+	const double *bw;
+	int mono;
 };
 
 /* The detection list being written. */
@@ -96,6 +102,14 @@ struct det_out {
 	uint32_t max, count, found;
 	uint64_t crossings;
 };
+
+void radar_cpu_set_beams(struct radar_cpu *rc, const struct beam_set *s, const double *w,
+			 int monopulse)
+{
+	rc->bset = s;
+	rc->bw = w;
+	rc->mono = monopulse;
+}
 
 float *radar_cpu_cube(struct radar_cpu *rc)
 {
@@ -546,6 +560,35 @@ static int local_max(const struct radar_cpu *rc, const float *m, size_t k, size_
 	return 1;
 }
 
+/* With beams (chirp/pc.h, BEAMS): not below the same cell in the
+ * neighbouring beams, greater than the lower one's. */
+static int beam_max(const struct radar_cpu *rc, size_t i, size_t k, size_t n)
+{
+	size_t j = k * rc->R + n;
+	float v = rc->map[i * rc->cells + j];
+
+	if (i > 0 && !(v > rc->map[(i - 1) * rc->cells + j]))
+		return 0;
+	if (i + 1 < rc->C && !(v >= rc->map[(i + 1) * rc->cells + j]))
+		return 0;
+	return 1;
+}
+
+/* The beams' complex Doppler outputs at shifted cell (k, n) into y (2 B,
+ * interleaved): b - 1, b and b + 1, the ones monopulse reads; the rest 0. */
+static void beam_outputs(const struct radar_cpu *rc, size_t b, size_t k, size_t n, float *y)
+{
+	size_t kk = (k + rc->Nd - rc->Nd / 2) % rc->Nd;
+
+	memset(y, 0, 2 * rc->C * sizeof(float));
+	for (size_t j = b ? b - 1 : 0; j <= b + 1 && j < rc->C; j++) {
+		const float *d = (const float *)(rc->d + j * rc->cstride + kk * rc->R + n);
+
+		y[2 * j] = d[0];
+		y[2 * j + 1] = d[1];
+	}
+}
+
 static void add_record(const struct radar_cpu *rc, struct det_out *o, int32_t channel, size_t k,
 		       size_t n, float power, float noise)
 {
@@ -565,6 +608,18 @@ static void add_record(const struct radar_cpu *rc, struct det_out *o, int32_t ch
 	r->power = power;
 	r->noise = noise;
 	r->snr_db = (float)(10.0 * log10((double)power / (double)noise));
+	if (rs->beams && rc->bset) {
+		float y[2 * BEAM_MAX];
+
+		beam_outputs(rc, (size_t)channel, k, n, y);
+		radar_beam_record(rc->bset, rc->bw, rc->mono, (unsigned)channel, y, r);
+	} else {
+		r->beam = CHIRP_DET_BEAM_NONE;
+		r->azimuth_deg = NAN;
+		r->elevation_deg = NAN;
+		r->angle_quality = 0;
+		r->reserved = 0;
+	}
 }
 
 /* The map CFAR runs on: I, or channel i's M. */
@@ -595,7 +650,7 @@ static void stage_cfar(struct radar_cpu *rc, size_t item, unsigned thread)
 		if (!(row[n] > thr))
 			continue;
 		cross++;
-		if (local_max(rc, m, k, n))
+		if (local_max(rc, m, k, n) && (!rs->beams || beam_max(rc, i, k, n)))
 			hit[n] = noise;
 	}
 	rc->row_cross[item] = cross;

@@ -38,7 +38,18 @@ struct radar_cpu *radar_cpu_create(const struct radar_setup *rs, unsigned thread
 				   size_t errlen);
 void radar_cpu_destroy(struct radar_cpu *rc);
 
-/* The compressed cube: C x P x R complex samples, interleaved float. */
+/*
+ * Beams (rs->beams): the set pointed at each CPI's pointing and that
+ * CPI's weights in double (2 B C), both the caller's and updated by it
+ * before each CPI; monopulse 1: records get radar_beam_record's angle
+ * from the complex Doppler outputs. Call once after create.
+ */
+struct beam_set;
+void radar_cpu_set_beams(struct radar_cpu *rc, const struct beam_set *s, const double *w,
+			 int monopulse);
+
+/* The compressed cube: C x P x R complex samples, interleaved float
+ * (with beams C is B). */
 float *radar_cpu_cube(struct radar_cpu *rc);
 
 /*

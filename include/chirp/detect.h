@@ -14,11 +14,27 @@
  *   `count` in that order are kept and CHIRP_DET_OVERFLOW is set: a CPI is
  *   never dropped for having too many.
  *
+ * BEAMS
+ *   When the chain forms beams (CHIRP_DET_BEAMS in the header), the maps
+ *   are beams: `maps` is the number of beams B, every record's `channel`
+ *   and `beam` hold its beam 0..B-1, and azimuth_deg/elevation_deg give
+ *   the target's direction, degrees from boresight in the array's frame
+ *   (doc/beams.md), the monopulse estimate refined from the neighbouring
+ *   beams, or the beam's own direction where angle_quality says it could
+ *   not be. Without beams, beam is CHIRP_DET_BEAM_NONE, the angles NaN and
+ *   angle_quality 0. The CPI's pointing travels in the ring descriptor
+ *   (chirp_ring_block.pointing_az_deg/_el_deg), not in the list.
+ *
  * VERSIONING
  *   `version` is CHIRP_DET_VERSION of the writer. A reader checks magic,
  *   then version, then record_bytes; a later version may append fields to
  *   the record (record_bytes grows) and readers of this version step by
  *   record_bytes and read the fields they know.
+ *   Version 2 appends beam, azimuth_deg, elevation_deg and angle_quality
+ *   (record_bytes 48); its first CHIRP_DET_V1_RECORD_BYTES bytes are
+ *   version 1's record, so a version-1 reader that steps by record_bytes
+ *   reads every field it knows. A version-2 reader reads a version-1 list
+ *   (record_bytes >= 32) as one without beams.
  *
  * UNITS
  *   power and noise are in the range-Doppler map's units: |sample|^2 of
@@ -56,7 +72,7 @@ extern "C" {
 #endif
 
 #define CHIRP_DET_MAGIC    0x54454443u   /* "CDET" read as little-endian  */
-#define CHIRP_DET_VERSION  1u
+#define CHIRP_DET_VERSION  2u
 
 /* chirp_det_header.flags */
 #define CHIRP_DET_OVERFLOW    (1u << 0)  /* found > count: list truncated   */
@@ -69,8 +85,28 @@ extern "C" {
 					    mode is unknown): no records, and
 					    its map or cube output, if any, is
 					    all NaN                          */
+#define CHIRP_DET_BEAMS       (1u << 4)  /* the maps are beams (maps = B):
+					    records carry beam and angle     */
 
 #define CHIRP_DET_CHANNEL_ALL (-1)       /* record of an integrated list    */
+#define CHIRP_DET_BEAM_NONE   (-1)       /* record of a list without beams  */
+
+/* chirp_det_record.angle_quality: why an angle is not a fine estimate
+ * (0 = good; the estimator and its limits: doc/beams.md, Monopulse). */
+#define CHIRP_DET_ANGLE_OUTSIDE      (1u << 0) /* beyond the fan's first or
+						  last beam: one pair sees
+						  it, clamped at half a
+						  spacing                    */
+#define CHIRP_DET_ANGLE_CLAMPED      (1u << 1) /* at an end of the search
+						  interval                   */
+#define CHIRP_DET_ANGLE_UNRESOLVED   (1u << 2) /* not one plane wave: two
+						  targets in the cell, a
+						  jammer, multipath          */
+#define CHIRP_DET_ANGLE_NOT_PEAK     (1u << 3) /* a neighbouring beam is
+						  stronger                   */
+#define CHIRP_DET_ANGLE_NO_NEIGHBOUR (1u << 4) /* no neighbour beam: the
+						  angle is the beam's own
+						  direction                  */
 
 struct chirp_det_header {                /* 80 bytes                        */
 	uint32_t magic;                  /* CHIRP_DET_MAGIC                 */
@@ -84,7 +120,8 @@ struct chirp_det_header {                /* 80 bytes                        */
 	uint32_t count;                  /* records that follow             */
 	uint32_t found;                  /* detections found (>= count)     */
 	uint32_t maps;                   /* maps the CFAR ran on: channels,
-					    or 1 when integrated            */
+					    beams (CHIRP_DET_BEAMS), or 1
+					    when integrated                 */
 	uint32_t doppler_bins;           /* Nd: Doppler FFT length          */
 	uint32_t range_gates;            /* R                               */
 	uint32_t reserved;               /* 0                               */
@@ -93,8 +130,9 @@ struct chirp_det_header {                /* 80 bytes                        */
 					    before the local-maximum rule   */
 };
 
-struct chirp_det_record {                /* 32 bytes                        */
-	int32_t channel;                 /* 0..C-1, or CHIRP_DET_CHANNEL_ALL */
+struct chirp_det_record {                /* 48 bytes (version 1: the first 32) */
+	int32_t channel;                 /* 0..C-1, or CHIRP_DET_CHANNEL_ALL;
+					    the beam with CHIRP_DET_BEAMS   */
 	uint32_t range_gate;             /* 0..R-1: an echo starting at input
 					    sample d peaks at gate d        */
 	int32_t doppler_bin;             /* -floor(Nd/2) .. ceil(Nd/2)-1,
@@ -109,7 +147,19 @@ struct chirp_det_record {                /* 32 bytes                        */
 	float power;                     /* the cell's power                */
 	float noise;                     /* the CFAR's noise estimate there */
 	float snr_db;                    /* 10 log10(power / noise)         */
+	/* version 2 */
+	int32_t beam;                    /* 0..B-1, or CHIRP_DET_BEAM_NONE   */
+	float azimuth_deg;               /* the target's direction, degrees
+					    from boresight (> 0 towards +x);
+					    NaN without beams               */
+	float elevation_deg;             /* likewise (> 0 towards +y)        */
+	uint16_t angle_quality;          /* CHIRP_DET_ANGLE_* bits, 0 = good */
+	uint16_t reserved;               /* 0                               */
 };
+
+/* Bytes of a version-1 record: the part of every record a version-1
+ * reader knows. */
+#define CHIRP_DET_V1_RECORD_BYTES 32u
 
 /* Bytes of a list slot with room for max records. */
 #define CHIRP_DET_BYTES(max) \
@@ -117,10 +167,10 @@ struct chirp_det_record {                /* 32 bytes                        */
 
 #ifdef __cplusplus
 static_assert(sizeof(struct chirp_det_header) == 80, "detection header is 80 bytes");
-static_assert(sizeof(struct chirp_det_record) == 32, "detection record is 32 bytes");
+static_assert(sizeof(struct chirp_det_record) == 48, "detection record is 48 bytes");
 #else
 _Static_assert(sizeof(struct chirp_det_header) == 80, "detection header is 80 bytes");
-_Static_assert(sizeof(struct chirp_det_record) == 32, "detection record is 32 bytes");
+_Static_assert(sizeof(struct chirp_det_record) == 48, "detection record is 48 bytes");
 #endif
 
 #ifdef __cplusplus

@@ -216,6 +216,75 @@ struct pc_tuning {
  *   cube while the chain runs on it.
  */
 
+/*
+ * BEAMS (optional, before pulse compression; pc_params.beams)
+ *
+ *   The array: channel c's element at p_c = (x_c, y_c, z_c) metres (x right
+ *   along the face, y up, z boresight), its channel's complex gain g_c
+ *   (calibration; 1 without). A direction (az, el), degrees from boresight,
+ *   az > 0 towards +x, el > 0 towards +y, is (u, v) = (sin az cos el,
+ *   sin el), w = sqrt(1 - u^2 - v^2); visible: u^2 + v^2 <= 1.
+ *
+ *   Beams b = 0..B-1 at (u_b, v_b): a fan u_b = u0 + (b - (B-1)/2) du,
+ *   v_b = v0, or a list. A CPI's pointing (az_p, el_p) moves every beam by
+ *   (u_p, v_p) = (sin az_p cos el_p, sin el_p); a CPI whose pointing puts a
+ *   beam outside the visible region is not processed (pc_submit_job says
+ *   -EDOM; the caller writes pc_write_skipped).
+ *
+ *   a_c(u, v) = exp(+j 2 pi / lambda (x_c u + y_c v + z_c w)),
+ *   lambda = 299792458 / carrier_hz.
+ *   Conventional: W[b][c] = t_c conj(a_c(u_b, v_b)) / g_c / sum t, t the
+ *   taper over the channels. MVDR: W[b][c] = conj(w_b[c]),
+ *   w_b = R_l^-1 v_b / (v_b^H R_l^-1 v_b), v_b[c] = g_c a_c(u_b, v_b),
+ *   R_l = R + delta tr(R)/C I, R = (1/K) sum_k x_k x_k^H over K training
+ *   cells x_k = x[.][p_k][r_k] of the same CPI's input (the rule: p = 0,
+ *   pulse_stride, ... < P outer, r = first_gate, first_gate + gate_stride,
+ *   ... < R inner, the first K), solved in double. Either has unit gain
+ *   towards its beam's direction.
+ *
+ *       x'[b][p][r] = sum_c W[b][c] x[c][p][r]
+ *
+ *   and x' (B rows per pulse) is the input to pulse compression above: the
+ *   chain below runs on beams where it says channels (maps, CFAR and
+ *   detections per beam). White element noise s^2 reads s^2 sum_c |W[b][c]
+ *   g_c|^2 in beam b (conventional: s^2 / (C eta), eta the taper
+ *   efficiency). Beamforming commutes with pulse compression: a backend may
+ *   form the beams after it; results agree to float rounding. The output
+ *   cube (complex, magnitude, power_db) is B x P x R, a map B x Nd x R.
+ *
+ *   With beams the local-maximum rule below also runs across beams: a
+ *   detection in beam b is, besides its range-Doppler rule, not less than
+ *   the same cell (k, n) in beams b - 1 and b + 1 (greater than beam b - 1's,
+ *   not less than beam b + 1's: one target gives one detection, in its
+ *   strongest beam). With monopulse, each record's angle is the maximum-
+ *   likelihood estimate from the complex Doppler outputs D[b-1], D[b],
+ *   D[b+1] at its cell (monopulse.h; doc/beams.md), else the beam's
+ *   direction; the list's records carry beam, azimuth_deg, elevation_deg and
+ *   angle_quality (chirp/detect.h version 2), channel = the beam.
+ */
+
+struct pc_beams {
+	enum pc_beams_mode mode;     /* OFF (default): channels go through the
+					chain as they are; the rest is unused */
+	unsigned count;              /* B: 1..PC_MAX_BEAMS                   */
+	const double *positions_m;   /* 3 C: x, y, z of channel c's element,
+					metres, finite, |.| <= 1e4, distinct  */
+	const double *cal;           /* 2 C: g_c (re, im), |g_c| > 0, or NULL
+					(g_c = 1)                            */
+	double carrier_hz;           /* > 0: lambda = 299792458 / carrier_hz */
+	enum pc_beams_layout layout;
+	double fan_az_deg, fan_el_deg; /* fan: the centre's direction, degrees */
+	double fan_spacing_u;        /* fan: du, (0, 2]                      */
+	const double *list_deg;      /* list: B (az, el) pairs, degrees, each
+					within -90..90                       */
+	const double *taper;         /* C coefficients t_c (> 0 sum), or NULL
+					(rect); conventional only            */
+	unsigned snapshots;          /* mvdr: K >= 1 (>= C without loading)  */
+	unsigned first_gate, gate_stride, pulse_stride; /* mvdr: the rule     */
+	double loading;              /* mvdr: delta, 0..1000                 */
+	int monopulse;               /* 1: an angle per detection (B >= 2)   */
+};
+
 struct pc_radar {
 	int doppler;                 /* 1: MTI, Doppler FFT and the map after
 					compression (required by cfar and the
@@ -324,6 +393,8 @@ struct pc_params {
 					each field's default             */
 	struct pc_radar radar;       /* the radar chain; pc_params_init:
 					off, with defaults for the rest      */
+	struct pc_beams beams;       /* beams; pc_params_init: off. Copied by
+					pc_create (the arrays too)           */
 };
 #define PC_MAX_IDLE_SPIN_US 1000000u   /* 1 s */
 
@@ -388,7 +459,8 @@ struct pc_info {
 void pc_get_info(const struct pc *pc, struct pc_info *info);
 
 /* Bytes of one input CPI / one output CPI (packed, no padding); a map
- * output is C x Nd x R float32, PC_OUT_NONE 0. */
+ * output is C x Nd x R float32 (B x Nd x R with beams, as the cube is
+ * B x P x R), PC_OUT_NONE 0. */
 size_t pc_in_bytes(const struct pc *pc);
 size_t pc_out_bytes(const struct pc *pc);
 
@@ -423,6 +495,11 @@ void pc_unregister_host(struct pc *pc, void *base);
 enum {
 	PC_DONE_INPUT  = 1u << 0,
 	PC_DONE_OUTPUT = 1u << 1,
+	PC_DONE_SKIPPED = 1u << 2,   /* with PC_DONE_OUTPUT: the CPI was not
+					computed (mvdr: its training cells
+					gave no weights, a set of zeros, NaN
+					or Inf); its results are
+					pc_write_skipped's                   */
 };
 
 struct pc_done {
@@ -478,8 +555,27 @@ struct pc_job {
 	void *det;
 	uint64_t tag;
 	unsigned mode;
+	/* With beams: the CPI's pointing, degrees (BEAMS above; 0, 0 is the
+	 * configured set). A pointing that is not finite, beyond +-90 or puts
+	 * a beam outside the visible region: -EDOM, nothing queued, the pc
+	 * not failed (the caller writes pc_write_skipped and flags the CPI).
+	 * Ignored without beams. */
+	double pointing_az_deg, pointing_el_deg;
 };
 int pc_submit_job(struct pc *pc, const struct pc_job *job);
+
+/*
+ * With beams: whether pointing (az_deg, el_deg) is one a CPI may take
+ * (finite, within +-90 degrees, every beam visible): 0, or -EDOM with the
+ * reason ("pointing az 10, el 0: beam 2 at u 1.03967, v 0: outside the
+ * visible region ..."). Without beams every pointing is 0. No allocation.
+ */
+int pc_check_pointing(struct pc *pc, double az_deg, double el_deg, char *err, size_t errlen);
+
+/* What the beams are, for status lines: B (0 without beams), and beam
+ * b's direction at the pointing of the last CPI submitted (degrees). */
+unsigned pc_beam_count(const struct pc *pc);
+void pc_beam_azel(const struct pc *pc, unsigned b, double *az_deg, double *el_deg);
 
 /*
  * pc_submit with the CPI's mode: the CPI is compressed with that mode's

@@ -55,6 +55,12 @@ static inline unsigned long long pc_nfft_need(unsigned long long R, unsigned lon
 	return R + (L ? L : 1) - 1;
 }
 
+/* Beams (chirp/pc.h, BEAMS). */
+enum pc_beams_mode   { PC_BEAMS_OFF = 0, PC_BEAMS_CONVENTIONAL = 1, PC_BEAMS_MVDR = 2 };
+enum pc_beams_layout { PC_BEAMS_FAN = 0, PC_BEAMS_LIST = 1 };
+#define PC_MAX_BEAMS        256u     /* B at most                           */
+#define PC_MAX_MVDR_CHANNELS 64u     /* C at most for mvdr                  */
+
 /* Radar modes a pc holds at most. */
 #define PC_MAX_MODES 64
 

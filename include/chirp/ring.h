@@ -17,11 +17,12 @@
  *    position p uses slot p % slots (any count 2..65536; a count that is
  *    not a power of two stops at 2^64 - 2^32 positions, centuries away).
  *    The producer's release store of its index in chirp_ring_commit()
- *    publishes payload and descriptor (mode included); it pairs with the consumer's acquire
- *    load in chirp_ring_peek(). The consumer's release store in
- *    chirp_ring_release() hands the slot back; it pairs with the producer's
- *    acquire load in chirp_ring_reserve[_next](). Each side caches the other's
- *    index and reloads it only when the cache says full/empty.
+ *    publishes payload and descriptor (mode and pointing included); it
+ *    pairs with the consumer's acquire load in chirp_ring_peek(). The
+ *    consumer's release store in chirp_ring_release() hands the slot back;
+ *    it pairs with the producer's acquire load in
+ *    chirp_ring_reserve[_next](). Each side caches the other's index and
+ *    reloads it only when the cache says full/empty.
  *  - Slots are fixed size, one CPI each, payloads aligned to >= 4096 bytes
  *    (2 MiB with huge pages), so a block never wraps and the data region
  *    can be registered for GPU DMA in place.
@@ -51,13 +52,15 @@ extern "C" {
 #endif
 
 /*
- * The shared layout's version. 2: each block carries the CPI's radar mode
- * (chirp_ring_commit_mode, chirp_ring_block.mode) and slot counts need not
- * be powers of two. A library attaching to a ring of another version fails
- * with EPROTO and a message naming both versions; the soname follows it
- * (libchirpring.so.2).
+ * The shared layout's version. 3: each block carries the CPI's pointing,
+ * the direction the radar's scheduler steered the beams to
+ * (chirp_ring_commit_cpi, chirp_ring_block.pointing_az_deg/_el_deg). 2 added
+ * the CPI's radar mode (chirp_ring_commit_mode, chirp_ring_block.mode) and
+ * slot counts that are not powers of two. A library attaching to a ring of
+ * another version fails with EPROTO and a message naming both versions;
+ * the soname follows it (libchirpring.so.3).
  */
-#define CHIRP_RING_ABI_VERSION 2u
+#define CHIRP_RING_ABI_VERSION 3u
 
 /* Slots a ring may have: chirp_ring_geometry.slots is 2..CHIRP_RING_MAX_SLOTS. */
 #define CHIRP_RING_MAX_SLOTS 65536u
@@ -93,6 +96,12 @@ enum chirp_ring_format {
 					       of this CPI never arrived; they read
 					       zero, and chirp_ring_block.missing
 					       counts them (0: not counted) */
+#define CHIRP_RING_BAD_POINTING   (1u << 5) /* set by chirpd on output: the input
+					       CPI's pointing is not finite, beyond
+					       +-90 degrees, or puts a beam outside
+					       the visible region, so it was not
+					       processed (never with other weights);
+					       every float32 of the payload is NaN */
 /*
  * CHIRP_RING_INCOMPLETE and the missing-sample count need no new ABI
  * version: the count lives in a descriptor word every version-2 library
@@ -138,6 +147,13 @@ struct chirp_ring_block {
 				      saturated at 2^32 - 1; 0 otherwise     */
 		uint32_t reserved; /* (its former name)                      */
 	};
+	float pointing_az_deg;    /* the CPI's pointing, degrees from boresight:
+				     azimuth (> 0 towards the array's +x, to
+				     the right looking out) and elevation (> 0
+				     up), as the producer committed it (any
+				     value, NaN included); 0, 0 = boresight,
+				     and what chirp_ring_commit[_mode] writes */
+	float pointing_el_deg;
 	uint64_t len;             /* payload bytes                              */
 	void *payload;            /* valid until chirp_ring_release()          */
 };
@@ -173,7 +189,7 @@ struct chirp_ring *chirp_ring_create(const char *name,
  * Attach to an existing ring by name. The header is validated (magic,
  * version, sizes, geometry, indices) before anything else is touched.
  * Returns NULL with a reason (e.g. "no ring /chirpd-in: is chirpd
- * running?", "ring /chirpd-in: ABI version 1, this library speaks 2") and
+ * running?", "ring /chirpd-in: ABI version 2, this library speaks 3") and
  * errno set: ENOENT (no ring yet), EAGAIN (being created), EBUSY (that role already
  * has a live process), EPERM (owner/mode refused), EPROTO (ABI version),
  * ESTALE (retired), EBADMSG (not a ring, or corrupt). Looks in /dev/shm,
@@ -303,6 +319,35 @@ int chirp_ring_commit_mode(struct chirp_ring *r, uint64_t timestamp_ns,
 int chirp_ring_commit_partial(struct chirp_ring *r, uint64_t timestamp_ns,
 			      uint64_t first_sample, uint32_t flags, uint32_t mode,
 			      uint32_t missing);
+
+/*
+ * Everything a producer says about one CPI when it publishes it
+ * (chirp_ring_commit_cpi). Zero-initialise it and set what applies: all
+ * zero is chirp_ring_commit(r, 0, 0, 0).
+ */
+struct chirp_ring_cpi {
+	uint64_t timestamp_ns;    /* 0 = now (CLOCK_REALTIME)                  */
+	uint64_t first_sample;    /* index of the CPI's first sample           */
+	uint32_t flags;           /* CHIRP_RING_* a producer sets               */
+	uint32_t mode;            /* radar mode, as chirp_ring_commit_mode      */
+	float pointing_az_deg;    /* the pointing (chirp_ring_block), degrees:
+				     the direction the whole set of beams is
+				     steered to for this CPI, carried as the
+				     float32 given (the ring checks nothing;
+				     chirpd flags CHIRP_RING_BAD_POINTING)     */
+	float pointing_el_deg;
+	uint32_t missing;         /* as chirp_ring_commit_partial: > 0 adds
+				     CHIRP_RING_INCOMPLETE                     */
+	uint32_t reserved;        /* 0                                          */
+};
+
+/*
+ * Publish the oldest reserved slot with everything cpi says: the one
+ * commit call every other one is a case of (chirp_ring_commit_partial is
+ * this with pointing 0, 0). Returns as chirp_ring_commit; -EINVAL also
+ * for a NULL cpi.
+ */
+int chirp_ring_commit_cpi(struct chirp_ring *r, const struct chirp_ring_cpi *cpi);
 
 /*
  * The newest committed block's descriptor (payload NULL): lets a restarted

@@ -96,12 +96,12 @@
 #include <unistd.h>
 
 _Static_assert(sizeof(struct ring_hdr) <= RING_HDR_BYTES, "header fits page 0");
-_Static_assert(sizeof(struct ring_desc) == RING_DESC_BYTES, "descriptor is 64 bytes");
+_Static_assert(sizeof(struct ring_desc) == RING_DESC_BYTES, "descriptor is 128 bytes");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free in shm");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free in shm");
 
 #define KNOWN_FLAGS (CHIRP_RING_DISCONTINUITY | CHIRP_RING_NONFINITE | CHIRP_RING_REDELIVERED | \
-		     CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE)
+		     CHIRP_RING_UNKNOWN_MODE | CHIRP_RING_INCOMPLETE | CHIRP_RING_BAD_POINTING)
 /*
  * Flags a descriptor may carry: those a producer commits. REDELIVERED is
  * the consumer's own finding (peek), never a producer's. Flags enter the
@@ -1540,16 +1540,50 @@ int chirp_ring_commit_partial(struct chirp_ring *r, uint64_t timestamp_ns,
 			      uint64_t first_sample, uint32_t flags, uint32_t mode,
 			      uint32_t missing)
 {
+	struct chirp_ring_cpi cpi = {
+		.timestamp_ns = timestamp_ns, .first_sample = first_sample,
+		.flags = flags, .mode = mode, .missing = missing,
+	};
+
+	return chirp_ring_commit_cpi(r, &cpi);
+}
+
+/* The descriptor word of a pointing: the two float32's bits, azimuth low. */
+static uint64_t pointing_pack(float az_deg, float el_deg)
+{
+	uint32_t az, el;
+
+	memcpy(&az, &az_deg, sizeof(az));
+	memcpy(&el, &el_deg, sizeof(el));
+	return (uint64_t)az | (uint64_t)el << 32;
+}
+
+static void pointing_unpack(uint64_t w, struct chirp_ring_block *blk)
+{
+	uint32_t az = (uint32_t)w, el = (uint32_t)(w >> 32);
+
+	memcpy(&blk->pointing_az_deg, &az, sizeof(az));
+	memcpy(&blk->pointing_el_deg, &el, sizeof(el));
+}
+
+int chirp_ring_commit_cpi(struct chirp_ring *r, const struct chirp_ring_cpi *cpi)
+{
 	struct ring_hdr *h = r->h;
 	struct ring_desc *d;
 	uint64_t p = r->prod, s, seq, after;
-	uint32_t pending, left = 0;
+	uint64_t timestamp_ns, first_sample;
+	uint32_t pending, left = 0, flags, mode, missing;
 	int rc;
 
 	if (r->role != CHIRP_RING_PRODUCER)
 		return -EPERM;
-	if (r->nres == 0)
+	if (r->nres == 0 || !cpi)
 		return -EINVAL;
+	timestamp_ns = cpi->timestamp_ns;
+	first_sample = cpi->first_sample;
+	flags = cpi->flags;
+	mode = cpi->mode;
+	missing = cpi->missing;
 	rc = state_check(r);
 	if (rc < 0)
 		return rc;
@@ -1575,6 +1609,9 @@ int chirp_ring_commit_partial(struct chirp_ring *r, uint64_t timestamp_ns,
 	atomic_store_explicit(&d->flags, flags, memory_order_relaxed);
 	atomic_store_explicit(&d->mode, mode, memory_order_relaxed);
 	atomic_store_explicit(&d->missing, (flags & CHIRP_RING_INCOMPLETE) ? missing : 0,
+			      memory_order_relaxed);
+	atomic_store_explicit(&d->pointing, pointing_pack(cpi->pointing_az_deg,
+							  cpi->pointing_el_deg),
 			      memory_order_relaxed);
 	atomic_store_explicit(&d->count_after, after, memory_order_relaxed);
 	/* The publication: pairs with the consumer's acquire load of prod. */
@@ -1649,6 +1686,7 @@ int chirp_ring_last_commit(const struct chirp_ring *r, struct chirp_ring_block *
 	blk->mode = atomic_load_explicit(&d->mode, memory_order_relaxed);
 	if (blk->flags & CHIRP_RING_INCOMPLETE)
 		blk->missing = atomic_load_explicit(&d->missing, memory_order_relaxed);
+	pointing_unpack(atomic_load_explicit(&d->pointing, memory_order_relaxed), blk);
 	blk->slot = (uint32_t)slot_of(r, p);
 	blk->len = r->L.payload_bytes;
 	blk->payload = NULL;   /* may already be in the consumer's hands */
@@ -1788,6 +1826,7 @@ int chirp_ring_peek(struct chirp_ring *r, struct chirp_ring_block *blk)
 	blk->mode = mode;
 	blk->missing = (flags & CHIRP_RING_INCOMPLETE) ?
 		       atomic_load_explicit(&d->missing, memory_order_relaxed) : 0;
+	pointing_unpack(atomic_load_explicit(&d->pointing, memory_order_relaxed), blk);
 	blk->len = len;
 	blk->payload = r->data + s * r->L.slot_bytes;
 	if (r->spin_ns)

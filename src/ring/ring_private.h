@@ -25,7 +25,7 @@
 
 #define RING_MAGIC        0x474e525052494843ull /* "CHIRPRNG" little-endian */
 #define RING_HDR_BYTES    4096u
-#define RING_DESC_BYTES   64u
+#define RING_DESC_BYTES   128u
 #define RING_PAGE         ((uint64_t)CHIRP_RING_PAGE_BYTES)
 #define RING_HUGE_PAGE    (2ull << 20)
 #define RING_MAX_TOTAL    (1ull << 40)          /* 1 TiB: sanity bound  */
@@ -132,6 +132,11 @@ struct ring_hdr {
  * hdr.prod, read by the consumer after its acquire load. Fields are
  * atomics accessed relaxed so that each is read exactly once (a hostile
  * or crashing peer cannot make us validate one value and use another).
+ *
+ * 128 bytes (two cache lines, a pair for the adjacent-line prefetcher):
+ * the pointing needs 8 bytes, and 64 bytes hold only 4 beyond the fields
+ * below. The second line is spare, zero, for later versions. What the
+ * consumer reads per block still lies in the first line.
  */
 struct ring_desc {
 	_Atomic uint64_t pos;          /* ring position this was written for */
@@ -143,11 +148,15 @@ struct ring_desc {
 	_Atomic uint32_t mode;         /* the CPI's radar mode (any value;
 					  chirp_ring_commit_mode, ABI 2)     */
 	_Atomic uint64_t count_after;  /* hdr.next_seq this commit stores after
-					  hdr.prod (crash repair only; was
-					  padding, 0 from older producers) */
+					  hdr.prod (crash repair only)       */
+	_Atomic uint64_t pointing;     /* the CPI's pointing (ABI 3): two
+					  IEEE-754 float32 in degrees, azimuth
+					  in the low half, elevation in the
+					  high half; 0 = boresight           */
 	_Atomic uint32_t missing;      /* samples missing, read only with
-					  CHIRP_RING_INCOMPLETE (was padding) */
+					  CHIRP_RING_INCOMPLETE              */
 	uint32_t pad1;
+	uint64_t spare[7];             /* 0                                  */
 };
 
 /* Validated, process-local copy of the immutable part of a header. */

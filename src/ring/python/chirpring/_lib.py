@@ -7,7 +7,7 @@ is loaded on first use, from (in this order):
 
   1. $CHIRPRING_LIBRARY, a path (tests use the build tree's .so);
   2. the LIBDIR `make install` wrote into chirpring/_config.py;
-  3. the soname libchirpring.so.2 through the dynamic linker (a .deb, or
+  3. the soname libchirpring.so.3 through the dynamic linker (a .deb, or
      ldconfig after `make install`).
 
 A library of another ABI is refused when it is loaded (it lacks a function
@@ -108,10 +108,10 @@ def _candidates():
     out = []
     try:
         from . import _config   # written by `make install`
-        out.append(os.path.join(_config.LIBDIR, "libchirpring.so.2"))
+        out.append(os.path.join(_config.LIBDIR, "libchirpring.so.3"))
     except ImportError:
         pass
-    out.append("libchirpring.so.2")
+    out.append("libchirpring.so.3")
     return out
 
 
