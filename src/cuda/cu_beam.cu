@@ -77,10 +77,13 @@ struct cu_beam {
 	double2 *d_cov;          /* C x C: R                                  */
 	double2 *d_z;            /* B x C: the solve's weights before the check */
 	size_t solve_smem;
-	cublasHandle_t blas;
+	cublasHandle_t blas;     /* made by the first cu_beam_gemm          */
 	int have_blas;
 	void *d_blas_ws;
+	char blas_err[160];
 };
+
+static int make_blas(struct cu_beam *bm, char *err, size_t errlen);
 
 /* ---- the weights ---------------------------------------------------------- */
 
@@ -278,6 +281,15 @@ int cu_beam_gemm(struct cu_beam *bm, const float2 *W, const struct cu_beam_io *i
 	cublasStatus_t r;
 
 	*what = NULL;
+	if (!bm->have_blas) {   /* the first call: its handle and workspace */
+		char err[160];
+
+		if (make_blas(bm, err, sizeof(err)) < 0) {
+			snprintf(bm->blas_err, sizeof(bm->blas_err), "%s", err);
+			*what = bm->blas_err;
+			return -EIO;
+		}
+	}
 	if (io->x_ch != (size_t)io->P * io->x_pulse || io->y_ch != (size_t)io->P * io->y_pulse ||
 	    io->x_pulse != io->y_pulse || io->x_ch > 0x7fffffffu || io->y_ch > 0x7fffffffu)
 		return -EINVAL;
@@ -539,6 +551,7 @@ k_mvdr_solve(struct cu_bgeo g, const double2 *__restrict__ cov, double loading, 
 /* ---- entry points ----------------------------------------------------------- */
 
 unsigned cu_beam_count(const struct cu_beam *bm) { return bm->g.B; }
+const double *cu_beam_mvdr_weights_d(const struct cu_beam *bm) { return (const double *)bm->d_z; }
 unsigned cu_beam_channels(const struct cu_beam *bm) { return bm->g.C; }
 
 void cu_beam_uv_of_pointing(double az_deg, double el_deg, double *up, double *vp)
@@ -698,8 +711,6 @@ extern "C" struct cu_beam *cu_beam_create(const struct beam_set *s, const struct
 	bm->g.taper = bm->d_geo + 5 * C;
 	bm->g.uv0 = bm->d_geo + 6 * C;
 	if (mp && make_mvdr(bm, mp, err, errlen) < 0)
-		goto fail;
-	if (make_blas(bm, err, errlen) < 0)
 		goto fail;
 	free(h);
 	return bm;

@@ -130,12 +130,16 @@ cudaError_t cu_beam_form_variant(const float2 *W, unsigned B, unsigned C,
 				 const struct cu_beam_io *io, unsigned bg, unsigned nc,
 				 cudaStream_t st);
 void cu_beam_form_pick(unsigned B, unsigned C, unsigned *bg, unsigned *nc);
+/* MVDR: the last solve's weights in double, 2 B C ([b][c] interleaved,
+ * device memory; valid where its status was 0). */
+const double *cu_beam_mvdr_weights_d(const struct cu_beam *bm);
 /* status: device int, 0 or -EDOM, written by every call. */
 cudaError_t cu_beam_mvdr(const struct cu_beam *bm, const float2 *x, size_t x_ch, size_t x_pulse,
 			 double up, double vp, float2 *W, int *status, cudaStream_t st);
 cudaError_t cu_beam_form(const struct cu_beam *bm, const float2 *W, const struct cu_beam_io *io,
 			 cudaStream_t st);
-/* 0, -EINVAL (layout not one column run), -EIO (cuBLAS: why in *what). */
+/* 0, -EINVAL (layout not one column run), -EIO (cuBLAS: why in *what).
+ * The first call makes the cuBLAS handle and its workspace (allocates). */
 int cu_beam_gemm(struct cu_beam *bm, const float2 *W, const struct cu_beam_io *io,
 		 cudaStream_t st, const char **what);
 #endif
