@@ -166,7 +166,7 @@ static void call_copy(struct shape *sh, const void *arg)
 static void call_weights(struct shape *sh, const void *arg)
 {
 	(void)arg;
-	CK(cu_beam_weights(sh->bm, 0.01, 0.0, sh->d_w, sh->st));
+	CK(cu_beam_weights(sh->bm, 0.01, 0.0, sh->d_w, NULL, sh->st));
 }
 
 static void call_mvdr(struct shape *sh, const void *arg)
@@ -246,7 +246,7 @@ static void setup(struct shape *sh, const struct opts *o)
 	/* the weights of a pointing, from the device, and the CPU's product
 	 * with the same weights over the check columns */
 	sh->h_w = (float *)malloc(2 * (size_t)sh->B * sh->C * sizeof(float));
-	CK(cu_beam_weights(sh->bm, 0.01, 0.0, sh->d_w, sh->st));
+	CK(cu_beam_weights(sh->bm, 0.01, 0.0, sh->d_w, NULL, sh->st));
 	CK(cudaMemcpyAsync(sh->h_w, sh->d_w, (size_t)sh->B * sh->C * sizeof(float2),
 			   cudaMemcpyDeviceToHost, sh->st));
 	CK(cudaStreamSynchronize(sh->st));

@@ -43,9 +43,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chirp/detect.h"
 #include "cu_beam.h"
 extern "C" {
 #include "errbuf.h"
+#include "monopulse.h"
 }
 
 #define CU_BW_THREADS 256        /* k_beam_weights                           */
@@ -99,8 +101,10 @@ __device__ __forceinline__ void cu_steer(const struct cu_bgeo &g, unsigned c, do
 	sincos(__dmul_rn(g.k, s), ai, ar);
 }
 
-/* W[b][c] = t_c conj(a_c(u_b + up, v_b + vp)) / g_c, thread b C + c. */
-__global__ void k_beam_weights(struct cu_bgeo g, double up, double vp, float2 *__restrict__ W)
+/* W[b][c] = t_c conj(a_c(u_b + up, v_b + vp)) / g_c, thread b C + c; Wd
+ * (NULL: none) the same before rounding to float. */
+__global__ void k_beam_weights(struct cu_bgeo g, double up, double vp, float2 *__restrict__ W,
+			       double2 *__restrict__ Wd)
 {
 	unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -114,8 +118,12 @@ __global__ void k_beam_weights(struct cu_bgeo g, double up, double vp, float2 *_
 
 	cu_steer(g, c, g.uv0[2 * b] + up, g.uv0[2 * b + 1] + vp, &ar, &s);
 	ai = -s;
-	W[i] = make_float2((float)__dmul_rn(t, __dadd_rn(__dmul_rn(ar, ir), -__dmul_rn(ai, ii))),
-			   (float)__dmul_rn(t, __dadd_rn(__dmul_rn(ar, ii), __dmul_rn(ai, ir))));
+	double wr = __dmul_rn(t, __dadd_rn(__dmul_rn(ar, ir), -__dmul_rn(ai, ii)));
+	double wi = __dmul_rn(t, __dadd_rn(__dmul_rn(ar, ii), __dmul_rn(ai, ir)));
+
+	W[i] = make_float2((float)wr, (float)wi);
+	if (Wd)
+		Wd[i] = make_double2(wr, wi);
 }
 
 static dim3 cu_bw_grid(const struct cu_beam *bm)
@@ -548,6 +556,336 @@ k_mvdr_solve(struct cu_bgeo g, const double2 *__restrict__ cov, double loading, 
 		*status = 0;
 }
 
+/* ---- monopulse ------------------------------------------------------------- */
+
+/*
+ * The angle of every record of a CPI's list (monopulse.c's estimator,
+ * radar_beam_record's fields), one warp per record: the lanes split the
+ * channels of each sum (the noise covariance, each pattern evaluation) and
+ * a butterfly leaves every lane the totals, so all lanes take the same
+ * path through the search. The same steps, grid, golden-section iterations,
+ * limits and quality bits as monopulse.c; its sums in another order (by
+ * lane), so the estimate agrees to rounding. Per record some 70 pattern
+ * evaluations of C complex exponentials: in parallel over the records and
+ * the channels, no host work at completion.
+ */
+#define CU_MONO_GRID 24
+#define CU_MONO_ITERS 40
+#define CU_MONO_WARPS 4
+#define CU_DEG (3.14159265358979323846 / 180.0)
+
+struct cu_mfit {
+	const double2 *w[3];     /* the M beams' weights, C each          */
+	double2 y[3];            /* their outputs at the cell             */
+	double2 qi[9];           /* Q^-1, M x M                           */
+	unsigned M;
+	double v;
+};
+
+__device__ __forceinline__ double2 cadd(double2 a, double2 b) { return make_double2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ double2 cconjd(double2 a) { return make_double2(a.x, -a.y); }
+
+__device__ __forceinline__ double2 cdiv(double2 a, double2 b)
+{
+	double d = b.x * b.x + b.y * b.y;
+
+	return make_double2((a.x * b.x + a.y * b.y) / d, (a.y * b.x - a.x * b.y) / d);
+}
+
+__device__ __forceinline__ double cu_warp_sum(double x)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		x += __shfl_xor_sync(0xffffffffu, x, o);
+	return x;
+}
+
+__device__ __forceinline__ void cu_buv(const struct cu_bgeo &g, unsigned b, double up, double vp,
+				       double *u, double *v)
+{
+	*u = g.uv0[2 * b] + up;
+	*v = g.uv0[2 * b + 1] + vp;
+}
+
+__device__ int cu_mono_neighbour(const struct cu_bgeo &g, double up, double vp, unsigned b, long j)
+{
+	double ub, vb, uj, vj;
+
+	if (j < 0 || j >= (long)g.B)
+		return 0;
+	cu_buv(g, b, up, vp, &ub, &vb);
+	cu_buv(g, (unsigned)j, up, vp, &uj, &vj);
+	return fabs(vj - vb) <= 1e-9 && uj != ub;
+}
+
+/* Q^-1 of the fit's beams (Gauss-Jordan, M <= 3); -1 when dependent. */
+__device__ int cu_mono_qinv(const struct cu_bgeo &g, struct cu_mfit &f, double *q_bb, unsigned ib)
+{
+	unsigned M = f.M, lane = threadIdx.x & 31;
+	double2 a[3][6];
+
+	for (unsigned i = 0; i < M; i++) {
+		for (unsigned j = 0; j < M; j++) {
+			double qr = 0.0, qq = 0.0;
+
+			for (unsigned c = lane; c < g.C; c += 32) {
+				const double *gc = g.cal + 2 * c;
+				double2 t = cmulc(f.w[i][c], f.w[j][c]);
+				double m = gc[0] * gc[0] + gc[1] * gc[1];
+
+				qr += t.x * m;
+				qq += t.y * m;
+			}
+			a[i][j] = make_double2(cu_warp_sum(qr), cu_warp_sum(qq));
+			a[i][M + j] = make_double2(i == j ? 1.0 : 0.0, 0.0);
+		}
+	}
+	*q_bb = a[ib][ib].x;
+	for (unsigned k = 0; k < M; k++) {
+		double piv = hypot(a[k][k].x, a[k][k].y);
+
+		if (!(piv > 1e-12 * *q_bb))
+			return -1;
+		for (unsigned j = 0; j < 2 * M; j++)
+			if (j != k)
+				a[k][j] = cdiv(a[k][j], a[k][k]);
+		a[k][k] = make_double2(1.0, 0.0);
+		for (unsigned i = 0; i < M; i++) {
+			double2 m = a[i][k];
+
+			if (i == k)
+				continue;
+			for (unsigned j = 0; j < 2 * M; j++) {
+				double2 t = cmul(m, a[k][j]);
+
+				a[i][j].x -= t.x;
+				a[i][j].y -= t.y;
+			}
+		}
+	}
+	for (unsigned i = 0; i < M; i++)
+		for (unsigned j = 0; j < M; j++)
+			f.qi[i * M + j] = a[i][M + j];
+	return 0;
+}
+
+/* J(u) = |F^H Q^-1 y|^2 / (F^H Q^-1 F), F_j = sum_c w_j[c] g_c a_c(u, v). */
+__device__ double cu_mono_explained(const struct cu_bgeo &g, const struct cu_mfit &f, double u)
+{
+	unsigned M = f.M, lane = threadIdx.x & 31;
+	double2 F[3] = { { 0.0, 0.0 }, { 0.0, 0.0 }, { 0.0, 0.0 } }, a = { 0.0, 0.0 };
+	double d = 0.0;
+
+	for (unsigned c = lane; c < g.C; c += 32) {
+		const double *gc = g.cal + 2 * c;
+		double ar, ai;
+		double2 r;
+
+		cu_steer(g, c, u, f.v, &ar, &ai);
+		r = make_double2(ar * gc[0] - ai * gc[1], ar * gc[1] + ai * gc[0]);
+		for (unsigned j = 0; j < M; j++)
+			F[j] = cadd(F[j], cmul(f.w[j][c], r));
+	}
+	for (unsigned j = 0; j < M; j++)
+		F[j] = make_double2(cu_warp_sum(F[j].x), cu_warp_sum(F[j].y));
+	for (unsigned i = 0; i < M; i++) {
+		for (unsigned j = 0; j < M; j++) {
+			double2 t = cmul(cconjd(F[i]), f.qi[i * M + j]);
+
+			a = cadd(a, cmul(t, f.y[j]));
+			d += cmul(t, F[j]).x;
+		}
+	}
+	return d > 0.0 ? (a.x * a.x + a.y * a.y) / d : 0.0;
+}
+
+__device__ double cu_mono_total(const struct cu_mfit &f)
+{
+	double e = 0.0;
+
+	for (unsigned i = 0; i < f.M; i++)
+		for (unsigned j = 0; j < f.M; j++)
+			e += cmul(cmul(cconjd(f.y[i]), f.qi[i * f.M + j]), f.y[j]).x;
+	return e;
+}
+
+__device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit &f, double lo,
+				   double hi, int *at_end)
+{
+	const double gr = 0.5 * (sqrt(5.0) - 1.0);
+	double best = -1.0, a, z, x1, x2, j1, j2, step = (hi - lo) / CU_MONO_GRID;
+	int kb = 0;
+
+	for (int k = 0; k <= CU_MONO_GRID; k++) {
+		double j = cu_mono_explained(g, f, lo + k * step);
+
+		if (j > best) {
+			best = j;
+			kb = k;
+		}
+	}
+	a = lo + (kb > 0 ? kb - 1 : 0) * step;
+	z = lo + (kb < CU_MONO_GRID ? kb + 1 : CU_MONO_GRID) * step;
+	x1 = z - gr * (z - a);
+	x2 = a + gr * (z - a);
+	j1 = cu_mono_explained(g, f, x1);
+	j2 = cu_mono_explained(g, f, x2);
+	for (int i = 0; i < CU_MONO_ITERS; i++) {
+		if (j1 < j2) {
+			a = x1;
+			x1 = x2;
+			j1 = j2;
+			x2 = a + gr * (z - a);
+			j2 = cu_mono_explained(g, f, x2);
+		} else {
+			z = x2;
+			x2 = x1;
+			j2 = j1;
+			x1 = z - gr * (z - a);
+			j1 = cu_mono_explained(g, f, x1);
+		}
+	}
+	a = 0.5 * (a + z);
+	*at_end = fabs(a - lo) < 1e-6 * (hi - lo) || fabs(a - hi) < 1e-6 * (hi - lo);
+	return a;
+}
+
+/* beam_azel_of: NaN outside the visible region. */
+__device__ void cu_azel_of(double u, double v, float *az, float *el)
+{
+	double r2 = u * u + v * v, ce;
+
+	if (!(r2 <= 1.0 + 1e-12)) {
+		*az = *el = NAN;
+		return;
+	}
+	v = fmin(1.0, fmax(-1.0, v));
+	*el = (float)(asin(v) / CU_DEG);
+	ce = sqrt(fmax(0.0, 1.0 - v * v));
+	*az = (float)(ce > 0.0 ? asin(fmax(-1.0, fmin(1.0, u / ce))) / CU_DEG : 0.0);
+}
+
+/* The fit's beams j0..j1 that nb keeps (b among them), then Q^-1. */
+__device__ int cu_mono_load(const struct cu_bgeo &g, struct cu_mfit &f, const double2 *Wd,
+			    const double2 *y3, unsigned b, unsigned j0, unsigned j1, const int nb[2],
+			    unsigned *ib, double *q_bb)
+{
+	f.M = 0;
+	for (unsigned j = j0; j <= j1; j++) {
+		if (j != b && !nb[j > b])
+			continue;
+		if (j == b)
+			*ib = f.M;
+		f.w[f.M] = Wd + (size_t)j * g.C;
+		f.y[f.M] = y3[j + 1 - b];
+		f.M++;
+	}
+	return cu_mono_qinv(g, f, q_bb, *ib);
+}
+
+/* mono_estimate for beam b: u and the quality bits. */
+__device__ unsigned cu_mono_estimate(const struct cu_bgeo &g, const double2 *Wd, double up,
+				     double vp, unsigned b, const double2 *y3, double noise,
+				     double *u_out)
+{
+	unsigned ib = 0, n, q = 0;
+	int nb[2], at_end;
+	double ub, vb, lo, hi, u, q_bb, u_end[2], un, vn, edge;
+	struct cu_mfit f;
+
+	cu_buv(g, b, up, vp, &ub, &vb);
+	nb[0] = cu_mono_neighbour(g, up, vp, b, (long)b - 1);
+	nb[1] = cu_mono_neighbour(g, up, vp, b, (long)b + 1);
+	if (!nb[0] && !nb[1])
+		goto centre;
+	{
+		double p0 = y3[0].x * y3[0].x + y3[0].y * y3[0].y;
+		double p1 = y3[1].x * y3[1].x + y3[1].y * y3[1].y;
+		double p2 = y3[2].x * y3[2].x + y3[2].y * y3[2].y;
+
+		n = !nb[1] ? b - 1 : !nb[0] ? b + 1 : p0 > p2 ? b - 1 : b + 1;
+		if ((n < b ? p0 : p2) > p1)
+			q |= MONO_NOT_PEAK;
+	}
+	f.v = vb;
+	if (cu_mono_load(g, f, Wd, y3, b, nb[0] ? b - 1 : b, nb[1] ? b + 1 : b, nb, &ib, &q_bb) < 0) {
+		nb[n < b ? 1 : 0] = 0;
+		if (cu_mono_load(g, f, Wd, y3, b, n < b ? n : b, n < b ? b : n, nb, &ib, &q_bb) < 0)
+			goto centre;
+	}
+	for (int side = 0; side < 2; side++) {   /* search_interval */
+		if (nb[side]) {
+			cu_buv(g, side ? b + 1 : b - 1, up, vp, &un, &vn);
+			u_end[side] = un;
+		} else {
+			cu_buv(g, side ? b - 1 : b + 1, up, vp, &un, &vn);
+			u_end[side] = ub - 0.5 * (un - ub);
+		}
+	}
+	edge = sqrt(fmax(0.0, 1.0 - vb * vb));
+	lo = fmax(fmin(u_end[0], u_end[1]), -edge);
+	hi = fmin(fmax(u_end[0], u_end[1]), edge);
+	u = cu_mono_maximise(g, f, lo, hi, &at_end);
+	if (at_end)
+		q |= MONO_CLAMPED;
+	for (int side = 0; side < 2; side++)
+		if (!nb[side] && (u - ub) * (u_end[side] - ub) > 0.0)
+			q |= MONO_OUTSIDE;
+	if (noise > 0.0 && q_bb > 0.0) {
+		double misfit = (cu_mono_total(f) - cu_mono_explained(g, f, u)) / (noise / q_bb);
+
+		if (misfit > (f.M == 2 ? 15.14 / 2.0 : 21.11 / 2.0))
+			q |= MONO_UNRESOLVED;
+	}
+	*u_out = u;
+	return q;
+centre:
+	*u_out = ub;
+	return q | MONO_NO_NEIGHBOUR;
+}
+
+/* One warp per record: radar_beam_record's fields. y3: the record's
+ * Doppler outputs of beams b - 1, b, b + 1 (k_records). */
+__global__ void __launch_bounds__(32 * CU_MONO_WARPS)
+k_beam_mono(struct cu_bgeo g, const double2 *__restrict__ Wd, double up, double vp, int monopulse,
+	    const struct chirp_det_header *__restrict__ hdr, struct chirp_det_record *rec,
+	    unsigned max_det, const float2 *__restrict__ mono)
+{
+	unsigned i = blockIdx.x * CU_MONO_WARPS + (threadIdx.x >> 5);
+	unsigned n = min(hdr->count, max_det), b, q;
+	struct chirp_det_record *r = rec + i;
+	double2 y3[3];
+	double u, v;
+	float az, el;
+
+	if (i >= n)
+		return;
+	b = (unsigned)r->beam;
+	if (b >= g.B)
+		return;
+	for (int j = 0; j < 3; j++)
+		y3[j] = make_double2(mono[3 * (size_t)i + j].x, mono[3 * (size_t)i + j].y);
+	cu_buv(g, b, up, vp, &u, &v);
+	q = monopulse ? cu_mono_estimate(g, Wd, up, vp, b, y3, r->noise, &u) : 0;
+	if ((threadIdx.x & 31) == 0) {
+		cu_azel_of(u, v, &az, &el);
+		r->channel = (int32_t)b;
+		r->reserved = 0;
+		r->azimuth_deg = az;
+		r->elevation_deg = el;
+		r->angle_quality = (uint16_t)q;
+	}
+}
+
+cudaError_t cu_beam_mono(const struct cu_beam *bm, const double *Wd, double up, double vp,
+			 int monopulse, const struct chirp_det_header *hdr,
+			 struct chirp_det_record *rec, unsigned max_det, const float2 *mono,
+			 cudaStream_t st)
+{
+	k_beam_mono<<<(max_det + CU_MONO_WARPS - 1) / CU_MONO_WARPS, 32 * CU_MONO_WARPS, 0, st>>>(
+		bm->g, (const double2 *)Wd, up, vp, monopulse, hdr, rec, max_det, mono);
+	return cudaGetLastError();
+}
+
 /* ---- entry points ----------------------------------------------------------- */
 
 unsigned cu_beam_count(const struct cu_beam *bm) { return bm->g.B; }
@@ -560,17 +898,18 @@ void cu_beam_uv_of_pointing(double az_deg, double el_deg, double *up, double *vp
 }
 
 cudaError_t cu_beam_weights(const struct cu_beam *bm, double up, double vp, float2 *W,
-			    cudaStream_t st)
+			    double2 *Wd, cudaStream_t st)
 {
-	k_beam_weights<<<cu_bw_grid(bm), CU_BW_THREADS, 0, st>>>(bm->g, up, vp, W);
+	k_beam_weights<<<cu_bw_grid(bm), CU_BW_THREADS, 0, st>>>(bm->g, up, vp, W, Wd);
 	return cudaGetLastError();
 }
 
 cudaError_t cu_beam_weights_node_set(const struct cu_beam *bm, cudaGraphExec_t gx,
-				     cudaGraphNode_t node, double up, double vp, float2 *W)
+				     cudaGraphNode_t node, double up, double vp, float2 *W,
+				     double2 *Wd)
 {
 	struct cu_bgeo g = bm->g;
-	void *args[] = { &g, &up, &vp, &W };
+	void *args[] = { &g, &up, &vp, &W, &Wd };
 	struct cudaKernelNodeParams p = {};
 
 	p.func = (void *)k_beam_weights;
@@ -768,11 +1107,11 @@ static int run_graph_weights(const struct cu_beam *bm, struct cu_run_buf *r, dou
 	size_t n = 1;
 
 	CKC(cudaStreamBeginCapture(r->st, cudaStreamCaptureModeThreadLocal));
-	CKC(cu_beam_weights(bm, 0.0, 0.0, r->w, r->st));
+	CKC(cu_beam_weights(bm, 0.0, 0.0, r->w, NULL, r->st));
 	CKC(cudaStreamEndCapture(r->st, &r->g));
 	CKC(cudaGraphInstantiate(&r->gx, r->g, 0));
 	CKC(cudaGraphGetNodes(r->g, &node, &n));
-	CKC(cu_beam_weights_node_set(bm, r->gx, node, up, vp, r->w));
+	CKC(cu_beam_weights_node_set(bm, r->gx, node, up, vp, r->w, NULL));
 	CKC(cudaGraphLaunch(r->gx, r->st));
 	return 0;
 fail:
@@ -835,7 +1174,7 @@ extern "C" int cu_beam_run(struct cu_beam *bm, const struct cu_beam_job *j, char
 		if (run_graph_weights(bm, &r, up, vp, err, errlen) < 0)
 			goto out;
 	} else {
-		CKC(cu_beam_weights(bm, up, vp, r.w, r.st));
+		CKC(cu_beam_weights(bm, up, vp, r.w, NULL, r.st));
 	}
 	CKC(cudaMemcpyAsync(j->w, r.w, (size_t)B * C * sizeof(float2), cudaMemcpyDeviceToHost, r.st));
 	io.x = r.x;

@@ -118,10 +118,13 @@ unsigned cu_beam_channels(const struct cu_beam *bm);
 void cu_beam_uv_of_pointing(double az_deg, double el_deg, double *up, double *vp);
 
 /* Launch errors are returned as cudaGetLastError after the launch. */
+/* W (B x C float2) and, where Wd is not NULL, the same in double (the
+ * monopulse fit's, cu_beam_mono). */
 cudaError_t cu_beam_weights(const struct cu_beam *bm, double up, double vp, float2 *W,
-			    cudaStream_t st);
+			    double2 *Wd, cudaStream_t st);
 cudaError_t cu_beam_weights_node_set(const struct cu_beam *bm, cudaGraphExec_t gx,
-				     cudaGraphNode_t node, double up, double vp, float2 *W);
+				     cudaGraphNode_t node, double up, double vp, float2 *W,
+				     double2 *Wd);
 /* The fused kernel with bg beams per group (1..32, a power of two) and nc
  * columns per thread (1, 2, 4; with bg 32: 1, 2): the benchmark's
  * variants; cudaErrorInvalidValue for another pair. cu_beam_form_pick:
@@ -130,6 +133,20 @@ cudaError_t cu_beam_form_variant(const float2 *W, unsigned B, unsigned C,
 				 const struct cu_beam_io *io, unsigned bg, unsigned nc,
 				 cudaStream_t st);
 void cu_beam_form_pick(unsigned B, unsigned C, unsigned *bg, unsigned *nc);
+/*
+ * Every record of a CPI's list (hdr on the device, records after it, at
+ * most max_det) gets radar_beam_record's beam fields: with monopulse the
+ * estimate of monopulse.c from its Doppler outputs mono[3 i .. 3 i + 2]
+ * (beams b - 1, b, b + 1; zeros where absent) and the CPI's weights in
+ * double Wd (2 B C), else its beam's direction; for the pointing
+ * (up, vp). One warp per record.
+ */
+struct chirp_det_header;
+struct chirp_det_record;
+cudaError_t cu_beam_mono(const struct cu_beam *bm, const double *Wd, double up, double vp,
+			 int monopulse, const struct chirp_det_header *hdr,
+			 struct chirp_det_record *rec, unsigned max_det, const float2 *mono,
+			 cudaStream_t st);
 /* MVDR: the last solve's weights in double, 2 B C ([b][c] interleaved,
  * device memory; valid where its status was 0). */
 const double *cu_beam_mvdr_weights_d(const struct cu_beam *bm);

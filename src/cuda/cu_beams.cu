@@ -9,10 +9,10 @@
  *      (one copy: staged input through h_in first; cf32 in device memory
  *      is read where it lies); sc16 -> cf32 into d_x (value / 32768, as
  *      the CPU backend);
- *   2. the CPI's weights into the set's d_w: conventional, one kernel from
- *      the pointing (u_p, v_p); MVDR, the covariance of the CPI's training
- *      cells and the FP64 solve, its status into mapped host memory and
- *      its double weights into pinned h_wd (for monopulse);
+ *   2. the CPI's weights into the set's d_w (and in double, for
+ *      monopulse): conventional, one kernel from the pointing (u_p, v_p);
+ *      MVDR, the covariance of the CPI's training cells and the FP64
+ *      solve, its status into mapped host memory;
  *   3. the fused beamforming kernel X -> d_in, B x P packed cf32 rows:
  *      what compression then reads as its input (the backend's rows are
  *      B x P, its input format cf32: cu_alloc_be).
@@ -23,13 +23,18 @@
  * (cu_radar.cu, cu_beam_max), and k_records gathers each record's Doppler
  * outputs of beams b - 1, b, b + 1 into d_mono.
  *
+ * After the list (k_records), cu_beam_mono gives every record its beam
+ * fields and monopulse angle on the device, one warp per record, from the
+ * CPI's weights in double: monopulse.c's estimator costs some 70 pattern
+ * evaluations of C complex exponentials per detection (47 us a record on
+ * one core of a 2-core build VM at C = 16), which on the host would land
+ * on the polling thread once per detection; on the device the records
+ * run in parallel.
+ *
  * AT COMPLETION (pc_poll): an MVDR CPI whose solve failed is
- * pc_write_skipped's (its status word, written by the solve); else each
- * record's beam fields come from radar_beam_record on the host, with the
- * host's beam_set pointed at the CPI's pointing and the CPI's weights in
- * double, as the CPU backend makes them (monopulse.c on the host: some 70
- * steering evaluations per detection, on the reported detections only).
- * Not with CUDA graphs (a CPI with beams is queued call by call).
+ * pc_write_skipped's (its status word, written by the solve, in mapped
+ * host memory). Not with CUDA graphs (a CPI with beams is queued call by
+ * call).
  */
 #include <math.h>
 #include <stdio.h>
@@ -105,12 +110,13 @@ int cu_beams_make_set(struct cu_be *be, struct cu_set *s)
 	if (bm->in_format == PC_FMT_SC16)
 		CK(cudaMalloc((void **)&b->d_x, cpr * sizeof(float2)));
 	CK(cudaMalloc((void **)&b->d_w, BC * sizeof(float2)));
+	if (!bm->mvdr)
+		CK(cudaMalloc((void **)&b->d_wd, BC * sizeof(double2)));
 	if (bm->mvdr) {
 		CK(cudaHostAlloc((void **)&b->h_status, sizeof(int),
 				 cudaHostAllocPortable | cudaHostAllocMapped));
 		CK(cudaHostGetDevicePointer((void **)&b->hd_status, b->h_status, 0));
 		*b->h_status = 0;
-		CK(cudaHostAlloc((void **)&b->h_wd, 2 * BC * sizeof(double), cudaHostAllocPortable));
 	}
 out:
 	return rc;
@@ -124,10 +130,9 @@ void cu_beams_free_set(struct cu_set *s)
 	(void)cudaFree(b->d_raw);
 	(void)cudaFree(b->d_x);
 	(void)cudaFree(b->d_w);
+	(void)cudaFree(b->d_wd);
 	if (b->h_status)
 		(void)cudaFreeHost(b->h_status);
-	if (b->h_wd)
-		(void)cudaFreeHost(b->h_wd);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -178,18 +183,14 @@ int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const v
 
 	if (cu_beams_input(be, s, in, src, stage_in, in_dev, &x, ce) < 0)
 		return -EIO;
-	b->az_deg = az_deg;
-	b->el_deg = el_deg;
 	cu_beam_uv_of_pointing(az_deg, el_deg, &up, &vp);
-	if (bm->mvdr) {
+	b->up = up;
+	b->vp = vp;
+	if (bm->mvdr)
 		EQK("k_mvdr_gather / k_mvdr_cov / k_mvdr_solve",
 		    cu_beam_mvdr(b->cb, x, pr, be->R, up, vp, b->d_w, b->hd_status, s->stream));
-		EQ(cudaMemcpyAsync(b->h_wd, cu_beam_mvdr_weights_d(b->cb),
-				   2 * (size_t)bm->B * bm->C * sizeof(double), cudaMemcpyDeviceToHost,
-				   s->stream));
-	} else {
-		EQK("k_beam_weights", cu_beam_weights(b->cb, up, vp, b->d_w, s->stream));
-	}
+	else
+		EQK("k_beam_weights", cu_beam_weights(b->cb, up, vp, b->d_w, b->d_wd, s->stream));
 	io.x = x;
 	io.x_ch = pr;
 	io.x_pulse = be->R;
@@ -240,47 +241,17 @@ out:
 	return rc;
 }
 
-/* Every record's beam fields (radar_beam_record), the set pointed at the
- * CPI's pointing. A list in device memory keeps the device's (beam, no
- * angle): the host cannot reach it. */
-int cu_beams_records(struct cu_be *be, struct cu_set *s, struct chirp_det_header *h)
+/* After k_records: every record's beam fields and angle, on the device
+ * (cu_beam_mono: one warp per record, no host work at completion). */
+int cu_beams_mono(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 {
 	struct cu_beams *bm = be->bm;
 	struct cu_beam_set *b = &s->b;
-	struct chirp_det_record *rec = (struct chirp_det_record *)(h + 1);
-	const float2 *mono = s->r.h_mono;
-	const double *wd;
-	float y[2 * BEAM_MAX];
-	char err[160];
+	const struct chirp_det_header *hdr = (const struct chirp_det_header *)s->r.d_det;
+	const double *wd = bm->mvdr ? cu_beam_mvdr_weights_d(b->cb) : (const double *)b->d_wd;
 
-	if (s->det_dev || h->count == 0)
-		return 0;
-	if (beam_set_point(bm->set, b->az_deg, b->el_deg, err, sizeof(err)) < 0) {
-		cu_fail(be, "beam_set_point", err);   /* pc.c checked it: our bug */
-		return -EIO;
-	}
-	wd = bm->mvdr ? b->h_wd : beam_weights_d(bm->set);
-	memset(y, 0, 2 * (size_t)bm->B * sizeof(float));
-	for (uint32_t i = 0; i < h->count && i < be->rs->max_det; i++) {
-		unsigned bb = (unsigned)rec[i].beam;
-
-		if (bb >= bm->B)
-			continue;
-		for (int j = 0; j < 3; j++) {
-			int c = (int)bb - 1 + j;
-
-			if (c >= 0 && c < (int)bm->B) {
-				y[2 * c] = mono[3 * (size_t)i + j].x;
-				y[2 * c + 1] = mono[3 * (size_t)i + j].y;
-			}
-		}
-		radar_beam_record(bm->set, wd, bm->bs->monopulse, bb, y, &rec[i]);
-		for (int j = 0; j < 3; j++) {   /* y back to zeros */
-			int c = (int)bb - 1 + j;
-
-			if (c >= 0 && c < (int)bm->B)
-				y[2 * c] = y[2 * c + 1] = 0.0f;
-		}
-	}
+	EQK("k_beam_mono", cu_beam_mono(b->cb, wd, b->up, b->vp, bm->bs->monopulse, hdr,
+					 (struct chirp_det_record *)(hdr + 1), be->rs->max_det,
+					 s->r.d_mono, s->stream));
 	return 0;
 }

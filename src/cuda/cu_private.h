@@ -167,8 +167,7 @@ struct cu_radar_set {
 				    (det_bytes)                            */
 	float2 *d_mono;          /* beams: per record slot the Doppler
 				    outputs of beams b-1, b, b+1 at its cell
-				    (k_records), max_det x 3               */
-	float2 *h_mono;          /* pinned: their copy, read in pc_poll    */
+				    (k_records, for cu_beam_mono), max_det x 3 */
 	void *h_det;             /* pinned staging for it (copy staging)   */
 };
 
@@ -178,16 +177,16 @@ struct cu_beam_set {
 	void *d_raw;             /* the caller's input, C x P x R samples    */
 	float2 *d_x;             /* sc16: it as cf32                         */
 	float2 *d_w;             /* the CPI's weights, B x C                 */
+	double2 *d_wd;           /* conventional: the same in double (mvdr:
+				    cu_beam_mvdr_weights_d)                 */
 	int *h_status, *hd_status;   /* mvdr: the solve's status, mapped     */
-	double *h_wd;            /* mvdr: the CPI's weights in double, 2 B C */
-	double az_deg, el_deg;   /* the CPI's pointing                       */
+	double up, vp;           /* the CPI's pointing in (u, v)             */
 };
 
 /* Beams in the backend (pc_setup.beams), NULL without. */
 struct cu_beams {
 	const struct pc_beam_setup *bs;
-	struct beam_set *set;    /* host: pointed at a completing CPI's
-				    pointing, for its records               */
+	struct beam_set *set;    /* the host's copy (geometry for cu_beam)   */
 	unsigned B, C, P;
 	int mvdr;
 	enum pc_format in_format;   /* the caller's input (C x P rows)       */
@@ -552,11 +551,11 @@ int cu_radar_stamp(struct cu_be *be, struct cu_set *s);
  * cu_beams_create: be->bm from pc_setup.beams (its host beam_set);
  * cu_beams_make_set: set s's beam buffers; the frees (errors ignored).
  * cu_beams_enqueue: the CPI's beam stage on s->stream (input, weights for
- * the pointing or MVDR, the product into s->d_in). At completion:
- * cu_beams_skipped (MVDR found no weights), cu_beams_write_skipped
- * (pc_write_skipped's results), cu_beams_records (every record's beam
- * fields). 0 or a negative errno with the failure recorded (enqueue: in
- * *ce).
+ * the pointing or MVDR, the product into s->d_in); cu_beams_mono: after
+ * k_records, every record's beam fields and monopulse angle. At
+ * completion: cu_beams_skipped (MVDR found no weights),
+ * cu_beams_write_skipped (pc_write_skipped's results). 0 or a negative
+ * errno with the failure recorded (enqueue, mono: in *ce).
  */
 int cu_beams_create(struct cu_be *be, const struct pc_setup *su);
 void cu_beams_free(struct cu_be *be);
@@ -566,7 +565,7 @@ int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const v
 		     int stage_in, int in_dev, double az_deg, double el_deg, struct cu_err *ce);
 int cu_beams_skipped(const struct cu_be *be, const struct cu_set *s);
 int cu_beams_write_skipped(struct cu_be *be, struct cu_set *s);
-int cu_beams_records(struct cu_be *be, struct cu_set *s, struct chirp_det_header *h);
+int cu_beams_mono(struct cu_be *be, struct cu_set *s, struct cu_err *ce);
 
 /* ---- cu_setup.cu / cu_pipeline.cu ------------------------------------------ */
 

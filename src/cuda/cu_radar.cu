@@ -954,9 +954,8 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 					  r->d_rowoff, ra,
 					  (struct chirp_det_record *)(hdr + 1));
 	EQK("k_records", cudaGetLastError());
-	if (rs->beams)   /* every slot's: the count is the device's */
-		EQ(cudaMemcpyAsync(r->h_mono, r->d_mono, (size_t)rs->max_det * 3 * sizeof(float2),
-				   cudaMemcpyDeviceToHost, st));
+	if (be->bm && cu_beams_mono(be, s, ce) < 0)   /* the records' angles */
+		return -EIO;
 	return 0;
 }
 
@@ -1011,8 +1010,6 @@ int cu_radar_stamp(struct cu_be *be, struct cu_set *s)
 		}
 	}
 	h->mode = s->mode;
-	if (be->bm)
-		return cu_beams_records(be, s, h);
 	return 0;
 }
 
@@ -1129,8 +1126,6 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 		CK(cudaMemset(r->d_det, 0, be->det_bytes));
 		if (rs->beams) {
 			CK(cudaMalloc((void **)&r->d_mono, (size_t)rs->max_det * 3 * sizeof(float2)));
-			CK(cudaHostAlloc((void **)&r->h_mono, (size_t)rs->max_det * 3 * sizeof(float2),
-					 cudaHostAllocPortable));
 		}
 	}
 	rc = cu_radar_plan(be, s);
@@ -1157,8 +1152,6 @@ void cu_radar_free_set(struct cu_set *s)
 	(void)cudaFree(r->d_cross);
 	(void)cudaFree(r->d_det);
 	(void)cudaFree(r->d_mono);
-	if (r->h_mono)
-		(void)cudaFreeHost(r->h_mono);
 	if (r->h_det)
 		(void)cudaFreeHost(r->h_det);
 }
