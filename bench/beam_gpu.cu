@@ -4,8 +4,9 @@
  * product Y = W X (B x C times C x N) by the fused kernel (the default
  * pick and other beam-group / column pairs), by cublasCgemm, and a
  * device-to-device copy of the same bytes (the ceiling), plus the per-CPI
- * steps beside it: the weights formed from a pointing, and MVDR (gather,
- * covariance, solve) with K = 2 C training cells.
+ * steps beside it: the weights formed from a pointing, MVDR (gather,
+ * covariance, solve) with K = 2 C training cells, and the monopulse angles
+ * of a list of 256 detections (cu_beam_mono: variant mono256).
  *
  * Per shape (--shapes C:B,... default 16:16,64:8,64:32; N = --pulses x
  * --gates, default 128 x 4096): random inputs (never zeros), each variant
@@ -22,8 +23,8 @@
  *
  * One line per variant and shape, key=value, microseconds over the reps:
  *   beam_gpu variant=… C=… B=… N=… reps=… min_us=… median_us=… max_us=… gbps=…
- * (gbps: bytes / median, 1e9 bytes per second; 0 for the weights and
- * mvdr steps, which move next to nothing), and with --tsv the same as a
+ * (gbps: bytes / median, 1e9 bytes per second; 0 for the weights, mvdr
+ * and mono256 steps, which move next to nothing), and with --tsv the same as a
  * table: variant C B N reps min_us median_us max_us gbps.
  * Exit 0; 1 on a CUDA or cuBLAS error or a wrong result; 2 usage; 77 no
  * usable CUDA device.
@@ -37,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chirp/detect.h"
 #include "cuda/cu_beam.h"
 
 #define CK(call)                                                               \
@@ -52,6 +54,7 @@
 #define TOL 1e-5
 #define MAX_REPS 1000
 #define CARRIER_HZ 3e9
+#define MONO_RECORDS 256         /* records of the monopulse step's list */
 
 struct opts {
 	unsigned P, R, reps, warmup, check;
@@ -67,6 +70,9 @@ struct shape {
 	struct beam_set *s;
 	struct array *a;
 	float2 *d_x, *d_y, *d_w, *d_wm, *d_copy;   /* d_wm: MVDR's weights */
+	double2 *d_wd;           /* the weights in double (monopulse)      */
+	void *d_list;            /* a list of MONO_RECORDS records          */
+	float2 *d_mono;          /* their Doppler outputs, 3 each           */
 	int *d_status;
 	float *h_x, *h_w, *h_ref, *h_y;   /* the reference: check columns only */
 	cudaStream_t st;
@@ -169,6 +175,47 @@ static void call_weights(struct shape *sh, const void *arg)
 	CK(cu_beam_weights(sh->bm, 0.01, 0.0, sh->d_w, NULL, sh->st));
 }
 
+static void call_mono(struct shape *sh, const void *arg)
+{
+	const struct chirp_det_header *h = (const struct chirp_det_header *)sh->d_list;
+
+	(void)arg;
+	CK(cu_beam_mono(sh->bm, (const double *)sh->d_wd, 0.01, 0.0, 1, h,
+			(struct chirp_det_record *)(h + 1), MONO_RECORDS, sh->d_mono, sh->st));
+}
+
+/* A list of MONO_RECORDS records over every beam, a target between two
+ * beams in each (random phases), for the monopulse step. */
+static void make_list(struct shape *sh)
+{
+	size_t bytes = CHIRP_DET_BYTES(MONO_RECORDS);
+	struct chirp_det_header *h = (struct chirp_det_header *)calloc(1, bytes);
+	struct chirp_det_record *r = (struct chirp_det_record *)(h + 1);
+	float2 *y = (float2 *)calloc(3 * MONO_RECORDS, sizeof(float2));
+
+	if (!h || !y) {
+		fprintf(stderr, "beam_gpu: out of memory\n");
+		exit(1);
+	}
+	h->count = MONO_RECORDS;
+	for (unsigned i = 0; i < MONO_RECORDS; i++) {
+		r[i].beam = (int32_t)(i % sh->B);
+		r[i].noise = 1.0f;
+		for (int j = 0; j < 3; j++)
+			y[3 * i + j] = make_float2(10.0f * frand() + (j == 1 ? 30.0f : 0.0f),
+						   10.0f * frand());
+	}
+	CK(cudaMalloc(&sh->d_list, bytes));
+	CK(cudaMalloc((void **)&sh->d_mono, 3 * MONO_RECORDS * sizeof(float2)));
+	CK(cudaMalloc((void **)&sh->d_wd, (size_t)sh->B * sh->C * sizeof(double2)));
+	CK(cudaMemcpy(sh->d_list, h, bytes, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(sh->d_mono, y, 3 * MONO_RECORDS * sizeof(float2), cudaMemcpyHostToDevice));
+	CK(cu_beam_weights(sh->bm, 0.01, 0.0, sh->d_w, sh->d_wd, sh->st));
+	CK(cudaStreamSynchronize(sh->st));
+	free(h);
+	free(y);
+}
+
 static void call_mvdr(struct shape *sh, const void *arg)
 {
 	const struct opts *o = (const struct opts *)arg;
@@ -264,6 +311,9 @@ static void teardown(struct shape *sh)
 	cudaFree(sh->d_y);
 	cudaFree(sh->d_w);
 	cudaFree(sh->d_wm);
+	cudaFree(sh->d_wd);
+	cudaFree(sh->d_list);
+	cudaFree(sh->d_mono);
 	cudaFree(sh->d_status);
 	cudaEventDestroy(sh->e0);
 	cudaEventDestroy(sh->e1);
@@ -304,6 +354,8 @@ static void run_shape(struct shape *sh, const struct opts *o)
 	timed(sh, o, "copy", call_copy, &copy_bytes, 2.0 * copy_bytes);
 	timed(sh, o, "weights", call_weights, NULL, 0.0);
 	timed(sh, o, "mvdr", call_mvdr, o, 0.0);
+	make_list(sh);
+	timed(sh, o, "mono256", call_mono, NULL, 0.0);
 	teardown(sh);
 }
 

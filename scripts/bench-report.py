@@ -696,9 +696,9 @@ def table_beam(r):
                          "written once; the copy: the same bytes read and written) / the median "
                          "of %d repeats." % int(r["rows"][0]["reps"])), "",
            "| C | B | N | fused (default) GB/s | cublasCgemm GB/s | copy GB/s | fused / cublas "
-           "| ≥ %.0f %% | fused / copy | best fused pair | weights µs | MVDR µs |"
-           % (100 * BEAM_OF_GEMM),
-           "|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|"]
+           "| ≥ %.0f %% | fused / copy | best fused pair | weights µs | MVDR µs | monopulse, "
+           "256 detections µs |" % (100 * BEAM_OF_GEMM),
+           "|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|"]
     for c, b, n in shapes:
         v = {x["variant"]: x for x in r["rows"] if (int(x["C"]), int(x["B"]), int(x["N"])) ==
              (c, b, n)}
@@ -706,14 +706,15 @@ def table_beam(r):
         fv = [x for k, x in v.items() if k.startswith("fused")]
         best = max(fv, key=lambda x: x["gbps"]) if fv else None
         q = f["gbps"] / g["gbps"] if f and g and g["gbps"] > 0 else None
-        out.append("| %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        out.append("| %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             c, b, n, "%.0f" % f["gbps"] if f else "–", "%.0f" % g["gbps"] if g else "–",
             "%.0f" % cp["gbps"] if cp else "–", "%.0f %%" % (100 * q) if q else "–",
             "–" if q is None else "PASS" if q >= BEAM_OF_GEMM else "FAIL",
             "%.0f %%" % (100 * f["gbps"] / cp["gbps"]) if f and cp and cp["gbps"] > 0 else "–",
             "%s (%.0f GB/s)" % (best["variant"], best["gbps"]) if best else "–",
             "%.1f" % v["weights"]["median_us"] if "weights" in v else "–",
-            "%.1f" % v["mvdr"]["median_us"] if "mvdr" in v else "–"))
+            "%.1f" % v["mvdr"]["median_us"] if "mvdr" in v else "–",
+            "%.1f" % v["mono256"]["median_us"] if "mono256" in v else "–"))
     out += ["", "Every variant, µs: median (min–max):", "",
             "| variant | C | B | N | µs | GB/s |", "|---|---:|---:|---:|---:|---:|"]
     for x in r["rows"]:
