@@ -10,8 +10,8 @@
 #
 # gpu (a GPU host, after `source .deps/unpack.sh` where it is offline):
 #   build       make -j all (the CUDA backend and benches)          <= 150 s
-#   test        test_pc_cuda, test_pc, test_beam_cuda: pass/fail on
-#               stdout                                              <= 135 s
+#   test        test_pc_cuda, test_pc, test_beam_cuda, test_pc_beams_cuda:
+#               pass/fail on stdout                                 <= 180 s
 #   e2e         the GPU end-to-end tests (tests/e2e/gpu_*.sh)   <= 90 s each
 #   throughput  bench_gpu at 4x128x4096 and 16x128x9000: (a) copy limits,
 #               (b) the naive 2-stream loop, (c) the backend alone; then
@@ -165,7 +165,7 @@ step_build() {
 
 step_test() {
 	local t rc line
-	for t in test_pc_cuda test_pc test_beam_cuda; do
+	for t in test_pc_cuda test_pc test_beam_cuda test_pc_beams_cuda; do
 		if [ ! -x "$BUILD/tests/$t" ]; then note "$t" FAILED "not built"; continue; fi
 		run_step 45 "$work/$t.log" "$BUILD/tests/$t"
 		rc=$?
