@@ -17,10 +17,16 @@
  * the block's columns from L1/L2 per group, not from memory. cuBLAS's cgemm reads the
  * row-major arrays as column-major, Y^T = X^T W^T (m = N, n = B, k = C):
  * its tiles are made for large n and k, and at n = B <= 32 they leave
- * most of the tile idle. The measurement (bench/beam_gpu.cu, the figures
- * in doc/performance.md) decides the default engine: the fused kernel,
- * which also needs no handle, no workspace and takes any strides; cuBLAS
- * stays for the benchmark and cu_beam_run's cross-check.
+ * most of the tile idle. The default engine is the fused kernel: where
+ * the product is bound by memory (B, C up to 16, or few beams of many
+ * channels) it moves about twice cuBLAS's bytes per second, because it
+ * reads each input once and writes each output once with no tile left
+ * idle; where it is bound by arithmetic (64 channels x 32 beams) cuBLAS's
+ * register tiling is some 15 % faster, short of the 30 % that would pay
+ * for a second engine in the chain: a cuBLAS handle and workspace per
+ * stream in flight, layouts restricted to one column run. cuBLAS stays
+ * for the benchmark and cu_beam_run's cross-check (doc/performance.md,
+ * table (k), holds the measurement).
  *
  * THE WEIGHTS are computed in double exactly as beam.c computes them (the
  * phase without fused multiply-adds) and rounded once to float, so the
@@ -252,13 +258,13 @@ cudaError_t cu_beam_form_variant(const float2 *W, unsigned B, unsigned C,
 
 /*
  * The default group and columns for B beams of C channels, from the
- * measured variants (bench/beam_gpu.cu on an H200): every beam in one
- * group up to 16, 2 columns per thread at 16 (4 costs 185 registers and
- * halves the warps in flight: 16:16 ran at 2.0 TB/s with 4, 2.6 with 2), 4
- * below (64:8: 2.76 TB/s with 8 x 4, 2.47 with 8 x 2). Above 16 beams the
- * groups re-read the block's columns from L1/L2, not from memory: at
- * 64:32 two groups of 16 x 2 ran 4 % faster than one of 32 x 2 (206
- * registers). The weight tile fits CU_BF_SMEM.
+ * measured variants (bench/beam_gpu.cu; doc/performance.md, table (k)):
+ * every beam in one group up to 16; 2 columns per thread at 16 beams,
+ * since 4 take 185 registers a thread and halve the warps in flight, which
+ * a kernel bound by memory needs; 4 columns below 16 beams, where the
+ * registers allow them. Above 16 beams the groups re-read the block's
+ * columns from L1/L2, not from memory, and two groups of 16 ran at least
+ * as fast as one of 32 (206 registers). The weight tile fits CU_BF_SMEM.
  */
 void cu_beam_form_pick(unsigned B, unsigned C, unsigned *bg, unsigned *nc)
 {

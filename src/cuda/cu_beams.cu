@@ -26,10 +26,11 @@
  * After the list (k_records), cu_beam_mono gives every record its beam
  * fields and monopulse angle on the device, one warp per record, from the
  * CPI's weights in double: monopulse.c's estimator costs some 70 pattern
- * evaluations of C complex exponentials per detection (47 us a record on
- * one core of a 2-core build VM at C = 16), which on the host would land
- * on the polling thread once per detection; on the device the records
- * run in parallel.
+ * evaluations of C complex exponentials per detection, tens of
+ * microseconds of one core, which on the host would land on the polling
+ * thread once per detection; on the device the records run in parallel
+ * (a list of 256 in about the time of a few host records: table (k) of
+ * doc/performance.md).
  *
  * AT COMPLETION (pc_poll): an MVDR CPI whose solve failed is
  * pc_write_skipped's (its status word, written by the solve, in mapped
