@@ -16,6 +16,10 @@
  *   cu_graph.cu     a CPI as one CUDA graph, its copies re-pointed per CPI
  *   cu_radar.cu     the radar chain after compression (MTI, Doppler FFT,
  *                   map, CFAR, local maxima, the detection list)
+ *   cu_beam.cu      beams on device data (cu_beam.h): weights, MVDR, the
+ *                   product, each record's monopulse angle
+ *   cu_beams.cu     the backend with beams: the beam stage before
+ *                   compression, skipped MVDR CPIs
  *   cu_setup.cu     probe, create, destroy
  *   cu_pipeline.cu  submit, poll, info, and the ops table pc_cuda_ops
  *
