@@ -26,7 +26,7 @@
  * for a second engine in the chain: a cuBLAS handle and workspace per
  * stream in flight, layouts restricted to one column run. cuBLAS stays
  * for the benchmark and cu_beam_run's cross-check (doc/performance.md,
- * table (k), holds the measurement).
+ * table (n), holds the measurement).
  *
  * THE WEIGHTS are computed in double exactly as beam.c computes them (the
  * phase without fused multiply-adds) and rounded once to float, so the
@@ -258,7 +258,7 @@ cudaError_t cu_beam_form_variant(const float2 *W, unsigned B, unsigned C,
 
 /*
  * The default group and columns for B beams of C channels, from the
- * measured variants (bench/beam_gpu.cu; doc/performance.md, table (k)):
+ * measured variants (bench/beam_gpu.cu; doc/performance.md, table (n)):
  * every beam in one group up to 16; 2 columns per thread at 16 beams,
  * since 4 take 185 registers a thread and halve the warps in flight, which
  * a kernel bound by memory needs; 4 columns below 16 beams, where the

@@ -29,7 +29,7 @@
  * evaluations of C complex exponentials per detection, tens of
  * microseconds of one core, which on the host would land on the polling
  * thread once per detection; on the device the records run in parallel
- * (a list of 256 in about the time of a few host records: table (k) of
+ * (a list of 256 in about the time of a few host records: table (n) of
  * doc/performance.md).
  *
  * AT COMPLETION (pc_poll): an MVDR CPI whose solve failed is
