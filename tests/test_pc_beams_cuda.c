@@ -8,8 +8,8 @@
  * the angle-quality bits equal), for a fan pointed off boresight with
  * either FFT engine, a list over a planar array with a calibration and a
  * taper, MVDR, sc16 input, the pointing changing every CPI with three
- * CPIs in flight, and an MVDR training set of zeros (the CPI skipped on
- * both backends).
+ * CPIs in flight, an MVDR training set of zeros (the CPI skipped on both
+ * backends), and a pointing outside the visible region (refused, -EDOM).
  *
  * Every test skips (cmocka skip(): reported skipped, never passed) when
  * pc_cuda_available() is 0: no GPU, no driver, or a build without CUDA.
@@ -437,6 +437,39 @@ static void test_mvdr_zeros(void **state)
 	run_case(&k, "mvdr, zeros", 1, &az, 1);
 }
 
+/* A pointing that puts a beam outside the visible region: refused before
+ * the backend (-EDOM, nothing queued, the pc not failed); the next CPI,
+ * pointed within it, runs and matches the CPU backend. */
+static void test_bad_pointing(void **state)
+{
+	struct bcase k;
+	float ref[2 * 64];
+	struct pc *gpu;
+	struct pc_job job;
+	double az = 3.0;
+	void *in;
+
+	(void)state;
+	NEED_GPU();
+	fan(&k, 8, 4, 0.25);
+	make_ref(ref, k.L);
+	gpu = make_pc(&k, ref, PC_BACKEND_CUDA);
+	in = xcalloc(1, (size_t)k.C * k.P * k.R * 8);
+	memset(&job, 0, sizeof(job));
+	job.in = in;
+	job.out = xcalloc(1, pc_out_bytes(gpu));
+	job.det = xcalloc(1, pc_det_bytes(gpu));
+	job.pointing_az_deg = 80.0;   /* beam 3 at u 0.98 + 0.375 */
+	assert_int_equal(pc_submit_job(gpu, &job), -EDOM);
+	assert_int_equal(pc_in_flight(gpu), 0);
+	free(job.out);
+	free(job.det);
+	free(in);
+	pc_destroy(gpu);
+	k.target_u = 0.0;
+	run_case(&k, "after a refused pointing", 1, &az, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_sc16),
 		cmocka_unit_test(test_pointing_per_cpi),
 		cmocka_unit_test(test_mvdr_zeros),
+		cmocka_unit_test(test_bad_pointing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
