@@ -85,7 +85,7 @@ endif
 
 NVCC_ARCH  ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 NVCC_FLAGS ?= -O3 -std=c++17 $(NVCC_ARCH) -Xcompiler -fPIC,-Wall -Iinclude -Isrc
-CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++ -ldl
+CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcublas -lcudart -lstdc++ -ldl
 
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
@@ -94,7 +94,7 @@ CORE_SRCS  := $(addprefix src/,array.c beam.c capcache.c chunk_policy.c config.c
                 monopulse.c mvdr.c names.c pc.c pc_cpu.c pcsize.c pipeline.c plan.c sigmf.c sink.c \
                 ratewatch.c stall.c stats.c sysnuma.c trace.c radar.c radar_cpu.c cpiasm.c version.c vrt.c \
                 waveform.c workkey.c workpool.c zpub.c)
-CUDA_SRCS  := $(addprefix src/cuda/,cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
+CUDA_SRCS  := $(addprefix src/cuda/,cu_beam.cu cu_beams.cu cu_chunks.cu cu_enqueue.cu cu_error.cu cu_graph.cu \
                 cu_fused.cu cu_host.cu cu_kernels.cu cu_pipeline.cu cu_radar.cu cu_setup.cu)
 TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # chirpd's own files: main and the event loop (chirpd.c), and in

@@ -55,6 +55,10 @@ with raw results KIND.tsv and their provenance KIND.meta
     beams_cpu   bench-beams-cpu.sh's TSV: the CPU chain with beams against
                 numpy's matmul and FFTs, one thread each: up to the maps
                 (the same work) >= 3x in CPU time, the whole chain beside
+    beam        beam_gpu's TSV: beamforming on device data, the fused
+                kernel and cublasCgemm against a device-to-device copy
+                (criterion: the default engine >= 70 % of cublasCgemm's
+                rate), the per-CPI weights and MVDR steps
 
 For each kind the NEWEST result (by the date in its meta) fills the table
 between `<!-- perf-table: KIND begin -->` and `<!-- perf-table: KIND end -->`
@@ -77,7 +81,7 @@ import sys
 
 KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
          "detect", "detect_latency", "startup", "net", "publish", "live", "live_latency",
-         "multigpu", "restart", "restart_hugepages", "beams_cpu")
+         "multigpu", "restart", "restart_hugepages", "beams_cpu", "beam")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -111,6 +115,7 @@ COLS["live"] = ("run", "pages", "cpi_per_s", "page_fps", "live_frames", "skipped
                 "backend")
 COLS["live_latency"] = COLS["latency"]
 COLS["beams_cpu"] = ("tool", "cpi", "L", "B", "mode", "round", "median_ms", "cpu_ms")
+COLS["beam"] = ("variant", "C", "B", "N", "reps", "min_us", "median_us", "max_us", "gbps")
 # Columns a newer benchmark writes and an older file lacks: None where
 # absent or empty ("not measured"), else a number.
 OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
@@ -129,6 +134,7 @@ STARTUP_SPREAD = 0.05    # start-ups: capacity within +-5 % of the median
 NET_OF_CEILING = 0.90    # chirp-recv's loss-free rate: share of the loopback ceiling
 NET_VS_NAIVE = 2.0       # ... against the naive recvfrom loop
 NET_TARGET_GBPS = 25.0   # ... and the rate kernel-socket receivers are known to reach
+BEAM_OF_GEMM = 0.70     # beamforming on device data against cublasCgemm's rate
 PUBLISH_COST = 0.01      # publishing the detections: at most 1 % of capacity
 LIVE_MIN = 0.99          # capacity with live pages open: at least 99 % of none
 BEAMS_VS_NUMPY = 3.0     # the CPU chain with beams against numpy (matmul + FFT), one thread
@@ -157,6 +163,7 @@ NUMERIC["restart_hugepages"] = NUMERIC["restart"]
 NUMERIC["live"] = ("pages", "cpi_per_s", "live_frames", "skipped")
 NUMERIC["live_latency"] = NUMERIC["latency"]
 NUMERIC["beams_cpu"] = ("L", "B", "round", "median_ms", "cpu_ms")
+NUMERIC["beam"] = COLS["beam"][1:]
 
 
 class Bad(Exception):
@@ -747,6 +754,48 @@ def table_detect(perf, r):
     return out
 
 
+def table_beam(r):
+    """Per shape: the fused kernel's default, cublasCgemm and the copy
+    (GB/s: bytes read and written / median time), the criterion, the best
+    fused pair; then every fused variant; the per-CPI steps in us."""
+    shapes = []
+    for x in r["rows"]:
+        k = (int(x["C"]), int(x["B"]), int(x["N"]))
+        if k not in shapes:
+            shapes.append(k)
+    out = [provenance(r, " GB/s = (C + B) N x 8 bytes (each input read once, each output "
+                         "written once; the copy: the same bytes read and written) / the median "
+                         "of %d repeats." % int(r["rows"][0]["reps"])), "",
+           "| C | B | N | fused (default) GB/s | cublasCgemm GB/s | copy GB/s | fused / cublas "
+           "| ≥ %.0f %% | fused / copy | best fused pair | weights µs | MVDR µs | monopulse, "
+           "256 detections µs |" % (100 * BEAM_OF_GEMM),
+           "|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|"]
+    for c, b, n in shapes:
+        v = {x["variant"]: x for x in r["rows"] if (int(x["C"]), int(x["B"]), int(x["N"])) ==
+             (c, b, n)}
+        f, g, cp = v.get("fused"), v.get("cublas"), v.get("copy")
+        fv = [x for k, x in v.items() if k.startswith("fused")]
+        best = max(fv, key=lambda x: x["gbps"]) if fv else None
+        q = f["gbps"] / g["gbps"] if f and g and g["gbps"] > 0 else None
+        out.append("| %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            c, b, n, "%.0f" % f["gbps"] if f else "–", "%.0f" % g["gbps"] if g else "–",
+            "%.0f" % cp["gbps"] if cp else "–", "%.0f %%" % (100 * q) if q else "–",
+            "–" if q is None else "PASS" if q >= BEAM_OF_GEMM else "FAIL",
+            "%.0f %%" % (100 * f["gbps"] / cp["gbps"]) if f and cp and cp["gbps"] > 0 else "–",
+            "%s (%.0f GB/s)" % (best["variant"], best["gbps"]) if best else "–",
+            "%.1f" % v["weights"]["median_us"] if "weights" in v else "–",
+            "%.1f" % v["mvdr"]["median_us"] if "mvdr" in v else "–",
+            "%.1f" % v["mono256"]["median_us"] if "mono256" in v else "–"))
+    out += ["", "Every variant, µs: median (min–max):", "",
+            "| variant | C | B | N | µs | GB/s |", "|---|---:|---:|---:|---:|---:|"]
+    for x in r["rows"]:
+        out.append("| %s | %d | %d | %d | %s | %s |" % (
+            x["variant"], x["C"], x["B"], x["N"],
+            mmm(x["min_us"], x["median_us"], x["max_us"], "%.1f"),
+            "%.0f" % x["gbps"] if x["gbps"] > 0 else "–"))
+    return out
+
+
 def table_startup(r):
     rows = r["rows"]
     caps = [x["capacity_cpi_per_s"] for x in rows]
@@ -857,6 +906,8 @@ def table_live(perf, r):
     else:
         out += ["", "Latency with a page open: not measured in this folder (live_latency.tsv)."]
     return out
+
+
 def table_beams_cpu(r):
     """chirpd's CPU chain with beams against numpy, per CPI and B: each
     tool's best round (the least median), wall and CPU time, the ratios;
@@ -1164,7 +1215,8 @@ def main():
                                                "scripts/perf-run.sh gpu doc/perf" +
                                                (" " + k if k in ("radar", "detect", "startup",
                                                                  "net", "publish", "multigpu",
-                                                                 "restart", "live", "beams_cpu")
+                                                                 "restart", "live", "beams_cpu",
+                                                                 "beam")
                                                 else ""))]
                 continue
             r = newest[k]
@@ -1194,6 +1246,8 @@ def main():
                 tables[k] = table_live(a.perf, r)
             elif k == "beams_cpu":
                 tables[k] = table_beams_cpu(r)
+            elif k == "beam":
+                tables[k] = table_beam(r)
             else:
                 tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the

@@ -10,7 +10,8 @@
 #
 # gpu (a GPU host, after `source .deps/unpack.sh` where it is offline):
 #   build       make -j all (the CUDA backend and benches)          <= 150 s
-#   test        test_pc_cuda, test_pc: pass/fail on stdout          <= 90 s
+#   test        test_pc_cuda, test_pc, test_beam_cuda, test_pc_beams_cuda:
+#               pass/fail on stdout                                 <= 180 s
 #   e2e         the GPU end-to-end tests (tests/e2e/gpu_*.sh)   <= 90 s each
 #   throughput  bench_gpu at 4x128x4096 and 16x128x9000: (a) copy limits,
 #               (b) the naive 2-stream loop, (c) the backend alone; then
@@ -74,6 +75,11 @@
 #               (16 channels, 16 beams, 128 x 4096) against numpy's matmul
 #               and FFTs, one thread each, 3 interleaved rounds
 #               -> beams_cpu.tsv                                   <= 120 s
+#   beam        build/bench/beam_gpu: beamforming on device data at
+#               C:B = 16:16, 64:8, 64:32 over 128 x 4096 columns, the fused
+#               kernel (its default and other beam-group / column pairs)
+#               against cublasCgemm and a device-to-device copy, with the
+#               per-CPI weights and MVDR steps -> beam.tsv           <= 90 s
 # One remote command may be limited to 10 minutes: the whole command has a
 # budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
 # and a step left without time is reported "not run". The steps' limits add
@@ -81,7 +87,7 @@
 #   scripts/perf-run.sh gpu OUTDIR build test e2e throughput cupy
 #   scripts/perf-run.sh gpu OUTDIR latency
 #   scripts/perf-run.sh gpu OUTDIR modes
-#   scripts/perf-run.sh gpu OUTDIR net publish
+#   scripts/perf-run.sh gpu OUTDIR net publish beam
 #   scripts/perf-run.sh gpu OUTDIR live
 # (the later ones use the first one's build; on a fresh machine: build
 # latency, build modes)
@@ -105,7 +111,7 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart beams_cpu";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart beams_cpu beam";;
 cpu) all="build compare latency beams_cpu";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
@@ -189,7 +195,7 @@ step_build() {
 
 step_test() {
 	local t rc line
-	for t in test_pc_cuda test_pc; do
+	for t in test_pc_cuda test_pc test_beam_cuda test_pc_beams_cuda; do
 		if [ ! -x "$BUILD/tests/$t" ]; then note "$t" FAILED "not built"; continue; fi
 		run_step 45 "$work/$t.log" "$BUILD/tests/$t"
 		rc=$?
@@ -462,6 +468,18 @@ step_beams_cpu() {
 	fi
 }
 
+step_beam() {
+	local cmd=("$BUILD/bench/beam_gpu" --reps 20 --tsv "$dir/beam.tsv")
+	meta beam "${cmd[@]}"
+	if run_step 90 "$dir/beam.log" "${cmd[@]}"; then
+		note beam ok "$(awk -F'\t' '$1 == "fused" || $1 == "cublas" { printf "%s:%s %s %.0f GB/s; ", $2, $3, $1, $9 }' "$dir/beam.tsv")"
+	else
+		tail -5 "$dir/beam.log"
+		drop beam
+		note beam FAILED "see $dir/beam.log"
+	fi
+}
+
 step_compare() {
 	meta compare COMPARE_RAW="$dir/compare.tsv" scripts/bench-compare.sh "$BUILD"
 	if COMPARE_RAW=$dir/compare.tsv run_step 900 "$dir/compare.log" scripts/bench-compare.sh "$BUILD"; then
@@ -497,6 +515,7 @@ for s in $steps; do
 	gpu:multigpu) step_multigpu;;
 	gpu:restart) step_restart;;
 	gpu:live) step_live;;
+	gpu:beam) step_beam;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
 	*:beams_cpu) step_beams_cpu;;

@@ -322,6 +322,14 @@ enum beam_layout beam_layout_of(const struct beam_set *s) { return s->layout; }
 const float *beam_weights(const struct beam_set *s) { return s->wf; }
 const double *beam_weights_d(const struct beam_set *s) { return s->wd; }
 
+void beam_uv_nominal(const struct beam_set *s, unsigned b, double *u, double *v)
+{
+	*u = s->uv0[2 * b];
+	*v = s->uv0[2 * b + 1];
+}
+
+const double *beam_taper(const struct beam_set *s) { return s->taper; }
+
 void beam_uv(const struct beam_set *s, unsigned b, double *u, double *v)
 {
 	*u = s->uv[2 * b];

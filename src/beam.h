@@ -117,6 +117,12 @@ const struct array *beam_array(const struct beam_set *s);
 double beam_wavelength_m(const struct beam_set *s);
 enum beam_layout beam_layout_of(const struct beam_set *s);
 
+/* Beam b's direction at zero pointing (the set's nominal directions, which
+ * a pointing translates), and the taper divided by its sum (C values): what
+ * a backend that forms the weights itself (src/cuda/cu_beam.cu) needs. */
+void beam_uv_nominal(const struct beam_set *s, unsigned b, double *u, double *v);
+const double *beam_taper(const struct beam_set *s);
+
 /* Beam b's direction under the current pointing. */
 void beam_uv(const struct beam_set *s, unsigned b, double *u, double *v);
 void beam_azel(const struct beam_set *s, unsigned b, double *az_deg, double *el_deg);

@@ -1033,16 +1033,6 @@ static int backend_open(struct pc *pc, const struct pc_params *p, char *err, siz
 	if (pc->backend == PC_BACKEND_AUTO)
 		pc->backend = pc_cuda_available() ? PC_BACKEND_CUDA : PC_BACKEND_CPU;
 #ifdef CHIRP_HAVE_CUDA
-	if (pc->backend == PC_BACKEND_CUDA && pc->setup.beams && !pc_cuda_ops.beams) {
-		if (p->backend != PC_BACKEND_AUTO) {
-			errbuf_set(err, errlen, "backend cuda: beams are not implemented on the CUDA "
-				   "backend (backend cpu forms them)");
-			return -1;
-		}
-		log_warn("backend auto: beams are not implemented on the CUDA backend; using the "
-			 "CPU backend");
-		pc->backend = PC_BACKEND_CPU;
-	}
 	if (pc->backend == PC_BACKEND_CUDA) {
 		pc->ops = &pc_cuda_ops;
 		if (p->streams == 0)

@@ -23,7 +23,9 @@ struct cu_cpi {
 	int stage_in, capture;
 	int packed;                      /* input goes through d_in         */
 	int in_place;                    /* fused: the kernel reads src
-					    (device memory) itself         */
+					    (device memory) itself, or the
+					    beams in d_in                  */
+	int beams;                       /* the beam stage writes d_in     */
 	int out_place;                   /* fused: the kernel writes
 					    dst->out (device memory)       */
 	unsigned filt;                   /* the CPI's filter index          */
@@ -43,14 +45,17 @@ struct cu_piece {
  * CPI's publish left it). A capture records ev_start as a node the host
  * reads, and forks off ev_fork.
  */
-static int cu_enq_start(const struct cu_cpi *q, struct cu_err *ce)
+static int cu_enq_start(struct cu_be *be, const struct cu_cpi *q, struct cu_err *ce)
 {
 	struct cu_set *s = q->s;
 	unsigned rec = q->capture ? cudaEventRecordExternal : cudaEventRecordDefault;
-	cudaEvent_t fork = q->capture ? s->ev_fork : s->ev_start;
+	cudaEvent_t fork = q->capture || q->beams ? s->ev_fork : s->ev_start;
 
 	EQ(cudaEventRecordWithFlags(s->ev_start, s->stream, rec));
-	if (q->capture)
+	if (q->beams && cu_beams_enqueue(be, s, q->in, q->src, q->stage_in, q->dst->in_dev,
+					 q->dst->az_deg, q->dst->el_deg, ce) < 0)
+		return -EIO;
+	if (q->capture || q->beams)
 		EQ(cudaEventRecord(s->ev_fork, s->stream));
 	for (unsigned k = 0; k < q->lay->nstreams; k++)
 		EQ(cudaStreamWaitEvent(s->cs[k].stream, fork, 0));
@@ -74,6 +79,11 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 
 	if (q->in_place)   /* read by the kernel; ev_h2d after it (compute) */
 		goto fault;
+	if (q->beams) {    /* in d_in already: the beam stage read the input */
+		if (k->i + q->lay->nstreams >= q->lay->nchunks)
+			EQ(cudaEventRecord(k->c->ev_h2d, st));
+		goto fault;
+	}
 	if (q->stage_in) {
 		int hr = hcopy_run(be->hc, (char *)q->s->h_in + k->ioff,
 				   (const char *)q->in + k->ioff, bytes);
@@ -166,7 +176,7 @@ static int cu_enq_fused(struct cu_be *be, const struct cu_cpi *q, const struct c
 	cudaStream_t st = k->c->stream;
 	struct cu_fjob j;
 
-	cu_fused_job(be, s, k->r0, k->ioff, k->ooff, k->nr, q->in_place ? q->src : NULL,
+	cu_fused_job(be, s, k->r0, k->ioff, k->ooff, k->nr, q->in_place && !q->beams ? q->src : NULL,
 		     q->out_place ? q->dst->out : NULL, q->filt, &j);
 	EQK("k_fused", cu_fused_launch(be, &j, st));
 	if (q->capture && cu_enq_last_node(st, &s->g_mul[q->li][k->i], ce) < 0)
@@ -279,10 +289,11 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 	q.stage_in = stage_in;
 	q.capture = capture;
 	q.filt = filt;
-	q.packed = be->in_format == PC_FMT_SC16 || capture || be->fused;
-	q.in_place = be->fused && dst->in_dev;
+	q.beams = be->bm != NULL;
+	q.packed = be->in_format == PC_FMT_SC16 || capture || be->fused || q.beams;
+	q.in_place = be->fused && (dst->in_dev || q.beams);
 	q.out_place = be->fused && be->cube_out && !be->rs && dst->out_dev;
-	rc = cu_enq_start(&q, ce);
+	rc = cu_enq_start(be, &q, ce);
 	for (unsigned i = 0; rc == 0 && i < q.lay->nchunks; i++) {
 		struct cu_piece k;
 

@@ -50,7 +50,9 @@ extern "C" {
 int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int staged,
 		int on_device)
 {
-	return be->graphs && !staged && !on_device && !be->fault_armed && s->g_state[li] >= 0;
+	/* beams: call by call (their stage's nodes are not re-pointed per CPI) */
+	return be->graphs && !be->bm && !staged && !on_device && !be->fault_armed &&
+	       s->g_state[li] >= 0;
 }
 
 /* Graphs off for good, said once: the first len bytes of call (len < 0:

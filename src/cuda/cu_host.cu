@@ -157,7 +157,8 @@ int cu_alloc_staging(struct cu_be *be)
 		struct cu_set *s = &be->sets[i];
 
 		if (!s->h_in)
-			CK(cudaHostAlloc(&s->h_in, be->in_bytes, cudaHostAllocPortable));
+			CK(cudaHostAlloc(&s->h_in, be->bm ? be->bm->in_bytes : be->in_bytes,
+					 cudaHostAllocPortable));
 		if (!s->h_out && be->out_bytes > 0)
 			CK(cudaHostAlloc(&s->h_out, be->out_bytes, cudaHostAllocPortable));
 		if (!s->r.h_det && be->det_bytes > 0)

@@ -87,7 +87,7 @@ static void cu_queue_hint(void *p, unsigned waiting)
 struct cu_route {
 	int stage_in, stage_out, stage_det;
 	int on_device;           /* any of them is device memory            */
-	int in_dev, out_dev;     /* the input / the output is              */
+	int in_dev, out_dev, det_dev;   /* the input / output / list is     */
 };
 
 /* Whether a buffer of len bytes at p needs staging; *dev when it is device
@@ -115,12 +115,13 @@ static int cu_plan_staging(struct cu_be *be, const void *in, void *out, void *de
 {
 	int din, dout, ddet, rc;
 
-	rt->stage_in = cu_needs_staging(be, in, be->in_bytes, &din);
+	rt->stage_in = cu_needs_staging(be, in, be->bm ? be->bm->in_bytes : be->in_bytes, &din);
 	rt->stage_out = cu_needs_staging(be, out, be->out_bytes, &dout);
 	rt->stage_det = cu_needs_staging(be, det, be->det_bytes, &ddet);
 	rt->on_device = din || dout || ddet;
 	rt->in_dev = din;
 	rt->out_dev = dout;
+	rt->det_dev = ddet;
 	if (!rt->stage_in && !rt->stage_out && !rt->stage_det)
 		return 0;
 	if (!be->have_staging && !be->warned_unregistered) {
@@ -153,10 +154,14 @@ out:
 	return rc;
 }
 
-static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag, unsigned filt,
-		     uint32_t mode)
+static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 {
 	struct cu_be *be = (struct cu_be *)p;
+	const void *in = cmd->in;
+	void *out = cmd->out, *det = cmd->det;
+	uint64_t tag = cmd->tag;
+	unsigned filt = cmd->filt;
+	uint32_t mode = cmd->mode;
 	struct cu_set *s;
 	struct cu_route rt;
 	struct cu_dst dst;
@@ -180,7 +185,10 @@ static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag
 	dst.det = rt.stage_det ? s->r.h_det : det;
 	dst.in_dev = rt.in_dev;
 	dst.out_dev = rt.out_dev;
-	li = cu_pick_layout(be, rt.in_dev);
+	dst.az_deg = cmd->pointing_az_deg;
+	dst.el_deg = cmd->pointing_el_deg;
+	/* beams: compression reads the beams the stage left in d_in */
+	li = cu_pick_layout(be, be->bm ? 1 : rt.in_dev);
 	if (li < 0) {
 		rc = li;
 		goto out;
@@ -216,12 +224,28 @@ static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag
 	s->stage_out = rt.stage_out;
 	s->det = det;
 	s->stage_det = rt.stage_det;
+	s->out_dev = rt.out_dev;
+	s->det_dev = rt.det_dev;
 	s->in_done = rt.stage_in;    /* staged: the caller's input is free already */
 	s->in_reported = 0;
 	s->out_reported = 0;
 	be->count++;
 out:
 	return rc;
+}
+
+static int cu_submit(void *p, const void *in, void *out, void *det, uint64_t tag, unsigned filt,
+		     uint32_t mode)
+{
+	struct pc_cpi_cmd cmd = {};
+
+	cmd.in = in;
+	cmd.out = out;
+	cmd.det = det;
+	cmd.tag = tag;
+	cmd.filt = filt;
+	cmd.mode = mode;
+	return cu_submit_cpi(p, &cmd);
 }
 
 /* ---- poll ------------------------------------------------------------------- */
@@ -270,8 +294,13 @@ static int cu_set_news(struct cu_be *be, struct cu_set *s, int *in_chain, int *o
 				return -EIO;
 			}
 		}
-		if (r && cu_radar_stamp(be, s) < 0)
+		if (r && cu_beams_skipped(be, s)) {   /* MVDR found no weights */
+			if (cu_beams_write_skipped(be, s) < 0)
+				return -EIO;
+			fl |= PC_DONE_SKIPPED;
+		} else if (r && cu_radar_stamp(be, s) < 0) {
 			return -EIO;
+		}
 		if (r)
 			fl |= PC_DONE_OUTPUT;
 		else
@@ -509,4 +538,6 @@ extern "C" const struct pc_backend_ops pc_cuda_ops = {
 	cu_inject_fault,
 	cu_bind_threads,
 	cu_queue_hint,
+	cu_submit_cpi,
+	1,   /* beams (cu_beams.cu) */
 };

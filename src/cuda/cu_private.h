@@ -16,6 +16,10 @@
  *   cu_graph.cu     a CPI as one CUDA graph, its copies re-pointed per CPI
  *   cu_radar.cu     the radar chain after compression (MTI, Doppler FFT,
  *                   map, CFAR, local maxima, the detection list)
+ *   cu_beam.cu      beams on device data (cu_beam.h): weights, MVDR, the
+ *                   product, each record's monopulse angle
+ *   cu_beams.cu     the backend with beams: the beam stage before
+ *                   compression, skipped MVDR CPIs
  *   cu_setup.cu     probe, create, destroy
  *   cu_pipeline.cu  submit, poll, info, and the ops table pc_cuda_ops
  *
@@ -106,6 +110,8 @@
 #include "names.h"
 
 struct hcopy;
+struct cu_beam;
+struct chirp_det_header;
 
 #define CU_THREADS       256     /* threads per block of our kernels       */
 #define CU_MAX_REGIONS   16      /* host regions pc_register_host accepts   */
@@ -163,7 +169,32 @@ struct cu_radar_set {
 	unsigned long long *d_cross; /* crossings of this CPI              */
 	void *d_det;             /* the list as the device writes it
 				    (det_bytes)                            */
+	float2 *d_mono;          /* beams: per record slot the Doppler
+				    outputs of beams b-1, b, b+1 at its cell
+				    (k_records, for cu_beam_mono), max_det x 3 */
 	void *h_det;             /* pinned staging for it (copy staging)   */
+};
+
+/* Beams (cu_beams.cu): what a set keeps for its CPI's beam stage. */
+struct cu_beam_set {
+	struct cu_beam *cb;      /* the weights' kernels and MVDR's scratch  */
+	void *d_raw;             /* the caller's input, C x P x R samples    */
+	float2 *d_x;             /* sc16: it as cf32                         */
+	float2 *d_w;             /* the CPI's weights, B x C                 */
+	double2 *d_wd;           /* conventional: the same in double (mvdr:
+				    cu_beam_mvdr_weights_d)                 */
+	int *h_status, *hd_status;   /* mvdr: the solve's status, mapped     */
+	double up, vp;           /* the CPI's pointing in (u, v)             */
+};
+
+/* Beams in the backend (pc_setup.beams), NULL without. */
+struct cu_beams {
+	const struct pc_beam_setup *bs;
+	struct beam_set *set;    /* the host's copy (geometry for cu_beam)   */
+	unsigned B, C, P;
+	int mvdr;
+	enum pc_format in_format;   /* the caller's input (C x P rows)       */
+	size_t in_bytes;
 };
 
 struct cu_set {
@@ -213,6 +244,8 @@ struct cu_set {
 	void *det;               /* caller's detection list, or NULL       */
 	int stage_det;           /* det comes through r.h_det (in poll)    */
 	struct cu_radar_set r;
+	struct cu_beam_set b;    /* with beams                             */
+	int out_dev, det_dev;    /* out / det are device memory            */
 	int in_done;             /* input consumed (staged: at submit)     */
 	int in_reported, out_reported;
 };
@@ -222,14 +255,17 @@ struct cu_be {
 	char device[128];
 	int numa_node;
 
-	size_t rows, R, nfft, pitch_elems;
+	size_t rows, R, nfft, pitch_elems;   /* rows: compression's, C x P, or
+					       B x P with beams            */
 	struct chunk_layout lay[CU_NLAY];  /* CU_LAY_DEPTH, CU_LAY_IDLE     */
 	int have_idle;           /* lay[CU_LAY_IDLE] differs from the depth's */
 	unsigned waiting;        /* pc_queue_hint: CPIs behind the next submit */
 	unsigned ncs;            /* chunk streams made (max of both layouts) */
-	enum pc_format in_format;
+	enum pc_format in_format;   /* compression's input (beams: cf32)     */
 	enum pc_output out_mode;
-	size_t in_bytes, out_bytes;   /* out_bytes: a map mode's C x Nd x R
+	size_t in_bytes, out_bytes;   /* in_bytes: compression's input rows
+					 (beams: the caller's is bm->in_bytes);
+					 out_bytes: a map mode's C x Nd x R
 					 floats, 0 with PC_OUT_NONE          */
 	int cube_out;            /* out_mode is a cube (complex, magnitude,
 				    power_db): per chunk, as without the
@@ -238,6 +274,7 @@ struct cu_be {
 	/* The radar chain (pc_setup.radar, owned by pc.c, valid for our
 	 * lifetime), or NULL; its per-gate tables on the device. */
 	const struct radar_setup *rs;
+	struct cu_beams *bm;     /* beams (cu_beams.cu), or NULL           */
 	float *d_win;            /* [P'] window x g_d                      */
 	float *d_alpha, *d_norm; /* [R]                                    */
 	unsigned *d_rank;        /* [R] (os)                               */
@@ -472,6 +509,7 @@ struct cu_dst {
 	int in_dev, out_dev;     /* the caller's input / out is device
 				    memory (the fused kernel reads / writes
 				    it in place)                          */
+	double az_deg, el_deg;   /* beams: the CPI's pointing              */
 };
 
 int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
@@ -510,6 +548,28 @@ void cu_radar_free(struct cu_be *be);
 int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *dst,
 		     struct cu_err *ce);
 int cu_radar_stamp(struct cu_be *be, struct cu_set *s);
+
+/* ---- cu_beams.cu ------------------------------------------------------------ */
+
+/*
+ * cu_beams_create: be->bm from pc_setup.beams (its host beam_set);
+ * cu_beams_make_set: set s's beam buffers; the frees (errors ignored).
+ * cu_beams_enqueue: the CPI's beam stage on s->stream (input, weights for
+ * the pointing or MVDR, the product into s->d_in); cu_beams_mono: after
+ * k_records, every record's beam fields and monopulse angle. At
+ * completion: cu_beams_skipped (MVDR found no weights),
+ * cu_beams_write_skipped (pc_write_skipped's results). 0 or a negative
+ * errno with the failure recorded (enqueue, mono: in *ce).
+ */
+int cu_beams_create(struct cu_be *be, const struct pc_setup *su);
+void cu_beams_free(struct cu_be *be);
+int cu_beams_make_set(struct cu_be *be, struct cu_set *s);
+void cu_beams_free_set(struct cu_set *s);
+int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
+		     int stage_in, int in_dev, double az_deg, double el_deg, struct cu_err *ce);
+int cu_beams_skipped(const struct cu_be *be, const struct cu_set *s);
+int cu_beams_write_skipped(struct cu_be *be, struct cu_set *s);
+int cu_beams_mono(struct cu_be *be, struct cu_set *s, struct cu_err *ce);
 
 /* ---- cu_setup.cu / cu_pipeline.cu ------------------------------------------ */
 

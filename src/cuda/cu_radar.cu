@@ -334,7 +334,27 @@ __device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const s
 /* What k_locmax needs besides its buffers. */
 struct cu_max_args {
 	unsigned Nd, R, md, mr;
+	unsigned maps;
+	int beams;               /* maps are beams: the rule runs across them */
 };
+
+/* With beams (chirp/pc.h, BEAMS): cell idx of map mp, value v, is not
+ * below the same cell of the neighbouring beams and greater than the
+ * lower one's. map: map mp's first cell. */
+__device__ __forceinline__ int cu_beam_max(const float *__restrict__ map,
+					   const struct cu_max_args &a, unsigned mp, unsigned idx,
+					   float v)
+{
+	size_t plane = (size_t)a.Nd * a.R;
+
+	if (!a.beams)
+		return 1;
+	if (mp > 0 && !(v > (map - plane)[idx]))
+		return 0;
+	if (mp + 1 < a.maps && !(v >= (map + plane)[idx]))
+		return 0;
+	return 1;
+}
 
 /* The local-maximum rule (chirp/pc.h) at cell (k, n) of a map, value v at
  * index idx = k R + n: greater than the neighbours of lower index, not
@@ -516,7 +536,8 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 				z = cu_range_cell(sp, a, n, lo, norm[n]);
 			if (v > alpha[n] * z) {
 				ncross++;
-				det = cu_is_max(map, ma, k, (unsigned)n, idx, v);
+				det = cu_is_max(map, ma, k, (unsigned)n, idx, v) &&
+				      cu_beam_max(map, ma, mp, idx, v);
 				if (det)
 					noise[o] = z;
 			}
@@ -677,7 +698,7 @@ __global__ void k_locmax(const float *__restrict__ x, const float *__restrict__ 
 		int over = v > alpha[n] * nz[n], det = over;
 
 		/* the neighbourhood only where the threshold is crossed (rare) */
-		det = det && cu_is_max(map, a, k, n, idx, v);
+		det = det && cu_is_max(map, a, k, n, idx, v) && cu_beam_max(map, a, mp, idx, v);
 		mk[n] = (unsigned char)det;
 		ndet += (unsigned)det;
 		ncross += (unsigned)over;
@@ -759,6 +780,9 @@ struct cu_rec_args {
 	unsigned Nd, R, max_det;
 	int integrate;
 	float range_m_per_gate, mps_per_bin;
+	unsigned beams;          /* B with beams, else 0                    */
+	const float2 *dop;       /* beams: the Doppler outputs [f][b][n]    */
+	float2 *mono;            /* beams: per record D of beams b-1, b, b+1 */
 };
 
 /*
@@ -811,12 +835,22 @@ __global__ void k_records(const float *__restrict__ x, const float *__restrict__
 			r->power = v;
 			r->noise = z;
 			r->snr_db = 10.0f * log10f(v / (z > PC_POWER_FLOOR ? z : PC_POWER_FLOOR));
-			/* detect.h version 2 without beams: no beam, no angle */
-			r->beam = CHIRP_DET_BEAM_NONE;
-			r->azimuth_deg = __int_as_float(0x7fc00000);   /* NaN */
-			r->elevation_deg = __int_as_float(0x7fc00000);
+			r->beam = a.beams ? (int32_t)mp : CHIRP_DET_BEAM_NONE;
+			r->azimuth_deg = NAN;      /* beams: the host's (cu_radar_stamp) */
+			r->elevation_deg = NAN;
 			r->angle_quality = 0;
 			r->reserved = 0;
+			if (a.beams) {   /* the cell's D in beams mp - 1 .. mp + 1 */
+				unsigned f = (k + a.Nd - a.Nd / 2) % a.Nd;
+
+				for (int j = 0; j < 3; j++) {
+					int b = (int)mp - 1 + j;
+
+					a.mono[3 * (size_t)off + j] =
+						b < 0 || b >= (int)a.beams ? make_float2(0.0f, 0.0f)
+						: a.dop[((size_t)f * a.beams + b) * a.R + n];
+				}
+			}
 		}
 		__syncthreads();
 		if (threadIdx.x == 0)
@@ -875,7 +909,8 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 
 		/* row tiles on x: no 65535 limit */
 		if (cu_cfar_fuses(rs)) {
-			struct cu_max_args ma = { rs->nd, R, rs->md, rs->mr };
+			struct cu_max_args ma = { rs->nd, R, rs->md, rs->mr, rs->maps,
+						  rs->beams > 0 };
 
 			EQ(cudaMemsetAsync(r->d_rowcnt, 0, (size_t)rows * sizeof(unsigned), st));
 			k_cfar_fused<<<dim3(rtiles, (R + CU_TG - 1) / CU_TG), CU_TG, smem, st>>>(
@@ -900,10 +935,11 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	const struct radar_setup *rs = be->rs;
 	struct cu_radar_set *r = &s->r;
 	unsigned rows = rs->maps * rs->nd;
-	struct cu_max_args ma = { rs->nd, rs->samples, rs->md, rs->mr };
+	struct cu_max_args ma = { rs->nd, rs->samples, rs->md, rs->mr, rs->maps, rs->beams > 0 };
 	struct cu_hdr_args ha = { rs->maps, rs->nd, rs->samples, rs->max_det, rs->det_flags };
 	struct cu_rec_args ra = { rs->nd, rs->samples, rs->max_det, rs->integrate,
-				  rs->range_m_per_gate, rs->mps_per_bin };
+				  rs->range_m_per_gate, rs->mps_per_bin, rs->beams, r->d_dop,
+				  r->d_mono };
 	struct chirp_det_header *hdr = (struct chirp_det_header *)r->d_det;
 	cudaStream_t st = s->stream;
 
@@ -918,6 +954,8 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 					  r->d_rowoff, ra,
 					  (struct chirp_det_record *)(hdr + 1));
 	EQK("k_records", cudaGetLastError());
+	if (be->bm && cu_beams_mono(be, s, ce) < 0)   /* the records' angles */
+		return -EIO;
 	return 0;
 }
 
@@ -1086,6 +1124,9 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 		CK(cudaMalloc(&r->d_det, be->det_bytes));
 		/* records past a CPI's count are copied too: never stale garbage */
 		CK(cudaMemset(r->d_det, 0, be->det_bytes));
+		if (rs->beams) {
+			CK(cudaMalloc((void **)&r->d_mono, (size_t)rs->max_det * 3 * sizeof(float2)));
+		}
 	}
 	rc = cu_radar_plan(be, s);
 out:
@@ -1110,6 +1151,7 @@ void cu_radar_free_set(struct cu_set *s)
 	(void)cudaFree(r->d_rowoff);
 	(void)cudaFree(r->d_cross);
 	(void)cudaFree(r->d_det);
+	(void)cudaFree(r->d_mono);
 	if (r->h_det)
 		(void)cudaFreeHost(r->h_det);
 }

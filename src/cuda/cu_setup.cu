@@ -149,6 +149,7 @@ static void cu_destroy_set(struct cu_set *s)
 		cu_destroy_chunk_stream(&s->cs[k]);
 	cu_graph_free(s);
 	cu_radar_free_set(s);    /* its plan is bound to s->stream: before it goes */
+	cu_beams_free_set(s);
 	if (s->have_ev_fork)
 		(void)cudaEventDestroy(s->ev_fork);
 	if (s->have_ev_start)
@@ -201,6 +202,7 @@ void cu_destroy(void *p)
 	(void)cudaFree(be->d_filts);
 	cu_radar_free(be);
 	cu_fused_free(be);
+	cu_beams_free(be);
 	(void)cudaGetLastError();
 	if (be->have_sync) {
 		pthread_cond_destroy(&be->cv);
@@ -276,17 +278,19 @@ static struct cu_be *cu_alloc_be(const struct pc_setup *su, char *err, size_t er
 		return NULL;
 	}
 	be->nsets = su->streams;
-	be->rows = su->rows;
+	/* with beams compression runs on the B x P beam rows the beam stage
+	 * writes as cf32 (cu_beams.cu) */
+	be->rows = su->beams ? (size_t)su->beams->beams * su->pulses : su->rows;
 	be->R = su->samples;
 	be->nfft = su->nfft;
 	be->nfilts = su->nfilts;
-	be->in_format = su->in_format;
+	be->in_format = su->beams ? PC_FMT_CF32 : su->in_format;
 	be->out_mode = su->out_mode;
-	be->in_bytes = su->rows * su->samples * in_sz;
+	be->in_bytes = be->rows * su->samples * pc_format_sample_bytes(be->in_format);
 	be->cube_out = cube;
 	be->rs = rs;
 	if (cube)
-		be->out_bytes = su->rows * su->samples * out_sz;
+		be->out_bytes = be->rows * su->samples * out_sz;
 	else   /* a map: C x Nd x R float32; none: 0 */
 		be->out_bytes = (size_t)rs->channels * rs->nd * su->samples * out_sz;
 	be->staging = su->staging;
@@ -429,7 +433,7 @@ static int cu_alloc_set_buffers(struct cu_be *be, struct cu_set *s, unsigned i)
 
 	/* cf32 lands in d_fft directly, but a graph's copy must be 1-D and
 	 * the fused kernel reads packed rows */
-	if (be->in_format == PC_FMT_SC16 || be->graphs || be->fused)
+	if (be->in_format == PC_FMT_SC16 || be->graphs || be->fused || be->bm)
 		CK(cudaMalloc(&s->d_in, be->in_bytes));
 	/* the output as it leaves: a cube's, map_db's (map_power leaves
 	 * from the chain's d_map; none has none) */
@@ -522,6 +526,8 @@ static int cu_make_set(struct cu_be *be, unsigned i)
 		rc = cu_make_chunk_stream(be, &s->cs[k], k);
 	if (rc == 0 && be->rs)
 		rc = cu_radar_make_set(be, s);
+	if (rc == 0 && be->bm)
+		rc = cu_beams_make_set(be, s);
 out:
 	return rc;
 }
@@ -560,7 +566,9 @@ void *cu_create(const struct pc_setup *su, char *err, size_t errlen)
 	be = cu_alloc_be(su, err, errlen);
 	if (!be)
 		return NULL;
-	rc = cu_choose_chunks(be, &su->tune);
+	rc = su->beams ? cu_beams_create(be, su) : 0;
+	if (rc == 0)
+		rc = cu_choose_chunks(be, &su->tune);
 	if (rc == 0)
 		rc = cu_init_sync(be);
 	if (rc == 0)
