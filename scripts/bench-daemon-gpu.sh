@@ -127,6 +127,8 @@ run_daemon() {
 		sleep "$secs"
 	fi
 	c1=$(e2e_stat cpis_out); t1=$(now)
+	# a CPI skipped for its pointing (beams) is cheaper: say how many
+	e2e_log "bad_pointing_cpis $(e2e_stat bad_pointing_cpis 2>/dev/null || echo '?')"
 	R_STAGES=$(e2e_ctl --json stats | "$PY" -c '
 import json, sys
 s = json.load(sys.stdin)

@@ -48,6 +48,10 @@ with raw results KIND.tsv and their provenance KIND.meta
                 start-up phases of each restart; restart_hugepages, the
                 same with both rings on huge pages, goes in the same table
                 when the same folder has it
+    beams       bench-beams-gpu.sh's OUT TSV: the daemon with beams,
+                detections only, against the H2D copy limit, the pointing
+                fixed and changing every CPI; beams_latency (as latency)
+                its latency at 80 %
     live        bench-live.sh's OUT TSV: capacity with pages of the live
                 view open and none (>= 99 %), and live_latency (as
                 latency) the latency at 80 % with a page open, held to the
@@ -81,7 +85,8 @@ import sys
 
 KINDS = ("throughput", "latency", "cupy", "compare", "modes", "radar", "radar_cupy", "corner",
          "detect", "detect_latency", "startup", "net", "publish", "live", "live_latency",
-         "multigpu", "restart", "restart_hugepages", "beams_cpu", "beam")
+         "multigpu", "restart", "restart_hugepages", "beams_cpu", "beam", "beams",
+         "beams_latency")
 HEAD = ("<!-- perf-headline: begin -->", "<!-- perf-headline: end -->")
 META_KEYS = ("kind", "date", "commit", "dirty", "command", "cpu", "cpus", "gpu", "driver", "cuda")
 COLS = {
@@ -96,6 +101,8 @@ COLS = {
 }
 COLS["modes"] = COLS["latency"]
 COLS["detect_latency"] = COLS["latency"]
+COLS["beams"] = ("run", "pointing", "cpi_per_s", "gsps", "bad_pointing", "geometry", "beams")
+COLS["beams_latency"] = COLS["latency"]
 COLS["radar"] = ("geometry", "depth", "reps", "a_h2d_gsps", "p_pc_gsps", "c_chain_gsps",
                  "e_chain_gsps", "e_over_a", "detections")
 COLS["radar_cupy"] = COLS["cupy"]
@@ -150,6 +157,8 @@ NUMERIC = {
 }
 NUMERIC["modes"] = NUMERIC["latency"]
 NUMERIC["detect_latency"] = NUMERIC["latency"]
+NUMERIC["beams"] = ("cpi_per_s", "gsps")
+NUMERIC["beams_latency"] = NUMERIC["latency"]
 NUMERIC["radar"] = COLS["radar"][1:]
 NUMERIC["radar_cupy"] = NUMERIC["cupy"]
 NUMERIC["detect"] = ("gsps",)
@@ -220,7 +229,7 @@ def read_tsv(path, kind):
             raise Bad("%s:%d: %d fields, the header has %d" % (rel(path), i, len(x), len(head)))
         r = dict(zip(head, x))
         for c in NUMERIC[kind]:
-            if r[c] == "" and kind in ("latency", "modes", "detect_latency"):
+            if r[c] == "" and kind in ("latency", "modes", "detect_latency", "beams_latency"):
                 continue
             try:
                 r[c] = float(r[c])
@@ -268,7 +277,7 @@ def load_kind(perf, folder, kind):
                rows=read_tsv(os.path.join(d, kind + ".tsv"), kind))
     if kind == "multigpu":
         load_multigpu_report(res, d)
-    if kind in ("latency", "modes", "detect_latency", "live_latency"):
+    if kind in ("latency", "modes", "detect_latency", "live_latency", "beams_latency"):
         rep = os.path.join(d, kind + "-report.md")
         try:
             with open(rep) as f:
@@ -754,6 +763,51 @@ def table_detect(perf, r):
     return out
 
 
+BEAMS_OF_H2D = 0.95      # the daemon with beams, detections only, against the copy limit
+BEAMS_SWITCH_COST = 0.02  # the pointing changing every CPI against a fixed one
+
+
+def table_beams(perf, r):
+    """(p): the daemon forming beams, detections only, against the H2D copy
+    limit of the same CPI, pointing fixed and changing every CPI; then its
+    latency at 80 % (beams_latency of the same folder)."""
+    rows = r["rows"]
+    lim = [x["gsps"] for x in rows if x["pointing"] == "copy_limit"]
+    fixed = [x["gsps"] for x in rows if x["pointing"] == "fixed"]
+    sw = [x["gsps"] for x in rows if x["pointing"] == "switching"]
+    if not lim or not fixed or not sw:
+        raise Bad("%s/beams.tsv: want a copy_limit row and fixed and switching runs" % rel(r["dir"]))
+    x0 = rows[0]
+    out = [provenance(r, " CPI %s cf32, %s conventional beams before compression, MTI, "
+                         "Doppler, CA-CFAR; output mode none (only the lists come back)."
+                         % (x0["geometry"], x0["beams"])), "",
+           "| run | pointing | CPI/s | GS/s | of the copy limit | CPIs skipped for their pointing |",
+           "|---:|---|---:|---:|---:|---:|"]
+    for x in rows:
+        out.append("| %s | %s | %.1f | %.3f | %s | %s |" % (
+            x["run"], x["pointing"].replace("_", " "), x["cpi_per_s"], x["gsps"],
+            "–" if x["pointing"] == "copy_limit" else "%.0f %%" % (100 * x["gsps"] / lim[0]),
+            "–" if x["pointing"] == "copy_limit" else x["bad_pointing"]))
+    mf, ms = med(fixed), med(sw)
+    share = mf / lim[0] if lim[0] > 0 else 0.0
+    cost = 1 - ms / mf if mf > 0 else float("inf")
+    out += ["", "    %s with beams, detections only: %.0f %% ≥ %.0f %% of the host-to-device copy "
+            "limit (median %.3f of %.3f GS/s)" % ("PASS" if share >= BEAMS_OF_H2D else "FAIL",
+                                                  100 * share, 100 * BEAMS_OF_H2D, mf, lim[0]),
+            "    %s the pointing changing every CPI costs %.2f %% ≤ %.0f %% (median %.3f against "
+            "%.3f GS/s)" % ("PASS" if cost <= BEAMS_SWITCH_COST + 1e-9 else "FAIL", 100 * cost,
+                            100 * BEAMS_SWITCH_COST, ms, mf)]
+    lat = same_folder(perf, r, "beams_latency")
+    if lat:
+        out += ["", "Latency with beams at 80 % of capacity, detections only (the probe times "
+                "the detection lists; the floor moves a CPI in and a list back): " +
+                provenance(lat, run_extra(lat["run"])), ""]
+        out += table_latency(lat)[2:]
+    else:
+        out += ["", "Latency with beams: not measured in this folder (beams_latency.tsv)."]
+    return out
+
+
 def table_beam(r):
     """Per shape: the fused kernel's default, cublasCgemm and the copy
     (GB/s: bytes read and written / median time), the criterion, the best
@@ -1206,7 +1260,7 @@ def main():
         tables = {}
         for k in KINDS:
             if k in ("modes", "radar_cupy", "detect_latency", "corner", "restart_hugepages",
-                     "live_latency"):
+                     "live_latency", "beams_latency"):
                 continue
             if k not in newest:
                 tables[k] = ["No results yet: run `%s` (doc/performance.md, *How to "
@@ -1216,7 +1270,7 @@ def main():
                                                (" " + k if k in ("radar", "detect", "startup",
                                                                  "net", "publish", "multigpu",
                                                                  "restart", "live", "beams_cpu",
-                                                                 "beam")
+                                                                 "beam", "beams")
                                                 else ""))]
                 continue
             r = newest[k]
@@ -1248,6 +1302,8 @@ def main():
                 tables[k] = table_beams_cpu(r)
             elif k == "beam":
                 tables[k] = table_beam(r)
+            elif k == "beams":
+                tables[k] = table_beams(a.perf, r)
             else:
                 tables[k] = table_compare(r) + table_chain_compare(r)
         # (e): the switching cost from the newest throughput results, the
@@ -1262,7 +1318,7 @@ def main():
             raise Bad("%s: %s" % (rel(e.filename), e.strerror))
         for k in KINDS:
             if k in ("radar_cupy", "detect_latency", "corner", "restart_hugepages",
-                     "live_latency"):
+                     "live_latency", "beams_latency"):
                 continue
             page = replace_block(page, "<!-- perf-table: %s begin -->" % k,
                                  "<!-- perf-table: %s end -->" % k, [""] + tables[k] + [""],

@@ -75,6 +75,12 @@
 #               (16 channels, 16 beams, 128 x 4096) against numpy's matmul
 #               and FFTs, one thread each, 3 interleaved rounds
 #               -> beams_cpu.tsv                                   <= 120 s
+#   beams       scripts/bench-beams-gpu.sh: the daemon with 16 beams at
+#               16x128x4096, detections only, against the H2D copy limit of
+#               the same CPI, with the pointing fixed and changing every
+#               CPI, 2 x 2 runs -> beams.tsv                         <= 240 s;
+#               then its latency at 80 % of capacity (bench-latency.sh,
+#               2 windows) -> beams_latency.tsv                      <= 300 s
 #   beam        build/bench/beam_gpu: beamforming on device data at
 #               C:B = 16:16, 64:8, 64:32 over 128 x 4096 columns, the fused
 #               kernel (its default and other beam-group / column pairs)
@@ -111,7 +117,7 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart beams_cpu beam";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart beams_cpu beam beams";;
 cpu) all="build compare latency beams_cpu";;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
@@ -468,6 +474,21 @@ step_beams_cpu() {
 	fi
 }
 
+step_beams() {
+	local cmd=(scripts/bench-beams-gpu.sh "$dir/beams.tsv") sets=() kv
+	meta beams "${cmd[@]}"
+	run_step 240 "$dir/beams.log" "${cmd[@]}"
+	case $? in
+	0) note beams ok "$(grep '^bench-beams-gpu:' "$dir/beams.log" | cut -c17-60 | tr '\n' ';')";;
+	77) drop beams; note beams skipped "$(tail -1 "$dir/beams.log")"; return;;
+	*) tail -5 "$dir/beams.log"; drop beams; note beams FAILED "see $dir/beams.log"; return;;
+	esac
+	for kv in $(scripts/bench-beams-gpu.sh --print-config) output.mode=none \
+		detections.ring=/chirp-perf-beams-det; do sets+=(--set "$kv"); done
+	step_latency beams_latency 300 --backend cuda --geometry "${GEOM_BEAMS:-16x128x4096}" \
+		--loads 80 --windows 2 --measure 20 "${sets[@]}"
+}
+
 step_beam() {
 	local cmd=("$BUILD/bench/beam_gpu" --reps 20 --tsv "$dir/beam.tsv")
 	meta beam "${cmd[@]}"
@@ -516,6 +537,7 @@ for s in $steps; do
 	gpu:restart) step_restart;;
 	gpu:live) step_live;;
 	gpu:beam) step_beam;;
+	gpu:beams) step_beams;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
 	cpu:compare) step_compare;;
 	*:beams_cpu) step_beams_cpu;;

@@ -18,7 +18,7 @@
 # and (l) the restarts (every one, the median, huge pages beside when the
 # folder has them, the 2 s criterion) with README's sixth row naming its
 # own folder,
-# (m) the cost of the live view, with its criteria,
+# (m) the cost of the live view, (p) the daemon forming beams, with their criteria,
 # a modes run without a single-mode one says so, and a missing or garbled
 # raw file, or a README without the headline markers, fails with an error
 # that names the file and writes nothing.
@@ -32,7 +32,7 @@ page() {
 	{
 		echo "# Performance (test page)"
 		echo "Prose before."
-		for k in throughput latency cupy compare modes radar detect startup net publish multigpu restart live beams_cpu; do
+		for k in throughput latency cupy compare modes radar detect startup net publish multigpu restart live beams_cpu beam beams; do
 			echo "<!-- perf-table: $k begin -->"; echo "stale $k"; echo "<!-- perf-table: $k end -->"
 			echo "Prose after $k."
 		done
@@ -161,6 +161,14 @@ grep -qF '| 16x128x4096 | 512 | 16 conventional | chirpd, the chain (+ CFAR, max
 	e2e_fail "no beams_cpu chain row"
 grep -qF '    FAIL 16x128x4096, 16 beams, the same work: chirpd 2.50× numpy'"'"'s speed in CPU time (≥ 3×)' "$T/page.md" ||
 	e2e_fail "no beams_cpu criterion"
+# (p): the beams' runs against the copy limit (median 0.965 of 1.000: PASS)
+# and the switching cost (0.940 against 0.965: 2.59 %, FAIL); no latency
+grep -qF '| 1 | switching | 93.0 | 0.930 | 93 % | 0 |' "$T/page.md" || e2e_fail "no beams row"
+grep -qF '    PASS with beams, detections only: 96 % ≥ 95 % of the host-to-device copy limit (median 0.965 of 1.000 GS/s)' "$T/page.md" ||
+	e2e_fail "no beams copy-limit criterion"
+grep -qF '    FAIL the pointing changing every CPI costs 2.59 % ≤ 2 % (median 0.940 against 0.965 GS/s)' "$T/page.md" ||
+	e2e_fail "no beams switching criterion"
+grep -qF 'Latency with beams: not measured in this folder' "$T/page.md" || e2e_fail "no beams latency line"
 # README: five rows from one run, and its command; a sixth for several GPUs
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
