@@ -22,6 +22,7 @@
 					 more, each is reduced further so all
 					 fit (the slot's size is fixed)     */
 #define LIVE_RECORD_MAX    64         /* record_bytes a slot keeps at most  */
+#define LIVE_RECORD_V1     32         /* detect.h version 1's record_bytes  */
 #define LIVE_CACHE         4          /* encoded frames kept (map indices)  */
 #define LIVE_STATE_MAX     (16 * 1024)
 #define LIVE_HEARTBEAT_NS  1000000000ull  /* a "state" event while no frame */
@@ -277,7 +278,7 @@ static size_t copy_det(const struct live *l, unsigned char *dst,
 	size_t rb, n, len;
 
 	if (!h || bytes < sizeof(*h) || h->magic != CHIRP_DET_MAGIC ||
-	    h->record_bytes < sizeof(struct chirp_det_record) || h->record_bytes > LIVE_RECORD_MAX)
+	    h->record_bytes < LIVE_RECORD_V1 || h->record_bytes > LIVE_RECORD_MAX)
 		return 0;
 	rb = h->record_bytes;
 	n = h->count;
@@ -461,22 +462,16 @@ static void put_map(struct live *l, struct out *o, const struct slot *s, int m)
 	put(o, "\"},");
 }
 
-/* Fields appended by detect.h version 2 (doc/beams.md), read only when
- * the header says beams and the records are long enough. The flag is
- * detect.h's CHIRP_DET_BEAMS where that header has it, else the next bit
- * after CHIRP_DET_SKIPPED that version 2 takes. */
-#ifdef CHIRP_DET_BEAMS
-#define DET_BEAMS_FLAG     CHIRP_DET_BEAMS
-#else
-#define DET_BEAMS_FLAG     (1u << 4)
-#endif
-#define DET_V2_BYTES       48
-
-static void put_record(struct out *o, const unsigned char *p, int beams)
+/* A record of record_bytes (LIVE_RECORD_V1 in version 1: the fields
+ * before beam);
+ * the beam fields are read only when the header says beams and the
+ * records hold them. */
+static void put_record(struct out *o, const unsigned char *p, size_t rb, int beams)
 {
 	struct chirp_det_record r;
 
-	memcpy(&r, p, sizeof(r));
+	memset(&r, 0, sizeof(r));
+	memcpy(&r, p, rb < sizeof(r) ? rb : sizeof(r));
 	put(o, "{\"map\":%d,\"gate\":%u,\"bin\":%d,", r.channel, r.range_gate, r.doppler_bin);
 	put_num(o, "range_m", r.range_m, "%.7g");
 	put(o, ",");
@@ -484,19 +479,11 @@ static void put_record(struct out *o, const unsigned char *p, int beams)
 	put(o, ",");
 	put_num(o, "snr_db", r.snr_db, "%.5g");
 	if (beams) {
-		int32_t beam;
-		float az, el;
-		uint16_t qual;
-
-		memcpy(&beam, p + 32, 4);
-		memcpy(&az, p + 36, 4);
-		memcpy(&el, p + 40, 4);
-		memcpy(&qual, p + 44, 2);
-		put(o, ",\"beam\":%d,", beam);
-		put_num(o, "azimuth_deg", az, "%.6g");
+		put(o, ",\"beam\":%d,", r.beam);
+		put_num(o, "azimuth_deg", r.azimuth_deg, "%.6g");
 		put(o, ",");
-		put_num(o, "elevation_deg", el, "%.6g");
-		put(o, ",\"angle_quality\":%u", qual);
+		put_num(o, "elevation_deg", r.elevation_deg, "%.6g");
+		put(o, ",\"angle_quality\":%u", r.angle_quality);
 	}
 	put(o, "}");
 }
@@ -511,7 +498,7 @@ static void put_det(struct out *o, const struct slot *s)
 		return;
 	}
 	memcpy(&h, s->det, sizeof(h));
-	beams = (h.flags & DET_BEAMS_FLAG) && h.record_bytes >= DET_V2_BYTES;
+	beams = (h.flags & CHIRP_DET_BEAMS) && h.record_bytes >= sizeof(struct chirp_det_record);
 	put(o, "\"det\":{\"version\":%u,\"mode\":%u,\"count\":%u,\"found\":%u,\"maps\":%u,"
 	       "\"overflow\":%s,\"integrated\":%s,\"skipped\":%s,\"beams\":%s,\"list\":[",
 	    h.version, h.mode, h.count, h.found, h.maps,
@@ -521,7 +508,7 @@ static void put_det(struct out *o, const struct slot *s)
 	for (uint32_t i = 0; i < h.count; i++) {
 		if (i)
 			put(o, ",");
-		put_record(o, s->det + sizeof(h) + (size_t)i * h.record_bytes, beams);
+		put_record(o, s->det + sizeof(h) + (size_t)i * h.record_bytes, h.record_bytes, beams);
 	}
 	put(o, "]},");
 }

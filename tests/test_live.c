@@ -84,12 +84,6 @@ static void test_params(void **state)
 
 /* ---- a frame writer against the listener ---------------------------------- */
 
-struct det_v2 {                         /* doc/beams.md, detect.h version 2 */
-	struct chirp_det_record r;
-	int32_t beam;
-	float azimuth_deg, elevation_deg;
-	uint16_t angle_quality, reserved;
-};
 
 /* Frame i: map m's peak at Doppler bin (i + 3m) % ND, gate (7i) % NR; the
  * list holds 1 + i % 3 records at that gate, doppler_bin = i. */
@@ -97,22 +91,23 @@ static void make_frame(unsigned i, float *map, unsigned char *det, size_t *det_l
 {
 	struct chirp_det_header *h = (void *)det;
 	unsigned n = 1 + i % 3, gate = (7 * i) % NR;
-	size_t rb = v2 ? sizeof(struct det_v2) : sizeof(struct chirp_det_record);
+	/* version 1 records are the first 32 bytes of version 2's */
+	size_t rb = v2 ? sizeof(struct chirp_det_record) : 32;
 
 	for (size_t k = 0; k < (size_t)MAPS * ND * NR; k++)
 		map[k] = 1e-4f;
 	for (unsigned m = 0; m < MAPS; m++)
 		map[((size_t)m * ND + (i + 3 * m) % ND) * NR + gate] = 1.0f;
-	memset(det, 0, sizeof(*h) + 3 * sizeof(struct det_v2));
+	memset(det, 0, sizeof(*h) + 3 * sizeof(struct chirp_det_record));
 	*h = (struct chirp_det_header){
 		.magic = CHIRP_DET_MAGIC, .version = v2 ? 2 : 1, .record_bytes = (uint16_t)rb,
 		.seq = i, .count = n, .found = n, .maps = MAPS, .doppler_bins = ND,
-		.range_gates = NR, .flags = v2 ? (1u << 4) : 0,
+		.range_gates = NR, .flags = v2 ? CHIRP_DET_BEAMS : 0,
 	};
 	for (unsigned r = 0; r < n; r++) {
-		struct det_v2 d = {
-			.r = { .channel = 0, .range_gate = gate, .doppler_bin = (int32_t)i,
-			       .range_m = 15.0f * (float)gate, .velocity_mps = 9.5f, .snr_db = 20 },
+		struct chirp_det_record d = {
+			.channel = 0, .range_gate = gate, .doppler_bin = (int32_t)i,
+			.range_m = 15.0f * (float)gate, .velocity_mps = 9.5f, .snr_db = 20,
 			.beam = 1, .azimuth_deg = 12.5f, .elevation_deg = -3.25f,
 		};
 		memcpy(det + sizeof(*h) + r * rb, &d, rb);

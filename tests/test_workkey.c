@@ -104,6 +104,7 @@ static const struct { const char *name, *value, *why; } notwork[] = {
 	{ "input.slots", "64", "the ring's length, not a CPI's work" },
 	{ "input.buffer_ms", "200", "sizes the ring" },
 	{ "input.hugepages", "true", "the ring's backing" },
+	{ "output.hugepages", "true", "the ring's backing" },
 	{ "input.allow_foreign_owner", "true", "who may own the ring" },
 	{ "processing.normalize", "none", "a gain" },
 	{ "processing.capacity_cache", "/tmp/capacity", "where the cache is" },
