@@ -107,6 +107,8 @@
 #               no copy, no floor) -> latency.tsv
 #   beams_cpu   as on a GPU host (the CPU chain with beams against numpy)
 #
+# PERF_LAT_ARGS: more bench-latency.sh options for every latency run (they
+# come last and win, e.g. "--windows 1 --measure 15" for a short command).
 # Each step runs under its own `timeout`; a step that fails or times out is
 # reported FAILED in the summary and the next one still runs. Exit 0 when
 # every step passed (or was skipped for a missing tool), 1 otherwise, 2 usage.
@@ -269,7 +271,7 @@ step_cupy() {
 step_latency() {
 	local kind=$1 lim=$2 raw=$work/$1 cmd
 	shift 2
-	cmd=(scripts/bench-latency.sh "$@" --out "$raw")
+	cmd=(scripts/bench-latency.sh "$@" ${PERF_LAT_ARGS:-} --out "$raw")
 	meta "$kind" "${cmd[@]}"
 	if run_step "$lim" "$work/$kind.log" "${cmd[@]}" && [ -s "$raw/results.tsv" ]; then
 		cp "$raw/results.tsv" "$dir/$kind.tsv" && cp "$raw/report.md" "$dir/$kind-report.md" &&
