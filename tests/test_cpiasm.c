@@ -517,6 +517,11 @@ static void test_formats(void **state)
 	assert_int_equal(cpiasm_put(a, 0, 2, sc16le, 2, VRT_PLAIN_SC16_LE, 1), CPIASM_PLACED);
 	assert_int_equal(f.buf.i[0], 16384);
 	assert_int_equal(f.buf.i[3], -32768);
+	assert_int_equal(cpiasm_put(a, 0, 4, sc16be, 2, VRT_PLAIN_SC16_BE, 1), CPIASM_PLACED);
+	assert_int_equal(f.buf.i[0], 16384);
+	assert_int_equal(f.buf.i[1], -8192);
+	assert_int_equal(f.buf.i[2], 1);
+	assert_int_equal(f.buf.i[3], -32768);
 	cpiasm_destroy(a);
 
 	/* refused parameters */

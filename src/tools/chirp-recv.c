@@ -6,8 +6,11 @@
  * (src/cpiasm.h). Usage: chirp-recv --help, chirp-recv(1), doc/network.md.
  *
  * Threads: one receive thread per socket (--threads N: N sockets bound to
- * one address with SO_REUSEPORT, the kernel spreading flows over them),
- * each pinned (--cpus, --numa-node), taking batches with recvmmsg. The CPI
+ * one address with SO_REUSEPORT), each pinned (--cpus, --numa-node), taking
+ * batches with recvmmsg (--batch). A classic BPF program on the socket
+ * group steers each datagram by its stream (VRT stream ID, or the plain
+ * framing's channel, modulo N), so that a stream is one thread's whatever
+ * the kernel's flow hash would make of the senders' ports. The CPI
  * assembler and the ring's producer handle are one, shared under a mutex
  * taken once per batch, so the ring handle is driven by one thread at a
  * time. The main thread prints counters (JSON lines), serves them as
@@ -33,6 +36,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <linux/filter.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -49,6 +53,9 @@
 
 #ifndef SO_RXQ_OVFL
 #define SO_RXQ_OVFL 40
+#endif
+#ifndef SO_ATTACH_REUSEPORT_CBPF
+#define SO_ATTACH_REUSEPORT_CBPF 51
 #endif
 
 #define BATCH 64               /* datagrams per recvmmsg                   */
@@ -81,7 +88,7 @@ struct opts {
 	const char *config_path, *ring_name, *listen, *cpus, *cpi_log, *metrics;
 	int plain;                      /* --framing plain                      */
 	unsigned vrt_fmt;               /* VRT payload: VRT_PLAIN_SC16_BE or CF32_BE */
-	unsigned threads, horizon, mode;
+	unsigned threads, horizon, mode, batch;
 	int numa_node;                  /* -1: none                             */
 	double sample_rate_hz, prf_hz, deadline_ms, wait_s, stats_s, idle_exit_s;
 	double expect_bw_hz, expect_rf_hz, t0_s;
@@ -161,7 +168,10 @@ static void usage(FILE *f)
 "      --expect-bandwidth HZ, --expect-rf HZ\n"
 "                           check context packets' bandwidth, RF reference\n"
 "      --refuse-mismatch    drop a stream whose context packet disagrees\n"
-"      --threads N          receive sockets and threads (SO_REUSEPORT; default 1)\n"
+"      --threads N          receive sockets and threads (SO_REUSEPORT; default 1),\n"
+"                           a stream to one thread (stream ID or channel mod N)\n"
+"      --batch N            datagrams per receive call, 1..64 (default 64: recvmmsg;\n"
+"                           1: one recvmsg per datagram)\n"
 "      --cpus LIST          pin receive thread i to the i-th cpu of LIST\n"
 "      --numa-node N        pin receive threads to node N's cpus\n"
 "      --rcvbuf BYTES       socket receive buffer (default 64 MiB)\n"
@@ -179,7 +189,7 @@ static void usage(FILE *f)
 enum {
 	O_FRAMING = 256, O_PAYLOAD, O_STREAM, O_RATE, O_PRF, O_PRI, O_T0S, O_T0, O_HORIZON,
 	O_DEADLINE, O_EPOCH, O_MODE, O_EBW, O_ERF, O_REFUSE, O_THREADS, O_CPUS, O_NODE,
-	O_RCVBUF, O_STATS, O_METRICS, O_CPILOG, O_COUNT, O_IDLE, O_WAIT,
+	O_RCVBUF, O_STATS, O_METRICS, O_CPILOG, O_COUNT, O_IDLE, O_WAIT, O_BATCH,
 };
 
 static const struct option long_opts[] = {
@@ -202,6 +212,7 @@ static const struct option long_opts[] = {
 	{ "expect-rf", required_argument, NULL, O_ERF },
 	{ "refuse-mismatch", no_argument, NULL, O_REFUSE },
 	{ "threads", required_argument, NULL, O_THREADS },
+	{ "batch", required_argument, NULL, O_BATCH },
 	{ "cpus", required_argument, NULL, O_CPUS },
 	{ "numa-node", required_argument, NULL, O_NODE },
 	{ "rcvbuf", required_argument, NULL, O_RCVBUF },
@@ -309,6 +320,11 @@ static int opt_one(struct opts *o, int c, const char *a)
 			return -EINVAL;
 		o->threads = (unsigned)v;
 		return 0;
+	case O_BATCH:
+		if (parse_u64_in("--batch", a, 1, BATCH, &v) < 0)
+			return -EINVAL;
+		o->batch = (unsigned)v;
+		return 0;
 	case O_CPUS: o->cpus = a; return 0;
 	case O_NODE:
 		if (parse_u64_in("--numa-node", a, 0, 1023, &v) < 0)
@@ -334,6 +350,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	o->listen = "127.0.0.1:4991";
 	o->vrt_fmt = VRT_PLAIN_SC16_BE;
 	o->threads = 1;
+	o->batch = BATCH;
 	o->horizon = 4;
 	o->numa_node = -1;
 	o->deadline_ms = 50;
@@ -738,6 +755,20 @@ static int poll_ms(struct rx *rx)
 	return (int)((d + 999999) / 1000000);
 }
 
+/* Up to --batch datagrams into w->msg: recvmmsg, or recvmsg for one. */
+static int receive(struct worker *w)
+{
+	ssize_t len;
+
+	if (w->rx->o.batch > 1)
+		return recvmmsg(w->fd, w->msg, w->rx->o.batch, MSG_DONTWAIT, NULL);
+	len = recvmsg(w->fd, &w->msg[0].msg_hdr, MSG_DONTWAIT);
+	if (len < 0)
+		return -1;
+	w->msg[0].msg_len = (unsigned)len;
+	return 1;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -750,7 +781,7 @@ static void *worker_main(void *arg)
 			log_err("poll: %s", strerror(errno));
 			break;
 		}
-		n = r > 0 ? recvmmsg(w->fd, w->msg, BATCH, MSG_DONTWAIT, NULL) : 0;
+		n = r > 0 ? receive(w) : 0;
 		if (n < 0 && errno != EAGAIN && errno != EINTR) {
 			log_err("recvmmsg: %s", strerror(errno));
 			break;
@@ -830,6 +861,31 @@ static int open_socket(struct rx *rx, struct worker *w)
 		return -errno;
 	}
 	return 0;
+}
+
+/*
+ * Steer each datagram of the SO_REUSEPORT group to socket (stream mod N):
+ * the VRT stream ID (word 1) or the plain framing's channel (bytes 8-9),
+ * read by a classic BPF program over the UDP payload. A datagram too short
+ * to hold the field reads 0 (socket 0). Without it the kernel hashes
+ * flows (addresses and ports) over the sockets, which can put two
+ * senders' flows on one socket and leave another idle.
+ */
+static void steer_by_stream(struct rx *rx)
+{
+	struct sock_filter code[] = {
+		rx->o.plain ? (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 8) :
+			      (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4),
+		BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, rx->nw),
+		BPF_STMT(BPF_RET | BPF_A, 0),
+	};
+	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+	if (rx->nw < 2)
+		return;
+	if (setsockopt(rx->w[0].fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog)) < 0)
+		log_notice("SO_ATTACH_REUSEPORT_CBPF: %s; the kernel's flow hash spreads "
+			   "datagrams over the %u sockets", strerror(errno), rx->nw);
 }
 
 /* The bound port (network order in both families). */
@@ -919,8 +975,12 @@ static void print_json(struct rx *rx, FILE *out)
 		fprintf(out, "%s\"%s\":%" PRIu64, k == C_FIRST_DROP ? "" : ",", ctr_name[k], c[k]);
 	fprintf(out, "},\"cpis\":{\"complete\":%" PRIu64 ",\"partial\":%" PRIu64
 		",\"dropped\":%" PRIu64 "},\"missing_samples\":%" PRIu64 ",\"epochs\":%" PRIu64
-		",\"outside_samples\":%" PRIu64 "}\n", st.cpis_complete, st.cpis_partial,
-		st.cpis_dropped, st.missing_samples, st.epochs, st.outside_samples);
+		",\"outside_samples\":%" PRIu64 ",\"thread_packets\":[", st.cpis_complete,
+		st.cpis_partial, st.cpis_dropped, st.missing_samples, st.epochs, st.outside_samples);
+	for (unsigned i = 0; i < rx->nw; i++)   /* data packets each receive thread took */
+		fprintf(out, "%s%" PRIu64, i ? "," : "",
+			atomic_load_explicit(&rx->w[i].c[C_PACKETS], memory_order_relaxed));
+	fprintf(out, "]}\n");
 	fflush(out);
 }
 
@@ -983,6 +1043,7 @@ static int start_workers(struct rx *rx)
 		if (rc < 0)
 			return rc;
 	}
+	steer_by_stream(rx);
 	for (unsigned i = 0; i < rx->nw; i++) {
 		int rc = pthread_create(&rx->w[i].th, NULL, worker_main, &rx->w[i]);
 
