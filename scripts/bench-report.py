@@ -35,7 +35,9 @@ with raw results KIND.tsv and their provenance KIND.meta
                 folder; detect_latency its latency at 80 % (as latency)
     startup     bench-startup.sh's TSV: five starts' capacity and depth
     net         bench-net.sh's TSV: (a) the loopback ceiling, (b) a naive
-                recvfrom loop, (c) chirp-recv into chirpd, held against
+                receiver (chirp-recv, one recvmsg per datagram, one thread;
+                results fed by udp_sink: a discard recvfrom loop), (c)
+                chirp-recv into chirpd, held against
                 (c)/(a) >= 90 %, (c)/(b) >= 2x and 25 Gb/s
     publish     bench-publish.sh's OUT TSV: capacity with the detection
                 lists published on ZeroMQ and without, the cost <= 1 %
@@ -704,8 +706,10 @@ def table_net(r):
     if miss:
         raise Bad("%s/net.tsv: no row(s) %s" % (rel(r["dir"]), ", ".join(miss)))
     label = {"ceiling": "(a) loopback ceiling: discard sink, recvmmsg",
-             "naive": "(b) naive loop: one recvfrom per datagram",
+             "naive": "(b) naive receiver: chirp-recv, one recvmsg per datagram, one thread",
              "chirp-recv": "(c) chirp-recv into chirpd, loss-free, held"}
+    if rows["naive"]["sender"].startswith("udp_sink"):   # a discard loop, not a receiver
+        label["naive"] = "(b) naive loop: one recvfrom per datagram"
     out = [provenance(r, " Gb/s of payload (datagram bytes less the 28-byte VRT header), "
                          "loopback (127.0.0.1), all three in one run."), "",
            "| receiver | threads | datagram bytes | Gb/s | Gb/s per core | loss | over s "

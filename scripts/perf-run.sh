@@ -41,10 +41,11 @@
 #   startup     scripts/bench-startup.sh: five starts in a row, the
 #               capacity and depth each decided -> startup.tsv   <= 150 s
 #   net         scripts/bench-net.sh --backend cuda, its defaults (2 receive
-#               threads, 8220-byte datagrams, a 60 s hold): chirp-recv into
-#               chirpd against the loopback ceiling and a naive recvfrom
-#               loop, one run -> net.tsv (NET_ARGS: more options, e.g.
-#               "--threads 4")                                    <= 210 s
+#               and sending threads, 8220-byte datagrams, a 60 s hold):
+#               chirp-recv into chirpd against the loopback ceiling and a
+#               naive receiver (chirp-recv --batch 1 --threads 1), one run
+#               -> net.tsv (NET_ARGS: more options, e.g. "--threads 4")
+#                                                                  <= 300 s
 #   publish     scripts/bench-publish.sh, backend cuda: capacity with the
 #               chain's detection lists published on ZeroMQ and without,
 #               2 x 2 runs of 10 s -> publish.tsv (skipped without
@@ -315,7 +316,7 @@ step_startup() {
 step_net() {
 	local rc cmd=(scripts/bench-net.sh --backend cuda ${NET_ARGS:-} --out "$dir/net.tsv")
 	# bench-net writes net.meta itself (the same bench-meta.sh)
-	run_step 210 "$dir/net.log" "${cmd[@]}"
+	run_step 300 "$dir/net.log" "${cmd[@]}"
 	rc=$?
 	case $rc in
 	0) note net ok "$(grep -E '^(PASS|FAIL) ' "$dir/net.log" | cut -c1-70 | tr '\n' ';')";;

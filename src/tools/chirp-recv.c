@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <linux/filter.h>
@@ -716,6 +717,32 @@ static int sink_failed(struct rx *rx, int rc)
 	return rc;
 }
 
+/* 1 when a datagram waits unread in any of the sockets. */
+static int data_waiting(const struct rx *rx)
+{
+	for (unsigned i = 0; i < rx->nw; i++) {
+		int bytes = 0;
+
+		if (ioctl(rx->w[i].fd, FIONREAD, &bytes) == 0 && bytes > 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Commit what is due (lock held). A CPI's deadline gives up on packets
+ * that are not coming; while datagrams wait unread in a socket (another
+ * receive thread not scheduled yet, or this one behind), they may be the
+ * very packets it waits for, so the deadline waits for the sockets to be
+ * read. The horizon still bounds the CPIs in flight while data keep coming.
+ */
+static int commit_due(struct rx *rx, uint64_t now)
+{
+	if (cpiasm_next_deadline(rx->a, now) != 0 || data_waiting(rx))
+		return 0;
+	return cpiasm_tick(rx->a, now);
+}
+
 static int batch(struct worker *w, int n, uint64_t now)
 {
 	struct rx *rx = w->rx;
@@ -736,7 +763,7 @@ static int batch(struct worker *w, int n, uint64_t now)
 		m->msg_flags = 0;
 	}
 	if (rc == 0)
-		rc = cpiasm_tick(rx->a, now);
+		rc = commit_due(rx, now);
 	if (rc < 0)
 		rc = sink_failed(rx, rc);
 	pthread_mutex_unlock(&rx->lock);
@@ -752,7 +779,9 @@ static int poll_ms(struct rx *rx)
 	pthread_mutex_unlock(&rx->lock);
 	if (d > 100000000ull)   /* look at the stop flag every 100 ms */
 		return 100;
-	return (int)((d + 999999) / 1000000);
+	/* At least 1 ms: a deadline that waits for another socket's datagrams
+	 * (commit_due) is looked at again, not spun on. */
+	return d < 1000000 ? 1 : (int)((d + 999999) / 1000000);
 }
 
 /* Up to --batch datagrams into w->msg: recvmmsg, or recvmsg for one. */
@@ -769,21 +798,24 @@ static int receive(struct worker *w)
 	return 1;
 }
 
+/* Receive until the socket is empty, then poll it: a busy socket costs one
+ * system call per --batch datagrams. */
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
 
 	while (!atomic_load_explicit(&w->rx->stop, memory_order_relaxed)) {
-		int n, r = poll(&pfd, 1, poll_ms(w->rx));
+		int n = receive(w);
 
-		if (r < 0 && errno != EINTR) {
-			log_err("poll: %s", strerror(errno));
-			break;
-		}
-		n = r > 0 ? receive(w) : 0;
-		if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			log_err("recvmmsg: %s", strerror(errno));
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (poll(&pfd, 1, poll_ms(w->rx)) < 0 && errno != EINTR) {
+				log_err("poll: %s", strerror(errno));
+				break;
+			}
+		} else if (n < 0 && errno != EINTR) {
+			log_err("%s: %s", w->rx->o.batch > 1 ? "recvmmsg" : "recvmsg",
+				strerror(errno));
 			break;
 		}
 		if (batch(w, n > 0 ? n : 0, mono_ns()) < 0)

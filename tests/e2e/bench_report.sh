@@ -112,7 +112,7 @@ grep -qF '    PASS the same depth in at least 4 of 5 starts: depth 3 in 4' "$T/p
 # (i): the three receivers and the criteria: 30 / 40 = 75 % FAIL, 3x PASS, 30 >= 25 PASS
 grep -qF '| (a) loopback ceiling: discard sink, recvmmsg | 2 | 8220 | 40.00 | 20.00 | 0.0000 | 5 | udp_sink blast x2 | - |' "$T/page.md" ||
 	e2e_fail "no net ceiling row"
-grep -qF '| (b) naive loop: one recvfrom per datagram | 1 | 8220 | 10.00 | 10.00 | 0.5000 | 5 |' "$T/page.md" || e2e_fail "no net naive row"
+grep -qF '| (b) naive receiver: chirp-recv, one recvmsg per datagram, one thread | 1 | 8220 | 10.00 | 10.00 | 0.5000 | 5 | chirp-send x2 | cuda |' "$T/page.md" || e2e_fail "no net naive row"
 grep -qF '| (c) chirp-recv into chirpd, loss-free, held | 2 | 8220 | 30.00 | 15.00 | 0.000000 | 60 | chirp-send x2 | cuda |' "$T/page.md" ||
 	e2e_fail "no chirp-recv row"
 grep -qF '    FAIL (c) / (a) = 75 % ≥ 90 % of the loopback ceiling' "$T/page.md" || e2e_fail "no (c)/(a) line"
