@@ -6,7 +6,7 @@
 #   (a) ceiling   the host's loopback ceiling: build/bench/udp_sink's
 #                 discard sink, THREADS sockets (SO_REUSEPORT), recvmmsg of
 #                 64, 64 MiB socket buffers, fed by its sendmmsg blaster
-#                 (THREADS unpaced flows of the same datagrams): what a
+#                 (SENDERS unpaced flows of the same datagrams): what a
 #                 receiver that does nothing with the bytes can take;
 #   (b) naive     a naive receiver doing chirp-recv's whole job: chirp-recv
 #                 --threads 1 --batch 1, one recvmsg per datagram on one
@@ -16,9 +16,10 @@
 #                 long as (a); its figure is the payload it placed per
 #                 second under that load, whatever it lost: a bound above
 #                 its loss-free rate, so (c)/(b) is if anything understated;
-#   (c) chirp-recv  chirp-send (one process, THREADS sending threads, one
+#   (c) chirp-recv  chirp-send (one process, SENDERS sending threads, one
 #                 channel each, all paced from one start, VRT) ->
-#                 chirp-recv (THREADS receive threads, a channel each) -> chirpd's input
+#                 chirp-recv (THREADS receive threads, the channels steered
+#                 to them by stream ID) -> chirpd's input
 #                 ring -> chirpd (--backend) consuming: the highest rate
 #                 with nothing lost (no drop of any cause in chirp-recv,
 #                 every CPI complete, no input overrun in chirpd), found by
@@ -42,13 +43,17 @@
 # row, so the rows count the same bits; per core = over the receive
 # threads (the naive loop: one).
 #
-# usage: bench-net.sh [--quick] [--backend cpu|cuda] [--threads N]
+# usage: bench-net.sh [--quick] [--backend cpu|cuda] [--threads N] [--senders N]
 #                     [--bytes B] [--hold-s S] [--search-s S] [--steps N]
 #                     [--recv-cpus LIST] [--out FILE.tsv]
 #   --quick      a smoke test of a few seconds: 1 s (a) and (b), 4 trials
 #                of 1 s, a 2 s hold, small CPIs
 #   --backend    chirpd's backend (default cpu; cuda on a GPU host)
-#   --threads    receive threads, sink sockets and sending threads (default 2)
+#   --threads    receive threads and sink sockets (default 2)
+#   --senders    sending threads of the blaster and of chirp-send, and so
+#                the CPI's channels (default: --threads; at least that).
+#                On loopback the sender carries most of the kernel's work:
+#                when (c) says "sender-limited", give more
 #   --bytes      datagram bytes (default 8220: 8192 bytes of sc16 payload,
 #                a jumbo-frame datagram; --quick: 1052); B - 28 must be a
 #                multiple of 4
@@ -68,12 +73,13 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ARGS=("$@")
-QUICK=0 BACKEND=cpu THREADS=2 BYTES= HOLD_S= SEARCH_S= STEPS= RECV_CPUS= OUT=
+QUICK=0 BACKEND=cpu THREADS=2 SENDERS= BYTES= HOLD_S= SEARCH_S= STEPS= RECV_CPUS= OUT=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1;;
 	--backend) BACKEND=${2:?}; shift;;
 	--threads) THREADS=${2:?}; shift;;
+	--senders) SENDERS=${2:?}; shift;;
 	--bytes) BYTES=${2:?}; shift;;
 	--hold-s) HOLD_S=${2:?}; shift;;
 	--search-s) SEARCH_S=${2:?}; shift;;
@@ -96,10 +102,12 @@ fi
 HDR=28
 bad() { echo "bench-net: $*" >&2; exit 2; }
 case $BACKEND in cpu|cuda) ;; *) bad "--backend '$BACKEND': want cpu or cuda";; esac
-for v in THREADS BYTES HOLD_S SEARCH_S STEPS; do
+: "${SENDERS:=$THREADS}"
+for v in THREADS SENDERS BYTES HOLD_S SEARCH_S STEPS; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || bad "${v,,} '${!v}': want a positive integer"
 done
 [ "$THREADS" -le 16 ] || bad "--threads $THREADS: at most 16"
+[ "$SENDERS" -ge "$THREADS" ] && [ "$SENDERS" -le 16 ] || bad "--senders $SENDERS: want --threads ($THREADS) to 16"
 [ $(((BYTES - HDR) % 4)) = 0 ] && [ "$BYTES" -gt $((HDR + 4)) ] && [ "$BYTES" -le 9000 ] ||
 	bad "--bytes $BYTES: want 28 + a multiple of 4 bytes of sc16 payload, at most 9000"
 case $OUT in *.tsv) ;; *) bad "--out '$OUT': want a FILE.tsv";; esac
@@ -116,7 +124,7 @@ RECV=$BIN/chirp-recv SEND=$BIN/chirp-send
 
 # The CPI: one channel per sender and receive thread, each pulse's window
 # two datagrams.
-C=$THREADS R=$(((BYTES - HDR) / 4 * 2))
+C=$SENDERS R=$(((BYTES - HDR) / 4 * 2))
 CPI_BYTES=$((C * P * R * 4))
 TSV=$T/net.tsv
 printf 'what\tthreads\tdatagram_bytes\tgbps\tgbps_per_core\tloss\tseconds\tsender\tbackend\n' >"$TSV"
@@ -134,7 +142,7 @@ sink_run() {
 	e2e_track $pid
 	e2e_wait 5 grep -q "listening on port" "$T/$what.err" || e2e_fail "udp_sink ($what) did not start: $(cat "$T/$what.err")"
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/$what.err")
-	"$SINK" blast --dest 127.0.0.1:"$port" --bytes "$BYTES" --threads "$THREADS" \
+	"$SINK" blast --dest 127.0.0.1:"$port" --bytes "$BYTES" --threads "$SENDERS" \
 		--seconds "$SINK_S" >"$T/$what.blast" 2>&1 || e2e_fail "the blaster failed: $(cat "$T/$what.blast")"
 	wait $pid || e2e_fail "udp_sink ($what) failed: $(cat "$T/$what.err")"
 	sent=$(kv datagrams "$T/$what.blast") got=$(kv datagrams "$T/$what.out")
@@ -142,11 +150,11 @@ sink_run() {
 	[ -n "$gbps" ] && [ "${got:-0}" -gt 0 ] || e2e_fail "udp_sink ($what) received nothing: $(cat "$T/$what.out" "$T/$what.err")"
 	row "$what" "$nt" "$BYTES" "$gbps" "$(calc "'%.3f' % (float(sys.argv[1]) / int(sys.argv[2]))" "$gbps" "$nt")" \
 		"$(calc "'%.4f' % (1 - int(sys.argv[1]) / int(sys.argv[2]))" "$got" "$sent")" "$s" \
-		"udp_sink blast x$THREADS" -
+		"udp_sink blast x$SENDERS" -
 	e2e_log "($what) $gbps Gb/s ($nt thread(s)), $got of $sent datagrams received"
 }
 
-# trial GBPS SECONDS [CHIRP-RECV ARGS...] — chirp-send (THREADS threads)
+# trial GBPS SECONDS [CHIRP-RECV ARGS...] — chirp-send (SENDERS threads)
 # at GBPS of payload for SECONDS into chirp-recv (default: THREADS receive
 # threads) into chirpd. Sets res (ok or lost), got (Gb/s sent), placed
 # (Gb/s of payload chirp-recv placed into CPIs, over the sender's time),
@@ -167,7 +175,7 @@ trial() {
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/recv.err" | head -1)
 	ov0=$(e2e_stat input_overruns)
 	t0=$(date +%s.%N)
-	"$SEND" -c "$CONF" -d 127.0.0.1:"$port" --threads "$THREADS" -n "$n" --rate "$cps" \
+	"$SEND" -c "$CONF" -d 127.0.0.1:"$port" --threads "$SENDERS" -n "$n" --rate "$cps" \
 		--max-payload $((BYTES - HDR)) --target $((R / 2)),-6 --noiseless --same-cpi -q \
 		>"$T/send.json" 2>"$T/send.err" || e2e_fail "chirp-send failed: $(cat "$T/send.err")"
 	t1=$(date +%s.%N)
@@ -204,7 +212,7 @@ EOF
 	read -r res got placed loss why <"$T/trial.res"
 }
 
-e2e_log "bench-net: $THREADS thread(s), datagrams of $BYTES bytes ($((BYTES - HDR)) of payload), CPI ${C}x${P}x${R} sc16, backend $BACKEND, hold ${HOLD_S} s; net.core.rmem_max $(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
+e2e_log "bench-net: $THREADS receive thread(s), $SENDERS sending, datagrams of $BYTES bytes ($((BYTES - HDR)) of payload), CPI ${C}x${P}x${R} sc16, backend $BACKEND, hold ${HOLD_S} s; net.core.rmem_max $(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
 scripts/bench-meta.sh "$META.tmp" net scripts/bench-net.sh "${ARGS[@]}" || exit 1
 
 # (a)
@@ -226,7 +234,7 @@ e2e_track $!
 # (b): asked for (a)'s rate, for as long as (a) ran.
 trial "$CEIL" "$SINK_S" --threads 1 --batch 1
 e2e_log "(b) naive: $CEIL Gb/s asked, $got sent, $placed placed: $res $why"
-row naive 1 "$BYTES" "$placed" "$placed" "$loss" "$SINK_S" "chirp-send x$THREADS" "$BACKEND"
+row naive 1 "$BYTES" "$placed" "$placed" "$loss" "$SINK_S" "chirp-send x$SENDERS" "$BACKEND"
 
 lo=0 hi=$CEIL sender_limited=
 for ((k = 1; k <= STEPS; k++)); do
@@ -251,7 +259,7 @@ if [ "$lo" != 0 ]; then
 fi
 e2e_stop_chirpd >/dev/null 2>&1
 row chirp-recv "$THREADS" "$BYTES" "$held" "$(calc "'%.3f' % (float(sys.argv[1]) / int(sys.argv[2]))" "$held" "$THREADS")" \
-	"$hloss" "$hsecs" "chirp-send x$THREADS" "$BACKEND"
+	"$hloss" "$hsecs" "chirp-send x$SENDERS" "$BACKEND"
 cp "$TSV" "$OUT" && mv "$META.tmp" "$META" || e2e_fail "cannot write $OUT"
 
 echo

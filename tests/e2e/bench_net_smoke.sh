@@ -24,7 +24,7 @@ bench=$src/scripts/bench-net.sh
 "$BIN/chirp-send" -c /dev/null --threads 2 -q >"$T/bad.log" 2>&1
 [ $? -eq 2 ] && grep -q -- "--threads 2: the threads share a recording or --same-cpi" "$T/bad.log" ||
 	e2e_fail "chirp-send --threads 2 without --same-cpi: not refused: $(cat "$T/bad.log")"
-for bad in "--bytes 1001" "--threads 0" "--backend gpu" "--out x.txt" "--frobnicate"; do
+for bad in "--bytes 1001" "--threads 0" "--threads 3 --senders 2" "--backend gpu" "--out x.txt" "--frobnicate"; do
 	# shellcheck disable=SC2086
 	"$bench" $bad >"$T/bad.log" 2>&1
 	[ $? -eq 2 ] || e2e_fail "bench-net.sh $bad: not refused with status 2: $(cat "$T/bad.log")"
