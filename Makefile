@@ -100,7 +100,7 @@ TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # status line and ring removal, which chirpd and the unit tests link.
 DAEMON_LIB_SRCS := $(addprefix src/,gen.c reload.c ctlcmd.c ringrm.c statusline.c)
 DAEMON_SRCS := src/chirpd.c $(DAEMON_LIB_SRCS)
-TOOL_BINS  := chirp-feed chirp-tap chirpctl chirp-recv chirp-send
+TOOL_BINS  := chirp-feed chirp-tap chirpctl chirp-recv chirp-send chirp-sub
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)
 BENCH_SRCS := $(wildcard bench/*.c)

@@ -1127,13 +1127,14 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
 	return latency;
 }
 
-/* Publish f's list in the detection ring under its carry. Returns 1
- * committed, 0 dropped (the ring was retired), < 0 with a corrupt header.
- * Inside a stats write section. */
+/* Publish f's list in the detection ring under its carry, and the input
+ * CPI's INCOMPLETE flag and missing count. Returns 1 committed, 0 dropped
+ * (the ring was retired), < 0 with a corrupt header. Inside a stats write
+ * section. */
 static int commit_det(struct pipeline *p, struct flight *f)
 {
-	int ret = chirp_ring_commit_mode(p->cur->det, f->timestamp_ns, f->first_sample,
-					 f->det_flags, f->mode);
+	int ret = chirp_ring_commit_partial(p->cur->det, f->timestamp_ns, f->first_sample,
+					    f->det_flags | f->in_incomplete, f->mode, f->missing);
 
 	if (ret == -ESTALE) {
 		stats_count(p->st, ST_DET_DROPS, 1);
@@ -1209,11 +1210,13 @@ static int det_json(struct pipeline *p, const struct flight *f)
 	uint32_t n = det_count(p->cur, h);
 
 	jput(&j, "{\"seq\":%llu,\"timestamp_ns\":%llu,\"first_sample\":%llu,\"mode\":%u,"
-		 "\"count\":%u,\"found\":%u,\"overflow\":%s,\"skipped\":%s,\"detections\":[",
+		 "\"count\":%u,\"found\":%u,\"overflow\":%s,\"skipped\":%s,\"incomplete\":%s,"
+		 "\"detections\":[",
 	     (unsigned long long)h->seq, (unsigned long long)h->timestamp_ns,
 	     (unsigned long long)h->first_sample, h->mode, n, h->found,
 	     (h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
-	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false");
+	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false",
+	     (h->flags & CHIRP_DET_INCOMPLETE) ? "true" : "false");
 	for (uint32_t i = 0; i < n; i++, r++) {
 		char rm[32], vm[32], pw[32], nz[32], sn[32];
 
@@ -1245,6 +1248,8 @@ static int det_complete(struct pipeline *p, struct flight *f)
 	h->timestamp_ns = f->timestamp_ns;
 	h->first_sample = f->first_sample;
 	h->mode = f->mode;
+	if (f->in_incomplete)   /* a list of a CPI with holes says so */
+		h->flags |= CHIRP_DET_INCOMPLETE;
 	return p->cur->det_sink ? det_json(p, f) : 0;
 }
 

@@ -94,7 +94,8 @@ static int det_header(char *b, size_t n, const struct zrec *r, const struct chir
 	return snprintf(b, n,
 		"{\"seq\":%" PRIu64 ",\"timestamp_ns\":%" PRIu64 ",\"first_sample\":%" PRIu64
 		",\"mode\":%u,\"count\":%u,\"found\":%u,\"flags\":%u,\"overflow\":%s,"
-		"\"skipped\":%s,\"integrated\":%s,\"no_velocity\":%s,\"version\":%u,"
+		"\"skipped\":%s,\"integrated\":%s,\"no_velocity\":%s,\"incomplete\":%s,"
+		"\"version\":%u,"
 		"\"header_bytes\":%zu,\"record_bytes\":%u,\"bytes\":%zu,"
 		"\"channels\":%u,\"pulses\":%u,\"samples\":%u}",
 		r->seq, r->timestamp_ns, r->first_sample, r->mode, h->count, h->found, h->flags,
@@ -102,6 +103,7 @@ static int det_header(char *b, size_t n, const struct zrec *r, const struct chir
 		(h->flags & CHIRP_DET_SKIPPED) ? "true" : "false",
 		(h->flags & CHIRP_DET_INTEGRATED) ? "true" : "false",
 		(h->flags & CHIRP_DET_NO_VELOCITY) ? "true" : "false",
+		(h->flags & CHIRP_DET_INCOMPLETE) ? "true" : "false",
 		h->version, sizeof(*h), h->record_bytes, payload,
 		r->channels, r->pulses, r->samples);
 }

@@ -69,6 +69,11 @@ extern "C" {
 					    mode is unknown): no records, and
 					    its map or cube output, if any, is
 					    all NaN                          */
+#define CHIRP_DET_INCOMPLETE  (1u << 4)  /* the input CPI was committed
+					    CHIRP_RING_INCOMPLETE: samples
+					    that never arrived were zeroed,
+					    so a target may be missed or
+					    weaker than it is                */
 
 #define CHIRP_DET_CHANNEL_ALL (-1)       /* record of an integrated list    */
 

@@ -935,7 +935,8 @@ static void det_block(struct tap *t, const struct chirp_ring_block *b)
 	if (t->list_text)
 		detlist_print_text(stdout, &d);
 	else if (t->list_jsonl)
-		detlist_print_jsonl(stdout, &d, b->seq);
+		detlist_print_jsonl(stdout, &d, &(struct detlist_ring){
+			.seq = b->seq, .flags = b->flags, .missing = b->missing });
 	for (size_t i = 0; i < t->ndet_targets; i++) {
 		int hit = detlist_has_target(&d, &t->det_targets[i], t->tol_gates, t->tol_bins);
 
