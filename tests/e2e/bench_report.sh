@@ -119,10 +119,16 @@ grep -qF '    FAIL (c) / (a) = 75 % ≥ 90 % of the loopback ceiling' "$T/page.m
 grep -qF '    PASS (c) / (b) = 3.00× ≥ 2× the naive loop' "$T/page.md" || e2e_fail "no (c)/(b) line"
 grep -qF '    PASS (c) = 30.00 Gb/s ≥ 25 Gb/s (15.00 Gb/s per receive core)' "$T/page.md" || e2e_fail "no 25 Gb/s line"
 # (j): every run, the medians (off 1000, on 995) and the cost: 0.50 % PASS
-grep -qF '| 1 | on | 996.0 | 9950 | 2 | 20000 | 2 |' "$T/page.md" || e2e_fail "no publish row"
-grep -qF '| 2 | off | 1000.0 | – | – | – | – |' "$T/page.md" || e2e_fail "no publish-off row"
+grep -qF '| capacity | 1 | on | 996.0 | – | 1.55 | 9950 | 2 | 20000 | 2 |' "$T/page.md" || e2e_fail "no publish row"
+grep -qF '| capacity | 2 | off | 1000.0 | – | 1.50 | – | – | – | – |' "$T/page.md" || e2e_fail "no publish-off row"
+grep -qF '| paced, 800 CPI/s | 1 | on | 800.0 | 0.00000 | 1.25 | 8000 | 0 | 16000 | 0 |' "$T/page.md" ||
+	e2e_fail "no paced publish row"
 grep -qF '    PASS publishing costs 0.50 % ≤ 1 % of capacity (median off 1000.0, on 995.0 CPI/s)' "$T/page.md" ||
 	e2e_fail "no publishing cost line"
+grep -qF '    PASS paced at 800 CPI/s: publishing loses 0.00000 of the CPIs, without 0.00000 (median)' "$T/page.md" ||
+	e2e_fail "no paced publishing line"
+grep -qF '    FAIL the subscriber on the same host saw every list: 2 seq gaps over 3 runs' "$T/page.md" ||
+	e2e_fail "no subscriber line"
 # README: five rows from one run, and its command
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
 cat "$T/head.md"
