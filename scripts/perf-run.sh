@@ -46,10 +46,10 @@
 #               naive receiver (chirp-recv --batch 1 --threads 1), one run
 #               -> net.tsv (NET_ARGS: more options, e.g. "--threads 4")
 #                                                                  <= 300 s
-#   publish     scripts/bench-publish.sh, backend cuda: capacity with the
-#               chain's detection lists published on ZeroMQ and without,
-#               2 x 2 runs of 10 s -> publish.tsv (skipped without
-#               pyzmq)                                             <= 200 s
+#   publish     scripts/bench-publish.sh, backend cuda: the chain's
+#               detection lists published on ZeroMQ (chirp-sub subscribing)
+#               and not, at capacity and paced at 2000 CPI/s, 2 x 2 runs
+#               of 8 s each way -> publish.tsv                     <= 300 s
 # One remote command may be limited to 10 minutes: the whole command has a
 # budget (PERF_BUDGET_S, default 540 s; 0: none) that no step may overrun,
 # and a step left without time is reported "not run". The steps' limits add
@@ -57,9 +57,10 @@
 #   scripts/perf-run.sh gpu OUTDIR build test e2e throughput cupy
 #   scripts/perf-run.sh gpu OUTDIR latency
 #   scripts/perf-run.sh gpu OUTDIR modes
-#   scripts/perf-run.sh gpu OUTDIR net publish
+#   scripts/perf-run.sh gpu OUTDIR net
+#   scripts/perf-run.sh gpu OUTDIR publish
 # (the later ones use the first one's build; on a fresh machine: build
-# latency, build modes)
+# latency, build modes, build net, build publish)
 # (no STEP: all of them, one after the other).
 #
 # cpu (a CPU host with scripts/install-deps.sh --bench: scipy, GNU Radio):
@@ -327,10 +328,10 @@ step_net() {
 
 step_publish() {
 	local rc
-	OUT=$dir/publish.tsv CHIRP_TEST_BACKEND=cuda run_step 200 "$dir/publish.log" scripts/bench-publish.sh
+	OUT=$dir/publish.tsv CHIRP_TEST_BACKEND=cuda run_step 300 "$dir/publish.log" scripts/bench-publish.sh
 	rc=$?
 	case $rc in
-	0) note publish ok "$(grep '^median:' "$dir/publish.log")";;
+	0) note publish ok "$(grep -E '^(median|paced)' "$dir/publish.log" | tr '\n' ';')";;
 	77) drop publish; note publish skipped "$(tail -1 "$dir/publish.log")";;
 	*) tail -5 "$dir/publish.log"; drop publish; note publish FAILED "exit $rc, see $dir/publish.log";;
 	esac
