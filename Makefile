@@ -22,7 +22,7 @@
 #                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, ..., daemon.h;
 #                all but chirpd.c also in libchirpd, which the tests link)
 #   src/cuda/    the CUDA backend (CUDA builds only)
-#   src/tools/   chirp-feed, chirp-tap, chirpctl, chirp-recv, chirp-send and
+#   src/tools/   chirp-feed, chirp-tap, chirpctl, chirp-recv, chirp-send, chirp-sub and
 #                their helpers
 #   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
 #   bench/ the benchmarks, tests/fuzz/fuzz_*.c the libFuzzer targets.
