@@ -77,7 +77,7 @@ __all__ = ["Consumer", "Producer", "CPI", "Geometry", "Stats", "RingError", "Tim
            "ReleasedError", "DISCONTINUITY", "NONFINITE", "REDELIVERED", "UNKNOWN_MODE",
            "INCOMPLETE",
            "unlink", "DetHeader", "DetectionError", "DET_RECORD", "DET_HEADER",
-           "DET_OVERFLOW", "DET_INTEGRATED", "DET_NO_VELOCITY", "DET_SKIPPED",
+           "DET_OVERFLOW", "DET_INTEGRATED", "DET_NO_VELOCITY", "DET_SKIPPED", "DET_INCOMPLETE",
            "DET_CHANNEL_ALL", "det_bytes", "parse_detections", "pack_detections"]
 
 DISCONTINUITY = _lib.DISCONTINUITY   # blocks were lost before this one
@@ -167,6 +167,8 @@ DET_INTEGRATED = 1 << 1         # CFAR on the channels' sum: channel is DET_CHAN
 DET_NO_VELOCITY = 1 << 2        # no carrier or PRF: velocity_mps is NaN
 DET_SKIPPED = 1 << 3            # the CPI was not processed (unknown mode): no
                                 # records; its map or cube output is all NaN
+DET_INCOMPLETE = 1 << 4         # the input CPI arrived with holes (INCOMPLETE):
+                                # a target may be missed or weaker
 DET_CHANNEL_ALL = -1
 
 DET_HEADER = np.dtype([("magic", "<u4"), ("version", "<u2"), ("record_bytes", "<u2"),
@@ -217,6 +219,11 @@ class DetHeader(namedtuple("DetHeader", "seq timestamp_ns first_sample mode flag
     def skipped(self):
         """The CPI's mode is unknown: no records (count 0, maps 0)."""
         return bool(self.flags & DET_SKIPPED)
+
+    @property
+    def incomplete(self):
+        """The input CPI was committed INCOMPLETE: samples never arrived."""
+        return bool(self.flags & DET_INCOMPLETE)
 
 
 def parse_detections(buf):
