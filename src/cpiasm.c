@@ -225,30 +225,6 @@ static float src_f32(const uint8_t *s, unsigned fmt)
 	}
 }
 
-/* The copies that keep the width, one straight loop each (the compiler
- * vectorizes them): at line rate the copy is most of the receiver's work. */
-static void copy_swap16(uint8_t *dst, const uint8_t *src, size_t scalars)
-{
-	for (size_t i = 0; i < scalars; i++) {
-		uint16_t v;
-
-		memcpy(&v, src + 2 * i, 2);
-		v = __builtin_bswap16(v);
-		memcpy(dst + 2 * i, &v, 2);
-	}
-}
-
-static void copy_swap32(uint8_t *dst, const uint8_t *src, size_t scalars)
-{
-	for (size_t i = 0; i < scalars; i++) {
-		uint32_t v;
-
-		memcpy(&v, src + 4 * i, 4);
-		v = __builtin_bswap32(v);
-		memcpy(dst + 4 * i, &v, 4);
-	}
-}
-
 /* 1: done by a width-keeping copy (the source's width is the ring's; the
  * ring holds host order, which these copies take to be little-endian). */
 static int convert_same_width(uint8_t *dst, const uint8_t *src, size_t n, unsigned fmt,
@@ -261,11 +237,11 @@ static int convert_same_width(uint8_t *dst, const uint8_t *src, size_t n, unsign
 	if (ring16 && fmt == VRT_PLAIN_SC16_LE)
 		memcpy(dst, src, 4 * n);
 	else if (ring16 && fmt == VRT_PLAIN_SC16_BE)
-		copy_swap16(dst, src, 2 * n);
+		vrt_copy_swap16(dst, src, 2 * n);
 	else if (!ring16 && fmt == VRT_PLAIN_CF32_LE)
 		memcpy(dst, src, 8 * n);
 	else if (!ring16 && fmt == VRT_PLAIN_CF32_BE)
-		copy_swap32(dst, src, 2 * n);
+		vrt_copy_swap32(dst, src, 2 * n);
 	else
 		return 0;
 	return 1;

@@ -557,27 +557,13 @@ static int to_wire_same_width(const struct send *s, uint8_t *dst, const uint8_t 
 {
 	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
 		return 0;
-	if (s->fmt == CHIRP_RING_SC16 && fmt == VRT_PLAIN_SC16_BE) {
-		for (size_t i = 0; i < 2 * n; i++) {
-			uint16_t v;
-
-			memcpy(&v, src + 2 * i, 2);
-			v = __builtin_bswap16(v);
-			memcpy(dst + 2 * i, &v, 2);
-		}
-		return 1;
-	}
-	if (s->fmt == CHIRP_RING_CF32 && fmt == VRT_PLAIN_CF32_BE) {
-		for (size_t i = 0; i < 2 * n; i++) {
-			uint32_t v;
-
-			memcpy(&v, src + 4 * i, 4);
-			v = __builtin_bswap32(v);
-			memcpy(dst + 4 * i, &v, 4);
-		}
-		return 1;
-	}
-	return 0;
+	if (s->fmt == CHIRP_RING_SC16 && fmt == VRT_PLAIN_SC16_BE)
+		vrt_copy_swap16(dst, src, 2 * n);
+	else if (s->fmt == CHIRP_RING_CF32 && fmt == VRT_PLAIN_CF32_BE)
+		vrt_copy_swap32(dst, src, 2 * n);
+	else
+		return 0;
+	return 1;
 }
 
 /* n samples of src (host order, the source's format) into dst as fmt. */
