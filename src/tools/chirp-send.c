@@ -95,6 +95,8 @@ struct send {
 	FILE *drop_log;
 };
 
+#define SEND_BATCH 32   /* datagrams per sendmmsg at most */
+
 /* One sending thread: its channels (c mod threads == idx), its socket, its
  * loss and reorder state, its counters. */
 struct lane {
@@ -103,8 +105,14 @@ struct lane {
 	pthread_t th;
 	int started, rc;
 	int fd;
-	uint8_t pkt[2][VRT_MAX_DATAGRAM];   /* [0] being built, [1] held back */
-	size_t held_len;
+	/* Packets queued for one sendmmsg: built in place in q (cap bytes
+	 * each), sent when SEND_BATCH are queued or the lane waits for its
+	 * next pulse's time. held: one held back behind the next (--reorder). */
+	uint8_t *q, *held;
+	size_t cap, held_len;
+	unsigned nq;
+	struct mmsghdr msg[SEND_BATCH];
+	struct iovec iov[SEND_BATCH];
 	uint64_t rng;
 	uint64_t sent, dropped, reordered, refused, bytes, cpis;
 };
@@ -482,38 +490,61 @@ static int open_dest(struct lane *l)
 	return 0;
 }
 
-static int xmit(struct lane *l, const uint8_t *b, size_t len)
+/* Where the next packet is built. */
+static uint8_t *slot(struct lane *l)
 {
-	for (;;) {
-		if (send(l->fd, b, len, 0) == (ssize_t)len) {
-			l->sent++;
-			l->bytes += len;
-			return 0;
-		}
-		/* ECONNREFUSED: nobody listens yet on loopback (an ICMP
-		 * answer to an earlier packet); the packet is gone. */
-		if (errno == ECONNREFUSED) {
-			l->refused++;
-			return 0;
-		}
-		if (errno == ENOBUFS || errno == EAGAIN) {
-			nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
-			continue;
-		}
-		if (errno != EINTR) {
-			log_err("send: %s", strerror(errno));
-			return -errno;
-		}
-		if (stop_sig)
-			return -EINTR;
-	}
+	return l->q + (size_t)l->nq * l->cap;
 }
 
-/* Send pkt[0] (len bytes), or lose it, or hold it back behind the next. */
+/* Send the queued packets: one sendmmsg while the kernel takes them all. */
+static int flush(struct lane *l)
+{
+	unsigned off = 0;
+
+	for (unsigned i = 0; i < l->nq; i++) {
+		l->iov[i] = (struct iovec){ .iov_base = l->q + (size_t)i * l->cap,
+					    .iov_len = l->msg[i].msg_len };
+		l->msg[i].msg_hdr = (struct msghdr){ .msg_iov = &l->iov[i], .msg_iovlen = 1 };
+	}
+	while (off < l->nq) {
+		int r = sendmmsg(l->fd, l->msg + off, l->nq - off, 0);
+
+		if (r > 0) {
+			for (int i = 0; i < r; i++)
+				l->bytes += l->iov[off + i].iov_len;
+			l->sent += (unsigned)r;
+			off += (unsigned)r;
+		} else if (errno == ECONNREFUSED) {
+			/* nobody listens yet on loopback (an ICMP answer to an
+			 * earlier packet): the packet is gone */
+			l->refused++;
+			off++;
+		} else if (errno == ENOBUFS || errno == EAGAIN) {
+			nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
+		} else if (errno != EINTR) {
+			log_err("sendmmsg: %s", strerror(errno));
+			return -errno;
+		} else if (stop_sig) {
+			return -EINTR;
+		}
+	}
+	l->nq = 0;
+	return 0;
+}
+
+/* Queue the packet built at slot(l), len bytes; send a full queue. */
+static int queue(struct lane *l, size_t len)
+{
+	l->msg[l->nq++].msg_len = (unsigned)len;   /* its length until sent */
+	return l->nq == SEND_BATCH ? flush(l) : 0;
+}
+
+/* The packet at slot(l) (len bytes): lose it, hold it back behind the
+ * next, or queue it (and the one held back after it). */
 static int emit(struct lane *l, size_t len, uint64_t nsamp, uint64_t *lost)
 {
 	const struct send *s = l->s;
-	int rc = 0;
+	int rc;
 
 	if (s->drop > 0 && uniform(l) < s->drop) {
 		l->dropped++;
@@ -521,14 +552,15 @@ static int emit(struct lane *l, size_t len, uint64_t nsamp, uint64_t *lost)
 		return 0;
 	}
 	if (!l->held_len && s->reorder > 0 && uniform(l) < s->reorder) {
-		memcpy(l->pkt[1], l->pkt[0], len);
+		memcpy(l->held, slot(l), len);
 		l->held_len = len;
 		l->reordered++;
 		return 0;
 	}
-	rc = xmit(l, l->pkt[0], len);
+	rc = queue(l, len);
 	if (rc == 0 && l->held_len) {
-		rc = xmit(l, l->pkt[1], l->held_len);
+		memcpy(slot(l), l->held, l->held_len);
+		rc = queue(l, l->held_len);
 		l->held_len = 0;
 	}
 	return rc;
@@ -606,8 +638,8 @@ static int send_context(struct lane *l, unsigned ch, uint64_t sample)
 	size_t len;
 
 	stamp(s, sample, &p);
-	len = vrt_pack_context(l->pkt[0], sizeof(l->pkt[0]), &p);
-	return len ? xmit(l, l->pkt[0], len) : -EINVAL;
+	len = vrt_pack_context(slot(l), l->cap, &p);
+	return len ? queue(l, len) : -EINVAL;
 }
 
 /* One channel's receive window of one pulse, chunked. */
@@ -641,25 +673,37 @@ static int send_row(struct lane *l, unsigned ch, const uint8_t *row, uint64_t sa
 			p.count = s->vrt_count[ch]++ & 15;
 			stamp(s, sample + off, &p);
 		}
-		len = vrt_pack(l->pkt[0], sizeof(l->pkt[0]), &p);
+		len = vrt_pack(slot(l), l->cap, &p);
 		if (!len) {
 			log_err("packet of %zu samples does not fit", n);
 			return -EINVAL;
 		}
-		to_wire(s, l->pkt[0] + vrt_payload_offset(&p), row + off * hsb, n, fmt);
+		to_wire(s, slot(l) + vrt_payload_offset(&p), row + off * hsb, n, fmt);
 		if (emit(l, len, n, lost) < 0)
 			return -EIO;
 	}
 	return 0;
 }
 
-static int pace(double due)
+/* Wait for due (mono_s): what is queued goes out first. A lane behind
+ * its time waits for nothing and sends in batches. */
+static int pace(struct lane *l, double due)
 {
+	int flushed = 0;
+
 	while (!stop_sig) {
 		double wait = due - mono_s();
 
 		if (wait <= 0)
 			return 0;
+		if (!flushed) {
+			int rc = flush(l);
+
+			if (rc < 0)
+				return rc;
+			flushed = 1;
+			continue;
+		}
 		tool_sleep(wait);
 	}
 	return -EINTR;
@@ -683,8 +727,10 @@ static int send_cpi(struct lane *l, uint64_t k, uint64_t n)
 			if (send_context(l, ch, base) < 0)
 				return -EIO;
 	for (unsigned p = 0; p < s->P; p++) {
-		if (pace(s->t_start + (double)(n * s->P + p) / (s->rate * s->P)) < 0)
-			return -EINTR;
+		int rc = pace(l, s->t_start + (double)(n * s->P + p) / (s->rate * s->P));
+
+		if (rc < 0)
+			return rc == -EINTR ? -EINTR : -EIO;
 		for (unsigned ch = l->idx; ch < s->C; ch += s->threads) {
 			const uint8_t *row = cpi + ((size_t)ch * s->P + p) * s->R * hsb;
 
@@ -711,11 +757,12 @@ static int run_lane(struct lane *l)
 			return rc;
 	}
 	if (l->held_len) {   /* the last one held back goes last */
-		if (xmit(l, l->pkt[1], l->held_len) < 0)
+		memcpy(slot(l), l->held, l->held_len);
+		if (queue(l, l->held_len) < 0)
 			return -EIO;
 		l->held_len = 0;
 	}
-	return 0;
+	return flush(l) < 0 ? -EIO : 0;
 }
 
 static void *lane_main(void *arg)
@@ -740,6 +787,17 @@ static int open_lanes(struct send *s)
 		l->idx = i;
 		l->fd = -1;
 		l->rng = (s->net_seed + i) * 0x9e3779b97f4a7c15ull + 1;
+		l->cap = (size_t)s->max_payload + 256;   /* headers, a context packet */
+	}
+	for (unsigned i = 0; i < s->threads; i++) {
+		struct lane *l = &s->lane[i];
+
+		l->q = malloc(SEND_BATCH * l->cap);
+		l->held = malloc(l->cap);
+		if (!l->q || !l->held) {
+			log_err("out of memory");
+			return -ENOMEM;
+		}
 	}
 	for (unsigned i = 0; i < s->threads; i++)
 		if (open_dest(&s->lane[i]) < 0)
@@ -824,9 +882,12 @@ int main(int argc, char **argv)
 out:
 	if (s.drop_log)
 		fclose(s.drop_log);
-	for (unsigned i = 0; s.lane && i < s.threads; i++)
+	for (unsigned i = 0; s.lane && i < s.threads; i++) {
 		if (s.lane[i].fd >= 0)
 			close(s.lane[i].fd);
+		free(s.lane[i].q);
+		free(s.lane[i].held);
+	}
 	free(s.lane);
 	synth_destroy(s.synth);
 	if (s.map)
