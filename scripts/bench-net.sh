@@ -180,6 +180,7 @@ trial() {
 		>"$T/send.json" 2>"$T/send.err" || e2e_fail "chirp-send failed: $(cat "$T/send.err")"
 	t1=$(date +%s.%N)
 	wait $rpid || e2e_fail "chirp-recv failed: $(cat "$T/recv.err")"
+	grep -h "socket receive buffer\|SO_ATTACH_REUSEPORT_CBPF" "$T/recv.err" >>"$T/recv.notes"
 	ov1=$(e2e_stat input_overruns)
 	( "$PY" - "$T/recv.json" "$n" "$CPI_BYTES" "$t0" "$t1" "$want" "$((ov1 - ov0))" "$T/send.json" \
 		"$((BYTES - HDR))" <<'EOF'
@@ -258,6 +259,7 @@ if [ "$lo" != 0 ]; then
 	done
 fi
 e2e_stop_chirpd >/dev/null 2>&1
+[ -s "$T/recv.notes" ] && sort -u "$T/recv.notes" | while read -r l; do e2e_log "chirp-recv said: $l"; done
 row chirp-recv "$THREADS" "$BYTES" "$held" "$(calc "'%.3f' % (float(sys.argv[1]) / int(sys.argv[2]))" "$held" "$THREADS")" \
 	"$hloss" "$hsecs" "chirp-send x$SENDERS" "$BACKEND"
 cp "$TSV" "$OUT" && mv "$META.tmp" "$META" || e2e_fail "cannot write $OUT"
