@@ -41,7 +41,7 @@
 # Rates are Gb/s of payload: datagram bytes less the 28-byte VRT header
 # (header, stream ID, class ID, integer and fractional timestamps) in every
 # row, so the rows count the same bits; per core = over the receive
-# threads (the naive loop: one).
+# threads (the naive receiver: one).
 #
 # usage: bench-net.sh [--quick] [--backend cpu|cuda] [--threads N] [--senders N]
 #                     [--bytes B] [--hold-s S] [--search-s S] [--steps N]
