@@ -479,6 +479,40 @@ static int f_commit(void *ctx, uint64_t first_sample, uint32_t flags, uint32_t m
 	return 0;
 }
 
+/*
+ * cpiasm_push_lacks: a packet beyond the window would push out CPI 0 while
+ * channel 1's part of it is missing (another receive thread's to wait
+ * for), channel 0's being whole; in the window, at a new epoch's
+ * distance, or once CPI 0 is whole and gone, nothing is pushed.
+ */
+static void test_push_lacks(void **state)
+{
+	static struct tsink t;
+	struct cpiasm *a = mk(&t, 2);
+	struct pkt pk[256];
+	size_t n = packets(pk, 256, 0, 1, 4);
+	uint64_t cpi2 = T0 + 2 * CPI_LEN, cpi1 = T0 + CPI_LEN;
+
+	(void)state;
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, 1), 0);   /* no epoch yet */
+	for (size_t i = 0; i < n; i++)
+		if (pk[i].ch == 0 || pk[i].s < T0 + PRI)   /* channel 1: its first pulse only */
+			assert_int_equal(put(a, &pk[i], 1), CPIASM_PLACED);
+	assert_int_equal(t.nrec, 0);
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, 1), 1);
+	assert_int_equal(cpiasm_push_lacks(a, cpi2 + 3, 1), 1);
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, 0), 0);   /* channel 0 is whole */
+	assert_int_equal(cpiasm_push_lacks(a, cpi1, 1), 0);   /* in the window */
+	assert_int_equal(cpiasm_push_lacks(a, T0 + 40 * CPI_LEN, 1), 0);   /* a new epoch */
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, C), 0);   /* no such channel */
+	for (size_t i = 0; i < n; i++)
+		if (pk[i].ch == 1 && pk[i].s >= T0 + PRI)
+			assert_int_equal(put(a, &pk[i], 1), CPIASM_PLACED);
+	assert_int_equal(t.nrec, 1);   /* whole: committed, the window moved */
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, 1), 0);
+	cpiasm_destroy(a);
+}
+
 /* A sink of one slot of up to 64 cf32 samples (the copy-length test). */
 static union { float f[128]; int16_t i[128]; } big;
 
@@ -618,6 +652,7 @@ int main(void)
 		cmocka_unit_test(test_spans_and_refusals),
 		cmocka_unit_test(test_formats),
 		cmocka_unit_test(test_copy_lengths),
+		cmocka_unit_test(test_push_lacks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,6 +107,14 @@ struct worker {
 	pthread_t th;
 	uint32_t ovfl_last;             /* the socket's drop count last seen    */
 	int ovfl_seen;
+	/* A datagram held back (hold_back): the batch resumes at `next` of
+	 * `pending` datagrams; hold_ns: when holding began, 0 when not (read
+	 * by the other workers under rx->lock). */
+	int next, pending;
+	uint64_t hold_ns;
+	_Atomic int received;           /* datagrams taken from the socket and
+					   not yet through batch: they count as
+					   waiting (data_waiting, hold_back)   */
 	struct mmsghdr msg[BATCH];
 	struct iovec iov[BATCH];
 	uint8_t (*buf)[BUF_BYTES];
@@ -127,10 +135,13 @@ struct rx {
 	FILE *log;
 	uint8_t *refused;               /* [channels]: stream refused           */
 	uint8_t *warned;                /* [channels]: mismatch logged once     */
+	int *owner;                     /* [channels]: the worker that took the
+					   channel's last packet, -1: none yet */
 	_Atomic uint64_t committed;     /* CPIs committed                       */
 	_Atomic uint64_t last_packet_ns;
 	_Atomic int failed;
 	_Atomic int stop;               /* the main thread tells the workers    */
+	int no_hold;                    /* stopping: place what is held back    */
 	struct worker w[MAX_THREADS];
 	unsigned nw;
 };
@@ -468,12 +479,16 @@ static int build_asm(struct rx *rx)
 	}
 	free(rx->refused);
 	free(rx->warned);
+	free(rx->owner);
 	rx->refused = calloc(rx->g.channels, 1);
 	rx->warned = calloc(rx->g.channels, 1);
-	if (!rx->refused || !rx->warned) {
+	rx->owner = malloc(rx->g.channels * sizeof(*rx->owner));
+	if (!rx->refused || !rx->warned || !rx->owner) {
 		log_err("out of memory");
 		return -ENOMEM;
 	}
+	for (unsigned c = 0; c < rx->g.channels; c++)
+		rx->owner[c] = -1;
 	return 0;
 }
 
@@ -635,7 +650,49 @@ static void place_result(struct worker *w, int rc)
 		count(w, map[rc]);
 }
 
-/* One datagram (lock held). Returns 0 or a negative errno from the ring. */
+/* 1 when worker w has datagrams not yet placed: in its socket, taken by
+ * a receive call and waiting for the lock, or held back. */
+static int worker_waiting(const struct worker *w)
+{
+	int bytes = 0;
+
+	if (w->pending || atomic_load_explicit(&w->received, memory_order_acquire))
+		return 1;
+	return ioctl(w->fd, FIONREAD, &bytes) == 0 && bytes > 0;
+}
+
+/*
+ * 1: hold this packet (of stream sample s) back for a while (lock held).
+ * It runs ahead of the window and placing it would commit the oldest CPI
+ * while a channel another worker receives still lacks samples there and
+ * that worker has datagrams waiting in its socket: they may be the very
+ * samples, late only because that thread was not scheduled. Holding
+ * leaves this worker's datagrams in its socket (the kernel's buffer) and
+ * never lasts longer than the deadline; a worker does not hold for one
+ * that is holding itself, so two never wait for each other.
+ */
+static int hold_back(struct worker *w, uint64_t s, uint64_t now)
+{
+	struct rx *rx = w->rx;
+
+	for (unsigned c = 0; rx->nw > 1 && !rx->no_hold && c < rx->g.channels; c++) {
+		int o = rx->owner[c];
+
+		if (o < 0 || o == w->idx || rx->w[o].hold_ns || !cpiasm_push_lacks(rx->a, s, c) ||
+		    !worker_waiting(&rx->w[o]))
+			continue;
+		if (!w->hold_ns)
+			w->hold_ns = now ? now : 1;
+		if (now - w->hold_ns < (uint64_t)(rx->o.deadline_ms * 1e6))
+			return 1;
+		break;
+	}
+	w->hold_ns = 0;
+	return 0;
+}
+
+/* One datagram (lock held). Returns 0, 1 (held back: hold_back), or a
+ * negative errno from the ring. */
 static int datagram(struct worker *w, const uint8_t *b, size_t len, uint64_t now)
 {
 	struct rx *rx = w->rx;
@@ -678,6 +735,10 @@ static int datagram(struct worker *w, const uint8_t *b, size_t len, uint64_t now
 		count(w, C_CTX_MISMATCH);
 		return 0;
 	}
+	if (hold_back(w, s, now))
+		return 1;
+	if ((unsigned)ch < rx->g.channels)
+		rx->owner[ch] = w->idx;
 	count(w, C_PACKETS);
 	atomic_fetch_add_explicit(&w->c[C_BYTES], len, memory_order_relaxed);
 	rc = cpiasm_put(rx->a, (unsigned)ch, s, p.payload, p.payload_len / sb, fmt, now);
@@ -717,15 +778,13 @@ static int sink_failed(struct rx *rx, int rc)
 	return rc;
 }
 
-/* 1 when a datagram waits unread in any of the sockets. */
+/* 1 when a datagram waits unread in any of the sockets, or one is held
+ * back. */
 static int data_waiting(const struct rx *rx)
 {
-	for (unsigned i = 0; i < rx->nw; i++) {
-		int bytes = 0;
-
-		if (ioctl(rx->w[i].fd, FIONREAD, &bytes) == 0 && bytes > 0)
+	for (unsigned i = 0; i < rx->nw; i++)
+		if (worker_waiting(&rx->w[i]))
 			return 1;
-	}
 	return 0;
 }
 
@@ -743,15 +802,18 @@ static int commit_due(struct rx *rx, uint64_t now)
 	return cpiasm_tick(rx->a, now);
 }
 
+/* Datagrams [w->next, n) of the batch (all of it unless one was held
+ * back), then what is due. A datagram held back ends the call: the batch
+ * resumes there next time (w->pending). */
 static int batch(struct worker *w, int n, uint64_t now)
 {
 	struct rx *rx = w->rx;
-	int rc = 0;
+	int rc = 0, i;
 
 	if (n > 0)   /* any datagram, good or not: --idle-exit */
 		atomic_store_explicit(&rx->last_packet_ns, now, memory_order_relaxed);
 	pthread_mutex_lock(&rx->lock);
-	for (int i = 0; i < n && rc == 0; i++) {
+	for (i = w->next; i < n && rc == 0; i++) {
 		struct msghdr *m = &w->msg[i].msg_hdr;
 
 		kernel_drops(w, m);
@@ -759,9 +821,19 @@ static int batch(struct worker *w, int n, uint64_t now)
 			count(w, C_MALFORMED);
 		else
 			rc = datagram(w, w->buf[i], w->msg[i].msg_len, now);
+		if (rc == 1)
+			break;
 		m->msg_controllen = sizeof(w->ctl[i]);
 		m->msg_flags = 0;
 	}
+	if (rc == 1) {   /* held back: resume at i */
+		w->next = i;
+		w->pending = n;
+		pthread_mutex_unlock(&rx->lock);
+		return 0;
+	}
+	w->next = w->pending = 0;
+	atomic_store_explicit(&w->received, 0, memory_order_release);
 	if (rc == 0)
 		rc = commit_due(rx, now);
 	if (rc < 0)
@@ -806,7 +878,17 @@ static void *worker_main(void *arg)
 	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
 
 	while (!atomic_load_explicit(&w->rx->stop, memory_order_relaxed)) {
-		int n = receive(w);
+		int n;
+
+		if (w->pending) {   /* a datagram held back: let the others run */
+			nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
+			if (batch(w, w->pending, mono_ns()) < 0)
+				break;
+			continue;
+		}
+		n = receive(w);
+		if (n > 0)
+			atomic_store_explicit(&w->received, 1, memory_order_release);
 
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			if (poll(&pfd, 1, poll_ms(w->rx)) < 0 && errno != EINTR) {
@@ -1122,9 +1204,14 @@ static void main_loop(struct rx *rx, struct metrics_http *mh)
 
 static void finish(struct rx *rx)
 {
-	for (unsigned i = 0; i < rx->nw; i++) {
+	for (unsigned i = 0; i < rx->nw; i++)
 		if (rx->w[i].th)
 			pthread_join(rx->w[i].th, NULL);
+	rx->no_hold = 1;   /* what a worker held back is placed before the flush */
+	for (unsigned i = 0; i < rx->nw; i++)
+		if (rx->w[i].pending && rx->a && rx->ring && !atomic_load(&rx->failed))
+			(void)batch(&rx->w[i], rx->w[i].pending, mono_ns());
+	for (unsigned i = 0; i < rx->nw; i++) {
 		if (rx->w[i].fd >= 0)
 			close(rx->w[i].fd);
 		free(rx->w[i].buf);
@@ -1196,5 +1283,6 @@ out:
 		fclose(rx.log);
 	free(rx.refused);
 	free(rx.warned);
+	free(rx.owner);
 	return ret;
 }

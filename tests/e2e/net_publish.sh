@@ -59,7 +59,7 @@ stage() {
 recv() {
 	local name=$1
 	shift
-	"$CHIRP_RECV" -c "$CONF" --listen 127.0.0.1:0 --count $N --deadline-ms 40 --threads 2 \
+	"$CHIRP_RECV" -c "$CONF" --listen 127.0.0.1:0 --count $N --deadline-ms 250 --threads 2 \
 		--wait 10 "$@" >"recv-$name.json" 2>"recv-$name.log" &
 	RECV_PID=$!
 	e2e_track $RECV_PID
