@@ -661,12 +661,25 @@ static int worker_waiting(const struct worker *w)
 	return ioctl(w->fd, FIONREAD, &bytes) == 0 && bytes > 0;
 }
 
+/* 1 when a worker other than w, not holding itself, has datagrams waiting:
+ * a channel no worker has taken a packet of yet may be among them. */
+static int others_waiting(const struct worker *w)
+{
+	const struct rx *rx = w->rx;
+
+	for (unsigned i = 0; i < rx->nw; i++)
+		if ((int)i != w->idx && !rx->w[i].hold_ns && worker_waiting(&rx->w[i]))
+			return 1;
+	return 0;
+}
+
 /*
  * 1: hold this packet (of stream sample s) back for a while (lock held).
  * It runs ahead of the window and placing it would commit the oldest CPI
  * while a channel another worker receives still lacks samples there and
- * that worker has datagrams waiting in its socket: they may be the very
- * samples, late only because that thread was not scheduled. Holding
+ * that worker has datagrams waiting in its socket (for a channel no
+ * worker has seen yet: any other worker): they may be the very samples,
+ * late only because that thread was not scheduled. Holding
  * leaves this worker's datagrams in its socket (the kernel's buffer) and
  * never lasts longer than the deadline; a worker does not hold for one
  * that is holding itself, so two never wait for each other.
@@ -678,8 +691,8 @@ static int hold_back(struct worker *w, uint64_t s, uint64_t now)
 	for (unsigned c = 0; rx->nw > 1 && !rx->no_hold && c < rx->g.channels; c++) {
 		int o = rx->owner[c];
 
-		if (o < 0 || o == w->idx || rx->w[o].hold_ns || !cpiasm_push_lacks(rx->a, s, c) ||
-		    !worker_waiting(&rx->w[o]))
+		if (o == w->idx || !cpiasm_push_lacks(rx->a, s, c) ||
+		    !(o >= 0 ? !rx->w[o].hold_ns && worker_waiting(&rx->w[o]) : others_waiting(w)))
 			continue;
 		if (!w->hold_ns)
 			w->hold_ns = now ? now : 1;
