@@ -127,7 +127,7 @@ grep -qF '    PASS publishing costs 0.50 % ≤ 1 % of capacity (median off 1000.
 	e2e_fail "no publishing cost line"
 grep -qF '    PASS paced at 800 CPI/s: publishing loses 0.00000 of the CPIs, without 0.00000 (median)' "$T/page.md" ||
 	e2e_fail "no paced publishing line"
-grep -qF '    FAIL the subscriber on the same host saw every list: 2 seq gaps over 3 runs' "$T/page.md" ||
+grep -qF '    FAIL the subscriber on the same host saw every list: 2 seq gaps over 3 runs without input loss' "$T/page.md" ||
 	e2e_fail "no subscriber line"
 # README: five rows from one run, and its command
 sed -n '/perf-headline: begin/,/perf-headline: end/p' "$T/README.md" >"$T/head.md"
