@@ -13,6 +13,8 @@
 #      packets have lists flagged incomplete, in the ZeroMQ header and the
 #      list (CHIRP_DET_INCOMPLETE), and on the detection ring's descriptor
 #      (CHIRP_RING_INCOMPLETE with the missing count, read by chirp-tap).
+# A second subscriber, chirp-sub --summary, counts the same lists, no seq
+# gap, and the incomplete ones.
 . "$(dirname "$0")/lib.sh"
 e2e_init net_publish
 e2e_need chirp-feed chirp-tap chirp-recv chirp-send chirp-sub
@@ -46,12 +48,17 @@ stage() {
 		--ready-file "ready-$1" >"sub-$1.jsonl" 2>"sub-$1.log" &
 	SUB_PID=$!
 	e2e_track $SUB_PID
+	"$CHIRP_SUB" "$ep" --topics det,status --summary -n $N --timeout $((60 * E2E_SLOW)) \
+		--ready-file "ready2-$1" >"sum-$1.json" 2>"sum-$1.log" &
+	SUM_PID=$!
+	e2e_track $SUM_PID
 	"$CHIRP_TAP" -c "$CONF" -r "$DET_RING" -n $N --jsonl --timeout $((60 * E2E_SLOW)) \
 		>"ring-$1.jsonl" 2>"ring-$1.log" &
 	TAP_PID=$!
 	e2e_track $TAP_PID
 	e2e_wait_consumer "$DET_RING" $TAP_PID || e2e_fail "chirp-tap did not attach"
 	e2e_wait 10 test -e "ready-$1" || e2e_fail "no status message reached chirp-sub: $(cat "sub-$1.log")"
+	e2e_wait 10 test -e "ready2-$1" || e2e_fail "no status message reached chirp-sub --summary"
 	PREV=$1
 }
 
@@ -70,6 +77,7 @@ recv() {
 
 finish() {   # finish NAME — every list reached the subscriber and the ring
 	wait $SUB_PID || e2e_fail "chirp-sub ($1) exited $?: $(tail -3 "sub-$1.log")"
+	wait $SUM_PID || e2e_fail "chirp-sub --summary ($1) exited $?: $(tail -3 "sum-$1.log")"
 	wait $TAP_PID || e2e_fail "chirp-tap ($1) exited $?: $(tail -3 "ring-$1.log")"
 	[ "$(e2e_stat publish_det_drops)" = 0 ] || e2e_fail "$1: publish_det_drops $(e2e_stat publish_det_drops)"
 }
@@ -137,6 +145,10 @@ assert all(r["incomplete"] == (r["first_sample"] // per in want) for r in ring)
 for a, b in zip(direct, lossy):   # the CPIs that lost nothing: the same lists
     if not b["incomplete"]:
         same(a, b, "lossy CPI %d" % (a["first_sample"] // per))
+for name, inc_n in (("direct", 0), ("vrt", 0), ("lossy", len(want))):
+    m = json.loads(open("sum-%s.json" % name).read())
+    assert m["messages"]["det"] == n and m["det_seq_gaps"] == 0, (name, m)
+    assert m["incomplete"] == inc_n and m["malformed"] == 0, (name, m)
 print("%d CPIs: network lists equal the direct ones; %d incomplete, flagged in header, list and ring"
       % (n, len(want)))
 EOF
