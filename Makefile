@@ -24,7 +24,7 @@
 #                (DAEMON_SRCS: chirpd.c, gen.c, reload.c, ctlcmd.c, ..., daemon.h;
 #                all but chirpd.c also in libchirpd, which the tests link)
 #   src/cuda/    the CUDA backend (CUDA builds only)
-#   src/tools/   chirp-feed, chirp-tap, chirpctl, chirp-recv, chirp-send and
+#   src/tools/   chirp-feed, chirp-tap, chirpctl, chirp-recv, chirp-send, chirp-sub and
 #                their helpers
 #   tests/test_*.c the cmocka suites, tests/e2e/ end-to-end scripts,
 #   bench/ the benchmarks, tests/fuzz/fuzz_*.c the libFuzzer targets.
@@ -102,7 +102,7 @@ TOOL_SRCS  := $(addprefix src/tools/,detlist.c synth.c tool.c)
 # status line and ring removal, which chirpd and the unit tests link.
 DAEMON_LIB_SRCS := $(addprefix src/,gen.c reload.c ctlcmd.c ringrm.c statusline.c)
 DAEMON_SRCS := src/chirpd.c $(DAEMON_LIB_SRCS)
-TOOL_BINS  := chirp-feed chirp-tap chirpctl chirp-recv chirp-send
+TOOL_BINS  := chirp-feed chirp-tap chirpctl chirp-recv chirp-send chirp-sub
 BIN_NAMES  := chirpd $(TOOL_BINS)
 TEST_SRCS  := $(wildcard tests/test_*.c)
 BENCH_SRCS := $(wildcard bench/*.c)

@@ -6,12 +6,20 @@
 #   (a) ceiling   the host's loopback ceiling: build/bench/udp_sink's
 #                 discard sink, THREADS sockets (SO_REUSEPORT), recvmmsg of
 #                 64, 64 MiB socket buffers, fed by its sendmmsg blaster
-#                 (THREADS unpaced flows of the same datagrams): what a
+#                 (SENDERS unpaced flows of the same datagrams): what a
 #                 receiver that does nothing with the bytes can take;
-#   (b) naive     the same sink as one recvfrom per datagram, one thread,
-#                 the kernel's default socket buffer, fed the same way;
-#   (c) chirp-recv  chirp-send (THREADS senders, one channel each, VRT) ->
-#                 chirp-recv (THREADS receive threads) -> chirpd's input
+#   (b) naive     a naive receiver doing chirp-recv's whole job: chirp-recv
+#                 --threads 1 --batch 1, one recvmsg per datagram on one
+#                 thread, each datagram parsed and its samples placed into
+#                 CPIs in chirpd's input ring (the same work as (c), without
+#                 batching or threads), fed by chirp-send unpaced for as
+#                 long as (a); its figure is the payload it placed per
+#                 second under that load, whatever it lost: a bound above
+#                 its loss-free rate, so (c)/(b) is if anything understated;
+#   (c) chirp-recv  chirp-send (one process, SENDERS sending threads, one
+#                 channel each, all paced from one start, VRT) ->
+#                 chirp-recv (THREADS receive threads, the channels steered
+#                 to them by stream ID) -> chirpd's input
 #                 ring -> chirpd (--backend) consuming: the highest rate
 #                 with nothing lost (no drop of any cause in chirp-recv,
 #                 every CPI complete, no input overrun in chirpd), found by
@@ -19,9 +27,11 @@
 #                 them, bisecting below (a)) and then held for --hold-s (a
 #                 rate that does not hold is lowered by 10 % and held
 #                 once more).
-# (a) and (b) are fed by the blaster, not chirp-send: chirp-send
-# synthesizes and paces CPIs, the blaster only sends, so (a) is the
-# receiver's limit and not a sender's. On loopback the sender's CPU also
+# (a) is fed by the blaster, not chirp-send: chirp-send paces CPIs, the
+# blaster only sends, so (a) is the receiver's limit and not a sender's. A
+# discard sink's recvfrom loop is not a naive *receiver* (it places
+# nothing), and on loopback it comes close to (a): (b) is chirp-recv's own
+# work done naively instead. On loopback the sender's CPU also
 # carries the kernel's delivery work, so every figure is a pair's, not a
 # NIC's.
 #
@@ -31,15 +41,19 @@
 # Rates are Gb/s of payload: datagram bytes less the 28-byte VRT header
 # (header, stream ID, class ID, integer and fractional timestamps) in every
 # row, so the rows count the same bits; per core = over the receive
-# threads (the naive loop: one).
+# threads (the naive receiver: one).
 #
-# usage: bench-net.sh [--quick] [--backend cpu|cuda] [--threads N]
+# usage: bench-net.sh [--quick] [--backend cpu|cuda] [--threads N] [--senders N]
 #                     [--bytes B] [--hold-s S] [--search-s S] [--steps N]
 #                     [--recv-cpus LIST] [--out FILE.tsv]
 #   --quick      a smoke test of a few seconds: 1 s (a) and (b), 4 trials
 #                of 1 s, a 2 s hold, small CPIs
 #   --backend    chirpd's backend (default cpu; cuda on a GPU host)
-#   --threads    receive threads, sink sockets and senders (default 2)
+#   --threads    receive threads and sink sockets (default 2)
+#   --senders    sending threads of the blaster and of chirp-send, and so
+#                the CPI's channels (default: --threads; at least that).
+#                On loopback the sender carries most of the kernel's work:
+#                when (c) says "sender-limited", give more
 #   --bytes      datagram bytes (default 8220: 8192 bytes of sc16 payload,
 #                a jumbo-frame datagram; --quick: 1052); B - 28 must be a
 #                multiple of 4
@@ -59,12 +73,13 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ARGS=("$@")
-QUICK=0 BACKEND=cpu THREADS=2 BYTES= HOLD_S= SEARCH_S= STEPS= RECV_CPUS= OUT=
+QUICK=0 BACKEND=cpu THREADS=2 SENDERS= BYTES= HOLD_S= SEARCH_S= STEPS= RECV_CPUS= OUT=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1;;
 	--backend) BACKEND=${2:?}; shift;;
 	--threads) THREADS=${2:?}; shift;;
+	--senders) SENDERS=${2:?}; shift;;
 	--bytes) BYTES=${2:?}; shift;;
 	--hold-s) HOLD_S=${2:?}; shift;;
 	--search-s) SEARCH_S=${2:?}; shift;;
@@ -87,10 +102,12 @@ fi
 HDR=28
 bad() { echo "bench-net: $*" >&2; exit 2; }
 case $BACKEND in cpu|cuda) ;; *) bad "--backend '$BACKEND': want cpu or cuda";; esac
-for v in THREADS BYTES HOLD_S SEARCH_S STEPS; do
+: "${SENDERS:=$THREADS}"
+for v in THREADS SENDERS BYTES HOLD_S SEARCH_S STEPS; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || bad "${v,,} '${!v}': want a positive integer"
 done
 [ "$THREADS" -le 16 ] || bad "--threads $THREADS: at most 16"
+[ "$SENDERS" -ge "$THREADS" ] && [ "$SENDERS" -le 16 ] || bad "--senders $SENDERS: want --threads ($THREADS) to 16"
 [ $(((BYTES - HDR) % 4)) = 0 ] && [ "$BYTES" -gt $((HDR + 4)) ] && [ "$BYTES" -le 9000 ] ||
 	bad "--bytes $BYTES: want 28 + a multiple of 4 bytes of sc16 payload, at most 9000"
 case $OUT in *.tsv) ;; *) bad "--out '$OUT': want a FILE.tsv";; esac
@@ -107,7 +124,7 @@ RECV=$BIN/chirp-recv SEND=$BIN/chirp-send
 
 # The CPI: one channel per sender and receive thread, each pulse's window
 # two datagrams.
-C=$THREADS R=$(((BYTES - HDR) / 4 * 2))
+C=$SENDERS R=$(((BYTES - HDR) / 4 * 2))
 CPI_BYTES=$((C * P * R * 4))
 TSV=$T/net.tsv
 printf 'what\tthreads\tdatagram_bytes\tgbps\tgbps_per_core\tloss\tseconds\tsender\tbackend\n' >"$TSV"
@@ -125,7 +142,7 @@ sink_run() {
 	e2e_track $pid
 	e2e_wait 5 grep -q "listening on port" "$T/$what.err" || e2e_fail "udp_sink ($what) did not start: $(cat "$T/$what.err")"
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/$what.err")
-	"$SINK" blast --dest 127.0.0.1:"$port" --bytes "$BYTES" --threads "$THREADS" \
+	"$SINK" blast --dest 127.0.0.1:"$port" --bytes "$BYTES" --threads "$SENDERS" \
 		--seconds "$SINK_S" >"$T/$what.blast" 2>&1 || e2e_fail "the blaster failed: $(cat "$T/$what.blast")"
 	wait $pid || e2e_fail "udp_sink ($what) failed: $(cat "$T/$what.err")"
 	sent=$(kv datagrams "$T/$what.blast") got=$(kv datagrams "$T/$what.out")
@@ -133,21 +150,24 @@ sink_run() {
 	[ -n "$gbps" ] && [ "${got:-0}" -gt 0 ] || e2e_fail "udp_sink ($what) received nothing: $(cat "$T/$what.out" "$T/$what.err")"
 	row "$what" "$nt" "$BYTES" "$gbps" "$(calc "'%.3f' % (float(sys.argv[1]) / int(sys.argv[2]))" "$gbps" "$nt")" \
 		"$(calc "'%.4f' % (1 - int(sys.argv[1]) / int(sys.argv[2]))" "$got" "$sent")" "$s" \
-		"udp_sink blast x$THREADS" -
+		"udp_sink blast x$SENDERS" -
 	e2e_log "($what) $gbps Gb/s ($nt thread(s)), $got of $sent datagrams received"
 }
 
-# trial GBPS SECONDS — chirp-send at GBPS of payload for SECONDS into
-# chirp-recv into chirpd. Sets res (ok or lost), got (Gb/s sent), loss
-# (the fraction of datagrams lost) and why. (Not in a subshell: e2e_fail
-# and e2e_track work on the script itself.)
+# trial GBPS SECONDS [CHIRP-RECV ARGS...] — chirp-send (SENDERS threads)
+# at GBPS of payload for SECONDS into chirp-recv (default: THREADS receive
+# threads) into chirpd. Sets res (ok or lost), got (Gb/s sent), placed
+# (Gb/s of payload chirp-recv placed into CPIs, over the sender's time),
+# loss (the fraction of datagrams lost) and why. (Not in a subshell:
+# e2e_fail and e2e_track work on the script itself.)
 trial() {
-	local want=$1 secs=$2 cps n port rpid pids=() i t0 t1 ov0 ov1 rc=0
+	local want=$1 secs=$2 cps n port rpid t0 t1 ov0 ov1 rargs=("${@:3}")
+	[ ${#rargs[@]} -gt 0 ] || rargs=(--threads "$THREADS" ${RECV_CPUS:+--cpus "$RECV_CPUS"})
 	cps=$(calc "'%.4f' % (float(sys.argv[1]) * 1e9 / 8 / int(sys.argv[2]))" "$want" "$CPI_BYTES")
 	n=$(calc "max(4, int(float(sys.argv[1]) * float(sys.argv[2]) + 0.5))" "$cps" "$secs")
 	rm -f "$T/recv.err"
-	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --threads "$THREADS" --horizon 60 --epoch-jump 256 --deadline-ms 200 \
-		--idle-exit "$IDLE_S" --wait 10 ${RECV_CPUS:+--cpus "$RECV_CPUS"} >"$T/recv.json" 2>"$T/recv.err" &
+	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --horizon 60 --epoch-jump 256 --deadline-ms 200 \
+		--idle-exit "$IDLE_S" --wait 10 "${rargs[@]}" >"$T/recv.json" 2>"$T/recv.err" &
 	rpid=$!
 	e2e_track $rpid
 	e2e_wait 10 grep -q "listening on port" "$T/recv.err" ||
@@ -155,24 +175,26 @@ trial() {
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/recv.err" | head -1)
 	ov0=$(e2e_stat input_overruns)
 	t0=$(date +%s.%N)
-	for ((i = 0; i < THREADS; i++)); do
-		"$SEND" -c "$T/send.conf" -d 127.0.0.1:"$port" --stream-base $i -n "$n" --rate "$cps" \
-			--max-payload $((BYTES - HDR)) --target $((R / 2)),-6 --noiseless --same-cpi -q >"$T/send-$i.json" 2>"$T/send-$i.err" &
-		pids+=($!)
-	done
-	for i in "${pids[@]}"; do wait "$i" || rc=1; done
+	"$SEND" -c "$CONF" -d 127.0.0.1:"$port" --threads "$SENDERS" -n "$n" --rate "$cps" \
+		--max-payload $((BYTES - HDR)) --target $((R / 2)),-6 --noiseless --same-cpi -q \
+		>"$T/send.json" 2>"$T/send.err" || e2e_fail "chirp-send failed: $(cat "$T/send.err")"
 	t1=$(date +%s.%N)
-	[ $rc = 0 ] || e2e_fail "chirp-send failed: $(cat "$T"/send-*.err)"
 	wait $rpid || e2e_fail "chirp-recv failed: $(cat "$T/recv.err")"
+	grep -h "socket receive buffer\|SO_ATTACH_REUSEPORT_CBPF" "$T/recv.err" >>"$T/recv.notes"
 	ov1=$(e2e_stat input_overruns)
-	( "$PY" - "$T/recv.json" "$n" "$CPI_BYTES" "$t0" "$t1" "$want" "$((ov1 - ov0))" "$T"/send-*.json <<'EOF'
+	( "$PY" - "$T/recv.json" "$n" "$CPI_BYTES" "$t0" "$t1" "$want" "$((ov1 - ov0))" "$T/send.json" \
+		"$((BYTES - HDR))" <<'EOF'
 import json, sys
 r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 n, cpi_bytes, t0, t1, want, ov = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), \
     float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
-sent = sum(json.loads(open(f).read().strip().splitlines()[-1])["packets"] for f in sys.argv[8:])
+sent = json.loads(open(sys.argv[8]).read().strip().splitlines()[-1])["packets"]
+payload = int(sys.argv[9])
 got = r["packets"] + r.get("context_packets", 0)   # data and context
 gbps = n * cpi_bytes * 8 / (t1 - t0) / 1e9
+d = r["drops"]
+placed = r["packets"] - sum(d[k] for k in ("late", "duplicate", "ring_full", "bad_channel", "before_t0"))
+placed_gbps = placed * payload * 8 / (t1 - t0) / 1e9
 why = [k + "=" + str(v) for k, v in r["drops"].items() if v]
 c = r["cpis"]
 if c["complete"] != n:
@@ -182,37 +204,40 @@ if ov:
 if got < sent:
     why.append("unreceived=%d" % (sent - got))
 loss = max(sent - got, 0) + sum(r["drops"].values())
-print("%s %.3f %.6f %s%s" % ("lost" if why else "ok", gbps, loss / max(sent, 1),
+print("%s %.3f %.3f %.6f %s%s" % ("lost" if why else "ok", gbps, placed_gbps, loss / max(sent, 1),
                              ",".join(why) or "-",
                              " (sender-limited: %.3f of %.3f Gb/s)" % (gbps, want)
                              if gbps < 0.95 * want else ""))
 EOF
 	) >"$T/trial.res" || e2e_fail "cannot read the trial's counters: $(cat "$T/recv.json")"
-	read -r res got loss why <"$T/trial.res"
+	read -r res got placed loss why <"$T/trial.res"
 }
 
-e2e_log "bench-net: $THREADS thread(s), datagrams of $BYTES bytes ($((BYTES - HDR)) of payload), CPI ${C}x${P}x${R} sc16, backend $BACKEND, hold ${HOLD_S} s; net.core.rmem_max $(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
+e2e_log "bench-net: $THREADS receive thread(s), $SENDERS sending, datagrams of $BYTES bytes ($((BYTES - HDR)) of payload), CPI ${C}x${P}x${R} sc16, backend $BACKEND, hold ${HOLD_S} s; net.core.rmem_max $(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
 scripts/bench-meta.sh "$META.tmp" net scripts/bench-net.sh "${ARGS[@]}" || exit 1
 
-# (a) and (b)
+# (a)
 sink_run ceiling "$THREADS"
-sink_run naive 1 --naive
 CEIL=$(awk -F'\t' '$1 == "ceiling" { print $4 }' "$TSV")
 
-# (c): one chirpd; each trial a fresh chirp-recv (its own counters). The
-# senders start one after the other and pace from their own start: their
-# skew is a constant offset, which chirp-recv's horizon (60 CPIs in flight,
-# a 128-slot ring) absorbs; --same-cpi keeps synthesis out of their rate.
+# (b) and (c): one chirpd; each trial a fresh chirp-recv (its own
+# counters). One chirp-send paces every channel from one start, so a
+# pulse's channels arrive together; --same-cpi keeps synthesis out of its
+# rate.
 e2e_config input.format=sc16 input.slots=128 cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
 	waveform.sample_rate_hz=100e6 waveform.bandwidth_hz=20e6 waveform.pulse_width_s=2e-6 \
 	output.mode=complex output.slots=16 ${EXTRA_CFG:-}
-sed 's/^channels = .*/channels = 1/' "$CONF" >"$T/send.conf"
 E2E_SLOW=4 e2e_start_chirpd
 # chirpd's output is drained (read and let go) by chirp-tap, so that
 # chirpd never waits on it.
 "$CHIRP_TAP" -c "$CONF" --drain -q >"$T/tap.log" 2>&1 &
 e2e_track $!
-lo=0 hi=$CEIL best= sender_limited=
+# (b): asked for (a)'s rate, for as long as (a) ran.
+trial "$CEIL" "$SINK_S" --threads 1 --batch 1
+e2e_log "(b) naive: $CEIL Gb/s asked, $got sent, $placed placed: $res $why"
+row naive 1 "$BYTES" "$placed" "$placed" "$loss" "$SINK_S" "chirp-send x$SENDERS" "$BACKEND"
+
+lo=0 hi=$CEIL sender_limited=
 for ((k = 1; k <= STEPS; k++)); do
 	if [ "$k" = 1 ]; then g=$(calc "'%.3f' % (0.9 * float(sys.argv[1]))" "$hi")
 	elif [ "$lo" = 0 ]; then g=$(calc "'%.3f' % (float(sys.argv[1]) / 2)" "$hi")
@@ -234,8 +259,9 @@ if [ "$lo" != 0 ]; then
 	done
 fi
 e2e_stop_chirpd >/dev/null 2>&1
+[ -s "$T/recv.notes" ] && sort -u "$T/recv.notes" | while read -r l; do e2e_log "chirp-recv said: $l"; done
 row chirp-recv "$THREADS" "$BYTES" "$held" "$(calc "'%.3f' % (float(sys.argv[1]) / int(sys.argv[2]))" "$held" "$THREADS")" \
-	"$hloss" "$hsecs" "chirp-send x$THREADS" "$BACKEND"
+	"$hloss" "$hsecs" "chirp-send x$SENDERS" "$BACKEND"
 cp "$TSV" "$OUT" && mv "$META.tmp" "$META" || e2e_fail "cannot write $OUT"
 
 echo
@@ -250,7 +276,7 @@ def crit(ok, text):
 crit(a > 0 and c / a >= 0.90, "(c)/(a) = %.0f %% >= 90 %% of the loopback ceiling (%.2f of %.2f Gb/s)" % (100 * c / a if a else 0, c, a))
 crit(b > 0 and c / b >= 2.0, "(c)/(b) = %.2fx >= 2x the naive loop (%.2f Gb/s)" % (c / b if b else 0, b))
 crit(c >= 25.0, "(c) = %.2f Gb/s >= 25 Gb/s (%.2f Gb/s per receive core)" % (c, float(rows["chirp-recv"]["gbps_per_core"])))
-print("(a), (b) fed by udp_sink blast (sendmmsg); (c) by chirp-send" + (": " + sys.argv[2] if sys.argv[2] else ""))
+print("(a) fed by udp_sink blast (sendmmsg); (b) and (c) by chirp-send" + (": " + sys.argv[2] if sys.argv[2] else ""))
 EOF
 [ "$held" != 0 ] || echo "(c): no rate held without loss: its row says 0"
 exit 0

@@ -35,7 +35,9 @@ with raw results KIND.tsv and their provenance KIND.meta
                 folder; detect_latency its latency at 80 % (as latency)
     startup     bench-startup.sh's TSV: five starts' capacity and depth
     net         bench-net.sh's TSV: (a) the loopback ceiling, (b) a naive
-                recvfrom loop, (c) chirp-recv into chirpd, held against
+                receiver (chirp-recv, one recvmsg per datagram, one thread;
+                results fed by udp_sink: a discard recvfrom loop), (c)
+                chirp-recv into chirpd, held against
                 (c)/(a) >= 90 %, (c)/(b) >= 2x and 25 Gb/s
     publish     bench-publish.sh's OUT TSV: capacity with the detection
                 lists published on ZeroMQ and without, the cost <= 1 %
@@ -127,11 +129,12 @@ COLS["beam"] = ("variant", "C", "B", "N", "reps", "min_us", "median_us", "max_us
 # absent or empty ("not measured"), else a number.
 OPTIONAL = {"throughput": ("c_registered_mode_switch", "b0_naive_device", "c_copy",
                            "c_device_cufft"),
+            "publish": ("rate", "loss", "chirpd_cpu"),
             # per-window figures: none ("-") on the floor and calibration rows
             "multigpu": ("p50_us", "p99_us", "p999_us", "max_us", "lost", "input_overruns",
                          "output_drops")}
 # Text columns a newer benchmark writes: None where absent or empty.
-OPTIONAL_TEXT = {"throughput": ("fft_engine",)}
+OPTIONAL_TEXT = {"throughput": ("fft_engine",), "publish": ("mode",)}
 CHAIN_VS_CUPY = 3.0      # the chain on the device against CuPy's chain
 PC_VS_CUPY = 3.0         # (c) on device data against CuPy's pulse_compression
 PC_VS_NAIVE = 1.5        # (c) on device data against the naive loop's (b0)
@@ -878,8 +881,10 @@ def table_net(r):
     if miss:
         raise Bad("%s/net.tsv: no row(s) %s" % (rel(r["dir"]), ", ".join(miss)))
     label = {"ceiling": "(a) loopback ceiling: discard sink, recvmmsg",
-             "naive": "(b) naive loop: one recvfrom per datagram",
+             "naive": "(b) naive receiver: chirp-recv, one recvmsg per datagram, one thread",
              "chirp-recv": "(c) chirp-recv into chirpd, loss-free, held"}
+    if rows["naive"]["sender"].startswith("udp_sink"):   # a discard loop, not a receiver
+        label["naive"] = "(b) naive loop: one recvfrom per datagram"
     out = [provenance(r, " Gb/s of payload (datagram bytes less the 28-byte VRT header), "
                          "loopback (127.0.0.1), all three in one run."), "",
            "| receiver | threads | datagram bytes | Gb/s | Gb/s per core | loss | over s "
@@ -904,26 +909,53 @@ def table_net(r):
 
 def table_publish(r):
     rows = r["rows"]
-    off = [x["cpi_per_s"] for x in rows if x["publish"] == "off"]
-    on = [x["cpi_per_s"] for x in rows if x["publish"] == "on"]
+    for x in rows:   # an older file: capacity runs only
+        x["mode"] = x.get("mode") or "capacity"
+    cap = [x for x in rows if x["mode"] == "capacity"]
+    paced = [x for x in rows if x["mode"] == "paced"]
+    off = [x["cpi_per_s"] for x in cap if x["publish"] == "off"]
+    on = [x["cpi_per_s"] for x in cap if x["publish"] == "on"]
     if not off or not on:
-        raise Bad("%s/publish.tsv: want runs with publish off and on" % rel(r["dir"]))
+        raise Bad("%s/publish.tsv: want capacity runs with publish off and on" % rel(r["dir"]))
     x0 = rows[0]
+    num = lambda v, f: "–" if v is None else f % v
     out = [provenance(r, " CPI %s, backend %s; CPIs delivered per second over the "
-                         "measurement window; the subscriber's lists and seq gaps over the "
-                         "whole run." % (x0["geometry"], x0["backend"])), "",
-           "| run | publish | CPI/s | lists sent | drops | subscriber lists | seq gaps |",
-           "|---:|---|---:|---:|---:|---:|---:|"]
-    for x in rows:
+                         "measurement window (capacity: the feeder waits for free slots; "
+                         "paced: it does not, and a CPI finding the ring full is lost); the "
+                         "subscriber's lists and seq gaps over the whole run."
+                      % (x0["geometry"], x0["backend"])), "",
+           "| runs | run | publish | CPI/s | lost | chirpd cores | lists sent | drops "
+           "| subscriber lists | seq gaps |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for x in cap + paced:
         on_ = x["publish"] == "on"
-        out.append("| %s | %s | %.1f | %s | %s | %s | %s |" % (
-            x["run"], x["publish"], x["cpi_per_s"], "%d" % x["sent"] if on_ else "–",
+        out.append("| %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s |" % (
+            "capacity" if x["mode"] == "capacity" else "paced, %.0f CPI/s" % (x["rate"] or 0),
+            x["run"], x["publish"], x["cpi_per_s"], num(x.get("loss"), "%.5f"),
+            num(x.get("chirpd_cpu"), "%.2f"), "%d" % x["sent"] if on_ else "–",
             "%d" % x["drops"] if on_ else "–", x["sub_det"] or "–", x["sub_gaps"] or "–"))
     mo, mn = med(off), med(on)
     cost = 1 - mn / mo if mo > 0 else float("inf")
     out += ["", "    %s publishing costs %.2f %% ≤ %.0f %% of capacity (median off %.1f, on "
             "%.1f CPI/s)" % ("PASS" if cost <= PUBLISH_COST + 1e-9 else "FAIL", 100 * cost,
                              100 * PUBLISH_COST, mo, mn)]
+    if paced:
+        po = [x for x in paced if x["publish"] == "off"]
+        pn = [x for x in paced if x["publish"] == "on"]
+        lo = med([x["loss"] or 0 for x in po]) if po else 0
+        ln = med([x["loss"] or 0 for x in pn]) if pn else 0
+        out.append("    %s paced at %.0f CPI/s: publishing loses %.5f of the CPIs, without %.5f "
+                   "(median)" % ("PASS" if pn and ln <= lo + 1e-9 else "FAIL",
+                                 paced[0]["rate"] or 0, ln, lo))
+    # A paced run that lost CPIs at the input has seq gaps for them: only
+    # the runs without input loss must show none.
+    seen = [x for x in cap + paced if x["publish"] == "on"]
+    judged = [x for x in seen if not (x.get("loss") or 0) > 0]
+    gaps = sum(int(x["sub_gaps"] or 0) for x in judged)
+    out.append("    %s the subscriber on the same host saw every list: %d seq gaps over %d "
+               "runs without input loss" % (
+                   "PASS" if judged and gaps == 0 and all(x["sub_det"] for x in judged)
+                   else "FAIL", gaps, len(judged)))
     return out
 
 

@@ -42,14 +42,15 @@
 #   startup     scripts/bench-startup.sh: five starts in a row, the
 #               capacity and depth each decided -> startup.tsv   <= 150 s
 #   net         scripts/bench-net.sh --backend cuda, its defaults (2 receive
-#               threads, 8220-byte datagrams, a 60 s hold): chirp-recv into
-#               chirpd against the loopback ceiling and a naive recvfrom
-#               loop, one run -> net.tsv (NET_ARGS: more options, e.g.
-#               "--threads 4")                                    <= 210 s
-#   publish     scripts/bench-publish.sh, backend cuda: capacity with the
-#               chain's detection lists published on ZeroMQ and without,
-#               2 x 2 runs of 10 s -> publish.tsv (skipped without
-#               pyzmq)                                             <= 200 s
+#               and sending threads, 8220-byte datagrams, a 60 s hold):
+#               chirp-recv into chirpd against the loopback ceiling and a
+#               naive receiver (chirp-recv --batch 1 --threads 1), one run
+#               -> net.tsv (NET_ARGS: more options, e.g. "--threads 4")
+#                                                                  <= 300 s
+#   publish     scripts/bench-publish.sh, backend cuda: the chain's
+#               detection lists published on ZeroMQ (chirp-sub subscribing)
+#               and not, at capacity and paced at 2000 CPI/s, 2 x 2 runs
+#               of 8 s each way -> publish.tsv                     <= 300 s
 #   multigpu    scripts/bench-multi-gpu.sh --all: one chirpd per GPU, the
 #               copy floor of all GPUs at once, the host calibration
 #               (chirpd-calibrate-host), every instance at 80 % and at 95 %
@@ -93,10 +94,11 @@
 #   scripts/perf-run.sh gpu OUTDIR build test e2e throughput cupy
 #   scripts/perf-run.sh gpu OUTDIR latency
 #   scripts/perf-run.sh gpu OUTDIR modes
-#   scripts/perf-run.sh gpu OUTDIR net publish beam
+#   scripts/perf-run.sh gpu OUTDIR net
+#   scripts/perf-run.sh gpu OUTDIR publish beam
 #   scripts/perf-run.sh gpu OUTDIR live
 # (the later ones use the first one's build; on a fresh machine: build
-# latency, build modes)
+# latency, build modes, build net, build publish)
 # (no STEP: all of them, one after the other).
 #
 # cpu (a CPU host with scripts/install-deps.sh --bench: scipy, GNU Radio):
@@ -359,7 +361,7 @@ step_startup() {
 step_net() {
 	local rc cmd=(scripts/bench-net.sh --backend cuda ${NET_ARGS:-} --out "$dir/net.tsv")
 	# bench-net writes net.meta itself (the same bench-meta.sh)
-	run_step 210 "$dir/net.log" "${cmd[@]}"
+	run_step 300 "$dir/net.log" "${cmd[@]}"
 	rc=$?
 	case $rc in
 	0) note net ok "$(grep -E '^(PASS|FAIL) ' "$dir/net.log" | cut -c1-70 | tr '\n' ';')";;
@@ -397,10 +399,10 @@ step_live() {
 
 step_publish() {
 	local rc
-	OUT=$dir/publish.tsv CHIRP_TEST_BACKEND=cuda run_step 200 "$dir/publish.log" scripts/bench-publish.sh
+	OUT=$dir/publish.tsv CHIRP_TEST_BACKEND=cuda run_step 300 "$dir/publish.log" scripts/bench-publish.sh
 	rc=$?
 	case $rc in
-	0) note publish ok "$(grep '^median:' "$dir/publish.log")";;
+	0) note publish ok "$(grep -E '^(median|paced)' "$dir/publish.log" | tr '\n' ';')";;
 	77) drop publish; note publish skipped "$(tail -1 "$dir/publish.log")";;
 	*) tail -5 "$dir/publish.log"; drop publish; note publish FAILED "exit $rc, see $dir/publish.log";;
 	esac

@@ -25,6 +25,7 @@ struct inflight {
 	int state;            /* IF_OPEN or IF_DROPPED                      */
 	uint8_t *payload;     /* the reserved slot (IF_OPEN)                */
 	uint64_t filled;      /* samples placed                             */
+	uint64_t *ch_filled;  /* [channels]: samples placed of each channel  */
 	uint64_t touch_ns;    /* first packet's now_ns; 0: none yet         */
 	uint32_t flags;       /* DISCONTINUITY: first CPI of a new epoch    */
 	uint64_t *bits;       /* words of the placed-sample bitmap          */
@@ -44,6 +45,7 @@ struct cpiasm {
 				   its late packets count as ring_full     */
 	struct inflight f[CPIASM_MAX_HORIZON];
 	uint64_t *bits;
+	uint64_t *ch_filled;    /* horizon x channels                           */
 	struct cpiasm_stats st;
 };
 
@@ -98,8 +100,17 @@ struct cpiasm *cpiasm_create(const struct cpiasm_params *p, const struct cpiasm_
 		free(a);
 		return NULL;
 	}
-	for (unsigned i = 0; i < p->horizon; i++)
+	a->ch_filled = calloc((size_t)p->horizon * p->channels, sizeof(uint64_t));
+	if (!a->ch_filled) {
+		bad(err, errlen, "out of memory for the channel counts");
+		free(a->bits);
+		free(a);
+		return NULL;
+	}
+	for (unsigned i = 0; i < p->horizon; i++) {
 		a->f[i].bits = a->bits + i * a->words;
+		a->f[i].ch_filled = a->ch_filled + (size_t)i * p->channels;
+	}
 	return a;
 }
 
@@ -108,6 +119,7 @@ void cpiasm_destroy(struct cpiasm *a)
 	if (!a)
 		return;
 	free(a->bits);
+	free(a->ch_filled);
 	free(a);
 }
 
@@ -225,6 +237,28 @@ static float src_f32(const uint8_t *s, unsigned fmt)
 	}
 }
 
+/* 1: done by a width-keeping copy (the source's width is the ring's; the
+ * ring holds host order, which these copies take to be little-endian). */
+static int convert_same_width(uint8_t *dst, const uint8_t *src, size_t n, unsigned fmt,
+			      uint32_t ring_format)
+{
+	int ring16 = ring_format == CHIRP_RING_SC16;
+
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return 0;
+	if (ring16 && fmt == VRT_PLAIN_SC16_LE)
+		memcpy(dst, src, 4 * n);
+	else if (ring16 && fmt == VRT_PLAIN_SC16_BE)
+		vrt_copy_swap16(dst, src, 2 * n);
+	else if (!ring16 && fmt == VRT_PLAIN_CF32_LE)
+		memcpy(dst, src, 8 * n);
+	else if (!ring16 && fmt == VRT_PLAIN_CF32_BE)
+		vrt_copy_swap32(dst, src, 2 * n);
+	else
+		return 0;
+	return 1;
+}
+
 /* n complex samples from src (format fmt) into dst (the ring's format). */
 static void convert(const struct cpiasm *a, uint8_t *dst, const uint8_t *src, size_t n,
 		    unsigned fmt)
@@ -232,6 +266,8 @@ static void convert(const struct cpiasm *a, uint8_t *dst, const uint8_t *src, si
 	size_t ssb = vrt_plain_sample_bytes(fmt) / 2;   /* bytes per scalar */
 	int src16 = ssb == 2;
 
+	if (convert_same_width(dst, src, n, fmt, a->p.ring_format))
+		return;
 	if (a->p.ring_format == CHIRP_RING_SC16) {
 		int16_t *d = (int16_t *)(void *)dst;
 
@@ -256,6 +292,7 @@ static int reserve_upto(struct cpiasm *a, uint64_t k)
 		int rc = a->sink.reserve(a->sink.ctx, &pl);
 
 		memset(f->bits, 0, a->words * sizeof(uint64_t));
+		memset(f->ch_filled, 0, a->p.channels * sizeof(uint64_t));
 		f->index = a->next_res;
 		f->filled = 0;
 		f->touch_ns = 0;
@@ -420,6 +457,7 @@ static int place(struct cpiasm *a, unsigned ch, uint64_t k, uint64_t pulse, uint
 		return CPIASM_DUPLICATE;
 	range_set(f->bits, b0, m);
 	f->filled += m;
+	f->ch_filled[ch] += m;
 	if (!f->touch_ns)
 		f->touch_ns = now_ns ? now_ns : 1;
 	convert(a, f->payload + b0 * a->ring_sb, src, (size_t)m, fmt);
@@ -502,4 +540,21 @@ uint64_t cpiasm_next_deadline(const struct cpiasm *a, uint64_t now_ns)
 			best = at - now_ns;
 	}
 	return best;
+}
+
+int cpiasm_push_lacks(const struct cpiasm *a, uint64_t sample, unsigned channel)
+{
+	const struct inflight *f;
+	uint64_t k, last;
+
+	if (!a->have_epoch || sample < a->p.t0_sample || channel >= a->p.channels ||
+	    a->lo == a->next_res)
+		return 0;
+	k = (sample - a->p.t0_sample) / a->cpi_len;
+	last = a->lo + a->p.horizon - 1;
+	if (k <= last || k - last > a->p.epoch_jump_cpis)
+		return 0;   /* in the window, or a new epoch */
+	f = &a->f[a->lo % a->p.horizon];
+	return f->state == IF_OPEN &&
+	       f->ch_filled[channel] < (uint64_t)a->p.pulses * a->p.samples;
 }

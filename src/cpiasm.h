@@ -37,8 +37,9 @@
  *   epochs, and no amount of wild timestamps makes the module wait.
  *
  * COST
- *   cpiasm_create allocates everything (one bitmap of C*P*R bits per CPI in
- *   flight); put, tick and flush allocate nothing. One thread at a time.
+ *   cpiasm_create allocates everything (one bitmap of C*P*R bits and C
+ *   counts per CPI in flight); put, tick and flush allocate nothing. One
+ *   thread at a time.
  */
 #ifndef CHIRP_CPIASM_H
 #define CHIRP_CPIASM_H
@@ -108,6 +109,17 @@ void cpiasm_destroy(struct cpiasm *a);
  */
 int cpiasm_put(struct cpiasm *a, unsigned channel, uint64_t sample, const void *src,
 	       size_t n, unsigned src_fmt, uint64_t now_ns);
+
+/*
+ * 1 when placing `sample` would commit the oldest CPI in flight to make
+ * room for its CPI (beyond the window, not so far as to start a new
+ * epoch) while that oldest CPI still lacks samples of `channel`. A
+ * receiver whose channels arrive on several threads asks before it
+ * places a packet that runs ahead: when another thread has `channel`'s
+ * datagrams waiting, it may hold the packet back for a while rather than
+ * make the oldest CPI incomplete (chirp-recv). Reads only.
+ */
+int cpiasm_push_lacks(const struct cpiasm *a, uint64_t sample, unsigned channel);
 
 /* Commit what is due at now_ns. 0 or a negative errno from the sink. */
 int cpiasm_tick(struct cpiasm *a, uint64_t now_ns);

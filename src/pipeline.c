@@ -1176,14 +1176,15 @@ static uint64_t count_retired(struct pipeline *p, const struct flight *f, uint64
 	return latency;
 }
 
-/* Publish f's list in the detection ring under its carry. Returns 1
- * committed, 0 dropped (the ring was retired), < 0 with a corrupt header.
- * Inside a stats write section. */
+/* Publish f's list in the detection ring under its carry, and the input
+ * CPI's INCOMPLETE flag and missing count. Returns 1 committed, 0 dropped
+ * (the ring was retired), < 0 with a corrupt header. Inside a stats write
+ * section. */
 static int commit_det(struct pipeline *p, struct flight *f)
 {
 	struct chirp_ring_cpi cpi = {
 		.timestamp_ns = f->timestamp_ns, .first_sample = f->first_sample,
-		.flags = f->det_flags, .mode = f->mode,
+		.flags = f->det_flags | f->in_incomplete, .mode = f->mode, .missing = f->missing,
 		.pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg,
 	};
 	int ret = chirp_ring_commit_cpi(p->cur->det, &cpi);
@@ -1267,11 +1268,12 @@ static int det_json(struct pipeline *p, const struct flight *f)
 	json_float(pel, sizeof(pel), f->pointing_el_deg);
 	jput(&j, "{\"seq\":%llu,\"timestamp_ns\":%llu,\"first_sample\":%llu,\"mode\":%u,"
 		 "\"pointing_az_deg\":%s,\"pointing_el_deg\":%s,\"count\":%u,\"found\":%u,"
-		 "\"overflow\":%s,\"skipped\":%s,\"beams\":%s,\"detections\":[",
+		 "\"overflow\":%s,\"skipped\":%s,\"incomplete\":%s,\"beams\":%s,\"detections\":[",
 	     (unsigned long long)h->seq, (unsigned long long)h->timestamp_ns,
 	     (unsigned long long)h->first_sample, h->mode, paz, pel, n, h->found,
 	     (h->flags & CHIRP_DET_OVERFLOW) ? "true" : "false",
-	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false", beams ? "true" : "false");
+	     (h->flags & CHIRP_DET_SKIPPED) ? "true" : "false",
+	     (h->flags & CHIRP_DET_INCOMPLETE) ? "true" : "false", beams ? "true" : "false");
 	for (uint32_t i = 0; i < n; i++, r++) {
 		char rm[32], vm[32], pw[32], nz[32], sn[32], az[32], el[32];
 
@@ -1310,6 +1312,8 @@ static int det_complete(struct pipeline *p, struct flight *f)
 	h->timestamp_ns = f->timestamp_ns;
 	h->first_sample = f->first_sample;
 	h->mode = f->mode;
+	if (f->in_incomplete)   /* a list of a CPI with holes says so */
+		h->flags |= CHIRP_DET_INCOMPLETE;
 	return p->cur->det_sink ? det_json(p, f) : 0;
 }
 

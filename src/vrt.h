@@ -154,6 +154,12 @@ size_t vrt_pack_context(void *buf, size_t cap, const struct vrt_packet *p);
 int64_t vrt_hz_to_fixed(double hz);
 double vrt_fixed_to_hz(int64_t v);
 
+/* Byte-swapped copies of `scalars` 16- or 32-bit values (big-endian on the
+ * wire <-> little-endian in memory, either way): the bulk of a receiver's
+ * and a sender's work at line rate. dst and src do not overlap. */
+void vrt_copy_swap16(uint8_t *dst, const uint8_t *src, size_t scalars);
+void vrt_copy_swap32(uint8_t *dst, const uint8_t *src, size_t scalars);
+
 /* Big-endian loads and stores. */
 static inline uint32_t vrt_be32(const uint8_t *b)
 {

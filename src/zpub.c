@@ -110,6 +110,7 @@ static int det_header(char *b, size_t n, const struct zrec *r, const struct chir
 		",\"mode\":%u,\"pointing_az_deg\":%s,\"pointing_el_deg\":%s,\"count\":%u,"
 		"\"found\":%u,\"flags\":%u,\"overflow\":%s,"
 		"\"skipped\":%s,\"integrated\":%s,\"no_velocity\":%s,\"beams\":%s,"
+		"\"incomplete\":%s,"
 		"\"version\":%u,\"header_bytes\":%zu,\"record_bytes\":%u,\"bytes\":%zu,"
 		"\"channels\":%u,\"pulses\":%u,\"samples\":%u}",
 		r->seq, r->timestamp_ns, r->first_sample, r->mode,
@@ -120,6 +121,7 @@ static int det_header(char *b, size_t n, const struct zrec *r, const struct chir
 		(h->flags & CHIRP_DET_INTEGRATED) ? "true" : "false",
 		(h->flags & CHIRP_DET_NO_VELOCITY) ? "true" : "false",
 		(h->flags & CHIRP_DET_BEAMS) ? "true" : "false",
+		(h->flags & CHIRP_DET_INCOMPLETE) ? "true" : "false",
 		h->version, sizeof(*h), h->record_bytes, payload,
 		r->channels, r->pulses, r->samples);
 }

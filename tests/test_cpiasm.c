@@ -479,6 +479,108 @@ static int f_commit(void *ctx, uint64_t first_sample, uint32_t flags, uint32_t m
 	return 0;
 }
 
+/*
+ * cpiasm_push_lacks: a packet beyond the window would push out CPI 0 while
+ * channel 1's part of it is missing (another receive thread's to wait
+ * for), channel 0's being whole; in the window, at a new epoch's
+ * distance, or once CPI 0 is whole and gone, nothing is pushed.
+ */
+static void test_push_lacks(void **state)
+{
+	static struct tsink t;
+	struct cpiasm *a = mk(&t, 2);
+	struct pkt pk[256];
+	size_t n = packets(pk, 256, 0, 1, 4);
+	uint64_t cpi2 = T0 + 2 * CPI_LEN, cpi1 = T0 + CPI_LEN;
+
+	(void)state;
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, 1), 0);   /* no epoch yet */
+	for (size_t i = 0; i < n; i++)
+		if (pk[i].ch == 0 || pk[i].s < T0 + PRI)   /* channel 1: its first pulse only */
+			assert_int_equal(put(a, &pk[i], 1), CPIASM_PLACED);
+	assert_int_equal(t.nrec, 0);
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, 1), 1);
+	assert_int_equal(cpiasm_push_lacks(a, cpi2 + 3, 1), 1);
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, 0), 0);   /* channel 0 is whole */
+	assert_int_equal(cpiasm_push_lacks(a, cpi1, 1), 0);   /* in the window */
+	assert_int_equal(cpiasm_push_lacks(a, T0 + 40 * CPI_LEN, 1), 0);   /* a new epoch */
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, C), 0);   /* no such channel */
+	for (size_t i = 0; i < n; i++)
+		if (pk[i].ch == 1 && pk[i].s >= T0 + PRI)
+			assert_int_equal(put(a, &pk[i], 1), CPIASM_PLACED);
+	assert_int_equal(t.nrec, 1);   /* whole: committed, the window moved */
+	assert_int_equal(cpiasm_push_lacks(a, cpi2, 1), 0);
+	cpiasm_destroy(a);
+}
+
+/* A sink of one slot of up to 64 cf32 samples (the copy-length test). */
+static union { float f[128]; int16_t i[128]; } big;
+
+static int big_reserve(void *ctx, void **payload)
+{
+	(void)ctx;
+	memset(&big, 0x5a, sizeof(big));
+	*payload = &big;
+	return 0;
+}
+
+static int big_commit(void *ctx, uint64_t first_sample, uint32_t flags, uint32_t missing)
+{
+	(void)first_sample;
+	(void)flags;
+	(*(int *)ctx)++;
+	assert_int_equal(missing, 0);
+	return 0;
+}
+
+/*
+ * The width-keeping copies (big-endian sc16 into an sc16 ring, cf32 into
+ * cf32) at lengths that are and are not whole steps of their vector loop:
+ * every value against its byte-by-byte big-endian reading.
+ */
+static void test_copy_lengths(void **state)
+{
+	static const unsigned lens[] = { 1, 3, 4, 5, 8, 37, 64 };
+	uint8_t src[64 * 8];
+	int committed = 0;
+	struct cpiasm_sink s = { .ctx = &committed, .reserve = big_reserve, .commit = big_commit };
+	char err[200];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 37 + 11);
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+		unsigned n = lens[li];
+		struct cpiasm_params p = {
+			.channels = 1, .pulses = 1, .samples = n, .ring_format = CHIRP_RING_SC16,
+			.pri_samples = n, .horizon = 1, .deadline_ns = 1, .epoch_jump_cpis = 4,
+		};
+		struct cpiasm *a = cpiasm_create(&p, &s, err, sizeof(err));
+
+		assert_non_null(a);
+		committed = 0;
+		assert_int_equal(cpiasm_put(a, 0, 0, src, n, VRT_PLAIN_SC16_BE, 1), CPIASM_PLACED);
+		assert_int_equal(committed, 1);
+		for (unsigned k = 0; k < 2 * n; k++)
+			assert_int_equal(big.i[k], (int16_t)(src[2 * k] << 8 | src[2 * k + 1]));
+		cpiasm_destroy(a);
+
+		p.ring_format = CHIRP_RING_CF32;
+		a = cpiasm_create(&p, &s, err, sizeof(err));
+		assert_non_null(a);
+		assert_int_equal(cpiasm_put(a, 0, 0, src, n, VRT_PLAIN_CF32_BE, 1), CPIASM_PLACED);
+		for (unsigned k = 0; k < 2 * n; k++) {
+			uint32_t u = (uint32_t)src[4 * k] << 24 | (uint32_t)src[4 * k + 1] << 16 |
+				     (uint32_t)src[4 * k + 2] << 8 | src[4 * k + 3];
+			uint32_t got;
+
+			memcpy(&got, &big.f[k], 4);
+			assert_int_equal(got, u);
+		}
+		cpiasm_destroy(a);
+	}
+}
+
 static void test_formats(void **state)
 {
 	struct cpiasm_params p = {
@@ -517,6 +619,11 @@ static void test_formats(void **state)
 	assert_int_equal(cpiasm_put(a, 0, 2, sc16le, 2, VRT_PLAIN_SC16_LE, 1), CPIASM_PLACED);
 	assert_int_equal(f.buf.i[0], 16384);
 	assert_int_equal(f.buf.i[3], -32768);
+	assert_int_equal(cpiasm_put(a, 0, 4, sc16be, 2, VRT_PLAIN_SC16_BE, 1), CPIASM_PLACED);
+	assert_int_equal(f.buf.i[0], 16384);
+	assert_int_equal(f.buf.i[1], -8192);
+	assert_int_equal(f.buf.i[2], 1);
+	assert_int_equal(f.buf.i[3], -32768);
 	cpiasm_destroy(a);
 
 	/* refused parameters */
@@ -544,6 +651,8 @@ int main(void)
 		cmocka_unit_test(test_ring_full),
 		cmocka_unit_test(test_spans_and_refusals),
 		cmocka_unit_test(test_formats),
+		cmocka_unit_test(test_copy_lengths),
+		cmocka_unit_test(test_push_lacks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

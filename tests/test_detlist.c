@@ -181,7 +181,7 @@ static void test_beams(void **state)
 	assert_true(r.azimuth_deg == 3.25f);
 	assert_int_equal(detlist_target_record(&d, &t[1], 0, 0, &r), 0);
 	f = open_memstream(&buf, &sz);
-	detlist_print_jsonl(f, &d, 5, 10.0f, -2.5f);
+	detlist_print_jsonl(f, &d, &(struct detlist_ring){ .seq = 5, .pointing_az_deg = 10.0f, .pointing_el_deg = -2.5f });
 	fclose(f);
 	assert_non_null(strstr(buf, "\"pointing_az_deg\":10,\"pointing_el_deg\":-2.5,"));
 	assert_non_null(strstr(buf, "\"beams\":true"));
@@ -270,12 +270,14 @@ static void test_print(void **state)
 	make(&s, 1, 32, REC, 3, 3, 0, 2);
 	assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), 0);
 	f = open_memstream(&buf, &sz);
-	detlist_print_jsonl(f, &d, 42, 0.0f, 0.0f);
+	detlist_print_jsonl(f, &d, &(struct detlist_ring){ .seq = 42, .flags = 16, .missing = 7 });
 	fclose(f);
-	assert_non_null(strstr(buf, "\"seq\":7,\"ring_seq\":42,\"pointing_az_deg\":0,"));
+	assert_non_null(strstr(buf, "\"seq\":7,\"ring_seq\":42,\"ring_flags\":16,\"ring_missing\":7,"
+				    "\"pointing_az_deg\":0,\"pointing_el_deg\":0,"));
 	assert_non_null(strstr(buf, "\"beams\":false"));
 	assert_null(strstr(buf, "azimuth"));
 	assert_non_null(strstr(buf, "\"overflow\":false"));
+	assert_non_null(strstr(buf, "\"incomplete\":false"));
 	assert_non_null(strstr(buf, "{\"channel\":0,\"range_gate\":100,\"doppler_bin\":-8,"));
 	assert_non_null(strstr(buf, "\"velocity_mps\":null"));
 	assert_null(strstr(buf, "nan"));
@@ -290,6 +292,29 @@ static void test_print(void **state)
 				    "overflow=0 maps=2"));
 	assert_null(strstr(buf, "azimuth"));
 	assert_non_null(strstr(buf, "\ndet channel=1 range_gate=301 doppler_bin=5 range_m=2255.900"));
+	free(buf);
+
+	/* A list of an incomplete CPI, read off the network (no ring): the
+	 * flag as a boolean, no ring keys; header and records apart. */
+	make(&s, 1, 32, REC, 3, 3, CHIRP_DET_INCOMPLETE, 2);
+	assert_int_equal(detlist_parse(&d, s.b, s.len, err, sizeof(err)), 0);
+	buf = NULL;
+	f = open_memstream(&buf, &sz);
+	detlist_print_jsonl(f, &d, NULL);
+	fclose(f);
+	assert_non_null(strstr(buf, "{\"seq\":7,\"timestamp_ns\":11,"));
+	assert_non_null(strstr(buf, "\"flags\":32,"));
+	assert_non_null(strstr(buf, "\"incomplete\":true"));
+	assert_null(strstr(buf, "ring_"));
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &sz);
+	detlist_print_json_header(f, &d);
+	fputc('|', f);
+	detlist_print_json_records(f, &d);
+	fclose(f);
+	assert_non_null(strstr(buf, "\"crossings\":9}|[{\"channel\":0,"));
+	assert_int_equal(buf[sz - 1], ']');
 	free(buf);
 }
 

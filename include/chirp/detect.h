@@ -87,6 +87,11 @@ extern "C" {
 					    all NaN                          */
 #define CHIRP_DET_BEAMS       (1u << 4)  /* the maps are beams (maps = B):
 					    records carry beam and angle     */
+#define CHIRP_DET_INCOMPLETE  (1u << 5)  /* the input CPI was committed
+					    CHIRP_RING_INCOMPLETE: samples
+					    that never arrived were zeroed,
+					    so a target may be missed or
+					    weaker than it is                */
 
 #define CHIRP_DET_CHANNEL_ALL (-1)       /* record of an integrated list    */
 #define CHIRP_DET_BEAM_NONE   (-1)       /* record of a list without beams  */

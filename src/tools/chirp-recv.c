@@ -6,8 +6,11 @@
  * (src/cpiasm.h). Usage: chirp-recv --help, chirp-recv(1), doc/network.md.
  *
  * Threads: one receive thread per socket (--threads N: N sockets bound to
- * one address with SO_REUSEPORT, the kernel spreading flows over them),
- * each pinned (--cpus, --numa-node), taking batches with recvmmsg. The CPI
+ * one address with SO_REUSEPORT), each pinned (--cpus, --numa-node), taking
+ * batches with recvmmsg (--batch). A classic BPF program on the socket
+ * group steers each datagram by its stream (VRT stream ID, or the plain
+ * framing's channel, modulo N), so that a stream is one thread's whatever
+ * the kernel's flow hash would make of the senders' ports. The CPI
  * assembler and the ring's producer handle are one, shared under a mutex
  * taken once per batch, so the ring handle is driven by one thread at a
  * time. The main thread prints counters (JSON lines), serves them as
@@ -31,8 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <linux/filter.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -49,6 +54,9 @@
 
 #ifndef SO_RXQ_OVFL
 #define SO_RXQ_OVFL 40
+#endif
+#ifndef SO_ATTACH_REUSEPORT_CBPF
+#define SO_ATTACH_REUSEPORT_CBPF 51
 #endif
 
 #define BATCH 64               /* datagrams per recvmmsg                   */
@@ -81,7 +89,7 @@ struct opts {
 	const char *config_path, *ring_name, *listen, *cpus, *cpi_log, *metrics;
 	int plain;                      /* --framing plain                      */
 	unsigned vrt_fmt;               /* VRT payload: VRT_PLAIN_SC16_BE or CF32_BE */
-	unsigned threads, horizon, mode;
+	unsigned threads, horizon, mode, batch;
 	int numa_node;                  /* -1: none                             */
 	double sample_rate_hz, prf_hz, deadline_ms, wait_s, stats_s, idle_exit_s;
 	double expect_bw_hz, expect_rf_hz, t0_s;
@@ -99,6 +107,14 @@ struct worker {
 	pthread_t th;
 	uint32_t ovfl_last;             /* the socket's drop count last seen    */
 	int ovfl_seen;
+	/* A datagram held back (hold_back): the batch resumes at `next` of
+	 * `pending` datagrams; hold_ns: when holding began, 0 when not (read
+	 * by the other workers under rx->lock). */
+	int next, pending;
+	uint64_t hold_ns;
+	_Atomic int received;           /* datagrams taken from the socket and
+					   not yet through batch: they count as
+					   waiting (data_waiting, hold_back)   */
 	struct mmsghdr msg[BATCH];
 	struct iovec iov[BATCH];
 	uint8_t (*buf)[BUF_BYTES];
@@ -119,10 +135,13 @@ struct rx {
 	FILE *log;
 	uint8_t *refused;               /* [channels]: stream refused           */
 	uint8_t *warned;                /* [channels]: mismatch logged once     */
+	int *owner;                     /* [channels]: the worker that took the
+					   channel's last packet, -1: none yet */
 	_Atomic uint64_t committed;     /* CPIs committed                       */
 	_Atomic uint64_t last_packet_ns;
 	_Atomic int failed;
 	_Atomic int stop;               /* the main thread tells the workers    */
+	int no_hold;                    /* stopping: place what is held back    */
 	struct worker w[MAX_THREADS];
 	unsigned nw;
 };
@@ -153,15 +172,18 @@ static void usage(FILE *f)
 "      --t0-sample N        stream sample at which CPI 0 starts (default 0)\n"
 "      --t0 SECONDS         the same as a time (N = SECONDS * sample rate)\n"
 "      --horizon N          CPIs in flight (default 4; below the ring's slots)\n"
-"      --deadline-ms MS     commit a CPI this long after its first packet\n"
-"                           at the latest (default 50)\n"
+"      --deadline-ms MS     commit a CPI still not whole this long after its\n"
+"                           first packet, once no datagram waits (default 50)\n"
 "      --epoch-jump N       a timestamp more than N CPIs away starts a new\n"
 "                           epoch (default 64)\n"
 "      --mode ID            radar mode committed with each CPI (default 0)\n"
 "      --expect-bandwidth HZ, --expect-rf HZ\n"
 "                           check context packets' bandwidth, RF reference\n"
 "      --refuse-mismatch    drop a stream whose context packet disagrees\n"
-"      --threads N          receive sockets and threads (SO_REUSEPORT; default 1)\n"
+"      --threads N          receive sockets and threads (SO_REUSEPORT; default 1),\n"
+"                           a stream to one thread (stream ID or channel mod N)\n"
+"      --batch N            datagrams per receive call, 1..64 (default 64: recvmmsg;\n"
+"                           1: one recvmsg per datagram)\n"
 "      --cpus LIST          pin receive thread i to the i-th cpu of LIST\n"
 "      --numa-node N        pin receive threads to node N's cpus\n"
 "      --rcvbuf BYTES       socket receive buffer (default 64 MiB)\n"
@@ -179,7 +201,7 @@ static void usage(FILE *f)
 enum {
 	O_FRAMING = 256, O_PAYLOAD, O_STREAM, O_RATE, O_PRF, O_PRI, O_T0S, O_T0, O_HORIZON,
 	O_DEADLINE, O_EPOCH, O_MODE, O_EBW, O_ERF, O_REFUSE, O_THREADS, O_CPUS, O_NODE,
-	O_RCVBUF, O_STATS, O_METRICS, O_CPILOG, O_COUNT, O_IDLE, O_WAIT,
+	O_RCVBUF, O_STATS, O_METRICS, O_CPILOG, O_COUNT, O_IDLE, O_WAIT, O_BATCH,
 };
 
 static const struct option long_opts[] = {
@@ -202,6 +224,7 @@ static const struct option long_opts[] = {
 	{ "expect-rf", required_argument, NULL, O_ERF },
 	{ "refuse-mismatch", no_argument, NULL, O_REFUSE },
 	{ "threads", required_argument, NULL, O_THREADS },
+	{ "batch", required_argument, NULL, O_BATCH },
 	{ "cpus", required_argument, NULL, O_CPUS },
 	{ "numa-node", required_argument, NULL, O_NODE },
 	{ "rcvbuf", required_argument, NULL, O_RCVBUF },
@@ -309,6 +332,11 @@ static int opt_one(struct opts *o, int c, const char *a)
 			return -EINVAL;
 		o->threads = (unsigned)v;
 		return 0;
+	case O_BATCH:
+		if (parse_u64_in("--batch", a, 1, BATCH, &v) < 0)
+			return -EINVAL;
+		o->batch = (unsigned)v;
+		return 0;
 	case O_CPUS: o->cpus = a; return 0;
 	case O_NODE:
 		if (parse_u64_in("--numa-node", a, 0, 1023, &v) < 0)
@@ -334,6 +362,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	o->listen = "127.0.0.1:4991";
 	o->vrt_fmt = VRT_PLAIN_SC16_BE;
 	o->threads = 1;
+	o->batch = BATCH;
 	o->horizon = 4;
 	o->numa_node = -1;
 	o->deadline_ms = 50;
@@ -450,12 +479,16 @@ static int build_asm(struct rx *rx)
 	}
 	free(rx->refused);
 	free(rx->warned);
+	free(rx->owner);
 	rx->refused = calloc(rx->g.channels, 1);
 	rx->warned = calloc(rx->g.channels, 1);
-	if (!rx->refused || !rx->warned) {
+	rx->owner = malloc(rx->g.channels * sizeof(*rx->owner));
+	if (!rx->refused || !rx->warned || !rx->owner) {
 		log_err("out of memory");
 		return -ENOMEM;
 	}
+	for (unsigned c = 0; c < rx->g.channels; c++)
+		rx->owner[c] = -1;
 	return 0;
 }
 
@@ -617,7 +650,62 @@ static void place_result(struct worker *w, int rc)
 		count(w, map[rc]);
 }
 
-/* One datagram (lock held). Returns 0 or a negative errno from the ring. */
+/* 1 when worker w has datagrams not yet placed: in its socket, taken by
+ * a receive call and waiting for the lock, or held back. */
+static int worker_waiting(const struct worker *w)
+{
+	int bytes = 0;
+
+	if (w->pending || atomic_load_explicit(&w->received, memory_order_acquire))
+		return 1;
+	return ioctl(w->fd, FIONREAD, &bytes) == 0 && bytes > 0;
+}
+
+/* 1 when a worker other than w, not holding itself, has datagrams waiting:
+ * a channel no worker has taken a packet of yet may be among them. */
+static int others_waiting(const struct worker *w)
+{
+	const struct rx *rx = w->rx;
+
+	for (unsigned i = 0; i < rx->nw; i++)
+		if ((int)i != w->idx && !rx->w[i].hold_ns && worker_waiting(&rx->w[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * 1: hold this packet (of stream sample s) back for a while (lock held).
+ * It runs ahead of the window and placing it would commit the oldest CPI
+ * while a channel another worker receives still lacks samples there and
+ * that worker has datagrams waiting in its socket (for a channel no
+ * worker has seen yet: any other worker): they may be the very samples,
+ * late only because that thread was not scheduled. Holding
+ * leaves this worker's datagrams in its socket (the kernel's buffer) and
+ * never lasts longer than the deadline; a worker does not hold for one
+ * that is holding itself, so two never wait for each other.
+ */
+static int hold_back(struct worker *w, uint64_t s, uint64_t now)
+{
+	struct rx *rx = w->rx;
+
+	for (unsigned c = 0; rx->nw > 1 && !rx->no_hold && c < rx->g.channels; c++) {
+		int o = rx->owner[c];
+
+		if (o == w->idx || !cpiasm_push_lacks(rx->a, s, c) ||
+		    !(o >= 0 ? !rx->w[o].hold_ns && worker_waiting(&rx->w[o]) : others_waiting(w)))
+			continue;
+		if (!w->hold_ns)
+			w->hold_ns = now ? now : 1;
+		if (now - w->hold_ns < (uint64_t)(rx->o.deadline_ms * 1e6))
+			return 1;
+		break;
+	}
+	w->hold_ns = 0;
+	return 0;
+}
+
+/* One datagram (lock held). Returns 0, 1 (held back: hold_back), or a
+ * negative errno from the ring. */
 static int datagram(struct worker *w, const uint8_t *b, size_t len, uint64_t now)
 {
 	struct rx *rx = w->rx;
@@ -660,6 +748,10 @@ static int datagram(struct worker *w, const uint8_t *b, size_t len, uint64_t now
 		count(w, C_CTX_MISMATCH);
 		return 0;
 	}
+	if (hold_back(w, s, now))
+		return 1;
+	if ((unsigned)ch < rx->g.channels)
+		rx->owner[ch] = w->idx;
 	count(w, C_PACKETS);
 	atomic_fetch_add_explicit(&w->c[C_BYTES], len, memory_order_relaxed);
 	rc = cpiasm_put(rx->a, (unsigned)ch, s, p.payload, p.payload_len / sb, fmt, now);
@@ -699,15 +791,42 @@ static int sink_failed(struct rx *rx, int rc)
 	return rc;
 }
 
+/* 1 when a datagram waits unread in any of the sockets, or one is held
+ * back. */
+static int data_waiting(const struct rx *rx)
+{
+	for (unsigned i = 0; i < rx->nw; i++)
+		if (worker_waiting(&rx->w[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * Commit what is due (lock held). A CPI's deadline gives up on packets
+ * that are not coming; while datagrams wait unread in a socket (another
+ * receive thread not scheduled yet, or this one behind), they may be the
+ * very packets it waits for, so the deadline waits for the sockets to be
+ * read. The horizon still bounds the CPIs in flight while data keep coming.
+ */
+static int commit_due(struct rx *rx, uint64_t now)
+{
+	if (cpiasm_next_deadline(rx->a, now) != 0 || data_waiting(rx))
+		return 0;
+	return cpiasm_tick(rx->a, now);
+}
+
+/* Datagrams [w->next, n) of the batch (all of it unless one was held
+ * back), then what is due. A datagram held back ends the call: the batch
+ * resumes there next time (w->pending). */
 static int batch(struct worker *w, int n, uint64_t now)
 {
 	struct rx *rx = w->rx;
-	int rc = 0;
+	int rc = 0, i;
 
 	if (n > 0)   /* any datagram, good or not: --idle-exit */
 		atomic_store_explicit(&rx->last_packet_ns, now, memory_order_relaxed);
 	pthread_mutex_lock(&rx->lock);
-	for (int i = 0; i < n && rc == 0; i++) {
+	for (i = w->next; i < n && rc == 0; i++) {
 		struct msghdr *m = &w->msg[i].msg_hdr;
 
 		kernel_drops(w, m);
@@ -715,11 +834,21 @@ static int batch(struct worker *w, int n, uint64_t now)
 			count(w, C_MALFORMED);
 		else
 			rc = datagram(w, w->buf[i], w->msg[i].msg_len, now);
+		if (rc == 1)
+			break;
 		m->msg_controllen = sizeof(w->ctl[i]);
 		m->msg_flags = 0;
 	}
+	if (rc == 1) {   /* held back: resume at i */
+		w->next = i;
+		w->pending = n;
+		pthread_mutex_unlock(&rx->lock);
+		return 0;
+	}
+	w->next = w->pending = 0;
+	atomic_store_explicit(&w->received, 0, memory_order_release);
 	if (rc == 0)
-		rc = cpiasm_tick(rx->a, now);
+		rc = commit_due(rx, now);
 	if (rc < 0)
 		rc = sink_failed(rx, rc);
 	pthread_mutex_unlock(&rx->lock);
@@ -735,24 +864,53 @@ static int poll_ms(struct rx *rx)
 	pthread_mutex_unlock(&rx->lock);
 	if (d > 100000000ull)   /* look at the stop flag every 100 ms */
 		return 100;
-	return (int)((d + 999999) / 1000000);
+	/* At least 1 ms: a deadline that waits for another socket's datagrams
+	 * (commit_due) is looked at again, not spun on. */
+	return d < 1000000 ? 1 : (int)((d + 999999) / 1000000);
 }
 
+/* Up to --batch datagrams into w->msg: recvmmsg, or recvmsg for one. */
+static int receive(struct worker *w)
+{
+	ssize_t len;
+
+	if (w->rx->o.batch > 1)
+		return recvmmsg(w->fd, w->msg, w->rx->o.batch, MSG_DONTWAIT, NULL);
+	len = recvmsg(w->fd, &w->msg[0].msg_hdr, MSG_DONTWAIT);
+	if (len < 0)
+		return -1;
+	w->msg[0].msg_len = (unsigned)len;
+	return 1;
+}
+
+/* Receive until the socket is empty, then poll it: a busy socket costs one
+ * system call per --batch datagrams. */
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
 
 	while (!atomic_load_explicit(&w->rx->stop, memory_order_relaxed)) {
-		int n, r = poll(&pfd, 1, poll_ms(w->rx));
+		int n;
 
-		if (r < 0 && errno != EINTR) {
-			log_err("poll: %s", strerror(errno));
-			break;
+		if (w->pending) {   /* a datagram held back: let the others run */
+			nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
+			if (batch(w, w->pending, mono_ns()) < 0)
+				break;
+			continue;
 		}
-		n = r > 0 ? recvmmsg(w->fd, w->msg, BATCH, MSG_DONTWAIT, NULL) : 0;
-		if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			log_err("recvmmsg: %s", strerror(errno));
+		n = receive(w);
+		if (n > 0)
+			atomic_store_explicit(&w->received, 1, memory_order_release);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (poll(&pfd, 1, poll_ms(w->rx)) < 0 && errno != EINTR) {
+				log_err("poll: %s", strerror(errno));
+				break;
+			}
+		} else if (n < 0 && errno != EINTR) {
+			log_err("%s: %s", w->rx->o.batch > 1 ? "recvmmsg" : "recvmsg",
+				strerror(errno));
 			break;
 		}
 		if (batch(w, n > 0 ? n : 0, mono_ns()) < 0)
@@ -830,6 +988,31 @@ static int open_socket(struct rx *rx, struct worker *w)
 		return -errno;
 	}
 	return 0;
+}
+
+/*
+ * Steer each datagram of the SO_REUSEPORT group to socket (stream mod N):
+ * the VRT stream ID (word 1) or the plain framing's channel (bytes 8-9),
+ * read by a classic BPF program over the UDP payload. A datagram too short
+ * to hold the field reads 0 (socket 0). Without it the kernel hashes
+ * flows (addresses and ports) over the sockets, which can put two
+ * senders' flows on one socket and leave another idle.
+ */
+static void steer_by_stream(struct rx *rx)
+{
+	struct sock_filter code[] = {
+		rx->o.plain ? (struct sock_filter)BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 8) :
+			      (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4),
+		BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, rx->nw),
+		BPF_STMT(BPF_RET | BPF_A, 0),
+	};
+	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+	if (rx->nw < 2)
+		return;
+	if (setsockopt(rx->w[0].fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog)) < 0)
+		log_notice("SO_ATTACH_REUSEPORT_CBPF: %s; the kernel's flow hash spreads "
+			   "datagrams over the %u sockets", strerror(errno), rx->nw);
 }
 
 /* The bound port (network order in both families). */
@@ -919,8 +1102,12 @@ static void print_json(struct rx *rx, FILE *out)
 		fprintf(out, "%s\"%s\":%" PRIu64, k == C_FIRST_DROP ? "" : ",", ctr_name[k], c[k]);
 	fprintf(out, "},\"cpis\":{\"complete\":%" PRIu64 ",\"partial\":%" PRIu64
 		",\"dropped\":%" PRIu64 "},\"missing_samples\":%" PRIu64 ",\"epochs\":%" PRIu64
-		",\"outside_samples\":%" PRIu64 "}\n", st.cpis_complete, st.cpis_partial,
-		st.cpis_dropped, st.missing_samples, st.epochs, st.outside_samples);
+		",\"outside_samples\":%" PRIu64 ",\"thread_packets\":[", st.cpis_complete,
+		st.cpis_partial, st.cpis_dropped, st.missing_samples, st.epochs, st.outside_samples);
+	for (unsigned i = 0; i < rx->nw; i++)   /* data packets each receive thread took */
+		fprintf(out, "%s%" PRIu64, i ? "," : "",
+			atomic_load_explicit(&rx->w[i].c[C_PACKETS], memory_order_relaxed));
+	fprintf(out, "]}\n");
 	fflush(out);
 }
 
@@ -983,6 +1170,7 @@ static int start_workers(struct rx *rx)
 		if (rc < 0)
 			return rc;
 	}
+	steer_by_stream(rx);
 	for (unsigned i = 0; i < rx->nw; i++) {
 		int rc = pthread_create(&rx->w[i].th, NULL, worker_main, &rx->w[i]);
 
@@ -1029,9 +1217,14 @@ static void main_loop(struct rx *rx, struct metrics_http *mh)
 
 static void finish(struct rx *rx)
 {
-	for (unsigned i = 0; i < rx->nw; i++) {
+	for (unsigned i = 0; i < rx->nw; i++)
 		if (rx->w[i].th)
 			pthread_join(rx->w[i].th, NULL);
+	rx->no_hold = 1;   /* what a worker held back is placed before the flush */
+	for (unsigned i = 0; i < rx->nw; i++)
+		if (rx->w[i].pending && rx->a && rx->ring && !atomic_load(&rx->failed))
+			(void)batch(&rx->w[i], rx->w[i].pending, mono_ns());
+	for (unsigned i = 0; i < rx->nw; i++) {
 		if (rx->w[i].fd >= 0)
 			close(rx->w[i].fd);
 		free(rx->w[i].buf);
@@ -1103,5 +1296,6 @@ out:
 		fclose(rx.log);
 	free(rx.refused);
 	free(rx.warned);
+	free(rx.owner);
 	return ret;
 }

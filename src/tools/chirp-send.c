@@ -20,12 +20,20 @@
  * pulses), rate = --rate CPIs per second, by default the real-time rate
  * fs / (pulses * pri). A sender that falls behind sends at once, never
  * skipping.
+ *
+ * Threads (--threads N): thread i sends the channels c with c mod N == i
+ * from a socket of its own, every thread paced from one start time, so
+ * that the channels of a pulse leave together as a digitizer's do (two
+ * sender processes would each pace from their own start). The CPI's
+ * samples are shared read-only: a recording's mapping, or --same-cpi's
+ * one synthesized CPI.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,17 +86,38 @@ struct send {
 	size_t cpi_bytes;
 
 	/* network */
-	int fd;
-	uint8_t pkt[2][VRT_MAX_DATAGRAM];   /* [0] being built, [1] held back */
-	size_t held_len;
-	uint64_t rng;
-	uint8_t *vrt_count;              /* [channels]: packet count mod 16    */
+	unsigned threads;                /* --threads: lanes                    */
+	struct lane *lane;               /* [threads]                          */
+	double t_start;                  /* every lane paces from it (mono_s)   */
+	uint8_t *vrt_count;              /* [channels]: packet count mod 16
+					    (a channel is one lane's)          */
 	uint32_t *plain_seq;             /* [channels]                          */
 	FILE *drop_log;
+};
 
-	/* counters */
+#define SEND_BATCH 32   /* datagrams per sendmmsg at most */
+
+/* One sending thread: its channels (c mod threads == idx), its socket, its
+ * loss and reorder state, its counters. */
+struct lane {
+	struct send *s;
+	unsigned idx;
+	pthread_t th;
+	int started, rc;
+	int fd;
+	/* Packets queued for one sendmmsg: built in place in q (cap bytes
+	 * each), sent when SEND_BATCH are queued or the lane waits for its
+	 * next pulse's time. held: one held back behind the next (--reorder). */
+	uint8_t *q, *held;
+	size_t cap, held_len;
+	unsigned nq;
+	struct mmsghdr msg[SEND_BATCH];
+	struct iovec iov[SEND_BATCH];
+	uint64_t rng;
 	uint64_t sent, dropped, reordered, refused, bytes, cpis;
 };
+
+#define MAX_THREADS 64
 
 static volatile sig_atomic_t stop_sig;
 
@@ -122,6 +151,9 @@ static void usage(FILE *f)
 "      --drop-log FILE      a JSON line per CPI that lost samples\n"
 "      --same-cpi           make the first CPI's samples once and send them for\n"
 "                           every CPI (timestamps advance): benchmarks\n"
+"      --threads N          sending threads, channel c on thread c mod N, each\n"
+"                           with its own socket, all paced from one start\n"
+"                           (default 1; N > 1: a recording or --same-cpi)\n"
 "      --sigmf BASE         replay a SigMF recording instead of synthesis\n"
 TOOL_SYNTH_USAGE
 "  -q, --quiet              errors only\n"
@@ -131,6 +163,7 @@ TOOL_SYNTH_USAGE
 enum {
 	O_FRAMING = 256, O_PAYLOAD, O_TSF, O_SID, O_CTX, O_BW, O_RF, O_COUNT, O_START, O_RATE,
 	O_PRI, O_T0, O_MAXPL, O_DROP, O_REORDER, O_NETSEED, O_DROPLOG, O_SIGMF, O_SAME,
+	O_THREADS,
 };
 
 static const struct option long_opts[] = {
@@ -154,6 +187,7 @@ static const struct option long_opts[] = {
 	{ "net-seed", required_argument, NULL, O_NETSEED },
 	{ "drop-log", required_argument, NULL, O_DROPLOG },
 	{ "same-cpi", no_argument, NULL, O_SAME },
+	{ "threads", required_argument, NULL, O_THREADS },
 	{ "sigmf", required_argument, NULL, O_SIGMF },
 	TOOL_SYNTH_LONG_OPTS,
 	{ "quiet", no_argument, NULL, 'q' },
@@ -223,6 +257,11 @@ static int opt_one(struct send *s, int c, const char *a)
 	case O_NETSEED: return u64_opt("--net-seed", a, 0, UINT64_MAX, &s->net_seed);
 	case O_DROPLOG: s->drop_log_path = a; return 0;
 	case O_SAME: s->same_cpi = 1; return 0;
+	case O_THREADS:
+		if (u64_opt("--threads", a, 1, MAX_THREADS, &v) < 0)
+			return -EINVAL;
+		s->threads = (unsigned)v;
+		return 0;
 	case O_SIGMF: s->sigmf_base = a; return 0;
 	default:   /* the synthesis options, or not an option */
 		return tool_synth_opt(&s->syn, c, a) == 1 ? 0 : -EINVAL;
@@ -238,7 +277,7 @@ static int parse_args(struct send *s, int argc, char **argv)
 	s->context_every = 16;
 	s->max_payload = 1408;
 	s->net_seed = 1;
-	s->fd = -1;
+	s->threads = 1;
 	tool_synth_opts_init(&s->syn);
 	while ((c = getopt_long(argc, argv, "c:d:n:qh", long_opts, NULL)) != -1) {
 		if (c == 'h') {
@@ -258,6 +297,15 @@ static int parse_args(struct send *s, int argc, char **argv)
 	}
 	if (s->syn.prf_hz > 0 && s->pri_samples) {
 		log_err("--prf and --pri-samples are alternatives");
+		return -EINVAL;
+	}
+	if (s->threads > 1 && !s->sigmf_base && !s->same_cpi) {
+		log_err("--threads %u: the threads share a recording or --same-cpi's CPI; "
+			"synthesis per CPI is one thread's", s->threads);
+		return -EINVAL;
+	}
+	if (s->threads > 1 && s->drop_log_path) {
+		log_err("--drop-log counts a CPI's losses on one thread: give --threads 1");
 		return -EINVAL;
 	}
 	if (s->sigmf_base && tool_synth_given(&s->syn)) {
@@ -388,101 +436,128 @@ static int prepare(struct send *s)
 		log_err("out of memory");
 		return -ENOMEM;
 	}
-	s->rng = s->net_seed * 0x9e3779b97f4a7c15ull + 1;
 	return 0;
 }
 
-/* CPI k's samples into s->cpi. With --same-cpi only the first call makes
- * them: the sender's rate is then bounded by packets, not by synthesis. */
-static int load_cpi(struct send *s, uint64_t k)
+/* CPI k's samples (host order) at *cpi: the recording's k-th CPI in place,
+ * or synthesized into s->cpi (with --same-cpi only the first call makes
+ * them: the sender's rate is then bounded by packets, not by synthesis). */
+static int load_cpi(struct send *s, uint64_t k, const uint8_t **cpi)
 {
-	int rc = 0;
+	int rc;
 
+	if (s->map) {
+		*cpi = s->map + (k % s->src_ncpi) * s->cpi_bytes;
+		return 0;
+	}
+	*cpi = s->cpi;
 	if (s->same_cpi && s->cpi_loaded)
 		return 0;
-	if (s->synth)
-		rc = synth_generate(s->synth, k, s->cpi, s->cpi_bytes);
-	else
-		memcpy(s->cpi, s->map + (k % s->src_ncpi) * s->cpi_bytes, s->cpi_bytes);
+	rc = synth_generate(s->synth, k, s->cpi, s->cpi_bytes);
 	s->cpi_loaded = rc >= 0;
 	return rc;
 }
 
 /* ---- packets ---------------------------------------------------------- */
 
-static double uniform(struct send *s)   /* [0, 1), xorshift64* */
+static double uniform(struct lane *l)   /* [0, 1), xorshift64* */
 {
-	s->rng ^= s->rng >> 12;
-	s->rng ^= s->rng << 25;
-	s->rng ^= s->rng >> 27;
-	return (double)((s->rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+	l->rng ^= l->rng >> 12;
+	l->rng ^= l->rng << 25;
+	l->rng ^= l->rng >> 27;
+	return (double)((l->rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
 }
 
-static int open_dest(struct send *s)
+static int open_dest(struct lane *l)
 {
 	struct sockaddr_storage ss;
 	char err[200];
 
-	if (metrics_parse_listen(s->dest, &ss, err, sizeof(err)) < 0) {
+	if (metrics_parse_listen(l->s->dest, &ss, err, sizeof(err)) < 0) {
 		log_err("--dest: %s", err);
 		return -EINVAL;
 	}
-	s->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&ss, ss.ss_family == AF_INET ?
+	l->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (l->fd < 0 || connect(l->fd, (struct sockaddr *)&ss, ss.ss_family == AF_INET ?
 				 sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0) {
-		log_err("--dest %s: %s", s->dest, strerror(errno));
+		log_err("--dest %s: %s", l->s->dest, strerror(errno));
 		return -errno;
 	}
 	return 0;
 }
 
-static int xmit(struct send *s, const uint8_t *b, size_t len)
+/* Where the next packet is built. */
+static uint8_t *slot(struct lane *l)
 {
-	for (;;) {
-		if (send(s->fd, b, len, 0) == (ssize_t)len) {
-			s->sent++;
-			s->bytes += len;
-			return 0;
-		}
-		/* ECONNREFUSED: nobody listens yet on loopback (an ICMP
-		 * answer to an earlier packet); the packet is gone. */
-		if (errno == ECONNREFUSED) {
-			s->refused++;
-			return 0;
-		}
-		if (errno == ENOBUFS || errno == EAGAIN) {
-			nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
-			continue;
-		}
-		if (errno != EINTR) {
-			log_err("send: %s", strerror(errno));
-			return -errno;
-		}
-		if (stop_sig)
-			return -EINTR;
-	}
+	return l->q + (size_t)l->nq * l->cap;
 }
 
-/* Send pkt[0] (len bytes), or lose it, or hold it back behind the next. */
-static int emit(struct send *s, size_t len, uint64_t nsamp, uint64_t *lost)
+/* Send the queued packets: one sendmmsg while the kernel takes them all. */
+static int flush(struct lane *l)
 {
-	int rc = 0;
+	unsigned off = 0;
 
-	if (s->drop > 0 && uniform(s) < s->drop) {
-		s->dropped++;
+	for (unsigned i = 0; i < l->nq; i++) {
+		l->iov[i] = (struct iovec){ .iov_base = l->q + (size_t)i * l->cap,
+					    .iov_len = l->msg[i].msg_len };
+		l->msg[i].msg_hdr = (struct msghdr){ .msg_iov = &l->iov[i], .msg_iovlen = 1 };
+	}
+	while (off < l->nq) {
+		int r = sendmmsg(l->fd, l->msg + off, l->nq - off, 0);
+
+		if (r > 0) {
+			for (int i = 0; i < r; i++)
+				l->bytes += l->iov[off + i].iov_len;
+			l->sent += (unsigned)r;
+			off += (unsigned)r;
+		} else if (errno == ECONNREFUSED) {
+			/* nobody listens yet on loopback (an ICMP answer to an
+			 * earlier packet): the packet is gone */
+			l->refused++;
+			off++;
+		} else if (errno == ENOBUFS || errno == EAGAIN) {
+			nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
+		} else if (errno != EINTR) {
+			log_err("sendmmsg: %s", strerror(errno));
+			return -errno;
+		} else if (stop_sig) {
+			return -EINTR;
+		}
+	}
+	l->nq = 0;
+	return 0;
+}
+
+/* Queue the packet built at slot(l), len bytes; send a full queue. */
+static int queue(struct lane *l, size_t len)
+{
+	l->msg[l->nq++].msg_len = (unsigned)len;   /* its length until sent */
+	return l->nq == SEND_BATCH ? flush(l) : 0;
+}
+
+/* The packet at slot(l) (len bytes): lose it, hold it back behind the
+ * next, or queue it (and the one held back after it). */
+static int emit(struct lane *l, size_t len, uint64_t nsamp, uint64_t *lost)
+{
+	const struct send *s = l->s;
+	int rc;
+
+	if (s->drop > 0 && uniform(l) < s->drop) {
+		l->dropped++;
 		*lost += nsamp;
 		return 0;
 	}
-	if (!s->held_len && s->reorder > 0 && uniform(s) < s->reorder) {
-		memcpy(s->pkt[1], s->pkt[0], len);
-		s->held_len = len;
-		s->reordered++;
+	if (!l->held_len && s->reorder > 0 && uniform(l) < s->reorder) {
+		memcpy(l->held, slot(l), len);
+		l->held_len = len;
+		l->reordered++;
 		return 0;
 	}
-	rc = xmit(s, s->pkt[0], len);
-	if (rc == 0 && s->held_len) {
-		rc = xmit(s, s->pkt[1], s->held_len);
-		s->held_len = 0;
+	rc = queue(l, len);
+	if (rc == 0 && l->held_len) {
+		memcpy(slot(l), l->held, l->held_len);
+		rc = queue(l, l->held_len);
+		l->held_len = 0;
 	}
 	return rc;
 }
@@ -502,10 +577,29 @@ static void stamp(const struct send *s, uint64_t sample, struct vrt_packet *p)
 	}
 }
 
+/* 1: n samples copied big-endian at the source's own width, one straight
+ * loop (what a sender at line rate spends its time on). Host order is
+ * taken to be little-endian, as everywhere chirpd runs. */
+static int to_wire_same_width(const struct send *s, uint8_t *dst, const uint8_t *src,
+			      size_t n, unsigned fmt)
+{
+	if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+		return 0;
+	if (s->fmt == CHIRP_RING_SC16 && fmt == VRT_PLAIN_SC16_BE)
+		vrt_copy_swap16(dst, src, 2 * n);
+	else if (s->fmt == CHIRP_RING_CF32 && fmt == VRT_PLAIN_CF32_BE)
+		vrt_copy_swap32(dst, src, 2 * n);
+	else
+		return 0;
+	return 1;
+}
+
 /* n samples of src (host order, the source's format) into dst as fmt. */
 static void to_wire(const struct send *s, uint8_t *dst, const uint8_t *src, size_t n,
 		    unsigned fmt)
 {
+	if (to_wire_same_width(s, dst, src, n, fmt))
+		return;
 	for (size_t i = 0; i < 2 * n; i++) {
 		float f;
 		uint32_t u;
@@ -528,8 +622,9 @@ static void to_wire(const struct send *s, uint8_t *dst, const uint8_t *src, size
 	}
 }
 
-static int send_context(struct send *s, unsigned ch, uint64_t sample)
+static int send_context(struct lane *l, unsigned ch, uint64_t sample)
 {
+	const struct send *s = l->s;
 	struct vrt_packet p = {
 		.kind = VRT_KIND_CONTEXT, .has_cid = 1, .oui = VRT_DIFI_OUI,
 		.icc = VRT_DIFI_ICC, .pcc = VRT_DIFI_PCC_CONTEXT,
@@ -539,14 +634,15 @@ static int send_context(struct send *s, unsigned ch, uint64_t sample)
 	size_t len;
 
 	stamp(s, sample, &p);
-	len = vrt_pack_context(s->pkt[0], sizeof(s->pkt[0]), &p);
-	return len ? xmit(s, s->pkt[0], len) : -EINVAL;
+	len = vrt_pack_context(slot(l), l->cap, &p);
+	return len ? queue(l, len) : -EINVAL;
 }
 
 /* One channel's receive window of one pulse, chunked. */
-static int send_row(struct send *s, unsigned ch, const uint8_t *row, uint64_t sample,
+static int send_row(struct lane *l, unsigned ch, const uint8_t *row, uint64_t sample,
 		    uint64_t *lost)
 {
+	struct send *s = l->s;
 	unsigned fmt = s->plain ? (s->vrt_fmt == VRT_PLAIN_SC16_BE ? VRT_PLAIN_SC16_BE :
 				   VRT_PLAIN_CF32_BE) : s->vrt_fmt;
 	size_t wsb = vrt_plain_sample_bytes(fmt), hsb = s->fmt == CHIRP_RING_SC16 ? 4 : 8;
@@ -573,78 +669,188 @@ static int send_row(struct send *s, unsigned ch, const uint8_t *row, uint64_t sa
 			p.count = s->vrt_count[ch]++ & 15;
 			stamp(s, sample + off, &p);
 		}
-		len = vrt_pack(s->pkt[0], sizeof(s->pkt[0]), &p);
+		len = vrt_pack(slot(l), l->cap, &p);
 		if (!len) {
 			log_err("packet of %zu samples does not fit", n);
 			return -EINVAL;
 		}
-		to_wire(s, s->pkt[0] + vrt_payload_offset(&p), row + off * hsb, n, fmt);
-		if (emit(s, len, n, lost) < 0)
+		to_wire(s, slot(l) + vrt_payload_offset(&p), row + off * hsb, n, fmt);
+		if (emit(l, len, n, lost) < 0)
 			return -EIO;
 	}
 	return 0;
 }
 
-static int pace(double due)
+/* Wait for due (mono_s): what is queued goes out first. A lane behind
+ * its time waits for nothing and sends in batches. */
+static int pace(struct lane *l, double due)
 {
+	int flushed = 0;
+
 	while (!stop_sig) {
 		double wait = due - mono_s();
 
 		if (wait <= 0)
 			return 0;
+		if (!flushed) {
+			int rc = flush(l);
+
+			if (rc < 0)
+				return rc;
+			flushed = 1;
+			continue;
+		}
 		tool_sleep(wait);
 	}
 	return -EINTR;
 }
 
-static int send_cpi(struct send *s, uint64_t k, uint64_t n, double t_start)
+/* CPI k (the n-th sent): this lane's channels, pulse by pulse. */
+static int send_cpi(struct lane *l, uint64_t k, uint64_t n)
 {
+	struct send *s = l->s;
 	size_t hsb = s->fmt == CHIRP_RING_SC16 ? 4 : 8;
 	uint64_t base = (uint64_t)llround(s->t0_s * (double)s->fs_int) + k * s->P * s->pri;
 	uint64_t lost = 0;
+	const uint8_t *cpi;
 
-	if (load_cpi(s, k) < 0) {
+	if (load_cpi(s, k, &cpi) < 0) {
 		log_err("CPI %" PRIu64 ": generation failed", k);
 		return -EINVAL;
 	}
 	if (!s->plain && s->context_every && n % s->context_every == 0)
-		for (unsigned ch = 0; ch < s->C; ch++)
-			if (send_context(s, ch, base) < 0)
+		for (unsigned ch = l->idx; ch < s->C; ch += s->threads)
+			if (send_context(l, ch, base) < 0)
 				return -EIO;
 	for (unsigned p = 0; p < s->P; p++) {
-		if (pace(t_start + (double)(n * s->P + p) / (s->rate * s->P)) < 0)
-			return -EINTR;
-		for (unsigned ch = 0; ch < s->C; ch++) {
-			const uint8_t *row = s->cpi + ((size_t)ch * s->P + p) * s->R * hsb;
+		int rc = pace(l, s->t_start + (double)(n * s->P + p) / (s->rate * s->P));
 
-			if (send_row(s, ch, row, base + p * s->pri, &lost) < 0)
+		if (rc < 0)
+			return rc == -EINTR ? -EINTR : -EIO;
+		for (unsigned ch = l->idx; ch < s->C; ch += s->threads) {
+			const uint8_t *row = cpi + ((size_t)ch * s->P + p) * s->R * hsb;
+
+			if (send_row(l, ch, row, base + p * s->pri, &lost) < 0)
 				return -EIO;
 		}
 	}
 	if (lost && s->drop_log)
 		fprintf(s->drop_log, "{\"cpi\":%" PRIu64 ",\"missing\":%" PRIu64 "}\n", k, lost);
-	s->cpis++;
+	l->cpis++;
 	return 0;
 }
 
-static int run(struct send *s)
+static int run_lane(struct lane *l)
 {
-	double t_start = mono_s();
+	struct send *s = l->s;
 
 	for (uint64_t n = 0; (s->count == 0 || n < s->count) && !stop_sig; n++) {
-		int rc = send_cpi(s, s->start + n, n, t_start);
+		int rc = send_cpi(l, s->start + n, n);
 
 		if (rc == -EINTR)
 			break;
 		if (rc < 0)
 			return rc;
 	}
-	if (s->held_len) {   /* the last one held back goes last */
-		if (xmit(s, s->pkt[1], s->held_len) < 0)
+	if (l->held_len) {   /* the last one held back goes last */
+		memcpy(slot(l), l->held, l->held_len);
+		if (queue(l, l->held_len) < 0)
 			return -EIO;
-		s->held_len = 0;
+		l->held_len = 0;
 	}
+	return flush(l) < 0 ? -EIO : 0;
+}
+
+static void *lane_main(void *arg)
+{
+	struct lane *l = arg;
+
+	l->rc = run_lane(l);
+	return NULL;
+}
+
+static int open_lanes(struct send *s)
+{
+	s->lane = calloc(s->threads, sizeof(*s->lane));
+	if (!s->lane) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < s->threads; i++) {
+		struct lane *l = &s->lane[i];
+
+		l->s = s;
+		l->idx = i;
+		l->fd = -1;
+		l->rng = (s->net_seed + i) * 0x9e3779b97f4a7c15ull + 1;
+		l->cap = (size_t)s->max_payload + 256;   /* headers, a context packet */
+	}
+	for (unsigned i = 0; i < s->threads; i++) {
+		struct lane *l = &s->lane[i];
+
+		l->q = malloc(SEND_BATCH * l->cap);
+		l->held = malloc(l->cap);
+		if (!l->q || !l->held) {
+			log_err("out of memory");
+			return -ENOMEM;
+		}
+	}
+	for (unsigned i = 0; i < s->threads; i++)
+		if (open_dest(&s->lane[i]) < 0)
+			return -EIO;
 	return 0;
+}
+
+/* Lane 0 on this thread, the others on their own, from one start time. */
+static int run(struct send *s)
+{
+	const uint8_t *cpi;
+	int rc = 0;
+
+	if (s->same_cpi && load_cpi(s, s->start, &cpi) < 0) {   /* before the threads */
+		log_err("CPI %" PRIu64 ": generation failed", s->start);
+		return -EINVAL;
+	}
+	s->t_start = mono_s();
+	for (unsigned i = 1; i < s->threads; i++) {
+		int e = pthread_create(&s->lane[i].th, NULL, lane_main, &s->lane[i]);
+
+		if (e) {
+			log_err("pthread_create: %s", strerror(e));
+			stop_sig = 1;
+			rc = -e;
+			break;
+		}
+		s->lane[i].started = 1;
+	}
+	s->lane[0].rc = rc ? 0 : run_lane(&s->lane[0]);
+	if (s->lane[0].rc < 0)
+		stop_sig = 1;   /* the others stop at their next pulse */
+	for (unsigned i = 1; i < s->threads; i++)
+		if (s->lane[i].started)
+			pthread_join(s->lane[i].th, NULL);
+	for (unsigned i = 0; i < s->threads && rc == 0; i++)
+		rc = s->lane[i].rc;
+	return rc;
+}
+
+static void print_totals(const struct send *s)
+{
+	uint64_t sent = 0, bytes = 0, dropped = 0, reordered = 0, refused = 0, cpis = UINT64_MAX;
+
+	for (unsigned i = 0; i < s->threads; i++) {
+		const struct lane *l = &s->lane[i];
+
+		sent += l->sent;
+		bytes += l->bytes;
+		dropped += l->dropped;
+		reordered += l->reordered;
+		refused += l->refused;
+		cpis = l->cpis < cpis ? l->cpis : cpis;   /* whole: every lane's */
+	}
+	printf("{\"cpis\":%" PRIu64 ",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64
+	       ",\"dropped\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"refused\":%" PRIu64 "}\n",
+	       cpis, sent, bytes, dropped, reordered, refused);
 }
 
 int main(int argc, char **argv)
@@ -657,24 +863,28 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	if (tool_catch_signals(&stop_sig) < 0)
 		return EXIT_ERR;
-	if (prepare(&s) < 0 || open_dest(&s) < 0)
+	if (prepare(&s) < 0 || open_lanes(&s) < 0)
 		goto out;
 	if (s.drop_log_path && !(s.drop_log = fopen(s.drop_log_path, "w"))) {
 		log_err("%s: %s", s.drop_log_path, strerror(errno));
 		goto out;
 	}
-	log_info("sending %ux%ux%u %s CPIs as %s to %s at %.6g CPI/s", s.C, s.P, s.R,
-		 tool_ring_format_name(s.fmt), s.plain ? "plain UDP" : "VRT", s.dest, s.rate);
+	log_info("sending %ux%ux%u %s CPIs as %s to %s at %.6g CPI/s on %u thread%s", s.C, s.P,
+		 s.R, tool_ring_format_name(s.fmt), s.plain ? "plain UDP" : "VRT", s.dest, s.rate,
+		 s.threads, s.threads == 1 ? "" : "s");
 	if (run(&s) == 0)
 		ret = EXIT_OK;
-	printf("{\"cpis\":%" PRIu64 ",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64
-	       ",\"dropped\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"refused\":%" PRIu64 "}\n",
-	       s.cpis, s.sent, s.bytes, s.dropped, s.reordered, s.refused);
+	print_totals(&s);
 out:
 	if (s.drop_log)
 		fclose(s.drop_log);
-	if (s.fd >= 0)
-		close(s.fd);
+	for (unsigned i = 0; s.lane && i < s.threads; i++) {
+		if (s.lane[i].fd >= 0)
+			close(s.lane[i].fd);
+		free(s.lane[i].q);
+		free(s.lane[i].held);
+	}
+	free(s.lane);
 	synth_destroy(s.synth);
 	if (s.map)
 		munmap((void *)s.map, s.map_len);

@@ -1042,7 +1042,9 @@ static void det_block(struct tap *t, const struct chirp_ring_block *b)
 	if (t->list_text)
 		detlist_print_text(stdout, &d, b->pointing_az_deg, b->pointing_el_deg);
 	else if (t->list_jsonl)
-		detlist_print_jsonl(stdout, &d, b->seq, b->pointing_az_deg, b->pointing_el_deg);
+		detlist_print_jsonl(stdout, &d, &(struct detlist_ring){
+			.seq = b->seq, .flags = b->flags, .missing = b->missing,
+			.pointing_az_deg = b->pointing_az_deg, .pointing_el_deg = b->pointing_el_deg });
 	for (size_t i = 0; i < t->ndet_targets; i++) {
 		int hit = detlist_has_target(&d, &t->det_targets[i], t->tol_gates, t->tol_bins);
 

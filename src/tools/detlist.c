@@ -173,27 +173,38 @@ static void json_num(FILE *out, const char *key, float v)
 		fprintf(out, ",\"%s\":null", key);
 }
 
-void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq,
-			 float pointing_az_deg, float pointing_el_deg)
+/* The header's fields as JSON members, no braces; ring (may be NULL): the
+ * det ring descriptor's block number, flags and missing count. */
+static void header_members(FILE *out, const struct detlist *d, const struct detlist_ring *ring)
 {
 	const struct chirp_det_header *h = &d->h;
 	const char *b[2] = { "false", "true" };
-	int beams = !!(h->flags & CHIRP_DET_BEAMS);
 
-	fprintf(out, "{\"seq\":%" PRIu64 ",\"ring_seq\":%" PRIu64, h->seq, ring_seq);
-	json_num(out, "pointing_az_deg", pointing_az_deg);
-	json_num(out, "pointing_el_deg", pointing_el_deg);
-	fprintf(out, ",\"timestamp_ns\":%" PRIu64
-		",\"first_sample\":%" PRIu64 ",\"mode\":%" PRIu32 ",\"flags\":%" PRIu32
-		",\"count\":%" PRIu32 ",\"found\":%" PRIu32 ",\"overflow\":%s,\"integrated\":%s"
-		",\"no_velocity\":%s,\"skipped\":%s,\"beams\":%s,\"maps\":%" PRIu32
-		",\"doppler_bins\":%" PRIu32 ",\"range_gates\":%" PRIu32 ",\"cells\":%" PRIu64
-		",\"crossings\":%" PRIu64 ",\"detections\":[", h->timestamp_ns, h->first_sample,
-		h->mode, h->flags, h->count, h->found, b[!!(h->flags & CHIRP_DET_OVERFLOW)],
-		b[!!(h->flags & CHIRP_DET_INTEGRATED)], b[!!(h->flags & CHIRP_DET_NO_VELOCITY)],
-		b[!!(h->flags & CHIRP_DET_SKIPPED)], b[beams], h->maps, h->doppler_bins,
-		h->range_gates, h->cells, h->crossings);
-	for (uint32_t i = 0; i < h->count; i++) {
+	fprintf(out, "\"seq\":%" PRIu64, h->seq);
+	if (ring) {
+		fprintf(out, ",\"ring_seq\":%" PRIu64 ",\"ring_flags\":%" PRIu32
+			",\"ring_missing\":%" PRIu32, ring->seq, ring->flags, ring->missing);
+		json_num(out, "pointing_az_deg", ring->pointing_az_deg);
+		json_num(out, "pointing_el_deg", ring->pointing_el_deg);
+	}
+	fprintf(out, ",\"timestamp_ns\":%" PRIu64 ",\"first_sample\":%" PRIu64 ",\"mode\":%" PRIu32
+		",\"flags\":%" PRIu32 ",\"count\":%" PRIu32 ",\"found\":%" PRIu32
+		",\"overflow\":%s,\"integrated\":%s,\"no_velocity\":%s,\"skipped\":%s"
+		",\"incomplete\":%s,\"beams\":%s,\"maps\":%" PRIu32 ",\"doppler_bins\":%" PRIu32
+		",\"range_gates\":%" PRIu32 ",\"cells\":%" PRIu64 ",\"crossings\":%" PRIu64,
+		h->timestamp_ns, h->first_sample, h->mode, h->flags, h->count, h->found,
+		b[!!(h->flags & CHIRP_DET_OVERFLOW)], b[!!(h->flags & CHIRP_DET_INTEGRATED)],
+		b[!!(h->flags & CHIRP_DET_NO_VELOCITY)], b[!!(h->flags & CHIRP_DET_SKIPPED)],
+		b[!!(h->flags & CHIRP_DET_INCOMPLETE)], b[!!(h->flags & CHIRP_DET_BEAMS)], h->maps, h->doppler_bins, h->range_gates,
+		h->cells, h->crossings);
+}
+
+void detlist_print_json_records(FILE *out, const struct detlist *d)
+{
+	int beams = !!(d->h.flags & CHIRP_DET_BEAMS);
+
+	fputc('[', out);
+	for (uint32_t i = 0; i < d->h.count; i++) {
 		struct chirp_det_record r;
 
 		detlist_get(d, i, &r);
@@ -213,7 +224,23 @@ void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq,
 		}
 		fputc('}', out);
 	}
-	fputs("]}\n", out);
+	fputc(']', out);
+}
+
+void detlist_print_json_header(FILE *out, const struct detlist *d)
+{
+	fputc('{', out);
+	header_members(out, d, NULL);
+	fputc('}', out);
+}
+
+void detlist_print_jsonl(FILE *out, const struct detlist *d, const struct detlist_ring *ring)
+{
+	fputc('{', out);
+	header_members(out, d, ring);
+	fputs(",\"detections\":", out);
+	detlist_print_json_records(out, d);
+	fputs("}\n", out);
 }
 
 int detlist_parse_targets(const char *spec, struct detlist_target *t, size_t max, size_t *n,

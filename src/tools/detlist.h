@@ -60,18 +60,34 @@ void detlist_get(const struct detlist *d, uint32_t i, struct chirp_det_record *r
 void detlist_print_text(FILE *out, const struct detlist *d, float pointing_az_deg,
 			float pointing_el_deg);
 
+/* What a det ring's descriptor says of the list in its slot. */
+struct detlist_ring {
+	uint64_t seq;                 /* the ring's block number            */
+	uint32_t flags;               /* CHIRP_RING_* (INCOMPLETE: the input
+					 CPI had holes)                     */
+	uint32_t missing;             /* the input CPI's missing samples    */
+	float pointing_az_deg;        /* the block's pointing, degrees      */
+	float pointing_el_deg;
+};
+
 /*
  * One JSON object on one line: the header's fields (overflow, integrated,
- * no_velocity, skipped and beams as booleans), ring_seq (the det ring's
- * block number), pointing_az_deg and pointing_el_deg (the block's) and
- * "detections": [{channel, gate, doppler_bin, range_m, velocity_mps,
- * power, noise, snr_db}], with beams also beam, azimuth_deg, elevation_deg
- * and angle_quality; a number that is not finite (velocity_mps without a
- * carrier) is null. The keys are those of chirpd's [detections] file, of
- * which this is a superset, so that one reader takes both.
+ * no_velocity, skipped, incomplete and beams as booleans), when read from
+ * a ring (ring not NULL) its descriptor's ring_seq, ring_flags,
+ * ring_missing, pointing_az_deg and pointing_el_deg, and "detections":
+ * [{channel, range_gate, doppler_bin, range_m, velocity_mps, power, noise,
+ * snr_db}], with beams also beam, azimuth_deg, elevation_deg and
+ * angle_quality; a number that is not finite
+ * (velocity_mps without a carrier) is null. The keys are those of
+ * chirpd's [detections] file, of which this is a superset, so that one
+ * reader takes both.
  */
-void detlist_print_jsonl(FILE *out, const struct detlist *d, uint64_t ring_seq,
-			 float pointing_az_deg, float pointing_el_deg);
+void detlist_print_jsonl(FILE *out, const struct detlist *d, const struct detlist_ring *ring);
+
+/* The same header fields as one JSON object, and the records as one JSON
+ * array, no newline (chirp-sub puts them inside its own line). */
+void detlist_print_json_header(FILE *out, const struct detlist *d);
+void detlist_print_json_records(FILE *out, const struct detlist *d);
 
 /* An expected target: a range gate and a signed Doppler bin. */
 struct detlist_target {

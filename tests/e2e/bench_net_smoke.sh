@@ -10,7 +10,10 @@
 # not judged (a shared machine), only their form. Bad options are refused
 # with status 2 before anything runs. The senders' --same-cpi (synthesis
 # once, so that a sender is bounded by its packets) sends the first CPI's
-# samples for every CPI, and only with it are noisy CPIs alike.
+# samples for every CPI, and only with it are noisy CPIs alike; with
+# --threads 2 (a thread per channel) the ring receives the same bytes. The
+# naive row (b) is chirp-recv's own work done one datagram at a time, fed
+# by chirp-send; chirp-send --threads refuses per-CPI synthesis.
 . "$(dirname "$0")/lib.sh"
 e2e_init bench_net_smoke
 e2e_need chirp-recv chirp-send chirp-tap
@@ -18,7 +21,10 @@ e2e_need chirp-recv chirp-send chirp-tap
 src=$(cd "$(dirname "$0")/../.." && pwd)
 bench=$src/scripts/bench-net.sh
 
-for bad in "--bytes 1001" "--threads 0" "--backend gpu" "--out x.txt" "--frobnicate"; do
+"$BIN/chirp-send" -c /dev/null --threads 2 -q >"$T/bad.log" 2>&1
+[ $? -eq 2 ] && grep -q -- "--threads 2: the threads share a recording or --same-cpi" "$T/bad.log" ||
+	e2e_fail "chirp-send --threads 2 without --same-cpi: not refused: $(cat "$T/bad.log")"
+for bad in "--bytes 1001" "--threads 0" "--threads 3 --senders 2" "--backend gpu" "--out x.txt" "--frobnicate"; do
 	# shellcheck disable=SC2086
 	"$bench" $bad >"$T/bad.log" 2>&1
 	[ $? -eq 2 ] || e2e_fail "bench-net.sh $bad: not refused with status 2: $(cat "$T/bad.log")"
@@ -45,6 +51,7 @@ for r in rows:
 assert [int(r["threads"]) for r in rows] == [2, 1, 2], rows
 assert float(rows[0]["gbps"]) > 0 and float(rows[1]["gbps"]) > 0, rows
 assert rows[2]["backend"] == "cpu" and rows[2]["sender"] == "chirp-send x2", rows[2]
+assert rows[1]["backend"] == "cpu" and rows[1]["sender"] == "chirp-send x2", rows[1]
 EOF
 meta=${out%.tsv}.meta
 grep -qx $'kind\tnet' "$meta" || e2e_fail "net.meta has no kind net: $(cat "$meta")"
@@ -69,9 +76,9 @@ grep -qF '| (c) chirp-recv into chirpd, loss-free, held | 2 | 540 |' "$T/page.md
 grep -qE '^    (PASS|FAIL) \(c\) / \(a\) = ' "$T/page.md" || e2e_fail "table (i) lacks its criteria"
 # chirp-send --same-cpi: chirp-send -> chirp-recv -> a ring chirp-tap
 # records raw; noise makes every CPI differ unless the samples are made once.
-e2e_config input.format=sc16 cpi.channels=1 cpi.pulses=4 cpi.samples=128 \
+e2e_config input.format=sc16 cpi.channels=2 cpi.pulses=4 cpi.samples=128 \
 	waveform.sample_rate_hz=1e6 waveform.bandwidth_hz=2e5 waveform.pulse_width_s=20e-6
-for same in 0 1; do
+for same in 0 1 2; do
 	ring=$IN_RING-$same
 	"$CHIRP_TAP" -c "$CONF" -r "$ring" --create -n 3 --out "$T/cpis-$same.raw" --timeout 20 >"$T/tap-$same.log" 2>&1 &
 	tap=$!
@@ -84,17 +91,19 @@ for same in 0 1; do
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/recv-$same.log")
 	opt=()
 	[ $same = 1 ] && opt=(--same-cpi)
+	[ $same = 2 ] && opt=(--same-cpi --threads 2)
 	"$BIN/chirp-send" -c "$CONF" -d 127.0.0.1:"$port" -n 3 --rate 50 --target 40,-6 --snr-db 10 \
 		"${opt[@]}" -q >"$T/send-$same.json" 2>&1 || e2e_fail "chirp-send failed: $(cat "$T/send-$same.json")"
 	wait $recv || e2e_fail "chirp-recv exited $?: $(cat "$T/recv-$same.log")"
 	wait $tap || e2e_fail "chirp-tap exited $?: $(cat "$T/tap-$same.log")"
 done
-"$PY" - "$T/cpis-0.raw" "$T/cpis-1.raw" <<'EOF' || e2e_fail "--same-cpi does not send the first CPI's samples every time"
+"$PY" - "$T/cpis-0.raw" "$T/cpis-1.raw" "$T/cpis-2.raw" <<'EOF' || e2e_fail "--same-cpi does not send the first CPI's samples every time, or --threads 2 not the same"
 import sys
+assert open(sys.argv[2], "rb").read() == open(sys.argv[3], "rb").read(), "--threads 2 differs"
 for path, alike in ((sys.argv[1], False), (sys.argv[2], True)):
     b = open(path, "rb").read()
-    n = len(b) // 3   # one CPI of 4 x 128 samples, in the ring's format
-    assert len(b) == 3 * n and n % 512 == 0, (path, len(b))
+    n = len(b) // 3   # one CPI of 2 x 4 x 128 samples, in the ring's format
+    assert len(b) == 3 * n and n % 1024 == 0, (path, len(b))
     cpis = [b[k * n:(k + 1) * n] for k in range(3)]
     assert any(cpis[0]), path
     assert (cpis[0] == cpis[1] == cpis[2]) == alike, (path, alike)

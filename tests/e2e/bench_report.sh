@@ -118,17 +118,23 @@ grep -qF '    PASS the same depth in at least 4 of 5 starts: depth 3 in 4' "$T/p
 # (i): the three receivers and the criteria: 30 / 40 = 75 % FAIL, 3x PASS, 30 >= 25 PASS
 grep -qF '| (a) loopback ceiling: discard sink, recvmmsg | 2 | 8220 | 40.00 | 20.00 | 0.0000 | 5 | udp_sink blast x2 | - |' "$T/page.md" ||
 	e2e_fail "no net ceiling row"
-grep -qF '| (b) naive loop: one recvfrom per datagram | 1 | 8220 | 10.00 | 10.00 | 0.5000 | 5 |' "$T/page.md" || e2e_fail "no net naive row"
+grep -qF '| (b) naive receiver: chirp-recv, one recvmsg per datagram, one thread | 1 | 8220 | 10.00 | 10.00 | 0.5000 | 5 | chirp-send x2 | cuda |' "$T/page.md" || e2e_fail "no net naive row"
 grep -qF '| (c) chirp-recv into chirpd, loss-free, held | 2 | 8220 | 30.00 | 15.00 | 0.000000 | 60 | chirp-send x2 | cuda |' "$T/page.md" ||
 	e2e_fail "no chirp-recv row"
 grep -qF '    FAIL (c) / (a) = 75 % ≥ 90 % of the loopback ceiling' "$T/page.md" || e2e_fail "no (c)/(a) line"
 grep -qF '    PASS (c) / (b) = 3.00× ≥ 2× the naive loop' "$T/page.md" || e2e_fail "no (c)/(b) line"
 grep -qF '    PASS (c) = 30.00 Gb/s ≥ 25 Gb/s (15.00 Gb/s per receive core)' "$T/page.md" || e2e_fail "no 25 Gb/s line"
 # (j): every run, the medians (off 1000, on 995) and the cost: 0.50 % PASS
-grep -qF '| 1 | on | 996.0 | 9950 | 2 | 20000 | 2 |' "$T/page.md" || e2e_fail "no publish row"
-grep -qF '| 2 | off | 1000.0 | – | – | – | – |' "$T/page.md" || e2e_fail "no publish-off row"
+grep -qF '| capacity | 1 | on | 996.0 | – | 1.55 | 9950 | 2 | 20000 | 2 |' "$T/page.md" || e2e_fail "no publish row"
+grep -qF '| capacity | 2 | off | 1000.0 | – | 1.50 | – | – | – | – |' "$T/page.md" || e2e_fail "no publish-off row"
+grep -qF '| paced, 800 CPI/s | 1 | on | 800.0 | 0.00000 | 1.25 | 8000 | 0 | 16000 | 0 |' "$T/page.md" ||
+	e2e_fail "no paced publish row"
 grep -qF '    PASS publishing costs 0.50 % ≤ 1 % of capacity (median off 1000.0, on 995.0 CPI/s)' "$T/page.md" ||
 	e2e_fail "no publishing cost line"
+grep -qF '    PASS paced at 800 CPI/s: publishing loses 0.00000 of the CPIs, without 0.00000 (median)' "$T/page.md" ||
+	e2e_fail "no paced publishing line"
+grep -qF '    FAIL the subscriber on the same host saw every list: 2 seq gaps over 3 runs without input loss' "$T/page.md" ||
+	e2e_fail "no subscriber line"
 # (k): the floor, alone and shared per instance and in total; the phases
 grep -qF '| gpu0 | 0000:01:00.0 | 100.0 | 120.0 | 90.0 | 0.180 | 90 % |' "$T/page.md" || e2e_fail "no (k) capacity row"
 grep -qF '| total (2) | - | 200.0 | 230.0 | 170.0 | 0.340 | 85 % |' "$T/page.md" || e2e_fail "no (k) total capacity row"

@@ -3,7 +3,7 @@
 # daemon_publish.sh — [publish] end to end on the CPU backend: chirpd runs
 # the radar chain (Doppler + CFAR, map output) on CPIs with a moving target
 # from chirp-feed and publishes on ZeroMQ (tcp://127.0.0.1, a port the
-# system picks). doc/example_subscriber.py (pyzmq) receives:
+# system picks). chirp-sub receives:
 #   - every CPI's detection list, in order, equal to the detection ring's
 #     (read by chirp-tap --jsonl), or as many fewer as counted drops;
 #   - maps at maps_hz, reduced by max-hold to the configured size;
@@ -12,10 +12,8 @@
 # and the counters are in stats, status and the Prometheus text.
 . "$(dirname "$0")/lib.sh"
 e2e_init publish
-e2e_need chirp-feed chirp-tap
-"$PY" -c 'import zmq' 2>/dev/null || e2e_skip "python3-zmq (pyzmq) is not installed"
-
-SUBSCRIBER=$(dirname "$0")/../../doc/example_subscriber.py
+e2e_need chirp-feed chirp-tap chirp-sub
+CHIRP_SUB=$BIN/chirp-sub
 DET_RING=/$E2E_UNIQ-det
 N=$((200 / E2E_SLOW))
 RATE=$((100 / E2E_SLOW))
@@ -35,7 +33,7 @@ EP=$(e2e_ctl --json status | "$PY" -c 'import json, sys; print(json.load(sys.std
 case $EP in tcp://127.0.0.1:[0-9]*) ;; *) e2e_fail "status publish.endpoint: '$EP'";; esac
 e2e_log "publishing on $EP"
 
-"$PY" "$SUBSCRIBER" "$EP" -n $N --timeout $((60 * E2E_SLOW)) --ready-file "$T/ready" \
+"$CHIRP_SUB" "$EP" --topics det,map,status -n $N --timeout $((60 * E2E_SLOW)) --ready-file "$T/ready" \
 	>"$T/sub.jsonl" 2>"$T/sub.log" &
 SUB=$!
 e2e_track $SUB
@@ -102,6 +100,8 @@ for m in dets:
     for key in ("seq", "timestamp_ns", "first_sample", "mode", "count", "found"):
         assert m[key] == x[key] == l[key], f"seq {m['seq']}: {key} header {m[key]} list {l[key]} ring {x[key]}"
     assert m["overflow"] == x["overflow"] and m["skipped"] == x["skipped"]
+    assert m["incomplete"] is l["incomplete"] is x["incomplete"] is False, (m, x)
+    assert x["ring_flags"] & 16 == 0 and x["ring_missing"] == 0, x
     assert m["channels"] == 2 and m["pulses"] == 16 and m["samples"] == 512, m
     assert m["bytes"] == 80 + 48 * m["count"] and m["record_bytes"] == 48, m
     assert m["version"] == 2 and m["beams"] is False, m

@@ -20,7 +20,7 @@ command -v groff >/dev/null || { echo "skipped: groff is not installed (apt-get 
 T=$(mktemp -d "${TMPDIR:-/tmp}/chirp-man.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 
-pages="chirpd.8 chirpd.conf.5 chirpctl.1 chirp-feed.1 chirp-tap.1 chirp-plot.1 chirp-recv.1 chirp-send.1 chirpd-calibrate-host.8"
+pages="chirpd.8 chirpd.conf.5 chirpctl.1 chirp-feed.1 chirp-tap.1 chirp-plot.1 chirp-recv.1 chirp-send.1 chirp-sub.1 chirpd-calibrate-host.8"
 export LC_ALL=C.UTF-8 MANWIDTH=80
 for p in $pages; do
 	f=doc/man/$p
@@ -118,7 +118,7 @@ opts_help() {
 }
 opts_page() { grep -oE '^\.(B|BR|BI|RB) .*' "$1" | sed 's/\\-/-/g' | grep -oE '(^|[ "])--?[a-zA-Z][a-zA-Z0-9-]*' | grep -oE -- '--?[a-zA-Z][a-zA-Z0-9-]*' | sort -u; }
 checked=0
-for b in chirpd chirpctl chirp-feed chirp-tap chirp-recv chirp-send; do
+for b in chirpd chirpctl chirp-feed chirp-tap chirp-recv chirp-send chirp-sub; do
 	page=$(ls doc/man/$b.[18] 2>/dev/null | head -1)
 	if [ ! -x "$BUILD/bin/$b" ]; then
 		[ -f "src/$b.c" ] || [ -f "src/tools/$b.c" ] && fail "$BUILD/bin/$b is not built"

@@ -13,6 +13,9 @@
 #      the flag on to its output (the tap's SigMF captures record it), and
 #      exactly those fail --verify (noise fills every sample, so a zeroed
 #      hole always shows).
+# Stages 2 and 3 receive on two threads: one sender's one flow carries
+# both channels, and each thread takes one channel's packets (chirp-recv
+# steers by stream ID or channel, not by the kernel's flow hash).
 . "$(dirname "$0")/lib.sh"
 e2e_init net_roundtrip
 e2e_need chirp-feed chirp-tap chirp-recv chirp-send
@@ -48,7 +51,7 @@ stage() {
 recv() {
 	local name=$1
 	shift
-	"$CHIRP_RECV" -c "$CONF" --listen 127.0.0.1:0 --count $N --deadline-ms 40 \
+	"$CHIRP_RECV" -c "$CONF" --listen 127.0.0.1:0 --count $N --deadline-ms 250 \
 		--cpi-log "cpi-$name.log" --wait 10 "$@" >"recv-$name.json" 2>"recv-$name.log" &
 	RECV_PID=$!
 	e2e_track $RECV_PID
@@ -84,7 +87,7 @@ e2e_log "direct path: $N CPIs verified"
 
 # 2. VRT with 1 % reordered: the same CPIs, verified one by one.
 stage vrt
-recv vrt
+recv vrt --threads 2
 "$CHIRP_SEND" -c "$CONF" -d 127.0.0.1:"$PORT" -n $N --rate $RATE --reorder 0.01 \
 	--net-seed 11 "${SYN[@]}" >send-vrt.json 2>send-vrt.log ||
 	{ cat send-vrt.log; e2e_fail "chirp-send failed"; }
@@ -97,11 +100,13 @@ grep -q "received $N, gaps 0" tap-vrt.log || e2e_fail "vrt gaps: $(cat tap-vrt.l
 [ "$(json recv-vrt.json 'd["cpis"]["complete"]')" = $N ] || e2e_fail "receiver: $(cat recv-vrt.json)"
 [ "$(json recv-vrt.json 'sum(d["drops"].values())')" = 0 ] || e2e_fail "receiver drops: $(cat recv-vrt.json)"
 [ "$(json recv-vrt.json 'd["context_packets"] > 0')" = True ] || e2e_fail "no context packets seen"
+[ "$(json recv-vrt.json 'len(d["thread_packets"]) == 2 and min(d["thread_packets"]) > 0 and abs(d["thread_packets"][0] - d["thread_packets"][1]) <= 1')" = True ] ||
+	e2e_fail "the two receive threads did not take one channel each: $(cat recv-vrt.json)"
 e2e_log "VRT path, 1 % reordered: $N CPIs verified, CPI for CPI"
 
 # 3. Plain framing, 1 % lost and 1 % reordered.
 stage lossy
-recv lossy --framing plain
+recv lossy --framing plain --threads 2
 "$CHIRP_SEND" -c "$CONF" -d 127.0.0.1:"$PORT" --framing plain -n $N --rate $RATE \
 	--drop 0.01 --reorder 0.01 --net-seed 12 --drop-log drops.log "${SYN[@]}" \
 	>send-lossy.json 2>send-lossy.log || { cat send-lossy.log; e2e_fail "chirp-send failed"; }
@@ -124,6 +129,7 @@ r = json.loads(open(sys.argv[4]).read().strip().splitlines()[-1])
 assert r["cpis"] == {"complete": n - len(want), "partial": len(want), "dropped": 0}, r
 assert r["missing_samples"] == sum(want.values()), r
 assert r["drops"]["late"] == 0 and r["drops"]["duplicate"] == 0 and r["drops"]["malformed"] == 0, r
+assert len(r["thread_packets"]) == 2 and min(r["thread_packets"]) > 0, r
 out = json.load(open("out-lossy.sigmf-meta"))["captures"]
 assert [c["chirp:first_sample"] for c in out] == [k * 16 * 256 for k in range(n)]
 assert {c["chirp:first_sample"] // (16 * 256) for c in out if c["chirp:flags"] & INCOMPLETE} == set(want)

@@ -699,7 +699,8 @@ LISTS = [   # (records, found, flags, maps): chirpd's kinds of list
     (det_records([(0, 300, 5, 2248.4, 12.5, 1000, 1, 30), (0, 100, -8, 749.5, np.nan, 50, 1, 17),
                   (1, 301, 5, 2255.9, 12.5, 900, 1, 29.5)]), None, 0, 2),
     (det_records([]), None, 0, 2),                                            # nothing found
-    (det_records([(c, g, 1, 0, 0, 9, 1, 9.5) for c in (0, 1) for g in (10, 20, 30)]), None, 0, 2),
+    (det_records([(c, g, 1, 0, 0, 9, 1, 9.5) for c in (0, 1) for g in (10, 20, 30)]), None,
+     chirpring.DET_INCOMPLETE, 2),                                            # a CPI with holes
     (det_records([(-1, 42, -3, 314.7, -1.5, 77, 2, 15.8)]), None, chirpring.DET_INTEGRATED, 1),
     (beam_records([(0, 300, 5, -12.25, 0, 0, 30), (2, 300, 5, 3.5, 1.25, 0, 31),
                    (3, 80, -1, 9.75, 0, chirpring.DET_ANGLE_OUTSIDE | chirpring.DET_ANGLE_CLAMPED,
@@ -722,6 +723,7 @@ def check_list(k, hdr, rec):
     assert hdr.range_gates == 500 and hdr.crossings == 3 * k and hdr.cells == maps * 16 * 500, hdr
     assert hdr.count == len(keep) and hdr.found == len(rows), hdr
     assert hdr.overflow == (len(rows) > MAXDET) and hdr.integrated == bool(flags & 2), hdr
+    assert hdr.incomplete == bool(flags & chirpring.DET_INCOMPLETE), hdr
     assert rec.dtype == chirpring.DET_RECORD and len(rec) == len(keep)
     assert hdr.beams == bool(flags & chirpring.DET_BEAMS), hdr
     for f in ("channel", "range_gate", "doppler_bin", "beam", "angle_quality"):
@@ -894,6 +896,7 @@ def test_det_ring_to_chirp_tap():
         rows = LISTS[k][0][:MAXDET]
         assert j["seq"] == 100 + k and j["ring_seq"] == k and j["found"] == len(LISTS[k][0]), j
         assert j["overflow"] == (len(LISTS[k][0]) > MAXDET) and j["count"] == len(rows), j
+        assert j["incomplete"] == bool(LISTS[k][2] & chirpring.DET_INCOMPLETE), j
         assert [d["range_gate"] for d in j["detections"]] == rows["range_gate"].tolist()
         assert [d["doppler_bin"] for d in j["detections"]] == rows["doppler_bin"].tolist()
         for d, r in zip(j["detections"], rows):

@@ -87,7 +87,7 @@ __all__ = ["Consumer", "Producer", "CPI", "Geometry", "Stats", "RingError", "Tim
            "DET_BEAMS", "DET_CHANNEL_ALL", "DET_BEAM_NONE", "DET_ANGLE_OUTSIDE",
            "DET_ANGLE_CLAMPED", "DET_ANGLE_UNRESOLVED", "DET_ANGLE_NOT_PEAK",
            "DET_ANGLE_NO_NEIGHBOUR", "det_bytes", "parse_detections", "pack_detections",
-           "maps_by_beam"]
+           "maps_by_beam", "DET_INCOMPLETE"]
 
 DISCONTINUITY = _lib.DISCONTINUITY   # blocks were lost before this one
 NONFINITE = _lib.NONFINITE           # payload holds NaN/Inf (set by chirpd on output)
@@ -180,6 +180,8 @@ DET_NO_VELOCITY = 1 << 2        # no carrier or PRF: velocity_mps is NaN
 DET_SKIPPED = 1 << 3            # the CPI was not processed (unknown mode): no
                                 # records; its map or cube output is all NaN
 DET_BEAMS = 1 << 4              # the maps are beams: records carry beam and angle
+DET_INCOMPLETE = 1 << 5         # the input CPI arrived with holes (INCOMPLETE):
+                                # a target may be missed or weaker
 DET_CHANNEL_ALL = -1
 DET_BEAM_NONE = -1              # beam of a record of a list without beams
 # angle_quality bits (0 = good; doc/beams.md, "Monopulse")
@@ -250,6 +252,11 @@ class DetHeader(namedtuple("DetHeader", "seq timestamp_ns first_sample mode flag
         """The maps are beams (maps = their count): records carry beam,
         azimuth_deg, elevation_deg and angle_quality."""
         return bool(self.flags & DET_BEAMS)
+
+    @property
+    def incomplete(self):
+        """The input CPI was committed INCOMPLETE: samples never arrived."""
+        return bool(self.flags & DET_INCOMPLETE)
 
 
 def parse_detections(buf):
