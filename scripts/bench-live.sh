@@ -64,14 +64,15 @@ run() {
 	e2e_track $feed
 	e2e_wait 60 e2e_stat_ge cpis_out 10 || e2e_fail "no output after 60 s"
 	islots=$(e2e_json status | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["rings"]["input_slots"])')
-	e2e_wait 120 e2e_stat_ge cpis_out $((2 * islots)) || e2e_log "feeder's first pass not over after 120 s"
+	e2e_wait 120 e2e_stat_ge cpis_out $((2 * islots)) || e2e_log "feeder's first pass not over after 120 s" >&2
 	if [ "$pages" -gt 0 ]; then
 		rm -f "$T/ready"
 		"$PY" scripts/live-client.py "http://127.0.0.1:$port/live/events" --clients "$pages" \
 			--ready-file "$T/ready" >"$T/pages-$n.json" 2>"$T/pages-$n.log" &
 		cl=$!
 		e2e_track $cl
-		e2e_wait 30 test -e "$T/ready" || e2e_log "not every page had a frame after 30 s"
+		# (stderr: run's stdout is its figures)
+		e2e_wait 30 test -e "$T/ready" || e2e_log "not every page had a frame after 30 s" >&2
 	fi
 	c0=$(e2e_stat cpis_out); f0=$(metric chirpd_live_frames_total); s0=$(metric chirpd_live_frames_skipped_total); t0=$(now)
 	sleep "$MEASURE_S"
