@@ -64,7 +64,8 @@ done
 
 # The report reads what the benchmark wrote.
 {
-	for k in throughput latency cupy compare modes radar detect startup net publish; do
+	# every table the real page has (the report fills each one)
+	for k in $(sed -n 's/^<!-- perf-table: \([a-z_]*\) begin -->$/\1/p' "$src/doc/performance.md"); do
 		echo "<!-- perf-table: $k begin -->"; echo "<!-- perf-table: $k end -->"
 	done
 } >"$T/page.md"
