@@ -99,6 +99,9 @@ struct tap {
 	struct pc *pcs[CFG_MAX_MODES];   /* per mode, indexed like cfg.modes */
 	struct pc *pc;                   /* pcs[0]: sizes and geometry checks */
 	void *vin, *vout;
+	void *vdet;                      /* the reference's detection list
+					    (pc_det_bytes), NULL when it
+					    does not detect */
 	float *vcmp;                     /* a dB output converted, out bytes */
 	size_t vin_bytes;
 
@@ -525,6 +528,8 @@ static int setup_verify_pc(struct tap *t, unsigned i)
 {
 	const struct cfg_mode *m = &t->cfg.modes[i];
 	struct pc_params pp;
+	struct plan_beams pb;
+	struct config_fault f;
 	float *ref = NULL, *window = NULL;
 	size_t len = 0;
 	char err[512];
@@ -537,7 +542,18 @@ static int setup_verify_pc(struct tap *t, unsigned i)
 		free(ref);
 		return -EINVAL;
 	}
+	/* the beams as chirpd forms them: the array and calibration files
+	 * read again, the same plan */
+	memset(&pb, 0, sizeof(pb));
+	if (plan_beams_make(&t->cfg, &pb, &f) < 0) {
+		log_err("verify: %s: [%s]: %s", t->config_path, f.keys[0] ? f.keys[0] : "beams",
+			f.why);
+		free(ref);
+		free(window);
+		return -EINVAL;
+	}
 	plan_pc_params(&t->cfg, &pp);
+	plan_beams_apply(&pb, &pp);
 	pp.ref = ref;
 	pp.ref_len = len;
 	pp.modes = NULL;         /* this mode only: see the top of the file */
@@ -546,6 +562,7 @@ static int setup_verify_pc(struct tap *t, unsigned i)
 	pp.cpu_threads = 1;
 	pp.radar.window = window;
 	t->pcs[i] = pc_create(&pp, err, sizeof(err));
+	plan_beams_free(&pb);
 	free(ref);
 	free(window);
 	if (!t->pcs[i]) {
@@ -585,6 +602,10 @@ static int setup_verify(struct tap *t)
 	}
 	t->vout = malloc(pc_out_bytes(t->pc));
 	t->vcmp = malloc(pc_out_bytes(t->pc));
+	if (pc_det_bytes(t->pc) && !(t->vdet = malloc(pc_det_bytes(t->pc)))) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
 	if (!t->vout || !t->vcmp) {
 		log_err("out of memory");
 		return -ENOMEM;
@@ -847,6 +868,27 @@ static int verify_unknown_mode(struct tap *t, const struct chirp_ring_block *b, 
 	return 1;
 }
 
+/* A CPI the reference could not steer to (bad: its pointing refused)
+ * must be flagged BAD_POINTING and all NaN, and only such a CPI may be.
+ * 1 when the block is settled here. */
+static int verify_bad_pointing(struct tap *t, const struct chirp_ring_block *b, int bad)
+{
+	int flagged = !!(b->flags & CHIRP_RING_BAD_POINTING);
+
+	if (!bad && !flagged)
+		return 0;
+	if (bad != flagged)
+		mismatch(t, "verify: seq %" PRIu64 ": pointing %g,%g is %s, but the block is %s",
+			 b->seq, (double)b->pointing_az_deg, (double)b->pointing_el_deg,
+			 bad ? "outside what the beams can steer to" : "one the beams take",
+			 flagged ? "flagged BAD_POINTING" : "not flagged BAD_POINTING");
+	else if (!all_nan(b->payload, b->len))
+		mismatch(t, "verify: seq %" PRIu64 " (BAD_POINTING): payload is not all NaN", b->seq);
+	else
+		t->verified++;
+	return 1;
+}
+
 /* The relative L2 error of the received block against t->vout (power_db
  * and map_db: compared as magnitudes). */
 static double verify_compare(struct tap *t, const struct chirp_ring_block *b)
@@ -870,6 +912,7 @@ static void verify_block(struct tap *t, const struct chirp_ring_block *b)
 	int idx = config_mode_index(&t->cfg, b->mode);
 	uint64_t k;
 	double err;
+	int rc;
 
 	if (synth_cpi_index(t->synth, b->first_sample, &k) < 0) {
 		mismatch(t, "verify: seq %" PRIu64 ": first_sample %" PRIu64 " is not a CPI boundary",
@@ -895,8 +938,13 @@ static void verify_block(struct tap *t, const struct chirp_ring_block *b)
 			 "but the block is not flagged UNKNOWN_MODE", b->seq, k, b->mode, t->config_path);
 		return;
 	}
-	if (pc_execute(t->pcs[idx], t->vin, t->vout, NULL) < 0) {
-		mismatch(t, "verify: pc_execute: %s", pc_last_error(t->pcs[idx]));
+	rc = pc_execute_job(t->pcs[idx], &(struct pc_job){
+		.in = t->vin, .out = t->vout, .det = t->vdet, .tag = b->seq, .mode = 0,
+		.pointing_az_deg = b->pointing_az_deg, .pointing_el_deg = b->pointing_el_deg }, NULL);
+	if (verify_bad_pointing(t, b, rc == -EDOM))
+		return;
+	if (rc < 0) {
+		mismatch(t, "verify: pc_execute_job: %s", pc_last_error(t->pcs[idx]));
 		return;
 	}
 	if (b->len != pc_out_bytes(t->pcs[idx])) {
@@ -1431,6 +1479,7 @@ static void tap_free(struct tap *t)
 	free(t->vin);
 	free(t->vout);
 	free(t->vcmp);
+	free(t->vdet);
 	sigmf_meta_free(&t->meta);
 }
 

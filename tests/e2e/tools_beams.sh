@@ -12,7 +12,10 @@
 #     pointing, the blocks flagged BAD_POINTING reported and counted;
 #   - chirp-plot --map --bscope of a recorded CPI: the peak in beam 4 (the
 #     beam nearest 4 degrees) at the target's gate, the detection printed
-#     with its azimuth; --per-beam draws every beam.
+#     with its azimuth; --per-beam draws every beam;
+#   - chirp-tap --verify recomputes every CPI's beams on the CPU reference
+#     at the block's pointing; the blocks pointed at 70 degrees are checked
+#     flagged BAD_POINTING and all NaN.
 . "$(dirname "$0")/lib.sh"
 e2e_init tools_beams
 e2e_need chirp-feed chirp-tap
@@ -103,4 +106,20 @@ if "$PY" -c 'import numpy, matplotlib' 2>/dev/null; then
 else
 	e2e_log "chirp-plot not run: $PY lacks numpy/matplotlib"
 fi
+
+# 4. chirp-tap --verify: every CPI's beams recomputed by the CPU reference
+#    at that CPI's pointing (the array of [array], as chirpd forms them);
+#    a CPI pointed at 70 degrees must come flagged BAD_POINTING, all NaN.
+"$CHIRP_TAP" -c "$CONF" -n $N --verify --target $GATE,-30,0,az=4 --snr-db 0 --seed 3 \
+	--timeout $((60 * E2E_SLOW)) -q >"$T/verify.txt" 2>"$T/verify.log" &
+VTAP=$!
+e2e_track $VTAP
+e2e_wait_consumer "$OUT_RING" $VTAP
+"$CHIRP_FEED" -c "$CONF" --target $GATE,-30,0,az=4 --snr-db 0 --seed 3 \
+	--pointing '0,0;3,0;70,0' -n $N --rate $RATE --block -q 2>"$T/feed3.log" ||
+	e2e_fail "chirp-feed: $(cat "$T/feed3.log")"
+wait $VTAP || e2e_fail "chirp-tap --verify with beams (rc $?): $(cat "$T/verify.log")"
+grep -q "verified $N, mismatches 0" "$T/verify.log" ||
+	e2e_fail "verify summary: $(cat "$T/verify.log")"
+e2e_log "verify: $(grep -i verif "$T/verify.log" | head -1)"
 e2e_pass
