@@ -89,7 +89,7 @@ CUDA_LIBS  := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcubla
 
 # --- sources ----------------------------------------------------------------
 RING_SRCS  := src/ring/ring.c
-CORE_SRCS  := $(addprefix src/,array.c beam.c capcache.c chunk_policy.c config.c config_doc.c \
+CORE_SRCS  := $(addprefix src/,array.c beam.c outbuf.c capcache.c chunk_policy.c config.c config_doc.c \
                 config_print.c config_table.c control.c errbuf.c hcopy.c live.c log.c maxhold.c metrics.c \
                 monopulse.c mvdr.c names.c pc.c pc_cpu.c pcsize.c pipeline.c plan.c sigmf.c sink.c \
                 ratewatch.c stall.c stats.c sysnuma.c trace.c radar.c radar_cpu.c cpiasm.c version.c vrt.c \

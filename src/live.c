@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "outbuf.h"
 #include "maxhold.h"
 #include "timeutil.h"
 
@@ -324,42 +325,18 @@ void live_put(struct live *l, const struct live_cpi *c, const float *map, uint32
 
 /* ---- encoding (main thread) --------------------------------------------- */
 
-struct out {
-	char *buf;
-	size_t len, off;
-	int overflow;
-};
-
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (o->overflow)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(o->buf + o->off, o->len - o->off, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= o->len - o->off) {
-		o->overflow = 1;
-		return;
-	}
-	o->off += (size_t)n;
-}
-
 /* A JSON number, or null for NaN and infinities; fmt a %g of bounded
  * width (a record's JSON stays under the 240 bytes frame_max counts). */
-static void put_num(struct out *o, const char *key, double v, const char *fmt)
+static void put_num(struct outbuf *o, const char *key, double v, const char *fmt)
 {
-	put(o, "\"%s\":", key);
+	outbuf_put(o, "\"%s\":", key);
 	if (isfinite(v))
-		put(o, fmt, v);
+		outbuf_put(o, fmt, v);
 	else
-		put(o, "null");
+		outbuf_put(o, "null");
 }
 
-static void put_base64(struct out *o, const unsigned char *p, size_t n)
+static void put_base64(struct outbuf *o, const unsigned char *p, size_t n)
 {
 	static const char tab[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -426,7 +403,7 @@ static float select_kth(float *a, size_t n, size_t k)
  * the median cell (the reduced noise floor), db_hi the strongest cell and
  * at least db_lo + 20 dB, so noise stays dark and a target bright.
  */
-static void put_map(struct live *l, struct out *o, const struct slot *s, int m)
+static void put_map(struct live *l, struct outbuf *o, const struct slot *s, int m)
 {
 	size_t n = (size_t)s->rows * s->cols, finite = 0;
 	const float *v = s->map + (size_t)m * n;
@@ -453,53 +430,53 @@ static void put_map(struct live *l, struct out *o, const struct slot *s, int m)
 
 		q[i] = (unsigned char)(t < 0 ? 0 : t > 255 ? 255 : t + 0.5f);
 	}
-	put(o, "\"map\":{\"index\":%d,\"maps\":%u,\"rows\":%u,\"cols\":%u,\"doppler_bins\":%u,"
+	outbuf_put(o, "\"map\":{\"index\":%d,\"maps\":%u,\"rows\":%u,\"cols\":%u,\"doppler_bins\":%u,"
 	       "\"range_gates\":%u,\"dec_doppler\":%u,\"dec_range\":%u,\"db_lo\":%.2f,"
 	       "\"db_hi\":%.2f,\"units\":\"%s\",\"b64\":\"",
 	    m, s->maps, s->rows, s->cols, s->doppler, s->range, s->dd, s->dr, (double)lo,
 	    (double)hi, l->scales.map_db ? "map_db" : "map_power");
 	put_base64(o, q, n);
-	put(o, "\"},");
+	outbuf_put(o, "\"},");
 }
 
 /* A record of record_bytes (LIVE_RECORD_V1 in version 1: the fields
  * before beam);
  * the beam fields are read only when the header says beams and the
  * records hold them. */
-static void put_record(struct out *o, const unsigned char *p, size_t rb, int beams)
+static void put_record(struct outbuf *o, const unsigned char *p, size_t rb, int beams)
 {
 	struct chirp_det_record r;
 
 	memset(&r, 0, sizeof(r));
 	memcpy(&r, p, rb < sizeof(r) ? rb : sizeof(r));
-	put(o, "{\"map\":%d,\"gate\":%u,\"bin\":%d,", r.channel, r.range_gate, r.doppler_bin);
+	outbuf_put(o, "{\"map\":%d,\"gate\":%u,\"bin\":%d,", r.channel, r.range_gate, r.doppler_bin);
 	put_num(o, "range_m", r.range_m, "%.7g");
-	put(o, ",");
+	outbuf_put(o, ",");
 	put_num(o, "velocity_mps", r.velocity_mps, "%.7g");
-	put(o, ",");
+	outbuf_put(o, ",");
 	put_num(o, "snr_db", r.snr_db, "%.5g");
 	if (beams) {
-		put(o, ",\"beam\":%d,", r.beam);
+		outbuf_put(o, ",\"beam\":%d,", r.beam);
 		put_num(o, "azimuth_deg", r.azimuth_deg, "%.6g");
-		put(o, ",");
+		outbuf_put(o, ",");
 		put_num(o, "elevation_deg", r.elevation_deg, "%.6g");
-		put(o, ",\"angle_quality\":%u", r.angle_quality);
+		outbuf_put(o, ",\"angle_quality\":%u", r.angle_quality);
 	}
-	put(o, "}");
+	outbuf_put(o, "}");
 }
 
-static void put_det(struct out *o, const struct slot *s)
+static void put_det(struct outbuf *o, const struct slot *s)
 {
 	struct chirp_det_header h;
 	int beams;
 
 	if (!s->det_len) {
-		put(o, "\"det\":null,");
+		outbuf_put(o, "\"det\":null,");
 		return;
 	}
 	memcpy(&h, s->det, sizeof(h));
 	beams = (h.flags & CHIRP_DET_BEAMS) && h.record_bytes >= sizeof(struct chirp_det_record);
-	put(o, "\"det\":{\"version\":%u,\"mode\":%u,\"count\":%u,\"found\":%u,\"maps\":%u,"
+	outbuf_put(o, "\"det\":{\"version\":%u,\"mode\":%u,\"count\":%u,\"found\":%u,\"maps\":%u,"
 	       "\"overflow\":%s,\"integrated\":%s,\"skipped\":%s,\"beams\":%s,\"list\":[",
 	    h.version, h.mode, h.count, h.found, h.maps,
 	    h.flags & CHIRP_DET_OVERFLOW ? "true" : "false",
@@ -507,53 +484,53 @@ static void put_det(struct out *o, const struct slot *s)
 	    h.flags & CHIRP_DET_SKIPPED ? "true" : "false", beams ? "true" : "false");
 	for (uint32_t i = 0; i < h.count; i++) {
 		if (i)
-			put(o, ",");
+			outbuf_put(o, ",");
 		put_record(o, s->det + sizeof(h) + (size_t)i * h.record_bytes, h.record_bytes, beams);
 	}
-	put(o, "]},");
+	outbuf_put(o, "]},");
 }
 
 /* The frame of map index m from the front slot (or an empty one before
  * the first), encoded into e. */
 static void encode(struct live *l, struct cache_entry *e, int m)
 {
-	struct out o = { e->buf, l->frame_max, 0, 0 };
+	struct outbuf o = { e->buf, l->frame_max, 0, 0 };
 	const struct slot *s = l->frame_seq ? &l->slots[l->front] : NULL;
 
-	put(&o, "event: frame\ndata: ");
+	outbuf_put(&o, "event: frame\ndata: ");
 	e->json_off = o.off;
-	put(&o, "{\"seq\":%llu,\"fps\":%g,", (unsigned long long)l->frame_seq, l->prm.fps);
+	outbuf_put(&o, "{\"seq\":%llu,\"fps\":%g,", (unsigned long long)l->frame_seq, l->prm.fps);
 	if (s) {
-		put(&o, "\"cpi\":{\"seq\":%llu,\"timestamp_ns\":%llu,\"mode\":%u},",
+		outbuf_put(&o, "\"cpi\":{\"seq\":%llu,\"timestamp_ns\":%llu,\"mode\":%u},",
 		    (unsigned long long)s->cpi.seq, (unsigned long long)s->cpi.timestamp_ns,
 		    s->cpi.mode);
-		put(&o, "\"maps\":%u,", s->maps);
+		outbuf_put(&o, "\"maps\":%u,", s->maps);
 	} else {
-		put(&o, "\"cpi\":null,\"maps\":0,");
+		outbuf_put(&o, "\"cpi\":null,\"maps\":0,");
 	}
 	put_num(&o, "range_m_per_gate", l->scales.range_m_per_gate, "%.6g");
-	put(&o, ",");
+	outbuf_put(&o, ",");
 	put_num(&o, "mps_per_bin", l->scales.mps_per_bin, "%.6g");
-	put(&o, ",");
+	outbuf_put(&o, ",");
 	if (s && m < (int)s->maps && (s->have & map_bit((uint32_t)m)))
 		put_map(l, &o, s, m);
 	else
-		put(&o, "\"map\":null,");
+		outbuf_put(&o, "\"map\":null,");
 	if (s)
 		put_det(&o, s);
 	else
-		put(&o, "\"det\":null,");
-	put(&o, "\"state\":%s}", l->state);
+		outbuf_put(&o, "\"det\":null,");
+	outbuf_put(&o, "\"state\":%s}", l->state);
 	e->json_len = o.off - e->json_off;
-	put(&o, "\n\n");
+	outbuf_put(&o, "\n\n");
 	if (o.overflow) {   /* cannot happen with frame_max's sum; say so */
 		o.off = 0;
-		put(&o, "event: frame\ndata: ");
+		outbuf_put(&o, "event: frame\ndata: ");
 		e->json_off = o.off;
-		put(&o, "{\"seq\":%llu,\"error\":\"frame too large\",\"state\":{}}",
+		outbuf_put(&o, "{\"seq\":%llu,\"error\":\"frame too large\",\"state\":{}}",
 		    (unsigned long long)l->frame_seq);
 		e->json_len = o.off - e->json_off;
-		put(&o, "\n\n");
+		outbuf_put(&o, "\n\n");
 	}
 	e->len = o.off;
 	e->seq = l->frame_seq;
@@ -888,10 +865,10 @@ static int take_frame(struct live *l, uint64_t now)
 	}
 	if (l->nclients && now - l->hb_ns >= LIVE_HEARTBEAT_NS &&
 	    now - l->frame_ns >= LIVE_HEARTBEAT_NS) {
-		struct out o = { l->hb, sizeof(l->hb), 0, 0 };
+		struct outbuf o = { l->hb, sizeof(l->hb), 0, 0 };
 
 		refresh_state(l);
-		put(&o, "event: state\ndata: {\"seq\":%llu,\"state\":%s}\n\n",
+		outbuf_put(&o, "event: state\ndata: {\"seq\":%llu,\"state\":%s}\n\n",
 		    (unsigned long long)l->frame_seq, l->state);
 		if (o.overflow)
 			return 0;

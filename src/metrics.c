@@ -15,32 +15,9 @@
 
 #include "live.h"
 #include "log.h"
+#include "outbuf.h"
 
 #define METRICS_BUF (64 * 1024)
-
-struct out {
-	char *buf;
-	size_t len, off;
-	int overflow;
-};
-
-static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (o->overflow)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(o->buf + o->off, o->len - o->off, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= o->len - o->off) {
-		o->overflow = 1;
-		return;
-	}
-	o->off += (size_t)n;
-}
 
 static const char *const counter_help[ST_COUNTERS] = {
 	[ST_CPIS_IN] = "CPIs taken from the input ring.",
@@ -101,10 +78,10 @@ static int mode_configured(const struct metrics_info *mi, unsigned id, const cha
  * and any other that counted CPIs. Mode names are [mode NAME] section
  * names, which config.c limits to label-safe characters; a quote or a
  * backslash is escaped anyway. */
-static void put_modes(struct out *o, const struct stats_snapshot *sn,
+static void put_modes(struct outbuf *o, const struct stats_snapshot *sn,
 		      const struct metrics_info *mi)
 {
-	put(o, "# HELP chirpd_mode_cpis_total CPIs taken per radar mode (unknown modes: "
+	outbuf_put(o, "# HELP chirpd_mode_cpis_total CPIs taken per radar mode (unknown modes: "
 	       "chirpd_unknown_mode_cpis_total).\n# TYPE chirpd_mode_cpis_total counter\n");
 	for (unsigned id = 0; id < STATS_MAX_MODES; id++) {
 		const char *name = "";
@@ -119,122 +96,122 @@ static void put_modes(struct out *o, const struct stats_snapshot *sn,
 			esc[k++] = *c == '\n' ? 'n' : *c;
 		}
 		esc[k] = '\0';
-		put(o, "chirpd_mode_cpis_total{mode=\"%u\",name=\"%s\"} %llu\n", id, esc,
+		outbuf_put(o, "chirpd_mode_cpis_total{mode=\"%u\",name=\"%s\"} %llu\n", id, esc,
 		    (unsigned long long)sn->mode_cpis[id]);
 	}
 }
 
 /* The live view's counters ([live] enable). */
-static void put_live(struct out *o, const struct live_counters *c)
+static void put_live(struct outbuf *o, const struct live_counters *c)
 {
-	put(o, "# HELP chirpd_live_frames_total Frames the data thread sampled for the live view "
+	outbuf_put(o, "# HELP chirpd_live_frames_total Frames the data thread sampled for the live view "
 	       "(only while a page watches).\n# TYPE chirpd_live_frames_total counter\n"
 	       "chirpd_live_frames_total %llu\n", (unsigned long long)c->frames);
-	put(o, "# HELP chirpd_live_frames_sent_total Frames sent to live view clients.\n"
+	outbuf_put(o, "# HELP chirpd_live_frames_sent_total Frames sent to live view clients.\n"
 	       "# TYPE chirpd_live_frames_sent_total counter\n"
 	       "chirpd_live_frames_sent_total %llu\n", (unsigned long long)c->frames_sent);
-	put(o, "# HELP chirpd_live_frames_skipped_total Newer frames a slow live client skipped "
+	outbuf_put(o, "# HELP chirpd_live_frames_skipped_total Newer frames a slow live client skipped "
 	       "(it gets the newest when it has sent the last; nothing queues).\n"
 	       "# TYPE chirpd_live_frames_skipped_total counter\n"
 	       "chirpd_live_frames_skipped_total %llu\n", (unsigned long long)c->frames_skipped);
-	put(o, "# HELP chirpd_live_clients_refused_total Live event streams refused: "
+	outbuf_put(o, "# HELP chirpd_live_clients_refused_total Live event streams refused: "
 	       "[live] max_clients were connected.\n"
 	       "# TYPE chirpd_live_clients_refused_total counter\n"
 	       "chirpd_live_clients_refused_total %llu\n", (unsigned long long)c->clients_refused);
-	put(o, "# HELP chirpd_live_clients_dropped_total Live clients disconnected for reading "
+	outbuf_put(o, "# HELP chirpd_live_clients_dropped_total Live clients disconnected for reading "
 	       "nothing for the listener's timeout (5 s).\n"
 	       "# TYPE chirpd_live_clients_dropped_total counter\n"
 	       "chirpd_live_clients_dropped_total %llu\n", (unsigned long long)c->clients_dropped);
-	put(o, "# HELP chirpd_live_clients Live event streams connected.\n"
+	outbuf_put(o, "# HELP chirpd_live_clients Live event streams connected.\n"
 	       "# TYPE chirpd_live_clients gauge\nchirpd_live_clients %u\n", c->clients);
 }
 
 int metrics_format(const struct stats_snapshot *sn, const struct metrics_info *mi,
 		   char *buf, size_t len)
 {
-	struct out o = { buf, len, 0, 0 };
+	struct outbuf o = { buf, len, 0, 0 };
 	static const double qs[] = { 0.5, 0.99, 0.999, 1.0 };
 
 	if (len == 0)
 		return -ENOSPC;
 	buf[0] = 0;
-	put(&o, "# HELP chirpd_info Build and backend of this chirpd.\n"
+	outbuf_put(&o, "# HELP chirpd_info Build and backend of this chirpd.\n"
 		"# TYPE chirpd_info gauge\n"
 		"chirpd_info{version=\"%s\",backend=\"%s\"} 1\n",
 	    mi->version ? mi->version : "", mi->backend ? mi->backend : "");
-	put(&o, "# HELP chirpd_up 1 while the data path is running or paused, 0 when failed or stopped.\n"
+	outbuf_put(&o, "# HELP chirpd_up 1 while the data path is running or paused, 0 when failed or stopped.\n"
 		"# TYPE chirpd_up gauge\nchirpd_up %d\n",
 	    mi->state && (!strcmp(mi->state, "running") || !strcmp(mi->state, "paused")));
-	put(&o, "# HELP chirpd_state Data path state (1 for the current one).\n"
+	outbuf_put(&o, "# HELP chirpd_state Data path state (1 for the current one).\n"
 		"# TYPE chirpd_state gauge\n");
 	{
 		static const char *const states[] = { "starting", "running", "paused", "stopped", "failed" };
 		for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-			put(&o, "chirpd_state{state=\"%s\"} %d\n", states[i],
+			outbuf_put(&o, "chirpd_state{state=\"%s\"} %d\n", states[i],
 			    mi->state && !strcmp(mi->state, states[i]));
 	}
-	put(&o, "# HELP chirpd_uptime_seconds Seconds since chirpd started.\n"
+	outbuf_put(&o, "# HELP chirpd_uptime_seconds Seconds since chirpd started.\n"
 		"# TYPE chirpd_uptime_seconds gauge\nchirpd_uptime_seconds %.3f\n", mi->uptime_s);
 	for (int c = 0; c < ST_COUNTERS; c++) {
 		const char *n = stats_counter_name(c);
-		put(&o, "# HELP chirpd_%s_total %s\n# TYPE chirpd_%s_total counter\nchirpd_%s_total %llu\n",
+		outbuf_put(&o, "# HELP chirpd_%s_total %s\n# TYPE chirpd_%s_total counter\nchirpd_%s_total %llu\n",
 		    n, counter_help[c], n, n, (unsigned long long)sn->counter[c]);
 	}
 	put_modes(&o, sn, mi);
-	put(&o, "# HELP chirpd_beams Beams formed per CPI ([beams] count; 0 without beams).\n"
+	outbuf_put(&o, "# HELP chirpd_beams Beams formed per CPI ([beams] count; 0 without beams).\n"
 		"# TYPE chirpd_beams gauge\nchirpd_beams %u\n", mi->beams);
 	if (mi->beams)
-		put(&o, "# HELP chirpd_pointing_degrees The newest CPI's pointing, degrees from "
+		outbuf_put(&o, "# HELP chirpd_pointing_degrees The newest CPI's pointing, degrees from "
 			"boresight (the input block's; steers every beam).\n"
 			"# TYPE chirpd_pointing_degrees gauge\n"
 			"chirpd_pointing_degrees{axis=\"azimuth\"} %.6g\n"
 			"chirpd_pointing_degrees{axis=\"elevation\"} %.6g\n",
 		    mi->pointing_az_deg, mi->pointing_el_deg);
-	put(&o, "# HELP chirpd_cfar_false_alarm_rate Observed CFAR crossings per cell tested since "
+	outbuf_put(&o, "# HELP chirpd_cfar_false_alarm_rate Observed CFAR crossings per cell tested since "
 		"start (compare with [cfar] pfa on noise-only input; 0 before any cell).\n"
 		"# TYPE chirpd_cfar_false_alarm_rate gauge\nchirpd_cfar_false_alarm_rate %.9g\n",
 	    sn->counter[ST_CFAR_CELLS] ?
 	    (double)sn->counter[ST_CFAR_CROSSINGS] / (double)sn->counter[ST_CFAR_CELLS] : 0.0);
-	put(&o, "# HELP chirpd_samples_per_second Input samples per second over the last interval.\n"
+	outbuf_put(&o, "# HELP chirpd_samples_per_second Input samples per second over the last interval.\n"
 		"# TYPE chirpd_samples_per_second gauge\nchirpd_samples_per_second %.1f\n",
 	    mi->samples_per_s);
-	put(&o, "# HELP chirpd_cpis_per_second CPIs per second over the last interval.\n"
+	outbuf_put(&o, "# HELP chirpd_cpis_per_second CPIs per second over the last interval.\n"
 		"# TYPE chirpd_cpis_per_second gauge\nchirpd_cpis_per_second %.3f\n", mi->cpis_per_s);
-	put(&o, "# HELP chirpd_input_offered_cpis_per_second CPIs per second the producer offered "
+	outbuf_put(&o, "# HELP chirpd_input_offered_cpis_per_second CPIs per second the producer offered "
 		"(committed + dropped) over the last second; -1 before a second has passed.\n"
 		"# TYPE chirpd_input_offered_cpis_per_second gauge\n"
 		"chirpd_input_offered_cpis_per_second %.3f\n", mi->input_rate_cps);
-	put(&o, "# HELP chirpd_capacity_cpis_per_second The sustainable rate the input is compared "
+	outbuf_put(&o, "# HELP chirpd_capacity_cpis_per_second The sustainable rate the input is compared "
 		"with (measured or cached; 0 unknown).\n"
 		"# TYPE chirpd_capacity_cpis_per_second gauge\n"
 		"chirpd_capacity_cpis_per_second %.3f\n", mi->capacity_cps);
-	put(&o, "# HELP chirpd_input_over_capacity 1 while the input's offered rate has stayed "
+	outbuf_put(&o, "# HELP chirpd_input_over_capacity 1 while the input's offered rate has stayed "
 		"above the capacity for a second.\n"
 		"# TYPE chirpd_input_over_capacity gauge\nchirpd_input_over_capacity %d\n",
 	    mi->input_over_capacity);
-	put(&o, "# HELP chirpd_cpi_latency_seconds From a CPI's commit in the input ring to its "
+	outbuf_put(&o, "# HELP chirpd_cpi_latency_seconds From a CPI's commit in the input ring to its "
 		"result's commit in the output ring (since start; quantile 1 = max).\n"
 		"# TYPE chirpd_cpi_latency_seconds summary\n");
 	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-		put(&o, "chirpd_cpi_latency_seconds{quantile=\"%g\"} %.9f\n", qs[i],
+		outbuf_put(&o, "chirpd_cpi_latency_seconds{quantile=\"%g\"} %.9f\n", qs[i],
 		    (double)stats_percentile(sn, qs[i]) * 1e-9);
-	put(&o, "chirpd_cpi_latency_seconds_sum %.9f\nchirpd_cpi_latency_seconds_count %llu\n",
+	outbuf_put(&o, "chirpd_cpi_latency_seconds_sum %.9f\nchirpd_cpi_latency_seconds_count %llu\n",
 	    (double)sn->lat_sum_ns * 1e-9, (unsigned long long)sn->lat_count);
-	put(&o, "# HELP chirpd_stage_seconds_total Time spent per pipeline stage.\n"
+	outbuf_put(&o, "# HELP chirpd_stage_seconds_total Time spent per pipeline stage.\n"
 		"# TYPE chirpd_stage_seconds_total counter\n");
 	for (int s = 0; s < STG_STAGES; s++)
-		put(&o, "chirpd_stage_seconds_total{stage=\"%s\"} %.9f\n", stats_stage_name(s),
+		outbuf_put(&o, "chirpd_stage_seconds_total{stage=\"%s\"} %.9f\n", stats_stage_name(s),
 		    (double)sn->stage_sum_ns[s] * 1e-9);
-	put(&o, "# HELP chirpd_stage_max_seconds Longest time of one CPI per stage.\n"
+	outbuf_put(&o, "# HELP chirpd_stage_max_seconds Longest time of one CPI per stage.\n"
 		"# TYPE chirpd_stage_max_seconds gauge\n");
 	for (int s = 0; s < STG_STAGES; s++)
-		put(&o, "chirpd_stage_max_seconds{stage=\"%s\"} %.9f\n", stats_stage_name(s),
+		outbuf_put(&o, "chirpd_stage_max_seconds{stage=\"%s\"} %.9f\n", stats_stage_name(s),
 		    (double)sn->stage_max_ns[s] * 1e-9);
-	put(&o, "# HELP chirpd_numa_node NUMA node the data path is bound to (-1 none).\n"
+	outbuf_put(&o, "# HELP chirpd_numa_node NUMA node the data path is bound to (-1 none).\n"
 		"# TYPE chirpd_numa_node gauge\nchirpd_numa_node %d\n", mi->numa_node);
-	put(&o, "# HELP chirpd_realtime 1 if the data thread runs SCHED_FIFO.\n"
+	outbuf_put(&o, "# HELP chirpd_realtime 1 if the data thread runs SCHED_FIFO.\n"
 		"# TYPE chirpd_realtime gauge\nchirpd_realtime %d\n", mi->realtime);
-	put(&o, "# HELP chirpd_control_clients Control socket clients connected.\n"
+	outbuf_put(&o, "# HELP chirpd_control_clients Control socket clients connected.\n"
 		"# TYPE chirpd_control_clients gauge\nchirpd_control_clients %u\n", mi->control_clients);
 	if (mi->live)
 		put_live(&o, mi->live);
