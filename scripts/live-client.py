@@ -45,7 +45,7 @@ class Page(threading.Thread):
         self.connects += 1
         event = None
         while not stop.is_set():
-            line = r.fp.readline()
+            line = r.readline()   # the response decodes the chunked body
             if not line:
                 break
             self.bytes += len(line)
