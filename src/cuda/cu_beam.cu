@@ -583,7 +583,7 @@ k_mvdr_solve(struct cu_bgeo g, const double2 *__restrict__ cov, double loading, 
 struct cu_mfit {
 	const double2 *w[3];     /* the M beams' weights, C each          */
 	double2 y[3];            /* their outputs at the cell             */
-	double2 qi[9];           /* Q^-1, M x M                           */
+	double2 qi[9];           /* Q^-1, M x M, row stride 3             */
 	unsigned M;
 	double v;
 };
@@ -670,32 +670,40 @@ __device__ int cu_mono_qinv(const struct cu_bgeo &g, struct cu_mfit &f, double *
 	}
 	for (unsigned i = 0; i < M; i++)
 		for (unsigned j = 0; j < M; j++)
-			f.qi[i * M + j] = a[i][M + j];
+			f.qi[i * 3 + j] = a[i][M + j];
 	return 0;
 }
 
-/* J(u) = |F^H Q^-1 y|^2 / (F^H Q^-1 F), F_j = sum_c w_j[c] g_c a_c(u, v). */
-__device__ double cu_mono_explained(const struct cu_bgeo &g, const struct cu_mfit &f, double u)
+/* Channel c's terms of F_j = sum_c w_j[c] g_c a_c(u, v), added to F (the
+ * loops run to 3 with M as a guard, so F, y and Q^-1 stay in registers). */
+__device__ __forceinline__ void cu_mono_add(const struct cu_bgeo &g, const struct cu_mfit &f,
+					    unsigned c, double u, double2 F[3])
 {
-	unsigned M = f.M, lane = threadIdx.x & 31;
-	double2 F[3] = { { 0.0, 0.0 }, { 0.0, 0.0 }, { 0.0, 0.0 } }, a = { 0.0, 0.0 };
+	const double *gc = g.cal + 2 * c;
+	double ar, ai;
+	double2 r;
+
+	cu_steer(g, c, u, f.v, &ar, &ai);
+	r = make_double2(ar * gc[0] - ai * gc[1], ar * gc[1] + ai * gc[0]);
+#pragma unroll
+	for (unsigned j = 0; j < 3; j++)
+		if (j < f.M)
+			F[j] = cadd(F[j], cmul(f.w[j][c], r));
+}
+
+/* J = |F^H Q^-1 y|^2 / (F^H Q^-1 F) of the sums F. */
+__device__ __forceinline__ double cu_mono_j(const struct cu_mfit &f, const double2 F[3])
+{
+	double2 a = { 0.0, 0.0 };
 	double d = 0.0;
 
-	for (unsigned c = lane; c < g.C; c += 32) {
-		const double *gc = g.cal + 2 * c;
-		double ar, ai;
-		double2 r;
-
-		cu_steer(g, c, u, f.v, &ar, &ai);
-		r = make_double2(ar * gc[0] - ai * gc[1], ar * gc[1] + ai * gc[0]);
-		for (unsigned j = 0; j < M; j++)
-			F[j] = cadd(F[j], cmul(f.w[j][c], r));
-	}
-	for (unsigned j = 0; j < M; j++)
-		F[j] = make_double2(cu_warp_sum(F[j].x), cu_warp_sum(F[j].y));
-	for (unsigned i = 0; i < M; i++) {
-		for (unsigned j = 0; j < M; j++) {
-			double2 t = cmul(cconjd(F[i]), f.qi[i * M + j]);
+#pragma unroll
+	for (unsigned i = 0; i < 3; i++) {
+#pragma unroll
+		for (unsigned j = 0; j < 3; j++) {
+			if (i >= f.M || j >= f.M)
+				continue;
+			double2 t = cmul(cconjd(F[i]), f.qi[i * 3 + j]);
 
 			a = cadd(a, cmul(t, f.y[j]));
 			d += cmul(t, F[j]).x;
@@ -704,13 +712,40 @@ __device__ double cu_mono_explained(const struct cu_bgeo &g, const struct cu_mfi
 	return d > 0.0 ? (a.x * a.x + a.y * a.y) / d : 0.0;
 }
 
+/* J(u), the warp together: the lanes split the channels, a butterfly
+ * leaves every lane the sums. */
+__device__ double cu_mono_explained(const struct cu_bgeo &g, const struct cu_mfit &f, double u)
+{
+	unsigned lane = threadIdx.x & 31;
+	double2 F[3] = { { 0.0, 0.0 }, { 0.0, 0.0 }, { 0.0, 0.0 } };
+
+	for (unsigned c = lane; c < g.C; c += 32)
+		cu_mono_add(g, f, c, u, F);
+#pragma unroll
+	for (unsigned j = 0; j < 3; j++)
+		if (j < f.M)
+			F[j] = make_double2(cu_warp_sum(F[j].x), cu_warp_sum(F[j].y));
+	return cu_mono_j(f, F);
+}
+
+/* J(u), one lane alone (every channel in turn): the grid's points are
+ * evaluated a lane each, at once. */
+__device__ double cu_mono_explained_lane(const struct cu_bgeo &g, const struct cu_mfit &f, double u)
+{
+	double2 F[3] = { { 0.0, 0.0 }, { 0.0, 0.0 }, { 0.0, 0.0 } };
+
+	for (unsigned c = 0; c < g.C; c++)
+		cu_mono_add(g, f, c, u, F);
+	return cu_mono_j(f, F);
+}
+
 __device__ double cu_mono_total(const struct cu_mfit &f)
 {
 	double e = 0.0;
 
 	for (unsigned i = 0; i < f.M; i++)
 		for (unsigned j = 0; j < f.M; j++)
-			e += cmul(cmul(cconjd(f.y[i]), f.qi[i * f.M + j]), f.y[j]).x;
+			e += cmul(cmul(cconjd(f.y[i]), f.qi[i * 3 + j]), f.y[j]).x;
 	return e;
 }
 
@@ -721,12 +756,19 @@ __device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit
 	double best = -1.0, a, z, x1, x2, j1, j2, step = (hi - lo) / CU_MONO_GRID;
 	int kb = 0;
 
-	for (int k = 0; k <= CU_MONO_GRID; k++) {
-		double j = cu_mono_explained(g, f, lo + k * step);
+	{   /* the grid, a point per lane; the first of the largest wins */
+		int k = (int)(threadIdx.x & 31);
 
-		if (j > best) {
-			best = j;
-			kb = k;
+		best = k <= CU_MONO_GRID ? cu_mono_explained_lane(g, f, lo + k * step) : -2.0;
+		kb = k;
+		for (int o = 16; o > 0; o >>= 1) {
+			double ob = __shfl_xor_sync(0xffffffffu, best, o);
+			int ok = __shfl_xor_sync(0xffffffffu, kb, o);
+
+			if (ob > best || (ob == best && ok < kb)) {
+				best = ob;
+				kb = ok;
+			}
 		}
 	}
 	a = lo + (kb > 0 ? kb - 1 : 0) * step;

@@ -176,6 +176,9 @@ struct cu_radar_set {
 };
 
 /* Beams (cu_beams.cu): what a set keeps for its CPI's beam stage. */
+/* Pulse chunks of a CPI with beams, at most (cu_beams_pulse_chunks). */
+#define CU_BEAM_PCHUNKS 8
+
 struct cu_beam_set {
 	struct cu_beam *cb;      /* the weights' kernels and MVDR's scratch  */
 	void *d_raw;             /* the caller's input, C x P x R samples    */
@@ -185,6 +188,7 @@ struct cu_beam_set {
 				    cu_beam_mvdr_weights_d)                 */
 	int *h_status, *hd_status;   /* mvdr: the solve's status, mapped     */
 	double up, vp;           /* the CPI's pointing in (u, v)             */
+	cudaEvent_t ev_p[CU_BEAM_PCHUNKS];   /* pulse chunk j is on the device */
 };
 
 /* Beams in the backend (pc_setup.beams), NULL without. */
@@ -276,6 +280,8 @@ struct cu_be {
 	const struct radar_setup *rs;
 	struct cu_beams *bm;     /* beams (cu_beams.cu), or NULL           */
 	float *d_win;            /* [P'] window x g_d                      */
+	float2 *d_dtw;           /* k_doppler's twiddles e^{-2 pi i m / Nd},
+				    m < Nd / 2, or NULL: cuFFT's path       */
 	float *d_alpha, *d_norm; /* [R]                                    */
 	unsigned *d_rank;        /* [R] (os)                               */
 	size_t det_bytes;        /* rs->det_bytes, 0 without cfar          */
@@ -424,6 +430,9 @@ struct cu_fjob {
 	unsigned filt;           /* the filter's (mode's) index             */
 	unsigned *nonfinite;
 	unsigned rows;
+	unsigned grp, gstride;   /* 0: rows are consecutive; else runs of grp
+				    rows, a run every gstride rows (the
+				    beams' rows of a pulse chunk)          */
 };
 
 /*
@@ -567,6 +576,22 @@ int cu_beams_make_set(struct cu_be *be, struct cu_set *s);
 void cu_beams_free_set(struct cu_set *s);
 int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
 		     int stage_in, int in_dev, double az_deg, double el_deg, struct cu_err *ce);
+/*
+ * The pulse-chunked beam stage (cu_enqueue.cu runs it): how many chunks a
+ * CPI is cut into (0: the whole-CPI stage of cu_beams_enqueue instead),
+ * and *np the pulses of every chunk but the last; the CPI's weights on
+ * s->stream; chunk j's input on s->stream (pulses p0 .. p0 + pn - 1 of
+ * every channel into d_raw, then ev_p[j]); its beams on stream st (after
+ * ev_p[j]: sc16 -> cf32, the product into d_in).
+ */
+unsigned cu_beams_pulse_chunks(const struct cu_be *be, int stage_in, int in_dev, int capture,
+			       unsigned *np);
+int cu_beams_weights(struct cu_be *be, struct cu_set *s, double az_deg, double el_deg,
+		     struct cu_err *ce);
+int cu_beams_chunk_in(struct cu_be *be, struct cu_set *s, const void *src, unsigned j,
+		      unsigned p0, unsigned pn, struct cu_err *ce);
+int cu_beams_chunk_form(struct cu_be *be, struct cu_set *s, unsigned j, unsigned p0, unsigned pn,
+			cudaStream_t st, struct cu_err *ce);
 int cu_beams_skipped(const struct cu_be *be, const struct cu_set *s);
 int cu_beams_write_skipped(struct cu_be *be, struct cu_set *s);
 int cu_beams_mono(struct cu_be *be, struct cu_set *s, struct cu_err *ce);

@@ -21,6 +21,14 @@
  *   3 k_map       M = |D|^2 with zero Doppler in the middle (bin k holds
  *                 m = k - floor(Nd/2)) -> d_map [C][Nd][R]; I = sum_c M ->
  *                 d_imap; the map output (map_db: in dB) -> d_out.
+ *   1-3 k_doppler  the three in one pass where Nd is a power of two up to
+ *                 CU_DOP_MAX and no integration is asked for: a block
+ *                 takes DG gates of one channel, MTI and window into shared
+ *                 memory (bit-reversed, the padding zero), the Nd-point
+ *                 radix-2 transform there (twiddles from a table made in
+ *                 double), then D -> d_dop and M (and map_db) -> d_map.
+ *                 The compressed rows are read once and d_zin is neither
+ *                 written nor read: a third of the three kernels' traffic.
  *   4 k_cfar_fused  ca/go/so, one pass per tile of 8 Doppler rows x 128
  *                 gates of a map: running Doppler-window column sums down
  *                 the tile (|dk| <= gd+td, and without |dk| <= gd, cyclic),
@@ -142,6 +150,72 @@ __global__ void k_map(const float2 *__restrict__ dop, unsigned C, unsigned R, un
 		}
 		if (imap)
 			imap[(size_t)k * R + n] = sum;
+	}
+}
+
+/* 1-3 in one pass (k_doppler): Nd a power of two up to CU_DOP_MAX; a
+ * block of CU_DOP_T threads takes dg = min(16, CU_DOP_CELLS / Nd) gates
+ * of channel blockIdx.y, its Nd x dg transform in shared memory. */
+#define CU_DOP_MAX 4096
+#define CU_DOP_CELLS 4096   /* complex cells of a block's transform (32 KiB) */
+#define CU_DOP_T 256
+
+__global__ void __launch_bounds__(CU_DOP_T)
+k_doppler(const float2 *__restrict__ fft, size_t pe, unsigned C, unsigned P, unsigned R,
+	  unsigned Pm, unsigned Nd, unsigned lg, unsigned dg, int mti,
+	  const float *__restrict__ win, const float2 *__restrict__ tw, float2 *__restrict__ dop,
+	  float *__restrict__ map, float *__restrict__ dbout)
+{
+	__shared__ float2 z[CU_DOP_CELLS];   /* [bin][gate] */
+	unsigned c = blockIdx.y, n0 = blockIdx.x * dg, g = threadIdx.x % dg;
+	unsigned step = CU_DOP_T / dg, n = n0 + g;
+
+	/* MTI and window, pulse p into row bitrev(p) (a decimation in time) */
+	for (unsigned p = threadIdx.x / dg; p < Nd; p += step) {
+		float2 a = make_float2(0.0f, 0.0f);
+
+		if (p < Pm && n < R) {
+			const float2 *y = fft + ((size_t)c * P + p) * pe + n;
+
+			a = y[0];
+			if (mti == PC_MTI_TWO) {
+				float2 b = y[pe];
+
+				a = make_float2(b.x - a.x, b.y - a.y);
+			} else if (mti == PC_MTI_THREE) {
+				float2 b = y[pe], d = y[2 * pe];
+
+				a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
+			}
+			a = make_float2(win[p] * a.x, win[p] * a.y);
+		}
+		z[(__brev(p) >> (32 - lg)) * dg + g] = a;
+	}
+	__syncthreads();
+	/* the stages: butterflies of span h, twiddle e^{-2 pi i j / 2h} */
+	for (unsigned h = 1, ts = Nd / 2; h < Nd; h <<= 1, ts >>= 1) {
+		for (unsigned k = threadIdx.x / dg; k < Nd / 2; k += step) {
+			unsigned j = k & (h - 1), i0 = ((k - j) << 1) + j, i1 = i0 + h;
+			float2 w = tw[j * ts], u = z[i0 * dg + g], v = z[i1 * dg + g];
+			float2 t = make_float2(w.x * v.x - w.y * v.y, w.x * v.y + w.y * v.x);
+
+			z[i0 * dg + g] = make_float2(u.x + t.x, u.y + t.y);
+			z[i1 * dg + g] = make_float2(u.x - t.x, u.y - t.y);
+		}
+		__syncthreads();
+	}
+	if (n >= R)
+		return;
+	for (unsigned f = threadIdx.x / dg; f < Nd; f += step) {
+		float2 d = z[f * dg + g];
+		unsigned k = (f + Nd / 2) & (Nd - 1);   /* zero Doppler in the middle */
+		float m = d.x * d.x + d.y * d.y;
+		size_t o = ((size_t)c * Nd + k) * R + n;
+
+		dop[((size_t)f * C + c) * R + n] = d;
+		map[o] = m;
+		if (dbout)   /* clamp below, NaN through: as power_db */
+			dbout[o] = 10.0f * log10f(m < PC_POWER_FLOOR ? PC_POWER_FLOOR : m);
 	}
 }
 
@@ -317,10 +391,14 @@ __device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const s
  * 4. ca/go/so in one pass over a tile of CU_TK Doppler rows x CU_TG
  * gates of one map, CU_TG threads (block x: a map's row tile, y: a gate
  * tile).
- *   a. Each thread walks down columns (gates of the tile and its range
- *      halo) through the tile's rows with running Doppler-window sums,
- *      |dk| <= gd+td and |dk| <= gd, cyclic: the window's 2(gd+td)+1
- *      reads once per column, then four per row. The sums are double and
+ *   a. The block stages the map's rows of the tile and its Doppler halo
+ *      (gd+td rows each side, cyclic) over the tile's gates and range halo
+ *      in shared memory, CU_STAGE loads in flight per thread: the memory's
+ *      latency is paid once per block, not once per row a column walk
+ *      takes. Each thread then walks down columns (gates of the tile and
+ *      its range halo) through the tile's rows with running Doppler-window
+ *      sums, |dk| <= gd+td and |dk| <= gd: the window's 2(gd+td)+1 reads
+ *      once per column, then four per row. The sums are double and
  *      leave non-finite cells out (counted instead), so a strong target
  *      leaving the window leaves no residue in the noise's digits and a NaN
  *      reaches only the windows that hold it.
@@ -384,6 +462,7 @@ __device__ __forceinline__ int cu_is_max(const float *__restrict__ map, const st
 }
 
 #define CU_TK 8      /* Doppler rows of a tile                          */
+#define CU_STAGE 8   /* map loads a thread keeps in flight, staging    */
 #define CU_TG 128    /* gates of a tile, and its threads                */
 
 /* One row's prefix arrays, in place, by one warp: a run per lane, the
@@ -446,13 +525,36 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	int w = (int)(a.gd + a.td), g = (int)a.gd;
 	unsigned span = CU_TG + 2 * (unsigned)h + 1;
 	const float *map = x + (size_t)mp * a.Nd * a.R;
+	unsigned rows = nk + 2 * (unsigned)w;   /* staged rows: the tile's and the halo */
 	double *pf = smem, *pt = smem + CU_TK * span;
 	int *pb = (int *)(smem + 2 * CU_TK * span), bad = 0;
+	float *tile = (float *)(pb + CU_TK * span);
 
-	/* a: column sums, down the tile's rows */
+	/* a0: the tile's rows and their Doppler halo (cyclic), span gates
+	 * each, into shared memory: every load independent of the others, so
+	 * the block waits for the memory once, not once per row it walks */
+	for (unsigned i0 = threadIdx.x; i0 < rows * span; i0 += CU_STAGE * blockDim.x) {
+		float v[CU_STAGE];
+
+#pragma unroll
+		for (unsigned j = 0; j < CU_STAGE; j++) {   /* the loads, all in flight */
+			unsigned i = i0 + j * blockDim.x, rr = i / span;
+			int gg = lo + (int)(i - rr * span);
+
+			v[j] = i >= rows * span || gg < 0 || gg >= R ? 0.0f :
+			       map[(size_t)cu_wrap((int)k0 - w + (int)rr, a.Nd) * a.R + (unsigned)gg];
+		}
+#pragma unroll
+		for (unsigned j = 0; j < CU_STAGE; j++)
+			if (i0 + j * blockDim.x < rows * span)
+				tile[i0 + j * blockDim.x] = v[j];
+	}
+	__syncthreads();
+	/* a: column sums, down the tile's rows, from the staged rows (tile row
+	 * i is Doppler row k0 - w + i) */
 	for (unsigned c = threadIdx.x; c < span; c += blockDim.x) {
 		int gg = lo + (int)c;
-		const float *col = map + (unsigned)max(gg, 0);
+		const float *col = tile + c;
 		double full = 0.0, guard = 0.0;
 		int bf = 0, bg = 0;
 
@@ -465,7 +567,7 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			continue;
 		}
 		for (int dk = -w; dk <= w; dk++) {
-			float v = col[cu_wrap((int)k0 + dk, a.Nd) * a.R];
+			float v = col[(unsigned)(w + dk) * span];
 			int nf = !isfinite(v);
 
 			full += nf ? 0.0 : (double)v;
@@ -475,14 +577,6 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 				bg += nf;
 			}
 		}
-		/* the four rows that enter and leave the windows at each step, as
-		 * offsets into the column, advanced by one row a step */
-		unsigned NdR = a.Nd * a.R, step = a.R;
-		unsigned oi_f = cu_wrap((int)k0 + w + 1, a.Nd) * a.R;
-		unsigned oo_f = cu_wrap((int)k0 - w, a.Nd) * a.R;
-		unsigned oi_g = cu_wrap((int)k0 + g + 1, a.Nd) * a.R;
-		unsigned oo_g = cu_wrap((int)k0 - g, a.Nd) * a.R;
-
 		for (unsigned r = 0; r < nk; r++) {
 			float va, vb, vc, vd;
 
@@ -492,19 +586,17 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			bad |= bf != 0;
 			if (r + 1 == nk)
 				break;
-			/* slide to the next row */
-			va = col[oi_f];
-			vb = col[oo_f];
-			vc = col[oi_g];
-			vd = col[oo_g];
+			/* slide to the next row: the rows that enter and leave
+			 * the windows (Doppler rows k0 + r + w + 1, k0 + r - w,
+			 * k0 + r + g + 1, k0 + r - g) */
+			va = col[(r + 2 * w + 1) * span];
+			vb = col[r * span];
+			vc = col[(r + w + g + 1) * span];
+			vd = col[(r + w - g) * span];
 			full += (isfinite(va) ? (double)va : 0.0) - (isfinite(vb) ? (double)vb : 0.0);
 			bf += !isfinite(va) - !isfinite(vb);
 			guard += (isfinite(vc) ? (double)vc : 0.0) - (isfinite(vd) ? (double)vd : 0.0);
 			bg += !isfinite(vc) - !isfinite(vd);
-			oi_f = oi_f + step >= NdR ? oi_f + step - NdR : oi_f + step;
-			oo_f = oo_f + step >= NdR ? oo_f + step - NdR : oo_f + step;
-			oi_g = oi_g + step >= NdR ? oi_g + step - NdR : oi_g + step;
-			oo_g = oo_g + step >= NdR ? oo_g + step - NdR : oo_g + step;
 		}
 	}
 	int anybad = __syncthreads_or(bad);
@@ -526,7 +618,7 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			struct cu_pre sp = { pf + r * span, pt + r * span, pb + r * span, anybad };
 			unsigned k = k0 + r, idx = k * a.R + (unsigned)n;
 			size_t o = ((size_t)mp * a.Nd + k) * a.R + (unsigned)n;
-			float z, v = map[idx];
+			float z, v = tile[(r + (unsigned)w) * span + (unsigned)(n - lo)];
 
 			/* the h gates at each end of a row, whose window the
 			 * range edges cut, take the general path */
@@ -866,11 +958,14 @@ static dim3 cu_rgrid(unsigned R, size_t rows)
 	return dim3((R + CU_RT - 1) / CU_RT, rows < 65535 ? (unsigned)rows : 65535u);
 }
 
-/* k_cfar_fused's shared memory: the prefix arrays over a tile and its halo. */
+/* k_cfar_fused's shared memory: the prefix arrays over a tile and its
+ * range halo, and the map's rows of the tile and its Doppler halo. */
 static size_t cu_cfar_smem(const struct radar_setup *rs)
 {
-	return (2 * sizeof(double) + sizeof(int)) * CU_TK *
-	       (CU_TG + 2 * (size_t)(rs->gr + rs->tr) + 1);
+	size_t span = CU_TG + 2 * (size_t)(rs->gr + rs->tr) + 1;
+
+	return (2 * sizeof(double) + sizeof(int)) * CU_TK * span +
+	       sizeof(float) * (CU_TK + 2 * (size_t)(rs->gd + rs->td)) * span;
 }
 
 /* Whether ca/go/so runs as k_cfar_fused (which also finds the maxima). */
@@ -968,15 +1063,27 @@ int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *ds
 	cudaStream_t st = s->stream;
 	cufftComplex *z = (cufftComplex *)r->d_dop;
 
-	k_mti<<<cu_rgrid(R, (size_t)C * rs->pulses_mti), CU_RT, 0, st>>>(
-		s->d_fft, be->pitch_elems, C, rs->pulses, R, rs->pulses_mti, Nd, (int)rs->mti,
-		be->d_win, r->d_zin);
-	EQK("k_mti", cudaGetLastError());
-	EQF(cufftExecC2C(r->plan, (cufftComplex *)r->d_zin, z, CUFFT_FORWARD));
-	k_map<<<cu_rgrid(R, Nd), CU_RT, 0, st>>>(r->d_dop, C, R, Nd, r->d_map, r->d_imap,
-						 be->out_mode == PC_OUT_MAP_DB ? (float *)s->d_out
-									       : NULL);
-	EQK("k_map", cudaGetLastError());
+	if (be->d_dtw) {   /* 1-3 in one pass */
+		unsigned lg = 0, dg = CU_DOP_CELLS / Nd < 16 ? CU_DOP_CELLS / Nd : 16;
+
+		while ((1u << lg) < Nd)
+			lg++;
+		k_doppler<<<dim3((R + dg - 1) / dg, C), CU_DOP_T, 0, st>>>(
+			s->d_fft, be->pitch_elems, C, rs->pulses, R, rs->pulses_mti, Nd, lg, dg,
+			(int)rs->mti, be->d_win, be->d_dtw, r->d_dop, r->d_map,
+			be->out_mode == PC_OUT_MAP_DB ? (float *)s->d_out : NULL);
+		EQK("k_doppler", cudaGetLastError());
+	} else {
+		k_mti<<<cu_rgrid(R, (size_t)C * rs->pulses_mti), CU_RT, 0, st>>>(
+			s->d_fft, be->pitch_elems, C, rs->pulses, R, rs->pulses_mti, Nd,
+			(int)rs->mti, be->d_win, r->d_zin);
+		EQK("k_mti", cudaGetLastError());
+		EQF(cufftExecC2C(r->plan, (cufftComplex *)r->d_zin, z, CUFFT_FORWARD));
+		k_map<<<cu_rgrid(R, Nd), CU_RT, 0, st>>>(r->d_dop, C, R, Nd, r->d_map, r->d_imap,
+							 be->out_mode == PC_OUT_MAP_DB ?
+								 (float *)s->d_out : NULL);
+		EQK("k_map", cudaGetLastError());
+	}
 	if (rs->cfar) {
 		if (cu_enq_cfar(be, s, ce) < 0 || cu_enq_list(be, s, ce) < 0)
 			return -EIO;
@@ -1026,6 +1133,34 @@ out:
 	return rc;
 }
 
+/* Whether 1-3 run as k_doppler: Nd a power of two, 2 .. CU_DOP_MAX, and
+ * no integration (I sums the channels, which k_doppler's blocks split). */
+static int cu_doppler_fuses(const struct radar_setup *rs)
+{
+	return !rs->integrate && rs->nd >= 2 && rs->nd <= CU_DOP_MAX && !(rs->nd & (rs->nd - 1));
+}
+
+/* k_doppler's table: e^{-2 pi i m / Nd}, m < Nd / 2, made in double. */
+static int cu_doppler_twiddles(struct cu_be *be)
+{
+	unsigned Nd = be->rs->nd;
+	float2 *h = (float2 *)malloc(Nd / 2 * sizeof(float2));
+	int rc;
+
+	if (!h) {
+		snprintf(be->last_error, sizeof(be->last_error), "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned m = 0; m < Nd / 2; m++) {
+		double a = -2.0 * M_PI * m / Nd;
+
+		h[m] = make_float2((float)cos(a), (float)sin(a));
+	}
+	rc = cu_upload(be, (void **)&be->d_dtw, h, Nd / 2 * sizeof(float2));
+	free(h);
+	return rc;
+}
+
 int cu_radar_create(struct cu_be *be)
 {
 	const struct radar_setup *rs = be->rs;
@@ -1052,6 +1187,8 @@ int cu_radar_create(struct cu_be *be)
 	}
 	be->det_bytes = rs->cfar ? rs->det_bytes : 0;
 	rc = cu_upload(be, (void **)&be->d_win, rs->window, rs->pulses_mti * sizeof(float));
+	if (rc == 0 && cu_doppler_fuses(rs))
+		rc = cu_doppler_twiddles(be);
 	if (rc == 0 && rs->cfar)
 		rc = cu_upload(be, (void **)&be->d_alpha, rs->alpha, R * sizeof(float));
 	if (rc == 0 && rs->cfar)
@@ -1064,6 +1201,8 @@ int cu_radar_create(struct cu_be *be)
 void cu_radar_free(struct cu_be *be)
 {
 	(void)cudaFree(be->d_win);
+	(void)cudaFree(be->d_dtw);
+	be->d_dtw = NULL;
 	(void)cudaFree(be->d_alpha);
 	(void)cudaFree(be->d_norm);
 	(void)cudaFree(be->d_rank);
@@ -1105,8 +1244,10 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 			 "radar chain on a set without FFT rows");
 		return -EINVAL;
 	}
-	CK(cudaMalloc((void **)&r->d_zin, cube * sizeof(float2)));
-	CK(cudaMemset(r->d_zin, 0, cube * sizeof(float2)));   /* the padding, once */
+	if (!be->d_dtw) {   /* cuFFT's path: k_mti's output */
+		CK(cudaMalloc((void **)&r->d_zin, cube * sizeof(float2)));
+		CK(cudaMemset(r->d_zin, 0, cube * sizeof(float2)));   /* the padding, once */
+	}
 	CK(cudaMalloc((void **)&r->d_dop, cube * sizeof(float2)));
 	CK(cudaMalloc((void **)&r->d_map, cube * sizeof(float)));
 	if (rs->integrate && rs->cfar)
@@ -1128,7 +1269,7 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 			CK(cudaMalloc((void **)&r->d_mono, (size_t)rs->max_det * 3 * sizeof(float2)));
 		}
 	}
-	rc = cu_radar_plan(be, s);
+	rc = be->d_dtw ? 0 : cu_radar_plan(be, s);
 out:
 	return rc;
 }
