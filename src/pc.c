@@ -1199,7 +1199,7 @@ static int check_snap(const struct pc *pc, const struct pc_snap *q, struct pc_sn
 
 int pc_submit_job(struct pc *pc, const struct pc_job *j)
 {
-	struct pc_snap_cmd snap;
+	struct pc_snap_cmd snap = { 0 };
 	int rc, fi;
 
 	if (pc->failed)
