@@ -289,6 +289,7 @@ static struct cu_be *cu_alloc_be(const struct pc_setup *su, char *err, size_t er
 	be->in_bytes = be->rows * su->samples * pc_format_sample_bytes(be->in_format);
 	be->cube_out = cube;
 	be->rs = rs;
+	be->snap_cells = rs ? su->snapshot_cells : 0;
 	if (cube)
 		be->out_bytes = be->rows * su->samples * out_sz;
 	else   /* a map: C x Nd x R float32; none: 0 */
