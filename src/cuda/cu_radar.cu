@@ -57,6 +57,10 @@
  *                 host round trip per CPI would cost more than the
  *                 copy's extra bytes at the list sizes chirpd uses (a
  *                 limit for max_detections in the hundreds of thousands).
+ *   8 k_maxhold   only for a CPI with a snapshot request: the selected
+ *                 maps of M reduced by max-hold (one thread a cell) into
+ *                 d_snap, and one copy of those cells to the pinned
+ *                 h_snap, taken to the caller's buffer in pc_poll.
  *
  * The header's mode is the host's: pc_poll writes it into the caller's
  * list (cu_radar_stamp), so one captured graph serves every mode. The
