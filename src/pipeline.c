@@ -993,6 +993,14 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 	 * nothing does (pc_queue_hint). */
 	pc_queue_hint(g->pc, f->fill > 1 ? f->fill - 1 : 0);
 	ret = pc_submit_job(g->pc, &job);
+	if (ret == -EINVAL && job.snap) {
+		/* the view's request refused (our bug, never the data's): the
+		 * CPI goes on without it, its frame without a map */
+		job.snap = NULL;
+		f->snap = NULL;
+		f->live_req.map_mask = 0;
+		ret = pc_submit_job(g->pc, &job);
+	}
 	for (int tries = 0; ret == -EAGAIN && tries < 1000; tries++) {
 		/* Cannot happen while nsub < depth; if the backend counts
 		 * differently, let it finish something instead of failing. */
