@@ -552,8 +552,10 @@ void cu_graph_free(struct cu_set *s);
  * detection list (and its copy to dst->det), and dst->snap's max-hold
  * into r.d_snap with its one copy to r.h_snap. cu_radar_stamp: in pc_poll,
  * once the CPI is complete, the list's staged copy to the caller and the
- * CPI's mode in its header; cu_radar_snap_done: the snapshot's cells to
- * the caller (every cell -INFINITY for a skipped CPI).
+ * CPI's mode in its header. cu_radar_make_snap: set s's snapshot buffers
+ * (be->snap_cells floats on the device and pinned; freed with the set's);
+ * cu_radar_snap_done: the snapshot's cells to the caller (every cell
+ * -INFINITY for a skipped CPI).
  */
 int cu_radar_create(struct cu_be *be);
 int cu_radar_make_set(struct cu_be *be, struct cu_set *s);
@@ -562,6 +564,7 @@ void cu_radar_free(struct cu_be *be);
 int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *dst,
 		     struct cu_err *ce);
 int cu_radar_stamp(struct cu_be *be, struct cu_set *s);
+int cu_radar_make_snap(struct cu_be *be, struct cu_set *s);
 void cu_radar_snap_done(struct cu_set *s, int skipped);
 
 /* ---- cu_beams.cu ------------------------------------------------------------ */

@@ -1091,6 +1091,17 @@ int cu_radar_stamp(struct cu_be *be, struct cu_set *s)
 	return 0;
 }
 
+int cu_radar_make_snap(struct cu_be *be, struct cu_set *s)
+{
+	struct cu_radar_set *r = &s->r;
+	int rc = 0;
+
+	CK(cudaMalloc((void **)&r->d_snap, be->snap_cells * sizeof(float)));
+	CK(cudaHostAlloc((void **)&r->h_snap, be->snap_cells * sizeof(float), cudaHostAllocDefault));
+out:
+	return rc;
+}
+
 void cu_radar_snap_done(struct cu_set *s, int skipped)
 {
 	if (!s->snap)
@@ -1216,11 +1227,6 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 		if (rs->beams) {
 			CK(cudaMalloc((void **)&r->d_mono, (size_t)rs->max_det * 3 * sizeof(float2)));
 		}
-	}
-	if (be->snap_cells) {
-		CK(cudaMalloc((void **)&r->d_snap, be->snap_cells * sizeof(float)));
-		CK(cudaHostAlloc((void **)&r->h_snap, be->snap_cells * sizeof(float),
-				 cudaHostAllocDefault));
 	}
 	rc = cu_radar_plan(be, s);
 out:

@@ -527,6 +527,8 @@ static int cu_make_set(struct cu_be *be, unsigned i)
 		rc = cu_make_chunk_stream(be, &s->cs[k], k);
 	if (rc == 0 && be->rs)
 		rc = cu_radar_make_set(be, s);
+	if (rc == 0 && be->snap_cells)
+		rc = cu_radar_make_snap(be, s);
 	if (rc == 0 && be->bm)
 		rc = cu_beams_make_set(be, s);
 out:
