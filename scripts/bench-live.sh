@@ -1,11 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # bench-live.sh — what the live view costs: chirpd's capacity with the radar
-# chain and its map output, with no page open and with PAGES pages open,
-# side by side in one run. Each run: chirp-feed --prefilled --block (as fast
-# as the input ring frees slots) -> chirpd (the chain, [output] mode
-# map_power, CFAR lists, [live] enable on a loopback port) -> chirp-tap
-# --drain on the output ring; with pages, scripts/live-client.py reads
+# chain run detections only, as operators run it, with no page open and
+# with PAGES pages open, side by side in one run. Each run: chirp-feed
+# --prefilled --block (as fast as the input ring frees slots) -> chirpd
+# (the chain, [output] mode none, CFAR lists into a detection ring, [live]
+# enable on a loopback port: the pages' maps are the backend's snapshots of
+# its own maps, no map leaves as a result) -> chirp-tap --drain on the
+# detection ring; OUTPUT=map_power instead runs the chain with its map
+# output drained from the output ring; with pages, scripts/live-client.py reads
 # /live/events as PAGES browsers would (every frame parsed, its map
 # decoded). Delivered CPIs are counted over MEASURE_S seconds after the
 # feeder's first pass (and, with pages, once every page has a frame); runs
@@ -14,7 +17,8 @@
 #
 # Environment: CHIRP_BUILD (default build), CHIRP_TEST_BACKEND (cpu or
 # cuda; default cpu), GEOM (default 4x128x4096), MEASURE_S (default 10),
-# REPEATS (default 2), PAGES (default 3), EXTRA_CFG (more section.key=value
+# REPEATS (default 2), PAGES (default 3), OUTPUT (none or map_power; default
+# none), EXTRA_CFG (more section.key=value
 # settings), OUT (a FILE.tsv: the runs as raw results, one row each — run,
 # pages, cpi_per_s, page_fps (frames a second each page received),
 # live_frames (frames chirpd sampled in the window), skipped (frames the
@@ -33,6 +37,8 @@ GEOM=${GEOM:-4x128x4096}
 MEASURE_S=${MEASURE_S:-10}
 REPEATS=${REPEATS:-2}
 PAGES=${PAGES:-3}
+OUTPUT=${OUTPUT:-none}
+case $OUTPUT in none|map_power) ;; *) echo "bench-live: OUTPUT '$OUTPUT': want none or map_power" >&2; exit 2;; esac
 IFS=x read -r C P R <<<"$GEOM"
 now() { date +%s.%N; }
 # metric NAME — its value from chirpd's /metrics (python: no curl on a bare GPU host).
@@ -46,19 +52,25 @@ for l in urllib.request.urlopen(sys.argv[1], timeout=5).read().decode().splitlin
 # run PAGES N — one daemon run; prints "cps page_fps live_frames skipped".
 run() {
 	local pages=$1 n=$2 c0 c1 t0 t1 f0 f1 s0 s1 tap feed cl= islots fps=-
+	# detections only: no output ring, the lists drained from the detection ring
+	local ring=$OUT_RING-$n res=(output.mode=map_power)
+	if [ "$OUTPUT" = none ]; then
+		ring=$OUT_RING-det-$n
+		res=(output.mode=none detections.ring="$ring" detections.slots=)
+	fi
 	port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	e2e_config cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
 		waveform.pulse_width_s=2e-6 waveform.bandwidth_hz=5e6 \
 		input.ring="$IN_RING-$n" output.ring="$OUT_RING-$n" input.slots= output.slots= \
-		output.mode=map_power radar.prf_hz=10000 radar.carrier_hz=1e9 doppler.enable=true \
+		"${res[@]}" radar.prf_hz=10000 radar.carrier_hz=1e9 doppler.enable=true \
 		cfar.enable=true cfar.pfa=1e-5 metrics.listen=127.0.0.1:$port live.enable=true \
 		${EXTRA_CFG:-}
 	: >"$CHIRPD_LOG"
 	E2E_SLOW=4 e2e_start_chirpd
-	"$CHIRP_TAP" -c "$CONF" --drain -q 2>"$T/tap.log" &
+	"$CHIRP_TAP" -c "$CONF" -r "$ring" --drain -q 2>"$T/tap.log" &
 	tap=$!
 	e2e_track $tap
-	e2e_wait_consumer "$OUT_RING-$n" $tap
+	e2e_wait_consumer "$ring" $tap
 	"$CHIRP_FEED" -c "$CONF" --target 300,-6,2500 --snr-db 10 --prefilled --block -q 2>"$T/feed.log" &
 	feed=$!
 	e2e_track $feed
@@ -90,12 +102,12 @@ run() {
 	echo " $fps $((f1 - f0)) $((s1 - s0))"
 }
 
-e2e_log "bench-live: $GEOM, backend ${CHIRP_TEST_BACKEND:-cpu}, ${MEASURE_S} s per run, $REPEATS repeats, 0 and $PAGES pages"
+e2e_log "bench-live: $GEOM, output $OUTPUT, backend ${CHIRP_TEST_BACKEND:-cpu}, ${MEASURE_S} s per run, $REPEATS repeats, 0 and $PAGES pages"
 none=() some=()
 if [ -n "$OUT" ]; then
 	mkdir -p "$(dirname "$OUT")" &&
 		scripts/bench-meta.sh "${OUT%.tsv}.meta.tmp" live GEOM="$GEOM" MEASURE_S="$MEASURE_S" \
-			REPEATS="$REPEATS" PAGES="$PAGES" ${EXTRA_CFG:+EXTRA_CFG="$EXTRA_CFG"} \
+			REPEATS="$REPEATS" PAGES="$PAGES" OUTPUT="$OUTPUT" ${EXTRA_CFG:+EXTRA_CFG="$EXTRA_CFG"} \
 			CHIRP_TEST_BACKEND="${CHIRP_TEST_BACKEND:-cpu}" scripts/bench-live.sh || exit 1
 	printf 'run\tpages\tcpi_per_s\tpage_fps\tlive_frames\tskipped\tgeometry\tbackend\n' >"$T/live.tsv"
 fi

@@ -66,12 +66,13 @@
 #               rings, then gives the pages back) the same with both rings
 #               on huge pages -> restart_hugepages.tsv         <= 120 + 120 s
 #   live        scripts/bench-live.sh, backend cuda: capacity of the chain
-#               with its map output and [live] enable, no page open and
-#               three (SSE clients, scripts/live-client.py), 2 x 2 runs of
-#               10 s -> live.tsv                                   <= 200 s;
+#               detections only (output none, a detection ring; the pages'
+#               maps are the GPU's snapshots) with [live] enable, no page
+#               open and three (SSE clients, scripts/live-client.py),
+#               2 x 2 runs of 10 s -> live.tsv                     <= 200 s;
 #               then scripts/bench-latency.sh --backend cuda --loads 80 on
-#               the same chain with one page open throughout
-#               -> live_latency.tsv                                <= 300 s
+#               the same detections-only chain with one page open
+#               throughout -> live_latency.tsv                     <= 300 s
 #   beams_cpu   scripts/bench-beams-cpu.sh: the CPU chain with beams
 #               (16 channels, 16 beams, 128 x 4096) against numpy's matmul
 #               and FFTs, one thread each, 3 interleaved rounds
@@ -370,8 +371,9 @@ step_net() {
 	esac
 }
 
-# The chain of the live step (chirpd.conf keys): its map feeds the view.
-LIVE_CFG="doppler.enable=1 doppler.window=hamming cfar.enable=1 cfar.pfa=1e-5 output.mode=map_power live.enable=true"
+# The chain of the live step (chirpd.conf keys): detections only, as
+# operators run it; the view's maps are the backend's snapshots.
+LIVE_CFG="doppler.enable=1 doppler.window=hamming cfar.enable=1 cfar.pfa=1e-5 output.mode=none detections.ring=/chirp-perf-live-det live.enable=true"
 
 # step_live — the view's cost on capacity (bench-live.sh), then the latency
 # at 80 % with one page open throughout: every fresh chirpd of the latency
@@ -379,7 +381,7 @@ LIVE_CFG="doppler.enable=1 doppler.window=hamming cfar.enable=1 cfar.pfa=1e-5 ou
 # reconnects to each as a browser's EventSource does.
 step_live() {
 	local rc port cl sets=() kv
-	OUT=$dir/live.tsv CHIRP_TEST_BACKEND=cuda EXTRA_CFG="doppler.window=hamming" \
+	OUT=$dir/live.tsv CHIRP_TEST_BACKEND=cuda OUTPUT=none EXTRA_CFG="doppler.window=hamming" \
 		run_step 200 "$dir/live.log" scripts/bench-live.sh
 	rc=$?
 	case $rc in

@@ -461,10 +461,10 @@ const struct cfg_key cfg_tab[] = {
 	/* [live] */
 	KEY_BOOL("live", "enable", live_enable,
 		.def = "false", .reload = CFG_RESTART,
-		.help = "Serve the live view on the HTTP listener ([metrics] listen; when that is empty, on 127.0.0.1:9464 with the metrics): http://HOST:PORT/live shows the range-Doppler map of a chosen channel (or beam) with its detections, a detection table, a range-time view and chirpd's state, pushed as Server-Sent Events (/live/events; one frame as JSON: /live/frame.json). Read-only. The data thread samples a frame between CPIs, at most fps a second and only while a page watches, and never waits for a client (doc/live.md)."),
+		.help = "Serve the live view on the HTTP listener ([metrics] listen; when that is empty, on 127.0.0.1:9464 with the metrics): http://HOST:PORT/live shows the range-Doppler map of a chosen channel (or beam) with its detections, a detection table, a range-time view and chirpd's state, pushed as Server-Sent Events (/live/events; one frame as JSON: /live/frame.json). Read-only. The map is the radar chain's own ([doppler] enable), in every [output] mode, none (detections only) included: the backend reduces the maps a page watches by max-hold where they are (on the GPU with the CUDA backend) and only the reduced cells reach the page. The data thread samples a frame as it submits a CPI, at most fps a second and only while a page watches, and never waits for a client (doc/live.md)."),
 	KEY_DOUBLE("live", "fps", live_fps,
 		.def = "15", .min = 1, .max = 50, .reload = CFG_RESTART,
-		.help = "Frames a second at most, 1..50: each costs the data thread one read of the CPI's map (a max-hold to at most map_max_doppler x map_max_range cells per map) and a copy of its detection list."),
+		.help = "Frames a second at most, 1..50: each costs the backend a max-hold of the watched maps to at most map_max_doppler x map_max_range cells each (the CUDA backend: a small kernel and a copy of those cells, that CPI queued call by call instead of as a graph), and the data thread a copy of those cells and of the detection list."),
 	KEY_UINT("live", "max_clients", live_max_clients,
 		.def = "4", .min = 1, .max = 16, .reload = CFG_RESTART,
 		.help = "Live event streams at once, 1..16; more are refused (HTTP 503, counted in chirpd_live_clients_refused_total). Each holds one encoded frame (about 0.25 MiB at the default map size); a client that reads nothing for 5 s is disconnected (chirpd_live_clients_dropped_total), a slow one skips frames (chirpd_live_frames_skipped_total)."),
@@ -473,7 +473,7 @@ const struct cfg_key cfg_tab[] = {
 		.help = "Columns of a live map at most: range gates are reduced by max-hold over blocks of ceil(gates / map_max_range)."),
 	KEY_UINT("live", "map_max_doppler", live_map_max_doppler,
 		.def = "256", .min = 8, .max = 1024, .reload = CFG_RESTART,
-		.help = "Rows of a live map at most: Doppler bins reduced by max-hold the same way. A frame keeps 4 maps (channels or beams) at full size; with more, each is reduced further so that all fit."),
+		.help = "Rows of a live map at most: Doppler bins reduced by max-hold the same way. A frame keeps 4 maps (channels or beams) at full size; with more, each is reduced further so that all fit. chirpd keeps a snapshot buffer of 4 x map_max_doppler x map_max_range floats per CPI in flight (the CUDA backend: a device and a pinned one per set)."),
 
 	/* [publish] */
 	KEY_STR("publish", "listen", pub_listen,

@@ -78,7 +78,9 @@ static void live_scales_of(const struct daemon *d, struct live_scales *sc)
 	sc->range_m_per_gate = r->sample_rate_hz > 0 ? RADAR_C_MPS / (2 * r->sample_rate_hz) : NAN;
 	sc->mps_per_bin = r->prf_hz > 0 && r->carrier_hz > 0 && nd ?
 		r->prf_hz / nd * RADAR_C_MPS / (2 * r->carrier_hz) : NAN;
-	sc->map_db = d->g->plan.pc.out_mode == PC_OUT_MAP_DB;
+	/* snapshots are power in every output mode; a map_db output's
+	 * values only reach the view without them */
+	sc->map_db = !d->g->plan.pc.snapshot_cells && d->g->plan.pc.out_mode == PC_OUT_MAP_DB;
 }
 
 /*

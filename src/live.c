@@ -295,6 +295,15 @@ static size_t copy_det(const struct live *l, unsigned char *dst,
 	return len;
 }
 
+/* The back slot's list, then the slot to the reader (the exchange). */
+static void put_slot(struct live *l, struct slot *s, const struct chirp_det_header *det,
+		     size_t det_bytes)
+{
+	s->det_len = copy_det(l, s->det, det, det_bytes);
+	l->back = atomic_exchange_explicit(&l->mid, l->back | FRESH, memory_order_acq_rel) & 3u;
+	atomic_fetch_add_explicit(&l->frames, 1, memory_order_relaxed);
+}
+
 void live_put(struct live *l, const struct live_cpi *c, const float *map, uint32_t maps,
 	      uint32_t doppler, uint32_t range, const struct chirp_det_header *det,
 	      size_t det_bytes)
@@ -318,9 +327,58 @@ void live_put(struct live *l, const struct live_cpi *c, const float *map, uint32
 			    map + (size_t)m * doppler * range, 1, doppler, range, s->dd, s->dr,
 			    s->rows, s->cols);
 	}
-	s->det_len = copy_det(l, s->det, det, det_bytes);
-	l->back = atomic_exchange_explicit(&l->mid, l->back | FRESH, memory_order_acq_rel) & 3u;
-	atomic_fetch_add_explicit(&l->frames, 1, memory_order_relaxed);
+	put_slot(l, s, det, det_bytes);
+}
+
+size_t live_cells_cap(const struct live_params *p)
+{
+	return (size_t)p->max_rows * p->max_cols * LIVE_FULL_MAPS;
+}
+
+int live_due_req(struct live *l, uint64_t now_ns, uint32_t maps, uint32_t doppler,
+		 uint32_t range, struct live_req *q)
+{
+	struct slot t = { .maps = maps, .doppler = doppler, .range = range };
+
+	if (!live_due(l, now_ns))
+		return 0;
+	*q = (struct live_req){ 0, 1, 1 };
+	if (maps && doppler && range && fit_map(l, &t)) {
+		/* map_bit()'s encoding is pc_snap's: bit 63, every map from 63 on */
+		q->map_mask = atomic_load_explicit(&l->want, memory_order_relaxed);
+		q->dd = t.dd;
+		q->dr = t.dr;
+	}
+	return 1;
+}
+
+void live_put_cells(struct live *l, const struct live_cpi *c, const float *cells, uint32_t maps,
+		    uint32_t doppler, uint32_t range, const struct live_req *q,
+		    const struct chirp_det_header *det, size_t det_bytes)
+{
+	struct slot *s = &l->slots[l->back];
+	uint32_t n;
+
+	s->cpi = *c;
+	s->maps = cells && doppler && range && q->map_mask ? maps : 0;
+	s->doppler = doppler;
+	s->range = range;
+	s->have = 0;
+	s->dd = q->dd ? q->dd : 1;
+	s->dr = q->dr ? q->dr : 1;
+	s->rows = maxhold_ceil_div(doppler, s->dd);
+	s->cols = maxhold_ceil_div(range, s->dr);
+	if ((size_t)s->maps * s->rows * s->cols > l->cells_cap)   /* not live_due_req's */
+		s->maps = 0;
+	n = s->maps ? maxhold_sel_count(q->map_mask, s->maps) : 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t m = maxhold_sel_map(q->map_mask, i);
+		size_t one = (size_t)s->rows * s->cols;
+
+		memcpy(s->map + m * one, cells + i * one, one * sizeof(float));
+		s->have |= map_bit(m);
+	}
+	put_slot(l, s, det, det_bytes);
 }
 
 /* ---- encoding (main thread) --------------------------------------------- */

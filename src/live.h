@@ -29,10 +29,14 @@
  *   thread never waits for the reader: a frame the reader has not taken is
  *   overwritten by the next.
  *
- *   The max-hold runs on the host, over the map as the output ring holds
- *   it (also on the CUDA backend, whose map reaches the ring by DMA): one
- *   read of the map per sampled CPI, fps times a second, and nothing
- *   between samples, so no device kernel or copy is added to any CPI.
+ *   With the radar chain the max-hold runs on the backend (chirp/pc.h,
+ *   SNAPSHOTS): the data thread decides when it submits a CPI
+ *   (live_due_req) and asks for the watched maps' snapshot with the job;
+ *   the backend reduces its own maps (the CUDA backend on the GPU, copying
+ *   back only the reduced cells), in every output mode, none included;
+ *   when the CPI is done live_put_cells copies the cells into the back
+ *   slot. A CPI without a request costs nothing. live_put reduces a map
+ *   output on the host instead (a pc that makes no snapshots).
  *
  * CLIENTS (bounded)
  *   At most max_clients event streams at once (more are answered 503 and
@@ -123,6 +127,32 @@ int live_due(struct live *l, uint64_t now_ns);
 void live_put(struct live *l, const struct live_cpi *c, const float *map, uint32_t maps,
 	      uint32_t doppler, uint32_t range, const struct chirp_det_header *det,
 	      size_t det_bytes);
+
+/*
+ * Map snapshots (the backend reduces the map: chirp/pc.h, SNAPSHOTS), for
+ * a chain whose map need not be an output at all:
+ *   live_cells_cap   the cells of a frame's maps at most: what a snapshot
+ *                    must be able to hold (pc_params.snapshot_cells);
+ *   live_due_req     data thread, when the CPI is submitted: live_due and,
+ *                    when it says 1, in *q the reduction a frame of maps x
+ *                    doppler x range takes and the maps watched now (as
+ *                    pc_snap's map_mask; 0: no map is wanted or fits);
+ *   live_put_cells   data thread, when that CPI is done: publish it, cells
+ *                    holding the maps q selects back to back in ascending
+ *                    order, ceil(doppler / dd) x ceil(range / dr) each
+ *                    (cells NULL: a frame without maps); det as live_put.
+ *                    A copy of at most live_cells_cap floats, no system call.
+ */
+struct live_req {
+	uint64_t map_mask;
+	uint32_t dd, dr;             /* blocks: Doppler bins x range gates   */
+};
+size_t live_cells_cap(const struct live_params *p);
+int live_due_req(struct live *l, uint64_t now_ns, uint32_t maps, uint32_t doppler,
+		 uint32_t range, struct live_req *q);
+void live_put_cells(struct live *l, const struct live_cpi *c, const float *cells, uint32_t maps,
+		    uint32_t doppler, uint32_t range, const struct live_req *q,
+		    const struct chirp_det_header *det, size_t det_bytes);
 
 /* Main thread: the timer's fd (EPOLLIN); call live_run when readable,
  * then run the HTTP listener (resumed streams are written then). */

@@ -25,4 +25,21 @@ static inline uint32_t maxhold_ceil_div(uint32_t a, uint32_t b)
 void maxhold_map(float *out, const float *map, uint32_t maps, uint32_t doppler,
 		 uint32_t range, uint32_t dd, uint32_t dr, uint32_t rows, uint32_t cols);
 
+/*
+ * A selection of maps by mask (chirp/pc.h, struct pc_snap): bit m (m < 63)
+ * selects map m, bit 63 every map from 63 on; of maps maps.
+ * maxhold_sel_count: how many are selected; maxhold_sel_map: the index of
+ * the i-th selected (ascending), i < maxhold_sel_count.
+ */
+uint32_t maxhold_sel_count(uint64_t mask, uint32_t maps);
+uint32_t maxhold_sel_map(uint64_t mask, uint32_t i);
+
+/*
+ * The snapshot of the maps mask selects among map[maps][doppler][range]:
+ * each one's maxhold_map (1 map, blocks dd x dr) back to back in ascending
+ * map order into out (maxhold_sel_count x rows x cols).
+ */
+void maxhold_select(float *out, const float *map, uint32_t maps, uint64_t mask,
+		    uint32_t doppler, uint32_t range, uint32_t dd, uint32_t dr);
+
 #endif /* CHIRP_MAXHOLD_H */

@@ -29,6 +29,7 @@
 #include "array.h"
 #include "beam.h"
 #include "mvdr.h"
+#include "maxhold.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -382,6 +383,11 @@ static int check_backend_opts(const struct pc_params *p, char *err, size_t errle
 	if (p->staging_threads > HCOPY_MAX_THREADS) {   /* 0 (a zeroed struct) means 1 */
 		errbuf_set(err, errlen, "staging_threads %u: must be 1..%u", p->staging_threads,
 			   HCOPY_MAX_THREADS);
+		return -EINVAL;
+	}
+	if (p->snapshot_cells > PC_MAX_SNAPSHOT_CELLS) {
+		errbuf_set(err, errlen, "snapshot_cells %zu: must be 0..%u", p->snapshot_cells,
+			   PC_MAX_SNAPSHOT_CELLS);
 		return -EINVAL;
 	}
 	if (p->idle_spin_us > PC_MAX_IDLE_SPIN_US) {
@@ -927,6 +933,7 @@ static int setup_from_params(struct pc *pc, const struct pc_params *p, char *err
 	pc->setup.busy_poll = p->busy_poll ? 1 : 0;
 	pc->setup.idle_spin_us = p->idle_spin_us;
 	pc->setup.tune = p->tune;
+	pc->setup.snapshot_cells = p->radar.doppler ? p->snapshot_cells : 0;
 	if (!pc->setup.tune.cuda_idle_chunks)   /* 0 (a zeroed struct) means 1 */
 		pc->setup.tune.cuda_idle_chunks = 1;
 	if (p->gpu_bus_id) {
@@ -1115,6 +1122,8 @@ void pc_get_info(const struct pc *pc, struct pc_info *info)
 	info->pulses_mti = pc->setup.radar ? pc->radar.pulses_mti : 0;
 	info->doppler_nfft = pc->setup.radar ? pc->radar.nd : 0;
 	info->det_bytes = pc->det_bytes;
+	info->map_count = pc->setup.radar ? pc->radar.channels : 0;
+	info->snapshot_cells = pc->setup.snapshot_cells;
 }
 
 size_t pc_in_bytes(const struct pc *pc)
@@ -1161,8 +1170,36 @@ static int pc_fail(struct pc *pc, int rc, const char *call)
  * -ENOENT, nothing queued, the pc stays usable (the daemon flags the CPI
  * CHIRP_RING_UNKNOWN_MODE).
  */
+/*
+ * A snapshot request (chirp/pc.h, SNAPSHOTS) checked and resolved into
+ * *sn: sn->maps 0 when it selects no map (nothing to do). -EINVAL when
+ * it is one this pc cannot serve.
+ */
+static int check_snap(const struct pc *pc, const struct pc_snap *q, struct pc_snap_cmd *sn)
+{
+	const struct radar_setup *rs = pc->setup.radar;
+	size_t cells;
+
+	memset(sn, 0, sizeof(*sn));
+	if (!rs || !pc->setup.snapshot_cells || !pc->ops->submit_cpi || !pc->ops->snapshots ||
+	    !q->cells || (uintptr_t)q->cells % 4 != 0 || q->dd < 1 || q->dr < 1)
+		return -EINVAL;
+	sn->maps = maxhold_sel_count(q->map_mask, rs->channels);
+	sn->rows = maxhold_ceil_div(rs->nd, q->dd < rs->nd ? q->dd : rs->nd);
+	sn->cols = maxhold_ceil_div(rs->samples, q->dr < rs->samples ? q->dr : rs->samples);
+	cells = (size_t)sn->maps * sn->rows * sn->cols;
+	if (cells > q->cells_len || cells > pc->setup.snapshot_cells)
+		return -EINVAL;
+	sn->cells = q->cells;
+	sn->map_mask = q->map_mask;
+	sn->dd = q->dd < rs->nd ? q->dd : rs->nd;
+	sn->dr = q->dr < rs->samples ? q->dr : rs->samples;
+	return 0;
+}
+
 int pc_submit_job(struct pc *pc, const struct pc_job *j)
 {
+	struct pc_snap_cmd snap = { 0 };
 	int rc, fi;
 
 	if (pc->failed)
@@ -1179,6 +1216,8 @@ int pc_submit_job(struct pc *pc, const struct pc_job *j)
 	fi = j->mode < PC_MAX_MODES ? pc->mode_filt[j->mode] : -1;
 	if (fi < 0)
 		return -ENOENT;
+	if (j->snap && check_snap(pc, j->snap, &snap) < 0)
+		return -EINVAL;
 	if (pc_check_pointing(pc, j->pointing_az_deg, j->pointing_el_deg, NULL, 0) < 0)
 		return -EDOM;
 	if (pc->ops->submit_cpi) {
@@ -1187,6 +1226,7 @@ int pc_submit_job(struct pc *pc, const struct pc_job *j)
 			.det = pc->det_bytes ? j->det : NULL, .tag = j->tag,
 			.filt = (unsigned)fi, .mode = j->mode,
 			.pointing_az_deg = j->pointing_az_deg, .pointing_el_deg = j->pointing_el_deg,
+			.snap = snap.maps ? &snap : NULL,
 		};
 
 		rc = pc->ops->submit_cpi(pc->be, &cmd);

@@ -75,6 +75,20 @@ struct pc_beam_setup {
 	int monopulse;                       /* 1: an angle per record      */
 };
 
+/*
+ * A snapshot request as pc.c hands it to submit_cpi (chirp/pc.h,
+ * SNAPSHOTS), checked: maps >= 1 maps selected by map_mask among the
+ * radar's channels (B with beams), each reduced to rows x cols cells
+ * (dd <= Nd, dr <= R), maps x rows x cols <= snapshot_cells, back to back
+ * into cells (host memory), written by completion. The backend copies
+ * what it needs at submit. A skipped CPI's cells are all -INFINITY.
+ */
+struct pc_snap_cmd {
+	float *cells;
+	uint64_t map_mask;
+	uint32_t dd, dr, rows, cols, maps;
+};
+
 /* One CPI as pc.c hands it to submit_cpi. */
 struct pc_cpi_cmd {
 	const void *in;
@@ -86,6 +100,8 @@ struct pc_cpi_cmd {
 	uint32_t mode;                       /* the mode's id               */
 	double pointing_az_deg;              /* beams: checked (visible)    */
 	double pointing_el_deg;
+	const struct pc_snap_cmd *snap;      /* NULL: no snapshot (only with
+						pc_backend_ops.snapshots)   */
 };
 
 /* What every backend receives from pc.c (validated, resolved). */
@@ -111,6 +127,8 @@ struct pc_setup {
 	int busy_poll;                       /* pc_params.busy_poll          */
 	unsigned idle_spin_us;               /* pc_params.idle_spin_us       */
 	struct pc_tuning tune;               /* pc_params.tune, checked      */
+	size_t snapshot_cells;               /* a snapshot's cells at most
+						(0: none; 0 without radar)  */
 	/* The radar chain (radar.h), or NULL when pc_params.radar.doppler
 	 * is 0. Owned by pc.c and valid for the backend's lifetime. With it,
 	 * out_mode may be a map mode or PC_OUT_NONE. */
@@ -150,6 +168,9 @@ struct pc_backend_ops {
 	/* 1: the backend forms beams (BEAMS above); pc_create refuses beams
 	 * on a backend without. */
 	int beams;
+	/* 1: the backend serves snapshots (submit_cpi's snap); pc.c
+	 * refuses a request on a backend without. */
+	int snapshots;
 };
 
 extern const struct pc_backend_ops pc_cpu_ops;

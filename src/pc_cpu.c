@@ -60,6 +60,7 @@
 #include "pc_backend.h"
 #include "errbuf.h"
 #include "log.h"
+#include "maxhold.h"
 #include "radar_cpu.h"
 #include "beam.h"
 #include "mvdr.h"
@@ -113,6 +114,7 @@ struct cpu_be {
 	struct workpool *pool;       /* the workers; a CPI's blocks are its
 					items                               */
 	struct radar_cpu *radar;     /* the radar chain, or NULL (off)      */
+	const struct radar_setup *rs; /* its setup (pc.c's), or NULL         */
 	/* Beams (pc_setup.beams; doc/beams.md): formed on the input, before
 	 * compression, into xb, which compression then reads as its input
 	 * (B x P rows of cf32). Per CPI: the set pointed at the CPI's
@@ -1010,6 +1012,7 @@ static void *cpu_create(const struct pc_setup *s, char *err, size_t errlen)
 		if (!b->radar)
 			goto fail;
 		b->cube = radar_cpu_cube(b->radar);
+		b->rs = s->radar;
 	}
 	if (s->beams && beams_create(b, s, err, errlen) < 0)
 		goto fail;
@@ -1235,6 +1238,25 @@ static int form_beams(struct cpu_be *b, const struct pc_cpi_cmd *cmd)
 }
 
 /*
+ * The CPI's snapshot (pc_backend.h, pc_snap_cmd): max-hold of the chain's
+ * maps M [C][Nd][R] (power, what a map_power output copies out, in every
+ * output mode), on the caller, once the chain is done; every cell
+ * -INFINITY for a skipped CPI.
+ */
+static void write_snap(const struct cpu_be *b, const struct pc_snap_cmd *sn, int skipped)
+{
+	if (!sn)
+		return;
+	if (skipped) {
+		for (size_t i = 0; i < (size_t)sn->maps * sn->rows * sn->cols; i++)
+			sn->cells[i] = -INFINITY;
+		return;
+	}
+	maxhold_select(sn->cells, radar_cpu_map(b->radar), b->rs->channels, sn->map_mask,
+		       b->rs->nd, b->rs->samples, sn->dd, sn->dr);
+}
+
+/*
  * One CPI, start to end, on the caller's thread: its beams (if any), then
  * publish it to the pool, compute the blocks nobody has claimed, wait for
  * (or take over) the rest. The previous CPI's blocks are all done and no
@@ -1268,6 +1290,7 @@ static int cpu_submit_cpi(void *be, const struct pc_cpi_cmd *cmd)
 			return rc;
 		if (rc > 0) {
 			write_skipped(b, cmd->out, cmd->det, cmd->mode);
+			write_snap(b, cmd->snap, 1);
 			queue_done(b, cmd->tag, cmd->mode, t0, 0, 0, (unsigned)b->threads);
 			b->q[(b->qhead + b->qcount - 1) % b->depth].flags |= PC_DONE_SKIPPED;
 			return 0;
@@ -1282,8 +1305,10 @@ static int cpu_submit_cpi(void *be, const struct pc_cpi_cmd *cmd)
 	run_blocks(b, 0, gen);
 	recomputed = wait_blocks(b, gen, in, cmd->out, cmd->filt);
 	joined = workpool_joined(b->pool);
-	if (b->radar)
+	if (b->radar) {
 		run_radar(b, cmd->out, cmd->det, cmd->mode);
+		write_snap(b, cmd->snap, 0);
+	}
 	queue_done(b, cmd->tag, cmd->mode, t0, recomputed, woken, joined);
 	return 0;
 }
@@ -1381,4 +1406,5 @@ const struct pc_backend_ops pc_cpu_ops = {
 	.bind_threads = cpu_bind_threads,
 	.submit_cpi = cpu_submit_cpi,
 	.beams = 1,
+	.snapshots = 1,
 };

@@ -114,6 +114,11 @@ struct flight {
 	uint64_t stall_ns, stall_cpu_ns;     /* the longest data-thread stall
 						that overlapped it (trace.h)   */
 	uint32_t stall_kind, stall_where;
+	int live;                    /* [live]: a frame is due when it retires
+					(decided at submit: live_due_req)     */
+	struct live_req live_req;    /* what its frame's maps are           */
+	float *snap;                 /* where the pc writes the snapshot of
+					the watched maps (NULL: none asked)   */
 };
 
 struct pipeline_gen {
@@ -149,6 +154,13 @@ struct pipeline_gen {
 	int64_t idle_spin_ns;        /* pc_info.idle_spin_us: poll an idle input
 					ring until this long after the last CPI
 					taken before sleeping on it            */
+	/* [live] snapshots (chirp/pc.h, SNAPSHOTS), with a pc that makes
+	 * them: depth buffers of snap_cells floats, taken round robin like
+	 * the detection scratch (at most depth records are in the FIFO) */
+	float *snap;                 /* NULL: no snapshots (live_put instead) */
+	size_t snap_cells;
+	uint32_t snap_maps, snap_doppler, snap_range;  /* the maps snapshots
+					select from: C (B), Nd x R           */
 };
 
 struct pipeline {
@@ -196,6 +208,7 @@ struct pipeline {
 	unsigned head, count, nsub;  /* FIFO of records; nsub submitted to pc  */
 	uint64_t staged;             /* file-only results sent to scratch so far */
 	uint64_t det_staged;         /* lists sent to detection scratch so far  */
+	uint64_t snap_staged;        /* snapshots asked for so far              */
 	uint32_t det_carry;          /* DISCONTINUITY for the next list reserved */
 	int have_last_seq;
 	uint64_t last_seq;
@@ -322,6 +335,28 @@ static void find_map(struct pipeline_gen *g, const struct pc_info *info)
 	g->map_range = go.samples;
 }
 
+/* The snapshot buffers, when the pc makes snapshots of its maps (the
+ * live view's frames come from them, in every output mode). */
+static int make_snaps(struct pipeline_gen *g, const struct pc_info *info, char *err,
+		      size_t errlen)
+{
+	size_t bytes = g->depth * info->snapshot_cells * sizeof(float);
+
+	if (!info->snapshot_cells || !info->map_count || !info->doppler_nfft)
+		return 0;
+	g->snap = malloc(bytes);
+	if (!g->snap) {
+		snprintf(err, errlen, "snapshot buffers (%zu bytes): out of memory", bytes);
+		return -1;
+	}
+	memset(g->snap, 0, bytes);   /* fault pages in now */
+	g->snap_cells = info->snapshot_cells;
+	g->snap_maps = info->map_count;
+	g->snap_doppler = info->doppler_nfft;
+	g->snap_range = g->samples;
+	return 0;
+}
+
 struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_ring *out,
 					 struct pc *pc, int out_fd, int numa_node,
 					 char *err, size_t errlen)
@@ -362,7 +397,7 @@ struct pipeline_gen *pipeline_gen_create(struct chirp_ring *in, struct chirp_rin
 	g->samples = gi.samples;
 	find_map(g, &info);
 	register_rings(g);
-	if (make_staging(g, numa_node, err, errlen) < 0)
+	if (make_staging(g, numa_node, err, errlen) < 0 || make_snaps(g, &info, err, errlen) < 0)
 		goto fail;
 	return g;
 fail:
@@ -396,6 +431,7 @@ void pipeline_gen_destroy(struct pipeline_gen *g)
 	free(g->staging);
 	free(g->det_scratch);
 	free(g->jbuf);
+	free(g->snap);
 	free(g);
 }
 
@@ -908,6 +944,35 @@ static int take_bad_pointing(struct pipeline *p, struct flight *f, void *outp)
 	return 1;
 }
 
+/*
+ * [live]: whether f's frame is due (live.h), decided as it is submitted,
+ * so that with a pc that makes snapshots the watched maps' max-hold is
+ * asked for with the job (job->snap = sn): the backend reduces its own
+ * maps, in any output mode, and only the reduced cells come back. A pc
+ * without snapshots: the frame comes from the map output (live_put).
+ */
+static void live_request(struct pipeline *p, struct flight *f, struct pc_job *job,
+			 struct pc_snap *sn, uint64_t now)
+{
+	struct live *l = atomic_load_explicit(&p->live, memory_order_acquire);
+	const struct pipeline_gen *g = p->cur;
+
+	if (!l)
+		return;
+	if (!g->snap) {
+		f->live = live_due(l, now);
+		return;
+	}
+	f->live = live_due_req(l, now, g->snap_maps, g->snap_doppler, g->snap_range, &f->live_req);
+	if (!f->live || !f->live_req.map_mask)
+		return;
+	f->snap = g->snap + (size_t)(p->snap_staged++ % g->depth) * g->snap_cells;
+	*sn = (struct pc_snap){ .cells = f->snap, .cells_len = g->snap_cells,
+				.map_mask = f->live_req.map_mask, .dd = f->live_req.dd,
+				.dr = f->live_req.dr };
+	job->snap = sn;
+}
+
 /* Hand the CPI in record idx to the backend. Returns 1, or < 0 on a fatal
  * error (already reported). */
 static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const void *in,
@@ -916,16 +981,26 @@ static int submit_cpi(struct pipeline *p, struct flight *f, unsigned idx, const 
 	struct pipeline_gen *g = p->cur;
 	struct pc_job job = { .in = in, .out = outp, .det = f->det, .tag = idx, .mode = f->mode,
 			      .pointing_az_deg = f->pointing_az_deg, .pointing_el_deg = f->pointing_el_deg };
+	struct pc_snap snap;
 	int ret;
 
 	f->out = outp;
 	f->in_flight = p->nsub;
 	watch(p, TW_TAKE);
 	f->t_submit = mono_ns();
+	live_request(p, f, &job, &snap, f->t_submit);
 	/* What waits behind this CPI: the backend cuts for latency only when
 	 * nothing does (pc_queue_hint). */
 	pc_queue_hint(g->pc, f->fill > 1 ? f->fill - 1 : 0);
 	ret = pc_submit_job(g->pc, &job);
+	if (ret == -EINVAL && job.snap) {
+		/* the view's request refused (our bug, never the data's): the
+		 * CPI goes on without it, its frame without a map */
+		job.snap = NULL;
+		f->snap = NULL;
+		f->live_req.map_mask = 0;
+		ret = pc_submit_job(g->pc, &job);
+	}
 	for (int tries = 0; ret == -EAGAIN && tries < 1000; tries++) {
 		/* Cannot happen while nsub < depth; if the backend counts
 		 * differently, let it finish something instead of failing. */
@@ -1346,22 +1421,31 @@ static void publish(struct pipeline *p, const struct flight *f, uint64_t now)
 }
 
 /*
- * [live]: when a frame is due (a page watches, 1/fps has passed), f's map
- * reduced by max-hold and its list into the view's snapshot (live.h): one
- * read of the map, never a wait. A CPI of an unknown mode is not sampled.
+ * [live]: f's frame, when one was due at its submit (live_request): the
+ * backend's snapshot of its maps (a copy of the reduced cells), or, from
+ * a pc without snapshots, its map output reduced by max-hold here (one
+ * read of the map), and its list, into the view's snapshot (live.h);
+ * never a wait. A CPI not computed (unknown mode, bad pointing, skipped
+ * for a full ring) is never submitted, so it has no frame.
  */
-static void live_sample(struct pipeline *p, const struct flight *f, uint64_t now)
+static void live_sample(struct pipeline *p, const struct flight *f)
 {
 	struct live *l = atomic_load_explicit(&p->live, memory_order_acquire);
 	const struct pipeline_gen *g = p->cur;
 	struct live_cpi c;
 	const float *map;
 
-	if (!l || f->unknown || !live_due(l, now))
+	if (!l || !f->live || f->unknown || f->bad_pointing)
 		return;
 	c = (struct live_cpi){ .seq = f->seq, .timestamp_ns = f->timestamp_ns, .mode = f->mode };
-	map = g->map_range && f->out && f->kind != OUT_SKIP ? f->out : NULL;
-	live_put(l, &c, map, g->map_maps, g->map_doppler, g->map_range, f->det, g->det_bytes);
+	if (g->snap) {
+		live_put_cells(l, &c, f->snap, g->snap_maps, g->snap_doppler, g->snap_range,
+			       &f->live_req, f->det, g->det_bytes);
+	} else {
+		map = g->map_range && f->out && f->kind != OUT_SKIP ? f->out : NULL;
+		live_put(l, &c, map, g->map_maps, g->map_doppler, g->map_range, f->det,
+			 g->det_bytes);
+	}
 	rewatch(p);
 }
 
@@ -1382,7 +1466,7 @@ static int finish_one(struct pipeline *p, struct flight *f)
 	if (f->det)
 		in_file = det_complete(p, f);
 	publish(p, f, t0);
-	live_sample(p, f, t0);
+	live_sample(p, f);
 	test_retire_sleep(p);
 	watch(p, TW_RETIRE);
 

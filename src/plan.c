@@ -158,6 +158,14 @@ void plan_pc_params(const struct chirp_config *c, struct pc_params *p)
 	p->tune.cuda_fused = c->cuda_fused;
 	radar_params(c, &p->radar);
 	beams_params(c, &p->beams);
+	/* [live] frames come from the backend's snapshots of its maps (any
+	 * output mode): room for the largest frame the view keeps */
+	if (c->live_enable && c->doppler) {
+		struct live_params lp = { .max_rows = c->live_map_max_doppler,
+					  .max_cols = c->live_map_max_range };
+
+		p->snapshot_cells = live_cells_cap(&lp);
+	}
 }
 
 /* ---- the beams' arrays -------------------------------------------------- */

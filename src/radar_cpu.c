@@ -729,6 +729,11 @@ void radar_cpu_finish(struct radar_cpu *rc, void *det, uint32_t mode)
 	o.h->crossings = o.crossings;
 }
 
+const float *radar_cpu_map(const struct radar_cpu *rc)
+{
+	return rc->map;
+}
+
 void radar_cpu_run(struct radar_cpu *rc, void *out, void *det, uint32_t mode)
 {
 	radar_cpu_begin(rc, out);

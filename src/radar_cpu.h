@@ -52,6 +52,11 @@ void radar_cpu_set_beams(struct radar_cpu *rc, const struct beam_set *s, const d
  * (with beams C is B). */
 float *radar_cpu_cube(struct radar_cpu *rc);
 
+/* The maps of the last CPI run: M [C][Nd][R] power, zero Doppler in
+ * the middle row (with beams C is B), exactly what a map_power output
+ * holds; valid until the next CPI. */
+const float *radar_cpu_map(const struct radar_cpu *rc);
+
 /*
  * One CPI, in steps: radar_cpu_begin (out: the map output, used with a
  * map out_mode), then for each stage 0..RADAR_CPU_STAGES-1 in turn every

@@ -8,7 +8,10 @@
  *     its detection list and its CPI agree: the triple buffer never tears),
  *     reduced by max-hold to the configured size, per map index;
  *   - a detect.h version 2 list with beams is read by its record_bytes and
- *     shows its angles; a version 1 list shows none.
+ *     shows its angles; a version 1 list shows none;
+ *   - a frame whose maps a backend reduced (a snapshot: live_due_req at
+ *     submit, live_put_cells when done) asks for the watched maps at the
+ *     view's reduction and shows them where they are.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +35,7 @@
 #include <jansson.h>
 
 #include "live.h"
+#include "maxhold.h"
 #include "metrics.h"
 #include "timeutil.h"
 
@@ -355,12 +359,69 @@ static void test_beams(void **state)
 	live_destroy(l);
 }
 
+static void test_snapshot(void **state)
+{
+	struct live_params prm = { .fps = 50, .max_clients = 4, .max_rows = 8, .max_cols = 64 };
+	static float map[MAPS * ND * NR], cells[MAPS * ND * NR];
+	static unsigned char det[4096];
+	static struct client c;
+	struct live_cpi cpi = { .seq = 5 };
+	struct live_req q = { 0 };
+	struct metrics_http *m;
+	struct live *l;
+	size_t det_len;
+	unsigned row = 0, col = 0;
+	char err[256];
+	json_t *f, *mp;
+	int port, due = 0;
+
+	(void)state;
+	l = live_create(&prm, state_fn, NULL, err, sizeof(err));
+	assert_non_null(l);
+	assert_int_equal(live_cells_cap(&prm), 4 * 8 * 64);
+	m = listen_any(l, &port);
+	if (!m) {
+		live_destroy(l);
+		skip();
+	}
+	/* nobody watches: no request */
+	assert_int_equal(live_due_req(l, mono_ns(), MAPS, ND, NR, &q), 0);
+	/* a page on map 1: its frame asks for map 1, 16 x 256 to 8 x 64 */
+	f = get_json(m, l, port, "GET /live/frame.json?map=1 HTTP/1.0\r\n\r\n", &c);
+	json_decref(f);
+	for (int i = 0; i < 100 && !(due = live_due_req(l, mono_ns(), MAPS, ND, NR, &q)); i++)
+		usleep(5000);
+	assert_int_equal(due, 1);
+	assert_true(q.map_mask & 2);
+	assert_int_equal(q.dd, 2);
+	assert_int_equal(q.dr, 4);
+	make_frame(5, map, det, &det_len, 0);
+	maxhold_select(cells, map, MAPS, q.map_mask, ND, NR, q.dd, q.dr);
+	live_put_cells(l, &cpi, cells, MAPS, ND, NR, &q, (void *)det, det_len);
+	f = get_json(m, l, port, "GET /live/frame.json?map=1 HTTP/1.0\r\n\r\n", &c);
+	assert_non_null(f);
+	mp = json_object_get(f, "map");
+	assert_int_equal(json_integer_value(json_object_get(mp, "rows")), 8);
+	assert_int_equal(json_integer_value(json_object_get(mp, "cols")), 64);
+	assert_string_equal(json_string_value(json_object_get(mp, "units")), "map_power");
+	peak_of(mp, &row, &col);
+	assert_int_equal(row, ((5 + 3) % ND) / 2);
+	assert_int_equal(col, (7 * 5 % NR) / 4);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(f, "cpi"), "seq")), 5);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(f, "det"), "count")),
+			 1 + 5 % 3);
+	json_decref(f);
+	metrics_http_destroy(m);
+	live_destroy(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_params),
 		cmocka_unit_test(test_frames_whole),
 		cmocka_unit_test(test_beams),
+		cmocka_unit_test(test_snapshot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -395,6 +395,12 @@ struct pc_params {
 					off, with defaults for the rest      */
 	struct pc_beams beams;       /* beams; pc_params_init: off. Copied by
 					pc_create (the arrays too)           */
+	size_t snapshot_cells;       /* the most float32 cells one map
+					snapshot may hold (SNAPSHOTS below),
+					0..PC_MAX_SNAPSHOT_CELLS; 0 (the
+					default): snapshots refused. The CUDA
+					backend keeps this many cells twice
+					per set (device and pinned host)     */
 };
 #define PC_MAX_IDLE_SPIN_US 1000000u   /* 1 s */
 
@@ -455,6 +461,11 @@ struct pc_info {
 	size_t det_bytes;            /* = pc_det_bytes()                  */
 	char fft_engine[64];         /* CUDA: "fused (4608 = 9x8x8x8)" or
 					"cufft"; CPU: "fftw3f"               */
+	unsigned map_count;          /* radar chain: the maps a map output
+					or snapshot has, C (B with beams); 0
+					when off                          */
+	size_t snapshot_cells;       /* pc_params.snapshot_cells as created
+					(0 without the radar chain)       */
 };
 void pc_get_info(const struct pc *pc, struct pc_info *info);
 
@@ -561,8 +572,42 @@ struct pc_job {
 	 * not failed (the caller writes pc_write_skipped and flags the CPI).
 	 * Ignored without beams. */
 	double pointing_az_deg, pointing_el_deg;
+	/* A snapshot of the CPI's maps (SNAPSHOTS below), or NULL: none. */
+	const struct pc_snap *snap;
 };
 int pc_submit_job(struct pc *pc, const struct pc_job *job);
+
+/*
+ * SNAPSHOTS: a CPI's range-Doppler maps reduced to a screen's size on the
+ * backend (the live view, doc/live.md), in every output mode, PC_OUT_NONE
+ * included. Map m is the map a map_power output holds at m (C maps, B with
+ * beams: pc_info.map_count, Nd x R each); its snapshot is
+ *
+ *     cell[i][j] = max over Doppler bins i dd .. i dd + dd - 1 and range
+ *                  gates j dr .. j dr + dr - 1 (clipped to the map) of map m,
+ *
+ * rows = ceil(Nd / dd), cols = ceil(R / dr); NaN cells are ignored and a
+ * block of NaN only reads -INFINITY (max-hold exactly as chirpd's host
+ * reduction: a selection, no arithmetic, so every backend gives the map's
+ * own values). map_mask selects maps: bit m (m < 63) map m, bit 63 every
+ * map from 63 on; maps past map_count are ignored. cells gets the selected
+ * maps' snapshots back to back in ascending map order (rows x cols each),
+ * nothing else, and is written like det (valid with PC_DONE_OUTPUT). A CPI
+ * the pc skips (PC_DONE_SKIPPED) has every cell -INFINITY. The request is
+ * read at submit: its struct may be reused at once. pc_submit_job says
+ * -EINVAL (nothing queued, the pc not failed) for a request on a pc
+ * without the radar chain or with snapshot_cells 0, dd or dr 0, cells
+ * NULL or not 4-byte aligned, or more cells than cells_len or
+ * snapshot_cells; a request that selects no map is ignored. A CPI without
+ * a request costs nothing: no kernel, no copy.
+ */
+#define PC_MAX_SNAPSHOT_CELLS (1u << 24)
+struct pc_snap {
+	float *cells;                /* host memory, cells_len float32      */
+	size_t cells_len;
+	uint64_t map_mask;           /* maps selected (above)                */
+	uint32_t dd, dr;             /* block: Doppler bins x range gates    */
+};
 
 /*
  * With beams: whether pointing (az_deg, el_deg) is one a CPI may take

@@ -31,9 +31,10 @@
  * Nothing in it depends on the mode but the multiply: the list's mode is
  * written by the host when the CPI completes (cu_radar_stamp).
  *
- * Staged CPIs (a staged detection list too), device buffers and an
- * injected fault take the call-by-call
- * path. If a graph cannot be made or a CPI's addresses (or filter) are
+ * Staged CPIs (a staged detection list too), device buffers, a CPI with
+ * a map snapshot (its kernel and copy are not in the graph; the live view
+ * asks for one at most fps times a second) and an injected fault take the
+ * call-by-call path. If a graph cannot be made or a CPI's addresses (or filter) are
  * refused, chirpd says so once and every later CPI takes that path
  * (tune.cuda_graphs = 0 asks for it from the start). pc_info.graph_cpis
  * counts the CPIs launched as graphs. Figures: doc/cuda.md, *CUDA graphs*.

@@ -187,13 +187,17 @@ static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 	dst.out_dev = rt.out_dev;
 	dst.az_deg = cmd->pointing_az_deg;
 	dst.el_deg = cmd->pointing_el_deg;
+	dst.snap = cmd->snap;
 	/* beams: compression reads the beams the stage left in d_in */
 	li = cu_pick_layout(be, be->bm ? 1 : rt.in_dev);
 	if (li < 0) {
 		rc = li;
 		goto out;
 	}
-	if (cu_graph_ok(be, s, li, rt.stage_in || rt.stage_out || rt.stage_det, rt.on_device)) {
+	/* a snapshot's kernel and copy are not in the graph: that CPI (fps a
+	 * second at most) is queued call by call */
+	if (!cmd->snap &&
+	    cu_graph_ok(be, s, li, rt.stage_in || rt.stage_out || rt.stage_det, rt.on_device)) {
 		int g = cu_graph_launch(be, s, li, filt, in, &dst);
 
 		if (g < 0) {
@@ -229,6 +233,8 @@ static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 	s->in_done = rt.stage_in;    /* staged: the caller's input is free already */
 	s->in_reported = 0;
 	s->out_reported = 0;
+	s->snap = cmd->snap ? cmd->snap->cells : NULL;
+	s->snap_n = cmd->snap ? (size_t)cmd->snap->maps * cmd->snap->rows * cmd->snap->cols : 0;
 	be->count++;
 out:
 	return rc;
@@ -297,9 +303,12 @@ static int cu_set_news(struct cu_be *be, struct cu_set *s, int *in_chain, int *o
 		if (r && cu_beams_skipped(be, s)) {   /* MVDR found no weights */
 			if (cu_beams_write_skipped(be, s) < 0)
 				return -EIO;
+			cu_radar_snap_done(s, 1);
 			fl |= PC_DONE_SKIPPED;
-		} else if (r && cu_radar_stamp(be, s) < 0) {
-			return -EIO;
+		} else if (r) {
+			if (cu_radar_stamp(be, s) < 0)
+				return -EIO;
+			cu_radar_snap_done(s, 0);
 		}
 		if (r)
 			fl |= PC_DONE_OUTPUT;
@@ -540,4 +549,5 @@ extern "C" const struct pc_backend_ops pc_cuda_ops = {
 	cu_queue_hint,
 	cu_submit_cpi,
 	1,   /* beams (cu_beams.cu) */
+	1,   /* snapshots (cu_radar.cu) */
 };

@@ -72,7 +72,8 @@
  *   D2H per chunk as above), and the set's stream, once every chunk is
  *   done (the Doppler FFT needs every pulse), runs the chain on the
  *   compressed rows still in d_fft (cu_radar.cu) and copies back the map
- *   (map output modes) and the detection list (cfar) before ev_out.
+ *   (map output modes), the detection list (cfar) and, for a CPI that asks
+ *   for one, the max-hold snapshot of its maps before ev_out.
  *
  *   Sets run on their own streams, so the H2D of CPI k+1 overlaps the FFTs
  *   of k and the D2H of k-1 (the copy engines of each direction run
@@ -173,6 +174,11 @@ struct cu_radar_set {
 				    outputs of beams b-1, b, b+1 at its cell
 				    (k_records, for cu_beam_mono), max_det x 3 */
 	void *h_det;             /* pinned staging for it (copy staging)   */
+	float *d_snap;           /* snapshots (be->snap_cells floats, else
+				    NULL): k_maxhold writes the selected
+				    maps' cells here, back to back       */
+	float *h_snap;           /* pinned: their one copy back, taken to
+				    the caller's buffer in pc_poll        */
 };
 
 /* Beams (cu_beams.cu): what a set keeps for its CPI's beam stage. */
@@ -252,6 +258,8 @@ struct cu_set {
 	int out_dev, det_dev;    /* out / det are device memory            */
 	int in_done;             /* input consumed (staged: at submit)     */
 	int in_reported, out_reported;
+	float *snap;             /* caller's snapshot cells, or NULL (none) */
+	size_t snap_n;           /* floats of it                           */
 };
 
 struct cu_be {
@@ -285,6 +293,8 @@ struct cu_be {
 	float *d_alpha, *d_norm; /* [R]                                    */
 	unsigned *d_rank;        /* [R] (os)                               */
 	size_t det_bytes;        /* rs->det_bytes, 0 without cfar          */
+	size_t snap_cells;       /* pc_setup.snapshot_cells: r.d_snap and
+				    r.h_snap per set (0: none)           */
 
 	float2 *d_filts;         /* nfilts x nfft: filter i at i * nfft     */
 	unsigned nfilts;
@@ -519,6 +529,8 @@ struct cu_dst {
 				    memory (the fused kernel reads / writes
 				    it in place)                          */
 	double az_deg, el_deg;   /* beams: the CPI's pointing              */
+	const struct pc_snap_cmd *snap;  /* its snapshot, or NULL: none (a
+				    CPI with one runs call by call)       */
 };
 
 int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
@@ -546,9 +558,13 @@ void cu_graph_free(struct cu_set *s);
  * cu_destroy). 0 or a negative errno with the failure recorded.
  * cu_radar_enqueue: on s->stream, after every chunk of the CPI is done,
  * the chain from d_fft to the map (and dst->out for a map mode) and the
- * detection list (and its copy to dst->det). cu_radar_stamp: in pc_poll,
+ * detection list (and its copy to dst->det), and dst->snap's max-hold
+ * into r.d_snap with its one copy to r.h_snap. cu_radar_stamp: in pc_poll,
  * once the CPI is complete, the list's staged copy to the caller and the
- * CPI's mode in its header.
+ * CPI's mode in its header. cu_radar_make_snap: set s's snapshot buffers
+ * (be->snap_cells floats on the device and pinned; freed with the set's);
+ * cu_radar_snap_done: the snapshot's cells to the caller (every cell
+ * -INFINITY for a skipped CPI).
  */
 int cu_radar_create(struct cu_be *be);
 int cu_radar_make_set(struct cu_be *be, struct cu_set *s);
@@ -557,6 +573,8 @@ void cu_radar_free(struct cu_be *be);
 int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *dst,
 		     struct cu_err *ce);
 int cu_radar_stamp(struct cu_be *be, struct cu_set *s);
+int cu_radar_make_snap(struct cu_be *be, struct cu_set *s);
+void cu_radar_snap_done(struct cu_set *s, int skipped);
 
 /* ---- cu_beams.cu ------------------------------------------------------------ */
 

@@ -65,6 +65,10 @@
  *                 host round trip per CPI would cost more than the
  *                 copy's extra bytes at the list sizes chirpd uses (a
  *                 limit for max_detections in the hundreds of thousands).
+ *   8 k_maxhold   only for a CPI with a snapshot request: the selected
+ *                 maps of M reduced by max-hold (one thread a cell) into
+ *                 d_snap, and one copy of those cells to the pinned
+ *                 h_snap, taken to the caller's buffer in pc_poll.
  *
  * The header's mode is the host's: pc_poll writes it into the caller's
  * list (cu_radar_stamp), so one captured graph serves every mode. The
@@ -950,6 +954,47 @@ __global__ void k_records(const float *__restrict__ x, const float *__restrict__
 	}
 }
 
+/*
+ * 8 snapshot (a CPI with a request only, chirp/pc.h SNAPSHOTS): cell
+ * (i, j) of selected map t is the max of M[map][i dd .. + dd)[j dr .. +
+ * dr) clipped to the map, NaN ignored (v > m is false for NaN), -INFINITY
+ * for a block of NaN: maxhold.h's rule, a selection, so exactly the map's
+ * own values. A thread per cell; the map is read once in all. Which map
+ * the t-th selected is: the first nlow from low[], the rest consecutive
+ * from 63 (bit 63 of the mask).
+ */
+struct cu_snap_args {
+	unsigned nd, R, dd, dr, rows, cols, nlow;
+	unsigned char low[63];
+};
+
+__global__ static void k_maxhold(const float *__restrict__ map, struct cu_snap_args a,
+				 unsigned maps, float *__restrict__ out)
+{
+	size_t cells = (size_t)a.rows * a.cols;
+	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (idx >= (size_t)maps * cells)
+		return;
+	{
+		unsigned t = (unsigned)(idx / cells), c = (unsigned)(idx % cells);
+		unsigned i = c / a.cols, j = c % a.cols;
+		unsigned m = t < a.nlow ? a.low[t] : 63 + (t - a.nlow);
+		unsigned k1 = min((i + 1) * a.dd, a.nd), n1 = min((j + 1) * a.dr, a.R);
+		const float *mp = map + (size_t)m * a.nd * a.R;
+		float v = -INFINITY;
+
+		for (unsigned k = i * a.dd; k < k1; k++)
+			for (unsigned n = j * a.dr; n < n1; n++) {
+				float x = mp[(size_t)k * a.R + n];
+
+				if (x > v)
+					v = x;
+			}
+		out[idx] = v;
+	}
+}
+
 /* ---- launches ----------------------------------------------------------------- */
 
 /* A grid of gates (x) by rows (y, strided past the y limit). */
@@ -1054,6 +1099,37 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	return 0;
 }
 
+/* 8: the snapshot's max-hold of M (the maps a map_power output copies:
+ * d_map, per channel or beam, also when the CFAR runs on I) into d_snap,
+ * and one copy of just those cells to the pinned h_snap. pc.c checked the
+ * request (maps x rows x cols <= snap_cells). */
+static int cu_enq_snap(struct cu_be *be, struct cu_set *s, const struct pc_snap_cmd *q,
+		       struct cu_err *ce)
+{
+	const struct radar_setup *rs = be->rs;
+	struct cu_radar_set *r = &s->r;
+	size_t n = (size_t)q->maps * q->rows * q->cols;
+	uint64_t low = q->map_mask & ~(1ull << 63);
+	struct cu_snap_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.nd = rs->nd;
+	a.R = rs->samples;
+	a.dd = q->dd;
+	a.dr = q->dr;
+	a.rows = q->rows;
+	a.cols = q->cols;
+	for (unsigned m = 0; m < 63 && m < rs->channels; m++)
+		if (low >> m & 1)
+			a.low[a.nlow++] = (unsigned char)m;
+	k_maxhold<<<(unsigned)((n + CU_RT - 1) / CU_RT), CU_RT, 0, s->stream>>>(r->d_map, a,
+										  q->maps, r->d_snap);
+	EQK("k_maxhold", cudaGetLastError());
+	EQ(cudaMemcpyAsync(r->h_snap, r->d_snap, n * sizeof(float), cudaMemcpyDeviceToHost,
+			   s->stream));
+	return 0;
+}
+
 int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *dst,
 		     struct cu_err *ce)
 {
@@ -1094,6 +1170,8 @@ int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *ds
 				   be->out_bytes, cudaMemcpyDefault, st));
 	if (rs->cfar)
 		EQ(cudaMemcpyAsync(dst->det, r->d_det, be->det_bytes, cudaMemcpyDefault, st));
+	if (dst->snap && cu_enq_snap(be, s, dst->snap, ce) < 0)
+		return -EIO;
 	return 0;
 }
 
@@ -1118,6 +1196,28 @@ int cu_radar_stamp(struct cu_be *be, struct cu_set *s)
 	}
 	h->mode = s->mode;
 	return 0;
+}
+
+int cu_radar_make_snap(struct cu_be *be, struct cu_set *s)
+{
+	struct cu_radar_set *r = &s->r;
+	int rc = 0;
+
+	CK(cudaMalloc((void **)&r->d_snap, be->snap_cells * sizeof(float)));
+	CK(cudaHostAlloc((void **)&r->h_snap, be->snap_cells * sizeof(float), cudaHostAllocDefault));
+out:
+	return rc;
+}
+
+void cu_radar_snap_done(struct cu_set *s, int skipped)
+{
+	if (!s->snap)
+		return;
+	if (skipped)
+		for (size_t i = 0; i < s->snap_n; i++)
+			s->snap[i] = -INFINITY;
+	else
+		memcpy(s->snap, s->r.h_snap, s->snap_n * sizeof(float));
 }
 
 /* ---- create / destroy -------------------------------------------------------------- */
@@ -1295,4 +1395,7 @@ void cu_radar_free_set(struct cu_set *s)
 	(void)cudaFree(r->d_mono);
 	if (r->h_det)
 		(void)cudaFreeHost(r->h_det);
+	(void)cudaFree(r->d_snap);
+	if (r->h_snap)
+		(void)cudaFreeHost(r->h_snap);
 }

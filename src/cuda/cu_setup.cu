@@ -289,6 +289,7 @@ static struct cu_be *cu_alloc_be(const struct pc_setup *su, char *err, size_t er
 	be->in_bytes = be->rows * su->samples * pc_format_sample_bytes(be->in_format);
 	be->cube_out = cube;
 	be->rs = rs;
+	be->snap_cells = rs ? su->snapshot_cells : 0;
 	if (cube)
 		be->out_bytes = be->rows * su->samples * out_sz;
 	else   /* a map: C x Nd x R float32; none: 0 */
@@ -526,6 +527,8 @@ static int cu_make_set(struct cu_be *be, unsigned i)
 		rc = cu_make_chunk_stream(be, &s->cs[k], k);
 	if (rc == 0 && be->rs)
 		rc = cu_radar_make_set(be, s);
+	if (rc == 0 && be->snap_cells)
+		rc = cu_radar_make_snap(be, s);
 	if (rc == 0 && be->bm)
 		rc = cu_beams_make_set(be, s);
 out:
