@@ -395,14 +395,10 @@ __device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const s
  * 4. ca/go/so in one pass over a tile of CU_TK Doppler rows x CU_TG
  * gates of one map, CU_TG threads (block x: a map's row tile, y: a gate
  * tile).
- *   a. The block stages the map's rows of the tile and its Doppler halo
- *      (gd+td rows each side, cyclic) over the tile's gates and range halo
- *      in shared memory, CU_STAGE loads in flight per thread: the memory's
- *      latency is paid once per block, not once per row a column walk
- *      takes. Each thread then walks down columns (gates of the tile and
- *      its range halo) through the tile's rows with running Doppler-window
- *      sums, |dk| <= gd+td and |dk| <= gd: the window's 2(gd+td)+1 reads
- *      once per column, then four per row. The sums are double and
+ *   a. Each thread walks down columns (gates of the tile and its range
+ *      halo) through the tile's rows with running Doppler-window sums,
+ *      |dk| <= gd+td and |dk| <= gd, cyclic: the window's 2(gd+td)+1
+ *      reads once per column, then four per row. The sums are double and
  *      leave non-finite cells out (counted instead), so a strong target
  *      leaving the window leaves no residue in the noise's digits and a NaN
  *      reaches only the windows that hold it.
@@ -466,7 +462,6 @@ __device__ __forceinline__ int cu_is_max(const float *__restrict__ map, const st
 }
 
 #define CU_TK 8      /* Doppler rows of a tile                          */
-#define CU_STAGE 8   /* map loads a thread keeps in flight, staging    */
 #define CU_TG 128    /* gates of a tile, and its threads                */
 
 /* One row's prefix arrays, in place, by one warp: a run per lane, the
@@ -529,36 +524,13 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	int w = (int)(a.gd + a.td), g = (int)a.gd;
 	unsigned span = CU_TG + 2 * (unsigned)h + 1;
 	const float *map = x + (size_t)mp * a.Nd * a.R;
-	unsigned rows = nk + 2 * (unsigned)w;   /* staged rows: the tile's and the halo */
 	double *pf = smem, *pt = smem + CU_TK * span;
 	int *pb = (int *)(smem + 2 * CU_TK * span), bad = 0;
-	float *tile = (float *)(pb + CU_TK * span);
 
-	/* a0: the tile's rows and their Doppler halo (cyclic), span gates
-	 * each, into shared memory: every load independent of the others, so
-	 * the block waits for the memory once, not once per row it walks */
-	for (unsigned i0 = threadIdx.x; i0 < rows * span; i0 += CU_STAGE * blockDim.x) {
-		float v[CU_STAGE];
-
-#pragma unroll
-		for (unsigned j = 0; j < CU_STAGE; j++) {   /* the loads, all in flight */
-			unsigned i = i0 + j * blockDim.x, rr = i / span;
-			int gg = lo + (int)(i - rr * span);
-
-			v[j] = i >= rows * span || gg < 0 || gg >= R ? 0.0f :
-			       map[(size_t)cu_wrap((int)k0 - w + (int)rr, a.Nd) * a.R + (unsigned)gg];
-		}
-#pragma unroll
-		for (unsigned j = 0; j < CU_STAGE; j++)
-			if (i0 + j * blockDim.x < rows * span)
-				tile[i0 + j * blockDim.x] = v[j];
-	}
-	__syncthreads();
-	/* a: column sums, down the tile's rows, from the staged rows (tile row
-	 * i is Doppler row k0 - w + i) */
+	/* a: column sums, down the tile's rows */
 	for (unsigned c = threadIdx.x; c < span; c += blockDim.x) {
 		int gg = lo + (int)c;
-		const float *col = tile + c;
+		const float *col = map + (unsigned)max(gg, 0);
 		double full = 0.0, guard = 0.0;
 		int bf = 0, bg = 0;
 
@@ -571,7 +543,7 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			continue;
 		}
 		for (int dk = -w; dk <= w; dk++) {
-			float v = col[(unsigned)(w + dk) * span];
+			float v = col[cu_wrap((int)k0 + dk, a.Nd) * a.R];
 			int nf = !isfinite(v);
 
 			full += nf ? 0.0 : (double)v;
@@ -581,6 +553,14 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 				bg += nf;
 			}
 		}
+		/* the four rows that enter and leave the windows at each step, as
+		 * offsets into the column, advanced by one row a step */
+		unsigned NdR = a.Nd * a.R, step = a.R;
+		unsigned oi_f = cu_wrap((int)k0 + w + 1, a.Nd) * a.R;
+		unsigned oo_f = cu_wrap((int)k0 - w, a.Nd) * a.R;
+		unsigned oi_g = cu_wrap((int)k0 + g + 1, a.Nd) * a.R;
+		unsigned oo_g = cu_wrap((int)k0 - g, a.Nd) * a.R;
+
 		for (unsigned r = 0; r < nk; r++) {
 			float va, vb, vc, vd;
 
@@ -590,17 +570,19 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			bad |= bf != 0;
 			if (r + 1 == nk)
 				break;
-			/* slide to the next row: the rows that enter and leave
-			 * the windows (Doppler rows k0 + r + w + 1, k0 + r - w,
-			 * k0 + r + g + 1, k0 + r - g) */
-			va = col[(r + 2 * w + 1) * span];
-			vb = col[r * span];
-			vc = col[(r + w + g + 1) * span];
-			vd = col[(r + w - g) * span];
+			/* slide to the next row */
+			va = col[oi_f];
+			vb = col[oo_f];
+			vc = col[oi_g];
+			vd = col[oo_g];
 			full += (isfinite(va) ? (double)va : 0.0) - (isfinite(vb) ? (double)vb : 0.0);
 			bf += !isfinite(va) - !isfinite(vb);
 			guard += (isfinite(vc) ? (double)vc : 0.0) - (isfinite(vd) ? (double)vd : 0.0);
 			bg += !isfinite(vc) - !isfinite(vd);
+			oi_f = oi_f + step >= NdR ? oi_f + step - NdR : oi_f + step;
+			oo_f = oo_f + step >= NdR ? oo_f + step - NdR : oo_f + step;
+			oi_g = oi_g + step >= NdR ? oi_g + step - NdR : oi_g + step;
+			oo_g = oo_g + step >= NdR ? oo_g + step - NdR : oo_g + step;
 		}
 	}
 	int anybad = __syncthreads_or(bad);
@@ -622,7 +604,7 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			struct cu_pre sp = { pf + r * span, pt + r * span, pb + r * span, anybad };
 			unsigned k = k0 + r, idx = k * a.R + (unsigned)n;
 			size_t o = ((size_t)mp * a.Nd + k) * a.R + (unsigned)n;
-			float z, v = tile[(r + (unsigned)w) * span + (unsigned)(n - lo)];
+			float z, v = map[idx];
 
 			/* the h gates at each end of a row, whose window the
 			 * range edges cut, take the general path */
@@ -1003,14 +985,11 @@ static dim3 cu_rgrid(unsigned R, size_t rows)
 	return dim3((R + CU_RT - 1) / CU_RT, rows < 65535 ? (unsigned)rows : 65535u);
 }
 
-/* k_cfar_fused's shared memory: the prefix arrays over a tile and its
- * range halo, and the map's rows of the tile and its Doppler halo. */
+/* k_cfar_fused's shared memory: the prefix arrays over a tile and its halo. */
 static size_t cu_cfar_smem(const struct radar_setup *rs)
 {
-	size_t span = CU_TG + 2 * (size_t)(rs->gr + rs->tr) + 1;
-
-	return (2 * sizeof(double) + sizeof(int)) * CU_TK * span +
-	       sizeof(float) * (CU_TK + 2 * (size_t)(rs->gd + rs->td)) * span;
+	return (2 * sizeof(double) + sizeof(int)) * CU_TK *
+	       (CU_TG + 2 * (size_t)(rs->gr + rs->tr) + 1);
 }
 
 /* Whether ca/go/so runs as k_cfar_fused (which also finds the maxima). */
