@@ -18,11 +18,11 @@
  *      B x P, its input format cf32: cu_alloc_be).
  * With conventional beams, the fused compression and the radar chain, and
  * the input read from registered host memory, the CPI is cut into pulse
- * chunks instead (cu_beams_pulse_chunks, cu_enqueue.cu): the weights
- * first, every chunk's copy back to back on the set's stream, and each
- * chunk's conversion, product and compression on a chunk stream as soon
- * as its copy is in, so that the copy of a CPI is followed only by its
- * last chunk's work and the chain.
+ * chunks instead (cu_beams_pulse_chunks, cu_enqueue.cu): every chunk's
+ * copy back to back on the set's stream, the weights on the first chunk
+ * stream, and each chunk's conversion, product and compression on a chunk
+ * stream as soon as its copy is in, so that the copy of a CPI is followed
+ * only by its last chunk's work and the chain.
  * Beams are formed before compression (B < C makes it the cheaper side,
  * and the product is the fused kernel's, the faster engine at these
  * shapes: cu_beam.cu). The chain then runs on B rows per pulse as it runs
@@ -120,6 +120,7 @@ int cu_beams_make_set(struct cu_be *be, struct cu_set *s)
 	CK(cudaMalloc((void **)&b->d_w, BC * sizeof(float2)));
 	for (unsigned j = 0; j < CU_BEAM_PCHUNKS; j++)
 		CK(cudaEventCreateWithFlags(&b->ev_p[j], cudaEventDisableTiming));
+	CK(cudaEventCreateWithFlags(&b->ev_w, cudaEventDisableTiming));
 	if (!bm->mvdr)
 		CK(cudaMalloc((void **)&b->d_wd, BC * sizeof(double2)));
 	if (bm->mvdr) {
@@ -146,6 +147,8 @@ void cu_beams_free_set(struct cu_set *s)
 	for (unsigned j = 0; j < CU_BEAM_PCHUNKS; j++)
 		if (b->ev_p[j])
 			(void)cudaEventDestroy(b->ev_p[j]);
+	if (b->ev_w)
+		(void)cudaEventDestroy(b->ev_w);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -255,12 +258,13 @@ unsigned cu_beams_pulse_chunks(const struct cu_be *be, int stage_in, int in_dev,
 }
 
 int cu_beams_weights(struct cu_be *be, struct cu_set *s, double az_deg, double el_deg,
-		     struct cu_err *ce)
+		     cudaStream_t st, struct cu_err *ce)
 {
 	struct cu_beam_set *b = &s->b;
 
 	cu_beam_uv_of_pointing(az_deg, el_deg, &b->up, &b->vp);
-	EQK("k_beam_weights", cu_beam_weights(b->cb, b->up, b->vp, b->d_w, b->d_wd, s->stream));
+	EQK("k_beam_weights", cu_beam_weights(b->cb, b->up, b->vp, b->d_w, b->d_wd, st));
+	EQ(cudaEventRecord(b->ev_w, st));
 	return 0;
 }
 
@@ -288,6 +292,7 @@ int cu_beams_chunk_form(struct cu_be *be, struct cu_set *s, unsigned j, unsigned
 	struct cu_beam_io io;
 
 	EQ(cudaStreamWaitEvent(st, b->ev_p[j], 0));
+	EQ(cudaStreamWaitEvent(st, b->ev_w, 0));
 	if (bm->in_format == PC_FMT_SC16) {
 		unsigned bx = (unsigned)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024);
 

@@ -257,10 +257,13 @@ static int cu_enq_join(struct cu_be *be, const struct cu_cpi *q, struct cu_err *
 }
 
 /*
- * A CPI with beams cut into np-pulse chunks (cu_beams_pulse_chunks): the
- * weights, then every chunk's input on the set's stream, back to back (the
- * copy engine never waits for compute); chunk j's beams and compression on
- * chunk stream j mod nstreams as soon as its input is there. Compression
+ * A CPI with beams cut into np-pulse chunks (cu_beams_pulse_chunks):
+ * every chunk's input on the set's stream, back to back and first (the
+ * copy engine never waits for a kernel: a launch queued before the copies
+ * would hold them until the SMs, busy with the CPI before, take it); the
+ * weights on the first chunk stream; chunk j's beams and compression on
+ * chunk stream j mod nstreams as soon as its input and the weights are
+ * there. Compression
  * reads the chunk's rows of every beam: runs of pn rows, one every P
  * (the fused job's groups), from row p0 of d_in into the FFT rows the
  * chain reads. Then the join, as for any CPI.
@@ -272,14 +275,15 @@ static int cu_enq_beam_pulses(struct cu_be *be, const struct cu_cpi *q, unsigned
 	unsigned P = be->bm->P, ns = q->lay->nstreams, B = be->bm->B;
 
 	EQ(cudaEventRecord(s->ev_start, s->stream));
-	if (cu_beams_weights(be, s, q->dst->az_deg, q->dst->el_deg, ce) < 0)
-		return -EIO;
 	for (unsigned j = 0; j < n; j++) {
 		unsigned p0 = j * np, pn = p0 + np <= P ? np : P - p0;
 
 		if (cu_beams_chunk_in(be, s, q->src, j, p0, pn, ce) < 0)
 			return -EIO;
 	}
+	EQ(cudaStreamWaitEvent(s->cs[0].stream, s->ev_start, 0));   /* after the set's last CPI */
+	if (cu_beams_weights(be, s, q->dst->az_deg, q->dst->el_deg, s->cs[0].stream, ce) < 0)
+		return -EIO;
 	for (unsigned j = 0; j < n; j++) {
 		unsigned p0 = j * np, pn = p0 + np <= P ? np : P - p0;
 		struct cu_chunk_stream *c = &s->cs[j % ns];

@@ -195,6 +195,7 @@ struct cu_beam_set {
 	int *h_status, *hd_status;   /* mvdr: the solve's status, mapped     */
 	double up, vp;           /* the CPI's pointing in (u, v)             */
 	cudaEvent_t ev_p[CU_BEAM_PCHUNKS];   /* pulse chunk j is on the device */
+	cudaEvent_t ev_w;        /* pulse chunks: the CPI's weights are made */
 };
 
 /* Beams in the backend (pc_setup.beams), NULL without. */
@@ -598,14 +599,14 @@ int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const v
  * The pulse-chunked beam stage (cu_enqueue.cu runs it): how many chunks a
  * CPI is cut into (0: the whole-CPI stage of cu_beams_enqueue instead),
  * and *np the pulses of every chunk but the last; the CPI's weights on
- * s->stream; chunk j's input on s->stream (pulses p0 .. p0 + pn - 1 of
- * every channel into d_raw, then ev_p[j]); its beams on stream st (after
- * ev_p[j]: sc16 -> cf32, the product into d_in).
+ * stream st (then ev_w); chunk j's input on s->stream (pulses p0 .. p0 +
+ * pn - 1 of every channel into d_raw, then ev_p[j]); its beams on stream
+ * st (after ev_p[j] and ev_w: sc16 -> cf32, the product into d_in).
  */
 unsigned cu_beams_pulse_chunks(const struct cu_be *be, int stage_in, int in_dev, int capture,
 			       unsigned *np);
 int cu_beams_weights(struct cu_be *be, struct cu_set *s, double az_deg, double el_deg,
-		     struct cu_err *ce);
+		     cudaStream_t st, struct cu_err *ce);
 int cu_beams_chunk_in(struct cu_be *be, struct cu_set *s, const void *src, unsigned j,
 		      unsigned p0, unsigned pn, struct cu_err *ce);
 int cu_beams_chunk_form(struct cu_be *be, struct cu_set *s, unsigned j, unsigned p0, unsigned pn,
