@@ -985,8 +985,9 @@ def table_live(perf, r):
                 100 * ratio, 100 * LIVE_MIN, mn, mo)]
     lat = same_folder(perf, r, "live_latency")
     if lat:
-        out += ["", "Latency at 80 % of capacity with a page open (the chain with its map "
-                "output, `[live] enable`, one SSE client reading every frame): " +
+        out += ["", "Latency at 80 % of capacity with a page open (the chain, detections "
+                "only, `[live] enable`: the view's maps reduced by the backend when a frame is "
+                "due; one SSE client reading every frame): " +
                 provenance(lat, run_extra(lat["run"])), ""]
         out += table_latency(lat)[2:]
     else:
