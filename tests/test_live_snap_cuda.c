@@ -11,7 +11,8 @@
  *     on their sum: the snapshot shows each channel's map), and per beam;
  *   - CPIs from registered memory, so those without a request run as
  *     graphs: their buffer is never touched (no kernel, no copy), and a
- *     CPI with a request between them (call by call) is right;
+ *     CPI with a request between them, a graph launch too once the graph
+ *     exists (its snapshot follows the graph), is right;
  *   - several CPIs in flight on two sets, some with a request into its own
  *     buffer, some without.
  *
@@ -140,7 +141,8 @@ static void run(struct pc *pc, struct rig *r, const struct pc_snap *sn)
 /*
  * A CPI without a request (a graph: the buffer untouched), one with (GPU
  * against CPU; with a map output, against maxhold.h of the GPU's own
- * map exactly), then the same again after the graph exists.
+ * map exactly), then the same again after the graph exists (the one with
+ * a request is then a graph launch, its snapshot behind it).
  */
 static void check(struct rig *r, uint64_t mask, uint32_t dd, uint32_t dr, const char *name)
 {
@@ -152,10 +154,16 @@ static void check(struct rig *r, uint64_t mask, uint32_t dd, uint32_t dr, const 
 
 	assert_true(n >= 1 && n < CAP);
 	for (int round = 0; round < 2; round++) {
+		struct pc_info i0, i1;
+
 		fill(g, CAP, SENTINEL);
 		run(r->gpu, r, NULL);
 		untouched(g, CAP, name);
+		pc_get_info(r->gpu, &i0);
 		run(r->gpu, r, &sn);
+		pc_get_info(r->gpu, &i1);
+		if (round == 1)   /* the graph exists: the request rides behind it */
+			assert_int_equal(i1.graph_cpis - i0.graph_cpis, 1);
 		untouched(g + n, CAP - n, name);
 		if (r->map) {   /* the snapshot is of the very map the output holds */
 			maxhold_select(want, r->map, r->maps, mask, r->nd, r->k.R, dd, dr);

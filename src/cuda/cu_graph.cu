@@ -31,9 +31,11 @@
  * Nothing in it depends on the mode but the multiply: the list's mode is
  * written by the host when the CPI completes (cu_radar_stamp).
  *
- * Staged CPIs (a staged detection list too), device buffers, a CPI with
- * a map snapshot (its kernel and copy are not in the graph; the live view
- * asks for one at most fps times a second) and an injected fault take the
+ * A CPI with a map snapshot is launched as a graph too: the snapshot's
+ * kernel and copy are never captured (the live view asks for one at most
+ * fps times a second); they follow the launch on the set's stream, and the
+ * CPI completes at their event (cu_pipeline.cu). Staged CPIs (a staged
+ * detection list too), device buffers and an injected fault take the
  * call-by-call path. If a graph cannot be made or a CPI's addresses (or filter) are
  * refused, chirpd says so once and every later CPI takes that path
  * (tune.cuda_graphs = 0 asks for it from the start). pc_info.graph_cpis
@@ -71,16 +73,18 @@ static cudaGraph_t cu_capture(struct cu_be *be, struct cu_set *s, int li, unsign
 			      const void *in, const struct cu_dst *dst)
 {
 	struct cu_err ce = { NULL, NULL, 0 };
+	struct cu_dst d = *dst;
 	cudaGraph_t g = NULL;
 	cudaError_t e;
 	int rc;
 
+	d.snap = NULL;   /* never in the graph: it follows the launch (cu_pipeline.cu) */
 	e = cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal);
 	if (e != cudaSuccess) {
 		cu_graphs_off(be, "cudaStreamBeginCapture", -1, cudaGetErrorString(e));
 		return NULL;
 	}
-	rc = cu_enqueue(be, s, li, filt, in, in, dst, 0, 1, &ce);
+	rc = cu_enqueue(be, s, li, filt, in, in, &d, 0, 1, &ce);
 	e = cudaStreamEndCapture(s->stream, &g);   /* always: the stream leaves capture */
 	if (rc < 0 || e != cudaSuccess) {
 		if (g)

@@ -165,7 +165,7 @@ static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 	struct cu_set *s;
 	struct cu_route rt;
 	struct cu_dst dst;
-	int rc = 0, li, launched = 0;
+	int rc = 0, li, launched = 0, snap_tail = 0;
 
 	if (be->failed)
 		return -EIO;
@@ -194,10 +194,10 @@ static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 		rc = li;
 		goto out;
 	}
-	/* a snapshot's kernel and copy are not in the graph: that CPI (fps a
-	 * second at most) is queued call by call */
-	if (!cmd->snap &&
-	    cu_graph_ok(be, s, li, rt.stage_in || rt.stage_out || rt.stage_det, rt.on_device)) {
+	/* a snapshot's kernel and copy are not in the graph: they follow it
+	 * on the set's stream, and the CPI completes at their event */
+	snap_tail = 0;
+	if (cu_graph_ok(be, s, li, rt.stage_in || rt.stage_out || rt.stage_det, rt.on_device)) {
 		int g = cu_graph_launch(be, s, li, filt, in, &dst);
 
 		if (g < 0) {
@@ -205,6 +205,16 @@ static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 			goto out;
 		}
 		launched = g == 0;
+		if (launched && cmd->snap) {
+			struct cu_err ce = { NULL, NULL, 0 };
+
+			rc = cu_radar_snap_tail(be, s, cmd->snap, &ce);
+			if (rc < 0) {
+				cu_fail_n(be, ce.call, (size_t)ce.len, ce.what);
+				goto out;
+			}
+			snap_tail = 1;
+		}
 	}
 	if (!launched) {
 		struct cu_err ce = { NULL, NULL, 0 };
@@ -235,6 +245,7 @@ static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 	s->out_reported = 0;
 	s->snap = cmd->snap ? cmd->snap->cells : NULL;
 	s->snap_n = cmd->snap ? (size_t)cmd->snap->maps * cmd->snap->rows * cmd->snap->cols : 0;
+	s->snap_tail = snap_tail;
 	be->count++;
 out:
 	return rc;
@@ -289,6 +300,8 @@ static int cu_set_news(struct cu_be *be, struct cu_set *s, int *in_chain, int *o
 		r = 0;
 		if (*out_chain && s->in_done) {
 			r = cu_query(be, s->ev_out, "cudaEventQuery(output)");
+			if (r > 0 && s->snap_tail)   /* and the snapshot behind the graph */
+				r = cu_query(be, s->r.ev_snap, "cudaEventQuery(snapshot)");
 			if (r < 0)
 				return r;
 		}

@@ -179,6 +179,8 @@ struct cu_radar_set {
 				    maps' cells here, back to back       */
 	float *h_snap;           /* pinned: their one copy back, taken to
 				    the caller's buffer in pc_poll        */
+	cudaEvent_t ev_snap;     /* after that copy, for a snapshot queued
+				    behind its CPI's graph               */
 };
 
 /* Beams (cu_beams.cu): what a set keeps for its CPI's beam stage. */
@@ -261,6 +263,8 @@ struct cu_set {
 	int in_reported, out_reported;
 	float *snap;             /* caller's snapshot cells, or NULL (none) */
 	size_t snap_n;           /* floats of it                           */
+	int snap_tail;           /* the snapshot runs after the CPI's graph:
+				    complete at ev_snap, not ev_out       */
 };
 
 struct cu_be {
@@ -530,8 +534,9 @@ struct cu_dst {
 				    memory (the fused kernel reads / writes
 				    it in place)                          */
 	double az_deg, el_deg;   /* beams: the CPI's pointing              */
-	const struct pc_snap_cmd *snap;  /* its snapshot, or NULL: none (a
-				    CPI with one runs call by call)       */
+	const struct pc_snap_cmd *snap;  /* its snapshot, or NULL: none (never
+				    captured: behind a graph it is
+				    cu_radar_snap_tail's)                 */
 };
 
 int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const void *in,
@@ -575,6 +580,10 @@ int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *ds
 		     struct cu_err *ce);
 int cu_radar_stamp(struct cu_be *be, struct cu_set *s);
 int cu_radar_make_snap(struct cu_be *be, struct cu_set *s);
+/* A snapshot behind the CPI's graph on s->stream: its kernel, its copy,
+ * then ev_snap (cu_submit_cpi; the call-by-call path has it before ev_out). */
+int cu_radar_snap_tail(struct cu_be *be, struct cu_set *s, const struct pc_snap_cmd *q,
+		       struct cu_err *ce);
 void cu_radar_snap_done(struct cu_set *s, int skipped);
 
 /* ---- cu_beams.cu ------------------------------------------------------------ */

@@ -1184,8 +1184,18 @@ int cu_radar_make_snap(struct cu_be *be, struct cu_set *s)
 
 	CK(cudaMalloc((void **)&r->d_snap, be->snap_cells * sizeof(float)));
 	CK(cudaHostAlloc((void **)&r->h_snap, be->snap_cells * sizeof(float), cudaHostAllocDefault));
+	CK(cudaEventCreateWithFlags(&r->ev_snap, cudaEventDisableTiming));
 out:
 	return rc;
+}
+
+int cu_radar_snap_tail(struct cu_be *be, struct cu_set *s, const struct pc_snap_cmd *q,
+		       struct cu_err *ce)
+{
+	if (cu_enq_snap(be, s, q, ce) < 0)
+		return -EIO;
+	EQ(cudaEventRecord(s->r.ev_snap, s->stream));
+	return 0;
 }
 
 void cu_radar_snap_done(struct cu_set *s, int skipped)
@@ -1377,4 +1387,6 @@ void cu_radar_free_set(struct cu_set *s)
 	(void)cudaFree(r->d_snap);
 	if (r->h_snap)
 		(void)cudaFreeHost(r->h_snap);
+	if (r->ev_snap)
+		(void)cudaEventDestroy(r->ev_snap);
 }
