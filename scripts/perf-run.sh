@@ -73,6 +73,7 @@
 #               then scripts/bench-latency.sh --backend cuda --loads 80 on
 #               the same detections-only chain with one page open
 #               throughout -> live_latency.tsv                     <= 300 s
+#   live_latency  that latency run alone
 #   beams_cpu   scripts/bench-beams-cpu.sh: the CPU chain with beams
 #               (16 channels, 16 beams, 128 x 4096) against numpy's matmul
 #               and FFTs, one thread each, 3 interleaved rounds
@@ -380,7 +381,7 @@ LIVE_CFG="doppler.enable=1 doppler.window=hamming cfar.enable=1 cfar.pfa=1e-5 ou
 # run serves the view on one loopback port, and the page (live-client.py)
 # reconnects to each as a browser's EventSource does.
 step_live() {
-	local rc port cl sets=() kv
+	local rc
 	OUT=$dir/live.tsv CHIRP_TEST_BACKEND=cuda OUTPUT=none EXTRA_CFG="doppler.window=hamming" \
 		run_step 200 "$dir/live.log" scripts/bench-live.sh
 	rc=$?
@@ -389,6 +390,12 @@ step_live() {
 	77) drop live; note live skipped "$(tail -1 "$dir/live.log")"; return;;
 	*) tail -5 "$dir/live.log"; drop live; note live FAILED "exit $rc, see $dir/live.log"; return;;
 	esac
+	step_live_latency
+}
+
+# step_live_latency — the latency half of step_live alone.
+step_live_latency() {
+	local port cl sets=() kv
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	for kv in $LIVE_CFG metrics.listen=127.0.0.1:$port; do sets+=(--set "$kv"); done
 	python3 scripts/live-client.py "http://127.0.0.1:$port/live/events" >"$work/live-page.json" 2>&1 &
@@ -542,6 +549,7 @@ for s in $steps; do
 	gpu:multigpu) step_multigpu;;
 	gpu:restart) step_restart;;
 	gpu:live) step_live;;
+	gpu:live_latency) step_live_latency;;
 	gpu:beam) step_beam;;
 	gpu:beams) step_beams;;
 	cpu:latency) step_latency latency 480 --backend cpu;;
