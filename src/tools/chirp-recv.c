@@ -13,7 +13,10 @@
  * the kernel's flow hash would make of the senders' ports. The CPI
  * assembler and the ring's producer handle are one, shared under a mutex
  * taken once per batch, so the ring handle is driven by one thread at a
- * time. The main thread prints counters (JSON lines), serves them as
+ * time; the copies into the ring, the bulk of the work, are decided under
+ * it and run after it is let go (cpiasm_defer), so that the threads copy
+ * in parallel, and the lock is taken once more to commit the CPIs they
+ * completed. The main thread prints counters (JSON lines), serves them as
  * Prometheus text (--metrics), and stops on SIGINT/SIGTERM.
  *
  * Counters: packets and bytes taken, and drops by cause: kernel (the
@@ -64,6 +67,9 @@
 				  are truncated and counted as malformed   */
 #define MAX_THREADS 64
 #define MAX_STREAMS 4096
+#define COPIES (4 * BATCH)     /* deferred copies per batch; a datagram that
+				  crosses pulses is several, and what finds
+				  the queue full is copied under the lock  */
 
 enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
 
@@ -119,6 +125,8 @@ struct worker {
 	struct iovec iov[BATCH];
 	uint8_t (*buf)[BUF_BYTES];
 	uint8_t ctl[BATCH][CMSG_SPACE(sizeof(uint32_t))];
+	struct cpiasm_copies copies;    /* the batch's copies (into buf)       */
+	struct cpiasm_copy copy[COPIES];
 	_Atomic uint64_t c[C_N];
 };
 
@@ -546,6 +554,7 @@ static int reattach(struct rx *rx)
 
 	snprintf(name, sizeof(name), "%s", chirp_ring_name(rx->ring));
 	log_warn("ring %s was re-created; attaching again (CPIs in flight are lost)", name);
+	cpiasm_wait_copies(rx->a);   /* nobody writes into the old mapping after */
 	chirp_ring_detach(rx->ring);
 	if (attach_ring(rx, name) < 0)
 		return -ENOENT;
@@ -815,6 +824,25 @@ static int commit_due(struct rx *rx, uint64_t now)
 	return cpiasm_tick(rx->a, now);
 }
 
+/* The copies the batch queued, without the lock (the other threads place
+ * and copy meanwhile), then the CPIs they completed are committed. rc is
+ * the batch's result, returned unless the commit fails. */
+static int copy_out(struct worker *w, int rc)
+{
+	struct rx *rx = w->rx;
+	int d;
+
+	if (!w->copies.n)
+		return rc;
+	cpiasm_run_copies(&w->copies);
+	pthread_mutex_lock(&rx->lock);
+	d = atomic_load(&rx->failed) ? 0 : cpiasm_drain(rx->a);
+	if (d < 0 && rc >= 0)
+		rc = sink_failed(rx, d);
+	pthread_mutex_unlock(&rx->lock);
+	return rc;
+}
+
 /* Datagrams [w->next, n) of the batch (all of it unless one was held
  * back), then what is due. A datagram held back ends the call: the batch
  * resumes there next time (w->pending). */
@@ -826,6 +854,7 @@ static int batch(struct worker *w, int n, uint64_t now)
 	if (n > 0)   /* any datagram, good or not: --idle-exit */
 		atomic_store_explicit(&rx->last_packet_ns, now, memory_order_relaxed);
 	pthread_mutex_lock(&rx->lock);
+	cpiasm_defer(rx->a, &w->copies);
 	for (i = w->next; i < n && rc == 0; i++) {
 		struct msghdr *m = &w->msg[i].msg_hdr;
 
@@ -842,16 +871,20 @@ static int batch(struct worker *w, int n, uint64_t now)
 	if (rc == 1) {   /* held back: resume at i */
 		w->next = i;
 		w->pending = n;
+		cpiasm_defer(rx->a, NULL);
 		pthread_mutex_unlock(&rx->lock);
-		return 0;
+		return copy_out(w, 0);
 	}
 	w->next = w->pending = 0;
-	atomic_store_explicit(&w->received, 0, memory_order_release);
 	if (rc == 0)
 		rc = commit_due(rx, now);
 	if (rc < 0)
 		rc = sink_failed(rx, rc);
+	cpiasm_defer(rx->a, NULL);   /* rx->a is new after a re-attach */
 	pthread_mutex_unlock(&rx->lock);
+	rc = copy_out(w, rc);
+	/* only now: a datagram whose copy is queued still counts as waiting */
+	atomic_store_explicit(&w->received, 0, memory_order_release);
 	return rc;
 }
 
@@ -1034,6 +1067,7 @@ static int setup_worker(struct rx *rx, struct worker *w, unsigned idx)
 		log_err("out of memory");
 		return -ENOMEM;
 	}
+	w->copies = (struct cpiasm_copies){ .c = w->copy, .cap = COPIES };
 	for (int i = 0; i < BATCH; i++) {
 		w->iov[i] = (struct iovec){ .iov_base = w->buf[i], .iov_len = BUF_BYTES };
 		w->msg[i].msg_hdr = (struct msghdr){
