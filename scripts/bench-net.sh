@@ -75,7 +75,9 @@
 #   --out        the TSV (default build/bench-net/net.tsv); FILE.meta
 #                (scripts/bench-meta.sh, kind net) beside it
 # Environment: CHIRP_BUILD (default build), EXTRA_CFG (more chirpd.conf
-# section.key=value settings, e.g. processing.cpu_threads=4).
+# section.key=value settings, e.g. processing.cpu_threads=4, or
+# input.hugepages=true with a pool of 2 MiB pages on /dev/hugepages for
+# the input ring: fewer TLB misses in chirp-recv's copies on a VM).
 # The TSV: what (ceiling, blaster, naive, chirp-recv), threads,
 # datagram_bytes, gbps, gbps_per_core, loss (the fraction of datagrams
 # lost), seconds (measured over), sender, backend.
