@@ -5,9 +5,10 @@
 # (127.0.0.1):
 #   (a) ceiling   the host's loopback ceiling: build/bench/udp_sink's
 #                 discard sink, THREADS sockets (SO_REUSEPORT), recvmmsg of
-#                 64, 64 MiB socket buffers, fed by its sendmmsg blaster
-#                 (SENDERS unpaced flows of the same datagrams): what a
-#                 receiver that does nothing with the bytes can take;
+#                 64, socket buffers of RCVBUF, fed by chirp-send as (c)
+#                 is (SENDERS threads, the same datagrams) but unpaced:
+#                 what a receiver that does nothing with the bytes takes
+#                 from the sender (c) has;
 #   (b) naive     a naive receiver doing chirp-recv's whole job: chirp-recv
 #                 --threads 1 --batch 1, one recvmsg per datagram on one
 #                 thread, each datagram parsed and its samples placed into
@@ -27,16 +28,24 @@
 #                 them, bisecting below (a)) and then held for --hold-s (a
 #                 rate that does not hold is lowered by 10 % and held
 #                 once more).
-# (a) is fed by the blaster, not chirp-send: chirp-send paces CPIs, the
-# blaster only sends, so (a) is the receiver's limit and not a sender's. A
-# discard sink's recvfrom loop is not a naive *receiver* (it places
-# nothing), and on loopback it comes close to (a): (b) is chirp-recv's own
-# work done naively instead. On loopback the sender's CPU also
-# carries the kernel's delivery work, so every figure is a pair's, not a
-# NIC's.
+#   blaster       the same sink fed by udp_sink's sendmmsg blaster (SENDERS
+#                 unpaced flows of the same datagrams, one buffer sent over
+#                 and over), for reference: not a criterion's.
+# (a) and (c) have the same sender, like with like: on loopback the
+# sender's CPU carries most of the kernel's delivery work (the copy into
+# the socket buffer too), so a faster sender would lift (a) by what it
+# saves, not by anything a receiver does; where the sink takes all the
+# blaster sends (its loss 0), the blaster row is that sender's limit too.
+# chirp-send --same-cpi converts the CPI once and sends each payload from
+# there, as the blaster sends its buffer. A discard sink's recvfrom loop is
+# not a naive *receiver* (it places nothing), and on loopback it comes
+# close to (a): (b) is chirp-recv's own work done naively instead. Every
+# figure is a sender and receiver pair's, not a NIC's.
 #
 # The search's first trial is at 90 % of (a); below the first loss it
-# halves until a trial passes, then bisects.
+# halves until a trial passes, then bisects. Each trial's chirp-recv exits
+# once it has committed every CPI sent (--count), or 3 s after the last
+# datagram (--idle-exit) when some never come.
 #
 # Rates are Gb/s of payload: datagram bytes less the 28-byte VRT header
 # (header, stream ID, class ID, integer and fractional timestamps) in every
@@ -45,7 +54,7 @@
 #
 # usage: bench-net.sh [--quick] [--backend cpu|cuda] [--threads N] [--senders N]
 #                     [--bytes B] [--hold-s S] [--search-s S] [--steps N]
-#                     [--recv-cpus LIST] [--out FILE.tsv]
+#                     [--recv-cpus LIST] [--rcvbuf BYTES] [--out FILE.tsv]
 #   --quick      a smoke test of a few seconds: 1 s (a) and (b), 4 trials
 #                of 1 s, a 2 s hold, small CPIs
 #   --backend    chirpd's backend (default cpu; cuda on a GPU host)
@@ -60,12 +69,18 @@
 #   --hold-s     how long (c)'s rate must hold (default 60)
 #   --search-s   each search trial (default 5), --steps trials (default 6)
 #   --recv-cpus  pin chirp-recv's threads (its --cpus); default unpinned
+#   --rcvbuf     socket buffer of the sink and of chirp-recv, bytes (default
+#                268435456, chirp-recv's default; beyond net.core.rmem_max
+#                as root)
 #   --out        the TSV (default build/bench-net/net.tsv); FILE.meta
 #                (scripts/bench-meta.sh, kind net) beside it
 # Environment: CHIRP_BUILD (default build), EXTRA_CFG (more chirpd.conf
-# section.key=value settings, e.g. processing.cpu_threads=4).
-# The TSV: what, threads, datagram_bytes, gbps, gbps_per_core, loss (the
-# fraction of datagrams lost), seconds (measured over), sender, backend.
+# section.key=value settings, e.g. processing.cpu_threads=4, or
+# input.hugepages=true with a pool of 2 MiB pages on /dev/hugepages for
+# the input ring: fewer TLB misses in chirp-recv's copies on a VM).
+# The TSV: what (ceiling, blaster, naive, chirp-recv), threads,
+# datagram_bytes, gbps, gbps_per_core, loss (the fraction of datagrams
+# lost), seconds (measured over), sender, backend.
 # The summary last: the rows, (c)/(a) against 90 %, (c)/(b) against 2x
 # and (c) against 25 Gb/s. Exit 0 when the run measured all three (the
 # criteria are figures, not the exit status; a (c) that held no rate
@@ -74,6 +89,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 ARGS=("$@")
 QUICK=0 BACKEND=cpu THREADS=2 SENDERS= BYTES= HOLD_S= SEARCH_S= STEPS= RECV_CPUS= OUT=
+RCVBUF=268435456
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1;;
@@ -85,6 +101,7 @@ while [ $# -gt 0 ]; do
 	--search-s) SEARCH_S=${2:?}; shift;;
 	--steps) STEPS=${2:?}; shift;;
 	--recv-cpus) RECV_CPUS=${2:?}; shift;;
+	--rcvbuf) RCVBUF=${2:?}; shift;;
 	--out) OUT=${2:?}; shift;;
 	-h|--help) sed -n '3,/^# and (c) against 25/p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
 	*) echo "bench-net: unknown option '$1' (--help)" >&2; exit 2;;
@@ -93,19 +110,20 @@ while [ $# -gt 0 ]; do
 done
 if [ $QUICK = 1 ]; then
 	: "${BYTES:=1052}" "${HOLD_S:=2}" "${SEARCH_S:=1}" "${STEPS:=4}"
-	SINK_S=1 P=16 IDLE_S=0.3
+	SINK_S=1 P=16 IDLE_S=1
 else
 	: "${BYTES:=8220}" "${HOLD_S:=60}" "${SEARCH_S:=5}" "${STEPS:=6}"
-	SINK_S=5 P=128 IDLE_S=1
+	SINK_S=5 P=128 IDLE_S=3
 fi
 : "${OUT:=build/bench-net/net.tsv}"
 HDR=28
 bad() { echo "bench-net: $*" >&2; exit 2; }
 case $BACKEND in cpu|cuda) ;; *) bad "--backend '$BACKEND': want cpu or cuda";; esac
 : "${SENDERS:=$THREADS}"
-for v in THREADS SENDERS BYTES HOLD_S SEARCH_S STEPS; do
+for v in THREADS SENDERS BYTES HOLD_S SEARCH_S STEPS RCVBUF; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || bad "${v,,} '${!v}': want a positive integer"
 done
+[ "$RCVBUF" -ge 4096 ] && [ "$RCVBUF" -le 1073741824 ] || bad "--rcvbuf $RCVBUF: want 4096..1073741824"
 [ "$THREADS" -le 16 ] || bad "--threads $THREADS: at most 16"
 [ "$SENDERS" -ge "$THREADS" ] && [ "$SENDERS" -le 16 ] || bad "--senders $SENDERS: want --threads ($THREADS) to 16"
 [ $(((BYTES - HDR) % 4)) = 0 ] && [ "$BYTES" -gt $((HDR + 4)) ] && [ "$BYTES" -le 9000 ] ||
@@ -132,26 +150,34 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$TSV"; }
 calc() { "$PY" -c "import sys; print($1)" "${@:2}"; }
 kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$2"; }   # kv KEY FILE
 
-# sink_run WHAT THREADS SINK-ARGS... — (a) or (b): the sink, the blaster
-# for SINK_S seconds, one TSV row.
+# sink_run WHAT FEEDER — the sink (THREADS sockets) fed for SINK_S seconds
+# by FEEDER: send (chirp-send as (c) has it, unpaced) or blast (udp_sink's
+# blaster); one TSV row.
 sink_run() {
-	local what=$1 nt=$2 port pid sent got gbps s
-	shift 2
-	"$SINK" sink --header $HDR --threads "$nt" "$@" >"$T/$what.out" 2>"$T/$what.err" &
+	local what=$1 feeder=$2 nt=$THREADS port pid sent got gbps s by
+	"$SINK" sink --header $HDR --threads "$nt" --rcvbuf "$RCVBUF" >"$T/$what.out" 2>"$T/$what.err" &
 	pid=$!
 	e2e_track $pid
 	e2e_wait 5 grep -q "listening on port" "$T/$what.err" || e2e_fail "udp_sink ($what) did not start: $(cat "$T/$what.err")"
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/$what.err")
-	"$SINK" blast --dest 127.0.0.1:"$port" --bytes "$BYTES" --threads "$SENDERS" \
-		--seconds "$SINK_S" >"$T/$what.blast" 2>&1 || e2e_fail "the blaster failed: $(cat "$T/$what.blast")"
+	if [ "$feeder" = blast ]; then
+		by="udp_sink blast x$SENDERS"
+		"$SINK" blast --dest 127.0.0.1:"$port" --bytes "$BYTES" --threads "$SENDERS" \
+			--seconds "$SINK_S" >"$T/$what.feed" 2>&1 || e2e_fail "the blaster failed: $(cat "$T/$what.feed")"
+		sent=$(kv datagrams "$T/$what.feed")
+	else   # until SIGINT; its totals then
+		by="chirp-send x$SENDERS unpaced"
+		timeout --preserve-status -s INT "$SINK_S" "$SEND" "${SEND_ARGS[@]}" -d 127.0.0.1:"$port" \
+			-n 0 --rate 1e7 >"$T/$what.feed" 2>"$T/$what.feed.err" ||
+			e2e_fail "chirp-send (unpaced) failed: $(cat "$T/$what.feed.err")"
+		sent=$("$PY" -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["packets"])' "$T/$what.feed")
+	fi
 	wait $pid || e2e_fail "udp_sink ($what) failed: $(cat "$T/$what.err")"
-	sent=$(kv datagrams "$T/$what.blast") got=$(kv datagrams "$T/$what.out")
-	gbps=$(kv gbps "$T/$what.out") s=$(kv seconds "$T/$what.out")
+	got=$(kv datagrams "$T/$what.out") gbps=$(kv gbps "$T/$what.out") s=$(kv seconds "$T/$what.out")
 	[ -n "$gbps" ] && [ "${got:-0}" -gt 0 ] || e2e_fail "udp_sink ($what) received nothing: $(cat "$T/$what.out" "$T/$what.err")"
 	row "$what" "$nt" "$BYTES" "$gbps" "$(calc "'%.3f' % (float(sys.argv[1]) / int(sys.argv[2]))" "$gbps" "$nt")" \
-		"$(calc "'%.4f' % (1 - int(sys.argv[1]) / int(sys.argv[2]))" "$got" "$sent")" "$s" \
-		"udp_sink blast x$SENDERS" -
-	e2e_log "($what) $gbps Gb/s ($nt thread(s)), $got of $sent datagrams received"
+		"$(calc "'%.4f' % max(0, 1 - int(sys.argv[1]) / int(sys.argv[2]))" "$got" "$sent")" "$s" "$by" -
+	e2e_log "($what) $gbps Gb/s ($nt thread(s)), $got of $sent datagrams received, fed by $by"
 }
 
 # trial GBPS SECONDS [CHIRP-RECV ARGS...] — chirp-send (SENDERS threads)
@@ -167,7 +193,8 @@ trial() {
 	n=$(calc "max(4, int(float(sys.argv[1]) * float(sys.argv[2]) + 0.5))" "$cps" "$secs")
 	rm -f "$T/recv.err"
 	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --horizon 60 --epoch-jump 256 --deadline-ms 200 \
-		--idle-exit "$IDLE_S" --wait 10 "${rargs[@]}" >"$T/recv.json" 2>"$T/recv.err" &
+		--count "$n" --idle-exit "$IDLE_S" --rcvbuf "$RCVBUF" --wait 10 "${rargs[@]}" \
+		>"$T/recv.json" 2>"$T/recv.err" &
 	rpid=$!
 	e2e_track $rpid
 	e2e_wait 10 grep -q "listening on port" "$T/recv.err" ||
@@ -175,8 +202,7 @@ trial() {
 	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/recv.err" | head -1)
 	ov0=$(e2e_stat input_overruns)
 	t0=$(date +%s.%N)
-	"$SEND" -c "$CONF" -d 127.0.0.1:"$port" --threads "$SENDERS" -n "$n" --rate "$cps" \
-		--max-payload $((BYTES - HDR)) --target $((R / 2)),-6 --noiseless --same-cpi -q \
+	"$SEND" "${SEND_ARGS[@]}" -d 127.0.0.1:"$port" -n "$n" --rate "$cps" \
 		>"$T/send.json" 2>"$T/send.err" || e2e_fail "chirp-send failed: $(cat "$T/send.err")"
 	t1=$(date +%s.%N)
 	wait $rpid || e2e_fail "chirp-recv failed: $(cat "$T/recv.err")"
@@ -216,17 +242,22 @@ EOF
 e2e_log "bench-net: $THREADS receive thread(s), $SENDERS sending, datagrams of $BYTES bytes ($((BYTES - HDR)) of payload), CPI ${C}x${P}x${R} sc16, backend $BACKEND, hold ${HOLD_S} s; net.core.rmem_max $(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
 scripts/bench-meta.sh "$META.tmp" net scripts/bench-net.sh "${ARGS[@]}" || exit 1
 
-# (a)
-sink_run ceiling "$THREADS"
-CEIL=$(awk -F'\t' '$1 == "ceiling" { print $4 }' "$TSV")
-
-# (b) and (c): one chirpd; each trial a fresh chirp-recv (its own
-# counters). One chirp-send paces every channel from one start, so a
-# pulse's channels arrive together; --same-cpi keeps synthesis out of its
-# rate.
+# The sender of (a), (b) and (c): one chirp-send paces every channel from
+# one start, so a pulse's channels arrive together; --same-cpi keeps
+# synthesis and conversion out of its rate.
 e2e_config input.format=sc16 input.slots=128 cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
 	waveform.sample_rate_hz=100e6 waveform.bandwidth_hz=20e6 waveform.pulse_width_s=2e-6 \
 	output.mode=complex output.slots=16 ${EXTRA_CFG:-}
+SEND_ARGS=(-c "$CONF" --threads "$SENDERS" --max-payload $((BYTES - HDR)) --target $((R / 2)),-6
+	--noiseless --same-cpi -q)
+
+# (a), and the blaster's row beside it
+sink_run ceiling send
+CEIL=$(awk -F'\t' '$1 == "ceiling" { print $4 }' "$TSV")
+sink_run blaster blast
+
+# (b) and (c): one chirpd; each trial a fresh chirp-recv (its own
+# counters).
 E2E_SLOW=4 e2e_start_chirpd
 # chirpd's output is drained (read and let go) by chirp-tap, so that
 # chirpd never waits on it.
@@ -276,7 +307,12 @@ def crit(ok, text):
 crit(a > 0 and c / a >= 0.90, "(c)/(a) = %.0f %% >= 90 %% of the loopback ceiling (%.2f of %.2f Gb/s)" % (100 * c / a if a else 0, c, a))
 crit(b > 0 and c / b >= 2.0, "(c)/(b) = %.2fx >= 2x the naive loop (%.2f Gb/s)" % (c / b if b else 0, b))
 crit(c >= 25.0, "(c) = %.2f Gb/s >= 25 Gb/s (%.2f Gb/s per receive core)" % (c, float(rows["chirp-recv"]["gbps_per_core"])))
-print("(a) fed by udp_sink blast (sendmmsg); (b) and (c) by chirp-send" + (": " + sys.argv[2] if sys.argv[2] else ""))
+x = rows.get("blaster")
+print("like with like: (a), (b) and (c) fed by one sender, %s (unpaced for (a))%s"
+      % (rows["ceiling"]["sender"].replace(" unpaced", ""), ": " + sys.argv[2] if sys.argv[2] else ""))
+if x:
+    print("for reference, the sink fed by %s: %.2f Gb/s, loss %s (loss 0: that sender's limit)"
+          % (x["sender"], float(x["gbps"]), x["loss"]))
 EOF
 [ "$held" != 0 ] || echo "(c): no rate held without loss: its row says 0"
 exit 0

@@ -881,6 +881,7 @@ def table_net(r):
     if miss:
         raise Bad("%s/net.tsv: no row(s) %s" % (rel(r["dir"]), ", ".join(miss)))
     label = {"ceiling": "(a) loopback ceiling: discard sink, recvmmsg",
+             "blaster": "the same sink fed by the blaster (reference)",
              "naive": "(b) naive receiver: chirp-recv, one recvmsg per datagram, one thread",
              "chirp-recv": "(c) chirp-recv into chirpd, loss-free, held"}
     if rows["naive"]["sender"].startswith("udp_sink"):   # a discard loop, not a receiver
@@ -889,7 +890,9 @@ def table_net(r):
                          "loopback (127.0.0.1), all three in one run."), "",
            "| receiver | threads | datagram bytes | Gb/s | Gb/s per core | loss | over s "
            "| fed by | backend |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
-    for k in ("ceiling", "naive", "chirp-recv"):
+    for k in ("ceiling", "blaster", "naive", "chirp-recv"):
+        if k not in rows:   # blaster: a row of later runs
+            continue
         x = rows[k]
         out.append("| %s | %d | %d | %.2f | %.2f | %s | %.0f | %s | %s |" % (
             label[k], x["threads"], x["datagram_bytes"], x["gbps"], x["gbps_per_core"],

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,8 @@ struct inflight {
 	uint64_t touch_ns;    /* first packet's now_ns; 0: none yet         */
 	uint32_t flags;       /* DISCONTINUITY: first CPI of a new epoch    */
 	uint64_t *bits;       /* words of the placed-sample bitmap          */
+	_Atomic uint32_t copying;  /* deferred copies not yet run: released by
+				      their runner, acquired before commit */
 };
 
 struct cpiasm {
@@ -46,6 +49,7 @@ struct cpiasm {
 	struct inflight f[CPIASM_MAX_HORIZON];
 	uint64_t *bits;
 	uint64_t *ch_filled;    /* horizon x channels                           */
+	struct cpiasm_copies *q;  /* cpiasm_defer's queue, NULL: copy at once  */
 	struct cpiasm_stats st;
 };
 
@@ -118,6 +122,7 @@ void cpiasm_destroy(struct cpiasm *a)
 {
 	if (!a)
 		return;
+	cpiasm_wait_copies(a);   /* no copy may still point at a->f */
 	free(a->bits);
 	free(a->ch_filled);
 	free(a);
@@ -259,16 +264,16 @@ static int convert_same_width(uint8_t *dst, const uint8_t *src, size_t n, unsign
 	return 1;
 }
 
-/* n complex samples from src (format fmt) into dst (the ring's format). */
-static void convert(const struct cpiasm *a, uint8_t *dst, const uint8_t *src, size_t n,
+/* n complex samples from src (format fmt) into dst (ring_format). */
+static void convert(uint32_t ring_format, uint8_t *dst, const uint8_t *src, size_t n,
 		    unsigned fmt)
 {
 	size_t ssb = vrt_plain_sample_bytes(fmt) / 2;   /* bytes per scalar */
 	int src16 = ssb == 2;
 
-	if (convert_same_width(dst, src, n, fmt, a->p.ring_format))
+	if (convert_same_width(dst, src, n, fmt, ring_format))
 		return;
-	if (a->p.ring_format == CHIRP_RING_SC16) {
+	if (ring_format == CHIRP_RING_SC16) {
 		int16_t *d = (int16_t *)(void *)dst;
 
 		for (size_t i = 0; i < 2 * n; i++)
@@ -279,6 +284,63 @@ static void convert(const struct cpiasm *a, uint8_t *dst, const uint8_t *src, si
 		for (size_t i = 0; i < 2 * n; i++)
 			d[i] = src_f32(src + ssb * i, fmt);
 	}
+}
+
+/* ---- deferred copies -------------------------------------------------- */
+
+void cpiasm_defer(struct cpiasm *a, struct cpiasm_copies *q)
+{
+	a->q = q;
+}
+
+void cpiasm_run_copies(struct cpiasm_copies *q)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		const struct cpiasm_copy *c = &q->c[i];
+
+		convert(c->ring_format, c->dst, c->src, c->n, c->src_fmt);
+		/* release: the bytes are in place before the committer sees 0 */
+		atomic_fetch_sub_explicit(c->pending, 1, memory_order_release);
+	}
+	q->n = 0;
+}
+
+/* m samples into f's slot at dst: queued (cpiasm_defer) or at once. */
+static void copy(struct cpiasm *a, struct inflight *f, uint8_t *dst, const uint8_t *src,
+		 size_t m, unsigned fmt)
+{
+	struct cpiasm_copies *q = a->q;
+
+	if (!q || q->n == q->cap) {
+		convert(a->p.ring_format, dst, src, m, fmt);
+		return;
+	}
+	q->c[q->n++] = (struct cpiasm_copy){ .dst = dst, .src = src, .n = m, .src_fmt = fmt,
+					    .ring_format = a->p.ring_format,
+					    .pending = &f->copying };
+	atomic_fetch_add_explicit(&f->copying, 1, memory_order_relaxed);
+}
+
+static int copied(struct inflight *f)
+{
+	return atomic_load_explicit(&f->copying, memory_order_acquire) == 0;
+}
+
+/* Wait for f's copies: ours run now, another thread's end without a lock. */
+static void settle(struct cpiasm *a, struct inflight *f)
+{
+	if (copied(f))
+		return;
+	if (a->q)
+		cpiasm_run_copies(a->q);
+	while (!copied(f))
+		sched_yield();
+}
+
+void cpiasm_wait_copies(struct cpiasm *a)
+{
+	for (unsigned i = 0; i < a->p.horizon; i++)
+		settle(a, &a->f[i]);
 }
 
 /* ---- the window ------------------------------------------------------- */
@@ -327,6 +389,7 @@ static int commit_head(struct cpiasm *a)
 	}
 	f = slot_of(a, a->lo);
 	if (f->state == IF_OPEN) {
+		settle(a, f);
 		missing = a->cpi_samples - f->filled;
 		if (missing) {
 			zero_holes(a, f);
@@ -346,14 +409,14 @@ static int commit_head(struct cpiasm *a)
 	return 0;
 }
 
-/* Commit the leading CPIs that are whole or were dropped. */
-static int drain(struct cpiasm *a)
+/* Commit the leading CPIs that are whole and copied, or were dropped. */
+int cpiasm_drain(struct cpiasm *a)
 {
 	while (a->lo < a->next_res) {
 		struct inflight *f = slot_of(a, a->lo);
 		int rc;
 
-		if (f->state == IF_OPEN && f->filled < a->cpi_samples)
+		if (f->state == IF_OPEN && (f->filled < a->cpi_samples || !copied(f)))
 			break;
 		rc = commit_head(a);
 		if (rc < 0)
@@ -375,6 +438,7 @@ int cpiasm_flush(struct cpiasm *a)
 
 void cpiasm_reset(struct cpiasm *a)
 {
+	cpiasm_wait_copies(a);
 	for (unsigned i = 0; i < a->p.horizon; i++)
 		a->f[i].state = 0;
 	a->have_epoch = 0;
@@ -460,7 +524,7 @@ static int place(struct cpiasm *a, unsigned ch, uint64_t k, uint64_t pulse, uint
 	f->ch_filled[ch] += m;
 	if (!f->touch_ns)
 		f->touch_ns = now_ns ? now_ns : 1;
-	convert(a, f->payload + b0 * a->ring_sb, src, (size_t)m, fmt);
+	copy(a, f, f->payload + b0 * a->ring_sb, src, (size_t)m, fmt);
 	return CPIASM_PLACED;
 }
 
@@ -496,7 +560,7 @@ int cpiasm_put(struct cpiasm *a, unsigned channel, uint64_t sample, const void *
 	if (first < 0)
 		return CPIASM_PLACED;   /* n == 0: nothing to place */
 	{
-		int rc = drain(a);
+		int rc = cpiasm_drain(a);
 
 		if (rc < 0)
 			return rc;
@@ -520,7 +584,7 @@ int cpiasm_tick(struct cpiasm *a, uint64_t now_ns)
 		if (rc < 0)
 			return rc;
 	}
-	return drain(a);
+	return cpiasm_drain(a);
 }
 
 uint64_t cpiasm_next_deadline(const struct cpiasm *a, uint64_t now_ns)

@@ -36,14 +36,28 @@
  *   CPI; its first CPI carries CHIRP_RING_DISCONTINUITY. No CPI mixes
  *   epochs, and no amount of wild timestamps makes the module wait.
  *
+ * DEFERRED COPIES
+ *   Receive threads that share one assembler under a lock need not hold
+ *   it for the bulk of the work, the copy into the slot: between
+ *   cpiasm_defer(a, q) and cpiasm_defer(a, NULL), cpiasm_put decides and
+ *   records everything (bitmap, counts, window) but queues each copy in
+ *   q, and the caller runs q with cpiasm_run_copies after letting the lock
+ *   go, then takes it again for cpiasm_drain. A CPI with copies not yet
+ *   run is never committed: cpiasm_drain passes it by (its copier drains
+ *   after copying), and a commit that cannot wait (horizon, deadline,
+ *   epoch, flush, reset) runs the caller's own queue first and then waits
+ *   for the other threads' copies, which take no lock and so always end.
+ *   A queue that is full copies at once, under the lock.
+ *
  * COST
  *   cpiasm_create allocates everything (one bitmap of C*P*R bits and C
- *   counts per CPI in flight); put, tick and flush allocate nothing. One
- *   thread at a time.
+ *   counts per CPI in flight); put, tick, drain and flush allocate
+ *   nothing. One thread at a time, but for cpiasm_run_copies.
  */
 #ifndef CHIRP_CPIASM_H
 #define CHIRP_CPIASM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -135,5 +149,38 @@ int cpiasm_flush(struct cpiasm *a);
 void cpiasm_reset(struct cpiasm *a);
 
 const struct cpiasm_stats *cpiasm_stats(const struct cpiasm *a);
+
+/* One copy cpiasm_put queued (DEFERRED COPIES). */
+struct cpiasm_copy {
+	uint8_t *dst;                        /* into a reserved slot            */
+	const uint8_t *src;                  /* into the caller's datagram      */
+	size_t n;                            /* complex samples                 */
+	unsigned src_fmt;                    /* enum vrt_plain_format           */
+	uint32_t ring_format;
+	_Atomic uint32_t *pending;           /* its CPI's copies not yet run    */
+};
+
+/* A receive thread's queue: c[0..n), room for cap. The sources must stay
+ * as they are until the queue is run. */
+struct cpiasm_copies {
+	struct cpiasm_copy *c;
+	size_t n, cap;
+};
+
+/* Queue cpiasm_put's copies in q (lock held), or copy at once: q NULL
+ * (the default). */
+void cpiasm_defer(struct cpiasm *a, struct cpiasm_copies *q);
+
+/* Run q's copies and empty it. Needs no lock: it touches only the slots'
+ * bytes and each CPI's pending count. */
+void cpiasm_run_copies(struct cpiasm_copies *q);
+
+/* Commit the leading CPIs that are whole and copied. 0 or a negative
+ * errno from the sink. */
+int cpiasm_drain(struct cpiasm *a);
+
+/* Return once no copy is pending: the queue given to cpiasm_defer is run,
+ * the other threads' copies waited for (before the sink's memory goes). */
+void cpiasm_wait_copies(struct cpiasm *a);
 
 #endif /* CHIRP_CPIASM_H */

@@ -16,6 +16,10 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define VRT_X86_AVX2 1
+#endif
 
 static const char *const errs[VRT_NERRORS] = {
 	[VRT_OK] = "ok",
@@ -319,14 +323,50 @@ size_t vrt_pack_context(void *buf, size_t cap, const struct vrt_packet *p)
 }
 
 /* 16 bytes a step in GCC's vector types (SSE2, NEON; the plain loop is not
- * vectorized at -O2), the tail one scalar at a time. */
+ * vectorized at -O2), the tail one scalar at a time; on x86-64 CPUs with
+ * AVX2 (chosen at run time: the build targets baseline x86-64) 32 bytes a
+ * step with one byte shuffle, which takes about 40 % less time than the
+ * SSE2 shifts while the destination is in cache and as long when it is
+ * not (doc/network.md). Unaligned loads and stores: a datagram's payload
+ * sits anywhere. */
 typedef uint16_t v8u16 __attribute__((vector_size(16)));
 typedef uint32_t v4u32 __attribute__((vector_size(16)));
+
+#ifdef VRT_X86_AVX2
+/* The bytes of each 2- (size 2) or 4-byte (size 4) value reversed, 32
+ * bytes a step; returns the bytes done (a multiple of 32 <= bytes). */
+__attribute__((target("avx2")))
+static size_t swap_avx2(uint8_t *dst, const uint8_t *src, size_t bytes, int size)
+{
+	const __m256i m16 = _mm256_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
+					     1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+	const __m256i m32 = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12,
+					     3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+	const __m256i m = size == 2 ? m16 : m32;
+	size_t i = 0;
+
+	for (; i + 32 <= bytes; i += 32) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+
+		_mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm256_shuffle_epi8(v, m));
+	}
+	return i;
+}
+
+static int have_avx2(void)
+{
+	return __builtin_cpu_supports("avx2");
+}
+#endif
 
 void vrt_copy_swap16(uint8_t *dst, const uint8_t *src, size_t scalars)
 {
 	size_t i = 0;
 
+#ifdef VRT_X86_AVX2
+	if (scalars >= 16 && have_avx2())
+		i = swap_avx2(dst, src, 2 * scalars, 2) / 2;
+#endif
 	for (; i + 8 <= scalars; i += 8) {
 		v8u16 v;
 
@@ -347,6 +387,10 @@ void vrt_copy_swap32(uint8_t *dst, const uint8_t *src, size_t scalars)
 {
 	size_t i = 0;
 
+#ifdef VRT_X86_AVX2
+	if (scalars >= 8 && have_avx2())
+		i = swap_avx2(dst, src, 4 * scalars, 4) / 4;
+#endif
 	for (; i + 4 <= scalars; i += 4) {
 		v4u32 v;
 

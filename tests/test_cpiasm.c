@@ -638,6 +638,73 @@ static void test_formats(void **state)
 	assert_null(cpiasm_create(&p, &s, err, sizeof(err)));
 }
 
+/* Deferred copies (cpiasm_defer): a whole CPI waits for its copies to be
+ * run, cpiasm_drain commits it then; a commit that cannot wait runs the
+ * caller's queue first; a full queue copies at once. */
+static void test_deferred_copies(void **state)
+{
+	static struct tsink t;
+	static uint8_t src[256][4 * 4];
+	struct cpiasm_copy qc[64];
+	struct cpiasm_copies q = { .c = qc, .cap = 64 };
+	struct cpiasm *a = mk(&t, 4);
+	struct pkt pk[256];
+	size_t n = packets(pk, 256, 0, 3, 4), m;
+
+	cpiasm_defer(a, &q);
+	for (size_t i = 0; i < n; i++) {
+		make_be(src[i], pk[i].ch, pk[i].s, pk[i].n);
+		assert_int_equal(cpiasm_put(a, pk[i].ch, pk[i].s, src[i], pk[i].n,
+					    VRT_PLAIN_SC16_BE, 1), CPIASM_PLACED);
+	}
+	assert_int_equal(t.nrec, 0);   /* whole, but not copied yet */
+	assert_true(q.n > 0);
+	cpiasm_defer(a, NULL);
+	cpiasm_run_copies(&q);
+	assert_int_equal(q.n, 0);
+	assert_int_equal(cpiasm_drain(a), 0);
+	assert_int_equal(t.nrec, 3);
+	for (unsigned k = 0; k < 3; k++) {
+		check_cpi(&t.rec[k], k, NULL);
+		assert_int_equal(t.rec[k].missing, 0);
+	}
+
+	/* CPI 3 whole and queued; a packet of CPI 7 pushes it out at once */
+	cpiasm_defer(a, &q);
+	m = packets(pk, 256, 3, 4, 4);
+	for (size_t i = 0; i < m; i++) {
+		make_be(src[i], pk[i].ch, pk[i].s, pk[i].n);
+		assert_int_equal(cpiasm_put(a, pk[i].ch, pk[i].s, src[i], pk[i].n,
+					    VRT_PLAIN_SC16_BE, 1), CPIASM_PLACED);
+	}
+	assert_int_equal(t.nrec, 3);
+	make_be(src[m], 0, T0 + 7 * CPI_LEN, 4);
+	assert_int_equal(cpiasm_put(a, 0, T0 + 7 * CPI_LEN, src[m], 4, VRT_PLAIN_SC16_BE, 1),
+			 CPIASM_PLACED);
+	assert_int_equal(t.nrec, 4);
+	check_cpi(&t.rec[3], 3, NULL);
+	assert_int_equal(t.rec[3].missing, 0);
+	assert_int_equal(q.n, 1);      /* CPI 7's packet, queued */
+	cpiasm_run_copies(&q);
+
+	/* a queue of one: the rest are copied at once */
+	q.cap = 1;
+	m = packets(pk, 256, 8, 9, 4);
+	for (size_t i = 0; i < m; i++) {
+		make_be(src[i], pk[i].ch, pk[i].s, pk[i].n);
+		assert_int_equal(cpiasm_put(a, pk[i].ch, pk[i].s, src[i], pk[i].n,
+					    VRT_PLAIN_SC16_BE, 1), CPIASM_PLACED);
+	}
+	assert_int_equal(q.n, 1);
+	cpiasm_defer(a, NULL);
+	cpiasm_run_copies(&q);
+	assert_int_equal(cpiasm_flush(a), 0);
+	assert_int_equal(t.nrec, 9);   /* 4..7 partial, then 8 whole */
+	check_cpi(&t.rec[8], 8, NULL);
+	assert_int_equal(t.rec[8].missing, 0);
+	cpiasm_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +720,7 @@ int main(void)
 		cmocka_unit_test(test_formats),
 		cmocka_unit_test(test_copy_lengths),
 		cmocka_unit_test(test_push_lacks),
+		cmocka_unit_test(test_deferred_copies),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,7 +13,10 @@
  * the kernel's flow hash would make of the senders' ports. The CPI
  * assembler and the ring's producer handle are one, shared under a mutex
  * taken once per batch, so the ring handle is driven by one thread at a
- * time. The main thread prints counters (JSON lines), serves them as
+ * time; the copies into the ring, the bulk of the work, are decided under
+ * it and run after it is let go (cpiasm_defer), so that the threads copy
+ * in parallel, and the lock is taken once more to commit the CPIs they
+ * completed. The main thread prints counters (JSON lines), serves them as
  * Prometheus text (--metrics), and stops on SIGINT/SIGTERM.
  *
  * Counters: packets and bytes taken, and drops by cause: kernel (the
@@ -64,6 +67,9 @@
 				  are truncated and counted as malformed   */
 #define MAX_THREADS 64
 #define MAX_STREAMS 4096
+#define COPIES (4 * BATCH)     /* deferred copies per batch; a datagram that
+				  crosses pulses is several, and what finds
+				  the queue full is copied under the lock  */
 
 enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
 
@@ -119,6 +125,8 @@ struct worker {
 	struct iovec iov[BATCH];
 	uint8_t (*buf)[BUF_BYTES];
 	uint8_t ctl[BATCH][CMSG_SPACE(sizeof(uint32_t))];
+	struct cpiasm_copies copies;    /* the batch's copies (into buf)       */
+	struct cpiasm_copy copy[COPIES];
 	_Atomic uint64_t c[C_N];
 };
 
@@ -186,7 +194,8 @@ static void usage(FILE *f)
 "                           1: one recvmsg per datagram)\n"
 "      --cpus LIST          pin receive thread i to the i-th cpu of LIST\n"
 "      --numa-node N        pin receive threads to node N's cpus\n"
-"      --rcvbuf BYTES       socket receive buffer (default 64 MiB)\n"
+"      --rcvbuf BYTES       socket receive buffer, 4096..2^30 (default 256 MiB;\n"
+"                           beyond net.core.rmem_max with CAP_NET_ADMIN)\n"
 "      --stats S            print counters as a JSON line every S seconds\n"
 "                           (default 0: at exit only)\n"
 "      --metrics HOST:PORT  serve counters as Prometheus text at /metrics\n"
@@ -343,7 +352,8 @@ static int opt_one(struct opts *o, int c, const char *a)
 			return -EINVAL;
 		o->numa_node = (int)v;
 		return 0;
-	case O_RCVBUF: return parse_u64_in("--rcvbuf", a, 4096, 1ull << 31, &o->rcvbuf);
+	case O_RCVBUF:   /* the kernel grants at most INT_MAX / 2 */
+		return parse_u64_in("--rcvbuf", a, 4096, 1ull << 30, &o->rcvbuf);
 	case O_STATS: return parse_nonneg("--stats", a, &o->stats_s);
 	case O_METRICS: o->metrics = a; return 0;
 	case O_CPILOG: o->cpi_log = a; return 0;
@@ -367,7 +377,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	o->numa_node = -1;
 	o->deadline_ms = 50;
 	o->epoch_jump = 64;
-	o->rcvbuf = 64ull << 20;
+	o->rcvbuf = 256ull << 20;   /* set_rcvbuf */
 	o->wait_s = 10;
 	while ((c = getopt_long(argc, argv, "c:r:l:n:qh", long_opts, NULL)) != -1) {
 		if (c == 'h') {
@@ -546,6 +556,7 @@ static int reattach(struct rx *rx)
 
 	snprintf(name, sizeof(name), "%s", chirp_ring_name(rx->ring));
 	log_warn("ring %s was re-created; attaching again (CPIs in flight are lost)", name);
+	cpiasm_wait_copies(rx->a);   /* nobody writes into the old mapping after */
 	chirp_ring_detach(rx->ring);
 	if (attach_ring(rx, name) < 0)
 		return -ENOENT;
@@ -815,6 +826,25 @@ static int commit_due(struct rx *rx, uint64_t now)
 	return cpiasm_tick(rx->a, now);
 }
 
+/* The copies the batch queued, without the lock (the other threads place
+ * and copy meanwhile), then the CPIs they completed are committed. rc is
+ * the batch's result, returned unless the commit fails. */
+static int copy_out(struct worker *w, int rc)
+{
+	struct rx *rx = w->rx;
+	int d;
+
+	if (!w->copies.n)
+		return rc;
+	cpiasm_run_copies(&w->copies);
+	pthread_mutex_lock(&rx->lock);
+	d = atomic_load(&rx->failed) ? 0 : cpiasm_drain(rx->a);
+	if (d < 0 && rc >= 0)
+		rc = sink_failed(rx, d);
+	pthread_mutex_unlock(&rx->lock);
+	return rc;
+}
+
 /* Datagrams [w->next, n) of the batch (all of it unless one was held
  * back), then what is due. A datagram held back ends the call: the batch
  * resumes there next time (w->pending). */
@@ -826,6 +856,7 @@ static int batch(struct worker *w, int n, uint64_t now)
 	if (n > 0)   /* any datagram, good or not: --idle-exit */
 		atomic_store_explicit(&rx->last_packet_ns, now, memory_order_relaxed);
 	pthread_mutex_lock(&rx->lock);
+	cpiasm_defer(rx->a, &w->copies);
 	for (i = w->next; i < n && rc == 0; i++) {
 		struct msghdr *m = &w->msg[i].msg_hdr;
 
@@ -842,16 +873,20 @@ static int batch(struct worker *w, int n, uint64_t now)
 	if (rc == 1) {   /* held back: resume at i */
 		w->next = i;
 		w->pending = n;
+		cpiasm_defer(rx->a, NULL);
 		pthread_mutex_unlock(&rx->lock);
-		return 0;
+		return copy_out(w, 0);
 	}
 	w->next = w->pending = 0;
-	atomic_store_explicit(&w->received, 0, memory_order_release);
 	if (rc == 0)
 		rc = commit_due(rx, now);
 	if (rc < 0)
 		rc = sink_failed(rx, rc);
+	cpiasm_defer(rx->a, NULL);   /* rx->a is new after a re-attach */
 	pthread_mutex_unlock(&rx->lock);
+	rc = copy_out(w, rc);
+	/* only now: a datagram whose copy is queued still counts as waiting */
+	atomic_store_explicit(&w->received, 0, memory_order_release);
 	return rc;
 }
 
@@ -942,12 +977,47 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss, char *err, siz
 	return 0;
 }
 
+/*
+ * The socket's receive buffer: what absorbs a receive thread's stall (a
+ * lock, a page fault, the scheduler) at line rate, 20 Gb/s filling 64 MiB
+ * in 25 ms. SO_RCVBUFFORCE passes net.core.rmem_max with CAP_NET_ADMIN;
+ * else SO_RCVBUF, which the kernel caps at rmem_max. The size obtained is
+ * logged, and said as a notice when it is smaller than asked: never
+ * silently. (The kernel reports twice what it grants, for its own
+ * bookkeeping, and so do we not.)
+ */
+static int set_rcvbuf(struct rx *rx, struct worker *w)
+{
+	int size = (int)rx->o.rcvbuf, got = 0, forced = 1;
+	socklen_t sl = sizeof(got);
+
+	if (setsockopt(w->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0) {
+		forced = 0;
+		if (setsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0) {
+			log_err("setsockopt SO_RCVBUF: %s", strerror(errno));
+			return -errno;
+		}
+	}
+	if (getsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &got, &sl) < 0) {
+		log_err("getsockopt SO_RCVBUF: %s", strerror(errno));
+		return -errno;
+	}
+	got /= 2;
+	if (w->idx == 0 && (uint64_t)got < rx->o.rcvbuf)
+		log_notice("socket receive buffer %d bytes, asked %" PRIu64 " (raise "
+			   "net.core.rmem_max, or give chirp-recv CAP_NET_ADMIN)", got, rx->o.rcvbuf);
+	else if (w->idx == 0)
+		log_info("socket receive buffer %d bytes%s", got,
+			 forced ? " (SO_RCVBUFFORCE)" : "");
+	return 0;
+}
+
 static int open_socket(struct rx *rx, struct worker *w)
 {
 	struct sockaddr_storage ss;
 	char err[200];
-	int one = 1, fd, size = (int)rx->o.rcvbuf, got = 0;
-	socklen_t sl = sizeof(got);
+	int one = 1, fd, rc;
+	socklen_t sl;
 
 	if (w->idx == 0 && parse_addr(rx->o.listen, &rx->addr, err, sizeof(err)) < 0) {
 		log_err("--listen: %s", err);
@@ -965,17 +1035,9 @@ static int open_socket(struct rx *rx, struct worker *w)
 		log_err("setsockopt: %s", strerror(errno));
 		return -errno;
 	}
-	/* SO_RCVBUFFORCE passes net.core.rmem_max with CAP_NET_ADMIN; else
-	 * the kernel caps SO_RCVBUF at rmem_max (said below). */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0 &&
-	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0) {
-		log_err("setsockopt SO_RCVBUF: %s", strerror(errno));
-		return -errno;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &sl) == 0 && w->idx == 0 &&
-	    (uint64_t)got < rx->o.rcvbuf)
-		log_notice("socket receive buffer %d bytes, asked %" PRIu64
-			   " (raise net.core.rmem_max)", got / 2, rx->o.rcvbuf);
+	rc = set_rcvbuf(rx, w);
+	if (rc < 0)
+		return rc;
 	if (bind(fd, (struct sockaddr *)&ss, ss.ss_family == AF_INET ?
 		 sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0) {
 		log_err("bind %s: %s", rx->o.listen, strerror(errno));
@@ -1034,6 +1096,7 @@ static int setup_worker(struct rx *rx, struct worker *w, unsigned idx)
 		log_err("out of memory");
 		return -ENOMEM;
 	}
+	w->copies = (struct cpiasm_copies){ .c = w->copy, .cap = COPIES };
 	for (int i = 0; i < BATCH; i++) {
 		w->iov[i] = (struct iovec){ .iov_base = w->buf[i], .iov_len = BUF_BYTES };
 		w->msg[i].msg_hdr = (struct msghdr){
@@ -1237,6 +1300,31 @@ static void finish(struct rx *rx)
 	}
 }
 
+/*
+ * The lock the receive threads share is held for a batch's decisions only
+ * (the copies run outside it), a few microseconds: a thread that finds it
+ * taken spins a while before it sleeps (glibc's adaptive mutex), as a
+ * sleep and a wake-up cost more than the wait, and on a virtual machine
+ * the wake-up is slower still.
+ */
+static int init_lock(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	int rc = pthread_mutexattr_init(&a);
+
+	if (rc) {
+		log_err("pthread_mutexattr_init: %s", strerror(rc));
+		return -rc;
+	}
+	rc = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	if (rc == 0)
+		rc = pthread_mutex_init(m, &a);
+	if (rc)
+		log_err("pthread_mutex_init: %s", strerror(rc));
+	pthread_mutexattr_destroy(&a);
+	return -rc;
+}
+
 int main(int argc, char **argv)
 {
 	static struct rx rx;
@@ -1257,7 +1345,8 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	pthread_mutex_init(&rx.lock, NULL);
+	if (init_lock(&rx.lock) < 0)
+		return EXIT_ERR;
 	if (tool_catch_signals(&stop_sig) < 0)
 		return EXIT_ERR;
 	if (rx.o.cpi_log && !(rx.log = fopen(rx.o.cpi_log, "w"))) {

@@ -26,7 +26,12 @@
  * that the channels of a pulse leave together as a digitizer's do (two
  * sender processes would each pace from their own start). The CPI's
  * samples are shared read-only: a recording's mapping, or --same-cpi's
- * one synthesized CPI.
+ * one synthesized CPI. With --same-cpi that CPI is also converted to its
+ * wire format once (s->wire), and each datagram is sent as two pieces, its
+ * header and its payload straight from there (sendmmsg's iovec): the
+ * sender's work per datagram is then the header and the kernel's copy, as
+ * a benchmark's sender's must be, so that the receiver is what is
+ * measured.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -84,6 +89,7 @@ struct send {
 	uint64_t fs_int, pri;
 	uint8_t *cpi;                    /* one CPI, host order                */
 	size_t cpi_bytes;
+	uint8_t *wire;                   /* --same-cpi: the CPI as sent (wire_fmt) */
 
 	/* network */
 	unsigned threads;                /* --threads: lanes                    */
@@ -106,13 +112,17 @@ struct lane {
 	int started, rc;
 	int fd;
 	/* Packets queued for one sendmmsg: built in place in q (cap bytes
-	 * each), sent when SEND_BATCH are queued or the lane waits for its
-	 * next pulse's time. held: one held back behind the next (--reorder). */
+	 * each), with their payload there too or at ext (s->wire), sent when
+	 * SEND_BATCH are queued or the lane waits for its next pulse's time.
+	 * held: one held back behind the next (--reorder). */
 	uint8_t *q, *held;
-	size_t cap, held_len;
+	size_t cap, held_len, held_ext_len;
+	const uint8_t *held_ext;
 	unsigned nq;
 	struct mmsghdr msg[SEND_BATCH];
-	struct iovec iov[SEND_BATCH];
+	struct iovec iov[SEND_BATCH][2];
+	const uint8_t *ext[SEND_BATCH];
+	size_t ext_len[SEND_BATCH];
 	uint64_t rng;
 	uint64_t sent, dropped, reordered, refused, bytes, cpis;
 };
@@ -498,16 +508,19 @@ static int flush(struct lane *l)
 	unsigned off = 0;
 
 	for (unsigned i = 0; i < l->nq; i++) {
-		l->iov[i] = (struct iovec){ .iov_base = l->q + (size_t)i * l->cap,
-					    .iov_len = l->msg[i].msg_len };
-		l->msg[i].msg_hdr = (struct msghdr){ .msg_iov = &l->iov[i], .msg_iovlen = 1 };
+		l->iov[i][0] = (struct iovec){ .iov_base = l->q + (size_t)i * l->cap,
+					       .iov_len = l->msg[i].msg_len };
+		l->iov[i][1] = (struct iovec){ .iov_base = (void *)l->ext[i],
+					       .iov_len = l->ext_len[i] };
+		l->msg[i].msg_hdr = (struct msghdr){ .msg_iov = l->iov[i],
+						     .msg_iovlen = l->ext[i] ? 2 : 1 };
 	}
 	while (off < l->nq) {
 		int r = sendmmsg(l->fd, l->msg + off, l->nq - off, 0);
 
 		if (r > 0) {
 			for (int i = 0; i < r; i++)
-				l->bytes += l->iov[off + i].iov_len;
+				l->bytes += l->iov[off + i][0].iov_len + l->ext_len[off + i];
 			l->sent += (unsigned)r;
 			off += (unsigned)r;
 		} else if (errno == ECONNREFUSED) {
@@ -528,16 +541,33 @@ static int flush(struct lane *l)
 	return 0;
 }
 
-/* Queue the packet built at slot(l), len bytes; send a full queue. */
-static int queue(struct lane *l, size_t len)
+/* Queue the packet built at slot(l), len bytes, then ext_len bytes at ext
+ * (NULL: none); send a full queue. */
+static int queue(struct lane *l, size_t len, const uint8_t *ext, size_t ext_len)
 {
+	l->ext[l->nq] = ext;
+	l->ext_len[l->nq] = ext ? ext_len : 0;
 	l->msg[l->nq++].msg_len = (unsigned)len;   /* its length until sent */
 	return l->nq == SEND_BATCH ? flush(l) : 0;
 }
 
-/* The packet at slot(l) (len bytes): lose it, hold it back behind the
- * next, or queue it (and the one held back after it). */
-static int emit(struct lane *l, size_t len, uint64_t nsamp, uint64_t *lost)
+/* Queue the packet held back (--reorder), if any. */
+static int queue_held(struct lane *l)
+{
+	int rc;
+
+	if (!l->held_len)
+		return 0;
+	memcpy(slot(l), l->held, l->held_len);
+	rc = queue(l, l->held_len, l->held_ext, l->held_ext_len);
+	l->held_len = 0;
+	return rc;
+}
+
+/* The packet at slot(l) (len bytes, then ext as in queue): lose it, hold
+ * it back behind the next, or queue it (and the one held back after it). */
+static int emit(struct lane *l, size_t len, const uint8_t *ext, size_t ext_len,
+		uint64_t nsamp, uint64_t *lost)
 {
 	const struct send *s = l->s;
 	int rc;
@@ -550,16 +580,13 @@ static int emit(struct lane *l, size_t len, uint64_t nsamp, uint64_t *lost)
 	if (!l->held_len && s->reorder > 0 && uniform(l) < s->reorder) {
 		memcpy(l->held, slot(l), len);
 		l->held_len = len;
+		l->held_ext = ext;
+		l->held_ext_len = ext_len;
 		l->reordered++;
 		return 0;
 	}
-	rc = queue(l, len);
-	if (rc == 0 && l->held_len) {
-		memcpy(slot(l), l->held, l->held_len);
-		rc = queue(l, l->held_len);
-		l->held_len = 0;
-	}
-	return rc;
+	rc = queue(l, len, ext, ext_len);
+	return rc == 0 ? queue_held(l) : rc;
 }
 
 /* Stream sample index -> the VRT timestamp fields. */
@@ -635,22 +662,31 @@ static int send_context(struct lane *l, unsigned ch, uint64_t sample)
 
 	stamp(s, sample, &p);
 	len = vrt_pack_context(slot(l), l->cap, &p);
-	return len ? queue(l, len) : -EINVAL;
+	return len ? queue(l, len, NULL, 0) : -EINVAL;
 }
 
-/* One channel's receive window of one pulse, chunked. */
-static int send_row(struct lane *l, unsigned ch, const uint8_t *row, uint64_t sample,
-		    uint64_t *lost)
+/* The payload format on the wire. */
+static unsigned wire_fmt(const struct send *s)
+{
+	if (!s->plain)
+		return s->vrt_fmt;
+	return s->vrt_fmt == VRT_PLAIN_SC16_BE ? VRT_PLAIN_SC16_BE : VRT_PLAIN_CF32_BE;
+}
+
+/* One channel's receive window of one pulse, chunked: row in host order,
+ * or wire_row already in wire format (s->wire; NULL: converted here). */
+static int send_row(struct lane *l, unsigned ch, const uint8_t *row, const uint8_t *wire_row,
+		    uint64_t sample, uint64_t *lost)
 {
 	struct send *s = l->s;
-	unsigned fmt = s->plain ? (s->vrt_fmt == VRT_PLAIN_SC16_BE ? VRT_PLAIN_SC16_BE :
-				   VRT_PLAIN_CF32_BE) : s->vrt_fmt;
+	unsigned fmt = wire_fmt(s);
 	size_t wsb = vrt_plain_sample_bytes(fmt), hsb = s->fmt == CHIRP_RING_SC16 ? 4 : 8;
 	size_t per = s->max_payload / wsb;
 
 	for (size_t off = 0; off < s->R; off += per) {
 		size_t n = s->R - off < per ? s->R - off : per, len;
 		struct vrt_packet p = { .payload_len = n * wsb };
+		int rc;
 
 		if (s->plain) {
 			p.kind = VRT_KIND_PLAIN;
@@ -674,8 +710,14 @@ static int send_row(struct lane *l, unsigned ch, const uint8_t *row, uint64_t sa
 			log_err("packet of %zu samples does not fit", n);
 			return -EINVAL;
 		}
-		to_wire(s, slot(l) + vrt_payload_offset(&p), row + off * hsb, n, fmt);
-		if (emit(l, len, n, lost) < 0)
+		if (wire_row && len == vrt_payload_offset(&p) + n * wsb)
+			/* the header here, the payload from s->wire */
+			rc = emit(l, vrt_payload_offset(&p), wire_row + off * wsb, n * wsb, n, lost);
+		else {
+			to_wire(s, slot(l) + vrt_payload_offset(&p), row + off * hsb, n, fmt);
+			rc = emit(l, len, NULL, 0, n, lost);
+		}
+		if (rc < 0)
 			return -EIO;
 	}
 	return 0;
@@ -709,7 +751,7 @@ static int pace(struct lane *l, double due)
 static int send_cpi(struct lane *l, uint64_t k, uint64_t n)
 {
 	struct send *s = l->s;
-	size_t hsb = s->fmt == CHIRP_RING_SC16 ? 4 : 8;
+	size_t hsb = s->fmt == CHIRP_RING_SC16 ? 4 : 8, wsb = vrt_plain_sample_bytes(wire_fmt(s));
 	uint64_t base = (uint64_t)llround(s->t0_s * (double)s->fs_int) + k * s->P * s->pri;
 	uint64_t lost = 0;
 	const uint8_t *cpi;
@@ -728,9 +770,10 @@ static int send_cpi(struct lane *l, uint64_t k, uint64_t n)
 		if (rc < 0)
 			return rc == -EINTR ? -EINTR : -EIO;
 		for (unsigned ch = l->idx; ch < s->C; ch += s->threads) {
-			const uint8_t *row = cpi + ((size_t)ch * s->P + p) * s->R * hsb;
+			size_t r = ((size_t)ch * s->P + p) * s->R;
+			const uint8_t *wire = s->wire ? s->wire + r * wsb : NULL;
 
-			if (send_row(l, ch, row, base + p * s->pri, &lost) < 0)
+			if (send_row(l, ch, cpi + r * hsb, wire, base + p * s->pri, &lost) < 0)
 				return -EIO;
 		}
 	}
@@ -752,12 +795,8 @@ static int run_lane(struct lane *l)
 		if (rc < 0)
 			return rc;
 	}
-	if (l->held_len) {   /* the last one held back goes last */
-		memcpy(slot(l), l->held, l->held_len);
-		if (queue(l, l->held_len) < 0)
-			return -EIO;
-		l->held_len = 0;
-	}
+	if (queue_held(l) < 0)   /* the last one held back goes last */
+		return -EIO;
 	return flush(l) < 0 ? -EIO : 0;
 }
 
@@ -810,6 +849,16 @@ static int run(struct send *s)
 	if (s->same_cpi && load_cpi(s, s->start, &cpi) < 0) {   /* before the threads */
 		log_err("CPI %" PRIu64 ": generation failed", s->start);
 		return -EINVAL;
+	}
+	if (s->same_cpi) {   /* and in its wire format, once */
+		size_t n = (size_t)s->C * s->P * s->R;
+
+		s->wire = malloc(n * vrt_plain_sample_bytes(wire_fmt(s)));
+		if (!s->wire) {
+			log_err("out of memory");
+			return -ENOMEM;
+		}
+		to_wire(s, s->wire, cpi, n, wire_fmt(s));
 	}
 	s->t_start = mono_s();
 	for (unsigned i = 1; i < s->threads; i++) {
@@ -890,6 +939,7 @@ out:
 		munmap((void *)s.map, s.map_len);
 	sigmf_meta_free(&s.meta);
 	free(s.cpi);
+	free(s.wire);
 	free(s.vrt_count);
 	free(s.plain_seq);
 	return ret;

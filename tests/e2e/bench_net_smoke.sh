@@ -3,8 +3,8 @@
 # bench_net_smoke.sh — scripts/bench-net.sh --quick runs end to end on
 # loopback with the CPU backend (small datagrams and CPIs, a few seconds)
 # and writes its raw results: net.tsv with its header and one row each for
-# (a) the loopback ceiling, (b) the naive loop and (c) chirp-recv into
-# chirpd, numbers where numbers belong, and net.meta (scripts/bench-meta.sh)
+# (a) the loopback ceiling (fed by (c)'s sender, unpaced), the same sink fed
+# by the blaster, (b) the naive loop and (c) chirp-recv into chirpd, numbers where numbers belong, and net.meta (scripts/bench-meta.sh)
 # beside it; the summary ends with the three criteria lines, and
 # scripts/bench-report.py turns the results into table (i). The figures are
 # not judged (a shared machine), only their form. Bad options are refused
@@ -42,16 +42,19 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 head = open(sys.argv[1]).readline().rstrip("\n").split("\t")
 assert head == ["what", "threads", "datagram_bytes", "gbps", "gbps_per_core", "loss",
                 "seconds", "sender", "backend"], head
-assert [r["what"] for r in rows] == ["ceiling", "naive", "chirp-recv"], rows
+assert [r["what"] for r in rows] == ["ceiling", "blaster", "naive", "chirp-recv"], rows
 for r in rows:
     for c in ("gbps", "gbps_per_core", "seconds"):
         assert float(r[c]) >= 0, (c, r)
     assert int(r["datagram_bytes"]) == 540, r
     assert r["loss"] == "-" or 0 <= float(r["loss"]) <= 1, r
-assert [int(r["threads"]) for r in rows] == [2, 1, 2], rows
-assert float(rows[0]["gbps"]) > 0 and float(rows[1]["gbps"]) > 0, rows
+assert [int(r["threads"]) for r in rows] == [2, 2, 1, 2], rows
+assert all(float(rows[i]["gbps"]) > 0 for i in (0, 1, 2)), rows
+# like with like: (a) has (c)'s sender, unpaced; the blaster's row beside it
+assert rows[0]["sender"] == "chirp-send x2 unpaced", rows[0]
+assert rows[1]["sender"] == "udp_sink blast x2", rows[1]
+assert rows[3]["backend"] == "cpu" and rows[3]["sender"] == "chirp-send x2", rows[3]
 assert rows[2]["backend"] == "cpu" and rows[2]["sender"] == "chirp-send x2", rows[2]
-assert rows[1]["backend"] == "cpu" and rows[1]["sender"] == "chirp-send x2", rows[1]
 EOF
 meta=${out%.tsv}.meta
 grep -qx $'kind\tnet' "$meta" || e2e_fail "net.meta has no kind net: $(cat "$meta")"
@@ -61,6 +64,8 @@ for c in '(c)/(a) = ' '(c)/(b) = ' '(c) = '; do
 	grep -qF "$c" "$T/run.log" || e2e_fail "no criteria line '$c' in the summary"
 done
 [ "$(grep -cE '^(PASS|FAIL) \(c\)' "$T/run.log")" -eq 3 ] || e2e_fail "not three criteria lines"
+grep -q '^like with like: (a), (b) and (c) fed by one sender, chirp-send x2' "$T/run.log" ||
+	e2e_fail "the summary does not say (a) and (c) share their sender"
 
 # The report reads what the benchmark wrote.
 {

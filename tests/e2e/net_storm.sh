@@ -10,8 +10,9 @@
 #      (--metrics) too;
 #   2. context packets that disagree (bandwidth) are counted and, with
 #      --refuse-mismatch, the stream's data is refused;
-#   3. the kernel's own drops (a stopped receiver, a tiny socket buffer)
-#      are counted from SO_RXQ_OVFL, and every CPI still goes out in order.
+#   3. the kernel's own drops (a stopped receiver, a tiny socket buffer,
+#      its size logged) are counted from SO_RXQ_OVFL, and every CPI still
+#      goes out in order.
 . "$(dirname "$0")/tools_lib.inc"
 tools_init net_storm
 [ -x "$BIN/chirp-recv" ] && [ -x "$BIN/chirp-send" ] || e2e_skip "chirp-recv/chirp-send are not built"
@@ -153,4 +154,6 @@ assert r["cpis"]["partial"] > 0 and r["cpis"]["dropped"] == 0, r
 print("kernel drops: %d counted; %d CPIs out in order, %d incomplete"
       % (r["drops"]["kernel"], len(idx), r["cpis"]["partial"]))
 PYEOF
+grep -q "socket receive buffer 4096 bytes" recv-kern.log ||
+	e2e_fail "the receive buffer obtained is not logged: $(cat recv-kern.log)"
 e2e_pass
