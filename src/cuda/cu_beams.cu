@@ -16,13 +16,6 @@
  *   3. the fused beamforming kernel X -> d_in, B x P packed cf32 rows:
  *      what compression then reads as its input (the backend's rows are
  *      B x P, its input format cf32: cu_alloc_be).
- * With conventional beams, the fused compression and the radar chain, and
- * the input read from registered host memory, the CPI is cut into pulse
- * chunks instead (cu_beams_pulse_chunks, cu_enqueue.cu): every chunk's
- * copy back to back on the set's stream, the weights on the first chunk
- * stream, and each chunk's conversion, product and compression on a chunk
- * stream as soon as its copy is in, so that the copy of a CPI is followed
- * only by its last chunk's work and the chain.
  * Beams are formed before compression (B < C makes it the cheaper side,
  * and the product is the fused kernel's, the faster engine at these
  * shapes: cu_beam.cu). The chain then runs on B rows per pulse as it runs
@@ -118,9 +111,6 @@ int cu_beams_make_set(struct cu_be *be, struct cu_set *s)
 	if (bm->in_format == PC_FMT_SC16)
 		CK(cudaMalloc((void **)&b->d_x, cpr * sizeof(float2)));
 	CK(cudaMalloc((void **)&b->d_w, BC * sizeof(float2)));
-	for (unsigned j = 0; j < CU_BEAM_PCHUNKS; j++)
-		CK(cudaEventCreateWithFlags(&b->ev_p[j], cudaEventDisableTiming));
-	CK(cudaEventCreateWithFlags(&b->ev_w, cudaEventDisableTiming));
 	if (!bm->mvdr)
 		CK(cudaMalloc((void **)&b->d_wd, BC * sizeof(double2)));
 	if (bm->mvdr) {
@@ -144,11 +134,6 @@ void cu_beams_free_set(struct cu_set *s)
 	(void)cudaFree(b->d_wd);
 	if (b->h_status)
 		(void)cudaFreeHost(b->h_status);
-	for (unsigned j = 0; j < CU_BEAM_PCHUNKS; j++)
-		if (b->ev_p[j])
-			(void)cudaEventDestroy(b->ev_p[j]);
-	if (b->ev_w)
-		(void)cudaEventDestroy(b->ev_w);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -216,100 +201,6 @@ int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const v
 	io.P = bm->P;
 	io.R = (unsigned)be->R;
 	EQK("k_beam_form", cu_beam_form(b->cb, b->d_w, &io, s->stream));
-	return 0;
-}
-
-/* sc16 -> cf32 of n samples at off of each of gridDim.y channels, ch apart. */
-__global__ void k_beam_sc16_run(const short2 *__restrict__ in, float2 *__restrict__ out, size_t ch,
-				size_t off, size_t n)
-{
-	size_t base = (size_t)blockIdx.y * ch + off;
-
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x) {
-		short2 v = in[base + i];
-
-		out[base + i] = make_float2(v.x * (1.0f / 32768.0f), v.y * (1.0f / 32768.0f));
-	}
-}
-
-/*
- * Pulse chunks: conventional beams, the fused compression and the radar
- * chain after it (no cube output), the input copied from host memory the
- * device reads directly (not staged, not already on the device), called
- * by call. The weights depend on the pointing alone, so chunk j's beams
- * and compression run while chunk j + 1 is copied: a CPI's copy is then
- * followed only by its last chunk's work and the chain. MVDR needs every
- * training cell before the first product; the other cases keep the
- * whole-CPI stage.
- */
-unsigned cu_beams_pulse_chunks(const struct cu_be *be, int stage_in, int in_dev, int capture,
-			       unsigned *np)
-{
-	const struct cu_beams *bm = be->bm;
-	unsigned n;
-
-	if (!bm || bm->mvdr || !be->fused || !be->rs || be->cube_out || stage_in || in_dev ||
-	    capture || bm->P < 2)
-		return 0;
-	n = bm->P < CU_BEAM_PCHUNKS ? bm->P : CU_BEAM_PCHUNKS;
-	*np = (bm->P + n - 1) / n;
-	return (bm->P + *np - 1) / *np;
-}
-
-int cu_beams_weights(struct cu_be *be, struct cu_set *s, double az_deg, double el_deg,
-		     cudaStream_t st, struct cu_err *ce)
-{
-	struct cu_beam_set *b = &s->b;
-
-	cu_beam_uv_of_pointing(az_deg, el_deg, &b->up, &b->vp);
-	EQK("k_beam_weights", cu_beam_weights(b->cb, b->up, b->vp, b->d_w, b->d_wd, st));
-	EQ(cudaEventRecord(b->ev_w, st));
-	return 0;
-}
-
-int cu_beams_chunk_in(struct cu_be *be, struct cu_set *s, const void *src, unsigned j,
-		      unsigned p0, unsigned pn, struct cu_err *ce)
-{
-	struct cu_beams *bm = be->bm;
-	struct cu_beam_set *b = &s->b;
-	size_t es = pc_format_sample_bytes(bm->in_format), ch = (size_t)bm->P * be->R * es;
-	size_t off = (size_t)p0 * be->R * es;
-
-	EQ(cudaMemcpy2DAsync((char *)b->d_raw + off, ch, (const char *)src + off, ch,
-			     (size_t)pn * be->R * es, bm->C, cudaMemcpyDefault, s->stream));
-	EQ(cudaEventRecord(b->ev_p[j], s->stream));
-	return 0;
-}
-
-int cu_beams_chunk_form(struct cu_be *be, struct cu_set *s, unsigned j, unsigned p0, unsigned pn,
-			cudaStream_t st, struct cu_err *ce)
-{
-	struct cu_beams *bm = be->bm;
-	struct cu_beam_set *b = &s->b;
-	size_t pr = (size_t)bm->P * be->R, off = (size_t)p0 * be->R, n = (size_t)pn * be->R;
-	const float2 *x = (const float2 *)b->d_raw;
-	struct cu_beam_io io;
-
-	EQ(cudaStreamWaitEvent(st, b->ev_p[j], 0));
-	EQ(cudaStreamWaitEvent(st, b->ev_w, 0));
-	if (bm->in_format == PC_FMT_SC16) {
-		unsigned bx = (unsigned)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024);
-
-		k_beam_sc16_run<<<dim3(bx, bm->C), 256, 0, st>>>((const short2 *)b->d_raw, b->d_x,
-								 pr, off, n);
-		EQK("k_beam_sc16_run", cudaGetLastError());
-		x = b->d_x;
-	}
-	io.x = x + off;
-	io.x_ch = pr;
-	io.x_pulse = be->R;
-	io.y = (float2 *)s->d_in + off;
-	io.y_ch = pr;
-	io.y_pulse = be->R;
-	io.P = pn;
-	io.R = (unsigned)be->R;
-	EQK("k_beam_form", cu_beam_form(b->cb, b->d_w, &io, st));
 	return 0;
 }
 

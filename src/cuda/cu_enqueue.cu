@@ -165,8 +165,6 @@ void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, siz
 	j->filt = filt;
 	j->nonfinite = s->d_nonfinite;
 	j->rows = nr;
-	j->grp = 0;
-	j->gstride = 0;
 }
 
 /* Fused: the chunk's one kernel (a capture records its node: the filter
@@ -257,56 +255,6 @@ static int cu_enq_join(struct cu_be *be, const struct cu_cpi *q, struct cu_err *
 }
 
 /*
- * A CPI with beams cut into np-pulse chunks (cu_beams_pulse_chunks):
- * every chunk's input on the set's stream, back to back and first (the
- * copy engine never waits for a kernel: a launch queued before the copies
- * would hold them until the SMs, busy with the CPI before, take it); the
- * weights on the first chunk stream; chunk j's beams and compression on
- * chunk stream j mod nstreams as soon as its input and the weights are
- * there. Compression
- * reads the chunk's rows of every beam: runs of pn rows, one every P
- * (the fused job's groups), from row p0 of d_in into the FFT rows the
- * chain reads. Then the join, as for any CPI.
- */
-static int cu_enq_beam_pulses(struct cu_be *be, const struct cu_cpi *q, unsigned n, unsigned np,
-			      struct cu_err *ce)
-{
-	struct cu_set *s = q->s;
-	unsigned P = be->bm->P, ns = q->lay->nstreams, B = be->bm->B;
-
-	EQ(cudaEventRecord(s->ev_start, s->stream));
-	for (unsigned j = 0; j < n; j++) {
-		unsigned p0 = j * np, pn = p0 + np <= P ? np : P - p0;
-
-		if (cu_beams_chunk_in(be, s, q->src, j, p0, pn, ce) < 0)
-			return -EIO;
-	}
-	EQ(cudaStreamWaitEvent(s->cs[0].stream, s->ev_start, 0));   /* after the set's last CPI */
-	if (cu_beams_weights(be, s, q->dst->az_deg, q->dst->el_deg, s->cs[0].stream, ce) < 0)
-		return -EIO;
-	for (unsigned j = 0; j < n; j++) {
-		unsigned p0 = j * np, pn = p0 + np <= P ? np : P - p0;
-		struct cu_chunk_stream *c = &s->cs[j % ns];
-		struct cu_fjob fj;
-
-		if (cu_beams_chunk_form(be, s, j, p0, pn, c->stream, ce) < 0)
-			return -EIO;
-		if (j + ns >= n)   /* this stream's last chunk: its input is in */
-			EQ(cudaEventRecord(c->ev_h2d, c->stream));
-		cu_fused_job(be, s, p0, (size_t)p0 * be->R * sizeof(float2), 0, B * pn, NULL, NULL,
-			     q->filt, &fj);
-		fj.grp = pn;
-		fj.gstride = P;
-		EQK("k_fused", cu_fused_launch(be, &fj, c->stream));
-		if (j == 0 && be->fault_armed) {
-			be->fault_armed = 0;
-			EQK("k_fault<<<1,4096>>> (injected fault)", cu_fault(c->stream));
-		}
-	}
-	return cu_enq_join(be, q, ce);
-}
-
-/*
  * Queue one CPI's work on set s, cut as layout li, multiplied by filter
  * filt (its mode's): src/dst are what the copies read and write (the
  * caller's buffers, or s->h_in/h_out/r.h_det when staged; `in` is the caller's
@@ -345,12 +293,6 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 	q.packed = be->in_format == PC_FMT_SC16 || capture || be->fused || q.beams;
 	q.in_place = be->fused && (dst->in_dev || q.beams);
 	q.out_place = be->fused && be->cube_out && !be->rs && dst->out_dev;
-	if (q.beams) {
-		unsigned np = 0, n = cu_beams_pulse_chunks(be, stage_in, dst->in_dev, capture, &np);
-
-		if (n)
-			return cu_enq_beam_pulses(be, &q, n, np, ce);
-	}
 	rc = cu_enq_start(be, &q, ce);
 	for (unsigned i = 0; rc == 0 && i < q.lay->nchunks; i++) {
 		struct cu_piece k;

@@ -222,8 +222,6 @@ struct cu_fargs {
 				    the spectrum (cf_perm): g conj(H) / nfft */
 	const float2 *tw;        /* twiddles: stage q's at tw + tw_o[q]    */
 	unsigned *nonfinite;     /* rows with NaN/Inf (cf32), or NULL      */
-	unsigned grp, gstride;   /* cu_fjob's: 0, or runs of grp rows a
-				    run every gstride rows                 */
 	unsigned n, gates, npass;      /* nfft, R, stages */
 	unsigned psh;                  /* shared memory: a pad element after
 					  every 2^psh (cf_pad)             */
@@ -470,8 +468,7 @@ __global__ void __launch_bounds__(cf_vt(V), cf_vb(V)) k_fused(const struct cu_fa
 {
 	extern __shared__ float2 cf_sm[];
 	float2 *buf = cf_sm;
-	const unsigned P = a.npass;
-	const unsigned row = a.grp ? blockIdx.x / a.grp * a.gstride + blockIdx.x % a.grp : blockIdx.x;
+	const unsigned P = a.npass, row = blockIdx.x;
 	const typename cf_in<IN>::T *x = (const typename cf_in<IN>::T *)a.in + (size_t)row * a.istride;
 	int bad = 0;
 
@@ -869,8 +866,6 @@ static void cf_args(const struct cu_be *be, const struct cu_fjob *j, struct cu_f
 	a->filt = f->d_filtp + (size_t)j->filt * f->n;
 	a->tw = f->d_tw;
 	a->nonfinite = be->in_format == PC_FMT_CF32 ? j->nonfinite : NULL;
-	a->grp = j->grp;
-	a->gstride = j->gstride;
 	a->n = f->n;
 	a->gates = (unsigned)be->R;
 	a->npass = f->npass;

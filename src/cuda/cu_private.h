@@ -184,9 +184,6 @@ struct cu_radar_set {
 };
 
 /* Beams (cu_beams.cu): what a set keeps for its CPI's beam stage. */
-/* Pulse chunks of a CPI with beams, at most (cu_beams_pulse_chunks). */
-#define CU_BEAM_PCHUNKS 8
-
 struct cu_beam_set {
 	struct cu_beam *cb;      /* the weights' kernels and MVDR's scratch  */
 	void *d_raw;             /* the caller's input, C x P x R samples    */
@@ -196,8 +193,6 @@ struct cu_beam_set {
 				    cu_beam_mvdr_weights_d)                 */
 	int *h_status, *hd_status;   /* mvdr: the solve's status, mapped     */
 	double up, vp;           /* the CPI's pointing in (u, v)             */
-	cudaEvent_t ev_p[CU_BEAM_PCHUNKS];   /* pulse chunk j is on the device */
-	cudaEvent_t ev_w;        /* pulse chunks: the CPI's weights are made */
 };
 
 /* Beams in the backend (pc_setup.beams), NULL without. */
@@ -445,9 +440,6 @@ struct cu_fjob {
 	unsigned filt;           /* the filter's (mode's) index             */
 	unsigned *nonfinite;
 	unsigned rows;
-	unsigned grp, gstride;   /* 0: rows are consecutive; else runs of grp
-				    rows, a run every gstride rows (the
-				    beams' rows of a pulse chunk)          */
 };
 
 /*
@@ -604,22 +596,6 @@ int cu_beams_make_set(struct cu_be *be, struct cu_set *s);
 void cu_beams_free_set(struct cu_set *s);
 int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
 		     int stage_in, int in_dev, double az_deg, double el_deg, struct cu_err *ce);
-/*
- * The pulse-chunked beam stage (cu_enqueue.cu runs it): how many chunks a
- * CPI is cut into (0: the whole-CPI stage of cu_beams_enqueue instead),
- * and *np the pulses of every chunk but the last; the CPI's weights on
- * stream st (then ev_w); chunk j's input on s->stream (pulses p0 .. p0 +
- * pn - 1 of every channel into d_raw, then ev_p[j]); its beams on stream
- * st (after ev_p[j] and ev_w: sc16 -> cf32, the product into d_in).
- */
-unsigned cu_beams_pulse_chunks(const struct cu_be *be, int stage_in, int in_dev, int capture,
-			       unsigned *np);
-int cu_beams_weights(struct cu_be *be, struct cu_set *s, double az_deg, double el_deg,
-		     cudaStream_t st, struct cu_err *ce);
-int cu_beams_chunk_in(struct cu_be *be, struct cu_set *s, const void *src, unsigned j,
-		      unsigned p0, unsigned pn, struct cu_err *ce);
-int cu_beams_chunk_form(struct cu_be *be, struct cu_set *s, unsigned j, unsigned p0, unsigned pn,
-			cudaStream_t st, struct cu_err *ce);
 int cu_beams_skipped(const struct cu_be *be, const struct cu_set *s);
 int cu_beams_write_skipped(struct cu_be *be, struct cu_set *s);
 int cu_beams_mono(struct cu_be *be, struct cu_set *s, struct cu_err *ce);
