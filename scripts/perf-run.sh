@@ -123,13 +123,14 @@ usage() { sed -n '3,/^# every step passed/p' "$0" | sed 's/^# \{0,1\}//' >&2; ex
 host_kind=$1 outdir=$2
 shift 2
 case $host_kind in
-gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart beams_cpu beam beams";;
-cpu) all="build compare latency beams_cpu";;
+gpu) all="build test e2e throughput cupy latency modes radar detect startup net publish live multigpu restart beams_cpu beam beams"
+     parts="live_latency";;   # part of a step of all, runnable alone
+cpu) all="build compare latency beams_cpu" parts=;;
 *) echo "perf-run: '$host_kind': want gpu or cpu" >&2; usage;;
 esac
 steps=${*:-$all}
 for s in $steps; do
-	case " $all " in *" $s "*) ;; *) echo "perf-run: no step '$s' on a $host_kind host (steps: $all)" >&2; exit 2;; esac
+	case " $all $parts " in *" $s "*) ;; *) echo "perf-run: no step '$s' on a $host_kind host (steps: $all $parts)" >&2; exit 2;; esac
 done
 budget=${PERF_BUDGET_S:-540}
 [[ $budget =~ ^[0-9]+$ ]] || { echo "perf-run: PERF_BUDGET_S '$budget': want seconds (0: none)" >&2; exit 2; }
