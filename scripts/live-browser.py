@@ -15,6 +15,7 @@ import base64
 import fcntl
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,8 @@ class Browser:
                     if "error" in reply:
                         raise RuntimeError("%s: %s" % (method, reply["error"]))
                     return reply.get("result", {})
+            if not select.select([self.from_r], [], [], max(0.0, end - time.monotonic()))[0]:
+                continue   # nothing before the deadline: the loop ends
             chunk = os.read(self.from_r, 1 << 20)
             if not chunk:
                 raise RuntimeError("chromium closed the pipe")
@@ -96,18 +99,23 @@ def main():
     b = Browser(a.chromium, a.url, a.size)
     try:
         end = time.monotonic() + a.timeout
+        left = lambda: max(1.0, end - time.monotonic())
         session = None
         while session is None and time.monotonic() < end:
-            pages = [t for t in b.call("Target.getTargets")["targetInfos"] if t["type"] == "page"]
+            # the first reply waits for Chromium to start: on a loaded host
+            # that takes seconds, so every call may use what is left of --timeout
+            pages = [t for t in b.call("Target.getTargets", timeout=left())["targetInfos"]
+                     if t["type"] == "page"]
             if pages:
                 session = b.call("Target.attachToTarget",
-                                 {"targetId": pages[0]["targetId"], "flatten": True})["sessionId"]
+                                 {"targetId": pages[0]["targetId"], "flatten": True},
+                                 timeout=left())["sessionId"]
             else:
                 time.sleep(0.2)
         value = ""
         while time.monotonic() < end:
             r = b.call("Runtime.evaluate", {"expression": a.until, "returnByValue": True},
-                       session=session)
+                       session=session, timeout=left())
             value = r.get("result", {}).get("value")
             if isinstance(value, str) and value:
                 break
@@ -116,7 +124,8 @@ def main():
             print("live-browser: '%s' still empty after %.0f s" % (a.until, a.timeout), file=sys.stderr)
             return 1
         if a.screenshot:
-            png = b.call("Page.captureScreenshot", {"format": "png"}, session=session)["data"]
+            png = b.call("Page.captureScreenshot", {"format": "png"}, session=session,
+                         timeout=max(10.0, end - time.monotonic()))["data"]
             with open(a.screenshot, "wb") as f:
                 f.write(base64.b64decode(png))
         print(value)
