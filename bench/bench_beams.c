@@ -197,11 +197,7 @@ static int run(const struct shape *s, const struct opts *o)
 fail:
 	fprintf(stderr, "bench_beams: pc_execute_job: %s\n", pc_last_error(pc));
 out:
-	if (pc && o->backend == PC_BACKEND_CUDA) {   /* before the memory goes */
-		pc_destroy(pc);
-		pc = NULL;
-	}
-	pc_destroy(pc);
+	pc_destroy(pc);   /* first: it unregisters the memory freed below */
 	free(h);
 	free(win);
 	free(pos);

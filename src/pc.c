@@ -1184,16 +1184,16 @@ static int check_snap(const struct pc *pc, const struct pc_snap *q, struct pc_sn
 	if (!rs || !pc->setup.snapshot_cells || !pc->ops->submit_cpi || !pc->ops->snapshots ||
 	    !q->cells || (uintptr_t)q->cells % 4 != 0 || q->dd < 1 || q->dr < 1)
 		return -EINVAL;
+	sn->dd = q->dd < rs->nd ? q->dd : rs->nd;   /* blocks no larger than the map */
+	sn->dr = q->dr < rs->samples ? q->dr : rs->samples;
 	sn->maps = maxhold_sel_count(q->map_mask, rs->channels);
-	sn->rows = maxhold_ceil_div(rs->nd, q->dd < rs->nd ? q->dd : rs->nd);
-	sn->cols = maxhold_ceil_div(rs->samples, q->dr < rs->samples ? q->dr : rs->samples);
+	sn->rows = maxhold_ceil_div(rs->nd, sn->dd);
+	sn->cols = maxhold_ceil_div(rs->samples, sn->dr);
 	cells = (size_t)sn->maps * sn->rows * sn->cols;
 	if (cells > q->cells_len || cells > pc->setup.snapshot_cells)
 		return -EINVAL;
 	sn->cells = q->cells;
 	sn->map_mask = q->map_mask;
-	sn->dd = q->dd < rs->nd ? q->dd : rs->nd;
-	sn->dr = q->dr < rs->samples ? q->dr : rs->samples;
 	return 0;
 }
 

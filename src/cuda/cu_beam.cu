@@ -753,8 +753,8 @@ __device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit
 				   double hi, int *at_end)
 {
 	const double gr = 0.5 * (sqrt(5.0) - 1.0);
-	double best = -1.0, a, z, x1, x2, j1, j2, step = (hi - lo) / CU_MONO_GRID;
-	int kb = 0;
+	double best, a, z, x1, x2, j1, j2, step = (hi - lo) / CU_MONO_GRID;
+	int kb;
 
 	{   /* the grid, a point per lane; the first of the largest wins */
 		int k = (int)(threadIdx.x & 31);

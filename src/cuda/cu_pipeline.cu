@@ -196,7 +196,6 @@ static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 	}
 	/* a snapshot's kernel and copy are not in the graph: they follow it
 	 * on the set's stream, and the CPI completes at their event */
-	snap_tail = 0;
 	if (cu_graph_ok(be, s, li, rt.stage_in || rt.stage_out || rt.stage_det, rt.on_device)) {
 		int g = cu_graph_launch(be, s, li, filt, in, &dst);
 

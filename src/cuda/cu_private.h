@@ -72,8 +72,9 @@
  *   D2H per chunk as above), and the set's stream, once every chunk is
  *   done (the Doppler FFT needs every pulse), runs the chain on the
  *   compressed rows still in d_fft (cu_radar.cu) and copies back the map
- *   (map output modes), the detection list (cfar) and, for a CPI that asks
- *   for one, the max-hold snapshot of its maps before ev_out.
+ *   (map output modes) and the detection list (cfar) before ev_out; a
+ *   CPI that asks for a max-hold snapshot of its maps has it there too
+ *   when queued call by call, or right after its graph (then ev_snap).
  *
  *   Sets run on their own streams, so the H2D of CPI k+1 overlaps the FFTs
  *   of k and the D2H of k-1 (the copy engines of each direction run

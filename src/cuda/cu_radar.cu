@@ -82,6 +82,7 @@
 #include "cu_private.h"
 extern "C" {
 #include "hcopy.h"
+#include "maxhold.h"
 }
 
 #define CU_RT 256                /* threads per block of the chain kernels  */
@@ -1088,7 +1089,6 @@ static int cu_enq_snap(struct cu_be *be, struct cu_set *s, const struct pc_snap_
 	const struct radar_setup *rs = be->rs;
 	struct cu_radar_set *r = &s->r;
 	size_t n = (size_t)q->maps * q->rows * q->cols;
-	uint64_t low = q->map_mask & ~(1ull << 63);
 	struct cu_snap_args a;
 
 	memset(&a, 0, sizeof(a));
@@ -1098,9 +1098,8 @@ static int cu_enq_snap(struct cu_be *be, struct cu_set *s, const struct pc_snap_
 	a.dr = q->dr;
 	a.rows = q->rows;
 	a.cols = q->cols;
-	for (unsigned m = 0; m < 63 && m < rs->channels; m++)
-		if (low >> m & 1)
-			a.low[a.nlow++] = (unsigned char)m;
+	for (unsigned t = 0; t < q->maps && maxhold_sel_map(q->map_mask, t) < 63; t++)
+		a.low[a.nlow++] = (unsigned char)maxhold_sel_map(q->map_mask, t);
 	k_maxhold<<<(unsigned)((n + CU_RT - 1) / CU_RT), CU_RT, 0, s->stream>>>(r->d_map, a,
 										  q->maps, r->d_snap);
 	EQK("k_maxhold", cudaGetLastError());
