@@ -53,23 +53,8 @@
 		}                                                            \
 	} while (0)
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-
-static double urand(void)   /* [0, 1) */
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return ((rng_state * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	assert_non_null(p);
-	return p;
-}
+#define TEST_RNG_SEED 0x2545f4914f6cdd1dull
+#include "test_rng.h"
 
 static float *random_cpi(size_t n)   /* n complex values in [-1, 1) */
 {

@@ -41,30 +41,8 @@
 		}                                                            \
 	} while (0)
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static double urand(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return ((rng_state * 0x2545f4914f6cdd1dull) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-static double complex cgauss(double p)
-{
-	double u1 = urand(), u2 = urand(), r = sqrt(-p * log(u1 > 0 ? u1 : 1e-300));
-
-	return r * cos(2 * M_PI * u2) + I * r * sin(2 * M_PI * u2);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	assert_non_null(p);
-	return p;
-}
+#define TEST_RNG_SEED 0x9e3779b97f4a7c15ull
+#include "test_rng.h"
 
 struct bcase {
 	unsigned C, P, R, L, B, streams;
