@@ -326,15 +326,24 @@ size_t vrt_pack_context(void *buf, size_t cap, const struct vrt_packet *p)
  * vectorized at -O2), the tail one scalar at a time; on x86-64 CPUs with
  * AVX2 (chosen at run time: the build targets baseline x86-64) 32 bytes a
  * step with one byte shuffle, which takes about 40 % less time than the
- * SSE2 shifts while the destination is in cache and as long when it is
- * not (doc/network.md). Unaligned loads and stores: a datagram's payload
- * sits anywhere. */
+ * SSE2 shifts while the destination is in cache; a destination that is
+ * not (a ring slot) takes non-temporal stores from VRT_STREAM_MIN bytes,
+ * which halve the copy's time there (doc/network.md). Unaligned loads: a
+ * datagram's payload sits anywhere. */
 typedef uint16_t v8u16 __attribute__((vector_size(16)));
 typedef uint32_t v4u32 __attribute__((vector_size(16)));
 
 #ifdef VRT_X86_AVX2
+/* Copies of at least this many bytes write the destination with
+ * non-temporal stores: it is a ring slot no cache holds (chirpd's DMA or
+ * its CPU chain reads it from memory, later), and a plain store would
+ * first read each line in (64 bytes read per 64 written) and evict a line
+ * of the receive buffers that are hot. */
+#define VRT_STREAM_MIN 1024
+
 /* The bytes of each 2- (size 2) or 4-byte (size 4) value reversed, 32
- * bytes a step; returns the bytes done (a multiple of 32 <= bytes). */
+ * bytes a step; returns the bytes done (a multiple of 32 <= bytes, or,
+ * streaming, up to the last whole 32 bytes of dst's aligned run). */
 __attribute__((target("avx2")))
 static size_t swap_avx2(uint8_t *dst, const uint8_t *src, size_t bytes, int size)
 {
@@ -343,8 +352,23 @@ static size_t swap_avx2(uint8_t *dst, const uint8_t *src, size_t bytes, int size
 	const __m256i m32 = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12,
 					     3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
 	const __m256i m = size == 2 ? m16 : m32;
-	size_t i = 0;
+	size_t i = 0, head = (32 - ((uintptr_t)dst & 31)) & 31;
 
+	if (bytes >= VRT_STREAM_MIN && head % (size_t)size == 0) {
+		/* the unaligned head in one plain store (its bytes are written
+		 * again below, the same values), then aligned streaming ones */
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)src);
+
+		_mm256_storeu_si256((__m256i *)(void *)dst, _mm256_shuffle_epi8(v, m));
+		for (i = head; i + 32 <= bytes; i += 32) {
+			v = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+			_mm256_stream_si256((__m256i *)(void *)(dst + i), _mm256_shuffle_epi8(v, m));
+		}
+		/* streaming stores are weakly ordered: in memory before the
+		 * caller publishes the copy (a release store) */
+		_mm_sfence();
+		return i;
+	}
 	for (; i + 32 <= bytes; i += 32) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
 

@@ -304,22 +304,24 @@ static void test_round_trip(void **state)
 }
 
 /*
- * The byte-swapping copies at every length from 0 to 300 values and every
- * misalignment of source and destination: each value against its
- * byte-by-byte reversal, and not a byte written past the end (the vector
- * steps, AVX2 where the CPU has it, and their scalar tails).
+ * The byte-swapping copies at every length from 0 to 300 values, and some
+ * up to 600, and every misalignment of source and destination: each value
+ * against its byte-by-byte reversal, and not a byte written past the end
+ * (the vector steps, AVX2 where the CPU has it, its streaming stores from
+ * 1024 bytes to a destination that can be aligned, and the scalar tails).
  */
 static void test_copy_swap(void **state)
 {
-	static uint8_t src[4 * 300 + 64], dst[4 * 300 + 64];
+	static uint8_t src[4 * 600 + 64] __attribute__((aligned(32)));
+	static uint8_t dst[4 * 600 + 64] __attribute__((aligned(32)));
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 131 + 7);
 	for (size_t w = 2; w <= 4; w += 2)
-		for (size_t n = 0; n <= 300; n++)
+		for (size_t n = 0; n <= 600; n += n < 300 ? 1 : 37)
 			for (size_t so = 0; so < 4; so++)
-				for (size_t dof = 0; dof < 4; dof += 3) {
+				for (size_t dof = 0; dof < 8; dof += dof == 0 ? 3 : 1) {
 					memset(dst, 0xee, sizeof(dst));
 					if (w == 2)
 						vrt_copy_swap16(dst + dof, src + so, n);

@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <linux/filter.h>
+#include <linux/sock_diag.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -55,6 +56,9 @@
 #include "tool.h"
 #include "vrt.h"
 
+#ifndef SO_MEMINFO
+#define SO_MEMINFO 55
+#endif
 #ifndef SO_RXQ_OVFL
 #define SO_RXQ_OVFL 40
 #endif
@@ -684,6 +688,19 @@ static int others_waiting(const struct worker *w)
 	return 0;
 }
 
+/* 1 when w's socket holds half its receive buffer or more (SO_MEMINFO),
+ * or cannot say: a hold would then risk its own datagrams. */
+static int socket_crowded(const struct worker *w)
+{
+	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+	socklen_t len = sizeof(mi);
+
+	if (getsockopt(w->fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0 ||
+	    len < (SK_MEMINFO_RCVBUF + 1) * sizeof(mi[0]))
+		return 1;
+	return mi[SK_MEMINFO_RMEM_ALLOC] >= mi[SK_MEMINFO_RCVBUF] / 2;
+}
+
 /*
  * 1: hold this packet (of stream sample s) back for a while (lock held).
  * It runs ahead of the window and placing it would commit the oldest CPI
@@ -691,9 +708,13 @@ static int others_waiting(const struct worker *w)
  * that worker has datagrams waiting in its socket (for a channel no
  * worker has seen yet: any other worker): they may be the very samples,
  * late only because that thread was not scheduled. Holding
- * leaves this worker's datagrams in its socket (the kernel's buffer) and
- * never lasts longer than the deadline; a worker does not hold for one
- * that is holding itself, so two never wait for each other.
+ * leaves this worker's datagrams in its socket (the kernel's buffer), so
+ * it ends at the deadline or once that socket is half full, whichever
+ * comes first: a hold never costs a datagram of its own. Samples that
+ * were lost (another socket overflowed) never come, and a hold for them
+ * must not make this socket overflow in turn, and the next one for its
+ * holes, and so on. A worker does not hold for one that is holding
+ * itself, so two never wait for each other.
  */
 static int hold_back(struct worker *w, uint64_t s, uint64_t now)
 {
@@ -707,7 +728,7 @@ static int hold_back(struct worker *w, uint64_t s, uint64_t now)
 			continue;
 		if (!w->hold_ns)
 			w->hold_ns = now ? now : 1;
-		if (now - w->hold_ns < (uint64_t)(rx->o.deadline_ms * 1e6))
+		if (now - w->hold_ns < (uint64_t)(rx->o.deadline_ms * 1e6) && !socket_crowded(w))
 			return 1;
 		break;
 	}
