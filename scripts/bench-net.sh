@@ -23,7 +23,8 @@
 #                 to them by stream ID) -> chirpd's input
 #                 ring -> chirpd (--backend) consuming: the highest rate
 #                 with nothing lost (no drop of any cause in chirp-recv,
-#                 every CPI complete, no input overrun in chirpd), found by
+#                 every CPI complete, no input overrun in chirpd; its
+#                 --horizon the CPIs one socket buffer holds), found by
 #                 a search of short trials (--search-s each, --steps of
 #                 them, bisecting below (a)) and then held for --hold-s (a
 #                 rate that does not hold is lowered by 10 % and held
@@ -47,6 +48,8 @@
 # once it has committed every CPI sent (--count), or 3 s after the last
 # datagram (--idle-exit) when some never come.
 #
+# A rate sent is over chirp-send's own sending time (its "seconds": from
+# the first pulse's schedule to the end, start-up left out).
 # Rates are Gb/s of payload: datagram bytes less the 28-byte VRT header
 # (header, stream ID, class ID, integer and fractional timestamps) in every
 # row, so the rows count the same bits; per core = over the receive
@@ -144,6 +147,13 @@ RECV=$BIN/chirp-recv SEND=$BIN/chirp-send
 # two datagrams.
 C=$SENDERS R=$(((BYTES - HDR) / 4 * 2))
 CPI_BYTES=$((C * P * R * 4))
+# chirp-recv's horizon: the CPIs one socket's buffer holds (a receive
+# thread may lag that much without losing a datagram, and its CPIs stay
+# open as long), 256 at most; the ring has 64 slots more for chirpd.
+HORIZON=$(((RCVBUF * THREADS + CPI_BYTES - 1) / CPI_BYTES))
+[ "$HORIZON" -le 256 ] || HORIZON=256
+[ "$HORIZON" -ge 4 ] || HORIZON=4
+SLOTS=$((HORIZON + 64))
 TSV=$T/net.tsv
 printf 'what\tthreads\tdatagram_bytes\tgbps\tgbps_per_core\tloss\tseconds\tsender\tbackend\n' >"$TSV"
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$TSV"; }
@@ -192,7 +202,7 @@ trial() {
 	cps=$(calc "'%.4f' % (float(sys.argv[1]) * 1e9 / 8 / int(sys.argv[2]))" "$want" "$CPI_BYTES")
 	n=$(calc "max(4, int(float(sys.argv[1]) * float(sys.argv[2]) + 0.5))" "$cps" "$secs")
 	rm -f "$T/recv.err"
-	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --horizon 60 --epoch-jump 256 --deadline-ms 200 \
+	"$RECV" -c "$CONF" --listen 127.0.0.1:0 --horizon "$HORIZON" --epoch-jump 256 --deadline-ms 200 \
 		--count "$n" --idle-exit "$IDLE_S" --rcvbuf "$RCVBUF" --wait 10 "${rargs[@]}" \
 		>"$T/recv.json" 2>"$T/recv.err" &
 	rpid=$!
@@ -214,13 +224,17 @@ import json, sys
 r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 n, cpi_bytes, t0, t1, want, ov = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), \
     float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
-sent = json.loads(open(sys.argv[8]).read().strip().splitlines()[-1])["packets"]
+s = json.loads(open(sys.argv[8]).read().strip().splitlines()[-1])
+sent = s["packets"]
 payload = int(sys.argv[9])
 got = r["packets"] + r.get("context_packets", 0)   # data and context
-gbps = n * cpi_bytes * 8 / (t1 - t0) / 1e9
+# over chirp-send's own sending time (its start-up and synthesis left
+# out), else the process's
+secs = s.get("seconds") or (t1 - t0)
+gbps = n * cpi_bytes * 8 / secs / 1e9
 d = r["drops"]
 placed = r["packets"] - sum(d[k] for k in ("late", "duplicate", "ring_full", "bad_channel", "before_t0"))
-placed_gbps = placed * payload * 8 / (t1 - t0) / 1e9
+placed_gbps = placed * payload * 8 / secs / 1e9
 why = [k + "=" + str(v) for k, v in r["drops"].items() if v]
 c = r["cpis"]
 if c["complete"] != n:
@@ -245,7 +259,7 @@ scripts/bench-meta.sh "$META.tmp" net scripts/bench-net.sh "${ARGS[@]}" || exit 
 # The sender of (a), (b) and (c): one chirp-send paces every channel from
 # one start, so a pulse's channels arrive together; --same-cpi keeps
 # synthesis and conversion out of its rate.
-e2e_config input.format=sc16 input.slots=128 cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
+e2e_config input.format=sc16 input.slots="$SLOTS" cpi.channels="$C" cpi.pulses="$P" cpi.samples="$R" \
 	waveform.sample_rate_hz=100e6 waveform.bandwidth_hz=20e6 waveform.pulse_width_s=2e-6 \
 	output.mode=complex output.slots=16 ${EXTRA_CFG:-}
 SEND_ARGS=(-c "$CONF" --threads "$SENDERS" --max-payload $((BYTES - HDR)) --target $((R / 2)),-6

@@ -85,7 +85,9 @@ struct cpiasm_params {
 	uint64_t epoch_jump_cpis;            /* >= 1                            */
 };
 
-#define CPIASM_MAX_HORIZON 64
+/* At most: enough CPIs for a socket buffer of hundreds of MiB (the lag a
+ * receive thread may take without loss) at any CPI of a few MiB a socket. */
+#define CPIASM_MAX_HORIZON 256
 
 /* What became of a packet (cpiasm_put). */
 enum cpiasm_result {

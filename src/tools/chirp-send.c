@@ -95,6 +95,7 @@ struct send {
 	unsigned threads;                /* --threads: lanes                    */
 	struct lane *lane;               /* [threads]                          */
 	double t_start;                  /* every lane paces from it (mono_s)   */
+	double t_end;                    /* the last lane done (mono_s); 0: not yet */
 	uint8_t *vrt_count;              /* [channels]: packet count mod 16
 					    (a channel is one lane's)          */
 	uint32_t *plain_seq;             /* [channels]                          */
@@ -878,6 +879,7 @@ static int run(struct send *s)
 	for (unsigned i = 1; i < s->threads; i++)
 		if (s->lane[i].started)
 			pthread_join(s->lane[i].th, NULL);
+	s->t_end = mono_s();
 	for (unsigned i = 0; i < s->threads && rc == 0; i++)
 		rc = s->lane[i].rc;
 	return rc;
@@ -898,8 +900,10 @@ static void print_totals(const struct send *s)
 		cpis = l->cpis < cpis ? l->cpis : cpis;   /* whole: every lane's */
 	}
 	printf("{\"cpis\":%" PRIu64 ",\"packets\":%" PRIu64 ",\"bytes\":%" PRIu64
-	       ",\"dropped\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"refused\":%" PRIu64 "}\n",
-	       cpis, sent, bytes, dropped, reordered, refused);
+	       ",\"dropped\":%" PRIu64 ",\"reordered\":%" PRIu64 ",\"refused\":%" PRIu64
+	       ",\"seconds\":%.6f}\n",
+	       cpis, sent, bytes, dropped, reordered, refused,
+	       s->t_end > s->t_start ? s->t_end - s->t_start : 0.0);
 }
 
 int main(int argc, char **argv)
