@@ -364,7 +364,7 @@ step_startup() {
 step_net() {
 	local rc cmd=(scripts/bench-net.sh --backend cuda ${NET_ARGS:-} --out "$dir/net.tsv")
 	# bench-net writes net.meta itself (the same bench-meta.sh)
-	run_step 300 "$dir/net.log" "${cmd[@]}"
+	run_step 360 "$dir/net.log" "${cmd[@]}"
 	rc=$?
 	case $rc in
 	0) note net ok "$(grep -E '^(PASS|FAIL) ' "$dir/net.log" | cut -c1-70 | tr '\n' ';')";;
