@@ -41,12 +41,12 @@
 #               -> detect_latency.tsv                                <= 300 s
 #   startup     scripts/bench-startup.sh: five starts in a row, the
 #               capacity and depth each decided -> startup.tsv   <= 150 s
-#   net         scripts/bench-net.sh --backend cuda, its defaults (2 receive
-#               and sending threads, 8220-byte datagrams, a 60 s hold):
-#               chirp-recv into chirpd against the loopback ceiling and a
-#               naive receiver (chirp-recv --batch 1 --threads 1), one run
-#               -> net.tsv (NET_ARGS: more options, e.g. "--threads 4")
-#                                                                  <= 300 s
+#   net         scripts/bench-net.sh --backend cuda --senders 4 --threads 4
+#               (a receive thread per sending thread; NET_ARGS: other
+#               options instead of those two), 8220-byte datagrams, a 60 s
+#               hold: chirp-recv into chirpd against the loopback ceiling
+#               and a naive receiver (chirp-recv --batch 1 --threads 1),
+#               one run -> net.tsv                                 <= 360 s
 #   publish     scripts/bench-publish.sh, backend cuda: the chain's
 #               detection lists published on ZeroMQ (chirp-sub subscribing)
 #               and not, at capacity and paced at 2000 CPI/s, 2 x 2 runs
@@ -362,7 +362,7 @@ step_startup() {
 }
 
 step_net() {
-	local rc cmd=(scripts/bench-net.sh --backend cuda ${NET_ARGS:-} --out "$dir/net.tsv")
+	local rc cmd=(scripts/bench-net.sh --backend cuda ${NET_ARGS:---senders 4 --threads 4} --out "$dir/net.tsv")
 	# bench-net writes net.meta itself (the same bench-meta.sh)
 	run_step 360 "$dir/net.log" "${cmd[@]}"
 	rc=$?
