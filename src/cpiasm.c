@@ -59,6 +59,8 @@ static int bad(char *err, size_t errlen, const char *why)
 	return 0;
 }
 
+_Static_assert(CPIASM_MAX_HORIZON == 256, "params_ok's message names the limit");
+
 static int params_ok(const struct cpiasm_params *p, char *err, size_t errlen)
 {
 	if (!p->channels || !p->pulses || !p->samples)

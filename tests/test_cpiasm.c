@@ -633,6 +633,11 @@ static void test_formats(void **state)
 	p.pri_samples = 2;
 	p.horizon = CPIASM_MAX_HORIZON + 1;
 	assert_null(cpiasm_create(&p, &s, err, sizeof(err)));
+	assert_non_null(strstr(err, "horizon must be 1..256"));
+	p.horizon = CPIASM_MAX_HORIZON;   /* the most is taken */
+	a = cpiasm_create(&p, &s, err, sizeof(err));
+	assert_non_null(a);
+	cpiasm_destroy(a);
 	p.horizon = 1;
 	p.ring_format = CHIRP_RING_RF32;
 	assert_null(cpiasm_create(&p, &s, err, sizeof(err)));
