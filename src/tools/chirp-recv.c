@@ -41,7 +41,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <linux/filter.h>
-#include <linux/sock_diag.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -56,9 +55,6 @@
 #include "tool.h"
 #include "vrt.h"
 
-#ifndef SO_MEMINFO
-#define SO_MEMINFO 55
-#endif
 #ifndef SO_RXQ_OVFL
 #define SO_RXQ_OVFL 40
 #endif
@@ -688,17 +684,13 @@ static int others_waiting(const struct worker *w)
 	return 0;
 }
 
-/* 1 when w's socket holds half its receive buffer or more (SO_MEMINFO),
- * or cannot say: a hold would then risk its own datagrams. */
+/* 1 when w's socket holds half its receive buffer or more, or cannot
+ * say: a hold would then risk its own datagrams. */
 static int socket_crowded(const struct worker *w)
 {
-	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
-	socklen_t len = sizeof(mi);
+	double f;
 
-	if (getsockopt(w->fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0 ||
-	    len < (SK_MEMINFO_RCVBUF + 1) * sizeof(mi[0]))
-		return 1;
-	return mi[SK_MEMINFO_RMEM_ALLOC] >= mi[SK_MEMINFO_RCVBUF] / 2;
+	return tool_socket_fill(w->fd, &f) < 0 || f >= 0.5;
 }
 
 /*

@@ -7,13 +7,19 @@
 #include "timeutil.h"
 
 #include <errno.h>
+#include <linux/sock_diag.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef SO_MEMINFO
+#define SO_MEMINFO 55
+#endif
 
 int tool_bad_arg(const char *opt, const char *val, const char *want)
 {
@@ -133,6 +139,19 @@ int tool_sleep(double s)
 	if (ts.tv_nsec >= 1000000000L)
 		ts.tv_nsec = 999999999L;
 	return nanosleep(&ts, NULL) < 0 ? -errno : 0;
+}
+
+int tool_socket_fill(int fd, double *frac)
+{
+	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+	socklen_t len = sizeof(mi);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0)
+		return -errno;
+	if (len < (SK_MEMINFO_RCVBUF + 1) * sizeof(mi[0]) || !mi[SK_MEMINFO_RCVBUF])
+		return -EPROTO;
+	*frac = (double)mi[SK_MEMINFO_RMEM_ALLOC] / (double)mi[SK_MEMINFO_RCVBUF];
+	return 0;
 }
 
 struct chirp_ring *tool_attach_wait(const char *name, enum chirp_ring_role role,

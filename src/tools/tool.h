@@ -183,6 +183,14 @@ struct synth *tool_synth_create(const struct tool_synth_opts *o, const struct ch
 int tool_sleep(double s);
 
 /*
+ * How full socket fd's receive buffer is: the bytes the kernel charges to
+ * it (datagrams waiting, with their overhead) over the buffer's size, in
+ * *frac (0..1, more when the kernel went over). Returns 0, or -errno
+ * (SO_MEMINFO unknown to the kernel: Linux before 4.6).
+ */
+int tool_socket_fill(int fd, double *frac);
+
+/*
  * Attach to ring NAME in role, retrying every 50 ms for up to wait_s
  * seconds (0 = one try) while *stop stays 0. opts as for
  * chirp_ring_attach (NULL = defaults: refuse a ring another uid owns).
