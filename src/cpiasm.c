@@ -74,7 +74,7 @@ static int params_ok(const struct cpiasm_params *p, char *err, size_t errlen)
 	if (p->pri_samples < p->samples || p->pri_samples > (1ull << 40))
 		return bad(err, errlen, "the pulse period must be >= samples per pulse");
 	if (p->horizon < 1 || p->horizon > CPIASM_MAX_HORIZON)
-		return bad(err, errlen, "horizon must be 1..256 CPIs (CPIASM_MAX_HORIZON)");
+		return bad(err, errlen, "horizon must be 1..256 CPIs");
 	if (!p->deadline_ns)
 		return bad(err, errlen, "deadline must be > 0");
 	if (!p->epoch_jump_cpis)

@@ -328,8 +328,8 @@ size_t vrt_pack_context(void *buf, size_t cap, const struct vrt_packet *p)
  * step with one byte shuffle, which takes about 40 % less time than the
  * SSE2 shifts while the destination is in cache; a destination that is
  * not (a ring slot) takes non-temporal stores from VRT_STREAM_MIN bytes,
- * which halve the copy's time there (doc/network.md). Unaligned loads: a
- * datagram's payload sits anywhere. */
+ * which take more than half the copy's time off there (doc/network.md).
+ * Unaligned loads: a datagram's payload sits anywhere. */
 typedef uint16_t v8u16 __attribute__((vector_size(16)));
 typedef uint32_t v4u32 __attribute__((vector_size(16)));
 
