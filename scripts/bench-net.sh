@@ -133,6 +133,7 @@ done
 	bad "--bytes $BYTES: want 28 + a multiple of 4 bytes of sc16 payload, at most 9000"
 case $OUT in *.tsv) ;; *) bad "--out '$OUT': want a FILE.tsv";; esac
 mkdir -p "$(dirname "$OUT")" || exit 1
+rm -f "${OUT%.tsv}"-hold*.jsonl   # an earlier run's holds are not this run's
 META=${OUT%.tsv}.meta
 
 export CHIRP_TEST_BACKEND=$BACKEND
@@ -192,7 +193,8 @@ sink_run() {
 
 # trial GBPS SECONDS [CHIRP-RECV ARGS...] — chirp-send (SENDERS threads)
 # at GBPS of payload for SECONDS into chirp-recv (default: THREADS receive
-# threads) into chirpd. Sets res (ok or lost), got (Gb/s sent), placed
+# threads) into chirpd. Sets res (ok or lost), got (Gb/s sent), sent_s
+# (chirp-send's sending seconds), placed
 # (Gb/s of payload chirp-recv placed into CPIs, over the sender's time),
 # loss (the fraction of datagrams lost) and why. (Not in a subshell:
 # e2e_fail and e2e_track work on the script itself.)
@@ -254,13 +256,13 @@ if ov:
 if got < sent:
     why.append("unreceived=%d" % (sent - got))
 loss = max(sent - got, 0) + sum(r["drops"].values())
-print("%s %.3f %.3f %.6f %s%s" % ("lost" if why else "ok", gbps, placed_gbps, loss / max(sent, 1),
+print("%s %.3f %.3f %.6f %.3f %s%s" % ("lost" if why else "ok", gbps, placed_gbps, loss / max(sent, 1), secs,
                              ",".join(why) or "-",
                              " (sender-limited: %.3f of %.3f Gb/s)" % (gbps, want)
                              if gbps < 0.95 * want else ""))
 EOF
 	) >"$T/trial.res" || e2e_fail "cannot read the trial's counters: $(cat "$T/recv.json")"
-	read -r res got placed loss why <"$T/trial.res"
+	read -r res got placed loss sent_s why <"$T/trial.res"
 }
 
 e2e_log "bench-net: $THREADS receive thread(s), $SENDERS sending, datagrams of $BYTES bytes ($((BYTES - HDR)) of payload), CPI ${C}x${P}x${R} sc16, backend $BACKEND, hold ${HOLD_S} s; net.core.rmem_max $(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
@@ -312,7 +314,8 @@ if [ "$lo" != 0 ]; then
 		STOP_ON_LOSS=1 trial "$g" "$HOLD_S"
 		cp "$T/recv.json" "${OUT%.tsv}-hold$try.jsonl"
 		e2e_log "(c) hold $try: $g Gb/s asked for $HOLD_S s, $got sent: $res $why"
-		hloss=$loss hsecs=$HOLD_S
+		# over what it sent for: a hold stopped at a loss, less
+		hloss=$loss hsecs=$(printf '%.0f' "$sent_s")
 		if [ "$res" = ok ]; then held=$got; break; fi
 	done
 fi
