@@ -29,18 +29,21 @@
  *                 double), then D -> d_dop and M (and map_db) -> d_map.
  *                 The compressed rows are read once and d_zin is neither
  *                 written nor read: a third of the three kernels' traffic.
- *   4 k_cfar_fused  ca/go/so, one pass per tile of 8 Doppler rows x 128
- *                 gates of a map: running Doppler-window column sums down
- *                 the tile (|dk| <= gd+td, and without |dk| <= gd, cyclic),
- *                 straight into shared memory; a prefix along range per row;
- *                 each cell's training sums as differences of prefixes. The
- *                 cost per cell grows with neither window extent, and the
- *                 column sums never go to device memory. Running and prefix
- *                 sums are double and count non-finite cells apart: a strong
- *                 target in the window cancels none of the noise's digits,
- *                 and a NaN reaches only the windows that hold it. A range
- *                 halo too wide for shared memory takes two passes instead
- *                 (k_cfar_dop to d_sf/d_st, k_cfar_range_wide).
+ *   4 k_cfar_fused  ca/go/so, one pass per tile of 16 Doppler rows x 128
+ *                 gates of a map: the tile and its halo into shared
+ *                 memory; per column the Doppler window's sums (training
+ *                 rows, and all rows, cyclic), direct; along range the
+ *                 window sums of the training columns by van Herk's blocks
+ *                 (a suffix of one block plus a prefix of the next); per
+ *                 cell two of those and the guard columns. No sum is a
+ *                 difference of running or prefix sums: the cells are
+ *                 powers, so nothing cancels, a strong target in the
+ *                 window leaves the noise's digits alone, and a NaN or Inf
+ *                 reaches exactly the windows that hold it. The cost per
+ *                 cell grows with the Doppler window and the range guard,
+ *                 not with the range training. A tile too wide for shared
+ *                 memory takes two passes instead (k_cfar_dop to d_sf/d_st,
+ *                 k_cfar_range_wide).
  *     k_cfar_os   os: the training cells of each cell gathered (at most
  *                 PC_CFAR_OS_MAX_CELLS) and the rank[n]-th smallest
  *                 selected (Wirth's selection in registers / local memory).
@@ -287,129 +290,6 @@ struct cu_cfar_args {
 	int method;
 };
 
-/*
- * 4b. ca/go/so along range, block (x: a map row, y: a tile of CU_RT
- * gates). The tile's sf and st with a halo of gr+tr gates each side are
- * turned into prefix sums in shared memory (double: a difference of two
- * is then exact to far below the noise's digits, however strong a target
- * in the window), with a prefix count of non-finite columns; each cell's
- * leading (dn < 0) and lagging (dn > 0) sums are then two differences, so
- * the cost does not grow with the training extent. Cells per column:
- * 2(gd+td)+1 where sf is used (|dn| > gr), 2 td where st is (|dn| <= gr).
- */
-/* The prefix arrays, one array each (consecutive threads then read
- * consecutive words: no bank conflicts, where an array of structs of 24
- * bytes would cost three times the shared-memory wavefronts). */
-struct cu_pre {
-	double *f, *t;   /* prefix sums of sf and st, non-finite as 0 */
-	int *b;          /* prefix count of non-finite sf              */
-	int anybad;      /* 0: the tile has none, b is not made        */
-};
-
-/* Sums over span indices [i0, i1] (empty when i0 > i1). */
-__device__ __forceinline__ double cu_psf(const struct cu_pre &p, int i0, int i1)
-{
-	return i0 > i1 ? 0.0 : p.f[i1] - (i0 > 0 ? p.f[i0 - 1] : 0.0);
-}
-
-__device__ __forceinline__ double cu_pst(const struct cu_pre &p, int i0, int i1)
-{
-	return i0 > i1 ? 0.0 : p.t[i1] - (i0 > 0 ? p.t[i0 - 1] : 0.0);
-}
-
-__device__ __forceinline__ int cu_psb(const struct cu_pre &p, int i0, int i1)
-{
-	return !p.anybad || i0 > i1 ? 0 : p.b[i1] - (i0 > 0 ? p.b[i0 - 1] : 0);
-}
-
-/* One cell of k_cfar_fused: n its gate, c its span index (any gate; the
- * ones whose window is cut by the range edges take this way). */
-__device__ __noinline__ float cu_range_cell(const struct cu_pre &sp, const struct cu_cfar_args &a, int n,
-			       int lo, float nrm)
-{
-	int h = (int)(a.gr + a.tr), gr = (int)a.gr, R = (int)a.R, c = n - lo;
-	float cf = 2.0f * (a.gd + a.td) + 1.0f, ct = 2.0f * a.td;   /* cells per column */
-	/* the gates that exist of each region, as span indices */
-	int lf0 = max(n - h, 0) - lo, lf1 = n - gr - 1 - lo;      /* leading, |dn| > gr  */
-	int lg0 = max(n - gr, 0) - lo, lg1 = c - 1;               /* leading, |dn| <= gr */
-	int rg0 = c + 1, rg1 = min(n + gr, R - 1) - lo;           /* lagging, |dn| <= gr */
-	int rf0 = n + gr + 1 - lo, rf1 = min(n + h, R - 1) - lo;  /* lagging, |dn| > gr  */
-	float nl = (float)max(lf1 - lf0 + 1, 0) * cf + (float)max(lg1 - lg0 + 1, 0) * ct;
-	float nr = (float)max(rf1 - rf0 + 1, 0) * cf + (float)max(rg1 - rg0 + 1, 0) * ct;
-	/* the differences in double, the rest in float: the sums are then
-	 * exact to float's precision, and float's division is cheap */
-	float sl = (float)(cu_psf(sp, lf0, lf1) + cu_pst(sp, lg0, lg1));
-	float sr = (float)(cu_pst(sp, rg0, rg1) + cu_psf(sp, rf0, rf1));
-	int badl = cu_psb(sp, min(lf0, lg0), lg1), badr = cu_psb(sp, rg0, max(rg1, rf1));
-	float mean;
-	int bad;
-
-	if (a.method == PC_CFAR_CA || (nl == 0.0f && nr == 0.0f)) {
-		mean = (sl + (float)cu_pst(sp, c, c) + sr) / (nl + ct + nr);
-		bad = badl || badr || cu_psb(sp, c, c);
-	} else if (nl == 0.0f) {   /* an edge: the other half gives the estimate */
-		mean = sr / nr;
-		bad = badr;
-	} else if (nr == 0.0f) {
-		mean = sl / nl;
-		bad = badl;
-	} else {
-		float ml = sl / nl, mr = sr / nr;
-
-		mean = a.method == PC_CFAR_GO ? fmaxf(ml, mr) : fminf(ml, mr);
-		bad = badl || badr;
-	}
-	/*
-	 * A NaN or Inf among the Doppler columns a statistic draws on, guard
-	 * cells included (non-finite input), leaves no estimate: noise NaN,
-	 * so no crossing there, as the CPU backend decides it.
-	 */
-	return bad ? NAN : mean * nrm;
-}
-
-/* cu_range_cell for a gate whose whole window exists (all but the h
- * gates at each end of a row): fixed offsets, fixed cell counts, each sum
- * one or two differences of prefixes. c: the gate's span index. */
-__device__ __forceinline__ float cu_range_inner(const struct cu_pre &sp, const struct cu_cfar_args &a,
-						int c, float nrm)
-{
-	int h = (int)(a.gr + a.tr), gr = (int)a.gr;
-	/* c - h - 1 >= 0: k_cfar_fused's halo has one gate more on the left */
-	double fl = sp.f[c - gr - 1] - sp.f[c - h - 1];   /* leading, |dn| > gr  */
-	double fr = sp.f[c + h] - sp.f[c + gr];           /* lagging, |dn| > gr  */
-	float half = (float)a.tr * (2.0f * (a.gd + a.td) + 1.0f) + (float)a.gr * 2.0f * a.td;
-
-	if (a.method == PC_CFAR_CA) {
-		double t = sp.t[c + gr] - sp.t[c - gr - 1];   /* |dn| <= gr, the cell's too */
-		int bad = sp.anybad && sp.b[c + h] - sp.b[c - h - 1];
-
-		return bad ? NAN : (float)(fl + fr + t) / (2.0f * half + 2.0f * a.td) * nrm;
-	}
-	float ml = (float)(fl + sp.t[c - 1] - sp.t[c - gr - 1]) / half;
-	float mr = (float)(fr + sp.t[c + gr] - sp.t[c]) / half;
-	int bad = sp.anybad && sp.b[c + h] - sp.b[c - h - 1] - (sp.b[c] - sp.b[c - 1]);   /* not the cell's */
-
-	return bad ? NAN : (a.method == PC_CFAR_GO ? fmaxf(ml, mr) : fminf(ml, mr)) * nrm;
-}
-
-/*
- * 4. ca/go/so in one pass over a tile of CU_TK Doppler rows x CU_TG
- * gates of one map, CU_TG threads (block x: a map's row tile, y: a gate
- * tile).
- *   a. Each thread walks down columns (gates of the tile and its range
- *      halo) through the tile's rows with running Doppler-window sums,
- *      |dk| <= gd+td and |dk| <= gd, cyclic: the window's 2(gd+td)+1
- *      reads once per column, then four per row. The sums are double and
- *      leave non-finite cells out (counted instead), so a strong target
- *      leaving the window leaves no residue in the noise's digits and a NaN
- *      reaches only the windows that hold it.
- *   b. Each warp turns rows of those column sums into prefix sums along
- *      range (double, and a count of non-finite columns where the tile has
- *      any).
- *   c. Each cell's training sums are then differences of prefixes: the cost
- *      per cell grows with neither window extent.
- * Offsets within a map are 32-bit (checked at create).
- */
 /* What k_locmax needs besides its buffers. */
 struct cu_max_args {
 	unsigned Nd, R, md, mr;
@@ -462,165 +342,200 @@ __device__ __forceinline__ int cu_is_max(const float *__restrict__ map, const st
 	return 1;
 }
 
-#define CU_TK 8      /* Doppler rows of a tile                          */
+#define CU_TK 16     /* Doppler rows of a tile                          */
 #define CU_TG 128    /* gates of a tile, and its threads                */
 
-/* One row's prefix arrays, in place, by one warp: a run per lane, the
- * runs' totals scanned by shuffles. */
-__device__ __forceinline__ void cu_warp_prefix(double *f, double *t, int *b, unsigned n,
-					       int anybad)
+/*
+ * w[i] = x[i] + ... + x[i+L-1] for i = 0..n-L, in each of `lines` rows of
+ * ld floats, by the block's threads: van Herk's blocks of L, where the
+ * window starting at b L + j is a suffix of block b (x[bL+j..bL+L-1]) and
+ * a prefix of block b+1 (x[bL+L..bL+L+j-1]). Two short scans per block,
+ * additions only: with every term >= 0 nothing cancels, whatever the
+ * window holds, and a NaN or Inf reaches exactly the windows holding it.
+ * L >= 1; w and x apart.
+ */
+__device__ __forceinline__ void cu_winsum(const float *x, float *w, unsigned lines, unsigned n,
+					  unsigned ld, unsigned L)
 {
-	unsigned lane = threadIdx.x & 31, per = (n + 31) / 32, i0 = lane * per;
-	unsigned i1 = min(n, i0 + per);
-	double sf = 0.0, stt = 0.0, xf, xt;
-	int sb = 0, xb;
+	unsigned nb = (n - L) / L + 1;   /* blocks that start a window */
 
-	for (unsigned i = i0; i < i1; i++) {
-		sf += f[i];
-		stt += t[i];
-		f[i] = sf;
-		t[i] = stt;
-		if (anybad) {
-			sb += b[i];
-			b[i] = sb;
-		}
-	}
-	xf = sf;
-	xt = stt;
-	xb = sb;
-	for (int o = 1; o < 32; o <<= 1) {   /* inclusive scan of the runs' totals */
-		double uf = __shfl_up_sync(0xffffffffu, xf, o), ut = __shfl_up_sync(0xffffffffu, xt, o);
-		int ub = __shfl_up_sync(0xffffffffu, xb, o);
+	for (unsigned it = threadIdx.x; it < lines * nb; it += blockDim.x) {
+		unsigned line = it / nb, i0 = (it - line * nb) * L;
+		unsigned m = min(L, n - L + 1 - i0);   /* the block's window starts */
+		const float *xl = x + (size_t)line * ld + i0;
+		float *wl = w + (size_t)line * ld + i0;
+		float s = 0.0f, p = 0.0f;
+		unsigned j = L;
 
-		if (lane >= (unsigned)o) {
-			xf += uf;
-			xt += ut;
-			xb += ub;
+#pragma unroll 1
+		for (; j > m; j--)   /* suffixes of block b, past its last start */
+			s += xl[j - 1];
+#pragma unroll 1
+		for (; j > 0; j--) {   /* ... and at its starts */
+			s += xl[j - 1];
+			wl[j - 1] = s;
 		}
-	}
-	xf -= sf;   /* the runs before this lane's */
-	xt -= stt;
-	xb -= sb;
-	for (unsigned i = i0; i < i1; i++) {
-		f[i] += xf;
-		t[i] += xt;
-		if (anybad)
-			b[i] += xb;
+#pragma unroll 1
+		for (j = 1; j < m; j++) {   /* plus prefixes of block b + 1 */
+			p += xl[L + j - 1];
+			wl[j] += p;
+		}
 	}
 }
 
+/* x[0] + x[ld] + ... + x[(n-1) ld], in that order (0 when n is 0). The
+ * short windows the CFAR's guards and Doppler training mostly have are
+ * unrolled: n is the same for the whole block, so the switch costs a
+ * uniform branch, where a loop costs its control for every term. */
+__device__ __forceinline__ float cu_colsum(const float *x, unsigned n, unsigned ld)
+{
+	float s;
+
+	switch (n) {
+	case 0:
+		return 0.0f;
+	case 1:
+		return x[0];
+	case 2:
+		return x[0] + x[ld];
+	case 3:
+		return x[0] + x[ld] + x[2 * ld];
+	case 4:
+		return x[0] + x[ld] + x[2 * ld] + x[3 * ld];
+	default:
+		break;
+	}
+	s = 0.0f;
+#pragma unroll 1
+	for (; n > 0; n--, x += ld)
+		s += *x;
+	return s;
+}
+
+/*
+ * 4. ca/go/so in one pass over a tile of CU_TK Doppler rows x CU_TG gates
+ * of one map, CU_TG threads (block x: a map's row tile, y: a gate tile).
+ *   a. A thread per column (gate of the tile or of its range halo of
+ *      gr+tr gates each side, zero outside the map's range) loads the
+ *      column's cells, with a halo of gd+td rows each side (cyclic), into
+ *      shared memory, and sums its Doppler windows there, directly: t over
+ *      the training rows (gd < |dk| <= gd+td), f over all 2(gd+td)+1; t
+ *      is NaN where f is not finite (a column with a NaN or Inf anywhere
+ *      in its window, guard cells included, leaves no estimate to the
+ *      windows that use it).
+ *   b. Along range, the window sums of f over tr columns (cu_winsum).
+ *   c. Per cell: the leading sum, one window of f and the gr columns of t
+ *      before the cell; the lagging sum likewise after it; then the noise,
+ *      the crossing and the local maximum (k_locmax's work, done here
+ *      while the noise is in a register: the noise is written only where
+ *      a detection needs it, k_records' only reader).
+ * No sum is a difference: the map's cells are powers (>= 0), so a strong
+ * target in a window cancels none of the noise's digits. A window whose
+ * float sum passes FLT_MAX counts as one holding an Inf. A tile too wide
+ * for shared memory takes two passes (k_cfar_dop, k_cfar_range_wide)
+ * instead. Offsets within a map are 32-bit (checked at create).
+ */
 __global__ void __launch_bounds__(CU_TG)
 k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__restrict__ norm,
 	     const float *__restrict__ alpha, struct cu_max_args ma, float *__restrict__ noise,
 	     unsigned char *__restrict__ mask, unsigned *__restrict__ rowcnt,
 	     unsigned long long *cross)
 {
-	extern __shared__ double smem[];
+	extern __shared__ float sm[];
 	unsigned tiles = (a.Nd + CU_TK - 1) / CU_TK, mp = blockIdx.x / tiles;
 	unsigned k0 = (blockIdx.x - mp * tiles) * CU_TK, nk = min(CU_TK, a.Nd - k0);
 	unsigned n0 = blockIdx.y * CU_TG;
-	/* the range halo: h gates each side, and one more on the left so that
-	 * every gate's prefix before its window is in the span */
-	int h = (int)(a.gr + a.tr), lo = (int)n0 - h - 1, R = (int)a.R;
-	int w = (int)(a.gd + a.td), g = (int)a.gd;
-	unsigned span = CU_TG + 2 * (unsigned)h + 1;
+	int h = (int)(a.gr + a.tr), lo = (int)n0 - h, R = (int)a.R;
+	unsigned gr = a.gr, w = a.gd + a.td, td = a.td, gw = 2 * a.gd + 1;
+	unsigned span = CU_TG + 2 * (unsigned)h, rows = nk + 2 * w, NdR = a.Nd * a.R;
 	const float *map = x + (size_t)mp * a.Nd * a.R;
-	double *pf = smem, *pt = smem + CU_TK * span;
-	int *pb = (int *)(smem + 2 * CU_TK * span), bad = 0;
+	/* raw: the cells (a), then the range sums of f (b); sf, st: the
+	 * Doppler sums (a) */
+	float *raw = sm, *sf = sm + (size_t)(CU_TK + 2 * w) * span, *st = sf + CU_TK * span;
+	float *wf = raw;
 
-	/* a: column sums, down the tile's rows */
-	for (unsigned c = threadIdx.x; c < span; c += blockDim.x) {
+	/* a: a column at a time, its cells then its Doppler sums */
+	for (unsigned c = threadIdx.x; c < span; c += CU_TG) {
 		int gg = lo + (int)c;
-		const float *col = map + (unsigned)max(gg, 0);
-		double full = 0.0, guard = 0.0;
-		int bf = 0, bg = 0;
+		unsigned off = cu_wrap((int)k0 - (int)w, a.Nd) * a.R + (unsigned)gg;
+		float *col = raw + c;
 
-		if (gg < 0 || gg >= R) {   /* outside the row: nothing, never used */
-			for (unsigned r = 0; r < nk; r++) {
-				pf[r * span + c] = 0.0;
-				pt[r * span + c] = 0.0;
-				pb[r * span + c] = 0;
+		if (gg >= 0 && gg < R) {
+			for (unsigned r = 0; r < rows; r++) {
+				col[r * span] = map[off];
+				off += a.R;
+				off = off >= NdR ? off - NdR : off;
 			}
-			continue;
+		} else {
+			for (unsigned r = 0; r < rows; r++)
+				col[r * span] = 0.0f;
 		}
-		for (int dk = -w; dk <= w; dk++) {
-			float v = col[cu_wrap((int)k0 + dk, a.Nd) * a.R];
-			int nf = !isfinite(v);
+		for (unsigned r = 0; r < nk; r++, col += span) {
+			/* the window of row r: raw rows r .. r + 2w */
+			float ts = cu_colsum(col, td, span) + cu_colsum(col + (td + gw) * span, td, span);
+			float fs = cu_colsum(col + td * span, gw, span) + ts;
 
-			full += nf ? 0.0 : (double)v;
-			bf += nf;
-			if (dk >= -g && dk <= g) {
-				guard += nf ? 0.0 : (double)v;
-				bg += nf;
-			}
-		}
-		/* the four rows that enter and leave the windows at each step, as
-		 * offsets into the column, advanced by one row a step */
-		unsigned NdR = a.Nd * a.R, step = a.R;
-		unsigned oi_f = cu_wrap((int)k0 + w + 1, a.Nd) * a.R;
-		unsigned oo_f = cu_wrap((int)k0 - w, a.Nd) * a.R;
-		unsigned oi_g = cu_wrap((int)k0 + g + 1, a.Nd) * a.R;
-		unsigned oo_g = cu_wrap((int)k0 - g, a.Nd) * a.R;
-
-		for (unsigned r = 0; r < nk; r++) {
-			float va, vb, vc, vd;
-
-			pf[r * span + c] = bf ? 0.0 : full;
-			pt[r * span + c] = bf - bg ? 0.0 : full - guard;
-			pb[r * span + c] = bf != 0;
-			bad |= bf != 0;
-			if (r + 1 == nk)
-				break;
-			/* slide to the next row */
-			va = col[oi_f];
-			vb = col[oo_f];
-			vc = col[oi_g];
-			vd = col[oo_g];
-			full += (isfinite(va) ? (double)va : 0.0) - (isfinite(vb) ? (double)vb : 0.0);
-			bf += !isfinite(va) - !isfinite(vb);
-			guard += (isfinite(vc) ? (double)vc : 0.0) - (isfinite(vd) ? (double)vd : 0.0);
-			bg += !isfinite(vc) - !isfinite(vd);
-			oi_f = oi_f + step >= NdR ? oi_f + step - NdR : oi_f + step;
-			oo_f = oo_f + step >= NdR ? oo_f + step - NdR : oo_f + step;
-			oi_g = oi_g + step >= NdR ? oi_g + step - NdR : oi_g + step;
-			oo_g = oo_g + step >= NdR ? oo_g + step - NdR : oo_g + step;
+			sf[r * span + c] = fs;
+			st[r * span + c] = isfinite(fs) ? ts : NAN;
 		}
 	}
-	int anybad = __syncthreads_or(bad);
-
-	/* b: prefix sums along range, a row per warp */
-	for (unsigned r = threadIdx.x >> 5; r < nk; r += blockDim.x >> 5)
-		cu_warp_prefix(pf + r * span, pt + r * span, pb + r * span, span, anybad);
 	__syncthreads();
-	/* c: the cells: noise, crossing, local maximum (k_locmax's work,
-	 * done here while the noise is in a register: the noise is written
-	 * only where a detection needs it, k_records' only reader) */
+	/* b: the range window sums of f (raw is free now) */
+	if (a.tr)
+		cu_winsum(sf, wf, nk, span, span, a.tr);
+	__syncthreads();
+	/* c: the cells; c the gate's column in the span */
 	int n = (int)n0 + (int)threadIdx.x;
-	unsigned ncross = 0;
+	unsigned c = threadIdx.x + (unsigned)h, ncross = 0;
+	float nrm = 0.0f, thr = 0.0f, il = 0.0f, ir = 0.0f, ia = 0.0f;
+	int half = 0;   /* go/so: 0 both halves, -1 lagging only, 1 leading only */
 
+	if (n < R) {   /* the cell counts (chirp/pc.h) of this gate, as 1 / count */
+		float cf = 2.0f * w + 1.0f, ct = 2.0f * a.td;   /* per column */
+		int g = (int)gr;
+		float nl = (float)max(n - g - max(n - h, 0), 0) * cf + (float)min(g, n) * ct;
+		float nr = (float)max(min(n + h, R - 1) - n - g, 0) * cf + (float)min(g, R - 1 - n) * ct;
+
+		nrm = norm[n];
+		thr = alpha[n];
+		ia = 1.0f / (nl + ct + nr);
+		il = 1.0f / nl;
+		ir = 1.0f / nr;
+		half = nl == 0.0f ? -1 : nr == 0.0f ? 1 : 0;
+		if (nl == 0.0f && nr == 0.0f)
+			half = 2;   /* no training gate either side: ca's mean */
+	}
 	for (unsigned r = 0; r < nk; r++) {
 		unsigned det = 0;
 
 		if (n < R) {
-			struct cu_pre sp = { pf + r * span, pt + r * span, pb + r * span, anybad };
 			unsigned k = k0 + r, idx = k * a.R + (unsigned)n;
-			size_t o = ((size_t)mp * a.Nd + k) * a.R + (unsigned)n;
-			float z, v = map[idx];
+			const float *fr = wf + r * span + c, *tr = st + r * span + c;
+			float lead = cu_colsum(tr - gr, gr, 1), lag = cu_colsum(tr + 1, gr, 1);
+			float v = map[idx], z, ml, mr;
 
-			/* the h gates at each end of a row, whose window the
-			 * range edges cut, take the general path */
-			if (n - h >= 0 && n + h < R)
-				z = cu_range_inner(sp, a, n - lo, norm[n]);
-			else
-				z = cu_range_cell(sp, a, n, lo, norm[n]);
-			if (v > alpha[n] * z) {
+			if (a.tr) {
+				lead += fr[-h];
+				lag += fr[gr + 1];
+			}
+			if (a.method == PC_CFAR_CA || half == 2) {
+				z = lead + *tr + lag;
+				z = isfinite(z) ? z * ia * nrm : NAN;
+			} else {
+				ml = half < 0 ? lag * ir : lead * il;
+				mr = half > 0 ? ml : lag * ir;
+				z = isfinite(ml) && isfinite(mr) ?
+					    (a.method == PC_CFAR_GO ? fmaxf(ml, mr) : fminf(ml, mr)) * nrm :
+					    NAN;
+			}
+			if (v > thr * z) {
 				ncross++;
 				det = cu_is_max(map, ma, k, (unsigned)n, idx, v) &&
 				      cu_beam_max(map, ma, mp, idx, v);
 				if (det)
-					noise[o] = z;
+					noise[(size_t)mp * NdR + idx] = z;
 			}
-			mask[o] = (unsigned char)det;
+			mask[(size_t)mp * NdR + idx] = (unsigned char)det;
 		}
 		det = __reduce_add_sync(0xffffffffu, det);
 		if ((threadIdx.x & 31) == 0 && det)
@@ -986,11 +901,12 @@ static dim3 cu_rgrid(unsigned R, size_t rows)
 	return dim3((R + CU_RT - 1) / CU_RT, rows < 65535 ? (unsigned)rows : 65535u);
 }
 
-/* k_cfar_fused's shared memory: the prefix arrays over a tile and its halo. */
+/* k_cfar_fused's shared memory: the tile's cells with their halo (then
+ * the range sums of f), and f and t over the tile's rows and range halo. */
 static size_t cu_cfar_smem(const struct radar_setup *rs)
 {
-	return (2 * sizeof(double) + sizeof(int)) * CU_TK *
-	       (CU_TG + 2 * (size_t)(rs->gr + rs->tr) + 1);
+	return sizeof(float) * (3 * CU_TK + 2 * (size_t)(rs->gd + rs->td)) *
+	       (CU_TG + 2 * (size_t)(rs->gr + rs->tr));
 }
 
 /* Whether ca/go/so runs as k_cfar_fused (which also finds the maxima). */
