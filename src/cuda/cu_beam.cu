@@ -571,7 +571,10 @@ k_mvdr_solve(struct cu_bgeo g, const double2 *__restrict__ cov, double loading, 
  * a butterfly leaves every lane the totals, so all lanes take the same
  * path through the search. The same steps, grid, golden-section iterations,
  * limits and quality bits as monopulse.c; its sums in another order (by
- * lane), so the estimate agrees to rounding. Per record some 70 pattern
+ * lane), so the estimate agrees to rounding. The grid and the golden
+ * section's points are evaluated a lane each, 25 and 31 at once
+ * (cu_mono_maximise): the steps are a chain, and a lane's channel loop
+ * costs less than a butterfly over the warp per point. Per record some 70 pattern
  * evaluations of C complex exponentials: in parallel over the records and
  * the channels, no host work at completion.
  */
@@ -749,15 +752,46 @@ __device__ double cu_mono_total(const struct cu_mfit &f)
 	return e;
 }
 
+/* One golden-section step on [a, z] with inner points x1 < x2: up (the
+ * value at x1 below that at x2) keeps [x1, z], else [a, x2]; returns the
+ * step's new point (the new x2, or the new x1). monopulse.c's arithmetic. */
+__device__ __forceinline__ double cu_golden_step(double *a, double *z, double *x1, double *x2,
+						 int up)
+{
+	const double gr = 0.5 * (sqrt(5.0) - 1.0);
+
+	if (up) {
+		*a = *x1;
+		*x1 = *x2;
+		*x2 = *a + gr * (*z - *a);
+		return *x2;
+	}
+	*z = *x2;
+	*x2 = *x1;
+	*x1 = *z - gr * (*z - *a);
+	return *x1;
+}
+
+/*
+ * monopulse.c's maximise, the warp together. The grid: a point per lane.
+ * The golden-section steps, CU_MONO_SPEC at a time: a step's new point
+ * depends only on the decisions so far, so the points of the next
+ * CU_MONO_SPEC steps under every outcome of the undecided comparisons
+ * (1 + 2 + ... + 2^(CU_MONO_SPEC-1) = 31, a tree) are evaluated a lane
+ * each at once, and the warp then walks the tree by the values, taking
+ * exactly the steps, points and decisions of the sequential search.
+ */
+#define CU_MONO_SPEC 5
 __device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit &f, double lo,
 				   double hi, int *at_end)
 {
 	const double gr = 0.5 * (sqrt(5.0) - 1.0);
 	double best, a, z, x1, x2, j1, j2, step = (hi - lo) / CU_MONO_GRID;
+	unsigned lane = threadIdx.x & 31;
 	int kb;
 
 	{   /* the grid, a point per lane; the first of the largest wins */
-		int k = (int)(threadIdx.x & 31);
+		int k = (int)lane;
 
 		best = k <= CU_MONO_GRID ? cu_mono_explained_lane(g, f, lo + k * step) : -2.0;
 		kb = k;
@@ -777,19 +811,38 @@ __device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit
 	x2 = a + gr * (z - a);
 	j1 = cu_mono_explained(g, f, x1);
 	j2 = cu_mono_explained(g, f, x2);
-	for (int i = 0; i < CU_MONO_ITERS; i++) {
-		if (j1 < j2) {
-			a = x1;
-			x1 = x2;
-			j1 = j2;
-			x2 = a + gr * (z - a);
-			j2 = cu_mono_explained(g, f, x2);
-		} else {
-			z = x2;
-			x2 = x1;
-			j2 = j1;
-			x1 = z - gr * (z - a);
-			j1 = cu_mono_explained(g, f, x1);
+	static_assert(CU_MONO_ITERS % CU_MONO_SPEC == 0 && (1 << CU_MONO_SPEC) <= 32,
+		      "whole rounds of a tree a warp holds");
+	for (int i = 0; i < CU_MONO_ITERS; i += CU_MONO_SPEC) {
+		double jl = 0.0;
+		int node = 1;
+
+		if (lane > 0 && lane < (1u << CU_MONO_SPEC)) {
+			/* lane = node 1 d1 d2 ... (binary): the point of the step
+			 * at its depth after the decisions d1, d2, ... */
+			double la = a, lz = z, l1 = x1, l2 = x2, px;
+			int depth = 31 - __clz((int)lane);
+
+			px = cu_golden_step(&la, &lz, &l1, &l2, j1 < j2);
+			for (int t = depth - 1; t >= 0; t--)
+				px = cu_golden_step(&la, &lz, &l1, &l2, (int)(lane >> t) & 1);
+			jl = cu_mono_explained_lane(g, f, px);
+		}
+		for (int t = 0; t < CU_MONO_SPEC; t++) {   /* the walk, every lane alike */
+			int up = j1 < j2;
+			double jn;
+
+			if (t > 0)
+				node = 2 * node + up;
+			jn = __shfl_sync(0xffffffffu, jl, node);
+			(void)cu_golden_step(&a, &z, &x1, &x2, up);
+			if (up) {   /* the kept inner point moved to the other side */
+				j1 = j2;
+				j2 = jn;
+			} else {
+				j2 = j1;
+				j1 = jn;
+			}
 		}
 	}
 	a = 0.5 * (a + z);
