@@ -343,7 +343,8 @@ __device__ __forceinline__ int cu_is_max(const float *__restrict__ map, const st
 }
 
 #define CU_TK 16     /* Doppler rows of a tile                          */
-#define CU_TG 128    /* gates of a tile, and its threads                */
+#define CU_TG 128    /* gates of a tile                                 */
+#define CU_TMAX 256  /* k_cfar_fused's threads, at most                 */
 
 /*
  * w[i] = x[i] + ... + x[i+L-1] for i = 0..n-L, in each of `lines` rows of
@@ -397,7 +398,8 @@ __device__ __forceinline__ float cu_colsum(const float *x, unsigned n, unsigned 
 
 /*
  * 4. ca/go/so in one pass over a tile of CU_TK Doppler rows x CU_TG gates
- * of one map, CU_TG threads (block x: a map's row tile, y: a gate tile).
+ * of one map, cu_cfar_threads threads (block x: a map's row tile, y: a
+ * gate tile).
  *   a. A thread per column (gate of the tile or of its range halo of
  *      gr+tr gates each side, zero outside the map's range) loads the
  *      column's cells, with a halo of gd+td rows each side (cyclic), into
@@ -418,7 +420,7 @@ __device__ __forceinline__ float cu_colsum(const float *x, unsigned n, unsigned 
  * for shared memory takes two passes (k_cfar_dop, k_cfar_range_wide)
  * instead. Offsets within a map are 32-bit (checked at create).
  */
-__global__ void __launch_bounds__(CU_TG)
+__global__ void __launch_bounds__(CU_TMAX)
 k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__restrict__ norm,
 	     const float *__restrict__ alpha, struct cu_max_args ma, float *__restrict__ noise,
 	     unsigned char *__restrict__ mask, unsigned *__restrict__ rowcnt,
@@ -438,7 +440,7 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	float *wf = raw;
 
 	/* a: a column at a time, its cells then its Doppler sums */
-	for (unsigned c = threadIdx.x; c < span; c += CU_TG) {
+	for (unsigned c = threadIdx.x; c < span; c += blockDim.x) {
 		int gg = lo + (int)c;
 		unsigned off = cu_wrap((int)k0 - (int)w, a.Nd) * a.R + (unsigned)gg;
 		float *col = raw + c;
@@ -467,7 +469,10 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	if (a.tr)
 		cu_winsum(sf, wf, nk, span, span, a.tr);
 	__syncthreads();
-	/* c: the cells; c the gate's column in the span */
+	/* c: the cells, a thread per gate of the tile; c the gate's column
+	 * in the span (the threads past CU_TG, whole warps, only loaded) */
+	if (threadIdx.x >= CU_TG)
+		return;
 	int n = (int)n0 + (int)threadIdx.x;
 	unsigned c = threadIdx.x + (unsigned)h, ncross = 0;
 	float nrm = 0.0f, thr = 0.0f, il = 0.0f, ir = 0.0f, ia = 0.0f;
@@ -893,6 +898,16 @@ static size_t cu_cfar_smem(const struct radar_setup *rs)
 }
 
 /* Whether ca/go/so runs as k_cfar_fused (which also finds the maxima). */
+/* k_cfar_fused's threads: a warp more for every 32 columns of the range
+ * halo, so that step a gives every thread one column (a thread with two
+ * holds the whole block at the barrier), up to CU_TMAX. */
+static unsigned cu_cfar_threads(const struct radar_setup *rs)
+{
+	size_t t = CU_TG + (2 * (size_t)(rs->gr + rs->tr) + 31) / 32 * 32;
+
+	return t <= CU_TMAX ? (unsigned)t : CU_TG;
+}
+
 static int cu_cfar_fuses(const struct radar_setup *rs)
 {
 	return rs->method != PC_CFAR_OS && cu_cfar_smem(rs) <= CU_SMEM_MAX;
@@ -932,7 +947,8 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 						  rs->beams > 0 };
 
 			EQ(cudaMemsetAsync(r->d_rowcnt, 0, (size_t)rows * sizeof(unsigned), st));
-			k_cfar_fused<<<dim3(rtiles, (R + CU_TG - 1) / CU_TG), CU_TG, smem, st>>>(
+			k_cfar_fused<<<dim3(rtiles, (R + CU_TG - 1) / CU_TG), cu_cfar_threads(rs), smem,
+				       st>>>(
 				cu_cfar_in(be, s), a, be->d_norm, be->d_alpha, ma, r->d_noise, r->d_mask,
 				r->d_rowcnt, r->d_cross);
 		} else {   /* a halo too wide for shared memory: two passes */
