@@ -710,6 +710,96 @@ static void test_deferred_copies(void **state)
 	cpiasm_destroy(a);
 }
 
+/* One wide CPI (1 channel x 2 pulses x 150 gates: 300 samples, the
+ * bitmap's five words with a partial last) for test_holes_across_words. */
+#define WR 150
+#define WN (2 * WR)
+struct wsink {
+	int16_t slot[2 * WN];
+	int16_t got[2 * WN];
+	uint32_t missing;
+	unsigned nres, nrec;
+};
+
+static int w_reserve(void *ctx, void **payload)
+{
+	struct wsink *t = ctx;
+
+	assert_int_equal(t->nres, 0);
+	memset(t->slot, 0xab, sizeof(t->slot));   /* stale data: holes must be zeroed */
+	t->nres = 1;
+	*payload = t->slot;
+	return 0;
+}
+
+static int w_commit(void *ctx, uint64_t first_sample, uint32_t flags, uint32_t missing)
+{
+	struct wsink *t = ctx;
+
+	(void)first_sample;
+	(void)flags;
+	assert_int_equal(t->nres, 1);
+	memcpy(t->got, t->slot, sizeof(t->got));
+	t->missing = missing;
+	t->nres = 0;
+	t->nrec++;
+	return 0;
+}
+
+/*
+ * Holes of every shape the bitmap has (64 samples a word): the first
+ * sample, one sample, a run ending at a word boundary, one starting at a
+ * boundary after a word placed whole, a run across two boundaries that
+ * takes a word whole, the tail of the partial last word with the last
+ * sample; everything else placed, sample by sample, so each hole is
+ * exact. The holes read zero, every other sample its value, the count is
+ * exact.
+ */
+static void test_holes_across_words(void **state)
+{
+	static const uint64_t holes[][2] = {   /* [from, to) in the CPI's samples */
+		{ 0, 1 }, { 5, 6 }, { 60, 64 }, { 128, 130 }, { 150, 260 }, { 270, 271 },
+		{ 290, 300 },
+	};
+	static struct wsink t;
+	struct cpiasm_params p = {
+		.channels = 1, .pulses = 2, .samples = WR, .ring_format = CHIRP_RING_SC16,
+		.pri_samples = WR, .t0_sample = T0, .horizon = 2,
+		.deadline_ns = 1000000, .epoch_jump_cpis = 16,
+	};
+	struct cpiasm_sink sk = { .ctx = &t, .reserve = w_reserve, .commit = w_commit };
+	uint8_t lost[WN] = { 0 }, b[4];
+	uint32_t want = 0;
+	char err[200];
+	struct cpiasm *a;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	a = cpiasm_create(&p, &sk, err, sizeof(err));
+	assert_non_null(a);
+	for (size_t h = 0; h < sizeof(holes) / sizeof(holes[0]); h++)
+		for (uint64_t i = holes[h][0]; i < holes[h][1]; i++) {
+			lost[i] = 1;
+			want++;
+		}
+	for (uint64_t i = 0; i < WN; i++) {
+		if (lost[i])
+			continue;
+		make_be(b, 0, T0 + i, 1);
+		assert_int_equal(cpiasm_put(a, 0, T0 + i, b, 1, VRT_PLAIN_SC16_BE, 1),
+				 CPIASM_PLACED);
+	}
+	assert_int_equal(t.nrec, 0);
+	assert_int_equal(cpiasm_flush(a), 0);
+	assert_int_equal(t.nrec, 1);
+	assert_int_equal(t.missing, want);
+	for (uint64_t i = 0; i < WN; i++) {
+		assert_int_equal(t.got[2 * i], lost[i] ? 0 : val_i(0, T0 + i));
+		assert_int_equal(t.got[2 * i + 1], lost[i] ? 0 : val_q(0, T0 + i));
+	}
+	cpiasm_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -719,6 +809,7 @@ int main(void)
 		cmocka_unit_test(test_late_and_duplicate),
 		cmocka_unit_test(test_deadline),
 		cmocka_unit_test(test_whole_cpi_lost),
+		cmocka_unit_test(test_holes_across_words),
 		cmocka_unit_test(test_epochs),
 		cmocka_unit_test(test_ring_full),
 		cmocka_unit_test(test_spans_and_refusals),
