@@ -97,26 +97,14 @@ static int make_blas(struct cu_beam *bm, char *err, size_t errlen);
 
 /* a_c(u, v) = (cos ph, sin ph), ph = k (x u + y v + z w) rounded step by
  * step as beam.c computes it (no contraction into fused multiply-adds). */
-__device__ __forceinline__ double cu_steer_w(double u, double v)
-{
-	return sqrt(fmax(0.0, __dadd_rn(__dadd_rn(1.0, -__dmul_rn(u, u)), -__dmul_rn(v, v))));
-}
-
-/* cu_steer with w = cu_steer_w(u, v) given: a loop over the channels at
- * one direction takes the square root once. */
-__device__ __forceinline__ void cu_steer_at(const struct cu_bgeo &g, unsigned c, double u,
-					    double v, double w, double *ar, double *ai)
-{
-	const double *p = g.pos + 3 * c;
-	double s = __dadd_rn(__dadd_rn(__dmul_rn(p[0], u), __dmul_rn(p[1], v)), __dmul_rn(p[2], w));
-
-	sincos(__dmul_rn(g.k, s), ai, ar);
-}
-
 __device__ __forceinline__ void cu_steer(const struct cu_bgeo &g, unsigned c, double u, double v,
 					 double *ar, double *ai)
 {
-	cu_steer_at(g, c, u, v, cu_steer_w(u, v), ar, ai);
+	const double *p = g.pos + 3 * c;
+	double w = sqrt(fmax(0.0, __dadd_rn(__dadd_rn(1.0, -__dmul_rn(u, u)), -__dmul_rn(v, v))));
+	double s = __dadd_rn(__dadd_rn(__dmul_rn(p[0], u), __dmul_rn(p[1], v)), __dmul_rn(p[2], w));
+
+	sincos(__dmul_rn(g.k, s), ai, ar);
 }
 
 /* W[b][c] = t_c conj(a_c(u_b + up, v_b + vp)) / g_c, thread b C + c; Wd
@@ -690,16 +678,15 @@ __device__ int cu_mono_qinv(const struct cu_bgeo &g, struct cu_mfit &f, double *
 }
 
 /* Channel c's terms of F_j = sum_c w_j[c] g_c a_c(u, v), added to F (the
- * loops run to 3 with M as a guard, so F, y and Q^-1 stay in registers);
- * w = cu_steer_w(u, f.v). */
+ * loops run to 3 with M as a guard, so F, y and Q^-1 stay in registers). */
 __device__ __forceinline__ void cu_mono_add(const struct cu_bgeo &g, const struct cu_mfit &f,
-					    unsigned c, double u, double w, double2 F[3])
+					    unsigned c, double u, double2 F[3])
 {
 	const double *gc = g.cal + 2 * c;
 	double ar, ai;
 	double2 r;
 
-	cu_steer_at(g, c, u, f.v, w, &ar, &ai);
+	cu_steer(g, c, u, f.v, &ar, &ai);
 	r = make_double2(ar * gc[0] - ai * gc[1], ar * gc[1] + ai * gc[0]);
 #pragma unroll
 	for (unsigned j = 0; j < 3; j++)
@@ -734,10 +721,9 @@ __device__ double cu_mono_explained(const struct cu_bgeo &g, const struct cu_mfi
 {
 	unsigned lane = threadIdx.x & 31;
 	double2 F[3] = { { 0.0, 0.0 }, { 0.0, 0.0 }, { 0.0, 0.0 } };
-	double w = cu_steer_w(u, f.v);
 
 	for (unsigned c = lane; c < g.C; c += 32)
-		cu_mono_add(g, f, c, u, w, F);
+		cu_mono_add(g, f, c, u, F);
 #pragma unroll
 	for (unsigned j = 0; j < 3; j++)
 		if (j < f.M)
@@ -750,10 +736,9 @@ __device__ double cu_mono_explained(const struct cu_bgeo &g, const struct cu_mfi
 __device__ double cu_mono_explained_lane(const struct cu_bgeo &g, const struct cu_mfit &f, double u)
 {
 	double2 F[3] = { { 0.0, 0.0 }, { 0.0, 0.0 }, { 0.0, 0.0 } };
-	double w = cu_steer_w(u, f.v);
 
 	for (unsigned c = 0; c < g.C; c++)
-		cu_mono_add(g, f, c, u, w, F);
+		cu_mono_add(g, f, c, u, F);
 	return cu_mono_j(f, F);
 }
 
