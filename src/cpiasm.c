@@ -181,7 +181,7 @@ static void range_set(uint64_t *w, uint64_t b, uint64_t n)
 static uint64_t next_bit(const uint64_t *w, uint64_t b, uint64_t n, uint64_t flip)
 {
 	while (b < n) {
-		uint64_t i = b / 64, x = (w[i] ^ flip) & (~0ull << (b % 64));
+		uint64_t i = b / 64, x = (w[i] ^ flip) & word_mask(b % 64, 64);
 
 		if (x) {
 			b = i * 64 + (uint64_t)__builtin_ctzll(x);
