@@ -498,6 +498,7 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 
 		if (n < R) {
 			unsigned k = k0 + r, idx = k * a.R + (unsigned)n;
+			size_t o = (size_t)mp * NdR + idx;   /* the cell in the maps */
 			const float *fr = wf + r * span + c, *tr = st + r * span + c;
 			float lead = cu_colsum(tr - gr, gr, 1), lag = cu_colsum(tr + 1, gr, 1);
 			float v = map[idx], z, ml, mr;
@@ -521,9 +522,9 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 				det = cu_is_max(map, ma, k, (unsigned)n, idx, v) &&
 				      cu_beam_max(map, ma, mp, idx, v);
 				if (det)
-					noise[(size_t)mp * NdR + idx] = z;
+					noise[o] = z;
 			}
-			mask[(size_t)mp * NdR + idx] = (unsigned char)det;
+			mask[o] = (unsigned char)det;
 		}
 		det = __reduce_add_sync(0xffffffffu, det);
 		if ((threadIdx.x & 31) == 0 && det)
