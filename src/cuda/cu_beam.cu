@@ -566,21 +566,24 @@ k_mvdr_solve(struct cu_bgeo g, const double2 *__restrict__ cov, double loading, 
 
 /*
  * The angle of every record of a CPI's list (monopulse.c's estimator,
- * radar_beam_record's fields), one warp per record: the lanes split the
- * channels of each sum (the noise covariance, each pattern evaluation) and
- * a butterfly leaves every lane the totals, so all lanes take the same
- * path through the search. The same steps, grid, golden-section iterations,
- * limits and quality bits as monopulse.c; its sums in another order (by
- * lane), so the estimate agrees to rounding. The grid and the golden
- * section's points are evaluated a lane each, 25 and 31 at once
- * (cu_mono_maximise): the steps are a chain, and a lane's channel loop
- * costs less than a butterfly over the warp per point. Per record some 70 pattern
- * evaluations of C complex exponentials: in parallel over the records and
- * the channels, no host work at completion.
+ * radar_beam_record's fields), one warp per record. The grid's 25 points
+ * and the golden section's, five steps at a time with the 31 points those
+ * may take, are evaluated a lane each (cu_mono_maximise): the steps are a
+ * chain, and a lane's channel loop costs less than a butterfly over the
+ * warp per point. The noise covariance and the single evaluations (the
+ * section's first two points, the misfit) split the channels over the
+ * lanes, a butterfly leaving every lane the totals. All lanes take the
+ * same path through the search: the same steps, grid, golden-section
+ * iterations, limits and quality bits as monopulse.c; its sums in another
+ * order (by lane), so the estimate agrees to rounding. Per record some
+ * 280 pattern evaluations of C complex exponentials, 12 in sequence: in
+ * parallel over the records, the points and the channels, no host work
+ * at completion.
  */
 #define CU_MONO_GRID 24
 #define CU_MONO_ITERS 40
 #define CU_MONO_WARPS 4
+#define CU_GOLDEN (0.5 * (sqrt(5.0) - 1.0))   /* monopulse.c's ratio */
 #define CU_DEG (3.14159265358979323846 / 180.0)
 
 struct cu_mfit {
@@ -758,7 +761,7 @@ __device__ double cu_mono_total(const struct cu_mfit &f)
 __device__ __forceinline__ double cu_golden_step(double *a, double *z, double *x1, double *x2,
 						 int up)
 {
-	const double gr = 0.5 * (sqrt(5.0) - 1.0);
+	const double gr = CU_GOLDEN;
 
 	if (up) {
 		*a = *x1;
@@ -785,7 +788,7 @@ __device__ __forceinline__ double cu_golden_step(double *a, double *z, double *x
 __device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit &f, double lo,
 				   double hi, int *at_end)
 {
-	const double gr = 0.5 * (sqrt(5.0) - 1.0);
+	const double gr = CU_GOLDEN;
 	double best, a, z, x1, x2, j1, j2, step = (hi - lo) / CU_MONO_GRID;
 	unsigned lane = threadIdx.x & 31;
 	int kb;
