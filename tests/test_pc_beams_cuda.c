@@ -10,6 +10,10 @@
  * taper, MVDR, sc16 input, the pointing changing every CPI with three
  * CPIs in flight, an MVDR training set of zeros (the CPI skipped on both
  * backends), and a pointing outside the visible region (refused, -EDOM).
+ * The CPIs are cut into chunks as the daemon's are: by pulses, each
+ * chunk's beams formed behind its copy (uneven cuts, more chunks than
+ * pulses, sc16, several CPIs in flight), and whole where beamforming
+ * cannot go by chunk (MVDR, the cuFFT engine).
  *
  * Every test skips (cmocka skip(): reported skipped, never passed) when
  * pc_cuda_available() is 0: no GPU, no driver, or a build without CUDA.
@@ -46,6 +50,7 @@
 
 struct bcase {
 	unsigned C, P, R, L, B, streams;
+	unsigned chunks;             /* tune.cuda_chunks (0: auto)           */
 	enum pc_beams_mode mode;
 	enum pc_beams_layout layout;
 	double pos[3 * 64], cal[2 * 64], taper[64], list_deg[2 * 16];
@@ -86,6 +91,7 @@ static struct pc *make_pc(const struct bcase *k, const float *ref, enum pc_backe
 	p.streams = k->streams ? k->streams : 1;
 	p.cpu_depth = p.streams;
 	p.tune.cuda_fused = k->fused;
+	p.tune.cuda_chunks = k->chunks;
 	p.out_mode = PC_OUT_MAP_POWER;
 	p.radar.doppler = 1;
 	p.radar.cfar = 1;
@@ -311,6 +317,8 @@ static void test_fan(void **state)
 	k.fan_az = 5;
 	k.target_u = sin(5 * M_PI / 180);
 	run_case(&k, "fan, fused", 1, &az, 0);
+	k.chunks = 4;   /* 3, 2, 2, 2 pulses over three streams */
+	run_case(&k, "fan, fused, 4 chunks", 1, &az, 0);
 }
 
 static void test_fan_cufft(void **state)
@@ -324,6 +332,7 @@ static void test_fan_cufft(void **state)
 	k.fused = PC_SWITCH_OFF;
 	k.R = 257;
 	k.target_u = 0.1;
+	k.chunks = 3;   /* the beam stage whole, compression in 3 chunks */
 	run_case(&k, "fan, cuFFT", 1, &az, 0);
 }
 
@@ -351,6 +360,7 @@ static void test_list_cal(void **state)
 	k.has_cal = 1;
 	k.has_taper = 1;
 	k.target_u = sin(-4 * M_PI / 180);
+	k.chunks = 16;   /* more chunks than pulses: some carry none */
 	run_case(&k, "list, planar, calibration, taper", 1, &az, 0);
 }
 
@@ -369,6 +379,7 @@ static void test_mvdr(void **state)
 	k.pulse_stride = 3;
 	k.loading = 0.05;
 	k.target_u = 0.05;
+	k.chunks = 2;   /* the beam stage whole (the weights need the CPI) */
 	run_case(&k, "mvdr", 1, &az, 0);
 }
 
@@ -383,6 +394,8 @@ static void test_sc16(void **state)
 	k.fmt = PC_FMT_SC16;
 	k.target_u = 0.15;
 	run_case(&k, "fan, sc16", 1, &az, 0);
+	k.chunks = 5;
+	run_case(&k, "fan, sc16, 5 chunks", 1, &az, 0);
 }
 
 /* Three CPIs in flight, each with its own pointing. */
@@ -396,6 +409,7 @@ static void test_pointing_per_cpi(void **state)
 	fan(&k, 12, 6, 0.15);
 	k.streams = 3;
 	k.target_u = 0.075;
+	k.chunks = 2;
 	run_case(&k, "pointing per CPI, depth 3", 3, az, 0);
 }
 

@@ -4,11 +4,11 @@
  * BEAMS, pc_backend.h): the beam stage in front of pulse compression, and
  * the records' beam fields at completion. The math is cu_beam.cu's.
  *
- * PER CPI, on the set's stream, before its chunk streams fork:
+ * PER CPI:
  *   1. the caller's input (C x P x R, cf32 or sc16) into the set's d_raw
- *      (one copy: staged input through h_in first; cf32 in device memory
- *      is read where it lies); sc16 -> cf32 into d_x (value / 32768, as
- *      the CPU backend);
+ *      (staged input through h_in first; cf32 in device memory is read
+ *      where it lies); sc16 -> cf32 into d_x (value / 32768, as the CPU
+ *      backend);
  *   2. the CPI's weights into the set's d_w (and in double, for
  *      monopulse): conventional, one kernel from the pointing (u_p, v_p);
  *      MVDR, the covariance of the CPI's training cells and the FP64
@@ -16,6 +16,22 @@
  *   3. the fused beamforming kernel X -> d_in, B x P packed cf32 rows:
  *      what compression then reads as its input (the backend's rows are
  *      B x P, its input format cf32: cu_alloc_be).
+ * Two ways (cu_beams_by_chunk):
+ *   - by chunk: the CPI is cut by pulses, one cut per chunk of the
+ *     layout. A chunk's input is its pulses of every channel (one 2-D
+ *     copy, C runs of np R samples), its beams are formed on its own
+ *     stream as soon as they are in, and the fused kernel compresses its
+ *     pulses of every beam (a group of rows per beam). Beamforming and
+ *     compression then run behind the copies, and after the last byte
+ *     only the last chunk's remain. The first chunk makes the CPI's
+ *     weights after its copy (queued ahead of it, the kernel would hold
+ *     the copy behind whatever the GPU still runs), and the other
+ *     streams' first chunks wait for them (ev_w).
+ *   - whole, on the set's stream before its chunk streams fork: MVDR
+ *     (its weights need the whole CPI's training cells), the cuFFT engine
+ *     (its plans take runs of rows, not a group per beam), a cube output
+ *     (its copies out go by rows) and input in device memory (no copy to
+ *     hide anything behind).
  * Beams are formed before compression (B < C makes it the cheaper side,
  * and the product is the fused kernel's, the faster engine at these
  * shapes: cu_beam.cu). The chain then runs on B rows per pulse as it runs
@@ -47,15 +63,29 @@ extern "C" {
 #include "hcopy.h"
 }
 
-/* sc16 -> cf32, value / 32768. */
-__global__ void k_beam_sc16(const short2 *__restrict__ in, float2 *__restrict__ out, size_t n)
+/* sc16 -> cf32, value / 32768: `lines` runs of w samples, ld apart. */
+__global__ void k_beam_sc16(const short2 *__restrict__ in, float2 *__restrict__ out,
+			    unsigned lines, size_t w, size_t ld)
 {
+	size_t n = lines * w;
+
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		short2 v = in[i];
+		size_t line = i / w, o = line * ld + (i - line * w);
+		short2 v = in[o];
 
-		out[i] = make_float2(v.x * (1.0f / 32768.0f), v.y * (1.0f / 32768.0f));
+		out[o] = make_float2(v.x * (1.0f / 32768.0f), v.y * (1.0f / 32768.0f));
 	}
+}
+
+static cudaError_t cu_beams_sc16(const short2 *in, float2 *out, unsigned lines, size_t w,
+				 size_t ld, cudaStream_t st)
+{
+	size_t n = lines * w;
+	unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+
+	k_beam_sc16<<<blocks, 256, 0, st>>>(in, out, lines, w, ld);
+	return cudaGetLastError();
 }
 
 int cu_beams_create(struct cu_be *be, const struct pc_setup *su)
@@ -111,6 +141,7 @@ int cu_beams_make_set(struct cu_be *be, struct cu_set *s)
 	if (bm->in_format == PC_FMT_SC16)
 		CK(cudaMalloc((void **)&b->d_x, cpr * sizeof(float2)));
 	CK(cudaMalloc((void **)&b->d_w, BC * sizeof(float2)));
+	CK(cudaEventCreateWithFlags(&b->ev_w, cudaEventDisableTiming));
 	if (!bm->mvdr)
 		CK(cudaMalloc((void **)&b->d_wd, BC * sizeof(double2)));
 	if (bm->mvdr) {
@@ -132,6 +163,8 @@ void cu_beams_free_set(struct cu_set *s)
 	(void)cudaFree(b->d_x);
 	(void)cudaFree(b->d_w);
 	(void)cudaFree(b->d_wd);
+	if (b->ev_w)
+		(void)cudaEventDestroy(b->ev_w);
 	if (b->h_status)
 		(void)cudaFreeHost(b->h_status);
 	memset(b, 0, sizeof(*b));
@@ -161,10 +194,7 @@ static int cu_beams_input(struct cu_be *be, struct cu_set *s, const void *in, co
 	}
 	EQ(cudaMemcpyAsync(b->d_raw, src, bm->in_bytes, cudaMemcpyDefault, s->stream));
 	if (bm->in_format == PC_FMT_SC16) {
-		unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
-
-		k_beam_sc16<<<blocks, 256, 0, s->stream>>>((const short2 *)b->d_raw, b->d_x, n);
-		EQK("k_beam_sc16", cudaGetLastError());
+		EQK("k_beam_sc16", cu_beams_sc16((const short2 *)b->d_raw, b->d_x, 1, n, n, s->stream));
 		*x = b->d_x;
 	} else {
 		*x = (const float2 *)b->d_raw;
@@ -202,6 +232,109 @@ int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const v
 	io.R = (unsigned)be->R;
 	EQK("k_beam_form", cu_beam_form(b->cb, b->d_w, &io, s->stream));
 	return 0;
+}
+
+/* Whether a CPI's beams go chunk by chunk (the header: which go whole). */
+int cu_beams_by_chunk(const struct cu_be *be, int in_dev)
+{
+	return !be->bm->mvdr && be->fused && !be->cube_out && !in_dev;
+}
+
+/* Chunk i's pulses of nchunks, as even as they come (none when there
+ * are more chunks than pulses): p0 .. p0 + the count - 1. */
+unsigned cu_beams_pulses(const struct cu_be *be, const struct chunk_layout *lay, unsigned i,
+			 unsigned *p0)
+{
+	uint64_t P = be->bm->P, n = lay->nchunks;
+	unsigned a = (unsigned)((i * P + n - 1) / n), b = (unsigned)(((i + 1) * P + n - 1) / n);
+
+	*p0 = a;
+	return b - a;
+}
+
+/* A chunk's input: its np pulses from p0 of every channel into d_raw (one
+ * 2-D copy; staged, each channel's run through h_in first), as cf32. */
+int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
+			 int stage_in, unsigned p0, unsigned np, cudaStream_t st, struct cu_err *ce)
+{
+	struct cu_beams *bm = be->bm;
+	struct cu_beam_set *b = &s->b;
+	size_t isz = pc_format_sample_bytes(bm->in_format), pr = (size_t)bm->P * be->R;
+	size_t pitch = pr * isz, off = (size_t)p0 * be->R * isz, width = (size_t)np * be->R * isz;
+
+	if (np == 0)
+		return 0;
+	for (unsigned c = 0; stage_in && c < bm->C; c++) {
+		size_t o = c * pitch + off;
+		int hr = hcopy_run(be->hc, (char *)s->h_in + o, (const char *)in + o, width);
+
+		if (hr < 0) {
+			ce->call = "hcopy_run(input)";
+			ce->len = (int)strlen(ce->call);
+			ce->what = strerror(-hr);
+			return -EIO;
+		}
+	}
+	if (width == pitch)   /* every pulse: the whole input, contiguous */
+		EQ(cudaMemcpyAsync(b->d_raw, src, bm->C * pitch, cudaMemcpyDefault, st));
+	else
+		EQ(cudaMemcpy2DAsync((char *)b->d_raw + off, pitch, (const char *)src + off, pitch,
+				     width, bm->C, cudaMemcpyDefault, st));
+	if (bm->in_format == PC_FMT_SC16)
+		EQK("k_beam_sc16", cu_beams_sc16((const short2 *)b->d_raw + (size_t)p0 * be->R,
+						 b->d_x + (size_t)p0 * be->R, bm->C,
+						 (size_t)np * be->R, pr, st));
+	return 0;
+}
+
+/* A chunk's beams into d_in, on its stream st: chunk 0 first makes the
+ * CPI's weights for the pointing (and records ev_w), the other streams'
+ * first chunks wait for them. */
+int cu_beams_form_chunk(struct cu_be *be, struct cu_set *s, unsigned i, unsigned nstreams,
+			unsigned p0, unsigned np, double az_deg, double el_deg, cudaStream_t st,
+			struct cu_err *ce)
+{
+	struct cu_beams *bm = be->bm;
+	struct cu_beam_set *b = &s->b;
+	size_t pr = (size_t)bm->P * be->R, first = (size_t)p0 * be->R;
+	struct cu_beam_io io;
+
+	if (i == 0) {
+		cu_beam_uv_of_pointing(az_deg, el_deg, &b->up, &b->vp);
+		EQK("k_beam_weights", cu_beam_weights(b->cb, b->up, b->vp, b->d_w, b->d_wd, st));
+		EQ(cudaEventRecord(b->ev_w, st));
+	} else if (i < nstreams) {
+		EQ(cudaStreamWaitEvent(st, b->ev_w, 0));
+	}
+	if (np == 0)
+		return 0;
+	io.x = (bm->in_format == PC_FMT_SC16 ? b->d_x : (const float2 *)b->d_raw) + first;
+	io.x_ch = pr;
+	io.x_pulse = be->R;
+	io.y = (float2 *)s->d_in + first;
+	io.y_ch = pr;
+	io.y_pulse = be->R;
+	io.P = np;
+	io.R = (unsigned)be->R;
+	EQK("k_beam_form", cu_beam_form(b->cb, b->d_w, &io, st));
+	return 0;
+}
+
+/* Compression's job for a chunk's pulses: np rows of each beam's (a group
+ * per beam) from d_in to the chain's fft rows. */
+void cu_beams_job_chunk(const struct cu_be *be, const struct cu_set *s, unsigned p0,
+			unsigned np, struct cu_fjob *j)
+{
+	size_t P = be->bm->P;
+
+	j->in = (const float2 *)s->d_in + (size_t)p0 * be->R;
+	j->istride = be->R;
+	j->igroup = P * be->R;
+	j->out = cu_fft_row(be, s, p0);
+	j->ostride = be->pitch_elems;
+	j->ogroup = P * be->pitch_elems;
+	j->rows = np;
+	j->groups = be->bm->B;
 }
 
 int cu_beams_skipped(const struct cu_be *be, const struct cu_set *s)

@@ -3,8 +3,11 @@
  * cu_enqueue.cu — one CPI's calls on a set, in steps: start (reset the
  * non-finite count, release the chunk streams), per chunk its input (host
  * staging copy, H2D) and its compute and output (pad, FFT, multiply, IFFT,
- * output mode, D2H), then the join. The call-by-call path runs them on the
- * streams; cu_graph.cu captures the very same calls into a graph.
+ * output mode, D2H), then the join. With beams (cu_beams.cu) the beam
+ * stage runs whole before the chunks, or per chunk (its pulses of every
+ * channel in, their beams formed, then compressed). The call-by-call path
+ * runs them on the streams; cu_graph.cu captures the very same calls into
+ * a graph.
  */
 #include "cu_private.h"
 extern "C" {
@@ -25,18 +28,24 @@ struct cu_cpi {
 	int in_place;                    /* fused: the kernel reads src
 					    (device memory) itself, or the
 					    beams in d_in                  */
-	int beams;                       /* the beam stage writes d_in     */
+	int beams;                       /* the beam stage writes d_in,
+					    whole, before the chunks       */
+	int beam_chunks;                 /* ... or chunk by chunk: each
+					    chunk's input is its pulses of
+					    every channel (cu_beams.cu)    */
 	int out_place;                   /* fused: the kernel writes
 					    dst->out (device memory)       */
 	unsigned filt;                   /* the CPI's filter index          */
 };
 
-/* One chunk of it: chunk stream, rows, offsets, its FFT rows. */
+/* One chunk of it: chunk stream, rows, offsets, its FFT rows; by beam
+ * chunk its pulses p0 .. p0 + np - 1 instead. */
 struct cu_piece {
 	struct cu_chunk_stream *c;
 	unsigned i, nr;
 	size_t r0, ioff, ooff;
 	float2 *fft;
+	unsigned p0, np;
 };
 
 /*
@@ -84,6 +93,12 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 			EQ(cudaEventRecord(k->c->ev_h2d, st));
 		goto fault;
 	}
+	if (q->beam_chunks) {
+		if (cu_beams_input_chunk(be, q->s, q->in, q->src, q->stage_in, k->p0, k->np, st,
+					 ce) < 0)
+			return -EIO;
+		goto copied;
+	}
 	if (q->stage_in) {
 		int hr = hcopy_run(be->hc, (char *)q->s->h_in + k->ioff,
 				   (const char *)q->in + k->ioff, bytes);
@@ -102,6 +117,7 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 	else
 		EQ(cudaMemcpyAsync((char *)q->s->d_in + k->ioff, (const char *)q->src + k->ioff,
 				   bytes, cudaMemcpyDefault, st));
+copied:
 	if (k->i + q->lay->nstreams >= q->lay->nchunks)   /* this stream's last H2D */
 		EQ(cudaEventRecord(k->c->ev_h2d, st));
 fault:
@@ -165,10 +181,14 @@ void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, siz
 	j->filt = filt;
 	j->nonfinite = s->d_nonfinite;
 	j->rows = nr;
+	j->groups = 1;
+	j->igroup = 0;
+	j->ogroup = 0;
 }
 
 /* Fused: the chunk's one kernel (a capture records its node: the filter
- * is its parameter), then its D2H unless written in place. */
+ * is its parameter), then its D2H unless written in place. By beam chunk
+ * the chunk's beams first, and the kernel on its pulses of every beam. */
 static int cu_enq_fused(struct cu_be *be, const struct cu_cpi *q, const struct cu_piece *k,
 			struct cu_err *ce)
 {
@@ -178,6 +198,14 @@ static int cu_enq_fused(struct cu_be *be, const struct cu_cpi *q, const struct c
 
 	cu_fused_job(be, s, k->r0, k->ioff, k->ooff, k->nr, q->in_place && !q->beams ? q->src : NULL,
 		     q->out_place ? q->dst->out : NULL, q->filt, &j);
+	if (q->beam_chunks) {
+		if (cu_beams_form_chunk(be, s, k->i, q->lay->nstreams, k->p0, k->np,
+					q->dst->az_deg, q->dst->el_deg, st, ce) < 0)
+			return -EIO;
+		if (k->np == 0)
+			return 0;
+		cu_beams_job_chunk(be, s, k->p0, k->np, &j);
+	}
 	EQK("k_fused", cu_fused_launch(be, &j, st));
 	if (q->capture && cu_enq_last_node(st, &s->g_mul[q->li][k->i], ce) < 0)
 		return -EIO;
@@ -289,8 +317,9 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 	q.stage_in = stage_in;
 	q.capture = capture;
 	q.filt = filt;
-	q.beams = be->bm != NULL;
-	q.packed = be->in_format == PC_FMT_SC16 || capture || be->fused || q.beams;
+	q.beam_chunks = be->bm && cu_beams_by_chunk(be, dst->in_dev);
+	q.beams = be->bm && !q.beam_chunks;
+	q.packed = be->in_format == PC_FMT_SC16 || capture || be->fused || be->bm;
 	q.in_place = be->fused && (dst->in_dev || q.beams);
 	q.out_place = be->fused && be->cube_out && !be->rs && dst->out_dev;
 	rc = cu_enq_start(be, &q, ce);
@@ -301,6 +330,8 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 		k.c = &s->cs[i % q.lay->nstreams];
 		k.nr = cu_chunk(be, q.lay, i, &k.r0, &k.ioff, &k.ooff);
 		k.fft = cu_fft_row(be, s, k.r0);
+		k.p0 = 0;
+		k.np = q.beam_chunks ? cu_beams_pulses(be, q.lay, i, &k.p0) : 0;
 		rc = cu_enq_input(be, &q, &k, ce);
 		if (rc == 0)
 			rc = cu_enq_compute(be, &q, &k, ce);

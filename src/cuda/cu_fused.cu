@@ -218,6 +218,7 @@ struct cu_fargs {
 	const void *in;          /* rows x istride samples (cf32 / sc16)   */
 	void *out;               /* rows x ostride samples (out mode)      */
 	size_t istride, ostride; /* elements between rows                  */
+	size_t igroup, ogroup;   /* ... and between groups (block y)       */
 	const float2 *filt;      /* nfft, in the order the forward leaves
 				    the spectrum (cf_perm): g conj(H) / nfft */
 	const float2 *tw;        /* twiddles: stage q's at tw + tw_o[q]    */
@@ -462,14 +463,17 @@ static __host__ __device__ constexpr int cf_vr(int v) { return v == 0 ? 16 : 10;
 	case 16: if constexpr (cf_vr(V) >= 16) CALL(16); break;                \
 	}
 
-/* One block per row; dynamic shared memory cf_padded(n, psh) float2. */
+/* One block per row (x: the row in its group, y: the group); dynamic
+ * shared memory cf_padded(n, psh) float2. */
 template <int IN, int OUT, int V>
 __global__ void __launch_bounds__(cf_vt(V), cf_vb(V)) k_fused(const struct cu_fargs a)
 {
 	extern __shared__ float2 cf_sm[];
 	float2 *buf = cf_sm;
 	const unsigned P = a.npass, row = blockIdx.x;
-	const typename cf_in<IN>::T *x = (const typename cf_in<IN>::T *)a.in + (size_t)row * a.istride;
+	const typename cf_in<IN>::T *x = (const typename cf_in<IN>::T *)a.in + blockIdx.y * a.igroup +
+					 (size_t)row * a.istride;
+	const size_t yo = blockIdx.y * a.ogroup + (size_t)row * a.ostride;
 	int bad = 0;
 
 #define CF_FIRST(K) bad = cf_first<IN, K>(x, a.gates, buf, a.n, a.tw + a.tw_o[0], a.psh)
@@ -488,7 +492,7 @@ __global__ void __launch_bounds__(cf_vt(V), cf_vb(V)) k_fused(const struct cu_fa
 		CF_RADIX_SWITCH(a.rad[q], CF_DIT);
 		__syncthreads();
 	}
-#define CF_LAST(K) cf_last<OUT, K>(buf, a.out, (size_t)row * a.ostride, a.n, a.gates, a.tw + a.tw_o[0], a.psh)
+#define CF_LAST(K) cf_last<OUT, K>(buf, a.out, yo, a.n, a.gates, a.tw + a.tw_o[0], a.psh)
 	CF_RADIX_SWITCH(a.rad[0], CF_LAST);
 	if (IN == PC_FMT_CF32 && a.nonfinite) {
 		bad = __syncthreads_or(bad);
@@ -863,6 +867,8 @@ static void cf_args(const struct cu_be *be, const struct cu_fjob *j, struct cu_f
 	a->out = j->out;
 	a->istride = j->istride;
 	a->ostride = j->ostride;
+	a->igroup = j->igroup;
+	a->ogroup = j->ogroup;
 	a->filt = f->d_filtp + (size_t)j->filt * f->n;
 	a->tw = f->d_tw;
 	a->nonfinite = be->in_format == PC_FMT_CF32 ? j->nonfinite : NULL;
@@ -885,7 +891,7 @@ cudaError_t cu_fused_launch(const struct cu_be *be, const struct cu_fjob *j, cud
 	void *args[] = { &a };
 
 	cf_args(be, j, &a);
-	return cudaLaunchKernel(cf_kernel(be->fused, be->in_format, j->mode), dim3(j->rows),
+	return cudaLaunchKernel(cf_kernel(be->fused, be->in_format, j->mode), dim3(j->rows, j->groups),
 				dim3(be->fused->threads), args, be->fused->smem, st);
 }
 
@@ -903,7 +909,7 @@ cudaError_t cu_fused_node_set(const struct cu_be *be, cudaGraphExec_t gx, cudaGr
 
 	cf_args(be, j, &a);
 	p.func = (void *)cf_kernel(be->fused, be->in_format, j->mode);
-	p.gridDim = dim3(j->rows);
+	p.gridDim = dim3(j->rows, j->groups);
 	p.blockDim = dim3(be->fused->threads);
 	p.sharedMemBytes = (unsigned)be->fused->smem;
 	p.kernelParams = args;

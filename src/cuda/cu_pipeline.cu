@@ -188,8 +188,9 @@ static int cu_submit_cpi(void *p, const struct pc_cpi_cmd *cmd)
 	dst.az_deg = cmd->pointing_az_deg;
 	dst.el_deg = cmd->pointing_el_deg;
 	dst.snap = cmd->snap;
-	/* beams: compression reads the beams the stage left in d_in */
-	li = cu_pick_layout(be, be->bm ? 1 : rt.in_dev);
+	/* beams formed whole: compression reads them where the stage left
+	 * them (d_in), one launch; by chunk: cut as any CPI */
+	li = cu_pick_layout(be, be->bm && !cu_beams_by_chunk(be, rt.in_dev) ? 1 : rt.in_dev);
 	if (li < 0) {
 		rc = li;
 		goto out;

@@ -194,6 +194,7 @@ struct cu_beam_set {
 				    cu_beam_mvdr_weights_d)                 */
 	int *h_status, *hd_status;   /* mvdr: the solve's status, mapped     */
 	double up, vp;           /* the CPI's pointing in (u, v)             */
+	cudaEvent_t ev_w;        /* by chunk: the CPI's weights are made     */
 };
 
 /* Beams in the backend (pc_setup.beams), NULL without. */
@@ -429,18 +430,21 @@ cudaError_t cu_kernels_attributes(struct cudaFuncAttributes *fa);
 #define CU_FMAX_PASS 16          /* passes of the fused kernel's FFT        */
 struct cu_fused;
 
-/* One launch of the fused kernel: rows rows from in (row stride istride
- * input samples) to out (row stride ostride samples of mode: complex for
- * the radar chain's fft rows), filter number filt, rows with NaN/Inf
- * counted into *nonfinite (cf32). */
+/* One launch of the fused kernel: groups of rows rows from in (row stride
+ * istride input samples) to out (row stride ostride samples of mode:
+ * complex for the radar chain's fft rows), group g's rows igroup / ogroup
+ * samples further on (a pulse chunk of beams: a run of rows in each
+ * beam's), filter number filt, rows with NaN/Inf counted into *nonfinite
+ * (cf32). cu_fused_job makes one group. */
 struct cu_fjob {
 	const void *in;
 	void *out;
 	size_t istride, ostride;
+	size_t igroup, ogroup;
 	enum pc_output mode;
 	unsigned filt;           /* the filter's (mode's) index             */
 	unsigned *nonfinite;
-	unsigned rows;
+	unsigned rows, groups;
 };
 
 /*
@@ -585,7 +589,12 @@ void cu_radar_snap_done(struct cu_set *s, int skipped);
  * cu_beams_create: be->bm from pc_setup.beams (its host beam_set);
  * cu_beams_make_set: set s's beam buffers; the frees (errors ignored).
  * cu_beams_enqueue: the CPI's beam stage on s->stream (input, weights for
- * the pointing or MVDR, the product into s->d_in); cu_beams_mono: after
+ * the pointing or MVDR, the product into s->d_in), whole, before the
+ * chunks; or, where cu_beams_by_chunk, chunk by chunk on its stream:
+ * cu_beams_pulses (the chunk's pulses), cu_beams_input_chunk (its input
+ * into d_raw), cu_beams_form_chunk (its beams into d_in; the first makes
+ * the CPI's weights) and cu_beams_job_chunk (compression's job for its
+ * rows of every beam); cu_beams_mono: after
  * k_records, every record's beam fields and monopulse angle. At
  * completion: cu_beams_skipped (MVDR found no weights),
  * cu_beams_write_skipped (pc_write_skipped's results). 0 or a negative
@@ -597,6 +606,16 @@ int cu_beams_make_set(struct cu_be *be, struct cu_set *s);
 void cu_beams_free_set(struct cu_set *s);
 int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
 		     int stage_in, int in_dev, double az_deg, double el_deg, struct cu_err *ce);
+int cu_beams_by_chunk(const struct cu_be *be, int in_dev);
+unsigned cu_beams_pulses(const struct cu_be *be, const struct chunk_layout *lay, unsigned i,
+			 unsigned *p0);
+int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
+			 int stage_in, unsigned p0, unsigned np, cudaStream_t st, struct cu_err *ce);
+int cu_beams_form_chunk(struct cu_be *be, struct cu_set *s, unsigned i, unsigned nstreams,
+			unsigned p0, unsigned np, double az_deg, double el_deg, cudaStream_t st,
+			struct cu_err *ce);
+void cu_beams_job_chunk(const struct cu_be *be, const struct cu_set *s, unsigned p0,
+			unsigned np, struct cu_fjob *j);
 int cu_beams_skipped(const struct cu_be *be, const struct cu_set *s);
 int cu_beams_write_skipped(struct cu_be *be, struct cu_set *s);
 int cu_beams_mono(struct cu_be *be, struct cu_set *s, struct cu_err *ce);
