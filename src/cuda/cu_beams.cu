@@ -23,10 +23,14 @@
  *     stream as soon as they are in, and the fused kernel compresses its
  *     pulses of every beam (a group of rows per beam). Beamforming and
  *     compression then run behind the copies, and after the last byte
- *     only the last chunk's remain. The first chunk makes the CPI's
- *     weights after its copy (queued ahead of it, the kernel would hold
- *     the copy behind whatever the GPU still runs), and the other
- *     streams' first chunks wait for them (ev_w).
+ *     only the last chunk's remain. The copies are all queued on the
+ *     set's stream, one after the other, each chunk stream waiting for
+ *     its chunk's (ev_copy): a copy queued on a chunk stream would wait
+ *     behind that stream's kernels, which wait for the SMs the previous
+ *     CPI's chain fills, and the copy engine would idle. The first
+ *     chunk makes the CPI's weights after its copy (queued ahead of it,
+ *     the kernel would hold the copy behind whatever the GPU still runs),
+ *     and the other streams' first chunks wait for them (ev_w).
  *   - whole, on the set's stream before its chunk streams fork: MVDR
  *     (its weights need the whole CPI's training cells), the cuFFT engine
  *     (its plans take runs of rows, not a group per beam), a cube output
@@ -142,6 +146,8 @@ int cu_beams_make_set(struct cu_be *be, struct cu_set *s)
 		CK(cudaMalloc((void **)&b->d_x, cpr * sizeof(float2)));
 	CK(cudaMalloc((void **)&b->d_w, BC * sizeof(float2)));
 	CK(cudaEventCreateWithFlags(&b->ev_w, cudaEventDisableTiming));
+	for (unsigned i = 0; i < PC_MAX_CHUNKS; i++)
+		CK(cudaEventCreateWithFlags(&b->ev_copy[i], cudaEventDisableTiming));
 	if (!bm->mvdr)
 		CK(cudaMalloc((void **)&b->d_wd, BC * sizeof(double2)));
 	if (bm->mvdr) {
@@ -165,6 +171,9 @@ void cu_beams_free_set(struct cu_set *s)
 	(void)cudaFree(b->d_wd);
 	if (b->ev_w)
 		(void)cudaEventDestroy(b->ev_w);
+	for (unsigned i = 0; i < PC_MAX_CHUNKS; i++)
+		if (b->ev_copy[i])
+			(void)cudaEventDestroy(b->ev_copy[i]);
 	if (b->h_status)
 		(void)cudaFreeHost(b->h_status);
 	memset(b, 0, sizeof(*b));
@@ -252,10 +261,12 @@ unsigned cu_beams_pulses(const struct cu_be *be, const struct chunk_layout *lay,
 	return b - a;
 }
 
-/* A chunk's input: its np pulses from p0 of every channel into d_raw (one
- * 2-D copy; staged, each channel's run through h_in first), as cf32. */
+/* Chunk i's input: its np pulses from p0 of every channel into d_raw
+ * (one 2-D copy on the set's stream, then ev_copy[i], which chunk stream
+ * st waits for; staged, each channel's run through h_in first), as cf32. */
 int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
-			 int stage_in, unsigned p0, unsigned np, cudaStream_t st, struct cu_err *ce)
+			 int stage_in, unsigned i, unsigned p0, unsigned np, cudaStream_t st,
+			 struct cu_err *ce)
 {
 	struct cu_beams *bm = be->bm;
 	struct cu_beam_set *b = &s->b;
@@ -276,10 +287,12 @@ int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, con
 		}
 	}
 	if (width == pitch)   /* every pulse: the whole input, contiguous */
-		EQ(cudaMemcpyAsync(b->d_raw, src, bm->C * pitch, cudaMemcpyDefault, st));
+		EQ(cudaMemcpyAsync(b->d_raw, src, bm->C * pitch, cudaMemcpyDefault, s->stream));
 	else
 		EQ(cudaMemcpy2DAsync((char *)b->d_raw + off, pitch, (const char *)src + off, pitch,
-				     width, bm->C, cudaMemcpyDefault, st));
+				     width, bm->C, cudaMemcpyDefault, s->stream));
+	EQ(cudaEventRecord(b->ev_copy[i], s->stream));
+	EQ(cudaStreamWaitEvent(st, b->ev_copy[i], 0));
 	if (bm->in_format == PC_FMT_SC16)
 		EQK("k_beam_sc16", cu_beams_sc16((const short2 *)b->d_raw + (size_t)p0 * be->R,
 						 b->d_x + (size_t)p0 * be->R, bm->C,

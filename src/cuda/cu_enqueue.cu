@@ -94,8 +94,8 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 		goto fault;
 	}
 	if (q->beam_chunks) {
-		if (cu_beams_input_chunk(be, q->s, q->in, q->src, q->stage_in, k->p0, k->np, st,
-					 ce) < 0)
+		if (cu_beams_input_chunk(be, q->s, q->in, q->src, q->stage_in, k->i, k->p0, k->np,
+					 st, ce) < 0)
 			return -EIO;
 		goto copied;
 	}

@@ -195,6 +195,7 @@ struct cu_beam_set {
 	int *h_status, *hd_status;   /* mvdr: the solve's status, mapped     */
 	double up, vp;           /* the CPI's pointing in (u, v)             */
 	cudaEvent_t ev_w;        /* by chunk: the CPI's weights are made     */
+	cudaEvent_t ev_copy[PC_MAX_CHUNKS];   /* by chunk: chunk i's input in  */
 };
 
 /* Beams in the backend (pc_setup.beams), NULL without. */
@@ -610,7 +611,8 @@ int cu_beams_by_chunk(const struct cu_be *be, int in_dev);
 unsigned cu_beams_pulses(const struct cu_be *be, const struct chunk_layout *lay, unsigned i,
 			 unsigned *p0);
 int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
-			 int stage_in, unsigned p0, unsigned np, cudaStream_t st, struct cu_err *ce);
+			 int stage_in, unsigned i, unsigned p0, unsigned np, cudaStream_t st,
+			 struct cu_err *ce);
 int cu_beams_form_chunk(struct cu_be *be, struct cu_set *s, unsigned i, unsigned nstreams,
 			unsigned p0, unsigned np, double az_deg, double el_deg, cudaStream_t st,
 			struct cu_err *ce);
