@@ -9,7 +9,8 @@
  * either FFT engine, a list over a planar array with a calibration and a
  * taper, MVDR, sc16 input, the pointing changing every CPI with three
  * CPIs in flight, an MVDR training set of zeros (the CPI skipped on both
- * backends), and a pointing outside the visible region (refused, -EDOM).
+ * backends), a pointing outside the visible region (refused, -EDOM), and
+ * each MTI canceller with a power-of-two Doppler length and another.
  * The CPIs are cut into chunks as the daemon's are: by pulses, each
  * chunk's beams formed behind its copy (uneven cuts, more chunks than
  * pulses, sc16, several CPIs in flight), and whole where beamforming
@@ -62,6 +63,8 @@ struct bcase {
 	enum pc_switch fused;
 	double target_u, target_v;   /* the target's direction at zero pointing */
 	double zero;                 /* 1: the input is all zeros            */
+	enum pc_mti mti;             /* the MTI canceller                    */
+	unsigned nfft;               /* Nd (0: auto)                         */
 };
 
 static void ula(struct bcase *k)
@@ -94,6 +97,8 @@ static struct pc *make_pc(const struct bcase *k, const float *ref, enum pc_backe
 	p.tune.cuda_chunks = k->chunks;
 	p.out_mode = PC_OUT_MAP_POWER;
 	p.radar.doppler = 1;
+	p.radar.mti = k->mti;
+	p.radar.nfft = k->nfft;
 	p.radar.cfar = 1;
 	p.radar.integrate = 0;   /* a CFAR per beam */
 	p.radar.pfa = 1e-5;
@@ -413,6 +418,38 @@ static void test_pointing_per_cpi(void **state)
 	run_case(&k, "pointing per CPI, depth 3", 3, az, 0);
 }
 
+/* The monopulse's input, each record's D in three beams: summed at the
+ * cell from the compressed rows behind each MTI canceller (a power-of-two
+ * Doppler length, whose transform keeps no D), and gathered from the
+ * transform where it is kept (a length of 18, cuFFT's). */
+static void test_mti_doppler(void **state)
+{
+	static const struct {
+		enum pc_mti mti;
+		unsigned nfft;
+		const char *name;
+	} v[] = {
+		{ PC_MTI_TWO, 0, "fan, two-pulse MTI" },
+		{ PC_MTI_THREE, 0, "fan, three-pulse MTI, 3 chunks" },
+		{ PC_MTI_NONE, 18, "fan, Doppler 18" },
+		{ PC_MTI_TWO, 18, "fan, two-pulse MTI, Doppler 18" },
+	};
+	struct bcase k;
+	double az = 1.0;
+
+	(void)state;
+	NEED_GPU();
+	for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		fan(&k, 8, 4, 0.25);
+		k.P = 14;
+		k.target_u = 0.1;
+		k.mti = v[i].mti;
+		k.nfft = v[i].nfft;
+		k.chunks = i == 1 ? 3 : 0;
+		run_case(&k, v[i].name, 1, &az, 0);
+	}
+}
+
 /* MVDR without loading on a CPI of zeros: no weights, the CPI skipped. */
 static void test_mvdr_zeros(void **state)
 {
@@ -471,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_mvdr),
 		cmocka_unit_test(test_sc16),
 		cmocka_unit_test(test_pointing_per_cpi),
+		cmocka_unit_test(test_mti_doppler),
 		cmocka_unit_test(test_mvdr_zeros),
 		cmocka_unit_test(test_bad_pointing),
 	};

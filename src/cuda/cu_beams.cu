@@ -40,8 +40,9 @@
  * and the product is the fused kernel's, the faster engine at these
  * shapes: cu_beam.cu). The chain then runs on B rows per pulse as it runs
  * on channels (radar_setup.channels is B), its local maximum across beams
- * (cu_radar.cu, cu_beam_max), and k_records gathers each record's Doppler
- * outputs of beams b - 1, b, b + 1 into d_mono.
+ * (cu_radar.cu, cu_beam_max), and each record's Doppler outputs of beams
+ * b - 1, b, b + 1 go into d_mono (k_records gathers them from cuFFT's
+ * transform, k_dop_cells sums them at the cell on k_doppler's path).
  *
  * After the list (k_records), cu_beam_mono gives every record its beam
  * fields and monopulse angle on the device, one warp per record, from the

@@ -156,7 +156,8 @@ struct cu_radar_set {
 				    0..P'-1; pulses P'..Nd-1 zeroed once at
 				    create (the FFT is out of place, so the
 				    padding is never written again)      */
-	float2 *d_dop;           /* [Nd][C][R]: the Doppler transform      */
+	float2 *d_dop;           /* [Nd][C][R]: the Doppler transform, on
+				    cuFFT's path only (k_doppler keeps none) */
 	cufftHandle plan;        /* Nd-point FFTs along pulses, on s->stream */
 	int have_plan;
 	float *d_map;            /* M [C][Nd][R], zero Doppler in the middle */
@@ -173,7 +174,8 @@ struct cu_radar_set {
 				    (det_bytes)                            */
 	float2 *d_mono;          /* beams: per record slot the Doppler
 				    outputs of beams b-1, b, b+1 at its cell
-				    (k_records, for cu_beam_mono), max_det x 3 */
+				    (k_records or k_dop_cells, for
+				    cu_beam_mono), max_det x 3 */
 	void *h_det;             /* pinned staging for it (copy staging)   */
 	float *d_snap;           /* snapshots (be->snap_cells floats, else
 				    NULL): k_maxhold writes the selected

@@ -26,9 +26,11 @@
  *                 takes DG gates of one channel, MTI and window into shared
  *                 memory (bit-reversed, the padding zero), the Nd-point
  *                 radix-2 transform there (twiddles from a table made in
- *                 double), then D -> d_dop and M (and map_db) -> d_map.
- *                 The compressed rows are read once and d_zin is neither
- *                 written nor read: a third of the three kernels' traffic.
+ *                 double), then M (and map_db) -> d_map. The compressed
+ *                 rows are read once, d_zin is neither written nor read,
+ *                 and D is not kept: the only reader of D is monopulse,
+ *                 at a few cells (k_dop_cells), and writing the whole
+ *                 complex cube for them would double the pass's traffic.
  *   4 k_cfar_fused  ca/go/so, one pass per tile of 16 Doppler rows x 128
  *                 gates of a map: the tile and its halo into shared
  *                 memory; per column the Doppler window's sums (training
@@ -62,6 +64,12 @@
  *                 rank in the row, written only below max_det: the list
  *                 is the same on every run and every GPU, in the order
  *                 chirp/detect.h gives, whatever the thread schedule.
+ *                 With beams, each record's D in beams b-1, b, b+1 ->
+ *                 d_mono (monopulse's input), read from d_dop where
+ *                 cuFFT's path keeps it.
+ *     k_dop_cells  with beams on k_doppler's path: those D summed at the
+ *                 record's cell directly from the compressed rows (MTI,
+ *                 window, the Doppler bin's DFT), a warp per value.
  *   7 copies      the map to out (map modes), the whole list slot
  *                 (det_bytes) to det. The slot, not header + count
  *                 records: the count is known only on the device, and a
@@ -167,8 +175,60 @@ __global__ void k_map(const float2 *__restrict__ dop, unsigned C, unsigned R, un
 #define CU_DOP_MAX 4096
 #define CU_DOP_CELLS 4096   /* complex cells of a block's transform (32 KiB) */
 #define CU_DOP_T 256
+#define CU_DLB 8            /* k_doppler's pulse loads in flight per thread */
 
-__global__ void __launch_bounds__(CU_DOP_T)
+/*
+ * lv consecutive radix-2 stages of k_doppler's transform (spans h, 2h, ...
+ * 2^(lv-1) h) in one pass: a thread takes a group of 2^lv points b + m h
+ * (b's offset in its block of 2^lv h points below h) into registers and
+ * does the group's butterflies of every stage there. The butterflies,
+ * their twiddles and their order per point are the stage-by-stage
+ * transform's exactly (the same roundings), with one read and one write
+ * of shared memory per point instead of lv. Threads k0, k0 + step, ...
+ * take the Nd / 2^lv groups; a group's points are apart in shared memory
+ * by h rows of dg gates.
+ */
+#define CU_DOP_L 3   /* stages per pass, at most */
+__device__ __forceinline__ void cu_dop_pass(float2 *z, unsigned dg, unsigned g, unsigned k0,
+					    unsigned step, unsigned Nd, unsigned h, unsigned ts,
+					    unsigned lv, const float2 *__restrict__ tw)
+{
+	unsigned n = 1u << lv;
+
+	for (unsigned k = k0; k < Nd >> lv; k += step) {
+		unsigned j = k & (h - 1), b = ((k - j) << lv) + j;
+		float2 x[1 << CU_DOP_L];
+
+#pragma unroll
+		for (unsigned m = 0; m < (1u << CU_DOP_L); m++)
+			if (m < n)
+				x[m] = z[(b + m * h) * dg + g];
+#pragma unroll
+		for (unsigned l = 0; l < CU_DOP_L; l++) {
+			if (l >= lv)
+				break;
+#pragma unroll
+			for (unsigned m = 0; m < (1u << CU_DOP_L); m++) {
+				if (m >= n || (m >> l) & 1u)
+					continue;
+				/* points m and m + 2^l at span h 2^l: twiddle
+				 * index (j + (m mod 2^l) h) ts / 2^l */
+				unsigned jl = j + (m & ((1u << l) - 1u)) * h;
+				float2 w = tw[jl * (ts >> l)], u = x[m], v = x[m + (1u << l)];
+				float2 t = make_float2(w.x * v.x - w.y * v.y, w.x * v.y + w.y * v.x);
+
+				x[m] = make_float2(u.x + t.x, u.y + t.y);
+				x[m + (1u << l)] = make_float2(u.x - t.x, u.y - t.y);
+			}
+		}
+#pragma unroll
+		for (unsigned m = 0; m < (1u << CU_DOP_L); m++)
+			if (m < n)
+				z[(b + m * h) * dg + g] = x[m];
+	}
+}
+
+__global__ void __launch_bounds__(CU_DOP_T, 5)   /* 48 registers, no spill */
 k_doppler(const float2 *__restrict__ fft, size_t pe, unsigned C, unsigned P, unsigned R,
 	  unsigned Pm, unsigned Nd, unsigned lg, unsigned dg, int mti,
 	  const float *__restrict__ win, const float2 *__restrict__ tw, float2 *__restrict__ dop,
@@ -178,38 +238,47 @@ k_doppler(const float2 *__restrict__ fft, size_t pe, unsigned C, unsigned P, uns
 	unsigned c = blockIdx.y, n0 = blockIdx.x * dg, g = threadIdx.x % dg;
 	unsigned step = CU_DOP_T / dg, n = n0 + g;
 
-	/* MTI and window, pulse p into row bitrev(p) (a decimation in time) */
-	for (unsigned p = threadIdx.x / dg; p < Nd; p += step) {
-		float2 a = make_float2(0.0f, 0.0f);
+	/* MTI and window, pulse p into row bitrev(p) (a decimation in time);
+	 * CU_DLB pulses' loads in flight per thread before their stores */
+	for (unsigned p0 = threadIdx.x / dg; p0 < Nd; p0 += CU_DLB * step) {
+		float2 v[CU_DLB];
 
-		if (p < Pm && n < R) {
-			const float2 *y = fft + ((size_t)c * P + p) * pe + n;
+#pragma unroll
+		for (unsigned j = 0; j < CU_DLB; j++) {
+			unsigned p = p0 + j * step;
+			float2 a = make_float2(0.0f, 0.0f);
 
-			a = y[0];
-			if (mti == PC_MTI_TWO) {
-				float2 b = y[pe];
+			if (p < Pm && n < R) {
+				const float2 *y = fft + ((size_t)c * P + p) * pe + n;
 
-				a = make_float2(b.x - a.x, b.y - a.y);
-			} else if (mti == PC_MTI_THREE) {
-				float2 b = y[pe], d = y[2 * pe];
+				a = y[0];
+				if (mti == PC_MTI_TWO) {
+					float2 b = y[pe];
 
-				a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
+					a = make_float2(b.x - a.x, b.y - a.y);
+				} else if (mti == PC_MTI_THREE) {
+					float2 b = y[pe], d = y[2 * pe];
+
+					a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
+				}
+				a = make_float2(win[p] * a.x, win[p] * a.y);
 			}
-			a = make_float2(win[p] * a.x, win[p] * a.y);
+			v[j] = a;
 		}
-		z[(__brev(p) >> (32 - lg)) * dg + g] = a;
+#pragma unroll
+		for (unsigned j = 0; j < CU_DLB; j++) {
+			unsigned p = p0 + j * step;
+
+			if (p < Nd)
+				z[(__brev(p) >> (32 - lg)) * dg + g] = v[j];
+		}
 	}
 	__syncthreads();
-	/* the stages: butterflies of span h, twiddle e^{-2 pi i j / 2h} */
-	for (unsigned h = 1, ts = Nd / 2; h < Nd; h <<= 1, ts >>= 1) {
-		for (unsigned k = threadIdx.x / dg; k < Nd / 2; k += step) {
-			unsigned j = k & (h - 1), i0 = ((k - j) << 1) + j, i1 = i0 + h;
-			float2 w = tw[j * ts], u = z[i0 * dg + g], v = z[i1 * dg + g];
-			float2 t = make_float2(w.x * v.x - w.y * v.y, w.x * v.y + w.y * v.x);
-
-			z[i0 * dg + g] = make_float2(u.x + t.x, u.y + t.y);
-			z[i1 * dg + g] = make_float2(u.x - t.x, u.y - t.y);
-		}
+	/* the stages: butterflies of span h, twiddle e^{-2 pi i j / 2h}, up
+	 * to CU_DOP_L of them per pass over shared memory */
+	for (unsigned h = 1, ts = Nd / 2, lv; h < Nd; h <<= lv, ts >>= lv) {
+		lv = min((unsigned)CU_DOP_L, lg - (31 - __clz(h)));
+		cu_dop_pass(z, dg, g, threadIdx.x / dg, step, Nd, h, ts, lv, tw);
 		__syncthreads();
 	}
 	if (n >= R)
@@ -220,7 +289,8 @@ k_doppler(const float2 *__restrict__ fft, size_t pe, unsigned C, unsigned P, uns
 		float m = d.x * d.x + d.y * d.y;
 		size_t o = ((size_t)c * Nd + k) * R + n;
 
-		dop[((size_t)f * C + c) * R + n] = d;
+		if (dop)
+			dop[((size_t)f * C + c) * R + n] = d;
 		map[o] = m;
 		if (dbout)   /* clamp below, NaN through: as power_db */
 			dbout[o] = 10.0f * log10f(m < PC_POWER_FLOOR ? PC_POWER_FLOOR : m);
@@ -709,30 +779,44 @@ struct cu_hdr_args {
 
 /*
  * 6a. One block of CU_SCAN threads: the exclusive scan of rows row counts
- * (each thread a contiguous run of rows), then the header.
+ * (each thread a contiguous run of rows), then the header. The threads'
+ * partial sums are scanned in two levels of warp shuffles (within each
+ * warp, then across the warps' totals): log steps, not a walk by one
+ * thread over all CU_SCAN of them.
  */
 #define CU_SCAN 1024
 __global__ void k_scan(const unsigned *__restrict__ rowcnt, unsigned rows,
 		       unsigned *__restrict__ rowoff, const unsigned long long *cross,
 		       struct cu_hdr_args a, struct chirp_det_header *hdr)
 {
-	__shared__ unsigned part[CU_SCAN];
-	unsigned per = (rows + CU_SCAN - 1) / CU_SCAN;
-	unsigned r0 = threadIdx.x * per, r1 = min(rows, r0 + per), sum = 0;
+	__shared__ unsigned wtot[CU_SCAN / 32];
+	unsigned per = (rows + CU_SCAN - 1) / CU_SCAN, lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+	unsigned r0 = threadIdx.x * per, r1 = min(rows, r0 + per), sum = 0, inc, run;
 
 	for (unsigned r = r0; r < r1; r++)
 		sum += rowcnt[r];
-	part[threadIdx.x] = sum;
+	inc = sum;   /* inclusive scan within the warp */
+	for (unsigned o = 1; o < 32; o <<= 1) {
+		unsigned t = __shfl_up_sync(0xffffffffu, inc, o);
+
+		inc += lane >= o ? t : 0u;
+	}
+	if (lane == 31)
+		wtot[wp] = inc;
 	__syncthreads();
-	if (threadIdx.x == 0) {   /* CU_SCAN partial sums, serially */
-		unsigned run = 0;
+	if (wp == 0) {   /* the warps' totals, inclusive, in place */
+		unsigned t = wtot[lane], x = t;
 
-		for (unsigned i = 0; i < CU_SCAN; i++) {
-			unsigned t = part[i];
+		for (unsigned o = 1; o < 32; o <<= 1) {
+			unsigned y = __shfl_up_sync(0xffffffffu, x, o);
 
-			part[i] = run;
-			run += t;
+			x += lane >= o ? y : 0u;
 		}
+		wtot[lane] = x;
+	}
+	__syncthreads();
+	run = wtot[CU_SCAN / 32 - 1];   /* the rows' total */
+	if (threadIdx.x == 0) {
 		hdr->magic = CHIRP_DET_MAGIC;
 		hdr->version = CHIRP_DET_VERSION;
 		hdr->record_bytes = (uint16_t)sizeof(struct chirp_det_record);
@@ -750,8 +834,7 @@ __global__ void k_scan(const unsigned *__restrict__ rowcnt, unsigned rows,
 		hdr->cells = (uint64_t)a.maps * a.Nd * a.R;
 		hdr->crossings = *cross;
 	}
-	__syncthreads();
-	sum = part[threadIdx.x];
+	sum = inc - sum + (wp > 0 ? wtot[wp - 1] : 0u);   /* exclusive */
 	for (unsigned r = r0; r < r1; r++) {
 		rowoff[r] = sum;
 		sum += rowcnt[r];
@@ -764,7 +847,8 @@ struct cu_rec_args {
 	int integrate;
 	float range_m_per_gate, mps_per_bin;
 	unsigned beams;          /* B with beams, else 0                    */
-	const float2 *dop;       /* beams: the Doppler outputs [f][b][n]    */
+	const float2 *dop;       /* beams: the Doppler outputs [f][b][n],
+				    NULL on k_doppler's path (k_dop_cells) */
 	float2 *mono;            /* beams: per record D of beams b-1, b, b+1 */
 };
 
@@ -823,7 +907,7 @@ __global__ void k_records(const float *__restrict__ x, const float *__restrict__
 			r->elevation_deg = NAN;
 			r->angle_quality = 0;
 			r->reserved = 0;
-			if (a.beams) {   /* the cell's D in beams mp - 1 .. mp + 1 */
+			if (a.beams && a.dop) {   /* the cell's D in beams mp - 1 .. mp + 1 */
 				unsigned f = (k + a.Nd - a.Nd / 2) % a.Nd;
 
 				for (int j = 0; j < 3; j++) {
@@ -839,6 +923,70 @@ __global__ void k_records(const float *__restrict__ x, const float *__restrict__
 		if (threadIdx.x == 0)
 			base += tot;
 	}
+}
+
+/* What k_dop_cells needs besides its buffers. */
+struct cu_dcell_args {
+	size_t pe;               /* elements between compressed rows        */
+	unsigned P, Pm, Nd, B, max_det;
+	int mti;
+};
+
+/*
+ * 6c. With beams on k_doppler's path, which keeps no D: for record slot
+ * i < count and j = 0..2, D of beam b - 1 + j at the record's cell (bin
+ * f, gate n) -> mono[3 i + j], zero for a beam outside the fan. D is k_doppler's
+ * definition summed directly, sum over p < P' of win[p] MTI(y)[p]
+ * e^{-2 pi i f p / Nd} (Nd a power of two, tw[m] = e^{-2 pi i m / Nd} for
+ * m < Nd / 2, the other half its negation): one warp per value, lanes
+ * over pulses, a butterfly sum. It equals the transform's bin to float
+ * rounding, as the CPU's FFT does.
+ */
+#define CU_DC_WARPS 8
+__global__ void __launch_bounds__(32 * CU_DC_WARPS)
+k_dop_cells(const float2 *__restrict__ fft, struct cu_dcell_args a, const float *__restrict__ win,
+	    const float2 *__restrict__ tw, const struct chirp_det_header *__restrict__ hdr,
+	    const struct chirp_det_record *__restrict__ rec, float2 *__restrict__ mono)
+{
+	unsigned v = blockIdx.x * CU_DC_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+	unsigned i = v / 3, j = v - 3 * i, cnt = min(hdr->count, a.max_det);
+	float sx = 0.0f, sy = 0.0f;
+	int b;
+
+	if (i >= cnt)
+		return;
+	b = rec[i].beam - 1 + (int)j;
+	if (b >= 0 && b < (int)a.B) {
+		unsigned f = (unsigned)(rec[i].doppler_bin + (int)a.Nd) & (a.Nd - 1);
+		const float2 *y0 = fft + (size_t)b * a.P * a.pe + rec[i].range_gate;
+
+		for (unsigned p = lane; p < a.Pm; p += 32) {
+			const float2 *y = y0 + (size_t)p * a.pe;
+			unsigned m = (f * p) & (a.Nd - 1);
+			float2 x = y[0], w = m < a.Nd / 2 ? tw[m] : tw[m - a.Nd / 2];
+
+			if (m >= a.Nd / 2)
+				w = make_float2(-w.x, -w.y);
+			if (a.mti == PC_MTI_TWO) {
+				float2 c = y[a.pe];
+
+				x = make_float2(c.x - x.x, c.y - x.y);
+			} else if (a.mti == PC_MTI_THREE) {
+				float2 c = y[a.pe], d = y[2 * a.pe];
+
+				x = make_float2(x.x - 2.0f * c.x + d.x, x.y - 2.0f * c.y + d.y);
+			}
+			x = make_float2(win[p] * x.x, win[p] * x.y);
+			sx += x.x * w.x - x.y * w.y;
+			sy += x.x * w.y + x.y * w.x;
+		}
+		for (unsigned o = 16; o > 0; o >>= 1) {
+			sx += __shfl_xor_sync(0xffffffffu, sx, o);
+			sy += __shfl_xor_sync(0xffffffffu, sy, o);
+		}
+	}
+	if (lane == 0)
+		mono[3 * (size_t)i + j] = make_float2(sx, sy);
 }
 
 /*
@@ -976,6 +1124,8 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	struct cu_rec_args ra = { rs->nd, rs->samples, rs->max_det, rs->integrate,
 				  rs->range_m_per_gate, rs->mps_per_bin, rs->beams, r->d_dop,
 				  r->d_mono };
+	struct cu_dcell_args da = { be->pitch_elems, rs->pulses, rs->pulses_mti, rs->nd,
+				    rs->beams, rs->max_det, (int)rs->mti };
 	struct chirp_det_header *hdr = (struct chirp_det_header *)r->d_det;
 	cudaStream_t st = s->stream;
 
@@ -990,6 +1140,14 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 					  r->d_rowoff, ra,
 					  (struct chirp_det_record *)(hdr + 1));
 	EQK("k_records", cudaGetLastError());
+	if (rs->beams && !r->d_dop) {   /* k_doppler's path: D at the records' cells */
+		unsigned warps = 3 * rs->max_det;
+
+		k_dop_cells<<<(warps + CU_DC_WARPS - 1) / CU_DC_WARPS, 32 * CU_DC_WARPS, 0, st>>>(
+			s->d_fft, da, be->d_win, be->d_dtw, hdr,
+			(const struct chirp_det_record *)(hdr + 1), r->d_mono);
+		EQK("k_dop_cells", cudaGetLastError());
+	}
 	if (be->bm && cu_beams_mono(be, s, ce) < 0)   /* the records' angles */
 		return -EIO;
 	return 0;
@@ -1040,7 +1198,7 @@ int cu_radar_enqueue(struct cu_be *be, struct cu_set *s, const struct cu_dst *ds
 			lg++;
 		k_doppler<<<dim3((R + dg - 1) / dg, C), CU_DOP_T, 0, st>>>(
 			s->d_fft, be->pitch_elems, C, rs->pulses, R, rs->pulses_mti, Nd, lg, dg,
-			(int)rs->mti, be->d_win, be->d_dtw, r->d_dop, r->d_map,
+			(int)rs->mti, be->d_win, be->d_dtw, NULL, r->d_map,
 			be->out_mode == PC_OUT_MAP_DB ? (float *)s->d_out : NULL);
 		EQK("k_doppler", cudaGetLastError());
 	} else {
@@ -1248,11 +1406,11 @@ int cu_radar_make_set(struct cu_be *be, struct cu_set *s)
 			 "radar chain on a set without FFT rows");
 		return -EINVAL;
 	}
-	if (!be->d_dtw) {   /* cuFFT's path: k_mti's output */
+	if (!be->d_dtw) {   /* cuFFT's path: k_mti's output and the transform */
 		CK(cudaMalloc((void **)&r->d_zin, cube * sizeof(float2)));
 		CK(cudaMemset(r->d_zin, 0, cube * sizeof(float2)));   /* the padding, once */
+		CK(cudaMalloc((void **)&r->d_dop, cube * sizeof(float2)));
 	}
-	CK(cudaMalloc((void **)&r->d_dop, cube * sizeof(float2)));
 	CK(cudaMalloc((void **)&r->d_map, cube * sizeof(float)));
 	if (rs->integrate && rs->cfar)
 		CK(cudaMalloc((void **)&r->d_imap, (size_t)rs->nd * rs->samples * sizeof(float)));
