@@ -566,16 +566,20 @@ k_mvdr_solve(struct cu_bgeo g, const double2 *__restrict__ cov, double loading, 
 
 /*
  * The angle of every record of a CPI's list (monopulse.c's estimator,
- * radar_beam_record's fields), one warp per record. The grid's 25 points
- * and the golden section's, five steps at a time with the 31 points those
- * may take, are evaluated a lane each (cu_mono_maximise): the steps are a
- * chain, and a lane's channel loop costs less than a butterfly over the
- * warp per point. The noise covariance and the single evaluations (the
+ * radar_beam_record's fields), one block of CU_MONO_WARPS warps per
+ * record. The grid's 25 points and the golden section's, five steps at a
+ * time with the 31 points those may take, are evaluated a lane each
+ * (cu_mono_maximise), each warp summing a share of the channels (c = warp
+ * mod CU_MONO_WARPS) and the shares added through shared memory in warp
+ * order: the steps are a chain of evaluations, each a chain of complex
+ * exponentials, and the warps cut that chain's length by their number (a
+ * CPI's few hundred records leave most of the GPU idle otherwise). The noise covariance and the single evaluations (the
  * section's first two points, the misfit) split the channels over the
  * lanes, a butterfly leaving every lane the totals. All lanes take the
  * same path through the search: the same steps, grid, golden-section
  * iterations, limits and quality bits as monopulse.c; its sums in another
- * order (by lane), so the estimate agrees to rounding. Per record some
+ * order (by lane and warp), so the estimate agrees to rounding. Every warp
+ * of the block takes that path too, with the same totals. Per record some
  * 280 pattern evaluations of C complex exponentials, 12 in sequence: in
  * parallel over the records, the points and the channels, no host work
  * at completion.
@@ -734,15 +738,37 @@ __device__ double cu_mono_explained(const struct cu_bgeo &g, const struct cu_mfi
 	return cu_mono_j(f, F);
 }
 
-/* J(u), one lane alone (every channel in turn): the grid's points are
- * evaluated a lane each, at once. */
-__device__ double cu_mono_explained_lane(const struct cu_bgeo &g, const struct cu_mfit &f, double u)
+/* The warps' shares of the sums F of each lane's point, in shared memory
+ * (k_beam_mono's). */
+struct cu_mshare {
+	double2 F[CU_MONO_WARPS][32][3];
+};
+
+/* J(u) at each lane's point, the block together: the lane's channels of
+ * its warp's share (c = warp, warp + CU_MONO_WARPS, ...), then the shares
+ * added in warp order, so every warp holds the same totals. Every thread
+ * of the block calls it; a lane that is not active gets idle. */
+__device__ double cu_mono_explained_lane(const struct cu_bgeo &g, const struct cu_mfit &f, double u,
+					 int active, double idle, struct cu_mshare *sh)
 {
+	unsigned lane = threadIdx.x & 31, wq = threadIdx.x >> 5;
 	double2 F[3] = { { 0.0, 0.0 }, { 0.0, 0.0 }, { 0.0, 0.0 } };
 
-	for (unsigned c = 0; c < g.C; c++)
-		cu_mono_add(g, f, c, u, F);
-	return cu_mono_j(f, F);
+	if (active)
+		for (unsigned c = wq; c < g.C; c += CU_MONO_WARPS)
+			cu_mono_add(g, f, c, u, F);
+	__syncthreads();   /* the previous evaluation's shares are read */
+#pragma unroll
+	for (unsigned j = 0; j < 3; j++)
+		sh->F[wq][lane][j] = F[j];
+	__syncthreads();
+#pragma unroll
+	for (unsigned j = 0; j < 3; j++) {
+		F[j] = sh->F[0][lane][j];
+		for (unsigned q = 1; q < CU_MONO_WARPS; q++)
+			F[j] = cadd(F[j], sh->F[q][lane][j]);
+	}
+	return active ? cu_mono_j(f, F) : idle;
 }
 
 __device__ double cu_mono_total(const struct cu_mfit &f)
@@ -786,7 +812,7 @@ __device__ __forceinline__ double cu_golden_step(double *a, double *z, double *x
  */
 #define CU_MONO_SPEC 5
 __device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit &f, double lo,
-				   double hi, int *at_end)
+				   double hi, int *at_end, struct cu_mshare *sh)
 {
 	const double gr = CU_GOLDEN;
 	double best, a, z, x1, x2, j1, j2, step = (hi - lo) / CU_MONO_GRID;
@@ -796,7 +822,7 @@ __device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit
 	{   /* the grid, a point per lane; the first of the largest wins */
 		int k = (int)lane;
 
-		best = k <= CU_MONO_GRID ? cu_mono_explained_lane(g, f, lo + k * step) : -2.0;
+		best = cu_mono_explained_lane(g, f, lo + k * step, k <= CU_MONO_GRID, -2.0, sh);
 		kb = k;
 		for (int o = 16; o > 0; o >>= 1) {
 			double ob = __shfl_xor_sync(0xffffffffu, best, o);
@@ -817,20 +843,20 @@ __device__ double cu_mono_maximise(const struct cu_bgeo &g, const struct cu_mfit
 	static_assert(CU_MONO_ITERS % CU_MONO_SPEC == 0 && (1 << CU_MONO_SPEC) <= 32,
 		      "whole rounds of a tree a warp holds");
 	for (int i = 0; i < CU_MONO_ITERS; i += CU_MONO_SPEC) {
-		double jl = 0.0;
-		int node = 1;
+		double jl, px = 0.0;
+		int node = 1, act = lane > 0 && lane < (1u << CU_MONO_SPEC);
 
-		if (lane > 0 && lane < (1u << CU_MONO_SPEC)) {
+		if (act) {
 			/* lane = node 1 d1 d2 ... (binary): the point of the step
 			 * at its depth after the decisions d1, d2, ... */
-			double la = a, lz = z, l1 = x1, l2 = x2, px;
+			double la = a, lz = z, l1 = x1, l2 = x2;
 			int depth = 31 - __clz((int)lane);
 
 			px = cu_golden_step(&la, &lz, &l1, &l2, j1 < j2);
 			for (int t = depth - 1; t >= 0; t--)
 				px = cu_golden_step(&la, &lz, &l1, &l2, (int)(lane >> t) & 1);
-			jl = cu_mono_explained_lane(g, f, px);
 		}
+		jl = cu_mono_explained_lane(g, f, px, act, 0.0, sh);
 		for (int t = 0; t < CU_MONO_SPEC; t++) {   /* the walk, every lane alike */
 			int up = j1 < j2;
 			double jn;
@@ -889,7 +915,7 @@ __device__ int cu_mono_load(const struct cu_bgeo &g, struct cu_mfit &f, const do
 /* mono_estimate for beam b: u and the quality bits. */
 __device__ unsigned cu_mono_estimate(const struct cu_bgeo &g, const double2 *Wd, double up,
 				     double vp, unsigned b, const double2 *y3, double noise,
-				     double *u_out)
+				     double *u_out, struct cu_mshare *sh)
 {
 	unsigned ib = 0, n, q = 0;
 	int nb[2], at_end;
@@ -928,7 +954,7 @@ __device__ unsigned cu_mono_estimate(const struct cu_bgeo &g, const double2 *Wd,
 	edge = sqrt(fmax(0.0, 1.0 - vb * vb));
 	lo = fmax(fmin(u_end[0], u_end[1]), -edge);
 	hi = fmin(fmax(u_end[0], u_end[1]), edge);
-	u = cu_mono_maximise(g, f, lo, hi, &at_end);
+	u = cu_mono_maximise(g, f, lo, hi, &at_end, sh);
 	if (at_end)
 		q |= MONO_CLAMPED;
 	for (int side = 0; side < 2; side++)
@@ -947,14 +973,17 @@ centre:
 	return q | MONO_NO_NEIGHBOUR;
 }
 
-/* One warp per record: radar_beam_record's fields. y3: the record's
- * Doppler outputs of beams b - 1, b, b + 1 (k_records). */
+/* One block per record: radar_beam_record's fields. y3: the record's
+ * Doppler outputs of beams b - 1, b, b + 1 (k_records, k_dop_cells). The
+ * returns are the block's alike (the record's), so every warp reaches
+ * every barrier. */
 __global__ void __launch_bounds__(32 * CU_MONO_WARPS)
 k_beam_mono(struct cu_bgeo g, const double2 *__restrict__ Wd, double up, double vp, int monopulse,
 	    const struct chirp_det_header *__restrict__ hdr, struct chirp_det_record *rec,
 	    unsigned max_det, const float2 *__restrict__ mono)
 {
-	unsigned i = blockIdx.x * CU_MONO_WARPS + (threadIdx.x >> 5);
+	__shared__ struct cu_mshare sh;
+	unsigned i = blockIdx.x;
 	unsigned n = min(hdr->count, max_det), b, q;
 	struct chirp_det_record *r = rec + i;
 	double2 y3[3];
@@ -969,8 +998,8 @@ k_beam_mono(struct cu_bgeo g, const double2 *__restrict__ Wd, double up, double 
 	for (int j = 0; j < 3; j++)
 		y3[j] = make_double2(mono[3 * (size_t)i + j].x, mono[3 * (size_t)i + j].y);
 	cu_buv(g, b, up, vp, &u, &v);
-	q = monopulse ? cu_mono_estimate(g, Wd, up, vp, b, y3, r->noise, &u) : 0;
-	if ((threadIdx.x & 31) == 0) {
+	q = monopulse ? cu_mono_estimate(g, Wd, up, vp, b, y3, r->noise, &u, &sh) : 0;
+	if (threadIdx.x == 0) {
 		cu_azel_of(u, v, &az, &el);
 		r->channel = (int32_t)b;
 		r->reserved = 0;
@@ -985,7 +1014,7 @@ cudaError_t cu_beam_mono(const struct cu_beam *bm, const double *Wd, double up, 
 			 struct chirp_det_record *rec, unsigned max_det, const float2 *mono,
 			 cudaStream_t st)
 {
-	k_beam_mono<<<(max_det + CU_MONO_WARPS - 1) / CU_MONO_WARPS, 32 * CU_MONO_WARPS, 0, st>>>(
+	k_beam_mono<<<max_det, 32 * CU_MONO_WARPS, 0, st>>>(
 		bm->g, (const double2 *)Wd, up, vp, monopulse, hdr, rec, max_det, mono);
 	return cudaGetLastError();
 }
