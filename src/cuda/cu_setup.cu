@@ -508,9 +508,16 @@ out:
 static int cu_make_set(struct cu_be *be, unsigned i)
 {
 	struct cu_set *s = &be->sets[i];
-	int rc = 0;
+	int rc = 0, least, greatest;
 
-	CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+	/* The set's stream at the device's greatest priority, its chunk
+	 * streams at the default, the least: a CPI's radar chain, queued on
+	 * the set's stream once its chunks are done, takes the SMs ahead of
+	 * the next CPI's chunk kernels, whose work its copies still hide, and
+	 * runs as fast as alone. A CUDA graph's nodes take the priority of
+	 * the stream it is launched into: for a graph this changes nothing. */
+	CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+	CK(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
 	CK(cudaEventCreateWithFlags(&s->ev_in, cudaEventDisableTiming));
 	s->have_ev_in = 1;
 	/* ev_out and ev_start time the CPI on the GPU (pc_done.device_ns) */
