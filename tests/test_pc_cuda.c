@@ -1762,8 +1762,9 @@ static void test_radar_maps(void **state)
  * three targets a channel in noise; the lists must hold at least the
  * targets (so the comparison cannot pass on empty lists) and equal the
  * CPU's. Also the map output beside them, a cube output with the chain,
- * MTI two with Hann, no velocities (NaN, CHIRP_DET_NO_VELOCITY), and
- * non-finite input (no crossing where the statistic is NaN).
+ * MTI two with Hann, no velocities (NaN, CHIRP_DET_NO_VELOCITY),
+ * non-finite input (no crossing where the statistic is NaN), and ca, go
+ * and so with chirpd's default windows (a kernel compiled for them).
  */
 static void test_radar_cfar(void **state)
 {
@@ -1787,6 +1788,17 @@ static void test_radar_cfar(void **state)
 			found = run_radar(&s, what, NULL);
 			assert_true(found >= 3 * s.K * (integ ? 1 : s.C));
 		}
+	for (int mi = 0; mi < 4; mi++) {   /* chirpd's default windows (their own kernel) */
+		rspec_init(&s, 3, 24, 500);
+		s.rad.train_doppler = 2;
+		s.nonfinite = mi == 3;         /* ca again, with an Inf in channel 1 */
+		s.rad.method = mi == 3 ? PC_CFAR_CA : methods[mi];
+		if (s.nonfinite)
+			s.out = PC_OUT_NONE;
+		snprintf(what, sizeof(what), "cfar %s, the default windows%s", names[mi == 3 ? 0 : mi],
+			 s.nonfinite ? ", an Inf in channel 1" : "");
+		assert_true(run_radar(&s, what, NULL) >= 3 * s.K * (s.C - (unsigned)s.nonfinite));
+	}
 	rspec_init(&s, 2, 16, 700);
 	s.out = PC_OUT_COMPLEX;        /* the cube goes out and the chain runs */
 	s.rad.mti = PC_MTI_TWO;

@@ -466,6 +466,60 @@ __device__ __forceinline__ float cu_colsum(const float *x, unsigned n, unsigned 
 	return s;
 }
 
+/* cu_colsum with n = N known at compile time (N >= 0): unrolled, the same
+ * additions in the same order; N < 0: cu_colsum's loop over n. */
+template <int N>
+__device__ __forceinline__ float cu_colsum_k(const float *x, unsigned n, unsigned ld)
+{
+	if constexpr (N < 0) {
+		return cu_colsum(x, n, ld);
+	} else {
+		float s = 0.0f;
+
+#pragma unroll
+		for (int i = 0; i < N; i++)
+			s += x[(size_t)i * ld];
+		return s;
+	}
+}
+
+/* cu_winsum with the window L >= 1 known at compile time: the same two
+ * scans per block, unrolled, each addition where cu_winsum makes it;
+ * L < 1: cu_winsum with Lr. */
+template <int L>
+__device__ __forceinline__ void cu_winsum_k(const float *x, float *w, unsigned lines, unsigned n,
+					    unsigned ld, unsigned Lr)
+{
+	if constexpr (L < 1) {
+		cu_winsum(x, w, lines, n, ld, Lr);
+		return;
+	}
+	const unsigned Lc = L < 1 ? 1u : (unsigned)L;   /* a constant */
+	unsigned nb = (n - Lc) / Lc + 1;
+
+	for (unsigned it = threadIdx.x; it < lines * nb; it += blockDim.x) {
+		unsigned line = it / nb, i0 = (it - line * nb) * Lc;
+		unsigned m = min(Lc, n - Lc + 1 - i0);
+		const float *xl = x + (size_t)line * ld + i0;
+		float *wl = w + (size_t)line * ld + i0;
+		float s = 0.0f, p = 0.0f;
+
+#pragma unroll
+		for (unsigned j = Lc; j > 0; j--) {   /* suffixes of block b */
+			s += xl[j - 1];
+			if (j <= m)
+				wl[j - 1] = s;
+		}
+#pragma unroll
+		for (unsigned j = 1; j < Lc; j++) {   /* plus prefixes of block b + 1 */
+			if (j < m) {
+				p += xl[Lc + j - 1];
+				wl[j] += p;
+			}
+		}
+	}
+}
+
 /*
  * 4. ca/go/so in one pass over a tile of CU_TK Doppler rows x CU_TG gates
  * of one map, cu_cfar_threads threads (block x: a map's row tile, y: a
@@ -489,7 +543,11 @@ __device__ __forceinline__ float cu_colsum(const float *x, unsigned n, unsigned 
  * float sum passes FLT_MAX counts as one holding an Inf. A tile too wide
  * for shared memory takes two passes (k_cfar_dop, k_cfar_range_wide)
  * instead. Offsets within a map are 32-bit (checked at create).
+ * TD, GD, GR, TR: the windows (train_doppler, guard_doppler, guard_range,
+ * train_range) compiled in, their short sums unrolled, or -1 for a's: the
+ * same sums in the same order either way (cu_cfar_kernel picks).
  */
+template <int TD, int GD, int GR, int TR>
 __global__ void __launch_bounds__(CU_TMAX)
 k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__restrict__ norm,
 	     const float *__restrict__ alpha, struct cu_max_args ma, float *__restrict__ noise,
@@ -500,8 +558,10 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	unsigned tiles = (a.Nd + CU_TK - 1) / CU_TK, mp = blockIdx.x / tiles;
 	unsigned k0 = (blockIdx.x - mp * tiles) * CU_TK, nk = min(CU_TK, a.Nd - k0);
 	unsigned n0 = blockIdx.y * CU_TG;
-	int h = (int)(a.gr + a.tr), lo = (int)n0 - h, R = (int)a.R;
-	unsigned gr = a.gr, w = a.gd + a.td, td = a.td, gw = 2 * a.gd + 1;
+	const unsigned td = TD >= 0 ? (unsigned)TD : a.td, gd = GD >= 0 ? (unsigned)GD : a.gd;
+	const unsigned gr = GR >= 0 ? (unsigned)GR : a.gr, trn = TR >= 0 ? (unsigned)TR : a.tr;
+	int h = (int)(gr + trn), lo = (int)n0 - h, R = (int)a.R;
+	unsigned w = gd + td, gw = 2 * gd + 1;
 	unsigned span = CU_TG + 2 * (unsigned)h, rows = nk + 2 * w, NdR = a.Nd * a.R;
 	const float *map = x + (size_t)mp * a.Nd * a.R;
 	/* raw: the cells (a), then the range sums of f (b); sf, st: the
@@ -527,8 +587,9 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 		}
 		for (unsigned r = 0; r < nk; r++, col += span) {
 			/* the window of row r: raw rows r .. r + 2w */
-			float ts = cu_colsum(col, td, span) + cu_colsum(col + (td + gw) * span, td, span);
-			float fs = cu_colsum(col + td * span, gw, span) + ts;
+			float ts = cu_colsum_k<TD>(col, td, span) +
+				   cu_colsum_k<TD>(col + (td + gw) * span, td, span);
+			float fs = cu_colsum_k<GD < 0 ? -1 : 2 * GD + 1>(col + td * span, gw, span) + ts;
 
 			sf[r * span + c] = fs;
 			st[r * span + c] = isfinite(fs) ? ts : NAN;
@@ -536,8 +597,8 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	}
 	__syncthreads();
 	/* b: the range window sums of f (raw is free now) */
-	if (a.tr)
-		cu_winsum(sf, wf, nk, span, span, a.tr);
+	if (trn)
+		cu_winsum_k<TR>(sf, wf, nk, span, span, trn);
 	__syncthreads();
 	/* c: the cells, a thread per gate of the tile; c the gate's column
 	 * in the span (the threads past CU_TG, whole warps, only loaded) */
@@ -549,7 +610,7 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 	int half = 0;   /* go/so: 0 both halves, -1 lagging only, 1 leading only */
 
 	if (n < R) {   /* the cell counts (chirp/pc.h) of this gate, as 1 / count */
-		float cf = 2.0f * w + 1.0f, ct = 2.0f * a.td;   /* per column */
+		float cf = 2.0f * w + 1.0f, ct = 2.0f * td;   /* per column */
 		int g = (int)gr;
 		float nl = (float)max(n - g - max(n - h, 0), 0) * cf + (float)min(g, n) * ct;
 		float nr = (float)max(min(n + h, R - 1) - n - g, 0) * cf + (float)min(g, R - 1 - n) * ct;
@@ -570,10 +631,10 @@ k_cfar_fused(const float *__restrict__ x, struct cu_cfar_args a, const float *__
 			unsigned k = k0 + r, idx = k * a.R + (unsigned)n;
 			size_t o = (size_t)mp * NdR + idx;   /* the cell in the maps */
 			const float *fr = wf + r * span + c, *tr = st + r * span + c;
-			float lead = cu_colsum(tr - gr, gr, 1), lag = cu_colsum(tr + 1, gr, 1);
+			float lead = cu_colsum_k<GR>(tr - gr, gr, 1), lag = cu_colsum_k<GR>(tr + 1, gr, 1);
 			float v = map[idx], z, ml, mr;
 
-			if (a.tr) {
+			if (trn) {
 				lead += fr[-h];
 				lag += fr[gr + 1];
 			}
@@ -1046,6 +1107,21 @@ static size_t cu_cfar_smem(const struct radar_setup *rs)
 	       (CU_TG + 2 * (size_t)(rs->gr + rs->tr));
 }
 
+/* k_cfar_fused for the windows: compiled for chirpd's default ones
+ * (config_table.c: train_doppler 2, guard_doppler 1, guard_range 2,
+ * train_range 8), their short sums unrolled, the same sums in the same
+ * order; any other windows in a's. */
+typedef void (*cu_cfar_fn)(const float *, struct cu_cfar_args, const float *, const float *,
+			   struct cu_max_args, float *, unsigned char *, unsigned *,
+			   unsigned long long *);
+
+static cu_cfar_fn cu_cfar_kernel(const struct radar_setup *rs)
+{
+	if (rs->td == 2 && rs->gd == 1 && rs->gr == 2 && rs->tr == 8)
+		return k_cfar_fused<2, 1, 2, 8>;
+	return k_cfar_fused<-1, -1, -1, -1>;
+}
+
 /* Whether ca/go/so runs as k_cfar_fused (which also finds the maxima). */
 /* k_cfar_fused's threads: a warp more for every 32 columns of the range
  * halo, so that step a gives every thread one column (a thread with two
@@ -1096,8 +1172,8 @@ static int cu_enq_cfar(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 						  rs->beams > 0 };
 
 			EQ(cudaMemsetAsync(r->d_rowcnt, 0, (size_t)rows * sizeof(unsigned), st));
-			k_cfar_fused<<<dim3(rtiles, (R + CU_TG - 1) / CU_TG), cu_cfar_threads(rs), smem,
-				       st>>>(
+			cu_cfar_kernel(rs)<<<dim3(rtiles, (R + CU_TG - 1) / CU_TG), cu_cfar_threads(rs),
+					     smem, st>>>(
 				cu_cfar_in(be, s), a, be->d_norm, be->d_alpha, ma, r->d_noise, r->d_mask,
 				r->d_rowcnt, r->d_cross);
 		} else {   /* a halo too wide for shared memory: two passes */
