@@ -913,92 +913,76 @@ struct cu_rec_args {
 	float2 *mono;            /* beams: per record D of beams b-1, b, b+1 */
 };
 
-/* Record off of the list: cell (k, n) of map mp at its index cell. */
-__device__ __forceinline__ void cu_record(const float *__restrict__ x,
-					  const float *__restrict__ noise,
-					  const struct cu_rec_args &a, unsigned mp, unsigned k,
-					  unsigned n, size_t cell, struct chirp_det_record *r,
-					  unsigned off)
-{
-	float v = x[(size_t)mp * a.Nd * a.R + (size_t)k * a.R + n];
-	float z = noise[cell];
-	int bin = (int)k - (int)(a.Nd / 2);
-
-	r->channel = a.integrate ? CHIRP_DET_CHANNEL_ALL : (int32_t)mp;
-	r->range_gate = n;
-	r->doppler_bin = bin;
-	r->range_m = (float)n * a.range_m_per_gate;
-	r->velocity_mps = (float)bin * a.mps_per_bin;
-	r->power = v;
-	r->noise = z;
-	r->snr_db = 10.0f * log10f(v / (z > PC_POWER_FLOOR ? z : PC_POWER_FLOOR));
-	r->beam = a.beams ? (int32_t)mp : CHIRP_DET_BEAM_NONE;
-	r->azimuth_deg = NAN;      /* beams: the host's (cu_radar_stamp) */
-	r->elevation_deg = NAN;
-	r->angle_quality = 0;
-	r->reserved = 0;
-	if (a.beams && a.dop) {   /* the cell's D in beams mp - 1 .. mp + 1 */
-		unsigned f = (k + a.Nd - a.Nd / 2) % a.Nd;
-
-		for (int j = 0; j < 3; j++) {
-			int b = (int)mp - 1 + j;
-
-			a.mono[3 * (size_t)off + j] =
-				b < 0 || b >= (int)a.beams ? make_float2(0.0f, 0.0f)
-				: a.dop[((size_t)f * a.beams + b) * a.R + n];
-		}
-	}
-}
-
 /*
- * 6b. Blocks of CU_RT threads (whole warps) striding over the map rows:
- * a row's detections in gate order, at rowoff[row] + their rank in the
- * row (warp ballots, then the warps in order), written only below
- * max_det. Most rows hold none: a block skips them by their count, so a
- * few blocks serve them all (CU_REC_BLOCKS), not a launch of a block per
- * row.
+ * 6b. One block per map row (CU_RT threads, whole warps): the row's
+ * detections in gate order, at rowoff[row] + their rank in the row (warp
+ * ballots, then the warps in order), written only below max_det.
  */
-#define CU_REC_BLOCKS 512
 __global__ void k_records(const float *__restrict__ x, const float *__restrict__ noise,
 			  const unsigned char *__restrict__ mask, const unsigned *__restrict__ rowcnt,
-			  const unsigned *__restrict__ rowoff, unsigned rows, struct cu_rec_args a,
+			  const unsigned *__restrict__ rowoff, struct cu_rec_args a,
 			  struct chirp_det_record *rec)
 {
 	__shared__ unsigned wsum[CU_RT / 32];
 	__shared__ unsigned base;
+	unsigned row = blockIdx.x, mp = row / a.Nd, k = row % a.Nd;
 	unsigned lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
 
-	for (unsigned row = blockIdx.x; row < rows; row += gridDim.x) {
-		unsigned mp = row / a.Nd, k = row % a.Nd;
+	/* most rows hold no detection, or none that fits: nothing to scan */
+	if (rowcnt[row] == 0 || rowoff[row] >= a.max_det)
+		return;
 
-		/* no detection, or none that fits: nothing to scan (the
-		 * same for the whole block) */
-		if (rowcnt[row] == 0 || rowoff[row] >= a.max_det)
-			continue;
-		if (threadIdx.x == 0)
-			base = rowoff[row];
-		for (unsigned n0 = 0; n0 < a.R; n0 += blockDim.x) {
-			unsigned n = n0 + threadIdx.x, off, tot = 0;
-			size_t cell = (size_t)row * a.R + n;
-			int f = n < a.R && mask[cell];
-			unsigned bal = __ballot_sync(0xffffffffu, f);
+	if (threadIdx.x == 0)
+		base = rowoff[row];
+	for (unsigned n0 = 0; n0 < a.R; n0 += blockDim.x) {
+		unsigned n = n0 + threadIdx.x, off, tot = 0;
+		size_t cell = (size_t)row * a.R + n;
+		int f = n < a.R && mask[cell];
+		unsigned bal = __ballot_sync(0xffffffffu, f);
 
-			if (lane == 0)
-				wsum[wp] = __popc(bal);
-			__syncthreads();
-			off = base + __popc(bal & ((1u << lane) - 1u));
-			for (unsigned i = 0; i < blockDim.x / 32; i++) {
-				if (i < wp)
-					off += wsum[i];
-				tot += wsum[i];
-			}
-			if (f && off < a.max_det)
-				cu_record(x, noise, a, mp, k, n, cell, rec + off, off);
-			__syncthreads();
-			if (threadIdx.x == 0)
-				base += tot;
+		if (lane == 0)
+			wsum[wp] = __popc(bal);
+		__syncthreads();
+		off = base + __popc(bal & ((1u << lane) - 1u));
+		for (unsigned i = 0; i < blockDim.x / 32; i++) {
+			if (i < wp)
+				off += wsum[i];
+			tot += wsum[i];
 		}
-		__syncthreads();   /* base and wsum free for the next row */
+		if (f && off < a.max_det) {
+			struct chirp_det_record *r = rec + off;
+			float v = x[(size_t)mp * a.Nd * a.R + (size_t)k * a.R + n];
+			float z = noise[cell];
+			int bin = (int)k - (int)(a.Nd / 2);
+
+			r->channel = a.integrate ? CHIRP_DET_CHANNEL_ALL : (int32_t)mp;
+			r->range_gate = n;
+			r->doppler_bin = bin;
+			r->range_m = (float)n * a.range_m_per_gate;
+			r->velocity_mps = (float)bin * a.mps_per_bin;
+			r->power = v;
+			r->noise = z;
+			r->snr_db = 10.0f * log10f(v / (z > PC_POWER_FLOOR ? z : PC_POWER_FLOOR));
+			r->beam = a.beams ? (int32_t)mp : CHIRP_DET_BEAM_NONE;
+			r->azimuth_deg = NAN;      /* beams: the host's (cu_radar_stamp) */
+			r->elevation_deg = NAN;
+			r->angle_quality = 0;
+			r->reserved = 0;
+			if (a.beams && a.dop) {   /* the cell's D in beams mp - 1 .. mp + 1 */
+				unsigned f = (k + a.Nd - a.Nd / 2) % a.Nd;
+
+				for (int j = 0; j < 3; j++) {
+					int b = (int)mp - 1 + j;
+
+					a.mono[3 * (size_t)off + j] =
+						b < 0 || b >= (int)a.beams ? make_float2(0.0f, 0.0f)
+						: a.dop[((size_t)f * a.beams + b) * a.R + n];
+				}
+			}
+		}
+		__syncthreads();
+		if (threadIdx.x == 0)
+			base += tot;
 	}
 }
 
@@ -1228,9 +1212,9 @@ static int cu_enq_list(struct cu_be *be, struct cu_set *s, struct cu_err *ce)
 	}
 	k_scan<<<1, CU_SCAN, 0, st>>>(r->d_rowcnt, rows, r->d_rowoff, r->d_cross, ha, hdr);
 	EQK("k_scan", cudaGetLastError());
-	k_records<<<rows < CU_REC_BLOCKS ? rows : CU_REC_BLOCKS, CU_RT, 0, st>>>(
-		cu_cfar_in(be, s), r->d_noise, r->d_mask, r->d_rowcnt, r->d_rowoff, rows, ra,
-		(struct chirp_det_record *)(hdr + 1));
+	k_records<<<rows, CU_RT, 0, st>>>(cu_cfar_in(be, s), r->d_noise, r->d_mask, r->d_rowcnt,
+					  r->d_rowoff, ra,
+					  (struct chirp_det_record *)(hdr + 1));
 	EQK("k_records", cudaGetLastError());
 	if (rs->beams && !r->d_dop) {   /* k_doppler's path: D at the records' cells */
 		unsigned warps = 3 * rs->max_det;
