@@ -112,6 +112,26 @@ __device__ __forceinline__ unsigned cu_wrap(int k, unsigned nd)
 	return (unsigned)m;
 }
 
+/* MTI's output at pulse p of a gate, y the compressed sample there and
+ * pe the elements between pulses: y, y[1] - y, or y - 2 y[1] + y[2] (the
+ * pulses p .. p + 2 < P read; P' = P - MTI's drop). Every kernel that
+ * takes MTI's output computes it here. */
+__device__ __forceinline__ float2 cu_mti(const float2 *y, size_t pe, int mti)
+{
+	float2 a = y[0];
+
+	if (mti == PC_MTI_TWO) {
+		float2 b = y[pe];
+
+		a = make_float2(b.x - a.x, b.y - a.y);
+	} else if (mti == PC_MTI_THREE) {
+		float2 b = y[pe], d = y[2 * pe];
+
+		a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
+	}
+	return a;
+}
+
 /* 1. MTI and window: row (c, p) of d_zin's [p][c][n], p < P'. Grid: x
  * over gates, y strides over the C x P' rows (c major). */
 __global__ void k_mti(const float2 *__restrict__ fft, size_t pe, unsigned C, unsigned P,
@@ -124,19 +144,8 @@ __global__ void k_mti(const float2 *__restrict__ fft, size_t pe, unsigned C, uns
 		return;
 	for (size_t row = blockIdx.y; row < (size_t)C * Pm; row += gridDim.y) {
 		unsigned c = (unsigned)(row / Pm), p = (unsigned)(row % Pm);
-		/* pulses p .. p+2 < P: Pm = P - (MTI's drop) */
-		const float2 *y = fft + ((size_t)c * P + p) * pe + n;
-		float2 a = y[0];
+		float2 a = cu_mti(fft + ((size_t)c * P + p) * pe + n, pe, mti);
 
-		if (mti == PC_MTI_TWO) {
-			float2 b = y[pe];
-
-			a = make_float2(b.x - a.x, b.y - a.y);
-		} else if (mti == PC_MTI_THREE) {
-			float2 b = y[pe], d = y[2 * pe];
-
-			a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
-		}
 		dop[((size_t)p * C + c) * R + n] = make_float2(win[p] * a.x, win[p] * a.y);
 	}
 }
@@ -249,18 +258,7 @@ k_doppler(const float2 *__restrict__ fft, size_t pe, unsigned C, unsigned P, uns
 			float2 a = make_float2(0.0f, 0.0f);
 
 			if (p < Pm && n < R) {
-				const float2 *y = fft + ((size_t)c * P + p) * pe + n;
-
-				a = y[0];
-				if (mti == PC_MTI_TWO) {
-					float2 b = y[pe];
-
-					a = make_float2(b.x - a.x, b.y - a.y);
-				} else if (mti == PC_MTI_THREE) {
-					float2 b = y[pe], d = y[2 * pe];
-
-					a = make_float2(a.x - 2.0f * b.x + d.x, a.y - 2.0f * b.y + d.y);
-				}
+				a = cu_mti(fft + ((size_t)c * P + p) * pe + n, pe, mti);
 				a = make_float2(win[p] * a.x, win[p] * a.y);
 			}
 			v[j] = a;
@@ -1022,21 +1020,12 @@ k_dop_cells(const float2 *__restrict__ fft, struct cu_dcell_args a, const float 
 		const float2 *y0 = fft + (size_t)b * a.P * a.pe + rec[i].range_gate;
 
 		for (unsigned p = lane; p < a.Pm; p += 32) {
-			const float2 *y = y0 + (size_t)p * a.pe;
 			unsigned m = (f * p) & (a.Nd - 1);
-			float2 x = y[0], w = m < a.Nd / 2 ? tw[m] : tw[m - a.Nd / 2];
+			float2 x = cu_mti(y0 + (size_t)p * a.pe, a.pe, a.mti);
+			float2 w = m < a.Nd / 2 ? tw[m] : tw[m - a.Nd / 2];
 
 			if (m >= a.Nd / 2)
 				w = make_float2(-w.x, -w.y);
-			if (a.mti == PC_MTI_TWO) {
-				float2 c = y[a.pe];
-
-				x = make_float2(c.x - x.x, c.y - x.y);
-			} else if (a.mti == PC_MTI_THREE) {
-				float2 c = y[a.pe], d = y[2 * a.pe];
-
-				x = make_float2(x.x - 2.0f * c.x + d.x, x.y - 2.0f * c.y + d.y);
-			}
 			x = make_float2(win[p] * x.x, win[p] * x.y);
 			sx += x.x * w.x - x.y * w.y;
 			sy += x.x * w.y + x.y * w.x;
@@ -1122,7 +1111,6 @@ static cu_cfar_fn cu_cfar_kernel(const struct radar_setup *rs)
 	return k_cfar_fused<-1, -1, -1, -1>;
 }
 
-/* Whether ca/go/so runs as k_cfar_fused (which also finds the maxima). */
 /* k_cfar_fused's threads: a warp more for every 32 columns of the range
  * halo, so that step a gives every thread one column (a thread with two
  * holds the whole block at the barrier), up to CU_TMAX. */
@@ -1133,6 +1121,7 @@ static unsigned cu_cfar_threads(const struct radar_setup *rs)
 	return t <= CU_TMAX ? (unsigned)t : CU_TG;
 }
 
+/* Whether ca/go/so runs as k_cfar_fused (which also finds the maxima). */
 static int cu_cfar_fuses(const struct radar_setup *rs)
 {
 	return rs->method != PC_CFAR_OS && cu_cfar_smem(rs) <= CU_SMEM_MAX;
