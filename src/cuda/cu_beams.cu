@@ -64,9 +64,6 @@
 
 #include "cu_private.h"
 #include "cu_beam.h"
-extern "C" {
-#include "hcopy.h"
-}
 
 /* sc16 -> cf32, value / 32768: `lines` runs of w samples, ld apart. */
 __global__ void k_beam_sc16(const short2 *__restrict__ in, float2 *__restrict__ out,
@@ -192,16 +189,8 @@ static int cu_beams_input(struct cu_be *be, struct cu_set *s, const void *in, co
 		*x = (const float2 *)in;
 		return 0;
 	}
-	if (stage_in) {
-		int hr = hcopy_run(be->hc, s->h_in, in, bm->in_bytes);
-
-		if (hr < 0) {
-			ce->call = "hcopy_run(input)";
-			ce->len = (int)strlen(ce->call);
-			ce->what = strerror(-hr);
-			return -EIO;
-		}
-	}
+	if (stage_in && cu_stage_in(be, s, in, 0, bm->in_bytes, ce) < 0)
+		return -EIO;
 	EQ(cudaMemcpyAsync(b->d_raw, src, bm->in_bytes, cudaMemcpyDefault, s->stream));
 	if (bm->in_format == PC_FMT_SC16) {
 		EQK("k_beam_sc16", cu_beams_sc16((const short2 *)b->d_raw, b->d_x, 1, n, n, s->stream));
@@ -276,17 +265,9 @@ int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, con
 
 	if (np == 0)
 		return 0;
-	for (unsigned c = 0; stage_in && c < bm->C; c++) {
-		size_t o = c * pitch + off;
-		int hr = hcopy_run(be->hc, (char *)s->h_in + o, (const char *)in + o, width);
-
-		if (hr < 0) {
-			ce->call = "hcopy_run(input)";
-			ce->len = (int)strlen(ce->call);
-			ce->what = strerror(-hr);
+	for (unsigned c = 0; stage_in && c < bm->C; c++)
+		if (cu_stage_in(be, s, in, c * pitch + off, width, ce) < 0)
 			return -EIO;
-		}
-	}
 	if (width == pitch)   /* every pulse: the whole input, contiguous */
 		EQ(cudaMemcpyAsync(b->d_raw, src, bm->C * pitch, cudaMemcpyDefault, s->stream));
 	else

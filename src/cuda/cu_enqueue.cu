@@ -10,9 +10,6 @@
  * a graph.
  */
 #include "cu_private.h"
-extern "C" {
-#include "hcopy.h"
-}
 
 /* What one CPI's steps share. */
 struct cu_cpi {
@@ -99,17 +96,8 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 			return -EIO;
 		goto copied;
 	}
-	if (q->stage_in) {
-		int hr = hcopy_run(be->hc, (char *)q->s->h_in + k->ioff,
-				   (const char *)q->in + k->ioff, bytes);
-
-		if (hr < 0) {
-			ce->call = "hcopy_run(input)";
-			ce->len = (int)strlen(ce->call);
-			ce->what = strerror(-hr);
-			return -EIO;
-		}
-	}
+	if (q->stage_in && cu_stage_in(be, q->s, q->in, k->ioff, bytes, ce) < 0)
+		return -EIO;
 	if (!q->packed)   /* cf32, call by call: packed slot rows -> pitched rows */
 		EQ(cudaMemcpy2DAsync(k->fft, be->pitch_elems * sizeof(float2),
 				     (const char *)q->src + k->ioff, (size_t)be->R * in_sz,

@@ -174,6 +174,26 @@ out:
 	return rc;
 }
 
+/*
+ * Copy staging of input: the caller's bytes in[off, off + len) into set
+ * s's pinned h_in at the same offset, by the parallel copier, before the
+ * H2D that reads them is queued. 0, or -EIO with *ce naming the copier's
+ * failure.
+ */
+int cu_stage_in(struct cu_be *be, struct cu_set *s, const void *in, size_t off, size_t len,
+		struct cu_err *ce)
+{
+	int hr = hcopy_run(be->hc, (char *)s->h_in + off, (const char *)in + off, len);
+
+	if (hr < 0) {
+		ce->call = "hcopy_run(input)";
+		ce->len = (int)strlen(ce->call);
+		ce->what = strerror(-hr);
+		return -EIO;
+	}
+	return 0;
+}
+
 static void cu_add_region(struct cu_be *be, void *base, size_t len, int owned)
 {
 	struct cu_region *r = &be->regions[be->nregions++];

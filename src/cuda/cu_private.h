@@ -466,7 +466,10 @@ cudaError_t cu_fused_node_set(const struct cu_be *be, cudaGraphExec_t gx, cudaGr
 
 /* ---- cu_host.cu ------------------------------------------------------------ */
 
+struct cu_err;
 int cu_alloc_staging(struct cu_be *be);
+int cu_stage_in(struct cu_be *be, struct cu_set *s, const void *in, size_t off, size_t len,
+		struct cu_err *ce);
 int cu_register_host(void *p, void *base, size_t len);
 void cu_unregister_host(void *p, void *base);
 void cu_release_regions(struct cu_be *be);   /* cu_destroy: every region */
