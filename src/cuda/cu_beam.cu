@@ -566,23 +566,23 @@ k_mvdr_solve(struct cu_bgeo g, const double2 *__restrict__ cov, double loading, 
 
 /*
  * The angle of every record of a CPI's list (monopulse.c's estimator,
- * radar_beam_record's fields), one block of CU_MONO_WARPS warps per
- * record. The grid's 25 points and the golden section's, five steps at a
- * time with the 31 points those may take, are evaluated a lane each
+ * radar_beam_record's fields), one block of CU_MONO_WARPS warps per record.
+ * The grid's 25 points and the golden section's, five steps at a time with
+ * the 31 points those may take, are evaluated a lane each
  * (cu_mono_maximise), each warp summing a share of the channels (c = warp
  * mod CU_MONO_WARPS) and the shares added through shared memory in warp
  * order: the steps are a chain of evaluations, each a chain of complex
  * exponentials, and the warps cut that chain's length by their number (a
- * CPI's few hundred records leave most of the GPU idle otherwise). The noise covariance and the single evaluations (the
- * section's first two points, the misfit) split the channels over the
- * lanes, a butterfly leaving every lane the totals. All lanes take the
- * same path through the search: the same steps, grid, golden-section
- * iterations, limits and quality bits as monopulse.c; its sums in another
- * order (by lane and warp), so the estimate agrees to rounding. Every warp
- * of the block takes that path too, with the same totals. Per record some
- * 280 pattern evaluations of C complex exponentials, 12 in sequence: in
- * parallel over the records, the points and the channels, no host work
- * at completion.
+ * CPI's few hundred records leave most of the GPU idle otherwise). The
+ * noise covariance and the single evaluations (the section's first two
+ * points, the misfit) split the channels over the lanes, a butterfly
+ * leaving every lane the totals. All lanes take the same path through the
+ * search: the same steps, grid, golden-section iterations, limits and
+ * quality bits as monopulse.c; its sums in another order (by lane and
+ * warp), so the estimate agrees to rounding. Every warp of the block takes
+ * that path too, with the same totals. Per record some 280 pattern
+ * evaluations of C complex exponentials, 12 in sequence: in parallel over
+ * the records, the points and the channels, no host work at completion.
  */
 #define CU_MONO_GRID 24
 #define CU_MONO_ITERS 40
