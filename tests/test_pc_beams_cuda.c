@@ -9,8 +9,9 @@
  * either FFT engine, a list over a planar array with a calibration and a
  * taper, MVDR, sc16 input, the pointing changing every CPI with three
  * CPIs in flight, an MVDR training set of zeros (the CPI skipped on both
- * backends), a pointing outside the visible region (refused, -EDOM), and
- * each MTI canceller with a power-of-two Doppler length and another.
+ * backends), a pointing outside the visible region (refused, -EDOM),
+ * each MTI canceller with a power-of-two Doppler length and another, and
+ * registered buffers (every CPI one CUDA graph, its pointing set per CPI).
  * The CPIs are cut into chunks as the daemon's are: by pulses, each
  * chunk's beams formed behind its copy (uneven cuts, more chunks than
  * pulses, sc16, several CPIs in flight), and whole where beamforming
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <cmocka.h>
 
 #include "chirp/detect.h"
@@ -65,6 +67,9 @@ struct bcase {
 	double zero;                 /* 1: the input is all zeros            */
 	enum pc_mti mti;             /* the MTI canceller                    */
 	unsigned nfft;               /* Nd (0: auto)                         */
+	int registered;              /* the CUDA backend's buffers registered
+					(pc_register_host): by chunk, every
+					CPI is then one CUDA graph          */
 };
 
 static void ula(struct bcase *k)
@@ -214,10 +219,36 @@ static void compare(const char *name, const float *mg, const float *mc, size_t n
 	}
 }
 
+#define MAX_CPIS 8
+
+/* Poll gpu once (up to 5 s) and count its outputs, in order, into *done. */
+static void poll_outputs(struct pc *gpu, unsigned *done, int skipped)
+{
+	struct pc_done d[8];
+	int m = pc_poll(gpu, d, 8, 5000);
+
+	assert_true(m > 0);
+	for (int j = 0; j < m; j++) {
+		if (!(d[j].flags & PC_DONE_OUTPUT))
+			continue;
+		assert_int_equal(d[j].tag, *done);
+		assert_int_equal(!!(d[j].flags & PC_DONE_SKIPPED), skipped);
+		(*done)++;
+	}
+}
+
+static size_t page_up(size_t n)
+{
+	return (n + 4095) & ~(size_t)4095;
+}
+
 /*
- * n CPIs with pointings az[i] (el 0): the CPU backend one by one, the CUDA
- * backend all submitted before any is polled (n <= its depth), each
- * compared; skipped: the CPIs are expected skipped on both.
+ * n CPIs (n <= MAX_CPIS) with pointings az[i] (el 0): the CPU backend one
+ * by one, the CUDA backend as many in flight as its depth allows, each
+ * compared; skipped: the CPIs are expected skipped on both. Registered
+ * (k->registered): the CUDA backend's input, map and list in one
+ * registered region, and every CPI launched as a graph (more CPIs than
+ * sets: a set's graph takes each later CPI's pointing).
  */
 static void run_case(struct bcase *k, const char *name, unsigned n, const double *az, int skipped)
 {
@@ -225,11 +256,13 @@ static void run_case(struct bcase *k, const char *name, unsigned n, const double
 	struct pc *cpu, *gpu;
 	struct pc_info info;
 	size_t in_bytes = (size_t)k->C * k->P * k->R * (k->fmt == PC_FMT_SC16 ? 4 : 8);
-	size_t out_bytes, det_bytes;
-	void *in[4], *dg[4], *dc[4];
-	float *mg[4], *mc[4];
+	size_t out_bytes, det_bytes, slot = 0;
+	void *in[MAX_CPIS], *dg[MAX_CPIS], *dc[MAX_CPIS];
+	float *mg[MAX_CPIS], *mc[MAX_CPIS];
+	char *region = NULL;
 	unsigned done_out = 0;
 
+	assert_true(n <= MAX_CPIS);
 	make_ref(ref, k->L);
 	gpu = make_pc(k, ref, PC_BACKEND_CUDA);
 	cpu = make_pc(k, ref, PC_BACKEND_CPU);
@@ -237,14 +270,27 @@ static void run_case(struct bcase *k, const char *name, unsigned n, const double
 	out_bytes = pc_out_bytes(gpu);
 	det_bytes = pc_det_bytes(gpu);
 	assert_int_equal(out_bytes, pc_out_bytes(cpu));
+	if (k->registered) {   /* as the daemon's rings are */
+		slot = page_up(in_bytes) + page_up(out_bytes) + page_up(det_bytes);
+		region = mmap(NULL, slot * n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			      -1, 0);
+		assert_true(region != MAP_FAILED);
+		assert_int_equal(pc_register_host(gpu, region, slot * n), 0);
+	}
 	for (unsigned i = 0; i < n; i++) {
 		struct pc_job job;
 		int rc;
 
-		in[i] = xcalloc(1, in_bytes);
-		mg[i] = xcalloc(1, out_bytes);
+		if (region) {
+			in[i] = region + i * slot;
+			mg[i] = (float *)(region + i * slot + page_up(in_bytes));
+			dg[i] = region + i * slot + page_up(in_bytes) + page_up(out_bytes);
+		} else {
+			in[i] = xcalloc(1, in_bytes);
+			mg[i] = xcalloc(1, out_bytes);
+			dg[i] = xcalloc(1, det_bytes);
+		}
 		mc[i] = xcalloc(1, out_bytes);
-		dg[i] = xcalloc(1, det_bytes);
 		dc[i] = xcalloc(1, det_bytes);
 		make_cpi(k, ref, az[i], 0.0, info.doppler_nfft, in[i]);
 		memset(&job, 0, sizeof(job));
@@ -256,22 +302,18 @@ static void run_case(struct bcase *k, const char *name, unsigned n, const double
 		assert_int_equal(pc_execute_job(cpu, &job, NULL), 0);
 		job.out = mg[i];
 		job.det = dg[i];
+		while (i - done_out >= info.depth)
+			poll_outputs(gpu, &done_out, skipped);
 		rc = pc_submit_job(gpu, &job);
 		if (rc != 0)
 			fail_msg("%s: pc_submit_job: %d", name, rc);
 	}
-	while (done_out < n) {
-		struct pc_done d[8];
-		int m = pc_poll(gpu, d, 8, 5000);
-
-		assert_true(m > 0);
-		for (int j = 0; j < m; j++) {
-			if (!(d[j].flags & PC_DONE_OUTPUT))
-				continue;
-			assert_int_equal(d[j].tag, done_out);
-			assert_int_equal(!!(d[j].flags & PC_DONE_SKIPPED), skipped);
-			done_out++;
-		}
+	while (done_out < n)
+		poll_outputs(gpu, &done_out, skipped);
+	if (k->registered) {
+		pc_get_info(gpu, &info);
+		print_message("%s: %llu of %u CPIs as CUDA graphs\n", name, info.graph_cpis, n);
+		assert_true(info.graph_cpis == n);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		char what[96];
@@ -286,14 +328,18 @@ static void run_case(struct bcase *k, const char *name, unsigned n, const double
 		} else {
 			compare(what, mg[i], mc[i], out_bytes / sizeof(float), dg[i], dc[i]);
 		}
-		free(in[i]);
-		free(mg[i]);
+		if (!region) {
+			free(in[i]);
+			free(mg[i]);
+			free(dg[i]);
+		}
 		free(mc[i]);
-		free(dg[i]);
 		free(dc[i]);
 	}
 	pc_destroy(gpu);
 	pc_destroy(cpu);
+	if (region)
+		munmap(region, slot * n);
 }
 
 static void fan(struct bcase *k, unsigned C, unsigned B, double du)
@@ -418,6 +464,36 @@ static void test_pointing_per_cpi(void **state)
 	run_case(&k, "pointing per CPI, depth 3", 3, az, 0);
 }
 
+/* Registered buffers, by chunk: every CPI one CUDA graph, whose
+ * weights and monopulse nodes take each CPI's pointing (two sets, the
+ * pointing changing every CPI and repeating; three chunks of pulses;
+ * sc16 in five chunks; more chunks than pulses), equal to the CPU's. */
+static void test_graph(void **state)
+{
+	struct bcase k;
+	double az[6] = { -6.0, 0.0, 7.5, 7.5, -6.0, 0.0 };
+
+	(void)state;
+	NEED_GPU();
+	fan(&k, 12, 6, 0.15);
+	k.streams = 2;
+	k.target_u = 0.075;
+	k.chunks = 3;
+	k.registered = 1;
+	run_case(&k, "graph, pointing per CPI", 6, az, 0);
+	fan(&k, 5, 3, 0.3);
+	k.fmt = PC_FMT_SC16;
+	k.target_u = 0.15;
+	k.chunks = 5;
+	k.registered = 1;
+	run_case(&k, "graph, sc16, 5 chunks", 3, az, 0);
+	fan(&k, 8, 4, 0.25);
+	k.target_u = 0.1;
+	k.chunks = 16;   /* 9 pulses: seven chunks without any */
+	k.registered = 1;
+	run_case(&k, "graph, more chunks than pulses", 3, az + 2, 0);
+}
+
 /* The monopulse's input, each record's D in three beams: summed at the
  * cell from the compressed rows behind each MTI canceller (a power-of-two
  * Doppler length, whose transform keeps no D), and gathered from the
@@ -509,6 +585,7 @@ int main(void)
 		cmocka_unit_test(test_sc16),
 		cmocka_unit_test(test_pointing_per_cpi),
 		cmocka_unit_test(test_mti_doppler),
+		cmocka_unit_test(test_graph),
 		cmocka_unit_test(test_mvdr_zeros),
 		cmocka_unit_test(test_bad_pointing),
 	};

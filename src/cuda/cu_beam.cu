@@ -1019,6 +1019,35 @@ cudaError_t cu_beam_mono(const struct cu_beam *bm, const double *Wd, double up, 
 	return cudaGetLastError();
 }
 
+cudaError_t cu_beam_mono_node_set(const struct cu_beam *bm, cudaGraphExec_t gx,
+				  cudaGraphNode_t node, const double *Wd, double up, double vp,
+				  int monopulse, const struct chirp_det_header *hdr,
+				  struct chirp_det_record *rec, unsigned max_det,
+				  const float2 *mono)
+{
+	struct cu_bgeo g = bm->g;
+	const double2 *wd = (const double2 *)Wd;
+	void *args[] = { &g, &wd, &up, &vp, &monopulse, &hdr, &rec, &max_det, &mono };
+	struct cudaKernelNodeParams p = {};
+
+	p.func = (void *)k_beam_mono;
+	p.gridDim = dim3(max_det);
+	p.blockDim = dim3(32 * CU_MONO_WARPS);
+	p.sharedMemBytes = 0;
+	p.kernelParams = args;
+	p.extra = NULL;
+	return cudaGraphExecKernelNodeSetParams(gx, node, &p);
+}
+
+enum cu_beam_node cu_beam_node_kind(const void *func)
+{
+	if (func == (const void *)k_beam_weights)
+		return CU_BEAM_NODE_WEIGHTS;
+	if (func == (const void *)k_beam_mono)
+		return CU_BEAM_NODE_MONO;
+	return CU_BEAM_NODE_OTHER;
+}
+
 /* ---- entry points ----------------------------------------------------------- */
 
 unsigned cu_beam_count(const struct cu_beam *bm) { return bm->g.B; }

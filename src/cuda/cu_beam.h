@@ -147,6 +147,18 @@ cudaError_t cu_beam_mono(const struct cu_beam *bm, const double *Wd, double up, 
 			 int monopulse, const struct chirp_det_header *hdr,
 			 struct chirp_det_record *rec, unsigned max_det, const float2 *mono,
 			 cudaStream_t st);
+/* The same launch written into a graph's kernel node captured from
+ * cu_beam_mono (a CPI's pointing, up and vp, set per launch). */
+cudaError_t cu_beam_mono_node_set(const struct cu_beam *bm, cudaGraphExec_t gx,
+				  cudaGraphNode_t node, const double *Wd, double up, double vp,
+				  int monopulse, const struct chirp_det_header *hdr,
+				  struct chirp_det_record *rec, unsigned max_det,
+				  const float2 *mono);
+/* Which of this module's per-CPI kernels a graph's kernel node runs (its
+ * cudaKernelNodeParams.func): how a captured CPI finds the nodes whose
+ * pointing it sets. */
+enum cu_beam_node { CU_BEAM_NODE_OTHER = 0, CU_BEAM_NODE_WEIGHTS, CU_BEAM_NODE_MONO };
+enum cu_beam_node cu_beam_node_kind(const void *func);
 /* MVDR: the last solve's weights in double, 2 B C ([b][c] interleaved,
  * device memory; valid where its status was 0). */
 const double *cu_beam_mvdr_weights_d(const struct cu_beam *bm);

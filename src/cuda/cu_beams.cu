@@ -55,8 +55,9 @@
  *
  * AT COMPLETION (pc_poll): an MVDR CPI whose solve failed is
  * pc_write_skipped's (its status word, written by the solve, in mapped
- * host memory). Not with CUDA graphs (a CPI with beams is queued call by
- * call).
+ * host memory). MVDR is never a CUDA graph: a CPI with beams is one only
+ * by chunk (cu_graph.cu: the host queues its chunks' copies, the graph
+ * waits for them, and cu_beams_graph_point sets its pointing).
  */
 #include <math.h>
 #include <stdio.h>
@@ -251,12 +252,11 @@ unsigned cu_beams_pulses(const struct cu_be *be, const struct chunk_layout *lay,
 	return b - a;
 }
 
-/* Chunk i's input: its np pulses from p0 of every channel into d_raw
- * (one 2-D copy on the set's stream, then ev_copy[i], which chunk stream
- * st waits for; staged, each channel's run through h_in first), as cf32. */
-int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
-			 int stage_in, unsigned i, unsigned p0, unsigned np, cudaStream_t st,
-			 struct cu_err *ce)
+/* Chunk i's input: its np pulses from p0 of every channel into d_raw,
+ * one 2-D copy on the set's stream, then ev_copy[i] (staged, each
+ * channel's run through h_in first). */
+int cu_beams_copy_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
+			int stage_in, unsigned i, unsigned p0, unsigned np, struct cu_err *ce)
 {
 	struct cu_beams *bm = be->bm;
 	struct cu_beam_set *b = &s->b;
@@ -274,7 +274,25 @@ int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, con
 		EQ(cudaMemcpy2DAsync((char *)b->d_raw + off, pitch, (const char *)src + off, pitch,
 				     width, bm->C, cudaMemcpyDefault, s->stream));
 	EQ(cudaEventRecord(b->ev_copy[i], s->stream));
-	EQ(cudaStreamWaitEvent(st, b->ev_copy[i], 0));
+	return 0;
+}
+
+/* Chunk i's input on its chunk stream st: the copy (unless captured: a
+ * CPI graph's copies are queued by the host before its launch, and the
+ * graph waits for ev_copy[i] as an external event), then, sc16, as cf32. */
+int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
+			 int stage_in, int capture, unsigned i, unsigned p0, unsigned np,
+			 cudaStream_t st, struct cu_err *ce)
+{
+	struct cu_beams *bm = be->bm;
+	struct cu_beam_set *b = &s->b;
+	size_t pr = (size_t)bm->P * be->R;
+
+	if (np == 0)
+		return 0;
+	if (!capture && cu_beams_copy_chunk(be, s, in, src, stage_in, i, p0, np, ce) < 0)
+		return -EIO;
+	EQ(cudaStreamWaitEvent(st, b->ev_copy[i], capture ? cudaEventWaitExternal : 0));
 	if (bm->in_format == PC_FMT_SC16)
 		EQK("k_beam_sc16", cu_beams_sc16((const short2 *)b->d_raw + (size_t)p0 * be->R,
 						 b->d_x + (size_t)p0 * be->R, bm->C,
@@ -330,6 +348,28 @@ void cu_beams_job_chunk(const struct cu_be *be, const struct cu_set *s, unsigned
 	j->ogroup = P * be->pitch_elems;
 	j->rows = np;
 	j->groups = be->bm->B;
+}
+
+/* The pointing (az_deg, el_deg) into a CPI graph of set s: the weights
+ * node (wn) and the monopulse node (mn, NULL without a detection list) as cu_beams_form_chunk and
+ * cu_beams_mono would launch them for it. */
+cudaError_t cu_beams_graph_point(struct cu_be *be, struct cu_set *s, cudaGraphExec_t gx,
+				 cudaGraphNode_t wn, cudaGraphNode_t mn, double az_deg,
+				 double el_deg)
+{
+	struct cu_beams *bm = be->bm;
+	struct cu_beam_set *b = &s->b;
+	const struct chirp_det_header *hdr = (const struct chirp_det_header *)s->r.d_det;
+	cudaError_t e;
+
+	cu_beam_uv_of_pointing(az_deg, el_deg, &b->up, &b->vp);
+	e = cu_beam_weights_node_set(b->cb, gx, wn, b->up, b->vp, b->d_w, b->d_wd);
+	if (e == cudaSuccess && mn)   /* mn: NULL without a list */
+		e = cu_beam_mono_node_set(b->cb, gx, mn, (const double *)b->d_wd, b->up, b->vp,
+					  bm->bs->monopulse, hdr,
+					  (struct chirp_det_record *)(hdr + 1), be->rs->max_det,
+					  s->r.d_mono);
+	return e;
 }
 
 int cu_beams_skipped(const struct cu_be *be, const struct cu_set *s)

@@ -30,6 +30,10 @@ struct cu_cpi {
 	int beam_chunks;                 /* ... or chunk by chunk: each
 					    chunk's input is its pulses of
 					    every channel (cu_beams.cu)    */
+	int bgraph;                      /* a capture of beams by chunk:
+					    the host queues the copies and
+					    ev_start, ev_in (cu_graph.cu);
+					    the graph waits for ev_copy   */
 	int out_place;                   /* fused: the kernel writes
 					    dst->out (device memory)       */
 	unsigned filt;                   /* the CPI's filter index          */
@@ -57,7 +61,8 @@ static int cu_enq_start(struct cu_be *be, const struct cu_cpi *q, struct cu_err 
 	unsigned rec = q->capture ? cudaEventRecordExternal : cudaEventRecordDefault;
 	cudaEvent_t fork = q->capture || q->beams ? s->ev_fork : s->ev_start;
 
-	EQ(cudaEventRecordWithFlags(s->ev_start, s->stream, rec));
+	if (!q->bgraph)
+		EQ(cudaEventRecordWithFlags(s->ev_start, s->stream, rec));
 	if (q->beams && cu_beams_enqueue(be, s, q->in, q->src, q->stage_in, q->dst->in_dev,
 					 q->dst->az_deg, q->dst->el_deg, ce) < 0)
 		return -EIO;
@@ -91,9 +96,11 @@ static int cu_enq_input(struct cu_be *be, const struct cu_cpi *q, const struct c
 		goto fault;
 	}
 	if (q->beam_chunks) {
-		if (cu_beams_input_chunk(be, q->s, q->in, q->src, q->stage_in, k->i, k->p0, k->np,
-					 st, ce) < 0)
+		if (cu_beams_input_chunk(be, q->s, q->in, q->src, q->stage_in, q->bgraph, k->i,
+					 k->p0, k->np, st, ce) < 0)
 			return -EIO;
+		if (q->bgraph)   /* ev_in: the host's, after its copies */
+			goto fault;
 		goto copied;
 	}
 	if (q->stage_in && cu_stage_in(be, q->s, q->in, k->ioff, bytes, ce) < 0)
@@ -145,16 +152,21 @@ static int cu_enq_last_node(cudaStream_t st, cudaGraphNode_t *node, struct cu_er
 }
 
 /*
- * The fused kernel's job for the chunk of nr rows from row r0 (input at
- * byte ioff, output at ooff) of set s: it reads in_dev (device memory, in
- * place) or d_in, and writes out_dev (device memory, in place) or d_out,
- * or, with the radar chain, the complex fft rows the chain reads (a cube
- * output is then made from them as on the cuFFT path).
+ * The fused kernel's job for chunk i of layout lay on set s: its rows
+ * (from d_in, or in_dev: device memory, in place) into d_out (or out_dev,
+ * in place), or, with the radar chain, into the complex fft rows the chain
+ * reads (a cube output is then made from them as on the cuFFT path). By
+ * beam chunk (beam_chunk) its pulses of every beam instead, a group of
+ * rows per beam (cu_beams_job_chunk). The rows of one group: 0 for a
+ * beam chunk without pulses (more chunks than pulses: no launch).
  */
-void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, size_t ioff,
-		  size_t ooff, unsigned nr, const void *in_dev, void *out_dev, unsigned filt,
-		  struct cu_fjob *j)
+unsigned cu_fused_job(const struct cu_be *be, const struct cu_set *s,
+		      const struct chunk_layout *lay, unsigned i, int beam_chunk,
+		      const void *in_dev, void *out_dev, unsigned filt, struct cu_fjob *j)
 {
+	size_t r0, ioff, ooff;
+	unsigned nr = cu_chunk(be, lay, i, &r0, &ioff, &ooff), p0, np;
+
 	j->in = (const char *)(in_dev ? in_dev : s->d_in) + ioff;
 	j->istride = be->R;
 	if (be->cube_out && !be->rs) {
@@ -172,6 +184,11 @@ void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, siz
 	j->groups = 1;
 	j->igroup = 0;
 	j->ogroup = 0;
+	if (beam_chunk) {
+		np = cu_beams_pulses(be, lay, i, &p0);
+		cu_beams_job_chunk(be, s, p0, np, j);
+	}
+	return j->rows;
 }
 
 /* Fused: the chunk's one kernel (a capture records its node: the filter
@@ -184,15 +201,14 @@ static int cu_enq_fused(struct cu_be *be, const struct cu_cpi *q, const struct c
 	cudaStream_t st = k->c->stream;
 	struct cu_fjob j;
 
-	cu_fused_job(be, s, k->r0, k->ioff, k->ooff, k->nr, q->in_place && !q->beams ? q->src : NULL,
-		     q->out_place ? q->dst->out : NULL, q->filt, &j);
-	if (q->beam_chunks) {
-		if (cu_beams_form_chunk(be, s, k->i, q->lay->nstreams, k->p0, k->np,
-					q->dst->az_deg, q->dst->el_deg, st, ce) < 0)
-			return -EIO;
-		if (k->np == 0)
-			return 0;
-		cu_beams_job_chunk(be, s, k->p0, k->np, &j);
+	if (q->beam_chunks && cu_beams_form_chunk(be, s, k->i, q->lay->nstreams, k->p0, k->np,
+						  q->dst->az_deg, q->dst->el_deg, st, ce) < 0)
+		return -EIO;
+	if (cu_fused_job(be, s, q->lay, k->i, q->beam_chunks,
+			 q->in_place && !q->beams ? q->src : NULL, q->out_place ? q->dst->out : NULL,
+			 q->filt, &j) == 0) {
+		s->g_mul[q->li][k->i] = NULL;   /* no pulses: no kernel */
+		return 0;
 	}
 	EQK("k_fused", cu_fused_launch(be, &j, st));
 	if (q->capture && cu_enq_last_node(st, &s->g_mul[q->li][k->i], ce) < 0)
@@ -258,9 +274,11 @@ static int cu_enq_join(struct cu_be *be, const struct cu_cpi *q, struct cu_err *
 
 	for (unsigned k = 0; k < q->lay->nstreams; k++) {
 		EQ(cudaEventRecord(s->cs[k].ev_done, s->cs[k].stream));
-		EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_h2d, 0));
+		if (!q->bgraph)
+			EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_h2d, 0));
 	}
-	EQ(cudaEventRecordWithFlags(s->ev_in, s->stream, rec));
+	if (!q->bgraph)
+		EQ(cudaEventRecordWithFlags(s->ev_in, s->stream, rec));
 	for (unsigned k = 0; k < q->lay->nstreams; k++)
 		EQ(cudaStreamWaitEvent(s->stream, s->cs[k].ev_done, 0));
 	if (be->rs && cu_radar_enqueue(be, s, q->dst, ce) < 0)
@@ -307,6 +325,7 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 	q.filt = filt;
 	q.beam_chunks = be->bm && cu_beams_by_chunk(be, dst->in_dev);
 	q.beams = be->bm && !q.beam_chunks;
+	q.bgraph = capture && q.beam_chunks;
 	q.packed = be->in_format == PC_FMT_SC16 || capture || be->fused || be->bm;
 	q.in_place = be->fused && (dst->in_dev || q.beams);
 	q.out_place = be->fused && be->cube_out && !be->rs && dst->out_dev;

@@ -31,6 +31,12 @@
  * Nothing in it depends on the mode but the multiply: the list's mode is
  * written by the host when the CPI completes (cu_radar_stamp).
  *
+ * Beams by chunk (cu_beams.cu): a chunk's input copy is 2-D, which a
+ * graph's copy node cannot take new addresses for, so that graph holds
+ * no input copy: the host queues them before the launch and the graph
+ * waits for each (cu_graph_launch_beams); its weights and monopulse
+ * kernels take the CPI's pointing as the multiply takes the filter.
+ *
  * A CPI with a map snapshot is launched as a graph too: the snapshot's
  * kernel and copy are never captured (the live view asks for one at most
  * fps times a second); they follow the launch on the set's stream, and the
@@ -42,8 +48,10 @@
  * counts the CPIs launched as graphs. Figures: doc/cuda.md, *CUDA graphs*.
  */
 #include "cu_private.h"
+#include "cu_beam.h"
 
 #include <limits.h>
+#include <math.h>
 extern "C" {
 #include "log.h"
 }
@@ -53,9 +61,10 @@ extern "C" {
 int cu_graph_ok(const struct cu_be *be, const struct cu_set *s, int li, int staged,
 		int on_device)
 {
-	/* beams: call by call (their stage's nodes are not re-pointed per CPI) */
-	return be->graphs && !be->bm && !staged && !on_device && !be->fault_armed &&
-	       s->g_state[li] >= 0;
+	/* beams: by chunk only (formed whole, MVDR's solve and the stage's
+	 * copy are not re-pointed per CPI) */
+	return be->graphs && (!be->bm || cu_beams_by_chunk(be, 0)) && !staged && !on_device &&
+	       !be->fault_armed && s->g_state[li] >= 0;
 }
 
 /* Graphs off for good, said once: the first len bytes of call (len < 0:
@@ -111,8 +120,15 @@ static unsigned cu_graph_copies(const struct cu_be *be, int li)
 {
 	unsigned nc = be->lay[li].nchunks;
 
-	return nc + (be->cube_out ? nc : 0) + (be->rs && !be->cube_out && be->out_bytes ? 1 : 0) +
+	return (be->bm ? 0 : nc) + (be->cube_out ? nc : 0) + (be->rs && !be->cube_out && be->out_bytes ? 1 : 0) +
 	       (be->det_bytes ? 1 : 0);
+}
+
+/* The nodes cu_find_copies must find in set s's graph for layout li: its
+ * copies, and with beams the weights and (with a list) monopulse kernels. */
+static unsigned cu_graph_nodes(const struct cu_be *be, int li)
+{
+	return cu_graph_copies(be, li) + (be->bm ? 1u + (be->det_bytes ? 1u : 0u) : 0u);
 }
 
 /* g's copy (sp -> dp) if it is the radar chain's map or list copy back:
@@ -133,6 +149,37 @@ static int cu_find_radar_copy(const struct cu_be *be, struct cu_set *s, int li,
 		return 1;
 	}
 	return 0;
+}
+
+/* A kernel node of a beams graph: kept in s->g_bw[li] / g_bmono[li] (and
+ * counted in *found) if it makes the weights or the monopulse. A library's
+ * kernel (cuFFT's) has no function the runtime knows, and says so with
+ * cudaErrorInvalidDeviceFunction: not one of ours. */
+static cudaError_t cu_find_beam_node(struct cu_set *s, int li, cudaGraphNode_t node,
+				     unsigned *found)
+{
+	struct cudaKernelNodeParams p;
+	cudaError_t e = cudaGraphKernelNodeGetParams(node, &p);
+
+	if (e == cudaErrorInvalidDeviceFunction) {
+		(void)cudaGetLastError();
+		return cudaSuccess;
+	}
+	if (e != cudaSuccess)
+		return e;
+	switch (cu_beam_node_kind(p.func)) {
+	case CU_BEAM_NODE_WEIGHTS:
+		s->g_bw[li] = node;
+		(*found)++;
+		break;
+	case CU_BEAM_NODE_MONO:
+		s->g_bmono[li] = node;
+		(*found)++;
+		break;
+	default:
+		break;
+	}
+	return cudaSuccess;
 }
 
 /*
@@ -163,6 +210,10 @@ static cudaError_t cu_find_copies(struct cu_be *be, struct cu_set *s, int li, cu
 		const char *sp, *dp;
 
 		e = cudaGraphNodeGetType(nodes[k], &t);
+		if (e == cudaSuccess && t == cudaGraphNodeTypeKernel && be->bm) {
+			e = cu_find_beam_node(s, li, nodes[k], found);
+			continue;
+		}
 		if (e != cudaSuccess || t != cudaGraphNodeTypeMemcpy)
 			continue;
 		e = cudaGraphMemcpyNodeGetParams(nodes[k], &p);
@@ -207,14 +258,20 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, unsigned f
 	g = cu_capture(be, s, li, filt, in, dst);
 	if (!g)
 		return;
+	s->g_bw[li] = NULL;
+	s->g_bmono[li] = NULL;
 	e = cu_find_copies(be, s, li, g, in, dst, &n, &found);
-	if (e != cudaSuccess || found != cu_graph_copies(be, li)) {
+	if (e != cudaSuccess || found != cu_graph_nodes(be, li)) {
 		(void)cudaGraphDestroy(g);
 		cu_graphs_off(be, "finding a CPI graph's copies", -1,
 			      e != cudaSuccess ? cudaGetErrorString(e) : "not each one once");
 		return;
 	}
-	e = cudaGraphInstantiate(&gx, g, 0);
+	/* beams: launched beside the copies (cu_graph_launch), its kernels
+	 * keep the priorities they were captured with (the chain ahead of
+	 * the next CPI's chunks, as call by call) */
+	e = cudaGraphInstantiateWithFlags(&gx, g, be->bm ? cudaGraphInstantiateFlagUseNodePriority
+							 : 0);
 	if (e != cudaSuccess) {
 		(void)cudaGraphDestroy(g);
 		cu_graphs_off(be, "cudaGraphInstantiate", -1, cudaGetErrorString(e));
@@ -223,6 +280,8 @@ static void cu_make_graph(struct cu_be *be, struct cu_set *s, int li, unsigned f
 	s->g[li] = g;
 	s->gx[li] = gx;
 	s->g_filt[li] = filt;
+	s->g_az[li] = dst->az_deg;
+	s->g_el[li] = dst->el_deg;
 	s->g_state[li] = 1;
 	log_debug("cuda: set %u, layout %d: a CPI is one graph of %zu nodes",
 		  (unsigned)(s - be->sets), li, n);
@@ -250,8 +309,8 @@ static cudaError_t cu_graph_set_filter(struct cu_be *be, struct cu_set *s, int l
 		if (be->fused) {   /* the kernel node of the chunk, as captured */
 			struct cu_fjob j;
 
-			cu_fused_job(be, s, r0, ioff, ooff, nr, NULL, NULL, filt, &j);
-			e = cu_fused_node_set(be, s->gx[li], s->g_mul[li][i], &j);
+			if (cu_fused_job(be, s, lay, i, be->bm != NULL, NULL, NULL, filt, &j) > 0)
+				e = cu_fused_node_set(be, s->gx[li], s->g_mul[li][i], &j);
 			continue;
 		}
 		e = cu_cmul_node_set(s->gx[li], s->g_mul[li][i], cu_fft_row(be, s, r0),
@@ -282,6 +341,70 @@ static cudaError_t cu_graph_radar_copies(struct cu_be *be, struct cu_set *s, int
 }
 
 /*
+ * The rest of a beams CPI's launch (by chunk; its multiply nodes already
+ * hold its filter). Its graph has no input copy: a chunk's is 2-D (its
+ * pulses of every channel), and a graph's copy takes new addresses only
+ * when 1-D. So its weights and monopulse nodes take the CPI's pointing and
+ * its list copy the CPI's list, then the host queues ev_start, each
+ * chunk's copy and ev_copy on the set's stream, one after the other as
+ * call by call, and ev_in after the last; the graph, launched on the first
+ * chunk stream so as not to wait behind those copies, waits for each
+ * chunk's ev_copy (captured as external events) and records ev_out. A
+ * snapshot follows on the set's stream behind ev_out. 0, 1 (the graph
+ * refused the pointing or the list: the caller queues the CPI call by
+ * call) or -EIO.
+ */
+static int cu_graph_launch_beams(struct cu_be *be, struct cu_set *s, int li, const void *in,
+				 const struct cu_dst *dst)
+{
+	const struct chunk_layout *lay = &be->lay[li];
+	struct cu_err ce = { NULL, NULL, 0 };
+	cudaError_t e = cudaSuccess;
+	const char *call = NULL;
+
+	if (s->g_az[li] != dst->az_deg || s->g_el[li] != dst->el_deg) {
+		s->g_az[li] = NAN;   /* until both nodes hold it */
+		e = cu_beams_graph_point(be, s, s->gx[li], s->g_bw[li], s->g_bmono[li], dst->az_deg,
+					 dst->el_deg);
+		if (e != cudaSuccess) {
+			cu_graphs_off(be, "cudaGraphExecKernelNodeSetParams(pointing)", -1,
+				      cudaGetErrorString(e));
+			return 1;
+		}
+		s->g_az[li] = dst->az_deg;
+		s->g_el[li] = dst->el_deg;
+	}
+	e = cu_graph_radar_copies(be, s, li, dst);
+	if (e != cudaSuccess) {
+		cu_graphs_off(be, "cudaGraphExecMemcpyNodeSetParams1D", -1, cudaGetErrorString(e));
+		return 1;
+	}
+	if ((e = cudaEventRecord(s->ev_start, s->stream)) != cudaSuccess) {
+		call = "cudaEventRecord(start)";
+		goto fail;
+	}
+	for (unsigned i = 0; i < lay->nchunks; i++) {
+		unsigned p0, np = cu_beams_pulses(be, lay, i, &p0);
+
+		if (cu_beams_copy_chunk(be, s, in, in, 0, i, p0, np, &ce) < 0) {
+			cu_fail_n(be, ce.call, (size_t)ce.len, ce.what);
+			return -EIO;
+		}
+	}
+	if ((e = cudaEventRecord(s->ev_in, s->stream)) != cudaSuccess)
+		call = "cudaEventRecord(input)";
+	else if ((e = cudaGraphLaunch(s->gx[li], s->cs[0].stream)) != cudaSuccess)
+		call = "cudaGraphLaunch";
+	else if (dst->snap && (e = cudaStreamWaitEvent(s->stream, s->ev_out, 0)) != cudaSuccess)
+		call = "cudaStreamWaitEvent(output)";
+	if (!call)
+		return 0;
+fail:
+	cu_fail(be, call, cudaGetErrorString(e));
+	return -EIO;
+}
+
+/*
  * Launch set s's graph for layout li with this CPI's buffers and filter
  * filt (made first if need be). 0 launched; 1 not (no graph, or its
  * copies refused the addresses or its multiply the filter: the caller
@@ -305,6 +428,13 @@ int cu_graph_launch(struct cu_be *be, struct cu_set *s, int li, unsigned filt, c
 	if (e != cudaSuccess) {
 		cu_graphs_off(be, "cudaGraphExecKernelNodeSetParams", -1, cudaGetErrorString(e));
 		return 1;
+	}
+	if (be->bm) {
+		int rc = cu_graph_launch_beams(be, s, li, in, dst);
+
+		if (rc == 0)
+			be->graph_cpis++;
+		return rc;
 	}
 	for (unsigned i = 0; i < lay->nchunks && e == cudaSuccess; i++) {
 		size_t r0, ioff, ooff, nr = cu_chunk(be, lay, i, &r0, &ioff, &ooff);

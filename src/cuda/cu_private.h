@@ -242,7 +242,12 @@ struct cu_set {
 	cudaGraphNode_t g_mul[CU_NLAY][PC_MAX_CHUNKS];   /* chunk i's multiply    */
 	cudaGraphNode_t g_map[CU_NLAY];   /* the map's copy back (map modes)   */
 	cudaGraphNode_t g_det[CU_NLAY];   /* the detection list's copy back    */
+	cudaGraphNode_t g_bw[CU_NLAY];    /* beams: the weights kernel         */
+	cudaGraphNode_t g_bmono[CU_NLAY]; /* beams: the monopulse kernel (NULL
+					     without a list)                */
 	unsigned g_filt[CU_NLAY];   /* filter the multiply nodes of gx hold   */
+	double g_az[CU_NLAY], g_el[CU_NLAY];   /* beams: the pointing its
+					     weights and monopulse hold   */
 	cudaEvent_t ev_fork;     /* capture only: the chunk streams fork off it */
 	int have_ev_fork;
 
@@ -438,7 +443,7 @@ struct cu_fused;
  * complex for the radar chain's fft rows), group g's rows igroup / ogroup
  * samples further on (a pulse chunk of beams: a run of rows in each
  * beam's), filter number filt, rows with NaN/Inf counted into *nonfinite
- * (cf32). cu_fused_job makes one group. */
+ * (cf32). cu_fused_job makes a chunk's (cu_enqueue.cu). */
 struct cu_fjob {
 	const void *in;
 	void *out;
@@ -546,9 +551,9 @@ int cu_enqueue(struct cu_be *be, struct cu_set *s, int li, unsigned filt, const 
 	       const void *src, const struct cu_dst *dst, int stage_in, int capture,
 	       struct cu_err *ce);
 
-void cu_fused_job(const struct cu_be *be, const struct cu_set *s, size_t r0, size_t ioff,
-		  size_t ooff, unsigned nr, const void *in_dev, void *out_dev, unsigned filt,
-		  struct cu_fjob *j);
+unsigned cu_fused_job(const struct cu_be *be, const struct cu_set *s,
+		      const struct chunk_layout *lay, unsigned i, int beam_chunk,
+		      const void *in_dev, void *out_dev, unsigned filt, struct cu_fjob *j);
 
 /* ---- cu_graph.cu ----------------------------------------------------------- */
 
@@ -597,10 +602,13 @@ void cu_radar_snap_done(struct cu_set *s, int skipped);
  * cu_beams_enqueue: the CPI's beam stage on s->stream (input, weights for
  * the pointing or MVDR, the product into s->d_in), whole, before the
  * chunks; or, where cu_beams_by_chunk, chunk by chunk on its stream:
- * cu_beams_pulses (the chunk's pulses), cu_beams_input_chunk (its input
- * into d_raw), cu_beams_form_chunk (its beams into d_in; the first makes
- * the CPI's weights) and cu_beams_job_chunk (compression's job for its
- * rows of every beam); cu_beams_mono: after
+ * cu_beams_pulses (the chunk's pulses), cu_beams_copy_chunk (its copy
+ * into d_raw on the set's stream), cu_beams_input_chunk (that copy, or in
+ * a capture the wait for it, on the chunk's stream), cu_beams_form_chunk
+ * (its beams into d_in; the first makes the CPI's weights) and
+ * cu_beams_job_chunk (compression's job for its rows of every beam);
+ * cu_beams_graph_point (a CPI graph's weights and monopulse nodes set to
+ * the CPI's pointing); cu_beams_mono: after
  * k_records, every record's beam fields and monopulse angle. At
  * completion: cu_beams_skipped (MVDR found no weights),
  * cu_beams_write_skipped (pc_write_skipped's results). 0 or a negative
@@ -615,14 +623,19 @@ int cu_beams_enqueue(struct cu_be *be, struct cu_set *s, const void *in, const v
 int cu_beams_by_chunk(const struct cu_be *be, int in_dev);
 unsigned cu_beams_pulses(const struct cu_be *be, const struct chunk_layout *lay, unsigned i,
 			 unsigned *p0);
+int cu_beams_copy_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
+			int stage_in, unsigned i, unsigned p0, unsigned np, struct cu_err *ce);
 int cu_beams_input_chunk(struct cu_be *be, struct cu_set *s, const void *in, const void *src,
-			 int stage_in, unsigned i, unsigned p0, unsigned np, cudaStream_t st,
-			 struct cu_err *ce);
+			 int stage_in, int capture, unsigned i, unsigned p0, unsigned np,
+			 cudaStream_t st, struct cu_err *ce);
 int cu_beams_form_chunk(struct cu_be *be, struct cu_set *s, unsigned i, unsigned nstreams,
 			unsigned p0, unsigned np, double az_deg, double el_deg, cudaStream_t st,
 			struct cu_err *ce);
 void cu_beams_job_chunk(const struct cu_be *be, const struct cu_set *s, unsigned p0,
 			unsigned np, struct cu_fjob *j);
+cudaError_t cu_beams_graph_point(struct cu_be *be, struct cu_set *s, cudaGraphExec_t gx,
+				 cudaGraphNode_t wn, cudaGraphNode_t mn, double az_deg,
+				 double el_deg);
 int cu_beams_skipped(const struct cu_be *be, const struct cu_set *s);
 int cu_beams_write_skipped(struct cu_be *be, struct cu_set *s);
 int cu_beams_mono(struct cu_be *be, struct cu_set *s, struct cu_err *ce);

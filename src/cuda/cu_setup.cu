@@ -515,7 +515,8 @@ static int cu_make_set(struct cu_be *be, unsigned i)
 	 * the set's stream once its chunks are done, takes the SMs ahead of
 	 * the next CPI's chunk kernels, whose work its copies still hide, and
 	 * runs as fast as alone. A CUDA graph's nodes take the priority of
-	 * the stream it is launched into: for a graph this changes nothing. */
+	 * the stream it is launched into, except a beams graph's, which keep
+	 * the priorities they were captured with (cu_graph.cu). */
 	CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
 	CK(cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
 	CK(cudaEventCreateWithFlags(&s->ev_in, cudaEventDisableTiming));
