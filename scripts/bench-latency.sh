@@ -13,7 +13,13 @@
 #               socket names overridden, plus any --set you give. Nothing is
 #               pinned unless you --set it.
 #   producer    chirp-feed --prefilled: every free slot written before the
-#               clock starts, then only commits (a digitizer's DMA); --rate
+#               clock starts, then only commits (a digitizer's DMA), with
+#               two echoes (gate 300 at -6 dBFS, gate R/2 at -20 dBFS),
+#               noiseless, or in white noise at --noise-dbfs N (a CFAR needs
+#               noise to estimate: on a noiseless scene its threshold is the
+#               float error, a large share of the cells cross it and every
+#               list fills to max_detections; the report counts each
+#               window's detections and full lists); --rate
 #               on an absolute CLOCK_MONOTONIC schedule that never bursts (a
 #               wake > period/2 late restarts the schedule and counts a late
 #               tick); drops when the input ring is full (= chirpd's
@@ -89,7 +95,7 @@
 #       [--measure S] [--cap-seconds S] [--loads "80 90"] [--windows N]
 #       [--soak SECONDS [--soak-load 90]] [--set section.key=value]...
 #       [--noise-samples N] [--out DIR] [--no-copy-floor] [--floor-chunks 4] [--probe-spin]
-#       [--probe-spin-us N] [--tools-cpus LIST] [--radar-modes 1|2|3]
+#       [--probe-spin-us N] [--tools-cpus LIST] [--radar-modes 1|2|3] [--noise-dbfs N]
 #   scripts/bench-latency.sh --plot DIR      (table and PNG again from DIR's files)
 # Environment: CHIRP_BUILD (default build), PLOT_PY (a python3 with
 # matplotlib). Output in DIR (default build/bench-latency/DATE): report.md
@@ -113,7 +119,7 @@ backend=cpu geometry=4x128x4096 reflen=512 format=cf32 mode=complex
 # on one GPU the whole run takes about 4-5 minutes (one 10-minute command).
 warmup=3 measure=8 cap_s= loads="80 90" windows=3 soak= soak_load=90 floor_chunks=4
 noise_n=20000 out= copy=1 plot_only= sets=() probe_spin= probe_spin_us= tools_cpus=
-radar_modes=1
+radar_modes=1 noise_dbfs=
 START_TIMEOUT=${START_TIMEOUT:-60}   # chirpd start-up (FFT planning, CUDA init)
 
 die() { echo "bench-latency: $*" >&2; exit 1; }
@@ -141,6 +147,9 @@ while [ $# -gt 0 ]; do
 	--radar-modes) radar_modes=${2:?}; shift
 		[[ $radar_modes =~ ^[123]$ ]] || { echo "bench-latency: --radar-modes wants 1, 2 or 3" >&2; exit 2; };;
 	--noise-samples) noise_n=${2:?}; shift;;
+	--noise-dbfs) noise_dbfs=${2:?}; shift
+		[[ $noise_dbfs =~ ^-?[0-9]+(\.[0-9]+)?$ ]] ||
+			{ echo "bench-latency: --noise-dbfs wants a number of dB" >&2; exit 2; };;
 	--out) out=${2:?}; shift;;
 	--no-copy-floor) copy=0;;
 	--probe-spin) probe_spin=1;;
@@ -379,7 +388,9 @@ run_case() {
 	[ -n "$rate" ] && pace=(--rate "$rate")
 	local sched=()
 	[ "$radar_modes" -gt 1 ] && [ "$name" != capacity ] && sched=(--modes "$(seq -s, 0 $((radar_modes - 1)))")
-	"${tools[@]}" "$BUILD/bin/chirp-feed" --ring "$in" -c "$conf" --target 300,-6 --target $((R / 2)),-20 --noiseless --prefilled \
+	local noise=(--noiseless)
+	[ -n "$noise_dbfs" ] && noise=(--noise-dbfs "$noise_dbfs")
+	"${tools[@]}" "$BUILD/bin/chirp-feed" --ring "$in" -c "$conf" --target 300,-6 --target $((R / 2)),-20 "${noise[@]}" --prefilled \
 		"${pace[@]}" "${sched[@]}" -q --wait 10 >"$out/feed-$name.log" 2>&1 &
 	feed=$!; pids+=($feed)
 	wait_until "$(awk -v w="$warmup" -v t="$START_TIMEOUT" 'BEGIN { print w + t }')" test -e "$tmp/open-$case_no" ||
@@ -442,7 +453,7 @@ run_floor() {
 	echo "date	$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "machine	$(hostname), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/^/, /')"
 	echo "commit	$(scripts/bench-meta.sh /dev/stdout latency - | sed -n 's/^commit\t//p')"
-	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen$([ "$radar_modes" -gt 1 ] && echo ", $radar_modes radar modes (L, L/2$([ "$radar_modes" -gt 2 ] && echo ", L/4")), the mode changing every CPI"); shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || { [ -n "$probe_spin_us" ] && echo "polls ${probe_spin_us} µs, then sleeps on the ring's futex (--probe-spin-us)"; } || echo "sleeps on the ring's futex")"
+	echo "setup	backend $backend, ${C}x${P}x${R} $format -> $mode, L = $reflen$([ "$radar_modes" -gt 1 ] && echo ", $radar_modes radar modes (L, L/2$([ "$radar_modes" -gt 2 ] && echo ", L/4")), the mode changing every CPI"); shipped conf/chirpd.conf otherwise${sets[*]:+, plus ${sets[*]}}; echoes at gate 300 (-6 dBFS) and $((R / 2)) (-20 dBFS), $([ -n "$noise_dbfs" ] && echo "noise at $noise_dbfs dBFS" || echo "noiseless"); probe $([ -n "$probe_spin" ] && echo "polls (--probe-spin)" || { [ -n "$probe_spin_us" ] && echo "polls ${probe_spin_us} µs, then sleeps on the ring's futex (--probe-spin-us)"; } || echo "sleeps on the ring's futex")"
 	[ -n "$tools_cpus" ] && echo "tools	producer and probe on cpus $tools_cpus (--tools-cpus)"
 	echo "windows	$windows per load$([ "$backend" = cuda ] && [ $copy = 1 ] && echo ", each after a floor window"), warm-up $warmup s, measured $measure s each, capacity over $cap_s s$([ -n "$soak" ] && echo ", soak")"
 } >"$out/meta.tsv"

@@ -107,7 +107,8 @@ def load(d):
                 raise SystemExit("%s: no 'probe ' line" % os.path.join(d, "probe-%s.txt" % name))
             s0, s1 = (os.path.join(d, "stats%d-%s.json" % (i, name)) for i in (0, 1))
             delta = {}
-            for k in ("input_overruns", "output_drops", "data_stalls"):
+            for k in ("input_overruns", "output_drops", "data_stalls", "detection_lists",
+                      "detections", "detection_overflows"):
                 a, b = stat(s0, k), stat(s1, k)
                 delta[k] = b - a if a is not None and b is not None else None
             rows.append(dict(name=name, pct=pct, rate=rate, win=win, label=label, probe=p,
@@ -587,6 +588,20 @@ def report(d):
         tsv.append("\t".join(str(v) for v in (
             x["who"] + "_all", x["pct"], "all", "%.3f" % x["rate"], "", pl["n"], pl["p50"],
             pl["p90"], pl["p99"], pl["p999"], pl["max"], na(x["lost"]), "", "", "")))
+    det = [r for r in rows if r["d"].get("detection_lists")]
+    if det:   # the detector's load: what the chain's list stages had to do
+        out.append("")
+        out.append("The detector in each window (chirpctl stats over the window): lists made, "
+                   "detections per list, lists that filled to max_detections.")
+        out.append("")
+        out.append("| window | lists | detections per list | full lists |")
+        out.append("|---|---:|---:|---:|")
+        for r in det:
+            n = r["d"]["detection_lists"]
+            out.append("| %s | %d | %s | %s |" % (
+                r["label"], n, "%.1f" % (r["d"]["detections"] / n)
+                if r["d"]["detections"] is not None else "?",
+                na(r["d"]["detection_overflows"])))
     out.append("")
     out.append("Host noise on chirpd's CPUs, chirpd stopped (for reading the tails above):")
     out.append("")
