@@ -20,9 +20,10 @@
  * commits at most half a period closer than that. A digitizer does not
  * fall behind; a feed that does is reported ("late ticks" at exit), so a
  * benchmark can tell a lighter load than asked from a loss.
- * With --prefilled and --rate, every free slot is reserved and written
- * before the clock starts (reserve_next), so the paced loop only commits:
- * no synthesis on the clock, no slow first pass.
+ * With --prefilled, every free slot is reserved and written before the
+ * first commit (reserve_next) and, with --rate, before the clock starts,
+ * so the loop only commits: no synthesis on the clock, and no slow first
+ * pass through the ring for a saturating (--block) feed either.
  *
  * Radar modes: CPI k is committed with the mode schedule[k mod n] of
  * --modes, else the recording's own mode of that CPI (SigMF chirp:mode),
@@ -890,10 +891,10 @@ static void fill(struct feed *f, uint64_t k, void *payload)
 }
 
 /*
- * --prefilled with --rate: reserve every slot that is free now and write
- * CPIs k, k+1, ... into them, before the clock starts; the paced loop then
- * commits these reservations in order and only commits afterwards (the
- * slots stay written). Returns the number primed (never drops: only slots
+ * --prefilled: reserve every slot that is free now and write CPIs k, k+1,
+ * ... into them, before the first commit (with --rate, before the clock
+ * starts); the loop then commits these reservations in order and only
+ * commits afterwards (the slots stay written). Returns the number primed (never drops: only slots
  * the consumer has released are taken), at most max.
  */
 static uint64_t prime(struct feed *f, uint64_t k, uint64_t max)
@@ -1047,8 +1048,8 @@ static int feed_step(struct feed *f, struct feed_loop *L, struct tool_progress *
 		L->attaches++;
 		L->limit = source_limit(f, L->limit);
 	}
-	if (f->rate > 0 && f->written && L->primed_epoch != L->attaches) {
-		/* before the clock (re)starts: see prime() */
+	if (f->written && L->primed_epoch != L->attaches) {
+		/* before the first commit and the clock (re)start: see prime() */
 		L->primed_epoch = L->attaches;
 		prime(f, L->k, L->limit ? L->limit - L->k : UINT64_MAX);
 		f->sched_t0_ns = mono_ns();
