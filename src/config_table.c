@@ -100,6 +100,9 @@ static int check_listen(const char *v, char *err, size_t len);
 #define KEY_STR(s, k, f, ...)    CFG_ROW(s, k, T_STR, OFF_T(f, char *), .size = SZ(f), __VA_ARGS__)
 #define KEY_BOOL(s, k, f, ...)   CFG_ROW(s, k, T_BOOL, OFF_T(f, int), __VA_ARGS__)
 #define KEY_INT(s, k, f, ...)    CFG_ROW(s, k, T_INT, OFF_T(f, int), __VA_ARGS__)
+/* A number's macro as the string a .def holds (one home for the value). */
+#define CFG_STR(x)  #x
+#define CFG_XSTR(x) CFG_STR(x)
 #define KEY_UINT(s, k, f, ...)   CFG_ROW(s, k, T_UINT, OFF_T(f, unsigned), __VA_ARGS__)
 #define KEY_DOUBLE(s, k, f, ...) CFG_ROW(s, k, T_DOUBLE, OFF_T(f, double), __VA_ARGS__)
 #define KEY_ENUM(s, k, f, ...)   CFG_ROW(s, k, T_ENUM, OFF_T(f, INTS), __VA_ARGS__)
@@ -345,16 +348,16 @@ const struct cfg_key cfg_tab[] = {
 		.def = "noncoherent", .choices = ch_integrate, .reload = CFG_RELOAD,
 		.help = "noncoherent: the CFAR runs on the channels' summed maps, one list whose records have channel -1; none: on each channel's map, a list with each channel's detections."),
 	KEY_UINT("cfar", "guard_range", guard_range,
-		.def = "2", .min = 0, .max = 1048576, .reload = CFG_RELOAD,
+		.def = CFG_XSTR(PC_CFAR_GUARD_RANGE), .min = 0, .max = 1048576, .reload = CFG_RELOAD,
 		.help = "Guard cells on each side of the cell under test along range, left out of the noise estimate (the target's own spread)."),
 	KEY_UINT("cfar", "guard_doppler", guard_doppler,
-		.def = "1", .min = 0, .max = 1048576, .reload = CFG_RELOAD,
+		.def = CFG_XSTR(PC_CFAR_GUARD_DOPPLER), .min = 0, .max = 1048576, .reload = CFG_RELOAD,
 		.help = "Guard cells on each side along Doppler (the axis is cyclic)."),
 	KEY_UINT("cfar", "train_range", train_range,
-		.def = "8", .min = 0, .max = 1048576, .reload = CFG_RELOAD,
+		.def = CFG_XSTR(PC_CFAR_TRAIN_RANGE), .min = 0, .max = 1048576, .reload = CFG_RELOAD,
 		.help = "Training cells on each side beyond the guard along range; guard + training on both sides must fit in the range gates."),
 	KEY_UINT("cfar", "train_doppler", train_doppler,
-		.def = "2", .min = 0, .max = 1048576, .reload = CFG_RELOAD,
+		.def = CFG_XSTR(PC_CFAR_TRAIN_DOPPLER), .min = 0, .max = 1048576, .reload = CFG_RELOAD,
 		.help = "Training cells on each side beyond the guard along Doppler; guard + training on both sides must fit in the Doppler bins."),
 	KEY_AUTO("cfar", "os_rank", os_rank,
 		.def = "auto", .min = 1, .max = PC_CFAR_OS_MAX_CELLS, .reload = CFG_RELOAD,

@@ -125,10 +125,10 @@ void pc_params_init(struct pc_params *p)
 	p->radar.cfar = 0;
 	p->radar.method = PC_CFAR_CA;
 	p->radar.integrate = 1;
-	p->radar.guard_range = 2;
-	p->radar.guard_doppler = 1;
-	p->radar.train_range = 8;
-	p->radar.train_doppler = 2;
+	p->radar.guard_range = PC_CFAR_GUARD_RANGE;
+	p->radar.guard_doppler = PC_CFAR_GUARD_DOPPLER;
+	p->radar.train_range = PC_CFAR_TRAIN_RANGE;
+	p->radar.train_doppler = PC_CFAR_TRAIN_DOPPLER;
 	p->radar.os_rank = 0;
 	p->radar.pfa = 1e-6;
 	p->radar.maxima_range = 1;

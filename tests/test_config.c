@@ -276,6 +276,27 @@ static void test_every_key(void **state)
 	assert_int_equal(plan_staging_threads(&c), 16);
 }
 
+/* The [cfar] windows by default are pc_params_init's, PC_CFAR_*: the ones
+ * the CUDA backend compiles its CFAR kernel for. */
+static void test_cfar_window_defaults(void **state)
+{
+	struct chirp_config d;
+	struct pc_params p, ref;
+
+	(void)state;
+	config_defaults(&d);
+	plan_pc_params(&d, &p);
+	pc_params_init(&ref);
+	assert_int_equal(p.radar.guard_range, PC_CFAR_GUARD_RANGE);
+	assert_int_equal(p.radar.guard_doppler, PC_CFAR_GUARD_DOPPLER);
+	assert_int_equal(p.radar.train_range, PC_CFAR_TRAIN_RANGE);
+	assert_int_equal(p.radar.train_doppler, PC_CFAR_TRAIN_DOPPLER);
+	assert_int_equal(ref.radar.guard_range, PC_CFAR_GUARD_RANGE);
+	assert_int_equal(ref.radar.guard_doppler, PC_CFAR_GUARD_DOPPLER);
+	assert_int_equal(ref.radar.train_range, PC_CFAR_TRAIN_RANGE);
+	assert_int_equal(ref.radar.train_doppler, PC_CFAR_TRAIN_DOPPLER);
+}
+
 /*
  * [processing] backend tuning (struct pc_tuning): defaults equal
  * pc_params_init's, every value reaches pc_params.tune, bad values are
@@ -1921,6 +1942,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_restart_keys),
 		cmocka_unit_test(test_staging_threads),
 		cmocka_unit_test(test_tuning_keys),
+		cmocka_unit_test(test_cfar_window_defaults),
 		cmocka_unit_test(test_tuning_print_json),
 		cmocka_unit_test(test_tuning_wisdom_path),
 		cmocka_unit_test(test_json),

@@ -46,6 +46,13 @@ enum pc_cfar { PC_CFAR_CA = 0, PC_CFAR_GO = 1, PC_CFAR_SO = 2, PC_CFAR_OS = 3 };
 #define PC_MAX_DETECTIONS   1048576u /* max_detections upper bound          */
 #define PC_CFAR_OS_MAX_CELLS 256u    /* os: training cells per cell, at most */
 
+/* The CFAR's windows by default, cells on each side (pc_params_init's and
+ * the [cfar] keys'): the CUDA backend compiles its CFAR kernel for them. */
+#define PC_CFAR_GUARD_RANGE   2
+#define PC_CFAR_GUARD_DOPPLER 1
+#define PC_CFAR_TRAIN_RANGE   8
+#define PC_CFAR_TRAIN_DOPPLER 2
+
 /* The shortest FFT length a range line of R samples correlated with a
  * reference of L samples (L >= 1) needs without wrap-around: a forced
  * nfft below it is refused (pc_params_check, and the configuration's

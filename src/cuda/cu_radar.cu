@@ -1097,17 +1097,18 @@ static size_t cu_cfar_smem(const struct radar_setup *rs)
 }
 
 /* k_cfar_fused for the windows: compiled for chirpd's default ones
- * (config_table.c: train_doppler 2, guard_doppler 1, guard_range 2,
- * train_range 8), their short sums unrolled, the same sums in the same
- * order; any other windows in a's. */
+ * (PC_CFAR_TRAIN_DOPPLER ...: chirp/pc_types.h), their short sums
+ * unrolled, the same sums in the same order; any other windows in a's. */
 typedef void (*cu_cfar_fn)(const float *, struct cu_cfar_args, const float *, const float *,
 			   struct cu_max_args, float *, unsigned char *, unsigned *,
 			   unsigned long long *);
 
 static cu_cfar_fn cu_cfar_kernel(const struct radar_setup *rs)
 {
-	if (rs->td == 2 && rs->gd == 1 && rs->gr == 2 && rs->tr == 8)
-		return k_cfar_fused<2, 1, 2, 8>;
+	if (rs->td == PC_CFAR_TRAIN_DOPPLER && rs->gd == PC_CFAR_GUARD_DOPPLER &&
+	    rs->gr == PC_CFAR_GUARD_RANGE && rs->tr == PC_CFAR_TRAIN_RANGE)
+		return k_cfar_fused<PC_CFAR_TRAIN_DOPPLER, PC_CFAR_GUARD_DOPPLER, PC_CFAR_GUARD_RANGE,
+				    PC_CFAR_TRAIN_RANGE>;
 	return k_cfar_fused<-1, -1, -1, -1>;
 }
 
