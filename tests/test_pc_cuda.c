@@ -1790,7 +1790,10 @@ static void test_radar_cfar(void **state)
 		}
 	for (int mi = 0; mi < 4; mi++) {   /* chirpd's default windows (their own kernel) */
 		rspec_init(&s, 3, 24, 500);
-		s.rad.train_doppler = 2;
+		s.rad.guard_range = PC_CFAR_GUARD_RANGE;
+		s.rad.guard_doppler = PC_CFAR_GUARD_DOPPLER;
+		s.rad.train_range = PC_CFAR_TRAIN_RANGE;
+		s.rad.train_doppler = PC_CFAR_TRAIN_DOPPLER;
 		s.nonfinite = mi == 3;         /* ca again, with an Inf in channel 1 */
 		s.rad.method = mi == 3 ? PC_CFAR_CA : methods[mi];
 		if (s.nonfinite)
