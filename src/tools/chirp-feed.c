@@ -894,8 +894,9 @@ static void fill(struct feed *f, uint64_t k, void *payload)
  * --prefilled: reserve every slot that is free now and write CPIs k, k+1,
  * ... into them, before the first commit (with --rate, before the clock
  * starts); the loop then commits these reservations in order and only
- * commits afterwards (the slots stay written). Returns the number primed (never drops: only slots
- * the consumer has released are taken), at most max.
+ * commits afterwards (the slots stay written). Returns the number primed
+ * (never drops: only slots the consumer has released are taken), at most
+ * max.
  */
 static uint64_t prime(struct feed *f, uint64_t k, uint64_t max)
 {
