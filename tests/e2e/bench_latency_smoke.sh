@@ -8,6 +8,8 @@
 # judged here (this is a smoke test on a shared machine), only their form.
 # --tools-cpus is given every cpu this test may use (nothing moves, the
 # taskset path runs) and must be named in the report; a bad list is refused.
+# The echoes are in noise (--noise-dbfs) with the CFAR on: the setup line
+# names the noise and the detector's table has a row per window.
 . "$(dirname "$0")/lib.sh"
 e2e_init bench_latency_smoke
 e2e_need chirp-feed
@@ -25,7 +27,8 @@ if command -v taskset >/dev/null; then
 	tools=(--tools-cpus "$cpus")
 fi
 timeout -k 5 120 "$bench" --backend cpu --geometry 1x16x1000 --ref-len 64 \
-	--loads "80 90" --windows 2 --warmup 1 --measure 1 --noise-samples 2000 "${tools[@]}" --out "$out" >"$T/run.log" 2>&1
+	--loads "80 90" --windows 2 --warmup 1 --measure 1 --noise-samples 2000 "${tools[@]}" \
+	--noise-dbfs -30 --set doppler.enable=1 --set cfar.enable=1 --out "$out" >"$T/run.log" 2>&1
 rc=$?
 cat "$T/run.log"
 [ $rc -eq 0 ] || e2e_fail "bench-latency.sh exited $rc"
@@ -106,6 +109,14 @@ for pct in 80 90; do
 		e2e_fail "no well-formed stall row for $pct %: $(grep "^| $pct % #1 |" "$out/report.md" | tail -1)"
 done
 for k in command date machine; do grep -q "^$k: " "$out/report.md" || e2e_fail "report lacks '$k'"; done
+grep -q '^setup: .*, noise at -30 dBFS; probe ' "$out/report.md" || e2e_fail "the setup line does not name the noise"
+grep -q '^| window | lists | detections per list | full lists |$' "$out/report.md" || e2e_fail "no detector table"
+for row in capacity "80 % #1" "80 % #2" "90 % #1" "90 % #2"; do
+	grep -Eq "^\| $row \| [1-9][0-9]* \| $num \| [0-9]+ \|$" "$out/report.md" ||
+		e2e_fail "no well-formed detector row for $row"
+done
+"$bench" --noise-dbfs loud >"$T/bad.log" 2>&1
+[ $? -eq 2 ] && grep -q -- "--noise-dbfs wants" "$T/bad.log" || e2e_fail "--noise-dbfs loud not refused"
 # TSV: a header, capacity, four windows, two loads pooled, host block, host
 # noise, sleep; 15 columns each.
 awk -F'\t' 'NF != 15 { bad = 1 } END { exit bad || NR != 11 }' "$out/results.tsv" ||
